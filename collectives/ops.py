@@ -1,0 +1,34 @@
+"""Reduction operators and the dtypes they accept, for any NumPy-like array module."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = ["OPS", "DTYPES", "check_op", "check_dtype", "reducer"]
+
+#: reduction name -> ufunc name in NumPy and CuPy
+OPS: dict[str, str] = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
+
+#: dtype names every transport supports (NCCL's set, less bfloat16 which NumPy lacks)
+DTYPES: tuple[str, ...] = ("int8", "uint8", "int32", "uint32", "int64", "uint64",
+                           "float16", "float32", "float64")
+
+
+def check_op(op: str) -> str:
+    """Return ``op`` if it names a reduction, else raise ValueError naming the choices."""
+    if op not in OPS:
+        raise ValueError(f"op {op!r} is not supported; choose one of {sorted(OPS)}") from None
+    return op
+
+
+def check_dtype(dtype: Any) -> str:
+    """Return the name of ``dtype`` if collectives support it, else raise TypeError."""
+    name = getattr(dtype, "name", str(dtype))
+    if name not in DTYPES:
+        raise TypeError(f"dtype {name!r} is not supported; choose one of {list(DTYPES)}") from None
+    return name
+
+
+def reducer(xp: Any, op: str) -> Callable[..., Any]:
+    """Return the ufunc of array module ``xp`` (numpy or cupy) that applies ``op``."""
+    return getattr(xp, OPS[check_op(op)])

@@ -1,0 +1,1 @@
+"""SimPy simulator and closed-form alpha-beta-gamma cost model of collective schedules."""

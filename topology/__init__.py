@@ -1,0 +1,1 @@
+"""Machines as data: devices, switches, NICs and links; routes, presets, files, calibration."""
