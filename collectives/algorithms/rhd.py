@@ -1,0 +1,207 @@
+"""Recursive halving-doubling (Rabenseifner's algorithm).
+
+AllReduce is a recursive-halving reduce-scatter followed by a recursive-doubling
+allgather (Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication
+Operations in MPICH", IJHPCA 19(1), 2005, section 4.3); ReduceScatter is the first phase
+and AllGather the second.  Partners are ``newrank ^ mask`` among a power-of-two *core*,
+as in msccl-tools' ``peer = rank ^ count`` loop: halving runs ``mask = p'/2 .. 1`` and
+leaves core rank ``i`` with the reduced chunk ``i``; doubling runs ``mask = 1 .. p'/2``.
+
+Non-powers of two
+-----------------
+With ``p' = 2**floor(log2 p)`` and ``r = p - p'``, ``r`` pairs of neighbouring ranks fold
+into one core rank each (the higher rank of a pair survives; the lower one is *extra*).
+The pairs are spread evenly over the core (core rank ``i`` is a pair when
+``ceil((i+1) r / p') > ceil(i r / p')``), so every halving window holds near the same
+number of ranks; the first pair is ranks ``0, 1`` (rank 0 sends, as in MPICH).
+
+* AllReduce: the extra rank sends its whole vector to its survivor, which reduces it in
+  (fold in); after the core finishes, the survivor sends the whole result back (fold out).
+  The core cuts the vector into ``p'`` near-equal chunks.
+* ReduceScatter: fold in as for AllReduce; core rank ``i`` owns the union of its real
+  ranks' blocks, so the survivor of a pair also reduces the extra rank's block and sends it
+  to the extra rank at the end.  Every real rank ends with exactly ``blocks[rank]``.
+* AllGather: the extra rank sends its block to its survivor (fold in); the core runs
+  recursive doubling over the unions of blocks; the survivor sends the extra rank every
+  element but its own block (fold out).
+
+Each element is reduced along one path and then copied, so every rank ends bitwise
+identical.
+
+Cost (alpha-beta-gamma)
+-----------------------
+``n`` bytes in the full vector, latency ``alpha`` per message, ``beta`` seconds per byte
+sent, ``gamma`` seconds per byte reduced; ``lg = log2``.
+
+=================  ====================  ===========================================
+collective         steps (critical path) time
+=================  ====================  ===========================================
+AllReduce, p = p'  ``2 lg p``            ``2 lg p a + 2 (p-1)/p n b + (p-1)/p n g``
+AllReduce, p > p'  ``2 lg p' + 2``       ``(2 lg p' + 2) a + (2 (p'-1)/p' + 2) n b
+                                         + ((p'-1)/p' + 1) n g``
+ReduceScatter      ``lg p`` (p = p'),    ``lg p a + (p-1)/p n b + (p-1)/p n g`` (p = p')
+                   ``lg p' + 2``
+AllGather          ``lg p`` (p = p'),    ``lg p a + (p-1)/p n b`` (p = p')
+                   ``lg p' + 2``
+=================  ====================  ===========================================
+
+Folding for ``p > p'`` adds, for AllReduce, ``a + n b + n g`` before and ``a + n b``
+after the core (the whole vector each way).  ReduceScatter pays ``a + n b + n g`` to fold
+in and ``a + n/p b`` to fold out; AllGather pays ``a + n/p b`` to fold in and
+``a + (p-1)/p n b`` to fold out.  In the core of a ReduceScatter or AllGather with
+``p > p'`` and equal blocks, the step at ``mask = m`` moves at most
+``(m + ceil(m r / p')) n / p`` bytes (a window of ``m`` core ranks, ``ceil(m r / p')`` of
+them pairs), about ``m n / p'``; summed over ``m = 1, 2, .., p'/2`` that is about
+``(p'-1)/p' n`` bytes (and as many reduced, for ReduceScatter).  AllReduce sends exactly
+``2 (p-1)/p n`` elements per rank at ``p = p'`` when ``p`` divides ``n``.
+
+Ranks outside the core (the extra ranks) have only the two fold steps; core ranks that are
+not in a pair have no fold steps and wait on their partners in the first core step.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..build import blocks_of
+from ..layout import split
+from ..schedule import Recv, Send, Step
+
+__all__ = ["PARAMS", "resolve_params", "rank_steps"]
+
+PARAMS: dict[str, Any] = {}
+
+Range = tuple[int, int]
+Chunks = Callable[[int, int], list[Range]]
+
+
+def resolve_params(collective: str, nranks: int, count: int) -> dict[str, Any]:
+    """Recursive halving-doubling takes no tuning parameters."""
+    return {}
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """How ``nranks`` real ranks fold into a power-of-two core of ``core`` ranks.
+
+    Core rank ``i`` stands for the real ranks ``first(i) .. first(i + 1) - 1`` (one rank,
+    or a pair whose higher rank survives).
+    """
+
+    nranks: int
+    core: int
+
+    @classmethod
+    def of(cls, nranks: int) -> "_Fold":
+        return cls(nranks, 1 << (nranks.bit_length() - 1))
+
+    def first(self, i: int) -> int:
+        """First real rank of core rank ``i`` (``first(core) == nranks``)."""
+        return i - (-i * (self.nranks - self.core) // self.core)
+
+    def survivor(self, i: int) -> int:
+        """The real rank that runs core rank ``i``."""
+        return self.first(i + 1) - 1
+
+    def core_rank(self, rank: int) -> int:
+        """The core rank that real ``rank`` belongs to."""
+        return bisect_right(range(self.core), rank, key=self.first) - 1
+
+
+def _nonempty(pieces: Sequence[Range], at: int) -> list[Range]:
+    """Drop empty ranges; keep one empty range at ``at`` when none is left.
+
+    Every step then holds its message even when it is empty, so the step structure does
+    not depend on ``count``.
+    """
+    kept = [(lo, hi) for lo, hi in pieces if hi > lo]
+    return kept or [(at, at)]
+
+
+def _exchange(peer: int, give: list[Range], take: list[Range], reduce: bool) -> Step:
+    return Step(tuple(Send(peer, *g) for g in give) + tuple(Recv(peer, *t, reduce) for t in take))
+
+
+def _halving(fold: _Fold, i: int, chunks: Chunks) -> list[Step]:
+    """Recursive-halving reduce-scatter of core rank ``i``: ``mask = core/2 .. 1``."""
+    steps = []
+    lo, hi, mask = 0, fold.core, fold.core // 2
+    while mask:
+        mid = lo + mask
+        keep, give = ((mid, hi), (lo, mid)) if i & mask else ((lo, mid), (mid, hi))
+        steps.append(_exchange(fold.survivor(i ^ mask), chunks(*give), chunks(*keep), True))
+        (lo, hi), mask = keep, mask // 2
+    return steps
+
+
+def _doubling(fold: _Fold, i: int, chunks: Chunks) -> list[Step]:
+    """Recursive-doubling allgather of core rank ``i``: ``mask = 1 .. core/2``."""
+    steps = []
+    lo, mask = i, 1
+    while mask < fold.core:
+        other = lo ^ mask
+        steps.append(_exchange(fold.survivor(i ^ mask), chunks(lo, lo + mask),
+                               chunks(other, other + mask), False))
+        lo, mask = min(lo, other), mask * 2
+    return steps
+
+
+def _fold_pieces(collective: str, count: int, extra: Range) -> tuple[list[Range], list[Range]]:
+    """Ranges an extra rank sends in and receives back, given its block ``extra``."""
+    whole = [(0, count)]
+    if collective == "allreduce":
+        return whole, whole
+    if collective == "reduce_scatter":
+        return whole, _nonempty([extra], extra[0])
+    return _nonempty([extra], extra[0]), _nonempty([(0, extra[0]), (extra[1], count)], 0)
+
+
+def rank_steps(collective: str, rank: int, nranks: int, count: int,
+               blocks: Sequence[Range]) -> list[Step]:
+    """Return the recursive halving-doubling steps of ``rank``.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    rank : int
+        The rank whose steps to generate.
+    nranks : int
+        Number of ranks.
+    count : int
+        Elements of the full vector.
+    blocks : sequence of (int, int)
+        ``blocks[r]`` is the element range rank ``r`` owns; together they cover
+        ``[0, count)`` without overlap.
+
+    Returns
+    -------
+    list of Step
+        Only ``rank``'s steps, ``O(log nranks)`` of them.
+    """
+    fold = _Fold.of(nranks)
+    i = fold.core_rank(rank)
+    if collective == "allreduce":
+        def chunks(lo: int, hi: int) -> list[Range]:
+            return [(split(0, count, fold.core, lo)[0], split(0, count, fold.core, hi - 1)[1])]
+    else:
+        def chunks(lo: int, hi: int) -> list[Range]:
+            first, stop = fold.first(lo), fold.first(hi)
+            return _nonempty(blocks_of(blocks, range(first, stop)), blocks[first][0])
+    paired = fold.first(i) != fold.survivor(i)
+    extra = fold.first(i)
+    fold_in, fold_out = _fold_pieces(collective, count, blocks[extra]) if paired else ([], [])
+    reduce_in = collective != "allgather"
+    if paired and rank == extra:
+        peer = fold.survivor(i)
+        return [_exchange(peer, fold_in, [], reduce_in), _exchange(peer, [], fold_out, False)]
+    core: list[Step] = []
+    if collective != "allgather":
+        core += _halving(fold, i, chunks)
+    if collective != "reduce_scatter":
+        core += _doubling(fold, i, chunks)
+    if not paired:
+        return core
+    return [_exchange(extra, [], fold_in, reduce_in), *core, _exchange(extra, fold_out, [], False)]
