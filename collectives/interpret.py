@@ -5,6 +5,7 @@ It is the oracle that every executor, algorithm and simulator is checked against
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -14,7 +15,7 @@ from .ops import check_dtype, reducer
 from .progress import completion_order, match
 from .schedule import Copy, Recv, Schedule, Send
 
-__all__ = ["interpret"]
+__all__ = ["interpret", "compile_program"]
 
 
 def _working_buffers(schedule: Schedule, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -37,6 +38,47 @@ def _working_buffers(schedule: Schedule, inputs: Sequence[np.ndarray]) -> list[n
         buffer[start:stop] = data
         buffers.append(buffer)
     return buffers
+
+
+_POST, _RECV, _REDUCE, _COPY = range(4)
+Program = tuple[tuple[int, int, int, int, int], ...]
+
+
+@lru_cache(maxsize=64)
+def compile_program(schedule: Schedule) -> Program:
+    """Flatten ``schedule`` into the order the interpreter runs it.
+
+    Each entry is ``(code, rank, start, stop, arg)``: post a send of ``[start, stop)`` as
+    message ``arg``; receive (or reduce) message ``arg`` into ``[start, stop)``; or copy
+    ``[start, stop)`` to offset ``arg``.  Matching and ordering are done once per schedule,
+    so running it on many dtypes and ops costs only the data movement.
+    """
+    matching = match(schedule)
+    order = completion_order(schedule, matching)
+    ids: dict[tuple[int, int, int], int] = {}
+    program: list[tuple[int, int, int, int, int]] = []
+
+    def post(rank: int, index: int) -> None:
+        for item, key in zip(schedule.steps(rank)[index].ops, matching.keys[rank][index]):
+            if isinstance(item, Send):
+                program.append((_POST, rank, item.start, item.stop, ids.setdefault(key, len(ids))))
+
+    def complete(rank: int, index: int) -> None:
+        for item, key in zip(schedule.steps(rank)[index].ops, matching.keys[rank][index]):
+            if isinstance(item, Recv):
+                code = _REDUCE if item.reduce else _RECV
+                program.append((code, rank, item.start, item.stop, ids.setdefault(key, len(ids))))
+            elif isinstance(item, Copy):
+                program.append((_COPY, rank, item.start, item.stop, item.dst))
+
+    for rank in range(schedule.nranks):
+        if schedule.steps(rank):
+            post(rank, 0)
+    for rank, index in order:
+        complete(rank, index)
+        if index + 1 < len(schedule.steps(rank)):
+            post(rank, index + 1)
+    return tuple(program)
 
 
 def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum") -> list[np.ndarray]:
@@ -76,39 +118,18 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
     """
     reduce = reducer(np, op)
     buffers = _working_buffers(schedule, inputs)
-    matching = match(schedule)
-    order = completion_order(schedule, matching)
-    in_flight: dict[tuple[int, int, int], np.ndarray] = {}
-
-    def post(rank: int, index: int) -> None:
+    in_flight: dict[int, np.ndarray] = {}
+    for code, rank, start, stop, arg in compile_program(schedule):
         buffer = buffers[rank]
-        for item, key in zip(schedule.steps(rank)[index].ops, matching.keys[rank][index]):
-            if isinstance(item, Send):
-                in_flight[key] = buffer[item.start:item.stop].copy()
-
-    def complete(rank: int, index: int) -> None:
-        buffer = buffers[rank]
-        copies = []
-        for item, key in zip(schedule.steps(rank)[index].ops, matching.keys[rank][index]):
-            if isinstance(item, Recv):
-                target = buffer[item.start:item.stop]
-                data = in_flight.pop(key)
-                if item.reduce:
-                    reduce(target, data, out=target)
-                else:
-                    target[...] = data
-            elif isinstance(item, Copy):
-                copies.append((item, buffer[item.start:item.stop].copy()))
-        for item, data in copies:
-            buffer[item.dst:item.dst + len(data)] = data
-
-    for rank in range(schedule.nranks):
-        if schedule.steps(rank):
-            post(rank, 0)
-    for rank, index in order:
-        complete(rank, index)
-        if index + 1 < len(schedule.steps(rank)):
-            post(rank, index + 1)
+        if code == _POST:
+            in_flight[arg] = buffer[start:stop].copy()
+        elif code == _REDUCE:
+            target = buffer[start:stop]
+            reduce(target, in_flight.pop(arg), out=target)
+        elif code == _RECV:
+            buffer[start:stop] = in_flight.pop(arg)
+        else:
+            buffer[arg:arg + stop - start] = buffer[start:stop]
     outputs = []
     for rank, buffer in enumerate(buffers):
         start, stop = output_range(schedule.collective, schedule.count, schedule.nranks, rank)

@@ -166,7 +166,8 @@ class Schedule:
         other_head = (other.collective, other.algorithm, other.nranks, other.count, other.params)
         return head == other_head and self.ranks == other.ranks
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        return hash((self.collective, self.algorithm, self.nranks, self.count, self.params))
 
     def __str__(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params)

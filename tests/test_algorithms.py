@@ -1,0 +1,34 @@
+"""Every algorithm x collective x rank count x count x dtype x op, against NumPy.
+
+Each schedule goes through ``verify`` and then through the reference interpreter on
+every dtype and op.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from collectives import ALGORITHMS, COLLECTIVES, build_schedule, interpret, verify
+
+from .reference import DTYPES, OPS, check_outputs, rank_inputs
+
+RANKS = (*range(1, 18), 31, 32, 33, 64)
+
+
+def counts(nranks: int) -> list[int]:
+    """0, 1, ranks-1, ranks+1, a prime, ~100000."""
+    return sorted({0, 1, nranks - 1, nranks + 1, 97, 100_003})
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_matches_numpy(algorithm: str, collective: str, nranks: int) -> None:
+    for count in counts(nranks):
+        schedule = build_schedule(collective, algorithm, nranks, count)
+        verify(schedule)
+        for seed, dtype in enumerate(DTYPES):
+            for op in OPS:
+                inputs, full = rank_inputs(collective, nranks, count, dtype, op, seed)
+                outputs = interpret(schedule, inputs, op)
+                check_outputs(collective, outputs, full, op)
