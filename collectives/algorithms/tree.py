@@ -1,0 +1,314 @@
+"""Double binary tree: two complementary binary trees, each carrying half of the vector.
+
+The trees are NCCL's (``ncclGetBtree`` / ``ncclGetDtree`` in NCCL's
+``src/graph/trees.cc``). Tree 0 is an in-order binary tree over the ranks: rank 0 is
+the root and has one child, the largest power of two below ``p``; a rank ``r > 0``
+whose lowest set bit is ``b`` has the children ``r - b/2`` and ``r + b/2`` (the latter,
+when it is ``>= p``, replaced by ``r + b/4``, ``r + b/8``, ...), so odd ranks are the
+leaves and the subtree of ``r`` is the contiguous rank range
+``[r - b + 1, min(r + b - 1, p - 1)]``. Tree 1 is tree 0 mirrored (``r -> p-1-r``)
+when ``p`` is even and shifted by one (``r -> r+1 mod p``) when ``p`` is odd. Either
+way the odd/even roles swap, so every rank has children in exactly one tree, except
+rank 0 for odd ``p``, which roots tree 0 with a single child. Both trees have depth
+``D = ceil(log2 p)``.
+
+The vector is cut into two halves, tree ``t`` carrying half ``t``, and each half into
+``S`` segments (the ``segments`` parameter; by default one per
+:data:`SEGMENT_ELEMENTS` elements of a half, as NCCL cuts messages into fixed-size
+chunks). All ranks run on one global clock of *rounds*; in every round each tree edge
+carries at most one segment each way, and a rank posts, in one step, everything it
+does in that round in both trees (rounds in which it does nothing are skipped).
+Upward, a node at depth ``d`` that is child number ``c`` (0 or 1) of its parent sends
+segment ``k`` in round ``k - L*d + c*(L-1)``; downward, it receives segment ``k`` in
+round ``k + d - 1`` and forwards it to its children in round ``k + d``. ``L = 2``
+when the upward pass reduces: the two children's copies of one segment are then
+reduced in consecutive rounds, never in the same step (a step must not write one range
+twice); ``L = 1`` when it only gathers. Every message of a round therefore touches a
+segment no other operation of the rank's step touches.
+
+Collectives (``n`` elements, ``p`` ranks, ``D = ceil(log2 p)``, ``S`` segments, each
+round costing ``alpha + beta * n / (2S)`` on its largest message, plus ``gamma`` per
+element reduced):
+
+* **AllReduce**: reduce each half up its tree to the root, segment by segment, then
+  broadcast it down by copy. Every element is reduced once, on one path, so all ranks
+  end bitwise identical. ``3D + S - 1`` rounds; a rank sends
+  ``sum_t (up_t + children_t) * n_t`` elements (``up_t`` is 0 at the root, 1 elsewhere,
+  ``n_t`` the half's size), at most about ``2n``, and receives as much.
+* **ReduceScatter**: tree reduce-scatter by subtree complements. The blocks are laid out
+  in rank order, so a subtree owns a contiguous element range ``E`` (two for the shifted
+  tree). Upward, a child sends the partial sums of the segment's elements *outside* its
+  subtree; downward, the parent sends the sums of the rest of the ranks for the elements
+  *inside* the child's subtree, which the child reduces in and passes on. Each tree
+  edge carries ``n/2`` elements in all, against ``n/2 + |E|`` for reduce-then-scatter.
+  At most ``3D + S - 1`` rounds; a rank sends at most about ``2n``.
+* **AllGather**: its transpose: upward, a child sends the segment's elements inside
+  its subtree (a gather); downward, the parent sends those outside it. Each tree edge
+  carries ``n/2`` elements, at most ``2D + S - 1`` rounds; a rank sends at most about
+  ``2n``.
+
+Messages with no elements are not sent; one rank (``p = 1``) has no steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..layout import split
+from ..schedule import Op, Recv, Send, Step
+
+__all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_steps",
+           "tree_node", "tree_depth", "subtree_ranks"]
+
+PARAMS: dict[str, Any] = {"segments": None}
+
+#: Default elements per segment: 512 KiB of 4-byte elements, the slice NCCL's Simple
+#: protocol moves per step (source: NCCL src/init.cc DEFAULT_BUFFSIZE = 4 MiB, split
+#: into NCCL_STEPS = 8 slots, src/include/device.h).
+SEGMENT_ELEMENTS = 1 << 17
+
+Range = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    """A rank's place in one tree: ``parent`` (-1 at the root), ``children``, ``depth``."""
+
+    parent: int
+    children: tuple[int, ...]
+    depth: int
+
+
+def resolve_params(collective: str, nranks: int, count: int,
+                   segments: int | None = None) -> dict[str, Any]:
+    """Fill in and check the tree's parameters.
+
+    Parameters
+    ----------
+    collective : str
+        The collective (all three take the same parameters).
+    nranks : int
+        Number of ranks.
+    count : int
+        Elements of the full vector.
+    segments : int or None
+        Segments per half. ``None`` picks one per :data:`SEGMENT_ELEMENTS` elements of a
+        half. A value above ``count // 2`` is lowered to it (at least one element per
+        segment), and at least 1.
+
+    Returns
+    -------
+    dict
+        ``{"segments": S}``.
+
+    Raises
+    ------
+    ValueError
+        If ``segments`` is neither None nor an integer >= 1.
+    """
+    half = max(1, count // 2)
+    if segments is None:
+        segments = -(-half // SEGMENT_ELEMENTS)
+    elif isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
+        raise ValueError(f"segments={segments!r} is not allowed; it must be None or an "
+                         f"integer >= 1")
+    return {"segments": min(segments, half)}
+
+
+def _btree(nranks: int, rank: int) -> tuple[int, tuple[int, ...]]:
+    """Parent and children of ``rank`` in tree 0 (in-order, rooted at rank 0)."""
+    if rank == 0:
+        return -1, ((1 << ((nranks - 1).bit_length() - 1),) if nranks > 1 else ())
+    low = rank & -rank
+    parent = rank - low if rank & (low << 1) or rank + low >= nranks else rank + low
+    half = low >> 1
+    if not half:
+        return parent, ()
+    right = half
+    while right and rank + right >= nranks:
+        right >>= 1
+    return parent, ((rank - half, rank + right) if right else (rank - half,))
+
+
+def _to_virtual(tree: int, nranks: int, rank: int) -> int:
+    if tree == 0:
+        return rank
+    return nranks - 1 - rank if nranks % 2 == 0 else (rank - 1) % nranks
+
+
+def _to_real(tree: int, nranks: int, virtual: int) -> int:
+    if tree == 0 or virtual < 0:
+        return virtual
+    return nranks - 1 - virtual if nranks % 2 == 0 else (virtual + 1) % nranks
+
+
+def _check_tree(tree: int, nranks: int, rank: int) -> None:
+    if tree not in (0, 1):
+        raise ValueError(f"tree={tree!r} is not allowed; it must be 0 or 1")
+    if not 0 <= rank < nranks:
+        raise ValueError(f"rank={rank!r} is not allowed; it must be in 0..{nranks - 1}")
+
+
+def tree_node(tree: int, nranks: int, rank: int) -> TreeNode:
+    """Return ``rank``'s parent, children and depth in tree ``tree`` (0 or 1).
+
+    Children are listed in NCCL's order (``down0``, ``down1``); a child's position in
+    its parent's list is the ``c`` of the round formula in the module docstring.
+
+    Examples
+    --------
+    >>> tree_node(0, 6, 4)
+    TreeNode(parent=0, children=(2, 5), depth=1)
+    >>> tree_node(1, 6, 1)
+    TreeNode(parent=5, children=(3, 0), depth=1)
+    """
+    _check_tree(tree, nranks, rank)
+    virtual = _to_virtual(tree, nranks, rank)
+    parent, children = _btree(nranks, virtual)
+    depth, up = 0, parent
+    while up >= 0:
+        depth, up = depth + 1, _btree(nranks, up)[0]
+    return TreeNode(_to_real(tree, nranks, parent),
+                    tuple(_to_real(tree, nranks, c) for c in children), depth)
+
+
+def tree_depth(nranks: int) -> int:
+    """Depth of both trees on ``nranks`` ranks: ``ceil(log2 nranks)`` (0 for one rank)."""
+    return (nranks - 1).bit_length()
+
+
+def subtree_ranks(tree: int, nranks: int, rank: int) -> list[Range]:
+    """Ranks of ``rank``'s subtree in tree ``tree`` as sorted inclusive ``(first, last)`` runs.
+
+    One run, except in the shifted tree 1 (odd ``nranks``), where a subtree holding
+    rank ``nranks - 1`` wraps around to rank 0.
+
+    Examples
+    --------
+    >>> subtree_ranks(0, 7, 4)
+    [(1, 6)]
+    >>> subtree_ranks(1, 7, 5)
+    [(0, 0), (2, 6)]
+    """
+    _check_tree(tree, nranks, rank)
+    virtual = _to_virtual(tree, nranks, rank)
+    low = virtual & -virtual
+    lo, hi = (0, nranks - 1) if virtual == 0 else (virtual - low + 1, min(virtual + low - 1, nranks - 1))
+    if tree == 0:
+        return [(lo, hi)]
+    if nranks % 2 == 0:
+        return [(nranks - 1 - hi, nranks - 1 - lo)]
+    runs = [(0, 0)] if hi == nranks - 1 else []
+    if lo + 1 <= min(hi + 1, nranks - 1):
+        runs.append((lo + 1, min(hi + 1, nranks - 1)))
+    return runs
+
+
+def _inside(lo: int, hi: int, ranges: Sequence[Range]) -> list[Range]:
+    """Parts of ``[lo, hi)`` inside the sorted disjoint ``ranges``."""
+    return [(max(lo, a), min(hi, b)) for a, b in ranges if max(lo, a) < min(hi, b)]
+
+
+def _outside(lo: int, hi: int, ranges: Sequence[Range]) -> list[Range]:
+    """Parts of ``[lo, hi)`` outside the sorted disjoint ``ranges``."""
+    pieces, cursor = [], lo
+    for a, b in _inside(lo, hi, ranges):
+        if a > cursor:
+            pieces.append((cursor, a))
+        cursor = b
+    if cursor < hi:
+        pieces.append((cursor, hi))
+    return pieces
+
+
+def _whole(lo: int, hi: int, ranges: Sequence[Range]) -> list[Range]:
+    """The whole of ``[lo, hi)`` (AllReduce moves entire segments)."""
+    return [(lo, hi)] if lo < hi else []
+
+
+Pieces = Callable[[int, int, Sequence[Range]], list[Range]]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one collective uses the trees: what moves each way and whether it reduces."""
+
+    spacing: int  # L: rounds per level on the way up
+    up: Pieces
+    down: Pieces
+    up_reduce: bool
+    down_reduce: bool
+
+
+_PLANS: dict[str, _Plan] = {
+    "allreduce": _Plan(2, _whole, _whole, True, False),
+    "reduce_scatter": _Plan(2, _outside, _inside, True, True),
+    "allgather": _Plan(1, _inside, _outside, False, False),
+}
+
+
+def _element_ranges(runs: Sequence[Range], blocks: Sequence[Range]) -> list[Range]:
+    return [(blocks[first][0], blocks[last][1]) for first, last in runs]
+
+
+def _tree_ops(plan: _Plan, tree: int, rank: int, nranks: int, count: int, blocks: Sequence[Range],
+              segments: int, rounds: dict[int, list[Op]]) -> None:
+    """Add ``rank``'s operations in tree ``tree`` to ``rounds`` (round -> operations)."""
+    lo, hi = split(0, count, 2, tree)
+    nseg = max(1, min(segments, hi - lo))
+    segs = [split(lo, hi, nseg, k) for k in range(nseg)]
+    node = tree_node(tree, nranks, rank)
+    need_ranges = plan.up is not _whole
+
+    def owned(member: int) -> list[Range]:
+        return _element_ranges(subtree_ranks(tree, nranks, member), blocks) if need_ranges else []
+
+    def add(first_round: int, pieces: Pieces, mine: list[Range], make: Callable[[int, int], Op]) -> None:
+        for k, (a, b) in enumerate(segs):
+            ops = [make(x, y) for x, y in pieces(a, b, mine)]
+            if ops:
+                rounds.setdefault(first_round + k, []).extend(ops)
+
+    L, d = plan.spacing, node.depth
+    for index, child in enumerate(node.children):
+        theirs = owned(child)
+        add(index * (L - 1) - L * (d + 1), plan.up, theirs,
+            lambda x, y, c=child: Recv(c, x, y, plan.up_reduce))
+        add(d, plan.down, theirs, lambda x, y, c=child: Send(c, x, y))
+    if node.parent >= 0:
+        mine = owned(rank)
+        index = tree_node(tree, nranks, node.parent).children.index(rank)
+        add(index * (L - 1) - L * d, plan.up, mine, lambda x, y: Send(node.parent, x, y))
+        add(d - 1, plan.down, mine, lambda x, y: Recv(node.parent, x, y, plan.down_reduce))
+
+
+def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequence[Range],
+               segments: int) -> list[Step]:
+    """Return the double-binary-tree steps of ``rank``.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    rank, nranks, count : int
+        The rank, the number of ranks and the elements of the full vector.
+    blocks : sequence of (int, int)
+        ``blocks[r]`` is rank ``r``'s element range; consecutive in rank order.
+    segments : int
+        Segments per half, as returned by :func:`resolve_params`.
+
+    Returns
+    -------
+    list of Step
+        One step per round in which ``rank`` does something, in round order; within a
+        step, tree 0's operations come before tree 1's, so two ranks joined in both trees
+        match their messages in the same order.
+    """
+    if nranks == 1:
+        return []
+    plan = _PLANS[collective]
+    rounds: dict[int, list[Op]] = {}
+    for tree in (0, 1):
+        _tree_ops(plan, tree, rank, nranks, count, blocks, segments, rounds)
+    return [Step(tuple(rounds[r])) for r in sorted(rounds)]
