@@ -1,1 +1,13 @@
-"""Machines as data: devices, switches, NICs and links; routes, presets, files, calibration."""
+"""Machines as data: devices, switches, NICs and links; routes, presets, files, calibration.
+
+Importing this package needs neither MPI, nor SimPy, nor a GPU.
+"""
+
+from .errors import TopologyError
+from .model import Device, Link, Topology
+from .presets import dgx_a100, dgx_h100, flat, pcie_node, rail_fat_tree
+
+__all__ = [
+    "Device", "Link", "Topology", "TopologyError", "dgx_a100", "dgx_h100", "flat",
+    "pcie_node", "rail_fat_tree",
+]

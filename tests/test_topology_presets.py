@@ -1,0 +1,87 @@
+"""Routes, hop counts, alpha and beta on every preset."""
+
+import pytest
+
+import topology
+from topology.presets import (HDR_Bps, IB_LATENCY_S, NDR_Bps, NVLINK3_Bps, NVLINK4_Bps,
+                              NVLINK_LATENCY_S, PCIE4_X16_Bps, PCIE_LATENCY_S, UPI_Bps,
+                              UPI_LATENCY_S)
+
+
+def _path(t: topology.Topology, a: int, b: int) -> list[str]:
+    """Device ids along the route from rank a to rank b, both ends included."""
+    route = t.route(a, b)
+    return [t.links[route[0]].src] + [t.links[i].dst for i in route] if route else []
+
+
+def test_flat_every_pair_its_own_link():
+    t = topology.flat(5, 3e-6, 2e-10)
+    routes = {(a, b): t.route(a, b) for a in range(5) for b in range(5) if a != b}
+    assert all(len(r) == 1 for r in routes.values())
+    assert len({r[0] for r in routes.values()}) == 20  # no two pairs share a link
+    for (a, b), (i,) in routes.items():
+        assert (t.links[i].src, t.links[i].dst) == (f"r{a}", f"r{b}")
+    assert t.alpha(2, 4) == 3e-6
+    assert t.beta(2, 4) == pytest.approx(2e-10, rel=1e-15)
+    assert t.route(3, 3) == () and t.alpha(3, 3) == 0.0 and t.beta(3, 3) == 0.0
+
+
+@pytest.mark.parametrize("preset, nvlink, nic, pcie", [
+    (topology.dgx_a100, NVLINK3_Bps, HDR_Bps, PCIE4_X16_Bps),
+    (topology.dgx_h100, NVLINK4_Bps, NDR_Bps, None),
+])
+def test_dgx_routes(preset, nvlink, nic, pcie):
+    t = preset(3)
+    assert t.nranks == 24
+    assert _path(t, 1, 6) == ["n0.gpu1", "n0.nvswitch", "n0.gpu6"]
+    assert t.alpha(1, 6) == pytest.approx(2 * NVLINK_LATENCY_S)
+    assert 1 / t.beta(1, 6) == pytest.approx(nvlink)
+    # same rail, other node: NIC - leaf - NIC, no spine
+    assert _path(t, 3, 19) == ["n0.gpu3", "n0.nic3", "leaf0.rail3", "n2.nic3", "n2.gpu3"]
+    assert t.alpha(3, 19) == pytest.approx(2 * PCIE_LATENCY_S + 2 * IB_LATENCY_S)
+    assert 1 / t.beta(3, 19) == pytest.approx(nic)
+    # other rail, other node: up to a spine and down the other rail
+    path = _path(t, 3, 12)
+    assert len(path) == 7 and path[3].startswith("spine") and path[4] == "leaf0.rail4"
+    assert t.alpha(3, 12) == pytest.approx(2 * PCIE_LATENCY_S + 4 * IB_LATENCY_S)
+    if pcie is not None:
+        assert t.links[t.route(3, 12)[0]].bandwidth_Bps == pcie
+
+
+def test_fat_tree_groups_oversubscription_and_ecmp():
+    t = topology.dgx_h100(6, nodes_per_leaf=2, spines=4, oversubscription=2.0)
+    # nodes 0 and 4 are in different leaf groups: even the same rail climbs to a spine
+    assert t.hops(0, 8) == 4 and t.hops(0, 32) == 6
+    assert _path(t, 0, 32)[2:5:2] == ["leaf0.rail0", "leaf2.rail0"]
+    assert 1 / t.beta(0, 32) == pytest.approx(2 * NDR_Bps / 2.0 / 4)  # leaf-spine uplink
+    spines = {_path(t, a, b)[3] for a in range(8) for b in range(32, 40)}
+    assert spines == {f"spine{k}" for k in range(4)}  # pairs spread over all spines
+
+
+def test_routes_are_deterministic_and_cached():
+    a, b = topology.dgx_h100(4), topology.dgx_h100(4)
+    assert [a.route(r, 31 - r) for r in range(32)] == [b.route(r, 31 - r) for r in range(32)]
+    assert a.route(0, 17) is a.route(0, 17)
+
+
+def test_pcie_node_hops():
+    t = topology.pcie_node(8, gpus_per_switch=2, sockets=2)
+    assert [t.hops(0, b) for b in range(8)] == [0, 2, 4, 4, 5, 5, 5, 5]
+    assert _path(t, 0, 5) == ["gpu0", "pcie0", "cpu0", "cpu1", "pcie2", "gpu5"]
+    assert t.alpha(0, 5) == pytest.approx(4 * PCIE_LATENCY_S + UPI_LATENCY_S)
+    assert 1 / t.beta(0, 5) == pytest.approx(min(PCIE4_X16_Bps, UPI_Bps))
+    assert 1 / t.beta(0, 1) == pytest.approx(PCIE4_X16_Bps)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: topology.flat(0, 1e-6, 1e-9), "nranks=0"),
+    (lambda: topology.flat(2, 0.0, 1e-9), "alpha=0.0"),
+    (lambda: topology.flat(2, 1e-6, -1.0), "beta=-1.0"),
+    (lambda: topology.dgx_h100(2, oversubscription=0), "oversubscription=0"),
+    (lambda: topology.dgx_a100(nodes=1.5), "nodes=1.5"),
+    (lambda: topology.pcie_node(2, gpus_per_switch=2, sockets=2), "sockets=2"),
+    (lambda: topology.flat(2, 1e-6, 1e-9).route(0, 2), "b=2"),
+])
+def test_preset_arguments_are_checked(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,0 +1,13 @@
+"""The exception a malformed topology raises."""
+
+from collectives.errors import CollectivesError
+
+__all__ = ["TopologyError"]
+
+
+class TopologyError(CollectivesError, ValueError):
+    """A topology (built in code or read from a file) is malformed.
+
+    The message names the offending key as it is spelled in a topology file
+    (``links[3].bandwidth``, ``devices[5].id``, ``placement[2]``) and its value.
+    """

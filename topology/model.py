@@ -1,0 +1,314 @@
+"""The topology data model: devices, directed links, a rank placement, and routes.
+
+A topology is a directed graph. Devices are endpoints (GPUs, CPUs, ranks) and the things
+between them (NVSwitches, NICs, PCIe switches, InfiniBand leaves and spines); every
+:class:`Link` carries data one way with a latency in seconds and a bandwidth in bytes per
+second. ``placement[rank]`` is the id of the device the rank runs on.
+
+Routing rules
+-------------
+* GPUs and devices that host a rank are endpoints: a route may start or end at them but never
+  passes through them (as hosts in SimGrid platforms and ASTRA-sim networks; NCCL's PXN
+  forwarding through a peer GPU is a choice of the algorithm, not of the fabric).
+* A route is a shortest path: fewest hops, then lowest total latency.
+* Among equal paths the choice is deterministic and depends on the endpoint pair (a CRC of the
+  two device ids), the way ECMP hashes flows: different pairs spread over equal spines.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from .errors import TopologyError
+
+__all__ = ["Device", "Link", "Topology", "NON_TRANSIT_KINDS"]
+
+#: device kinds that never forward traffic (besides every device that hosts a rank)
+NON_TRANSIT_KINDS: frozenset[str] = frozenset({"gpu"})
+
+#: two route latencies closer than this (relative) are equal, so that sums taken in a
+#: different order still tie
+_LATENCY_RTOL = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A node of the topology graph.
+
+    Parameters
+    ----------
+    id : str
+        Unique name, e.g. ``"n0.gpu3"``.
+    kind : str
+        What it is: ``"gpu"``, ``"cpu"``, ``"rank"``, ``"nvswitch"``, ``"nic"``,
+        ``"pcie_switch"``, ``"ib_leaf"``, ``"ib_spine"``, ...
+    """
+
+    id: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One direction of a connection: ``src`` sends to ``dst``.
+
+    Parameters
+    ----------
+    src, dst : str
+        Device ids.
+    latency_s : float
+        Time for a byte to cross the link, in seconds (> 0).
+    bandwidth_Bps : float
+        Bytes per second in this direction (> 0).
+    kind : str
+        Technology, e.g. ``"nvlink"``, ``"pcie"``, ``"ib"``, ``"flat"``, ``"measured"``.
+    """
+
+    src: str
+    dst: str
+    latency_s: float
+    bandwidth_Bps: float
+    kind: str
+
+
+def _positive(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{key} = {value!r} is not allowed; it must be a number")
+    if not (math.isfinite(value) and value > 0):
+        raise TopologyError(f"{key} = {value!r} is not allowed; it must be finite and > 0")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Devices, directed links and the placement of ranks on devices.
+
+    Parameters
+    ----------
+    name : str
+        A label (the preset or the file it came from).
+    devices : tuple of Device
+        Unique ids.
+    links : tuple of Link
+        Each between two known devices; ``route`` returns indices into this tuple.
+    placement : tuple of str
+        ``placement[rank]`` is the device id the rank runs on.
+    gamma_s_per_byte : float
+        Cost of reducing one byte of the incoming vector into the local one (0: free).
+
+    Raises
+    ------
+    TopologyError
+        Naming the key and value: duplicate device ids, links to unknown devices, links from a
+        device to itself, latencies or bandwidths that are not finite and > 0, placements on
+        unknown devices, or ranks that cannot reach each other.
+
+    Examples
+    --------
+    >>> t = Topology("pair", (Device("a", "gpu"), Device("b", "gpu")),
+    ...              (Link("a", "b", 1e-6, 1e9, "pcie"), Link("b", "a", 1e-6, 1e9, "pcie")),
+    ...              ("a", "b"))
+    >>> t.route(0, 1), t.alpha(0, 1), t.beta(0, 1)
+    ((0,), 1e-06, 1e-09)
+    """
+
+    name: str
+    devices: tuple[Device, ...]
+    links: tuple[Link, ...]
+    placement: tuple[str, ...]
+    gamma_s_per_byte: float = 0.0
+
+    def __post_init__(self) -> None:
+        for field in ("devices", "links", "placement"):
+            object.__setattr__(self, field, tuple(getattr(self, field)))
+        if not isinstance(self.name, str):
+            raise TypeError(f"name = {self.name!r} is not allowed; it must be a string")
+        gamma = self.gamma_s_per_byte
+        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) \
+                or not (math.isfinite(gamma) and gamma >= 0):
+            raise TopologyError(f"gamma_s_per_byte = {gamma!r} is not allowed; "
+                                "it must be a finite number >= 0")
+        index = self._check_devices()
+        self._check_links(index)
+        self._check_placement(index)
+        object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_router", _Router(self, index))
+        self._router.check_reachable()
+
+    def __hash__(self) -> int:
+        return hash((self.name, len(self.devices), len(self.links), self.placement))
+
+    def _check_devices(self) -> dict[str, int]:
+        index: dict[str, int] = {}
+        for i, device in enumerate(self.devices):
+            if not isinstance(device, Device):
+                raise TypeError(f"devices[{i}] = {device!r} is not allowed; it must be a Device")
+            if not device.id or not isinstance(device.id, str):
+                raise TopologyError(f"devices[{i}].id = {device.id!r} is not allowed; "
+                                    "it must be a non-empty string")
+            if not device.kind or not isinstance(device.kind, str):
+                raise TopologyError(f"devices[{i}].kind = {device.kind!r} is not allowed; "
+                                    "it must be a non-empty string")
+            if device.id in index:
+                raise TopologyError(f"devices[{i}].id = {device.id!r} duplicates "
+                                    f"devices[{index[device.id]}].id; ids must be unique")
+            index[device.id] = i
+        return index
+
+    def _check_links(self, index: dict[str, int]) -> None:
+        if all(type(link) is Link and link.src in index and link.dst in index
+               and link.src != link.dst and type(link.latency_s) is float
+               and type(link.bandwidth_Bps) is float
+               and 0 < link.latency_s < math.inf and 0 < link.bandwidth_Bps < math.inf
+               for link in self.links):
+            return  # the common case, checked in one pass; otherwise find the culprit
+        for i, link in enumerate(self.links):
+            if not isinstance(link, Link):
+                raise TypeError(f"links[{i}] = {link!r} is not allowed; it must be a Link")
+            for end in ("src", "dst"):
+                if getattr(link, end) not in index:
+                    raise TopologyError(f"links[{i}].{end} = {getattr(link, end)!r} names no "
+                                        "device; it must be the id of one of devices")
+            if link.src == link.dst:
+                raise TopologyError(f"links[{i}].dst = {link.dst!r} is its src; a link must "
+                                    "join two different devices")
+            _positive(link.latency_s, f"links[{i}].latency_s")
+            _positive(link.bandwidth_Bps, f"links[{i}].bandwidth_Bps")
+
+    def _check_placement(self, index: dict[str, int]) -> None:
+        if not self.placement:
+            raise TopologyError("placement = () is not allowed; it must place at least one rank")
+        for rank, device in enumerate(self.placement):
+            if device not in index:
+                raise TopologyError(f"placement[{rank}] = {device!r} names no device; it must "
+                                    "be the id of one of devices")
+
+    @property
+    def nranks(self) -> int:
+        """Number of ranks (the length of ``placement``)."""
+        return len(self.placement)
+
+    def device(self, rank: int) -> Device:
+        """Return the device rank ``rank`` runs on."""
+        return self.devices[self._index[self.placement[self._rank(rank, "rank")]]]
+
+    def _rank(self, rank: int, name: str) -> int:
+        if isinstance(rank, bool) or not isinstance(rank, int) \
+                or not 0 <= rank < len(self.placement):
+            raise ValueError(f"{name}={rank!r} is not allowed; it must be an int in "
+                             f"[0, {len(self.placement)})")
+        return rank
+
+    def route(self, a: int, b: int) -> tuple[int, ...]:
+        """Return the indices into ``links`` of the route from rank ``a`` to rank ``b``.
+
+        Empty when both ranks run on the same device. Cached per pair of devices.
+        """
+        src = self.placement[self._rank(a, "a")]
+        dst = self.placement[self._rank(b, "b")]
+        return self._router.route(self._index[src], self._index[dst])
+
+    def alpha(self, a: int, b: int) -> float:
+        """Latency from rank ``a`` to rank ``b``: the sum of the route's link latencies, s."""
+        return sum(self.links[i].latency_s for i in self.route(a, b))
+
+    def beta(self, a: int, b: int) -> float:
+        """Seconds per byte from ``a`` to ``b``: 1 / the route's bottleneck bandwidth."""
+        route = self.route(a, b)
+        return 1.0 / min(self.links[i].bandwidth_Bps for i in route) if route else 0.0
+
+    def hops(self, a: int, b: int) -> int:
+        """Number of links on the route from rank ``a`` to rank ``b``."""
+        return len(self.route(a, b))
+
+
+class _Router:
+    """Shortest paths (fewest hops, then lowest latency) over a topology, cached by pair."""
+
+    def __init__(self, topology: Topology, index: dict[str, int]) -> None:
+        self.ids = [d.id for d in topology.devices]
+        self.placement = topology.placement
+        hosts = set(topology.placement)
+        self.transit = [d.kind not in NON_TRANSIT_KINDS and d.id not in hosts
+                        for d in topology.devices]
+        self.latency = [link.latency_s for link in topology.links]
+        # out[u] = {v: [link indices u -> v]} in link order
+        self.out: list[dict[int, list[int]]] = [{} for _ in topology.devices]
+        for i, link in enumerate(topology.links):
+            into = self.out[index[link.src]]
+            v = index[link.dst]
+            if v in into:
+                into[v].append(i)
+            else:
+                into[v] = [i]
+        self.hosts = sorted(index[h] for h in hosts)
+        self.route = lru_cache(maxsize=None)(self._route)
+
+    def _route(self, s: int, d: int) -> tuple[int, ...]:
+        if s == d:
+            return ()
+        direct = self.out[s].get(d)
+        preds = self._direct(s, d, direct) if direct else self._search(s, d)
+        choice = zlib.crc32(f"{self.ids[s]}>{self.ids[d]}".encode())
+        path: list[int] = []
+        v = d
+        while v != s:
+            options = preds[v]
+            link, v = options[choice % len(options)]
+            choice //= len(options)
+            path.append(link)
+        return tuple(reversed(path))
+
+    def _direct(self, s: int, d: int, links: list[int]) -> dict[int, list[tuple[int, int]]]:
+        """A one-hop route: the links straight from ``s`` to ``d`` of lowest latency."""
+        level: dict[int, float] = {}
+        preds: dict[int, list[tuple[int, int]]] = {}
+        for link in links:
+            self._relax(level, preds, d, link, s, self.latency[link])
+        return preds
+
+    def _search(self, s: int, d: int) -> dict[int, list[tuple[int, int]]]:
+        """Breadth-first by hops, keeping every equal-latency predecessor of each device."""
+        latency = {s: 0.0}
+        preds: dict[int, list[tuple[int, int]]] = {}
+        frontier = [s]
+        while frontier:
+            level: dict[int, float] = {}
+            for u in frontier:
+                if u != s and not self.transit[u]:
+                    continue
+                for v, links in self.out[u].items():
+                    if v in latency:
+                        continue
+                    for link in links:
+                        self._relax(level, preds, v, link, u, latency[u] + self.latency[link])
+            if d in level:
+                return preds
+            latency.update(level)
+            frontier = list(level)
+        raise TopologyError(f"device {self.ids[s]!r} cannot reach device {self.ids[d]!r}")
+
+    @staticmethod
+    def _relax(level: dict[int, float], preds: dict[int, list[tuple[int, int]]], v: int,
+               link: int, u: int, candidate: float) -> None:
+        best = level.get(v)
+        if best is None or candidate < best * (1 - _LATENCY_RTOL):
+            level[v] = candidate
+            preds[v] = [(link, u)]
+        elif candidate <= best * (1 + _LATENCY_RTOL):
+            preds[v].append((link, u))
+
+    def check_reachable(self) -> None:
+        """Raise TopologyError unless every rank's device reaches every other's."""
+        from ._reach import unreachable_pair
+
+        pair = unreachable_pair(self.out, self.transit, self.hosts)
+        if pair is not None:
+            a, b = (self.ids[x] for x in pair)
+            raise TopologyError(f"placement[{self.placement.index(a)}] = {a!r} cannot reach "
+                                f"placement[{self.placement.index(b)}] = {b!r}; every rank "
+                                "must reach every other")

@@ -1,0 +1,255 @@
+"""Named machines: the flat alpha-beta model, DGX nodes, rail-optimized fat-trees, PCIe nodes.
+
+Figures and their sources (line rate = the signalling rate of the link; effective = what a
+benchmark measures, lower by protocol overheads; every default below is a LINE RATE unless it
+says otherwise; pass measured figures, or calibrate, to model a real machine):
+
+* NVLink 3 on A100 SXM: 12 links x 25 GB/s per direction = 300 GB/s per direction per GPU
+  (600 GB/s bidirectional). NVIDIA A100 Tensor Core GPU datasheet and architecture whitepaper.
+* NVLink 4 on H100 SXM: 18 links x 25 GB/s per direction = 450 GB/s per direction per GPU
+  (900 GB/s bidirectional). NVIDIA H100 Tensor Core GPU datasheet.
+  Effective: nccl-tests all_reduce bus bandwidth on one DGX is about 230 GB/s (A100) and
+  360-480 GB/s (H100, with NVLS) -- NVIDIA DGX BasePOD/SuperPOD reference architectures.
+* NVSwitch: every GPU spreads its NVLinks over all the node's NVSwitch chips (6 on DGX A100,
+  4 on DGX H100), which together are non-blocking; the model joins the chips into one
+  ``nvswitch`` device with one link per GPU per direction at the GPU's full NVLink rate.
+* InfiniBand HDR 200 Gb/s = 25 GB/s per direction (ConnectX-6, Quantum QM8700);
+  NDR 400 Gb/s = 50 GB/s per direction (ConnectX-7, Quantum-2 QM9700). IBTA specification
+  line rates; DGX A100 has 8 HDR compute NICs, DGX H100 8 NDR (one per GPU, "rail").
+* PCIe: Gen4 x16 = 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction; Gen5 x16 = 63 GB/s
+  (PCI-SIG base specifications 4.0 and 5.0). DGX A100 joins GPU and NIC through a Gen4 switch,
+  DGX H100 through Gen5.
+* Latencies are typical one-way figures, split over the links of a route:
+  NVLink GPU to GPU through NVSwitch about 0.5 us (NCCL src/graph/tuning.cc ``hwLat``, NVLink
+  LL 0.4-0.6 us), so 0.25 us per link; PCIe hop about 1 us (the same table, PCI LL 1.0 us),
+  0.5 us per link GPU <-> NIC or GPU <-> switch; InfiniBand switch port to port about 130 ns
+  (Quantum QM8700 datasheet) plus a few metres of cable (5 ns/m), 0.2 us per IB link, so a
+  NIC-leaf-NIC crossing pays 0.4 us and MPI ping-pong latencies of 1-2 us result end to end.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .model import Device, Link, Topology
+
+__all__ = ["flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node"]
+
+GB = 1e9  #: bytes, decimal as in datasheets
+US = 1e-6  #: seconds
+
+NVLINK3_Bps = 300 * GB  # A100 datasheet: 600 GB/s bidirectional, line rate
+NVLINK4_Bps = 450 * GB  # H100 SXM datasheet: 900 GB/s bidirectional, line rate
+HDR_Bps = 200e9 / 8  # InfiniBand HDR 200 Gb/s per direction, line rate
+NDR_Bps = 400e9 / 8  # InfiniBand NDR 400 Gb/s per direction, line rate
+PCIE4_X16_Bps = 16e9 * 16 * 128 / 130 / 8  # 31.5 GB/s per direction, line rate
+PCIE5_X16_Bps = 32e9 * 16 * 128 / 130 / 8  # 63 GB/s per direction, line rate
+NVLINK_LATENCY_S = 0.25 * US  # per link; GPU-NVSwitch-GPU ~0.5 us (NCCL tuning.cc hwLat)
+PCIE_LATENCY_S = 0.5 * US  # per link; a PCIe hop ~1 us (NCCL tuning.cc hwLat, PCI LL)
+IB_LATENCY_S = 0.2 * US  # per link; switch port to port 130 ns (QM8700) + cable
+UPI_Bps = 3 * 20.8e9  # 3 UPI links x 20.8 GB/s per direction (Intel Xeon Scalable 3rd gen)
+UPI_LATENCY_S = 0.1 * US  # socket to socket, typical
+
+
+def _duplex(a: str, b: str, latency_s: float, bandwidth_Bps: float,
+            kind: str) -> tuple[Link, Link]:
+    return Link(a, b, latency_s, bandwidth_Bps, kind), Link(b, a, latency_s, bandwidth_Bps, kind)
+
+
+def _check_count(value: int, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}={value!r} is not allowed; it must be an int >= {minimum}")
+    return value
+
+
+def _check_positive(value: float, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}={value!r} is not allowed; it must be a finite number > 0")
+    return float(value)
+
+
+def flat(nranks: int, alpha: float, beta: float) -> Topology:
+    """The textbook alpha-beta model: a dedicated link for every ordered pair of ranks.
+
+    Contention-free: no two pairs share a link, so the simulator reproduces closed forms.
+
+    Parameters
+    ----------
+    nranks : int
+        Number of ranks (>= 1); devices ``r0 .. r{nranks-1}`` of kind ``"rank"``.
+    alpha : float
+        Latency of every pair, seconds (> 0).
+    beta : float
+        Seconds per byte of every pair (> 0): the bandwidth is ``1 / beta``.
+
+    Examples
+    --------
+    >>> t = flat(4, 2e-6, 1e-10)
+    >>> t.route(1, 3), t.alpha(1, 3), t.beta(1, 3)
+    ((5,), 2e-06, 1e-10)
+    """
+    _check_count(nranks, "nranks")
+    alpha = _check_positive(alpha, "alpha")
+    bandwidth = 1.0 / _check_positive(beta, "beta")
+    ids = tuple(f"r{r}" for r in range(nranks))
+    links = tuple(Link(a, b, alpha, bandwidth, "flat") for a in ids for b in ids if a != b)
+    return Topology(f"flat({nranks})", tuple(Device(i, "rank") for i in ids), links, ids)
+
+
+def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float = NVLINK4_Bps,
+                  nvlink_latency_s: float = NVLINK_LATENCY_S,
+                  pcie_Bps: float = PCIE5_X16_Bps, pcie_latency_s: float = PCIE_LATENCY_S,
+                  nic_Bps: float = NDR_Bps, ib_latency_s: float = IB_LATENCY_S,
+                  nodes_per_leaf: int = 32, spines: int = 8, oversubscription: float = 1.0,
+                  name: str = "rail_fat_tree") -> Topology:
+    """NVSwitch nodes on a rail-optimized two-level InfiniBand fat-tree.
+
+    Each node has ``gpus_per_node`` GPUs joined by one NVSwitch device, and one NIC per GPU
+    (GPU ``g`` <-> NIC ``g`` over PCIe). NIC ``g`` of every node plugs into the leaf of rail
+    ``g`` of its group of ``nodes_per_leaf`` nodes (as in a DGX SuperPOD scalable unit); every
+    leaf links to every spine. Same-rail traffic within a group turns at the leaf
+    (NIC-leaf-NIC); other traffic climbs to a spine, chosen per pair like ECMP.
+
+    Parameters
+    ----------
+    nodes : int
+        Number of nodes (>= 1). Rank ``r`` runs on GPU ``r % gpus_per_node`` of node
+        ``r // gpus_per_node``.
+    gpus_per_node : int
+        GPUs (and NICs, and rails) per node.
+    nvlink_Bps, nvlink_latency_s : float
+        Per GPU, per direction: the GPU <-> NVSwitch link.
+    pcie_Bps, pcie_latency_s : float
+        GPU <-> NIC link, per direction.
+    nic_Bps, ib_latency_s : float
+        NIC <-> leaf link per direction; also the latency of each leaf <-> spine link.
+    nodes_per_leaf : int
+        Nodes per leaf switch (a leaf has as many down ports).
+    spines : int
+        Spine switches; each leaf has one up link to each.
+    oversubscription : float
+        A leaf's down bandwidth over its up bandwidth (1: full bisection, 2: half, ...):
+        each leaf-spine link carries ``nodes_per_leaf * nic_Bps / oversubscription / spines``.
+    name : str
+        The topology's name.
+
+    Returns
+    -------
+    Topology
+        Devices ``n{i}.gpu{g}``, ``n{i}.nvswitch``, ``n{i}.nic{g}``, ``leaf{j}.rail{g}``,
+        ``spine{k}``.
+    """
+    _check_count(nodes, "nodes")
+    _check_count(gpus_per_node, "gpus_per_node")
+    _check_count(nodes_per_leaf, "nodes_per_leaf")
+    _check_count(spines, "spines")
+    oversubscription = _check_positive(oversubscription, "oversubscription")
+    groups = -(-nodes // nodes_per_leaf)
+    uplink_Bps = nodes_per_leaf * nic_Bps / oversubscription / spines
+    devices: list[Device] = []
+    links: list[Link] = []
+    placement: list[str] = []
+    for n in range(nodes):
+        switch = f"n{n}.nvswitch"
+        devices.append(Device(switch, "nvswitch"))
+        for g in range(gpus_per_node):
+            gpu, nic = f"n{n}.gpu{g}", f"n{n}.nic{g}"
+            devices += [Device(gpu, "gpu"), Device(nic, "nic")]
+            placement.append(gpu)
+            links += _duplex(gpu, switch, nvlink_latency_s, nvlink_Bps, "nvlink")
+            links += _duplex(gpu, nic, pcie_latency_s, pcie_Bps, "pcie")
+            links += _duplex(nic, f"leaf{n // nodes_per_leaf}.rail{g}", ib_latency_s, nic_Bps,
+                             "ib")
+    devices += [Device(f"spine{k}", "ib_spine") for k in range(spines)]
+    for j in range(groups):
+        for g in range(gpus_per_node):
+            leaf = f"leaf{j}.rail{g}"
+            devices.append(Device(leaf, "ib_leaf"))
+            for k in range(spines):
+                links += _duplex(leaf, f"spine{k}", ib_latency_s, uplink_Bps, "ib")
+    return Topology(name, tuple(devices), tuple(links), tuple(placement))
+
+
+def dgx_a100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: int = 20,
+             spines: int = 8) -> Topology:
+    """DGX A100 nodes: 8 x A100 on NVLink 3 / NVSwitch, 8 x HDR 200 Gb/s NICs (one per GPU).
+
+    Line rates (see the module notes): 300 GB/s per direction per GPU into the NVSwitch,
+    PCIe Gen4 x16 GPU <-> NIC, 25 GB/s per NIC. ``nodes_per_leaf=20``: a DGX A100 SuperPOD
+    scalable unit is 20 nodes on 8 QM8700 leaves (DGX SuperPOD reference architecture).
+    More nodes are joined by :func:`rail_fat_tree`'s leaves and spines.
+    """
+    return rail_fat_tree(nodes, gpus_per_node=8, nvlink_Bps=NVLINK3_Bps,
+                         pcie_Bps=PCIE4_X16_Bps, nic_Bps=HDR_Bps,
+                         nodes_per_leaf=nodes_per_leaf, spines=spines,
+                         oversubscription=oversubscription, name=f"dgx_a100({nodes})")
+
+
+def dgx_h100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: int = 32,
+             spines: int = 8) -> Topology:
+    """DGX H100 nodes: 8 x H100 on NVLink 4 / NVSwitch, 8 x NDR 400 Gb/s NICs (one per GPU).
+
+    Line rates (see the module notes): 450 GB/s per direction per GPU into the NVSwitch,
+    PCIe Gen5 x16 GPU <-> NIC, 50 GB/s per NIC. ``nodes_per_leaf=32``: a DGX H100 SuperPOD
+    scalable unit is 32 nodes on 8 QM9700 leaves (DGX SuperPOD reference architecture).
+
+    Examples
+    --------
+    >>> t = dgx_h100(2)
+    >>> t.hops(0, 1), t.hops(0, 8), t.hops(0, 9)
+    (2, 4, 6)
+    >>> round(1 / t.beta(0, 1) / 1e9), round(1 / t.beta(0, 8) / 1e9)
+    (450, 50)
+    """
+    return rail_fat_tree(nodes, gpus_per_node=8, nvlink_Bps=NVLINK4_Bps,
+                         pcie_Bps=PCIE5_X16_Bps, nic_Bps=NDR_Bps,
+                         nodes_per_leaf=nodes_per_leaf, spines=spines,
+                         oversubscription=oversubscription, name=f"dgx_h100({nodes})")
+
+
+def pcie_node(gpus: int = 8, *, gpus_per_switch: int = 2, sockets: int = 2,
+              pcie_Bps: float = PCIE4_X16_Bps, pcie_latency_s: float = PCIE_LATENCY_S,
+              socket_Bps: float = UPI_Bps, socket_latency_s: float = UPI_LATENCY_S) -> Topology:
+    """A node whose GPUs talk over PCIe only (no NVLink), through switches and CPU sockets.
+
+    GPUs sit in groups of ``gpus_per_switch`` under a PCIe switch; the switches are spread
+    evenly over ``sockets`` CPU sockets (root complexes), joined pairwise by UPI links.
+    GPUs under one switch: 2 hops; under one socket: 4 hops; across sockets: 5 hops.
+
+    Parameters
+    ----------
+    gpus : int
+        GPUs in the node (>= 1); rank ``r`` runs on ``gpu{r}``.
+    gpus_per_switch : int
+        GPUs per PCIe switch.
+    sockets : int
+        CPU sockets.
+    pcie_Bps, pcie_latency_s : float
+        Every PCIe link (GPU <-> switch, switch <-> CPU), per direction. Default Gen4 x16.
+    socket_Bps, socket_latency_s : float
+        The CPU <-> CPU link, per direction. Default 3 UPI links of 20.8 GB/s (line rate).
+    """
+    _check_count(gpus, "gpus")
+    _check_count(gpus_per_switch, "gpus_per_switch")
+    _check_count(sockets, "sockets")
+    switches = -(-gpus // gpus_per_switch)
+    if sockets > switches:
+        raise ValueError(f"sockets={sockets} is not allowed; it must be <= the number of PCIe "
+                         f"switches ({switches} for gpus={gpus}, gpus_per_switch="
+                         f"{gpus_per_switch})")
+    devices = [Device(f"cpu{c}", "cpu") for c in range(sockets)]
+    devices += [Device(f"pcie{s}", "pcie_switch") for s in range(switches)]
+    devices += [Device(f"gpu{g}", "gpu") for g in range(gpus)]
+    links: list[Link] = []
+    for s in range(switches):
+        links += _duplex(f"pcie{s}", f"cpu{s * sockets // switches}", pcie_latency_s,
+                         pcie_Bps, "pcie")
+    for g in range(gpus):
+        links += _duplex(f"gpu{g}", f"pcie{g // gpus_per_switch}", pcie_latency_s, pcie_Bps,
+                         "pcie")
+    for a in range(sockets):
+        for b in range(a + 1, sockets):
+            links += _duplex(f"cpu{a}", f"cpu{b}", socket_latency_s, socket_Bps, "upi")
+    return Topology(f"pcie_node({gpus})", tuple(devices), tuple(links),
+                    tuple(f"gpu{g}" for g in range(gpus)))
