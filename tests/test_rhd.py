@@ -73,6 +73,22 @@ def test_allreduce_fold_costs_one_vector_each_way(p: int) -> None:
         assert s.sent_elements(r) == expected, r
 
 
+@pytest.mark.parametrize("p", [3, 5, 6, 7, 12, 17, 31, 33])
+@pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
+def test_fold_moves_only_what_the_extra_rank_needs(collective: str, p: int) -> None:
+    n = 5 * p + 2
+    s = build_schedule(collective, "rhd", p, n)
+    for extra in _extras(build_schedule("allreduce", "rhd", p, 1)):
+        fold_in, fold_out = s.steps(extra)
+        own = block(n, p, extra)
+        sent = sum(op.stop - op.start for op in fold_in.ops if isinstance(op, Send))
+        received = {(op.start, op.stop) for op in fold_out.ops if isinstance(op, Recv)}
+        if collective == "reduce_scatter":
+            assert (sent, received) == (n, {own})
+        else:
+            assert (sent, received) == (own[1] - own[0], {(0, own[0]), (own[1], n)} - {(0, 0), (n, n)})
+
+
 def _core(schedule: Schedule) -> tuple[list[int], dict[int, int]]:
     """The core ranks in core order and each extra rank's survivor."""
     extras = _extras(schedule)
@@ -91,6 +107,7 @@ def test_partner_pattern(collective: str, p: int) -> None:
     # pairs are neighbours, the higher rank survives, and no survivor takes two ranks
     assert all(s_ == e + 1 for e, s_ in survivor.items())
     assert len(set(survivor.values())) == len(survivor)
+    assert p & (p - 1) == 0 or 0 in survivor  # as in MPICH, rank 0 folds into rank 1
     halving = [size >> k for k in range(1, _lg(size) + 1)]
     masks = {"allreduce": halving + halving[::-1], "reduce_scatter": halving,
              "allgather": halving[::-1]}[collective]
@@ -156,3 +173,13 @@ def test_order_permutation(collective: str, p: int) -> None:
 def test_fold_with_fewer_elements_than_ranks(collective: str, p: int) -> None:
     for n in (0, 1, p // 2, p - 1):
         _run(collective, p, n, "float64")
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_benchmark_one_rank_of_1024(benchmark, collective: str) -> None:
+    """Generating one rank's steps of a 1024-rank, 2**28-element schedule."""
+    from collectives.algorithms import rhd
+
+    blocks = [block(2**28, 1024, r) for r in range(1024)]
+    steps = benchmark(rhd.rank_steps, collective, 5, 1024, 2**28, blocks)
+    assert len(steps) == {"allreduce": 20}.get(collective, 10)

@@ -180,6 +180,14 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     -------
     list of Step
         Only ``rank``'s steps, ``O(log nranks)`` of them.
+
+    Examples
+    --------
+    >>> from collectives.layout import block
+    >>> steps = rank_steps("allreduce", 0, 4, 8, [block(8, 4, r) for r in range(4)])
+    >>> [str(step) for step in steps]  # doctest: +NORMALIZE_WHITESPACE
+    ['send [4:8) -> 2; reduce [0:4) <- 2', 'send [2:4) -> 1; reduce [0:2) <- 1',
+     'send [0:2) -> 1; recv [2:4) <- 1', 'send [0:4) -> 2; recv [4:8) <- 2']
     """
     fold = _Fold.of(nranks)
     i = fold.core_rank(rank)
