@@ -3,14 +3,18 @@
 Importing this package needs neither MPI, nor a GPU, nor CuPy.
 """
 
+from .api import IN_PLACE, allgather, allreduce, reduce_scatter
 from .build import ALGORITHMS, algorithm_params, build_schedule
 from .errors import CollectivesError, DeadlockError, ScheduleError
 from .interpret import interpret
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
+from .executors.check import ArgumentMismatchError
+from .executors.nccl import NcclComm
 from .verify import verify
 
 __all__ = [
-    "ALGORITHMS", "COLLECTIVES", "CollectivesError", "Copy", "DeadlockError", "Recv",
+    "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "CollectivesError", "IN_PLACE",
+    "NcclComm", "allgather", "allreduce", "reduce_scatter", "Copy", "DeadlockError", "Recv",
     "Schedule", "ScheduleError", "Send", "Step", "algorithm_params", "build_schedule",
     "interpret", "verify",
 ]

@@ -1,0 +1,199 @@
+"""The public collectives: ``allreduce``, ``reduce_scatter`` and ``allgather``.
+
+One signature for all three, in the manner of mpi4py and CuPy::
+
+    collective(sendbuf, recvbuf=None, *, comm=None, op="sum", algorithm="auto",
+               check=None, stream=None, **params)
+
+* ``recvbuf=None`` allocates the result and returns it; ``recvbuf`` given is filled and
+  returned.
+* In place, as with ``MPI.IN_PLACE``: pass ``sendbuf=collectives.IN_PLACE`` (or
+  ``MPI.IN_PLACE``, or the same array as both) with the input in ``recvbuf``.  For
+  ``reduce_scatter`` ``recvbuf`` then holds all ``nranks`` blocks and the result is its
+  first block; for ``allgather`` this rank's block is taken from its place in ``recvbuf``.
+* ``comm`` is an mpi4py intracommunicator (``MPI.COMM_WORLD`` by default) to run over
+  MPI, or a :class:`~collectives.executors.nccl.NcclComm` to run over NCCL.
+* ``algorithm`` is ``ring``, ``tree``, ``rhd``, ``pipeline``, ``native`` (the library's
+  own collective) or ``auto`` (:func:`collectives.auto.choose`).  The environment variable
+  ``COLLSIM_ALGO`` overrides it for every call, as ``NCCL_ALGO`` does for NCCL; ``params``
+  are then kept only if the forced algorithm is the one asked for.
+* ``check=True`` (or ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count,
+  dtype, op, algorithm and params first, so a mismatch raises on every rank.
+* ``stream`` (CuPy buffers) is the CUDA stream to work on, the current one by default.
+  The call returns with the work enqueued on it, as NCCL and CuPy do.
+
+Importing this module imports neither mpi4py nor CuPy.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import nullcontext
+from typing import Any
+
+from . import auto
+from .build import ALGORITHMS
+from .executors import transport_for
+from .executors.buffers import IN_PLACE, Call, prepare, workspace
+from .executors.check import agree, check_enabled, signature
+from .executors.plan import get_plan
+from .ops import check_op
+
+__all__ = ["IN_PLACE", "ALGORITHM_ENV", "CHOICES", "allreduce", "reduce_scatter", "allgather"]
+
+#: environment variable that forces an algorithm for every call (as ``NCCL_ALGO``)
+ALGORITHM_ENV = "COLLSIM_ALGO"
+
+#: what ``algorithm=`` accepts
+CHOICES: tuple[str, ...] = (*ALGORITHMS, "native", "auto")
+
+
+def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
+                       params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    forced = os.environ.get(ALGORITHM_ENV, "").strip()
+    if forced:
+        if forced not in CHOICES:
+            raise ValueError(f"{ALGORITHM_ENV}={forced!r} is not allowed; choose one of "
+                             f"{list(CHOICES)}") from None
+        if forced != algorithm:
+            params = {}
+        algorithm = forced
+    elif algorithm not in CHOICES:
+        raise ValueError(f"algorithm={algorithm!r} is not supported; choose one of "
+                         f"{list(CHOICES)}") from None
+    if algorithm in ("native", "auto") and params:
+        raise TypeError(f"algorithm={algorithm!r} takes no parameters, got "
+                        f"{sorted(params)}; name an algorithm to tune it")
+    if algorithm == "auto":
+        algorithm = auto.choose(call.collective, call.nbytes, nranks)
+    return algorithm, params
+
+
+def _working_buffer(call: Call, plan_input: slice, stream: Any) -> Any:
+    """Lay the input into the buffer the schedule works on, copying only what must move."""
+    if call.collective == "reduce_scatter" and call.send is not None:
+        work = workspace(call.xp, call.dtype, call.count, "reduce_scatter-work", stream)
+        work[...] = call.send
+        return work
+    if call.send is not None:
+        call.recv[plan_input] = call.send
+    return call.recv
+
+
+def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
+                algorithm: str, check: bool | None, stream: Any,
+                params: dict[str, Any]) -> Any:
+    check_op(op)
+    transport = transport_for(comm)
+    call = prepare(collective, sendbuf, recvbuf, transport.size)
+    algorithm, params = _resolve_algorithm(algorithm, call, transport.size, params)
+    native = algorithm == "native"
+    transport.validate(call, native)
+    plan = None if native else get_plan(collective, algorithm, transport.size, transport.rank,
+                                        call.count, call.dtype, params)
+    if plan is not None and collective == "reduce_scatter":
+        block = plan.output
+        assert block.stop - block.start == call.part, "layout.block must cut equal blocks"
+    if check_enabled(check):
+        agree(signature(collective, call.count, call.dtype.name, op, algorithm, params),
+              transport.allgather_object)
+    if call.xp.__name__ == "cupy" and stream is None:
+        stream = call.xp.cuda.get_current_stream()
+    if native:
+        transport.native(call, op, stream)
+        return call.result
+    with nullcontext() if stream is None else stream:
+        work = _working_buffer(call, plan.input, stream)
+        transport.run(plan, call, work, op, stream)
+        if collective == "reduce_scatter" and work is not call.recv:
+            call.recv[...] = work[plan.output]
+        elif collective == "reduce_scatter" and plan.output.start:
+            call.recv[:call.part] = work[plan.output]
+    return call.result
+
+
+def allreduce(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = "sum",
+              algorithm: str = "auto", check: bool | None = None, stream: Any = None,
+              **params: Any) -> Any:
+    """Reduce ``sendbuf`` over all ranks with ``op``; every rank gets the result.
+
+    Parameters
+    ----------
+    sendbuf : numpy.ndarray, cupy.ndarray or IN_PLACE
+        This rank's input (C-contiguous).
+    recvbuf : numpy.ndarray or cupy.ndarray, optional
+        The output, as many elements as ``sendbuf``; allocated when None.
+    comm : mpi4py.MPI.Intracomm or NcclComm, optional
+        The ranks; ``MPI.COMM_WORLD`` by default.
+    op : {"sum", "prod", "max", "min"}
+        The reduction.
+    algorithm : {"auto", "ring", "tree", "rhd", "pipeline", "native"}
+        The schedule to run, or the library's own collective.
+    check : bool, optional
+        Agree on the arguments across ranks first; default from ``COLLSIM_CHECK``.
+    stream : cupy.cuda.Stream, optional
+        The stream for CuPy buffers; the current stream by default.
+    **params
+        The algorithm's tuning parameters (:func:`collectives.algorithm_params`).
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        ``recvbuf``, holding the reduction.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad buffers, an unknown op or algorithm, or a bad parameter, before any
+        communication.
+    ArgumentMismatchError
+        With ``check``, on every rank, when ranks disagree on the arguments.
+
+    Examples
+    --------
+    Under ``mpirun -n 2``:
+
+    >>> import numpy as np, collectives                     # doctest: +SKIP
+    >>> collectives.allreduce(np.arange(3.0), algorithm="ring")  # doctest: +SKIP
+    array([0., 2., 4.])
+    """
+    return _collective("allreduce", sendbuf, recvbuf, comm, op, algorithm, check, stream, params)
+
+
+def reduce_scatter(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = "sum",
+                   algorithm: str = "auto", check: bool | None = None, stream: Any = None,
+                   **params: Any) -> Any:
+    """Reduce ``sendbuf`` over all ranks; rank ``r`` gets block ``r`` of the result.
+
+    ``sendbuf`` holds ``nranks x recvbuf.size`` elements (as ``MPI_Reduce_scatter_block``
+    and ``ncclReduceScatter``). Parameters, returns and raises as :func:`allreduce`; the
+    result is ``recvbuf`` (in place: its first block).
+
+    Examples
+    --------
+    Under ``mpirun -n 2``:
+
+    >>> collectives.reduce_scatter(np.arange(4.0))   # doctest: +SKIP
+    array([0., 2.])                                  # on rank 0; [4., 6.] on rank 1
+    """
+    return _collective("reduce_scatter", sendbuf, recvbuf, comm, op, algorithm, check, stream,
+                       params)
+
+
+def allgather(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, algorithm: str = "auto",
+              check: bool | None = None, stream: Any = None, **params: Any) -> Any:
+    """Gather every rank's ``sendbuf``, in rank order, into ``recvbuf`` on every rank.
+
+    ``recvbuf`` holds ``nranks x sendbuf.size`` elements (allocated with shape
+    ``(nranks * sendbuf.shape[0], ...)`` when None). Other parameters, returns and raises
+    as :func:`allreduce`, less ``op``.
+
+    Examples
+    --------
+    Under ``mpirun -n 2``:
+
+    >>> collectives.allgather(np.full(2, rank))   # doctest: +SKIP
+    array([0, 0, 1, 1])
+    """
+    return _collective("allgather", sendbuf, recvbuf, comm, "sum", algorithm, check, stream,
+                       params)

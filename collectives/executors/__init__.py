@@ -1,0 +1,28 @@
+"""Executors: run a schedule's plan for real, over MPI (mpi4py) or NCCL (CuPy).
+
+* :mod:`.plan` compiles one rank's steps once and caches the plan;
+* :mod:`.buffers` checks and lays out NumPy or CuPy buffers before any communication;
+* :mod:`.mpi` walks plans over MPI, CUDA-aware or staged through host memory;
+* :mod:`.nccl` walks plans through NCCL's grouped send/recv;
+* :mod:`.check` makes ranks agree on their arguments (``check=True``).
+
+Importing this package imports neither mpi4py nor CuPy; the transports do on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["transport_for"]
+
+
+def transport_for(comm: Any) -> Any:
+    """Return the transport for ``comm``: None or an mpi4py communicator runs over MPI, an
+    :class:`~collectives.executors.nccl.NcclComm` over NCCL."""
+    if comm is not None and getattr(comm, "name", None) == "nccl" and hasattr(comm, "nccl"):
+        return comm
+    from .mpi import mpi_transport
+    if comm is None:
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+    return mpi_transport(comm)

@@ -1,0 +1,255 @@
+"""Buffers: which array module owns them, the checks made before any communication, and
+the reusable workspace (scratch for reducing receives, staging areas).
+
+NumPy and CuPy arrays are accepted; CuPy is imported only when a CuPy array is passed.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..ops import DTYPES
+
+__all__ = ["IN_PLACE", "Call", "array_module", "address", "prepare", "workspace", "is_in_place"]
+
+
+class _InPlace:
+    """The type of :data:`IN_PLACE`."""
+
+    _instance: "_InPlace | None" = None
+
+    def __new__(cls) -> "_InPlace":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "collectives.IN_PLACE"
+
+    def __reduce__(self) -> str:
+        return "IN_PLACE"
+
+
+#: pass as ``sendbuf`` to take the input from ``recvbuf`` and overwrite it (as ``MPI.IN_PLACE``)
+IN_PLACE = _InPlace()
+
+
+def is_in_place(sendbuf: Any, recvbuf: Any) -> bool:
+    """Return True for :data:`IN_PLACE`, mpi4py's ``MPI.IN_PLACE``, or ``sendbuf is recvbuf``."""
+    if sendbuf is IN_PLACE or (sendbuf is recvbuf and recvbuf is not None):
+        return True
+    mpi = sys.modules.get("mpi4py.MPI")
+    return mpi is not None and sendbuf is mpi.IN_PLACE
+
+
+def array_module(name: str, buf: Any) -> Any:
+    """Return ``numpy`` or ``cupy``, whichever owns ``buf``; TypeError for anything else."""
+    if isinstance(buf, np.ndarray):
+        return np
+    if type(buf).__module__.startswith("cupy"):
+        import cupy
+        if isinstance(buf, cupy.ndarray):
+            return cupy
+    raise TypeError(f"{name} is a {type(buf).__module__}.{type(buf).__name__}; "
+                    f"pass a numpy.ndarray or a cupy.ndarray") from None
+
+
+def address(buf: Any) -> int:
+    """Return the address of the first element of a NumPy or CuPy array."""
+    if isinstance(buf, np.ndarray):
+        return buf.__array_interface__["data"][0]
+    return buf.data.ptr
+
+
+@dataclass(slots=True)
+class Call:
+    """One collective call, checked and laid out, ready for an executor.
+
+    Attributes
+    ----------
+    collective : str
+        The collective.
+    xp : module
+        ``numpy`` or ``cupy``.
+    dtype : dtype
+        Element type of both buffers.
+    count : int
+        Elements of the working buffer (see :mod:`collectives.layout`).
+    part : int
+        Elements of one rank's block for ReduceScatter and AllGather (``count`` for
+        AllReduce).
+    send : array or None
+        ``sendbuf`` flattened, or None in place.
+    recv : array
+        ``recvbuf`` flattened (allocated when the caller passed None).
+    result : array
+        What the call returns: ``recvbuf`` as passed or allocated (for an in-place
+        ReduceScatter, the first ``part`` elements of it).
+    """
+
+    collective: str
+    xp: Any
+    dtype: Any
+    count: int
+    part: int
+    send: Any
+    recv: Any
+    result: Any
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the working buffer."""
+        return self.count * self.dtype.itemsize
+
+
+def _flat(name: str, buf: Any) -> Any:
+    if not buf.flags.c_contiguous:
+        raise ValueError(f"{name} is not contiguous (shape {buf.shape}, strides {buf.strides}); "
+                         f"pass a C-contiguous array, e.g. {name}.copy()")
+    return buf.reshape(-1)
+
+
+def _check_dtype(name: str, dtype: Any) -> None:
+    if dtype.name not in DTYPES:
+        raise TypeError(f"{name} has dtype {dtype.name!r}, which the collectives do not "
+                        f"support; choose one of {list(DTYPES)}") from None
+
+
+def _check_device(xp: Any, send: Any, recv: Any) -> None:
+    if xp is not np and send.device != recv.device:
+        raise ValueError(f"sendbuf is on {send.device} but recvbuf is on {recv.device}; "
+                         f"both must be on the same GPU")
+
+
+def _check_overlap(send: Any, recv: Any, nbytes_send: int, nbytes_recv: int) -> None:
+    lo_s, lo_r = address(send), address(recv)
+    if nbytes_send and nbytes_recv and lo_s < lo_r + nbytes_recv and lo_r < lo_s + nbytes_send:
+        raise ValueError("sendbuf and recvbuf overlap in memory; to work in place pass "
+                         "sendbuf=collectives.IN_PLACE with the data in recvbuf")
+
+
+def _allocate(collective: str, xp: Any, send: Any, nranks: int) -> Any:
+    shape = send.shape
+    if collective == "allreduce":
+        return xp.empty(shape, send.dtype)
+    if collective == "allgather":
+        return xp.empty((nranks * shape[0], *shape[1:]) if shape else (nranks,), send.dtype)
+    if shape and shape[0] % nranks == 0:
+        return xp.empty((shape[0] // nranks, *shape[1:]), send.dtype)
+    return xp.empty(send.size // nranks, send.dtype)
+
+
+def _sizes(collective: str, send_size: int | None, recv_size: int, nranks: int) -> tuple[int, int]:
+    """Return ``(count, part)`` after checking the buffers' sizes against each other."""
+    if collective == "allreduce":
+        if send_size is not None and send_size != recv_size:
+            raise ValueError(f"recvbuf has {recv_size} elements; an allreduce of sendbuf's "
+                             f"{send_size} elements needs {send_size}")
+        return recv_size, recv_size
+    if send_size is None:  # in place: recvbuf holds all nranks blocks
+        if recv_size % nranks:
+            raise ValueError(f"recvbuf has {recv_size} elements; an in-place {collective} on "
+                             f"{nranks} ranks needs a multiple of {nranks}")
+        return recv_size, recv_size // nranks
+    whole, part = (send_size, recv_size) if collective == "reduce_scatter" else (recv_size, send_size)
+    if whole != nranks * part:
+        big, small = ("sendbuf", "recvbuf") if collective == "reduce_scatter" else ("recvbuf", "sendbuf")
+        raise ValueError(f"{big} has {whole} elements; a {collective} on {nranks} ranks needs "
+                         f"nranks x {small}.size = {nranks} x {part} = {nranks * part}")
+    return whole, part
+
+
+def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
+    """Check a call's buffers and lay them out; no communication happens here.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    sendbuf : numpy.ndarray, cupy.ndarray or IN_PLACE
+        The input (in place: taken from ``recvbuf``).
+    recvbuf : numpy.ndarray, cupy.ndarray or None
+        The output; None allocates it.
+    nranks : int
+        Ranks of the communicator.
+
+    Returns
+    -------
+    Call
+
+    Raises
+    ------
+    TypeError
+        For a buffer that is not a NumPy or CuPy array, an unsupported dtype, dtypes that
+        differ, or NumPy and CuPy mixed.
+    ValueError
+        For a non-contiguous or read-only buffer, sizes that do not fit the collective,
+        buffers on different GPUs, overlapping buffers, or in place without ``recvbuf``.
+    """
+    in_place = is_in_place(sendbuf, recvbuf)
+    if in_place and recvbuf is None:
+        raise ValueError("recvbuf=None with sendbuf=IN_PLACE: an in-place call takes its "
+                         "input from recvbuf, so pass recvbuf")
+    send = None
+    if not in_place:
+        xp = array_module("sendbuf", sendbuf)
+        _check_dtype("sendbuf", sendbuf.dtype)
+        send = _flat("sendbuf", sendbuf)
+        if recvbuf is None:
+            if collective == "reduce_scatter" and send.size % nranks:
+                raise ValueError(f"sendbuf has {send.size} elements; a reduce_scatter on "
+                                 f"{nranks} ranks needs a multiple of {nranks}")
+            recvbuf = _allocate(collective, xp, sendbuf, nranks)
+    xp_recv = array_module("recvbuf", recvbuf)
+    if send is not None and xp_recv is not xp:
+        raise TypeError(f"sendbuf is a {xp.__name__} array but recvbuf is a "
+                        f"{xp_recv.__name__} array; pass both from the same array module")
+    xp = xp_recv
+    _check_dtype("recvbuf", recvbuf.dtype)
+    recv = _flat("recvbuf", recvbuf)
+    if xp is np and not recv.flags.writeable:
+        raise ValueError("recvbuf is read-only; pass a writeable array")
+    if send is not None:
+        if send.dtype != recv.dtype:
+            raise TypeError(f"sendbuf has dtype {send.dtype.name} but recvbuf has "
+                            f"{recv.dtype.name}; both must have the same dtype")
+        _check_device(xp, send, recv)
+        _check_overlap(send, recv, send.nbytes, recv.nbytes)
+    count, part = _sizes(collective, None if send is None else send.size, recv.size, nranks)
+    result = recvbuf
+    if in_place and collective == "reduce_scatter":
+        result = recv[:part]
+    return Call(collective, xp, recv.dtype, count, part, send, recv, result)
+
+
+_workspace: dict[tuple, Any] = {}
+
+
+def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None) -> Any:
+    """Return a reusable 1-D array of ``count`` elements for ``purpose``.
+
+    One array per ``(module, dtype, purpose, device, stream)`` is kept and replaced by a
+    larger one on demand,
+    so steady-state calls allocate nothing.  ``xp`` may be ``numpy``, ``cupy``, or the
+    string ``"pinned"`` for page-locked host memory (CuPy's ``cupyx.empty_pinned``).
+    """
+    if isinstance(xp, str):
+        import cupy
+        device = cupy.cuda.Device().id
+    else:
+        device = xp.cuda.Device().id if xp is not np else None
+    key = (getattr(xp, "__name__", xp), dtype.name, purpose, device,
+           None if stream is None else stream.ptr)
+    array = _workspace.get(key)
+    if array is None or array.size < count:
+        if xp == "pinned":
+            import cupyx
+            array = cupyx.empty_pinned(count, dtype)
+        else:
+            array = xp.empty(count, dtype)
+        _workspace[key] = array
+    return array[:count]

@@ -1,0 +1,66 @@
+"""``check=True``: ranks agree on what they are about to run before any of it is posted.
+
+Every rank contributes a small signature (collective, count, dtype, op, algorithm and a
+checksum of the parameters); the signatures are all-gathered, and when any differ every
+rank raises :class:`ArgumentMismatchError` naming the fields and the ranks, instead of
+posting messages that would never match and hang.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from typing import Any, Callable, Sequence
+
+from ..errors import CollectivesError
+
+__all__ = ["ArgumentMismatchError", "CHECK_ENV", "check_enabled", "signature", "agree"]
+
+#: environment variable that turns the agreement check on for every call (``1``) or off
+CHECK_ENV = "COLLSIM_CHECK"
+
+_FIELDS = ("collective", "count", "dtype", "op", "algorithm", "params")
+
+
+class ArgumentMismatchError(CollectivesError, ValueError):
+    """Ranks called a collective with arguments that disagree."""
+
+
+def check_enabled(check: bool | None) -> bool:
+    """Return ``check``, or when None whether ``COLLSIM_CHECK`` is set to a true value."""
+    if check is not None:
+        return bool(check)
+    value = os.environ.get(CHECK_ENV, "0").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{CHECK_ENV}={value!r} is not allowed; use 1 or 0") from None
+
+
+def signature(collective: str, count: int, dtype: str, op: str, algorithm: str,
+              params: dict[str, Any]) -> tuple:
+    """Return the signature ranks compare; the parameters enter as a stable checksum."""
+    text = repr(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+    return (collective, count, dtype, op, algorithm, zlib.crc32(text.encode()))
+
+
+def agree(mine: tuple, allgather: Callable[[Any], Sequence[Any]]) -> None:
+    """All-gather ``mine`` with ``allgather`` and raise on every rank if any rank differs.
+
+    Raises
+    ------
+    ArgumentMismatchError
+        Naming each field that differs and what every rank passed for it.
+    """
+    rows = list(allgather(mine))
+    if all(row == rows[0] for row in rows):
+        return
+    details = []
+    for index, field in enumerate(_FIELDS):
+        values = [row[index] for row in rows]
+        if any(v != values[0] for v in values):
+            per_rank = ", ".join(f"rank {r}: {v!r}" for r, v in enumerate(values))
+            details.append(f"{field} differs ({per_rank})")
+    raise ArgumentMismatchError("ranks called the collective with different arguments: "
+                                + "; ".join(details))

@@ -1,0 +1,129 @@
+"""The NCCL executor: walks a plan through ``cupy.cuda.nccl`` on CuPy buffers.
+
+Each step's sends and receives are posted inside one ``groupStart``/``groupEnd`` on the
+call's stream, and its reductions run as CuPy kernels on the same stream, so a step never
+waits on the host: the whole collective is enqueued and the call returns (as NCCL's own
+collectives do).  NCCL matches a pair's sends and receives in order, so no tags are needed.
+
+:class:`NcclComm` creates the NCCL communicator from an MPI communicator: rank 0 makes
+the unique id and broadcasts it over MPI.  It keeps that MPI communicator's private
+duplicate for the ``check=True`` agreement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ops import reducer
+from .buffers import Call, workspace
+from .plan import Plan
+
+__all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS"]
+
+#: dtype name -> name of the ``cupy.cuda.nccl`` constant (NCCL 2.x ncclDataType_t)
+NCCL_DTYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32",
+               "uint32": "NCCL_UINT32", "int64": "NCCL_INT64", "uint64": "NCCL_UINT64",
+               "float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64"}
+
+#: op name -> name of the ``cupy.cuda.nccl`` constant (ncclRedOp_t)
+NCCL_OPS = {"sum": "NCCL_SUM", "prod": "NCCL_PROD", "max": "NCCL_MAX", "min": "NCCL_MIN"}
+
+
+class NcclComm:
+    """An NCCL communicator over the ranks of an MPI communicator, one GPU per rank.
+
+    Pass it as ``comm=`` to the collectives to run them over NCCL.  Each rank must have
+    selected its own GPU (``cupy.cuda.Device(i).use()``) before creating it: NCCL does not
+    allow two ranks of one communicator on the same GPU.
+
+    Parameters
+    ----------
+    mpi_comm : mpi4py.MPI.Intracomm, optional
+        The ranks, and the channel for the unique id; ``MPI.COMM_WORLD`` by default.
+
+    Examples
+    --------
+    >>> comm = NcclComm()                                      # doctest: +SKIP
+    >>> collectives.allreduce(cupy.ones(8, "f4"), comm=comm)   # doctest: +SKIP
+    """
+
+    name = "nccl"
+
+    def __init__(self, mpi_comm: Any = None) -> None:
+        from cupy.cuda import nccl
+        from mpi4py import MPI
+        from .mpi import mpi_transport
+        self._mpi = mpi_transport(MPI.COMM_WORLD if mpi_comm is None else mpi_comm)
+        self.rank, self.size = self._mpi.rank, self._mpi.size
+        uid = nccl.get_unique_id() if self.rank == 0 else None
+        uid = self._mpi.comm.bcast(uid, root=0)
+        self.nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
+        self._lib = nccl
+
+    def allgather_object(self, obj: Any) -> list[Any]:
+        """All-gather a small picklable object over MPI (used by the agreement check)."""
+        return self._mpi.allgather_object(obj)
+
+    def validate(self, call: Call, native: bool) -> None:
+        """Raise before any communication for buffers NCCL cannot reach or carry."""
+        if call.xp.__name__ != "cupy":
+            raise TypeError(f"comm is an NcclComm but the buffers are {call.xp.__name__} arrays; "
+                            f"NCCL needs cupy arrays on this rank's GPU")
+        if call.dtype.name not in NCCL_DTYPES:
+            raise TypeError(f"dtype {call.dtype.name!r} is not carried by NCCL; choose one of "
+                            f"{sorted(NCCL_DTYPES)}")
+        device = self.nccl.device_id()
+        if call.recv.device.id != device:
+            raise ValueError(f"recvbuf is on GPU {call.recv.device.id} but this NcclComm "
+                             f"drives GPU {device}")
+
+    def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
+        """Enqueue ``plan`` on ``stream``: grouped send/recv per step, CuPy reductions."""
+        nccl, comm, stream_ptr = self._lib, self.nccl, stream.ptr
+        byte = nccl.NCCL_UINT8
+        scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
+        bases = (work.data.ptr, scratch.data.ptr)
+        reduce = reducer(call.xp, op)
+        with stream:
+            for step in plan.steps:
+                nccl.groupStart()
+                try:
+                    for into_scratch, span, peer, _ in step.recvs:
+                        comm.recv(bases[into_scratch] + span.start, span.stop - span.start,
+                                  byte, peer, stream_ptr)
+                    for span, peer, _ in step.sends:
+                        comm.send(bases[0] + span.start, span.stop - span.start, byte, peer,
+                                  stream_ptr)
+                finally:
+                    nccl.groupEnd()
+                for target, source in step.reduces:
+                    into = work[target]
+                    reduce(into, scratch[source], out=into)
+                for source, destination in step.copies:
+                    work[destination] = work[source].copy()
+
+    def native(self, call: Call, op: str, stream: Any) -> None:
+        """Enqueue NCCL's own ncclAllReduce, ncclReduceScatter or ncclAllGather."""
+        nccl, comm = self._lib, self.nccl
+        datatype = getattr(nccl, NCCL_DTYPES[call.dtype.name])
+        recv = call.recv.data.ptr
+        itemsize = call.dtype.itemsize
+        if call.collective == "allreduce":
+            send = recv if call.send is None else call.send.data.ptr
+            comm.allReduce(send, recv, call.count, datatype, getattr(nccl, NCCL_OPS[op]),
+                           stream.ptr)
+        elif call.collective == "reduce_scatter":
+            # NCCL in place: recvbuff = sendbuff + rank * recvcount; MPI's (ours) puts the
+            # block first, so move it there afterwards (the ranges are disjoint for rank > 0)
+            send = recv if call.send is None else call.send.data.ptr
+            into = recv + self.rank * call.part * itemsize if call.send is None else recv
+            comm.reduceScatter(send, into, call.part, datatype, getattr(nccl, NCCL_OPS[op]),
+                               stream.ptr)
+            if call.send is None and self.rank:
+                with stream:
+                    block = call.recv[self.rank * call.part:(self.rank + 1) * call.part]
+                    call.recv[:call.part] = block
+        else:
+            send = (recv + self.rank * call.part * itemsize if call.send is None
+                    else call.send.data.ptr)
+            comm.allGather(send, recv, call.part, datatype, stream.ptr)

@@ -1,0 +1,186 @@
+"""One rank's steps compiled once into a plan that an executor walks with no schedule work.
+
+A :class:`Plan` holds, per step, the byte ranges of the working buffer (or of the scratch
+buffer, for receives that reduce) to post, each with its peer and message tag, then the
+reductions and local copies to apply once the step completes.  Plans are cached by
+``(collective, algorithm, nranks, rank, count, dtype, params)``: a repeated call finds its
+plan in the cache and builds nothing.
+
+Zero-length transfers are left out on both sides (a matched pair always has equal
+lengths), and so are steps left with nothing to do.  Tags number the messages between a
+pair of ranks (the k-th message from ``a`` to ``b`` has tag ``k``), so several messages to
+one peer in one step match correctly however the transport orders their posting.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from ..build import build_schedule
+from ..layout import input_range, output_range
+from ..schedule import Copy, Recv, Send, Step
+
+__all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "PLAN_CACHE_SIZE"]
+
+#: plans kept per process (least recently used dropped first)
+PLAN_CACHE_SIZE = 256
+
+#: every MPI library accepts tags up to at least 32767 (MPI 4.1, section 8.1.2)
+_TAG_LIMIT = 32768
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    """What one step posts and applies.
+
+    Attributes
+    ----------
+    recvs : tuple of (bool, slice, int, int)
+        ``(into_scratch, byte_range, peer, tag)`` per receive: into the scratch buffer
+        when the receive reduces, else straight into the working buffer.
+    sends : tuple of (slice, int, int)
+        ``(byte_range, peer, tag)`` per send, from the working buffer.
+    reduces : tuple of (slice, slice)
+        ``(work_elements, scratch_elements)`` per reducing receive, in schedule order.
+    copies : tuple of (slice, slice)
+        ``(source_elements, destination_elements)`` per local copy.
+    """
+
+    recvs: tuple[tuple[bool, slice, int, int], ...]
+    sends: tuple[tuple[slice, int, int], ...]
+    reduces: tuple[tuple[slice, slice], ...]
+    copies: tuple[tuple[slice, slice], ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One rank's compiled steps of one collective.
+
+    Attributes
+    ----------
+    collective, algorithm : str
+        What the plan runs.
+    nranks, rank, count : int
+        Ranks, this rank, and elements of the working buffer.
+    dtype : str
+        Element type name; byte ranges use its size.
+    params : tuple of (str, value)
+        The schedule's resolved tuning parameters.
+    steps : tuple of PlanStep
+        The steps that do something, in order.
+    scratch_count : int
+        Elements of scratch the busiest step needs for its reducing receives.
+    input, output : slice
+        Element ranges of the working buffer holding this rank's input and output.
+    """
+
+    collective: str
+    algorithm: str
+    nranks: int
+    rank: int
+    count: int
+    dtype: str
+    params: tuple[tuple[str, Any], ...]
+    steps: tuple[PlanStep, ...]
+    scratch_count: int
+    input: slice
+    output: slice
+
+
+def compile_steps(steps: tuple[Step, ...] | list[Step],
+                  itemsize: int) -> tuple[tuple[PlanStep, ...], int]:
+    """Compile one rank's schedule steps into plan steps.
+
+    Parameters
+    ----------
+    steps : sequence of Step
+        The rank's steps, as :meth:`Schedule.steps` returns them.
+    itemsize : int
+        Bytes per element.
+
+    Returns
+    -------
+    steps : tuple of PlanStep
+        Steps that transfer, reduce or copy something.
+    scratch_count : int
+        Scratch elements the busiest step needs.
+    """
+    sent: dict[int, int] = {}
+    received: dict[int, int] = {}
+    compiled = []
+    scratch_count = 0
+    for step in steps:
+        recvs, sends, reduces, copies = [], [], [], []
+        offset = 0
+        for op in step.ops:
+            if isinstance(op, Copy):
+                if op.stop > op.start:
+                    copies.append((slice(op.start, op.stop),
+                                   slice(op.dst, op.dst + op.stop - op.start)))
+                continue
+            counter = sent if isinstance(op, Send) else received
+            tag = counter.get(op.peer, 0)
+            counter[op.peer] = tag + 1
+            length = op.stop - op.start
+            if length == 0:
+                continue
+            tag %= _TAG_LIMIT
+            if isinstance(op, Send):
+                sends.append((slice(op.start * itemsize, op.stop * itemsize), op.peer, tag))
+            elif isinstance(op, Recv) and op.reduce:
+                recvs.append((True, slice(offset * itemsize, (offset + length) * itemsize),
+                              op.peer, tag))
+                reduces.append((slice(op.start, op.stop), slice(offset, offset + length)))
+                offset += length
+            else:
+                recvs.append((False, slice(op.start * itemsize, op.stop * itemsize), op.peer, tag))
+        scratch_count = max(scratch_count, offset)
+        if recvs or sends or copies:
+            compiled.append(PlanStep(tuple(recvs), tuple(sends), tuple(reduces), tuple(copies)))
+    return tuple(compiled), scratch_count
+
+
+_cache: OrderedDict[tuple, Plan] = OrderedDict()
+
+
+def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int,
+             dtype: Any, params: dict[str, Any]) -> Plan:
+    """Return the cached plan of ``rank``, building the schedule and compiling on a miss.
+
+    Parameters
+    ----------
+    collective, algorithm : str
+        As for :func:`collectives.build_schedule`.
+    nranks, rank, count : int
+        Ranks, this rank and working-buffer elements.
+    dtype : numpy.dtype or cupy dtype
+        Element type (its ``itemsize`` scales byte ranges).
+    params : dict
+        Tuning parameters for :func:`collectives.build_schedule`.
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    ValueError, TypeError
+        From :func:`collectives.build_schedule`, for an unknown algorithm or parameter.
+    """
+    frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+    key = (collective, algorithm, nranks, rank, count, dtype.name, frozen)
+    plan = _cache.get(key)
+    if plan is not None:
+        _cache.move_to_end(key)
+        return plan
+    schedule = build_schedule(collective, algorithm, nranks, count, **params)
+    steps, scratch_count = compile_steps(schedule.steps(rank), dtype.itemsize)
+    plan = Plan(collective, algorithm, nranks, rank, count, dtype.name, schedule.params, steps,
+                scratch_count, slice(*input_range(collective, count, nranks, rank)),
+                slice(*output_range(collective, count, nranks, rank)))
+    _cache[key] = plan
+    if len(_cache) > PLAN_CACHE_SIZE:
+        _cache.popitem(last=False)
+    return plan
