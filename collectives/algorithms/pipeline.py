@@ -98,6 +98,13 @@ def resolve_params(collective: str, nranks: int, count: int,
     ------
     ValueError
         If ``segments`` is not None or an integer >= 1.
+
+    Examples
+    --------
+    >>> resolve_params("allreduce", 8, 1000)
+    {'segments': 7}
+    >>> resolve_params("allgather", 4, 2**20)
+    {'segments': 2}
     """
     if segments is None:
         if collective == "allreduce":
