@@ -32,7 +32,9 @@ element reduced):
 
 * **AllReduce**: reduce each half up its tree to the root, segment by segment, then
   broadcast it down by copy. Every element is reduced once, on one path, so all ranks
-  end bitwise identical. ``3D + S - 1`` rounds; a rank sends
+  end bitwise identical. ``3D + S - 1`` rounds on the critical path (fewer when
+  ``S = 1``, where no stagger is needed: a rank goes ahead as soon as its peers
+  are ready); a rank sends
   ``sum_t (up_t + children_t) * n_t`` elements (``up_t`` is 0 at the root, 1 elsewhere,
   ``n_t`` the half's size), at most about ``2n``, and receives as much.
 * **ReduceScatter**: tree reduce-scatter by subtree complements. The blocks are laid out
@@ -44,7 +46,8 @@ element reduced):
   At most ``3D + S - 1`` rounds; a rank sends at most about ``2n``.
 * **AllGather**: its transpose: upward, a child sends the segment's elements inside
   its subtree (a gather); downward, the parent sends those outside it. Each tree edge
-  carries ``n/2`` elements, at most ``2D + S - 1`` rounds; a rank sends at most about
+  carries ``n/2`` elements, at most ``2D + S - 1`` rounds (exactly that for powers
+  of two); a rank sends at most about
   ``2n``.
 
 Messages with no elements are not sent; one rank (``p = 1``) has no steps.

@@ -1,0 +1,250 @@
+"""Properties of the double binary tree read from the trees and the schedule itself.
+
+Correctness over the full rank x count x dtype x op matrix (default segments) lives in
+test_algorithms.py; here: NCCL's tree shapes and their complementarity, rounds as a
+function of depth and segments, elements sent per rank and per edge, the pipelining,
+pipelined correctness with several segments, and ``segments`` validation.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from collectives import Recv, Schedule, Send, build_schedule, interpret, verify
+from collectives.algorithms import tree
+from collectives.algorithms.tree import SEGMENT_ELEMENTS, subtree_ranks, tree_depth, tree_node
+from collectives.layout import block, split
+from collectives.progress import completion_order, match
+
+from .reference import check_outputs, rank_inputs
+
+RANKS = [*range(1, 18), 31, 32, 33, 64]
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
+
+
+def _rounds(schedule: Schedule) -> int:
+    """Critical path in steps: a step completes one round after the last of its peers posts it."""
+    matching = match(schedule)
+    finish: list[list[int]] = [[] for _ in range(schedule.nranks)]
+    for rank, index in completion_order(schedule, matching):
+        ops = schedule.steps(rank)[index].ops
+        posted = [finish[op.peer][partner - 1] if partner else 0
+                  for op, partner in zip(ops, matching.partners[rank][index]) if partner >= 0]
+        own = finish[rank][-1] if finish[rank] else 0
+        finish[rank].append(max([own, *posted]) + 1)
+    return max((f[-1] for f in finish if f), default=0)
+
+
+def _brute_subtree(t: int, p: int, rank: int) -> set[int]:
+    members, todo = set(), [rank]
+    while todo:
+        node = todo.pop()
+        members.add(node)
+        todo.extend(tree_node(t, p, node).children)
+    return members
+
+
+def _elements(runs: list[tuple[int, int]], p: int, n: int) -> set[int]:
+    return {e for first, last in runs for r in range(first, last + 1) for e in range(*block(n, p, r))}
+
+
+def _tree_of(n: int, start: int) -> int:
+    """Which tree carries element ``start``: tree 0 the first half, tree 1 the second."""
+    return 0 if start < split(0, n, 2, 0)[1] else 1
+
+
+# --- the trees --------------------------------------------------------------------------
+
+
+def test_trees_match_nccls_drawings() -> None:
+    # the illustrations in NCCL's src/graph/trees.cc: tree 0 on 14 ranks, shifted tree 1 on 13
+    assert [tree_node(0, 14, r).parent for r in range(14)] == [
+        -1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12]
+    assert [tree_node(1, 13, r).parent for r in range(13)] == [
+        9, -1, 3, 5, 3, 9, 7, 5, 7, 1, 11, 0, 11]
+    assert [tree_node(1, 12, r).parent for r in range(12)] == [
+        1, 3, 1, 11, 5, 7, 5, 3, 9, 7, 9, -1]
+
+
+@pytest.mark.parametrize("p", RANKS)
+@pytest.mark.parametrize("t", [0, 1])
+def test_each_tree_is_an_in_order_binary_tree(t: int, p: int) -> None:
+    nodes = [tree_node(t, p, r) for r in range(p)]
+    roots = [r for r, node in enumerate(nodes) if node.parent < 0]
+    assert roots == [0 if t == 0 or p == 1 else (1 if p % 2 else p - 1)]
+    for r, node in enumerate(nodes):
+        assert len(node.children) <= 2
+        assert all(nodes[c].parent == r and nodes[c].depth == node.depth + 1 for c in node.children)
+        members = _brute_subtree(t, p, r)
+        assert members == {m for a, b in subtree_ranks(t, p, r) for m in range(a, b + 1)}
+    assert len(_brute_subtree(t, p, roots[0])) == p
+    assert max(node.depth for node in nodes) == tree_depth(p)
+
+
+@pytest.mark.parametrize("p", [p for p in RANKS if p > 1])
+def test_trees_are_complementary(p: int) -> None:
+    """Each rank has children in exactly one tree; for odd p rank 0 also roots tree 0."""
+    for r in range(p):
+        inner = [bool(tree_node(t, p, r).children) for t in (0, 1)]
+        if p % 2 and r == 0:
+            assert inner == [True, True] and len(tree_node(0, p, 0).children) == 1
+        else:
+            assert sum(inner) == 1, (r, inner)
+
+
+# --- rounds, steps and pipelining ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 8, 12, 16, 17])
+@pytest.mark.parametrize("segments", [1, 2, 5])
+def test_rounds_follow_depth_and_segments(p: int, segments: int) -> None:
+    """AllReduce: 2 rounds a level up, 1 down, 1 per extra segment (3D + S - 1)."""
+    d, n = tree_depth(p), 2 * segments * p * 3
+    allreduce = build_schedule("allreduce", "tree", p, n, segments=segments)
+    bound = 3 * d + segments - 1
+    assert (_rounds(allreduce) == bound) if segments > 1 else (_rounds(allreduce) <= bound)
+    assert allreduce.num_steps() <= bound
+    reduce_scatter = build_schedule("reduce_scatter", "tree", p, n, segments=segments)
+    assert _rounds(reduce_scatter) <= bound
+    allgather = _rounds(build_schedule("allgather", "tree", p, n, segments=segments))
+    power = p > 2 and p & (p - 1) == 0  # on 2 ranks the root owns its tree's half
+    assert (allgather == 2 * d + segments - 1) if power else (allgather <= 2 * d + segments - 1)
+
+
+@pytest.mark.parametrize("segments", [1, 2, 4, 9])
+def test_two_ranks_take_segments_plus_two_steps(segments: int) -> None:
+    """Up (rounds -2..S-3) and down (rounds 0..S-1); one segment leaves round -1 empty."""
+    s = build_schedule("allreduce", "tree", 2, 100, segments=segments)
+    assert [s.num_steps(r) for r in range(2)] == [segments + 2 if segments > 1 else 2] * 2
+
+
+def test_one_rank_has_no_steps() -> None:
+    for collective in COLLECTIVES:
+        assert build_schedule(collective, "tree", 1, 10).steps(0) == ()
+
+
+@pytest.mark.parametrize("p", [6, 7, 16])
+def test_inner_nodes_overlap_segments(p: int) -> None:
+    """In some step a node sends a segment up while reducing the next one from a child."""
+    s = build_schedule("allreduce", "tree", p, 1000, segments=6)
+    for r in range(p):
+        for t in (0, 1):
+            node = tree_node(t, p, r)
+            if node.parent < 0 or not node.children:
+                continue
+            assert any(
+                any(isinstance(op, Send) and op.peer == node.parent for op in step.ops)
+                and any(isinstance(op, Recv) and op.reduce and op.peer in node.children
+                        for op in step.ops)
+                for step in s.steps(r)), (r, t)
+
+
+@pytest.mark.parametrize("p", [5, 8, 13])
+def test_messages_follow_tree_edges(p: int) -> None:
+    """AllReduce reduces only what children send and copies only what the parent sends."""
+    n = 200
+    s = build_schedule("allreduce", "tree", p, n, segments=4)
+    for r in range(p):
+        for step in s.steps(r):
+            for op in step.ops:
+                node = tree_node(_tree_of(n, op.start), p, r)
+                if isinstance(op, Recv):
+                    assert (op.peer in node.children) == op.reduce
+                    assert op.reduce or op.peer == node.parent
+                else:
+                    assert op.peer in (node.parent, *node.children)
+
+
+# --- elements sent ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p", RANKS)
+@pytest.mark.parametrize("n", [0, 1, 97, 4099])
+def test_allreduce_sends_each_half_once_up_and_once_per_child(p: int, n: int) -> None:
+    s = build_schedule("allreduce", "tree", p, n, segments=3)
+    halves = [split(0, n, 2, t) for t in (0, 1)]
+    for r in range(p):
+        nodes = [tree_node(t, p, r) for t in (0, 1)]
+        expected = sum(((node.parent >= 0) + len(node.children)) * (hi - lo)
+                       for node, (lo, hi) in zip(nodes, halves))
+        assert s.sent_elements(r) == expected
+        assert s.sent_elements(r) <= 2 * n + 1
+    assert sum(s.sent_elements(r) for r in range(p)) == 2 * (p - 1) * n
+
+
+@pytest.mark.parametrize("p", RANKS)
+@pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
+def test_each_edge_carries_half_the_vector_once(collective: str, p: int) -> None:
+    """Up and down together, every tree edge moves its tree's half exactly once."""
+    n = 7 * p + 3
+    s = build_schedule(collective, "tree", p, n, segments=2)
+    assert sum(s.sent_elements(r) for r in range(p)) == (p - 1) * n
+    for r in range(p):
+        node = tree_node(0, p, r)
+        if node.parent < 0:
+            continue
+        lo, hi = split(0, n, 2, 0)
+        carried = sum(op.stop - op.start for a, b in ((r, node.parent), (node.parent, r))
+                      for step in s.steps(a) for op in step.ops
+                      if isinstance(op, Send) and op.peer == b and op.start < hi)
+        assert carried == hi - lo
+        assert s.sent_elements(r) <= 2 * n + 2
+
+
+@pytest.mark.parametrize("p", [4, 7, 12])
+def test_reduce_scatter_sends_up_only_what_the_subtree_does_not_own(p: int) -> None:
+    n = 10 * p
+    s = build_schedule("reduce_scatter", "tree", p, n, segments=3)
+    for r in range(p):
+        for t in (0, 1):
+            node = tree_node(t, p, r)
+            if node.parent < 0:
+                continue
+            half = set(range(*split(0, n, 2, t)))
+            up = {e for step in s.steps(r) for op in step.ops
+                  if isinstance(op, Send) and op.peer == node.parent and _tree_of(n, op.start) == t
+                  for e in range(op.start, op.stop)}
+            assert up == half - _elements(subtree_ranks(t, p, r), p, n)
+
+
+# --- pipelined correctness and parameters ---------------------------------------------------
+
+
+@pytest.mark.parametrize("p", [2, 3, 6, 7, 16, 17, 33])
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_several_segments_match_numpy(collective: str, p: int) -> None:
+    for count in (0, 1, p + 1, 97, 1009):
+        for segments in (2, 3, 8):
+            s = build_schedule(collective, "tree", p, count, segments=segments)
+            verify(s)
+            for seed, (dtype, op) in enumerate([("float32", "sum"), ("int64", "prod"),
+                                                ("float16", "max")]):
+                inputs, full = rank_inputs(collective, p, count, dtype, op, seed)
+                check_outputs(collective, interpret(s, inputs, op), full, op)
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_relabelled_ranks(collective: str) -> None:
+    p, count = 9, 101
+    order = [(4 * v + 3) % p for v in range(p)]
+    s = build_schedule(collective, "tree", p, count, segments=3, order=order)
+    verify(s)
+    inputs, full = rank_inputs(collective, p, count, "int32", "sum")
+    check_outputs(collective, interpret(s, inputs, "sum"), full, "sum")
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "4"])
+def test_segments_must_be_a_positive_integer(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"segments=.*integer >= 1"):
+        build_schedule("allreduce", "tree", 4, 100, segments=bad)
+
+
+def test_default_segments_follow_the_segment_size() -> None:
+    def segments(count: int) -> int:
+        return build_schedule("allreduce", "tree", 8, count).param_dict["segments"]
+
+    assert segments(0) == segments(1) == segments(2 * SEGMENT_ELEMENTS) == 1
+    assert segments(2 * SEGMENT_ELEMENTS + 2) == 2
+    assert segments(1 << 28) == (1 << 27) // SEGMENT_ELEMENTS
+    assert build_schedule("allgather", "tree", 8, 9, segments=100).param_dict["segments"] == 4
+    assert tree.resolve_params("allreduce", 8, 1000, segments=7) == {"segments": 7}
