@@ -4,10 +4,12 @@ Importing this package needs neither MPI, nor SimPy, nor a GPU.
 """
 
 from .errors import TopologyError
+from .files import dumps, load, loads, save
 from .model import Device, Link, Topology
+from .order import ring_order
 from .presets import dgx_a100, dgx_h100, flat, pcie_node, rail_fat_tree
 
 __all__ = [
-    "Device", "Link", "Topology", "TopologyError", "dgx_a100", "dgx_h100", "flat",
-    "pcie_node", "rail_fat_tree",
+    "Device", "Link", "Topology", "TopologyError", "dgx_a100", "dgx_h100", "dumps", "flat",
+    "load", "loads", "pcie_node", "rail_fat_tree", "ring_order", "save",
 ]

@@ -214,12 +214,22 @@ class Topology:
 
     def alpha(self, a: int, b: int) -> float:
         """Latency from rank ``a`` to rank ``b``: the sum of the route's link latencies, s."""
-        return sum(self.links[i].latency_s for i in self.route(a, b))
+        return sum((self.links[i].latency_s for i in self.route(a, b)), 0.0)
 
     def beta(self, a: int, b: int) -> float:
         """Seconds per byte from ``a`` to ``b``: 1 / the route's bottleneck bandwidth."""
         route = self.route(a, b)
         return 1.0 / min(self.links[i].bandwidth_Bps for i in route) if route else 0.0
+
+    def costs(self, a: int, reverse: bool = False) -> tuple[tuple[int, float], ...]:
+        """Return ``(hops, alpha)`` from rank ``a`` to every rank, in one search.
+
+        With ``reverse=True``, from every rank to rank ``a``. Cheaper than one
+        :meth:`route` per pair when only distances are needed (e.g. to order ranks).
+        Unreachable pairs cannot occur (the constructor checks).
+        """
+        found = self._router.costs(self._index[self.placement[self._rank(a, "a")]], reverse)
+        return tuple(found[self._index[device]] for device in self.placement)
 
     def hops(self, a: int, b: int) -> int:
         """Number of links on the route from rank ``a`` to rank ``b``."""
@@ -246,6 +256,7 @@ class _Router:
             else:
                 into[v] = [i]
         self.hosts = sorted(index[h] for h in hosts)
+        self.into: list[dict[int, list[int]]] | None = None
         self.route = lru_cache(maxsize=None)(self._route)
 
     def _route(self, s: int, d: int) -> tuple[int, ...]:
@@ -270,6 +281,32 @@ class _Router:
         for link in links:
             self._relax(level, preds, d, link, s, self.latency[link])
         return preds
+
+    def costs(self, s: int, reverse: bool) -> dict[int, tuple[int, float]]:
+        """``(hops, latency)`` of the shortest route from ``s`` to every device it reaches
+        (to ``s`` from every device that reaches it, with ``reverse``)."""
+        if reverse and self.into is None:
+            self.into = [{} for _ in self.out]
+            for u, targets in enumerate(self.out):
+                for v, links in targets.items():
+                    self.into[v][u] = links
+        adjacency = self.into if reverse else self.out
+        found = {s: (0, 0.0)}
+        frontier = [s]
+        hops = 0
+        while frontier:
+            hops += 1
+            level: dict[int, float] = {}
+            for u in frontier:
+                if u != s and not self.transit[u]:
+                    continue
+                for v, links in adjacency[u].items():
+                    if v not in found:
+                        best = found[u][1] + min(self.latency[link] for link in links)
+                        level[v] = min(best, level.get(v, best))
+            found.update((v, (hops, latency)) for v, latency in level.items())
+            frontier = list(level)
+        return found
 
     def _search(self, s: int, d: int) -> dict[int, list[tuple[int, int]]]:
         """Breadth-first by hops, keeping every equal-latency predecessor of each device."""

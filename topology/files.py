@@ -1,0 +1,194 @@
+"""Topology files (TOML): ``load`` reads what users write, ``save`` writes what ``load`` reads.
+
+A file::
+
+    name = "two GPUs on a PCIe switch"
+    placement = ["gpu0", "gpu1"]      # placement[rank] = device id
+    gamma = "0.02 ns/B"               # optional: reduction cost per byte
+
+    [[devices]]
+    id = "gpu0"
+    kind = "gpu"
+    # ... one [[devices]] per device
+
+    [[links]]
+    src = "gpu0"
+    dst = "sw"
+    latency = "0.5 us"                # s, ms, us, ns (a plain number is seconds)
+    bandwidth = "31.5 GB/s"           # B/s, GB/s, Gb/s, GiB/s, ... (plain number: B/s)
+    kind = "pcie"                     # optional, default "link"
+    duplex = true                     # optional: the same link dst -> src too
+
+Every error names the key (``links[3].bandwidth``) and the value at fault.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from .errors import TopologyError
+from .model import Device, Link, Topology
+from .units import format_quantity, parse
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["load", "save", "loads", "dumps", "from_dict", "to_dict"]
+
+_TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": True, "gamma": False}
+_DEVICE_KEYS = {"id": True, "kind": True}
+_LINK_KEYS = {"src": True, "dst": True, "latency": True, "bandwidth": True, "kind": False,
+              "duplex": False}
+
+
+def _check_keys(table: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
+    """Return ``table`` if it is a table with every required key and no unknown one."""
+    if not isinstance(table, dict):
+        raise TopologyError(f"{where} = {table!r} is not allowed; it must be a table")
+    for key in table:
+        if key not in allowed:
+            raise TopologyError(f"{where}: unknown key {key!r} (= {table[key]!r}); allowed "
+                                f"keys: {', '.join(allowed)}")
+    for key, required in allowed.items():
+        if required and key not in table:
+            raise TopologyError(f"{where}: the key {key!r} is missing")
+    return table
+
+
+def _string(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TopologyError(f"{key} = {value!r} is not allowed; it must be a non-empty string")
+    return value
+
+
+def _list(value: Any, key: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise TopologyError(f"{key} = {value!r} is not allowed; it must be an array")
+    return value
+
+
+def _positive(value: Any, quantity: str, key: str) -> float:
+    number = parse(value, quantity, key)
+    if number <= 0:
+        raise TopologyError(f"{key} = {value!r} is not allowed; it must be > 0")
+    return number
+
+
+def _devices(tables: list[Any]) -> tuple[Device, ...]:
+    seen: dict[str, int] = {}
+    devices = []
+    for i, table in enumerate(tables):
+        table = _check_keys(table, _DEVICE_KEYS, f"devices[{i}]")
+        device_id = _string(table["id"], f"devices[{i}].id")
+        if device_id in seen:
+            raise TopologyError(f"devices[{i}].id = {device_id!r} duplicates "
+                                f"devices[{seen[device_id]}].id; ids must be unique")
+        seen[device_id] = i
+        devices.append(Device(device_id, _string(table["kind"], f"devices[{i}].kind")))
+    return tuple(devices)
+
+
+def _links(tables: list[Any], ids: set[str]) -> tuple[Link, ...]:
+    links: list[Link] = []
+    for i, table in enumerate(tables):
+        where = f"links[{i}]"
+        table = _check_keys(table, _LINK_KEYS, where)
+        ends = [_string(table[end], f"{where}.{end}") for end in ("src", "dst")]
+        for end, device in zip(("src", "dst"), ends):
+            if device not in ids:
+                raise TopologyError(f"{where}.{end} = {device!r} names no device; it must be "
+                                    "the id of one of devices")
+        if ends[0] == ends[1]:
+            raise TopologyError(f"{where}.dst = {ends[1]!r} is its src; a link must join two "
+                                "different devices")
+        latency = _positive(table["latency"], "latency", f"{where}.latency")
+        bandwidth = _positive(table["bandwidth"], "bandwidth", f"{where}.bandwidth")
+        kind = _string(table.get("kind", "link"), f"{where}.kind")
+        duplex = table.get("duplex", False)
+        if not isinstance(duplex, bool):
+            raise TopologyError(f"{where}.duplex = {duplex!r} is not allowed; it must be "
+                                "true or false")
+        links.append(Link(ends[0], ends[1], latency, bandwidth, kind))
+        if duplex:
+            links.append(Link(ends[1], ends[0], latency, bandwidth, kind))
+    return tuple(links)
+
+
+def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topology:
+    """Build a topology from a parsed file (the dict ``tomllib`` returns).
+
+    Raises
+    ------
+    TopologyError
+        Naming the key and value: unknown or missing keys, wrong types, values without a
+        valid unit, zero or negative latency or bandwidth, duplicate device ids, links to
+        unknown devices, ranks placed on unknown devices or unable to reach each other.
+    """
+    _check_keys(document, _TOP_KEYS, "the top level")
+    devices = _devices(_list(document["devices"], "devices"))
+    links = _links(_list(document["links"], "links"), {d.id for d in devices})
+    placement = tuple(_string(device, f"placement[{rank}]")
+                      for rank, device in enumerate(_list(document["placement"], "placement")))
+    gamma = parse(document.get("gamma", 0.0), "gamma", "gamma")
+    if gamma < 0:
+        raise TopologyError(f"gamma = {document['gamma']!r} is not allowed; it must be >= 0")
+    name = _string(document.get("name", default_name), "name")
+    return Topology(name, devices, links, placement, gamma)
+
+
+def to_dict(topology: Topology) -> dict[str, Any]:
+    """Return the document :func:`from_dict` turns back into ``topology``."""
+    document: dict[str, Any] = {"name": topology.name, "placement": list(topology.placement)}
+    if topology.gamma_s_per_byte:
+        document["gamma"] = format_quantity(topology.gamma_s_per_byte, "gamma")
+    document["devices"] = [{"id": d.id, "kind": d.kind} for d in topology.devices]
+    document["links"] = [
+        {"src": link.src, "dst": link.dst,
+         "latency": format_quantity(link.latency_s, "latency"),
+         "bandwidth": format_quantity(link.bandwidth_Bps, "bandwidth"), "kind": link.kind}
+        for link in topology.links]
+    return document
+
+
+def loads(text: str, default_name: str = "topology") -> Topology:
+    """Parse TOML ``text`` into a topology (see :func:`from_dict`)."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise TopologyError(f"not valid TOML: {error}") from None
+    return from_dict(document, default_name)
+
+
+def dumps(topology: Topology, comment: str | None = None) -> str:
+    """Return ``topology`` as TOML, with ``comment`` as ``#`` lines at the top."""
+    header = "".join(f"# {line}".rstrip() + "\n" for line in (comment or "").splitlines())
+    return header + tomli_w.dumps(to_dict(topology))
+
+
+def load(path: str | Path) -> Topology:
+    """Read a topology file; errors start with the path.
+
+    Examples
+    --------
+    >>> import tempfile, os, topology
+    >>> path = os.path.join(tempfile.mkdtemp(), "h100.toml")
+    >>> topology.save(topology.dgx_h100(1), path)
+    >>> topology.load(path) == topology.dgx_h100(1)
+    True
+    """
+    path = Path(path)
+    try:
+        return loads(path.read_text(encoding="utf-8"), default_name=path.stem)
+    except TopologyError as error:
+        raise TopologyError(f"{path}: {error}") from None
+
+
+def save(topology: Topology, path: str | Path, comment: str | None = None) -> None:
+    """Write ``topology`` to ``path`` as TOML that :func:`load` reads back equal."""
+    Path(path).write_text(dumps(topology, comment), encoding="utf-8")

@@ -1,0 +1,107 @@
+"""Rank order for rings and chains that follows the topology.
+
+Pass the result as ``order=`` to :func:`collectives.build_schedule`: the ring then visits
+the ranks of one node (NVLink or PCIe neighbours first) before it crosses the network once to
+the next node, and it crosses on one rail: it leaves a node from the GPU whose NIC shares a
+leaf with the NIC of the GPU it enters the next node by, as NCCL's rings do.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from .model import Topology
+
+__all__ = ["ring_order", "node_groups", "NETWORK_LINK_KINDS"]
+
+#: link kinds between nodes; every other link joins devices of one node
+NETWORK_LINK_KINDS: frozenset[str] = frozenset({"ib", "ethernet", "roce", "net"})
+
+
+def node_groups(topology: Topology) -> list[list[int]]:
+    """Return the ranks of each node, nodes ordered by their lowest rank.
+
+    A node is a set of devices joined by links that are not network links
+    (:data:`NETWORK_LINK_KINDS`).
+    """
+    parent = {d.id: d.id for d in topology.devices}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for link in topology.links:
+        if link.kind not in NETWORK_LINK_KINDS:
+            parent[root(link.src)] = root(link.dst)
+    groups: dict[str, list[int]] = {}
+    for rank, device in enumerate(topology.placement):
+        groups.setdefault(root(device), []).append(rank)
+    return list(groups.values())
+
+
+def ring_order(topology: Topology) -> tuple[int, ...]:
+    """Return a permutation of the ranks for ring and chain algorithms.
+
+    Within a node the ring walks to the nearest unvisited rank (fewest hops, then lowest
+    latency, then lowest rank). Between nodes it crosses the network once per node boundary:
+    it enters each node at the rank nearest the previous node's exit, and each node's exit
+    is chosen so that the last node can close the ring near the first rank.
+
+    Parameters
+    ----------
+    topology : Topology
+        Any topology; on a flat one or a single DGX node the order is the identity.
+
+    Returns
+    -------
+    tuple of int
+        ``order[i]`` is the rank at position ``i`` of the ring.
+
+    Examples
+    --------
+    >>> import topology
+    >>> ring_order(topology.dgx_h100(2))
+    (0, 1, 2, 3, 4, 5, 6, 7, 15, 9, 10, 11, 12, 13, 14, 8)
+    """
+    if not isinstance(topology, Topology):
+        raise TypeError(f"topology={topology!r} is not allowed; it must be a Topology")
+
+    def cost(a: int, b: int) -> tuple[int, float]:
+        return topology.hops(a, b), topology.alpha(a, b)
+
+    groups = node_groups(topology)
+    start = groups[0][0]
+    to_start = topology.costs(start, reverse=True)
+    order: list[int] = []
+    for i, group in enumerate(groups):
+        if order:
+            from_last = topology.costs(order[-1])
+            entry = min(group, key=lambda r: (from_last[r], r))
+        else:
+            entry = start
+        rest = [r for r in group if r != entry]
+        if not rest or len(groups) == 1:
+            order += [entry, *_nearest_first(entry, rest, cost)]
+            continue
+        if i == len(groups) - 1:  # close the ring: leave from the rank nearest the start
+            exit_rank = min(rest, key=lambda r: (to_start[r], -r))
+        else:  # keep the start's neighbours free for the last node
+            exit_rank = max(rest, key=lambda r: (to_start[r], r))
+        middle = [r for r in rest if r != exit_rank]
+        order += [entry, *_nearest_first(entry, middle, cost), exit_rank]
+    return tuple(order)
+
+
+def _nearest_first(first: int, ranks: Sequence[int],
+                   cost: Callable[[int, int], tuple[int, float]]) -> list[int]:
+    """Visit ``ranks`` from ``first``, each time the nearest one not yet visited."""
+    left = list(ranks)
+    path: list[int] = []
+    current = first
+    while left:
+        current = min(left, key=lambda r: (cost(current, r), r))
+        left.remove(current)
+        path.append(current)
+    return path
