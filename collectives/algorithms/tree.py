@@ -242,12 +242,13 @@ class _Plan:
     down: Pieces
     up_reduce: bool
     down_reduce: bool
+    by_subtree: bool  # whether what moves depends on the subtree's elements
 
 
 _PLANS: dict[str, _Plan] = {
-    "allreduce": _Plan(2, _whole, _whole, True, False),
-    "reduce_scatter": _Plan(2, _outside, _inside, True, True),
-    "allgather": _Plan(1, _inside, _outside, False, False),
+    "allreduce": _Plan(2, _whole, _whole, True, False, False),
+    "reduce_scatter": _Plan(2, _outside, _inside, True, True, True),
+    "allgather": _Plan(1, _inside, _outside, False, False, True),
 }
 
 
@@ -262,10 +263,8 @@ def _tree_ops(plan: _Plan, tree: int, rank: int, nranks: int, count: int, blocks
     nseg = max(1, min(segments, hi - lo))
     segs = [split(lo, hi, nseg, k) for k in range(nseg)]
     node = tree_node(tree, nranks, rank)
-    need_ranges = plan.up is not _whole
-
     def owned(member: int) -> list[Range]:
-        return _element_ranges(subtree_ranks(tree, nranks, member), blocks) if need_ranges else []
+        return _element_ranges(subtree_ranks(tree, nranks, member), blocks) if plan.by_subtree else []
 
     def add(first_round: int, pieces: Pieces, mine: list[Range], make: Callable[[int, int], Op]) -> None:
         for k, (a, b) in enumerate(segs):
