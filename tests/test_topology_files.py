@@ -1,0 +1,161 @@
+"""Topology files: units, every validation error, save/load round trips."""
+
+import math
+
+import pytest
+
+import topology
+from topology import TopologyError
+from topology.units import format_quantity, parse
+
+GOOD = """
+name = "pair"
+placement = ["a", "b"]
+gamma = "0.05 ns/B"
+
+[[devices]]
+id = "a"
+kind = "gpu"
+
+[[devices]]
+id = "b"
+kind = "gpu"
+
+[[devices]]
+id = "sw"
+kind = "pcie_switch"
+
+[[links]]
+src = "a"
+dst = "sw"
+latency = "500 ns"
+bandwidth = "200 Gb/s"
+kind = "pcie"
+duplex = true
+
+[[links]]
+src = "b"
+dst = "sw"
+latency = 1.5e-6
+bandwidth = "300 GB/s"
+duplex = true
+"""
+
+
+@pytest.mark.parametrize("text, quantity, expected", [
+    ("300 GB/s", "bandwidth", 300e9), ("200 Gb/s", "bandwidth", 25e9),
+    ("1 GiB/s", "bandwidth", 2.0**30), ("8 b/s", "bandwidth", 1.0), (5e9, "bandwidth", 5e9),
+    ("1.5 us", "latency", 1.5e-6), ("500 ns", "latency", 5e-7), ("2ms", "latency", 2e-3),
+    (" 1e-6 s ", "latency", 1e-6), ("0.02 ns/B", "gamma", 2e-11), (3, "latency", 3.0),
+])
+def test_units_parse(text, quantity, expected):
+    assert parse(text, quantity, "k") == pytest.approx(expected, rel=1e-15)
+
+
+@pytest.mark.parametrize("number", [450e9, 25e9, 31.50769230769231e9, 1.5e-6, 3.3e-7, 1 / 3,
+                                    7e-12, 123456789.123])
+@pytest.mark.parametrize("quantity", ["latency", "bandwidth", "gamma"])
+def test_units_format_parses_back_exactly(number, quantity):
+    shown = format_quantity(number, quantity)
+    assert (parse(shown, quantity, "k") if isinstance(shown, str) else shown) == number
+
+
+def test_load_good_file(tmp_path):
+    path = tmp_path / "pair.toml"
+    path.write_text(GOOD)
+    t = topology.load(path)
+    assert t.name == "pair" and t.nranks == 2 and len(t.links) == 4
+    assert t.gamma_s_per_byte == pytest.approx(5e-11)
+    assert t.hops(0, 1) == 2
+    assert t.alpha(0, 1) == pytest.approx(2e-6)
+    assert t.beta(0, 1) == pytest.approx(1 / 25e9)  # the 200 Gb/s link is the bottleneck
+    assert t.links[2].kind == "link"  # default kind
+
+
+def _edit(old: str, new: str) -> str:
+    assert old in GOOD
+    return GOOD.replace(old, new, 1)
+
+
+BAD = [
+    (_edit('gamma = "0.05 ns/B"', 'gama = 1'), "unknown key 'gama'"),
+    (_edit('kind = "pcie_switch"', 'kind = "pcie_switch"\nports = 4'),
+     r"devices\[2\]: unknown key 'ports'"),
+    (_edit('kind = "pcie"', 'knd = "pcie"'), r"links\[0\]: unknown key 'knd'"),
+    (_edit('bandwidth = "200 Gb/s"', 'bandwidth = "0 Gb/s"'),
+     r"links\[0\].bandwidth = '0 Gb/s' is not allowed; it must be > 0"),
+    (_edit('bandwidth = "300 GB/s"', 'bandwidth = -3e9'), r"links\[1\].bandwidth = -3000000000"),
+    (_edit('latency = "500 ns"', 'latency = "0 ns"'), r"links\[0\].latency = '0 ns'"),
+    (_edit('latency = 1.5e-6', 'latency = -1.5e-6'), r"links\[1\].latency = -1.5e-06"),
+    (_edit('latency = "500 ns"', 'latency = "500 parsec"'), "unknown unit 'parsec'"),
+    (_edit('bandwidth = "200 Gb/s"', 'bandwidth = "fast"'), r"links\[0\].bandwidth = 'fast'"),
+    (_edit('latency = "500 ns"', 'latency = "inf s"'), r"links\[0\].latency = 'inf s'"),
+    (_edit('id = "sw"', 'id = "a"'), r"devices\[2\].id = 'a' duplicates devices\[0\].id"),
+    (_edit('dst = "sw"', 'dst = "switch"'), r"links\[0\].dst = 'switch' names no device"),
+    (_edit('src = "b"', 'src = "c"'), r"links\[1\].src = 'c' names no device"),
+    (_edit('dst = "sw"', 'dst = "a"'), r"links\[0\].dst = 'a' is its src"),
+    (_edit('placement = ["a", "b"]', 'placement = ["a", "c"]'),
+     r"placement\[1\] = 'c' names no device"),
+    (_edit('bandwidth = "300 GB/s"\nduplex = true', 'bandwidth = "300 GB/s"'),
+     r"placement\[0\] = 'a' cannot reach placement\[1\] = 'b'"),
+    (_edit('duplex = true', 'duplex = "yes"'), r"links\[0\].duplex = 'yes'"),
+    (_edit('placement = ["a", "b"]', ''), "the key 'placement' is missing"),
+    (_edit('placement = ["a", "b"]', 'placement = []'), r"placement = \(\) is not allowed"),
+    (_edit('gamma = "0.05 ns/B"', 'gamma = -1.0'), "gamma = -1.0 is not allowed"),
+    (_edit('id = "a"', 'id = ""'), r"devices\[0\].id = '' is not allowed"),
+    ("name = [", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD, ids=[f"bad{i}" for i in range(len(BAD))])
+def test_validation_errors_name_key_and_value(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(TopologyError, match=message) as error:
+        topology.load(path)
+    assert str(error.value).startswith(str(path))
+    assert isinstance(error.value, ValueError)
+
+
+def test_unreachable_across_a_switch():
+    """b reaches a only through GPU c, and GPUs never forward traffic."""
+    d = topology.Device
+    with pytest.raises(TopologyError, match=r"placement\[1\] = 'b' cannot reach placement\[0\]"):
+        topology.Topology("t", (d("a", "gpu"), d("b", "gpu"), d("c", "gpu")),
+                          (topology.Link("a", "b", 1e-6, 1e9, "x"),
+                           topology.Link("b", "c", 1e-6, 1e9, "x"),
+                           topology.Link("c", "a", 1e-6, 1e9, "x")), ("a", "b"))
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("latency_s", 0.0, r"links\[0\].latency_s = 0.0"),
+    ("bandwidth_Bps", math.inf, r"links\[0\].bandwidth_Bps = inf"),
+    ("dst", "z", r"links\[0\].dst = 'z' names no device"),
+])
+def test_model_validation(field, value, message):
+    d = topology.Device
+    link = {"src": "a", "dst": "b", "latency_s": 1e-6, "bandwidth_Bps": 1e9, "kind": "x",
+            field: value}
+    with pytest.raises(TopologyError, match=message):
+        topology.Topology("t", (d("a", "gpu"), d("b", "gpu")),
+                          (topology.Link(**link), topology.Link("b", "a", 1e-6, 1e9, "x")),
+                          ("a", "b"))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: topology.flat(5, 2.5e-6, 1 / 12.5e9),
+    lambda: topology.dgx_a100(2),
+    lambda: topology.dgx_h100(3, oversubscription=3.0, nodes_per_leaf=2, spines=3),
+    lambda: topology.pcie_node(6, gpus_per_switch=3),
+])
+def test_save_load_round_trip(tmp_path, make):
+    original = make()
+    original = topology.Topology(original.name, original.devices, original.links,
+                                 original.placement, gamma_s_per_byte=1 / 37e9)
+    path = tmp_path / "t.toml"
+    topology.save(original, path, comment="a comment\nover two lines")
+    assert path.read_text().startswith("# a comment\n# over two lines\n")
+    loaded = topology.load(path)
+    assert loaded == original
+    pairs = [(a, b) for a in range(original.nranks) for b in range(original.nranks)]
+    assert [loaded.route(a, b) for a, b in pairs] == [original.route(a, b) for a, b in pairs]
