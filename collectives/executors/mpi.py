@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections import Counter
 from contextlib import nullcontext
 from functools import lru_cache
 from typing import Any
@@ -142,6 +143,8 @@ class MpiTransport:
         self.comm = comm.Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
+        #: collectives run, by path: "direct", "staged" (CuPy through host) or "native"
+        self.runs: Counter[str] = Counter()
 
     def allgather_object(self, obj: Any) -> list[Any]:
         """All-gather a small picklable object (used by the agreement check)."""
@@ -170,13 +173,16 @@ class MpiTransport:
     def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
         """Walk ``plan`` on the working buffer ``work`` (``plan.count`` elements)."""
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
-        walk = _walk_staged if self._staged(call) else _walk
+        staged = self._staged(call)
+        self.runs["staged" if staged else "direct"] += 1
+        walk = _walk_staged if staged else _walk
         with nullcontext() if stream is None else stream:
             walk(self.comm, plan, work, scratch, reducer(call.xp, op), stream)
 
     def native(self, call: Call, op: str, stream: Any) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather."""
         from mpi4py import MPI
+        self.runs["native"] += 1
         if stream is not None:
             stream.synchronize()
         staged = self._staged(call)

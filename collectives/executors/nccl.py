@@ -12,6 +12,7 @@ duplicate for the ``check=True`` agreement.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from ..ops import reducer
@@ -58,6 +59,8 @@ class NcclComm:
         uid = nccl.get_unique_id() if self.rank == 0 else None
         uid = self._mpi.comm.bcast(uid, root=0)
         self.nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
+        #: collectives run, by path: "nccl" (a schedule) or "native"
+        self.runs: Counter[str] = Counter()
         self._lib = nccl
 
     def allgather_object(self, obj: Any) -> list[Any]:
@@ -79,6 +82,7 @@ class NcclComm:
 
     def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
         """Enqueue ``plan`` on ``stream``: grouped send/recv per step, CuPy reductions."""
+        self.runs["nccl"] += 1
         nccl, comm, stream_ptr = self._lib, self.nccl, stream.ptr
         byte = nccl.NCCL_UINT8
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
@@ -104,6 +108,7 @@ class NcclComm:
 
     def native(self, call: Call, op: str, stream: Any) -> None:
         """Enqueue NCCL's own ncclAllReduce, ncclReduceScatter or ncclAllGather."""
+        self.runs["native"] += 1
         nccl, comm = self._lib, self.nccl
         datatype = getattr(nccl, NCCL_DTYPES[call.dtype.name])
         recv = call.recv.data.ptr

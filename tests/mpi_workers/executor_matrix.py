@@ -1,0 +1,284 @@
+"""Run the executor test matrix on every rank; rank 0 prints one ``SUMMARY {json}`` line.
+
+Run under ``mpirun -n P python -m mpi4py executor_matrix.py [--xp numpy|cupy]
+[--transport mpi|nccl]``.  Every case runs one collective and compares this rank's result
+bitwise with :func:`collectives.interpret` on the same schedule and, where the inputs
+make every reduction order exact (small integers), with the native collective of the
+same transport.  Digests of every rank's results are gathered to rank 0, which checks
+that ranks holding the same result hold the same bytes.  Failures are collected, not
+raised, so the summary lists them all; errors that are meant to be raised are checked
+after the matrix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import collectives
+from collectives import COLLECTIVES, build_schedule, interpret
+from collectives.executors import transport_for
+from collectives.ops import DTYPES, OPS
+
+SIZES_ALLREDUCE = lambda p: (0, 1, p - 1 if p > 2 else 2, 2 * p + 1, 1031)  # noqa: E731
+SIZES_PART = (0, 1, 3, 130)
+MODES = ("out", "none", "inplace")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One collective call: ``n`` is the allreduce count or the per-rank block."""
+
+    collective: str
+    algorithm: str
+    n: int
+    dtype: str
+    op: str
+    mode: str
+    exact: bool = True
+    params: tuple[tuple[str, Any], ...] = field(default=())
+
+
+def cases(nranks: int, dtypes: tuple[str, ...] = DTYPES) -> list[Case]:
+    """Return the matrix for ``nranks`` ranks (the pytest side counts it too)."""
+    algorithms = (*collectives.ALGORITHMS, "native")
+    out = []
+    for algorithm in algorithms:
+        for collective in COLLECTIVES:
+            sizes = SIZES_ALLREDUCE(nranks) if collective == "allreduce" else SIZES_PART
+            for i, n in enumerate(sizes):
+                out.append(Case(collective, algorithm, n, "float32", "sum", MODES[i % 3]))
+            if collective == "allgather":
+                continue
+            n = 2 * nranks + 3 if collective == "allreduce" else 3
+            out += [Case(collective, algorithm, n, dtype, op, "out")
+                    for dtype in dtypes for op in OPS]
+            if algorithm != "native":
+                out += [Case(collective, algorithm, 257, dtype, "sum", "out", exact=False)
+                        for dtype in ("float32", "float64")]
+        if algorithm == "native":
+            continue
+        variants = [(("order", tuple(reversed(range(nranks)))),)]
+        if "segments" in collectives.algorithm_params(algorithm):
+            variants.append((("segments", 3),))
+        out += [Case(collective, algorithm, 50, "float64", "sum", "out", params=variant)
+                for collective in COLLECTIVES for variant in variants]
+    return out
+
+
+def inputs(case: Case, nranks: int) -> list[np.ndarray]:
+    """Every rank's input, the same on every rank (so each can run the interpreter)."""
+    whole = case.n if case.collective == "allreduce" else case.n * nranks
+    size = case.n if case.collective == "allgather" else whole
+    dtype = np.dtype(case.dtype)
+    data = []
+    for rank in range(nranks):
+        rng = np.random.default_rng([case.n, rank, len(case.collective), DTYPES.index(case.dtype)])
+        if not case.exact:
+            data.append(rng.standard_normal(size).astype(dtype))
+        elif case.op == "prod":
+            data.append(rng.choice(np.array([1, 2, 1], dtype), size))
+        else:
+            low = -3 if dtype.kind in "if" else 0
+            data.append(rng.integers(low, 5, size).astype(dtype))
+    return data
+
+
+def expected(case: Case, nranks: int, data: list[np.ndarray]) -> list[np.ndarray]:
+    """The interpreter's outputs (ring's for native, whose own order is unknown)."""
+    algorithm = "ring" if case.algorithm == "native" else case.algorithm
+    whole = case.n if case.collective == "allreduce" else case.n * nranks
+    schedule = build_schedule(case.collective, algorithm, nranks, whole, **dict(case.params))
+    return interpret(schedule, data, case.op)
+
+
+def call(case: Case, xp: Any, comm: Any, mine: np.ndarray, nranks: int,
+         algorithm: str | None = None) -> np.ndarray:
+    """Run the case's collective on this rank's input; return the result on the host."""
+    function = getattr(collectives, case.collective)
+    kwargs = dict(case.params) if algorithm is None else {}
+    if case.collective != "allgather":
+        kwargs["op"] = case.op
+    send = xp.asarray(mine)
+    out_size = {"allreduce": case.n, "reduce_scatter": case.n,
+                "allgather": case.n * nranks}[case.collective]
+    mode = case.mode if algorithm is None else "out"
+    if mode == "none":
+        result = function(send, comm=comm, algorithm=algorithm or case.algorithm, **kwargs)
+    elif mode == "inplace":
+        if case.collective == "allgather":
+            buf = xp.zeros(out_size, case.dtype)
+            rank = comm.rank if hasattr(comm, "rank") else comm.Get_rank()
+            buf[rank * case.n:(rank + 1) * case.n] = send
+        else:
+            buf = send.copy()
+        result = function(collectives.IN_PLACE, buf, comm=comm, algorithm=case.algorithm, **kwargs)
+    else:
+        recv = xp.full(out_size, 7, case.dtype)
+        result = function(send, recv, comm=comm, algorithm=algorithm or case.algorithm, **kwargs)
+        if result is not recv:
+            raise AssertionError("the call did not return recvbuf")
+    if not np.array_equal(xp.asnumpy(send) if xp is not np else send, mine):
+        raise AssertionError("the call modified sendbuf")
+    result = result.get() if xp is not np else result
+    return np.ascontiguousarray(result).reshape(-1)
+
+
+def run_matrix(xp: Any, comm: Any, rank: int, nranks: int,
+               matrix: list[Case]) -> tuple[list[str], list[str]]:
+    """Run every case; return failure messages and per-case result digests."""
+    failures, digests = [], []
+    for case in matrix:
+        data = inputs(case, nranks)
+        try:
+            got = call(case, xp, comm, data[rank], nranks)
+            want = expected(case, nranks, data)[rank]
+            if got.dtype != want.dtype or got.tobytes() != want.tobytes():
+                if case.algorithm != "native" or case.exact:
+                    failures.append(f"rank {rank} {case}: {got[:8]} != interpret {want[:8]}")
+            if case.exact and case.algorithm != "native":
+                native = call(case, xp, comm, data[rank], nranks, algorithm="native")
+                if native.tobytes() != got.tobytes():
+                    failures.append(f"rank {rank} {case}: {got[:8]} != native {native[:8]}")
+            shared = case.collective != "reduce_scatter"
+            digests.append(hashlib.sha1(got.tobytes()).hexdigest() if shared else "")
+        except Exception as error:  # a failing case is reported, the rest still run
+            failures.append(f"rank {rank} {case}: {type(error).__name__}: {error}")
+            digests.append(f"error on rank {rank}")
+    return failures, digests
+
+
+def expect_error(failures: list[str], kind: type, text: str, function: Any, *args: Any,
+                 **kwargs: Any) -> None:
+    """Record a failure unless ``function(*args, **kwargs)`` raises ``kind`` mentioning ``text``."""
+    try:
+        function(*args, **kwargs)
+    except kind as error:
+        if text not in str(error):
+            failures.append(f"{kind.__name__} without {text!r}: {error}")
+        return
+    except Exception as error:
+        failures.append(f"expected {kind.__name__} ({text}), got {type(error).__name__}: {error}")
+        return
+    failures.append(f"expected {kind.__name__} ({text}), nothing was raised")
+
+
+def run_errors(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
+    """Bad input raises before communication; ``check=True`` catches disagreeing ranks."""
+    failures: list[str] = []
+    x = xp.ones(8, "float32")
+    ar = collectives.allreduce
+    expect_error(failures, ValueError, "algorithm='bogus'", ar, x, comm=comm, algorithm="bogus")
+    expect_error(failures, ValueError, "op 'avg'", ar, x, comm=comm, op="avg")
+    expect_error(failures, ValueError, "not contiguous", ar, xp.ones(16, "float32")[::2], comm=comm)
+    expect_error(failures, ValueError, "recvbuf has 5 elements", ar, x, xp.ones(5, "float32"),
+                 comm=comm)
+    expect_error(failures, TypeError, "recvbuf has float64", ar, x, xp.ones(8, "float64"), comm=comm)
+    expect_error(failures, TypeError, "complex64", ar, xp.ones(8, "complex64"), comm=comm)
+    expect_error(failures, TypeError, "list", ar, [1.0, 2.0], comm=comm)
+    expect_error(failures, TypeError, "'segments'", ar, x, comm=comm, algorithm="ring", segments=2)
+    expect_error(failures, ValueError, "IN_PLACE", ar, collectives.IN_PLACE, comm=comm)
+    whole = xp.ones(16, "float32")
+    expect_error(failures, ValueError, "overlap", ar, whole[:8], whole[4:12], comm=comm)
+    expect_error(failures, ValueError, "sendbuf has", collectives.reduce_scatter,
+                 xp.ones(3 * nranks, "float32"), xp.ones(2, "float32"), comm=comm)
+    expect_error(failures, ValueError, "recvbuf has", collectives.allgather,
+                 xp.ones(3, "float32"), xp.ones(3 * nranks + 1, "float32"), comm=comm)
+    if xp is not np:
+        expect_error(failures, TypeError, "numpy array", ar, x, np.ones(8, "float32"), comm=comm)
+    os.environ["COLLSIM_ALGO"] = "bogus"
+    expect_error(failures, ValueError, "COLLSIM_ALGO='bogus'", ar, x, comm=comm)
+    del os.environ["COLLSIM_ALGO"]
+    if nranks > 1:
+        mismatched = xp.ones(4 + (rank == 1), "float32")
+        expect_error(failures, collectives.ArgumentMismatchError, "count differs", ar, mismatched,
+                     comm=comm, algorithm="ring", check=True)
+        os.environ["COLLSIM_CHECK"] = "1"
+        expect_error(failures, collectives.ArgumentMismatchError, "algorithm differs", ar, x,
+                     comm=comm, algorithm="ring" if rank else "rhd")
+        del os.environ["COLLSIM_CHECK"]
+    return failures
+
+
+def run_isolation(xp: Any, comm: Any, rank: int, nranks: int, transport: Any) -> list[str]:
+    """A user message in flight on the user's communicator, collectives on a split one and
+    on the world, and ``COLLSIM_ALGO`` forcing native: nothing mixes, forcing is obeyed."""
+    from mpi4py import MPI
+    failures: list[str] = []
+    world = MPI.COMM_WORLD
+    x = xp.arange(10, dtype="float64") + rank
+    pending = None
+    if nranks > 1 and rank == 0:
+        pending = world.Isend(np.full(10, -1.0), dest=1, tag=0)
+    sub = world.Split(rank % 2, rank)
+    sub_sum = collectives.allreduce(x, comm=comm if hasattr(comm, "nccl") else sub,
+                                    algorithm="ring")
+    world_sum = collectives.allreduce(x, comm=comm, algorithm="ring")
+    if nranks > 1 and rank == 1:
+        mail = np.empty(10)
+        world.Recv(mail, source=0, tag=0)
+        if not (mail == -1).all():
+            failures.append(f"user message corrupted: {mail}")
+    if pending is not None:
+        pending.Wait()
+    ranks = range(nranks) if hasattr(comm, "nccl") else range(rank % 2, nranks, 2)
+    host = lambda a: a.get() if xp is not np else a  # noqa: E731
+    if not np.array_equal(host(sub_sum), np.arange(10.0) * len(ranks) + sum(ranks)):
+        failures.append(f"rank {rank}: split allreduce gave {host(sub_sum)}")
+    if not np.array_equal(host(world_sum), np.arange(10.0) * nranks + sum(range(nranks))):
+        failures.append(f"rank {rank}: world allreduce gave {host(world_sum)}")
+    before = transport.runs["native"]
+    os.environ["COLLSIM_ALGO"] = "native"
+    collectives.allreduce(x, comm=comm, algorithm="ring")
+    del os.environ["COLLSIM_ALGO"]
+    if transport.runs["native"] != before + 1:
+        failures.append("COLLSIM_ALGO=native did not run the native collective")
+    sub.Free()
+    return failures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--xp", choices=("numpy", "cupy"), default="numpy")
+    parser.add_argument("--transport", choices=("mpi", "nccl"), default="mpi")
+    args = parser.parse_args()
+    from mpi4py import MPI
+    world = MPI.COMM_WORLD
+    rank, nranks = world.Get_rank(), world.Get_size()
+    if args.xp == "cupy":
+        import cupy as xp
+        xp.cuda.Device(int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
+                       % xp.cuda.runtime.getDeviceCount()).use()
+    else:
+        xp = np
+    comm = collectives.NcclComm(world) if args.transport == "nccl" else world
+    transport = transport_for(comm)
+    matrix = cases(nranks)
+    failures, digests = run_matrix(xp, comm, rank, nranks, matrix)
+    runs = dict(transport.runs)
+    failures += run_errors(xp, comm, rank, nranks)
+    failures += run_isolation(xp, comm, rank, nranks, transport)
+    all_failures = world.gather(failures, root=0)
+    all_digests = world.gather(digests, root=0)
+    if rank == 0:
+        merged = [f for per_rank in all_failures for f in per_rank]
+        for index, case in enumerate(matrix):
+            column = {d[index] for d in all_digests}
+            if case.collective != "reduce_scatter" and len(column) != 1:
+                merged.append(f"{case}: ranks hold different bytes")
+        from collectives.executors.mpi import cuda_aware
+        summary = {"transport": transport.name, "xp": args.xp, "nranks": nranks,
+                   "cases": len(matrix), "runs": runs, "failures": merged[:30],
+                   "failure_count": len(merged),
+                   "cuda_aware": cuda_aware() if args.xp == "cupy" else None}
+        print("SUMMARY " + json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
