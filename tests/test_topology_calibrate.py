@@ -1,0 +1,71 @@
+"""Calibration: the least-squares fit, and one real run under mpirun that writes a file."""
+
+import argparse
+
+import numpy as np
+import pytest
+
+import topology
+from collectives import cli
+from topology import calibrate
+
+
+def test_fit_line_recovers_a_line():
+    sizes = [8, 1024, 65536, 1 << 20]
+    alpha, beta = calibrate.fit_line(sizes, [3e-6 + 2e-10 * n for n in sizes])
+    assert alpha == pytest.approx(3e-6, rel=1e-9) and beta == pytest.approx(2e-10, rel=1e-9)
+    assert max(map(abs, calibrate.fit_errors(alpha, beta, sizes,
+                                             [3e-6 + 2e-10 * n for n in sizes]))) < 1e-9
+
+
+def test_fit_line_keeps_the_model_valid():
+    # times that fall with size would give a negative slope and a huge intercept
+    alpha, beta = calibrate.fit_line([10, 20, 30], [3e-6, 2e-6, 1e-6])
+    assert beta == calibrate.MIN_BETA_S_PER_BYTE and alpha > 0
+    # a line through (or below) the origin would give alpha <= 0
+    alpha, beta = calibrate.fit_line([100, 200, 300], [0.5e-6, 1.5e-6, 2.5e-6])
+    assert alpha == calibrate.MIN_LATENCY_S and beta > 0
+
+
+def test_fit_errors_are_relative():
+    assert calibrate.fit_errors(1.0, 0.0, [1, 2], [2.0, 0.5]) == [-0.5, 1.0]
+
+
+def test_measure_gamma_numpy():
+    gamma, error = calibrate.measure_gamma(np, [1 << 16, 1 << 20, 1 << 22], iters=3)
+    assert 0 < gamma < 1e-8  # between 0 and 100 MB/s: any working machine adds faster
+    assert error >= 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sizes", "8"], "at least two different sizes"),
+    (["--sizes", "0", "8"], "sizes must be >= 1"),
+    (["--iters", "0"], "--iters 0"),
+    (["-n", "0"], "--nprocs 0"),
+    (["--warmup", "-1"], "--warmup -1"),
+])
+def test_arguments_are_checked(argv, message):
+    parser = argparse.ArgumentParser()
+    calibrate.add_arguments(parser)
+    with pytest.raises(ValueError, match=message):
+        calibrate.main(parser.parse_args(argv))
+
+
+@pytest.mark.mpi
+def test_calibrate_command_under_mpirun(tmp_path, capfd):
+    """``collsim calibrate -n 3`` relaunches itself under mpirun and writes a file that loads."""
+    path = tmp_path / "machine.toml"
+    status = cli.main(["calibrate", "-n", "3", "-o", str(path), "--sizes", "8", "4096",
+                       "65536", "--iters", "5", "--fit", "pair", "--timeout", "120"])
+    out = capfd.readouterr().out
+    assert status == 0, out
+    assert "3 ranks on 1 host(s)" in out  # printed by rank 0 of the launched job
+    assert "max |error|" in out and f"wrote {path}" in out
+    t = topology.load(path)
+    assert t.nranks == 3 and len(t.links) == 6
+    assert all(link.kind == "host" for link in t.links)
+    assert t.gamma_s_per_byte > 0
+    assert all(t.alpha(a, b) > 0 and t.beta(a, b) > 0
+               for a in range(3) for b in range(3) if a != b)
+    assert topology.ring_order(t) == (0, 1, 2)
+    assert path.read_text().startswith("# collsim calibrate: 3 ranks")

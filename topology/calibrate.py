@@ -1,0 +1,294 @@
+"""``collsim calibrate``: measure alpha, beta and gamma on the running MPI job.
+
+Every pair of ranks ping-pongs messages of several sizes; a least-squares line
+``t(n) = alpha + beta * n`` through the one-way times gives the pair's latency and inverse
+bandwidth (per pair, or per class of pair: same host or across hosts). Every rank times the
+local reduction ``a += b`` of its array module (NumPy, or CuPy for GPU buffers) and the median
+slope is gamma. The result is a flat-like topology, one device per rank and one link per
+ordered pair, written as a topology file; the fit's error on every measured point is printed
+and written into the file's header.
+
+Run it as ``collsim calibrate -n 4 -o machine.toml``: outside ``mpirun`` it launches itself
+on ``-n`` ranks; under ``mpirun`` (``mpirun -n 4 python -m topology.calibrate ...``) it runs
+on the job's ranks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .files import save
+from .model import Device, Link, Topology
+
+__all__ = ["add_arguments", "main", "fit_line", "fit_errors", "measure_pair",
+           "measure_gamma", "calibrate"]
+
+#: the fit never returns a latency below 1 ns or a bandwidth above 1 PB/s, so the written
+#: file stays valid (latency and bandwidth > 0) when noise drives the fit to 0 or below
+MIN_LATENCY_S = 1e-9
+MIN_BETA_S_PER_BYTE = 1e-15
+
+DEFAULT_SIZES = tuple(8 * 8**k for k in range(7))  # 8 B .. 2 MiB
+_TAG = 17
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add this command's arguments to ``parser``."""
+    parser.add_argument("-n", "--nprocs", type=int, default=2,
+                        help="ranks to launch when not already under mpirun (default 2)")
+    parser.add_argument("-o", "--output", type=Path, default=Path("machine.toml"),
+                        help="topology file to write (default machine.toml)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES),
+                        metavar="BYTES", help="message sizes in bytes (default 8 .. 2 MiB)")
+    parser.add_argument("--iters", type=int, default=20,
+                        help="timed round trips per size and pair (default 20)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed round trips first")
+    parser.add_argument("--fit", choices=("pair", "class"), default="pair",
+                        help="one line per pair, or per class (same host / across hosts)")
+    parser.add_argument("--array-module", choices=("numpy", "cupy"), default="numpy",
+                        help="buffers for messages and the reduction (cupy: GPU buffers, "
+                             "needs CUDA-aware MPI)")
+    parser.add_argument("--name", default="calibrated", help="the topology's name")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="seconds before a launched job is killed (default 600)")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Calibrate on this MPI job, or launch one on ``args.nprocs`` ranks that does."""
+    _check_args(args)
+    from collectives.launch import in_mpi_job, run_mpi
+
+    if not in_mpi_job():
+        completed = run_mpi(args.nprocs, ["-m", "topology.calibrate", *_forwarded(args)],
+                            timeout_s=args.timeout, capture=False)
+        return completed.returncode
+    from mpi4py import MPI
+
+    xp = _array_module(args.array_module)
+    report = calibrate(MPI.COMM_WORLD, xp, args.sizes, args.iters, args.warmup, args.fit,
+                       args.name)
+    if report is not None:
+        topology, text = report
+        save(topology, args.output, comment=text)
+        print(text, f"\nwrote {args.output}", sep="\n")
+    return 0
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if not args.sizes or any(size < 1 for size in args.sizes):
+        raise ValueError(f"--sizes {args.sizes} is not allowed; sizes must be >= 1 byte")
+    if len(set(args.sizes)) < 2:
+        raise ValueError(f"--sizes {args.sizes} is not allowed; a line needs at least two "
+                         "different sizes")
+    for name in ("iters", "nprocs"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name} {getattr(args, name)} is not allowed; it must be >= 1")
+    if args.warmup < 0:
+        raise ValueError(f"--warmup {args.warmup} is not allowed; it must be >= 0")
+
+
+def _forwarded(args: argparse.Namespace) -> list[str]:
+    """The arguments that make the launched ranks do what ``args`` asks."""
+    return ["-o", str(args.output), "--sizes", *map(str, args.sizes), "--iters",
+            str(args.iters), "--warmup", str(args.warmup), "--fit", args.fit,
+            "--array-module", args.array_module, "--name", args.name]
+
+
+def _array_module(name: str) -> Any:
+    if name == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
+def _synchronize(xp: Any) -> None:
+    if xp is not np:
+        xp.cuda.get_current_stream().synchronize()
+
+
+def fit_line(sizes: Sequence[float], times: Sequence[float]) -> tuple[float, float]:
+    """Least-squares ``t = alpha + beta * n`` through the points; return ``(alpha, beta)``.
+
+    ``alpha`` is kept >= :data:`MIN_LATENCY_S` and ``beta`` >= :data:`MIN_BETA_S_PER_BYTE`
+    (refitting the other through the points when one is clamped).
+
+    Examples
+    --------
+    >>> alpha, beta = fit_line([0, 100, 200], [2e-6, 3e-6, 4e-6])
+    >>> round(alpha * 1e6, 9), round(beta * 1e8, 9)
+    (2.0, 1.0)
+    """
+    n = np.asarray(sizes, dtype=np.float64)
+    t = np.asarray(times, dtype=np.float64)
+    matrix = np.stack([np.ones_like(n), n], axis=1)
+    alpha, beta = (float(x) for x in np.linalg.lstsq(matrix, t, rcond=None)[0])
+    if alpha < MIN_LATENCY_S:
+        alpha = MIN_LATENCY_S
+        beta = float(np.dot(n, t - alpha) / np.dot(n, n))
+    if beta < MIN_BETA_S_PER_BYTE:
+        beta = MIN_BETA_S_PER_BYTE
+        alpha = max(MIN_LATENCY_S, float(np.mean(t - beta * n)))
+    return alpha, beta
+
+
+def fit_errors(alpha: float, beta: float, sizes: Sequence[float],
+               times: Sequence[float]) -> list[float]:
+    """Relative error ``(model - measured) / measured`` at every point."""
+    return [(alpha + beta * n - t) / t for n, t in zip(sizes, times)]
+
+
+def measure_pair(comm: Any, a: int, b: int, buffers: Sequence[Any], iters: int,
+                 warmup: int, clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Ping-pong between ranks ``a`` and ``b``; return the one-way time per buffer on ``a``.
+
+    The one-way time is half the median round trip. Ranks other than ``a`` and ``b`` return
+    an empty list at once.
+    """
+    rank = comm.Get_rank()
+    if rank not in (a, b):
+        return []
+    peer = b if rank == a else a
+    one_way = []
+    for buffer in buffers:
+        trips = []
+        for i in range(warmup + iters):
+            start = clock()
+            if rank == a:
+                comm.Send(buffer, dest=peer, tag=_TAG)
+                comm.Recv(buffer, source=peer, tag=_TAG)
+            else:
+                comm.Recv(buffer, source=peer, tag=_TAG)
+                comm.Send(buffer, dest=peer, tag=_TAG)
+            if i >= warmup:
+                trips.append(clock() - start)
+        one_way.append(statistics.median(trips) / 2)
+    return one_way
+
+
+def measure_gamma(xp: Any, sizes: Sequence[int], iters: int) -> tuple[float, float]:
+    """Time ``a += b`` on float32 arrays of ``xp``; return ``(gamma_s_per_byte, max error)``.
+
+    Gamma is the slope of the least-squares line through the median times per size (bytes
+    of one operand); the error is the largest relative error of that line at a point.
+    """
+    times = []
+    for size in sizes:
+        count = max(1, size // 4)
+        a, b = xp.ones(count, dtype=xp.float32), xp.ones(count, dtype=xp.float32)
+        xp.add(a, b, out=a)
+        _synchronize(xp)
+        samples = []
+        for _ in range(iters):
+            start = time.perf_counter()
+            xp.add(a, b, out=a)
+            _synchronize(xp)
+            samples.append(time.perf_counter() - start)
+        times.append(statistics.median(samples))
+    nbytes = [4 * max(1, size // 4) for size in sizes]
+    alpha, gamma = fit_line(nbytes, times)
+    return gamma, max(abs(e) for e in fit_errors(alpha, gamma, nbytes, times))
+
+
+def calibrate(comm: Any, xp: Any, sizes: Sequence[int], iters: int, warmup: int = 2,
+              fit: str = "pair", name: str = "calibrated") -> tuple[Topology, str] | None:
+    """Measure every pair and gamma on ``comm``; on rank 0 return the topology and a report.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The ranks to calibrate (at least 2).
+    xp : module
+        ``numpy`` or ``cupy``: the buffers' array module.
+    sizes : sequence of int
+        Message sizes in bytes.
+    iters, warmup : int
+        Timed and untimed round trips per size and pair.
+    fit : {"pair", "class"}
+        One line per pair of ranks, or one per class (same host, across hosts).
+    name : str
+        The topology's name.
+
+    Returns
+    -------
+    (Topology, str) or None
+        On rank 0 the model and the report text (fits and their errors); None elsewhere.
+    """
+    nranks = comm.Get_size()
+    if nranks < 2:
+        raise ValueError(f"calibrate needs at least 2 ranks to measure a pair; got {nranks}")
+    if fit not in ("pair", "class"):
+        raise ValueError(f"fit={fit!r} is not allowed; choose 'pair' or 'class'")
+    buffers = [xp.zeros(size, dtype=xp.uint8) for size in sizes]
+    _synchronize(xp)
+    mine = {}
+    for a in range(nranks):
+        for b in range(a + 1, nranks):
+            comm.Barrier()
+            times = measure_pair(comm, a, b, buffers, iters, warmup)
+            if comm.Get_rank() == a:
+                mine[(a, b)] = times
+    gamma = measure_gamma(xp, sizes, iters)
+    gathered = comm.gather((socket.gethostname(), mine, gamma), root=0)
+    if comm.Get_rank() != 0:
+        return None
+    hosts = [host for host, _, _ in gathered]
+    measured = {pair: times for _, pairs, _ in gathered for pair, times in pairs.items()}
+    gammas = sorted(g for _, _, (g, _) in gathered)
+    return _model(name, hosts, list(sizes), measured, fit, gammas, xp)
+
+
+def _model(name: str, hosts: list[str], sizes: list[int],
+           measured: dict[tuple[int, int], list[float]], fit: str, gammas: list[float],
+           xp: Any) -> tuple[Topology, str]:
+    def group(pair: tuple[int, int]) -> Any:
+        if fit == "pair":
+            return pair
+        return "same host" if hosts[pair[0]] == hosts[pair[1]] else "across hosts"
+
+    points: dict[Any, tuple[list[int], list[float]]] = {}
+    for pair, times in sorted(measured.items()):
+        ns, ts = points.setdefault(group(pair), ([], []))
+        ns += sizes
+        ts += times
+    fits = {key: fit_line(ns, ts) for key, (ns, ts) in points.items()}
+    lines = [f"collsim calibrate: {len(hosts)} ranks on {len(set(hosts))} host(s), "
+             f"{xp.__name__} buffers, sizes {sizes[0]}..{sizes[-1]} B ({len(sizes)}), "
+             f"fit per {fit}",
+             f"{'pair' if fit == 'pair' else 'class':>14} {'alpha (us)':>11} "
+             f"{'bandwidth (GB/s)':>17} {'max |error|':>12} {'rms error':>10}"]
+    for key, (alpha, beta) in fits.items():
+        errors = fit_errors(alpha, beta, *points[key])
+        rms = float(np.sqrt(np.mean(np.square(errors))))
+        label = f"{key[0]}-{key[1]}" if fit == "pair" else key
+        lines.append(f"{label:>14} {alpha * 1e6:11.3f} {1 / beta / 1e9:17.3f} "
+                     f"{max(map(abs, errors)):11.1%} {rms:10.1%}")
+    gamma = statistics.median(gammas)
+    lines.append(f"gamma: {gamma * 1e9:.4f} ns/B ({1 / gamma / 1e9 if gamma else float('inf'):.2f}"
+                 f" GB/s reduction throughput), median of {len(gammas)} ranks")
+    kind = "gpu" if xp is not np else "cpu"
+    ids = [f"rank{r}" for r in range(len(hosts))]
+    links = []
+    for a, b in sorted(measured):
+        alpha, beta = fits[group((a, b))]
+        link_kind = "host" if hosts[a] == hosts[b] else "net"
+        links += [Link(ids[a], ids[b], alpha, 1 / beta, link_kind),
+                  Link(ids[b], ids[a], alpha, 1 / beta, link_kind)]
+    topology = Topology(name, tuple(Device(i, kind) for i in ids), tuple(links), tuple(ids),
+                        gamma)
+    return topology, "\n".join(lines)
+
+
+if __name__ == "__main__":
+    _parser = argparse.ArgumentParser(prog="python -m topology.calibrate",
+                                      description=__doc__.splitlines()[0])
+    add_arguments(_parser)
+    sys.exit(main(_parser.parse_args()))
