@@ -1,0 +1,375 @@
+"""Discrete-event simulation of a schedule on a topology, built on SimPy.
+
+The simulator reads a :class:`~collectives.schedule.Schedule` exactly as the executors
+run it and never looks at which algorithm produced it:
+
+* every rank walks its steps in order; a step's operations are posted together and the
+  rank moves on when all of them are done (:mod:`collectives.progress`);
+* the k-th send from rank ``a`` to rank ``b`` matches the k-th receive at ``b`` from
+  ``a``; the transfer starts once both the send's step and the receive's step have been
+  posted (rendezvous, as in :mod:`collectives.progress`);
+* a transfer injects its bytes into every link of its route at the rate it gets; links
+  shared by concurrent transfers share their bandwidth max-min fairly (progressive
+  filling, recomputed whenever a transfer starts or ends); the last byte arrives the
+  route's latency (sum of its links' latencies) after it was injected;
+* both the send and the receive are done when the data has arrived, except that a
+  receive with ``reduce=True`` then reduces it at the receiving rank for ``gamma``
+  seconds per byte; reductions of different receives do not wait for each other (a
+  GPU reduces them on different thread blocks; the closed forms assume the same);
+* local copies are free.
+
+On a contention-free topology (:func:`topology.flat`) a transfer of ``n`` bytes takes
+``alpha + n * beta`` and the simulation reproduces the closed forms of
+:func:`simulator.cost`.
+
+SimPy supplies the clock and the event queue; events are bare timeouts with callbacks
+(no process per rank), and a transfer whose rate changes reschedules its end, the stale
+end being ignored.  Messages are matched online as steps are posted, so the simulation
+costs one pass over the schedule; a schedule that does not complete is then diagnosed by
+:func:`collectives.progress.match` and :func:`collectives.progress.completion_order`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import simpy
+from simpy.events import Timeout
+
+from collectives.errors import DeadlockError, ScheduleError
+from collectives.progress import completion_order, match
+from collectives.schedule import Recv, Schedule, Send
+
+__all__ = ["Transfer", "SimulationResult", "simulate"]
+
+
+class Transfer(NamedTuple):
+    """One message as simulated: posted by both ends at ``start_s``, arrived at ``end_s``."""
+
+    start_s: float
+    end_s: float
+    src: int
+    dst: int
+    nbytes: int
+    links: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """What :func:`simulate` measured.
+
+    Attributes
+    ----------
+    time_s : float
+        When the last rank finished its last step (0 for an empty schedule).
+    rank_finish_s : tuple of float
+        When each rank finished its last step.
+    link_bytes : tuple of int
+        Bytes that crossed each link of the topology (indexed like ``topology.links``).
+    link_busy_s : tuple of float
+        Seconds during which each link carried at least one transfer's bytes.
+    transfers : tuple of Transfer
+        Every transfer, in order of arrival (empty when ``trace=False``).
+    transfer_count : int
+        Number of transfers simulated (also when the trace is off).
+    nbytes : int
+        Bytes of the full vector (``schedule.count * dtype_size``).
+    """
+
+    time_s: float
+    rank_finish_s: tuple[float, ...]
+    link_bytes: tuple[int, ...]
+    link_busy_s: tuple[float, ...]
+    transfers: tuple[Transfer, ...]
+    transfer_count: int
+    nbytes: int
+
+
+class _Flow:
+    """A transfer in flight: its route, and its progress at the current rate."""
+
+    __slots__ = ("src", "dst", "nbytes", "reduce", "links", "latency", "cap",
+                 "start", "remaining", "rate", "last", "version")
+
+    def __init__(self, src: int, dst: int, nbytes: int, reduce: bool,
+                 route: tuple[tuple[int, ...], float, float], start: float) -> None:
+        self.src, self.dst, self.nbytes, self.reduce = src, dst, nbytes, reduce
+        self.links, self.latency, self.cap = route
+        self.start = start
+        self.remaining = float(nbytes)
+        self.rate = 0.0
+        self.last = start
+        self.version = 0
+
+
+class _Engine:
+    """State of one simulation: ranks' progress, pending messages, flows on links."""
+
+    def __init__(self, schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
+                 trace: bool) -> None:
+        p = schedule.nranks
+        self.schedule, self.topology = schedule, topology
+        self.dtype_size, self.gamma, self.trace = dtype_size, gamma, trace
+        self.env = simpy.Environment()
+        self.steps = [schedule.steps(r) for r in range(p)]
+        self.current = [0] * p
+        self.pending = [0] * p
+        self.finish = [0.0] * p
+        self.counts: dict[tuple[int, int, bool], int] = {}
+        self.waiting: dict[tuple[int, int, int, bool], tuple[int, bool]] = {}
+        self.routes: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
+        nlinks = len(topology.links)
+        self.bandwidth = [link.bandwidth_Bps for link in topology.links]
+        self.link_flows: list[dict[_Flow, None]] = [{} for _ in range(nlinks)]
+        self.link_bytes = [0] * nlinks
+        self.link_busy = [0.0] * nlinks
+        self.link_since = [0.0] * nlinks
+        self.transfers: list[Transfer] = []
+        self.transfer_count = 0
+        self._on_flow_end = self._flow_end
+        self._on_arrival = self._arrival
+        self._on_reduced = self._reduced
+
+    # ranks -------------------------------------------------------------------------
+    def post(self, rank: int) -> None:
+        """Post ``rank``'s current step; move past steps that have nothing to wait for."""
+        steps = self.steps[rank]
+        counts, waiting = self.counts, self.waiting
+        while True:
+            index = self.current[rank]
+            if index == len(steps):
+                self.finish[rank] = self.env.now
+                return
+            pending = 0
+            for op in steps[index].ops:
+                cls = op.__class__
+                if cls is Send:
+                    src, dst, is_send = rank, op.peer, True
+                elif cls is Recv:
+                    src, dst, is_send = op.peer, rank, False
+                else:
+                    continue
+                pending += 1
+                counter = (src, dst, is_send)
+                k = counts.get(counter, 0)
+                counts[counter] = k + 1
+                partner = waiting.pop((src, dst, k, not is_send), None)
+                length = op.stop - op.start
+                if partner is None:
+                    waiting[(src, dst, k, is_send)] = (length, not is_send and op.reduce)
+                    continue
+                if partner[0] != length:
+                    raise ScheduleError(f"rank {rank} step {index}: {op} has length {length} "
+                                        f"but message {k} from {src} to {dst} has length "
+                                        f"{partner[0]} at the other end")
+                self.start_transfer(src, dst, length, partner[1] if is_send else op.reduce)
+            if pending:
+                self.pending[rank] = pending
+                return
+            self.current[rank] = index + 1
+
+    def op_done(self, rank: int) -> None:
+        """One operation of ``rank``'s current step is done; advance when all are."""
+        self.pending[rank] -= 1
+        if not self.pending[rank]:
+            self.current[rank] += 1
+            self.post(rank)
+
+    # transfers ---------------------------------------------------------------------
+    def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
+        """Links, latency and bottleneck bandwidth from ``src`` to ``dst`` (cached)."""
+        found = self.routes.get((src, dst))
+        if found is None:
+            links = tuple(self.topology.route(src, dst))
+            cap = min((self.bandwidth[link] for link in links), default=float("inf"))
+            found = self.routes[(src, dst)] = (links, float(self.topology.alpha(src, dst)), cap)
+        return found
+
+    def start_transfer(self, src: int, dst: int, length: int, reduce: bool) -> None:
+        """Start moving ``length`` elements from ``src`` to ``dst``."""
+        flow = _Flow(src, dst, length * self.dtype_size, reduce, self.route(src, dst),
+                     self.env.now)
+        self.transfer_count += 1
+        if not flow.nbytes or not flow.links:
+            self.inject_done(flow)
+            return
+        alone = True
+        now = self.env.now
+        for link in flow.links:
+            flows = self.link_flows[link]
+            if flows:
+                alone = False
+            else:
+                self.link_since[link] = now
+            flows[flow] = None
+            self.link_bytes[link] += flow.nbytes
+        if alone:
+            self.set_rate(flow, flow.cap)
+        else:
+            self.share((flow,))
+
+    def set_rate(self, flow: _Flow, rate: float) -> None:
+        """Give ``flow`` a new rate from now on and schedule its end at that rate."""
+        now = self.env.now
+        if flow.rate:
+            flow.remaining = max(flow.remaining - flow.rate * (now - flow.last), 0.0)
+        flow.last, flow.rate = now, rate
+        flow.version += 1
+        Timeout(self.env, flow.remaining / rate, (flow, flow.version)).callbacks.append(
+            self._on_flow_end)
+
+    def share(self, seeds: tuple[_Flow, ...]) -> None:
+        """Recompute max-min fair rates of the flows connected to ``seeds`` through links."""
+        component = dict.fromkeys(seeds)
+        stack = list(seeds)
+        links: dict[int, None] = {}
+        link_flows = self.link_flows
+        while stack:
+            for link in stack.pop().links:
+                if link not in links:
+                    links[link] = None
+                    for other in link_flows[link]:
+                        if other not in component:
+                            component[other] = None
+                            stack.append(other)
+        capacity = {link: self.bandwidth[link] for link in links}
+        unfixed = {link: len(link_flows[link]) for link in links}
+        rates: dict[_Flow, float] = {}
+        while len(rates) < len(component):
+            bottleneck = min((link for link in links if unfixed[link]),
+                             key=lambda link: capacity[link] / unfixed[link])
+            fair = capacity[bottleneck] / unfixed[bottleneck]
+            for flow in link_flows[bottleneck]:
+                if flow not in rates:
+                    rates[flow] = fair
+                    for link in flow.links:
+                        capacity[link] = max(capacity[link] - fair, 0.0)
+                        unfixed[link] -= 1
+        for flow, rate in rates.items():
+            if rate != flow.rate:
+                self.set_rate(flow, rate)
+
+    def _flow_end(self, event: Timeout) -> None:
+        flow, version = event.value
+        if version != flow.version:
+            return
+        now = self.env.now
+        neighbours: dict[_Flow, None] = {}
+        for link in flow.links:
+            flows = self.link_flows[link]
+            del flows[flow]
+            if flows:
+                neighbours.update(flows)
+            else:
+                self.link_busy[link] += now - self.link_since[link]
+        if neighbours:
+            self.share(tuple(neighbours))
+        self.inject_done(flow)
+
+    def inject_done(self, flow: _Flow) -> None:
+        """The last byte left the sender: it arrives after the route's latency."""
+        if flow.latency:
+            Timeout(self.env, flow.latency, flow).callbacks.append(self._on_arrival)
+        else:
+            self.arrive(flow)
+
+    def _arrival(self, event: Timeout) -> None:
+        self.arrive(event.value)
+
+    def arrive(self, flow: _Flow) -> None:
+        """Complete the send; complete the receive, or reduce first."""
+        now = self.env.now
+        if self.trace:
+            self.transfers.append(Transfer(flow.start, now, flow.src, flow.dst, flow.nbytes,
+                                           flow.links))
+        cost = self.gamma * flow.nbytes if flow.reduce else 0.0
+        self.op_done(flow.src)
+        if not cost:
+            self.op_done(flow.dst)
+            return
+        Timeout(self.env, cost, flow.dst).callbacks.append(self._on_reduced)
+
+    def _reduced(self, event: Timeout) -> None:
+        self.op_done(event.value)
+
+    # run ---------------------------------------------------------------------------
+    def run(self) -> SimulationResult:
+        """Post every rank's first step, run to completion and collect the result."""
+        for rank in range(self.schedule.nranks):
+            self.post(rank)
+        self.env.run()
+        self.check_complete()
+        return SimulationResult(
+            time_s=max(self.finish, default=0.0), rank_finish_s=tuple(self.finish),
+            link_bytes=tuple(self.link_bytes), link_busy_s=tuple(self.link_busy),
+            transfers=tuple(self.transfers), transfer_count=self.transfer_count,
+            nbytes=self.schedule.count * self.dtype_size)
+
+    def check_complete(self) -> None:
+        """Raise the precise schedule error when some rank did not finish."""
+        stuck = [r for r, steps in enumerate(self.steps) if self.current[r] < len(steps)]
+        if not stuck:
+            return
+        completion_order(self.schedule, match(self.schedule))
+        raise DeadlockError(f"simulation stopped with {len(stuck)} rank(s) unfinished, "
+                            f"e.g. rank {stuck[0]} at step {self.current[stuck[0]]}")
+
+
+def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any) -> float:
+    if not isinstance(schedule, Schedule):
+        raise TypeError(f"schedule must be a collectives Schedule, not {type(schedule).__name__}")
+    if schedule.nranks > topology.nranks:
+        raise ValueError(f"schedule.nranks={schedule.nranks} is not allowed on topology "
+                         f"{topology.name!r}: it places {topology.nranks} ranks")
+    if isinstance(dtype_size, bool) or not isinstance(dtype_size, int) or dtype_size < 1:
+        raise ValueError(f"dtype_size={dtype_size!r} is not allowed; it must be an integer >= 1")
+    gamma = topology.gamma_s_per_byte if gamma is None else gamma
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma >= 0:
+        raise ValueError(f"gamma={gamma!r} is not allowed; it must be a number >= 0 "
+                         "(seconds per byte reduced)")
+    return float(gamma)
+
+
+def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
+             gamma: float | None = None, trace: bool = True) -> SimulationResult:
+    """Play ``schedule`` on ``topology`` and return when each rank finishes.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Any schedule (from :func:`collectives.build_schedule` or hand-made).
+    topology : topology.Topology
+        The machine; rank ``r`` of the schedule runs on the topology's rank ``r``.
+    dtype_size : int, optional
+        Bytes per element (default 4, float32).
+    gamma : float, optional
+        Seconds per byte a receiving rank spends reducing; defaults to
+        ``topology.gamma_s_per_byte``.
+    trace : bool, optional
+        Keep every :class:`Transfer` in the result (default True); turn it off to save
+        memory on very large schedules.
+
+    Returns
+    -------
+    SimulationResult
+
+    Raises
+    ------
+    ValueError
+        For a schedule with more ranks than the topology places, a bad ``dtype_size`` or
+        a negative ``gamma``.
+    ScheduleError, DeadlockError
+        For a schedule that cannot complete (unmatched or mismatched messages, deadlock).
+
+    Examples
+    --------
+    >>> import topology
+    >>> from collectives import build_schedule
+    >>> s = build_schedule("allgather", "ring", 4, 1024)
+    >>> r = simulate(s, topology.flat(4, alpha=1e-6, beta=1e-9))
+    >>> round(r.time_s * 1e6, 3)  # 3 steps of 1 us + 1 KiB at 1 GB/s
+    6.072
+    """
+    gamma = _check(schedule, topology, dtype_size, gamma)
+    return _Engine(schedule, topology, dtype_size, gamma, trace).run()

@@ -1,0 +1,102 @@
+"""The closed forms of simulator.cost against the simulator on contention-free topologies."""
+
+from __future__ import annotations
+
+import pytest
+
+import topology
+from collectives import ALGORITHMS, COLLECTIVES, build_schedule
+from simulator import cost, simulate
+
+ALPHA, BETA, GAMMA = 1.5e-6, 2.0e-10, 7.0e-11
+RANKS = [*range(2, 18), 32, 64]
+SEGMENTED = ("tree", "pipeline")
+
+
+def _counts(collective: str, algorithm: str, p: int) -> list[tuple[int, dict]]:
+    """Counts (and segment counts) on which the algorithm's blocks and segments are even."""
+    if algorithm not in SEGMENTED:
+        sizes = [0, p * 3 * 64] if p > 17 else [0, 1, p * 7, p * 3 * 64 + 5]
+        return [(c, {}) for c in sizes]
+    unit = 2 if algorithm == "tree" else (1 if collective == "allreduce" else p)
+    segments = [1, 3] if p > 17 else [1, 2, 3, p]
+    return [(0, {"segments": 1})] + [(unit * s * 16, {"segments": s}) for s in segments]
+
+
+EXACT = [a for a in ALGORITHMS if a != "tree"]
+
+
+@pytest.mark.parametrize("algorithm", EXACT)
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_simulation_on_flat_reproduces_cost(collective: str, algorithm: str) -> None:
+    checked = 0
+    for p in RANKS:
+        flat = topology.flat(p, ALPHA, BETA)
+        for count, params in _counts(collective, algorithm, p):
+            schedule = build_schedule(collective, algorithm, p, count, **params)
+            simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
+            predicted = cost(collective, algorithm, p, count * 4, ALPHA, BETA, GAMMA, **params)
+            assert simulated == pytest.approx(predicted, rel=1e-9, abs=0), (p, count, params)
+            checked += 1
+    assert checked >= 3 * len(RANKS)
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_tree_cost_against_simulation(collective: str) -> None:
+    """Exact for AllReduce on 4..32 ranks (powers of two) with 2 or 3 segments; else within -20% .. +200%."""
+    for p in RANKS:
+        flat = topology.flat(p, ALPHA, BETA)
+        for segments in (1, 2, 3, p):
+            count = 2 * segments * p * 16
+            schedule = build_schedule(collective, "tree", p, count, segments=segments)
+            simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
+            predicted = cost(collective, "tree", p, count * 4, ALPHA, BETA, GAMMA,
+                             segments=segments)
+            if collective == "allreduce" and p in (4, 8, 16, 32) and segments in (2, 3):
+                assert simulated == pytest.approx(predicted, rel=1e-9, abs=0), (p, segments)
+            else:  # lock-step bound; messages split in pieces share a link by a few %
+                assert 0.8 * simulated <= predicted <= 3.0 * simulated, (p, segments)
+
+
+@pytest.mark.parametrize("p", [4, 8, 16])
+def test_ring_and_rhd_allreduce_match_thakur(p: int) -> None:
+    n = p * 1024 * 8
+    ring = 2 * (p - 1) * ALPHA + 2 * (p - 1) / p * n * BETA + (p - 1) / p * n * GAMMA
+    lg = p.bit_length() - 1
+    rhd = 2 * lg * ALPHA + 2 * (p - 1) / p * n * BETA + (p - 1) / p * n * GAMMA
+    assert cost("allreduce", "ring", p, n, ALPHA, BETA, GAMMA) == pytest.approx(ring, rel=1e-12)
+    assert cost("allreduce", "rhd", p, n, ALPHA, BETA, GAMMA) == pytest.approx(rhd, rel=1e-12)
+
+
+def test_rhd_fold_costs_the_whole_vector_twice() -> None:
+    n = 8 * 4096  # 6 ranks: core of 4, two pairs
+    core = cost("allreduce", "rhd", 4, n, ALPHA, BETA, GAMMA)
+    folded = cost("allreduce", "rhd", 6, n, ALPHA, BETA, GAMMA)
+    assert folded == pytest.approx(core + 2 * ALPHA + n * (2 * BETA + GAMMA), rel=1e-12)
+
+
+def test_one_rank_costs_nothing() -> None:
+    for algorithm in ALGORITHMS:
+        for collective in COLLECTIVES:
+            assert cost(collective, algorithm, 1, 4096, ALPHA, BETA, GAMMA) == 0.0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"collective": "bcast"}, "collective 'bcast'"),
+    ({"algorithm": "mesh"}, "algorithm 'mesh'"),
+    ({"nranks": 0}, "nranks=0"),
+    ({"nbytes": 6}, "nbytes=6"),
+    ({"alpha": -1.0}, "alpha=-1.0"),
+    ({"dtype_size": 0}, "dtype_size=0"),
+    ({"algorithm": "pipeline", "segments": 0}, "segments=0"),
+])
+def test_bad_arguments_are_named(kwargs: dict, message: str) -> None:
+    args = {"collective": "allreduce", "algorithm": "ring", "nranks": 4, "nbytes": 64,
+            "alpha": ALPHA, "beta": BETA, "gamma": GAMMA, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        cost(**args)
+
+
+def test_unknown_parameter_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="'segments'"):
+        cost("allreduce", "ring", 4, 64, ALPHA, BETA, GAMMA, segments=2)
