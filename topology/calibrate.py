@@ -37,6 +37,7 @@ MIN_LATENCY_S = 1e-9
 MIN_BETA_S_PER_BYTE = 1e-15
 
 DEFAULT_SIZES = tuple(8 * 8**k for k in range(7))  # 8 B .. 2 MiB
+DEFAULT_GAMMA_SIZES = (1 << 16, 1 << 20, 1 << 22)  # large enough that the slope shows
 _TAG = 17
 
 
@@ -48,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="topology file to write (default machine.toml)")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES),
                         metavar="BYTES", help="message sizes in bytes (default 8 .. 2 MiB)")
+    parser.add_argument("--gamma-sizes", type=int, nargs="+",
+                        default=list(DEFAULT_GAMMA_SIZES), metavar="BYTES",
+                        help="operand sizes for timing the reduction (default 64 KiB .. 4 MiB)")
     parser.add_argument("--iters", type=int, default=20,
                         help="timed round trips per size and pair (default 20)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed round trips first")
@@ -74,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
 
     xp = _array_module(args.array_module)
     report = calibrate(MPI.COMM_WORLD, xp, args.sizes, args.iters, args.warmup, args.fit,
-                       args.name)
+                       args.name, args.gamma_sizes)
     if report is not None:
         topology, text = report
         save(topology, args.output, comment=text)
@@ -83,11 +87,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _check_args(args: argparse.Namespace) -> None:
-    if not args.sizes or any(size < 1 for size in args.sizes):
-        raise ValueError(f"--sizes {args.sizes} is not allowed; sizes must be >= 1 byte")
-    if len(set(args.sizes)) < 2:
-        raise ValueError(f"--sizes {args.sizes} is not allowed; a line needs at least two "
-                         "different sizes")
+    for name in ("sizes", "gamma_sizes"):
+        sizes = getattr(args, name)
+        option = "--" + name.replace("_", "-")
+        if any(size < 1 for size in sizes):
+            raise ValueError(f"{option} {sizes} is not allowed; sizes must be >= 1 byte")
+        if len(set(sizes)) < 2:
+            raise ValueError(f"{option} {sizes} is not allowed; a line needs at least two "
+                             "different sizes")
     for name in ("iters", "nprocs"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} {getattr(args, name)} is not allowed; it must be >= 1")
@@ -97,7 +104,8 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def _forwarded(args: argparse.Namespace) -> list[str]:
     """The arguments that make the launched ranks do what ``args`` asks."""
-    return ["-o", str(args.output), "--sizes", *map(str, args.sizes), "--iters",
+    return ["-o", str(args.output), "--sizes", *map(str, args.sizes), "--gamma-sizes",
+            *map(str, args.gamma_sizes), "--iters",
             str(args.iters), "--warmup", str(args.warmup), "--fit", args.fit,
             "--array-module", args.array_module, "--name", args.name]
 
@@ -199,7 +207,8 @@ def measure_gamma(xp: Any, sizes: Sequence[int], iters: int) -> tuple[float, flo
 
 
 def calibrate(comm: Any, xp: Any, sizes: Sequence[int], iters: int, warmup: int = 2,
-              fit: str = "pair", name: str = "calibrated") -> tuple[Topology, str] | None:
+              fit: str = "pair", name: str = "calibrated",
+              gamma_sizes: Sequence[int] = DEFAULT_GAMMA_SIZES) -> tuple[Topology, str] | None:
     """Measure every pair and gamma on ``comm``; on rank 0 return the topology and a report.
 
     Parameters
@@ -210,6 +219,8 @@ def calibrate(comm: Any, xp: Any, sizes: Sequence[int], iters: int, warmup: int 
         ``numpy`` or ``cupy``: the buffers' array module.
     sizes : sequence of int
         Message sizes in bytes.
+    gamma_sizes : sequence of int
+        Operand sizes in bytes for timing the reduction.
     iters, warmup : int
         Timed and untimed round trips per size and pair.
     fit : {"pair", "class"}
@@ -236,7 +247,7 @@ def calibrate(comm: Any, xp: Any, sizes: Sequence[int], iters: int, warmup: int 
             times = measure_pair(comm, a, b, buffers, iters, warmup)
             if comm.Get_rank() == a:
                 mine[(a, b)] = times
-    gamma = measure_gamma(xp, sizes, iters)
+    gamma = measure_gamma(xp, gamma_sizes, iters)
     gathered = comm.gather((socket.gethostname(), mine, gamma), root=0)
     if comm.Get_rank() != 0:
         return None
