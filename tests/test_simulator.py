@@ -1,0 +1,137 @@
+"""The discrete-event simulator: contention, traces, link accounting, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+import topology
+from collectives import DeadlockError, Recv, Schedule, ScheduleError, Send, Step, build_schedule
+from simulator import simulate
+from topology import Device, Link, Topology
+
+ALPHA, BETA = 1e-6, 1e-9
+
+
+def _star(nranks: int) -> Topology:
+    """Ranks joined by one switch: every route is rank -> switch -> rank."""
+    ids = [f"r{r}" for r in range(nranks)]
+    links = [Link(i, "sw", ALPHA / 2, 1 / BETA, "x") for i in ids]
+    links += [Link("sw", i, ALPHA / 2, 1 / BETA, "x") for i in ids]
+    return Topology("star", (*(Device(i, "rank") for i in ids), Device("sw", "switch")),
+                    tuple(links), tuple(ids))
+
+
+def _pairwise(base: Topology) -> Topology:
+    """A dedicated link per ordered pair with ``base``'s per-pair alpha and beta."""
+    p = base.nranks
+    ids = tuple(f"r{r}" for r in range(p))
+    links = tuple(Link(ids[a], ids[b], base.alpha(a, b), 1 / base.beta(a, b), "pair")
+                  for a in range(p) for b in range(p) if a != b)
+    return Topology(f"pairwise({base.name})", tuple(Device(i, "rank") for i in ids), links, ids)
+
+
+def _steps(*ranks: list[list]) -> Schedule:
+    return Schedule.from_steps("allgather", "hand", 64, [[Step(tuple(ops)) for ops in r]
+                                                         for r in ranks])
+
+
+def test_two_flows_on_one_link_each_take_twice_as_long() -> None:
+    n = 16  # elements: 64 bytes
+    both = _steps([[Send(1, 0, n), Send(1, n, 2 * n)]], [[Recv(0, 0, n), Recv(0, n, 2 * n)]])
+    one = _steps([[Send(1, 0, n)]], [[Recv(0, 0, n)]])
+    flat = topology.flat(2, ALPHA, BETA)
+    shared, alone = simulate(both, flat), simulate(one, flat)
+    assert alone.time_s == pytest.approx(ALPHA + 64 * BETA, rel=1e-12)
+    assert [t.end_s - t.start_s for t in shared.transfers] == \
+        pytest.approx([ALPHA + 2 * 64 * BETA] * 2, rel=1e-12)
+    assert shared.link_bytes[flat.route(0, 1)[0]] == 128
+
+
+def test_two_senders_into_one_receiver_share_its_downlink() -> None:
+    n = 256
+    schedule = _steps([[Send(2, 0, n)]], [[Send(2, 0, n)]], [[Recv(0, 0, n), Recv(1, n, 2 * n)]])
+    result = simulate(schedule, _star(3))
+    assert result.time_s == pytest.approx(ALPHA + 2 * 4 * n * BETA, rel=1e-12)
+    downlink = _star(3).route(0, 2)[-1]
+    assert result.link_busy_s[downlink] == pytest.approx(2 * 4 * n * BETA, rel=1e-12)
+
+
+def test_max_min_fairness_gives_a_lone_flow_the_leftover() -> None:
+    # flows 0->2 and 1->2 share sw->r2; flow 1->3 shares r1->sw with 1->2 only
+    n = 1000
+    schedule = _steps([[Send(2, 0, n)]], [[Send(2, 0, n), Send(3, 0, n)]],
+                      [[Recv(0, 0, n), Recv(1, n, 2 * n)]], [[Recv(1, 0, n)]])
+    result = simulate(schedule, _star(4))
+    ends = {(t.src, t.dst): t.end_s - t.start_s for t in result.transfers}
+    # 1->2 and 0->2 get half of sw->r2; 1->3 gets the other half of r1->sw, then all of it
+    assert ends[(1, 2)] == pytest.approx(ALPHA + 2 * 4 * n * BETA, rel=1e-9)
+    assert ends[(1, 3)] == pytest.approx(ALPHA + 2 * 4 * n * BETA, rel=1e-9)
+
+
+def test_reduction_pays_gamma_at_the_receiver() -> None:
+    schedule = _steps([[Send(1, 0, 100)]], [[Recv(0, 0, 100, True)]])
+    flat = topology.flat(2, ALPHA, BETA)
+    result = simulate(schedule, flat, gamma=2e-9)
+    assert result.rank_finish_s[0] == pytest.approx(ALPHA + 400 * BETA, rel=1e-12)
+    assert result.rank_finish_s[1] == pytest.approx(ALPHA + 400 * (BETA + 2e-9), rel=1e-12)
+
+
+def test_trace_and_link_bytes_account_for_every_byte() -> None:
+    p, count = 6, 6000
+    flat = topology.flat(p, ALPHA, BETA)
+    schedule = build_schedule("allreduce", "ring", p, count)
+    result = simulate(schedule, flat)
+    assert result.transfer_count == len(result.transfers) == p * 2 * (p - 1)
+    assert sum(t.nbytes for t in result.transfers) == sum(result.link_bytes) \
+        == 4 * sum(schedule.sent_elements(r) for r in range(p))
+    assert all(t.links == flat.route(t.src, t.dst) and t.end_s > t.start_s
+               for t in result.transfers)
+    assert max(result.rank_finish_s) == result.time_s
+    assert simulate(schedule, flat, trace=False).transfers == ()
+
+
+def test_rail_optimized_cluster_ring_is_contention_free_and_tree_is_not() -> None:
+    cluster = topology.dgx_h100(nodes=2)
+    pairwise = _pairwise(cluster)
+    ring = build_schedule("allreduce", "ring", 16, 1 << 22)
+    assert simulate(ring, cluster).time_s == pytest.approx(simulate(ring, pairwise).time_s,
+                                                           rel=1e-12)
+    tree = build_schedule("allreduce", "tree", 16, 1 << 22)
+    assert simulate(tree, cluster).time_s > 1.2 * simulate(tree, pairwise).time_s
+
+
+def test_ring_across_two_nodes_is_slower_than_on_nvlink_alone() -> None:
+    cluster = topology.dgx_h100(nodes=2)
+    nvlink = topology.flat(16, cluster.alpha(0, 1), cluster.beta(0, 1))
+    ring = build_schedule("allreduce", "ring", 16, 1 << 22)
+    assert simulate(ring, cluster).time_s > 2 * simulate(ring, nvlink).time_s
+
+
+def test_simulation_does_not_depend_on_rank_count_of_the_topology_beyond_the_schedule() -> None:
+    schedule = build_schedule("allgather", "ring", 4, 400)
+    assert simulate(schedule, topology.flat(8, ALPHA, BETA)).time_s == \
+        simulate(schedule, topology.flat(4, ALPHA, BETA)).time_s
+
+
+def test_unmatched_send_and_deadlock_are_reported() -> None:
+    flat = topology.flat(2, ALPHA, BETA)
+    with pytest.raises(ScheduleError, match="unmatched send"):
+        simulate(_steps([[Send(1, 0, 4)]], [[]]), flat)
+    crossed = _steps([[Recv(1, 0, 4)], [Send(1, 0, 4)]], [[Recv(0, 0, 4)], [Send(0, 0, 4)]])
+    with pytest.raises(DeadlockError):
+        simulate(crossed, flat)
+    with pytest.raises(ScheduleError, match="length"):
+        simulate(_steps([[Send(1, 0, 4)]], [[Recv(0, 0, 5)]]), flat)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"dtype_size": 0}, ValueError, "dtype_size=0"),
+    ({"gamma": -1.0}, ValueError, "gamma=-1.0"),
+    ({"schedule": "ring"}, TypeError, "schedule must be"),
+    ({"topology": topology.flat(2, ALPHA, BETA)}, ValueError, "schedule.nranks=4"),
+])
+def test_bad_arguments_are_named(kwargs: dict, error: type, message: str) -> None:
+    args = {"schedule": build_schedule("allreduce", "ring", 4, 8),
+            "topology": topology.flat(4, ALPHA, BETA), **kwargs}
+    with pytest.raises(error, match=message):
+        simulate(**args)
