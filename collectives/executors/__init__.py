@@ -13,16 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .mpi import mpi_transport
+from .nccl import NcclComm
+
 __all__ = ["transport_for"]
 
 
 def transport_for(comm: Any) -> Any:
     """Return the transport for ``comm``: None or an mpi4py communicator runs over MPI, an
     :class:`~collectives.executors.nccl.NcclComm` over NCCL."""
-    if comm is not None and getattr(comm, "name", None) == "nccl" and hasattr(comm, "nccl"):
+    if isinstance(comm, NcclComm):
         return comm
-    from .mpi import mpi_transport
-    if comm is None:
-        from mpi4py import MPI
-        comm = MPI.COMM_WORLD
     return mpi_transport(comm)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..ops import DTYPES
 
-__all__ = ["IN_PLACE", "Call", "array_module", "address", "prepare", "workspace", "is_in_place"]
+__all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place"]
 
 
 class _InPlace:
@@ -56,13 +56,6 @@ def array_module(name: str, buf: Any) -> Any:
             return cupy
     raise TypeError(f"{name} is a {type(buf).__module__}.{type(buf).__name__}; "
                     f"pass a numpy.ndarray or a cupy.ndarray") from None
-
-
-def address(buf: Any) -> int:
-    """Return the address of the first element of a NumPy or CuPy array."""
-    if isinstance(buf, np.ndarray):
-        return buf.__array_interface__["data"][0]
-    return buf.data.ptr
 
 
 @dataclass(slots=True)
@@ -113,8 +106,11 @@ def _flat(name: str, buf: Any) -> Any:
     return buf.reshape(-1)
 
 
+_SUPPORTED = frozenset(np.dtype(name) for name in DTYPES)
+
+
 def _check_dtype(name: str, dtype: Any) -> None:
-    if dtype.name not in DTYPES:
+    if dtype not in _SUPPORTED:
         raise TypeError(f"{name} has dtype {dtype.name!r}, which the collectives do not "
                         f"support; choose one of {list(DTYPES)}") from None
 
@@ -125,9 +121,14 @@ def _check_device(xp: Any, send: Any, recv: Any) -> None:
                          f"both must be on the same GPU")
 
 
-def _check_overlap(send: Any, recv: Any, nbytes_send: int, nbytes_recv: int) -> None:
-    lo_s, lo_r = address(send), address(recv)
-    if nbytes_send and nbytes_recv and lo_s < lo_r + nbytes_recv and lo_r < lo_s + nbytes_send:
+def _check_overlap(xp: Any, send: Any, recv: Any) -> None:
+    if xp is np:
+        overlap = np.may_share_memory(send, recv)
+    else:
+        lo_s, lo_r = send.data.ptr, recv.data.ptr
+        overlap = (send.nbytes and recv.nbytes and lo_s < lo_r + recv.nbytes
+                   and lo_r < lo_s + send.nbytes)
+    if overlap:
         raise ValueError("sendbuf and recvbuf overlap in memory; to work in place pass "
                          "sendbuf=collectives.IN_PLACE with the data in recvbuf")
 
@@ -218,7 +219,7 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
             raise TypeError(f"sendbuf has dtype {send.dtype.name} but recvbuf has "
                             f"{recv.dtype.name}; both must have the same dtype")
         _check_device(xp, send, recv)
-        _check_overlap(send, recv, send.nbytes, recv.nbytes)
+        _check_overlap(xp, send, recv)
     count, part = _sizes(collective, None if send is None else send.size, recv.size, nranks)
     result = recvbuf
     if in_place and collective == "reduce_scatter":
@@ -242,7 +243,7 @@ def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None)
         device = cupy.cuda.Device().id
     else:
         device = xp.cuda.Device().id if xp is not np else None
-    key = (getattr(xp, "__name__", xp), dtype.name, purpose, device,
+    key = (getattr(xp, "__name__", xp), dtype, purpose, device,
            None if stream is None else stream.ptr)
     array = _workspace.get(key)
     if array is None or array.size < count:

@@ -31,6 +31,10 @@ __all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport"]
 
 CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
 
+_MPI: Any = None  # mpi4py.MPI, imported on first use
+_KEYVAL = 0  # the MPI attribute key under which each communicator keeps its transport
+
+
 
 def _loaded_libmpi() -> str | None:
     """Path of the ``libmpi`` this process has loaded (Linux), else None."""
@@ -72,10 +76,19 @@ def _mpi_ops() -> dict[str, Any]:
     return {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}
 
 
+@lru_cache(maxsize=None)
+def _has_mpi_datatype(dtype: Any) -> bool:
+    from mpi4py import MPI
+    from mpi4py.util.dtlib import from_numpy_dtype
+    try:
+        return from_numpy_dtype(np.dtype(dtype)) != MPI.DATATYPE_NULL
+    except (KeyError, ValueError):
+        return False
+
+
 def _walk(comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any, stream: Any) -> None:
     """Run the plan with the buffers handed straight to MPI (host, or CUDA-aware)."""
-    from mpi4py import MPI
-    waitall = MPI.Request.Waitall
+    waitall = _MPI.Request.Waitall
     irecv, isend = comm.Irecv, comm.Isend
     work_bytes = work.view("uint8")
     areas = (work_bytes, scratch.view(work_bytes.dtype))
@@ -96,8 +109,7 @@ def _walk(comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any, stream: A
 def _walk_staged(comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any,
                  stream: Any) -> None:
     """Run the plan on GPU buffers through page-locked host mirrors of work and scratch."""
-    from mpi4py import MPI
-    waitall = MPI.Request.Waitall
+    waitall = _MPI.Request.Waitall
     irecv, isend = comm.Irecv, comm.Isend
     host = workspace("pinned", work.dtype, plan.count, "mpi-stage-work").view(np.uint8)
     host_scratch = workspace("pinned", work.dtype, plan.scratch_count,
@@ -154,15 +166,7 @@ class MpiTransport:
         """Raise TypeError before any communication if MPI cannot carry ``call.dtype``
         in its own collectives (``native``); the schedules move bytes and reduce with
         the array module, so they take every supported dtype."""
-        if not native:
-            return
-        from mpi4py import MPI
-        from mpi4py.util.dtlib import from_numpy_dtype
-        try:
-            datatype = from_numpy_dtype(np.dtype(call.dtype.name))
-        except (KeyError, ValueError):
-            datatype = MPI.DATATYPE_NULL
-        if datatype == MPI.DATATYPE_NULL:
+        if native and not _has_mpi_datatype(call.dtype):
             raise TypeError(f"dtype {call.dtype.name!r} has no MPI datatype in this MPI library; "
                             f"algorithm='native' cannot run it, choose one of ring, tree, rhd, "
                             f"pipeline") from None
@@ -181,7 +185,7 @@ class MpiTransport:
 
     def native(self, call: Call, op: str, stream: Any) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather."""
-        from mpi4py import MPI
+        MPI = _MPI
         self.runs["native"] += 1
         if stream is not None:
             stream.synchronize()
@@ -199,22 +203,23 @@ class MpiTransport:
             call.recv.set(recv, stream=stream)
 
 
-_keyval: list[int] = []
-
-
 def mpi_transport(comm: Any) -> MpiTransport:
-    """Return the transport of ``comm``, creating (and caching on ``comm``) it on first use.
+    """Return the transport of ``comm`` (``MPI.COMM_WORLD`` when None), creating it and
+    caching it on ``comm`` (an MPI attribute) on first use.
 
     The first call on a communicator is collective: it duplicates ``comm``.
     """
-    from mpi4py import MPI
-    if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
+    global _MPI, _KEYVAL
+    if _MPI is None:
+        from mpi4py import MPI
+        _KEYVAL, _MPI = MPI.Comm.Create_keyval(), MPI
+    if comm is None:
+        comm = _MPI.COMM_WORLD
+    elif not isinstance(comm, _MPI.Intracomm) or comm == _MPI.COMM_NULL:
         raise TypeError(f"comm={comm!r} is not allowed; pass an mpi4py intracommunicator "
                         f"(e.g. MPI.COMM_WORLD) or a collectives NcclComm") from None
-    if not _keyval:
-        _keyval.append(MPI.Comm.Create_keyval())
-    transport = comm.Get_attr(_keyval[0])
+    transport = comm.Get_attr(_KEYVAL)
     if transport is None:
         transport = MpiTransport(comm)
-        comm.Set_attr(_keyval[0], transport)
+        comm.Set_attr(_KEYVAL, transport)
     return transport

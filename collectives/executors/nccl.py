@@ -52,9 +52,8 @@ class NcclComm:
 
     def __init__(self, mpi_comm: Any = None) -> None:
         from cupy.cuda import nccl
-        from mpi4py import MPI
         from .mpi import mpi_transport
-        self._mpi = mpi_transport(MPI.COMM_WORLD if mpi_comm is None else mpi_comm)
+        self._mpi = mpi_transport(mpi_comm)
         self.rank, self.size = self._mpi.rank, self._mpi.size
         uid = nccl.get_unique_id() if self.rank == 0 else None
         uid = self._mpi.comm.bcast(uid, root=0)

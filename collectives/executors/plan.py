@@ -169,8 +169,9 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
     ValueError, TypeError
         From :func:`collectives.build_schedule`, for an unknown algorithm or parameter.
     """
-    frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
-    key = (collective, algorithm, nranks, rank, count, dtype.name, frozen)
+    frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                          for k, v in params.items())) if params else ()
+    key = (collective, algorithm, nranks, rank, count, dtype, frozen)
     plan = _cache.get(key)
     if plan is not None:
         _cache.move_to_end(key)
