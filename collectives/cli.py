@@ -16,6 +16,7 @@ __all__ = ["COMMANDS", "main"]
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "schedule": ("collectives.show", "print a schedule step by step, or summarise it"),
+    "simulate": ("simulator.cli", "predict time, algbw and busbw per size and algorithm"),
     "calibrate": ("topology.calibrate", "measure alpha, beta, gamma; write a topology file"),
 }
 

@@ -1,0 +1,35 @@
+"""Algorithm and bus bandwidth in the nccl-tests convention.
+
+``algbw = nbytes / time``; ``busbw = algbw * factor`` with the factor that makes busbw
+comparable to the hardware's link bandwidth (nccl-tests ``doc/PERFORMANCE.md``):
+AllReduce ``2 (n-1) / n``, ReduceScatter and AllGather ``(n-1) / n``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BUS_FACTORS", "bus_factor", "bandwidths"]
+
+#: collective -> multiplier in ``multiplier * (n - 1) / n``
+BUS_FACTORS: dict[str, int] = {"allreduce": 2, "reduce_scatter": 1, "allgather": 1}
+
+
+def bus_factor(collective: str, nranks: int) -> float:
+    """Return busbw / algbw for ``collective`` on ``nranks`` ranks.
+
+    Examples
+    --------
+    >>> bus_factor("allreduce", 8), bus_factor("allgather", 4)
+    (1.75, 0.75)
+    """
+    if collective not in BUS_FACTORS:
+        raise ValueError(f"collective {collective!r} is not supported; choose one of "
+                         f"{list(BUS_FACTORS)}") from None
+    if isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1:
+        raise ValueError(f"nranks={nranks!r} is not allowed; it must be an integer >= 1")
+    return BUS_FACTORS[collective] * (nranks - 1) / nranks
+
+
+def bandwidths(collective: str, nranks: int, nbytes: int, time_s: float) -> tuple[float, float]:
+    """Return ``(algbw, busbw)`` in bytes per second (0 for a zero time)."""
+    algbw = nbytes / time_s if time_s > 0 else 0.0
+    return algbw, algbw * bus_factor(collective, nranks)
