@@ -1,0 +1,140 @@
+"""Executor pieces that need no MPI: plan compilation, buffer checks, auto, agreement."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import collectives
+from collectives import auto, build_schedule
+from collectives.executors.buffers import IN_PLACE, prepare, workspace
+from collectives.executors.check import ArgumentMismatchError, agree, check_enabled, signature
+from collectives.executors.plan import compile_steps, get_plan
+from collectives.schedule import Copy, Recv, Send, Step
+
+
+def test_importing_needs_neither_mpi4py_nor_cupy() -> None:
+    code = ("import sys, collectives; collectives.allreduce; "
+            "print('mpi4py.MPI' in sys.modules, 'cupy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_compile_tags_count_messages_per_pair_and_drop_empty_transfers() -> None:
+    steps = [Step((Send(1, 0, 2), Send(1, 2, 2), Recv(2, 0, 2, True), Recv(2, 4, 6, True))),
+             Step((Send(1, 2, 4), Recv(2, 6, 7), Copy(0, 1, 7)))]
+    compiled, scratch = compile_steps(steps, itemsize=4)
+    first, second = compiled
+    assert first.sends == ((slice(0, 8), 1, 0),)  # the empty send still took tag 1
+    assert first.recvs == ((True, slice(0, 8), 2, 0), (True, slice(8, 16), 2, 1))
+    assert first.reduces == ((slice(0, 2), slice(0, 2)), (slice(4, 6), slice(2, 4)))
+    assert second.sends == ((slice(8, 16), 1, 2),)
+    assert second.recvs == ((False, slice(24, 28), 2, 2),)
+    assert second.copies == ((slice(0, 1), slice(7, 8)),)
+    assert scratch == 4
+
+
+def test_compile_drops_steps_with_nothing_to_do() -> None:
+    compiled, scratch = compile_steps([Step((Send(1, 3, 3), Recv(1, 0, 0, True)))], itemsize=8)
+    assert compiled == () and scratch == 0
+
+
+@pytest.mark.parametrize("algorithm", collectives.ALGORITHMS)
+def test_plan_scratch_covers_every_reduce_and_sends_match_schedule(algorithm: str) -> None:
+    schedule = build_schedule("allreduce", algorithm, 5, 23)
+    for rank in range(5):
+        plan = get_plan("allreduce", algorithm, 5, rank, 23, np.dtype("float64"), {})
+        sent = sum(span.stop - span.start for step in plan.steps for span, _, _ in step.sends)
+        assert sent == 8 * schedule.sent_elements(rank)
+        for step in plan.steps:
+            assert all(0 <= s.start and s.stop <= plan.scratch_count for _, s in step.reduces)
+
+
+def test_plan_is_cached_and_keyed_by_dtype_and_params() -> None:
+    f4, f8 = np.dtype("float32"), np.dtype("float64")
+    plan = get_plan("allgather", "ring", 4, 1, 12, f4, {})
+    assert get_plan("allgather", "ring", 4, 1, 12, f4, {}) is plan
+    assert get_plan("allgather", "ring", 4, 1, 12, f8, {}) is not plan
+    ordered = get_plan("allgather", "ring", 4, 1, 12, f4, {"order": [3, 2, 1, 0]})
+    assert ordered is not plan and ordered.params == (("order", (3, 2, 1, 0)),)
+    assert plan.input == slice(3, 6) and plan.output == slice(0, 12)
+
+
+def test_prepare_lays_out_each_collective() -> None:
+    call = prepare("reduce_scatter", np.zeros(12, "f4"), None, 4)
+    assert (call.count, call.part, call.result.shape) == (12, 3, (3,))
+    call = prepare("allgather", np.zeros((2, 3), "i8"), None, 4)
+    assert (call.count, call.part, call.result.shape) == (24, 6, (8, 3))
+    recv = np.zeros(12, "f4")
+    call = prepare("reduce_scatter", IN_PLACE, recv, 4)
+    assert call.send is None and call.result.base is recv and call.result.size == 3
+    assert prepare("allreduce", recv, recv, 4).send is None  # same array: in place
+
+
+@pytest.mark.parametrize("args, error, text", [
+    (("allreduce", np.zeros(4, "c8"), None), TypeError, "sendbuf has dtype 'complex64'"),
+    (("allreduce", np.zeros(8)[::2], None), ValueError, "sendbuf is not contiguous"),
+    (("allreduce", np.zeros(4), np.zeros(5)), ValueError, "recvbuf has 5 elements"),
+    (("allreduce", np.zeros(4), np.zeros(4, "f4")), TypeError, "sendbuf has dtype float64"),
+    (("allreduce", [1.0], None), TypeError, "sendbuf is a builtins.list"),
+    (("allreduce", IN_PLACE, None), ValueError, "recvbuf=None with sendbuf=IN_PLACE"),
+    (("reduce_scatter", np.zeros(10), None), ValueError, "a multiple of 4"),
+    (("reduce_scatter", np.zeros(12), np.zeros(4)), ValueError, "4 x 4 = 16"),
+    (("allgather", np.zeros(3), np.zeros(13)), ValueError, "4 x 3 = 12"),
+    (("allgather", IN_PLACE, np.zeros(13)), ValueError, "an in-place allgather"),
+])
+def test_prepare_rejects_bad_buffers(args, error, text) -> None:
+    with pytest.raises(error, match=text.replace("(", r"\(").replace("[", r"\[")):
+        prepare(*args, 4)
+
+
+def test_prepare_rejects_overlap_and_read_only() -> None:
+    whole = np.zeros(16)
+    with pytest.raises(ValueError, match="overlap"):
+        prepare("allreduce", whole[:8], whole[4:12], 4)
+    frozen = np.zeros(4)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        prepare("allreduce", np.zeros(4), frozen, 4)
+
+
+def test_workspace_is_reused_and_grown() -> None:
+    small = workspace(np, np.dtype("f8"), 10, "test")
+    again = workspace(np, np.dtype("f8"), 6, "test")
+    assert again.base is small.base and again.size == 6
+    assert workspace(np, np.dtype("f8"), 100, "test").size == 100
+
+
+def test_in_place_is_a_picklable_singleton() -> None:
+    assert pickle.loads(pickle.dumps(IN_PLACE)) is IN_PLACE is collectives.IN_PLACE
+    assert repr(IN_PLACE) == "collectives.IN_PLACE"
+
+
+def test_auto_rule() -> None:
+    assert auto.choose("allreduce", 0, 1) == "ring"
+    assert auto.choose("allgather", auto.SMALL_BYTES - 1, 8) == "rhd"
+    assert auto.choose("reduce_scatter", auto.SMALL_BYTES, 8) == "ring"
+    assert all(auto.choose(c, n, 4) in collectives.ALGORITHMS
+               for c in collectives.COLLECTIVES for n in (0, 1 << 30))
+
+
+def test_agree_passes_equal_signatures_and_names_what_differs() -> None:
+    mine = signature("allreduce", 10, "float32", "sum", "ring", {})
+    agree(mine, lambda sig: [sig, sig, sig])
+    other = signature("allreduce", 11, "float32", "sum", "ring", {"segments": 2})
+    with pytest.raises(ArgumentMismatchError, match=r"count differs \(rank 0: 10, rank 1: 11\)"):
+        agree(mine, lambda sig: [sig, other])
+    with pytest.raises(ArgumentMismatchError, match="params differs"):
+        agree(mine, lambda sig: [sig, other])
+
+
+def test_check_enabled_reads_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("COLLSIM_CHECK", "1")
+    assert check_enabled(None) and not check_enabled(False)
+    monkeypatch.setenv("COLLSIM_CHECK", "maybe")
+    with pytest.raises(ValueError, match="COLLSIM_CHECK='maybe'"):
+        check_enabled(None)
