@@ -72,6 +72,14 @@ def cases(nranks: int, dtypes: tuple[str, ...] = DTYPES) -> list[Case]:
     return out
 
 
+def expected_runs(matrix: list[Case], path: str) -> dict[str, int]:
+    """Runs per transport path the matrix makes: schedules on ``path`` ("direct", "staged"
+    or "nccl"), and native collectives (the native cases and the exact comparisons)."""
+    ours = sum(case.algorithm != "native" for case in matrix)
+    native = sum(case.algorithm == "native" or case.exact for case in matrix)
+    return {path: ours, "native": native}
+
+
 def inputs(case: Case, nranks: int) -> list[np.ndarray]:
     """Every rank's input, the same on every rank (so each can run the interpreter)."""
     whole = case.n if case.collective == "allreduce" else case.n * nranks
