@@ -85,3 +85,39 @@ def test_pcie_node_hops():
 def test_preset_arguments_are_checked(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def _random_topology(seed: int) -> topology.Topology:
+    """Switches joined at random (some links one way only), two GPUs on random switches each."""
+    import random
+
+    rng = random.Random(seed)
+    switches = [f"s{i}" for i in range(12)]
+    gpus = [f"g{i}" for i in range(6)]
+    links = []
+    for i, a in enumerate(switches):  # a ring keeps it connected, chords make it interesting
+        for b in {switches[(i + 1) % 12], rng.choice(switches), rng.choice(switches)} - {a}:
+            latency = rng.choice([1e-6, 2e-6, 3e-6])
+            links.append(topology.Link(a, b, latency, rng.choice([1e9, 5e9]), "x"))
+            if rng.random() < 0.7:
+                links.append(topology.Link(b, a, latency, 1e9, "x"))
+    for g in gpus:
+        for sw in rng.sample(switches, 2):
+            links += [topology.Link(g, sw, 1e-6, 1e9, "x"), topology.Link(sw, g, 1e-6, 1e9, "x")]
+    devices = [topology.Device(x, "switch") for x in switches]
+    devices += [topology.Device(g, "gpu") for g in gpus]
+    return topology.Topology(f"random{seed}", tuple(devices), tuple(links), tuple(gpus))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_routes_are_shortest_and_valid_on_random_graphs(seed):
+    t = _random_topology(seed)
+    for a in range(t.nranks):
+        costs = t.costs(a)  # an independent one-way search
+        for b in range(t.nranks):
+            route = t.route(a, b)
+            devices = [t.placement[a]] + [t.links[i].dst for i in route]
+            assert all(t.links[i].src == devices[k] for k, i in enumerate(route))
+            assert devices[-1] == t.placement[b]
+            assert all(d.startswith("s") for d in devices[1:-1])  # GPUs never forward
+            assert (t.hops(a, b), t.alpha(a, b)) == (costs[b][0], pytest.approx(costs[b][1]))

@@ -237,7 +237,13 @@ class Topology:
 
 
 class _Router:
-    """Shortest paths (fewest hops, then lowest latency) over a topology, cached by pair."""
+    """Shortest paths (fewest hops, then lowest latency) over a topology, cached by pair.
+
+    A route is found by a bidirectional breadth-first search (hop counts from the source and
+    to the destination, grown from whichever side has the smaller frontier until they meet),
+    then the lowest-latency paths through the layers of shortest paths, keeping ties. On a
+    fat-tree both searches stop below the spines, so a query visits tens of devices, not all.
+    """
 
     def __init__(self, topology: Topology, index: dict[str, int]) -> None:
         self.ids = [d.id for d in topology.devices]
@@ -256,8 +262,18 @@ class _Router:
             else:
                 into[v] = [i]
         self.hosts = sorted(index[h] for h in hosts)
-        self.into: list[dict[int, list[int]]] | None = None
+        self._into: list[dict[int, list[int]]] | None = None
         self.route = lru_cache(maxsize=None)(self._route)
+
+    @property
+    def into(self) -> list[dict[int, list[int]]]:
+        """``into[v] = {u: [link indices u -> v]}``, built on first use."""
+        if self._into is None:
+            self._into = [{} for _ in self.out]
+            for u, targets in enumerate(self.out):
+                for v, links in targets.items():
+                    self._into[v][u] = links
+        return self._into
 
     def _route(self, s: int, d: int) -> tuple[int, ...]:
         if s == d:
@@ -268,7 +284,7 @@ class _Router:
         path: list[int] = []
         v = d
         while v != s:
-            options = preds[v]
+            options = sorted(preds[v])
             link, v = options[choice % len(options)]
             choice //= len(options)
             path.append(link)
@@ -276,20 +292,15 @@ class _Router:
 
     def _direct(self, s: int, d: int, links: list[int]) -> dict[int, list[tuple[int, int]]]:
         """A one-hop route: the links straight from ``s`` to ``d`` of lowest latency."""
-        level: dict[int, float] = {}
+        best: dict[int, float] = {}
         preds: dict[int, list[tuple[int, int]]] = {}
         for link in links:
-            self._relax(level, preds, d, link, s, self.latency[link])
+            self._relax(best, preds, d, link, s, self.latency[link])
         return preds
 
     def costs(self, s: int, reverse: bool) -> dict[int, tuple[int, float]]:
         """``(hops, latency)`` of the shortest route from ``s`` to every device it reaches
         (to ``s`` from every device that reaches it, with ``reverse``)."""
-        if reverse and self.into is None:
-            self.into = [{} for _ in self.out]
-            for u, targets in enumerate(self.out):
-                for v, links in targets.items():
-                    self.into[v][u] = links
         adjacency = self.into if reverse else self.out
         found = {s: (0, 0.0)}
         frontier = [s]
@@ -308,35 +319,73 @@ class _Router:
             frontier = list(level)
         return found
 
+    def _grow(self, frontier: list[int], hops: dict[int, int],
+              adjacency: list[dict[int, list[int]]], origin: int) -> list[int]:
+        """One breadth-first level; only the origin and transit devices are passed through."""
+        level = []
+        for u in frontier:
+            if u != origin and not self.transit[u]:
+                continue
+            for v in adjacency[u]:
+                if v not in hops:
+                    hops[v] = hops[u] + 1
+                    level.append(v)
+        return level
+
     def _search(self, s: int, d: int) -> dict[int, list[tuple[int, int]]]:
-        """Breadth-first by hops, keeping every equal-latency predecessor of each device."""
-        latency = {s: 0.0}
-        preds: dict[int, list[tuple[int, int]]] = {}
-        frontier = [s]
-        while frontier:
-            level: dict[int, float] = {}
-            for u in frontier:
-                if u != s and not self.transit[u]:
-                    continue
-                for v, links in self.out[u].items():
-                    if v in latency:
-                        continue
-                    for link in links:
-                        self._relax(level, preds, v, link, u, latency[u] + self.latency[link])
-            if d in level:
-                return preds
-            latency.update(level)
-            frontier = list(level)
+        """Equal-latency predecessors of each device on the shortest routes from s to d."""
+        ahead, behind = {s: 0}, {d: 0}  # hops from s; hops to d
+        forward, backward = [s], [d]
+        while forward and backward:
+            if len(forward) <= len(backward):
+                forward = self._grow(forward, ahead, self.out, s)
+                new, other = forward, behind
+            else:
+                backward = self._grow(backward, behind, self.into, d)
+                new, other = backward, ahead
+            meets = [v for v in new if v in other and (self.transit[v] or v in (s, d))]
+            if meets:
+                hops = min(ahead[v] + behind[v] for v in meets)
+                meets = [v for v in meets if ahead[v] + behind[v] == hops]
+                return self._fastest(s, d, self._layers(s, d, meets, ahead, behind))
         raise TopologyError(f"device {self.ids[s]!r} cannot reach device {self.ids[d]!r}")
 
+    def _layers(self, s: int, d: int, meets: list[int], ahead: dict[int, int],
+                behind: dict[int, int]) -> list[list[int]]:
+        """The devices on shortest routes, by position along the route (0: s, last: d)."""
+        before, after = [meets], [[v for v in meets if v == s or self.transit[v]]]
+        for _ in range(ahead[meets[0]]):  # back towards s through the forward search
+            before.append(sorted({u for v in before[-1] for u in self.into[v]
+                                  if ahead.get(u) == ahead[v] - 1
+                                  and (u == s or self.transit[u])}))
+        for _ in range(behind[meets[0]]):  # on towards d through the backward search
+            after.append(sorted({w for v in after[-1] for w in self.out[v]
+                                 if behind.get(w) == behind[v] - 1
+                                 and (w == d or self.transit[w])}))
+        return before[::-1] + after[1:]
+
+    def _fastest(self, s: int, d: int,
+                 layers: list[list[int]]) -> dict[int, list[tuple[int, int]]]:
+        """Lowest latency through consecutive layers, keeping every tied predecessor."""
+        best = {s: 0.0}
+        preds: dict[int, list[tuple[int, int]]] = {}
+        for here, there in zip(layers, layers[1:]):
+            targets = set(there)
+            for u in here:
+                for v, links in self.out[u].items():
+                    if v in targets:
+                        for link in links:
+                            self._relax(best, preds, v, link, u, best[u] + self.latency[link])
+        return preds
+
     @staticmethod
-    def _relax(level: dict[int, float], preds: dict[int, list[tuple[int, int]]], v: int,
+    def _relax(best: dict[int, float], preds: dict[int, list[tuple[int, int]]], v: int,
                link: int, u: int, candidate: float) -> None:
-        best = level.get(v)
-        if best is None or candidate < best * (1 - _LATENCY_RTOL):
-            level[v] = candidate
+        known = best.get(v)
+        if known is None or candidate < known * (1 - _LATENCY_RTOL):
+            best[v] = candidate
             preds[v] = [(link, u)]
-        elif candidate <= best * (1 + _LATENCY_RTOL):
+        elif candidate <= known * (1 + _LATENCY_RTOL):
             preds[v].append((link, u))
 
     def check_reachable(self) -> None:
