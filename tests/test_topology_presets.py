@@ -64,6 +64,16 @@ def test_routes_are_deterministic_and_cached():
     assert a.route(0, 17) is a.route(0, 17)
 
 
+def test_topologies_pickle_and_hash():
+    import pickle
+
+    t = topology.dgx_a100(2)
+    t.route(0, 9)
+    copy = pickle.loads(pickle.dumps(t))
+    assert copy == t and hash(copy) == hash(t) and copy.route(0, 9) == t.route(0, 9)
+    assert {t: 1}[topology.dgx_a100(2)] == 1
+
+
 def test_pcie_node_hops():
     t = topology.pcie_node(8, gpus_per_switch=2, sockets=2)
     assert [t.hops(0, b) for b in range(8)] == [0, 2, 4, 4, 5, 5, 5, 5]

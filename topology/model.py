@@ -142,6 +142,11 @@ class Topology:
     def __hash__(self) -> int:
         return hash((self.name, len(self.devices), len(self.links), self.placement))
 
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        # pickle the fields only; the route cache is rebuilt on the other side
+        return Topology, (self.name, self.devices, self.links, self.placement,
+                          self.gamma_s_per_byte)
+
     def _check_devices(self) -> dict[str, int]:
         index: dict[str, int] = {}
         for i, device in enumerate(self.devices):
