@@ -1,0 +1,165 @@
+"""The timing loop, run on every rank of an MPI job.
+
+For every size and every algorithm, in that order (so all algorithms of one size run
+back to back, under the same conditions), out of place and then in place:
+
+1. fill the buffers with :func:`~.check.rank_input` and run once; with checking on,
+   count the elements that differ from :func:`~.check.expected` (summed over ranks);
+2. run ``warmup`` untimed iterations;
+3. barrier, then time ``iters`` iterations (waiting for the GPU stream at the end),
+   and report the average per iteration, the largest over the ranks.
+
+This is nccl-tests' loop (its ``-n``/``-w``/``-c``), with a barrier before every timed
+batch as in the OSU micro-benchmarks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from .. import api
+from .check import count_wrong, expected, rank_input
+
+__all__ = ["Timing", "Row", "Case", "open_comm", "measure_row", "sweep"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One placement of one row: seconds per call and wrong elements (None: unchecked)."""
+
+    time_s: float
+    wrong: int | None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One size of one algorithm, out of place and in place."""
+
+    algorithm: str
+    nbytes: int
+    count: int
+    out_of_place: Timing
+    in_place: Timing
+
+
+@dataclass(frozen=True)
+class Case:
+    """What every row of a run shares."""
+
+    collective: str
+    dtype: str
+    op: str
+    iters: int
+    warmup: int
+    check: bool
+
+
+def open_comm(transport: str, buffer: str, mpi_comm: Any) -> tuple[Any, Any]:
+    """Return ``(comm for the collectives, array module)`` for ``transport`` and ``buffer``.
+
+    With CuPy buffers each rank uses GPU ``local rank mod GPUs``; ``nccl`` creates an
+    :class:`~collectives.NcclComm` over ``mpi_comm``.
+    """
+    if buffer == "numpy":
+        import numpy as xp
+    else:
+        import cupy as xp
+        from mpi4py import MPI
+
+        local = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
+        xp.cuda.Device(local % xp.cuda.runtime.getDeviceCount()).use()
+    if transport == "nccl":
+        from ..executors.nccl import NcclComm
+
+        return NcclComm(mpi_comm), xp
+    return mpi_comm, xp
+
+
+def _buffers(case: Case, xp: Any, rank: int, nranks: int, count: int,
+             in_place: bool) -> tuple[Any, Any, Any]:
+    """``(sendbuf, recvbuf, result view)`` holding this rank's input, on ``xp``."""
+    mine = xp.asarray(rank_input(case.collective, rank, nranks, count, case.dtype, case.op))
+    if not in_place:
+        out = count * nranks if case.collective == "allgather" else count
+        recv = xp.empty(out, dtype=mine.dtype)
+        return mine, recv, recv
+    if case.collective == "allgather":
+        recv = xp.zeros(count * nranks, dtype=mine.dtype)
+        recv[rank * count:(rank + 1) * count] = mine
+        return api.IN_PLACE, recv, recv
+    return api.IN_PLACE, mine, mine[:count]
+
+
+def _synchronize(xp: Any) -> None:
+    if xp.__name__ == "cupy":
+        xp.cuda.get_current_stream().synchronize()
+
+
+def _measure(case: Case, call: Callable[[Any, Any], Any], xp: Any, mpi_comm: Any,
+             count: int, in_place: bool) -> Timing:
+    from mpi4py import MPI
+
+    rank, nranks = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    send, recv, result = _buffers(case, xp, rank, nranks, count, in_place)
+    call(send, recv)
+    wrong = None
+    if case.check:
+        want = expected(case.collective, rank, nranks, count, case.dtype, case.op)
+        wrong = mpi_comm.allreduce(count_wrong(result, want), op=MPI.SUM)
+    for _ in range(case.warmup):
+        call(send, recv)
+    _synchronize(xp)
+    mpi_comm.Barrier()
+    start = time.perf_counter()
+    for _ in range(case.iters):
+        call(send, recv)
+    _synchronize(xp)
+    elapsed = (time.perf_counter() - start) / case.iters
+    return Timing(mpi_comm.allreduce(elapsed, op=MPI.MAX), wrong)
+
+
+def measure_row(case: Case, algorithm: str, comm: Any, xp: Any, mpi_comm: Any,
+                nbytes: int, count: int) -> Row:
+    """Measure ``algorithm`` at one size, out of place then in place, on every rank.
+
+    Raises
+    ------
+    TypeError, ValueError
+        From the collective, on every rank alike and before any communication, when the
+        algorithm cannot run this dtype or op (e.g. ``native`` on a dtype MPI lacks).
+    """
+    function = getattr(api, case.collective)
+    options = {} if case.collective == "allgather" else {"op": case.op}
+
+    def call(send: Any, recv: Any) -> Any:
+        return function(send, recv, comm=comm, algorithm=algorithm, **options)
+
+    return Row(algorithm, nbytes, count, _measure(case, call, xp, mpi_comm, count, False),
+               _measure(case, call, xp, mpi_comm, count, True))
+
+
+def sweep(case: Case, algorithms: Sequence[str], rows: Sequence[tuple[int, int]], comm: Any,
+          xp: Any, mpi_comm: Any,
+          progress: Callable[[str, int], None] | None = None) -> tuple[list[Row], dict[str, str]]:
+    """Measure every size, and at each size every algorithm; on every rank.
+
+    Returns
+    -------
+    (rows, skipped)
+        The measured rows (size-major) and, per algorithm that could not run, the reason.
+    """
+    measured: list[Row] = []
+    skipped: dict[str, str] = {}
+    for nbytes, count in rows:
+        for algorithm in algorithms:
+            if algorithm in skipped:
+                continue
+            try:
+                measured.append(measure_row(case, algorithm, comm, xp, mpi_comm, nbytes, count))
+            except (TypeError, ValueError) as error:
+                skipped[algorithm] = str(error)
+            if progress is not None:
+                progress(algorithm, nbytes)
+    return measured, skipped
