@@ -10,8 +10,9 @@ run it and never looks at which algorithm produced it:
   posted (rendezvous, as in :mod:`collectives.progress`);
 * a transfer injects its bytes into every link of its route at the rate it gets; links
   shared by concurrent transfers share their bandwidth max-min fairly (progressive
-  filling, recomputed whenever a transfer starts or ends); the last byte arrives the
-  route's latency (sum of its links' latencies) after it was injected;
+  filling, recomputed once per instant at which transfers sharing links start or end);
+  the last byte arrives the route's latency (sum of its links' latencies) after it was
+  injected;
 * both the send and the receive are done when the data has arrived, except that a
   receive with ``reduce=True`` then reduces it at the receiving rank for ``gamma``
   seconds per byte; reductions of different receives do not wait for each other (a
@@ -33,6 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+import heapq
 
 import simpy
 from simpy.events import Timeout
@@ -90,7 +93,7 @@ class _Flow:
     """A transfer in flight: its route, and its progress at the current rate."""
 
     __slots__ = ("src", "dst", "nbytes", "reduce", "links", "latency", "cap",
-                 "start", "remaining", "rate", "last", "version")
+                 "start", "remaining", "rate", "last", "version", "active")
 
     def __init__(self, src: int, dst: int, nbytes: int, reduce: bool,
                  route: tuple[tuple[int, ...], float, float], start: float) -> None:
@@ -101,6 +104,7 @@ class _Flow:
         self.rate = 0.0
         self.last = start
         self.version = 0
+        self.active = False
 
 
 class _Engine:
@@ -127,9 +131,12 @@ class _Engine:
         self.link_since = [0.0] * nlinks
         self.transfers: list[Transfer] = []
         self.transfer_count = 0
+        self.dirty: dict[_Flow, None] = {}
+        self.share_pending = False
         self._on_flow_end = self._flow_end
         self._on_arrival = self._arrival
         self._on_reduced = self._reduced
+        self._on_share = self._share
 
     # ranks -------------------------------------------------------------------------
     def post(self, rank: int) -> None:
@@ -196,6 +203,7 @@ class _Engine:
             return
         alone = True
         now = self.env.now
+        flow.active = True
         for link in flow.links:
             flows = self.link_flows[link]
             if flows:
@@ -207,7 +215,8 @@ class _Engine:
         if alone:
             self.set_rate(flow, flow.cap)
         else:
-            self.share((flow,))
+            self.dirty[flow] = None
+            self.request_share()
 
     def set_rate(self, flow: _Flow, rate: float) -> None:
         """Give ``flow`` a new rate from now on and schedule its end at that rate."""
@@ -216,8 +225,22 @@ class _Engine:
             flow.remaining = max(flow.remaining - flow.rate * (now - flow.last), 0.0)
         flow.last, flow.rate = now, rate
         flow.version += 1
-        Timeout(self.env, flow.remaining / rate, (flow, flow.version)).callbacks.append(
-            self._on_flow_end)
+        if rate > 0:  # a zero share (rounding) waits for the next recomputation
+            Timeout(self.env, flow.remaining / rate, (flow, flow.version)).callbacks.append(
+                self._on_flow_end)
+
+    def request_share(self) -> None:
+        """Recompute the dirty flows' rates once, after everything else at this instant."""
+        if not self.share_pending:
+            self.share_pending = True
+            Timeout(self.env, 0).callbacks.append(self._on_share)
+
+    def _share(self, event: Timeout) -> None:
+        self.share_pending = False
+        seeds = tuple(flow for flow in self.dirty if flow.active)
+        self.dirty.clear()
+        if seeds:
+            self.share(seeds)
 
     def share(self, seeds: tuple[_Flow, ...]) -> None:
         """Recompute max-min fair rates of the flows connected to ``seeds`` through links."""
@@ -236,10 +259,18 @@ class _Engine:
         capacity = {link: self.bandwidth[link] for link in links}
         unfixed = {link: len(link_flows[link]) for link in links}
         rates: dict[_Flow, float] = {}
-        while len(rates) < len(component):
-            bottleneck = min((link for link in links if unfixed[link]),
-                             key=lambda link: capacity[link] / unfixed[link])
-            fair = capacity[bottleneck] / unfixed[bottleneck]
+        # progressive filling: fix the flows of the link with the smallest fair share;
+        # fixing flows only raises the other links' shares, so stale entries are lazy
+        heap = [(capacity[link] / unfixed[link], link) for link in links]
+        heapq.heapify(heap)
+        while heap:
+            fair, bottleneck = heapq.heappop(heap)
+            left = unfixed[bottleneck]
+            if not left:
+                continue
+            if capacity[bottleneck] / left != fair:
+                heapq.heappush(heap, (capacity[bottleneck] / left, bottleneck))
+                continue
             for flow in link_flows[bottleneck]:
                 if flow not in rates:
                     rates[flow] = fair
@@ -255,16 +286,18 @@ class _Engine:
         if version != flow.version:
             return
         now = self.env.now
-        neighbours: dict[_Flow, None] = {}
+        flow.active = False
+        shared = False
         for link in flow.links:
             flows = self.link_flows[link]
             del flows[flow]
             if flows:
-                neighbours.update(flows)
+                self.dirty.update(flows)
+                shared = True
             else:
                 self.link_busy[link] += now - self.link_since[link]
-        if neighbours:
-            self.share(tuple(neighbours))
+        if shared:
+            self.request_share()
         self.inject_done(flow)
 
     def inject_done(self, flow: _Flow) -> None:
