@@ -53,7 +53,11 @@ def machine(name: str, nranks: int, nodes: int, mpi_comm: Any, xp: Any) -> topol
 
 def predict(collective: str, rows: Sequence[tuple[int, int]], nranks: int, dtype: str,
             model: topology.Topology) -> list[dict[str, Any]]:
-    """Per benchmark row: every algorithm's simulated time on ``model`` and the best.
+    """Per benchmark row: every algorithm's simulated time on ``model`` and the fastest.
+
+    The schedules are those the benchmark ran (default parameters), played on ``model``
+    by :func:`simulator.simulate`, so the predicted best is comparable with the
+    measured best of the same table.
 
     Returns
     -------
