@@ -125,7 +125,7 @@ def test_table_has_nccl_tests_columns_and_footer() -> None:
     assert float(data[1][7]) == pytest.approx(busbw, abs=0.005)
     assert "# Out of bounds values : 1 FAILED" in text and doc["out_of_bounds"] == 1
     best = report.best_table(doc)
-    assert "matches measured best at 1 of 2 sizes" in best
+    assert "(native left out) at 1 of 2 sizes" in best
     assert "predicted" not in report.best_table(_doc(predicted=False))
 
 

@@ -62,13 +62,23 @@ def _progress(total: int, enabled: bool) -> tuple[Callable[[str, int], None], Ca
     return advance, bar.stop
 
 
+def _describe(model: Any) -> str:
+    """The model's name and its rank 0 -> 1 route (latency, bandwidth)."""
+    if model is None:
+        return "none"
+    if model.nranks < 2:
+        return model.name
+    return (f"{model.name}, rank 0 -> 1: alpha {model.alpha(0, 1) * 1e6:.2f} us, "
+            f"{1 / model.beta(0, 1) / 1e9:.2f} GB/s")
+
+
 def _banner(args: argparse.Namespace, nranks: int, ranks: list[Any], model: Any) -> str:
     lines = [f"# collsim bench: {args.collective}, {nranks} ranks, transport {args.transport}, "
              f"{args.buffer} buffers",
              f"#  minBytes {args.minbytes} maxBytes {args.maxbytes} step: {args.stepfactor}"
              f"(factor) warmup iters: {args.warmup_iters} iters: {args.iters} "
              f"validation: {args.check}",
-             f"#  model: {model.name if model is not None else 'none'}",
+             f"#  model: {_describe(model)}",
              "#", "# Using devices"]
     lines += [f"#  Rank {r:2d} Pid {pid:7d} on {host:>12} device {device}"
               for r, (pid, host, device) in enumerate(ranks)]
