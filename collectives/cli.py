@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schedule": ("collectives.show", "print a schedule step by step, or summarise it"),
     "simulate": ("simulator.cli", "predict time, algbw and busbw per size and algorithm"),
     "calibrate": ("topology.calibrate", "measure alpha, beta, gamma; write a topology file"),
+    "select": ("simulator.select_cli", "tuning table: best algorithm per size, crossovers, exports"),
+    "predict": ("simulator.predict", "under mpirun: calibrate, predict and measure each algorithm"),
     "bench": ("collectives.bench.cli", "time every algorithm beside native under mpirun (nccl-tests)"),
 }
 
