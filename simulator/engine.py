@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import gc
 import heapq
 
 import simpy
@@ -120,8 +121,11 @@ class _Engine:
         self.current = [0] * p
         self.pending = [0] * p
         self.finish = [0.0] * p
-        self.counts: dict[tuple[int, int, bool], int] = {}
-        self.waiting: dict[tuple[int, int, int, bool], tuple[int, bool]] = {}
+        # message (src -> dst, k-th) waits under the key k * p**2 + src * p + dst
+        self.sent: dict[int, int] = {}
+        self.received: dict[int, int] = {}
+        self.send_waiting: dict[int, int] = {}
+        self.recv_waiting: dict[int, tuple[int, bool]] = {}
         self.routes: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
         nlinks = len(topology.links)
         self.bandwidth = [link.bandwidth_Bps for link in topology.links]
@@ -142,7 +146,8 @@ class _Engine:
     def post(self, rank: int) -> None:
         """Post ``rank``'s current step; move past steps that have nothing to wait for."""
         steps = self.steps[rank]
-        counts, waiting = self.counts, self.waiting
+        p = self.schedule.nranks
+        pairs = p * p
         while True:
             index = self.current[rank]
             if index == len(steps):
@@ -152,29 +157,43 @@ class _Engine:
             for op in steps[index].ops:
                 cls = op.__class__
                 if cls is Send:
-                    src, dst, is_send = rank, op.peer, True
+                    pending += 1
+                    pair = rank * p + op.peer
+                    k = self.sent.get(pair, 0)
+                    self.sent[pair] = k + 1
+                    length = op.stop - op.start
+                    partner = self.recv_waiting.pop(k * pairs + pair, None)
+                    if partner is None:
+                        self.send_waiting[k * pairs + pair] = length
+                    elif partner[0] != length:
+                        self.mismatch(rank, index, op, k, partner[0])
+                    else:
+                        self.start_transfer(rank, op.peer, length, partner[1])
                 elif cls is Recv:
-                    src, dst, is_send = op.peer, rank, False
-                else:
-                    continue
-                pending += 1
-                counter = (src, dst, is_send)
-                k = counts.get(counter, 0)
-                counts[counter] = k + 1
-                partner = waiting.pop((src, dst, k, not is_send), None)
-                length = op.stop - op.start
-                if partner is None:
-                    waiting[(src, dst, k, is_send)] = (length, not is_send and op.reduce)
-                    continue
-                if partner[0] != length:
-                    raise ScheduleError(f"rank {rank} step {index}: {op} has length {length} "
-                                        f"but message {k} from {src} to {dst} has length "
-                                        f"{partner[0]} at the other end")
-                self.start_transfer(src, dst, length, partner[1] if is_send else op.reduce)
+                    pending += 1
+                    pair = op.peer * p + rank
+                    k = self.received.get(pair, 0)
+                    self.received[pair] = k + 1
+                    length = op.stop - op.start
+                    sent = self.send_waiting.pop(k * pairs + pair, None)
+                    if sent is None:
+                        self.recv_waiting[k * pairs + pair] = (length, op.reduce)
+                    elif sent != length:
+                        self.mismatch(rank, index, op, k, sent)
+                    else:
+                        self.start_transfer(op.peer, rank, length, op.reduce)
             if pending:
                 self.pending[rank] = pending
                 return
             self.current[rank] = index + 1
+
+    @staticmethod
+    def mismatch(rank: int, index: int, op: Send | Recv, k: int, other: int) -> None:
+        """Raise for a matched message whose two ends differ in length."""
+        src, dst = (rank, op.peer) if isinstance(op, Send) else (op.peer, rank)
+        raise ScheduleError(f"rank {rank} step {index}: {op} has length {op.stop - op.start} "
+                            f"but message {k} from {src} to {dst} has length {other} at the "
+                            "other end")
 
     def op_done(self, rank: int) -> None:
         """One operation of ``rank``'s current step is done; advance when all are."""
@@ -405,4 +424,10 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     6.072
     """
     gamma = _check(schedule, topology, dtype_size, gamma)
-    return _Engine(schedule, topology, dtype_size, gamma, trace).run()
+    collecting = gc.isenabled()
+    gc.disable()  # millions of short-lived flows and events: no cycles, nothing to collect
+    try:
+        return _Engine(schedule, topology, dtype_size, gamma, trace).run()
+    finally:
+        if collecting:
+            gc.enable()
