@@ -27,7 +27,6 @@ from typing import Any, Callable
 import numpy as np
 
 from collectives.build import ALGORITHMS
-from collectives.layout import block, split
 from collectives.schedule import COLLECTIVES
 
 __all__ = ["cost"]
@@ -57,6 +56,14 @@ def _ring(collective: str, p: int, count: int, ds: int, a: float, b: float, g: f
     return {"reduce_scatter": scatter, "allgather": gather}.get(collective, scatter + gather)
 
 
+def _starts(count: int, parts: int) -> np.ndarray:
+    """First element of each of ``parts`` near-equal parts, and ``count``
+    (:func:`collectives.layout.split`)."""
+    size, extra = divmod(count, parts)
+    index = np.arange(parts + 1)
+    return index * size + np.minimum(index, extra)
+
+
 def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float) -> float:
     """Recursive halving-doubling (Rabenseifner; Thakur, Rabenseifner & Gropp 2005, 4.3).
 
@@ -80,12 +87,16 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
     plus the fold-out of paired ranks.
     """
     core = 1 << (p.bit_length() - 1)
+    if core == p and count % p == 0:  # the textbook form, exact here
+        lg, part = p.bit_length() - 1, (p - 1) * (count // p) * ds
+        return {"reduce_scatter": lg * a + part * (b + g), "allgather": lg * a + part * b}.get(
+            collective, 2 * lg * a + part * (2 * b + g))
     extra = p - core
     i = np.arange(core + 1)
     first = i + (i * extra + core - 1) // core  # collectives.algorithms.rhd._Fold.first
-    starts = np.array([block(count, p, r)[0] for r in range(p)] + [count]) * ds
+    starts = _starts(count, p) * ds
     if collective == "allreduce":
-        edges = np.array([split(0, count, core, j)[0] for j in range(core)] + [count]) * ds
+        edges = _starts(count, core) * ds
     else:
         edges = starts[first]
     own = starts[first[:-1] + 1] - starts[first[:-1]]  # block of the first (extra) rank
