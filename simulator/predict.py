@@ -1,0 +1,365 @@
+"""``collsim predict``: calibrate, predict and measure every algorithm, side by side.
+
+Run as ``collsim predict -n 4``: outside ``mpirun`` it launches itself on ``-n`` ranks
+(:func:`collectives.launch.run_mpi`); under ``mpirun`` it runs on the job's ranks:
+
+1. **Calibrate** under the load the collectives put on the machine
+   (:func:`calibrate_loaded`): per-call overhead, alpha, beta and gamma fitted to ring
+   and rhd AllGather and ReduceScatter run by the real executor with every rank busy.
+   The machine is :func:`host_model`: ranks copying through shared cores.
+2. **Predict** with :func:`simulator.tuning_table` on that model: per size, each
+   algorithm's best segment count and time, and the overall choice; the fitted per-call
+   overhead of the executor is added to every predicted time.
+3. **Measure** each algorithm with those parameters through the real MPI executor
+   (:func:`collectives.allreduce` etc.): per iteration a barrier, then the call, timed on
+   every rank; the iteration's time is the slowest rank's; the result is the median over
+   iterations.
+4. **Report** (rank 0): a table of predicted and measured times with the relative error,
+   whether the predicted best is the measured best and whether the chosen algorithm is
+   within 10% of the measured best; the geometric-mean error over sizes >= 64 KiB; a PNG
+   plot (``--plot``) and a JSON file (``--json``).
+
+The error of one prediction is ``|predicted / measured - 1|``; the geometric mean error is
+``exp(mean |ln(predicted / measured)|) - 1`` (a factor of 1.25 either way counts 25%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["add_arguments", "main", "fit_relative", "calibrate_loaded", "host_model", "measure",
+           "compare", "summarize"]
+
+#: sizes from which the geometric-mean error is reported (the issue's threshold)
+ERROR_FROM_BYTES = 64 * 1024
+#: a chosen algorithm within this factor of the measured best is a good choice
+GOOD_CHOICE = 1.10
+#: whole-vector sizes of the calibrating ring AllGather: 1 KiB .. 16 MiB
+CALIBRATION_SIZES = tuple(1024 * 4**k for k in range(8))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add this command's arguments to ``parser``."""
+    from .cli import parse_size
+
+    parser.add_argument("collective", nargs="?", default="allreduce",
+                        choices=("allreduce", "reduce_scatter", "allgather"))
+    parser.add_argument("-n", "--nprocs", type=int, default=4,
+                        help="ranks to launch when not under mpirun (default 4)")
+    parser.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"))
+    parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("16M"))
+    parser.add_argument("-f", "--stepfactor", type=int, default=2)
+    parser.add_argument("--iters", type=int, default=15, help="timed calls per point")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed calls first")
+    parser.add_argument("--plot", type=Path, default=None, metavar="PNG",
+                        help="draw predicted and measured times")
+    parser.add_argument("--json", type=Path, default=None, metavar="FILE",
+                        help="write every point and the summary as JSON")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="seconds before a launched job is killed")
+
+
+def _forwarded(args: argparse.Namespace) -> list[str]:
+    extra = []
+    for option in ("plot", "json"):
+        if getattr(args, option) is not None:
+            extra += [f"--{option}", str(getattr(args, option))]
+    return [args.collective, "-b", str(args.minbytes), "-e", str(args.maxbytes), "-f",
+            str(args.stepfactor), "--iters", str(args.iters), "--warmup", str(args.warmup),
+            *extra]
+
+
+def _check(args: argparse.Namespace) -> None:
+    for name, minimum in (("nprocs", 2), ("iters", 1), ("warmup", 0), ("stepfactor", 2)):
+        if getattr(args, name) < minimum:
+            raise SystemExit(f"--{name} {getattr(args, name)} is not allowed; it must be "
+                             f">= {minimum}")
+    if not 1 <= args.minbytes <= args.maxbytes:
+        raise SystemExit(f"-b {args.minbytes} -e {args.maxbytes} is not allowed; "
+                         "need 1 <= -b <= -e")
+
+
+def fit_relative(columns: list[list[float]], times: list[float]) -> list[float]:
+    """Non-negative coefficients ``c`` of ``t = sum(c[k] * columns[k])`` minimising the
+    squared *relative* error (small times weigh as much as large ones); a coefficient the
+    fit drives below zero is dropped and the rest refitted (then reported as 0)."""
+    t = np.asarray(times, dtype=np.float64)
+    keep = list(range(len(columns)))
+    while True:
+        matrix = np.stack([np.asarray(columns[k], dtype=np.float64) / t for k in keep], axis=1)
+        fitted = np.linalg.lstsq(matrix, np.ones_like(t), rcond=None)[0]
+        if (fitted >= 0).all() or len(keep) == 1:
+            coefficients = [0.0] * len(columns)
+            for k, value in zip(keep, fitted):
+                coefficients[k] = max(float(value), 0.0)
+            return coefficients
+        keep.pop(int(np.argmin(fitted)))
+
+
+def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
+    """Per-call overhead, alpha, beta and gamma of the executor as it really runs.
+
+    Every rank busy, oversubscribed as the measurements will be: ring and rhd AllGather
+    and ReduceScatter run through the real MPI executor (:func:`measure`) at
+    :data:`CALIBRATION_SIZES`.  In the model each costs ``alpha S + beta B + gamma G``,
+    with ``S``, ``B``, ``G`` its latency, byte and reduction terms (:func:`simulator.cost`
+    with one of alpha, beta, gamma set to 1 and the others to 0), so a fit of
+    ``t = overhead + alpha S + beta B + gamma G`` (:func:`fit_relative`) separates the
+    per-call overhead (argument checks, plan lookup, barrier exit skew) from the per-step
+    latency, the per-byte cost of moving and of reducing (scratch receive and ``np.add``),
+    with the Python executor's costs and the sharing of cores included.  Returns the same
+    values on every rank, and the fit's largest relative error.
+    """
+    from .cost import cost
+
+    p = comm.Get_size()
+    rows: list[list[float]] = []
+    for collective in ("allgather", "reduce_scatter"):
+        for algorithm in ("ring", "rhd"):
+            for n in (n - n % (4 * p) for n in CALIBRATION_SIZES):
+                terms = [cost(collective, algorithm, p, n, *unit) for unit in _UNITS]
+                rows.append([1.0, *terms,
+                             measure(comm, collective, n, algorithm, {}, iters, warmup)])
+    columns = [list(column) for column in zip(*rows)]
+    times = columns.pop()
+    coefficients = fit_relative(columns, times)
+    errors = [sum(c * x for c, x in zip(coefficients, row[:-1])) / row[-1] - 1 for row in rows]
+    overhead, alpha, beta, gamma = coefficients
+    return {"overhead_s": overhead, "alpha_s": max(alpha, 1e-9),
+            "beta_s_per_byte": max(beta, 1e-15), "gamma_s_per_byte": gamma,
+            "fit_error": max(map(abs, errors))}
+
+
+#: (alpha, beta, gamma) that make :func:`simulator.cost` return one term of the model
+_UNITS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+
+
+def host_model(nranks: int, alpha: float, beta: float, gamma: float,
+               cores: int | None = None) -> Any:
+    """Ranks sharing one host's cores: every message is copied by a CPU.
+
+    Rank ``r`` reaches the others through ``rank r -> cpus -> host -> rank s``: its own
+    link out (and in) carries one core's worth of copying, ``1 / beta_core`` bytes per
+    second, and the ``cpus -> host`` link, shared by all ranks, carries ``cores`` of them;
+    latency ``alpha / 3`` per link.  The simulator shares links max-min fairly, so when
+    every rank copies at once (a ring step) each gets ``cores / nranks`` of a core, which
+    is what the calibration measured (``beta``), and ranks that work alone (the ends of
+    a pipeline, the leaves of a tree idle) get a whole core:
+    ``beta_core = beta * min(cores, nranks) / nranks``.
+
+    Parameters
+    ----------
+    nranks : int
+        Ranks on the host.
+    alpha, beta, gamma : float
+        Per-step latency, s; seconds per byte with every rank busy; seconds per byte
+        reduced.
+    cores : int, optional
+        Cores the ranks share; by default those this process may run on.
+    """
+    import os
+
+    from topology import Device, Link, Topology
+
+    cores = len(os.sched_getaffinity(0)) if cores is None else cores
+    core_Bps = 1 / (beta * min(cores, nranks) / nranks)
+    ids = [f"rank{r}" for r in range(nranks)]
+    links = [Link("cpus", "host", alpha / 3, cores * core_Bps, "measured")]
+    for i in ids:
+        links += [Link(i, "cpus", alpha / 3, core_Bps, "measured"),
+                  Link("host", i, alpha / 3, core_Bps, "measured")]
+    devices = [*(Device(i, "cpu") for i in ids), Device("cpus", "cores"), Device("host", "memory")]
+    return Topology(f"calibrated host({nranks} ranks, {cores} cores)", tuple(devices),
+                    tuple(links), tuple(ids), gamma)
+
+
+def _call(collective: str) -> Any:
+    import collectives
+
+    return getattr(collectives, collective)
+
+
+def measure(comm: Any, collective: str, nbytes: int, algorithm: str,
+            params: dict[str, Any], iters: int, warmup: int) -> float:
+    """Median over ``iters`` of the slowest rank's time for one call, seconds."""
+    p = comm.Get_size()
+    count = nbytes // 4
+    send = np.ones(count // p if collective == "allgather" else count, dtype=np.float32)
+    recv = np.empty(count // p if collective == "reduce_scatter" else count, dtype=np.float32)
+    run = _call(collective)
+    samples = []
+    for i in range(warmup + iters):
+        comm.Barrier()
+        start = time.perf_counter()
+        run(send, recv, comm=comm, algorithm=algorithm, **params)
+        elapsed = time.perf_counter() - start
+        if i >= warmup:
+            samples.append(elapsed)
+    slowest = np.max(np.array(comm.allgather(samples)), axis=0)
+    return float(np.median(slowest))
+
+
+def _sizes(args: argparse.Namespace, p: int) -> list[int]:
+    sizes, size = [], args.minbytes
+    quantum = 4 * p  # whole float32 blocks per rank, so every collective takes the size
+    while size <= args.maxbytes:
+        sizes.append(max(quantum, size - size % quantum))
+        size *= args.stepfactor
+    return sorted(set(sizes))
+
+
+def compare(table: Any, comm: Any, sizes: list[int], iters: int, warmup: int,
+            overhead_s: float = 0.0) -> list[dict[str, Any]]:
+    """Predict and measure every algorithm family at every size; one dict per point.
+
+    ``overhead_s``, the executor's per-call cost, is added to every prediction (it is the
+    same for every algorithm, so it changes no choice)."""
+    from collectives import ALGORITHMS
+
+    points = []
+    for nbytes in sizes:
+        choice = table.choice(nbytes)
+        for family in ALGORITHMS:
+            best = min((c for c in choice.candidates if c.algorithm == family),
+                       key=lambda c: c.predicted_s)
+            measured = measure(comm, table.collective, nbytes, family, dict(best.params),
+                               iters, warmup)
+            points.append({"nbytes": nbytes, "algorithm": family, "label": best.label,
+                           "predicted_s": overhead_s + best.predicted_s, "measured_s": measured,
+                           "chosen": family == choice.algorithm})
+    return points
+
+
+def summarize(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-size verdicts and the two headline figures (see the module docstring)."""
+    by_size: dict[int, list[dict[str, Any]]] = {}
+    for point in points:
+        by_size.setdefault(point["nbytes"], []).append(point)
+    verdicts = []
+    for nbytes, group in sorted(by_size.items()):
+        measured_best = min(group, key=lambda q: q["measured_s"])
+        predicted_best = min(group, key=lambda q: q["predicted_s"])
+        chosen = next(q for q in group if q["chosen"])
+        verdicts.append({"nbytes": nbytes, "predicted_best": predicted_best["algorithm"],
+                         "measured_best": measured_best["algorithm"],
+                         "chosen": chosen["algorithm"],
+                         "good": chosen["measured_s"] <= GOOD_CHOICE * measured_best["measured_s"]})
+    logs = [abs(math.log(q["predicted_s"] / q["measured_s"])) for q in points
+            if q["nbytes"] >= ERROR_FROM_BYTES and q["predicted_s"] > 0]
+    return {"verdicts": verdicts,
+            "geomean_error_from_64KiB": math.exp(statistics.mean(logs)) - 1 if logs else None,
+            "good_choice_share": sum(v["good"] for v in verdicts) / len(verdicts),
+            "best_matches_share": sum(v["predicted_best"] == v["measured_best"]
+                                      for v in verdicts) / len(verdicts)}
+
+
+def _print(points: list[dict[str, Any]], summary: dict[str, Any], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("size (B)", "algorithm", "params", "predicted (us)", "measured (us)",
+                   "error"):
+        table.add_column(column, justify="right")
+    verdicts = {v["nbytes"]: v for v in summary["verdicts"]}
+    last = None
+    for q in points:
+        if last is not None and q["nbytes"] != last:
+            v = verdicts[last]
+            table.add_row("", "", "", f"best: {v['predicted_best']}",
+                          f"best: {v['measured_best']}", "good" if v["good"] else "BAD")
+            table.add_section()
+        last = q["nbytes"]
+        mark = "*" if q["chosen"] else ""
+        table.add_row(str(q["nbytes"]), q["algorithm"] + mark, q["label"],
+                      f"{q['predicted_s'] * 1e6:.1f}", f"{q['measured_s'] * 1e6:.1f}",
+                      f"{q['predicted_s'] / q['measured_s'] - 1:+.0%}")
+    v = verdicts[last]
+    table.add_row("", "", "", f"best: {v['predicted_best']}", f"best: {v['measured_best']}",
+                  "good" if v["good"] else "BAD")
+    console = Console(width=120)
+    console.print(table)
+    error = summary["geomean_error_from_64KiB"]
+    console.print(f"geomean error, sizes >= 64 KiB: "
+                  f"{'n/a' if error is None else f'{error:.1%}'}; chosen (*) within 10% of "
+                  f"the measured best: {summary['good_choice_share']:.0%} of sizes; "
+                  f"predicted best = measured best: {summary['best_matches_share']:.0%}")
+
+
+def _plot(points: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, family in enumerate(dict.fromkeys(q["algorithm"] for q in points)):
+        mine = [q for q in points if q["algorithm"] == family]
+        sizes = [q["nbytes"] for q in mine]
+        color = f"C{i}"
+        ax.plot(sizes, [q["measured_s"] * 1e6 for q in mine], "o-", color=color,
+                label=f"{family} measured")
+        ax.plot(sizes, [q["predicted_s"] * 1e6 for q in mine], "--", color=color,
+                label=f"{family} predicted")
+    ax.set(xscale="log", yscale="log", xlabel="size (bytes)", ylabel="time (us)", title=title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from mpi4py import MPI
+
+    from .select import tuning_table
+
+    comm = MPI.COMM_WORLD
+    p = comm.Get_size()
+    fit = calibrate_loaded(comm, args.iters, args.warmup)
+    model = host_model(p, fit["alpha_s"], fit["beta_s_per_byte"], fit["gamma_s_per_byte"])
+    table = tuning_table(args.collective, model, p, 4)
+    points = compare(table, comm, _sizes(args, p), args.iters, args.warmup, fit["overhead_s"])
+    if comm.Get_rank() != 0:
+        return 0
+    summary = summarize(points)
+    title = f"{args.collective}, {p} ranks, float32 NumPy: predicted vs measured"
+    print(f"calibrated on ring and rhd allgather and reduce_scatter, all {p} ranks busy: per call "
+          f"{fit['overhead_s'] * 1e6:.1f} us + per step {fit['alpha_s'] * 1e6:.2f} us, "
+          f"{1 / fit['beta_s_per_byte'] / 1e9:.2f} GB/s per rank, reduction "
+          f"{fit['gamma_s_per_byte'] * 1e9:.3f} ns/B; fit error up to {fit['fit_error']:.0%}")
+    _print(points, summary, title)
+    if args.plot is not None:
+        _plot(points, args.plot, title)
+        print(f"plot written to {args.plot}")
+    if args.json is not None:
+        args.json.write_text(json.dumps({"calibration": fit, "points": points, "summary": summary}, indent=1))
+        print(f"JSON written to {args.json}")
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run on this MPI job, or launch one on ``args.nprocs`` ranks that does."""
+    _check(args)
+    from collectives.launch import in_mpi_job, run_mpi
+
+    if not in_mpi_job():
+        return run_mpi(args.nprocs, ["-m", "simulator.predict", *_forwarded(args)],
+                       timeout_s=args.timeout, capture=False).returncode
+    return _run(args)
+
+
+if __name__ == "__main__":
+    _parser = argparse.ArgumentParser(prog="python -m simulator.predict",
+                                      description=__doc__.splitlines()[0])
+    add_arguments(_parser)
+    sys.exit(main(_parser.parse_args()))
