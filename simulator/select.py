@@ -458,9 +458,11 @@ def select(collective: str, nbytes: int, topology: Any, nranks: int | None = Non
     >>> choice.label, round(choice.predicted_s, 3), len(choice.candidates)
     ('rhd', 0.805, 9)
     """
-    key = (topology, collective, topology.nranks if nranks is None else nranks,
-           dtype_size, method)
-    table = _TABLES.get(key)
+    try:
+        table = _TABLES.get((topology, collective,
+                             topology.nranks if nranks is None else nranks, dtype_size, method))
+    except (AttributeError, TypeError):  # not a topology, or unhashable: checked below
+        table = None
     if table is None:
         table = tuning_table(collective, topology, nranks, dtype_size, method)
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
