@@ -24,8 +24,9 @@ On a contention-free topology (:func:`topology.flat`) a transfer of ``n`` bytes 
 :func:`simulator.cost`.
 
 SimPy supplies the clock and the event queue; events are bare timeouts with callbacks
-(no process per rank), and a transfer whose rate changes reschedules its end, the stale
-end being ignored.  Messages are matched online as steps are posted, so the simulation
+(no process per rank), one per distinct instant at which something happens (transfers
+ending together share it), and a transfer whose rate changes reschedules its end, the
+stale end being ignored.  Messages are matched online as steps are posted, so the simulation
 costs one pass over the schedule; a schedule that does not complete is then diagnosed by
 :func:`collectives.progress.match` and :func:`collectives.progress.completion_order`.
 """
@@ -33,7 +34,7 @@ costs one pass over the schedule; a schedule that does not complete is then diag
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import gc
 import heapq
@@ -137,10 +138,8 @@ class _Engine:
         self.transfer_count = 0
         self.dirty: dict[_Flow, None] = {}
         self.share_pending = False
-        self._on_flow_end = self._flow_end
-        self._on_arrival = self._arrival
-        self._on_reduced = self._reduced
-        self._on_share = self._share
+        self.agenda: dict[float, list[tuple[Callable[[Any], None], Any]]] = {}
+        self._on_instant = self._instant
 
     # ranks -------------------------------------------------------------------------
     def post(self, rank: int) -> None:
@@ -148,6 +147,8 @@ class _Engine:
         steps = self.steps[rank]
         p = self.schedule.nranks
         pairs = p * p
+        sent, received = self.sent, self.received
+        send_waiting, recv_waiting = self.send_waiting, self.recv_waiting
         while True:
             index = self.current[rank]
             if index == len(steps):
@@ -159,12 +160,12 @@ class _Engine:
                 if cls is Send:
                     pending += 1
                     pair = rank * p + op.peer
-                    k = self.sent.get(pair, 0)
-                    self.sent[pair] = k + 1
+                    k = sent.get(pair, 0)
+                    sent[pair] = k + 1
                     length = op.stop - op.start
-                    partner = self.recv_waiting.pop(k * pairs + pair, None)
+                    partner = recv_waiting.pop(k * pairs + pair, None)
                     if partner is None:
-                        self.send_waiting[k * pairs + pair] = length
+                        send_waiting[k * pairs + pair] = length
                     elif partner[0] != length:
                         self.mismatch(rank, index, op, k, partner[0])
                     else:
@@ -172,14 +173,14 @@ class _Engine:
                 elif cls is Recv:
                     pending += 1
                     pair = op.peer * p + rank
-                    k = self.received.get(pair, 0)
-                    self.received[pair] = k + 1
+                    k = received.get(pair, 0)
+                    received[pair] = k + 1
                     length = op.stop - op.start
-                    sent = self.send_waiting.pop(k * pairs + pair, None)
-                    if sent is None:
-                        self.recv_waiting[k * pairs + pair] = (length, op.reduce)
-                    elif sent != length:
-                        self.mismatch(rank, index, op, k, sent)
+                    posted = send_waiting.pop(k * pairs + pair, None)
+                    if posted is None:
+                        recv_waiting[k * pairs + pair] = (length, op.reduce)
+                    elif posted != length:
+                        self.mismatch(rank, index, op, k, posted)
                     else:
                         self.start_transfer(op.peer, rank, length, op.reduce)
             if pending:
@@ -245,16 +246,16 @@ class _Engine:
         flow.last, flow.rate = now, rate
         flow.version += 1
         if rate > 0:  # a zero share (rounding) waits for the next recomputation
-            Timeout(self.env, flow.remaining / rate, (flow, flow.version)).callbacks.append(
-                self._on_flow_end)
+            self.at(flow.remaining / rate, self.flow_end, (flow, flow.version))
 
     def request_share(self) -> None:
         """Recompute the dirty flows' rates once, after everything else at this instant."""
         if not self.share_pending:
             self.share_pending = True
-            Timeout(self.env, 0).callbacks.append(self._on_share)
+            self.at(0.0, self.share_dirty, None)
 
-    def _share(self, event: Timeout) -> None:
+    def share_dirty(self, _: None) -> None:
+        """Recompute the rates of the flows that starts and ends made dirty."""
         self.share_pending = False
         seeds = tuple(flow for flow in self.dirty if flow.active)
         self.dirty.clear()
@@ -300,8 +301,9 @@ class _Engine:
             if rate != flow.rate:
                 self.set_rate(flow, rate)
 
-    def _flow_end(self, event: Timeout) -> None:
-        flow, version = event.value
+    def flow_end(self, token: tuple[_Flow, int]) -> None:
+        """The flow's last byte left, unless its rate changed since ``token`` was made."""
+        flow, version = token
         if version != flow.version:
             return
         now = self.env.now
@@ -322,12 +324,9 @@ class _Engine:
     def inject_done(self, flow: _Flow) -> None:
         """The last byte left the sender: it arrives after the route's latency."""
         if flow.latency:
-            Timeout(self.env, flow.latency, flow).callbacks.append(self._on_arrival)
+            self.at(flow.latency, self.arrive, flow)
         else:
             self.arrive(flow)
-
-    def _arrival(self, event: Timeout) -> None:
-        self.arrive(event.value)
 
     def arrive(self, flow: _Flow) -> None:
         """Complete the send; complete the receive, or reduce first."""
@@ -340,10 +339,25 @@ class _Engine:
         if not cost:
             self.op_done(flow.dst)
             return
-        Timeout(self.env, cost, flow.dst).callbacks.append(self._on_reduced)
+        self.at(cost, self.op_done, flow.dst)
 
-    def _reduced(self, event: Timeout) -> None:
-        self.op_done(event.value)
+    # events ------------------------------------------------------------------------
+    def at(self, delay: float, callback: Callable[[Any], None], argument: Any) -> None:
+        """Call ``callback(argument)`` after ``delay``; one SimPy event per instant.
+
+        Symmetric schedules finish many transfers at the same instant; they share one
+        timeout and run in the order they were scheduled, as SimPy would run theirs.
+        """
+        when = self.env.now + delay
+        calls = self.agenda.get(when)
+        if calls is None:
+            calls = self.agenda[when] = []
+            Timeout(self.env, delay, when).callbacks.append(self._on_instant)
+        calls.append((callback, argument))
+
+    def _instant(self, event: Timeout) -> None:
+        for callback, argument in self.agenda.pop(event.value):
+            callback(argument)
 
     # run ---------------------------------------------------------------------------
     def run(self) -> SimulationResult:
