@@ -1,0 +1,25 @@
+"""Under mpirun: run allreduce with algorithm="auto" at the sizes given on the command line
+and print, on rank 0, ``RAN {json}``: per size the algorithm whose plan ran and whether the
+result was right.  The plan cache says which algorithm ran (the plan ``auto`` built)."""
+
+import json
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import collectives
+from collectives.executors import plan as plans
+
+comm = MPI.COMM_WORLD
+ran = {}
+for nbytes in map(int, sys.argv[1:]):
+    count = nbytes // 4
+    before = set(plans._cache)
+    out = collectives.allreduce(np.full(count, comm.Get_rank() + 1, dtype=np.float32))
+    new = [key for key in plans._cache if key not in before and key[4] == count]
+    p = comm.Get_size()
+    ran[nbytes] = {"algorithms": sorted({key[1] for key in new}),
+                   "correct": bool(np.all(out == p * (p + 1) / 2))}
+if comm.Get_rank() == 0:
+    print("RAN " + json.dumps(ran))

@@ -1,0 +1,29 @@
+"""``collsim select`` prints the table and its crossovers and writes both export files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collectives.cli import main
+from simulator.export import read_nccl_csv, read_ompi_rules
+
+
+def test_select_prints_crossovers_and_writes_exports(tmp_path: Path, capsys) -> None:
+    csv, rules = tmp_path / "tuner.csv", tmp_path / "rules.txt"
+    status = main(["select", "allreduce", "allgather", "-t", "flat", "-p", "6",
+                   "--method", "closed_form", "-b", "1K", "-e", "1M",
+                   "--nccl-csv", str(csv), "--ompi-rules", str(rules)])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "allreduce on flat(6): 6 ranks" in out and "allgather on flat(6)" in out
+    assert "crossovers:" in out and "rhd -> ring" in out
+    assert "1024" in out and "1048576" in out and "2097152" not in out
+    assert {row["coll"] for row in read_nccl_csv(csv.read_text())} == {"allreduce", "allgather"}
+    assert set(read_ompi_rules(rules.read_text())) == {0, 2}
+
+
+def test_select_refuses_an_unknown_collective() -> None:
+    with pytest.raises(SystemExit, match="collective 'bcast'"):
+        main(["select", "bcast", "-t", "flat"])
