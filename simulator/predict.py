@@ -4,8 +4,8 @@ Run as ``collsim predict -n 4``: outside ``mpirun`` it launches itself on ``-n``
 (:func:`collectives.launch.run_mpi`); under ``mpirun`` it runs on the job's ranks:
 
 1. **Calibrate** under the load the collectives put on the machine
-   (:func:`calibrate_loaded`): per-call overhead, alpha, beta and gamma fitted to ring
-   and rhd AllGather and ReduceScatter run by the real executor with every rank busy.
+   (:func:`calibrate_loaded`): per-call overhead, alpha, beta and gamma fitted to
+   AllGather and ReduceScatter runs of the real executor with every rank busy.
    The machine is :func:`host_model`: ranks copying through shared cores.
 2. **Predict** with :func:`simulator.tuning_table` on that model: per size, each
    algorithm's best segment count and time, and the overall choice; the fitted per-call
@@ -108,8 +108,9 @@ def fit_relative(columns: list[list[float]], times: list[float]) -> list[float]:
 def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
     """Per-call overhead, alpha, beta and gamma of the executor as it really runs.
 
-    Every rank busy, oversubscribed as the measurements will be: ring and rhd AllGather
-    and ReduceScatter run through the real MPI executor (:func:`measure`) at
+    Every rank busy, oversubscribed as the measurements will be: the AllGather and
+    ReduceScatter runs of :data:`CALIBRATION_RUNS` (step counts far enough apart to tell
+    per-call from per-step costs) through the real MPI executor (:func:`measure`) at
     :data:`CALIBRATION_SIZES`.  In the model each costs ``alpha S + beta B + gamma G``,
     with ``S``, ``B``, ``G`` its latency, byte and reduction terms (:func:`simulator.cost`
     with one of alpha, beta, gamma set to 1 and the others to 0), so a fit of
@@ -123,12 +124,11 @@ def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
 
     p = comm.Get_size()
     rows: list[list[float]] = []
-    for collective in ("allgather", "reduce_scatter"):
-        for algorithm in ("ring", "rhd"):
-            for n in (n - n % (4 * p) for n in CALIBRATION_SIZES):
-                terms = [cost(collective, algorithm, p, n, *unit) for unit in _UNITS]
-                rows.append([1.0, *terms,
-                             measure(comm, collective, n, algorithm, {}, iters, warmup)])
+    for collective, algorithm, params in CALIBRATION_RUNS:
+        for n in (n - n % (4 * p * 8) for n in CALIBRATION_SIZES):
+            terms = [cost(collective, algorithm, p, n, *unit, **params) for unit in _UNITS]
+            rows.append([1.0, *terms, measure(comm, collective, n, algorithm, params, iters,
+                                              warmup)])
     columns = [list(column) for column in zip(*rows)]
     times = columns.pop()
     coefficients = fit_relative(columns, times)
@@ -138,6 +138,12 @@ def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
             "beta_s_per_byte": max(beta, 1e-15), "gamma_s_per_byte": gamma,
             "fit_error": max(map(abs, errors))}
 
+
+#: what the calibration times: step counts from 3 to 8 (p - 1) apart, reduction or not
+CALIBRATION_RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("allgather", "ring", {}), ("allgather", "rhd", {}),
+    ("allgather", "pipeline", {"segments": 8}),
+    ("reduce_scatter", "ring", {}), ("reduce_scatter", "rhd", {}))
 
 #: (alpha, beta, gamma) that make :func:`simulator.cost` return one term of the model
 _UNITS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
@@ -333,7 +339,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     summary = summarize(points)
     title = f"{args.collective}, {p} ranks, float32 NumPy: predicted vs measured"
-    print(f"calibrated on ring and rhd allgather and reduce_scatter, all {p} ranks busy: per call "
+    print(f"calibrated on allgather and reduce_scatter runs, all {p} ranks busy: per call "
           f"{fit['overhead_s'] * 1e6:.1f} us + per step {fit['alpha_s'] * 1e6:.2f} us, "
           f"{1 / fit['beta_s_per_byte'] / 1e9:.2f} GB/s per rank, reduction "
           f"{fit['gamma_s_per_byte'] * 1e9:.3f} ns/B; fit error up to {fit['fit_error']:.0%}")
