@@ -18,8 +18,9 @@ The table
   - ``"simulate"`` when ``nranks <= SIMULATE_MAX_RANKS``: every candidate's schedule is
     played on the topology by :func:`simulator.simulate` (exact, contention-aware).  A
     schedule's time is affine in the size once the size is large (every message grows in
-    proportion); when three consecutive sizes from :data:`LINEAR_MIN_ELEMENTS` elements
-    per rank and segment lie on a line to :data:`LINEAR_RTOL`, the larger sizes are read
+    proportion); when three consecutive sizes at which every message carries at least
+    :data:`LINEAR_MIN_ELEMENTS` elements lie on a line to :data:`LINEAR_RTOL`, the larger
+    sizes are read
     off that line, and the largest size is simulated to check it (all of them are
     simulated when the check fails);
   - ``"closed_form"`` otherwise: :func:`simulator.cost` with the topology's worst route
@@ -28,9 +29,10 @@ The table
     ``gamma_s_per_byte``.  On :func:`topology.flat` the two methods agree (the simulator's
     tests check it).
 
-* Between two sizes of the sweep each candidate's time is interpolated linearly in bytes
-  (beyond 8 GiB extrapolated from the last two); the choice is the candidate with the
-  least interpolated time, so the table's ranges end at the exact crossover sizes.
+* Between two sizes of the sweep each candidate's time is interpolated linearly in bytes;
+  the choice is the candidate with the least interpolated time, so the table's ranges end
+  at the exact crossover sizes.  Beyond 8 GiB the times are extrapolated from the last two
+  sizes and the choice stays the one at 8 GiB.
 
 Examples
 --------
@@ -91,8 +93,8 @@ def candidates(collective: str) -> tuple[tuple[str, Params], ...]:
 #: how predictions are made; ``auto`` applies the rule of the module docstring
 METHODS: tuple[str, ...] = ("auto", "simulate", "closed_form")
 
-#: largest rank count whose tables ``method="auto"`` simulates (8: one DGX node, and a
-#: full table of 8 ranks simulates in a few seconds)
+#: largest rank count whose tables ``method="auto"`` simulates (8: one DGX node; a table
+#: of 8 ranks simulates in 0.2-0.5 s, see ``benchmarks/bench_select.py``)
 SIMULATE_MAX_RANKS = 8
 
 #: linear read-off starts once every message carries about this many elements
