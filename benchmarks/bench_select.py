@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 import topology
-from simulator.select import clear_cache, select, tuning_table
+from simulator.selection import clear_cache, select, tuning_table
 
 CASES = (
     ("flat(4)", lambda: topology.flat(4, 2e-6, 1e-10), "allreduce"),

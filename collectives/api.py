@@ -65,7 +65,7 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
         raise TypeError(f"algorithm={algorithm!r} takes no parameters, got "
                         f"{sorted(params)}; name an algorithm to tune it")
     if algorithm == "auto":
-        algorithm = auto.choose(call.collective, call.nbytes, nranks)
+        algorithm, params = auto.choose(call.collective, call.nbytes, nranks, call.dtype.itemsize)
     return algorithm, params
 
 

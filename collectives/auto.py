@@ -87,8 +87,10 @@ def machine(nranks: int) -> Any:
     return found
 
 
-def choose(collective: str, nbytes: int, nranks: int, dtype_size: int = 4) -> str:
-    """Return the algorithm ``auto`` runs for ``collective`` on ``nbytes`` over ``nranks``.
+def choose(collective: str, nbytes: int, nranks: int,
+           dtype_size: int = 4) -> tuple[str, dict[str, Any]]:
+    """Return the algorithm ``auto`` runs for ``collective`` on ``nbytes`` over ``nranks``,
+    with the tuning parameters (e.g. ``segments``) the selection chose for it.
 
     Parameters
     ----------
@@ -104,16 +106,19 @@ def choose(collective: str, nbytes: int, nranks: int, dtype_size: int = 4) -> st
 
     Returns
     -------
-    str
+    algorithm : str
         One of :data:`collectives.ALGORITHMS`.
+    params : dict
+        Its tuning parameters, to pass to :func:`collectives.build_schedule`.
 
     Examples
     --------
-    >>> choose("allreduce", 1024, 8), choose("allreduce", 1 << 28, 6)
+    >>> choose("allreduce", 1024, 8)[0], choose("allreduce", 1 << 28, 6)[0]
     ('rhd', 'tree')
     """
     if nranks == 1:
-        return "ring"
-    from simulator.select import select
+        return "ring", {}
+    from simulator.selection import select
 
-    return select(collective, nbytes, machine(nranks), nranks, dtype_size).algorithm
+    choice = select(collective, nbytes, machine(nranks), nranks, dtype_size)
+    return choice.algorithm, dict(choice.params)

@@ -5,10 +5,10 @@ Importing this package needs neither MPI, nor a GPU, nor CuPy.
 
 from .cost import cost
 from .engine import SimulationResult, Transfer, simulate
-from .select import Choice
-from .select import TuningTable
-from .select import select
-from .select import tuning_table
+from .selection import Choice
+from .selection import TuningTable
+from .selection import select
+from .selection import tuning_table
 
 __all__ = ["Choice", "SimulationResult", "Transfer", "TuningTable", "cost", "select",
            "simulate", "tuning_table"]

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .select import TuningTable
+from .selection import TuningTable
 
 __all__ = ["NCCL_COLL", "NCCL_ALGO", "OMPI_COLL_ID", "OMPI_ALGORITHM", "to_nccl_csv",
            "read_nccl_csv", "to_ompi_rules", "read_ompi_rules"]

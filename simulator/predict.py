@@ -327,7 +327,7 @@ def _plot(points: list[dict[str, Any]], path: Path, title: str) -> None:
 def _run(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
-    from .select import tuning_table
+    from .selection import tuning_table
 
     comm = MPI.COMM_WORLD
     p = comm.Get_size()

@@ -20,7 +20,7 @@ from collectives import ALGORITHMS, COLLECTIVES
 from .busbw import bandwidths
 from .cli import PRESETS, _topology, parse_size
 from .export import to_nccl_csv, to_ompi_rules
-from .select import METHODS, TuningTable, tuning_table
+from .selection import METHODS, TuningTable, tuning_table
 
 __all__ = ["add_arguments", "main"]
 

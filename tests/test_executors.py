@@ -114,14 +114,6 @@ def test_in_place_is_a_picklable_singleton() -> None:
     assert repr(IN_PLACE) == "collectives.IN_PLACE"
 
 
-def test_auto_rule() -> None:
-    assert auto.choose("allreduce", 0, 1) == "ring"
-    assert auto.choose("allgather", auto.SMALL_BYTES - 1, 8) == "rhd"
-    assert auto.choose("reduce_scatter", auto.SMALL_BYTES, 8) == "ring"
-    assert all(auto.choose(c, n, 4) in collectives.ALGORITHMS
-               for c in collectives.COLLECTIVES for n in (0, 1 << 30))
-
-
 def test_agree_passes_equal_signatures_and_names_what_differs() -> None:
     mine = signature("allreduce", 10, "float32", "sum", "ring", {})
     agree(mine, lambda sig: [sig, sig, sig])

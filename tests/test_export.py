@@ -8,7 +8,7 @@ import pytest
 import topology
 from simulator.export import (NCCL_ALGO, OMPI_ALGORITHM, OMPI_COLL_ID, read_nccl_csv,
                               read_ompi_rules, to_nccl_csv, to_ompi_rules)
-from simulator.select import tuning_table
+from simulator.selection import tuning_table
 
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
 

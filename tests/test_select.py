@@ -10,7 +10,7 @@ import pytest
 import topology
 from collectives import build_schedule
 from simulator import cost, simulate
-from simulator.select import (SIZES, Choice, candidates, clear_cache, effective_model,
+from simulator.selection import (SIZES, Choice, candidates, clear_cache, effective_model,
                               select, tuning_table)
 
 ALPHA, BETA = 2e-6, 1e-10

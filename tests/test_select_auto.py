@@ -11,7 +11,7 @@ import pytest
 import topology
 from collectives import auto
 from collectives.launch import run_mpi
-from simulator.select import select
+from simulator.selection import select
 
 WORKER = Path(__file__).parent / "mpi_workers" / "select_auto.py"
 
@@ -30,8 +30,9 @@ def test_default_model_is_the_documented_flat_one() -> None:
     assert machine.alpha(0, 3) == auto.DEFAULT_ALPHA_S
     assert machine.beta(1, 2) == pytest.approx(auto.DEFAULT_BETA_S_PER_BYTE)
     for n in (8, 4096, 1 << 20, 1 << 28):
-        assert auto.choose("allreduce", n, 4) == select("allreduce", n, machine).algorithm
-    assert auto.choose("allreduce", 1 << 20, 1) == "ring"
+        choice = select("allreduce", n, machine)
+        assert auto.choose("allreduce", n, 4) == (choice.algorithm, dict(choice.params))
+    assert auto.choose("allreduce", 1 << 20, 1) == ("ring", {})
 
 
 def test_topology_file_from_the_environment(tmp_path: Path, monkeypatch) -> None:
@@ -40,8 +41,8 @@ def test_topology_file_from_the_environment(tmp_path: Path, monkeypatch) -> None
     topology.save(machine, path)
     monkeypatch.setenv(auto.TOPOLOGY_ENV, str(path))
     assert auto.machine(6).name == topology.load(path).name
-    assert auto.choose("allreduce", 1 << 28, 6) == "ring"  # one NVSwitch link per GPU
-    assert auto.choose("allreduce", 1024, 6) == select("allreduce", 1024, machine, 6).algorithm
+    assert auto.choose("allreduce", 1 << 28, 6)[0] == "ring"  # one NVSwitch link per GPU
+    assert auto.choose("allreduce", 1024, 6)[0] == select("allreduce", 1024, machine, 6).algorithm
 
 
 def test_use_topology_wins_and_must_place_enough_ranks() -> None:
@@ -56,7 +57,7 @@ def test_use_topology_wins_and_must_place_enough_ranks() -> None:
 @pytest.mark.mpi
 def test_auto_runs_the_chosen_algorithm_under_mpirun() -> None:
     sizes = [1024, 16 << 20]
-    expected = {n: auto.choose("allreduce", n, 4) for n in sizes}
+    expected = {n: auto.choose("allreduce", n, 4)[0] for n in sizes}
     assert len(set(expected.values())) == 2, expected  # the sizes must choose differently
     result = run_mpi(4, [str(WORKER), *map(str, sizes)], timeout_s=120)
     lines = [line for line in result.stdout.splitlines() if line.startswith("RAN ")]
