@@ -6,10 +6,10 @@ import importlib
 from bisect import bisect_right
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from .layout import block
-from .schedule import COLLECTIVES, Copy, Recv, RankSteps, Schedule, Send, Step
+from .schedule import COLLECTIVES, Recv, RankSteps, Schedule, Send, Step
 
 __all__ = ["ALGORITHMS", "build_schedule", "algorithm_params"]
 
@@ -174,13 +174,3 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     merged = {**module.PARAMS, **params}
     return _build(collective, algorithm, nranks, count, tuple(sorted(merged.items())), order)
 
-
-def blocks_of(schedule_blocks: Sequence[tuple[int, int]], ranks: Sequence[int]) -> list[tuple[int, int]]:
-    """Return the ranges of the given ranks' blocks, merging neighbours that touch."""
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(schedule_blocks[r] for r in ranks):
-        if merged and merged[-1][1] == lo:
-            merged[-1] = (merged[-1][0], hi)
-        elif hi > lo:
-            merged.append((lo, hi))
-    return merged

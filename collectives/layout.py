@@ -6,7 +6,9 @@ parts get one element more, as in MPI's block distributions.
 
 from __future__ import annotations
 
-__all__ = ["split", "block", "input_range", "output_range"]
+from typing import Sequence
+
+__all__ = ["split", "block", "blocks_of", "input_range", "output_range"]
 
 
 def split(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
@@ -35,3 +37,14 @@ def input_range(collective: str, count: int, nranks: int, rank: int) -> tuple[in
 def output_range(collective: str, count: int, nranks: int, rank: int) -> tuple[int, int]:
     """Range of the working buffer that holds ``rank``'s output after the schedule runs."""
     return block(count, nranks, rank) if collective == "reduce_scatter" else (0, count)
+
+
+def blocks_of(blocks: Sequence[tuple[int, int]], ranks: Sequence[int]) -> list[tuple[int, int]]:
+    """Return the ranges of the given ranks' blocks, merging neighbours that touch."""
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(blocks[r] for r in ranks):
+        if merged and merged[-1][1] == lo:
+            merged[-1] = (merged[-1][0], hi)
+        elif hi > lo:
+            merged.append((lo, hi))
+    return merged

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .errors import ScheduleError
 from .progress import completion_order, match
-from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
+from .schedule import COLLECTIVES, Copy, Recv, Schedule, Step
 
 __all__ = ["verify"]
 

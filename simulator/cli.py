@@ -7,7 +7,7 @@ Sizes follow nccl-tests: ``-b`` smallest, ``-e`` largest, ``-f`` multiplication 
 from __future__ import annotations
 
 import argparse
-import re
+
 from pathlib import Path
 from typing import Callable
 
@@ -16,13 +16,13 @@ from rich.table import Table
 
 import topology
 from collectives import ALGORITHMS, COLLECTIVES, build_schedule
+from collectives.sizes import parse_size
 
 from .busbw import bandwidths
 from .engine import simulate
 
 __all__ = ["add_arguments", "main", "parse_size", "PRESETS"]
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 #: preset name -> constructor taking the parsed arguments
 PRESETS: dict[str, Callable[[argparse.Namespace], topology.Topology]] = {
@@ -31,20 +31,6 @@ PRESETS: dict[str, Callable[[argparse.Namespace], topology.Topology]] = {
     "pcie": lambda a: topology.pcie_node(),
     "flat": lambda a: topology.flat(a.nranks, a.alpha, a.beta),
 }
-
-
-def parse_size(text: str) -> int:
-    """Parse ``"64"``, ``"8K"``, ``"1M"``, ``"1G"`` into bytes.
-
-    Examples
-    --------
-    >>> parse_size("8K"), parse_size("1G")
-    (8192, 1073741824)
-    """
-    found = re.fullmatch(r"\s*(\d+)\s*([KMG]?)B?\s*", text.upper())
-    if not found:
-        raise argparse.ArgumentTypeError(f"size {text!r} is not allowed; use e.g. 64, 8K, 1M, 1G")
-    return int(found[1]) * _UNITS[found[2]]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import collectives
-from collectives import auto, build_schedule
+from collectives import build_schedule
 from collectives.executors.buffers import IN_PLACE, prepare, workspace
 from collectives.executors.check import ArgumentMismatchError, agree, check_enabled, signature
 from collectives.executors.plan import compile_steps, get_plan

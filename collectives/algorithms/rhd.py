@@ -65,7 +65,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..build import blocks_of
+from ..layout import blocks_of
 from ..layout import split
 from ..schedule import Recv, Send, Step
 

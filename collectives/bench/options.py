@@ -28,7 +28,7 @@ ReduceScatter input, the AllGather output), rounded down to whole elements on ev
 from __future__ import annotations
 
 import argparse
-import re
+
 from pathlib import Path
 
 import numpy as np
@@ -36,11 +36,11 @@ import numpy as np
 from ..api import CHOICES
 from ..ops import DTYPES, OPS
 from ..schedule import COLLECTIVES
+from ..sizes import parse_size
 
 __all__ = ["add_arguments", "parse_size", "sizes", "DATATYPES", "COLLECTIVE_NAMES",
            "TOPOLOGY_PRESETS", "check_args"]
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 #: accepted ``-d`` names -> NumPy dtype name (nccl-tests names first, then NumPy's)
 DATATYPES: dict[str, str] = {"float": "float32", "half": "float16", "double": "float64",
@@ -53,20 +53,6 @@ COLLECTIVE_NAMES: dict[str, str] = {"all_reduce": "allreduce", "all_gather": "al
 #: ``-t`` preset names besides files (``calibrate`` measures this job, ``none`` predicts
 #: nothing); DGX presets take ``--nodes``
 TOPOLOGY_PRESETS = ("calibrate", "none", "flat", "dgx-h100", "dgx-a100", "pcie")
-
-
-def parse_size(text: str) -> int:
-    """Parse ``"64"``, ``"8K"``, ``"1M"``, ``"1G"`` (powers of 1024) into bytes.
-
-    Examples
-    --------
-    >>> parse_size("8K"), parse_size("16M"), parse_size("3")
-    (8192, 16777216, 3)
-    """
-    found = re.fullmatch(r"\s*(\d+)\s*([KMG]?)B?\s*", text.upper())
-    if not found:
-        raise argparse.ArgumentTypeError(f"size {text!r} is not allowed; use e.g. 64, 8K, 1M, 1G")
-    return int(found[1]) * _UNITS[found[2]]
 
 
 def _datatype(text: str) -> str:
