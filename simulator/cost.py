@@ -15,8 +15,9 @@ that :func:`simulator.simulate` on :func:`topology.flat` reproduces it:
   element per message);
 * rhd: exact for every ``p`` and every count (a vectorised walk over the power-of-two
   core, see :func:`_rhd`);
-* tree: AllReduce exact on powers of two with a few even segments; the other cases are
-  lock-step estimates (see :func:`_tree`).
+* tree: AllReduce exact for one segment on every ``p``, any segments on powers of two,
+  a few segments elsewhere; ReduceScatter and AllGather are lock-step estimates (see
+  :func:`_tree`).
 """
 
 from __future__ import annotations
@@ -166,25 +167,44 @@ def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: f
     ``D = ceil(lg p)`` is the depth of both trees, ``s`` the largest segment of a half in
     bytes (``n / (2S)``); rounds as in :mod:`collectives.algorithms.tree`::
 
-        AllReduce      (3D + S - 1) (a + s b) + (2D + S - 2) s g
-        ReduceScatter  (3D + S - 1) (a + s (b + g))
-        AllGather      (2D + S - 1) (a + s b)
+        AllReduce, S = 1   (3D - 1 - e) (a + s b) + (2D - 1 - e) s g
+        AllReduce, S >= 2  (3D + S - 1) a + max(3D + S - 1, 2S) s b + (2D + S - 2) s g
+        ReduceScatter      (3D + S - 1) (a + s (b + g))
+        AllGather          (2D + S - 1) (a + s b)
 
-    AllReduce is the exact critical path for powers of two ``p >= 4`` and small
-    ``S >= 2`` with even segments (checked for ``p <= 32``, ``S = 2, 3``; ``S - 1`` rounds to fill the pipe, ``2D`` up (the two children of a node
-    are reduced in consecutive rounds), ``D`` down; the reduction sits on ``2D + S - 2``
-    of them).  Elsewhere the forms are the module's lock-step round counts with every
+    AllReduce critical path (measured against :func:`simulator.simulate` on
+    :func:`topology.flat`): ``S - 1`` rounds to fill the pipe, ``2D`` up (the two
+    children of a node are reduced in consecutive rounds) and ``D`` down, the reduction
+    on ``2D + S - 2`` of them.  With one segment nothing is staggered and a rank goes
+    ahead as soon as its peers are ready: the path climbs past the second child of
+    every level but one, ``e = 1`` when ``p = 2**(D-1) + 1`` (the root's child then has a
+    single child), else 0.  The two trees share a link (the same ordered pair of ranks,
+    one tree going up where the other goes down): in steady state it carries a segment of
+    each tree per round, so the path pays ``2S`` segments of bandwidth once
+    ``2S > 3D + S - 1``.  Exact (1e-9 relative, segments that divide evenly, e.g.
+    ``n`` a multiple of ``2 p S ds``) for ``S = 1`` on every ``p``, for every ``S`` on
+    ``p = 2`` and powers of two, and for ``2 <= S <= 3D - 2`` on the other ``p >= 4``.
+    Where the shared link dominates on other ``p`` the simulation pays one to three
+    rounds more of ``s b`` (``2S + 1`` on most ``p``, ``2S + 3`` on ``p = 12``), and
+    ``p = 3`` (where both trees use both edges) is off by up to 30%.
+
+    ReduceScatter and AllGather are the module's lock-step round counts with every
     message charged as a whole segment, within -20% .. +200% of the simulated critical
-    path on a flat topology: ReduceScatter and AllGather move only the part of a segment
-    outside (inside) a subtree, while pieces of one round sharing a link and trees
-    sharing an edge (``p`` = 2, 3, or many segments) cost a few percent more.
+    path: they move only the part of a segment outside (inside) a subtree, so the
+    messages differ in size by subtree, and pieces sharing a link cost a few percent
+    more.
     """
     if p == 1:
         return 0.0
     depth = (p - 1).bit_length()
     s = _ceil_div(max(count - count // 2, 0), segments) * ds
     if collective == "allreduce":
-        return (3 * depth + segments - 1) * (a + s * b) + (2 * depth + segments - 2) * s * g
+        if segments == 1:
+            e = int(p > 2 and p == (1 << (depth - 1)) + 1)
+            return (3 * depth - 1 - e) * (a + s * b) + (2 * depth - 1 - e) * s * g
+        rounds = 3 * depth + segments - 1
+        return (rounds * a + max(rounds, 2 * segments) * s * b
+                + (2 * depth + segments - 2) * s * g)
     if collective == "reduce_scatter":
         return (3 * depth + segments - 1) * (a + s * (b + g))
     return (2 * depth + segments - 1) * (a + s * b)

@@ -41,21 +41,32 @@ def test_simulation_on_flat_reproduces_cost(collective: str, algorithm: str) -> 
     assert checked >= 3 * len(RANKS)
 
 
+def _tree_exact(collective: str, p: int, segments: int) -> bool:
+    """Where simulator.cost documents the tree form as exact."""
+    if collective != "allreduce":
+        return False
+    depth = (p - 1).bit_length()
+    return segments == 1 or p & (p - 1) == 0 or (p >= 4 and segments <= 3 * depth - 2)
+
+
 @pytest.mark.parametrize("collective", COLLECTIVES)
 def test_tree_cost_against_simulation(collective: str) -> None:
-    """Exact for AllReduce on 4..32 ranks (powers of two) with 2 or 3 segments; else within -20% .. +200%."""
+    """Exact where documented (AllReduce); else within -20% .. +200%."""
+    exact = 0
     for p in RANKS:
         flat = topology.flat(p, ALPHA, BETA)
         for segments in (1, 2, 3, p):
-            count = 2 * segments * p * 16
-            schedule = build_schedule(collective, "tree", p, count, segments=segments)
-            simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
-            predicted = cost(collective, "tree", p, count * 4, ALPHA, BETA, GAMMA,
-                             segments=segments)
-            if collective == "allreduce" and p in (4, 8, 16, 32) and segments in (2, 3):
-                assert simulated == pytest.approx(predicted, rel=1e-9, abs=0), (p, segments)
-            else:  # lock-step bound; messages split in pieces share a link by a few %
-                assert 0.8 * simulated <= predicted <= 3.0 * simulated, (p, segments)
+            for count in (2 * segments * p * 16, 2 * segments * p * 1024):
+                schedule = build_schedule(collective, "tree", p, count, segments=segments)
+                simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
+                predicted = cost(collective, "tree", p, count * 4, ALPHA, BETA, GAMMA,
+                                 segments=segments)
+                if _tree_exact(collective, p, segments):
+                    assert simulated == pytest.approx(predicted, rel=1e-9, abs=0), (p, segments)
+                    exact += 1
+                else:  # lock-step estimate; messages split in pieces share a link
+                    assert 0.7 * simulated <= predicted <= 3.0 * simulated, (p, segments, count)
+    assert exact >= 5 * len(RANKS) or collective != "allreduce"
 
 
 @pytest.mark.parametrize("p", [4, 8, 16])
