@@ -17,7 +17,12 @@ run it and never looks at which algorithm produced it:
   receive with ``reduce=True`` then reduces it at the receiving rank for ``gamma``
   seconds per byte; reductions of different receives do not wait for each other (a
   GPU reduces them on different thread blocks; the closed forms assume the same);
-* local copies are free.
+* local copies are free;
+* with a per-message CPU overhead ``o`` (``topology.overhead_s_per_message``, LogGP's
+  ``o``; 0 by default and on every preset) a rank spends ``o`` on each message it sends,
+  before the message can start, and ``o`` on each message it receives, after it
+  arrived and before it is reduced or the receive is done; a rank's overheads run one
+  after another (one CPU per rank; ranks that share cores show it as a larger ``o``).
 
 On a contention-free topology (:func:`topology.flat`) a transfer of ``n`` bytes takes
 ``alpha + n * beta`` and the simulation reproduces the closed forms of
@@ -139,6 +144,9 @@ class _Engine:
         self.dirty: dict[_Flow, None] = {}
         self.share_pending = False
         self.agenda: dict[float, list[tuple[Callable[[Any], None], Any]]] = {}
+        self.overhead = float(getattr(topology, "overhead_s_per_message", 0.0))
+        self.cpu_free = [0.0] * p  # when each rank's CPU is done with its overheads
+        self.send_ready: dict[int, float] = {}  # with an overhead: when a waiting send may go
         self._on_instant = self._instant
 
     # ranks -------------------------------------------------------------------------
@@ -164,10 +172,15 @@ class _Engine:
                     sent[pair] = k + 1
                     length = op.stop - op.start
                     partner = recv_waiting.pop(k * pairs + pair, None)
+                    ready = self.spend(rank) if self.overhead else 0.0
                     if partner is None:
                         send_waiting[k * pairs + pair] = length
+                        if self.overhead:
+                            self.send_ready[k * pairs + pair] = ready
                     elif partner[0] != length:
                         self.mismatch(rank, index, op, k, partner[0])
+                    elif self.overhead:
+                        self.start_at(ready, rank, op.peer, length, partner[1])
                     else:
                         self.start_transfer(rank, op.peer, length, partner[1])
                 elif cls is Recv:
@@ -181,6 +194,9 @@ class _Engine:
                         recv_waiting[k * pairs + pair] = (length, op.reduce)
                     elif posted != length:
                         self.mismatch(rank, index, op, k, posted)
+                    elif self.overhead:
+                        self.start_at(self.send_ready.pop(k * pairs + pair), op.peer, rank,
+                                      length, op.reduce)
                     else:
                         self.start_transfer(op.peer, rank, length, op.reduce)
             if pending:
@@ -202,6 +218,32 @@ class _Engine:
         if not self.pending[rank]:
             self.current[rank] += 1
             self.post(rank)
+
+    # per-message overhead --------------------------------------------------------
+    def spend(self, rank: int) -> float:
+        """Charge ``rank`` one message's overhead from now or when its CPU is free;
+        return when it is done."""
+        done = self.cpu_free[rank] = max(self.cpu_free[rank], self.env.now) + self.overhead
+        return done
+
+    def start_at(self, when: float, src: int, dst: int, length: int, reduce: bool) -> None:
+        """Start the transfer at ``when`` (the sender's overhead done), or now if later."""
+        delay = when - self.env.now
+        if delay > 0:
+            self.at(delay, self._start, (src, dst, length, reduce))
+        else:
+            self.start_transfer(src, dst, length, reduce)
+
+    def _start(self, message: tuple[int, int, int, bool]) -> None:
+        self.start_transfer(*message)
+
+    def receive_done(self, flow: _Flow) -> None:
+        """The receiver's overhead for ``flow`` is done: reduce, or complete the receive."""
+        cost = self.gamma * flow.nbytes if flow.reduce else 0.0
+        if cost:
+            self.at(cost, self.op_done, flow.dst)
+        else:
+            self.op_done(flow.dst)
 
     # transfers ---------------------------------------------------------------------
     def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
@@ -334,8 +376,11 @@ class _Engine:
         if self.trace:
             self.transfers.append(Transfer(flow.start, now, flow.src, flow.dst, flow.nbytes,
                                            flow.links))
-        cost = self.gamma * flow.nbytes if flow.reduce else 0.0
         self.op_done(flow.src)
+        if self.overhead:
+            self.at(self.spend(flow.dst) - now, self.receive_done, flow)
+            return
+        cost = self.gamma * flow.nbytes if flow.reduce else 0.0
         if not cost:
             self.op_done(flow.dst)
             return

@@ -5,6 +5,7 @@ A file::
     name = "two GPUs on a PCIe switch"
     placement = ["gpu0", "gpu1"]      # placement[rank] = device id
     gamma = "0.02 ns/B"               # optional: reduction cost per byte
+    overhead = "5 us"                 # optional: CPU time per message at each end (LogGP o)
 
     [[devices]]
     id = "gpu0"
@@ -41,7 +42,8 @@ else:  # pragma: no cover
 
 __all__ = ["load", "save", "loads", "dumps", "from_dict", "to_dict"]
 
-_TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": True, "gamma": False}
+_TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": True, "gamma": False,
+             "overhead": False}
 _DEVICE_KEYS = {"id": True, "kind": True}
 _LINK_KEYS = {"src": True, "dst": True, "latency": True, "bandwidth": True, "kind": False,
               "duplex": False}
@@ -138,8 +140,12 @@ def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topol
     gamma = parse(document.get("gamma", 0.0), "gamma", "gamma")
     if gamma < 0:
         raise TopologyError(f"gamma = {document['gamma']!r} is not allowed; it must be >= 0")
+    overhead = parse(document.get("overhead", 0.0), "latency", "overhead")
+    if overhead < 0:
+        raise TopologyError(f"overhead = {document['overhead']!r} is not allowed; it must be "
+                            ">= 0")
     name = _string(document.get("name", default_name), "name")
-    return Topology(name, devices, links, placement, gamma)
+    return Topology(name, devices, links, placement, gamma, overhead)
 
 
 def to_dict(topology: Topology) -> dict[str, Any]:
@@ -147,6 +153,8 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     document: dict[str, Any] = {"name": topology.name, "placement": list(topology.placement)}
     if topology.gamma_s_per_byte:
         document["gamma"] = format_quantity(topology.gamma_s_per_byte, "gamma")
+    if topology.overhead_s_per_message:
+        document["overhead"] = format_quantity(topology.overhead_s_per_message, "latency")
     document["devices"] = [{"id": d.id, "kind": d.kind} for d in topology.devices]
     document["links"] = [
         {"src": link.src, "dst": link.dst,

@@ -99,6 +99,9 @@ class Topology:
         ``placement[rank]`` is the device id the rank runs on.
     gamma_s_per_byte : float
         Cost of reducing one byte of the incoming vector into the local one (0: free).
+    overhead_s_per_message : float
+        CPU time a rank spends on each message it sends or receives (LogGP's ``o``),
+        serialised on that rank (0, the default: free; every preset leaves it at 0).
 
     Raises
     ------
@@ -121,17 +124,19 @@ class Topology:
     links: tuple[Link, ...]
     placement: tuple[str, ...]
     gamma_s_per_byte: float = 0.0
+    overhead_s_per_message: float = 0.0
 
     def __post_init__(self) -> None:
         for field in ("devices", "links", "placement"):
             object.__setattr__(self, field, tuple(getattr(self, field)))
         if not isinstance(self.name, str):
             raise TypeError(f"name = {self.name!r} is not allowed; it must be a string")
-        gamma = self.gamma_s_per_byte
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) \
-                or not (math.isfinite(gamma) and gamma >= 0):
-            raise TopologyError(f"gamma_s_per_byte = {gamma!r} is not allowed; "
-                                "it must be a finite number >= 0")
+        for field in ("gamma_s_per_byte", "overhead_s_per_message"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not (math.isfinite(value) and value >= 0):
+                raise TopologyError(f"{field} = {value!r} is not allowed; "
+                                    "it must be a finite number >= 0")
         index = self._check_devices()
         self._check_links(index)
         self._check_placement(index)
@@ -145,7 +150,7 @@ class Topology:
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
         # pickle the fields only; the route cache is rebuilt on the other side
         return Topology, (self.name, self.devices, self.links, self.placement,
-                          self.gamma_s_per_byte)
+                          self.gamma_s_per_byte, self.overhead_s_per_message)
 
     def _check_devices(self) -> dict[str, int]:
         index: dict[str, int] = {}
