@@ -4,9 +4,11 @@ Run as ``collsim predict -n 4``: outside ``mpirun`` it launches itself on ``-n``
 (:func:`collectives.launch.run_mpi`); under ``mpirun`` it runs on the job's ranks:
 
 1. **Calibrate** under the load the collectives put on the machine
-   (:func:`calibrate_loaded`): per-call overhead, alpha, beta and gamma fitted to
-   AllGather and ReduceScatter runs of the real executor with every rank busy.
-   The machine is :func:`host_model`: ranks copying through shared cores.
+   (:func:`calibrate_loaded`): per-call overhead, alpha, beta, gamma and the per-message
+   CPU overhead ``o`` fitted to AllGather and ReduceScatter runs of the real executor with
+   every rank busy.  The machine is :func:`host_model`: ranks copying through shared
+   cores, each paying ``o`` per message it sends or receives.  :func:`calibrated_model`
+   does both (``collsim bench --topology calibrate`` uses it too).
 2. **Predict** with :func:`simulator.tuning_table` on that model: per size, each
    algorithm's best segment count and time, and the overall choice; the fitted per-call
    overhead of the executor is added to every predicted time.
@@ -36,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["add_arguments", "main", "fit_relative", "calibrate_loaded", "host_model", "measure",
-           "compare", "summarize"]
+__all__ = ["add_arguments", "main", "fit_relative", "calibrate_loaded", "host_model",
+           "calibrated_model", "model_terms", "measure", "compare", "summarize"]
 
 #: sizes from which the geometric-mean error is reported (the issue's threshold)
 ERROR_FROM_BYTES = 64 * 1024
@@ -105,52 +107,93 @@ def fit_relative(columns: list[list[float]], times: list[float]) -> list[float]:
         keep.pop(int(np.argmin(fitted)))
 
 
+def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
+                params: dict[str, Any], cores: int | None = None) -> list[float]:
+    """The latency, byte, reduction and per-message terms of one run on :func:`host_model`.
+
+    Each is the simulated time of the schedule on the host model with that parameter
+    set to 1 and the others to (practically) 0, so the model's time is close to
+    ``alpha S + beta B + gamma G + o O``; the simulation, not a closed form, so the terms
+    see what the predictions see (rank-alone bandwidth, messages serialised on a rank).
+    """
+    from collectives import build_schedule
+
+    from .engine import simulate
+
+    schedule = build_schedule(collective, algorithm, nranks, nbytes // 4, **params)
+    terms = []
+    for unit in _UNITS:
+        machine = host_model(nranks, *(value or _TINY for value in unit[:3]), cores=cores,
+                             overhead_s_per_message=unit[3])
+        terms.append(simulate(schedule, machine, 4, trace=False).time_s)
+    return terms
+
+
 def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
-    """Per-call overhead, alpha, beta and gamma of the executor as it really runs.
+    """Per-call overhead, alpha, beta, gamma and ``o`` of the executor as it really runs.
 
     Every rank busy, oversubscribed as the measurements will be: the AllGather and
-    ReduceScatter runs of :data:`CALIBRATION_RUNS` (step counts far enough apart to tell
-    per-call from per-step costs) through the real MPI executor (:func:`measure`) at
-    :data:`CALIBRATION_SIZES`.  In the model each costs ``alpha S + beta B + gamma G``,
-    with ``S``, ``B``, ``G`` its latency, byte and reduction terms (:func:`simulator.cost`
-    with one of alpha, beta, gamma set to 1 and the others to 0), so a fit of
-    ``t = overhead + alpha S + beta B + gamma G`` (:func:`fit_relative`) separates the
-    per-call overhead (argument checks, plan lookup, barrier exit skew) from the per-step
-    latency, the per-byte cost of moving and of reducing (scratch receive and ``np.add``),
-    with the Python executor's costs and the sharing of cores included.  Returns the same
-    values on every rank, and the fit's largest relative error.
+    ReduceScatter runs of :data:`CALIBRATION_RUNS` (step and message counts far enough
+    apart to tell per-call, per-step and per-message costs apart) through the real MPI
+    executor (:func:`measure`) at :data:`CALIBRATION_SIZES`.  In the model each costs
+    about ``alpha S + beta B + gamma G + o O`` (:func:`model_terms`), so a fit of
+    ``t = overhead + alpha S + beta B + gamma G + o O`` (:func:`fit_relative`) separates
+    the per-call overhead (argument checks, plan lookup, barrier exit skew) from the
+    per-step latency, the per-byte cost of moving and of reducing (scratch receive and
+    ``np.add``) and the CPU time each message costs the rank that posts and completes it
+    (request objects, matching, progress), with the Python executor's costs and the
+    sharing of cores included.  Returns the same values on every rank, and the largest
+    relative error of the fitted model, simulated, on the calibration runs.
     """
-    from .cost import cost
+    from .engine import simulate
 
     p = comm.Get_size()
-    rows: list[list[float]] = []
-    for collective, algorithm, params in CALIBRATION_RUNS:
-        for n in (n - n % (4 * p * 8) for n in CALIBRATION_SIZES):
-            terms = [cost(collective, algorithm, p, n, *unit, **params) for unit in _UNITS]
-            rows.append([1.0, *terms, measure(comm, collective, n, algorithm, params, iters,
-                                              warmup)])
-    columns = [list(column) for column in zip(*rows)]
-    times = columns.pop()
-    coefficients = fit_relative(columns, times)
-    errors = [sum(c * x for c, x in zip(coefficients, row[:-1])) / row[-1] - 1 for row in rows]
-    overhead, alpha, beta, gamma = coefficients
-    return {"overhead_s": overhead, "alpha_s": max(alpha, 1e-9),
-            "beta_s_per_byte": max(beta, 1e-15), "gamma_s_per_byte": gamma,
-            "fit_error": max(map(abs, errors))}
+    cores = _cores()
+    runs = [(collective, n, algorithm, params)
+            for collective, algorithm, params in CALIBRATION_RUNS
+            for n in (n - n % (4 * p * 8) for n in CALIBRATION_SIZES)]
+    times = measure_all(comm, runs, iters, warmup)
+    columns = [[1.0] * len(runs)]
+    columns += [list(term) for term in zip(*(model_terms(c, a, p, n, params, cores)
+                                             for c, n, a, params in runs))]
+    overhead, alpha, beta, gamma, o = fit_relative(columns, times)
+    fit = {"overhead_s": overhead, "alpha_s": max(alpha, _TINY),
+           "beta_s_per_byte": max(beta, _TINY), "gamma_s_per_byte": gamma,
+           "overhead_s_per_message": o}
+    machine = host_model(p, fit["alpha_s"], fit["beta_s_per_byte"], gamma, cores, o)
+    from collectives import build_schedule
+
+    errors = [(overhead + simulate(build_schedule(c, a, p, n // 4, **params), machine, 4,
+                                   trace=False).time_s) / t - 1
+              for (c, n, a, params), t in zip(runs, times)]
+    fit["fit_error"] = max(map(abs, errors))
+    return fit
 
 
-#: what the calibration times: step counts from 3 to 8 (p - 1) apart, reduction or not
+#: what the calibration times: step counts from 2 to 24 and 1 to 5 messages per step
+#: (ring, rhd, tree, pipeline), with a reduction or without
 CALIBRATION_RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("allgather", "ring", {}), ("allgather", "rhd", {}),
-    ("allgather", "pipeline", {"segments": 8}),
-    ("reduce_scatter", "ring", {}), ("reduce_scatter", "rhd", {}))
+    ("allgather", "tree", {"segments": 4}), ("allgather", "pipeline", {"segments": 8}),
+    ("reduce_scatter", "ring", {}), ("reduce_scatter", "rhd", {}),
+    ("reduce_scatter", "tree", {"segments": 4}))
 
-#: (alpha, beta, gamma) that make :func:`simulator.cost` return one term of the model
-_UNITS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+#: (alpha, beta, gamma, o) that make :func:`model_terms` return one term of the model
+_UNITS = ((1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0),
+          (0.0, 0.0, 0.0, 1.0))
+#: stands for 0 where the host model needs a positive latency or seconds per byte
+_TINY = 1e-30
+
+
+def _cores() -> int:
+    """Cores this process may run on."""
+    import os
+
+    return len(os.sched_getaffinity(0))
 
 
 def host_model(nranks: int, alpha: float, beta: float, gamma: float,
-               cores: int | None = None) -> Any:
+               cores: int | None = None, overhead_s_per_message: float = 0.0) -> Any:
     """Ranks sharing one host's cores: every message is copied by a CPU.
 
     Rank ``r`` reaches the others through ``rank r -> cpus -> host -> rank s``: its own
@@ -171,12 +214,13 @@ def host_model(nranks: int, alpha: float, beta: float, gamma: float,
         reduced.
     cores : int, optional
         Cores the ranks share; by default those this process may run on.
+    overhead_s_per_message : float, optional
+        CPU time per message at each end, serialised on the rank (LogGP's ``o``; with
+        every rank busy, as calibrated); default 0.
     """
-    import os
-
     from topology import Device, Link, Topology
 
-    cores = len(os.sched_getaffinity(0)) if cores is None else cores
+    cores = _cores() if cores is None else cores
     core_Bps = 1 / (beta * min(cores, nranks) / nranks)
     ids = [f"rank{r}" for r in range(nranks)]
     links = [Link("cpus", "host", alpha / 3, cores * core_Bps, "measured")]
@@ -185,7 +229,16 @@ def host_model(nranks: int, alpha: float, beta: float, gamma: float,
                   Link("host", i, alpha / 3, core_Bps, "measured")]
     devices = [*(Device(i, "cpu") for i in ids), Device("cpus", "cores"), Device("host", "memory")]
     return Topology(f"calibrated host({nranks} ranks, {cores} cores)", tuple(devices),
-                    tuple(links), tuple(ids), gamma)
+                    tuple(links), tuple(ids), gamma, overhead_s_per_message)
+
+
+def calibrated_model(comm: Any, iters: int, warmup: int) -> tuple[Any, dict[str, float]]:
+    """Calibrate on ``comm`` (:func:`calibrate_loaded`, collective) and return the
+    :func:`host_model` with the fitted parameters, and the fit."""
+    fit = calibrate_loaded(comm, iters, warmup)
+    model = host_model(comm.Get_size(), fit["alpha_s"], fit["beta_s_per_byte"],
+                       fit["gamma_s_per_byte"], None, fit["overhead_s_per_message"])
+    return model, fit
 
 
 def _call(collective: str) -> Any:
@@ -194,24 +247,57 @@ def _call(collective: str) -> Any:
     return getattr(collectives, collective)
 
 
-def measure(comm: Any, collective: str, nbytes: int, algorithm: str,
-            params: dict[str, Any], iters: int, warmup: int) -> float:
-    """Median over ``iters`` of the slowest rank's time for one call, seconds."""
+#: passes over every point: each point's timed calls are spread over the whole sweep, so
+#: a burst of other load on the machine touches a few samples of many points, not all
+#: samples of a few
+ROUNDS = 3
+
+Job = tuple[str, int, str, dict[str, Any]]
+
+
+def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
+                rounds: int = ROUNDS) -> list[float]:
+    """Per job ``(collective, nbytes, algorithm, params)``: the median over ``iters`` calls
+    of the slowest rank's time for one call, seconds.
+
+    The calls are made in ``rounds`` passes over all jobs (forwards, then backwards, ...),
+    each with ``warmup`` untimed calls first and ``iters / rounds`` timed ones; every call
+    follows a barrier and is timed on every rank.
+    """
+    per_round = [iters // rounds + (r < iters % rounds) for r in range(rounds)]
+    samples: list[list[float]] = [[] for _ in jobs]
+    for r, timed in enumerate(per_round):
+        if not timed:
+            continue
+        order = range(len(jobs)) if r % 2 == 0 else range(len(jobs) - 1, -1, -1)
+        for j in order:
+            samples[j] += _time_calls(comm, *jobs[j], timed, warmup)
+    everyone = np.array(comm.allgather(samples))  # rank, job, sample
+    return [float(np.median(slowest)) for slowest in everyone.max(axis=0)]
+
+
+def _time_calls(comm: Any, collective: str, nbytes: int, algorithm: str,
+                params: dict[str, Any], timed: int, warmup: int) -> list[float]:
     p = comm.Get_size()
     count = nbytes // 4
     send = np.ones(count // p if collective == "allgather" else count, dtype=np.float32)
     recv = np.empty(count // p if collective == "reduce_scatter" else count, dtype=np.float32)
     run = _call(collective)
     samples = []
-    for i in range(warmup + iters):
+    for i in range(warmup + timed):
         comm.Barrier()
         start = time.perf_counter()
         run(send, recv, comm=comm, algorithm=algorithm, **params)
         elapsed = time.perf_counter() - start
         if i >= warmup:
             samples.append(elapsed)
-    slowest = np.max(np.array(comm.allgather(samples)), axis=0)
-    return float(np.median(slowest))
+    return samples
+
+
+def measure(comm: Any, collective: str, nbytes: int, algorithm: str,
+            params: dict[str, Any], iters: int, warmup: int) -> float:
+    """Median over ``iters`` of the slowest rank's time for one call, seconds."""
+    return measure_all(comm, [(collective, nbytes, algorithm, params)], iters, warmup, 1)[0]
 
 
 def _sizes(args: argparse.Namespace, p: int) -> list[int]:
@@ -231,17 +317,18 @@ def compare(table: Any, comm: Any, sizes: list[int], iters: int, warmup: int,
     same for every algorithm, so it changes no choice)."""
     from collectives import ALGORITHMS
 
-    points = []
+    points, jobs = [], []
     for nbytes in sizes:
         choice = table.choice(nbytes)
         for family in ALGORITHMS:
             best = min((c for c in choice.candidates if c.algorithm == family),
                        key=lambda c: c.predicted_s)
-            measured = measure(comm, table.collective, nbytes, family, dict(best.params),
-                               iters, warmup)
+            jobs.append((table.collective, nbytes, family, dict(best.params)))
             points.append({"nbytes": nbytes, "algorithm": family, "label": best.label,
-                           "predicted_s": overhead_s + best.predicted_s, "measured_s": measured,
+                           "predicted_s": overhead_s + best.predicted_s,
                            "chosen": family == choice.algorithm})
+    for point, measured in zip(points, measure_all(comm, jobs, iters, warmup)):
+        point["measured_s"] = measured
     return points
 
 
@@ -331,8 +418,7 @@ def _run(args: argparse.Namespace) -> int:
 
     comm = MPI.COMM_WORLD
     p = comm.Get_size()
-    fit = calibrate_loaded(comm, args.iters, args.warmup)
-    model = host_model(p, fit["alpha_s"], fit["beta_s_per_byte"], fit["gamma_s_per_byte"])
+    model, fit = calibrated_model(comm, args.iters, args.warmup)
     table = tuning_table(args.collective, model, p, 4)
     points = compare(table, comm, _sizes(args, p), args.iters, args.warmup, fit["overhead_s"])
     if comm.Get_rank() != 0:
@@ -340,7 +426,8 @@ def _run(args: argparse.Namespace) -> int:
     summary = summarize(points)
     title = f"{args.collective}, {p} ranks, float32 NumPy: predicted vs measured"
     print(f"calibrated on allgather and reduce_scatter runs, all {p} ranks busy: per call "
-          f"{fit['overhead_s'] * 1e6:.1f} us + per step {fit['alpha_s'] * 1e6:.2f} us, "
+          f"{fit['overhead_s'] * 1e6:.1f} us + per message {fit['alpha_s'] * 1e6:.2f} us "
+          f"latency and {fit['overhead_s_per_message'] * 1e6:.2f} us CPU at each end, "
           f"{1 / fit['beta_s_per_byte'] / 1e9:.2f} GB/s per rank, reduction "
           f"{fit['gamma_s_per_byte'] * 1e9:.3f} ns/B; fit error up to {fit['fit_error']:.0%}")
     _print(points, summary, title)

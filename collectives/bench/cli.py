@@ -63,13 +63,19 @@ def _progress(total: int, enabled: bool) -> tuple[Callable[[str, int], None], Ca
 
 
 def _describe(model: Any) -> str:
-    """The model's name and its rank 0 -> 1 route (latency, bandwidth)."""
+    """The model's name, its rank 0 -> 1 route (latency, bandwidth), and its per-call and
+    per-message overheads when it has them."""
     if model is None:
         return "none"
-    if model.nranks < 2:
+    machine = model.topology
+    if machine.nranks < 2:
         return model.name
-    return (f"{model.name}, rank 0 -> 1: alpha {model.alpha(0, 1) * 1e6:.2f} us, "
-            f"{1 / model.beta(0, 1) / 1e9:.2f} GB/s")
+    text = (f"{model.name}, rank 0 -> 1: alpha {machine.alpha(0, 1) * 1e6:.2f} us, "
+            f"{1 / machine.beta(0, 1) / 1e9:.2f} GB/s")
+    if machine.overhead_s_per_message or model.per_call_s:
+        text += (f", {machine.overhead_s_per_message * 1e6:.2f} us CPU per message end, "
+                 f"{model.per_call_s * 1e6:.1f} us per call")
+    return text
 
 
 def _banner(args: argparse.Namespace, nranks: int, ranks: list[Any], model: Any) -> str:
@@ -120,6 +126,9 @@ def _run(args: argparse.Namespace) -> int:
         else:
             print(table(doc, algorithm))
     print(best_table(doc))
+    if predicted:
+        print("# Predicted with simulator.tuning_table's parameters per algorithm (the JSON's "
+              "'params'); the benchmark ran each algorithm's default parameters")
     for path, write in ((args.json, write_json), (args.csv, write_csv), (args.plot, plot_busbw)):
         if path is not None:
             print(f"# wrote {write(doc, path)}")

@@ -1,45 +1,73 @@
-"""The model side of the benchmark: a topology for this run and its predictions per size.
+"""The model side of the benchmark: a machine model for this run and its predictions per size.
 
-``--topology`` names a preset, a topology file, ``calibrate`` (fit alpha, beta and gamma
-on this very job with :func:`topology.calibrate.calibrate`, then predict) or ``none``.
+``--topology`` names a preset, a topology file, ``calibrate`` or ``none``.  ``calibrate``
+is the model of ``collsim predict``: :func:`simulator.predict.calibrated_model` fits the
+per-call overhead, alpha, beta, gamma and the per-message CPU overhead to runs of the MPI
+executor on NumPy float32 buffers on this very job, all ranks busy, and builds the host
+model of ranks sharing the machine's cores.  The predictions come from
+:func:`simulator.tuning_table` on the model, as ``select`` and ``auto`` choose.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 import topology
-from collectives.build import ALGORITHMS, build_schedule
-from simulator import simulate
+from collectives.build import ALGORITHMS
+from simulator import tuning_table
 
-__all__ = ["FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "CALIBRATION_SIZES", "machine", "predict"]
+__all__ = ["FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "CALIBRATION_ITERS", "Model", "machine",
+           "predict"]
 
 #: the ``flat`` preset's latency and inverse bandwidth: 2 us and 10 GB/s, a typical
 #: host-memory MPI path (the defaults of ``collsim simulate``)
 FLAT_ALPHA_S = 2e-6
 FLAT_BETA_S_PER_BYTE = 1e-10
 
-#: message sizes of the quick calibration ``--topology calibrate`` runs first: 8 B .. 2 MiB
-CALIBRATION_SIZES = tuple(8 * 8**k for k in range(7))
+#: timed and untimed calls per calibration point of ``--topology calibrate``
+CALIBRATION_ITERS, CALIBRATION_WARMUP = 9, 1
 
 
-def machine(name: str, nranks: int, nodes: int, mpi_comm: Any, xp: Any) -> topology.Topology | None:
-    """The topology ``--topology name`` means, on every rank (``calibrate`` is collective:
-    every rank measures; the model is returned on rank 0 only, None elsewhere).
+@dataclass(frozen=True)
+class Model:
+    """The machine the predictions are made on.
+
+    Attributes
+    ----------
+    topology : topology.Topology
+        The machine.
+    per_call_s : float
+        Cost of every call besides its schedule (the executor's, as calibrated; 0 for
+        presets and files), added to every prediction.
+    """
+
+    topology: topology.Topology
+    per_call_s: float = 0.0
+
+    @property
+    def name(self) -> str:
+        """The topology's name."""
+        return self.topology.name
+
+
+def machine(name: str, nranks: int, nodes: int, mpi_comm: Any, xp: Any) -> Model | None:
+    """The model ``--topology name`` means, on every rank (``calibrate`` is collective:
+    every rank measures).
 
     Returns None for ``none`` and for ``calibrate`` on a single rank (nothing to measure).
+    ``xp`` is not used by ``calibrate``: it calibrates the MPI executor on NumPy buffers.
     """
     if name == "none" or (name == "calibrate" and nranks < 2):
         return None
     if name == "calibrate":
-        from topology.calibrate import calibrate
+        from simulator.predict import calibrated_model
 
-        measured = calibrate(mpi_comm, xp, CALIBRATION_SIZES, iters=10, warmup=2,
-                             name=f"calibrated ({nranks} ranks, {xp.__name__})")
-        return None if measured is None else measured[0]
+        model, fit = calibrated_model(mpi_comm, CALIBRATION_ITERS, CALIBRATION_WARMUP)
+        return Model(model, fit["overhead_s"])
     presets = {"flat": lambda: topology.flat(nranks, FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE),
                "dgx-h100": lambda: topology.dgx_h100(nodes=nodes),
                "dgx-a100": lambda: topology.dgx_a100(nodes=nodes),
@@ -48,28 +76,35 @@ def machine(name: str, nranks: int, nodes: int, mpi_comm: Any, xp: Any) -> topol
     if model.nranks < nranks:
         raise ValueError(f"--topology {name!r} places {model.nranks} ranks but the job has "
                          f"{nranks}; choose a larger model (e.g. --nodes)")
-    return model
+    return Model(model)
 
 
 def predict(collective: str, rows: Sequence[tuple[int, int]], nranks: int, dtype: str,
-            model: topology.Topology) -> list[dict[str, Any]]:
-    """Per benchmark row: every algorithm's simulated time on ``model`` and the fastest.
+            model: Model) -> list[dict[str, Any]]:
+    """Per benchmark row: the choice of :func:`simulator.tuning_table` on ``model`` and
+    every algorithm's predicted time with its best parameters.
 
-    The schedules are those the benchmark ran (default parameters), played on ``model``
-    by :func:`simulator.simulate`, so the predicted best is comparable with the
-    measured best of the same table.
+    The parameters are the table's (e.g. the segment count that predicts fastest), which
+    may differ from the defaults the benchmark ran; ``params`` says which each time
+    assumes.
 
     Returns
     -------
     list of dict
-        ``{"size_B", "best", "time_us": {algorithm: microseconds}}`` per row.
+        ``{"size_B", "best", "choice", "time_us": {algorithm: microseconds},
+        "params": {algorithm: label}}`` per row; ``best`` is the chosen algorithm,
+        ``choice`` it with its parameters (``"tree(segments=4)"``).
     """
     itemsize = np.dtype(dtype).itemsize
+    table = tuning_table(collective, model.topology, nranks, itemsize)
     predicted = []
     for nbytes, count in rows:
         whole = count if collective == "allreduce" else count * nranks
-        times = {name: simulate(build_schedule(collective, name, nranks, whole), model,
-                                itemsize, trace=False).time_s * 1e6 for name in ALGORITHMS}
-        predicted.append({"size_B": nbytes, "best": min(times, key=times.__getitem__),
-                          "time_us": times})
+        choice = table.choice(whole * itemsize)
+        best = {name: min((c for c in choice.candidates if c.algorithm == name),
+                          key=lambda c: c.predicted_s) for name in ALGORITHMS}
+        predicted.append({"size_B": nbytes, "best": choice.algorithm, "choice": choice.label,
+                          "time_us": {name: (model.per_call_s + c.predicted_s) * 1e6
+                                      for name, c in best.items()},
+                          "params": {name: c.label for name, c in best.items()}})
     return predicted
