@@ -194,24 +194,28 @@ def _cores() -> int:
 
 def host_model(nranks: int, alpha: float, beta: float, gamma: float,
                cores: int | None = None, overhead_s_per_message: float = 0.0) -> Any:
-    """Ranks sharing one host's cores: every message is copied by a CPU.
+    """Ranks sharing one host's cores: every message is copied by the CPUs of both ends.
 
-    Rank ``r`` reaches the others through ``rank r -> cpus -> host -> rank s``: its own
-    link out (and in) carries one core's worth of copying, ``1 / beta_core`` bytes per
-    second, and the ``cpus -> host`` link, shared by all ranks, carries ``cores`` of them;
-    latency ``alpha / 3`` per link.  The simulator shares links max-min fairly, so when
-    every rank copies at once (a ring step) each gets ``cores / nranks`` of a core, which
-    is what the calibration measured (``beta``), and ranks that work alone (the ends of
-    a pipeline, the leaves of a tree idle) get a whole core:
-    ``beta_core = beta * min(cores, nranks) / nranks``.
+    Shared-memory MPI copies a message twice, into a shared buffer at the sender and out
+    of it at the receiver, each on the CPU of the rank that copies.  So a rank's core is
+    one resource for everything it sends and receives, and all copies share the host's
+    cores.  Rank ``r`` reaches rank ``s`` through ``rank r -> r.in -> r.core -> cores ->
+    memory -> s.in -> s.core -> rank s``: the ``x.in -> x.core`` link carries every message
+    rank ``x`` sends or receives at one core's copying rate ``K`` bytes per second, and the
+    ``cores -> memory`` link, crossed once per message, carries ``cores * K / 2`` (two
+    copies per byte); latency ``alpha / 7`` per link.  The simulator shares links max-min
+    fairly, so in a ring step (every rank sending one message and receiving one) each
+    message gets ``K / 2 * min(1, cores / nranks)``, which is what the calibration measures
+    (``1 / beta``); a rank that only sends gets its whole core, one that sends two and
+    receives one (a tree's inner rank) a third: ``K = 2 nranks / (beta min(cores, nranks))``.
 
     Parameters
     ----------
     nranks : int
         Ranks on the host.
     alpha, beta, gamma : float
-        Per-step latency, s; seconds per byte with every rank busy; seconds per byte
-        reduced.
+        Latency per message, s; seconds per byte of a ring step with every rank busy;
+        seconds per byte reduced.
     cores : int, optional
         Cores the ranks share; by default those this process may run on.
     overhead_s_per_message : float, optional
@@ -221,13 +225,19 @@ def host_model(nranks: int, alpha: float, beta: float, gamma: float,
     from topology import Device, Link, Topology
 
     cores = _cores() if cores is None else cores
-    core_Bps = 1 / (beta * min(cores, nranks) / nranks)
+    core_Bps = 2 * nranks / (beta * min(cores, nranks))
+    latency = alpha / 7
     ids = [f"rank{r}" for r in range(nranks)]
-    links = [Link("cpus", "host", alpha / 3, cores * core_Bps, "measured")]
+    links = [Link("cores", "memory", latency, cores * core_Bps / 2, "measured")]
+    devices = [Device(i, "cpu") for i in ids] + [Device("cores", "cores"),
+                                                 Device("memory", "memory")]
     for i in ids:
-        links += [Link(i, "cpus", alpha / 3, core_Bps, "measured"),
-                  Link("host", i, alpha / 3, core_Bps, "measured")]
-    devices = [*(Device(i, "cpu") for i in ids), Device("cpus", "cores"), Device("host", "memory")]
+        devices += [Device(f"{i}.in", "core"), Device(f"{i}.core", "core")]
+        links += [Link(i, f"{i}.in", latency, core_Bps, "measured"),
+                  Link("memory", f"{i}.in", latency, core_Bps, "measured"),
+                  Link(f"{i}.in", f"{i}.core", latency, core_Bps, "measured"),
+                  Link(f"{i}.core", i, latency, core_Bps, "measured"),
+                  Link(f"{i}.core", "cores", latency, core_Bps, "measured")]
     return Topology(f"calibrated host({nranks} ranks, {cores} cores)", tuple(devices),
                     tuple(links), tuple(ids), gamma, overhead_s_per_message)
 

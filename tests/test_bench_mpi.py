@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+import topology
 from collectives.api import CHOICES
 from collectives.bench.options import sizes
+from collectives.bench.predict import FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE
 from collectives.launch import run_mpi
+from simulator import select
 
 pytestmark = pytest.mark.mpi
 
@@ -58,6 +61,12 @@ def test_plain_command_launches_mpirun_for_every_algorithm(tmp_path: Path) -> No
     _check_run(result.stdout, doc, list(CHOICES), 2, sizes(8, 4096, 8, "allreduce", 2, "float32"))
     assert [entry["size_B"] for entry in doc["predicted"]] == [8, 64, 512, 4096]
     assert "predicted on flat" in result.stdout
+    for entry in doc["predicted"]:  # the predicted column is select's choice on the model
+        choice = select("allreduce", entry["size_B"], topology.flat(2, FLAT_ALPHA_S,
+                                                                    FLAT_BETA_S_PER_BYTE))
+        assert (entry["best"], entry["choice"]) == (choice.algorithm, choice.label)
+        assert entry["params"][choice.algorithm] == choice.label
+        assert entry["time_us"][choice.algorithm] == pytest.approx(choice.predicted_s * 1e6)
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -11,7 +11,8 @@ import pytest
 from collectives import build_schedule
 from collectives.launch import run_mpi
 from simulator import simulate
-from simulator.predict import fit_relative, host_model, summarize
+from collectives.schedule import Recv, Schedule, Send, Step
+from simulator.predict import fit_relative, host_model, model_terms, summarize
 
 
 def test_fit_relative_recovers_coefficients_and_drops_negative_ones() -> None:
@@ -30,6 +31,33 @@ def test_host_model_shares_cores_between_busy_ranks() -> None:
     assert ring.time_s == pytest.approx(3 * (1e-6 + (4 << 20) * beta), rel=1e-3)
     alone = simulate(build_schedule("allgather", "ring", 2, 2 << 20), machine, trace=False)
     assert alone.time_s == pytest.approx(1e-6 + (4 << 20) * beta / 2, rel=1e-3)
+
+
+def test_host_model_shares_a_rank_core_between_its_sends_and_receives() -> None:
+    beta, n = 1e-9, 1 << 18  # elements, 1 MiB per message
+    machine = host_model(4, 1e-6, beta, 0.0, cores=2)
+    # rank 1 receives from 0 and sends to 2 and 3 at once: three messages on its core
+    inner = Schedule.from_steps("allgather", "hand", n, [
+        [Step((Send(1, 0, n),))], [Step((Recv(0, 0, n), Send(2, 0, n), Send(3, 0, n)))],
+        [Step((Recv(1, 0, n),))], [Step((Recv(1, 0, n),))]])
+    core_Bps = 2 * 4 / (beta * 2)
+    assert simulate(inner, machine, trace=False).time_s == \
+        pytest.approx(1e-6 + 4 * n / (core_Bps / 3), rel=1e-3)
+    alone = Schedule.from_steps("allgather", "hand", n, [[Step((Send(1, 0, n),))],
+                                                          [Step((Recv(0, 0, n),))], [], []])
+    assert simulate(alone, machine, trace=False).time_s == \
+        pytest.approx(1e-6 + 4 * n / core_Bps, rel=1e-3)
+
+
+def test_model_terms_add_up_to_the_simulated_time_on_a_ring() -> None:
+    alpha, beta, gamma, o = 2e-6, 1e-9, 5e-10, 3e-6
+    terms = model_terms("reduce_scatter", "ring", 4, 1 << 20, {}, cores=2)
+    assert terms[3] == pytest.approx(3 * 2)  # 3 steps, one message out and one in each
+    machine = host_model(4, alpha, beta, gamma, cores=2, overhead_s_per_message=o)
+    simulated = simulate(build_schedule("reduce_scatter", "ring", 4, 1 << 18), machine,
+                         trace=False).time_s
+    assert simulated == pytest.approx(sum(c * t for c, t in zip((alpha, beta, gamma, o), terms)),
+                                      rel=1e-6)
 
 
 def test_summary_counts_good_choices_and_the_geometric_error() -> None:

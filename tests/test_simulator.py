@@ -135,3 +135,45 @@ def test_bad_arguments_are_named(kwargs: dict, error: type, message: str) -> Non
             "topology": topology.flat(4, ALPHA, BETA), **kwargs}
     with pytest.raises(error, match=message):
         simulate(**args)
+
+
+def _with_overhead(base: Topology, overhead: float) -> Topology:
+    return Topology(base.name, base.devices, base.links, base.placement,
+                    base.gamma_s_per_byte, overhead)
+
+
+def test_overhead_is_charged_at_both_ends_of_every_message() -> None:
+    o, n = 3e-6, 16  # 64 bytes
+    machine = _with_overhead(_star(2), o)
+    one = _steps([[Send(1, 0, n)]], [[Recv(0, 0, n)]])
+    assert simulate(one, machine).time_s == pytest.approx(o + ALPHA + 64 * BETA + o)
+    assert simulate(one, _star(2)).time_s == pytest.approx(ALPHA + 64 * BETA)
+
+
+def test_overheads_of_one_rank_run_one_after_another() -> None:
+    o, n = 3e-6, 16
+    machine = _with_overhead(_star(3), o)
+    # rank 0 sends to 1 and 2 in one step: the second message leaves after 2 o
+    fan = _steps([[Send(1, 0, n), Send(2, 0, n)]], [[Recv(0, 0, n)]], [[Recv(0, 0, n)]])
+    result = simulate(fan, machine)
+    assert result.rank_finish_s[1] == pytest.approx(o + ALPHA + 64 * BETA + o)
+    assert result.rank_finish_s[2] == pytest.approx(2 * o + ALPHA + 64 * BETA + o)
+    # rank 0 receives two messages arriving together (sharing its link: 2 x 64 bytes):
+    # it completes them one after another
+    gather = _steps([[Recv(1, 0, n), Recv(2, 0, n)]], [[Send(0, 0, n)]], [[Send(0, 0, n)]])
+    done = simulate(gather, machine).rank_finish_s[0]
+    assert done == pytest.approx(o + ALPHA + 2 * 64 * BETA + 2 * o)
+
+
+def test_overhead_delays_each_step_of_a_ring_by_two_o() -> None:
+    base = topology.flat(4, ALPHA, BETA)
+    schedule = build_schedule("allreduce", "ring", 4, 1024)
+    plain = simulate(schedule, base).time_s
+    steps = len(schedule.steps(0))
+    assert simulate(schedule, _with_overhead(base, 2e-6)).time_s == \
+        pytest.approx(plain + steps * 2 * 2e-6)
+
+
+def test_negative_overhead_is_rejected() -> None:
+    with pytest.raises(ValueError, match="overhead_s_per_message = -1.0 is not allowed"):
+        _with_overhead(_star(2), -1.0)

@@ -66,6 +66,9 @@ def test_load_good_file(tmp_path):
     t = topology.load(path)
     assert t.name == "pair" and t.nranks == 2 and len(t.links) == 4
     assert t.gamma_s_per_byte == pytest.approx(5e-11)
+    assert t.overhead_s_per_message == 0.0
+    with_overhead = topology.loads(GOOD.replace('gamma = "0.05 ns/B"', 'overhead = "2.5 us"'))
+    assert with_overhead.overhead_s_per_message == pytest.approx(2.5e-6)
     assert t.hops(0, 1) == 2
     assert t.alpha(0, 1) == pytest.approx(2e-6)
     assert t.beta(0, 1) == pytest.approx(1 / 25e9)  # the 200 Gb/s link is the bottleneck
@@ -102,6 +105,8 @@ BAD = [
     (_edit('placement = ["a", "b"]', ''), "the key 'placement' is missing"),
     (_edit('placement = ["a", "b"]', 'placement = []'), r"placement = \(\) is not allowed"),
     (_edit('gamma = "0.05 ns/B"', 'gamma = -1.0'), "gamma = -1.0 is not allowed"),
+    (_edit('gamma = "0.05 ns/B"', 'overhead = -1e-6'), "overhead = -1e-06 is not allowed"),
+    (_edit('gamma = "0.05 ns/B"', 'overhead = "3 GB/s"'), "overhead"),
     (_edit('id = "a"', 'id = ""'), r"devices\[0\].id = '' is not allowed"),
     ("name = [", "not valid TOML"),
 ]
@@ -151,7 +156,8 @@ def test_model_validation(field, value, message):
 def test_save_load_round_trip(tmp_path, make):
     original = make()
     original = topology.Topology(original.name, original.devices, original.links,
-                                 original.placement, gamma_s_per_byte=1 / 37e9)
+                                 original.placement, gamma_s_per_byte=1 / 37e9,
+                                 overhead_s_per_message=3.5e-6)
     path = tmp_path / "t.toml"
     topology.save(original, path, comment="a comment\nover two lines")
     assert path.read_text().startswith("# a comment\n# over two lines\n")
