@@ -15,13 +15,14 @@ that :func:`simulator.simulate` on :func:`topology.flat` reproduces it:
   element per message);
 * rhd: exact for every ``p`` and every count (a vectorised walk over the power-of-two
   core, see :func:`_rhd`);
-* tree: AllReduce exact for one segment on every ``p``, any segments on powers of two,
-  a few segments elsewhere; ReduceScatter and AllGather are lock-step estimates (see
-  :func:`_tree`).
+* tree: AllReduce and ReduceScatter (one schedule) exact for every ``p`` when the
+  segments divide evenly (a sum over the rounds, see :func:`_tree`); AllGather is a
+  lock-step estimate.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any, Callable
 
@@ -160,54 +161,91 @@ def _pipeline(collective: str, p: int, count: int, ds: int, a: float, b: float, 
     return ((p - 1) * segments + late) * (a + s * (b + g))
 
 
+@functools.lru_cache(maxsize=64)
+def _tree_streams(p: int) -> tuple[frozenset, frozenset, frozenset]:
+    """Round offsets of the double binary tree's message streams on ``p`` ranks.
+
+    A stream is the ``S`` segments one ordered pair of ranks carries in one tree, in
+    rounds ``offset .. offset + S - 1`` (:mod:`collectives.algorithms.tree`, spacing 2):
+    up from a child at depth ``d``, child number ``c``, offset ``c - 2d`` (reduced at
+    the parent); down to it, offset ``d - 1`` (copied).  Returns the up offsets, the
+    down offsets, and for every ordered pair both trees use, its two offsets and
+    whether either stream is reduced.
+    """
+    from collectives.algorithms.tree import tree_node
+
+    up, down, streams = set(), set(), {}
+    for tree in (0, 1):
+        nodes = [tree_node(tree, p, r) for r in range(p)]
+        for rank, node in enumerate(nodes):
+            if node.parent < 0:
+                continue
+            child = nodes[node.parent].children.index(rank)
+            up.add(child - 2 * node.depth)
+            down.add(node.depth - 1)
+            streams.setdefault((rank, node.parent), []).append((child - 2 * node.depth, True))
+            streams.setdefault((node.parent, rank), []).append((node.depth - 1, False))
+    shared = frozenset((min(o for o, _ in s), max(o for o, _ in s), any(r for _, r in s))
+                       for s in streams.values() if len(s) == 2)
+    return frozenset(up), frozenset(down), shared
+
+
+def _tree_rounds(p: int, segments: int, a: float, sb: float, sg: float) -> float:
+    """Sum over the rounds of the double binary tree of each round's slowest message."""
+    up, down, shared = _tree_streams(p)
+    last = segments - 1
+    single = [(o, o + last, sb + sg) for o in up] + [(o, o + last, sb) for o in down]
+    double = [(hi, lo + last, 2 * sb + sg * red) for lo, hi, red in shared if hi <= lo + last]
+    spans = single + double
+    edges = sorted({x for lo, hi, _ in spans for x in (lo, hi + 1)})
+    total = 0.0
+    for lo, hi in zip(edges, edges[1:]):
+        costs = [c for first, final, c in spans if first <= lo and hi - 1 <= final]
+        if costs:
+            total += (hi - lo) * (a + max(costs))
+    return total
+
+
 def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float,
           segments: int) -> float:
     """Double binary tree, each tree carrying half the vector in ``S`` segments.
 
     ``D = ceil(lg p)`` is the depth of both trees, ``s`` the largest segment of a half in
-    bytes (``n / (2S)``); rounds as in :mod:`collectives.algorithms.tree`::
+    bytes (``n / (2S)``).  AllReduce and ReduceScatter run the same schedule
+    (:mod:`collectives.algorithms.tree`): on one global clock of rounds ``-2D .. S+D-2``
+    a child at depth ``d`` (child number ``c``) sends segment ``k`` up in round
+    ``k - 2d + c``, where its parent reduces it, and receives it back in round
+    ``k + d - 1``.  Every message of a round has ``s`` bytes and is posted in the same
+    round by both ends, so on a contention-free network the time is the sum over the
+    rounds of the round's slowest message::
 
-        AllReduce, S = 1   (3D - 1 - e) (a + s b) + (2D - 1 - e) s g
-        AllReduce, S >= 2  (3D + S - 1) a + max(3D + S - 1, 2S) s b + (2D + S - 2) s g
-        ReduceScatter      (3D + S - 1) (a + s (b + g))
-        AllGather          (2D + S - 1) (a + s b)
+        AllReduce = ReduceScatter = sum_r (a + m_r s b + rho_r s g)
 
-    AllReduce critical path (measured against :func:`simulator.simulate` on
-    :func:`topology.flat`): ``S - 1`` rounds to fill the pipe, ``2D`` up (the two
-    children of a node are reduced in consecutive rounds) and ``D`` down, the reduction
-    on ``2D + S - 2`` of them.  With one segment nothing is staggered and a rank goes
-    ahead as soon as its peers are ready: the path climbs past the second child of
-    every level but one, ``e = 1`` when ``p = 2**(D-1) + 1`` (the root's child then has a
-    single child), else 0.  The two trees share a link (the same ordered pair of ranks,
-    one tree going up where the other goes down): in steady state it carries a segment of
-    each tree per round, so the path pays ``2S`` segments of bandwidth once
-    ``2S > 3D + S - 1``.  Exact (1e-9 relative, segments that divide evenly, e.g.
-    ``n`` a multiple of ``2 p S ds``) for ``S = 1`` on every ``p``, for every ``S`` on
-    ``p = 2`` and powers of two, and for ``2 <= S <= 3D - 2`` on the other ``p >= 4``.
-    Where the shared link dominates on other ``p`` the simulation pays one to three
-    rounds more of ``s b`` (``2S + 1`` on most ``p``, ``2S + 3`` on ``p = 12``), and
-    ``p = 3`` (where both trees use both edges) is off by up to 30%.
+    where a round with no message costs nothing, ``rho_r = 1`` when a stream that is
+    reduced is in flight in round ``r``, and ``m_r = 2`` when a link carries two
+    segments in round ``r``: NCCL's two trees always share some ordered pairs of ranks
+    (a leaf of one tree and its parent swap roles in the other), so with
+    ``S > 3D - 2`` or so the pair carries a segment of each tree in the same round,
+    at half the bandwidth each (``rho_r`` and ``m_r`` combine as the largest of the
+    round's message costs).  With no shared-link rounds and every round busy this is
+    at most the textbook ``(3D + S - 1)(a + s b) + (2D + S - 1) s g``.  Exact (1e-9 relative
+    against :func:`simulator.simulate` on :func:`topology.flat`) when segments divide
+    evenly, e.g. ``n`` a multiple of ``2 p S ds``; otherwise every segment is charged
+    as the largest.
 
-    ReduceScatter and AllGather are the module's lock-step round counts with every
-    message charged as a whole segment, within -20% .. +200% of the simulated critical
-    path: they move only the part of a segment outside (inside) a subtree, so the
-    messages differ in size by subtree, and pieces sharing a link cost a few percent
-    more.
+    AllGather is the module's lock-step round count with every message charged as a
+    whole segment, ``(2D + S - 1)(a + s b)``, an estimate within -20% .. +200% of the
+    simulated critical path: it moves only the part of a segment inside (outside) a
+    subtree, so its messages differ in size by subtree and pieces can share a link.
     """
-    if p == 1:
+    half = max(count - count // 2, 0)
+    if p == 1 or half == 0:
         return 0.0
     depth = (p - 1).bit_length()
-    s = _ceil_div(max(count - count // 2, 0), segments) * ds
-    if collective == "allreduce":
-        if segments == 1:
-            e = int(p > 2 and p == (1 << (depth - 1)) + 1)
-            return (3 * depth - 1 - e) * (a + s * b) + (2 * depth - 1 - e) * s * g
-        rounds = 3 * depth + segments - 1
-        return (rounds * a + max(rounds, 2 * segments) * s * b
-                + (2 * depth + segments - 2) * s * g)
-    if collective == "reduce_scatter":
-        return (3 * depth + segments - 1) * (a + s * (b + g))
-    return (2 * depth + segments - 1) * (a + s * b)
+    s = _ceil_div(half, segments) * ds
+    if collective == "allgather":
+        return (2 * depth + segments - 1) * (a + s * b)
+    return _tree_rounds(p, segments, a, s * b, s * g)
 
 
 _FORMS: dict[str, Form] = {"ring": _ring, "tree": _tree, "rhd": _rhd, "pipeline": _pipeline}

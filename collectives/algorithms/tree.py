@@ -37,13 +37,15 @@ element reduced):
   are ready); a rank sends
   ``sum_t (up_t + children_t) * n_t`` elements (``up_t`` is 0 at the root, 1 elsewhere,
   ``n_t`` the half's size), at most about ``2n``, and receives as much.
-* **ReduceScatter**: tree reduce-scatter by subtree complements. The blocks are laid out
-  in rank order, so a subtree owns a contiguous element range ``E`` (two for the shifted
-  tree). Upward, a child sends the partial sums of the segment's elements *outside* its
-  subtree; downward, the parent sends the sums of the rest of the ranks for the elements
-  *inside* the child's subtree, which the child reduces in and passes on. Each tree
-  edge carries ``n/2`` elements in all, against ``n/2 + |E|`` for reduce-then-scatter.
-  At most ``3D + S - 1`` rounds; a rank sends at most about ``2n``.
+* **ReduceScatter**: the AllReduce schedule itself (every rank then keeps its block).
+  Whole segments move both ways, so every message of a round has the same size and
+  the schedule's time on a contention-free network is the closed form of
+  :func:`simulator.cost` (see below). A reduce-scatter by subtree complements (a child
+  sends up only the partial sums outside its subtree, the parent sends down the sums
+  for the elements inside it) moves half as much per edge, but its messages differ in
+  size from subtree to subtree and two of them can share a link, so its time has no
+  closed form; trees are chosen for their ``log p`` latency on small messages, where
+  the volume matters least. ``3D + S - 1`` rounds, as AllReduce.
 * **AllGather**: its transpose: upward, a child sends the segment's elements inside
   its subtree (a gather); downward, the parent sends those outside it. Each tree edge
   carries ``n/2`` elements, at most ``2D + S - 1`` rounds (exactly that for powers
@@ -241,14 +243,13 @@ class _Plan:
     up: Pieces
     down: Pieces
     up_reduce: bool
-    down_reduce: bool
     by_subtree: bool  # whether what moves depends on the subtree's elements
 
 
 _PLANS: dict[str, _Plan] = {
-    "allreduce": _Plan(2, _whole, _whole, True, False, False),
-    "reduce_scatter": _Plan(2, _outside, _inside, True, True, True),
-    "allgather": _Plan(1, _inside, _outside, False, False, True),
+    "allreduce": _Plan(2, _whole, _whole, True, False),
+    "reduce_scatter": _Plan(2, _whole, _whole, True, False),
+    "allgather": _Plan(1, _inside, _outside, False, True),
 }
 
 
@@ -282,7 +283,7 @@ def _tree_ops(plan: _Plan, tree: int, rank: int, nranks: int, count: int, blocks
         mine = owned(rank)
         index = tree_node(tree, nranks, node.parent).children.index(rank)
         add(index * (L - 1) - L * d, plan.up, mine, lambda x, y: Send(node.parent, x, y))
-        add(d - 1, plan.down, mine, lambda x, y: Recv(node.parent, x, y, plan.down_reduce))
+        add(d - 1, plan.down, mine, lambda x, y: Recv(node.parent, x, y, False))
 
 
 def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequence[Range],
