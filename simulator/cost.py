@@ -144,10 +144,8 @@ def _pipeline(collective: str, p: int, count: int, ds: int, a: float, b: float, 
         AllGather      (p-1) m (a + s b)
 
     ``d`` is the round by which the owner of a block delays one of two partial sums of
-    the same segment arriving together (see :mod:`collectives.algorithms.pipeline`).  The
-    module's lock-step count also charges it for odd ``p > 3`` with ``m >= 2``; there the
-    delayed receive is off the critical path once ranks move on as soon as their own
-    step is done (as executors and the simulator do), so it costs nothing.
+    the same segment arriving together (see :mod:`collectives.algorithms.pipeline`); it
+    applies only when ``m = 1`` or ``p = 3``.
     """
     if p == 1:
         return 0.0

@@ -41,32 +41,41 @@ def test_simulation_on_flat_reproduces_cost(collective: str, algorithm: str) -> 
     assert checked >= 3 * len(RANKS)
 
 
-def _tree_exact(collective: str, p: int, segments: int) -> bool:
-    """Where simulator.cost documents the tree form as exact."""
-    if collective != "allreduce":
-        return False
-    depth = (p - 1).bit_length()
-    return segments == 1 or p & (p - 1) == 0 or (p >= 4 and segments <= 3 * depth - 2)
-
-
-@pytest.mark.parametrize("collective", COLLECTIVES)
-def test_tree_cost_against_simulation(collective: str) -> None:
-    """Exact where documented (AllReduce); else within -20% .. +200%."""
-    exact = 0
+@pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter"])
+def test_tree_cost_is_exact_on_flat(collective: str) -> None:
+    """Every p of the grid, one to p segments (shared-link rounds included), two sizes."""
     for p in RANKS:
         flat = topology.flat(p, ALPHA, BETA)
-        for segments in (1, 2, 3, p):
+        depth = (p - 1).bit_length()
+        for segments in sorted({1, 2, 3, 3 * depth, 3 * depth + 4, p}):
             for count in (2 * segments * p * 16, 2 * segments * p * 1024):
                 schedule = build_schedule(collective, "tree", p, count, segments=segments)
                 simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
                 predicted = cost(collective, "tree", p, count * 4, ALPHA, BETA, GAMMA,
                                  segments=segments)
-                if _tree_exact(collective, p, segments):
-                    assert simulated == pytest.approx(predicted, rel=1e-9, abs=0), (p, segments)
-                    exact += 1
-                else:  # lock-step estimate; messages split in pieces share a link
-                    assert 0.7 * simulated <= predicted <= 3.0 * simulated, (p, segments, count)
-    assert exact >= 5 * len(RANKS) or collective != "allreduce"
+                assert simulated == pytest.approx(predicted, rel=1e-9, abs=0), (p, segments)
+
+
+def test_tree_shared_links_cost_a_second_segment() -> None:
+    """Two ranks: link 1 -> 0 carries tree 0 up and tree 1 down in the same rounds."""
+    s, segments = 4 * 64, 8  # rounds -2 .. 7; both streams on each link in rounds 0 .. 5
+    predicted = cost("allreduce", "tree", 2, 2 * segments * s, ALPHA, BETA, GAMMA,
+                     segments=segments)
+    single = 10 * ALPHA + 10 * s * BETA + 8 * s * GAMMA
+    assert predicted == pytest.approx(single + 6 * s * BETA, rel=1e-12)
+
+
+def test_tree_allgather_estimate_brackets_simulation() -> None:
+    """AllGather's messages differ in size by subtree: the lock-step form is an estimate."""
+    for p in RANKS:
+        flat = topology.flat(p, ALPHA, BETA)
+        for segments in (1, 3, p):
+            count = 2 * segments * p * 1024
+            schedule = build_schedule("allgather", "tree", p, count, segments=segments)
+            simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
+            predicted = cost("allgather", "tree", p, count * 4, ALPHA, BETA, GAMMA,
+                             segments=segments)
+            assert 0.7 * simulated <= predicted <= 3.0 * simulated, (p, segments)
 
 
 @pytest.mark.parametrize("p", [4, 8, 16])
