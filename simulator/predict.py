@@ -3,19 +3,22 @@
 Run as ``collsim predict -n 4``: outside ``mpirun`` it launches itself on ``-n`` ranks
 (:func:`collectives.launch.run_mpi`); under ``mpirun`` it runs on the job's ranks:
 
-1. **Calibrate** under the load the collectives put on the machine
-   (:func:`calibrate_loaded`): per-call overhead, alpha, beta, gamma and the per-message
-   CPU overhead ``o`` fitted to AllGather and ReduceScatter runs of the real executor with
-   every rank busy.  The machine is :func:`host_model`: ranks copying through shared
-   cores, each paying ``o`` per message it sends or receives.  :func:`calibrated_model`
-   does both (``collsim bench --topology calibrate`` uses it too).
-2. **Predict** with :func:`simulator.tuning_table` on that model: per size, each
+1. **Time** the calibration runs (:func:`calibration_jobs`: AllGather and ReduceScatter,
+   never the collective being predicted) and every candidate of the tuning table at every
+   size (:func:`candidate_jobs`) through the real MPI executor (:func:`measure_all`): in
+   rounds over all of them, so that other load on the machine falls on calibration and
+   measurement alike; per call a barrier, then the call, timed on every rank; a call's
+   time is the slowest rank's; the result is the median over calls.
+2. **Calibrate** (:func:`fit_calibration`, on the calibration runs only): per-call
+   overhead, alpha, beta, gamma and the per-message CPU overhead ``o`` of the executor as
+   it runs, every rank busy.  The machine is :func:`host_model`: ranks copying through
+   shared cores, each paying ``o`` per message it sends or receives.
+   :func:`calibrated_model` calibrates and builds it in one call (``collsim bench
+   --topology calibrate`` uses it).
+3. **Predict** with :func:`simulator.tuning_table` on that model: per size, each
    algorithm's best segment count and time, and the overall choice; the fitted per-call
-   overhead of the executor is added to every predicted time.
-3. **Measure** each algorithm with those parameters through the real MPI executor
-   (:func:`collectives.allreduce` etc.): per iteration a barrier, then the call, timed on
-   every rank; the iteration's time is the slowest rank's; the result is the median over
-   iterations.
+   overhead of the executor is added to every predicted time; each is set beside the
+   measured time of the same algorithm with the same parameters.
 4. **Report** (rank 0): a table of predicted and measured times with the relative error,
    whether the predicted best is the measured best and whether the chosen algorithm is
    within 10% of the measured best; the geometric-mean error over sizes >= 64 KiB; a PNG
@@ -38,8 +41,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["add_arguments", "main", "fit_relative", "calibrate_loaded", "host_model",
-           "calibrated_model", "model_terms", "measure", "compare", "summarize"]
+__all__ = ["add_arguments", "main", "fit_relative", "calibrate_loaded", "calibration_jobs",
+           "fit_calibration", "host_model", "calibrated_model", "fitted_model", "model_terms",
+           "measure", "measure_all", "candidate_jobs", "compare", "summarize"]
 
 #: sizes from which the geometric-mean error is reported (the issue's threshold)
 ERROR_FROM_BYTES = 64 * 1024
@@ -90,15 +94,23 @@ def _check(args: argparse.Namespace) -> None:
                          "need 1 <= -b <= -e")
 
 
-def fit_relative(columns: list[list[float]], times: list[float]) -> list[float]:
-    """Non-negative coefficients ``c`` of ``t = sum(c[k] * columns[k])`` minimising the
-    squared *relative* error (small times weigh as much as large ones); a coefficient the
-    fit drives below zero is dropped and the rest refitted (then reported as 0)."""
+def fit_relative(columns: list[list[float]], times: list[float],
+                 rounds: int = 20) -> list[float]:
+    """Non-negative coefficients ``c`` of ``t = sum(c[k] * columns[k])`` minimising the sum of
+    *relative* errors' magnitudes (small times weigh as much as large ones, and a few
+    times inflated by other load on the machine pull less than in least squares).
+
+    Iteratively reweighted least squares, ``rounds`` rounds; a coefficient the fit drives
+    below zero is dropped and the rest refitted (then reported as 0).
+    """
     t = np.asarray(times, dtype=np.float64)
     keep = list(range(len(columns)))
     while True:
         matrix = np.stack([np.asarray(columns[k], dtype=np.float64) / t for k in keep], axis=1)
-        fitted = np.linalg.lstsq(matrix, np.ones_like(t), rcond=None)[0]
+        weights = np.ones_like(t)
+        for _ in range(rounds):
+            fitted = np.linalg.lstsq(matrix * weights[:, None], weights, rcond=None)[0]
+            weights = 1 / np.sqrt(np.maximum(np.abs(matrix @ fitted - 1), 1e-3))
         if (fitted >= 0).all() or len(keep) == 1:
             coefficients = [0.0] * len(columns)
             for k, value in zip(keep, fitted):
@@ -145,14 +157,26 @@ def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
     sharing of cores included.  Returns the same values on every rank, and the largest
     relative error of the fitted model, simulated, on the calibration runs.
     """
+    runs = calibration_jobs(comm.Get_size())
+    return fit_calibration(comm.Get_size(), runs, measure_all(comm, runs, iters, warmup))
+
+
+def calibration_jobs(nranks: int) -> list[Job]:
+    """The runs :func:`calibrate_loaded` times: :data:`CALIBRATION_RUNS` at
+    :data:`CALIBRATION_SIZES` (whole float32 blocks per rank)."""
+    return [(collective, n, algorithm, params)
+            for collective, algorithm, params in CALIBRATION_RUNS
+            for n in (n - n % (4 * nranks * 8) for n in CALIBRATION_SIZES)]
+
+
+def fit_calibration(nranks: int, runs: list[Job], times: list[float]) -> dict[str, float]:
+    """Fit the model of :func:`calibrate_loaded` to the measured ``times`` of ``runs``."""
+    from collectives import build_schedule
+
     from .engine import simulate
 
-    p = comm.Get_size()
+    p = nranks
     cores = _cores()
-    runs = [(collective, n, algorithm, params)
-            for collective, algorithm, params in CALIBRATION_RUNS
-            for n in (n - n % (4 * p * 8) for n in CALIBRATION_SIZES)]
-    times = measure_all(comm, runs, iters, warmup)
     columns = [[1.0] * len(runs)]
     columns += [list(term) for term in zip(*(model_terms(c, a, p, n, params, cores)
                                              for c, n, a, params in runs))]
@@ -161,8 +185,6 @@ def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
            "beta_s_per_byte": max(beta, _TINY), "gamma_s_per_byte": gamma,
            "overhead_s_per_message": o}
     machine = host_model(p, fit["alpha_s"], fit["beta_s_per_byte"], gamma, cores, o)
-    from collectives import build_schedule
-
     errors = [(overhead + simulate(build_schedule(c, a, p, n // 4, **params), machine, 4,
                                    trace=False).time_s) / t - 1
               for (c, n, a, params), t in zip(runs, times)]
@@ -246,9 +268,13 @@ def calibrated_model(comm: Any, iters: int, warmup: int) -> tuple[Any, dict[str,
     """Calibrate on ``comm`` (:func:`calibrate_loaded`, collective) and return the
     :func:`host_model` with the fitted parameters, and the fit."""
     fit = calibrate_loaded(comm, iters, warmup)
-    model = host_model(comm.Get_size(), fit["alpha_s"], fit["beta_s_per_byte"],
-                       fit["gamma_s_per_byte"], None, fit["overhead_s_per_message"])
-    return model, fit
+    return fitted_model(comm.Get_size(), fit), fit
+
+
+def fitted_model(nranks: int, fit: dict[str, float]) -> Any:
+    """The :func:`host_model` with the parameters of a calibration ``fit``."""
+    return host_model(nranks, fit["alpha_s"], fit["beta_s_per_byte"], fit["gamma_s_per_byte"],
+                      None, fit["overhead_s_per_message"])
 
 
 def _call(collective: str) -> Any:
@@ -319,26 +345,35 @@ def _sizes(args: argparse.Namespace, p: int) -> list[int]:
     return sorted(set(sizes))
 
 
-def compare(table: Any, comm: Any, sizes: list[int], iters: int, warmup: int,
-            overhead_s: float = 0.0) -> list[dict[str, Any]]:
-    """Predict and measure every algorithm family at every size; one dict per point.
+def candidate_jobs(collective: str, sizes: list[int]) -> list[Job]:
+    """Every candidate of the tuning tables (:func:`simulator.selection.candidates`) at
+    every size: what :func:`compare` needs measured."""
+    from .selection import candidates
 
-    ``overhead_s``, the executor's per-call cost, is added to every prediction (it is the
-    same for every algorithm, so it changes no choice)."""
+    return [(collective, n, algorithm, dict(params)) for n in sizes
+            for algorithm, params in candidates(collective)]
+
+
+def compare(table: Any, sizes: list[int], measured: dict[tuple[int, str, str], float],
+            overhead_s: float = 0.0) -> list[dict[str, Any]]:
+    """Predicted and measured time of every algorithm family at every size, each family
+    with the parameters the table predicts fastest; one dict per point.
+
+    ``measured[(nbytes, algorithm, label)]`` is a measured time (see
+    :func:`candidate_jobs`).  ``overhead_s``, the executor's per-call cost, is added to
+    every prediction (it is the same for every algorithm, so it changes no choice)."""
     from collectives import ALGORITHMS
 
-    points, jobs = [], []
+    points = []
     for nbytes in sizes:
         choice = table.choice(nbytes)
         for family in ALGORITHMS:
             best = min((c for c in choice.candidates if c.algorithm == family),
                        key=lambda c: c.predicted_s)
-            jobs.append((table.collective, nbytes, family, dict(best.params)))
             points.append({"nbytes": nbytes, "algorithm": family, "label": best.label,
                            "predicted_s": overhead_s + best.predicted_s,
+                           "measured_s": measured[(nbytes, family, best.label)],
                            "chosen": family == choice.algorithm})
-    for point, measured in zip(points, measure_all(comm, jobs, iters, warmup)):
-        point["measured_s"] = measured
     return points
 
 
@@ -428,9 +463,18 @@ def _run(args: argparse.Namespace) -> int:
 
     comm = MPI.COMM_WORLD
     p = comm.Get_size()
-    model, fit = calibrated_model(comm, args.iters, args.warmup)
-    table = tuning_table(args.collective, model, p, 4)
-    points = compare(table, comm, _sizes(args, p), args.iters, args.warmup, fit["overhead_s"])
+    from .selection import Candidate
+
+    # the calibration runs and every candidate at every size, timed in the same rounds so
+    # that other load on the machine falls on both alike; the fit sees only the former
+    sizes = _sizes(args, p)
+    calibration, candidates = calibration_jobs(p), candidate_jobs(args.collective, sizes)
+    times = measure_all(comm, calibration + candidates, args.iters, args.warmup)
+    fit = fit_calibration(p, calibration, times[:len(calibration)])
+    table = tuning_table(args.collective, fitted_model(p, fit), p, 4)
+    measured = {(n, a, Candidate(a, tuple(params.items()), 0.0).label): t
+                for (_, n, a, params), t in zip(candidates, times[len(calibration):])}
+    points = compare(table, sizes, measured, fit["overhead_s"])
     if comm.Get_rank() != 0:
         return 0
     summary = summarize(points)
