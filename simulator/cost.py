@@ -232,7 +232,7 @@ def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: f
     as the largest.
 
     AllGather is the module's lock-step round count with every message charged as a
-    whole segment, ``(2D + S - 1)(a + s b)``, an estimate within -20% .. +200% of the
+    whole segment, ``(2D + S - 1)(a + s b)``, an estimate within -16% .. +100% of the
     simulated critical path: it moves only the part of a segment inside (outside) a
     subtree, so its messages differ in size by subtree and pieces can share a link.
     """
