@@ -10,7 +10,10 @@ run it and never looks at which algorithm produced it:
   posted (rendezvous, as in :mod:`collectives.progress`);
 * a transfer injects its bytes into every link of its route at the rate it gets; links
   shared by concurrent transfers share their bandwidth max-min fairly (progressive
-  filling, recomputed once per instant at which transfers sharing links start or end);
+  filling, recomputed once per instant at which transfers sharing links start or end,
+  for the flows joined to them through links that can limit them: a link whose flows'
+  route bottlenecks sum to no more than its bandwidth never does, so a transfer whose
+  links are all like that runs at its route's bottleneck without any recomputation);
   the last byte arrives the route's latency (sum of its links' latencies) after it was
   injected;
 * both the send and the receive are done when the data has arrived, except that a
@@ -114,6 +117,10 @@ class _Flow:
         self.active = False
 
 
+def _cap_of(flow: _Flow) -> float:
+    return flow.cap
+
+
 class _Engine:
     """State of one simulation: ranks' progress, pending messages, flows on links."""
 
@@ -147,6 +154,7 @@ class _Engine:
         self.overhead = float(getattr(topology, "overhead_s_per_message", 0.0))
         self.cpu_free = [0.0] * p  # when each rank's CPU is done with its overheads
         self.send_ready: dict[int, float] = {}  # with an overhead: when a waiting send may go
+        self.now = 0.0  # the clock, as of the instant being processed
         self._on_instant = self._instant
 
     # ranks -------------------------------------------------------------------------
@@ -160,7 +168,7 @@ class _Engine:
         while True:
             index = self.current[rank]
             if index == len(steps):
-                self.finish[rank] = self.env.now
+                self.finish[rank] = self.now
                 return
             pending = 0
             for op in steps[index].ops:
@@ -223,12 +231,12 @@ class _Engine:
     def spend(self, rank: int) -> float:
         """Charge ``rank`` one message's overhead from now or when its CPU is free;
         return when it is done."""
-        done = self.cpu_free[rank] = max(self.cpu_free[rank], self.env.now) + self.overhead
+        done = self.cpu_free[rank] = max(self.cpu_free[rank], self.now) + self.overhead
         return done
 
     def start_at(self, when: float, src: int, dst: int, length: int, reduce: bool) -> None:
         """Start the transfer at ``when`` (the sender's overhead done), or now if later."""
-        delay = when - self.env.now
+        delay = when - self.now
         if delay > 0:
             self.at(delay, self._start, (src, dst, length, reduce))
         else:
@@ -248,33 +256,42 @@ class _Engine:
     # transfers ---------------------------------------------------------------------
     def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
         """Links, latency and bottleneck bandwidth from ``src`` to ``dst`` (cached)."""
-        found = self.routes.get((src, dst))
+        key = src * self.schedule.nranks + dst
+        found = self.routes.get(key)
         if found is None:
             links = tuple(self.topology.route(src, dst))
             cap = min((self.bandwidth[link] for link in links), default=float("inf"))
-            found = self.routes[(src, dst)] = (links, float(self.topology.alpha(src, dst)), cap)
+            found = self.routes[key] = (links, float(self.topology.alpha(src, dst)), cap)
         return found
+
+    def binding(self, link: int, flows: dict[_Flow, None], extra: float = 0.0) -> bool:
+        """Whether ``link`` can limit its flows: their bottleneck bandwidths (plus
+        ``extra``) exceed its bandwidth.  A link that cannot is left out of sharing."""
+        total = extra
+        for other in flows:
+            total += other.cap
+        return total > self.bandwidth[link]
 
     def start_transfer(self, src: int, dst: int, length: int, reduce: bool) -> None:
         """Start moving ``length`` elements from ``src`` to ``dst``."""
-        flow = _Flow(src, dst, length * self.dtype_size, reduce, self.route(src, dst),
-                     self.env.now)
+        now = self.now
+        flow = _Flow(src, dst, length * self.dtype_size, reduce, self.route(src, dst), now)
         self.transfer_count += 1
         if not flow.nbytes or not flow.links:
             self.inject_done(flow)
             return
-        alone = True
-        now = self.env.now
+        free = True
         flow.active = True
+        link_flows, link_bytes = self.link_flows, self.link_bytes
         for link in flow.links:
-            flows = self.link_flows[link]
-            if flows:
-                alone = False
-            else:
+            flows = link_flows[link]
+            if not flows:
                 self.link_since[link] = now
+            elif free and self.binding(link, flows, flow.cap):
+                free = False
             flows[flow] = None
-            self.link_bytes[link] += flow.nbytes
-        if alone:
+            link_bytes[link] += flow.nbytes
+        if free:  # every link of the route can carry every flow on it at full speed
             self.set_rate(flow, flow.cap)
         else:
             self.dirty[flow] = None
@@ -282,7 +299,7 @@ class _Engine:
 
     def set_rate(self, flow: _Flow, rate: float) -> None:
         """Give ``flow`` a new rate from now on and schedule its end at that rate."""
-        now = self.env.now
+        now = self.now
         if flow.rate:
             flow.remaining = max(flow.remaining - flow.rate * (now - flow.last), 0.0)
         flow.last, flow.rate = now, rate
@@ -305,38 +322,64 @@ class _Engine:
             self.share(seeds)
 
     def share(self, seeds: tuple[_Flow, ...]) -> None:
-        """Recompute max-min fair rates of the flows connected to ``seeds`` through links."""
+        """Recompute max-min fair rates of the flows connected to ``seeds`` through
+        binding links.
+
+        Each flow is also capped at its route's bottleneck bandwidth, which every link
+        implies; a link whose flows' caps sum to no more than its bandwidth then never
+        limits them, so it neither joins flows into one component nor takes part in the
+        progressive filling.
+        """
         component = dict.fromkeys(seeds)
         stack = list(seeds)
-        links: dict[int, None] = {}
-        link_flows = self.link_flows
+        seen: set[int] = set()
+        links: list[int] = []
+        link_flows, binding = self.link_flows, self.binding
         while stack:
             for link in stack.pop().links:
-                if link not in links:
-                    links[link] = None
-                    for other in link_flows[link]:
-                        if other not in component:
-                            component[other] = None
-                            stack.append(other)
-        capacity = {link: self.bandwidth[link] for link in links}
+                if link not in seen:
+                    seen.add(link)
+                    flows = link_flows[link]
+                    if len(flows) > 1 and binding(link, flows):
+                        links.append(link)
+                        for other in flows:
+                            if other not in component:
+                                component[other] = None
+                                stack.append(other)
+        bandwidth = self.bandwidth
+        capacity = {link: bandwidth[link] for link in links}
         unfixed = {link: len(link_flows[link]) for link in links}
         rates: dict[_Flow, float] = {}
-        # progressive filling: fix the flows of the link with the smallest fair share;
-        # fixing flows only raises the other links' shares, so stale entries are lazy
+        # progressive filling: fix the flows of the link with the smallest fair share,
+        # or the flow with the smallest cap if that is smaller still; fixing flows only
+        # raises the other links' shares, so stale heap entries are lazy
         heap = [(capacity[link] / unfixed[link], link) for link in links]
         heapq.heapify(heap)
-        while heap:
-            fair, bottleneck = heapq.heappop(heap)
-            left = unfixed[bottleneck]
-            if not left:
-                continue
-            if capacity[bottleneck] / left != fair:
-                heapq.heappush(heap, (capacity[bottleneck] / left, bottleneck))
-                continue
-            for flow in link_flows[bottleneck]:
-                if flow not in rates:
-                    rates[flow] = fair
-                    for link in flow.links:
+        by_cap = sorted(component, key=_cap_of)
+        next_cap = 0
+        while True:
+            while heap:
+                fair, bottleneck = heap[0]
+                left = unfixed[bottleneck]
+                if not left:
+                    heapq.heappop(heap)
+                elif capacity[bottleneck] / left != fair:
+                    heapq.heapreplace(heap, (capacity[bottleneck] / left, bottleneck))
+                else:
+                    break
+            while next_cap < len(by_cap) and by_cap[next_cap] in rates:
+                next_cap += 1
+            if next_cap < len(by_cap) and (not heap or by_cap[next_cap].cap < heap[0][0]):
+                fixed, fair = (by_cap[next_cap],), by_cap[next_cap].cap
+            elif heap:
+                fair, bottleneck = heapq.heappop(heap)
+                fixed = tuple(flow for flow in link_flows[bottleneck] if flow not in rates)
+            else:
+                break
+            for flow in fixed:
+                rates[flow] = fair
+                for link in flow.links:
+                    if link in capacity:
                         capacity[link] = max(capacity[link] - fair, 0.0)
                         unfixed[link] -= 1
         for flow, rate in rates.items():
@@ -348,16 +391,16 @@ class _Engine:
         flow, version = token
         if version != flow.version:
             return
-        now = self.env.now
+        now = self.now
         flow.active = False
         shared = False
         for link in flow.links:
             flows = self.link_flows[link]
             del flows[flow]
-            if flows:
+            if flows and self.binding(link, flows, flow.cap):
                 self.dirty.update(flows)
                 shared = True
-            else:
+            elif not flows:
                 self.link_busy[link] += now - self.link_since[link]
         if shared:
             self.request_share()
@@ -372,7 +415,7 @@ class _Engine:
 
     def arrive(self, flow: _Flow) -> None:
         """Complete the send; complete the receive, or reduce first."""
-        now = self.env.now
+        now = self.now
         if self.trace:
             self.transfers.append(Transfer(flow.start, now, flow.src, flow.dst, flow.nbytes,
                                            flow.links))
@@ -393,7 +436,7 @@ class _Engine:
         Symmetric schedules finish many transfers at the same instant; they share one
         timeout and run in the order they were scheduled, as SimPy would run theirs.
         """
-        when = self.env.now + delay
+        when = self.now + delay
         calls = self.agenda.get(when)
         if calls is None:
             calls = self.agenda[when] = []
@@ -401,6 +444,7 @@ class _Engine:
         calls.append((callback, argument))
 
     def _instant(self, event: Timeout) -> None:
+        self.now = event.value
         for callback, argument in self.agenda.pop(event.value):
             callback(argument)
 
