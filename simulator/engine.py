@@ -165,6 +165,7 @@ class _Engine:
         pairs = p * p
         sent, received = self.sent, self.received
         send_waiting, recv_waiting = self.send_waiting, self.recv_waiting
+        overhead, start_transfer = self.overhead, self.start_transfer
         while True:
             index = self.current[rank]
             if index == len(steps):
@@ -180,17 +181,17 @@ class _Engine:
                     sent[pair] = k + 1
                     length = op.stop - op.start
                     partner = recv_waiting.pop(k * pairs + pair, None)
-                    ready = self.spend(rank) if self.overhead else 0.0
+                    ready = self.spend(rank) if overhead else 0.0
                     if partner is None:
                         send_waiting[k * pairs + pair] = length
-                        if self.overhead:
+                        if overhead:
                             self.send_ready[k * pairs + pair] = ready
                     elif partner[0] != length:
                         self.mismatch(rank, index, op, k, partner[0])
-                    elif self.overhead:
+                    elif overhead:
                         self.start_at(ready, rank, op.peer, length, partner[1])
                     else:
-                        self.start_transfer(rank, op.peer, length, partner[1])
+                        start_transfer(rank, op.peer, length, partner[1])
                 elif cls is Recv:
                     pending += 1
                     pair = op.peer * p + rank
@@ -202,11 +203,11 @@ class _Engine:
                         recv_waiting[k * pairs + pair] = (length, op.reduce)
                     elif posted != length:
                         self.mismatch(rank, index, op, k, posted)
-                    elif self.overhead:
+                    elif overhead:
                         self.start_at(self.send_ready.pop(k * pairs + pair), op.peer, rank,
                                       length, op.reduce)
                     else:
-                        self.start_transfer(op.peer, rank, length, op.reduce)
+                        start_transfer(op.peer, rank, length, op.reduce)
             if pending:
                 self.pending[rank] = pending
                 return
@@ -222,8 +223,9 @@ class _Engine:
 
     def op_done(self, rank: int) -> None:
         """One operation of ``rank``'s current step is done; advance when all are."""
-        self.pending[rank] -= 1
-        if not self.pending[rank]:
+        pending = self.pending
+        pending[rank] -= 1
+        if not pending[rank]:
             self.current[rank] += 1
             self.post(rank)
 
@@ -275,24 +277,27 @@ class _Engine:
     def start_transfer(self, src: int, dst: int, length: int, reduce: bool) -> None:
         """Start moving ``length`` elements from ``src`` to ``dst``."""
         now = self.now
-        flow = _Flow(src, dst, length * self.dtype_size, reduce, self.route(src, dst), now)
+        route = self.routes.get(src * self.schedule.nranks + dst) or self.route(src, dst)
+        flow = _Flow(src, dst, length * self.dtype_size, reduce, route, now)
         self.transfer_count += 1
         if not flow.nbytes or not flow.links:
             self.inject_done(flow)
             return
         free = True
         flow.active = True
-        link_flows, link_bytes = self.link_flows, self.link_bytes
+        link_flows, link_bytes, link_since = self.link_flows, self.link_bytes, self.link_since
+        nbytes, cap = flow.nbytes, flow.cap
         for link in flow.links:
             flows = link_flows[link]
             if not flows:
-                self.link_since[link] = now
-            elif free and self.binding(link, flows, flow.cap):
+                link_since[link] = now
+            elif free and self.binding(link, flows, cap):
                 free = False
             flows[flow] = None
-            link_bytes[link] += flow.nbytes
+            link_bytes[link] += nbytes
         if free:  # every link of the route can carry every flow on it at full speed
-            self.set_rate(flow, flow.cap)
+            flow.rate, flow.version = cap, 1
+            self.at(flow.remaining / cap, self.flow_end, (flow, 1))
         else:
             self.dirty[flow] = None
             self.request_share()
@@ -394,14 +399,15 @@ class _Engine:
         now = self.now
         flow.active = False
         shared = False
+        link_flows, binding = self.link_flows, self.binding
         for link in flow.links:
-            flows = self.link_flows[link]
+            flows = link_flows[link]
             del flows[flow]
-            if flows and self.binding(link, flows, flow.cap):
+            if not flows:
+                self.link_busy[link] += now - self.link_since[link]
+            elif binding(link, flows, flow.cap):
                 self.dirty.update(flows)
                 shared = True
-            elif not flows:
-                self.link_busy[link] += now - self.link_since[link]
         if shared:
             self.request_share()
         self.inject_done(flow)
