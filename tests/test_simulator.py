@@ -68,6 +68,30 @@ def test_max_min_fairness_gives_a_lone_flow_the_leftover() -> None:
     assert ends[(1, 3)] == pytest.approx(ALPHA + 2 * 4 * n * BETA, rel=1e-9)
 
 
+def _trunk(trunk_Bps: float) -> Topology:
+    """Ranks 0 and 1 reach ranks 2 and 3 through one trunk link ``a -> b``; every other
+    link runs at 1/BETA, the trunk at ``trunk_Bps``."""
+    ids = [f"r{r}" for r in range(4)]
+    edge = ALPHA / 4  # route latency: edge + trunk + edge = ALPHA
+    links = [Link(ids[0], "a", edge, 1 / BETA, "x"), Link(ids[1], "a", edge, 1 / BETA, "x"),
+             Link("a", "b", ALPHA / 2, trunk_Bps, "trunk"),
+             Link("b", ids[2], edge, 1 / BETA, "x"), Link("b", ids[3], edge, 1 / BETA, "x")]
+    links += [Link(link.dst, link.src, link.latency_s, link.bandwidth_Bps, link.kind)
+              for link in links]  # the way back, unused by the flows under test
+    return Topology("trunk", (*(Device(i, "rank") for i in ids), Device("a", "switch"),
+                              Device("b", "switch")), tuple(links), tuple(ids))
+
+
+@pytest.mark.parametrize("trunk_beta, share", [(BETA / 2, 1.0), (BETA / 1.5, 0.75)])
+def test_a_trunk_limits_flows_only_when_their_bottlenecks_exceed_it(trunk_beta: float,
+                                                                    share: float) -> None:
+    n = 1000  # elements: 4000 bytes per flow
+    schedule = _steps([[Send(2, 0, n)]], [[Send(3, 0, n)]], [[Recv(0, 0, n)]], [[Recv(1, 0, n)]])
+    result = simulate(schedule, _trunk(1 / trunk_beta))
+    assert [t.end_s - t.start_s for t in result.transfers] == \
+        pytest.approx([ALPHA + 4 * n * BETA / share] * 2, rel=1e-12)
+
+
 def test_reduction_pays_gamma_at_the_receiver() -> None:
     schedule = _steps([[Send(1, 0, 100)]], [[Recv(0, 0, 100, True)]])
     flat = topology.flat(2, ALPHA, BETA)
