@@ -204,6 +204,82 @@ def _tree_rounds(p: int, segments: int, a: float, sb: float, sg: float) -> float
     return total
 
 
+@functools.lru_cache(maxsize=64)
+def _tree_edges(p: int) -> tuple[np.ndarray, ...]:
+    """The edges of both trees on ``p`` ranks, as arrays over the edges.
+
+    Returns the child, its parent, the child's depth, and the child's subtree as two
+    inclusive rank runs ``[lo0, hi0]``, ``[lo1, hi1]`` (the second empty, ``lo1 > hi1``,
+    unless tree 1 wraps around on odd ``p``).
+    """
+    from collectives.algorithms.tree import subtree_ranks, tree_node
+
+    rows = []
+    for tree in (0, 1):
+        for rank in range(p):
+            node = tree_node(tree, p, rank)
+            if node.parent >= 0:
+                runs = [*subtree_ranks(tree, p, rank), (1, 0)][:2]
+                rows.append((rank, node.parent, node.depth, *runs[0], *runs[1]))
+    return tuple(np.array(column, dtype=np.int64) for column in zip(*rows))
+
+
+@functools.lru_cache(maxsize=16)
+def _tree_allgather_rounds(p: int, count: int, segments: int) -> tuple[tuple[np.ndarray, ...], ...]:
+    """The tree AllGather's messages, round by round: ``(src, dst, elements)`` arrays.
+
+    Up, the child at depth ``d`` sends the part of segment ``k`` inside its subtree in
+    round ``k - d``; down, it receives the rest in round ``k + d - 1``
+    (:mod:`collectives.algorithms.tree`).  Empty messages are not sent; an ordered pair
+    that carries both trees' segments in one round appears once, with their sum.
+    """
+    child, parent, depth, lo0, hi0, lo1, hi1 = _tree_edges(p)
+    starts = _starts(count, p)
+    tree = np.repeat([0, 1], len(child) // 2)
+    half = count - count // 2  # collectives.layout.split(0, count, 2, 0)
+    seg_lo = np.empty((2, segments), dtype=np.int64)
+    seg_hi = np.empty((2, segments), dtype=np.int64)
+    for t, (first, last) in enumerate(((0, half), (half, count))):
+        nseg = max(1, min(segments, last - first))
+        edges = first + _starts(last - first, nseg)
+        seg_lo[t, :nseg], seg_hi[t, :nseg] = edges[:-1], edges[1:]
+        seg_lo[t, nseg:] = seg_hi[t, nseg:] = last
+    slo, shi = seg_lo[tree], seg_hi[tree]  # edge x segment
+    inside = sum(np.maximum(0, np.minimum(shi, starts[hi + 1][:, None])
+                            - np.maximum(slo, starts[lo][:, None]))
+                 for lo, hi in ((lo0, hi0), (lo1, hi1)))
+    outside = (shi - slo) - inside
+    k = np.arange(segments)
+    rounds = np.concatenate([(k - depth[:, None]).ravel(), (k + depth[:, None] - 1).ravel()])
+    src = np.concatenate([np.repeat(child, segments), np.repeat(parent, segments)])
+    dst = np.concatenate([np.repeat(parent, segments), np.repeat(child, segments)])
+    size = np.concatenate([inside.ravel(), outside.ravel()])
+    sent = size > 0
+    rounds, src, dst, size = rounds[sent], src[sent], dst[sent], size[sent]
+    key, index = np.unique((rounds - rounds.min()) * p * p + src * p + dst, return_inverse=True)
+    size = np.bincount(index, weights=size)
+    rounds, pair = np.divmod(key, p * p)
+    src, dst = np.divmod(pair, p)
+    cuts = np.flatnonzero(np.diff(rounds)) + 1
+    return tuple(zip(np.split(src, cuts), np.split(dst, cuts), np.split(size, cuts)))
+
+
+def _tree_allgather(p: int, count: int, ds: int, a: float, b: float, segments: int) -> float:
+    """Critical path of the tree AllGather: a max-plus walk over its rounds.
+
+    ``T[x]`` is when rank ``x``'s latest step ended (0 at the start).  A message of
+    round ``r`` from ``x`` to ``y`` starts when both have posted the round's step,
+    ``max(T[x], T[y])``, and ends ``a + m b`` later, ``m`` the bytes the ordered pair
+    carries in that round; each rank's step of round ``r`` ends with its last message.
+    """
+    ready = np.zeros(p)
+    for src, dst, size in _tree_allgather_rounds(p, count, segments):
+        end = np.maximum(ready[src], ready[dst]) + (a + size * (ds * b))
+        np.maximum.at(ready, src, end)
+        np.maximum.at(ready, dst, end)
+    return float(ready.max())
+
+
 def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float,
           segments: int) -> float:
     """Double binary tree, each tree carrying half the vector in ``S`` segments.
@@ -242,7 +318,7 @@ def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: f
     depth = (p - 1).bit_length()
     s = _ceil_div(half, segments) * ds
     if collective == "allgather":
-        return (2 * depth + segments - 1) * (a + s * b)
+        return _tree_allgather(p, count, ds, a, b, segments)
     return _tree_rounds(p, segments, a, s * b, s * g)
 
 

@@ -65,17 +65,26 @@ def test_tree_shared_links_cost_a_second_segment() -> None:
     assert predicted == pytest.approx(single + 6 * s * BETA, rel=1e-12)
 
 
-def test_tree_allgather_estimate_brackets_simulation() -> None:
-    """AllGather's messages differ in size by subtree: the lock-step form is an estimate."""
+def test_tree_allgather_cost_is_exact_on_flat() -> None:
+    """Every p of the grid, one to p segments, even and uneven counts (all exact)."""
     for p in RANKS:
         flat = topology.flat(p, ALPHA, BETA)
-        for segments in (1, 3, p):
-            count = 2 * segments * p * 1024
-            schedule = build_schedule("allgather", "tree", p, count, segments=segments)
-            simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
-            predicted = cost("allgather", "tree", p, count * 4, ALPHA, BETA, GAMMA,
-                             segments=segments)
-            assert 0.8 * simulated <= predicted <= 2.0 * simulated * (1 + 1e-9), (p, segments)
+        depth = (p - 1).bit_length()
+        for segments in sorted({1, 3, 2 * depth + 3, p}):
+            for count in (2 * segments * p * 16, 2 * segments * p * 5 + 3):
+                schedule = build_schedule("allgather", "tree", p, count, segments=segments)
+                simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
+                predicted = cost("allgather", "tree", p, count * 4, ALPHA, BETA, GAMMA,
+                                 segments=segments)
+                assert simulated == pytest.approx(predicted, rel=1e-9, abs=0), (p, segments, count)
+
+
+def test_tree_allgather_on_two_ranks_is_one_round_per_segment() -> None:
+    """Each rank roots the tree of its own half and sends it down, a segment a round."""
+    s, segments = 64, 5
+    predicted = cost("allgather", "tree", 2, 2 * segments * s * 4, ALPHA, BETA, GAMMA,
+                     segments=segments)
+    assert predicted == pytest.approx(segments * (ALPHA + s * 4 * BETA), rel=1e-12)
 
 
 @pytest.mark.parametrize("p", [4, 8, 16])
