@@ -38,8 +38,9 @@ def main() -> None:
         start, cpu = time.perf_counter(), time.process_time()
         result = simulate(schedule, machine, trace=False)
         simulated, cpu = time.perf_counter() - start, time.process_time() - cpu
-        print(f"{algorithm:>10} {built:8.2f} {simulated:8.2f} {cpu:9.2f} {result.transfer_count:10d} "
-              f"{result.transfer_count / simulated:12.0f} {result.time_s * 1e3:13.3f}",
+        print(f"{algorithm:>10} {built:8.2f} {simulated:8.2f} {cpu:9.2f} "
+              f"{result.transfer_count:10d} {result.transfer_count / simulated:12.0f} "
+              f"{result.time_s * 1e3:13.3f}",
               flush=True)
 
 
