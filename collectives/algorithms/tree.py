@@ -46,11 +46,17 @@ element reduced):
   size from subtree to subtree and two of them can share a link, so its time has no
   closed form; trees are chosen for their ``log p`` latency on small messages, where
   the volume matters least. ``3D + S - 1`` rounds, as AllReduce.
-* **AllGather**: its transpose: upward, a child sends the segment's elements inside
-  its subtree (a gather); downward, the parent sends those outside it. Each tree edge
-  carries ``n/2`` elements, at most ``2D + S - 1`` rounds (exactly that for powers
-  of two); a rank sends at most about
-  ``2n``.
+* **AllGather**: its transpose, by copy only (bitwise exact): upward, a child sends
+  the segment's elements inside its subtree (a gather); downward, the parent sends
+  those outside it. Each tree edge carries ``n/2`` elements, at most ``2D + S - 1``
+  rounds (exactly that for powers of two); a rank sends at most about ``2n``. Its
+  messages differ in size from subtree to subtree, so its time is not a sum of
+  per-round maxima; :func:`simulator.cost` computes it exactly as the critical path
+  of these rounds (a max-plus walk over the trees, cached per ``p``, count and
+  ``S``). A regular form (fixed-size pieces, one per link per round) would cost
+  a sum over rounds too, but a piece is at most a block and the link into a leaf
+  carries about half the vector, so it would take at least about ``p`` rounds and
+  lose the tree's ``log p`` latency; this form keeps it.
 
 Messages with no elements are not sent; one rank (``p = 1``) has no steps.
 """
