@@ -120,7 +120,7 @@ def fit_relative(columns: list[list[float]], times: list[float],
 
 
 def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
-                params: dict[str, Any], cores: int | None = None) -> list[float]:
+                params: dict[str, Any]) -> list[float]:
     """The latency, byte, reduction and per-message terms of one run on :func:`host_model`.
 
     Each is the simulated time of the schedule on the host model with that parameter
@@ -135,7 +135,7 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     schedule = build_schedule(collective, algorithm, nranks, nbytes // 4, **params)
     terms = []
     for unit in _UNITS:
-        machine = host_model(nranks, *(value or _TINY for value in unit[:3]), cores=cores,
+        machine = host_model(nranks, *(value or _TINY for value in unit[:3]),
                              overhead_s_per_message=unit[3])
         terms.append(simulate(schedule, machine, 4, trace=False).time_s)
     return terms
@@ -176,15 +176,14 @@ def fit_calibration(nranks: int, runs: list[Job], times: list[float]) -> dict[st
     from .engine import simulate
 
     p = nranks
-    cores = _cores()
     columns = [[1.0] * len(runs)]
-    columns += [list(term) for term in zip(*(model_terms(c, a, p, n, params, cores)
+    columns += [list(term) for term in zip(*(model_terms(c, a, p, n, params)
                                              for c, n, a, params in runs))]
     overhead, alpha, beta, gamma, o = fit_relative(columns, times)
     fit = {"overhead_s": overhead, "alpha_s": max(alpha, _TINY),
            "beta_s_per_byte": max(beta, _TINY), "gamma_s_per_byte": gamma,
            "overhead_s_per_message": o}
-    machine = host_model(p, fit["alpha_s"], fit["beta_s_per_byte"], gamma, cores, o)
+    machine = host_model(p, fit["alpha_s"], fit["beta_s_per_byte"], gamma, o)
     errors = [(overhead + simulate(build_schedule(c, a, p, n // 4, **params), machine, 4,
                                    trace=False).time_s) / t - 1
               for (c, n, a, params), t in zip(runs, times)]
@@ -215,21 +214,22 @@ def _cores() -> int:
 
 
 def host_model(nranks: int, alpha: float, beta: float, gamma: float,
-               cores: int | None = None, overhead_s_per_message: float = 0.0) -> Any:
+               overhead_s_per_message: float = 0.0) -> Any:
     """Ranks sharing one host's cores: every message is copied by the CPUs of both ends.
 
     Shared-memory MPI copies a message twice, into a shared buffer at the sender and out
-    of it at the receiver, each on the CPU of the rank that copies.  So a rank's core is
-    one resource for everything it sends and receives, and all copies share the host's
-    cores.  Rank ``r`` reaches rank ``s`` through ``rank r -> r.in -> r.core -> cores ->
-    memory -> s.in -> s.core -> rank s``: the ``x.in -> x.core`` link carries every message
-    rank ``x`` sends or receives at one core's copying rate ``K`` bytes per second, and the
-    ``cores -> memory`` link, crossed once per message, carries ``cores * K / 2`` (two
-    copies per byte); latency ``alpha / 7`` per link.  The simulator shares links max-min
-    fairly, so in a ring step (every rank sending one message and receiving one) each
-    message gets ``K / 2 * min(1, cores / nranks)``, which is what the calibration measures
-    (``1 / beta``); a rank that only sends gets its whole core, one that sends two and
-    receives one (a tree's inner rank) a third: ``K = 2 nranks / (beta min(cores, nranks))``.
+    of it at the receiver, each on the CPU of the rank that copies, so a rank's CPU is one
+    resource for everything it sends and receives.  A rank that waits does not give its
+    core away: Open MPI's progress loop polls (oversubscribed, it yields but stays
+    runnable), so every rank gets its share of the cores all the time, busy or waiting,
+    and that share is in the calibrated parameters.  Rank ``r`` reaches rank ``s`` through
+    ``rank r -> r.in -> r.cpu -> memory -> s.in -> s.cpu -> rank s``: the ``x.in -> x.cpu``
+    link carries every message rank ``x`` sends or receives at ``2 / beta`` bytes per
+    second, the others never limit a message; latency ``alpha / 6`` per link.  The
+    simulator shares links max-min fairly, so in a ring step (every rank sending one
+    message and receiving one) each message moves at ``1 / beta``, what the calibration
+    measures; a rank that only sends moves it at ``2 / beta``, one that sends two and
+    receives one (a tree's inner rank) each at ``2 / (3 beta)``.
 
     Parameters
     ----------
@@ -238,29 +238,24 @@ def host_model(nranks: int, alpha: float, beta: float, gamma: float,
     alpha, beta, gamma : float
         Latency per message, s; seconds per byte of a ring step with every rank busy;
         seconds per byte reduced.
-    cores : int, optional
-        Cores the ranks share; by default those this process may run on.
     overhead_s_per_message : float, optional
         CPU time per message at each end, serialised on the rank (LogGP's ``o``; with
         every rank busy, as calibrated); default 0.
     """
     from topology import Device, Link, Topology
 
-    cores = _cores() if cores is None else cores
-    core_Bps = 2 * nranks / (beta * min(cores, nranks))
-    latency = alpha / 7
+    cpu_Bps = 2 / beta
+    latency = alpha / 6
     ids = [f"rank{r}" for r in range(nranks)]
-    links = [Link("cores", "memory", latency, cores * core_Bps / 2, "measured")]
-    devices = [Device(i, "cpu") for i in ids] + [Device("cores", "cores"),
-                                                 Device("memory", "memory")]
+    links, devices = [], [Device(i, "cpu") for i in ids] + [Device("memory", "memory")]
     for i in ids:
-        devices += [Device(f"{i}.in", "core"), Device(f"{i}.core", "core")]
-        links += [Link(i, f"{i}.in", latency, core_Bps, "measured"),
-                  Link("memory", f"{i}.in", latency, core_Bps, "measured"),
-                  Link(f"{i}.in", f"{i}.core", latency, core_Bps, "measured"),
-                  Link(f"{i}.core", i, latency, core_Bps, "measured"),
-                  Link(f"{i}.core", "cores", latency, core_Bps, "measured")]
-    return Topology(f"calibrated host({nranks} ranks, {cores} cores)", tuple(devices),
+        devices += [Device(f"{i}.in", "cpu_port"), Device(f"{i}.cpu", "cpu_port")]
+        links += [Link(i, f"{i}.in", latency, cpu_Bps, "measured"),
+                  Link("memory", f"{i}.in", latency, cpu_Bps, "measured"),
+                  Link(f"{i}.in", f"{i}.cpu", latency, cpu_Bps, "measured"),
+                  Link(f"{i}.cpu", i, latency, cpu_Bps, "measured"),
+                  Link(f"{i}.cpu", "memory", latency, cpu_Bps, "measured")]
+    return Topology(f"calibrated host({nranks} ranks, {_cores()} cores)", tuple(devices),
                     tuple(links), tuple(ids), gamma, overhead_s_per_message)
 
 
@@ -274,7 +269,7 @@ def calibrated_model(comm: Any, iters: int, warmup: int) -> tuple[Any, dict[str,
 def fitted_model(nranks: int, fit: dict[str, float]) -> Any:
     """The :func:`host_model` with the parameters of a calibration ``fit``."""
     return host_model(nranks, fit["alpha_s"], fit["beta_s_per_byte"], fit["gamma_s_per_byte"],
-                      None, fit["overhead_s_per_message"])
+                      fit["overhead_s_per_message"])
 
 
 def _call(collective: str) -> Any:
