@@ -169,8 +169,9 @@ def read_nccl_csv(text: str) -> list[dict[str, object]]:
 
 
 def _ompi_size(table: TuningTable, nbytes: int) -> int:
-    """Our working-buffer bytes as Open MPI's rule size (a block for ReduceScatter)."""
-    return nbytes // table.nranks if table.collective == "reduce_scatter" else nbytes
+    """The first Open MPI rule size (a block for ReduceScatter) whose working buffer is at
+    least ``nbytes``: a table row starting at ``nbytes`` governs rule sizes from there on."""
+    return -(-nbytes // table.nranks) if table.collective == "reduce_scatter" else nbytes
 
 
 def to_ompi_rules(tables: Iterable[TuningTable]) -> str:

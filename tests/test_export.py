@@ -59,7 +59,7 @@ def test_ompi_rules_parse_back_in_open_mpi_ids_and_sizes(tables) -> None:
         for (start, algorithm, faninout, segsize), end in zip(entries, starts[1:]):
             assert (faninout, segsize) == (0, 0) and start < end
             for size in (start, end - 1):
-                ours = _choice(table, size * per_rank + (per_rank - 1) * (size == end - 1))
+                ours = _choice(table, size * per_rank)  # a block of `size` bytes per rank
                 assert OMPI_ALGORITHM[(table.collective, ours)] == algorithm, (table.collective, size)
 
 
