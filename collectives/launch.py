@@ -48,10 +48,16 @@ def mpirun_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def mpirun_command(nprocs: int, argv: Sequence[str]) -> list[str]:
-    """Return the command line that runs ``python argv...`` on ``nprocs`` ranks."""
+    """Return the command line that runs ``python argv...`` on ``nprocs`` ranks.
+
+    ``argv`` (a script, ``-m module`` or ``-c code``, with its arguments) runs under
+    mpi4py's runner (``python -m mpi4py``), which aborts the whole job when a rank raises,
+    so a failing rank makes ``mpirun`` exit non-zero instead of leaving the others waiting.
+    """
     if nprocs < 1:
         raise ValueError(f"nprocs={nprocs} is not allowed; it must be >= 1")
-    return [mpirun_path(), "--oversubscribe", "-n", str(nprocs), sys.executable, *argv]
+    return [mpirun_path(), "--oversubscribe", "-n", str(nprocs), sys.executable, "-m", "mpi4py",
+            *argv]
 
 
 def run_mpi(nprocs: int, argv: Sequence[str], timeout_s: float = 300.0,

@@ -41,7 +41,7 @@ def read_summary(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 def run_worker(nranks: int, script: str | Path, args: Sequence[str] = (),
                timeout_s: float = 300.0) -> dict[str, Any]:
     """Run ``python -m mpi4py script args...`` on ``nranks`` ranks; return its summary."""
-    return read_summary(run_mpi(nranks, ["-m", "mpi4py", str(script), *args], timeout_s=timeout_s))
+    return read_summary(run_mpi(nranks, [str(script), *args], timeout_s=timeout_s))
 
 
 def load_script(path: str | Path) -> ModuleType:

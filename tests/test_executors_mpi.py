@@ -29,7 +29,7 @@ def test_matrix_matches_interpret_and_native(nranks: int) -> None:
 
 
 def test_a_raising_rank_aborts_the_job() -> None:
-    result = run_mpi(3, ["-m", "mpi4py", str(WORKERS / "raise_midway.py")], timeout_s=60)
+    result = run_mpi(3, [str(WORKERS / "raise_midway.py")], timeout_s=60)
     assert result.returncode != 0
     assert "complex64" in result.stderr
     assert result.stdout.count("finished the first allreduce") == 3
