@@ -10,18 +10,28 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.table import Table
 
 from collectives import ALGORITHMS, COLLECTIVES, build_schedule
 from collectives.build import _build
+from collectives.schedule import Schedule
 
 
-def _time(function) -> float:
+def _time(function: Callable[..., Any], *args: Any) -> tuple[float, Any]:
+    """Seconds one call of ``function(*args)`` takes, and what it returns."""
     start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
+    result = function(*args)
+    return time.perf_counter() - start, result
+
+
+def _one_rank(collective: str, algorithm: str, nranks: int, count: int) -> Schedule:
+    """Build a schedule and the steps of its middle rank (what one rank of a job does)."""
+    schedule = build_schedule(collective, algorithm, nranks, count)
+    schedule.steps(nranks // 2)
+    return schedule
 
 
 def main() -> None:
@@ -37,15 +47,9 @@ def main() -> None:
     for algorithm in ALGORITHMS:
         for collective in COLLECTIVES:
             _build.cache_clear()
-            holder = {}
-
-            def one_rank() -> None:
-                holder["s"] = build_schedule(collective, algorithm, args.nranks, args.count)
-                holder["s"].steps(args.nranks // 2)
-
-            one = _time(one_rank)
-            every = _time(lambda: holder["s"].ranks) if args.all_ranks else float("nan")
-            table.add_row(algorithm, collective, str(holder["s"].num_steps(args.nranks // 2)),
+            one, schedule = _time(_one_rank, collective, algorithm, args.nranks, args.count)
+            every = _time(getattr, schedule, "ranks")[0] if args.all_ranks else float("nan")
+            table.add_row(algorithm, collective, str(schedule.num_steps(args.nranks // 2)),
                           f"{one * 1e3:.2f}", f"{every:.2f}")
     Console().print(table)
 

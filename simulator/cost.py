@@ -328,7 +328,6 @@ def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: f
     half = max(count - count // 2, 0)
     if p == 1 or half == 0:
         return 0.0
-    depth = (p - 1).bit_length()
     s = _ceil_div(half, segments) * ds
     if collective == "allgather":
         return _tree_allgather(p, count, ds, a, b, segments)

@@ -56,7 +56,7 @@ def _print(console: Console, table: TuningTable, low: int, high: int) -> None:
     for column in ("size (B)", "best", "time (us)", "busbw (GB/s)",
                    *(f"{f} (us)" for f in families)):
         view.add_column(column, justify="right")
-    for (size, best, label, seconds), times in zip(table.rows(), table.times):
+    for (size, _, label, seconds), times in zip(table.rows(), table.times):
         if not low <= size <= high:
             continue
         per_family = [min((t for (a, _), t in zip(table.candidates, times) if a == f),
