@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -21,16 +20,8 @@ from collectives.sizes import parse_size
 from .busbw import bandwidths
 from .engine import simulate
 
-__all__ = ["add_arguments", "main", "parse_size", "PRESETS"]
+__all__ = ["add_arguments", "main", "parse_size"]
 
-
-#: preset name -> constructor taking the parsed arguments
-PRESETS: dict[str, Callable[[argparse.Namespace], topology.Topology]] = {
-    "dgx-h100": lambda a: topology.dgx_h100(nodes=a.nodes),
-    "dgx-a100": lambda a: topology.dgx_a100(nodes=a.nodes),
-    "pcie": lambda a: topology.pcie_node(),
-    "flat": lambda a: topology.flat(a.nranks, a.alpha, a.beta),
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,23 +33,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("64M"))
     parser.add_argument("-f", "--stepfactor", type=int, default=8)
     parser.add_argument("-t", "--topology", default="dgx-h100",
-                        help=f"preset ({', '.join(PRESETS)}) or a topology file")
+                        help=f"preset ({', '.join(topology.PRESET_NAMES)}) or a topology file")
     parser.add_argument("--nodes", type=int, default=1, help="nodes of a DGX preset")
     parser.add_argument("-p", "--nranks", type=int, default=8, help="ranks of the flat preset")
-    parser.add_argument("--alpha", type=float, default=2e-6, help="flat latency, s")
-    parser.add_argument("--beta", type=float, default=1e-10, help="flat s per byte")
+    parser.add_argument("--alpha", type=float, default=topology.FLAT_ALPHA_S,
+                        help="flat latency, s")
+    parser.add_argument("--beta", type=float, default=topology.FLAT_BETA_S_PER_BYTE,
+                        help="flat s per byte")
     parser.add_argument("-d", "--dtype-size", type=int, default=4, help="bytes per element")
     parser.add_argument("--timeline", type=Path, metavar="PNG",
                         help="draw the largest size's first algorithm per rank")
 
 
 def _topology(args: argparse.Namespace) -> topology.Topology:
-    if args.topology in PRESETS:
-        return PRESETS[args.topology](args)
+    if args.topology in topology.PRESET_NAMES:
+        return topology.preset(args.topology, nranks=args.nranks, nodes=args.nodes,
+                               alpha=args.alpha, beta=args.beta)
     if Path(args.topology).is_file():
         return topology.load(args.topology)
     raise SystemExit(f"--topology {args.topology!r} is neither a preset "
-                     f"({', '.join(PRESETS)}) nor a file")
+                     f"({', '.join(topology.PRESET_NAMES)}) nor a file")
 
 
 def _sizes(args: argparse.Namespace) -> list[int]:

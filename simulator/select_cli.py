@@ -15,10 +15,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+import topology
+
 from collectives import ALGORITHMS, COLLECTIVES
 
 from .busbw import bandwidths
-from .cli import PRESETS, _topology, parse_size
+from .cli import _topology, parse_size
 from .export import to_nccl_csv, to_ompi_rules
 from .selection import METHODS, TuningTable, tuning_table
 
@@ -30,12 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("collectives", nargs="*", default=["allreduce"], metavar="COLLECTIVE",
                         help=f"one or more of {', '.join(COLLECTIVES)} (default allreduce)")
     parser.add_argument("-t", "--topology", default="dgx-h100",
-                        help=f"preset ({', '.join(PRESETS)}) or a topology file")
+                        help=f"preset ({', '.join(topology.PRESET_NAMES)}) or a topology file")
     parser.add_argument("--nodes", type=int, default=1, help="nodes of a DGX preset")
     parser.add_argument("-p", "--nranks", type=int, default=None,
                         help="ranks (default: all the topology places; 8 for flat)")
-    parser.add_argument("--alpha", type=float, default=2e-6, help="flat latency, s")
-    parser.add_argument("--beta", type=float, default=1e-10, help="flat s per byte")
+    parser.add_argument("--alpha", type=float, default=topology.FLAT_ALPHA_S,
+                        help="flat latency, s")
+    parser.add_argument("--beta", type=float, default=topology.FLAT_BETA_S_PER_BYTE,
+                        help="flat s per byte")
     parser.add_argument("-d", "--dtype-size", type=int, default=4, help="bytes per element")
     parser.add_argument("-b", "--minbytes", type=parse_size, default=1)
     parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("8G"))

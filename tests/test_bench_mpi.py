@@ -12,7 +12,6 @@ import pytest
 import topology
 from collectives.api import CHOICES
 from collectives.bench.options import sizes
-from collectives.bench.predict import FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE
 from collectives.launch import run_mpi
 from simulator import select
 
@@ -62,8 +61,8 @@ def test_plain_command_launches_mpirun_for_every_algorithm(tmp_path: Path) -> No
     assert [entry["size_B"] for entry in doc["predicted"]] == [8, 64, 512, 4096]
     assert "predicted on flat" in result.stdout
     for entry in doc["predicted"]:  # the predicted column is select's choice on the model
-        choice = select("allreduce", entry["size_B"], topology.flat(2, FLAT_ALPHA_S,
-                                                                    FLAT_BETA_S_PER_BYTE))
+        choice = select("allreduce", entry["size_B"], topology.flat(2, topology.FLAT_ALPHA_S,
+                                                                    topology.FLAT_BETA_S_PER_BYTE))
         assert (entry["best"], entry["choice"]) == (choice.algorithm, choice.label)
         assert entry["params"][choice.algorithm] == choice.label
         assert entry["time_us"][choice.algorithm] == pytest.approx(choice.predicted_s * 1e6)

@@ -7,9 +7,11 @@ from .errors import TopologyError
 from .files import dumps, load, loads, save
 from .model import Device, Link, Topology
 from .order import ring_order
-from .presets import dgx_a100, dgx_h100, flat, pcie_node, rail_fat_tree
+from .presets import (FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE, PRESET_NAMES, dgx_a100, dgx_h100, flat,
+                      pcie_node, preset, rail_fat_tree)
 
 __all__ = [
-    "Device", "Link", "Topology", "TopologyError", "dgx_a100", "dgx_h100", "dumps", "flat",
-    "load", "loads", "pcie_node", "rail_fat_tree", "ring_order", "save",
+    "Device", "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "Link", "PRESET_NAMES", "Topology",
+    "TopologyError", "dgx_a100", "dgx_h100", "dumps", "flat", "load", "loads", "pcie_node",
+    "preset", "rail_fat_tree", "ring_order", "save",
 ]

@@ -33,7 +33,8 @@ import math
 
 from .model import Device, Link, Topology
 
-__all__ = ["flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node"]
+__all__ = ["flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node", "PRESET_NAMES",
+           "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "preset"]
 
 GB = 1e9  #: bytes, decimal as in datasheets
 US = 1e-6  #: seconds
@@ -253,3 +254,56 @@ def pcie_node(gpus: int = 8, *, gpus_per_switch: int = 2, sockets: int = 2,
             links += _duplex(f"cpu{a}", f"cpu{b}", socket_latency_s, socket_Bps, "upi")
     return Topology(f"pcie_node({gpus})", tuple(devices), tuple(links),
                     tuple(f"gpu{g}" for g in range(gpus)))
+
+
+#: the command lines' default ``flat`` machine: 2 us latency and 10 GB/s (1e-10 s per
+#: byte), an assumed round figure for a host-memory MPI path, not a measurement
+#: (``collsim bench --topology calibrate`` and ``collsim predict`` measure the real one)
+FLAT_ALPHA_S = 2e-6
+FLAT_BETA_S_PER_BYTE = 1e-10
+
+#: the names :func:`preset` accepts (the command lines' ``--topology`` presets)
+PRESET_NAMES = ("flat", "dgx-h100", "dgx-a100", "pcie")
+
+
+def preset(name: str, *, nranks: int = 8, nodes: int = 1, alpha: float = FLAT_ALPHA_S,
+           beta: float = FLAT_BETA_S_PER_BYTE) -> Topology:
+    """The machine a command line's ``--topology NAME`` means.
+
+    Parameters
+    ----------
+    name : {"flat", "dgx-h100", "dgx-a100", "pcie"}
+        The preset (:data:`PRESET_NAMES`).
+    nranks : int
+        Ranks of ``flat`` (ignored by the others).
+    nodes : int
+        Nodes of a DGX preset (ignored by the others).
+    alpha, beta : float
+        Latency (s) and seconds per byte of ``flat`` (ignored by the others).
+
+    Returns
+    -------
+    Topology
+        :func:`flat`, :func:`dgx_h100`, :func:`dgx_a100` or :func:`pcie_node` (default size).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of :data:`PRESET_NAMES`, or a constructor rejects the figures.
+
+    Examples
+    --------
+    >>> preset("dgx-h100", nodes=2).nranks
+    16
+    >>> preset("flat", nranks=4).name
+    'flat(4)'
+    """
+    if name == "flat":
+        return flat(nranks, alpha, beta)
+    if name == "dgx-h100":
+        return dgx_h100(nodes=nodes)
+    if name == "dgx-a100":
+        return dgx_a100(nodes=nodes)
+    if name == "pcie":
+        return pcie_node()
+    raise ValueError(f"name={name!r} is not a preset; it must be one of {', '.join(PRESET_NAMES)}")

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from topology import PRESET_NAMES
+
 from ..api import CHOICES
 from ..ops import DTYPES, OPS
 from ..schedule import COLLECTIVES
@@ -52,7 +54,7 @@ COLLECTIVE_NAMES: dict[str, str] = {"all_reduce": "allreduce", "all_gather": "al
 
 #: ``-t`` preset names besides files (``calibrate`` measures this job, ``none`` predicts
 #: nothing); DGX presets take ``--nodes``
-TOPOLOGY_PRESETS = ("calibrate", "none", "flat", "dgx-h100", "dgx-a100", "pcie")
+TOPOLOGY_PRESETS = ("calibrate", "none", *PRESET_NAMES)
 
 
 def _datatype(text: str) -> str:

@@ -20,13 +20,7 @@ import topology
 from collectives.build import ALGORITHMS
 from simulator import tuning_table
 
-__all__ = ["FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "CALIBRATION_ITERS", "Model", "machine",
-           "predict"]
-
-#: the ``flat`` preset's latency and inverse bandwidth: 2 us and 10 GB/s, a typical
-#: host-memory MPI path (the defaults of ``collsim simulate``)
-FLAT_ALPHA_S = 2e-6
-FLAT_BETA_S_PER_BYTE = 1e-10
+__all__ = ["CALIBRATION_ITERS", "Model", "machine", "predict"]
 
 #: timed and untimed calls per calibration point of ``--topology calibrate``
 CALIBRATION_ITERS, CALIBRATION_WARMUP = 9, 1
@@ -68,11 +62,10 @@ def machine(name: str, nranks: int, nodes: int, mpi_comm: Any, xp: Any) -> Model
 
         model, fit = calibrated_model(mpi_comm, CALIBRATION_ITERS, CALIBRATION_WARMUP)
         return Model(model, fit["overhead_s"])
-    presets = {"flat": lambda: topology.flat(nranks, FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE),
-               "dgx-h100": lambda: topology.dgx_h100(nodes=nodes),
-               "dgx-a100": lambda: topology.dgx_a100(nodes=nodes),
-               "pcie": lambda: topology.pcie_node()}
-    model = presets[name]() if name in presets else topology.load(Path(name))
+    if name in topology.PRESET_NAMES:
+        model = topology.preset(name, nranks=nranks, nodes=nodes)
+    else:
+        model = topology.load(Path(name))
     if model.nranks < nranks:
         raise ValueError(f"--topology {name!r} places {model.nranks} ranks but the job has "
                          f"{nranks}; choose a larger model (e.g. --nodes)")
