@@ -357,7 +357,7 @@ class _Router:
             if meets:
                 hops = min(ahead[v] + behind[v] for v in meets)
                 meets = [v for v in meets if ahead[v] + behind[v] == hops]
-                return self._fastest(s, d, self._layers(s, d, meets, ahead, behind))
+                return self._fastest(s, self._layers(s, d, meets, ahead, behind))
         raise TopologyError(f"device {self.ids[s]!r} cannot reach device {self.ids[d]!r}")
 
     def _layers(self, s: int, d: int, meets: list[int], ahead: dict[int, int],
@@ -374,8 +374,7 @@ class _Router:
                                  and (w == d or self.transit[w])}))
         return before[::-1] + after[1:]
 
-    def _fastest(self, s: int, d: int,
-                 layers: list[list[int]]) -> dict[int, list[tuple[int, int]]]:
+    def _fastest(self, s: int, layers: list[list[int]]) -> dict[int, list[tuple[int, int]]]:
         """Lowest latency through consecutive layers, keeping every tied predecessor."""
         best = {s: 0.0}
         preds: dict[int, list[tuple[int, int]]] = {}

@@ -104,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     comm, xp = open_comm(args.transport, args.buffer, world)
     device = "cpu" if xp.__name__ == "numpy" else f"gpu {xp.cuda.Device().id}"
     ranks = world.gather((os.getpid(), socket.gethostname(), f"{device} [{xp.__name__}]"))
-    model = machine(args.topology, nranks, args.nodes, world, xp)
+    model = machine(args.topology, nranks, args.nodes, world)
     case = Case(args.collective, args.datatype, args.op, args.iters, args.warmup_iters,
                 bool(args.check))
     rows = sizes(args.minbytes, args.maxbytes, args.stepfactor, args.collective, nranks,

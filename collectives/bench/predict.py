@@ -48,12 +48,31 @@ class Model:
         return self.topology.name
 
 
-def machine(name: str, nranks: int, nodes: int, mpi_comm: Any, xp: Any) -> Model | None:
+def machine(name: str, nranks: int, nodes: int, mpi_comm: Any) -> Model | None:
     """The model ``--topology name`` means, on every rank (``calibrate`` is collective:
     every rank measures).
 
-    Returns None for ``none`` and for ``calibrate`` on a single rank (nothing to measure).
-    ``xp`` is not used by ``calibrate``: it calibrates the MPI executor on NumPy buffers.
+    Parameters
+    ----------
+    name : str
+        A preset (:data:`topology.PRESET_NAMES`), a topology file, ``calibrate`` or ``none``.
+    nranks : int
+        Ranks of the job (the ``flat`` preset's size; a model must place at least as many).
+    nodes : int
+        Nodes of a DGX preset.
+    mpi_comm : mpi4py.MPI.Comm
+        The job's communicator, which ``calibrate`` measures (the MPI executor on NumPy
+        float32 buffers, whatever the benchmark's buffers are).
+
+    Returns
+    -------
+    Model or None
+        None for ``none`` and for ``calibrate`` on a single rank (nothing to measure).
+
+    Raises
+    ------
+    ValueError
+        If the model places fewer than ``nranks`` ranks.
     """
     if name == "none" or (name == "calibrate" and nranks < 2):
         return None
@@ -80,6 +99,19 @@ def predict(collective: str, rows: Sequence[tuple[int, int]], nranks: int, dtype
     The parameters are the table's (e.g. the segment count that predicts fastest), which
     may differ from the defaults the benchmark ran; ``params`` says which each time
     assumes.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective benchmarked.
+    rows : sequence of (int, int)
+        The benchmark's rows, ``(size in bytes, count per rank)``.
+    nranks : int
+        Ranks of the job.
+    dtype : str
+        NumPy dtype name of the elements.
+    model : Model
+        The machine to predict on (:func:`machine`).
 
     Returns
     -------
