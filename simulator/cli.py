@@ -56,8 +56,11 @@ def _topology(args: argparse.Namespace) -> topology.Topology:
 
 
 def _sizes(args: argparse.Namespace) -> list[int]:
-    if args.stepfactor < 2 or args.minbytes > args.maxbytes:
-        raise SystemExit("need -f >= 2 and -b <= -e")
+    if args.stepfactor < 2:
+        raise SystemExit(f"-f {args.stepfactor} is not allowed; it must be >= 2")
+    if args.minbytes > args.maxbytes:
+        raise SystemExit(f"-b {args.minbytes} is larger than -e {args.maxbytes}; "
+                         "need minbytes <= maxbytes")
     sizes, size = [], max(args.minbytes, args.dtype_size)
     while size <= args.maxbytes:
         sizes.append(size - size % args.dtype_size)

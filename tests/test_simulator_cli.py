@@ -39,3 +39,13 @@ def test_timeline_png(tmp_path: Path, by: str) -> None:
     assert path.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="by='node'"):
         plot_timeline(result, tmp_path / "x.png", by="node")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-f", "1"], "-f 1 is not allowed"),
+    (["-b", "1M", "-e", "1K"], "-b 1048576 is larger than -e 1024"),
+    (["-t", "nowhere.toml"], "--topology 'nowhere.toml' is neither a preset"),
+])
+def test_simulate_command_names_bad_arguments(argv: list[str], message: str) -> None:
+    with pytest.raises(SystemExit, match=message):
+        main(["simulate", "-t", "flat", "-p", "2", *argv])

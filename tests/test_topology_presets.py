@@ -131,3 +131,14 @@ def test_routes_are_shortest_and_valid_on_random_graphs(seed):
             assert devices[-1] == t.placement[b]
             assert all(d.startswith("s") for d in devices[1:-1])  # GPUs never forward
             assert (t.hops(a, b), t.alpha(a, b)) == (costs[b][0], pytest.approx(costs[b][1]))
+
+
+def test_preset_resolves_every_command_line_name() -> None:
+    assert topology.preset("flat", nranks=3, alpha=1e-6, beta=2e-9).name == "flat(3)"
+    assert topology.preset("flat", nranks=3, alpha=1e-6, beta=2e-9).alpha(0, 2) == 1e-6
+    assert topology.preset("dgx-h100", nodes=2) == topology.dgx_h100(nodes=2)
+    assert topology.preset("dgx-a100") == topology.dgx_a100()
+    assert topology.preset("pcie") == topology.pcie_node()
+    assert set(topology.PRESET_NAMES) == {"flat", "dgx-h100", "dgx-a100", "pcie"}
+    with pytest.raises(ValueError, match="name='dgx-b200' is not a preset; it must be one of"):
+        topology.preset("dgx-b200")
