@@ -14,6 +14,20 @@ __all__ = ["split", "block", "blocks_of", "input_range", "output_range"]
 def split(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
     """Return part ``index`` of ``parts`` near-equal parts of ``[start, stop)``.
 
+    Parameters
+    ----------
+    start, stop : int
+        The range, ``start <= stop``.
+    parts : int
+        Number of parts (>= 1); more parts than elements leaves some empty.
+    index : int
+        Which part, ``0 <= index < parts``.
+
+    Returns
+    -------
+    tuple of int
+        ``(lo, hi)``; the first ``(stop - start) % parts`` parts hold one element more.
+
     Examples
     --------
     >>> [split(0, 10, 3, i) for i in range(3)]
@@ -25,22 +39,67 @@ def split(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
 
 
 def block(count: int, nranks: int, rank: int) -> tuple[int, int]:
-    """Return the element range of ``rank``'s block of a ``count``-element vector."""
+    """Return the element range ``(lo, hi)`` of ``rank``'s block of a ``count``-element
+    vector cut into ``nranks`` near-equal blocks (:func:`split`)."""
     return split(0, count, nranks, rank)
 
 
 def input_range(collective: str, count: int, nranks: int, rank: int) -> tuple[int, int]:
-    """Range of the working buffer that holds ``rank``'s input before the schedule runs."""
+    """Range of the working buffer that holds ``rank``'s input before the schedule runs.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    count, nranks, rank : int
+        Elements of the full vector, the number of ranks and the rank.
+
+    Returns
+    -------
+    tuple of int
+        ``(lo, hi)``: the rank's block for AllGather, the whole vector otherwise.
+    """
     return block(count, nranks, rank) if collective == "allgather" else (0, count)
 
 
 def output_range(collective: str, count: int, nranks: int, rank: int) -> tuple[int, int]:
-    """Range of the working buffer that holds ``rank``'s output after the schedule runs."""
+    """Range of the working buffer that holds ``rank``'s output after the schedule runs.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    count, nranks, rank : int
+        Elements of the full vector, the number of ranks and the rank.
+
+    Returns
+    -------
+    tuple of int
+        ``(lo, hi)``: the rank's block for ReduceScatter, the whole vector otherwise.
+    """
     return block(count, nranks, rank) if collective == "reduce_scatter" else (0, count)
 
 
 def blocks_of(blocks: Sequence[tuple[int, int]], ranks: Sequence[int]) -> list[tuple[int, int]]:
-    """Return the ranges of the given ranks' blocks, merging neighbours that touch."""
+    """Return the ranges of the given ranks' blocks, merging neighbours that touch.
+
+    Parameters
+    ----------
+    blocks : sequence of (int, int)
+        ``blocks[r]`` is rank ``r``'s element range.
+    ranks : sequence of int
+        The ranks whose blocks to take, in any order.
+
+    Returns
+    -------
+    list of (int, int)
+        Sorted, disjoint, non-empty ranges covering exactly those blocks.
+
+    Examples
+    --------
+    >>> blocks_of([(0, 3), (3, 6), (6, 8)], [2, 0, 1])
+    [(0, 8)]
+    """
     merged: list[tuple[int, int]] = []
     for lo, hi in sorted(blocks[r] for r in ranks):
         if merged and merged[-1][1] == lo:

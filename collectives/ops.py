@@ -15,20 +15,58 @@ DTYPES: tuple[str, ...] = ("int8", "uint8", "int32", "uint32", "int64", "uint64"
 
 
 def check_op(op: str) -> str:
-    """Return ``op`` if it names a reduction, else raise ValueError naming the choices."""
+    """Return ``op`` if it names a reduction.
+
+    Parameters
+    ----------
+    op : str
+        A reduction name, one of :data:`OPS`.
+
+    Returns
+    -------
+    str
+        ``op``.
+
+    Raises
+    ------
+    ValueError
+        If ``op`` is not in :data:`OPS`, naming the choices.
+    """
     if op not in OPS:
-        raise ValueError(f"op {op!r} is not supported; choose one of {sorted(OPS)}") from None
+        raise ValueError(f"op {op!r} is not supported; choose one of {sorted(OPS)}")
     return op
 
 
 def check_dtype(dtype: Any) -> str:
-    """Return the name of ``dtype`` if collectives support it, else raise TypeError."""
+    """Return the name of ``dtype`` if the collectives support it.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype or str
+        A dtype, or its name.
+
+    Returns
+    -------
+    str
+        The dtype's name, one of :data:`DTYPES`.
+
+    Raises
+    ------
+    TypeError
+        If the dtype is not in :data:`DTYPES`, naming the choices.
+    """
     name = getattr(dtype, "name", str(dtype))
     if name not in DTYPES:
-        raise TypeError(f"dtype {name!r} is not supported; choose one of {list(DTYPES)}") from None
+        raise TypeError(f"dtype {name!r} is not supported; choose one of {list(DTYPES)}")
     return name
 
 
 def reducer(xp: Any, op: str) -> Callable[..., Any]:
-    """Return the ufunc of array module ``xp`` (numpy or cupy) that applies ``op``."""
+    """Return the ufunc of array module ``xp`` (numpy or cupy) that applies ``op``.
+
+    Raises
+    ------
+    ValueError
+        If ``op`` is not in :data:`OPS` (:func:`check_op`).
+    """
     return getattr(xp, OPS[check_op(op)])

@@ -16,6 +16,11 @@ BUS_FACTORS: dict[str, int] = {"allreduce": 2, "reduce_scatter": 1, "allgather":
 def bus_factor(collective: str, nranks: int) -> float:
     """Return busbw / algbw for ``collective`` on ``nranks`` ranks.
 
+    Raises
+    ------
+    ValueError
+        If ``collective`` is not in :data:`BUS_FACTORS` or ``nranks`` is not an integer >= 1.
+
     Examples
     --------
     >>> bus_factor("allreduce", 8), bus_factor("allgather", 4)
@@ -23,13 +28,31 @@ def bus_factor(collective: str, nranks: int) -> float:
     """
     if collective not in BUS_FACTORS:
         raise ValueError(f"collective {collective!r} is not supported; choose one of "
-                         f"{list(BUS_FACTORS)}") from None
+                         f"{list(BUS_FACTORS)}")
     if isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1:
         raise ValueError(f"nranks={nranks!r} is not allowed; it must be an integer >= 1")
     return BUS_FACTORS[collective] * (nranks - 1) / nranks
 
 
 def bandwidths(collective: str, nranks: int, nbytes: int, time_s: float) -> tuple[float, float]:
-    """Return ``(algbw, busbw)`` in bytes per second (0 for a zero time)."""
+    """Return ``(algbw, busbw)`` in bytes per second (0 for a zero time).
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    nranks : int
+        Number of ranks.
+    nbytes : int
+        Bytes of the working buffer (the AllReduce vector, the ReduceScatter input, the
+        AllGather output), the size nccl-tests reports.
+    time_s : float
+        Seconds per call.
+
+    Raises
+    ------
+    ValueError
+        As :func:`bus_factor`.
+    """
     algbw = nbytes / time_s if time_s > 0 else 0.0
     return algbw, algbw * bus_factor(collective, nranks)

@@ -20,7 +20,8 @@ from collectives.schedule import Copy, Recv, Send, Step
 def test_importing_needs_neither_mpi4py_nor_cupy() -> None:
     code = ("import sys, collectives; collectives.allreduce; "
             "print('mpi4py.MPI' in sys.modules, 'cupy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=60)
     assert out.stdout.split() == ["False", "False"]
 
 
