@@ -126,7 +126,13 @@ class Schedule:
                    tuple(sorted((params or {}).items())), frozen.__getitem__)
 
     def steps(self, rank: int) -> RankSteps:
-        """Return the steps of ``rank``, generating them on first use."""
+        """Return the steps of ``rank``, generating them on first use.
+
+        Raises
+        ------
+        ValueError
+            If ``rank`` is not in ``0..nranks-1``.
+        """
         steps = self._cache.get(rank)
         if steps is None:
             if not 0 <= rank < self.nranks:

@@ -217,6 +217,12 @@ class Topology:
         """Return the indices into ``links`` of the route from rank ``a`` to rank ``b``.
 
         Empty when both ranks run on the same device. Cached per pair of devices.
+
+        Raises
+        ------
+        ValueError
+            If ``a`` or ``b`` is not an int in ``[0, nranks)`` (as do :meth:`alpha`,
+            :meth:`beta`, :meth:`hops`, :meth:`costs` and :meth:`device`).
         """
         src = self.placement[self._rank(a, "a")]
         dst = self.placement[self._rank(b, "b")]
