@@ -54,13 +54,13 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
     if forced:
         if forced not in CHOICES:
             raise ValueError(f"{ALGORITHM_ENV}={forced!r} is not allowed; choose one of "
-                             f"{list(CHOICES)}") from None
+                             f"{list(CHOICES)}")
         if forced != algorithm:
             params = {}
         algorithm = forced
     elif algorithm not in CHOICES:
         raise ValueError(f"algorithm={algorithm!r} is not supported; choose one of "
-                         f"{list(CHOICES)}") from None
+                         f"{list(CHOICES)}")
     if algorithm in ("native", "auto") and params:
         raise TypeError(f"algorithm={algorithm!r} takes no parameters, got "
                         f"{sorted(params)}; name an algorithm to tune it")

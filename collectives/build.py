@@ -22,7 +22,7 @@ Blocks = tuple[tuple[int, int], ...]
 def _module(algorithm: str) -> Any:
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm {algorithm!r} is not supported; choose one of "
-                         f"{list(ALGORITHMS)}") from None
+                         f"{list(ALGORITHMS)}")
     return importlib.import_module(f"{__package__}.algorithms.{algorithm}")
 
 
@@ -162,7 +162,7 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     """
     if collective not in COLLECTIVES:
         raise ValueError(f"collective {collective!r} is not supported; choose one of "
-                         f"{list(COLLECTIVES)}") from None
+                         f"{list(COLLECTIVES)}")
     module = _module(algorithm)
     _check_int("nranks", nranks, 1)
     _check_int("count", count, 0)

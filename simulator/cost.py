@@ -396,10 +396,10 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
     """
     if collective not in COLLECTIVES:
         raise ValueError(f"collective {collective!r} is not supported; choose one of "
-                         f"{list(COLLECTIVES)}") from None
+                         f"{list(COLLECTIVES)}")
     if algorithm not in _FORMS:
         raise ValueError(f"algorithm {algorithm!r} is not supported; choose one of "
-                         f"{[a for a in ALGORITHMS if a in _FORMS]}") from None
+                         f"{[a for a in ALGORITHMS if a in _FORMS]}")
     _check_int("nranks", nranks, 1)
     _check_int("nbytes", nbytes, 0)
     _check_int("dtype_size", dtype_size, 1)

@@ -373,7 +373,7 @@ def clear_cache() -> None:
 def _check(collective: Any, topology: Any, nranks: Any, dtype_size: Any, method: Any) -> int:
     if collective not in COLLECTIVES:
         raise ValueError(f"collective={collective!r} is not supported; choose one of "
-                         f"{list(COLLECTIVES)}") from None
+                         f"{list(COLLECTIVES)}")
     if not hasattr(topology, "placement") or not hasattr(topology, "gamma_s_per_byte"):
         raise TypeError(f"topology={topology!r} is not allowed; pass a topology.Topology")
     nranks = topology.nranks if nranks is None else nranks

@@ -55,7 +55,7 @@ def array_module(name: str, buf: Any) -> Any:
         if isinstance(buf, cupy.ndarray):
             return cupy
     raise TypeError(f"{name} is a {type(buf).__module__}.{type(buf).__name__}; "
-                    f"pass a numpy.ndarray or a cupy.ndarray") from None
+                    f"pass a numpy.ndarray or a cupy.ndarray")
 
 
 @dataclass(slots=True)
@@ -112,7 +112,7 @@ _SUPPORTED = frozenset(np.dtype(name) for name in DTYPES)
 def _check_dtype(name: str, dtype: Any) -> None:
     if dtype not in _SUPPORTED:
         raise TypeError(f"{name} has dtype {dtype.name!r}, which the collectives do not "
-                        f"support; choose one of {list(DTYPES)}") from None
+                        f"support; choose one of {list(DTYPES)}")
 
 
 def _check_device(xp: Any, send: Any, recv: Any) -> None:

@@ -35,7 +35,7 @@ def check_enabled(check: bool | None) -> bool:
         return False
     if value in ("1", "true", "yes", "on"):
         return True
-    raise ValueError(f"{CHECK_ENV}={value!r} is not allowed; use 1 or 0") from None
+    raise ValueError(f"{CHECK_ENV}={value!r} is not allowed; use 1 or 0")
 
 
 def signature(collective: str, count: int, dtype: str, op: str, algorithm: str,

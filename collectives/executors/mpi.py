@@ -169,7 +169,7 @@ class MpiTransport:
         if native and not _has_mpi_datatype(call.dtype):
             raise TypeError(f"dtype {call.dtype.name!r} has no MPI datatype in this MPI library; "
                             f"algorithm='native' cannot run it, choose one of ring, tree, rhd, "
-                            f"pipeline") from None
+                            f"pipeline")
 
     def _staged(self, call: Call) -> bool:
         return call.xp is not np and not cuda_aware()
@@ -217,7 +217,7 @@ def mpi_transport(comm: Any) -> MpiTransport:
         comm = _MPI.COMM_WORLD
     elif not isinstance(comm, _MPI.Intracomm) or comm == _MPI.COMM_NULL:
         raise TypeError(f"comm={comm!r} is not allowed; pass an mpi4py intracommunicator "
-                        f"(e.g. MPI.COMM_WORLD) or a collectives NcclComm") from None
+                        f"(e.g. MPI.COMM_WORLD) or a collectives NcclComm")
     transport = comm.Get_attr(_KEYVAL)
     if transport is None:
         transport = MpiTransport(comm)
