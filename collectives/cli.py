@@ -26,7 +26,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; return its exit status."""
-    parser = argparse.ArgumentParser(prog="collsim", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="collsim", description="Collective algorithms from one schedule: run, benchmark, "
+        "simulate, select and calibrate.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     args_list = list(sys.argv[1:] if argv is None else argv)
     for name, (module_name, help_text) in COMMANDS.items():
