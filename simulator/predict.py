@@ -96,12 +96,27 @@ def _check(args: argparse.Namespace) -> None:
 
 def fit_relative(columns: list[list[float]], times: list[float],
                  rounds: int = 20) -> list[float]:
-    """Non-negative coefficients ``c`` of ``t = sum(c[k] * columns[k])`` minimising the sum of
-    *relative* errors' magnitudes (small times weigh as much as large ones, and a few
-    times inflated by other load on the machine pull less than in least squares).
+    """Non-negative least-relative-error coefficients of ``t = sum(c[k] * columns[k])``.
 
-    Iteratively reweighted least squares, ``rounds`` rounds; a coefficient the fit drives
-    below zero is dropped and the rest refitted (then reported as 0).
+    Minimises the sum of the *relative* errors' magnitudes (small times weigh as much as
+    large ones, and a few times inflated by other load on the machine pull less than in
+    least squares) by iteratively reweighted least squares, ``rounds`` rounds; a
+    coefficient the fit drives below zero is dropped and the rest refitted (then
+    reported as 0).
+
+    Parameters
+    ----------
+    columns : list of list of float
+        One regressor per coefficient, each with one value per time.
+    times : list of float
+        Measured times, all positive.
+    rounds : int, optional
+        Reweighting rounds per fit; default 20.
+
+    Returns
+    -------
+    list of float
+        One coefficient per column, each >= 0.
     """
     t = np.asarray(times, dtype=np.float64)
     keep = list(range(len(columns)))
@@ -127,6 +142,24 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     set to 1 and the others to (practically) 0, so the model's time is close to
     ``alpha S + beta B + gamma G + o O``; the simulation, not a closed form, so the terms
     see what the predictions see (rank-alone bandwidth, messages serialised on a rank).
+
+    Parameters
+    ----------
+    collective : str
+        Collective name.
+    algorithm : str
+        Algorithm name.
+    nranks : int
+        Number of ranks.
+    nbytes : int
+        Message size in bytes (float32 elements: ``nbytes // 4``).
+    params : dict[str, Any]
+        Algorithm parameters passed to :func:`collectives.build_schedule`.
+
+    Returns
+    -------
+    list of float
+        ``[S, B, G, O]``: the terms multiplying alpha, beta, gamma and ``o``.
     """
     from collectives import build_schedule
 
@@ -147,30 +180,71 @@ def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
     Every rank busy, oversubscribed as the measurements will be: the AllGather and
     ReduceScatter runs of :data:`CALIBRATION_RUNS` (step and message counts far enough
     apart to tell per-call, per-step and per-message costs apart) through the real MPI
-    executor (:func:`measure`) at :data:`CALIBRATION_SIZES`.  In the model each costs
+    executor (:func:`measure_all`) at :data:`CALIBRATION_SIZES`.  In the model each costs
     about ``alpha S + beta B + gamma G + o O`` (:func:`model_terms`), so a fit of
     ``t = overhead + alpha S + beta B + gamma G + o O`` (:func:`fit_relative`) separates
     the per-call overhead (argument checks, plan lookup, barrier exit skew) from the
     per-step latency, the per-byte cost of moving and of reducing (scratch receive and
     ``np.add``) and the CPU time each message costs the rank that posts and completes it
     (request objects, matching, progress), with the Python executor's costs and the
-    sharing of cores included.  Returns the same values on every rank, and the largest
-    relative error of the fitted model, simulated, on the calibration runs.
+    sharing of cores included.  Collective: call on every rank of ``comm``.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator to calibrate on.
+    iters : int
+        Timed calls per run.
+    warmup : int
+        Untimed calls before the timed ones, per round.
+
+    Returns
+    -------
+    dict[str, float]
+        The same on every rank: ``overhead_s``, ``alpha_s``, ``beta_s_per_byte``,
+        ``gamma_s_per_byte``, ``overhead_s_per_message`` and ``fit_error`` (the largest
+        relative error of the fitted model, simulated, on the calibration runs).
     """
     runs = calibration_jobs(comm.Get_size())
     return fit_calibration(comm.Get_size(), runs, measure_all(comm, runs, iters, warmup))
 
 
 def calibration_jobs(nranks: int) -> list[Job]:
-    """The runs :func:`calibrate_loaded` times: :data:`CALIBRATION_RUNS` at
-    :data:`CALIBRATION_SIZES` (whole float32 blocks per rank)."""
+    """The runs :func:`calibrate_loaded` times.
+
+    Parameters
+    ----------
+    nranks : int
+        Number of ranks; every size is rounded down to whole float32 blocks per rank.
+
+    Returns
+    -------
+    list of Job
+        ``(collective, nbytes, algorithm, params)`` for each of :data:`CALIBRATION_RUNS`
+        at each of :data:`CALIBRATION_SIZES`.
+    """
     return [(collective, n, algorithm, params)
             for collective, algorithm, params in CALIBRATION_RUNS
             for n in (n - n % (4 * nranks * 8) for n in CALIBRATION_SIZES)]
 
 
 def fit_calibration(nranks: int, runs: list[Job], times: list[float]) -> dict[str, float]:
-    """Fit the model of :func:`calibrate_loaded` to the measured ``times`` of ``runs``."""
+    """Fit the model of :func:`calibrate_loaded` to the measured ``times`` of ``runs``.
+
+    Parameters
+    ----------
+    nranks : int
+        Number of ranks the runs used.
+    runs : list of Job
+        The runs, as from :func:`calibration_jobs`.
+    times : list of float
+        Measured seconds per call, one per run.
+
+    Returns
+    -------
+    dict[str, float]
+        As :func:`calibrate_loaded` returns.
+    """
     from collectives import build_schedule
 
     from .engine import simulate
@@ -260,14 +334,44 @@ def host_model(nranks: int, alpha: float, beta: float, gamma: float,
 
 
 def calibrated_model(comm: Any, iters: int, warmup: int) -> tuple[Any, dict[str, float]]:
-    """Calibrate on ``comm`` (:func:`calibrate_loaded`, collective) and return the
-    :func:`host_model` with the fitted parameters, and the fit."""
+    """Calibrate on ``comm`` and return the fitted :func:`host_model` and the fit.
+
+    Collective: call on every rank of ``comm`` (:func:`calibrate_loaded`).
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator to calibrate on.
+    iters : int
+        Timed calls per calibration run.
+    warmup : int
+        Untimed calls before the timed ones, per round.
+
+    Returns
+    -------
+    tuple
+        ``(topology, fit)``: the :class:`topology.Topology` and the dict of
+        :func:`calibrate_loaded`.
+    """
     fit = calibrate_loaded(comm, iters, warmup)
     return fitted_model(comm.Get_size(), fit), fit
 
 
 def fitted_model(nranks: int, fit: dict[str, float]) -> Any:
-    """The :func:`host_model` with the parameters of a calibration ``fit``."""
+    """The :func:`host_model` with the parameters of a calibration ``fit``.
+
+    Parameters
+    ----------
+    nranks : int
+        Ranks on the host.
+    fit : dict[str, float]
+        A fit from :func:`fit_calibration` or :func:`calibrate_loaded`.
+
+    Returns
+    -------
+    topology.Topology
+        The host model.
+    """
     return host_model(nranks, fit["alpha_s"], fit["beta_s_per_byte"], fit["gamma_s_per_byte"],
                       fit["overhead_s_per_message"])
 
@@ -288,12 +392,29 @@ Job = tuple[str, int, str, dict[str, Any]]
 
 def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
                 rounds: int = ROUNDS) -> list[float]:
-    """Per job ``(collective, nbytes, algorithm, params)``: the median over ``iters`` calls
-    of the slowest rank's time for one call, seconds.
+    """Per job: the median over ``iters`` calls of the slowest rank's time for one call.
 
     The calls are made in ``rounds`` passes over all jobs (forwards, then backwards, ...),
     each with ``warmup`` untimed calls first and ``iters / rounds`` timed ones; every call
-    follows a barrier and is timed on every rank.
+    follows a barrier and is timed on every rank.  Collective: call on every rank.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator to run on.
+    jobs : list of Job
+        ``(collective, nbytes, algorithm, params)`` per job (float32 buffers).
+    iters : int
+        Timed calls per job, over all rounds.
+    warmup : int
+        Untimed calls per job in each round that times it.
+    rounds : int, optional
+        Passes over the jobs; default :data:`ROUNDS`.
+
+    Returns
+    -------
+    list of float
+        Seconds per call, one per job, the same on every rank.
     """
     per_round = [iters // rounds + (r < iters % rounds) for r in range(rounds)]
     samples: list[list[float]] = [[] for _ in jobs]
@@ -327,7 +448,32 @@ def _time_calls(comm: Any, collective: str, nbytes: int, algorithm: str,
 
 def measure(comm: Any, collective: str, nbytes: int, algorithm: str,
             params: dict[str, Any], iters: int, warmup: int) -> float:
-    """Median over ``iters`` of the slowest rank's time for one call, seconds."""
+    """Median over ``iters`` of the slowest rank's time for one call, seconds.
+
+    Collective: call on every rank of ``comm``; one round (see :func:`measure_all`).
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator to run on.
+    collective : str
+        Collective name.
+    nbytes : int
+        Message size in bytes (float32 buffers).
+    algorithm : str
+        Algorithm name.
+    params : dict[str, Any]
+        Algorithm parameters.
+    iters : int
+        Timed calls.
+    warmup : int
+        Untimed calls first.
+
+    Returns
+    -------
+    float
+        Seconds per call.
+    """
     return measure_all(comm, [(collective, nbytes, algorithm, params)], iters, warmup, 1)[0]
 
 
@@ -341,8 +487,20 @@ def _sizes(args: argparse.Namespace, p: int) -> list[int]:
 
 
 def candidate_jobs(collective: str, sizes: list[int]) -> list[Job]:
-    """Every candidate of the tuning tables (:func:`simulator.selection.candidates`) at
-    every size: what :func:`compare` needs measured."""
+    """Every candidate of the tuning tables at every size: what :func:`compare` needs measured.
+
+    Parameters
+    ----------
+    collective : str
+        Collective name (see :func:`simulator.selection.candidates`).
+    sizes : list of int
+        Message sizes in bytes.
+
+    Returns
+    -------
+    list of Job
+        ``(collective, nbytes, algorithm, params)``, size-major.
+    """
     from .selection import candidates
 
     return [(collective, n, algorithm, dict(params)) for n in sizes
@@ -351,12 +509,35 @@ def candidate_jobs(collective: str, sizes: list[int]) -> list[Job]:
 
 def compare(table: Any, sizes: list[int], measured: dict[tuple[int, str, str], float],
             overhead_s: float = 0.0) -> list[dict[str, Any]]:
-    """Predicted and measured time of every algorithm family at every size, each family
-    with the parameters the table predicts fastest; one dict per point.
+    """Predicted and measured time of every algorithm family at every size.
 
-    ``measured[(nbytes, algorithm, label)]`` is a measured time (see
-    :func:`candidate_jobs`).  ``overhead_s``, the executor's per-call cost, is added to
-    every prediction (it is the same for every algorithm, so it changes no choice)."""
+    Each family takes the parameters the table predicts fastest; ``overhead_s``, the
+    executor's per-call cost, is added to every prediction (it is the same for every
+    algorithm, so it changes no choice).
+
+    Parameters
+    ----------
+    table : TuningTable
+        The predictions (:func:`simulator.tuning_table`).
+    sizes : list of int
+        Message sizes in bytes.
+    measured : dict[tuple[int, str, str], float]
+        ``measured[(nbytes, algorithm, label)]``: a measured time in seconds (see
+        :func:`candidate_jobs`).
+    overhead_s : float, optional
+        Seconds added to every prediction; default 0.
+
+    Returns
+    -------
+    list of dict
+        One per size and family: ``nbytes``, ``algorithm``, ``label``, ``predicted_s``,
+        ``measured_s`` and ``chosen`` (whether the table picks this family).
+
+    Raises
+    ------
+    KeyError
+        When ``measured`` lacks a point the table needs.
+    """
     from collectives import ALGORITHMS
 
     points = []
@@ -373,7 +554,20 @@ def compare(table: Any, sizes: list[int], measured: dict[tuple[int, str, str], f
 
 
 def summarize(points: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-size verdicts and the two headline figures (see the module docstring)."""
+    """Per-size verdicts and the two headline figures (see the module docstring).
+
+    Parameters
+    ----------
+    points : list of dict
+        Points from :func:`compare`; not empty.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``verdicts`` (per size: predicted, measured and chosen best, and whether the
+        choice is ``good``), ``geomean_error_from_64KiB`` (None without such sizes),
+        ``good_choice_share`` and ``best_matches_share``.
+    """
     by_size: dict[int, list[dict[str, Any]]] = {}
     for point in points:
         by_size.setdefault(point["nbytes"], []).append(point)

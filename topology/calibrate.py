@@ -129,6 +129,18 @@ def fit_line(sizes: Sequence[float], times: Sequence[float]) -> tuple[float, flo
     ``alpha`` is kept >= :data:`MIN_LATENCY_S` and ``beta`` >= :data:`MIN_BETA_S_PER_BYTE`
     (refitting the other through the points when one is clamped).
 
+    Parameters
+    ----------
+    sizes : sequence of float
+        Message sizes ``n`` in bytes; at least two different values.
+    times : sequence of float
+        Measured times in seconds, one per size.
+
+    Returns
+    -------
+    tuple[float, float]
+        ``(alpha, beta)``: latency in seconds and seconds per byte.
+
     Examples
     --------
     >>> alpha, beta = fit_line([0, 100, 200], [2e-6, 3e-6, 4e-6])
@@ -150,7 +162,24 @@ def fit_line(sizes: Sequence[float], times: Sequence[float]) -> tuple[float, flo
 
 def fit_errors(alpha: float, beta: float, sizes: Sequence[float],
                times: Sequence[float]) -> list[float]:
-    """Relative error ``(model - measured) / measured`` at every point."""
+    """Relative error ``(model - measured) / measured`` at every point.
+
+    Parameters
+    ----------
+    alpha : float
+        Latency of the line, seconds.
+    beta : float
+        Slope of the line, seconds per byte.
+    sizes : sequence of float
+        Message sizes in bytes.
+    times : sequence of float
+        Measured times in seconds, one per size, all non-zero.
+
+    Returns
+    -------
+    list of float
+        One relative error per point.
+    """
     return [(alpha + beta * n - t) / t for n, t in zip(sizes, times)]
 
 
@@ -160,6 +189,28 @@ def measure_pair(comm: Any, a: int, b: int, buffers: Sequence[Any], iters: int,
 
     The one-way time is half the median round trip. Ranks other than ``a`` and ``b`` return
     an empty list at once.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator holding both ranks.
+    a : int
+        The rank that sends first and whose times count.
+    b : int
+        The rank that echoes.
+    buffers : sequence of array
+        One message buffer per size (received into in place).
+    iters : int
+        Timed round trips per buffer.
+    warmup : int
+        Untimed round trips per buffer first.
+    clock : callable, optional
+        Returns the time in seconds; default :func:`time.perf_counter`.
+
+    Returns
+    -------
+    list of float
+        One-way seconds per buffer (on ``b`` too; empty on other ranks).
     """
     rank = comm.Get_rank()
     if rank not in (a, b):
@@ -185,8 +236,23 @@ def measure_pair(comm: Any, a: int, b: int, buffers: Sequence[Any], iters: int,
 def measure_gamma(xp: Any, sizes: Sequence[int], iters: int) -> tuple[float, float]:
     """Time ``a += b`` on float32 arrays of ``xp``; return ``(gamma_s_per_byte, max error)``.
 
-    Gamma is the slope of the least-squares line through the median times per size (bytes
-    of one operand); the error is the largest relative error of that line at a point.
+    Gamma is the slope of the least-squares line (:func:`fit_line`) through the median
+    times per size (bytes of one operand); the error is the largest relative error of
+    that line at a point.
+
+    Parameters
+    ----------
+    xp : module
+        ``numpy`` or ``cupy``.
+    sizes : sequence of int
+        Operand sizes in bytes (rounded down to whole float32, at least one element).
+    iters : int
+        Timed reductions per size.
+
+    Returns
+    -------
+    tuple[float, float]
+        ``(gamma_s_per_byte, max relative error)``.
     """
     times = []
     for size in sizes:
@@ -219,19 +285,26 @@ def calibrate(comm: Any, xp: Any, sizes: Sequence[int], iters: int, warmup: int 
         ``numpy`` or ``cupy``: the buffers' array module.
     sizes : sequence of int
         Message sizes in bytes.
-    gamma_sizes : sequence of int
-        Operand sizes in bytes for timing the reduction.
-    iters, warmup : int
-        Timed and untimed round trips per size and pair.
-    fit : {"pair", "class"}
+    iters : int
+        Timed round trips per size and pair (and timed reductions per gamma size).
+    warmup : int, optional
+        Untimed round trips per size and pair first; default 2.
+    fit : {"pair", "class"}, optional
         One line per pair of ranks, or one per class (same host, across hosts).
-    name : str
+    name : str, optional
         The topology's name.
+    gamma_sizes : sequence of int, optional
+        Operand sizes in bytes for timing the reduction.
 
     Returns
     -------
     (Topology, str) or None
         On rank 0 the model and the report text (fits and their errors); None elsewhere.
+
+    Raises
+    ------
+    ValueError
+        When ``comm`` has fewer than 2 ranks or ``fit`` is not ``"pair"`` or ``"class"``.
     """
     nranks = comm.Get_size()
     if nranks < 2:

@@ -125,6 +125,18 @@ def _links(tables: list[Any], ids: set[str]) -> tuple[Link, ...]:
 def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topology:
     """Build a topology from a parsed file (the dict ``tomllib`` returns).
 
+    Parameters
+    ----------
+    document : dict[str, Any]
+        The parsed file.
+    default_name : str, optional
+        The topology's name when ``document`` has no ``name``.
+
+    Returns
+    -------
+    Topology
+        The model the document describes.
+
     Raises
     ------
     TopologyError
@@ -149,7 +161,19 @@ def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topol
 
 
 def to_dict(topology: Topology) -> dict[str, Any]:
-    """Return the document :func:`from_dict` turns back into ``topology``."""
+    """Return the document :func:`from_dict` turns back into ``topology``.
+
+    Parameters
+    ----------
+    topology : Topology
+        The model to describe.
+
+    Returns
+    -------
+    dict[str, Any]
+        Quantities as strings with units; ``gamma`` and ``overhead`` only when non-zero;
+        every link listed one way (no ``duplex``).
+    """
     document: dict[str, Any] = {"name": topology.name, "placement": list(topology.placement)}
     if topology.gamma_s_per_byte:
         document["gamma"] = format_quantity(topology.gamma_s_per_byte, "gamma")
@@ -165,7 +189,25 @@ def to_dict(topology: Topology) -> dict[str, Any]:
 
 
 def loads(text: str, default_name: str = "topology") -> Topology:
-    """Parse TOML ``text`` into a topology (see :func:`from_dict`)."""
+    """Parse TOML ``text`` into a topology (see :func:`from_dict`).
+
+    Parameters
+    ----------
+    text : str
+        The file's contents.
+    default_name : str, optional
+        The topology's name when the text has no ``name``.
+
+    Returns
+    -------
+    Topology
+        The model the text describes.
+
+    Raises
+    ------
+    TopologyError
+        When ``text`` is not valid TOML or :func:`from_dict` rejects it.
+    """
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -174,13 +216,43 @@ def loads(text: str, default_name: str = "topology") -> Topology:
 
 
 def dumps(topology: Topology, comment: str | None = None) -> str:
-    """Return ``topology`` as TOML, with ``comment`` as ``#`` lines at the top."""
+    """Return ``topology`` as TOML, with ``comment`` as ``#`` lines at the top.
+
+    Parameters
+    ----------
+    topology : Topology
+        The model to write.
+    comment : str or None, optional
+        Text for the header, one ``#`` line per line; None for no header.
+
+    Returns
+    -------
+    str
+        TOML that :func:`loads` reads back equal.
+    """
     header = "".join(f"# {line}".rstrip() + "\n" for line in (comment or "").splitlines())
     return header + tomli_w.dumps(to_dict(topology))
 
 
 def load(path: str | Path) -> Topology:
     """Read a topology file; errors start with the path.
+
+    Parameters
+    ----------
+    path : str or Path
+        The TOML file (UTF-8); its stem is the name when the file has none.
+
+    Returns
+    -------
+    Topology
+        The model the file describes.
+
+    Raises
+    ------
+    TopologyError
+        As :func:`loads`, with the path prefixed to the message.
+    OSError
+        When the file cannot be read.
 
     Examples
     --------
@@ -198,5 +270,15 @@ def load(path: str | Path) -> Topology:
 
 
 def save(topology: Topology, path: str | Path, comment: str | None = None) -> None:
-    """Write ``topology`` to ``path`` as TOML that :func:`load` reads back equal."""
+    """Write ``topology`` to ``path`` as TOML that :func:`load` reads back equal.
+
+    Parameters
+    ----------
+    topology : Topology
+        The model to write.
+    path : str or Path
+        Destination file (UTF-8); overwritten.
+    comment : str or None, optional
+        Header text, written as ``#`` lines (see :func:`dumps`).
+    """
     Path(path).write_text(dumps(topology, comment), encoding="utf-8")

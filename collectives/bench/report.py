@@ -42,7 +42,33 @@ def _placement(timing: Timing, collective: str, nranks: int, nbytes: int) -> dic
 def document(case: Case, nranks: int, transport: str, buffer: str, rows: Sequence[Row],
              skipped: dict[str, str], topology: str | None = None,
              predicted: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Gather a run into the JSON-ready document described in the module docstring."""
+    """Gather a run into the JSON-ready document described in the module docstring.
+
+    Parameters
+    ----------
+    case : Case
+        The benchmark case (collective, dtype, op, iters, warmup, check).
+    nranks : int
+        Number of ranks the run used.
+    transport : str
+        Transport name recorded in the document.
+    buffer : str
+        Buffer kind recorded in the document.
+    rows : Sequence[Row]
+        Measured rows, one per size and algorithm.
+    skipped : dict[str, str]
+        Algorithm -> why it could not run.
+    topology : str or None, optional
+        Name of the model topology, when predictions were made.
+    predicted : list of dict or None, optional
+        Per-size predictions (``size_B``, ``best``, ``time_us``); None for none.
+
+    Returns
+    -------
+    dict[str, Any]
+        The document: the run's settings, ``rows``, ``skipped``, ``topology``,
+        ``predicted``, ``out_of_bounds`` and ``avg_busbw_GBps`` per algorithm.
+    """
     out_rows = [{"algorithm": row.algorithm, "size_B": row.nbytes, "count": row.count,
                  "out_of_place": _placement(row.out_of_place, case.collective, nranks, row.nbytes),
                  "in_place": _placement(row.in_place, case.collective, nranks, row.nbytes)}
@@ -88,6 +114,18 @@ def table(doc: dict[str, Any], algorithm: str) -> str:
     The footer's out-of-bounds count and average bus bandwidth cover this algorithm's
     rows; the redop column reads ``none`` for AllGather and root is ``-1``, as in
     nccl-tests.
+
+    Parameters
+    ----------
+    doc : dict[str, Any]
+        A document made by :func:`document` or read by :func:`load_json`.
+    algorithm : str
+        The algorithm whose rows to print.
+
+    Returns
+    -------
+    str
+        The table, without a trailing newline.
     """
     type_name = TYPE_NAMES.get(doc["dtype"], doc["dtype"])
     redop = "none" if doc["collective"] == "allgather" else doc["op"]
@@ -107,8 +145,22 @@ def table(doc: dict[str, Any], algorithm: str) -> str:
 
 def measured_best(doc: dict[str, Any], placement: str = "out_of_place",
                   exclude: tuple[str, ...] = ("auto",)) -> dict[int, str]:
-    """Size -> the algorithm with the shortest measured time there, leaving out
-    ``exclude`` (by default ``auto``, which runs one of the others)."""
+    """Size -> the algorithm with the shortest measured time there.
+
+    Parameters
+    ----------
+    doc : dict[str, Any]
+        A document made by :func:`document` or read by :func:`load_json`.
+    placement : str, optional
+        Which time to compare: ``"out_of_place"`` (default) or ``"in_place"``.
+    exclude : tuple of str, optional
+        Algorithms left out; by default ``auto``, which runs one of the others.
+
+    Returns
+    -------
+    dict[int, str]
+        Message size in bytes -> name of the fastest algorithm.
+    """
     best: dict[int, tuple[float, str]] = {}
     for row in doc["rows"]:
         if row["algorithm"] in exclude:
@@ -119,8 +171,22 @@ def measured_best(doc: dict[str, Any], placement: str = "out_of_place",
 
 
 def best_table(doc: dict[str, Any]) -> str:
-    """Per size: the measured best algorithm and its time and, when the document has a
-    model, the predicted best with its measured time (``-`` where it was not run)."""
+    """Per size: the measured best algorithm and its time.
+
+    When the document has a model, the table also shows the predicted best with its
+    measured time (``-`` where it was not run) and how often prediction and measurement
+    agree (``native`` left out).
+
+    Parameters
+    ----------
+    doc : dict[str, Any]
+        A document made by :func:`document` or read by :func:`load_json`.
+
+    Returns
+    -------
+    str
+        The table, without a trailing newline.
+    """
     times = {(row["size_B"], row["algorithm"]): row["out_of_place"]["time_us"]
              for row in doc["rows"]}
     best = measured_best(doc)
@@ -147,14 +213,38 @@ def best_table(doc: dict[str, Any]) -> str:
 
 
 def write_json(doc: dict[str, Any], path: str | Path) -> Path:
-    """Write ``doc`` as indented JSON to ``path``."""
+    """Write ``doc`` as indented JSON to ``path``.
+
+    Parameters
+    ----------
+    doc : dict[str, Any]
+        The document to write.
+    path : str or Path
+        Destination file; overwritten.
+
+    Returns
+    -------
+    Path
+        ``path`` as a :class:`~pathlib.Path`.
+    """
     path = Path(path)
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return path
 
 
 def load_json(path: str | Path) -> dict[str, Any]:
-    """Read a document written by :func:`write_json` (``--json``)."""
+    """Read a document written by :func:`write_json` (``--json``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The JSON file.
+
+    Returns
+    -------
+    dict[str, Any]
+        The document.
+    """
     return json.loads(Path(path).read_text())
 
 
@@ -165,8 +255,23 @@ _CSV_FIELDS = ("collective", "algorithm", "size_B", "count", "dtype", "op", "nra
 
 
 def write_csv(doc: dict[str, Any], path: str | Path) -> Path:
-    """Write one CSV line per size and algorithm (``oop``: out of place, ``ip``: in place;
-    predicted columns empty without a model)."""
+    """Write one CSV line per size and algorithm.
+
+    Columns prefixed ``oop`` are out of place, ``ip`` in place; the predicted columns
+    are empty without a model.
+
+    Parameters
+    ----------
+    doc : dict[str, Any]
+        The document to write.
+    path : str or Path
+        Destination file; overwritten.
+
+    Returns
+    -------
+    Path
+        ``path`` as a :class:`~pathlib.Path`.
+    """
     path = Path(path)
     predicted = {entry["size_B"]: entry for entry in doc["predicted"]}
     with path.open("w", newline="") as handle:

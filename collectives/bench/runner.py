@@ -61,6 +61,21 @@ def open_comm(transport: str, buffer: str, mpi_comm: Any) -> tuple[Any, Any]:
 
     With CuPy buffers each rank uses GPU ``local rank mod GPUs``; ``nccl`` creates an
     :class:`~collectives.NcclComm` over ``mpi_comm``.
+
+    Parameters
+    ----------
+    transport : str
+        ``"nccl"`` for an NCCL communicator; anything else uses ``mpi_comm`` itself.
+    buffer : str
+        ``"numpy"`` for host buffers; anything else imports CuPy.
+    mpi_comm : mpi4py.MPI.Comm
+        The job's MPI communicator.
+
+    Returns
+    -------
+    tuple
+        ``(comm, xp)``: the communicator to pass to the collectives and ``numpy`` or
+        ``cupy``.
     """
     if buffer == "numpy":
         import numpy as xp
@@ -124,6 +139,28 @@ def measure_row(case: Case, algorithm: str, comm: Any, xp: Any, mpi_comm: Any,
                 nbytes: int, count: int) -> Row:
     """Measure ``algorithm`` at one size, out of place then in place, on every rank.
 
+    Parameters
+    ----------
+    case : Case
+        What every row shares (collective, dtype, op, iters, warmup, check).
+    algorithm : str
+        Algorithm name passed to the collective.
+    comm : Any
+        Communicator passed to the collective (from :func:`open_comm`).
+    xp : module
+        Array module for the buffers (``numpy`` or ``cupy``).
+    mpi_comm : mpi4py.MPI.Comm
+        MPI communicator for barriers and the cross-rank reductions.
+    nbytes : int
+        Message size in bytes, recorded in the row.
+    count : int
+        Elements per rank.
+
+    Returns
+    -------
+    Row
+        The out-of-place and in-place timings.
+
     Raises
     ------
     TypeError, ValueError
@@ -144,6 +181,26 @@ def sweep(case: Case, algorithms: Sequence[str], rows: Sequence[tuple[int, int]]
           xp: Any, mpi_comm: Any,
           progress: Callable[[str, int], None] | None = None) -> tuple[list[Row], dict[str, str]]:
     """Measure every size, and at each size every algorithm; on every rank.
+
+    An algorithm whose collective raises TypeError or ValueError is skipped at that
+    size and all later ones.
+
+    Parameters
+    ----------
+    case : Case
+        What every row shares (collective, dtype, op, iters, warmup, check).
+    algorithms : Sequence[str]
+        Algorithm names, measured in this order at each size.
+    rows : Sequence[tuple[int, int]]
+        ``(nbytes, count)`` per size.
+    comm : Any
+        Communicator passed to the collectives (from :func:`open_comm`).
+    xp : module
+        Array module for the buffers (``numpy`` or ``cupy``).
+    mpi_comm : mpi4py.MPI.Comm
+        MPI communicator for barriers and the cross-rank reductions.
+    progress : callable or None, optional
+        Called as ``progress(algorithm, nbytes)`` after each attempt.
 
     Returns
     -------
