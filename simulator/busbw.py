@@ -16,6 +16,18 @@ BUS_FACTORS: dict[str, int] = {"allreduce": 2, "reduce_scatter": 1, "allgather":
 def bus_factor(collective: str, nranks: int) -> float:
     """Return busbw / algbw for ``collective`` on ``nranks`` ranks.
 
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    nranks : int
+        Number of ranks (>= 1).
+
+    Returns
+    -------
+    float
+        ``BUS_FACTORS[collective] * (nranks - 1) / nranks``.
+
     Raises
     ------
     ValueError

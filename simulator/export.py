@@ -144,6 +144,17 @@ def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "s
 def read_nccl_csv(text: str) -> list[dict[str, object]]:
     """Parse a tuner CSV into one dict per line (comments and blank lines skipped).
 
+    Parameters
+    ----------
+    text : str
+        The CSV's contents.
+
+    Returns
+    -------
+    list of dict
+        Per line, the header's fields by name; ``min_bytes``, ``max_bytes``,
+        ``channels``, ``nNodes`` and ``nRanks`` as int, the rest as str.
+
     Raises
     ------
     ValueError
@@ -179,6 +190,16 @@ def to_ompi_rules(tables: Iterable[TuningTable]) -> str:
 
     At most one table per collective (the file keys rules by collective, then comm size).
 
+    Parameters
+    ----------
+    tables : iterable of TuningTable
+        The tables, one per collective.
+
+    Returns
+    -------
+    str
+        The file's contents.
+
     Raises
     ------
     ValueError
@@ -210,8 +231,18 @@ def to_ompi_rules(tables: Iterable[TuningTable]) -> str:
 
 
 def read_ompi_rules(text: str) -> dict[int, dict[int, list[tuple[int, int, int, int]]]]:
-    """Parse a classic rules file: ``{collective id: {comm size: [(msg size, algorithm,
-    faninout, segsize), ...]}}``, checking what Open MPI's reader checks.
+    """Parse a classic rules file, checking what Open MPI's reader checks.
+
+    Parameters
+    ----------
+    text : str
+        The file's contents (``#`` comments allowed; an optional
+        ``rule-file-version-N`` word first).
+
+    Returns
+    -------
+    dict
+        ``{collective id: {comm size: [(msg size, algorithm, faninout, segsize), ...]}}``.
 
     Raises
     ------

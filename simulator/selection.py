@@ -80,6 +80,17 @@ Params = tuple[tuple[str, Any], ...]
 def candidates(collective: str) -> tuple[tuple[str, Params], ...]:
     """Every candidate of ``collective`` as ``(algorithm, params)``, in tie-breaking order.
 
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective (a key of :data:`PIPELINE_SEGMENTS`).
+
+    Returns
+    -------
+    tuple of (str, Params)
+        Ring, rhd, tree at each of :data:`TREE_SEGMENTS`, then pipeline at each of
+        ``PIPELINE_SEGMENTS[collective]``.
+
     Examples
     --------
     >>> [a for a, _ in candidates("allreduce")]
@@ -200,7 +211,21 @@ class TuningTable:
         object.__setattr__(self, "_starts", [r.min_bytes for r in self.ranges])
 
     def times_at(self, nbytes: int) -> list[float]:
-        """Every candidate's time at ``nbytes``, interpolated between sizes of the sweep."""
+        """Every candidate's time at ``nbytes``, interpolated between sizes of the sweep.
+
+        Below the first size the first size's times are returned; past the last, the last
+        two sizes are extrapolated linearly.
+
+        Parameters
+        ----------
+        nbytes : int
+            Message size in bytes.
+
+        Returns
+        -------
+        list of float
+            Seconds, one per candidate, in :attr:`candidates` order.
+        """
         sizes, times = self.sizes, self.times
         if nbytes <= sizes[0]:
             return list(times[0])
@@ -209,7 +234,18 @@ class TuningTable:
         return [a + (b - a) * w for a, b in zip(times[i], times[i + 1])]
 
     def choice(self, nbytes: int) -> Choice:
-        """The choice at ``nbytes`` (see :func:`select`)."""
+        """The choice at ``nbytes`` (see :func:`select`).
+
+        Parameters
+        ----------
+        nbytes : int
+            Message size in bytes (>= 0).
+
+        Returns
+        -------
+        Choice
+            The range's chosen candidate, with every candidate's time from :meth:`times_at`.
+        """
         chosen = self.ranges[bisect_right(self._starts, nbytes) - 1].index
         predicted = self.times_at(nbytes)
         candidates = tuple(Candidate(a, p, t) for (a, p), t in zip(self.candidates, predicted))
@@ -243,6 +279,18 @@ def effective_model(topology: Any, nranks: int) -> tuple[float, float, float]:
 
     The largest latency and the largest seconds per byte over the routes from rank 0 (one
     search plus one route per rank), and the topology's ``gamma_s_per_byte``.
+
+    Parameters
+    ----------
+    topology : Topology
+        The model.
+    nranks : int
+        Ranks used, from rank 0; below 2, alpha and beta are 0.
+
+    Returns
+    -------
+    tuple[float, float, float]
+        Seconds, seconds per byte, seconds per byte reduced.
     """
     if nranks < 2:
         return 0.0, 0.0, float(topology.gamma_s_per_byte)

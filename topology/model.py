@@ -203,7 +203,23 @@ class Topology:
         return len(self.placement)
 
     def device(self, rank: int) -> Device:
-        """Return the device rank ``rank`` runs on."""
+        """Return the device rank ``rank`` runs on.
+
+        Parameters
+        ----------
+        rank : int
+            A rank in ``[0, nranks)``.
+
+        Returns
+        -------
+        Device
+            The device ``placement[rank]`` names.
+
+        Raises
+        ------
+        ValueError
+            If ``rank`` is not an int in ``[0, nranks)``.
+        """
         return self.devices[self._index[self.placement[self._rank(rank, "rank")]]]
 
     def _rank(self, rank: int, name: str) -> int:
@@ -218,6 +234,18 @@ class Topology:
 
         Empty when both ranks run on the same device. Cached per pair of devices.
 
+        Parameters
+        ----------
+        a : int
+            Source rank.
+        b : int
+            Destination rank.
+
+        Returns
+        -------
+        tuple of int
+            Link indices, in order from ``a``'s device to ``b``'s.
+
         Raises
         ------
         ValueError
@@ -229,26 +257,76 @@ class Topology:
         return self._router.route(self._index[src], self._index[dst])
 
     def alpha(self, a: int, b: int) -> float:
-        """Latency from rank ``a`` to rank ``b``: the sum of the route's link latencies, s."""
+        """Latency from rank ``a`` to rank ``b``: the sum of the route's link latencies, s.
+
+        Parameters
+        ----------
+        a : int
+            Source rank.
+        b : int
+            Destination rank.
+
+        Returns
+        -------
+        float
+            Seconds; 0 on the same device.
+        """
         return sum((self.links[i].latency_s for i in self.route(a, b)), 0.0)
 
     def beta(self, a: int, b: int) -> float:
-        """Seconds per byte from ``a`` to ``b``: 1 / the route's bottleneck bandwidth."""
+        """Seconds per byte from ``a`` to ``b``: 1 / the route's bottleneck bandwidth.
+
+        Parameters
+        ----------
+        a : int
+            Source rank.
+        b : int
+            Destination rank.
+
+        Returns
+        -------
+        float
+            Seconds per byte; 0 on the same device.
+        """
         route = self.route(a, b)
         return 1.0 / min(self.links[i].bandwidth_Bps for i in route) if route else 0.0
 
     def costs(self, a: int, reverse: bool = False) -> tuple[tuple[int, float], ...]:
         """Return ``(hops, alpha)`` from rank ``a`` to every rank, in one search.
 
-        With ``reverse=True``, from every rank to rank ``a``. Cheaper than one
-        :meth:`route` per pair when only distances are needed (e.g. to order ranks).
-        Unreachable pairs cannot occur (the constructor checks).
+        Cheaper than one :meth:`route` per pair when only distances are needed (e.g. to
+        order ranks). Unreachable pairs cannot occur (the constructor checks).
+
+        Parameters
+        ----------
+        a : int
+            The rank searched from (or to, with ``reverse``).
+        reverse : bool, optional
+            If True, from every rank to rank ``a``; default False.
+
+        Returns
+        -------
+        tuple of (int, float)
+            Per rank: links on the route and its latency in seconds.
         """
         found = self._router.costs(self._index[self.placement[self._rank(a, "a")]], reverse)
         return tuple(found[self._index[device]] for device in self.placement)
 
     def hops(self, a: int, b: int) -> int:
-        """Number of links on the route from rank ``a`` to rank ``b``."""
+        """Number of links on the route from rank ``a`` to rank ``b``.
+
+        Parameters
+        ----------
+        a : int
+            Source rank.
+        b : int
+            Destination rank.
+
+        Returns
+        -------
+        int
+            0 on the same device.
+        """
         return len(self.route(a, b))
 
 

@@ -23,6 +23,16 @@ def node_groups(topology: Topology) -> list[list[int]]:
 
     A node is a set of devices joined by links that are not network links
     (:data:`NETWORK_LINK_KINDS`).
+
+    Parameters
+    ----------
+    topology : Topology
+        The model to group.
+
+    Returns
+    -------
+    list of list of int
+        Per node, its ranks in increasing order.
     """
     parent = {d.id: d.id for d in topology.devices}
 

@@ -180,6 +180,27 @@ def dgx_a100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
     PCIe Gen4 x16 GPU <-> NIC, 25 GB/s per NIC. ``nodes_per_leaf=20``: a DGX A100 SuperPOD
     scalable unit is 20 nodes on 8 QM8700 leaves (DGX SuperPOD reference architecture).
     More nodes are joined by :func:`rail_fat_tree`'s leaves and spines.
+
+    Parameters
+    ----------
+    nodes : int, optional
+        Number of nodes (>= 1); 8 ranks each.
+    oversubscription : float, optional
+        A leaf's down bandwidth over its up bandwidth (1: full bisection).
+    nodes_per_leaf : int, optional
+        Nodes per leaf switch.
+    spines : int, optional
+        Spine switches.
+
+    Returns
+    -------
+    Topology
+        See :func:`rail_fat_tree`.
+
+    Raises
+    ------
+    ValueError
+        If a count or figure is out of range (see :func:`rail_fat_tree`).
     """
     return rail_fat_tree(nodes, gpus_per_node=8, nvlink_Bps=NVLINK3_Bps,
                          pcie_Bps=PCIE4_X16_Bps, nic_Bps=HDR_Bps,
@@ -194,6 +215,27 @@ def dgx_h100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
     Line rates (see the module notes): 450 GB/s per direction per GPU into the NVSwitch,
     PCIe Gen5 x16 GPU <-> NIC, 50 GB/s per NIC. ``nodes_per_leaf=32``: a DGX H100 SuperPOD
     scalable unit is 32 nodes on 8 QM9700 leaves (DGX SuperPOD reference architecture).
+
+    Parameters
+    ----------
+    nodes : int, optional
+        Number of nodes (>= 1); 8 ranks each.
+    oversubscription : float, optional
+        A leaf's down bandwidth over its up bandwidth (1: full bisection).
+    nodes_per_leaf : int, optional
+        Nodes per leaf switch.
+    spines : int, optional
+        Spine switches.
+
+    Returns
+    -------
+    Topology
+        See :func:`rail_fat_tree`.
+
+    Raises
+    ------
+    ValueError
+        If a count or figure is out of range (see :func:`rail_fat_tree`).
 
     Examples
     --------

@@ -90,6 +90,18 @@ def format_quantity(number: float, quantity: str) -> str | float:
 
     Falls back to the plain float when no unit reproduces it bit for bit.
 
+    Parameters
+    ----------
+    number : float
+        The value in base units (s, B/s, s/B).
+    quantity : str
+        A key of :data:`QUANTITIES` (e.g. ``"latency"``, ``"bandwidth"``, ``"gamma"``).
+
+    Returns
+    -------
+    str or float
+        Such as ``"1.5 us"``, or ``float(number)``.
+
     Examples
     --------
     >>> format_quantity(450e9, "bandwidth"), format_quantity(1.5e-6, "latency")
