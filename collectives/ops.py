@@ -64,6 +64,18 @@ def check_dtype(dtype: Any) -> str:
 def reducer(xp: Any, op: str) -> Callable[..., Any]:
     """Return the ufunc of array module ``xp`` (numpy or cupy) that applies ``op``.
 
+    Parameters
+    ----------
+    xp : module
+        ``numpy`` or ``cupy``.
+    op : str
+        A reduction name, one of :data:`OPS`.
+
+    Returns
+    -------
+    callable
+        The ufunc, e.g. ``xp.add`` for ``"sum"``.
+
     Raises
     ------
     ValueError

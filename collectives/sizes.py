@@ -13,6 +13,16 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 def parse_size(text: str) -> int:
     """Parse ``"64"``, ``"8K"``, ``"1M"``, ``"1G"`` (powers of 1024) into bytes.
 
+    Parameters
+    ----------
+    text : str
+        A whole number with an optional ``K``, ``M`` or ``G`` and ``B`` (any case).
+
+    Returns
+    -------
+    int
+        Bytes.
+
     Raises
     ------
     argparse.ArgumentTypeError

@@ -44,6 +44,27 @@ def _value(residue: np.ndarray, op: str) -> np.ndarray:
 def values(rank: int, start: int, stop: int, op: str = "sum") -> np.ndarray:
     """Rank ``rank``'s input at global indices ``start .. stop - 1``, as int64.
 
+    Parameters
+    ----------
+    rank : int
+        The rank whose input to make.
+    start : int
+        First global index.
+    stop : int
+        One past the last global index.
+    op : {"sum", "prod", "max", "min"}, optional
+        The reduction; ``prod`` maps the values to 1 and 2 so products stay small.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``stop - start`` int64 values.
+
+    Raises
+    ------
+    ValueError
+        If ``op`` is not supported (:func:`~collectives.ops.check_op`).
+
     Examples
     --------
     >>> values(0, 0, 6), values(1, 0, 6)
@@ -104,6 +125,31 @@ def expected(collective: str, rank: int, nranks: int, count: int, dtype: Any,
     of the reduction (``count`` elements); AllGather: every rank's input in rank order
     (``nranks * count`` elements).  Integers wrap as the dtype does.
 
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    rank : int
+        This rank.
+    nranks : int
+        Number of ranks.
+    count : int
+        Elements per rank, as for :func:`rank_input`.
+    dtype : numpy dtype or str
+        The element type.
+    op : {"sum", "prod", "max", "min"}, optional
+        The reduction (AllGather ignores it).
+
+    Returns
+    -------
+    numpy.ndarray
+        The expected result, of ``dtype``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``dtype`` or ``op`` is not supported (:mod:`collectives.ops`).
+
     Examples
     --------
     >>> expected("allreduce", 0, 2, 6, "float32")
@@ -124,6 +170,20 @@ def expected(collective: str, rank: int, nranks: int, count: int, dtype: Any,
 
 def count_wrong(result: Any, want: np.ndarray) -> int:
     """Count the elements of ``result`` (NumPy or CuPy) that differ from ``want``.
+
+    NaN equals NaN for floating-point results.
+
+    Parameters
+    ----------
+    result : array
+        The collective's output (NumPy, or CuPy, copied to the host); flattened.
+    want : numpy.ndarray
+        The expected values (:func:`expected`).
+
+    Returns
+    -------
+    int
+        Number of differing elements.
 
     Raises
     ------

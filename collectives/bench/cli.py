@@ -21,8 +21,18 @@ __all__ = ["add_arguments", "main", "forwarded"]
 
 
 def forwarded(args: argparse.Namespace) -> list[str]:
-    """The command-line arguments that make launched ranks do what ``args`` asks
-    (every option that differs from its default)."""
+    """The command-line arguments that make launched ranks do what ``args`` asks.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by a parser set up with :func:`~.options.add_arguments`.
+
+    Returns
+    -------
+    list of str
+        Every option that differs from its default, with its value(s).
+    """
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
     argv: list[str] = []

@@ -106,7 +106,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Raise ValueError naming the flag for values no benchmark can run."""
+    """Raise ValueError naming the flag for values no benchmark can run.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by a parser set up with :func:`add_arguments`.
+
+    Raises
+    ------
+    ValueError
+        For a step factor below 2, no timed iterations, negative warmup, fewer than 1
+        rank or node, ``-b`` above ``-e``, NCCL without CuPy buffers, a reduction op for
+        AllGather, or a topology that is neither a preset nor a file.
+    """
     for flag, name, minimum in (("-f", "stepfactor", 2), ("-n", "iters", 1),
                                 ("-w", "warmup_iters", 0), ("--np", "nprocs", 1),
                                 ("--nodes", "nodes", 1)):
@@ -132,6 +145,26 @@ def sizes(minbytes: int, maxbytes: int, stepfactor: int, collective: str, nranks
     Sizes run ``minbytes, minbytes * stepfactor, ...`` up to ``maxbytes``; each is rounded
     down to whole elements on every rank (ReduceScatter and AllGather: a multiple of
     ``nranks`` elements); repeated rows are dropped.
+
+    Parameters
+    ----------
+    minbytes : int
+        First size in bytes (0 steps to 1 next).
+    maxbytes : int
+        Largest size in bytes.
+    stepfactor : int
+        Multiplier between sizes (>= 2).
+    collective : str
+        The collective; only ``"allreduce"`` keeps sizes per rank unsplit.
+    nranks : int
+        Number of ranks.
+    dtype : str
+        NumPy dtype name of the elements.
+
+    Returns
+    -------
+    list of tuple[int, int]
+        ``(nbytes, count)`` per row, in increasing order.
 
     Examples
     --------

@@ -18,10 +18,22 @@ __all__ = ["crossovers", "plot_busbw"]
 def crossovers(sizes: Sequence[int], best: Sequence[str]) -> list[tuple[int, str, str]]:
     """Where the best algorithm changes along increasing ``sizes``.
 
+    Parameters
+    ----------
+    sizes : Sequence[int]
+        Message sizes in bytes, increasing.
+    best : Sequence[str]
+        The best algorithm at each size.
+
     Returns
     -------
     list of (size, before, after)
         ``size`` is the first size at which ``after`` wins.
+
+    Raises
+    ------
+    ValueError
+        If ``sizes`` and ``best`` differ in length.
 
     Examples
     --------
