@@ -184,9 +184,36 @@ def allgather(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, algorithm:
               check: bool | None = None, stream: Any = None, **params: Any) -> Any:
     """Gather every rank's ``sendbuf``, in rank order, into ``recvbuf`` on every rank.
 
-    ``recvbuf`` holds ``nranks x sendbuf.size`` elements (allocated with shape
-    ``(nranks * sendbuf.shape[0], ...)`` when None). Other parameters, returns and raises
-    as :func:`allreduce`, less ``op``.
+    Parameters
+    ----------
+    sendbuf : numpy.ndarray, cupy.ndarray or IN_PLACE
+        This rank's input (C-contiguous); with IN_PLACE, this rank's block of ``recvbuf``.
+    recvbuf : numpy.ndarray or cupy.ndarray, optional
+        The output, ``nranks x sendbuf.size`` elements; allocated with shape
+        ``(nranks * sendbuf.shape[0], ...)`` when None.
+    comm : mpi4py.MPI.Intracomm or NcclComm, optional
+        The ranks; ``MPI.COMM_WORLD`` by default.
+    algorithm : {"auto", "ring", "tree", "rhd", "pipeline", "native"}
+        The schedule to run, or the library's own collective.
+    check : bool, optional
+        Agree on the arguments across ranks first; default from ``COLLSIM_CHECK``.
+    stream : cupy.cuda.Stream, optional
+        The stream for CuPy buffers; the current stream by default.
+    **params
+        The algorithm's tuning parameters (:func:`collectives.algorithm_params`).
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        ``recvbuf``, holding every rank's block in rank order.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad buffers, an unknown algorithm, or a bad parameter, before any
+        communication.
+    ArgumentMismatchError
+        With ``check``, on every rank, when ranks disagree on the arguments.
 
     Examples
     --------

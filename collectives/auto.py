@@ -41,8 +41,21 @@ _chosen: Any = None
 
 
 def use_topology(machine: Any) -> None:
-    """Make ``auto`` select on ``machine``: a Topology, a topology file path, or None to go
-    back to ``COLLSIM_TOPOLOGY`` or the default."""
+    """Make ``auto`` select on ``machine``.
+
+    Parameters
+    ----------
+    machine : Topology, str, Path or None
+        A :class:`topology.Topology`, a topology file path (loaded now), or None to go
+        back to ``COLLSIM_TOPOLOGY`` or the default.
+
+    Raises
+    ------
+    TypeError
+        If ``machine`` is none of these.
+    topology.TopologyError
+        If the file cannot be parsed.
+    """
     global _chosen
     if machine is not None and not isinstance(machine, (str, Path)) \
             and not hasattr(machine, "placement"):
@@ -69,6 +82,17 @@ def _default(nranks: int) -> Any:
 
 def machine(nranks: int) -> Any:
     """The topology ``auto`` selects on for ``nranks`` ranks (see the module docstring).
+
+    Parameters
+    ----------
+    nranks : int
+        Ranks of the communicator.
+
+    Returns
+    -------
+    Topology
+        The one given to :func:`use_topology`, else the file in ``COLLSIM_TOPOLOGY``,
+        else a default flat model of ``nranks`` ranks.
 
     Raises
     ------

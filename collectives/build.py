@@ -31,6 +31,21 @@ def algorithm_params(algorithm: str) -> dict[str, Any]:
 
     Every algorithm also accepts ``order``, a permutation of the ranks: the algorithm
     runs as if rank ``order[i]`` were rank ``i`` (ring and chain neighbours follow it).
+
+    Parameters
+    ----------
+    algorithm : str
+        One of :data:`ALGORITHMS`.
+
+    Returns
+    -------
+    dict[str, Any]
+        Parameter name -> default (``None``: chosen from the rank count and size).
+
+    Raises
+    ------
+    ValueError
+        If ``algorithm`` is not in :data:`ALGORITHMS`.
     """
     return {**_module(algorithm).PARAMS, "order": None}
 

@@ -19,7 +19,22 @@ PARAMS: dict[str, Any] = {}
 
 
 def resolve_params(collective: str, nranks: int, count: int) -> dict[str, Any]:
-    """Ring takes no tuning parameters."""
+    """Ring takes no tuning parameters.
+
+    Parameters
+    ----------
+    collective : str
+        The collective (unused).
+    nranks : int
+        Number of ranks (unused).
+    count : int
+        Elements of the vector (unused).
+
+    Returns
+    -------
+    dict[str, Any]
+        Always empty.
+    """
     return {}
 
 
@@ -42,7 +57,26 @@ def _allgather(rank: int, nranks: int, blocks) -> list[Step]:
 
 
 def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks) -> list[Step]:
-    """Return the ring steps of ``rank``."""
+    """Return the ring steps of ``rank``.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective; anything other than ReduceScatter or AllGather runs both phases.
+    rank : int
+        The rank whose steps to make.
+    nranks : int
+        Number of ranks.
+    count : int
+        Elements of the vector (unused: ``blocks`` carries the layout).
+    blocks : sequence of (int, int)
+        ``blocks[r]``: the element range ``[start, stop)`` rank ``r`` owns.
+
+    Returns
+    -------
+    list of Step
+        ``nranks - 1`` steps per phase.
+    """
     if collective == "reduce_scatter":
         return _reduce_scatter(rank, nranks, blocks)
     if collective == "allgather":

@@ -167,6 +167,25 @@ def tree_node(tree: int, nranks: int, rank: int) -> TreeNode:
     Children are listed in NCCL's order (``down0``, ``down1``); a child's position in
     its parent's list is the ``c`` of the round formula in the module docstring.
 
+    Parameters
+    ----------
+    tree : {0, 1}
+        Which of the two trees.
+    nranks : int
+        Number of ranks.
+    rank : int
+        A rank in ``[0, nranks)``.
+
+    Returns
+    -------
+    TreeNode
+        ``parent`` (-1 at the root), ``children`` and ``depth`` (0 at the root).
+
+    Raises
+    ------
+    ValueError
+        If ``tree`` is not 0 or 1, or ``rank`` is not in ``[0, nranks)``.
+
     Examples
     --------
     >>> tree_node(0, 6, 4)
@@ -185,7 +204,18 @@ def tree_node(tree: int, nranks: int, rank: int) -> TreeNode:
 
 
 def tree_depth(nranks: int) -> int:
-    """Depth of both trees on ``nranks`` ranks: ``ceil(log2 nranks)`` (0 for one rank)."""
+    """Depth of both trees on ``nranks`` ranks: ``ceil(log2 nranks)`` (0 for one rank).
+
+    Parameters
+    ----------
+    nranks : int
+        Number of ranks (>= 1).
+
+    Returns
+    -------
+    int
+        The depth.
+    """
     return (nranks - 1).bit_length()
 
 
@@ -194,6 +224,25 @@ def subtree_ranks(tree: int, nranks: int, rank: int) -> list[Range]:
 
     One run, except in the shifted tree 1 (odd ``nranks``), where a subtree holding
     rank ``nranks - 1`` wraps around to rank 0.
+
+    Parameters
+    ----------
+    tree : {0, 1}
+        Which of the two trees.
+    nranks : int
+        Number of ranks.
+    rank : int
+        The subtree's root, in ``[0, nranks)``.
+
+    Returns
+    -------
+    list of (int, int)
+        Inclusive rank runs, sorted.
+
+    Raises
+    ------
+    ValueError
+        If ``tree`` is not 0 or 1, or ``rank`` is not in ``[0, nranks)``.
 
     Examples
     --------

@@ -20,8 +20,24 @@ __all__ = ["transport_for"]
 
 
 def transport_for(comm: Any) -> Any:
-    """Return the transport for ``comm``: None or an mpi4py communicator runs over MPI, an
-    :class:`~collectives.executors.nccl.NcclComm` over NCCL."""
+    """Return the transport for ``comm``.
+
+    Parameters
+    ----------
+    comm : NcclComm, mpi4py.MPI.Intracomm or None
+        None or an mpi4py communicator runs over MPI (:func:`~.mpi.mpi_transport`), an
+        :class:`~collectives.executors.nccl.NcclComm` over NCCL.
+
+    Returns
+    -------
+    MpiTransport or NcclComm
+        The transport.
+
+    Raises
+    ------
+    TypeError
+        If ``comm`` is neither.
+    """
     if isinstance(comm, NcclComm):
         return comm
     return mpi_transport(comm)

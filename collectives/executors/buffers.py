@@ -39,7 +39,20 @@ IN_PLACE = _InPlace()
 
 
 def is_in_place(sendbuf: Any, recvbuf: Any) -> bool:
-    """Return True for :data:`IN_PLACE`, mpi4py's ``MPI.IN_PLACE``, or ``sendbuf is recvbuf``."""
+    """Return True for :data:`IN_PLACE`, mpi4py's ``MPI.IN_PLACE``, or ``sendbuf is recvbuf``.
+
+    Parameters
+    ----------
+    sendbuf : Any
+        The send argument.
+    recvbuf : Any
+        The receive argument.
+
+    Returns
+    -------
+    bool
+        Whether the call is in place.
+    """
     if sendbuf is IN_PLACE or (sendbuf is recvbuf and recvbuf is not None):
         return True
     mpi = sys.modules.get("mpi4py.MPI")
@@ -47,7 +60,25 @@ def is_in_place(sendbuf: Any, recvbuf: Any) -> bool:
 
 
 def array_module(name: str, buf: Any) -> Any:
-    """Return ``numpy`` or ``cupy``, whichever owns ``buf``; TypeError for anything else."""
+    """Return ``numpy`` or ``cupy``, whichever owns ``buf``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    buf : Any
+        The buffer.
+
+    Returns
+    -------
+    module
+        ``numpy`` or ``cupy``.
+
+    Raises
+    ------
+    TypeError
+        If ``buf`` is neither a NumPy nor a CuPy array.
+    """
     if isinstance(buf, np.ndarray):
         return np
     if type(buf).__module__.startswith("cupy"):
@@ -234,9 +265,27 @@ def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None)
     """Return a reusable 1-D array of ``count`` elements for ``purpose``.
 
     One array per ``(module, dtype, purpose, device, stream)`` is kept and replaced by a
-    larger one on demand,
-    so steady-state calls allocate nothing.  ``xp`` may be ``numpy``, ``cupy``, or the
-    string ``"pinned"`` for page-locked host memory (CuPy's ``cupyx.empty_pinned``).
+    larger one on demand, so steady-state calls allocate nothing.
+
+    Parameters
+    ----------
+    xp : module or str
+        ``numpy``, ``cupy``, or ``"pinned"`` for page-locked host memory (CuPy's
+        ``cupyx.empty_pinned``).
+    dtype : dtype
+        Element type.
+    count : int
+        Elements needed.
+    purpose : str
+        What the array is for; arrays of different purposes never alias.
+    stream : cupy.cuda.Stream, optional
+        The stream the array is used on; each stream gets its own.
+
+    Returns
+    -------
+    array
+        A view of ``count`` elements (uninitialised), valid until the next call with
+        the same key.
     """
     if isinstance(xp, str):
         import cupy

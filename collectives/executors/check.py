@@ -27,7 +27,24 @@ class ArgumentMismatchError(CollectivesError, ValueError):
 
 
 def check_enabled(check: bool | None) -> bool:
-    """Return ``check``, or when None whether ``COLLSIM_CHECK`` is set to a true value."""
+    """Return ``check``, or when None whether ``COLLSIM_CHECK`` is set to a true value.
+
+    Parameters
+    ----------
+    check : bool or None
+        The caller's choice; None defers to the environment.
+
+    Returns
+    -------
+    bool
+        Whether to run the agreement check.
+
+    Raises
+    ------
+    ValueError
+        If ``COLLSIM_CHECK`` is set to something other than 1/0, true/false, yes/no,
+        on/off or empty.
+    """
     if check is not None:
         return bool(check)
     value = os.environ.get(CHECK_ENV, "0").strip().lower()
@@ -40,13 +57,41 @@ def check_enabled(check: bool | None) -> bool:
 
 def signature(collective: str, count: int, dtype: str, op: str, algorithm: str,
               params: dict[str, Any]) -> tuple:
-    """Return the signature ranks compare; the parameters enter as a stable checksum."""
+    """Return the signature ranks compare; the parameters enter as a stable checksum.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    count : int
+        Elements of the working buffer.
+    dtype : str
+        The dtype's name.
+    op : str
+        The reduction.
+    algorithm : str
+        The algorithm asked for.
+    params : dict[str, Any]
+        The tuning parameters (lists compared as tuples).
+
+    Returns
+    -------
+    tuple
+        ``(collective, count, dtype, op, algorithm, crc32 of the sorted params)``.
+    """
     text = repr(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
     return (collective, count, dtype, op, algorithm, zlib.crc32(text.encode()))
 
 
 def agree(mine: tuple, allgather: Callable[[Any], Sequence[Any]]) -> None:
     """All-gather ``mine`` with ``allgather`` and raise on every rank if any rank differs.
+
+    Parameters
+    ----------
+    mine : tuple
+        This rank's :func:`signature`.
+    allgather : callable
+        Gathers one object from every rank (a transport's ``allgather_object``).
 
     Raises
     ------

@@ -159,13 +159,38 @@ class MpiTransport:
         self.runs: Counter[str] = Counter()
 
     def allgather_object(self, obj: Any) -> list[Any]:
-        """All-gather a small picklable object (used by the agreement check)."""
+        """All-gather a small picklable object (used by the agreement check).
+
+        Parameters
+        ----------
+        obj : Any
+            This rank's object.
+
+        Returns
+        -------
+        list
+            Every rank's object, in rank order.
+        """
         return self.comm.allgather(obj)
 
     def validate(self, call: Call, native: bool) -> None:
-        """Raise TypeError before any communication if MPI cannot carry ``call.dtype``
-        in its own collectives (``native``); the schedules move bytes and reduce with
-        the array module, so they take every supported dtype."""
+        """Raise TypeError before any communication if MPI cannot carry ``call.dtype``.
+
+        Only MPI's own collectives (``native``) need an MPI datatype; the schedules move
+        bytes and reduce with the array module, so they take every supported dtype.
+
+        Parameters
+        ----------
+        call : Call
+            The checked call.
+        native : bool
+            Whether the call will run MPI's own collective.
+
+        Raises
+        ------
+        TypeError
+            If ``native`` and the MPI library has no datatype for ``call.dtype``.
+        """
         if native and not _has_mpi_datatype(call.dtype):
             raise TypeError(f"dtype {call.dtype.name!r} has no MPI datatype in this MPI library; "
                             f"algorithm='native' cannot run it, choose one of ring, tree, rhd, "
@@ -175,7 +200,23 @@ class MpiTransport:
         return call.xp is not np and not cuda_aware()
 
     def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
-        """Walk ``plan`` on the working buffer ``work`` (``plan.count`` elements)."""
+        """Walk ``plan`` on the working buffer ``work`` (``plan.count`` elements).
+
+        CuPy buffers go through host copies unless MPI is CUDA-aware.
+
+        Parameters
+        ----------
+        plan : Plan
+            The rank's compiled steps.
+        call : Call
+            The checked call (array module and dtype).
+        work : numpy.ndarray or cupy.ndarray
+            The working buffer, updated in place.
+        op : str
+            The reduction, one of :data:`~collectives.ops.OPS`.
+        stream : cupy.cuda.Stream or None
+            The CuPy stream to run on; None for NumPy or the current stream.
+        """
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
         staged = self._staged(call)
         self.runs["staged" if staged else "direct"] += 1
@@ -184,7 +225,18 @@ class MpiTransport:
             walk(self.comm, plan, work, scratch, reducer(call.xp, op), stream)
 
     def native(self, call: Call, op: str, stream: Any) -> None:
-        """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather."""
+        """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
+
+        Parameters
+        ----------
+        call : Call
+            The checked call (``send`` None for in place).
+        op : str
+            The reduction, one of :data:`~collectives.ops.OPS` (ignored by AllGather).
+        stream : cupy.cuda.Stream or None
+            Synchronised first, when given; CuPy results staged through the host are copied
+            back on it.
+        """
         MPI = _MPI
         self.runs["native"] += 1
         if stream is not None:
@@ -204,10 +256,25 @@ class MpiTransport:
 
 
 def mpi_transport(comm: Any) -> MpiTransport:
-    """Return the transport of ``comm`` (``MPI.COMM_WORLD`` when None), creating it and
-    caching it on ``comm`` (an MPI attribute) on first use.
+    """Return the transport of ``comm``, creating and caching it on first use.
 
-    The first call on a communicator is collective: it duplicates ``comm``.
+    The transport is kept on ``comm`` as an MPI attribute. The first call on a
+    communicator is collective: it duplicates ``comm``.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Intracomm or None
+        The communicator; ``MPI.COMM_WORLD`` when None.
+
+    Returns
+    -------
+    MpiTransport
+        The communicator's transport.
+
+    Raises
+    ------
+    TypeError
+        If ``comm`` is not an mpi4py intracommunicator (or is ``COMM_NULL``).
     """
     global _MPI, _KEYVAL
     if _MPI is None:

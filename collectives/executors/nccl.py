@@ -63,11 +63,37 @@ class NcclComm:
         self._lib = nccl
 
     def allgather_object(self, obj: Any) -> list[Any]:
-        """All-gather a small picklable object over MPI (used by the agreement check)."""
+        """All-gather a small picklable object over MPI (used by the agreement check).
+
+        Parameters
+        ----------
+        obj : Any
+            This rank's object.
+
+        Returns
+        -------
+        list
+            Every rank's object, in rank order.
+        """
         return self._mpi.allgather_object(obj)
 
     def validate(self, call: Call, native: bool) -> None:
-        """Raise before any communication for buffers NCCL cannot reach or carry."""
+        """Raise before any communication for buffers NCCL cannot reach or carry.
+
+        Parameters
+        ----------
+        call : Call
+            The checked call.
+        native : bool
+            Whether the call will run NCCL's own collective (the checks are the same).
+
+        Raises
+        ------
+        TypeError
+            If the buffers are not CuPy arrays or NCCL has no datatype for ``call.dtype``.
+        ValueError
+            If ``recvbuf`` is on another GPU than this communicator's.
+        """
         if call.xp.__name__ != "cupy":
             raise TypeError(f"comm is an NcclComm but the buffers are {call.xp.__name__} arrays; "
                             f"NCCL needs cupy arrays on this rank's GPU")
@@ -80,7 +106,21 @@ class NcclComm:
                              f"drives GPU {device}")
 
     def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
-        """Enqueue ``plan`` on ``stream``: grouped send/recv per step, CuPy reductions."""
+        """Enqueue ``plan`` on ``stream``: grouped send/recv per step, CuPy reductions.
+
+        Parameters
+        ----------
+        plan : Plan
+            The rank's compiled steps.
+        call : Call
+            The checked call (array module and dtype).
+        work : cupy.ndarray
+            The working buffer, updated in place.
+        op : str
+            The reduction, one of :data:`~collectives.ops.OPS`.
+        stream : cupy.cuda.Stream
+            The stream to enqueue on.
+        """
         self.runs["nccl"] += 1
         nccl, comm, stream_ptr = self._lib, self.nccl, stream.ptr
         byte = nccl.NCCL_UINT8
@@ -106,7 +146,17 @@ class NcclComm:
                     work[destination] = work[source].copy()
 
     def native(self, call: Call, op: str, stream: Any) -> None:
-        """Enqueue NCCL's own ncclAllReduce, ncclReduceScatter or ncclAllGather."""
+        """Enqueue NCCL's own ncclAllReduce, ncclReduceScatter or ncclAllGather.
+
+        Parameters
+        ----------
+        call : Call
+            The checked call (``send`` None for in place).
+        op : str
+            The reduction, one of :data:`~collectives.ops.OPS` (ignored by AllGather).
+        stream : cupy.cuda.Stream
+            The stream to enqueue on.
+        """
         self.runs["native"] += 1
         nccl, comm = self._lib, self.nccl
         datatype = getattr(nccl, NCCL_DTYPES[call.dtype.name])
