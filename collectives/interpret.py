@@ -52,6 +52,23 @@ def compile_program(schedule: Schedule) -> Program:
     message ``arg``; receive (or reduce) message ``arg`` into ``[start, stop)``; or copy
     ``[start, stop)`` to offset ``arg``.  Matching and ordering are done once per schedule,
     so running it on many dtypes and ops costs only the data movement.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule (cached: the last 64 are kept).
+
+    Returns
+    -------
+    Program
+        The flattened entries.
+
+    Raises
+    ------
+    ScheduleError
+        If the sends and receives do not match (:func:`~collectives.progress.match`).
+    DeadlockError
+        If the schedule cannot complete (:func:`~collectives.progress.completion_order`).
     """
     matching = match(schedule)
     order = completion_order(schedule, matching)

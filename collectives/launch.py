@@ -35,7 +35,20 @@ def mpirun_path() -> str:
 
 
 def mpirun_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Return this process's environment with what Open MPI needs to run anywhere."""
+    """Return this process's environment with what Open MPI needs to run anywhere.
+
+    Allows running as root and oversubscribing, and unbuffers Python's output.
+
+    Parameters
+    ----------
+    extra : dict[str, str] or None, optional
+        Variables set last, over the others.
+
+    Returns
+    -------
+    dict[str, str]
+        A new environment (``os.environ`` is not changed).
+    """
     env = dict(os.environ)
     env.update({
         "OMPI_ALLOW_RUN_AS_ROOT": "1",
@@ -53,6 +66,25 @@ def mpirun_command(nprocs: int, argv: Sequence[str]) -> list[str]:
     ``argv`` (a script, ``-m module`` or ``-c code``, with its arguments) runs under
     mpi4py's runner (``python -m mpi4py``), which aborts the whole job when a rank raises,
     so a failing rank makes ``mpirun`` exit non-zero instead of leaving the others waiting.
+
+    Parameters
+    ----------
+    nprocs : int
+        Number of ranks (>= 1).
+    argv : sequence of str
+        Arguments after ``python -m mpi4py``.
+
+    Returns
+    -------
+    list of str
+        The command, for :mod:`subprocess`.
+
+    Raises
+    ------
+    ValueError
+        If ``nprocs`` is below 1.
+    FileNotFoundError
+        If no ``mpirun`` is found (:func:`mpirun_path`).
     """
     if nprocs < 1:
         raise ValueError(f"nprocs={nprocs} is not allowed; it must be >= 1")

@@ -39,8 +39,24 @@ def split(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
 
 
 def block(count: int, nranks: int, rank: int) -> tuple[int, int]:
-    """Return the element range ``(lo, hi)`` of ``rank``'s block of a ``count``-element
-    vector cut into ``nranks`` near-equal blocks (:func:`split`)."""
+    """Return the element range of ``rank``'s block of a ``count``-element vector.
+
+    The vector is cut into ``nranks`` near-equal blocks (:func:`split`).
+
+    Parameters
+    ----------
+    count : int
+        Elements of the vector.
+    nranks : int
+        Number of blocks.
+    rank : int
+        The block's index.
+
+    Returns
+    -------
+    tuple[int, int]
+        ``(lo, hi)``, half open.
+    """
     return split(0, count, nranks, rank)
 
 

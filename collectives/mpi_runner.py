@@ -25,6 +25,16 @@ SUMMARY_PREFIX = "SUMMARY "
 def read_summary(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     """Return the one summary of a finished job.
 
+    Parameters
+    ----------
+    result : subprocess.CompletedProcess[str]
+        The job, run with captured output.
+
+    Returns
+    -------
+    dict[str, Any]
+        The JSON after :data:`SUMMARY_PREFIX` on the job's only summary line.
+
     Raises
     ------
     RuntimeError
@@ -40,12 +50,55 @@ def read_summary(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 def run_worker(nranks: int, script: str | Path, args: Sequence[str] = (),
                timeout_s: float = 300.0) -> dict[str, Any]:
-    """Run ``python -m mpi4py script args...`` on ``nranks`` ranks; return its summary."""
+    """Run ``python -m mpi4py script args...`` on ``nranks`` ranks; return its summary.
+
+    Parameters
+    ----------
+    nranks : int
+        Number of ranks.
+    script : str or Path
+        The worker script.
+    args : sequence of str, optional
+        The script's arguments.
+    timeout_s : float, optional
+        Seconds before the job is killed; default 300.
+
+    Returns
+    -------
+    dict[str, Any]
+        As :func:`read_summary`.
+
+    Raises
+    ------
+    RuntimeError
+        As :func:`read_summary`.
+    subprocess.TimeoutExpired
+        When the job runs past ``timeout_s``.
+    """
     return read_summary(run_mpi(nranks, [str(script), *args], timeout_s=timeout_s))
 
 
 def load_script(path: str | Path) -> ModuleType:
-    """Import a worker script as a module (to read its case matrix) without running it."""
+    """Import a worker script as a module (to read its case matrix) without running it.
+
+    The module runs its top level (registered in :data:`sys.modules` under the file's
+    stem); only code under ``if __name__ == "__main__"`` is left out.
+
+    Parameters
+    ----------
+    path : str or Path
+        The script.
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file cannot be imported as a module.
+    """
     path = Path(path)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     if spec is None or spec.loader is None:

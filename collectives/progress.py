@@ -44,6 +44,16 @@ def _describe(rank: int, step: int, op: Send | Recv) -> str:
 def match(schedule: Schedule) -> Matching:
     """Pair the k-th send from a to b with the k-th receive at b from a.
 
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule to match.
+
+    Returns
+    -------
+    Matching
+        The partner of every send and receive.
+
     Raises
     ------
     ScheduleError
@@ -97,6 +107,18 @@ def match(schedule: Schedule) -> Matching:
 
 def completion_order(schedule: Schedule, matching: Matching) -> list[Location]:
     """Return an order in which every step of every rank can complete.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule.
+    matching : Matching
+        Its matching, from :func:`match`.
+
+    Returns
+    -------
+    list of Location
+        ``(rank, step)`` pairs, each step after every step it waits on.
 
     Raises
     ------

@@ -120,13 +120,42 @@ class Schedule:
     def from_steps(cls, collective: str, algorithm: str, count: int,
                    ranks: list[list[Step]] | tuple[RankSteps, ...],
                    params: dict[str, Any] | None = None) -> "Schedule":
-        """Build a schedule from explicit per-rank steps (hand-made or loaded)."""
+        """Build a schedule from explicit per-rank steps (hand-made or loaded).
+
+        Parameters
+        ----------
+        collective : str
+            The collective.
+        algorithm : str
+            The algorithm's name.
+        count : int
+            Elements of the working buffer.
+        ranks : list of list of Step or tuple of RankSteps
+            ``ranks[r]``: the steps of rank ``r``; the number of ranks is ``len(ranks)``.
+        params : dict[str, Any] or None, optional
+            The tuning parameters recorded with the schedule.
+
+        Returns
+        -------
+        Schedule
+            The schedule (not checked; see :func:`collectives.verify`).
+        """
         frozen = tuple(tuple(steps) for steps in ranks)
         return cls(collective, algorithm, len(frozen), count,
                    tuple(sorted((params or {}).items())), frozen.__getitem__)
 
     def steps(self, rank: int) -> RankSteps:
         """Return the steps of ``rank``, generating them on first use.
+
+        Parameters
+        ----------
+        rank : int
+            A rank in ``0..nranks-1``.
+
+        Returns
+        -------
+        RankSteps
+            The rank's steps, in order.
 
         Raises
         ------
@@ -152,13 +181,45 @@ class Schedule:
         return dict(self.params)
 
     def num_steps(self, rank: int | None = None) -> int:
-        """Steps of ``rank``, or the most steps of any rank when ``rank`` is None."""
+        """Steps of ``rank``, or the most steps of any rank when ``rank`` is None.
+
+        Parameters
+        ----------
+        rank : int or None, optional
+            A rank in ``0..nranks-1``, or None for the maximum over ranks.
+
+        Returns
+        -------
+        int
+            Number of steps.
+
+        Raises
+        ------
+        ValueError
+            If ``rank`` is not in ``0..nranks-1``.
+        """
         if rank is not None:
             return len(self.steps(rank))
         return max((len(self.steps(r)) for r in range(self.nranks)), default=0)
 
     def sent_elements(self, rank: int) -> int:
-        """Elements ``rank`` sends over the whole schedule."""
+        """Elements ``rank`` sends over the whole schedule.
+
+        Parameters
+        ----------
+        rank : int
+            A rank in ``0..nranks-1``.
+
+        Returns
+        -------
+        int
+            Total elements over every send of every step.
+
+        Raises
+        ------
+        ValueError
+            If ``rank`` is not in ``0..nranks-1``.
+        """
         return sum(op.stop - op.start for step in self.steps(rank)
                    for op in step.ops if isinstance(op, Send))
 
@@ -202,7 +263,25 @@ class Schedule:
 
     @classmethod
     def from_json(cls, text: str) -> "Schedule":
-        """Read a schedule written by :meth:`to_json`."""
+        """Read a schedule written by :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+            The JSON text.
+
+        Returns
+        -------
+        Schedule
+            The schedule; list-valued parameters become tuples.
+
+        Raises
+        ------
+        ValueError
+            If the text is not valid JSON or its rank list disagrees with ``nranks``.
+        KeyError
+            If a required field or an op name is missing or unknown.
+        """
         data = json.loads(text)
         params = {k: tuple(v) if isinstance(v, list) else v for k, v in data["params"].items()}
         ranks = [[Step(tuple(_OP_TYPES[op[0]](*op[1:]) for op in step)) for step in steps]
