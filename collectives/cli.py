@@ -25,7 +25,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` and run the chosen subcommand; return its exit status."""
+    """Parse ``argv`` and run the chosen subcommand; return its exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str or None, optional
+        The arguments after ``collsim``; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    int
+        The subcommand's exit status (0 when it returns None).
+
+    Raises
+    ------
+    SystemExit
+        From argparse, for ``--help`` or arguments it rejects.
+    """
     parser = argparse.ArgumentParser(
         prog="collsim", description="Collective algorithms from one schedule: run, benchmark, "
         "simulate, select and calibrate.")
