@@ -99,7 +99,7 @@ def rank_input(collective: str, rank: int, nranks: int, count: int, dtype: Any,
     """
     dtype = np.dtype(check_dtype(np.dtype(dtype)))
     if collective == "allgather":
-        return values(rank, rank * count, (rank + 1) * count, op).astype(dtype)
+        return values(rank, rank * count, (rank + 1) * count).astype(dtype)
     whole = count * nranks if collective == "reduce_scatter" else count
     return values(rank, 0, whole, op).astype(dtype)
 

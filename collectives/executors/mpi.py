@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ops import reducer
 from .buffers import Call, workspace
-from .plan import Plan
+from .plan import Plan, apply_copies
 
 __all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport"]
 
@@ -103,7 +103,7 @@ def _walk(comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any, stream: A
             into = work[target]
             reduce(into, scratch[source], out=into)
         if step.copies:
-            _copy(work, step.copies)
+            apply_copies(work, step.copies)
 
 
 def _walk_staged(comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any,
@@ -130,14 +130,7 @@ def _walk_staged(comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any,
             into = work[target]
             reduce(into, scratch[source], out=into)
         if step.copies:
-            _copy(work, step.copies)
-
-
-def _copy(work: Any, copies: tuple[tuple[slice, slice], ...]) -> None:
-    """Apply a step's local copies; every source is read before any destination is written."""
-    sources = [work[source].copy() for source, _ in copies]
-    for (_, destination), data in zip(copies, sources):
-        work[destination] = data
+            apply_copies(work, step.copies)
 
 
 class MpiTransport:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..ops import reducer
 from .buffers import Call, workspace
-from .plan import Plan
+from .plan import Plan, apply_copies
 
 __all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS"]
 
@@ -142,8 +142,8 @@ class NcclComm:
                 for target, source in step.reduces:
                     into = work[target]
                     reduce(into, scratch[source], out=into)
-                for source, destination in step.copies:
-                    work[destination] = work[source].copy()
+                if step.copies:
+                    apply_copies(work, step.copies)
 
     def native(self, call: Call, op: str, stream: Any) -> None:
         """Enqueue NCCL's own ncclAllReduce, ncclReduceScatter or ncclAllGather.

@@ -22,7 +22,7 @@ from ..build import build_schedule
 from ..layout import input_range, output_range
 from ..schedule import Copy, Recv, Send, Step
 
-__all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "PLAN_CACHE_SIZE"]
+__all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_copies", "PLAN_CACHE_SIZE"]
 
 #: plans kept per process (least recently used dropped first)
 PLAN_CACHE_SIZE = 256
@@ -185,3 +185,10 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
     if len(_cache) > PLAN_CACHE_SIZE:
         _cache.popitem(last=False)
     return plan
+
+
+def apply_copies(work: Any, copies: tuple[tuple[slice, slice], ...]) -> None:
+    """Apply a step's local copies; every source is read before any destination is written."""
+    sources = [work[source].copy() for source, _ in copies]
+    for (_, destination), data in zip(copies, sources):
+        work[destination] = data
