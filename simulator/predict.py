@@ -223,9 +223,10 @@ def calibration_jobs(nranks: int) -> list[Job]:
         ``(collective, nbytes, algorithm, params)`` for each of :data:`CALIBRATION_RUNS`
         at each of :data:`CALIBRATION_SIZES`.
     """
+    quantum = 4 * nranks * 8  # whole float32 blocks of 8 segments per rank, never 0 bytes
     return [(collective, n, algorithm, params)
             for collective, algorithm, params in CALIBRATION_RUNS
-            for n in (n - n % (4 * nranks * 8) for n in CALIBRATION_SIZES)]
+            for n in sorted({max(quantum, n - n % quantum) for n in CALIBRATION_SIZES})]
 
 
 def fit_calibration(nranks: int, runs: list[Job], times: list[float]) -> dict[str, float]:
