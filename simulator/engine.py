@@ -143,6 +143,9 @@ class _Engine:
         nlinks = len(topology.links)
         self.bandwidth = [link.bandwidth_Bps for link in topology.links]
         self.link_flows: list[dict[_Flow, None]] = [{} for _ in range(nlinks)]
+        # the caps of the flows on each link, summed: a link whose flows' caps sum to no
+        # more than its bandwidth never limits them, and is left out of sharing
+        self.link_load = [0.0] * nlinks
         self.link_bytes = [0] * nlinks
         self.link_busy = [0.0] * nlinks
         self.link_since = [0.0] * nlinks
@@ -266,14 +269,6 @@ class _Engine:
             found = self.routes[key] = (links, float(self.topology.alpha(src, dst)), cap)
         return found
 
-    def binding(self, link: int, flows: dict[_Flow, None], extra: float = 0.0) -> bool:
-        """Whether ``link`` can limit its flows: their bottleneck bandwidths (plus
-        ``extra``) exceed its bandwidth.  A link that cannot is left out of sharing."""
-        total = extra
-        for other in flows:
-            total += other.cap
-        return total > self.bandwidth[link]
-
     def start_transfer(self, src: int, dst: int, length: int, reduce: bool) -> None:
         """Start moving ``length`` elements from ``src`` to ``dst``."""
         now = self.now
@@ -286,13 +281,17 @@ class _Engine:
         free = True
         flow.active = True
         link_flows, link_bytes, link_since = self.link_flows, self.link_bytes, self.link_since
+        load, bandwidth = self.link_load, self.bandwidth
         nbytes, cap = flow.nbytes, flow.cap
         for link in flow.links:
             flows = link_flows[link]
             if not flows:
                 link_since[link] = now
-            elif free and self.binding(link, flows, cap):
-                free = False
+                load[link] = cap
+            else:
+                load[link] += cap
+                if load[link] > bandwidth[link]:
+                    free = False
             flows[flow] = None
             link_bytes[link] += nbytes
         if free:  # every link of the route can carry every flow on it at full speed
@@ -339,19 +338,18 @@ class _Engine:
         stack = list(seeds)
         seen: set[int] = set()
         links: list[int] = []
-        link_flows, binding = self.link_flows, self.binding
+        link_flows, load, bandwidth = self.link_flows, self.link_load, self.bandwidth
         while stack:
             for link in stack.pop().links:
                 if link not in seen:
                     seen.add(link)
                     flows = link_flows[link]
-                    if len(flows) > 1 and binding(link, flows):
+                    if len(flows) > 1 and load[link] > bandwidth[link]:
                         links.append(link)
                         for other in flows:
                             if other not in component:
                                 component[other] = None
                                 stack.append(other)
-        bandwidth = self.bandwidth
         capacity = {link: bandwidth[link] for link in links}
         unfixed = {link: len(link_flows[link]) for link in links}
         rates: dict[_Flow, float] = {}
@@ -399,15 +397,18 @@ class _Engine:
         now = self.now
         flow.active = False
         shared = False
-        link_flows, binding = self.link_flows, self.binding
+        link_flows, load, bandwidth = self.link_flows, self.link_load, self.bandwidth
         for link in flow.links:
             flows = link_flows[link]
             del flows[flow]
             if not flows:
                 self.link_busy[link] += now - self.link_since[link]
-            elif binding(link, flows, flow.cap):
-                self.dirty.update(flows)
-                shared = True
+                load[link] = 0.0
+            else:
+                if load[link] > bandwidth[link]:  # the flows left may speed up
+                    self.dirty.update(flows)
+                    shared = True
+                load[link] -= flow.cap
         if shared:
             self.request_share()
         self.inject_done(flow)
