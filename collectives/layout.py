@@ -6,9 +6,17 @@ parts get one element more, as in MPI's block distributions.
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Sequence
 
-__all__ = ["split", "block", "blocks_of", "input_range", "output_range"]
+__all__ = ["SEGMENT_ELEMENTS", "split", "splits", "block", "blocks_of", "input_range",
+           "output_range"]
+
+#: Default elements per segment of the pipelined algorithms (tree, pipeline): 512 KiB of
+#: 4-byte elements, the slice NCCL's Simple protocol moves per step (source: NCCL
+#: src/init.cc DEFAULT_BUFFSIZE = 4 MiB, split into NCCL_STEPS = 8 slots,
+#: src/include/device.h).
+SEGMENT_ELEMENTS = 1 << 17
 
 
 def split(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
@@ -36,6 +44,34 @@ def split(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
     size, extra = divmod(stop - start, parts)
     lo = start + index * size + min(index, extra)
     return lo, lo + size + (index < extra)
+
+
+def splits(start: int, stop: int, parts: int) -> tuple[list[int], list[int]]:
+    """Return the starts and the stops of all ``parts`` parts of ``[start, stop)``.
+
+    The same parts as :func:`split` (part ``i`` is ``(starts[i], stops[i])``), computed
+    in one pass, for callers that need every part.
+
+    Parameters
+    ----------
+    start, stop : int
+        The range, ``start <= stop``.
+    parts : int
+        Number of parts (>= 1).
+
+    Returns
+    -------
+    tuple of (list of int, list of int)
+        ``(starts, stops)``, each of length ``parts``.
+
+    Examples
+    --------
+    >>> splits(0, 10, 3)
+    ([0, 4, 7], [4, 7, 10])
+    """
+    size, extra = divmod(stop - start, parts)
+    edges = list(accumulate([size + 1] * extra + [size] * (parts - extra), initial=start))
+    return edges[:-1], edges[1:]
 
 
 def block(count: int, nranks: int, rank: int) -> tuple[int, int]:

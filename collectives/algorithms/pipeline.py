@@ -53,19 +53,17 @@ AllReduce it is at least ``p - 1`` (enough to fill the chain) and at most ``coun
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from functools import lru_cache
+from typing import Any, Callable, Sequence
 
-from ..layout import split
-from ..schedule import Op, Recv, Send, Step
+from ..gcpause import gc_paused
+from ..layout import SEGMENT_ELEMENTS, splits
+from ..rounds import Lane, lane, merge_lanes
+from ..schedule import Op, Step, new_recv, new_send
 
 __all__ = ["PARAMS", "SEGMENT_ELEMENTS", "resolve_params", "rank_steps"]
 
 PARAMS: dict[str, Any] = {"segments": None}
-
-#: target segment length: one 512 KiB slot of NCCL's Simple protocol buffer
-#: (DEFAULT_BUFFSIZE 4 MiB in NCCL src/init.cc / NCCL_STEPS 8 in src/include/device.h)
-#: of 4-byte elements
-SEGMENT_ELEMENTS = 1 << 17
 
 Blocks = Sequence[tuple[int, int]]
 
@@ -118,32 +116,36 @@ def resolve_params(collective: str, nranks: int, count: int,
     return {"segments": segments}
 
 
-class _Timeline:
-    """One rank's operations keyed by round; empty rounds are dropped."""
-
-    def __init__(self) -> None:
-        self.rounds: dict[int, list[Op]] = {}
-
-    def add(self, t: int, op: Op) -> None:
-        self.rounds.setdefault(t, []).append(op)
-
-    def steps(self) -> list[Step]:
-        return [Step(tuple(self.rounds[t])) for t in sorted(self.rounds)]
-
-
 def _allreduce(rank: int, nranks: int, count: int, segments: int) -> list[Step]:
     p, r = nranks, rank
-    line = _Timeline()
-    for k in range(segments):
-        seg = split(0, count, segments, k)
-        if r > 0:
-            line.add(k + r - 1, Recv(r - 1, *seg, True))
-        if r < p - 1:
-            line.add(k + r, Send(r + 1, *seg))
-            line.add(k + 2 * p - 3 - r, Recv(r + 1, *seg))
-        if r > 0:
-            line.add(k + 2 * p - 2 - r, Send(r - 1, *seg))
-    return line.steps()
+    starts, stops = splits(0, count, segments)
+    lanes: list[tuple[int, int, Lane]] = []  # (round offset, kind, lane)
+    if r > 0:
+        lanes.append((r - 1, 0, lane(r - 1, new_recv, r - 1, starts, stops, True)))
+    if r < p - 1:
+        lanes.append((r, 1, lane(r, new_send, r + 1, starts, stops)))
+        lanes.append((2 * p - 3 - r, 2, lane(2 * p - 3 - r, new_recv, r + 1, starts, stops)))
+    if r > 0:
+        lanes.append((2 * p - 2 - r, 3, lane(2 * p - 2 - r, new_send, r - 1, starts, stops)))
+    # a round holds segments in increasing order (the lane with the larger offset
+    # carries the earlier segment), then the four kinds in the order above
+    lanes.sort(key=lambda entry: (-entry[0], entry[1]))
+    return merge_lanes([entry[2] for entry in lanes])
+
+
+@lru_cache(maxsize=8)
+def _units(blocks: tuple[tuple[int, int], ...], m: int) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Every block cut into ``m`` segments, in block order and in reverse block order.
+
+    Returns the starts and stops of the segments of blocks ``0, 1, ..., p-1`` and those
+    of blocks ``p-1, ..., 1, 0`` (each block's segments in increasing order); cached,
+    since every rank of a schedule reads the same lists.
+    """
+    parts = [splits(lo, hi, m) for lo, hi in blocks]
+    forward = ([x for starts, _ in parts for x in starts], [x for _, stops in parts for x in stops])
+    backward = ([x for starts, _ in parts[::-1] for x in starts],
+                [x for _, stops in parts[::-1] for x in stops])
+    return (*forward, *backward)
 
 
 def _late(nranks: int, owner: int, m: int) -> int:
@@ -155,47 +157,51 @@ def _late(nranks: int, owner: int, m: int) -> int:
     return int(0 < owner < nranks - 1 and (nranks - 1 - 2 * owner) * (m - 1) == 0)
 
 
+def _delayed(first_round: int, make: Callable[..., Op], peer: int, starts: list[int],
+             stops: list[int], split_at: int, late: int, *flags: bool) -> list[Lane]:
+    """Two lanes: units before ``split_at`` from ``first_round`` on, the rest ``late`` rounds later."""
+    return [lane(first_round, make, peer, starts[:split_at], stops[:split_at], *flags),
+            lane(first_round + split_at + late, make, peer, starts[split_at:], stops[split_at:], *flags)]
+
+
 def _reduce_scatter(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Step]:
     p, r = nranks, rank
-    line = _Timeline()
-
-    def right(k: int) -> tuple[int, int]:  # right-going unit k: farthest block first
-        return split(*blocks[p - 1 - k // m], m, k % m)
-
-    def left(k: int) -> tuple[int, int]:  # left-going unit k: block 0 first
-        return split(*blocks[k // m], m, k % m)
-
+    # right-going unit k: farthest block first; left-going unit k: block 0 first
+    left_starts, left_stops, right_starts, right_stops = _units(tuple(blocks), m)
+    lanes: list[Lane] = []
     if r > 0:
-        late = _late(p, r - 1, m)
-        for k in range((p - r) * m):
-            line.add(k + r - 1, Recv(r - 1, *right(k), True))
-        for k in range(r * m):
-            line.add(k + p - 1 - r + (late if k >= (r - 1) * m else 0), Send(r - 1, *left(k)))
+        n = (p - r) * m
+        lanes.append(lane(r - 1, new_recv, r - 1, right_starts[:n], right_stops[:n], True))
+        n = r * m
+        lanes += _delayed(p - 1 - r, new_send, r - 1, left_starts[:n], left_stops[:n],
+                          (r - 1) * m, _late(p, r - 1, m))
     if r < p - 1:
-        late = _late(p, r, m)
-        for k in range((p - 1 - r) * m):
-            line.add(k + r, Send(r + 1, *right(k)))
-        for k in range((r + 1) * m):
-            line.add(k + p - 2 - r + (late if k >= r * m else 0), Recv(r + 1, *left(k), True))
-    return line.steps()
+        n = (p - 1 - r) * m
+        lanes.append(lane(r, new_send, r + 1, right_starts[:n], right_stops[:n]))
+        n = (r + 1) * m
+        lanes += _delayed(p - 2 - r, new_recv, r + 1, left_starts[:n], left_stops[:n],
+                          r * m, _late(p, r, m), True)
+    return merge_lanes(lanes)
 
 
 def _allgather(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Step]:
     p, r = nranks, rank
-    line = _Timeline()
+    # blocks r, r-1, ..., 0 start at backward unit (p-1-r)*m; r+1, ..., p-1 at forward (r+1)*m
+    forward_starts, forward_stops, backward_starts, backward_stops = _units(tuple(blocks), m)
+    lanes: list[Lane] = []
     if r < p - 1:
-        for i in range((r + 1) * m):
-            line.add(i, Send(r + 1, *split(*blocks[r - i // m], m, i % m)))
-        for i in range((p - 1 - r) * m):
-            line.add(i, Recv(r + 1, *split(*blocks[r + 1 + i // m], m, i % m)))
+        lanes.append(lane(0, new_send, r + 1, backward_starts[(p - 1 - r) * m:],
+                          backward_stops[(p - 1 - r) * m:]))
+        lanes.append(lane(0, new_recv, r + 1, forward_starts[(r + 1) * m:],
+                          forward_stops[(r + 1) * m:]))
     if r > 0:
-        for i in range(r * m):
-            line.add(i, Recv(r - 1, *split(*blocks[r - 1 - i // m], m, i % m)))
-        for i in range((p - r) * m):
-            line.add(i, Send(r - 1, *split(*blocks[r + i // m], m, i % m)))
-    return line.steps()
+        lanes.append(lane(0, new_recv, r - 1, backward_starts[(p - r) * m:],
+                          backward_stops[(p - r) * m:]))
+        lanes.append(lane(0, new_send, r - 1, forward_starts[r * m:], forward_stops[r * m:]))
+    return merge_lanes(lanes)
 
 
+@gc_paused()
 def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Blocks,
                segments: int) -> list[Step]:
     """Return the pipeline steps of ``rank`` (see the module docstring for the schedule).

@@ -66,18 +66,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..layout import split
-from ..schedule import Op, Recv, Send, Step
+from ..gcpause import gc_paused
+from ..layout import SEGMENT_ELEMENTS, split, splits
+from ..rounds import Lane, lane, merge_lanes
+from ..schedule import Op, Step, new_recv, new_send
 
 __all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_steps",
            "tree_node", "tree_depth", "subtree_ranks"]
 
 PARAMS: dict[str, Any] = {"segments": None}
-
-#: Default elements per segment: 512 KiB of 4-byte elements, the slice NCCL's Simple
-#: protocol moves per step (source: NCCL src/init.cc DEFAULT_BUFFSIZE = 4 MiB, split
-#: into NCCL_STEPS = 8 slots, src/include/device.h).
-SEGMENT_ELEMENTS = 1 << 17
 
 Range = tuple[int, int]
 
@@ -282,11 +279,6 @@ def _outside(lo: int, hi: int, ranges: Sequence[Range]) -> list[Range]:
     return pieces
 
 
-def _whole(lo: int, hi: int, ranges: Sequence[Range]) -> list[Range]:
-    """The whole of ``[lo, hi)`` (AllReduce moves entire segments)."""
-    return [(lo, hi)] if lo < hi else []
-
-
 Pieces = Callable[[int, int, Sequence[Range]], list[Range]]
 
 
@@ -295,16 +287,15 @@ class _Plan:
     """How one collective uses the trees: what moves each way and whether it reduces."""
 
     spacing: int  # L: rounds per level on the way up
-    up: Pieces
-    down: Pieces
+    up: Pieces | None  # None: whole segments (AllReduce); else the pieces of a segment
+    down: Pieces | None
     up_reduce: bool
-    by_subtree: bool  # whether what moves depends on the subtree's elements
 
 
 _PLANS: dict[str, _Plan] = {
-    "allreduce": _Plan(2, _whole, _whole, True, False),
-    "reduce_scatter": _Plan(2, _whole, _whole, True, False),
-    "allgather": _Plan(1, _inside, _outside, False, True),
+    "allreduce": _Plan(2, None, None, True),
+    "reduce_scatter": _Plan(2, None, None, True),
+    "allgather": _Plan(1, _inside, _outside, False),
 }
 
 
@@ -312,35 +303,51 @@ def _element_ranges(runs: Sequence[Range], blocks: Sequence[Range]) -> list[Rang
     return [(blocks[first][0], blocks[last][1]) for first, last in runs]
 
 
-def _tree_ops(plan: _Plan, tree: int, rank: int, nranks: int, count: int, blocks: Sequence[Range],
-              segments: int, rounds: dict[int, list[Op]]) -> None:
-    """Add ``rank``'s operations in tree ``tree`` to ``rounds`` (round -> operations)."""
-    lo, hi = split(0, count, 2, tree)
-    nseg = max(1, min(segments, hi - lo))
-    segs = [split(lo, hi, nseg, k) for k in range(nseg)]
-    node = tree_node(tree, nranks, rank)
-    def owned(member: int) -> list[Range]:
-        return _element_ranges(subtree_ranks(tree, nranks, member), blocks) if plan.by_subtree else []
+def _edge_lane(first_round: int, make: Callable[..., Op], peer: int,
+               segs: tuple[list[int], list[int]], pieces: Pieces | None,
+               mine: Sequence[Range], *flags: bool) -> Lane:
+    """Operations with ``peer`` over one tree edge in one direction, one round per segment.
 
-    def add(first_round: int, pieces: Pieces, mine: list[Range], make: Callable[[int, int], Op]) -> None:
-        for k, (a, b) in enumerate(segs):
-            ops = [make(x, y) for x, y in pieces(a, b, mine)]
-            if ops:
-                rounds.setdefault(first_round + k, []).extend(ops)
+    ``make(peer, start, stop, *flags)`` makes each operation: one per segment when
+    ``pieces`` is None (whole segments), else one per range of ``pieces(start, stop,
+    mine)``. ``segs`` holds the segments' starts and stops.
+    """
+    if pieces is None:
+        return lane(first_round, make, peer, *segs, *flags)
+    return first_round, [tuple([make(peer, x, y, *flags) for x, y in pieces(a, b, mine)])
+                         for a, b in zip(*segs)]
+
+
+def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,
+                blocks: Sequence[Range], segments: int) -> list[Lane]:
+    """``rank``'s operations in tree ``tree``: a lane per tree edge and direction."""
+    lo, hi = split(0, count, 2, tree)
+    if lo == hi:
+        return []
+    segs = splits(lo, hi, min(segments, hi - lo))
+    node = tree_node(tree, nranks, rank)
+
+    def owned(member: int) -> list[Range]:
+        if plan.up is None:
+            return []
+        return _element_ranges(subtree_ranks(tree, nranks, member), blocks)
 
     L, d = plan.spacing, node.depth
+    lanes: list[Lane] = []
     for index, child in enumerate(node.children):
         theirs = owned(child)
-        add(index * (L - 1) - L * (d + 1), plan.up, theirs,
-            lambda x, y, c=child: Recv(c, x, y, plan.up_reduce))
-        add(d, plan.down, theirs, lambda x, y, c=child: Send(c, x, y))
+        lanes.append(_edge_lane(index * (L - 1) - L * (d + 1), new_recv, child, segs, plan.up,
+                                theirs, plan.up_reduce))
+        lanes.append(_edge_lane(d, new_send, child, segs, plan.down, theirs))
     if node.parent >= 0:
         mine = owned(rank)
         index = tree_node(tree, nranks, node.parent).children.index(rank)
-        add(index * (L - 1) - L * d, plan.up, mine, lambda x, y: Send(node.parent, x, y))
-        add(d - 1, plan.down, mine, lambda x, y: Recv(node.parent, x, y, False))
+        lanes.append(_edge_lane(index * (L - 1) - L * d, new_send, node.parent, segs, plan.up, mine))
+        lanes.append(_edge_lane(d - 1, new_recv, node.parent, segs, plan.down, mine, False))
+    return lanes
 
 
+@gc_paused()
 def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequence[Range],
                segments: int) -> list[Step]:
     """Return the double-binary-tree steps of ``rank``.
@@ -366,7 +373,5 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequ
     if nranks == 1:
         return []
     plan = _PLANS[collective]
-    rounds: dict[int, list[Op]] = {}
-    for tree in (0, 1):
-        _tree_ops(plan, tree, rank, nranks, count, blocks, segments, rounds)
-    return [Step(tuple(rounds[r])) for r in sorted(rounds)]
+    return merge_lanes([lane for tree in (0, 1)
+                        for lane in _tree_lanes(plan, tree, rank, nranks, count, blocks, segments)])
