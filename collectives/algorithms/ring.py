@@ -9,9 +9,11 @@ ReduceScatter and AllGather are one phase each (``(p-1)/p`` of the vector).
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import repeat
+from typing import Any, Sequence
 
-from ..schedule import Recv, Send, Step
+from ..gcpause import gc_paused
+from ..schedule import Step, new_recv, new_send
 
 __all__ = ["PARAMS", "resolve_params", "rank_steps"]
 
@@ -38,25 +40,21 @@ def resolve_params(collective: str, nranks: int, count: int) -> dict[str, Any]:
     return {}
 
 
-def _reduce_scatter(rank: int, nranks: int, blocks) -> list[Step]:
-    right, left = (rank + 1) % nranks, (rank - 1) % nranks
-    steps = []
-    for s in range(nranks - 1):
-        out, into = blocks[(rank - s - 1) % nranks], blocks[(rank - s - 2) % nranks]
-        steps.append(Step((Send(right, *out), Recv(left, *into, True))))
-    return steps
+def _phase(rank: int, nranks: int, blocks: Sequence[tuple[int, int]], first: int,
+           reduce: bool) -> list[Step]:
+    """The ``nranks - 1`` steps of one phase: step ``s`` sends block ``first - s`` to the
+    next rank and receives block ``first - s - 1`` from the previous one (indices mod
+    ``nranks``), reducing it in if ``reduce``."""
+    first %= nranks
+    starts, stops = zip(*(blocks[first::-1] + blocks[:first:-1]))
+    sends = map(new_send, repeat((rank + 1) % nranks), starts[:-1], stops[:-1])
+    recvs = map(new_recv, repeat((rank - 1) % nranks), starts[1:], stops[1:], repeat(reduce))
+    return list(map(Step, zip(sends, recvs)))
 
 
-def _allgather(rank: int, nranks: int, blocks) -> list[Step]:
-    right, left = (rank + 1) % nranks, (rank - 1) % nranks
-    steps = []
-    for s in range(nranks - 1):
-        out, into = blocks[(rank - s) % nranks], blocks[(rank - s - 1) % nranks]
-        steps.append(Step((Send(right, *out), Recv(left, *into))))
-    return steps
-
-
-def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks) -> list[Step]:
+@gc_paused()
+def rank_steps(collective: str, rank: int, nranks: int, count: int,
+               blocks: Sequence[tuple[int, int]]) -> list[Step]:
     """Return the ring steps of ``rank``.
 
     Parameters
@@ -78,7 +76,7 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks) -> l
         ``nranks - 1`` steps per phase.
     """
     if collective == "reduce_scatter":
-        return _reduce_scatter(rank, nranks, blocks)
+        return _phase(rank, nranks, blocks, rank - 1, True)
     if collective == "allgather":
-        return _allgather(rank, nranks, blocks)
-    return _reduce_scatter(rank, nranks, blocks) + _allgather(rank, nranks, blocks)
+        return _phase(rank, nranks, blocks, rank, False)
+    return _phase(rank, nranks, blocks, rank - 1, True) + _phase(rank, nranks, blocks, rank, False)
