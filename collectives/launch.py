@@ -7,14 +7,16 @@ allowed (``OMPI_ALLOW_RUN_AS_ROOT``), more ranks than cores are allowed
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
-__all__ = ["mpirun_path", "mpirun_command", "mpirun_env", "run_mpi", "in_mpi_job"]
+__all__ = ["mpirun_path", "mpirun_command", "mpirun_env", "run_mpi", "in_mpi_job",
+           "forwarded_arguments", "relaunch"]
 
 #: variables Open MPI sets in every rank it launches
 _RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
@@ -117,3 +119,68 @@ def run_mpi(nprocs: int, argv: Sequence[str], timeout_s: float = 300.0,
     """
     return subprocess.run(mpirun_command(nprocs, argv), env=mpirun_env(env), text=True,
                           capture_output=capture, timeout=timeout_s, check=False)
+
+
+def forwarded_arguments(args: argparse.Namespace,
+                        add_arguments: Callable[[argparse.ArgumentParser], None]) -> list[str]:
+    """The command line that parses back to ``args`` with the parser ``add_arguments`` builds.
+
+    Positionals come first; options are written only when they differ from their default,
+    under their last (long) name; flags (``store_true`` and the like) without a value.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+    add_arguments : callable
+        Adds the command's arguments to a parser (the one that parsed ``args``).
+
+    Returns
+    -------
+    list of str
+        Arguments for the launched ranks.
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    positionals: list[str] = []
+    options: list[str] = []
+    for action in parser._actions:  # argparse exposes no public list of actions
+        value = getattr(args, action.dest)
+        values = value if isinstance(value, list) else [value]
+        if not action.option_strings:
+            positionals += map(str, values)
+        elif value != action.default:
+            flag = action.option_strings[-1]
+            options += [flag] if action.nargs == 0 else [flag, *map(str, values)]
+    return [*positionals, *options]
+
+
+def relaunch(module: str, args: argparse.Namespace,
+             add_arguments: Callable[[argparse.ArgumentParser], None], nprocs: int,
+             timeout_s: float) -> int:
+    """Run ``python -m module`` with the same arguments on ``nprocs`` ranks and wait.
+
+    How a command that runs under ``mpirun`` starts its own job when called outside one
+    (``collsim bench``, ``collsim predict``, ``collsim calibrate``); the ranks' output
+    passes through.
+
+    Parameters
+    ----------
+    module : str
+        The module the ranks run (``python -m module``).
+    args : argparse.Namespace
+        This command's parsed arguments (:func:`forwarded_arguments`).
+    add_arguments : callable
+        Adds the command's arguments to a parser.
+    nprocs : int
+        Number of ranks.
+    timeout_s : float
+        The job is killed after this many seconds.
+
+    Returns
+    -------
+    int
+        The job's exit status: non-zero when any rank failed.
+    """
+    argv = ["-m", module, *forwarded_arguments(args, add_arguments)]
+    return run_mpi(nprocs, argv, timeout_s=timeout_s, capture=False).returncode

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from collectives.bench import check, options, report
-from collectives.bench.cli import forwarded
+from collectives.launch import forwarded_arguments
 from collectives.bench.plot import crossovers, plot_busbw
 from collectives.bench.runner import Case, Row, Timing
 from collectives.ops import DTYPES, OPS
@@ -88,7 +88,7 @@ def test_flags_take_nccl_tests_names_and_round_trip_to_launched_ranks() -> None:
                    "native", "-c", "0", "--np", "3"])
     assert (args.collective, args.datatype, args.minbytes, args.check) == \
         ("allgather", "float16", 1024, 0)
-    again = _parse(forwarded(args))
+    again = _parse(forwarded_arguments(args, options.add_arguments))
     assert vars(again) == vars(args)
 
 

@@ -68,12 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Calibrate on this MPI job, or launch one on ``args.nprocs`` ranks that does."""
     _check_args(args)
-    from collectives.launch import in_mpi_job, run_mpi
+    from collectives.launch import in_mpi_job, relaunch
 
     if not in_mpi_job():
-        completed = run_mpi(args.nprocs, ["-m", "topology.calibrate", *_forwarded(args)],
-                            timeout_s=args.timeout, capture=False)
-        return completed.returncode
+        return relaunch("topology.calibrate", args, add_arguments, args.nprocs, args.timeout)
     from mpi4py import MPI
 
     xp = _array_module(args.array_module)
@@ -100,14 +98,6 @@ def _check_args(args: argparse.Namespace) -> None:
             raise ValueError(f"--{name} {getattr(args, name)} is not allowed; it must be >= 1")
     if args.warmup < 0:
         raise ValueError(f"--warmup {args.warmup} is not allowed; it must be >= 0")
-
-
-def _forwarded(args: argparse.Namespace) -> list[str]:
-    """The arguments that make the launched ranks do what ``args`` asks."""
-    return ["-o", str(args.output), "--sizes", *map(str, args.sizes), "--gamma-sizes",
-            *map(str, args.gamma_sizes), "--iters",
-            str(args.iters), "--warmup", str(args.warmup), "--fit", args.fit,
-            "--array-module", args.array_module, "--name", args.name]
 
 
 def _array_module(name: str) -> Any:

@@ -14,44 +14,17 @@ import os
 import socket
 from typing import Any, Callable
 
-from ..launch import in_mpi_job, run_mpi
+from ..launch import in_mpi_job, relaunch
 from .options import add_arguments, check_args, sizes
 
-__all__ = ["add_arguments", "main", "forwarded"]
-
-
-def forwarded(args: argparse.Namespace) -> list[str]:
-    """The command-line arguments that make launched ranks do what ``args`` asks.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed by a parser set up with :func:`~.options.add_arguments`.
-
-    Returns
-    -------
-    list of str
-        Every option that differs from its default, with its value(s).
-    """
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
-    argv: list[str] = []
-    for action in parser._actions:  # argparse exposes no public list of actions
-        value = getattr(args, action.dest)
-        if value == action.default:
-            continue
-        values = value if isinstance(value, list) else [value]
-        argv += [action.option_strings[-1], *map(str, values)]
-    return argv
+__all__ = ["add_arguments", "main"]
 
 
 def main(args: argparse.Namespace) -> int:
     """Benchmark under this MPI job, or launch one on ``args.nprocs`` ranks that does."""
     check_args(args)
     if not in_mpi_job():
-        completed = run_mpi(args.nprocs, ["-m", "collectives.bench", *forwarded(args)],
-                            timeout_s=args.timeout, capture=False)
-        return completed.returncode
+        return relaunch("collectives.bench", args, add_arguments, args.nprocs, args.timeout)
     return _run(args)
 
 
