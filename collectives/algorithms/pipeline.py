@@ -119,32 +119,33 @@ def resolve_params(collective: str, nranks: int, count: int,
 def _allreduce(rank: int, nranks: int, count: int, segments: int) -> list[Step]:
     p, r = nranks, rank
     starts, stops = splits(0, count, segments)
-    lanes: list[tuple[int, int, Lane]] = []  # (round offset, kind, lane)
+    lanes: list[Lane] = []
     if r > 0:
-        lanes.append((r - 1, 0, lane(r - 1, new_recv, r - 1, starts, stops, True)))
+        lanes.append(lane(r - 1, new_recv, r - 1, starts, stops, True))
     if r < p - 1:
-        lanes.append((r, 1, lane(r, new_send, r + 1, starts, stops)))
-        lanes.append((2 * p - 3 - r, 2, lane(2 * p - 3 - r, new_recv, r + 1, starts, stops)))
+        lanes.append(lane(r, new_send, r + 1, starts, stops))
+        lanes.append(lane(2 * p - 3 - r, new_recv, r + 1, starts, stops))
     if r > 0:
-        lanes.append((2 * p - 2 - r, 3, lane(2 * p - 2 - r, new_send, r - 1, starts, stops)))
-    # a round holds segments in increasing order (the lane with the larger offset
-    # carries the earlier segment), then the four kinds in the order above
-    lanes.sort(key=lambda entry: (-entry[0], entry[1]))
-    return merge_lanes([entry[2] for entry in lanes])
+        lanes.append(lane(2 * p - 2 - r, new_send, r - 1, starts, stops))
+    # a round holds its segments in increasing order, and the lane that starts later
+    # carries the earlier segment; the sort is stable, so ties keep the order above
+    lanes.sort(key=lambda entry: -entry[0])
+    return merge_lanes(lanes)
 
 
 @lru_cache(maxsize=8)
-def _units(blocks: tuple[tuple[int, int], ...], m: int) -> tuple[list[int], list[int], list[int], list[int]]:
+def _units(blocks: tuple[tuple[int, int], ...], m: int) -> tuple[tuple[int, ...], ...]:
     """Every block cut into ``m`` segments, in block order and in reverse block order.
 
     Returns the starts and stops of the segments of blocks ``0, 1, ..., p-1`` and those
     of blocks ``p-1, ..., 1, 0`` (each block's segments in increasing order); cached,
-    since every rank of a schedule reads the same lists.
+    since every rank of a schedule reads the same ones.
     """
     parts = [splits(lo, hi, m) for lo, hi in blocks]
-    forward = ([x for starts, _ in parts for x in starts], [x for _, stops in parts for x in stops])
-    backward = ([x for starts, _ in parts[::-1] for x in starts],
-                [x for _, stops in parts[::-1] for x in stops])
+    forward = [tuple(x for starts, _ in parts for x in starts),
+               tuple(x for _, stops in parts for x in stops)]
+    backward = [tuple(x for starts, _ in parts[::-1] for x in starts),
+                tuple(x for _, stops in parts[::-1] for x in stops)]
     return (*forward, *backward)
 
 
@@ -157,11 +158,13 @@ def _late(nranks: int, owner: int, m: int) -> int:
     return int(0 < owner < nranks - 1 and (nranks - 1 - 2 * owner) * (m - 1) == 0)
 
 
-def _delayed(first_round: int, make: Callable[..., Op], peer: int, starts: list[int],
-             stops: list[int], split_at: int, late: int, *flags: bool) -> list[Lane]:
-    """Two lanes: units before ``split_at`` from ``first_round`` on, the rest ``late`` rounds later."""
+def _delayed(first_round: int, make: Callable[..., Op], peer: int, starts: Sequence[int],
+             stops: Sequence[int], split_at: int, late: int, *flags: bool) -> list[Lane]:
+    """Two lanes: units before ``split_at`` one per round from ``first_round`` on, the
+    rest likewise but ``late`` rounds later."""
     return [lane(first_round, make, peer, starts[:split_at], stops[:split_at], *flags),
-            lane(first_round + split_at + late, make, peer, starts[split_at:], stops[split_at:], *flags)]
+            lane(first_round + split_at + late, make, peer, starts[split_at:],
+                 stops[split_at:], *flags)]
 
 
 def _reduce_scatter(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Step]:

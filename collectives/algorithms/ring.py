@@ -40,18 +40,6 @@ def resolve_params(collective: str, nranks: int, count: int) -> dict[str, Any]:
     return {}
 
 
-def _phase(rank: int, nranks: int, blocks: Sequence[tuple[int, int]], first: int,
-           reduce: bool) -> list[Step]:
-    """The ``nranks - 1`` steps of one phase: step ``s`` sends block ``first - s`` to the
-    next rank and receives block ``first - s - 1`` from the previous one (indices mod
-    ``nranks``), reducing it in if ``reduce``."""
-    first %= nranks
-    starts, stops = zip(*(blocks[first::-1] + blocks[:first:-1]))
-    sends = map(new_send, repeat((rank + 1) % nranks), starts[:-1], stops[:-1])
-    recvs = map(new_recv, repeat((rank - 1) % nranks), starts[1:], stops[1:], repeat(reduce))
-    return list(map(Step, zip(sends, recvs)))
-
-
 @gc_paused()
 def rank_steps(collective: str, rank: int, nranks: int, count: int,
                blocks: Sequence[tuple[int, int]]) -> list[Step]:
@@ -75,8 +63,17 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     list of Step
         ``nranks - 1`` steps per phase.
     """
-    if collective == "reduce_scatter":
-        return _phase(rank, nranks, blocks, rank - 1, True)
-    if collective == "allgather":
-        return _phase(rank, nranks, blocks, rank, False)
-    return _phase(rank, nranks, blocks, rank - 1, True) + _phase(rank, nranks, blocks, rank, False)
+    # entry i of starts/stops is block rank - i (mod nranks), and sends[i] sends it on;
+    # AllReduce's two phases send the same p - 2 blocks and share those (immutable) ops
+    starts, stops = zip(*(blocks[rank::-1] + blocks[:rank:-1]))
+    sends = list(map(new_send, repeat((rank + 1) % nranks), starts, stops))
+    left = (rank - 1) % nranks
+    steps: list[Step] = []
+    if collective != "allgather":  # step s: send block rank-1-s, reduce block rank-2-s in
+        recvs = map(new_recv, repeat(left), starts[2:] + starts[:1], stops[2:] + stops[:1],
+                    repeat(True))
+        steps += map(Step, zip(sends[1:], recvs))
+    if collective != "reduce_scatter":  # step s: send block rank-s, receive block rank-1-s
+        recvs = map(new_recv, repeat(left), starts[1:], stops[1:], repeat(False))
+        steps += map(Step, zip(sends[:-1], recvs))
+    return steps

@@ -342,7 +342,8 @@ def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,
     if node.parent >= 0:
         mine = owned(rank)
         index = tree_node(tree, nranks, node.parent).children.index(rank)
-        lanes.append(_edge_lane(index * (L - 1) - L * d, new_send, node.parent, segs, plan.up, mine))
+        lanes.append(_edge_lane(index * (L - 1) - L * d, new_send, node.parent, segs, plan.up,
+                                mine))
         lanes.append(_edge_lane(d - 1, new_recv, node.parent, segs, plan.down, mine, False))
     return lanes
 
