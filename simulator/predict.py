@@ -6,19 +6,24 @@ Run as ``collsim predict -n 4``: outside ``mpirun`` it launches itself on ``-n``
 1. **Time** the calibration runs (:func:`calibration_jobs`: AllGather and ReduceScatter,
    never the collective being predicted) and every candidate of the tuning table at every
    size (:func:`candidate_jobs`) through the real MPI executor (:func:`measure_all`): in
-   rounds over all of them, so that other load on the machine falls on calibration and
-   measurement alike; per call a barrier, then the call, timed on every rank; a call's
-   time is the slowest rank's; the result is the median over calls.
+   rounds over all of them, one timed call per job per round, each round in a new
+   shuffled order with the jobs of one size back to back, so that other load on the
+   machine falls on calibration and measurement alike, and on the algorithms compared at
+   a size alike; per call a barrier, then the call, timed on every rank; a call's time
+   is the slowest rank's; the result is the median over calls.
 2. **Calibrate** (:func:`fit_calibration`, on the calibration runs only): per-call
-   overhead, alpha, beta, gamma and the per-message CPU overhead ``o`` of the executor as
-   it runs, every rank busy.  The machine is :func:`host_model`: ranks copying through
-   shared cores, each paying ``o`` per message it sends or receives.
-   :func:`calibrated_model` calibrates and builds it in one call (``collsim bench
-   --topology calibrate`` uses it).
-3. **Predict** with :func:`simulator.tuning_table` on that model: per size, each
-   algorithm's best segment count and time, and the overall choice; the fitted per-call
-   overhead of the executor is added to every predicted time; each is set beside the
-   measured time of the same algorithm with the same parameters.
+   overhead, alpha, beta per band of working-buffer sizes (:data:`BAND_BYTES`), gamma
+   and the per-message CPU overhead ``o`` of the executor as it runs, every rank busy.
+   The machine is one host whose cores all ranks share (:func:`model_terms`): messages
+   share its copy throughput (simulated on :func:`host_model`), reductions and
+   per-message CPU time its cores.  :func:`calibrated_model` calibrates and builds a
+   topology for :func:`simulator.select` in one call (``collsim bench --topology
+   calibrate`` uses it; :func:`fitted_model` says what it leaves out).
+3. **Predict** (:class:`HostPredictor`): per size, every candidate of the tuning tables
+   (:func:`simulator.selection.candidates`) on the calibrated host; each algorithm's
+   best segment count and time, and the overall choice; the fitted per-call overhead of
+   the executor is added to every predicted time; each is set beside the measured time
+   of the same algorithm with the same parameters.
 4. **Report** (rank 0): a table of predicted and measured times with the relative error,
    whether the predicted best is the measured best and whether the chosen algorithm is
    within 10% of the measured best; the geometric-mean error over sizes >= 64 KiB; a PNG
@@ -33,17 +38,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = ["add_arguments", "main", "fit_relative", "calibrate_loaded", "calibration_jobs",
-           "fit_calibration", "host_model", "calibrated_model", "fitted_model", "model_terms",
-           "measure", "measure_all", "candidate_jobs", "compare", "summarize"]
+           "fit_calibration", "BAND_BYTES", "band_weights", "host_model", "calibrated_model",
+           "fitted_model", "HostPredictor", "model_terms", "predicted_time", "measure",
+           "measure_all", "candidate_jobs", "compare", "summarize"]
 
 #: sizes from which the geometric-mean error is reported (the issue's threshold)
 ERROR_FROM_BYTES = 64 * 1024
@@ -64,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"))
     parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("16M"))
     parser.add_argument("-f", "--stepfactor", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=15, help="timed calls per point")
+    parser.add_argument("--iters", type=int, default=30,
+                        help="timed calls per point, one per round (default 30)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls first")
     parser.add_argument("--plot", type=Path, default=None, metavar="PNG",
                         help="draw predicted and measured times")
@@ -135,13 +144,21 @@ def fit_relative(columns: list[list[float]], times: list[float],
 
 
 def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
-                params: dict[str, Any]) -> list[float]:
-    """The latency, byte, reduction and per-message terms of one run on :func:`host_model`.
+                params: dict[str, Any], cores: int | None = None) -> list[float]:
+    """The latency, copy, reduction and per-message terms of one run on the host.
 
-    Each is the simulated time of the schedule on the host model with that parameter
-    set to 1 and the others to (practically) 0, so the model's time is close to
-    ``alpha S + beta B + gamma G + o O``; the simulation, not a closed form, so the terms
-    see what the predictions see (rank-alone bandwidth, messages serialised on a rank).
+    The host model's time is ``alpha S + beta B + gamma R + o O``:
+
+    * ``S`` and ``B``: the simulated time of the schedule on :func:`host_model` with
+      alpha, respectively beta, set to 1 and the rest to (practically) 0 (latencies on
+      the critical path; bytes through the host's shared copy throughput);
+    * ``R``: the bytes all ranks reduce together.  Reductions run on the cores the ranks
+      share, so the host reduces at one rate however many ranks reduce at once (``gamma``
+      is seconds per byte for the whole host; a ring step, where every rank reduces at
+      once, pays for all of them);
+    * ``O``: messages, each costing CPU time at the end that posts and completes it: the
+      larger of the simulated per-rank count (a rank's messages one after another along
+      the critical path) and the messages of all ranks over the ``cores`` they share.
 
     Parameters
     ----------
@@ -155,37 +172,76 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
         Message size in bytes (float32 elements: ``nbytes // 4``).
     params : dict[str, Any]
         Algorithm parameters passed to :func:`collectives.build_schedule`.
+    cores : int or None, optional
+        Cores the ranks share; default None: those this process may run on.
 
     Returns
     -------
     list of float
-        ``[S, B, G, O]``: the terms multiplying alpha, beta, gamma and ``o``.
+        ``[S, B, R, O]``: the terms multiplying alpha, beta, gamma and ``o``.
+
+    Raises
+    ------
+    ValueError
+        If ``cores`` is below 1.
     """
     from collectives import build_schedule
+    from collectives.schedule import Recv, Send
 
     from .engine import simulate
 
+    cores = _cores() if cores is None else cores
+    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+        raise ValueError(f"cores={cores!r} is not allowed; it must be an int >= 1")
     schedule = build_schedule(collective, algorithm, nranks, nbytes // 4, **params)
-    terms = []
-    for unit in _UNITS:
-        machine = host_model(nranks, *(value or _TINY for value in unit[:3]),
-                             overhead_s_per_message=unit[3])
-        terms.append(simulate(schedule, machine, 4, trace=False).time_s)
-    return terms
+    latency, moved, per_rank = (
+        simulate(schedule, host_model(nranks, alpha, beta, 0.0, o), 4, trace=False).time_s
+        for alpha, beta, o in _UNITS)
+    ops = [op for rank in range(nranks) for step in schedule.steps(rank) for op in step.ops]
+    reduced = 4 * sum(op.stop - op.start for op in ops if isinstance(op, Recv) and op.reduce)
+    messages = sum(isinstance(op, (Send, Recv)) for op in ops)
+    return [latency, moved, float(reduced), max(per_rank, messages / cores)]
 
 
-def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
+def predicted_time(fit: dict[str, Any], terms: list[float], nbytes: int) -> float:
+    """The time the calibrated host model gives a run of ``terms``, without the per-call
+    overhead.
+
+    Parameters
+    ----------
+    fit : dict[str, Any]
+        A fit from :func:`fit_calibration`.
+    terms : list of float
+        ``[S, B, R, O]`` of the run (:func:`model_terms`).
+    nbytes : int
+        Bytes of the working buffer (chooses the bands' betas, :func:`band_weights`).
+
+    Returns
+    -------
+    float
+        Seconds.
+    """
+    latency, moved, reduced, messages = terms
+    beta = sum(w * b for w, b in zip(band_weights(nbytes), fit["beta_s_per_byte"]))
+    return (fit["alpha_s"] * latency + beta * moved + fit["gamma_s_per_byte"] * reduced
+            + fit["overhead_s_per_message"] * messages)
+
+
+def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, Any]:
     """Per-call overhead, alpha, beta, gamma and ``o`` of the executor as it really runs.
 
     Every rank busy, oversubscribed as the measurements will be: the AllGather and
     ReduceScatter runs of :data:`CALIBRATION_RUNS` (step and message counts far enough
     apart to tell per-call, per-step and per-message costs apart) through the real MPI
     executor (:func:`measure_all`) at :data:`CALIBRATION_SIZES`.  In the model each costs
-    about ``alpha S + beta B + gamma G + o O`` (:func:`model_terms`), so a fit of
-    ``t = overhead + alpha S + beta B + gamma G + o O`` (:func:`fit_relative`) separates
-    the per-call overhead (argument checks, plan lookup, barrier exit skew) from the
-    per-step latency, the per-byte cost of moving and of reducing (scratch receive and
-    ``np.add``) and the CPU time each message costs the rank that posts and completes it
+    about ``alpha S + beta B + gamma R + o O`` (:func:`model_terms`), so a fit of
+    ``t = overhead + alpha S + beta(n) B + gamma R + o O`` (:func:`fit_relative`, with
+    ``beta(n)`` one coefficient per band of working-buffer sizes ``n``, blended by
+    :func:`band_weights`) separates the per-call overhead (argument checks, plan lookup,
+    barrier exit skew) from the per-step latency, the per-byte cost of moving (per band:
+    cache-resident buffers move faster than memory-bound ones) and of reducing (scratch
+    receive and ``np.add``) and the CPU time each message costs the rank that posts and
+    completes it
     (request objects, matching, progress), with the Python executor's costs and the
     sharing of cores included.  Collective: call on every rank of ``comm``.
 
@@ -200,10 +256,11 @@ def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, float]:
 
     Returns
     -------
-    dict[str, float]
-        The same on every rank: ``overhead_s``, ``alpha_s``, ``beta_s_per_byte``,
-        ``gamma_s_per_byte``, ``overhead_s_per_message`` and ``fit_error`` (the largest
-        relative error of the fitted model, simulated, on the calibration runs).
+    dict[str, Any]
+        The same on every rank: ``overhead_s``, ``alpha_s``, ``beta_s_per_byte`` (a list,
+        one per size of ``band_bytes``, :data:`BAND_BYTES`), ``gamma_s_per_byte``,
+        ``overhead_s_per_message`` and ``fit_error`` (the largest relative error of the
+        fitted model, simulated, on the calibration runs).
     """
     runs = calibration_jobs(comm.Get_size())
     return fit_calibration(comm.Get_size(), runs, measure_all(comm, runs, iters, warmup))
@@ -229,7 +286,7 @@ def calibration_jobs(nranks: int) -> list[Job]:
             for n in sorted({max(quantum, n - n % quantum) for n in CALIBRATION_SIZES})]
 
 
-def fit_calibration(nranks: int, runs: list[Job], times: list[float]) -> dict[str, float]:
+def fit_calibration(nranks: int, runs: list[Job], times: list[float]) -> dict[str, Any]:
     """Fit the model of :func:`calibrate_loaded` to the measured ``times`` of ``runs``.
 
     Parameters
@@ -243,27 +300,67 @@ def fit_calibration(nranks: int, runs: list[Job], times: list[float]) -> dict[st
 
     Returns
     -------
-    dict[str, float]
+    dict[str, Any]
         As :func:`calibrate_loaded` returns.
     """
-    from collectives import build_schedule
-
-    from .engine import simulate
-
-    p = nranks
-    columns = [[1.0] * len(runs)]
-    columns += [list(term) for term in zip(*(model_terms(c, a, p, n, params)
-                                             for c, n, a, params in runs))]
-    overhead, alpha, beta, gamma, o = fit_relative(columns, times)
-    fit = {"overhead_s": overhead, "alpha_s": max(alpha, _TINY),
-           "beta_s_per_byte": max(beta, _TINY), "gamma_s_per_byte": gamma,
-           "overhead_s_per_message": o}
-    machine = host_model(p, fit["alpha_s"], fit["beta_s_per_byte"], gamma, o)
-    errors = [(overhead + simulate(build_schedule(c, a, p, n // 4, **params), machine, 4,
-                                   trace=False).time_s) / t - 1
-              for (c, n, a, params), t in zip(runs, times)]
-    fit["fit_error"] = max(map(abs, errors))
+    p, cores = nranks, _cores()
+    terms = [model_terms(c, a, p, n, params, cores) for c, n, a, params in runs]
+    rows = [[1.0, latency, *(moved * w for w in band_weights(n)), reduced, messages]
+            for (latency, moved, reduced, messages), (_, n, _, _) in zip(terms, runs)]
+    overhead, alpha, *betas, gamma, o = fit_relative([list(c) for c in zip(*rows)], times)
+    fit: dict[str, Any] = {
+        "overhead_s": overhead, "alpha_s": alpha, "beta_s_per_byte": list(betas),
+        "band_bytes": list(BAND_BYTES), "gamma_s_per_byte": gamma,
+        "overhead_s_per_message": o, "cores": cores}
+    fit["fit_error"] = max(abs((overhead + predicted_time(fit, run_terms, n)) / t - 1)
+                           for run_terms, (_, n, _, _), t in zip(terms, runs, times))
     return fit
+
+
+#: the calibration fits one seconds-per-byte per band of working-buffer sizes: these
+#: sizes (every other calibration size, 4 KiB .. 16 MiB) are the bands' centres, and a
+#: size between two centres is predicted by blending their models (:func:`band_weights`).
+#: The host's copy throughput depends on the size: buffers that fit the caches move faster
+#: than buffers that stream from memory
+BAND_BYTES: tuple[int, ...] = CALIBRATION_SIZES[1::2]
+
+
+def band_weights(nbytes: int) -> list[float]:
+    """Weight of each band of :data:`BAND_BYTES` at a working buffer of ``nbytes``.
+
+    Linear in ``log2(nbytes)`` between two neighbouring bands' sizes (a tent per band);
+    below the first size all weight is on the first band, above the last on the last.
+
+    Parameters
+    ----------
+    nbytes : int
+        Bytes of the working buffer (the AllReduce vector, ReduceScatter input or
+        AllGather output), >= 1.
+
+    Returns
+    -------
+    list of float
+        One weight per band, each in [0, 1], summing to 1.
+
+    Raises
+    ------
+    ValueError
+        If ``nbytes`` is below 1.
+
+    Examples
+    --------
+    >>> band_weights(4096), band_weights(16384)
+    ([1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0])
+    """
+    if nbytes < 1:
+        raise ValueError(f"nbytes={nbytes!r} is not allowed; it must be >= 1")
+    x = math.log2(min(max(nbytes, BAND_BYTES[0]), BAND_BYTES[-1]))
+    knots = [math.log2(b) for b in BAND_BYTES]
+    weights = [0.0] * len(knots)
+    k = min(max(i for i, knot in enumerate(knots) if knot <= x), len(knots) - 2)
+    upper = (x - knots[k]) / (knots[k + 1] - knots[k])
+    weights[k], weights[k + 1] = 1.0 - upper, upper
+    return weights
 
 
 #: what the calibration times: step counts from 2 to 24 and 1 to 5 messages per step
@@ -274,11 +371,11 @@ CALIBRATION_RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("reduce_scatter", "ring", {}), ("reduce_scatter", "rhd", {}),
     ("reduce_scatter", "tree", {"segments": 4}))
 
-#: (alpha, beta, gamma, o) that make :func:`model_terms` return one term of the model
-_UNITS = ((1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0),
-          (0.0, 0.0, 0.0, 1.0))
+#: (alpha, beta, o) of the host models whose simulated times are the latency, copy and
+#: per-rank message terms of :func:`model_terms`
 #: stands for 0 where the host model needs a positive latency or seconds per byte
 _TINY = 1e-30
+_UNITS = ((1.0, _TINY, 0.0), (_TINY, 1.0, 0.0), (_TINY, _TINY, 1.0))
 
 
 def _cores() -> int:
@@ -290,52 +387,55 @@ def _cores() -> int:
 
 def host_model(nranks: int, alpha: float, beta: float, gamma: float,
                overhead_s_per_message: float = 0.0) -> Any:
-    """Ranks sharing one host's cores: every message is copied by the CPUs of both ends.
+    """Ranks sharing one host: every byte any rank sends goes through one copy engine.
 
-    Shared-memory MPI copies a message twice, into a shared buffer at the sender and out
-    of it at the receiver, each on the CPU of the rank that copies, so a rank's CPU is one
-    resource for everything it sends and receives.  A rank that waits does not give its
-    core away: Open MPI's progress loop polls (oversubscribed, it yields but stays
-    runnable), so every rank gets its share of the cores all the time, busy or waiting,
-    and that share is in the calibrated parameters.  Rank ``r`` reaches rank ``s`` through
-    ``rank r -> r.in -> r.cpu -> memory -> s.in -> s.cpu -> rank s``: the ``x.in -> x.cpu``
-    link carries every message rank ``x`` sends or receives at ``2 / beta`` bytes per
-    second, the others never limit a message; latency ``alpha / 6`` per link.  The
-    simulator shares links max-min fairly, so in a ring step (every rank sending one
-    message and receiving one) each message moves at ``1 / beta``, what the calibration
-    measures; a rank that only sends moves it at ``2 / beta``, one that sends two and
-    receives one (a tree's inner rank) each at ``2 / (3 beta)``.
+    Shared-memory MPI moves a message by copying it through memory on the CPUs of the
+    ranks at its ends; all ranks share the host's cores and memory bandwidth, so the host
+    copies about the same number of bytes per second whether one message is in flight or
+    one per rank (measured here: a ring step of 4 ranks moving 4 MiB each takes as long as
+    one 16 MiB hop of a chain while the other ranks wait).  Rank ``r`` reaches rank ``s``
+    through ``rank r -> copy.in -> copy.out -> rank s``; the ``copy.in -> copy.out`` link
+    carries every message at ``1 / beta`` bytes per second in all, shared max-min fairly
+    by the messages in flight; each rank's own links carry its sends or its receives at
+    the same rate, so they never limit a message more than the shared link does; latency
+    ``alpha / 3`` per link.
 
     Parameters
     ----------
     nranks : int
         Ranks on the host.
     alpha, beta, gamma : float
-        Latency per message, s; seconds per byte of a ring step with every rank busy;
+        Latency per message, s; seconds per byte the host copies, all messages together;
         seconds per byte reduced.
     overhead_s_per_message : float, optional
         CPU time per message at each end, serialised on the rank (LogGP's ``o``; with
         every rank busy, as calibrated); default 0.
+
+    Returns
+    -------
+    topology.Topology
+        The host: one ``cpu`` device per rank and the shared copy engine.
     """
     from topology import Device, Link, Topology
 
-    cpu_Bps = 2 / beta
-    latency = alpha / 6
+    copy_Bps = 1 / beta
+    latency = alpha / 3
     ids = [f"rank{r}" for r in range(nranks)]
-    links, devices = [], [Device(i, "cpu") for i in ids] + [Device("memory", "memory")]
+    devices = [Device(i, "cpu") for i in ids] + [Device("copy.in", "memory"),
+                                                   Device("copy.out", "memory")]
+    links = [Link("copy.in", "copy.out", latency, copy_Bps, "measured")]
     for i in ids:
-        devices += [Device(f"{i}.in", "cpu_port"), Device(f"{i}.cpu", "cpu_port")]
-        links += [Link(i, f"{i}.in", latency, cpu_Bps, "measured"),
-                  Link("memory", f"{i}.in", latency, cpu_Bps, "measured"),
-                  Link(f"{i}.in", f"{i}.cpu", latency, cpu_Bps, "measured"),
-                  Link(f"{i}.cpu", i, latency, cpu_Bps, "measured"),
-                  Link(f"{i}.cpu", "memory", latency, cpu_Bps, "measured")]
+        links += [Link(i, "copy.in", latency, copy_Bps, "measured"),
+                  Link("copy.out", i, latency, copy_Bps, "measured")]
     return Topology(f"calibrated host({nranks} ranks, {_cores()} cores)", tuple(devices),
                     tuple(links), tuple(ids), gamma, overhead_s_per_message)
 
 
-def calibrated_model(comm: Any, iters: int, warmup: int) -> tuple[Any, dict[str, float]]:
+def calibrated_model(comm: Any, iters: int, warmup: int) -> tuple[Any, dict[str, Any]]:
     """Calibrate on ``comm`` and return the fitted :func:`host_model` and the fit.
+
+    The topology is :func:`fitted_model` of the largest band of :data:`BAND_BYTES`
+    (memory-bound copies); :class:`HostPredictor` predicts with the whole fit.
 
     Collective: call on every rank of ``comm`` (:func:`calibrate_loaded`).
 
@@ -358,23 +458,86 @@ def calibrated_model(comm: Any, iters: int, warmup: int) -> tuple[Any, dict[str,
     return fitted_model(comm.Get_size(), fit), fit
 
 
-def fitted_model(nranks: int, fit: dict[str, float]) -> Any:
-    """The :func:`host_model` with the parameters of a calibration ``fit``.
+def fitted_model(nranks: int, fit: dict[str, Any], band: int = -1) -> Any:
+    """A :func:`host_model` for :func:`simulator.select` from a calibration ``fit``.
+
+    One topology cannot hold the whole fit: its seconds per byte are those of one band,
+    and reductions and per-message CPU time are charged per rank as when every rank is
+    busy (a ring step): ``gamma`` times the ranks, ``o`` times the ranks per core (at
+    least 1).  :class:`HostPredictor` predicts with the whole fit.
 
     Parameters
     ----------
     nranks : int
         Ranks on the host.
-    fit : dict[str, float]
+    fit : dict[str, Any]
         A fit from :func:`fit_calibration` or :func:`calibrate_loaded`.
+    band : int, optional
+        Index into ``fit["band_bytes"]``: whose seconds per byte the model copies at;
+        default -1, the largest.
 
     Returns
     -------
     topology.Topology
         The host model.
+
+    Raises
+    ------
+    ValueError
+        If ``band`` is not an index of ``fit["beta_s_per_byte"]``.
     """
-    return host_model(nranks, fit["alpha_s"], fit["beta_s_per_byte"], fit["gamma_s_per_byte"],
-                      fit["overhead_s_per_message"])
+    betas = fit["beta_s_per_byte"]
+    if isinstance(band, bool) or not isinstance(band, int) or not -len(betas) <= band < len(betas):
+        raise ValueError(f"band={band!r} is not allowed; it must be an int in "
+                         f"[{-len(betas)}, {len(betas)})")
+    busy = max(1.0, nranks / fit["cores"])
+    return host_model(nranks, max(fit["alpha_s"], _TINY), max(betas[band], _TINY),
+                      fit["gamma_s_per_byte"] * nranks, fit["overhead_s_per_message"] * busy)
+
+
+@dataclass(frozen=True)
+class HostPredictor:
+    """Every candidate's time on the calibrated host, as :func:`predicted_time` gives it.
+
+    Attributes
+    ----------
+    collective : str
+        The collective.
+    nranks : int
+        Ranks on the host.
+    fit : dict[str, Any]
+        A fit from :func:`fit_calibration`.
+    """
+
+    collective: str
+    nranks: int
+    fit: dict[str, Any]
+
+    def choice(self, nbytes: int) -> Any:
+        """Every candidate's time at ``nbytes`` and the least, as :class:`simulator.Choice`.
+
+        The candidates are those of the tuning tables (:func:`simulator.selection.candidates`);
+        the earliest wins a tie.  The per-call overhead is not included.
+
+        Parameters
+        ----------
+        nbytes : int
+            Bytes of the working buffer, >= 1 (float32 elements: ``nbytes // 4``).
+
+        Returns
+        -------
+        simulator.Choice
+            The predicted best candidate, its time and every candidate's time.
+        """
+        from .selection import Candidate, Choice, candidates
+
+        tried = candidates(self.collective)
+        times = [predicted_time(self.fit, model_terms(self.collective, a, self.nranks, nbytes,
+                                                      dict(params), self.fit["cores"]), nbytes)
+                 for a, params in tried]
+        best = min(range(len(times)), key=times.__getitem__)
+        return Choice(*tried[best], times[best],
+                      tuple(Candidate(a, params, t) for (a, params), t in zip(tried, times)))
 
 
 def _call(collective: str) -> Any:
@@ -383,21 +546,26 @@ def _call(collective: str) -> Any:
     return getattr(collectives, collective)
 
 
-#: passes over every point: each point's timed calls are spread over the whole sweep, so
-#: a burst of other load on the machine touches a few samples of many points, not all
-#: samples of a few
-ROUNDS = 3
+#: seed of the order in which :func:`measure_all` visits the jobs in each round (the
+#: same on every rank, so all ranks call the same collective)
+ORDER_SEED = 6
 
 Job = tuple[str, int, str, dict[str, Any]]
 
 
 def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
-                rounds: int = ROUNDS) -> list[float]:
+                rounds: int | None = None) -> list[float]:
     """Per job: the median over ``iters`` calls of the slowest rank's time for one call.
 
-    The calls are made in ``rounds`` passes over all jobs (forwards, then backwards, ...),
-    each with ``warmup`` untimed calls first and ``iters / rounds`` timed ones; every call
-    follows a barrier and is timed on every rank.  Collective: call on every rank.
+    The calls are made in ``rounds`` passes over all jobs, each pass in a new shuffled
+    order (seeded, the same on every rank), so that other load on the machine, which
+    comes and goes over seconds, falls on every job alike: on the calibration runs as on
+    the runs predicted from them.  Within a pass the jobs of one size run back to back
+    (the sizes and the jobs within a size in shuffled order), so that the algorithms
+    compared at a size see the same load in every pass.  Each job is called ``warmup``
+    times untimed before its first timed call, and once untimed before its timed calls
+    in each later pass (its buffers back in the caches, as in the first pass).  Every
+    call follows a barrier and is timed on every rank.  Collective: call on every rank.
 
     Parameters
     ----------
@@ -408,23 +576,39 @@ def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
     iters : int
         Timed calls per job, over all rounds.
     warmup : int
-        Untimed calls per job in each round that times it.
-    rounds : int, optional
-        Passes over the jobs; default :data:`ROUNDS`.
+        Untimed calls per job before its first timed call.
+    rounds : int or None, optional
+        Passes over the jobs; default None: ``iters`` (one timed call per pass).
 
     Returns
     -------
     list of float
         Seconds per call, one per job, the same on every rank.
+
+    Raises
+    ------
+    ValueError
+        If ``iters`` or ``rounds`` is below 1 or ``warmup`` below 0.
     """
+    rounds = iters if rounds is None else rounds
+    for name, value, minimum in (("iters", iters, 1), ("rounds", rounds, 1),
+                                 ("warmup", warmup, 0)):
+        if value < minimum:
+            raise ValueError(f"{name}={value!r} is not allowed; it must be >= {minimum}")
     per_round = [iters // rounds + (r < iters % rounds) for r in range(rounds)]
     samples: list[list[float]] = [[] for _ in jobs]
-    for r, timed in enumerate(per_round):
-        if not timed:
-            continue
-        order = range(len(jobs)) if r % 2 == 0 else range(len(jobs) - 1, -1, -1)
-        for j in order:
-            samples[j] += _time_calls(comm, *jobs[j], timed, warmup)
+    by_size: dict[int, list[int]] = {}
+    for j, job in enumerate(jobs):
+        by_size.setdefault(job[1], []).append(j)
+    groups, shuffle = list(by_size.values()), random.Random(ORDER_SEED).shuffle
+    for timed in per_round:
+        shuffle(groups)
+        for group in groups:
+            shuffle(group)
+            for j in group:
+                if timed:
+                    samples[j] += _time_calls(comm, *jobs[j], timed,
+                                              1 if samples[j] else warmup)
     everyone = np.array(comm.allgather(samples))  # rank, job, sample
     return [float(np.median(slowest)) for slowest in everyone.max(axis=0)]
 
@@ -518,8 +702,9 @@ def compare(table: Any, sizes: list[int], measured: dict[tuple[int, str, str], f
 
     Parameters
     ----------
-    table : TuningTable
-        The predictions (:func:`simulator.tuning_table`).
+    table : TuningTable or HostPredictor
+        The predictions: anything whose ``choice(nbytes)`` returns a
+        :class:`simulator.Choice` (:func:`simulator.tuning_table`, :class:`HostPredictor`).
     sizes : list of int
         Message sizes in bytes.
     measured : dict[tuple[int, str, str], float]
@@ -649,8 +834,6 @@ def _plot(points: list[dict[str, Any]], path: Path, title: str) -> None:
 def _run(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
-    from .selection import tuning_table
-
     comm = MPI.COMM_WORLD
     p = comm.Get_size()
     from .selection import Candidate
@@ -661,7 +844,7 @@ def _run(args: argparse.Namespace) -> int:
     calibration, candidates = calibration_jobs(p), candidate_jobs(args.collective, sizes)
     times = measure_all(comm, calibration + candidates, args.iters, args.warmup)
     fit = fit_calibration(p, calibration, times[:len(calibration)])
-    table = tuning_table(args.collective, fitted_model(p, fit), p, 4)
+    table = HostPredictor(args.collective, p, fit)
     measured = {(n, a, Candidate(a, tuple(params.items()), 0.0).label): t
                 for (_, n, a, params), t in zip(candidates, times[len(calibration):])}
     points = compare(table, sizes, measured, fit["overhead_s"])
@@ -669,11 +852,14 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     summary = summarize(points)
     title = f"{args.collective}, {p} ranks, float32 NumPy: predicted vs measured"
+    copies = ", ".join(f"{1 / beta / 1e9 if beta else math.inf:.2f} GB/s at {n >> 10} KiB"
+                       for n, beta in zip(fit["band_bytes"], fit["beta_s_per_byte"]))
     print(f"calibrated on allgather and reduce_scatter runs, all {p} ranks busy: per call "
           f"{fit['overhead_s'] * 1e6:.1f} us + per message {fit['alpha_s'] * 1e6:.2f} us "
-          f"latency and {fit['overhead_s_per_message'] * 1e6:.2f} us CPU at each end, "
-          f"{1 / fit['beta_s_per_byte'] / 1e9:.2f} GB/s per rank, reduction "
-          f"{fit['gamma_s_per_byte'] * 1e9:.3f} ns/B; fit error up to {fit['fit_error']:.0%}")
+          f"latency and {fit['overhead_s_per_message'] * 1e6:.2f} us CPU at each end; the "
+          f"host ({fit['cores']} cores) copies {copies} and reduces "
+          f"{fit['gamma_s_per_byte'] * 1e9:.3f} ns/B, all ranks together; fit error up to "
+          f"{fit['fit_error']:.0%}")
     _print(points, summary, title)
     if args.plot is not None:
         _plot(points, args.plot, title)

@@ -12,7 +12,10 @@ from collectives import build_schedule
 from collectives.launch import run_mpi
 from simulator import simulate
 from collectives.schedule import Recv, Schedule, Send, Step
-from simulator.predict import fit_relative, host_model, model_terms, summarize
+from simulator.predict import (BAND_BYTES, HostPredictor, band_weights, calibration_jobs,
+                               fit_calibration, fit_relative, fitted_model, host_model,
+                               measure_all, model_terms, predicted_time, summarize)
+from simulator.selection import candidates
 
 
 def test_fit_relative_recovers_coefficients_and_drops_negative_ones() -> None:
@@ -24,41 +27,101 @@ def test_fit_relative_recovers_coefficients_and_drops_negative_ones() -> None:
     assert fit_relative([[1.0] * 3, [1.0, 2.0, 3.0]], [3.0, 2.0, 1.0])[1] == 0.0
 
 
-def test_host_model_ring_steps_move_at_the_calibrated_rate() -> None:
+def test_host_model_shares_one_copy_throughput_between_all_messages() -> None:
     beta = 1e-9
     machine = host_model(4, 1e-6, beta, 0.0)
+    # a ring step: four messages of 4 MiB at once share the host's 1 / beta bytes per second
     ring = simulate(build_schedule("allgather", "ring", 4, 4 << 20), machine, trace=False)
-    assert ring.time_s == pytest.approx(3 * (1e-6 + (4 << 20) * beta), rel=1e-3)
-    # two of the four ranks: a rank's share of the cores does not grow when others wait
-    pair = simulate(build_schedule("allgather", "ring", 2, 2 << 20), machine, trace=False)
-    assert pair.time_s == pytest.approx(1e-6 + (4 << 20) * beta, rel=1e-3)
-
-
-def test_host_model_shares_a_rank_core_between_its_sends_and_receives() -> None:
-    beta, n = 1e-9, 1 << 18  # elements, 1 MiB per message
-    machine = host_model(4, 1e-6, beta, 0.0)
-    # rank 1 receives from 0 and sends to 2 and 3 at once: three messages on its core
-    inner = Schedule.from_steps("allgather", "hand", n, [
-        [Step((Send(1, 0, n),))], [Step((Recv(0, 0, n), Send(2, 0, n), Send(3, 0, n)))],
-        [Step((Recv(1, 0, n),))], [Step((Recv(1, 0, n),))]])
-    cpu_Bps = 2 / beta
-    assert simulate(inner, machine, trace=False).time_s == \
-        pytest.approx(1e-6 + 4 * n / (cpu_Bps / 3), rel=1e-3)
+    assert ring.time_s == pytest.approx(3 * (1e-6 + 4 * (4 << 20) * beta), rel=1e-3)
+    # one message alone (a chain's hop) gets all of it: 16 MiB as fast as the ring's step
+    n = 4 << 20  # elements
     alone = Schedule.from_steps("allgather", "hand", n, [[Step((Send(1, 0, n),))],
                                                           [Step((Recv(0, 0, n),))], [], []])
     assert simulate(alone, machine, trace=False).time_s == \
-        pytest.approx(1e-6 + 4 * n / cpu_Bps, rel=1e-3)
+        pytest.approx(1e-6 + 4 * n * beta, rel=1e-3)
 
 
-def test_model_terms_add_up_to_the_simulated_time_on_a_ring() -> None:
-    alpha, beta, gamma, o = 2e-6, 1e-9, 5e-10, 3e-6
-    terms = model_terms("reduce_scatter", "ring", 4, 1 << 20, {})
-    assert terms[3] == pytest.approx(3 * 2)  # 3 steps, one message out and one in each
-    machine = host_model(4, alpha, beta, gamma, overhead_s_per_message=o)
-    simulated = simulate(build_schedule("reduce_scatter", "ring", 4, 1 << 18), machine,
-                         trace=False).time_s
-    assert simulated == pytest.approx(sum(c * t for c, t in zip((alpha, beta, gamma, o), terms)),
-                                      rel=1e-6)
+def test_host_model_inner_tree_rank_shares_with_the_others() -> None:
+    beta, n = 1e-9, 1 << 18  # elements, 1 MiB per message
+    machine = host_model(4, 1e-6, beta, 0.0)
+    # rank 1 receives from 0 and sends to 2 and 3 at once: three messages through the host
+    inner = Schedule.from_steps("allgather", "hand", n, [
+        [Step((Send(1, 0, n),))], [Step((Recv(0, 0, n), Send(2, 0, n), Send(3, 0, n)))],
+        [Step((Recv(1, 0, n),))], [Step((Recv(1, 0, n),))]])
+    assert simulate(inner, machine, trace=False).time_s == \
+        pytest.approx(1e-6 + 3 * 4 * n * beta, rel=1e-3)
+
+
+def test_model_terms_count_reductions_and_messages_of_the_whole_host() -> None:
+    n = 1 << 20  # bytes
+    latency, moved, reduced, messages = model_terms("reduce_scatter", "ring", 4, n, {}, cores=2)
+    assert latency == pytest.approx(3)  # three steps on the critical path
+    assert moved == pytest.approx(3 * n)  # three steps of four n / 4 messages
+    assert reduced == 3 * n  # each rank reduces three blocks of n / 4
+    assert messages == 24 / 2  # 24 messages over 2 cores > 6 per rank in a row
+    assert model_terms("reduce_scatter", "ring", 4, n, {}, cores=8)[3] == pytest.approx(6)
+    chain = model_terms("allreduce", "pipeline", 4, n, {"segments": 1}, cores=2)
+    assert chain[3] == pytest.approx(12)  # a chain: its 12 messages one after another
+    with pytest.raises(ValueError, match="cores=0"):
+        model_terms("allreduce", "ring", 4, n, {}, cores=0)
+
+
+def test_band_weights_blend_neighbouring_bands() -> None:
+    assert band_weights(1) == band_weights(BAND_BYTES[0]) == [1.0, 0.0, 0.0, 0.0]
+    assert band_weights(1 << 40) == [0.0, 0.0, 0.0, 1.0]
+    for nbytes in (5000, 1 << 17, 3 << 20):
+        weights = band_weights(nbytes)
+        assert sum(weights) == pytest.approx(1.0) and sum(w > 0 for w in weights) == 2
+    with pytest.raises(ValueError, match="nbytes=0"):
+        band_weights(0)
+
+
+def _true_fit() -> dict:
+    return {"overhead_s": 80e-6, "alpha_s": 2e-6, "beta_s_per_byte": [2e-9, 8e-10, 3e-10, 4e-10],
+            "band_bytes": list(BAND_BYTES), "gamma_s_per_byte": 1e-10,
+            "overhead_s_per_message": 5e-6, "cores": 2}
+
+
+def test_fit_calibration_recovers_the_model_that_made_the_times() -> None:
+    truth = _true_fit()
+    runs = calibration_jobs(4)
+    times = [truth["overhead_s"] + predicted_time(truth, model_terms(c, a, 4, n, params), n)
+             for c, n, a, params in runs]
+    fit = fit_calibration(4, runs, times)
+    for key in ("overhead_s", "alpha_s", "beta_s_per_byte", "gamma_s_per_byte",
+                "overhead_s_per_message"):
+        assert fit[key] == pytest.approx(truth[key], rel=1e-3), key
+    assert fit["fit_error"] < 1e-3
+
+
+def test_host_predictor_chooses_the_least_predicted_time() -> None:
+    fit = _true_fit()
+    predictor = HostPredictor("allreduce", 4, fit)
+    for nbytes in (1024, 1 << 24):
+        choice = predictor.choice(nbytes)
+        assert len(choice.candidates) == len(candidates("allreduce"))
+        assert choice.predicted_s == min(c.predicted_s for c in choice.candidates)
+        ring = next(c for c in choice.candidates if c.algorithm == "ring")
+        assert ring.predicted_s == pytest.approx(
+            predicted_time(fit, model_terms("allreduce", "ring", 4, nbytes, {}), nbytes))
+    # per-message CPU time alone: 12 messages for the unsegmented tree and the chain (one
+    # after another), 16 for rhd (32 over 2 cores): the tie goes to the earlier candidate
+    messages_only = {**fit, "alpha_s": 0.0, "beta_s_per_byte": [0.0] * 4,
+                     "gamma_s_per_byte": 0.0, "cores": 2}
+    choice = HostPredictor("allreduce", 4, messages_only).choice(1 << 20)
+    assert choice.label == "tree(segments=1)"
+    assert choice.predicted_s == pytest.approx(12 * fit["overhead_s_per_message"])
+
+
+def test_fitted_model_and_measure_all_reject_bad_arguments() -> None:
+    fit = _true_fit()
+    assert fitted_model(4, fit).nranks == 4
+    with pytest.raises(ValueError, match="band=4"):
+        fitted_model(4, fit, band=4)
+    with pytest.raises(ValueError, match="iters=0"):
+        measure_all(None, [], iters=0, warmup=1)
+    with pytest.raises(ValueError, match="warmup=-1"):
+        measure_all(None, [], iters=3, warmup=-1)
 
 
 def test_summary_counts_good_choices_and_the_geometric_error() -> None:
