@@ -2,7 +2,7 @@
 
 Pipelined algorithms (tree, pipeline) place each operation in a round; a rank posts, in
 one step, everything it does in a round, and skips the rounds in which it does nothing.
-Their operations come in *lanes*: a lane is one stream of operations, one entry per
+Their operations come in *lanes*: a lane is one stream of operations, at most one per
 consecutive round (typically one tree edge in one direction, one entry per segment).
 Merging lanes round by round, with C-level iteration, is what keeps generating a
 1024-rank schedule cheap.
@@ -10,15 +10,17 @@ Merging lanes round by round, with C-level iteration, is what keeps generating a
 
 from __future__ import annotations
 
-from itertools import chain, repeat
-from typing import Callable, Iterable, Sequence
+from functools import partial
+from itertools import repeat
+from typing import Callable, Iterable, Optional, Sequence
 
 from .schedule import Op, Step
 
 __all__ = ["Lane", "lane", "merge_lanes"]
 
-#: ``(first_round, entries)``: the operations ``entries[i]`` belong to round ``first_round + i``
-Lane = tuple[int, Sequence[tuple[Op, ...]]]
+#: ``(first_round, entries)``: the operation ``entries[i]`` belongs to round
+#: ``first_round + i``; ``None`` entries are rounds without one
+Lane = tuple[int, Sequence[Optional[Op]]]
 
 
 def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Iterable[int],
@@ -41,15 +43,15 @@ def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Iterable[
     Returns
     -------
     Lane
-        ``(first_round, [(op,), ...])``.
+        ``(first_round, [op, ...])``.
 
     Examples
     --------
     >>> from collectives.schedule import new_recv
-    >>> lane(3, new_recv, 1, [0, 4], [4, 8], True)
-    (3, [(Recv(peer=1, start=0, stop=4, reduce=True),), (Recv(peer=1, start=4, stop=8, reduce=True),)])
+    >>> lane(3, new_recv, 1, [0, 4], [4, 8], True)[1]
+    [Recv(peer=1, start=0, stop=4, reduce=True), Recv(peer=1, start=4, stop=8, reduce=True)]
     """
-    return first_round, list(zip(map(make, repeat(peer), starts, stops, *map(repeat, flags))))
+    return first_round, list(map(make, repeat(peer), starts, stops, *map(repeat, flags)))
 
 
 def merge_lanes(lanes: Sequence[Lane]) -> list[Step]:
@@ -58,8 +60,8 @@ def merge_lanes(lanes: Sequence[Lane]) -> list[Step]:
     Parameters
     ----------
     lanes : sequence of Lane
-        ``(first_round, entries)`` pairs; rounds may be negative. Empty lanes and empty
-        entries are allowed.
+        ``(first_round, entries)`` pairs; rounds may be negative. Empty lanes and
+        ``None`` entries are allowed.
 
     Returns
     -------
@@ -71,7 +73,7 @@ def merge_lanes(lanes: Sequence[Lane]) -> list[Step]:
     --------
     >>> from collectives.schedule import Send
     >>> a, b, c = Send(1, 0, 1), Send(1, 1, 2), Send(2, 0, 1)
-    >>> [str(step) for step in merge_lanes([(0, [(a,), (b,)]), (1, [(c,)])])]
+    >>> [str(step) for step in merge_lanes([(0, [a, b]), (1, [c])])]
     ['send [0:1) -> 1', 'send [1:2) -> 1; send [0:1) -> 2']
     """
     lanes = [(first, entries) for first, entries in lanes if entries]
@@ -79,7 +81,7 @@ def merge_lanes(lanes: Sequence[Lane]) -> list[Step]:
         return []
     base = min(first for first, _ in lanes)
     top = max(first + len(entries) for first, entries in lanes)
-    padded = [[()] * (first - base) + list(entries) + [()] * (top - first - len(entries))
+    padded = [[None] * (first - base) + list(entries) + [None] * (top - first - len(entries))
               for first, entries in lanes]
-    rounds = map(tuple, map(chain.from_iterable, zip(*padded)))
+    rounds = map(tuple, map(partial(filter, None), zip(*padded)))  # operations are truthy
     return [Step(ops) for ops in rounds if ops]

@@ -50,32 +50,37 @@ def _merge_by_dict(lanes: list[Lane]) -> list[Step]:
     """The plain way: a dict from round to operations, filled lane by lane."""
     rounds: dict[int, list] = {}
     for first, entries in lanes:
-        for offset, ops in enumerate(entries):
-            if ops:
-                rounds.setdefault(first + offset, []).extend(ops)
+        for offset, op in enumerate(entries):
+            if op is not None:
+                rounds.setdefault(first + offset, []).append(op)
     return [Step(tuple(rounds[r])) for r in sorted(rounds)]
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_merge_lanes_orders_rounds_then_lanes(seed: int) -> None:
     rng = random.Random(seed)
-    lanes = [(rng.randint(-6, 6),
-              [tuple(Send(peer, i, i + rng.randint(0, 3)) for i in range(rng.choice([0, 1, 1, 2])))
-               for _ in range(rng.randint(0, 8))])
+    kinds = [lambda peer, i: Send(peer, i, i), lambda peer, i: Recv(peer, i, i + 1, True),
+             lambda peer, i: Copy(i, i + 2, peer), lambda peer, i: None]
+    lanes = [(rng.randint(-6, 6), [rng.choice(kinds)(peer, i) for i in range(rng.randint(0, 8))])
              for peer in range(rng.randint(0, 5))]
     assert merge_lanes(lanes) == _merge_by_dict(lanes)
 
 
 def test_merge_lanes_skips_empty_rounds() -> None:
     a, b = Send(1, 0, 1), Recv(2, 0, 1)
-    assert merge_lanes([]) == merge_lanes([(4, [])]) == merge_lanes([(0, [(), ()])]) == []
-    assert merge_lanes([(-2, [(a,), (), (b,)])]) == [Step((a,)), Step((b,))]
+    assert merge_lanes([]) == merge_lanes([(4, [])]) == merge_lanes([(0, [None, None])]) == []
+    assert merge_lanes([(-2, [a, None, b])]) == [Step((a,)), Step((b,))]
+
+
+def test_operations_are_truthy() -> None:
+    """merge_lanes drops falsy entries: an empty range must still count as an operation."""
+    assert all([Send(0, 0, 0), Recv(0, 0, 0), Copy(0, 0, 0)])
 
 
 def test_lane_makes_one_op_per_round() -> None:
-    assert lane(-1, new_recv, 5, [0, 3], [3, 9], True) == (
-        -1, [(Recv(5, 0, 3, True),), (Recv(5, 3, 9, True),)])
-    assert lane(0, new_send, 5, [0, 3, 9], [3, 9]) == (0, [(Send(5, 0, 3),), (Send(5, 3, 9),)])
+    assert lane(-1, new_recv, 5, [0, 3], [3, 9], True) == (-1, [Recv(5, 0, 3, True),
+                                                                Recv(5, 3, 9, True)])
+    assert lane(0, new_send, 5, [0, 3, 9], [3, 9]) == (0, [Send(5, 0, 3), Send(5, 3, 9)])
 
 
 def test_gc_paused_restores_the_collector() -> None:

@@ -303,19 +303,22 @@ def _element_ranges(runs: Sequence[Range], blocks: Sequence[Range]) -> list[Rang
     return [(blocks[first][0], blocks[last][1]) for first, last in runs]
 
 
-def _edge_lane(first_round: int, make: Callable[..., Op], peer: int,
-               segs: tuple[list[int], list[int]], pieces: Pieces | None,
-               mine: Sequence[Range], *flags: bool) -> Lane:
+def _edge_lanes(first_round: int, make: Callable[..., Op], peer: int,
+                segs: tuple[list[int], list[int]], pieces: Pieces | None,
+                mine: Sequence[Range], *flags: bool) -> list[Lane]:
     """Operations with ``peer`` over one tree edge in one direction, one round per segment.
 
     ``make(peer, start, stop, *flags)`` makes each operation: one per segment when
     ``pieces`` is None (whole segments), else one per range of ``pieces(start, stop,
-    mine)``. ``segs`` holds the segments' starts and stops.
+    mine)``; piece ``j`` of every segment goes in lane ``j``, so that a round lists a
+    segment's pieces in order. ``segs`` holds the segments' starts and stops.
     """
     if pieces is None:
-        return lane(first_round, make, peer, *segs, *flags)
-    return first_round, [tuple([make(peer, x, y, *flags) for x, y in pieces(a, b, mine)])
-                         for a, b in zip(*segs)]
+        return [lane(first_round, make, peer, *segs, *flags)]
+    cut = [pieces(a, b, mine) for a, b in zip(*segs)]
+    return [(first_round, [make(peer, *ranges[j], *flags) if j < len(ranges) else None
+                           for ranges in cut])
+            for j in range(max(map(len, cut)))]
 
 
 def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,
@@ -336,15 +339,14 @@ def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,
     lanes: list[Lane] = []
     for index, child in enumerate(node.children):
         theirs = owned(child)
-        lanes.append(_edge_lane(index * (L - 1) - L * (d + 1), new_recv, child, segs, plan.up,
-                                theirs, plan.up_reduce))
-        lanes.append(_edge_lane(d, new_send, child, segs, plan.down, theirs))
+        lanes += _edge_lanes(index * (L - 1) - L * (d + 1), new_recv, child, segs, plan.up,
+                             theirs, plan.up_reduce)
+        lanes += _edge_lanes(d, new_send, child, segs, plan.down, theirs)
     if node.parent >= 0:
         mine = owned(rank)
         index = tree_node(tree, nranks, node.parent).children.index(rank)
-        lanes.append(_edge_lane(index * (L - 1) - L * d, new_send, node.parent, segs, plan.up,
-                                mine))
-        lanes.append(_edge_lane(d - 1, new_recv, node.parent, segs, plan.down, mine, False))
+        lanes += _edge_lanes(index * (L - 1) - L * d, new_send, node.parent, segs, plan.up, mine)
+        lanes += _edge_lanes(d - 1, new_recv, node.parent, segs, plan.down, mine, False)
     return lanes
 
 
