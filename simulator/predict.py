@@ -152,13 +152,12 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     * ``S`` and ``B``: the simulated time of the schedule on :func:`host_model` with
       alpha, respectively beta, set to 1 and the rest to (practically) 0 (latencies on
       the critical path; bytes through the host's shared copy throughput);
-    * ``R``: the bytes all ranks reduce together.  Reductions run on the cores the ranks
-      share, so the host reduces at one rate however many ranks reduce at once (``gamma``
-      is seconds per byte for the whole host; a ring step, where every rank reduces at
-      once, pays for all of them);
-    * ``O``: messages, each costing CPU time at the end that posts and completes it: the
-      larger of the simulated per-rank count (a rank's messages one after another along
-      the critical path) and the messages of all ranks over the ``cores`` they share.
+    * ``R`` and ``O``: bytes reduced and messages handled (each costs CPU time at the end
+      that posts and completes it), work for the cores the ranks share: the larger of the
+      simulated count along the critical path (a rank does its own work one piece after
+      another; :func:`host_model` with gamma, respectively ``o``, set to 1) and the work of
+      all ranks over the ``cores`` (a ring step, every rank reducing at once, waits for
+      all of them; a chain's hops, one rank at a time, do not share).
 
     Parameters
     ----------
@@ -194,13 +193,12 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
         raise ValueError(f"cores={cores!r} is not allowed; it must be an int >= 1")
     schedule = build_schedule(collective, algorithm, nranks, nbytes // 4, **params)
-    latency, moved, per_rank = (
-        simulate(schedule, host_model(nranks, alpha, beta, 0.0, o), 4, trace=False).time_s
-        for alpha, beta, o in _UNITS)
+    latency, moved, reduced, messages = (
+        simulate(schedule, host_model(nranks, *unit), 4, trace=False).time_s for unit in _UNITS)
     ops = [op for rank in range(nranks) for step in schedule.steps(rank) for op in step.ops]
-    reduced = 4 * sum(op.stop - op.start for op in ops if isinstance(op, Recv) and op.reduce)
-    messages = sum(isinstance(op, (Send, Recv)) for op in ops)
-    return [latency, moved, float(reduced), max(per_rank, messages / cores)]
+    reduced_all = 4 * sum(op.stop - op.start for op in ops if isinstance(op, Recv) and op.reduce)
+    messages_all = sum(isinstance(op, (Send, Recv)) for op in ops)
+    return [latency, moved, max(reduced, reduced_all / cores), max(messages, messages_all / cores)]
 
 
 def predicted_time(fit: dict[str, Any], terms: list[float], nbytes: int) -> float:
@@ -371,11 +369,12 @@ CALIBRATION_RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("reduce_scatter", "ring", {}), ("reduce_scatter", "rhd", {}),
     ("reduce_scatter", "tree", {"segments": 4}))
 
-#: (alpha, beta, o) of the host models whose simulated times are the latency, copy and
-#: per-rank message terms of :func:`model_terms`
+#: (alpha, beta, gamma, o) of the host models whose simulated times are the latency, copy,
+#: and critical-path reduction and message terms of :func:`model_terms`
 #: stands for 0 where the host model needs a positive latency or seconds per byte
 _TINY = 1e-30
-_UNITS = ((1.0, _TINY, 0.0), (_TINY, 1.0, 0.0), (_TINY, _TINY, 1.0))
+_UNITS = ((1.0, _TINY, 0.0, 0.0), (_TINY, 1.0, 0.0, 0.0), (_TINY, _TINY, 1.0, 0.0),
+          (_TINY, _TINY, 0.0, 1.0))
 
 
 def _cores() -> int:
@@ -562,10 +561,11 @@ def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
     comes and goes over seconds, falls on every job alike: on the calibration runs as on
     the runs predicted from them.  Within a pass the jobs of one size run back to back
     (the sizes and the jobs within a size in shuffled order), so that the algorithms
-    compared at a size see the same load in every pass.  Each job is called ``warmup``
-    times untimed before its first timed call, and once untimed before its timed calls
-    in each later pass (its buffers back in the caches, as in the first pass).  Every
-    call follows a barrier and is timed on every rank.  Collective: call on every rank.
+    compared at a size see the same load in every pass; they share their buffers (one
+    pair per collective and size, allocated and touched once), so each finds them as an
+    application calling collectives on the same arrays would.  Each job is called
+    ``warmup`` times untimed before its first timed call.  Every call follows a barrier
+    and is timed on every rank.  Collective: call on every rank.
 
     Parameters
     ----------
@@ -598,27 +598,38 @@ def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
     per_round = [iters // rounds + (r < iters % rounds) for r in range(rounds)]
     samples: list[list[float]] = [[] for _ in jobs]
     by_size: dict[int, list[int]] = {}
-    for j, job in enumerate(jobs):
-        by_size.setdefault(job[1], []).append(j)
+    buffers: dict[tuple[str, int], tuple[Any, Any]] = {}
+    for j, (collective, nbytes, _, _) in enumerate(jobs):
+        by_size.setdefault(nbytes, []).append(j)
+        if (collective, nbytes) not in buffers:
+            buffers[collective, nbytes] = _buffers(comm.Get_size(), collective, nbytes)
     groups, shuffle = list(by_size.values()), random.Random(ORDER_SEED).shuffle
     for timed in per_round:
         shuffle(groups)
         for group in groups:
             shuffle(group)
             for j in group:
+                collective, nbytes, algorithm, params = jobs[j]
                 if timed:
-                    samples[j] += _time_calls(comm, *jobs[j], timed,
-                                              1 if samples[j] else warmup)
+                    samples[j] += _time_calls(comm, buffers[collective, nbytes], collective,
+                                              algorithm, params, timed,
+                                              0 if samples[j] else warmup)
     everyone = np.array(comm.allgather(samples))  # rank, job, sample
     return [float(np.median(slowest)) for slowest in everyone.max(axis=0)]
 
 
-def _time_calls(comm: Any, collective: str, nbytes: int, algorithm: str,
-                params: dict[str, Any], timed: int, warmup: int) -> list[float]:
-    p = comm.Get_size()
+def _buffers(nranks: int, collective: str, nbytes: int) -> tuple[Any, Any]:
+    """Float32 send and receive buffers of ``collective`` for a working buffer of ``nbytes``."""
     count = nbytes // 4
-    send = np.ones(count // p if collective == "allgather" else count, dtype=np.float32)
-    recv = np.empty(count // p if collective == "reduce_scatter" else count, dtype=np.float32)
+    send = np.ones(count // nranks if collective == "allgather" else count, dtype=np.float32)
+    recv = np.ones(count // nranks if collective == "reduce_scatter" else count,
+                   dtype=np.float32)
+    return send, recv
+
+
+def _time_calls(comm: Any, buffers: tuple[Any, Any], collective: str, algorithm: str,
+                params: dict[str, Any], timed: int, warmup: int) -> list[float]:
+    send, recv = buffers
     run = _call(collective)
     samples = []
     for i in range(warmup + timed):

@@ -52,16 +52,21 @@ def test_host_model_inner_tree_rank_shares_with_the_others() -> None:
         pytest.approx(1e-6 + 3 * 4 * n * beta, rel=1e-3)
 
 
-def test_model_terms_count_reductions_and_messages_of_the_whole_host() -> None:
+def test_model_terms_share_reductions_and_messages_between_the_cores() -> None:
     n = 1 << 20  # bytes
     latency, moved, reduced, messages = model_terms("reduce_scatter", "ring", 4, n, {}, cores=2)
     assert latency == pytest.approx(3)  # three steps on the critical path
     assert moved == pytest.approx(3 * n)  # three steps of four n / 4 messages
-    assert reduced == 3 * n  # each rank reduces three blocks of n / 4
-    assert messages == 24 / 2  # 24 messages over 2 cores > 6 per rank in a row
-    assert model_terms("reduce_scatter", "ring", 4, n, {}, cores=8)[3] == pytest.approx(6)
+    # every rank reduces three blocks of n / 4 and handles six messages at the same time
+    # as the others: the work of all four over 2 cores (more than one rank's own)
+    assert reduced == pytest.approx(4 * 3 * n / 4 / 2)
+    assert messages == pytest.approx(4 * 6 / 2)
+    # on 8 cores each rank's own work, one piece after another, is what takes longest
+    assert model_terms("reduce_scatter", "ring", 4, n, {}, cores=8)[2:] == \
+        pytest.approx([3 * n / 4, 6])
+    # a chain reduces the whole vector and passes it on, one rank after another
     chain = model_terms("allreduce", "pipeline", 4, n, {"segments": 1}, cores=2)
-    assert chain[3] == pytest.approx(12)  # a chain: its 12 messages one after another
+    assert chain[2:] == pytest.approx([3 * n, 12])
     with pytest.raises(ValueError, match="cores=0"):
         model_terms("allreduce", "ring", 4, n, {}, cores=0)
 
@@ -104,8 +109,8 @@ def test_host_predictor_chooses_the_least_predicted_time() -> None:
         ring = next(c for c in choice.candidates if c.algorithm == "ring")
         assert ring.predicted_s == pytest.approx(
             predicted_time(fit, model_terms("allreduce", "ring", 4, nbytes, {}), nbytes))
-    # per-message CPU time alone: 12 messages for the unsegmented tree and the chain (one
-    # after another), 16 for rhd (32 over 2 cores): the tie goes to the earlier candidate
+    # per-message CPU time alone: 12 for the unsegmented tree (24 messages over 2 cores)
+    # and the chain (one after another), 16 for rhd: the tie goes to the earlier candidate
     messages_only = {**fit, "alpha_s": 0.0, "beta_s_per_byte": [0.0] * 4,
                      "gamma_s_per_byte": 0.0, "cores": 2}
     choice = HostPredictor("allreduce", 4, messages_only).choice(1 << 20)
