@@ -152,12 +152,18 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     * ``S`` and ``B``: the simulated time of the schedule on :func:`host_model` with
       alpha, respectively beta, set to 1 and the rest to (practically) 0 (latencies on
       the critical path; bytes through the host's shared copy throughput);
-    * ``R`` and ``O``: bytes reduced and messages handled (each costs CPU time at the end
-      that posts and completes it), work for the cores the ranks share: the larger of the
-      simulated count along the critical path (a rank does its own work one piece after
-      another; :func:`host_model` with gamma, respectively ``o``, set to 1) and the work of
-      all ranks over the ``cores`` (a ring step, every rank reducing at once, waits for
-      all of them; a chain's hops, one rank at a time, do not share).
+    * ``R``: bytes reduced, work for the cores the ranks share: the larger of the
+      simulated bytes along the critical path (a rank reduces its own pieces one after
+      another; :func:`host_model` with gamma set to 1) and the bytes of all ranks over the
+      ``cores`` (a ring step, every rank reducing at once, waits for all of them; a
+      chain's hops, one rank at a time, do not share);
+    * ``O``: messages, each costing CPU time at the end that posts and completes it:
+      the simulated count along the critical path (a rank's own messages one after
+      another; :func:`host_model` with ``o`` set to 1) plus the messages of all ranks
+      over the ``cores``: more ranks than cores take turns on them, and a rank waiting
+      for its turn waits on the others' messages too.  (Of the three forms compared on
+      recorded runs of this 2-core host, own messages plus all over the cores, the larger
+      of the two, or each with its own coefficient, this one predicted best.)
 
     Parameters
     ----------
@@ -198,7 +204,7 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     ops = [op for rank in range(nranks) for step in schedule.steps(rank) for op in step.ops]
     reduced_all = 4 * sum(op.stop - op.start for op in ops if isinstance(op, Recv) and op.reduce)
     messages_all = sum(isinstance(op, (Send, Recv)) for op in ops)
-    return [latency, moved, max(reduced, reduced_all / cores), max(messages, messages_all / cores)]
+    return [latency, moved, max(reduced, reduced_all / cores), messages + messages_all / cores]
 
 
 def predicted_time(fit: dict[str, Any], terms: list[float], nbytes: int) -> float:

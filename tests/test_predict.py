@@ -57,16 +57,17 @@ def test_model_terms_share_reductions_and_messages_between_the_cores() -> None:
     latency, moved, reduced, messages = model_terms("reduce_scatter", "ring", 4, n, {}, cores=2)
     assert latency == pytest.approx(3)  # three steps on the critical path
     assert moved == pytest.approx(3 * n)  # three steps of four n / 4 messages
-    # every rank reduces three blocks of n / 4 and handles six messages at the same time
-    # as the others: the work of all four over 2 cores (more than one rank's own)
+    # every rank reduces three blocks of n / 4 at the same time as the others: the work of
+    # all four over 2 cores (more than one rank's own); it handles its own six messages
+    # one after another and waits for the cores while all 24 are handled
     assert reduced == pytest.approx(4 * 3 * n / 4 / 2)
-    assert messages == pytest.approx(4 * 6 / 2)
-    # on 8 cores each rank's own work, one piece after another, is what takes longest
+    assert messages == pytest.approx(6 + 4 * 6 / 2)
+    # on 8 cores each rank's own reductions, one after another, take longest
     assert model_terms("reduce_scatter", "ring", 4, n, {}, cores=8)[2:] == \
-        pytest.approx([3 * n / 4, 6])
+        pytest.approx([3 * n / 4, 6 + 24 / 8])
     # a chain reduces the whole vector and passes it on, one rank after another
     chain = model_terms("allreduce", "pipeline", 4, n, {"segments": 1}, cores=2)
-    assert chain[2:] == pytest.approx([3 * n, 12])
+    assert chain[2:] == pytest.approx([3 * n, 12 + 12 / 2])
     with pytest.raises(ValueError, match="cores=0"):
         model_terms("allreduce", "ring", 4, n, {}, cores=0)
 
@@ -109,13 +110,15 @@ def test_host_predictor_chooses_the_least_predicted_time() -> None:
         ring = next(c for c in choice.candidates if c.algorithm == "ring")
         assert ring.predicted_s == pytest.approx(
             predicted_time(fit, model_terms("allreduce", "ring", 4, nbytes, {}), nbytes))
-    # per-message CPU time alone: 12 for the unsegmented tree (24 messages over 2 cores)
-    # and the chain (one after another), 16 for rhd: the tie goes to the earlier candidate
+    # per-message CPU time alone: the chain handles 12 messages one after another and
+    # 12 in all (6 over 2 cores); the unsegmented tree 10 and 24 (12), rhd 8 and 32 (16)
     messages_only = {**fit, "alpha_s": 0.0, "beta_s_per_byte": [0.0] * 4,
                      "gamma_s_per_byte": 0.0, "cores": 2}
     choice = HostPredictor("allreduce", 4, messages_only).choice(1 << 20)
-    assert choice.label == "tree(segments=1)"
-    assert choice.predicted_s == pytest.approx(12 * fit["overhead_s_per_message"])
+    assert choice.label == "pipeline(segments=1)"
+    assert choice.predicted_s == pytest.approx(18 * fit["overhead_s_per_message"])
+    tree = next(c for c in choice.candidates if c.label == "tree(segments=1)")
+    assert tree.predicted_s == pytest.approx(22 * fit["overhead_s_per_message"])
 
 
 def test_fitted_model_and_measure_all_reject_bad_arguments() -> None:
