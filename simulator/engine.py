@@ -51,6 +51,7 @@ import simpy
 from simpy.events import Timeout
 
 from collectives.errors import DeadlockError, ScheduleError
+from collectives.gcpause import gc_paused
 from collectives.progress import completion_order, match
 from collectives.schedule import Recv, Schedule, Send
 
@@ -534,10 +535,5 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     6.072
     """
     gamma = _check(schedule, topology, dtype_size, gamma)
-    collecting = gc.isenabled()
-    gc.disable()  # millions of short-lived flows and events: no cycles, nothing to collect
-    try:
+    with gc_paused():  # millions of short-lived flows and events: no cycles, nothing to collect
         return _Engine(schedule, topology, dtype_size, gamma, trace).run()
-    finally:
-        if collecting:
-            gc.enable()
