@@ -27,7 +27,8 @@ Run as ``collsim predict -n 4``: outside ``mpirun`` it launches itself on ``-n``
 4. **Report** (rank 0): a table of predicted and measured times with the relative error,
    whether the predicted best is the measured best and whether the chosen algorithm is
    within 10% of the measured best; the geometric-mean error over sizes >= 64 KiB; a PNG
-   plot (``--plot``) and a JSON file (``--json``).
+   plot (``--plot``) and a JSON file (``--json``: the fit, the points, the summary and
+   every timed run, so that a fit can be redone offline with :func:`fit_calibration`).
 
 The error of one prediction is ``|predicted / measured - 1|``; the geometric mean error is
 ``exp(mean |ln(predicted / measured)|) - 1`` (a factor of 1.25 either way counts 25%).
@@ -882,7 +883,11 @@ def _run(args: argparse.Namespace) -> int:
         _plot(points, args.plot, title)
         print(f"plot written to {args.plot}")
     if args.json is not None:
-        args.json.write_text(json.dumps({"calibration": fit, "points": points, "summary": summary}, indent=1))
+        runs = [{"collective": c, "nbytes": n, "algorithm": a, "params": params, "measured_s": t,
+                 "calibration": j < len(calibration)}
+                for j, ((c, n, a, params), t) in enumerate(zip(calibration + candidates, times))]
+        args.json.write_text(json.dumps({"calibration": fit, "points": points, "summary": summary,
+                                         "runs": runs}, indent=1))
         print(f"JSON written to {args.json}")
     return 0
 

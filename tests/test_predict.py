@@ -159,3 +159,6 @@ def test_predict_runs_under_mpirun(tmp_path: Path) -> None:
     assert {p["nbytes"] for p in data["points"]} == {4096, 16384, 65536}
     assert all(p["measured_s"] > 0 and p["predicted_s"] > 0 for p in data["points"])
     assert math.isfinite(data["summary"]["geomean_error_from_64KiB"])
+    calibration = [r for r in data["runs"] if r["calibration"]]
+    assert {r["collective"] for r in calibration} == {"allgather", "reduce_scatter"}
+    assert {r["collective"] for r in data["runs"] if not r["calibration"]} == {"allreduce"}
