@@ -31,6 +31,11 @@ On a contention-free topology (:func:`topology.flat`) a transfer of ``n`` bytes 
 ``alpha + n * beta`` and the simulation reproduces the closed forms of
 :func:`simulator.cost`.
 
+This module is the reference engine.  :mod:`simulator.compiled` runs the same events,
+in the same order and with the same arithmetic, compiled with Numba, for schedules of
+millions of transfers (``engine="compiled"``, and ``"auto"`` from
+:data:`COMPILED_FROM_STEPS` steps); the tests hold the two to the identical result.
+
 SimPy supplies the clock and the event queue; events are bare timeouts with callbacks
 (no process per rank), one per distinct instant at which something happens (transfers
 ending together share it), and a transfer whose rate changes reschedules its end, the
@@ -55,7 +60,14 @@ from collectives.gcpause import gc_paused
 from collectives.progress import completion_order, match
 from collectives.schedule import Recv, Schedule, Send
 
-__all__ = ["Transfer", "SimulationResult", "simulate"]
+__all__ = ["Transfer", "SimulationResult", "simulate", "ENGINES", "COMPILED_FROM_STEPS"]
+
+#: ``engine=`` choices of :func:`simulate`
+ENGINES = ("auto", "events", "compiled")
+#: with ``engine="auto"``, schedules of at least this many steps (all ranks together) run
+#: compiled: below it the event engine takes about a second or less, and loading (or, the
+#: first time, compiling) the Numba code would cost more than it saves
+COMPILED_FROM_STEPS = 1 << 17
 
 
 class Transfer(NamedTuple):
@@ -479,7 +491,7 @@ class _Engine:
                             f"e.g. rank {stuck[0]} at step {self.current[stuck[0]]}")
 
 
-def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any) -> float:
+def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any, engine: Any) -> float:
     if not isinstance(schedule, Schedule):
         raise TypeError(f"schedule must be a collectives Schedule, not {type(schedule).__name__}")
     if schedule.nranks > topology.nranks:
@@ -487,6 +499,8 @@ def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any) -> fl
                          f"{topology.name!r}: it places {topology.nranks} ranks")
     if isinstance(dtype_size, bool) or not isinstance(dtype_size, int) or dtype_size < 1:
         raise ValueError(f"dtype_size={dtype_size!r} is not allowed; it must be an integer >= 1")
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r} is not allowed; choose one of {', '.join(ENGINES)}")
     gamma = topology.gamma_s_per_byte if gamma is None else gamma
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma >= 0:
         raise ValueError(f"gamma={gamma!r} is not allowed; it must be a number >= 0 "
@@ -494,8 +508,39 @@ def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any) -> fl
     return float(gamma)
 
 
+def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
+              trace: bool) -> SimulationResult | None:
+    """Run :mod:`simulator.compiled`; None when the schedule cannot complete (the event
+    engine then raises the precise error)."""
+    from .compiled import run_compiled
+    from .flatten import flatten
+
+    flat = flatten(schedule, topology, dtype_size)
+    overhead = float(getattr(topology, "overhead_s_per_message", 0.0))
+    out = None if flat is None else run_compiled(flat, gamma, overhead, trace)
+    if out is None:
+        return None
+    count, finish, link_bytes, link_busy, times = out
+    transfers: tuple[Transfer, ...] = ()
+    if times is not None:
+        order, start, arrival = times
+        hops = [tuple(flat.route_links[a:b].tolist())
+                for a, b in zip(flat.route_ptr[:-1].tolist(), flat.route_ptr[1:].tolist())]
+        src, dst, nbytes, route = (flat.src.tolist(), flat.dst.tolist(), flat.nbytes.tolist(),
+                                   flat.route.tolist())
+        start, arrival = start.tolist(), arrival.tolist()
+        transfers = tuple(Transfer(start[t], arrival[t], src[t], dst[t], nbytes[t], hops[route[t]])
+                          for t in order.tolist())
+    finish = finish.tolist()
+    return SimulationResult(
+        time_s=max(finish, default=0.0), rank_finish_s=tuple(finish),
+        link_bytes=tuple(link_bytes.tolist()), link_busy_s=tuple(link_busy.tolist()),
+        transfers=transfers, transfer_count=count, nbytes=schedule.count * dtype_size)
+
+
 def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
-             gamma: float | None = None, trace: bool = True) -> SimulationResult:
+             gamma: float | None = None, trace: bool = True,
+             engine: str = "auto") -> SimulationResult:
     """Play ``schedule`` on ``topology`` and return when each rank finishes.
 
     Parameters
@@ -512,6 +557,11 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     trace : bool, optional
         Keep every :class:`Transfer` in the result (default True); turn it off to save
         memory on very large schedules.
+    engine : {"auto", "events", "compiled"}, optional
+        ``"events"``: this module's SimPy engine, the reference; ``"compiled"``: the same
+        events compiled with Numba (:mod:`simulator.compiled`), for schedules of millions
+        of transfers; ``"auto"`` (default): compiled from :data:`COMPILED_FROM_STEPS`
+        steps.  Both give the same result.
 
     Returns
     -------
@@ -520,8 +570,8 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     Raises
     ------
     ValueError
-        For a schedule with more ranks than the topology places, a bad ``dtype_size`` or
-        a negative ``gamma``.
+        For a schedule with more ranks than the topology places, a bad ``dtype_size``,
+        a negative ``gamma`` or an unknown ``engine``.
     ScheduleError, DeadlockError
         For a schedule that cannot complete (unmatched or mismatched messages, deadlock).
 
@@ -533,7 +583,16 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     >>> r = simulate(s, topology.flat(4, alpha=1e-6, beta=1e-9))
     >>> round(r.time_s * 1e6, 3)  # 3 steps of 1 us + 1 KiB at 1 GB/s
     6.072
+    >>> simulate(s, topology.flat(4, alpha=1e-6, beta=1e-9), engine="compiled") == r
+    True
     """
-    gamma = _check(schedule, topology, dtype_size, gamma)
+    gamma = _check(schedule, topology, dtype_size, gamma, engine)
     with gc_paused():  # millions of short-lived flows and events: no cycles, nothing to collect
+        if engine == "auto":
+            steps = sum(len(schedule.steps(rank)) for rank in range(schedule.nranks))
+            engine = "compiled" if steps >= COMPILED_FROM_STEPS else "events"
+        if engine == "compiled":
+            result = _compiled(schedule, topology, dtype_size, gamma, trace)
+            if result is not None:
+                return result
         return _Engine(schedule, topology, dtype_size, gamma, trace).run()

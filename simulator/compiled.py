@@ -1,0 +1,512 @@
+"""The event engine of :mod:`simulator.engine`, compiled with Numba for large schedules.
+
+The same simulation, event for event: :mod:`simulator.engine` documents the model
+(rendezvous start, bytes over max-min fair shared links, latency, reduction at the
+receiver, LogGP overhead) and is the reference; this module plays the flat arrays of
+:func:`simulator.flatten.flatten` through the same steps, with the same event order (an
+instant's events run in the order they were scheduled), the same progressive filling and
+the same floating-point operations, so both give the same result.  It exists because a
+Python event costs microseconds: a 1024-rank AllReduce of 1 GiB is millions of
+transfers.
+
+Its one departure: a transfer whose route has no link and no latency (two ranks placed
+on one device) arrives through an event at the same instant rather than inside the
+call that started it; times are the same.
+
+State lives in a few two-dimensional arrays, one row per message, link, rank or route
+hop (the columns are named below), so that a message's state shares a cache line and
+each call takes few array references.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+from numba import njit
+
+from .flatten import FlatSchedule
+
+__all__ = ["run_compiled"]
+
+# event kinds
+_FLOW_END, _ARRIVE, _OP_DONE, _START, _RECEIVE_DONE, _SHARE = range(6)
+# counters
+_SEQ, _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS = range(8)
+# HE, int64 per pending event (the heap, ordered by HT's time, then by sequence): sequence
+# number, kind, two arguments
+_EVENT_SEQ, _EVENT_KIND, _EVENT_A, _EVENT_B = range(4)
+# M, int64 per message (read only): ranks, bytes, whether it reduces, route, first hop node
+_SRC, _DST, _BYTES, _REDUCE, _ROUTE, _HOP = range(6)
+# F, float64 per message: bytes left, rate, when the rate was set, start, when the send may
+# go (overhead), arrival, the rate being computed
+_LEFT, _RATE, _LAST, _BEGIN, _READY, _ARRIVAL, _NEW_RATE = range(7)
+# S, int64 per message: rate version, on links, send posted, receive posted, dirty,
+# in the component (stamp), rate fixed (stamp)
+_VERSION, _ACTIVE, _SEND_POSTED, _RECV_POSTED, _DIRTY_MARK, _IN_COMPONENT, _FIXED = range(7)
+# W, int64 per message: scratch lists of the sharing (component, stack, fixing order) and
+# the dirty list
+_COMPONENT, _STACK, _ORDER, _DIRTY_LIST = range(4)
+# RT, float64 per route: latency, bottleneck bandwidth
+_LATENCY, _CAP = range(2)
+# LF, float64 per link: summed caps of its flows, busy since, busy time, bandwidth,
+# capacity left while sharing
+_LOAD, _SINCE, _BUSY, _BANDWIDTH, _CAPACITY = range(5)
+# LI, int64 per link: flows on it, bytes, first and last flow node, seen (stamp),
+# binding (stamp), flows not yet fixed
+_NFLOWS, _LINK_BYTES, _HEAD, _TAIL, _SEEN, _BINDING, _UNFIXED = range(7)
+# N, int64 per hop node (a message on one link of its route): next, previous, message
+_NEXT, _PREV, _FLOW = range(3)
+# R, int64 per rank: current step, operations pending, end of its steps
+_CURRENT, _PENDING, _STEP_END = range(3)
+# RF, float64 per rank: finish time, when its CPU is free of overheads
+_FINISH, _CPU_FREE = range(2)
+
+
+@njit(cache=True, _nrt=False)
+def _before(HT, HE, i, j):
+    """Whether pending event ``i`` comes before event ``j`` (time, then sequence)."""
+    return HT[i] < HT[j] or (HT[i] == HT[j] and HE[i, _EVENT_SEQ] < HE[j, _EVENT_SEQ])
+
+
+@njit(cache=True, _nrt=False)
+def _swap(HT, HE, i, j):
+    HT[i], HT[j] = HT[j], HT[i]
+    for c in range(4):
+        HE[i, c], HE[j, c] = HE[j, c], HE[i, c]
+
+
+@njit(cache=True, _nrt=False)
+def _push(HT, HE, counters, when, kind, a, b):
+    """Schedule an event (a binary heap in arrays; :func:`_simulate` keeps room)."""
+    i = counters[_EVENTS]
+    counters[_EVENTS] = i + 1
+    HT[i] = when
+    HE[i, _EVENT_SEQ], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B] = \
+        counters[_SEQ], kind, a, b
+    counters[_SEQ] += 1
+    while i:
+        parent = (i - 1) >> 1
+        if not _before(HT, HE, i, parent):
+            break
+        _swap(HT, HE, i, parent)
+        i = parent
+
+
+@njit(cache=True, _nrt=False)
+def _pop(HT, HE, counters):
+    """Move the first pending event to the end of the heap's arrays; return its index."""
+    n = counters[_EVENTS] - 1
+    counters[_EVENTS] = n
+    _swap(HT, HE, 0, n)
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and _before(HT, HE, child + 1, child):
+            child += 1
+        if not _before(HT, HE, child, i):
+            break
+        _swap(HT, HE, i, child)
+        i = child
+    return n
+
+
+@njit(cache=True, _nrt=False)
+def _request_share(now, HT, HE, counters):
+    if counters[_SHARE_PENDING] == 0:
+        counters[_SHARE_PENDING] = 1
+        _push(HT, HE, counters, now + 0.0, _SHARE, 0, 0)
+
+
+@njit(cache=True, _nrt=False)
+def _mark_dirty(t, counters, S, W):
+    if not S[t, _DIRTY_MARK]:
+        S[t, _DIRTY_MARK] = 1
+        W[counters[_DIRTY], _DIRTY_LIST] = t
+        counters[_DIRTY] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
+    """Start message ``t``: put it on its links, at its cap if none of them binds."""
+    route = M[t, _ROUTE]
+    nbytes = M[t, _BYTES]
+    counters[_TRANSFERS] += 1
+    F[t, _BEGIN] = now
+    F[t, _LEFT] = float(nbytes)
+    F[t, _RATE] = 0.0
+    F[t, _LAST] = now
+    first, last = hops[route], hops[route + 1]
+    if nbytes == 0 or first == last:
+        _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t, 0)
+        return
+    free = True
+    S[t, _ACTIVE] = 1
+    counters[_ON_LINKS] += 1
+    cap = RT[route, _CAP]
+    for h in range(last - first):
+        link = hops[len(RT) + 1 + first + h]
+        if LI[link, _NFLOWS] == 0:
+            LF[link, _SINCE] = now
+            LF[link, _LOAD] = cap
+        else:
+            LF[link, _LOAD] += cap
+            if LF[link, _LOAD] > LF[link, _BANDWIDTH]:
+                free = False
+        node = M[t, _HOP] + h  # appended to the link's flows, in order of arrival
+        N[node, _FLOW] = t
+        N[node, _NEXT] = -1
+        tail = LI[link, _TAIL]
+        N[node, _PREV] = tail
+        if tail >= 0:
+            N[tail, _NEXT] = node
+        else:
+            LI[link, _HEAD] = node
+        LI[link, _TAIL] = node
+        LI[link, _NFLOWS] += 1
+        LI[link, _LINK_BYTES] += nbytes
+    if free:
+        F[t, _RATE] = cap
+        S[t, _VERSION] = 1
+        _push(HT, HE, counters, now + F[t, _LEFT] / cap, _FLOW_END, t, 1)
+    else:
+        _mark_dirty(t, counters, S, W)
+        _request_share(now, HT, HE, counters)
+
+
+@njit(cache=True, _nrt=False)
+def _spend(rank, now, overhead, RF):
+    """Charge ``rank`` one message's overhead; return when its CPU is done."""
+    done = max(RF[rank, _CPU_FREE], now) + overhead
+    RF[rank, _CPU_FREE] = done
+    return done
+
+
+@njit(cache=True, _nrt=False)
+def _start_at(when, t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
+    delay = when - now
+    if delay > 0:
+        _push(HT, HE, counters, now + delay, _START, t, 0)
+    else:
+        _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+
+
+@njit(cache=True, _nrt=False)
+def _post(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF):
+    """Post ``rank``'s current step; move past steps that have nothing to wait for.
+
+    ``ends``: the ends' offsets per step, then each end's message (``2 * message`` for
+    the send, ``2 * message + 1`` for the receive), after ``steps + 1`` offsets.
+    """
+    nsteps = R[len(R) - 1, _STEP_END]
+    while True:
+        index = R[rank, _CURRENT]
+        if index == R[rank, _STEP_END]:
+            RF[rank, _FINISH] = now
+            return
+        count = 0
+        for e in range(ends[index], ends[index + 1]):
+            code = ends[nsteps + 1 + e]
+            t = code >> 1
+            count += 1
+            if code & 1 == 0:  # the send
+                ready = _spend(rank, now, overhead, RF) if overhead else 0.0
+                if not S[t, _RECV_POSTED]:
+                    S[t, _SEND_POSTED] = 1
+                    F[t, _READY] = ready
+                elif overhead:
+                    _start_at(ready, t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+                else:
+                    _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+            elif not S[t, _SEND_POSTED]:
+                S[t, _RECV_POSTED] = 1
+            elif overhead:
+                _start_at(F[t, _READY], t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+            else:
+                _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+        if count:
+            R[rank, _PENDING] = count
+            return
+        R[rank, _CURRENT] = index + 1
+
+
+@njit(cache=True, _nrt=False)
+def _op_done(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF):
+    """One operation of ``rank``'s current step is done; advance when all are."""
+    R[rank, _PENDING] -= 1
+    if R[rank, _PENDING] == 0:
+        R[rank, _CURRENT] += 1
+        _post(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF)
+
+
+@njit(cache=True, _nrt=False)
+def _set_rate(t, rate, now, HT, HE, counters, F, S):
+    if F[t, _RATE]:
+        F[t, _LEFT] = max(F[t, _LEFT] - F[t, _RATE] * (now - F[t, _LAST]), 0.0)
+    F[t, _LAST] = now
+    F[t, _RATE] = rate
+    S[t, _VERSION] += 1
+    if rate > 0:  # a zero share (rounding) waits for the next recomputation
+        _push(HT, HE, counters, now + F[t, _LEFT] / rate, _FLOW_END, t, S[t, _VERSION])
+
+
+@njit(cache=True)
+def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
+    """Max-min fair rates of the flows joined to the seeds (``W[:nseeds, _STACK]``)
+    through binding links: progressive filling, as :meth:`simulator.engine._Engine.share`."""
+    nroutes = len(RT)
+    counters[_STAMP] += 1
+    stamp = counters[_STAMP]
+    for i in range(nseeds):
+        s = W[i, _STACK]
+        S[s, _IN_COMPONENT] = stamp
+        W[i, _COMPONENT] = s
+    ncomp = depth = nseeds
+    binding = [np.int64(0)]
+    binding.pop()
+    while depth:
+        depth -= 1
+        r = M[W[depth, _STACK], _ROUTE]
+        for i in range(hops[r], hops[r + 1]):
+            link = hops[nroutes + 1 + i]
+            if LI[link, _SEEN] != stamp:
+                LI[link, _SEEN] = stamp
+                if LI[link, _NFLOWS] > 1 and LF[link, _LOAD] > LF[link, _BANDWIDTH]:
+                    binding.append(link)
+                    node = LI[link, _HEAD]
+                    while node >= 0:
+                        other = N[node, _FLOW]
+                        if S[other, _IN_COMPONENT] != stamp:
+                            S[other, _IN_COMPONENT] = stamp
+                            W[ncomp, _COMPONENT] = other
+                            ncomp += 1
+                            W[depth, _STACK] = other
+                            depth += 1
+                        node = N[node, _NEXT]
+    heap2 = [(0.0, np.int64(0))]
+    heap2.pop()
+    for link in binding:
+        LI[link, _BINDING] = stamp
+        LF[link, _CAPACITY] = LF[link, _BANDWIDTH]
+        LI[link, _UNFIXED] = LI[link, _NFLOWS]
+        heap2.append((LF[link, _CAPACITY] / LI[link, _UNFIXED], link))
+    heapq.heapify(heap2)
+    component = W[:ncomp, _COMPONENT].copy()
+    caps = np.empty(ncomp)
+    for i in range(ncomp):
+        caps[i] = RT[M[component[i], _ROUTE], _CAP]
+    by_cap = component[np.argsort(caps, kind="mergesort")]
+    nfixed = 0
+    next_cap = 0
+    while True:
+        while heap2:
+            fair, bottleneck = heap2[0]
+            left = LI[bottleneck, _UNFIXED]
+            if not left:
+                heapq.heappop(heap2)
+            elif LF[bottleneck, _CAPACITY] / left != fair:
+                heapq.heapreplace(heap2, (LF[bottleneck, _CAPACITY] / left, bottleneck))
+            else:
+                break
+        while next_cap < ncomp and S[by_cap[next_cap], _FIXED] == stamp:
+            next_cap += 1
+        first = nfixed
+        if next_cap < ncomp and (not heap2 or RT[M[by_cap[next_cap], _ROUTE], _CAP] < heap2[0][0]):
+            fair = RT[M[by_cap[next_cap], _ROUTE], _CAP]
+            W[nfixed, _ORDER] = by_cap[next_cap]
+            nfixed += 1
+        elif heap2:
+            fair, bottleneck = heapq.heappop(heap2)
+            node = LI[bottleneck, _HEAD]
+            while node >= 0:
+                f = N[node, _FLOW]
+                if S[f, _FIXED] != stamp:
+                    W[nfixed, _ORDER] = f
+                    nfixed += 1
+                node = N[node, _NEXT]
+        else:
+            break
+        for j in range(first, nfixed):
+            f = W[j, _ORDER]
+            S[f, _FIXED] = stamp
+            F[f, _NEW_RATE] = fair
+            r = M[f, _ROUTE]
+            for i in range(hops[r], hops[r + 1]):
+                link = hops[nroutes + 1 + i]
+                if LI[link, _BINDING] == stamp:
+                    LF[link, _CAPACITY] = max(LF[link, _CAPACITY] - fair, 0.0)
+                    LI[link, _UNFIXED] -= 1
+    for j in range(nfixed):
+        f = W[j, _ORDER]
+        if F[f, _NEW_RATE] != F[f, _RATE]:
+            _set_rate(f, F[f, _NEW_RATE], now, HT, HE, counters, F, S)
+
+
+@njit(cache=True, _nrt=False)
+def _flow_end(t, version, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
+    """The flow's last byte left, unless its rate changed since this end was scheduled."""
+    if version != S[t, _VERSION]:
+        return
+    S[t, _ACTIVE] = 0
+    counters[_ON_LINKS] -= 1
+    shared = False
+    route = M[t, _ROUTE]
+    cap = RT[route, _CAP]
+    first = hops[route]
+    for h in range(hops[route + 1] - first):
+        link = hops[len(RT) + 1 + first + h]
+        node = M[t, _HOP] + h
+        before, after = N[node, _PREV], N[node, _NEXT]
+        if before >= 0:
+            N[before, _NEXT] = after
+        else:
+            LI[link, _HEAD] = after
+        if after >= 0:
+            N[after, _PREV] = before
+        else:
+            LI[link, _TAIL] = before
+        LI[link, _NFLOWS] -= 1
+        if LI[link, _NFLOWS] == 0:
+            LF[link, _BUSY] += now - LF[link, _SINCE]
+            LF[link, _LOAD] = 0.0
+        else:
+            if LF[link, _LOAD] > LF[link, _BANDWIDTH]:  # the flows left may speed up
+                other = LI[link, _HEAD]
+                while other >= 0:
+                    _mark_dirty(N[other, _FLOW], counters, S, W)
+                    other = N[other, _NEXT]
+                shared = True
+            LF[link, _LOAD] -= cap
+    if shared:
+        _request_share(now, HT, HE, counters)
+    _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t, 0)
+
+
+@njit(cache=True)
+def _simulate(gamma, overhead, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF, trace_order):
+    """Run every event; return the counters."""
+    counters = np.zeros(8, dtype=np.int64)
+    nsteps = R[len(R) - 1, _STEP_END]
+    most_ends = np.max(np.diff(ends[:nsteps + 1])) if nsteps else 0
+    HT = np.zeros(1024 + len(R) * (2 * most_ends + 2))  # room for every rank's first step
+    HE = np.zeros((len(HT), 4), dtype=np.int64)
+    now = 0.0
+    for rank in range(len(R)):
+        _post(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R,
+              RF)
+    while counters[_EVENTS]:
+        # room for what one event may schedule: an end per flow whose rate changes, and
+        # the starts of two ranks' next steps
+        if counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
+            size = 2 * len(HT) + counters[_ON_LINKS]
+            HT = np.concatenate((HT, np.zeros(size - len(HT))))
+            HE = np.concatenate((HE, np.zeros((size - len(HE), 4), dtype=np.int64)))
+        i = _pop(HT, HE, counters)
+        now, kind, a, b = HT[i], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B]
+        if kind == _FLOW_END:
+            _flow_end(a, b, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+        elif kind == _ARRIVE:
+            F[a, _ARRIVAL] = now
+            trace_order[counters[_ARRIVED]] = a
+            counters[_ARRIVED] += 1
+            _op_done(M[a, _SRC], now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF,
+                     LI, N, R, RF)
+            if overhead:
+                delay = _spend(M[a, _DST], now, overhead, RF) - now
+                _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, 0)
+                continue
+            cost = gamma * M[a, _BYTES] if M[a, _REDUCE] else 0.0
+            if not cost:
+                _op_done(M[a, _DST], now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops,
+                         LF, LI, N, R, RF)
+            else:
+                _push(HT, HE, counters, now + cost, _OP_DONE, M[a, _DST], 0)
+        elif kind == _OP_DONE:
+            _op_done(a, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R,
+                     RF)
+        elif kind == _START:
+            _start_transfer(a, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+        elif kind == _RECEIVE_DONE:
+            cost = gamma * M[a, _BYTES] if M[a, _REDUCE] else 0.0
+            if cost:
+                _push(HT, HE, counters, now + cost, _OP_DONE, M[a, _DST], 0)
+            else:
+                _op_done(M[a, _DST], now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops,
+                         LF, LI, N, R, RF)
+        else:  # _SHARE: the dirty flows still on links seed the recomputation
+            counters[_SHARE_PENDING] = 0
+            nseeds = 0
+            for i in range(counters[_DIRTY]):
+                f = W[i, _DIRTY_LIST]
+                S[f, _DIRTY_MARK] = 0
+                if S[f, _ACTIVE]:
+                    W[nseeds, _STACK] = f
+                    nseeds += 1
+            counters[_DIRTY] = 0
+            if nseeds:
+                _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+    return counters
+
+
+def _filled(shape: tuple[int, ...], dtype: type, fill: int) -> np.ndarray:
+    """A new array of ``fill``.  NumPy's ``empty`` asks for huge pages for large arrays,
+    so filling it faults far fewer pages than touching ``zeros``' lazily zeroed ones."""
+    array = np.empty(shape, dtype=dtype)
+    array.fill(fill)
+    return array
+
+
+def run_compiled(flat: FlatSchedule, gamma: float, overhead: float, trace: bool):
+    """Simulate ``flat``.
+
+    Parameters
+    ----------
+    flat : FlatSchedule
+        From :func:`simulator.flatten.flatten`.
+    gamma : float
+        Seconds per byte reduced.
+    overhead : float
+        LogGP per-message CPU overhead in seconds.
+    trace : bool
+        Whether to return every transfer's times.
+
+    Returns
+    -------
+    tuple or None
+        None when some rank did not finish (a deadlock, which the event engine then
+        diagnoses); else ``(transfer_count, rank_finish, link_bytes, link_busy,
+        transfers)``, ``transfers`` being ``(order, start, arrival)`` (message indices in
+        order of arrival, each message's start and arrival times) or None unless
+        ``trace``.
+    """
+    codes = 2 * flat.end_message + (~flat.end_send).astype(np.int64)
+    ends = np.concatenate((flat.end_ptr, codes))
+    hop_counts = np.diff(flat.route_ptr)[flat.route]
+    first_hop = np.zeros(len(flat.src), dtype=np.int64)
+    np.cumsum(hop_counts[:-1], out=first_hop[1:])
+    M = np.stack((flat.src, flat.dst, flat.nbytes, flat.reduce.astype(np.int64), flat.route,
+                  first_hop), axis=1)
+    RT = np.stack((flat.route_latency, flat.route_cap), axis=1)
+    hops = np.concatenate((flat.route_ptr, flat.route_links))
+    LF = np.zeros((len(flat.bandwidth), 5))
+    LF[:, _BANDWIDTH] = flat.bandwidth
+    LI = np.zeros((len(flat.bandwidth), 7), dtype=np.int64)
+    LI[:, _HEAD] = LI[:, _TAIL] = -1
+    N = np.empty((int(hop_counts.sum()), 3), dtype=np.int32)  # written before read
+    R = np.zeros((len(flat.step_ptr) - 1, 3), dtype=np.int64)
+    R[:, _CURRENT], R[:, _STEP_END] = flat.step_ptr[:-1], flat.step_ptr[1:]
+    RF = np.zeros((len(R), 2))
+    messages = len(flat.src)
+    order = np.empty(messages, dtype=np.int64)  # F, W, N and order are written before read
+    F = np.empty((messages, 7))
+    S = _filled((messages, 7), np.int32, 0)
+    W = np.empty((messages, 4), dtype=np.int32)
+    counters = _simulate(float(gamma), float(overhead), ends, M, F, S, W, RT, hops, LF, LI, N,
+                         R, RF, order)
+    if not np.array_equal(R[:, _CURRENT], R[:, _STEP_END]):
+        return None
+    transfers = (order[:counters[_ARRIVED]], F[:, _BEGIN], F[:, _ARRIVAL]) if trace else None
+    return (int(counters[_TRANSFERS]), RF[:, _FINISH], LI[:, _LINK_BYTES], LF[:, _BUSY],
+            transfers)

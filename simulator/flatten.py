@@ -1,0 +1,235 @@
+"""A schedule and its machine as flat arrays: what the compiled engine reads.
+
+:func:`flatten` walks every rank's steps once and keeps what a simulation needs: per
+step, its message ends (sends and receives, in the step's order; local copies are free
+and dropped); per message, its two ends matched as :mod:`collectives.progress` matches
+them (the k-th send from ``a`` to ``b`` with the k-th receive at ``b`` from ``a``,
+in compiled loops), its bytes,
+whether it reduces, and its route through the topology.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict, List
+
+from collectives.schedule import Recv, Schedule, Send
+
+__all__ = ["FlatSchedule", "flatten"]
+
+
+@dataclass(frozen=True)
+class FlatSchedule:
+    """Every rank's steps and every message, as arrays.
+
+    Attributes
+    ----------
+    step_ptr : ndarray of int64, shape (nranks + 1,)
+        Rank ``r``'s steps are the global steps ``step_ptr[r]:step_ptr[r + 1]``.
+    end_ptr : ndarray of int64, shape (steps + 1,)
+        Step ``g``'s message ends are ``end_ptr[g]:end_ptr[g + 1]``.
+    end_message : ndarray of int64
+        The message of each end.
+    end_send : ndarray of bool
+        Whether each end is the send (else the receive).
+    src, dst, nbytes : ndarray of int64, shape (messages,)
+        Each message's ranks and bytes.
+    reduce : ndarray of bool
+        Whether the receive reduces.
+    route : ndarray of int64
+        Each message's route (an index into the route arrays).
+    route_ptr : ndarray of int64, shape (routes + 1,)
+        Route ``i``'s links are ``route_links[route_ptr[i]:route_ptr[i + 1]]``.
+    route_links : ndarray of int64
+        Link indices, in order along each route.
+    route_latency, route_cap : ndarray of float64
+        Each route's latency (the sum of its links') and bottleneck bandwidth.
+    bandwidth : ndarray of float64
+        Each link's bandwidth in bytes per second.
+    """
+
+    step_ptr: np.ndarray
+    end_ptr: np.ndarray
+    end_message: np.ndarray
+    end_send: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    reduce: np.ndarray
+    route: np.ndarray
+    route_ptr: np.ndarray
+    route_links: np.ndarray
+    route_latency: np.ndarray
+    route_cap: np.ndarray
+    bandwidth: np.ndarray
+
+
+def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
+    """Steps per rank, ends per step, and each end's kind, peer and length, in order.
+
+    Kinds: 0 send, 1 receive, 2 receive that reduces.  Collected in :mod:`array` buffers,
+    which NumPy then reads without copying.
+    """
+    steps_per_rank, ends_per_step = array("q"), array("q")
+    kinds, peers, lengths = array("b"), array("q"), array("q")
+    count_step, kind, peer, length = ends_per_step.append, kinds.append, peers.append, lengths.append
+    for rank in range(schedule.nranks):
+        steps = schedule.steps(rank)
+        steps_per_rank.append(len(steps))
+        for step in steps:
+            n = 0
+            for op in step.ops:
+                cls = op.__class__
+                if cls is Send:
+                    kind(0)
+                elif cls is Recv:
+                    kind(2 if op.reduce else 1)
+                else:
+                    continue
+                peer(op.peer)
+                length(op.stop - op.start)
+                n += 1
+            count_step(n)
+    return tuple(np.frombuffer(buffer, dtype=np.int8 if buffer.typecode == "b" else np.int64)
+                 for buffer in (steps_per_rank, ends_per_step, kinds, peers, lengths))
+
+
+def _offsets(counts: Any) -> np.ndarray:
+    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr
+
+
+@njit(cache=True)
+def _pairs_and_order(p, step_ptr, end_ptr, kind, peer):
+    """Number the ordered pairs that exchange messages and each end's place among its
+    pair's sends or receives (program order: the k-th send matches the k-th receive)."""
+    index = Dict.empty(key_type=types.int64, value_type=types.int64)
+    keys = List.empty_list(types.int64)
+    end_pair = np.empty(len(kind), dtype=np.int64)
+    end_k = np.empty(len(kind), dtype=np.int64)
+    counts = np.zeros((max(16, 4 * p), 2), dtype=np.int64)  # sends, receives per pair
+    for r in range(p):
+        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
+            side = 0 if kind[e] == 0 else 1
+            key = r * p + peer[e] if side == 0 else peer[e] * p + r
+            if key in index:
+                i = index[key]
+            else:
+                i = len(keys)
+                index[key] = i
+                keys.append(key)
+                if i == len(counts):
+                    grown = np.zeros((2 * len(counts), 2), dtype=np.int64)
+                    grown[:i] = counts
+                    counts = grown
+            end_pair[e] = i
+            end_k[e] = counts[i, side]
+            counts[i, side] += 1
+    return end_pair, end_k, counts[:len(keys)], np.array(list(keys), dtype=np.int64)
+
+
+@njit(cache=True)
+def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys):
+    """Give every message an index, in the order its sender reaches it (how far through
+    its steps, then the sender), so that messages in flight together lie together in the
+    engine's arrays; return None when some send or receive has no partner of its length."""
+    if not np.array_equal(counts[:, 0], counts[:, 1]):
+        return None
+    base = np.zeros(len(counts) + 1, dtype=np.int64)
+    base[1:] = np.cumsum(counts[:, 0])
+    messages = base[-1]
+    steps = np.diff(step_ptr)
+    most = max(1, steps.max()) if p else 1
+    # counting sort by progress; within one, by sender, then in program order
+    first = np.zeros(most + 2, dtype=np.int64)
+    for r in range(p):
+        for g in range(step_ptr[r], step_ptr[r + 1]):
+            progress = (g - step_ptr[r]) * most // steps[r]
+            for e in range(end_ptr[g], end_ptr[g + 1]):
+                if kind[e] == 0:
+                    first[progress + 1] += 1
+    first = np.cumsum(first)
+    number = np.empty(messages, dtype=np.int64)
+    for r in range(p):
+        for g in range(step_ptr[r], step_ptr[r + 1]):
+            progress = (g - step_ptr[r]) * most // steps[r]
+            for e in range(end_ptr[g], end_ptr[g + 1]):
+                if kind[e] == 0:
+                    number[base[end_pair[e]] + end_k[e]] = first[progress]
+                    first[progress] += 1
+    end_message = np.empty(len(kind), dtype=np.int64)
+    src = np.empty(messages, dtype=np.int64)
+    dst = np.empty(messages, dtype=np.int64)
+    nbytes = np.empty(messages, dtype=np.int64)
+    reduce = np.zeros(messages, dtype=np.int8)
+    route = np.empty(messages, dtype=np.int64)
+    for e in range(len(kind)):
+        t = number[base[end_pair[e]] + end_k[e]]
+        end_message[e] = t
+        if kind[e] == 0:
+            key = keys[end_pair[e]]
+            src[t], dst[t], nbytes[t], route[t] = key // p, key % p, length[e], end_pair[e]
+    for e in range(len(kind)):
+        if kind[e] != 0:
+            t = end_message[e]
+            if length[e] != nbytes[t]:
+                return None
+            reduce[t] = kind[e] == 2
+    return end_message, src, dst, nbytes, reduce, route, keys
+
+
+def _number_messages(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
+                     peer: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """Match every send with its receive and number the messages (:func:`_messages`)."""
+    end_pair, end_k, counts, keys = _pairs_and_order(p, step_ptr, end_ptr, kind, peer)
+    return _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys)
+
+
+def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule | None:
+    """Return ``schedule`` on ``topology`` as arrays, or None when its messages do not
+    match (a send without its receive, or two ends of different lengths): the event
+    engine then diagnoses it.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule to simulate.
+    topology : topology.Topology
+        The machine (``route``, ``alpha`` and ``links`` are read).
+    dtype_size : int
+        Bytes per element.
+
+    Returns
+    -------
+    FlatSchedule or None
+    """
+    p = schedule.nranks
+    steps_per_rank, ends_per_step, kinds, peers, lengths = _ends(schedule)
+    step_ptr, end_ptr = _offsets(steps_per_rank), _offsets(ends_per_step)
+    kind, peer, length = kinds, peers, lengths
+    numbered = _number_messages(p, step_ptr, end_ptr, kind, peer, length)
+    if numbered is None:
+        return None
+    end_message, src, dst, nbytes, reduce, route, pairs = numbered
+    links, latency, cap = [], [], []
+    bandwidth = [link.bandwidth_Bps for link in topology.links]
+    for key in pairs.tolist():  # one route per ordered pair that exchanges messages
+        a, b = divmod(key, p)
+        hops = topology.route(a, b)
+        links.append(hops)
+        latency.append(float(topology.alpha(a, b)))
+        cap.append(min((bandwidth[link] for link in hops), default=float("inf")))
+    return FlatSchedule(
+        step_ptr=step_ptr, end_ptr=end_ptr, end_message=end_message, end_send=kind == 0,
+        src=src, dst=dst, nbytes=nbytes * dtype_size, reduce=reduce.astype(bool), route=route,
+        route_ptr=_offsets([len(hops) for hops in links]),
+        route_links=np.array([link for hops in links for link in hops], dtype=np.int64),
+        route_latency=np.array(latency, dtype=np.float64),
+        route_cap=np.array(cap, dtype=np.float64),
+        bandwidth=np.array(bandwidth, dtype=np.float64))

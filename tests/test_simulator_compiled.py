@@ -1,0 +1,71 @@
+"""The compiled engine gives the event engine's result, exactly, and the same errors."""
+
+from __future__ import annotations
+
+import pytest
+
+import topology
+from collectives import ALGORITHMS, DeadlockError, Recv, Schedule, ScheduleError, Send, Step, \
+    build_schedule
+from simulator import simulate
+from topology import Topology
+
+pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) the engine
+
+ALPHA, BETA = 1e-6, 1e-9
+
+
+def _with_overhead(base: Topology, overhead: float) -> Topology:
+    return Topology(base.name, base.devices, base.links, base.placement,
+                    base.gamma_s_per_byte, overhead)
+
+
+MACHINES = {
+    "dgx_h100x2": topology.dgx_h100(nodes=2),  # NVSwitch ports and rails: contention
+    "pcie": topology.pcie_node(),  # a shared PCIe tree
+    "flat_with_overhead": _with_overhead(topology.flat(7, ALPHA, BETA), 3e-6),
+}
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
+def test_both_engines_give_the_same_result(machine: str, collective: str) -> None:
+    topo = MACHINES[machine]
+    for algorithm in ALGORITHMS:
+        for p in sorted({1, 2, 3, 5, topo.nranks}):
+            for count in (0, 1, 1000, 1 << 20):
+                schedule = build_schedule(collective, algorithm, p, count)
+                events = simulate(schedule, topo, engine="events")
+                compiled = simulate(schedule, topo, engine="compiled")
+                # every time, byte and transfer, in the same order of arrival
+                assert compiled == events, (algorithm, p, count)
+
+
+def test_many_segments_contending_on_two_nodes_agree() -> None:
+    cluster = topology.dgx_h100(nodes=2)
+    for algorithm in ("tree", "pipeline"):
+        schedule = build_schedule("allreduce", algorithm, 16, 1 << 24, segments=64)
+        events = simulate(schedule, cluster, trace=False, engine="events")
+        assert simulate(schedule, cluster, trace=False, engine="compiled") == events
+
+
+def _steps(*ranks: list[list]) -> Schedule:
+    return Schedule.from_steps("allgather", "hand", 64, [[Step(tuple(ops)) for ops in r]
+                                                         for r in ranks])
+
+
+def test_a_schedule_that_cannot_complete_raises_the_event_engines_error() -> None:
+    flat = topology.flat(2, ALPHA, BETA)
+    with pytest.raises(ScheduleError, match="unmatched send"):
+        simulate(_steps([[Send(1, 0, 4)]], [[]]), flat, engine="compiled")
+    crossed = _steps([[Recv(1, 0, 4)], [Send(1, 0, 4)]], [[Recv(0, 0, 4)], [Send(0, 0, 4)]])
+    with pytest.raises(DeadlockError):
+        simulate(crossed, flat, engine="compiled")
+    with pytest.raises(ScheduleError, match="length"):
+        simulate(_steps([[Send(1, 0, 4)]], [[Recv(0, 0, 5)]]), flat, engine="compiled")
+
+
+def test_an_unknown_engine_is_named() -> None:
+    schedule = build_schedule("allreduce", "ring", 2, 8)
+    with pytest.raises(ValueError, match="engine='gpu'.*auto, events, compiled"):
+        simulate(schedule, topology.flat(2, ALPHA, BETA), engine="gpu")
