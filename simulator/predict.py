@@ -1,7 +1,7 @@
 """``collsim predict``: calibrate, predict and measure every algorithm, side by side.
 
 Run as ``collsim predict -n 4``: outside ``mpirun`` it launches itself on ``-n`` ranks
-(:func:`collectives.launch.run_mpi`); under ``mpirun`` it runs on the job's ranks:
+(:func:`collectives.launch.relaunch`); under ``mpirun`` it runs on the job's ranks:
 
 1. **Time** the calibration runs (:func:`calibration_jobs`: AllGather and ReduceScatter,
    never the collective being predicted) and every candidate of the tuning table at every
@@ -82,16 +82,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write every point and the summary as JSON")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds before a launched job is killed")
-
-
-def _forwarded(args: argparse.Namespace) -> list[str]:
-    extra = []
-    for option in ("plot", "json"):
-        if getattr(args, option) is not None:
-            extra += [f"--{option}", str(getattr(args, option))]
-    return [args.collective, "-b", str(args.minbytes), "-e", str(args.maxbytes), "-f",
-            str(args.stepfactor), "--iters", str(args.iters), "--warmup", str(args.warmup),
-            *extra]
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -896,11 +886,10 @@ def _run(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     """Run on this MPI job, or launch one on ``args.nprocs`` ranks that does."""
     _check(args)
-    from collectives.launch import in_mpi_job, run_mpi
+    from collectives.launch import in_mpi_job, relaunch
 
     if not in_mpi_job():
-        return run_mpi(args.nprocs, ["-m", "simulator.predict", *_forwarded(args)],
-                       timeout_s=args.timeout, capture=False).returncode
+        return relaunch("simulator.predict", args, add_arguments, args.nprocs, args.timeout)
     return _run(args)
 
 
