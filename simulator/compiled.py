@@ -14,13 +14,16 @@ on one device) arrives through an event at the same instant rather than inside t
 call that started it; times are the same.
 
 State lives in a few two-dimensional arrays, one row per message, link, rank or route
-hop (the columns are named below), so that a message's state shares a cache line and
-each call takes few array references.
+hop (the columns are named below), so that a message's state shares a cache line, and
+pending events in an array heap.  The functions on the path of every event are compiled
+without Numba's reference counting (``_nrt=False``: they allocate nothing), which took a
+third of the time otherwise; only :func:`_share` and :func:`_simulate` allocate.
 """
 
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -41,10 +44,10 @@ _SRC, _DST, _BYTES, _REDUCE, _ROUTE, _HOP = range(6)
 # F, float64 per message: bytes left, rate, when the rate was set, start, when the send may
 # go (overhead), arrival, the rate being computed
 _LEFT, _RATE, _LAST, _BEGIN, _READY, _ARRIVAL, _NEW_RATE = range(7)
-# S, int64 per message: rate version, on links, send posted, receive posted, dirty,
+# S, int32 per message: rate version, on links, send posted, receive posted, dirty,
 # in the component (stamp), rate fixed (stamp)
 _VERSION, _ACTIVE, _SEND_POSTED, _RECV_POSTED, _DIRTY_MARK, _IN_COMPONENT, _FIXED = range(7)
-# W, int64 per message: scratch lists of the sharing (component, stack, fixing order) and
+# W, int32 per message: scratch lists of the sharing (component, stack, fixing order) and
 # the dirty list
 _COMPONENT, _STACK, _ORDER, _DIRTY_LIST = range(4)
 # RT, float64 per route: latency, bottleneck bandwidth
@@ -55,7 +58,7 @@ _LOAD, _SINCE, _BUSY, _BANDWIDTH, _CAPACITY = range(5)
 # LI, int64 per link: flows on it, bytes, first and last flow node, seen (stamp),
 # binding (stamp), flows not yet fixed
 _NFLOWS, _LINK_BYTES, _HEAD, _TAIL, _SEEN, _BINDING, _UNFIXED = range(7)
-# N, int64 per hop node (a message on one link of its route): next, previous, message
+# N, int32 per hop node (a message on one link of its route): next, previous, message
 _NEXT, _PREV, _FLOW = range(3)
 # R, int64 per rank: current step, operations pending, end of its steps
 _CURRENT, _PENDING, _STEP_END = range(3)
@@ -458,7 +461,8 @@ def _filled(shape: tuple[int, ...], dtype: type, fill: int) -> np.ndarray:
     return array
 
 
-def run_compiled(flat: FlatSchedule, gamma: float, overhead: float, trace: bool):
+def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
+                 trace: bool) -> tuple[Any, ...] | None:
     """Simulate ``flat``.
 
     Parameters
