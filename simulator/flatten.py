@@ -193,8 +193,8 @@ def _number_messages(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np
 
 def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule | None:
     """Return ``schedule`` on ``topology`` as arrays, or None when its messages do not
-    match (a send without its receive, or two ends of different lengths): the event
-    engine then diagnoses it.
+    match (a send without its receive, two ends of different lengths, a peer that is not
+    one of its ranks): the event engine then diagnoses it.
 
     Parameters
     ----------
@@ -210,9 +210,10 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
     FlatSchedule or None
     """
     p = schedule.nranks
-    steps_per_rank, ends_per_step, kinds, peers, lengths = _ends(schedule)
+    steps_per_rank, ends_per_step, kind, peer, length = _ends(schedule)
+    if len(peer) and not (0 <= peer.min() and peer.max() < p):
+        return None  # a peer outside the schedule's ranks
     step_ptr, end_ptr = _offsets(steps_per_rank), _offsets(ends_per_step)
-    kind, peer, length = kinds, peers, lengths
     numbered = _number_messages(p, step_ptr, end_ptr, kind, peer, length)
     if numbered is None:
         return None
