@@ -22,7 +22,6 @@ third of the time otherwise; only :func:`_share` and :func:`_simulate` allocate.
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 import numpy as np
@@ -58,6 +57,8 @@ _LOAD, _SINCE, _BUSY, _BANDWIDTH, _CAPACITY = range(5)
 # LI, int64 per link: flows on it, bytes, first and last flow node, seen (stamp),
 # binding (stamp), flows not yet fixed
 _NFLOWS, _LINK_BYTES, _HEAD, _TAIL, _SEEN, _BINDING, _UNFIXED = range(7)
+# LQ, int64 per link: scratch lists of the sharing (binding links, the heap's links)
+_BINDING_LINK, _HEAP_LINK = range(2)
 # N, int32 per hop node (a message on one link of its route): next, previous, message
 _NEXT, _PREV, _FLOW = range(3)
 # R, int64 per rank: current step, operations pending, end of its steps
@@ -255,10 +256,41 @@ def _set_rate(t, rate, now, HT, HE, counters, F, S):
         _push(HT, HE, counters, now + F[t, _LEFT] / rate, _FLOW_END, t, S[t, _VERSION])
 
 
+@njit(cache=True, _nrt=False)
+def _link_before(LK, LQ, i, j):
+    """Whether heap entry ``i`` comes before ``j``: smaller fair share, then link index."""
+    return LK[i] < LK[j] or (LK[i] == LK[j] and LQ[i, _HEAP_LINK] < LQ[j, _HEAP_LINK])
+
+
+@njit(cache=True, _nrt=False)
+def _sift_down(LK, LQ, i, n):
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            return
+        if child + 1 < n and _link_before(LK, LQ, child + 1, child):
+            child += 1
+        if not _link_before(LK, LQ, child, i):
+            return
+        LK[i], LK[child] = LK[child], LK[i]
+        LQ[i, _HEAP_LINK], LQ[child, _HEAP_LINK] = LQ[child, _HEAP_LINK], LQ[i, _HEAP_LINK]
+        i = child
+
+
+@njit(cache=True, _nrt=False)
+def _pop_link(LK, LQ, n):
+    """Drop the first entry of the link heap of ``n`` entries; return the new size."""
+    n -= 1
+    LK[0], LQ[0, _HEAP_LINK] = LK[n], LQ[n, _HEAP_LINK]
+    _sift_down(LK, LQ, 0, n)
+    return n
+
+
 @njit(cache=True)
-def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
+def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, LQ):
     """Max-min fair rates of the flows joined to the seeds (``W[:nseeds, _STACK]``)
-    through binding links: progressive filling, as :meth:`simulator.engine._Engine.share`."""
+    through binding links: progressive filling, as :meth:`simulator.engine._Engine.share`,
+    with the links' fair shares in an array heap (``LK`` keys, ``LQ[:, _HEAP_LINK]``)."""
     nroutes = len(RT)
     counters[_STAMP] += 1
     stamp = counters[_STAMP]
@@ -267,8 +299,7 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
         S[s, _IN_COMPONENT] = stamp
         W[i, _COMPONENT] = s
     ncomp = depth = nseeds
-    binding = [np.int64(0)]
-    binding.pop()
+    nbinding = 0
     while depth:
         depth -= 1
         r = M[W[depth, _STACK], _ROUTE]
@@ -277,7 +308,8 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
             if LI[link, _SEEN] != stamp:
                 LI[link, _SEEN] = stamp
                 if LI[link, _NFLOWS] > 1 and LF[link, _LOAD] > LF[link, _BANDWIDTH]:
-                    binding.append(link)
+                    LQ[nbinding, _BINDING_LINK] = link
+                    nbinding += 1
                     node = LI[link, _HEAD]
                     while node >= 0:
                         other = N[node, _FLOW]
@@ -288,14 +320,16 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
                             W[depth, _STACK] = other
                             depth += 1
                         node = N[node, _NEXT]
-    heap2 = [(0.0, np.int64(0))]
-    heap2.pop()
-    for link in binding:
+    for i in range(nbinding):
+        link = LQ[i, _BINDING_LINK]
         LI[link, _BINDING] = stamp
         LF[link, _CAPACITY] = LF[link, _BANDWIDTH]
         LI[link, _UNFIXED] = LI[link, _NFLOWS]
-        heap2.append((LF[link, _CAPACITY] / LI[link, _UNFIXED], link))
-    heapq.heapify(heap2)
+        LK[i] = LF[link, _CAPACITY] / LI[link, _UNFIXED]
+        LQ[i, _HEAP_LINK] = link
+    heap = nbinding
+    for i in range(heap // 2 - 1, -1, -1):
+        _sift_down(LK, LQ, i, heap)
     component = W[:ncomp, _COMPONENT].copy()
     caps = np.empty(ncomp)
     for i in range(ncomp):
@@ -304,24 +338,26 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
     nfixed = 0
     next_cap = 0
     while True:
-        while heap2:
-            fair, bottleneck = heap2[0]
+        while heap:
+            fair, bottleneck = LK[0], LQ[0, _HEAP_LINK]
             left = LI[bottleneck, _UNFIXED]
             if not left:
-                heapq.heappop(heap2)
+                heap = _pop_link(LK, LQ, heap)
             elif LF[bottleneck, _CAPACITY] / left != fair:
-                heapq.heapreplace(heap2, (LF[bottleneck, _CAPACITY] / left, bottleneck))
+                LK[0] = LF[bottleneck, _CAPACITY] / left
+                _sift_down(LK, LQ, 0, heap)
             else:
                 break
         while next_cap < ncomp and S[by_cap[next_cap], _FIXED] == stamp:
             next_cap += 1
         first = nfixed
-        if next_cap < ncomp and (not heap2 or RT[M[by_cap[next_cap], _ROUTE], _CAP] < heap2[0][0]):
+        if next_cap < ncomp and (not heap or RT[M[by_cap[next_cap], _ROUTE], _CAP] < LK[0]):
             fair = RT[M[by_cap[next_cap], _ROUTE], _CAP]
             W[nfixed, _ORDER] = by_cap[next_cap]
             nfixed += 1
-        elif heap2:
-            fair, bottleneck = heapq.heappop(heap2)
+        elif heap:
+            fair, bottleneck = LK[0], LQ[0, _HEAP_LINK]
+            heap = _pop_link(LK, LQ, heap)
             node = LI[bottleneck, _HEAD]
             while node >= 0:
                 f = N[node, _FLOW]
@@ -388,7 +424,8 @@ def _flow_end(t, version, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N
 
 
 @njit(cache=True)
-def _simulate(gamma, overhead, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF, trace_order):
+def _simulate(gamma, overhead, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF, LK, LQ,
+              trace_order):
     """Run every event; return the counters."""
     counters = np.zeros(8, dtype=np.int64)
     nsteps = R[len(R) - 1, _STEP_END]
@@ -449,7 +486,7 @@ def _simulate(gamma, overhead, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF, tra
                     nseeds += 1
             counters[_DIRTY] = 0
             if nseeds:
-                _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+                _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, LQ)
     return counters
 
 
@@ -507,8 +544,10 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     F = np.empty((messages, 7))
     S = _filled((messages, 7), np.int32, 0)
     W = np.empty((messages, 4), dtype=np.int32)
+    LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
+    LQ = np.empty((len(flat.bandwidth), 2), dtype=np.int64)
     counters = _simulate(float(gamma), float(overhead), ends, M, F, S, W, RT, hops, LF, LI, N,
-                         R, RF, order)
+                         R, RF, LK, LQ, order)
     if not np.array_equal(R[:, _CURRENT], R[:, _STEP_END]):
         return None
     transfers = (order[:counters[_ARRIVED]], F[:, _BEGIN], F[:, _ARRIVAL]) if trace else None
