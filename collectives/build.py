@@ -9,6 +9,7 @@ from itertools import accumulate
 from typing import Any, Callable
 
 from .layout import block
+from .rounds import Lane
 from .schedule import COLLECTIVES, Recv, RankSteps, Schedule, Send, Step
 
 __all__ = ["ALGORITHMS", "build_schedule", "algorithm_params"]
@@ -116,11 +117,16 @@ def _build(collective: str, algorithm: str, nranks: int, count: int,
     module = _module(algorithm)
     resolved = module.resolve_params(collective, nranks, count, **dict(params))
     generate: Callable[[int], RankSteps]
+    lanes: Callable[[int], list[Lane]] | None = None
     if order is None:
         blocks: Blocks = tuple(block(count, nranks, r) for r in range(nranks))
 
         def generate(rank: int) -> RankSteps:
             return tuple(module.rank_steps(collective, rank, nranks, count, blocks, **resolved))
+
+        if hasattr(module, "rank_lanes"):
+            def lanes(rank: int) -> list[Lane]:
+                return module.rank_lanes(collective, rank, nranks, count, blocks, **resolved)
     else:
         relabel = _Relabel(order, count, remap_ranges=collective != "allreduce")
         blocks = relabel.blocks if collective != "allreduce" else tuple(
@@ -131,7 +137,8 @@ def _build(collective: str, algorithm: str, nranks: int, count: int,
             steps = module.rank_steps(collective, position[rank], nranks, count, blocks, **resolved)
             return tuple(relabel.step(step) for step in steps)
     recorded = resolved if order is None else {**resolved, "order": order}
-    return Schedule(collective, algorithm, nranks, count, tuple(sorted(recorded.items())), generate)
+    return Schedule(collective, algorithm, nranks, count, tuple(sorted(recorded.items())), generate,
+                    lanes)
 
 
 def build_schedule(collective: str, algorithm: str, nranks: int, count: int,

@@ -6,6 +6,7 @@ parts get one element more, as in MPI's block distributions.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import accumulate
 from typing import Sequence
 
@@ -46,11 +47,13 @@ def split(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
     return lo, lo + size + (index < extra)
 
 
-def splits(start: int, stop: int, parts: int) -> tuple[list[int], list[int]]:
+@lru_cache(maxsize=8)
+def splits(start: int, stop: int, parts: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Return the starts and the stops of all ``parts`` parts of ``[start, stop)``.
 
     The same parts as :func:`split` (part ``i`` is ``(starts[i], stops[i])``), computed
-    in one pass, for callers that need every part.
+    in one pass, for callers that need every part.  Cached: every rank of a schedule
+    asks for the same parts, and gets the same tuples.
 
     Parameters
     ----------
@@ -61,16 +64,16 @@ def splits(start: int, stop: int, parts: int) -> tuple[list[int], list[int]]:
 
     Returns
     -------
-    tuple of (list of int, list of int)
+    tuple of (tuple of int, tuple of int)
         ``(starts, stops)``, each of length ``parts``.
 
     Examples
     --------
     >>> splits(0, 10, 3)
-    ([0, 4, 7], [4, 7, 10])
+    ((0, 4, 7), (4, 7, 10))
     """
     size, extra = divmod(stop - start, parts)
-    edges = list(accumulate([size + 1] * extra + [size] * (parts - extra), initial=start))
+    edges = tuple(accumulate([size + 1] * extra + [size] * (parts - extra), initial=start))
     return edges[:-1], edges[1:]
 
 

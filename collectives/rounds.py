@@ -2,9 +2,12 @@
 
 Pipelined algorithms (tree, pipeline) place each operation in a round; a rank posts, in
 one step, everything it does in a round, and skips the rounds in which it does nothing.
-Their operations come in *lanes*: a lane is one stream of operations, at most one per
-consecutive round (typically one tree edge in one direction, one entry per segment).
-Merging lanes round by round, with C-level iteration, is what keeps generating a
+Their operations come in *lanes*: a lane is one stream of operations of one kind with
+one peer, at most one per consecutive round (typically one tree edge in one direction,
+one entry per segment). A lane holds its element ranges, not operation objects, so a
+consumer that reads millions of operations as arrays (the simulator's
+:func:`simulator.flatten.flatten`) never builds them; :func:`merge_lanes` builds the
+steps, round by round with C-level iteration, which is what keeps generating a
 1024-rank schedule cheap.
 """
 
@@ -12,19 +15,43 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import repeat
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 from .schedule import Op, Step
 
 __all__ = ["Lane", "lane", "merge_lanes"]
 
-#: ``(first_round, entries)``: the operation ``entries[i]`` belongs to round
-#: ``first_round + i``; ``None`` entries are rounds without one
-Lane = tuple[int, Sequence[Optional[Op]]]
+
+class Lane(NamedTuple):
+    """A stream of operations ``make(peer, starts[i], stops[i], *flags)``, the ``i``-th in
+    round ``first_round + i``; a ``None`` start is a round without one.  The shorter of
+    ``starts`` and ``stops`` ends the lane.
+
+    Examples
+    --------
+    >>> from collectives.schedule import new_recv
+    >>> Lane(0, new_recv, 1, [0, None, 4], [4, None, 8], (True,)).ops()
+    [Recv(peer=1, start=0, stop=4, reduce=True), None, Recv(peer=1, start=4, stop=8, reduce=True)]
+    """
+
+    first_round: int
+    make: Callable[..., Op]
+    peer: int
+    starts: Sequence[Optional[int]]
+    stops: Sequence[Optional[int]]
+    flags: tuple[bool, ...] = ()
+
+    def ops(self) -> list[Optional[Op]]:
+        """Return the lane's operations, one entry per round (``None`` for a gap)."""
+        make, peer, flags = self.make, self.peer, self.flags
+        if None in self.starts:
+            return [None if a is None else make(peer, a, b, *flags)
+                    for a, b in zip(self.starts, self.stops)]
+        return list(map(make, repeat(peer), self.starts, self.stops, *map(repeat, flags)))
 
 
-def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Iterable[int],
-         stops: Iterable[int], *flags: bool) -> Lane:
+def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Sequence[int],
+         stops: Sequence[int], *flags: bool) -> Lane:
     """Return a lane of one operation per round, with one peer.
 
     Parameters
@@ -35,7 +62,7 @@ def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Iterable[
         ``make(peer, start, stop, *flags) -> Op``, e.g. :data:`~collectives.schedule.new_send`.
     peer : int
         The peer of every operation.
-    starts, stops : iterable of int
+    starts, stops : sequence of int
         The operations' element ranges; the shorter one ends the lane.
     *flags : bool
         Trailing arguments of every ``make`` call (``reduce`` of a receive).
@@ -43,15 +70,15 @@ def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Iterable[
     Returns
     -------
     Lane
-        ``(first_round, [op, ...])``.
+        The lane; its operations are built by :meth:`Lane.ops` (or :func:`merge_lanes`).
 
     Examples
     --------
     >>> from collectives.schedule import new_recv
-    >>> lane(3, new_recv, 1, [0, 4], [4, 8], True)[1]
+    >>> lane(3, new_recv, 1, [0, 4], [4, 8], True).ops()
     [Recv(peer=1, start=0, stop=4, reduce=True), Recv(peer=1, start=4, stop=8, reduce=True)]
     """
-    return first_round, list(map(make, repeat(peer), starts, stops, *map(repeat, flags)))
+    return Lane(first_round, make, peer, starts, stops, flags)
 
 
 def merge_lanes(lanes: Sequence[Lane]) -> list[Step]:
@@ -60,8 +87,7 @@ def merge_lanes(lanes: Sequence[Lane]) -> list[Step]:
     Parameters
     ----------
     lanes : sequence of Lane
-        ``(first_round, entries)`` pairs; rounds may be negative. Empty lanes and
-        ``None`` entries are allowed.
+        The rank's lanes; rounds may be negative. Empty lanes and gaps are allowed.
 
     Returns
     -------
@@ -71,17 +97,18 @@ def merge_lanes(lanes: Sequence[Lane]) -> list[Step]:
 
     Examples
     --------
-    >>> from collectives.schedule import Send
-    >>> a, b, c = Send(1, 0, 1), Send(1, 1, 2), Send(2, 0, 1)
-    >>> [str(step) for step in merge_lanes([(0, [a, b]), (1, [c])])]
+    >>> from collectives.schedule import new_send
+    >>> lanes = [lane(0, new_send, 1, [0, 1], [1, 2]), lane(1, new_send, 2, [0], [1])]
+    >>> [str(step) for step in merge_lanes(lanes)]
     ['send [0:1) -> 1', 'send [1:2) -> 1; send [0:1) -> 2']
     """
-    lanes = [(first, entries) for first, entries in lanes if entries]
-    if not lanes:
+    built = [(each.first_round, each.ops()) for each in lanes]
+    built = [(first, entries) for first, entries in built if entries]
+    if not built:
         return []
-    base = min(first for first, _ in lanes)
-    top = max(first + len(entries) for first, entries in lanes)
-    padded = [[None] * (first - base) + list(entries) + [None] * (top - first - len(entries))
-              for first, entries in lanes]
+    base = min(first for first, _ in built)
+    top = max(first + len(entries) for first, entries in built)
+    padded = [[None] * (first - base) + entries + [None] * (top - first - len(entries))
+              for first, entries in built]
     rounds = map(tuple, map(partial(filter, None), zip(*padded)))  # operations are truthy
     return [Step(ops) for ops in rounds if ops]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Union, cast
+from typing import Any, Callable, Iterator, Sequence, Union, cast
 
 __all__ = ["Send", "Recv", "Copy", "Op", "Step", "Schedule", "COLLECTIVES",
            "new_send", "new_recv"]
@@ -144,6 +144,12 @@ class Schedule:
         The algorithm's tuning parameters, sorted by name.
     generate : callable
         ``generate(rank) -> tuple[Step, ...]``; called at most once per rank.
+    lanes : callable or None, optional
+        ``lanes(rank) -> list[Lane]``: the rank's operations as
+        :class:`~collectives.rounds.Lane` s, for algorithms that make them (``generate``
+        then merges them with :func:`~collectives.rounds.merge_lanes`).  A consumer that
+        reads millions of operations as arrays uses them to skip building the
+        operations; None when the steps are only available as steps.
     """
 
     collective: str
@@ -152,6 +158,7 @@ class Schedule:
     count: int
     params: tuple[tuple[str, Any], ...]
     generate: Callable[[int], RankSteps] = field(repr=False)
+    lanes: Callable[[int], Sequence[Any]] | None = field(default=None, repr=False)
     _cache: dict[int, RankSteps] = field(default_factory=dict, repr=False)
 
     @classmethod

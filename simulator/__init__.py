@@ -4,11 +4,11 @@ Importing this package needs neither MPI, nor a GPU, nor CuPy.
 """
 
 from .cost import cost
-from .engine import COMPILED_FROM_STEPS, ENGINES, SimulationResult, Transfer, simulate
+from .engine import COMPILED_FROM_OPERATIONS, ENGINES, SimulationResult, Transfer, simulate
 from .selection import Choice
 from .selection import TuningTable
 from .selection import select
 from .selection import tuning_table
 
-__all__ = ["COMPILED_FROM_STEPS", "ENGINES", "Choice", "SimulationResult", "Transfer",
+__all__ = ["COMPILED_FROM_OPERATIONS", "ENGINES", "Choice", "SimulationResult", "Transfer",
            "TuningTable", "cost", "select", "simulate", "tuning_table"]

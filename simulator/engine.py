@@ -34,7 +34,8 @@ On a contention-free topology (:func:`topology.flat`) a transfer of ``n`` bytes 
 This module is the reference engine.  :mod:`simulator.compiled` runs the same events,
 in the same order and with the same arithmetic, compiled with Numba, for schedules of
 millions of transfers (``engine="compiled"``, and ``"auto"`` from
-:data:`COMPILED_FROM_STEPS` steps); the tests hold the two to the identical result.
+:data:`COMPILED_FROM_OPERATIONS` operations); the tests hold the two to the identical
+result.
 
 SimPy supplies the clock and the event queue; events are bare timeouts with callbacks
 (no process per rank), one per distinct instant at which something happens (transfers
@@ -60,14 +61,16 @@ from collectives.gcpause import gc_paused
 from collectives.progress import completion_order, match
 from collectives.schedule import Recv, Schedule, Send
 
-__all__ = ["Transfer", "SimulationResult", "simulate", "ENGINES", "COMPILED_FROM_STEPS"]
+__all__ = ["Transfer", "SimulationResult", "simulate", "ENGINES",
+           "COMPILED_FROM_OPERATIONS"]
 
 #: ``engine=`` choices of :func:`simulate`
 ENGINES = ("auto", "events", "compiled")
-#: with ``engine="auto"``, schedules of at least this many steps (all ranks together) run
-#: compiled: below it the event engine takes about a second or less, and loading (or, the
-#: first time, compiling) the Numba code would cost more than it saves
-COMPILED_FROM_STEPS = 1 << 17
+#: with ``engine="auto"``, schedules of at least this many operations (all ranks together;
+#: for a schedule with lanes, lane entries) run compiled: below it the event engine takes
+#: about a second or less, and loading (or, the first time, compiling) the Numba code
+#: would cost more than it saves
+COMPILED_FROM_OPERATIONS = 1 << 18
 
 
 class Transfer(NamedTuple):
@@ -538,6 +541,16 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
         transfers=transfers, transfer_count=count, nbytes=schedule.count * dtype_size)
 
 
+def _operations(schedule: Schedule) -> int:
+    """Every rank's operations; for a schedule with lanes, their entries (gaps included),
+    which does not build the operations."""
+    ranks = range(schedule.nranks)
+    if schedule.lanes is not None:
+        return sum(min(len(lane.starts), len(lane.stops))
+                   for rank in ranks for lane in schedule.lanes(rank))
+    return sum(len(step.ops) for rank in ranks for step in schedule.steps(rank))
+
+
 def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
              gamma: float | None = None, trace: bool = True,
              engine: str = "auto") -> SimulationResult:
@@ -560,8 +573,8 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     engine : {"auto", "events", "compiled"}, optional
         ``"events"``: this module's SimPy engine, the reference; ``"compiled"``: the same
         events compiled with Numba (:mod:`simulator.compiled`), for schedules of millions
-        of transfers; ``"auto"`` (default): compiled from :data:`COMPILED_FROM_STEPS`
-        steps.  Both give the same result.
+        of transfers; ``"auto"`` (default): compiled from
+        :data:`COMPILED_FROM_OPERATIONS` operations.  Both give the same result.
 
     Returns
     -------
@@ -589,8 +602,7 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     gamma = _check(schedule, topology, dtype_size, gamma, engine)
     with gc_paused():  # millions of short-lived flows and events: no cycles, nothing to collect
         if engine == "auto":
-            steps = sum(len(schedule.steps(rank)) for rank in range(schedule.nranks))
-            engine = "compiled" if steps >= COMPILED_FROM_STEPS else "events"
+            engine = "compiled" if _operations(schedule) >= COMPILED_FROM_OPERATIONS else "events"
         if engine == "compiled":
             result = _compiled(schedule, topology, dtype_size, gamma, trace)
             if result is not None:

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict, List
 
-from collectives.schedule import Recv, Schedule, Send
+from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
 __all__ = ["FlatSchedule", "flatten"]
 
@@ -97,6 +97,104 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
             count_step(n)
     return tuple(np.frombuffer(buffer, dtype=np.int8 if buffer.typecode == "b" else np.int64)
                  for buffer in (steps_per_rank, ends_per_step, kinds, peers, lengths))
+
+
+class _Pool:
+    """Element ranges of many lanes in one array; a sequence met again (every rank of a
+    schedule reads the same cached segment tuples) is stored once."""
+
+    def __init__(self) -> None:
+        self.parts: list[np.ndarray] = []
+        self.size = 0
+        self.seen: dict[int, tuple[Any, int]] = {}  # id -> (the sequence, kept alive; offset)
+
+    def offset(self, values: Any) -> int:
+        """Return where ``values`` lies in the pool (``None`` stored as -1)."""
+        known = self.seen.get(id(values))
+        if known is not None:
+            return known[1]
+        if None in values:
+            values_array = np.array([-1 if v is None else v for v in values], dtype=np.int64)
+        else:
+            values_array = np.fromiter(values, dtype=np.int64, count=len(values))
+        offset = self.size
+        self.parts.append(values_array)
+        self.size += len(values_array)
+        self.seen[id(values)] = (values, offset)
+        return offset
+
+    def array(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.int64)
+
+
+def _lane_kind(lane: Any) -> int:
+    """0 send, 1 receive, 2 receive that reduces, -1 a local copy (free, dropped)."""
+    make = lane.make
+    if make is new_send or make is Send:
+        return 0
+    if make is new_recv or make is Recv:
+        return 2 if lane.flags and lane.flags[0] else 1
+    return -1
+
+
+def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
+    """What :func:`_ends` returns, read from the schedule's lanes: the operations are
+    never built (:func:`collectives.rounds.merge_lanes` is replayed in :func:`_merge`)."""
+    pool = _Pool()
+    lanes_per_rank = array("q")
+    table = array("q")  # per lane: first round, kind, peer, starts' and stops' offsets, length
+    for rank in range(schedule.nranks):
+        lanes = schedule.lanes(rank)
+        lanes_per_rank.append(len(lanes))
+        for lane in lanes:
+            table.extend((lane.first_round, _lane_kind(lane), lane.peer, pool.offset(lane.starts),
+                          pool.offset(lane.stops), min(len(lane.starts), len(lane.stops))))
+    return _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)),
+                  np.frombuffer(table, dtype=np.int64).reshape(-1, 6), pool.array())
+
+
+@njit(cache=True)
+def _merge(lane_ptr, table, pool):
+    """Every rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
+    merges them: a step per round with an operation, its operations in lane order."""
+    nranks = len(lane_ptr) - 1
+    most = 0
+    for i in range(len(table)):
+        most += table[i, 5]
+    steps_per_rank = np.zeros(nranks, dtype=np.int64)
+    ends_per_step = np.empty(most, dtype=np.int64)
+    kinds = np.empty(most, dtype=np.int8)
+    peers = np.empty(most, dtype=np.int64)
+    lengths = np.empty(most, dtype=np.int64)
+    nsteps = nends = 0
+    for r in range(nranks):
+        lo, hi = lane_ptr[r], lane_ptr[r + 1]
+        base, top = 0, 0
+        for i in range(lo, hi):
+            if table[i, 5]:
+                first, stop = table[i, 0], table[i, 0] + table[i, 5]
+                if top == base:
+                    base, top = first, stop
+                else:
+                    base, top = min(base, first), max(top, stop)
+        for now in range(base, top):
+            n, step = 0, False
+            for i in range(lo, hi):
+                k = now - table[i, 0]
+                if 0 <= k < table[i, 5] and pool[table[i, 3] + k] >= 0:
+                    step = True
+                    if table[i, 1] >= 0:
+                        kinds[nends] = table[i, 1]
+                        peers[nends] = table[i, 2]
+                        lengths[nends] = pool[table[i, 4] + k] - pool[table[i, 3] + k]
+                        nends += 1
+                        n += 1
+            if step:
+                ends_per_step[nsteps] = n
+                nsteps += 1
+                steps_per_rank[r] += 1
+    return (steps_per_rank, ends_per_step[:nsteps], kinds[:nends], peers[:nends],
+            lengths[:nends])
 
 
 def _offsets(counts: Any) -> np.ndarray:
@@ -210,7 +308,8 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
     FlatSchedule or None
     """
     p = schedule.nranks
-    steps_per_rank, ends_per_step, kind, peer, length = _ends(schedule)
+    read = _ends if schedule.lanes is None else _lane_ends
+    steps_per_rank, ends_per_step, kind, peer, length = read(schedule)
     if len(peer) and not (0 <= peer.min() and peer.max() < p):
         return None  # a peer outside the schedule's ranks
     step_ptr, end_ptr = _offsets(steps_per_rank), _offsets(ends_per_step)

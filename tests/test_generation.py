@@ -49,38 +49,48 @@ def test_splits_are_the_parts_of_split(start: int, stop: int, parts: int) -> Non
 def _merge_by_dict(lanes: list[Lane]) -> list[Step]:
     """The plain way: a dict from round to operations, filled lane by lane."""
     rounds: dict[int, list] = {}
-    for first, entries in lanes:
-        for offset, op in enumerate(entries):
-            if op is not None:
-                rounds.setdefault(first + offset, []).append(op)
+    for each in lanes:
+        for offset, (a, b) in enumerate(zip(each.starts, each.stops)):
+            if a is not None:
+                rounds.setdefault(each.first_round + offset, []).append(
+                    each.make(each.peer, a, b, *each.flags))
     return [Step(tuple(rounds[r])) for r in sorted(rounds)]
+
+
+def _random_lane(rng: random.Random, peer: int) -> Lane:
+    make, flags = rng.choice([(new_send, ()), (new_recv, (True,)), (new_recv, (False,)),
+                              (new_recv, ())])
+    n = rng.randint(0, 8)
+    starts = [None if rng.random() < 0.2 else i for i in range(n)]
+    stops = [None if a is None else a + rng.randint(0, 3) for a in starts]
+    return Lane(rng.randint(-6, 6), make, peer, starts, stops[:rng.randint(n - 1, n)], flags)
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_merge_lanes_orders_rounds_then_lanes(seed: int) -> None:
     rng = random.Random(seed)
-    kinds = [lambda peer, i: Send(peer, i, i), lambda peer, i: Recv(peer, i, i + 1, True),
-             lambda peer, i: Copy(i, i + 2, peer), lambda peer, i: None]
-    lanes = [(rng.randint(-6, 6), [rng.choice(kinds)(peer, i) for i in range(rng.randint(0, 8))])
-             for peer in range(rng.randint(0, 5))]
+    lanes = [_random_lane(rng, peer) for peer in range(rng.randint(0, 5))]
     assert merge_lanes(lanes) == _merge_by_dict(lanes)
 
 
 def test_merge_lanes_skips_empty_rounds() -> None:
-    a, b = Send(1, 0, 1), Recv(2, 0, 1)
-    assert merge_lanes([]) == merge_lanes([(4, [])]) == merge_lanes([(0, [None, None])]) == []
-    assert merge_lanes([(-2, [a, None, b])]) == [Step((a,)), Step((b,))]
+    a, b = Send(1, 0, 1), Send(1, 2, 3)
+    assert merge_lanes([]) == merge_lanes([lane(4, new_send, 1, [], [])]) == []
+    assert merge_lanes([Lane(0, new_send, 1, [None, None], [None, None])]) == []
+    assert merge_lanes([Lane(-2, new_send, 1, [0, None, 2], [1, None, 3])]) == [Step((a,)),
+                                                                                   Step((b,))]
 
 
 def test_operations_are_truthy() -> None:
     """merge_lanes drops falsy entries: an empty range must still count as an operation."""
     assert all([Send(0, 0, 0), Recv(0, 0, 0), Copy(0, 0, 0)])
+    assert merge_lanes([lane(0, new_send, 1, [0], [0])]) == [Step((Send(1, 0, 0),))]
 
 
 def test_lane_makes_one_op_per_round() -> None:
-    assert lane(-1, new_recv, 5, [0, 3], [3, 9], True) == (-1, [Recv(5, 0, 3, True),
-                                                                Recv(5, 3, 9, True)])
-    assert lane(0, new_send, 5, [0, 3, 9], [3, 9]) == (0, [Send(5, 0, 3), Send(5, 3, 9)])
+    assert lane(-1, new_recv, 5, [0, 3], [3, 9], True).ops() == [Recv(5, 0, 3, True),
+                                                                 Recv(5, 3, 9, True)]
+    assert lane(0, new_send, 5, [0, 3, 9], [3, 9]).ops() == [Send(5, 0, 3), Send(5, 3, 9)]
 
 
 def test_gc_paused_restores_the_collector() -> None:

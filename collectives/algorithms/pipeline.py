@@ -61,7 +61,7 @@ from ..layout import SEGMENT_ELEMENTS, splits
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Op, Step, new_recv, new_send
 
-__all__ = ["PARAMS", "SEGMENT_ELEMENTS", "resolve_params", "rank_steps"]
+__all__ = ["PARAMS", "SEGMENT_ELEMENTS", "resolve_params", "rank_lanes", "rank_steps"]
 
 PARAMS: dict[str, Any] = {"segments": None}
 
@@ -116,7 +116,7 @@ def resolve_params(collective: str, nranks: int, count: int,
     return {"segments": segments}
 
 
-def _allreduce(rank: int, nranks: int, count: int, segments: int) -> list[Step]:
+def _allreduce(rank: int, nranks: int, count: int, segments: int) -> list[Lane]:
     p, r = nranks, rank
     starts, stops = splits(0, count, segments)
     lanes: list[Lane] = []
@@ -129,8 +129,8 @@ def _allreduce(rank: int, nranks: int, count: int, segments: int) -> list[Step]:
         lanes.append(lane(2 * p - 2 - r, new_send, r - 1, starts, stops))
     # a round holds its segments in increasing order, and the lane that starts later
     # carries the earlier segment; the sort is stable, so ties keep the order above
-    lanes.sort(key=lambda entry: -entry[0])
-    return merge_lanes(lanes)
+    lanes.sort(key=lambda entry: -entry.first_round)
+    return lanes
 
 
 @lru_cache(maxsize=8)
@@ -167,7 +167,7 @@ def _delayed(first_round: int, make: Callable[..., Op], peer: int, starts: Seque
                  stops[split_at:], *flags)]
 
 
-def _reduce_scatter(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Step]:
+def _reduce_scatter(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Lane]:
     p, r = nranks, rank
     # right-going unit k: farthest block first; left-going unit k: block 0 first
     left_starts, left_stops, right_starts, right_stops = _units(tuple(blocks), m)
@@ -184,10 +184,10 @@ def _reduce_scatter(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Step
         n = (r + 1) * m
         lanes += _delayed(p - 2 - r, new_recv, r + 1, left_starts[:n], left_stops[:n],
                           r * m, _late(p, r, m), True)
-    return merge_lanes(lanes)
+    return lanes
 
 
-def _allgather(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Step]:
+def _allgather(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Lane]:
     p, r = nranks, rank
     # blocks r, r-1, ..., 0 start at backward unit (p-1-r)*m; r+1, ..., p-1 at forward (r+1)*m
     forward_starts, forward_stops, backward_starts, backward_stops = _units(tuple(blocks), m)
@@ -201,13 +201,12 @@ def _allgather(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Step]:
         lanes.append(lane(0, new_recv, r - 1, backward_starts[(p - r) * m:],
                           backward_stops[(p - r) * m:]))
         lanes.append(lane(0, new_send, r - 1, forward_starts[r * m:], forward_stops[r * m:]))
-    return merge_lanes(lanes)
+    return lanes
 
 
-@gc_paused()
-def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Blocks,
-               segments: int) -> list[Step]:
-    """Return the pipeline steps of ``rank`` (see the module docstring for the schedule).
+def rank_lanes(collective: str, rank: int, nranks: int, count: int, blocks: Blocks,
+               segments: int) -> list[Lane]:
+    """Return the pipeline operations of ``rank`` as lanes (see the module docstring).
 
     Parameters
     ----------
@@ -222,11 +221,26 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Bloc
 
     Returns
     -------
-    list of Step
-        Only ``rank``'s steps, in order; rounds in which it does nothing are left out.
+    list of Lane
+        A lane per neighbour and direction (split where a unit travels late), in the
+        order :func:`rank_steps` merges them.
     """
     if collective == "allreduce":
         return _allreduce(rank, nranks, count, segments)
     if collective == "reduce_scatter":
         return _reduce_scatter(rank, nranks, blocks, segments)
     return _allgather(rank, nranks, blocks, segments)
+
+
+@gc_paused()
+def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Blocks,
+               segments: int) -> list[Step]:
+    """Return the pipeline steps of ``rank``: :func:`rank_lanes` (same parameters)
+    merged round by round by :func:`~collectives.rounds.merge_lanes`.
+
+    Returns
+    -------
+    list of Step
+        Only ``rank``'s steps, in order; rounds in which it does nothing are left out.
+    """
+    return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks, segments))

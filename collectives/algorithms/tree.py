@@ -71,8 +71,8 @@ from ..layout import SEGMENT_ELEMENTS, split, splits
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Op, Step, new_recv, new_send
 
-__all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_steps",
-           "tree_node", "tree_depth", "subtree_ranks"]
+__all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_lanes",
+           "rank_steps", "tree_node", "tree_depth", "subtree_ranks"]
 
 PARAMS: dict[str, Any] = {"segments": None}
 
@@ -316,8 +316,8 @@ def _edge_lanes(first_round: int, make: Callable[..., Op], peer: int,
     if pieces is None:
         return [lane(first_round, make, peer, *segs, *flags)]
     cut = [pieces(a, b, mine) for a, b in zip(*segs)]
-    return [(first_round, [make(peer, *ranges[j], *flags) if j < len(ranges) else None
-                           for ranges in cut])
+    return [Lane(first_round, make, peer, *zip(*[ranges[j] if j < len(ranges) else (None, None)
+                                                 for ranges in cut]), flags)
             for j in range(max(map(len, cut)))]
 
 
@@ -350,10 +350,9 @@ def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,
     return lanes
 
 
-@gc_paused()
-def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequence[Range],
-               segments: int) -> list[Step]:
-    """Return the double-binary-tree steps of ``rank``.
+def rank_lanes(collective: str, rank: int, nranks: int, count: int,
+               blocks: Sequence[Range], segments: int) -> list[Lane]:
+    """Return the double-binary-tree operations of ``rank`` as lanes.
 
     Parameters
     ----------
@@ -368,13 +367,28 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequ
 
     Returns
     -------
+    list of Lane
+        A lane per tree edge and direction (and, for AllGather, per piece of a
+        segment), tree 0's before tree 1's; :func:`rank_steps` merges them.
+    """
+    if nranks == 1:
+        return []
+    plan = _PLANS[collective]
+    return [lane for tree in (0, 1)
+            for lane in _tree_lanes(plan, tree, rank, nranks, count, blocks, segments)]
+
+
+@gc_paused()
+def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequence[Range],
+               segments: int) -> list[Step]:
+    """Return the double-binary-tree steps of ``rank``: :func:`rank_lanes` (same parameters)
+    merged round by round by :func:`~collectives.rounds.merge_lanes`.
+
+    Returns
+    -------
     list of Step
         One step per round in which ``rank`` does something, in round order; within a
         step, tree 0's operations come before tree 1's, so two ranks joined in both trees
         match their messages in the same order.
     """
-    if nranks == 1:
-        return []
-    plan = _PLANS[collective]
-    return merge_lanes([lane for tree in (0, 1)
-                        for lane in _tree_lanes(plan, tree, rank, nranks, count, blocks, segments)])
+    return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks, segments))

@@ -1,0 +1,49 @@
+"""Reading a schedule's lanes gives the arrays that reading its steps gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from collectives import build_schedule
+from collectives.rounds import Lane, merge_lanes
+from collectives.schedule import Copy, Op, Schedule, new_recv, new_send
+from simulator.flatten import _ends, _lane_ends
+
+pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) _merge
+
+
+def _same(schedule: Schedule) -> bool:
+    from_steps, from_lanes = _ends(schedule), _lane_ends(schedule)
+    return all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(from_steps, from_lanes))
+
+
+@pytest.mark.parametrize("algorithm", ["tree", "pipeline"])
+@pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
+def test_lanes_read_as_the_steps(algorithm: str, collective: str) -> None:
+    for p in (1, 2, 3, 5, 8, 13):
+        for count in (0, 1, 7, 1000, 100003):
+            for params in ({}, {"segments": 1}, {"segments": 3}):
+                schedule = build_schedule(collective, algorithm, p, count, **params)
+                assert schedule.lanes is not None
+                assert _same(schedule), (p, count, params)
+
+
+def test_gaps_copies_and_negative_rounds_read_as_the_steps() -> None:
+    def copy(peer: int, start: int, stop: int) -> Op:
+        return Copy(start, stop, peer)
+
+    lanes = {0: [Lane(-3, new_send, 1, [0, None, 4, 6], [2, None, 6, 9]),
+                 Lane(-1, copy, 5, [None, 1], [None, 2]),
+                 Lane(2, new_recv, 1, [None, 0], [None, 3], (True,)),
+                 Lane(0, new_recv, 1, [], [])],
+             1: [Lane(5, new_recv, 0, [0, 2, 4, 6], [2, 4, 6], (False,)),
+                 Lane(9, new_send, 0, [0], [3])]}
+    schedule = Schedule("allreduce", "handmade", 2, 10, (),
+                        lambda rank: tuple(merge_lanes(lanes[rank])), lanes.__getitem__)
+    assert _same(schedule)
+
+
+def test_schedules_relabelled_with_order_have_no_lanes() -> None:
+    assert build_schedule("allreduce", "tree", 4, 100, order=(1, 0, 3, 2)).lanes is None
+    assert build_schedule("allreduce", "ring", 4, 100).lanes is None
