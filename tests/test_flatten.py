@@ -18,12 +18,12 @@ def _same(schedule: Schedule) -> bool:
     return all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(from_steps, from_lanes))
 
 
-@pytest.mark.parametrize("algorithm", ["tree", "pipeline"])
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "pipeline"])
 @pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
 def test_lanes_read_as_the_steps(algorithm: str, collective: str) -> None:
     for p in (1, 2, 3, 5, 8, 13):
         for count in (0, 1, 7, 1000, 100003):
-            for params in ({}, {"segments": 1}, {"segments": 3}):
+            for params in ({}, {"segments": 1}, {"segments": 3})[:1 if algorithm == "ring" else 3]:
                 schedule = build_schedule(collective, algorithm, p, count, **params)
                 assert schedule.lanes is not None
                 assert _same(schedule), (p, count, params)
@@ -46,4 +46,4 @@ def test_gaps_copies_and_negative_rounds_read_as_the_steps() -> None:
 
 def test_schedules_relabelled_with_order_have_no_lanes() -> None:
     assert build_schedule("allreduce", "tree", 4, 100, order=(1, 0, 3, 2)).lanes is None
-    assert build_schedule("allreduce", "ring", 4, 100).lanes is None
+    assert build_schedule("allreduce", "rhd", 4, 100).lanes is None

@@ -9,13 +9,13 @@ ReduceScatter and AllGather are one phase each (``(p-1)/p`` of the vector).
 
 from __future__ import annotations
 
-from itertools import repeat
 from typing import Any, Sequence
 
 from ..gcpause import gc_paused
+from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Step, new_recv, new_send
 
-__all__ = ["PARAMS", "resolve_params", "rank_steps"]
+__all__ = ["PARAMS", "resolve_params", "rank_lanes", "rank_steps"]
 
 PARAMS: dict[str, Any] = {}
 
@@ -40,17 +40,17 @@ def resolve_params(collective: str, nranks: int, count: int) -> dict[str, Any]:
     return {}
 
 
-@gc_paused()
-def rank_steps(collective: str, rank: int, nranks: int, count: int,
-               blocks: Sequence[tuple[int, int]]) -> list[Step]:
-    """Return the ring steps of ``rank``.
+def rank_lanes(collective: str, rank: int, nranks: int, count: int,
+               blocks: Sequence[tuple[int, int]]) -> list[Lane]:
+    """Return the ring operations of ``rank`` as lanes: its sends to the next rank, then
+    its receives from the previous one (reducing, then copying).
 
     Parameters
     ----------
     collective : {"allreduce", "reduce_scatter", "allgather"}
         The collective; anything other than ReduceScatter or AllGather runs both phases.
     rank : int
-        The rank whose steps to make.
+        The rank whose operations to make.
     nranks : int
         Number of ranks.
     count : int
@@ -60,20 +60,35 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
 
     Returns
     -------
-    list of Step
-        ``nranks - 1`` steps per phase.
+    list of Lane
+        A send lane and one or two receive lanes; ``nranks - 1`` rounds per phase.
     """
-    # entry i of starts/stops is block rank - i (mod nranks), and sends[i] sends it on;
-    # AllReduce's two phases send the same p - 2 blocks and share those (immutable) ops
+    if nranks == 1:
+        return []
+    # entry i of starts/stops is block rank - i (mod nranks)
     starts, stops = zip(*(blocks[rank::-1] + blocks[:rank:-1]))
-    sends = list(map(new_send, repeat((rank + 1) % nranks), starts, stops))
-    left = (rank - 1) % nranks
-    steps: list[Step] = []
-    if collective != "allgather":  # step s: send block rank-1-s, reduce block rank-2-s in
-        recvs = map(new_recv, repeat(left), starts[2:] + starts[:1], stops[2:] + stops[:1],
-                    repeat(True))
-        steps += map(Step, zip(sends[1:], recvs))
-    if collective != "reduce_scatter":  # step s: send block rank-s, receive block rank-1-s
-        recvs = map(new_recv, repeat(left), starts[1:], stops[1:], repeat(False))
-        steps += map(Step, zip(sends[:-1], recvs))
-    return steps
+    right, left = (rank + 1) % nranks, (rank - 1) % nranks
+    send_starts, send_stops = (), ()
+    recvs: list[Lane] = []
+    if collective != "allgather":  # round s: send block rank-1-s, reduce block rank-2-s in
+        send_starts, send_stops = starts[1:], stops[1:]
+        recvs.append(lane(0, new_recv, left, starts[2:] + starts[:1], stops[2:] + stops[:1],
+                          True))
+    if collective != "reduce_scatter":  # then: send block rank-s, receive block rank-1-s
+        recvs.append(lane(len(send_starts), new_recv, left, starts[1:], stops[1:], False))
+        send_starts, send_stops = send_starts + starts[:-1], send_stops + stops[:-1]
+    return [lane(0, new_send, right, send_starts, send_stops), *recvs]
+
+
+@gc_paused()
+def rank_steps(collective: str, rank: int, nranks: int, count: int,
+               blocks: Sequence[tuple[int, int]]) -> list[Step]:
+    """Return the ring steps of ``rank``: :func:`rank_lanes` (same parameters) merged
+    round by round by :func:`~collectives.rounds.merge_lanes`.
+
+    Returns
+    -------
+    list of Step
+        ``nranks - 1`` steps per phase, each a send and a receive.
+    """
+    return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks))
