@@ -45,14 +45,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 __all__ = ["add_arguments", "main", "fit_relative", "calibrate_loaded", "calibration_jobs",
            "fit_calibration", "BAND_BYTES", "band_weights", "host_model", "calibrated_model",
-           "fitted_model", "HostPredictor", "model_terms", "predicted_time", "measure",
-           "measure_all", "candidate_jobs", "compare", "summarize"]
+           "fitted_model", "HostPredictor", "model_terms", "shared_cores_time", "job_cores",
+           "predicted_time", "measure", "measure_all", "candidate_jobs", "compare", "summarize"]
 
 #: sizes from which the geometric-mean error is reported (the issue's threshold)
 ERROR_FROM_BYTES = 64 * 1024
@@ -148,13 +148,12 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
       another; :func:`host_model` with gamma set to 1) and the bytes of all ranks over the
       ``cores`` (a ring step, every rank reducing at once, waits for all of them; a
       chain's hops, one rank at a time, do not share);
-    * ``O``: messages, each costing CPU time at the end that posts and completes it:
-      the simulated count along the critical path (a rank's own messages one after
-      another; :func:`host_model` with ``o`` set to 1) plus the messages of all ranks
-      over the ``cores``: more ranks than cores take turns on them, and a rank waiting
-      for its turn waits on the others' messages too.  (Of the three forms compared on
-      recorded runs of this 2-core host, own messages plus all over the cores, the larger
-      of the two, or each with its own coefficient, this one predicted best.)
+    * ``O``: messages, each costing CPU time at the end that posts it, with the ranks
+      taking turns on the ``cores`` (:func:`shared_cores_time`): a chain's hops, one
+      rank busy at a time, cost one message each end; a ring step, every rank busy at
+      once, costs its messages times the ranks per core.  (Measured with ``collsim
+      predict -n 4`` on a 2-core host: this form of the turns the ranks take chose
+      better than the sum of a rank's own messages and all ranks' over the cores.)
 
     Parameters
     ----------
@@ -190,12 +189,109 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
         raise ValueError(f"cores={cores!r} is not allowed; it must be an int >= 1")
     schedule = build_schedule(collective, algorithm, nranks, nbytes // 4, **params)
-    latency, moved, reduced, messages = (
-        simulate(schedule, host_model(nranks, *unit), 4, trace=False).time_s for unit in _UNITS)
+    latency, moved, reduced = (
+        simulate(schedule, host_model(nranks, *unit, cores=cores), 4, trace=False).time_s
+        for unit in _UNITS)
     ops = [op for rank in range(nranks) for step in schedule.steps(rank) for op in step.ops]
     reduced_all = 4 * sum(op.stop - op.start for op in ops if isinstance(op, Recv) and op.reduce)
-    messages_all = sum(isinstance(op, (Send, Recv)) for op in ops)
-    return [latency, moved, max(reduced, reduced_all / cores), messages + messages_all / cores]
+    messages = shared_cores_time(
+        schedule, lambda step: sum(isinstance(op, (Send, Recv)) for op in step.ops), cores)
+    return [latency, moved, max(reduced, reduced_all / cores), messages]
+
+
+def shared_cores_time(schedule: Any, work: Callable[[Any], float], cores: int) -> float:
+    """How long the ranks of ``schedule`` take to do ``work`` per step on shared cores.
+
+    Each rank runs its steps in order: first the step's work (posting its messages),
+    then it waits until every peer it exchanges with in the step has done the work of
+    the matching step (the k-th send from ``a`` to ``b`` matches the k-th receive at
+    ``b`` from ``a``); waiting costs no core.  The ranks with work left share the
+    ``cores`` equally (processor sharing): ``k`` of them progress at ``min(1, cores / k)``
+    each.
+
+    Parameters
+    ----------
+    schedule : collectives.Schedule
+        The schedule.
+    work : callable
+        Work of one step (a :class:`collectives.schedule.Step`), in seconds of one core.
+    cores : int
+        Cores the ranks share, >= 1.
+
+    Returns
+    -------
+    float
+        When the last rank has finished its last step.
+
+    Raises
+    ------
+    ValueError
+        If the schedule cannot complete (a step waits on a peer's step that never comes).
+
+    Examples
+    --------
+    >>> from collectives import build_schedule
+    >>> ring = build_schedule("reduce_scatter", "ring", 4, 1024)
+    >>> shared_cores_time(ring, lambda step: 1.0, 4), shared_cores_time(ring, lambda step: 1.0, 2)
+    (3.0, 6.0)
+    """
+    steps = [schedule.steps(rank) for rank in range(schedule.nranks)]
+    needs = _peer_steps(steps)
+    current = [0] * len(steps)  # the step each rank is at
+    posted = [-1] * len(steps)  # the last step whose work each rank has done
+    left = [float(work(mine[0])) if mine else 0.0 for mine in steps]
+    now = 0.0
+    while True:
+        _advance(steps, needs, current, posted, left, work)
+        busy = [rank for rank, mine in enumerate(steps) if current[rank] < len(mine)
+                and left[rank] > 0]
+        if not busy:
+            if any(current[rank] < len(mine) for rank, mine in enumerate(steps)):
+                raise ValueError(f"schedule {schedule.algorithm!r} cannot complete: ranks "
+                                 f"wait at steps {current}")
+            return now
+        done = min(left[rank] for rank in busy)
+        now += done / min(1.0, cores / len(busy))
+        for rank in busy:
+            left[rank] = 0.0 if left[rank] <= done else left[rank] - done
+
+
+def _peer_steps(steps: list[Any]) -> list[list[list[tuple[int, int]]]]:
+    """Per rank and step: the (peer, peer's step) of each message's other end."""
+    from collectives.schedule import Recv, Send
+
+    ends: dict[tuple[int, int, bool], list[int]] = {}  # (sender, receiver, is send)
+    for rank, mine in enumerate(steps):
+        for index, step in enumerate(mine):
+            for op in step.ops:
+                if isinstance(op, Send):
+                    ends.setdefault((rank, op.peer, True), []).append(index)
+                elif isinstance(op, Recv):
+                    ends.setdefault((op.peer, rank, False), []).append(index)
+    needs: list[list[list[tuple[int, int]]]] = [[[] for _ in mine] for mine in steps]
+    for (sender, receiver, is_send), sends in ends.items():
+        if is_send:
+            for i, j in zip(sends, ends.get((sender, receiver, False), [])):
+                needs[sender][i].append((receiver, j))
+                needs[receiver][j].append((sender, i))
+    return needs
+
+
+def _advance(steps: list[Any], needs: list[list[list[tuple[int, int]]]], current: list[int],
+             posted: list[int], left: list[float], work: Callable[[Any], float]) -> None:
+    """Move every rank whose step's work is done past the steps its peers let it finish."""
+    moved = True
+    while moved:
+        moved = False
+        for rank, mine in enumerate(steps):
+            index = current[rank]
+            if index == len(mine) or left[rank] > 0:
+                continue
+            if posted[rank] < index:
+                posted[rank], moved = index, True
+            if all(posted[peer] >= j for peer, j in needs[rank][index]):
+                current[rank], moved = index + 1, True
+                left[rank] = float(work(mine[index + 1])) if index + 1 < len(mine) else 0.0
 
 
 def predicted_time(fit: dict[str, Any], terms: list[float], nbytes: int) -> float:
@@ -258,7 +354,8 @@ def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, Any]:
         fitted model, simulated, on the calibration runs).
     """
     runs = calibration_jobs(comm.Get_size())
-    return fit_calibration(comm.Get_size(), runs, measure_all(comm, runs, iters, warmup))
+    return fit_calibration(comm.Get_size(), runs, measure_all(comm, runs, iters, warmup),
+                           job_cores(comm))
 
 
 def calibration_jobs(nranks: int) -> list[Job]:
@@ -281,7 +378,8 @@ def calibration_jobs(nranks: int) -> list[Job]:
             for n in sorted({max(quantum, n - n % quantum) for n in CALIBRATION_SIZES})]
 
 
-def fit_calibration(nranks: int, runs: list[Job], times: list[float]) -> dict[str, Any]:
+def fit_calibration(nranks: int, runs: list[Job], times: list[float],
+                    cores: int | None = None) -> dict[str, Any]:
     """Fit the model of :func:`calibrate_loaded` to the measured ``times`` of ``runs``.
 
     Parameters
@@ -292,13 +390,16 @@ def fit_calibration(nranks: int, runs: list[Job], times: list[float]) -> dict[st
         The runs, as from :func:`calibration_jobs`.
     times : list of float
         Measured seconds per call, one per run.
+    cores : int or None, optional
+        Cores the ranks shared (:func:`job_cores`); default None: those this process may
+        run on.
 
     Returns
     -------
     dict[str, Any]
         As :func:`calibrate_loaded` returns.
     """
-    p, cores = nranks, _cores()
+    p, cores = nranks, _cores() if cores is None else cores
     terms = [model_terms(c, a, p, n, params, cores) for c, n, a, params in runs]
     rows = [[1.0, latency, *(moved * w for w in band_weights(n)), reduced, messages]
             for (latency, moved, reduced, messages), (_, n, _, _) in zip(terms, runs)]
@@ -366,12 +467,11 @@ CALIBRATION_RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("reduce_scatter", "ring", {}), ("reduce_scatter", "rhd", {}),
     ("reduce_scatter", "tree", {"segments": 4}))
 
-#: (alpha, beta, gamma, o) of the host models whose simulated times are the latency, copy,
-#: and critical-path reduction and message terms of :func:`model_terms`
+#: (alpha, beta, gamma, o) of the host models whose simulated times are the latency, copy
+#: and critical-path reduction terms of :func:`model_terms`
 #: stands for 0 where the host model needs a positive latency or seconds per byte
 _TINY = 1e-30
-_UNITS = ((1.0, _TINY, 0.0, 0.0), (_TINY, 1.0, 0.0, 0.0), (_TINY, _TINY, 1.0, 0.0),
-          (_TINY, _TINY, 0.0, 1.0))
+_UNITS = ((1.0, _TINY, 0.0, 0.0), (_TINY, 1.0, 0.0, 0.0), (_TINY, _TINY, 1.0, 0.0))
 
 
 def _cores() -> int:
@@ -381,8 +481,28 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
+def job_cores(comm: Any) -> int:
+    """Cores the ranks of ``comm`` run on, all together (each may be bound to fewer).
+
+    Collective: call on every rank of ``comm``.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator.
+
+    Returns
+    -------
+    int
+        The number of distinct cores in the ranks' CPU affinities, the same on every rank.
+    """
+    import os
+
+    return len(set().union(*comm.allgather(os.sched_getaffinity(0))))
+
+
 def host_model(nranks: int, alpha: float, beta: float, gamma: float,
-               overhead_s_per_message: float = 0.0) -> Any:
+               overhead_s_per_message: float = 0.0, cores: int | None = None) -> Any:
     """Ranks sharing one host: every byte any rank sends goes through one copy engine.
 
     Shared-memory MPI moves a message by copying it through memory on the CPUs of the
@@ -407,6 +527,9 @@ def host_model(nranks: int, alpha: float, beta: float, gamma: float,
     overhead_s_per_message : float, optional
         CPU time per message at each end, serialised on the rank (LogGP's ``o``; with
         every rank busy, as calibrated); default 0.
+    cores : int or None, optional
+        Cores of the host, for the topology's name; default None: those this process may
+        run on.
 
     Returns
     -------
@@ -424,7 +547,8 @@ def host_model(nranks: int, alpha: float, beta: float, gamma: float,
     for i in ids:
         links += [Link(i, "copy.in", latency, copy_Bps, "measured"),
                   Link("copy.out", i, latency, copy_Bps, "measured")]
-    return Topology(f"calibrated host({nranks} ranks, {_cores()} cores)", tuple(devices),
+    cores = _cores() if cores is None else cores
+    return Topology(f"calibrated host({nranks} ranks, {cores} cores)", tuple(devices),
                     tuple(links), tuple(ids), gamma, overhead_s_per_message)
 
 
@@ -489,7 +613,8 @@ def fitted_model(nranks: int, fit: dict[str, Any], band: int = -1) -> Any:
                          f"[{-len(betas)}, {len(betas)})")
     busy = max(1.0, nranks / fit["cores"])
     return host_model(nranks, max(fit["alpha_s"], _TINY), max(betas[band], _TINY),
-                      fit["gamma_s_per_byte"] * nranks, fit["overhead_s_per_message"] * busy)
+                      fit["gamma_s_per_byte"] * nranks, fit["overhead_s_per_message"] * busy,
+                      fit["cores"])
 
 
 @dataclass(frozen=True)
@@ -852,7 +977,7 @@ def _run(args: argparse.Namespace) -> int:
     sizes = _sizes(args, p)
     calibration, candidates = calibration_jobs(p), candidate_jobs(args.collective, sizes)
     times = measure_all(comm, calibration + candidates, args.iters, args.warmup)
-    fit = fit_calibration(p, calibration, times[:len(calibration)])
+    fit = fit_calibration(p, calibration, times[:len(calibration)], job_cores(comm))
     table = HostPredictor(args.collective, p, fit)
     measured = {(n, a, Candidate(a, tuple(params.items()), 0.0).label): t
                 for (_, n, a, params), t in zip(candidates, times[len(calibration):])}

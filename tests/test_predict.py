@@ -14,7 +14,8 @@ from simulator import simulate
 from collectives.schedule import Recv, Schedule, Send, Step
 from simulator.predict import (BAND_BYTES, HostPredictor, band_weights, calibration_jobs,
                                fit_calibration, fit_relative, fitted_model, host_model,
-                               measure_all, model_terms, predicted_time, summarize)
+                               measure_all, model_terms, predicted_time, shared_cores_time,
+                               summarize)
 from simulator.selection import candidates
 
 
@@ -58,18 +59,43 @@ def test_model_terms_share_reductions_and_messages_between_the_cores() -> None:
     assert latency == pytest.approx(3)  # three steps on the critical path
     assert moved == pytest.approx(3 * n)  # three steps of four n / 4 messages
     # every rank reduces three blocks of n / 4 at the same time as the others: the work of
-    # all four over 2 cores (more than one rank's own); it handles its own six messages
-    # one after another and waits for the cores while all 24 are handled
+    # all four over 2 cores (more than one rank's own); it posts two messages per step,
+    # taking turns with another rank on a core
     assert reduced == pytest.approx(4 * 3 * n / 4 / 2)
-    assert messages == pytest.approx(6 + 4 * 6 / 2)
-    # on 8 cores each rank's own reductions, one after another, take longest
+    assert messages == pytest.approx(3 * 2 * 4 / 2)
+    # on 8 cores each rank's own reductions and messages, one after another, take longest
     assert model_terms("reduce_scatter", "ring", 4, n, {}, cores=8)[2:] == \
-        pytest.approx([3 * n / 4, 6 + 24 / 8])
+        pytest.approx([3 * n / 4, 3 * 2])
     # a chain reduces the whole vector and passes it on, one rank after another
     chain = model_terms("allreduce", "pipeline", 4, n, {"segments": 1}, cores=2)
-    assert chain[2:] == pytest.approx([3 * n, 12 + 12 / 2])
+    assert chain[2] == pytest.approx(3 * n)
+    assert chain[3] == pytest.approx(shared_cores_time(
+        build_schedule("allreduce", "pipeline", 4, n // 4, segments=1),
+        lambda step: sum(isinstance(op, (Send, Recv)) for op in step.ops), 2))
     with pytest.raises(ValueError, match="cores=0"):
         model_terms("allreduce", "ring", 4, n, {}, cores=0)
+
+
+def test_shared_cores_time_lets_ranks_take_turns_on_the_cores() -> None:
+    def hand(steps):
+        return Schedule.from_steps("allgather", "hand", 8, steps)
+
+    def message(step):
+        return float(sum(isinstance(op, (Send, Recv)) for op in step.ops))
+
+    # a chain 0 -> 1 -> 2: all three post their first message at once, then rank 1,
+    # having received, posts its send alone
+    chain = hand([[Step((Send(1, 0, 8),))],
+                  [Step((Recv(0, 0, 8),)), Step((Send(2, 0, 8),))],
+                  [Step((Recv(1, 0, 8),))]])
+    assert shared_cores_time(chain, message, 3) == pytest.approx(1 + 1)
+    assert shared_cores_time(chain, message, 1) == pytest.approx(3 + 1)
+    # the k-th send matches the k-th receive: each rank receives before it sends, so
+    # neither can finish its first step
+    crossed = hand([[Step((Recv(1, 0, 8),)), Step((Send(1, 0, 8),))],
+                    [Step((Recv(0, 0, 8),)), Step((Send(0, 0, 8),))]])
+    with pytest.raises(ValueError, match="cannot complete"):
+        shared_cores_time(crossed, message, 2)
 
 
 def test_band_weights_blend_neighbouring_bands() -> None:
@@ -110,15 +136,16 @@ def test_host_predictor_chooses_the_least_predicted_time() -> None:
         ring = next(c for c in choice.candidates if c.algorithm == "ring")
         assert ring.predicted_s == pytest.approx(
             predicted_time(fit, model_terms("allreduce", "ring", 4, nbytes, {}), nbytes))
-    # per-message CPU time alone: the chain handles 12 messages one after another and
-    # 12 in all (6 over 2 cores); the unsegmented tree 10 and 24 (12), rhd 8 and 32 (16)
+    # per-message CPU time alone: the chain's ranks mostly post one at a time (7 messages'
+    # time); the unsegmented tree's and rhd's all at once, two ranks per core (12, 16)
     messages_only = {**fit, "alpha_s": 0.0, "beta_s_per_byte": [0.0] * 4,
                      "gamma_s_per_byte": 0.0, "cores": 2}
     choice = HostPredictor("allreduce", 4, messages_only).choice(1 << 20)
     assert choice.label == "pipeline(segments=1)"
-    assert choice.predicted_s == pytest.approx(18 * fit["overhead_s_per_message"])
-    tree = next(c for c in choice.candidates if c.label == "tree(segments=1)")
-    assert tree.predicted_s == pytest.approx(22 * fit["overhead_s_per_message"])
+    assert choice.predicted_s == pytest.approx(7 * fit["overhead_s_per_message"])
+    for label, messages in (("tree(segments=1)", 12), ("rhd", 16)):
+        other = next(c for c in choice.candidates if c.label == label)
+        assert other.predicted_s == pytest.approx(messages * fit["overhead_s_per_message"])
 
 
 def test_fitted_model_and_measure_all_reject_bad_arguments() -> None:
