@@ -22,10 +22,10 @@ __all__ = ["PLACEMENT", "mpirun_path", "mpirun_command", "mpirun_env", "run_mpi"
 #: how ``mpirun`` places the ranks: consecutive ranks on the same core, as many per core
 #: as there are ranks per core, each bound to its core (also when there are more ranks
 #: than cores; unbound where binding is not supported).  Unbound, ranks that share the
-#: cores (more ranks than cores) are placed anew by the kernel in every run, and which
-#: ranks end up sharing a core changes the measured times from run to run (a double
-#: binary tree's two inner ranks on one core: 1.3x slower at 1-16 MiB on 4 ranks and 2
-#: cores)
+#: cores (more ranks than cores) are placed anew by the kernel in every run, and the
+#: measured times changed with it (4 ranks on 2 cores, AllReduce at 1-16 MiB: the
+#: unsegmented double binary tree, whose inner ranks do more work than the others, took
+#: 1.3-1.4x the ring's time in some runs and about the same in others; bound, 1.0-1.13x)
 PLACEMENT = ("--map-by", "core:OVERSUBSCRIBE", "--bind-to", "core:overload-allowed:if-supported")
 
 #: variables Open MPI sets in every rank it launches

@@ -510,8 +510,10 @@ def host_model(nranks: int, alpha: float, beta: float, gamma: float,
     copies about the same number of bytes per second whether one message is in flight or
     one per rank (measured with ``collsim predict -n 4`` on a 2-core host: a 16 MiB
     AllReduce took about as long on the ring, whose steps move four 4 MiB messages at
-    once, as on the unsegmented chain, whose hops move one 16 MiB message each).  Rank ``r`` reaches rank ``s``
-    through ``rank r -> copy.in -> copy.out -> rank s``; the ``copy.in -> copy.out`` link
+    once, as on the unsegmented chain, whose hops move one 16 MiB message each, while
+    other jobs loaded the host; on an idle host the chain took about 1.7x as long, one copy
+    at a time using one core, which this model does not show).  Rank ``r`` reaches rank
+    ``s`` through ``rank r -> copy.in -> copy.out -> rank s``; the ``copy.in -> copy.out`` link
     carries every message at ``1 / beta`` bytes per second in all, shared max-min fairly
     by the messages in flight; each rank's own links carry its sends or its receives at
     the same rate, so they never limit a message more than the shared link does; latency
