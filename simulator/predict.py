@@ -12,13 +12,16 @@ Run as ``collsim predict -n 4``: outside ``mpirun`` it launches itself on ``-n``
    a size alike; per call a barrier, then the call, timed on every rank; a call's time
    is the slowest rank's; the result is the median over calls.
 2. **Calibrate** (:func:`fit_calibration`, on the calibration runs only): per-call
-   overhead, alpha, beta per band of working-buffer sizes (:data:`BAND_BYTES`), gamma
-   and the per-message CPU overhead ``o`` of the executor as it runs, every rank busy.
-   The machine is one host whose cores all ranks share (:func:`model_terms`): messages
-   share its copy throughput (simulated on :func:`host_model`), reductions and
-   per-message CPU time its cores.  :func:`calibrated_model` calibrates and builds a
-   topology for :func:`simulator.select` in one call (``collsim bench --topology
-   calibrate`` uses it; :func:`fitted_model` says what it leaves out).
+   overhead, alpha, beta per band of working-buffer sizes (:data:`BAND_BYTES`), gamma,
+   the per-message CPU overhead ``o`` and the seconds per byte ``kappa`` of the local
+   copies around the schedule (the input into the working buffer: some calibration runs
+   are made in place, without it, so that it is told apart) of the executor as it runs,
+   every rank busy.  The machine is one host whose cores all ranks share
+   (:func:`model_terms`): messages share its copy throughput (simulated on
+   :func:`host_model`), reductions, per-message CPU time and local copies its cores.
+   :func:`calibrated_model` calibrates and builds a topology for :func:`simulator.select`
+   in one call (``collsim bench --topology calibrate`` uses it; :func:`fitted_model` says
+   what it leaves out).
 3. **Predict** (:class:`HostPredictor`): per size, every candidate of the tuning tables
    (:func:`simulator.selection.candidates`) on the calibrated host; each algorithm's
    best segment count and time, and the overall choice; the fitted per-call overhead of
@@ -50,6 +53,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["add_arguments", "main", "fit_relative", "calibrate_loaded", "calibration_jobs",
+           "IN_PLACE_PARAM", "local_copy_bytes",
            "fit_calibration", "BAND_BYTES", "band_weights", "host_model", "calibrated_model",
            "fitted_model", "HostPredictor", "model_terms", "shared_cores_time", "job_cores",
            "predicted_time", "measure", "measure_all", "candidate_jobs", "compare", "summarize"]
@@ -136,9 +140,9 @@ def fit_relative(columns: list[list[float]], times: list[float],
 
 def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
                 params: dict[str, Any], cores: int | None = None) -> list[float]:
-    """The latency, copy, reduction and per-message terms of one run on the host.
+    """The latency, copy, reduction, per-message and local-copy terms of one run on the host.
 
-    The host model's time is ``alpha S + beta B + gamma R + o O``:
+    The host model's time is ``alpha S + beta B + gamma R + o O + kappa L``:
 
     * ``S`` and ``B``: the simulated time of the schedule on :func:`host_model` with
       alpha, respectively beta, set to 1 and the rest to (practically) 0 (latencies on
@@ -154,6 +158,9 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
       once, costs its messages times the ranks per core.  (Measured with ``collsim
       predict -n 4`` on a 2-core host: this form of the turns the ranks take chose
       better than the sum of a rank's own messages and all ranks' over the cores.)
+    * ``L``: bytes the executor copies locally around the schedule, all ranks at once over
+      the ``cores`` (:func:`local_copy_bytes`: the input into the working buffer, a
+      ReduceScatter's block out of it).
 
     Parameters
     ----------
@@ -166,14 +173,15 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     nbytes : int
         Message size in bytes (float32 elements: ``nbytes // 4``).
     params : dict[str, Any]
-        Algorithm parameters passed to :func:`collectives.build_schedule`.
+        Algorithm parameters passed to :func:`collectives.build_schedule`, and
+        ``in_place=True`` for a call made in place (:data:`IN_PLACE_PARAM`).
     cores : int or None, optional
         Cores the ranks share; default None: those this process may run on.
 
     Returns
     -------
     list of float
-        ``[S, B, R, O]``: the terms multiplying alpha, beta, gamma and ``o``.
+        ``[S, B, R, O, L]``: the terms multiplying alpha, beta, gamma, ``o`` and kappa.
 
     Raises
     ------
@@ -188,6 +196,7 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     cores = _cores() if cores is None else cores
     if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
         raise ValueError(f"cores={cores!r} is not allowed; it must be an int >= 1")
+    in_place, params = _split(params)
     schedule = build_schedule(collective, algorithm, nranks, nbytes // 4, **params)
     latency, moved, reduced = (
         simulate(schedule, host_model(nranks, *unit, cores=cores), 4, trace=False).time_s
@@ -196,7 +205,57 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     reduced_all = 4 * sum(op.stop - op.start for op in ops if isinstance(op, Recv) and op.reduce)
     messages = shared_cores_time(
         schedule, lambda step: sum(isinstance(op, (Send, Recv)) for op in step.ops), cores)
-    return [latency, moved, max(reduced, reduced_all / cores), messages]
+    copied = nranks * local_copy_bytes(collective, nranks, nbytes, in_place) / cores
+    return [latency, moved, max(reduced, reduced_all / cores), messages, copied]
+
+
+#: the key of a job's ``params`` that makes the call in place (``collectives.IN_PLACE``)
+IN_PLACE_PARAM = "in_place"
+
+
+def _split(params: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """``(in place, the algorithm's own parameters)`` of a job's ``params``."""
+    own = {k: v for k, v in params.items() if k != IN_PLACE_PARAM}
+    return bool(params.get(IN_PLACE_PARAM, False)), own
+
+
+def local_copy_bytes(collective: str, nranks: int, nbytes: int, in_place: bool) -> float:
+    """Bytes the slowest rank copies locally in one call, besides the schedule's own work.
+
+    The executor lays the input into the working buffer (the whole vector for AllReduce
+    and ReduceScatter, this rank's block for AllGather) unless the call is in place, and
+    a ReduceScatter copies its block out of it (in place too, for every rank whose block
+    is not the first).
+
+    Parameters
+    ----------
+    collective : str
+        Collective name.
+    nranks : int
+        Number of ranks, >= 1.
+    nbytes : int
+        Bytes of the working buffer.
+    in_place : bool
+        Whether the call is in place.
+
+    Returns
+    -------
+    float
+        Bytes.
+
+    Examples
+    --------
+    >>> local_copy_bytes("reduce_scatter", 4, 1024, False)
+    1280.0
+    >>> local_copy_bytes("allgather", 4, 1024, True)
+    0.0
+    """
+    block = nbytes / nranks
+    if collective == "reduce_scatter":
+        return (0.0 if in_place else float(nbytes)) + (block if nranks > 1 else 0.0)
+    if in_place:
+        return 0.0
+    return float(nbytes) if collective == "allreduce" else block
 
 
 def shared_cores_time(schedule: Any, work: Callable[[Any], float], cores: int) -> float:
@@ -303,7 +362,7 @@ def predicted_time(fit: dict[str, Any], terms: list[float], nbytes: int) -> floa
     fit : dict[str, Any]
         A fit from :func:`fit_calibration`.
     terms : list of float
-        ``[S, B, R, O]`` of the run (:func:`model_terms`).
+        ``[S, B, R, O, L]`` of the run (:func:`model_terms`).
     nbytes : int
         Bytes of the working buffer (chooses the bands' betas, :func:`band_weights`).
 
@@ -312,27 +371,28 @@ def predicted_time(fit: dict[str, Any], terms: list[float], nbytes: int) -> floa
     float
         Seconds.
     """
-    latency, moved, reduced, messages = terms
+    latency, moved, reduced, messages, copied = terms
     beta = sum(w * b for w, b in zip(band_weights(nbytes), fit["beta_s_per_byte"]))
     return (fit["alpha_s"] * latency + beta * moved + fit["gamma_s_per_byte"] * reduced
-            + fit["overhead_s_per_message"] * messages)
+            + fit["overhead_s_per_message"] * messages + fit["copy_s_per_byte"] * copied)
 
 
 def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, Any]:
-    """Per-call overhead, alpha, beta, gamma and ``o`` of the executor as it really runs.
+    """Per-call overhead, alpha, beta, gamma, ``o`` and kappa of the executor as it runs.
 
     Every rank busy, oversubscribed as the measurements will be: the AllGather and
     ReduceScatter runs of :data:`CALIBRATION_RUNS` (step and message counts far enough
     apart to tell per-call, per-step and per-message costs apart) through the real MPI
     executor (:func:`measure_all`) at :data:`CALIBRATION_SIZES`.  In the model each costs
-    about ``alpha S + beta B + gamma R + o O`` (:func:`model_terms`), so a fit of
-    ``t = overhead + alpha S + beta(n) B + gamma R + o O`` (:func:`fit_relative`, with
-    ``beta(n)`` one coefficient per band of working-buffer sizes ``n``, blended by
-    :func:`band_weights`) separates the per-call overhead (argument checks, plan lookup,
-    barrier exit skew) from the per-step latency, the per-byte cost of moving (per band:
-    cache-resident buffers move faster than memory-bound ones) and of reducing (scratch
-    receive and ``np.add``) and the CPU time each message costs the rank that posts and
-    completes it
+    about ``alpha S + beta B + gamma R + o O + kappa L`` (:func:`model_terms`), so a fit
+    of ``t = overhead + alpha S + beta(n) B + gamma R + o O + kappa L``
+    (:func:`fit_relative`, with ``beta(n)`` one coefficient per band of working-buffer
+    sizes ``n``, blended by :func:`band_weights`) separates the per-call overhead
+    (argument checks, plan lookup, barrier exit skew) from the per-step latency, the
+    per-byte cost of moving (per band: cache-resident buffers move faster than
+    memory-bound ones), of reducing (scratch receive and ``np.add``) and of the local
+    copies around the schedule (told apart by the runs made in place) and the CPU time
+    each message costs the rank that posts and completes it
     (request objects, matching, progress), with the Python executor's costs and the
     sharing of cores included.  Collective: call on every rank of ``comm``.
 
@@ -350,7 +410,8 @@ def calibrate_loaded(comm: Any, iters: int, warmup: int) -> dict[str, Any]:
     dict[str, Any]
         The same on every rank: ``overhead_s``, ``alpha_s``, ``beta_s_per_byte`` (a list,
         one per size of ``band_bytes``, :data:`BAND_BYTES`), ``gamma_s_per_byte``,
-        ``overhead_s_per_message`` and ``fit_error`` (the largest relative error of the
+        ``overhead_s_per_message``, ``copy_s_per_byte`` (kappa) and ``fit_error`` (the
+        largest relative error of the
         fitted model, simulated, on the calibration runs).
     """
     runs = calibration_jobs(comm.Get_size())
@@ -401,13 +462,14 @@ def fit_calibration(nranks: int, runs: list[Job], times: list[float],
     """
     p, cores = nranks, _cores() if cores is None else cores
     terms = [model_terms(c, a, p, n, params, cores) for c, n, a, params in runs]
-    rows = [[1.0, latency, *(moved * w for w in band_weights(n)), reduced, messages]
-            for (latency, moved, reduced, messages), (_, n, _, _) in zip(terms, runs)]
-    overhead, alpha, *betas, gamma, o = fit_relative([list(c) for c in zip(*rows)], times)
+    rows = [[1.0, latency, *(moved * w for w in band_weights(n)), reduced, messages, copied]
+            for (latency, moved, reduced, messages, copied), (_, n, _, _) in zip(terms, runs)]
+    overhead, alpha, *betas, gamma, o, kappa = fit_relative([list(c) for c in zip(*rows)],
+                                                            times)
     fit: dict[str, Any] = {
         "overhead_s": overhead, "alpha_s": alpha, "beta_s_per_byte": list(betas),
         "band_bytes": list(BAND_BYTES), "gamma_s_per_byte": gamma,
-        "overhead_s_per_message": o, "cores": cores}
+        "overhead_s_per_message": o, "copy_s_per_byte": kappa, "cores": cores}
     fit["fit_error"] = max(abs((overhead + predicted_time(fit, run_terms, n)) / t - 1)
                            for run_terms, (_, n, _, _), t in zip(terms, runs, times))
     return fit
@@ -460,12 +522,19 @@ def band_weights(nbytes: int) -> list[float]:
 
 
 #: what the calibration times: step counts from 2 to 24 and 1 to 5 messages per step
-#: (ring, rhd, tree, pipeline), with a reduction or without
+#: (ring, rhd, tree, pipeline), with a reduction or without; and ring and rhd in place
+#: too, so that the executor's local copies (``L`` of :func:`model_terms`: a ReduceScatter
+#: copies its whole input, an AllGather one block) are told apart from the schedule's
+#: copies and reductions, which grow with the size alike
 CALIBRATION_RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("allgather", "ring", {}), ("allgather", "rhd", {}),
     ("allgather", "tree", {"segments": 4}), ("allgather", "pipeline", {"segments": 8}),
     ("reduce_scatter", "ring", {}), ("reduce_scatter", "rhd", {}),
-    ("reduce_scatter", "tree", {"segments": 4}))
+    ("reduce_scatter", "tree", {"segments": 4}),
+    ("allgather", "ring", {IN_PLACE_PARAM: True}),
+    ("allgather", "rhd", {IN_PLACE_PARAM: True}),
+    ("reduce_scatter", "ring", {IN_PLACE_PARAM: True}),
+    ("reduce_scatter", "rhd", {IN_PLACE_PARAM: True}))
 
 #: (alpha, beta, gamma, o) of the host models whose simulated times are the latency, copy
 #: and critical-path reduction terms of :func:`model_terms`
@@ -584,10 +653,11 @@ def calibrated_model(comm: Any, iters: int, warmup: int) -> tuple[Any, dict[str,
 def fitted_model(nranks: int, fit: dict[str, Any], band: int = -1) -> Any:
     """A :func:`host_model` for :func:`simulator.select` from a calibration ``fit``.
 
-    One topology cannot hold the whole fit: its seconds per byte are those of one band,
-    and reductions and per-message CPU time are charged per rank as when every rank is
-    busy (a ring step): ``gamma`` times the ranks, ``o`` times the ranks per core (at
-    least 1).  :class:`HostPredictor` predicts with the whole fit.
+    One topology cannot hold the whole fit: it leaves out the executor's local copies
+    (``copy_s_per_byte``, the same for every algorithm); its seconds per byte are those of
+    one band, and reductions and per-message CPU time are charged per rank as when every
+    rank is busy (a ring step): ``gamma`` times the ranks, ``o`` times the ranks per core
+    (at least 1).  :class:`HostPredictor` predicts with the whole fit.
 
     Parameters
     ----------
@@ -723,11 +793,12 @@ def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
     per_round = [iters // rounds + (r < iters % rounds) for r in range(rounds)]
     samples: list[list[float]] = [[] for _ in jobs]
     by_size: dict[int, list[int]] = {}
-    buffers: dict[tuple[str, int], tuple[Any, Any]] = {}
-    for j, (collective, nbytes, _, _) in enumerate(jobs):
-        by_size.setdefault(nbytes, []).append(j)
-        if (collective, nbytes) not in buffers:
-            buffers[collective, nbytes] = _buffers(comm.Get_size(), collective, nbytes)
+    buffers: dict[tuple[str, int, bool], tuple[Any, Any]] = {}
+    keys = [(collective, nbytes, _split(params)[0]) for collective, nbytes, _, params in jobs]
+    for j, key in enumerate(keys):
+        by_size.setdefault(key[1], []).append(j)
+        if key not in buffers:
+            buffers[key] = _buffers(comm.Get_size(), *key)
     groups, shuffle = list(by_size.values()), random.Random(ORDER_SEED).shuffle
     for timed in per_round:
         shuffle(groups)
@@ -736,16 +807,24 @@ def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
             for j in group:
                 collective, nbytes, algorithm, params = jobs[j]
                 if timed:
-                    samples[j] += _time_calls(comm, buffers[collective, nbytes], collective,
+                    samples[j] += _time_calls(comm, buffers[keys[j]], collective,
                                               algorithm, params, timed,
                                               0 if samples[j] else warmup)
     everyone = np.array(comm.allgather(samples))  # rank, job, sample
     return [float(np.median(slowest)) for slowest in everyone.max(axis=0)]
 
 
-def _buffers(nranks: int, collective: str, nbytes: int) -> tuple[Any, Any]:
-    """Float32 send and receive buffers of ``collective`` for a working buffer of ``nbytes``."""
+def _buffers(nranks: int, collective: str, nbytes: int, in_place: bool) -> tuple[Any, Any]:
+    """Float32 send and receive buffers of ``collective`` for a working buffer of ``nbytes``.
+
+    In place: :data:`collectives.IN_PLACE` and a receive buffer of the whole working
+    buffer, zeros (so that the sums called on it again and again stay finite).
+    """
     count = nbytes // 4
+    if in_place:
+        from collectives import IN_PLACE
+
+        return IN_PLACE, np.zeros(count, dtype=np.float32)
     send = np.ones(count // nranks if collective == "allgather" else count, dtype=np.float32)
     recv = np.ones(count // nranks if collective == "reduce_scatter" else count,
                    dtype=np.float32)
@@ -756,6 +835,7 @@ def _time_calls(comm: Any, buffers: tuple[Any, Any], collective: str, algorithm:
                 params: dict[str, Any], timed: int, warmup: int) -> list[float]:
     send, recv = buffers
     run = _call(collective)
+    params = _split(params)[1]
     samples = []
     for i in range(warmup + timed):
         comm.Barrier()
@@ -994,7 +1074,8 @@ def _run(args: argparse.Namespace) -> int:
           f"{fit['overhead_s'] * 1e6:.1f} us + per message {fit['alpha_s'] * 1e6:.2f} us "
           f"latency and {fit['overhead_s_per_message'] * 1e6:.2f} us CPU at each end; the "
           f"host ({fit['cores']} cores) copies {copies} and reduces "
-          f"{fit['gamma_s_per_byte'] * 1e9:.3f} ns/B, all ranks together; fit error up to "
+          f"{fit['gamma_s_per_byte'] * 1e9:.3f} ns/B, all ranks together, and around the "
+          f"schedule copies {fit['copy_s_per_byte'] * 1e9:.3f} ns/B per core; fit error up to "
           f"{fit['fit_error']:.0%}")
     _print(points, summary, title)
     if args.plot is not None:

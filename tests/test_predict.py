@@ -12,10 +12,10 @@ from collectives import build_schedule
 from collectives.launch import run_mpi
 from simulator import simulate
 from collectives.schedule import Recv, Schedule, Send, Step
-from simulator.predict import (BAND_BYTES, HostPredictor, band_weights, calibration_jobs,
-                               fit_calibration, fit_relative, fitted_model, host_model,
-                               measure_all, model_terms, predicted_time, shared_cores_time,
-                               summarize)
+from simulator.predict import (BAND_BYTES, IN_PLACE_PARAM, HostPredictor, band_weights,
+                               calibration_jobs, fit_calibration, fit_relative, fitted_model,
+                               host_model, local_copy_bytes, measure_all, model_terms,
+                               predicted_time, shared_cores_time, summarize)
 from simulator.selection import candidates
 
 
@@ -55,7 +55,8 @@ def test_host_model_inner_tree_rank_shares_with_the_others() -> None:
 
 def test_model_terms_share_reductions_and_messages_between_the_cores() -> None:
     n = 1 << 20  # bytes
-    latency, moved, reduced, messages = model_terms("reduce_scatter", "ring", 4, n, {}, cores=2)
+    latency, moved, reduced, messages, copied = model_terms("reduce_scatter", "ring", 4, n, {},
+                                                            cores=2)
     assert latency == pytest.approx(3)  # three steps on the critical path
     assert moved == pytest.approx(3 * n)  # three steps of four n / 4 messages
     # every rank reduces three blocks of n / 4 at the same time as the others: the work of
@@ -63,8 +64,15 @@ def test_model_terms_share_reductions_and_messages_between_the_cores() -> None:
     # taking turns with another rank on a core
     assert reduced == pytest.approx(4 * 3 * n / 4 / 2)
     assert messages == pytest.approx(3 * 2 * 4 / 2)
+    # every rank copies its input into the working buffer and its block out, four ranks
+    # on 2 cores; in place only the block out
+    assert copied == pytest.approx(4 * (n + n / 4) / 2)
+    in_place = model_terms("reduce_scatter", "ring", 4, n, {IN_PLACE_PARAM: True}, cores=2)
+    assert in_place == pytest.approx([latency, moved, reduced, messages, 4 * n / 4 / 2])
+    assert local_copy_bytes("allreduce", 4, n, False) == n
+    assert local_copy_bytes("allgather", 4, n, False) == n / 4
     # on 8 cores each rank's own reductions and messages, one after another, take longest
-    assert model_terms("reduce_scatter", "ring", 4, n, {}, cores=8)[2:] == \
+    assert model_terms("reduce_scatter", "ring", 4, n, {}, cores=8)[2:4] == \
         pytest.approx([3 * n / 4, 3 * 2])
     # a chain reduces the whole vector and passes it on, one rank after another
     chain = model_terms("allreduce", "pipeline", 4, n, {"segments": 1}, cores=2)
@@ -111,7 +119,7 @@ def test_band_weights_blend_neighbouring_bands() -> None:
 def _true_fit() -> dict:
     return {"overhead_s": 80e-6, "alpha_s": 2e-6, "beta_s_per_byte": [2e-9, 8e-10, 3e-10, 4e-10],
             "band_bytes": list(BAND_BYTES), "gamma_s_per_byte": 1e-10,
-            "overhead_s_per_message": 5e-6, "cores": 2}
+            "overhead_s_per_message": 5e-6, "copy_s_per_byte": 2e-10, "cores": 2}
 
 
 def test_fit_calibration_recovers_the_model_that_made_the_times() -> None:
@@ -121,7 +129,7 @@ def test_fit_calibration_recovers_the_model_that_made_the_times() -> None:
              for c, n, a, params in runs]
     fit = fit_calibration(4, runs, times)
     for key in ("overhead_s", "alpha_s", "beta_s_per_byte", "gamma_s_per_byte",
-                "overhead_s_per_message"):
+                "overhead_s_per_message", "copy_s_per_byte"):
         assert fit[key] == pytest.approx(truth[key], rel=1e-3), key
     assert fit["fit_error"] < 1e-3
 
@@ -139,7 +147,7 @@ def test_host_predictor_chooses_the_least_predicted_time() -> None:
     # per-message CPU time alone: the chain's ranks mostly post one at a time (7 messages'
     # time); the unsegmented tree's and rhd's all at once, two ranks per core (12, 16)
     messages_only = {**fit, "alpha_s": 0.0, "beta_s_per_byte": [0.0] * 4,
-                     "gamma_s_per_byte": 0.0, "cores": 2}
+                     "gamma_s_per_byte": 0.0, "copy_s_per_byte": 0.0, "cores": 2}
     choice = HostPredictor("allreduce", 4, messages_only).choice(1 << 20)
     assert choice.label == "pipeline(segments=1)"
     assert choice.predicted_s == pytest.approx(7 * fit["overhead_s_per_message"])
@@ -188,4 +196,5 @@ def test_predict_runs_under_mpirun(tmp_path: Path) -> None:
     assert math.isfinite(data["summary"]["geomean_error_from_64KiB"])
     calibration = [r for r in data["runs"] if r["calibration"]]
     assert {r["collective"] for r in calibration} == {"allgather", "reduce_scatter"}
+    assert {bool(r["params"].get(IN_PLACE_PARAM)) for r in calibration} == {False, True}
     assert {r["collective"] for r in data["runs"] if not r["calibration"]} == {"allreduce"}
