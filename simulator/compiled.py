@@ -522,13 +522,21 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
         order of arrival, each message's start and arrival times) or None unless
         ``trace``.
     """
-    codes = 2 * flat.end_message + (~flat.end_send).astype(np.int64)
-    ends = np.concatenate((flat.end_ptr, codes))
+    # built in place, without temporaries: at millions of messages, touching fresh memory
+    # (page faults) costs as much as the arithmetic
+    ends = np.empty(len(flat.end_ptr) + len(flat.end_message), dtype=np.int64)
+    ends[:len(flat.end_ptr)] = flat.end_ptr
+    codes = ends[len(flat.end_ptr):]
+    np.multiply(flat.end_message, 2, out=codes)
+    codes += ~flat.end_send
+    M = np.empty((len(flat.src), 6), dtype=np.int64)
+    for column, values in ((_SRC, flat.src), (_DST, flat.dst), (_BYTES, flat.nbytes),
+                           (_REDUCE, flat.reduce), (_ROUTE, flat.route)):
+        M[:, column] = values
     hop_counts = np.diff(flat.route_ptr)[flat.route]
-    first_hop = np.zeros(len(flat.src), dtype=np.int64)
-    np.cumsum(hop_counts[:-1], out=first_hop[1:])
-    M = np.stack((flat.src, flat.dst, flat.nbytes, flat.reduce.astype(np.int64), flat.route,
-                  first_hop), axis=1)
+    if len(M):
+        M[0, _HOP] = 0
+        np.cumsum(hop_counts[:-1], out=M[1:, _HOP])
     RT = np.stack((flat.route_latency, flat.route_cap), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
     LF = np.zeros((len(flat.bandwidth), 5))
