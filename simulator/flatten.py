@@ -1,11 +1,14 @@
 """A schedule and its machine as flat arrays: what the compiled engine reads.
 
-:func:`flatten` walks every rank's steps once and keeps what a simulation needs: per
+:func:`flatten` reads every rank's operations once and keeps what a simulation needs: per
 step, its message ends (sends and receives, in the step's order; local copies are free
 and dropped); per message, its two ends matched as :mod:`collectives.progress` matches
 them (the k-th send from ``a`` to ``b`` with the k-th receive at ``b`` from ``a``,
-in compiled loops), its bytes,
-whether it reduces, and its route through the topology.
+in compiled loops), its bytes, whether it reduces, and its route through the topology.
+A schedule with lanes (:attr:`collectives.Schedule.lanes`) is read from its lanes, merged
+into steps in a compiled loop, so the millions of operation objects of a large schedule
+are never built; any other schedule is read from its steps.  Both readings give the same
+arrays.
 """
 
 from __future__ import annotations
