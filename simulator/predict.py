@@ -295,7 +295,7 @@ def shared_cores_time(schedule: Any, work: Callable[[Any], float], cores: int) -
     (3.0, 6.0)
     """
     steps = [schedule.steps(rank) for rank in range(schedule.nranks)]
-    needs = _peer_steps(steps)
+    needs = _peer_steps(schedule)
     current = [0] * len(steps)  # the step each rank is at
     posted = [-1] * len(steps)  # the last step whose work each rank has done
     left = [float(work(mine[0])) if mine else 0.0 for mine in steps]
@@ -315,25 +315,15 @@ def shared_cores_time(schedule: Any, work: Callable[[Any], float], cores: int) -
             left[rank] = 0.0 if left[rank] <= done else left[rank] - done
 
 
-def _peer_steps(steps: list[Any]) -> list[list[list[tuple[int, int]]]]:
-    """Per rank and step: the (peer, peer's step) of each message's other end."""
-    from collectives.schedule import Recv, Send
+def _peer_steps(schedule: Any) -> list[list[list[tuple[int, int]]]]:
+    """Per rank and step: the (peer, peer's step) of each message's other end
+    (:func:`collectives.progress.match`)."""
+    from collectives.progress import match
 
-    ends: dict[tuple[int, int, bool], list[int]] = {}  # (sender, receiver, is send)
-    for rank, mine in enumerate(steps):
-        for index, step in enumerate(mine):
-            for op in step.ops:
-                if isinstance(op, Send):
-                    ends.setdefault((rank, op.peer, True), []).append(index)
-                elif isinstance(op, Recv):
-                    ends.setdefault((op.peer, rank, False), []).append(index)
-    needs: list[list[list[tuple[int, int]]]] = [[[] for _ in mine] for mine in steps]
-    for (sender, receiver, is_send), sends in ends.items():
-        if is_send:
-            for i, j in zip(sends, ends.get((sender, receiver, False), [])):
-                needs[sender][i].append((receiver, j))
-                needs[receiver][j].append((sender, i))
-    return needs
+    partners = match(schedule).partners
+    return [[[(op.peer, at) for op, at in zip(step.ops, partners[rank][index]) if at >= 0]
+             for index, step in enumerate(schedule.steps(rank))]
+            for rank in range(schedule.nranks)]
 
 
 def _advance(steps: list[Any], needs: list[list[list[tuple[int, int]]]], current: list[int],
