@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import collectives
-from collectives.launch import in_mpi_job, run_mpi
+from collsim.launch import in_mpi_job, run_mpi
 
 ALGORITHMS = (*collectives.ALGORITHMS, "native")
 BUS_FACTOR = {"allreduce": lambda p: 2 * (p - 1) / p, "reduce_scatter": lambda p: (p - 1) / p,

@@ -1,120 +1,156 @@
 """``auto``: the algorithm a collective runs when the caller does not name one.
 
-:func:`choose` asks the selection API (:func:`simulator.select`) for the predicted best
-algorithm on the communicator's machine, described by a topology:
+:func:`choose` answers from the first of these that covers the call:
 
-1. the one given to :func:`use_topology` (a :class:`topology.Topology` or a file path);
-2. else the topology file named by the environment variable ``COLLSIM_TOPOLOGY``
-   (e.g. written by ``collsim calibrate``);
-3. else the default: :func:`topology.flat` with :data:`DEFAULT_ALPHA_S`,
-   :data:`DEFAULT_BETA_S_PER_BYTE` and :data:`DEFAULT_GAMMA_S_PER_BYTE`.
+1. a tuning table (:class:`collectives.tuning.Tuning`): the one given to
+   :func:`use_tuning`, else the file named by ``COLLSIM_TUNING`` (written by
+   ``collsim tune``, measured on the machine, or ``collsim select --tuning-out``,
+   predicted by the simulator); it may name ``native``;
+2. a predictor installed in this process with :func:`use_predictor`, e.g. by
+   :func:`simulator.use_for_auto`, which selects on a topology (``COLLSIM_TOPOLOGY`` or
+   one given) with the simulator; this package never imports the simulator itself;
+3. the static rule (:func:`static_choice`).
 
-The first call for a collective and rank count builds the tuning table (a fraction of a
-second to a few seconds); later calls look it up in microseconds.  ``auto`` takes no
-tuning parameters, so the executor runs the chosen algorithm with its default segments.
-The simulator is imported on the first call only.
+A decision is cached per (collective, bytes, ranks, element size), so a repeated call costs
+a dictionary lookup; installing a table or a predictor clears the cache.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["TOPOLOGY_ENV", "DEFAULT_ALPHA_S", "DEFAULT_BETA_S_PER_BYTE",
-           "DEFAULT_GAMMA_S_PER_BYTE", "use_topology", "machine", "choose"]
+from .tuning import Tuning, load_tuning
 
-#: environment variable naming a topology file for ``auto``
+__all__ = ["TUNING_ENV", "TOPOLOGY_ENV", "STATIC_TREE_FROM", "Predictor", "use_tuning",
+           "use_predictor", "static_choice", "choose", "source"]
+
+#: environment variable naming a tuning file for ``auto``
+TUNING_ENV = "COLLSIM_TUNING"
+
+#: environment variable naming a topology file the simulator's predictor selects on
 TOPOLOGY_ENV = "COLLSIM_TOPOLOGY"
 
-#: default model: MPI ranks sharing one host's memory (source: ``collsim calibrate -n 4``
-#: on this project's 2-core x86 VM, pip Open MPI 5 wheel, NumPy: alpha 1-6 us per pair,
-#: 4.5-13 GB/s per pair; ``a += b`` 0.02 ns/B in cache, so 0.1 ns/B is taken for vectors
-#: beyond it; rounded)
-DEFAULT_ALPHA_S = 3e-6
-DEFAULT_BETA_S_PER_BYTE = 2e-10
-DEFAULT_GAMMA_S_PER_BYTE = 1e-10
+#: a predictor: ``(collective, nbytes, nranks, dtype_size) -> (algorithm, params)``
+Predictor = Callable[[str, int, int, int], tuple[str, dict[str, Any]]]
 
-_chosen: Any = None
+#: static rule: from these (ranks, working-buffer bytes) on the double binary tree with 16
+#: segments, below them recursive halving-doubling (ReduceScatter: always).  Read off the
+#: simulator's tuning tables on the host model :func:`topology.host_flat` (alpha 3 us,
+#: 5 GB/s per pair, 0.1 ns/B reduction), where the rule's choice is within 10% of the best
+#: at 4-64 ranks from 256 B to 256 MiB (``tests/test_auto.py`` holds it there)
+STATIC_TREE_FROM = {"allreduce": (4, 256 << 10), "allgather": (8, 4 << 20)}
+
+#: below this many ranks the static rule runs the ring
+_STATIC_RING_BELOW = 4
+
+_tuning: Tuning | None = None
+_tuning_path: str | None = None
+_predictor: Predictor | None = None
+_decisions: dict[tuple[str, int, int, int], tuple[str, tuple[tuple[str, Any], ...]]] = {}
 
 
-def use_topology(machine: Any) -> None:
-    """Make ``auto`` select on ``machine``.
+def use_tuning(table: Tuning | str | Path | None) -> None:
+    """Make ``auto`` read ``table`` first.
 
     Parameters
     ----------
-    machine : Topology, str, Path or None
-        A :class:`topology.Topology`, a topology file path (loaded now), or None to go
-        back to ``COLLSIM_TOPOLOGY`` or the default.
+    table : Tuning, str, Path or None
+        A table, a tuning file (read now), or None to go back to ``COLLSIM_TUNING``.
 
     Raises
     ------
     TypeError
-        If ``machine`` is none of these.
-    topology.TopologyError
-        If the file cannot be parsed.
+        If ``table`` is none of these.
+    ValueError
+        If the file is not a tuning file.
     """
-    global _chosen
-    if machine is not None and not isinstance(machine, (str, Path)) \
-            and not hasattr(machine, "placement"):
-        raise TypeError(f"machine={machine!r} is not allowed; pass a topology.Topology, a "
-                        "topology file path, or None")
-    _chosen = _load(str(machine)) if isinstance(machine, (str, Path)) else machine
+    global _tuning
+    if table is not None and not isinstance(table, (Tuning, str, Path)):
+        raise TypeError(f"table={type(table).__name__} is not allowed; pass a "
+                        "collectives.tuning.Tuning, a tuning file path, or None")
+    _tuning = load_tuning(table) if isinstance(table, (str, Path)) else table
+    _decisions.clear()
 
 
-@lru_cache(maxsize=8)
-def _load(path: str) -> Any:
-    import topology
-
-    return topology.load(path)
-
-
-@lru_cache(maxsize=8)
-def _default(nranks: int) -> Any:
-    import topology
-
-    flat = topology.flat(nranks, DEFAULT_ALPHA_S, DEFAULT_BETA_S_PER_BYTE)
-    return dataclasses.replace(flat, name=f"default flat({nranks})",
-                               gamma_s_per_byte=DEFAULT_GAMMA_S_PER_BYTE)
-
-
-def machine(nranks: int) -> Any:
-    """The topology ``auto`` selects on for ``nranks`` ranks (see the module docstring).
+def use_predictor(predictor: Predictor | None) -> None:
+    """Make ``auto`` ask ``predictor`` where no tuning table covers a call.
 
     Parameters
     ----------
-    nranks : int
-        Ranks of the communicator.
-
-    Returns
-    -------
-    Topology
-        The one given to :func:`use_topology`, else the file in ``COLLSIM_TOPOLOGY``,
-        else a default flat model of ``nranks`` ranks.
+    predictor : callable or None
+        ``predictor(collective, nbytes, nranks, dtype_size) -> (algorithm, params)``, or
+        None to remove it.
 
     Raises
     ------
-    ValueError
-        When the given topology places fewer than ``nranks`` ranks.
+    TypeError
+        If ``predictor`` is not callable.
     """
-    found = _chosen
-    if found is None and os.environ.get(TOPOLOGY_ENV, "").strip():
-        found = _load(os.environ[TOPOLOGY_ENV].strip())
-    if found is None:
-        return _default(nranks)
-    if found.nranks < nranks:
-        raise ValueError(f"topology {found.name!r} places {found.nranks} ranks but the "
-                         f"communicator has nranks={nranks}; give a topology with at least "
-                         f"{nranks} (set {TOPOLOGY_ENV} or call use_topology)")
-    return found
+    global _predictor
+    if predictor is not None and not callable(predictor):
+        raise TypeError(f"predictor={type(predictor).__name__} is not allowed; pass a "
+                        "callable or None")
+    _predictor = predictor
+    _decisions.clear()
+
+
+def _table() -> Tuning | None:
+    global _tuning_path, _tuning
+    if _tuning is not None and _tuning_path is None:
+        return _tuning
+    path = os.environ.get(TUNING_ENV, "").strip() or None
+    if path != _tuning_path:
+        _tuning_path, _tuning = path, (load_tuning(path) if path else None)
+        _decisions.clear()
+    return _tuning
+
+
+def static_choice(collective: str, nbytes: int, nranks: int) -> tuple[str, dict[str, Any]]:
+    """The static rule: ring below 4 ranks, else rhd, or the tree on large buffers.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    nbytes : int
+        Bytes of the working buffer.
+    nranks : int
+        Ranks.
+
+    Returns
+    -------
+    (str, dict)
+        The algorithm and its parameters.
+
+    Examples
+    --------
+    >>> static_choice("allreduce", 1024, 8), static_choice("allreduce", 1 << 28, 6)
+    (('rhd', {}), ('tree', {'segments': 16}))
+    """
+    if nranks < _STATIC_RING_BELOW:
+        return "ring", {}
+    ranks, nbytes_from = STATIC_TREE_FROM.get(collective, (nranks + 1, 0))
+    if nranks >= ranks and nbytes >= nbytes_from:
+        return "tree", {"segments": 16}
+    return "rhd", {}
+
+
+def source(nranks: int) -> str:
+    """Say in a few words where ``auto`` takes its decisions from for ``nranks`` ranks."""
+    table = _table()
+    if table is not None:
+        return f"tuning table ({table.source or 'no source given'})"
+    if _predictor is not None:
+        return f"predictor {getattr(_predictor, '__qualname__', type(_predictor).__name__)}"
+    return "static rule (collectives.auto.static_choice)"
 
 
 def choose(collective: str, nbytes: int, nranks: int,
            dtype_size: int = 4) -> tuple[str, dict[str, Any]]:
     """Return the algorithm ``auto`` runs for ``collective`` on ``nbytes`` over ``nranks``,
-    with the tuning parameters (e.g. ``segments``) the selection chose for it.
+    with its tuning parameters.
 
     Parameters
     ----------
@@ -131,18 +167,42 @@ def choose(collective: str, nbytes: int, nranks: int,
     Returns
     -------
     algorithm : str
-        One of :data:`collectives.ALGORITHMS`.
+        One of :data:`collectives.ALGORITHMS` or ``native``.
     params : dict
         Its tuning parameters, to pass to :func:`collectives.build_schedule`.
+
+    Raises
+    ------
+    RuntimeError
+        When ``COLLSIM_TOPOLOGY`` is set but no predictor is installed to read it.
 
     Examples
     --------
     >>> choose("allreduce", 1024, 8)[0], choose("allreduce", 1 << 28, 6)[0]
     ('rhd', 'tree')
     """
-    if nranks == 1:
-        return "ring", {}
-    from simulator.selection import select
+    key = (collective, nbytes, nranks, dtype_size)
+    if _tuning_path != (os.environ.get(TUNING_ENV, "").strip() or None):
+        _table()
+    found = _decisions.get(key)
+    if found is None:
+        found = _decisions[key] = _decide(collective, nbytes, nranks, dtype_size)
+    return found[0], dict(found[1])
 
-    choice = select(collective, nbytes, machine(nranks), nranks, dtype_size)
-    return choice.algorithm, dict(choice.params)
+
+def _decide(collective: str, nbytes: int, nranks: int,
+            dtype_size: int) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    if nranks == 1:
+        return "ring", ()
+    table = _table()
+    answer = table.lookup(collective, nranks, dtype_size, nbytes) if table else None
+    if answer is None and _predictor is not None:
+        answer = _predictor(collective, nbytes, nranks, dtype_size)
+    if answer is None and os.environ.get(TOPOLOGY_ENV, "").strip():
+        raise RuntimeError(
+            f"{TOPOLOGY_ENV}={os.environ[TOPOLOGY_ENV].strip()!r} needs the simulator to "
+            "select on it: call simulator.use_for_auto() first, or write a table with "
+            f"`collsim select -t FILE --tuning-out T.json` and set {TUNING_ENV}=T.json")
+    if answer is None:
+        answer = static_choice(collective, nbytes, nranks)
+    return answer[0], tuple(sorted(answer[1].items()))

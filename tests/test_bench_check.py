@@ -1,4 +1,4 @@
-"""collectives.bench without MPI: exact expected results, #wrong counting, sizes, flags,
+"""collsim.bench without MPI: exact expected results, #wrong counting, sizes, flags,
 tables, CSV and the plot, on documents made by the real report code."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collectives.bench import check, options, report
-from collectives.launch import forwarded_arguments
-from collectives.bench.plot import crossovers, plot_busbw
-from collectives.bench.runner import Case, Row, Timing
+from collsim.bench import check, options, report
+from collsim.launch import forwarded_arguments
+from collsim.bench.plot import crossovers, plot_busbw
+from collsim.bench.runner import Case, Row, Timing
 from collectives.ops import DTYPES, OPS
 
 UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}

@@ -11,8 +11,8 @@ import pytest
 
 import topology
 from collectives.api import CHOICES
-from collectives.bench.options import sizes
-from collectives.launch import run_mpi
+from collsim.bench.options import sizes
+from collsim.launch import run_mpi
 from simulator import select
 
 pytestmark = pytest.mark.mpi
@@ -53,7 +53,7 @@ def test_plain_command_launches_mpirun_for_every_algorithm(tmp_path: Path) -> No
     argv = ["bench", "--np", "2", "-b", "8", "-e", "4K", "-f", "8", "-n", "2", "-w", "0",
             "-t", "flat", "--json", str(out), "--csv", str(tmp_path / "b.csv"),
             "--plot", str(tmp_path / "b.png")]
-    result = subprocess.run([sys.executable, "-m", "collectives.cli", *argv], text=True,
+    result = subprocess.run([sys.executable, "-m", "collsim", *argv], text=True,
                             capture_output=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     doc = json.loads(out.read_text())
@@ -75,7 +75,7 @@ def test_under_mpirun_on_three_ranks(tmp_path: Path, collective: str, dtype: str
                                      op: str) -> None:
     out = tmp_path / "bench.json"
     algorithms = ["ring", "tree", "rhd", "pipeline", "native"]
-    result = run_mpi(3, ["-m", "collectives.bench", "-C", collective, "-d", dtype, "-o", op,
+    result = run_mpi(3, ["-m", "collsim", "bench", "-C", collective, "-d", dtype, "-o", op,
                          "-b", "0", "-e", "1K", "-f", "4", "-n", "2", "-t", "none",
                          "-a", *algorithms, "--json", str(out)], timeout_s=120)
     assert result.returncode == 0, result.stderr

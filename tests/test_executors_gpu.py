@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from collectives.mpi_runner import load_script, run_worker
+from collsim.mpi_runner import load_script, run_worker
 
 pytestmark = [pytest.mark.gpu, pytest.mark.mpi]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from collectives.launch import run_mpi
-from collectives.mpi_runner import load_script, run_worker
+from collsim.launch import run_mpi
+from collsim.mpi_runner import load_script, run_worker
 
 pytestmark = pytest.mark.mpi
 

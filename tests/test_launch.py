@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collectives.launch import PLACEMENT, forwarded_arguments, mpirun_command, run_mpi
+from collsim.launch import PLACEMENT, forwarded_arguments, mpirun_command, run_mpi
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

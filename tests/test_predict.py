@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from collectives import build_schedule
-from collectives.launch import run_mpi
+from collsim.launch import run_mpi
 from simulator import simulate
 from collectives.schedule import Recv, Schedule, Send, Step
-from simulator.predict import (BAND_BYTES, IN_PLACE_PARAM, HostPredictor, band_weights,
+from collsim.predict import (BAND_BYTES, IN_PLACE_PARAM, HostPredictor, band_weights,
                                calibration_jobs, fit_calibration, fit_relative, fitted_model,
                                host_model, local_copy_bytes, measure_all, model_terms,
                                predicted_time, shared_cores_time, summarize)
@@ -184,7 +184,7 @@ def test_summary_counts_good_choices_and_the_geometric_error() -> None:
 @pytest.mark.mpi
 def test_predict_runs_under_mpirun(tmp_path: Path) -> None:
     out = tmp_path / "points.json"
-    result = run_mpi(2, ["-m", "collectives.cli", "predict", "-b", "4K", "-e", "64K", "-f",
+    result = run_mpi(2, ["-m", "collsim", "predict", "-b", "4K", "-e", "64K", "-f",
                          "4", "--iters", "2", "--warmup", "1", "--json", str(out), "--plot",
                          str(tmp_path / "plot.png")], timeout_s=120)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

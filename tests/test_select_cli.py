@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectives.cli import main
+from collsim.cli import main
 from simulator.export import read_nccl_csv, read_ompi_rules
 
 

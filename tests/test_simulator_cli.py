@@ -8,7 +8,7 @@ import pytest
 
 import topology
 from collectives import build_schedule
-from collectives.cli import main
+from collsim.cli import main
 from simulator import simulate
 from simulator.busbw import bandwidths, bus_factor
 from simulator.timeline import plot_timeline

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import topology
-from collectives import cli
-from topology import calibrate
+from collsim import cli
+from collsim import calibrate
 
 
 def test_fit_line_recovers_a_line():

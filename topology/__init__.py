@@ -8,10 +8,10 @@ from .files import dumps, load, loads, save
 from .model import Device, Link, Topology
 from .order import ring_order
 from .presets import (FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE, PRESET_NAMES, dgx_a100, dgx_h100, flat,
-                      pcie_node, preset, rail_fat_tree)
+                      host_flat, pcie_node, preset, rail_fat_tree)
 
 __all__ = [
     "Device", "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "Link", "PRESET_NAMES", "Topology",
-    "TopologyError", "dgx_a100", "dgx_h100", "dumps", "flat", "load", "loads", "pcie_node",
+    "TopologyError", "dgx_a100", "dgx_h100", "dumps", "flat", "host_flat", "load", "loads", "pcie_node",
     "preset", "rail_fat_tree", "ring_order", "save",
 ]

@@ -1,11 +1,9 @@
 """The exception a malformed topology raises."""
 
-from collectives.errors import CollectivesError
-
 __all__ = ["TopologyError"]
 
 
-class TopologyError(CollectivesError, ValueError):
+class TopologyError(ValueError):
     """A topology (built in code or read from a file) is malformed.
 
     The message names the offending key as it is spelled in a topology file

@@ -29,12 +29,14 @@ says otherwise; pass measured figures, or calibrate, to model a real machine):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from .model import Device, Link, Topology
 
 __all__ = ["flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node", "PRESET_NAMES",
-           "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "preset"]
+           "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "preset", "host_flat", "HOST_ALPHA_S",
+           "HOST_BETA_S_PER_BYTE", "HOST_GAMMA_S_PER_BYTE"]
 
 GB = 1e9  #: bytes, decimal as in datasheets
 US = 1e-6  #: seconds
@@ -97,6 +99,35 @@ def flat(nranks: int, alpha: float, beta: float) -> Topology:
     links = tuple(Link(a, b, alpha, bandwidth, "flat") for a in ids for b in ids if a != b)
     return Topology(f"flat({nranks})", tuple(Device(i, "rank") for i in ids), links, ids)
 
+
+#: the host model ``auto``'s static rule was read from: MPI ranks sharing one host's memory
+#: (source: ``collsim calibrate -n 4`` on this project's 2-core x86 VM, pip Open MPI 5
+#: wheel, NumPy: alpha 1-6 us per pair, 4.5-13 GB/s per pair; ``a += b`` 0.02 ns/B in
+#: cache, so 0.1 ns/B is taken for vectors beyond it; rounded)
+HOST_ALPHA_S = 3e-6
+HOST_BETA_S_PER_BYTE = 2e-10
+HOST_GAMMA_S_PER_BYTE = 1e-10
+
+
+def host_flat(nranks: int) -> Topology:
+    """The default host: :func:`flat` with :data:`HOST_ALPHA_S`, :data:`HOST_BETA_S_PER_BYTE`
+    and a reduction cost of :data:`HOST_GAMMA_S_PER_BYTE`.
+
+    What the simulator selects on for ``auto`` when no topology is given.
+
+    Parameters
+    ----------
+    nranks : int
+        Number of ranks (>= 1).
+
+    Examples
+    --------
+    >>> host_flat(4).name, host_flat(4).gamma_s_per_byte
+    ('host flat(4)', 1e-10)
+    """
+    base = flat(nranks, HOST_ALPHA_S, HOST_BETA_S_PER_BYTE)
+    return dataclasses.replace(base, name=f"host flat({nranks})",
+                               gamma_s_per_byte=HOST_GAMMA_S_PER_BYTE)
 
 def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float = NVLINK4_Bps,
                   nvlink_latency_s: float = NVLINK_LATENCY_S,

@@ -1,6 +1,7 @@
 """Under mpirun: run allreduce with algorithm="auto" at the sizes given on the command line
 and print, on rank 0, ``RAN {json}``: per size the algorithm whose plan ran and whether the
-result was right.  The plan cache says which algorithm ran (the plan ``auto`` built)."""
+result was right, and whether the simulator was imported (it must not be).  The plan cache
+says which algorithm ran (the plan ``auto`` built)."""
 
 import json
 import sys
@@ -21,5 +22,6 @@ for nbytes in map(int, sys.argv[1:]):
     p = comm.Get_size()
     ran[nbytes] = {"algorithms": sorted({key[1] for key in new}),
                    "correct": bool(np.all(out == p * (p + 1) / 2))}
+ran["simulator_imported"] = "simulator" in sys.modules
 if comm.Get_rank() == 0:
     print("RAN " + json.dumps(ran))

@@ -9,7 +9,7 @@ ordered pair, written as a topology file; the fit's error on every measured poin
 and written into the file's header.
 
 Run it as ``collsim calibrate -n 4 -o machine.toml``: outside ``mpirun`` it launches itself
-on ``-n`` ranks; under ``mpirun`` (``mpirun -n 4 python -m topology.calibrate ...``) it runs
+on ``-n`` ranks; under ``mpirun`` (``mpirun -n 4 python -m collsim.calibrate ...``) it runs
 on the job's ranks.
 """
 
@@ -25,8 +25,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .files import save
-from .model import Device, Link, Topology
+from topology.files import save
+from topology.model import Device, Link, Topology
 
 __all__ = ["add_arguments", "main", "fit_line", "fit_errors", "measure_pair",
            "measure_gamma", "calibrate"]
@@ -68,10 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Calibrate on this MPI job, or launch one on ``args.nprocs`` ranks that does."""
     _check_args(args)
-    from collectives.launch import in_mpi_job, relaunch
+    from collsim.launch import in_mpi_job, relaunch
 
     if not in_mpi_job():
-        return relaunch("topology.calibrate", args, add_arguments, args.nprocs, args.timeout)
+        return relaunch("calibrate", args, add_arguments, args.nprocs, args.timeout)
     from mpi4py import MPI
 
     xp = _array_module(args.array_module)
@@ -360,9 +360,3 @@ def _model(name: str, hosts: list[str], sizes: list[int],
                         gamma)
     return topology, "\n".join(lines)
 
-
-if __name__ == "__main__":
-    _parser = argparse.ArgumentParser(prog="python -m topology.calibrate",
-                                      description=__doc__.splitlines()[0])
-    add_arguments(_parser)
-    sys.exit(main(_parser.parse_args()))

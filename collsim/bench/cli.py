@@ -1,7 +1,7 @@
 """``collsim bench``: nccl-tests' tables for every algorithm beside native, under mpirun.
 
 Outside ``mpirun`` it launches itself on ``--np`` ranks with the pip-installed ``mpirun``;
-under ``mpirun -n N python -m collectives.bench ...`` it runs on the job's ranks.  Rank 0
+under ``mpirun -n N python -m collsim bench ...`` it runs on the job's ranks.  Rank 0
 prints one nccl-tests table per algorithm, then the measured best algorithm per size
 beside the model's choice, and writes ``--json``, ``--csv`` and ``--plot``.  The exit
 status is 1 when any element was wrong.
@@ -24,7 +24,7 @@ def main(args: argparse.Namespace) -> int:
     """Benchmark under this MPI job, or launch one on ``args.nprocs`` ranks that does."""
     check_args(args)
     if not in_mpi_job():
-        return relaunch("collectives.bench", args, add_arguments, args.nprocs, args.timeout)
+        return relaunch("bench", args, add_arguments, args.nprocs, args.timeout)
     return _run(args)
 
 
@@ -77,6 +77,8 @@ def _banner(args: argparse.Namespace, nranks: int, ranks: list[Any], model: Any)
 def _run(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
+    from simulator import use_for_auto
+
     from .plot import plot_busbw
     from .predict import machine, predict
     from .report import best_table, document, table, write_csv, write_json
@@ -88,6 +90,8 @@ def _run(args: argparse.Namespace) -> int:
     device = "cpu" if xp.__name__ == "numpy" else f"gpu {xp.cuda.Device().id}"
     ranks = world.gather((os.getpid(), socket.gethostname(), f"{device} [{xp.__name__}]"))
     model = machine(args.topology, nranks, args.nodes, world)
+    if model is not None:  # auto selects on the model the predicted column uses
+        use_for_auto(model.topology)
     case = Case(args.collective, args.datatype, args.op, args.iters, args.warmup_iters,
                 bool(args.check))
     rows = sizes(args.minbytes, args.maxbytes, args.stepfactor, args.collective, nranks,

@@ -19,10 +19,11 @@ import topology
 
 from collectives import ALGORITHMS, COLLECTIVES
 
-from .busbw import bandwidths
-from .cli import _topology, parse_size
-from .export import to_nccl_csv, to_ompi_rules
-from .selection import METHODS, TuningTable, tuning_table
+from simulator.busbw import bandwidths
+from .simulate import _topology
+from .sizes import parse_size
+from simulator.export import to_nccl_csv, to_ompi_rules
+from simulator.selection import METHODS, TuningTable, tuning_table
 
 __all__ = ["add_arguments", "main"]
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .. import api
+from collectives import api
 from .check import count_wrong, expected, rank_input
 
 __all__ = ["Timing", "Row", "Case", "open_comm", "measure_row", "sweep"]

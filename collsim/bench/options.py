@@ -35,9 +35,9 @@ import numpy as np
 
 from topology import PRESET_NAMES
 
-from ..api import CHOICES
-from ..ops import DTYPES, OPS
-from ..schedule import COLLECTIVES
+from collectives.api import CHOICES
+from collectives.ops import DTYPES, OPS
+from collectives.schedule import COLLECTIVES
 from ..sizes import parse_size
 
 __all__ = ["add_arguments", "parse_size", "sizes", "DATATYPES", "COLLECTIVE_NAMES",

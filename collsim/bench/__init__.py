@@ -6,7 +6,7 @@
 * :mod:`.predict`: the model's time per algorithm and its choice;
 * :mod:`.report`: the results document, nccl-tests tables, JSON and CSV;
 * :mod:`.plot`: busbw against size, measured and predicted, crossovers marked;
-* :mod:`.cli`: ``collsim bench`` / ``python -m collectives.bench``.
+* :mod:`.cli`: ``collsim bench`` / ``python -m collsim bench``.
 
 Importing this package imports neither mpi4py nor CuPy.
 """

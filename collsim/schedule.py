@@ -7,9 +7,9 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from .build import ALGORITHMS, build_schedule
-from .schedule import COLLECTIVES
-from .verify import verify
+from collectives.build import ALGORITHMS, build_schedule
+from collectives.schedule import COLLECTIVES
+from collectives.verify import verify
 
 __all__ = ["add_arguments", "main"]
 

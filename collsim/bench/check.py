@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import check_dtype, check_op
+from collectives.ops import check_dtype, check_op
 
 __all__ = ["MODULUS", "values", "rank_input", "expected", "count_wrong"]
 

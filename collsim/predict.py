@@ -1,7 +1,7 @@
 """``collsim predict``: calibrate, predict and measure every algorithm, side by side.
 
 Run as ``collsim predict -n 4``: outside ``mpirun`` it launches itself on ``-n`` ranks
-(:func:`collectives.launch.relaunch`); under ``mpirun`` it runs on the job's ranks:
+(:func:`collsim.launch.relaunch`); under ``mpirun`` it runs on the job's ranks:
 
 1. **Time** the calibration runs (:func:`calibration_jobs`: AllGather and ReduceScatter,
    never the collective being predicted) and every candidate of the tuning table at every
@@ -68,7 +68,7 @@ CALIBRATION_SIZES = tuple(1024 * 4**k for k in range(8))
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
-    from .cli import parse_size
+    from .sizes import parse_size
 
     parser.add_argument("collective", nargs="?", default="allreduce",
                         choices=("allreduce", "reduce_scatter", "allgather"))
@@ -191,7 +191,7 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     from collectives import build_schedule
     from collectives.schedule import Recv, Send
 
-    from .engine import simulate
+    from simulator.engine import simulate
 
     cores = _cores() if cores is None else cores
     if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
@@ -713,7 +713,7 @@ class HostPredictor:
         simulator.Choice
             The predicted best candidate, its time and every candidate's time.
         """
-        from .selection import Candidate, Choice, candidates
+        from simulator.selection import Candidate, Choice, candidates
 
         tried = candidates(self.collective)
         times = [predicted_time(self.fit, model_terms(self.collective, a, self.nranks, nbytes,
@@ -892,7 +892,7 @@ def candidate_jobs(collective: str, sizes: list[int]) -> list[Job]:
     list of Job
         ``(collective, nbytes, algorithm, params)``, size-major.
     """
-    from .selection import candidates
+    from simulator.selection import candidates
 
     return [(collective, n, algorithm, dict(params)) for n in sizes
             for algorithm, params in candidates(collective)]
@@ -1042,7 +1042,7 @@ def _run(args: argparse.Namespace) -> int:
 
     comm = MPI.COMM_WORLD
     p = comm.Get_size()
-    from .selection import Candidate
+    from simulator.selection import Candidate
 
     # the calibration runs and every candidate at every size, timed in the same rounds so
     # that other load on the machine falls on both alike; the fit sees only the former
@@ -1084,15 +1084,9 @@ def _run(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     """Run on this MPI job, or launch one on ``args.nprocs`` ranks that does."""
     _check(args)
-    from collectives.launch import in_mpi_job, relaunch
+    from collsim.launch import in_mpi_job, relaunch
 
     if not in_mpi_job():
-        return relaunch("simulator.predict", args, add_arguments, args.nprocs, args.timeout)
+        return relaunch("predict", args, add_arguments, args.nprocs, args.timeout)
     return _run(args)
 
-
-if __name__ == "__main__":
-    _parser = argparse.ArgumentParser(prog="python -m simulator.predict",
-                                      description=__doc__.splitlines()[0])
-    add_arguments(_parser)
-    sys.exit(main(_parser.parse_args()))

@@ -28,6 +28,9 @@ __all__ = ["PLACEMENT", "mpirun_path", "mpirun_command", "mpirun_env", "run_mpi"
 #: 1.3-1.4x the ring's time in some runs and about the same in others; bound, 1.0-1.13x)
 PLACEMENT = ("--map-by", "core:OVERSUBSCRIBE", "--bind-to", "core:overload-allowed:if-supported")
 
+#: the folder that holds ``collsim``, ``collectives``, ``simulator`` and ``topology``
+_PACKAGES_ROOT = str(Path(__file__).resolve().parents[1])
+
 #: variables Open MPI sets in every rank it launches
 _RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
 
@@ -49,7 +52,9 @@ def mpirun_path() -> str:
 def mpirun_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Return this process's environment with what Open MPI needs to run anywhere.
 
-    Allows running as root and oversubscribing, and unbuffers Python's output.
+    Allows running as root and oversubscribing, unbuffers Python's output, and puts the
+    folder holding these packages first on ``PYTHONPATH``, so that the ranks import the
+    same code as this process (a checkout that is not pip-installed, a second worktree).
 
     Parameters
     ----------
@@ -62,10 +67,12 @@ def mpirun_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         A new environment (``os.environ`` is not changed).
     """
     env = dict(os.environ)
+    paths = [_PACKAGES_ROOT, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env.update({
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
         "OMPI_ALLOW_RUN_AS_ROOT": "1",
         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-        "OMPI_MCA_rmaps_base_oversubscribe": "1",
+        "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe",  # Open MPI 5 (PRRTE)
         "PYTHONUNBUFFERED": "1",
     })
     env.update(extra or {})
@@ -114,7 +121,7 @@ def run_mpi(nprocs: int, argv: Sequence[str], timeout_s: float = 300.0,
     nprocs : int
         Number of ranks.
     argv : sequence of str
-        Arguments after ``python`` (e.g. ``["-m", "collectives.bench"]``).
+        Arguments after ``python`` (e.g. ``["-m", "collsim", "bench"]``).
     timeout_s : float
         The whole job is killed after this many seconds (subprocess.TimeoutExpired).
     env : dict, optional
@@ -165,10 +172,10 @@ def forwarded_arguments(args: argparse.Namespace,
     return [*positionals, *options]
 
 
-def relaunch(module: str, args: argparse.Namespace,
+def relaunch(command: str, args: argparse.Namespace,
              add_arguments: Callable[[argparse.ArgumentParser], None], nprocs: int,
              timeout_s: float) -> int:
-    """Run ``python -m module`` with the same arguments on ``nprocs`` ranks and wait.
+    """Run ``python -m collsim command`` with the same arguments on ``nprocs`` ranks and wait.
 
     How a command that runs under ``mpirun`` starts its own job when called outside one
     (``collsim bench``, ``collsim predict``, ``collsim calibrate``); the ranks' output
@@ -176,8 +183,8 @@ def relaunch(module: str, args: argparse.Namespace,
 
     Parameters
     ----------
-    module : str
-        The module the ranks run (``python -m module``).
+    command : str
+        The ``collsim`` subcommand the ranks run (``python -m collsim command``).
     args : argparse.Namespace
         This command's parsed arguments (:func:`forwarded_arguments`).
     add_arguments : callable
@@ -192,5 +199,5 @@ def relaunch(module: str, args: argparse.Namespace,
     int
         The job's exit status: non-zero when any rank failed.
     """
-    argv = ["-m", module, *forwarded_arguments(args, add_arguments)]
+    argv = ["-m", "collsim", command, *forwarded_arguments(args, add_arguments)]
     return run_mpi(nprocs, argv, timeout_s=timeout_s, capture=False).returncode

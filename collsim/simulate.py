@@ -15,10 +15,10 @@ from rich.table import Table
 
 import topology
 from collectives import ALGORITHMS, COLLECTIVES, build_schedule
-from collectives.sizes import parse_size
+from .sizes import parse_size
 
-from .busbw import bandwidths
-from .engine import simulate
+from simulator.busbw import bandwidths
+from simulator.engine import simulate
 
 __all__ = ["add_arguments", "main", "parse_size"]
 
@@ -90,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
         table.add_section()
     Console().print(table)
     if args.timeline is not None and last is not None:
-        from .timeline import plot_timeline
+        from simulator.timeline import plot_timeline
         plot_timeline(last[0], args.timeline, title=last[1])
         print(f"timeline written to {args.timeline}")
     return 0

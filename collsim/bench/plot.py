@@ -85,7 +85,7 @@ def plot_busbw(doc: dict[str, Any], path: str | Path, title: str | None = None) 
     Parameters
     ----------
     doc : dict
-        A document from :func:`collectives.bench.report.document` or ``--json``.
+        A document from :func:`collsim.bench.report.document` or ``--json``.
     path : str or Path
         The PNG to write.
     title : str, optional

@@ -1,7 +1,7 @@
 """The model side of the benchmark: a machine model for this run and its predictions per size.
 
 ``--topology`` names a preset, a topology file, ``calibrate`` or ``none``.  ``calibrate``
-is the model of ``collsim predict``: :func:`simulator.predict.calibrated_model` fits the
+is the model of ``collsim predict``: :func:`collsim.predict.calibrated_model` fits the
 per-call overhead, alpha, beta, gamma and the per-message CPU overhead to runs of the MPI
 executor on NumPy float32 buffers on this very job, all ranks busy, and builds the host
 model of ranks sharing the machine's cores.  The predictions come from
@@ -77,7 +77,7 @@ def machine(name: str, nranks: int, nodes: int, mpi_comm: Any) -> Model | None:
     if name == "none" or (name == "calibrate" and nranks < 2):
         return None
     if name == "calibrate":
-        from simulator.predict import calibrated_model
+        from collsim.predict import calibrated_model
 
         model, fit = calibrated_model(mpi_comm, CALIBRATION_ITERS, CALIBRATION_WARMUP)
         return Model(model, fit["overhead_s"])

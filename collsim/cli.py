@@ -15,12 +15,12 @@ __all__ = ["COMMANDS", "main"]
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "schedule": ("collectives.show", "print a schedule step by step, or summarise it"),
-    "simulate": ("simulator.cli", "predict time, algbw and busbw per size and algorithm"),
-    "calibrate": ("topology.calibrate", "measure alpha, beta, gamma; write a topology file"),
-    "select": ("simulator.select_cli", "tuning table: best algorithm per size, crossovers, exports"),
-    "predict": ("simulator.predict", "under mpirun: calibrate, predict and measure each algorithm"),
-    "bench": ("collectives.bench.cli", "time every algorithm beside native under mpirun (nccl-tests)"),
+    "schedule": ("collsim.schedule", "print a schedule step by step, or summarise it"),
+    "simulate": ("collsim.simulate", "predict time, algbw and busbw per size and algorithm"),
+    "calibrate": ("collsim.calibrate", "measure alpha, beta, gamma; write a topology file"),
+    "select": ("collsim.select", "tuning table: best algorithm per size, crossovers, exports"),
+    "predict": ("collsim.predict", "under mpirun: calibrate, predict and measure each algorithm"),
+    "bench": ("collsim.bench.cli", "time every algorithm beside native under mpirun (nccl-tests)"),
 }
 
 
@@ -54,6 +54,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     return int(importlib.import_module(COMMANDS[args.command][0]).main(args) or 0)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
