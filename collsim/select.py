@@ -23,6 +23,8 @@ from simulator.busbw import bandwidths
 from .simulate import _topology
 from .sizes import parse_size
 from simulator.export import to_nccl_csv, to_ompi_rules
+from collectives.tuning import Tuning
+from simulator.for_auto import tuning_rules
 from simulator.selection import METHODS, TuningTable, tuning_table
 
 __all__ = ["add_arguments", "main"]
@@ -52,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="nNodes column of the NCCL CSV (default -1: any)")
     parser.add_argument("--ompi-rules", type=Path, metavar="FILE",
                         help="write an Open MPI coll/tuned dynamic rules file")
+    parser.add_argument("--tuning-out", type=Path, metavar="JSON",
+                        help="write a tuning file for auto (set COLLSIM_TUNING to it)")
 
 
 def _print(console: Console, table: TuningTable, low: int, high: int) -> None:
@@ -95,4 +99,9 @@ def main(args: argparse.Namespace) -> int:
     if args.ompi_rules is not None:
         args.ompi_rules.write_text(to_ompi_rules(tables))
         console.print(f"Open MPI dynamic rules written to {args.ompi_rules}")
+    if args.tuning_out is not None:
+        tuning = Tuning.from_rules(tuning_rules(tables, args.dtype_size),
+                                   f"predicted on {machine.name} ({tables[0].method})")
+        tuning.save(args.tuning_out)
+        console.print(f"tuning file for auto written to {args.tuning_out}")
     return 0

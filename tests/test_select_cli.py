@@ -27,3 +27,24 @@ def test_select_prints_crossovers_and_writes_exports(tmp_path: Path, capsys) -> 
 def test_select_refuses_an_unknown_collective() -> None:
     with pytest.raises(SystemExit, match="collective 'bcast'"):
         main(["select", "bcast", "-t", "flat"])
+
+
+def test_select_writes_a_tuning_file_auto_reads(tmp_path: Path, capsys, monkeypatch) -> None:
+    from collectives import auto
+    from simulator.selection import select
+    import topology
+
+    path = tmp_path / "tuning.json"
+    assert main(["select", "allreduce", "reduce_scatter", "-t", "flat", "-p", "6",
+                 "--method", "closed_form", "--tuning-out", str(path)]) == 0
+    assert "tuning file for auto written" in capsys.readouterr().out
+    monkeypatch.setenv(auto.TUNING_ENV, str(path))
+    try:
+        flat = topology.preset("flat", nranks=6)
+        for nbytes in (8, 1 << 16, 1 << 30):
+            choice = select("allreduce", nbytes, flat, method="closed_form")
+            assert auto.choose("allreduce", nbytes, 6, 4) == (choice.algorithm, choice.param_dict)
+        assert "predicted on flat(6) (closed_form)" in auto.source(6)
+    finally:
+        monkeypatch.delenv(auto.TUNING_ENV)
+        auto.choose("allreduce", 8, 6)  # forget the file
