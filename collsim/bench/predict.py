@@ -80,7 +80,7 @@ def machine(name: str, nranks: int, nodes: int, mpi_comm: Any) -> Model | None:
         from collsim.predict import calibrated_model
 
         model, fit = calibrated_model(mpi_comm, CALIBRATION_ITERS, CALIBRATION_WARMUP)
-        return Model(model, fit["overhead_s"])
+        return Model(model, fit.overhead_s)
     if name in topology.PRESET_NAMES:
         model = topology.preset(name, nranks=nranks, nodes=nodes)
     else:
