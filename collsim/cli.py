@@ -1,7 +1,9 @@
 """The ``collsim`` command: one entry point, one module per subcommand.
 
 Each subcommand module defines ``add_arguments(parser)`` and ``main(args) -> int``; it is
-imported only when its subcommand runs.
+imported only when its subcommand runs.  A bad argument, whether argparse or the command
+finds it (:class:`collsim.args.UsageError`, raised before anything launches or measures),
+ends the command with one line on stderr, ``collsim CMD: error: ...``, and exit status 2.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
+
+from .args import UsageError
 
 __all__ = ["COMMANDS", "main"]
 
@@ -24,6 +28,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: message`` on stderr and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; return its exit status.
 
@@ -35,14 +47,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The subcommand's exit status (0 when it returns None).
+        The subcommand's exit status (0 when it returns None; 2 for a
+        :class:`~collsim.args.UsageError`).
 
     Raises
     ------
     SystemExit
-        From argparse, for ``--help`` or arguments it rejects.
+        From argparse: status 0 for ``--help``, 2 for arguments it rejects.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="collsim", description="Collective algorithms from one schedule: run, benchmark, "
         "simulate, select and calibrate.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -52,5 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args_list and args_list[0] == name:
             importlib.import_module(module_name).add_arguments(sub_parser)
     args = parser.parse_args(args_list)
-    return int(importlib.import_module(COMMANDS[args.command][0]).main(args) or 0)
+    try:
+        return int(importlib.import_module(COMMANDS[args.command][0]).main(args) or 0)
+    except UsageError as error:
+        print(f"collsim {args.command}: error: {error}", file=sys.stderr)
+        return 2
 
