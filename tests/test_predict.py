@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,10 @@ from collectives import build_schedule
 from collsim.launch import run_mpi
 from simulator import simulate
 from collectives.schedule import Recv, Schedule, Send, Step
-from collsim.predict import (BAND_BYTES, IN_PLACE_PARAM, HostPredictor, band_weights,
-                               calibration_jobs, fit_calibration, fit_relative, fitted_model,
-                               host_model, local_copy_bytes, measure_all, model_terms,
-                               predicted_time, shared_cores_time, summarize)
+from collsim.predict import (BAND_BYTES, IN_PLACE_PARAM, HostFit, HostPredictor, band_weights,
+                             calibration_jobs, fit_calibration, fit_relative, fitted_model,
+                             host_model, local_copy_bytes, measure_all, model_terms,
+                             predicted_time, shared_cores_time, summarize)
 from simulator.selection import candidates
 
 
@@ -116,22 +117,33 @@ def test_band_weights_blend_neighbouring_bands() -> None:
         band_weights(0)
 
 
-def _true_fit() -> dict:
-    return {"overhead_s": 80e-6, "alpha_s": 2e-6, "beta_s_per_byte": [2e-9, 8e-10, 3e-10, 4e-10],
-            "band_bytes": list(BAND_BYTES), "gamma_s_per_byte": 1e-10,
-            "overhead_s_per_message": 5e-6, "copy_s_per_byte": 2e-10, "cores": 2}
+def _true_fit() -> HostFit:
+    return HostFit(overhead_s=80e-6, alpha_s=2e-6, beta_s_per_byte=(2e-9, 8e-10, 3e-10, 4e-10),
+                   band_bytes=BAND_BYTES, gamma_s_per_byte=1e-10, overhead_s_per_message=5e-6,
+                   copy_s_per_byte=2e-10, cores=2, fit_error=0.0)
 
 
 def test_fit_calibration_recovers_the_model_that_made_the_times() -> None:
     truth = _true_fit()
     runs = calibration_jobs(4)
-    times = [truth["overhead_s"] + predicted_time(truth, model_terms(c, a, 4, n, params), n)
+    times = [truth.overhead_s + predicted_time(truth, model_terms(c, a, 4, n, params), n)
              for c, n, a, params in runs]
     fit = fit_calibration(4, runs, times)
     for key in ("overhead_s", "alpha_s", "beta_s_per_byte", "gamma_s_per_byte",
                 "overhead_s_per_message", "copy_s_per_byte"):
-        assert fit[key] == pytest.approx(truth[key], rel=1e-3), key
-    assert fit["fit_error"] < 1e-3
+        assert getattr(fit, key) == pytest.approx(getattr(truth, key), rel=1e-3), key
+    assert fit.fit_error < 1e-3
+
+
+def test_host_fit_to_dict_has_every_figure_for_json() -> None:
+    fit = _true_fit()
+    assert fit.to_dict() == {
+        "overhead_s": 80e-6, "alpha_s": 2e-6, "beta_s_per_byte": [2e-9, 8e-10, 3e-10, 4e-10],
+        "band_bytes": list(BAND_BYTES), "gamma_s_per_byte": 1e-10,
+        "overhead_s_per_message": 5e-6, "copy_s_per_byte": 2e-10, "cores": 2, "fit_error": 0.0}
+    assert json.loads(json.dumps(fit.to_dict())) == fit.to_dict()
+    with pytest.raises(ValueError, match="band_bytes 4"):
+        replace(fit, beta_s_per_byte=(1e-9,))
 
 
 def test_host_predictor_chooses_the_least_predicted_time() -> None:
@@ -146,14 +158,14 @@ def test_host_predictor_chooses_the_least_predicted_time() -> None:
             predicted_time(fit, model_terms("allreduce", "ring", 4, nbytes, {}), nbytes))
     # per-message CPU time alone: the chain's ranks mostly post one at a time (7 messages'
     # time); the unsegmented tree's and rhd's all at once, two ranks per core (12, 16)
-    messages_only = {**fit, "alpha_s": 0.0, "beta_s_per_byte": [0.0] * 4,
-                     "gamma_s_per_byte": 0.0, "copy_s_per_byte": 0.0, "cores": 2}
+    messages_only = replace(fit, alpha_s=0.0, beta_s_per_byte=(0.0,) * 4,
+                            gamma_s_per_byte=0.0, copy_s_per_byte=0.0, cores=2)
     choice = HostPredictor("allreduce", 4, messages_only).choice(1 << 20)
     assert choice.label == "pipeline(segments=1)"
-    assert choice.predicted_s == pytest.approx(7 * fit["overhead_s_per_message"])
+    assert choice.predicted_s == pytest.approx(7 * fit.overhead_s_per_message)
     for label, messages in (("tree(segments=1)", 12), ("rhd", 16)):
         other = next(c for c in choice.candidates if c.label == label)
-        assert other.predicted_s == pytest.approx(messages * fit["overhead_s_per_message"])
+        assert other.predicted_s == pytest.approx(messages * fit.overhead_s_per_message)
 
 
 def test_fitted_model_and_measure_all_reject_bad_arguments() -> None:
@@ -198,3 +210,4 @@ def test_predict_runs_under_mpirun(tmp_path: Path) -> None:
     assert {r["collective"] for r in calibration} == {"allgather", "reduce_scatter"}
     assert {bool(r["params"].get(IN_PLACE_PARAM)) for r in calibration} == {False, True}
     assert {r["collective"] for r in data["runs"] if not r["calibration"]} == {"allreduce"}
+    assert list(data["calibration"]) == list(HostFit.__dataclass_fields__)

@@ -83,7 +83,7 @@ def machine(args: argparse.Namespace, nranks: int, mpi_comm: Any) -> Model | Non
         from collsim.predict import calibrated_model
 
         model, fit = calibrated_model(mpi_comm, CALIBRATION_ITERS, CALIBRATION_WARMUP)
-        return Model(model, fit["overhead_s"])
+        return Model(model, fit.overhead_s)
     return Model(named_machine(args, nranks))
 
 
