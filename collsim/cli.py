@@ -28,6 +28,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: flags these commands took before they followed nccl-tests (issue 17) -> the flag now
+RENAMED: dict[str, str] = {"-t": "--topology", "-p": "--ranks", "--np": "--ranks",
+                           "--nprocs": "--ranks", "--nranks": "--ranks", "-a": "--algorithms",
+                           "-C": "--collective", "--dtype-size": "-d/--datatype",
+                           "--iters": "-n/--iters", "--warmup": "-w/--warmup_iters",
+                           "--array-module": "--buffer", "--nnodes": "--nccl-nnodes",
+                           "-o": "--output", "-c": "--count"}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors on one line (no usage block)."""
 
@@ -64,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         if args_list and args_list[0] == name:
             importlib.import_module(module_name).add_arguments(sub_parser)
+    if args_list and args_list[0] in COMMANDS:
+        _refuse_renamed(sub.choices[args_list[0]], args_list[1:])
     args = parser.parse_args(args_list)
     try:
         return int(importlib.import_module(COMMANDS[args.command][0]).main(args) or 0)
@@ -71,3 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"collsim {args.command}: error: {error}", file=sys.stderr)
         return 2
 
+
+
+def _refuse_renamed(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Exit with one line when ``argv`` has a flag this command no longer takes."""
+    for token in argv:
+        if token in RENAMED and token not in parser._option_string_actions:  # no public map
+            parser.error(f"{token} is not a flag of {parser.prog}; did you mean "
+                         f"{RENAMED[token]}? (see the README's flag table)")

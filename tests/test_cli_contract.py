@@ -103,6 +103,8 @@ BAD = [
     (["calibrate", "--output", "/no/such/folder/m.toml"], "--output"),
     (["schedule", "--ranks", "0"], "--ranks 0 is not allowed"),
     (["schedule", "--count", "-1"], "--count -1 is not allowed"),
+    (["simulate", "-t", "flat"], "-t is not a flag of collsim simulate; did you mean --topology"),
+    (["calibrate", "-n", "4", "-o", "m.toml"], "-o is not a flag of collsim calibrate"),
 ]
 
 
