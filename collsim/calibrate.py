@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Calibrate on this MPI job, or launch one on ``args.nprocs`` ranks that does."""
+    """Calibrate on this MPI job, or launch one on ``args.ranks`` ranks that does."""
     _check_args(args)
     from collsim.launch import in_mpi_job, relaunch
 
