@@ -266,17 +266,17 @@ def machine(args: argparse.Namespace, nranks: int | None = None) -> topology.Top
     name = args.topology
     try:
         if name in topology.PRESET_NAMES:
-            flat = {"alpha": args.alpha, "beta": args.beta, "nranks": wanted or 8}
+            given = {"alpha": args.alpha, "beta": args.beta, "nranks": wanted or 8}
             model = topology.preset(name, nodes=args.nodes or 1,
-                                    **{k: v for k, v in flat.items() if v is not None})
+                                    **{k: v for k, v in given.items() if v is not None})
         else:
             model = topology.load(name)
     except (OSError, ValueError) as error:
         raise UsageError(f"--topology {name!r} is not allowed: {error}") from None
     if wanted is not None and wanted > model.nranks:
-        flag = "--ranks" if nranks is None else "--topology"
-        raise UsageError(f"{flag} {wanted if nranks is None else repr(name)} is not allowed: "
-                         f"{model.name} places {model.nranks} ranks and {wanted} are needed"
+        given = f"--ranks {wanted}" if nranks is None else f"--topology {name!r}"
+        raise UsageError(f"{given} is not allowed: {model.name} places {model.nranks} ranks "
+                         f"and {wanted} are needed"
                          + ("; add --nodes" if name in _NODE_PRESETS else ""))
     return model
 
