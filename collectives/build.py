@@ -8,6 +8,8 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any, Callable
 
+from topology.checks import check_int
+
 from .layout import block
 from .rounds import Lane
 from .schedule import COLLECTIVES, Recv, RankSteps, Schedule, Send, Step
@@ -49,12 +51,6 @@ def algorithm_params(algorithm: str) -> dict[str, Any]:
         If ``algorithm`` is not in :data:`ALGORITHMS`.
     """
     return {**_module(algorithm).PARAMS, "order": None}
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} is not allowed; it must be an integer >= {minimum}")
-    return value
 
 
 def _check_order(order: Any, nranks: int) -> tuple[int, ...] | None:
@@ -186,8 +182,8 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
         raise ValueError(f"collective {collective!r} is not supported; choose one of "
                          f"{list(COLLECTIVES)}")
     module = _module(algorithm)
-    _check_int("nranks", nranks, 1)
-    _check_int("count", count, 0)
+    check_int(nranks, "nranks", 1)
+    check_int(count, "count", 0)
     order = _check_order(params.pop("order", None), nranks)
     unknown = sorted(set(params) - set(module.PARAMS))
     if unknown:

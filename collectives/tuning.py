@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from topology.checks import check_int
+
 __all__ = ["FORMAT", "Rule", "Tuning", "load_tuning"]
 
 #: the ``format`` field every tuning file carries
@@ -74,9 +76,7 @@ def _rule(item: Any, where: str) -> Rule:
     if missing:
         raise ValueError(f"{where} lacks {sorted(missing)}")
     for key in ("nranks", "dtype_size", "min_bytes", "max_bytes"):
-        value = item.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{where}.{key}={value!r} is not allowed; it must be an int >= 0")
+        check_int(item.get(key, 0), f"{where}.{key}", 0)
     params = item.get("params", {})
     if not isinstance(params, dict):
         raise ValueError(f"{where}.params={params!r} is not allowed; it must be an object")

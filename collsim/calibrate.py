@@ -8,14 +8,18 @@ slope is gamma. The result is a flat-like topology, one device per rank and one 
 ordered pair, written as a topology file; the fit's error on every measured point is printed
 and written into the file's header.
 
-Run it as ``collsim calibrate -n 4 -o machine.toml``: outside ``mpirun`` it launches itself
-on ``-n`` ranks; under ``mpirun`` (``mpirun -n 4 python -m collsim.calibrate ...``) it runs
-on the job's ranks.
+Run it as ``collsim calibrate --ranks 4 --output machine.toml``: outside ``mpirun`` it
+launches itself on ``--ranks`` ranks; under ``mpirun`` (``mpirun -n 4 python -m collsim
+calibrate ...``) it runs on the job's ranks.  A fit whose error at some point exceeds
+:data:`POOR_FIT` is reported with a warning, in the output and the file.  The file's
+figures are rounded to :data:`DIGITS` significant digits, so every one is written with its
+unit.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import socket
 import statistics
 import sys
@@ -28,8 +32,10 @@ import numpy as np
 from topology.files import save
 from topology.model import Device, Link, Topology
 
+from .args import UsageError, check_at_least, check_output
+
 __all__ = ["add_arguments", "main", "fit_line", "fit_errors", "measure_pair",
-           "measure_gamma", "calibrate"]
+           "measure_gamma", "calibrate", "POOR_FIT", "DIGITS"]
 
 #: the fit never returns a latency below 1 ns or a bandwidth above 1 PB/s, so the written
 #: file stays valid (latency and bandwidth > 0) when noise drives the fit to 0 or below
@@ -40,24 +46,30 @@ DEFAULT_SIZES = tuple(8 * 8**k for k in range(7))  # 8 B .. 2 MiB
 DEFAULT_GAMMA_SIZES = (1 << 16, 1 << 20, 1 << 22)  # large enough that the slope shows
 _TAG = 17
 
+#: a fit is reported as poor when its error at some point exceeds this fraction
+POOR_FIT = 0.5
+#: significant digits of the figures written to the file
+DIGITS = 4
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
-    parser.add_argument("-n", "--nprocs", type=int, default=2,
+    parser.add_argument("--ranks", type=int, default=2, metavar="N",
                         help="ranks to launch when not already under mpirun (default 2)")
-    parser.add_argument("-o", "--output", type=Path, default=Path("machine.toml"),
+    parser.add_argument("--output", type=Path, default=Path("machine.toml"), metavar="FILE",
                         help="topology file to write (default machine.toml)")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES),
                         metavar="BYTES", help="message sizes in bytes (default 8 .. 2 MiB)")
     parser.add_argument("--gamma-sizes", type=int, nargs="+",
                         default=list(DEFAULT_GAMMA_SIZES), metavar="BYTES",
                         help="operand sizes for timing the reduction (default 64 KiB .. 4 MiB)")
-    parser.add_argument("--iters", type=int, default=20,
+    parser.add_argument("-n", "--iters", type=int, default=20,
                         help="timed round trips per size and pair (default 20)")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed round trips first")
+    parser.add_argument("-w", "--warmup_iters", type=int, default=2,
+                        help="untimed round trips first (default 2)")
     parser.add_argument("--fit", choices=("pair", "class"), default="pair",
                         help="one line per pair, or per class (same host / across hosts)")
-    parser.add_argument("--array-module", choices=("numpy", "cupy"), default="numpy",
+    parser.add_argument("--buffer", choices=("numpy", "cupy"), default="numpy",
                         help="buffers for messages and the reduction (cupy: GPU buffers, "
                              "needs CUDA-aware MPI)")
     parser.add_argument("--name", default="calibrated", help="the topology's name")
@@ -66,16 +78,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Calibrate on this MPI job, or launch one on ``args.nprocs`` ranks that does."""
+    """Calibrate on this MPI job, or launch one on ``args.ranks`` ranks that does."""
     _check_args(args)
     from collsim.launch import in_mpi_job, relaunch
 
     if not in_mpi_job():
-        return relaunch("calibrate", args, add_arguments, args.nprocs, args.timeout)
+        return relaunch("calibrate", args, add_arguments, args.ranks, args.timeout)
     from mpi4py import MPI
 
-    xp = _array_module(args.array_module)
-    report = calibrate(MPI.COMM_WORLD, xp, args.sizes, args.iters, args.warmup, args.fit,
+    check_at_least("the job's ranks (mpirun -n)", MPI.COMM_WORLD.Get_size(), 2)
+    xp = _array_module(args.buffer)
+    report = calibrate(MPI.COMM_WORLD, xp, args.sizes, args.iters, args.warmup_iters, args.fit,
                        args.name, args.gamma_sizes)
     if report is not None:
         topology, text = report
@@ -89,15 +102,18 @@ def _check_args(args: argparse.Namespace) -> None:
         sizes = getattr(args, name)
         option = "--" + name.replace("_", "-")
         if any(size < 1 for size in sizes):
-            raise ValueError(f"{option} {sizes} is not allowed; sizes must be >= 1 byte")
+            raise UsageError(f"{option} {sizes} is not allowed; sizes must be >= 1 byte")
         if len(set(sizes)) < 2:
-            raise ValueError(f"{option} {sizes} is not allowed; a line needs at least two "
+            raise UsageError(f"{option} {sizes} is not allowed; a line needs at least two "
                              "different sizes")
-    for name in ("iters", "nprocs"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name} {getattr(args, name)} is not allowed; it must be >= 1")
-    if args.warmup < 0:
-        raise ValueError(f"--warmup {args.warmup} is not allowed; it must be >= 0")
+    check_at_least("-n", args.iters, 1)
+    check_at_least("-w", args.warmup_iters, 0)
+    check_at_least("--ranks", args.ranks, 2)
+    check_at_least("--timeout", args.timeout, 0)
+    if args.buffer == "cupy" and importlib.util.find_spec("cupy") is None:
+        raise UsageError("--buffer cupy is not allowed here: CuPy is not installed "
+                         "(pip install cupy-cuda12x)")
+    check_output("--output", args.output)
 
 
 def _array_module(name: str) -> Any:
@@ -316,13 +332,19 @@ def calibrate(comm: Any, xp: Any, sizes: Sequence[int], iters: int, warmup: int 
         return None
     hosts = [host for host, _, _ in gathered]
     measured = {pair: times for _, pairs, _ in gathered for pair, times in pairs.items()}
-    gammas = sorted(g for _, _, (g, _) in gathered)
+    gammas = [gamma for _, _, gamma in gathered]
     return _model(name, hosts, list(sizes), measured, fit, gammas, xp)
 
 
+def _rounded(alpha: float, beta: float) -> tuple[float, float]:
+    """``(alpha, beta)`` with alpha and the bandwidth ``1 / beta`` to :data:`DIGITS`
+    significant digits, so that the file writes both with units."""
+    return float(f"{alpha:.{DIGITS}g}"), 1 / float(f"{1 / beta:.{DIGITS}g}")
+
+
 def _model(name: str, hosts: list[str], sizes: list[int],
-           measured: dict[tuple[int, int], list[float]], fit: str, gammas: list[float],
-           xp: Any) -> tuple[Topology, str]:
+           measured: dict[tuple[int, int], list[float]], fit: str,
+           gammas: list[tuple[float, float]], xp: Any) -> tuple[Topology, str]:
     def group(pair: tuple[int, int]) -> Any:
         if fit == "pair":
             return pair
@@ -333,29 +355,42 @@ def _model(name: str, hosts: list[str], sizes: list[int],
         ns, ts = points.setdefault(group(pair), ([], []))
         ns += sizes
         ts += times
-    fits = {key: fit_line(ns, ts) for key, (ns, ts) in points.items()}
+    fits = {key: _rounded(*fit_line(ns, ts)) for key, (ns, ts) in points.items()}
     lines = [f"collsim calibrate: {len(hosts)} ranks on {len(set(hosts))} host(s), "
              f"{xp.__name__} buffers, sizes {sizes[0]}..{sizes[-1]} B ({len(sizes)}), "
              f"fit per {fit}",
              f"{'pair' if fit == 'pair' else 'class':>14} {'alpha (us)':>11} "
              f"{'bandwidth (GB/s)':>17} {'max |error|':>12} {'rms error':>10}"]
+    poor = []
     for key, (alpha, beta) in fits.items():
         errors = fit_errors(alpha, beta, *points[key])
         rms = float(np.sqrt(np.mean(np.square(errors))))
         label = f"{key[0]}-{key[1]}" if fit == "pair" else key
+        worst = max(map(abs, errors))
         lines.append(f"{label:>14} {alpha * 1e6:11.3f} {1 / beta / 1e9:17.3f} "
-                     f"{max(map(abs, errors)):11.1%} {rms:10.1%}")
-    gamma = statistics.median(gammas)
+                     f"{worst:11.1%} {rms:10.1%}")
+        if worst > POOR_FIT:
+            poor.append(f"{fit} {label} ({worst:.0%})")
+    gamma = float(f"{statistics.median(g for g, _ in gammas):.{DIGITS}g}")
+    gamma_error = max(error for _, error in gammas)
     lines.append(f"gamma: {gamma * 1e9:.4f} ns/B ({1 / gamma / 1e9 if gamma else float('inf'):.2f}"
-                 f" GB/s reduction throughput), median of {len(gammas)} ranks")
+                 f" GB/s reduction throughput), median of {len(gammas)} ranks, "
+                 f"max |error| {gamma_error:.1%}")
+    if gamma_error > POOR_FIT:
+        poor.append(f"gamma ({gamma_error:.0%})")
+    if poor:
+        lines.append(f"warning: poor fit (error above {POOR_FIT:.0%} at some size): "
+                     f"{', '.join(poor)}; the times are noisy (other load, more ranks than "
+                     "cores) or not a line in the size; try more --iters or other --sizes")
     kind = "gpu" if xp is not np else "cpu"
     ids = [f"rank{r}" for r in range(len(hosts))]
     links = []
     for a, b in sorted(measured):
         alpha, beta = fits[group((a, b))]
         link_kind = "host" if hosts[a] == hosts[b] else "net"
-        links += [Link(ids[a], ids[b], alpha, 1 / beta, link_kind),
-                  Link(ids[b], ids[a], alpha, 1 / beta, link_kind)]
+        bandwidth = float(f"{1 / beta:.{DIGITS}g}")
+        links += [Link(ids[a], ids[b], alpha, bandwidth, link_kind),
+                  Link(ids[b], ids[a], alpha, bandwidth, link_kind)]
     topology = Topology(name, tuple(Device(i, kind) for i in ids), tuple(links), tuple(ids),
                         gamma)
     return topology, "\n".join(lines)

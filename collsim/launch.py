@@ -179,7 +179,8 @@ def relaunch(command: str, args: argparse.Namespace,
 
     How a command that runs under ``mpirun`` starts its own job when called outside one
     (``collsim bench``, ``collsim predict``, ``collsim calibrate``); the ranks' output
-    passes through.
+    passes through, and they are told which of this process's streams are terminals
+    (:func:`collsim.terminal.terminal_env`).
 
     Parameters
     ----------
@@ -199,5 +200,8 @@ def relaunch(command: str, args: argparse.Namespace,
     int
         The job's exit status: non-zero when any rank failed.
     """
+    from .terminal import terminal_env
+
     argv = ["-m", "collsim", command, *forwarded_arguments(args, add_arguments)]
-    return run_mpi(nprocs, argv, timeout_s=timeout_s, capture=False).returncode
+    return run_mpi(nprocs, argv, timeout_s=timeout_s, env=terminal_env(),
+                   capture=False).returncode

@@ -2,7 +2,8 @@
 
 Prints, for every size of the sweep (1 B .. 8 GiB, powers of two and 1.5x between, or the
 ``-b``/``-e`` part of it), the best algorithm, its predicted time and busbw, and the best
-time of each algorithm family; then the sizes where the choice changes.  ``--nccl-csv``
+time of each algorithm family; then the sizes within ``-b``/``-e`` where the choice
+changes.  Sizes below one ``-d`` element are left out of the table and the exports.  ``--nccl-csv``
 and ``--ompi-rules`` write the tables for NCCL's example tuner plugin and Open MPI's
 coll/tuned (see :mod:`simulator.export`).
 """
@@ -10,47 +11,43 @@ coll/tuned (see :mod:`simulator.export`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-import topology
-
 from collectives import ALGORITHMS, COLLECTIVES
+from collectives.tuning import Tuning
 
 from simulator.busbw import bandwidths
-from .simulate import _topology
-from .sizes import parse_size
 from simulator.export import to_nccl_csv, to_ompi_rules
-from collectives.tuning import Tuning
 from simulator.for_auto import tuning_rules
 from simulator.selection import METHODS, TuningTable, tuning_table
 
+from .args import (ITEMSIZES, UsageError, add_machine, add_sweep, check_at_least,
+                   check_distinct, check_output, datatype, machine)
+from .terminal import console, progress
+
 __all__ = ["add_arguments", "main"]
+
+#: the export flags and what each writes
+_EXPORTS = {"nccl_csv": "--nccl-csv", "ompi_rules": "--ompi-rules", "tuning_out": "--tuning-out"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
     parser.add_argument("collectives", nargs="*", default=["allreduce"], metavar="COLLECTIVE",
                         help=f"one or more of {', '.join(COLLECTIVES)} (default allreduce)")
-    parser.add_argument("-t", "--topology", default="dgx-h100",
-                        help=f"preset ({', '.join(topology.PRESET_NAMES)}) or a topology file")
-    parser.add_argument("--nodes", type=int, default=1, help="nodes of a DGX preset")
-    parser.add_argument("-p", "--nranks", type=int, default=None,
-                        help="ranks (default: all the topology places; 8 for flat)")
-    parser.add_argument("--alpha", type=float, default=topology.FLAT_ALPHA_S,
-                        help="flat latency, s")
-    parser.add_argument("--beta", type=float, default=topology.FLAT_BETA_S_PER_BYTE,
-                        help="flat s per byte")
-    parser.add_argument("-d", "--dtype-size", type=int, default=4, help="bytes per element")
-    parser.add_argument("-b", "--minbytes", type=parse_size, default=1)
-    parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("8G"))
+    add_machine(parser, "dgx-h100")
+    parser.add_argument("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
+                        help="element type: float (default), half, bfloat16, double, int8, ...")
+    add_sweep(parser, 1, 8 << 30, stepfactor=None)
     parser.add_argument("--method", choices=METHODS, default="auto",
                         help="simulate, closed_form, or auto (simulate up to 8 ranks)")
     parser.add_argument("--nccl-csv", type=Path, metavar="CSV",
                         help="write the NCCL example tuner plugin's CSV")
-    parser.add_argument("--nnodes", type=int, default=-1,
+    parser.add_argument("--nccl-nnodes", type=int, default=-1, metavar="N",
                         help="nNodes column of the NCCL CSV (default -1: any)")
     parser.add_argument("--ompi-rules", type=Path, metavar="FILE",
                         help="write an Open MPI coll/tuned dynamic rules file")
@@ -58,50 +55,89 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write a tuning file for auto (set COLLSIM_TUNING to it)")
 
 
-def _print(console: Console, table: TuningTable, low: int, high: int) -> None:
+def _print(out: Console, table: TuningTable, low: int, high: int) -> None:
     families = list(ALGORITHMS)
     view = Table(title=f"{table.collective} on {table.topology_name}: {table.nranks} ranks, "
                        f"{table.dtype_size}-byte elements ({table.method})")
     for column in ("size (B)", "best", "time (us)", "busbw (GB/s)",
                    *(f"{f} (us)" for f in families)):
-        view.add_column(column, justify="right")
+        view.add_column(column, justify="right", overflow="fold")
     for (size, _, label, seconds), times in zip(table.rows(), table.times):
-        if not low <= size <= high:
+        if not max(low, table.dtype_size) <= size <= high:
             continue
         per_family = [min((t for (a, _), t in zip(table.candidates, times) if a == f),
                           default=float("nan")) for f in families]
         busbw = bandwidths(table.collective, table.nranks, size, seconds)[1]
         view.add_row(str(size), label, f"{seconds * 1e6:.2f}", f"{busbw / 1e9:.2f}",
                      *(f"{t * 1e6:.2f}" for t in per_family))
-    console.print(view)
-    crossings = table.crossovers()
-    lines = [f"  from {size} B: {old} -> {new}" for size, old, new in crossings]
-    console.print("crossovers:" if lines else "crossovers: none", *lines, sep="\n")
+    out.print(view)
+    lines = [f"  from {size} B: {old} -> {new}" for size, old, new in table.crossovers()
+             if low < size <= high]
+    out.print("crossovers:" if lines else "crossovers: none", *lines, sep="\n")
+
+
+def _whole_elements(table: TuningTable) -> TuningTable:
+    """``table`` without the ranges of sizes below one element (the first range kept
+    starts where the table did)."""
+    kept = [r for r in table.ranges if r.max_bytes >= table.dtype_size]
+    kept[0] = dataclasses.replace(kept[0], min_bytes=table.ranges[0].min_bytes)
+    return dataclasses.replace(table, ranges=tuple(kept))
+
+
+def check(args: argparse.Namespace) -> None:
+    """Check every argument before any table is built.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by a parser set up with :func:`add_arguments`.
+
+    Raises
+    ------
+    UsageError
+        Naming the flag, its value and what is allowed.
+    """
+    unknown = [c for c in args.collectives if c not in COLLECTIVES]
+    if unknown:
+        raise UsageError(f"collective {unknown[0]!r} is not supported; choose from "
+                         f"{', '.join(COLLECTIVES)}")
+    check_distinct("COLLECTIVE", args.collectives)
+    if args.datatype == "all":
+        raise UsageError("-d all is not allowed here; a tuning table holds one element size "
+                         "(float, half, bfloat16, double, ...)")
+    if args.minbytes > args.maxbytes:
+        raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}; "
+                         "need minbytes <= maxbytes")
+    if args.nccl_nnodes != -1:
+        check_at_least("--nccl-nnodes", args.nccl_nnodes, 1)
+    for dest, flag in _EXPORTS.items():
+        check_output(flag, getattr(args, dest))
 
 
 def main(args: argparse.Namespace) -> int:
     """Build and print the tuning tables; write the export files asked for."""
-    unknown = [c for c in args.collectives if c not in COLLECTIVES]
-    if unknown:
-        raise SystemExit(f"collective {unknown[0]!r} is not supported; choose from "
-                         f"{', '.join(COLLECTIVES)}")
-    if args.topology == "flat" and args.nranks is None:
-        args.nranks = 8
-    machine = _topology(args)
-    console = Console()
-    tables = [tuning_table(c, machine, args.nranks, args.dtype_size, args.method)
-              for c in dict.fromkeys(args.collectives)]
+    check(args)
+    model = machine(args)
+    itemsize = ITEMSIZES[args.datatype]
+    out = console()
+    tables = []
+    with progress(f"select on {model.name}", len(args.collectives)) as advance:
+        for collective in args.collectives:
+            advance(collective, 0)
+            tables.append(_whole_elements(tuning_table(collective, model, args.ranks, itemsize,
+                                                       args.method)))
+            advance(collective)
     for table in tables:
-        _print(console, table, args.minbytes, args.maxbytes)
+        _print(out, table, args.minbytes, args.maxbytes)
     if args.nccl_csv is not None:
-        args.nccl_csv.write_text(to_nccl_csv(tables, nnodes=args.nnodes))
-        console.print(f"NCCL tuner CSV written to {args.nccl_csv}")
+        args.nccl_csv.write_text(to_nccl_csv(tables, nnodes=args.nccl_nnodes))
+        out.print(f"NCCL tuner CSV written to {args.nccl_csv}")
     if args.ompi_rules is not None:
         args.ompi_rules.write_text(to_ompi_rules(tables))
-        console.print(f"Open MPI dynamic rules written to {args.ompi_rules}")
+        out.print(f"Open MPI dynamic rules written to {args.ompi_rules}")
     if args.tuning_out is not None:
-        tuning = Tuning.from_rules(tuning_rules(tables, args.dtype_size),
-                                   f"predicted on {machine.name} ({tables[0].method})")
+        tuning = Tuning.from_rules(tuning_rules(tables, itemsize),
+                                   f"predicted on {model.name} ({tables[0].method})")
         tuning.save(args.tuning_out)
-        console.print(f"tuning file for auto written to {args.tuning_out}")
+        out.print(f"tuning file for auto written to {args.tuning_out}")
     return 0

@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from topology.checks import check_int, check_number
+
 from collectives.build import ALGORITHMS
 from collectives.schedule import COLLECTIVES
 
@@ -337,18 +339,6 @@ def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: f
 _FORMS: dict[str, Form] = {"ring": _ring, "tree": _tree, "rhd": _rhd, "pipeline": _pipeline}
 
 
-def _check_number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"{name}={value!r} is not allowed; it must be a number >= 0")
-    return float(value)
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} is not allowed; it must be an integer >= {minimum}")
-    return value
-
-
 def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float,
          beta: float, gamma: float, dtype_size: int = 4, **params: Any) -> float:
     """Predict the time of ``algorithm`` for ``collective`` in the alpha-beta-gamma model.
@@ -400,13 +390,13 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
     if algorithm not in _FORMS:
         raise ValueError(f"algorithm {algorithm!r} is not supported; choose one of "
                          f"{[a for a in ALGORITHMS if a in _FORMS]}")
-    _check_int("nranks", nranks, 1)
-    _check_int("nbytes", nbytes, 0)
-    _check_int("dtype_size", dtype_size, 1)
+    check_int(nranks, "nranks", 1)
+    check_int(nbytes, "nbytes", 0)
+    check_int(dtype_size, "dtype_size", 1)
     if nbytes % dtype_size:
         raise ValueError(f"nbytes={nbytes} is not allowed; it must be a multiple of "
                          f"dtype_size={dtype_size}")
-    a, b, g = (_check_number(k, v) for k, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)))
+    a, b, g = (check_number(v, k) for k, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)))
     module = importlib.import_module(f"collectives.algorithms.{algorithm}")
     params.pop("order", None)
     unknown = sorted(set(params) - set(module.PARAMS))

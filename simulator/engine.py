@@ -56,6 +56,8 @@ import heapq
 import simpy
 from simpy.events import Timeout
 
+from topology.checks import check_int, check_number
+
 from collectives.errors import DeadlockError, ScheduleError
 from collectives.gcpause import gc_paused
 from collectives.progress import completion_order, match
@@ -500,15 +502,11 @@ def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any, engin
     if schedule.nranks > topology.nranks:
         raise ValueError(f"schedule.nranks={schedule.nranks} is not allowed on topology "
                          f"{topology.name!r}: it places {topology.nranks} ranks")
-    if isinstance(dtype_size, bool) or not isinstance(dtype_size, int) or dtype_size < 1:
-        raise ValueError(f"dtype_size={dtype_size!r} is not allowed; it must be an integer >= 1")
+    check_int(dtype_size, "dtype_size", 1)
     if engine not in ENGINES:
         raise ValueError(f"engine={engine!r} is not allowed; choose one of {', '.join(ENGINES)}")
     gamma = topology.gamma_s_per_byte if gamma is None else gamma
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma >= 0:
-        raise ValueError(f"gamma={gamma!r} is not allowed; it must be a number >= 0 "
-                         "(seconds per byte reduced)")
-    return float(gamma)
+    return check_number(gamma, "gamma", note=" (seconds per byte reduced)")
 
 
 def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,

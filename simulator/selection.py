@@ -53,6 +53,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from topology.checks import check_int
+
 from collectives.build import build_schedule
 from collectives.schedule import COLLECTIVES
 
@@ -425,12 +427,9 @@ def _check(collective: Any, topology: Any, nranks: Any, dtype_size: Any, method:
     if not hasattr(topology, "placement") or not hasattr(topology, "gamma_s_per_byte"):
         raise TypeError(f"topology={topology!r} is not allowed; pass a topology.Topology")
     nranks = topology.nranks if nranks is None else nranks
-    if isinstance(nranks, bool) or not isinstance(nranks, int) \
-            or not 1 <= nranks <= topology.nranks:
-        raise ValueError(f"nranks={nranks!r} is not allowed; it must be an int in "
-                         f"[1, {topology.nranks}] (the ranks topology {topology.name!r} places)")
-    if isinstance(dtype_size, bool) or not isinstance(dtype_size, int) or dtype_size < 1:
-        raise ValueError(f"dtype_size={dtype_size!r} is not allowed; it must be an int >= 1")
+    check_int(nranks, "nranks", 1, topology.nranks,
+              note=f" (the ranks topology {topology.name!r} places)")
+    check_int(dtype_size, "dtype_size", 1)
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; choose one of {list(METHODS)}")
     return nranks
@@ -515,6 +514,5 @@ def select(collective: str, nbytes: int, topology: Any, nranks: int | None = Non
         table = None
     if table is None:
         table = tuning_table(collective, topology, nranks, dtype_size, method)
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
-        raise ValueError(f"nbytes={nbytes!r} is not allowed; it must be an int >= 0")
+    check_int(nbytes, "nbytes", 0)
     return table.choice(nbytes)

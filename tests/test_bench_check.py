@@ -84,8 +84,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def test_flags_take_nccl_tests_names_and_round_trip_to_launched_ranks() -> None:
-    args = _parse(["-C", "all_gather", "-d", "half", "-b", "1K", "-e", "1M", "-a", "ring",
-                   "native", "-c", "0", "--np", "3"])
+    args = _parse(["--collective", "all_gather", "-d", "half", "-b", "1K", "-e", "1M",
+                   "--algorithms", "ring", "native", "-c", "0", "--ranks", "3"])
     assert (args.collective, args.datatype, args.minbytes, args.check) == \
         ("allgather", "float16", 1024, 0)
     again = _parse(forwarded_arguments(args, options.add_arguments))
@@ -94,8 +94,9 @@ def test_flags_take_nccl_tests_names_and_round_trip_to_launched_ranks() -> None:
 
 @pytest.mark.parametrize("argv, message", [
     (["-f", "1"], "-f 1"), (["-n", "0"], "-n 0"), (["-b", "2K", "-e", "1K"], "-b 2048"),
-    (["--transport", "nccl"], "--buffer cupy"), (["-C", "allgather", "-o", "max"], "-o max"),
-    (["-t", "no-such-machine"], "'no-such-machine'")])
+    (["--transport", "nccl"], "--buffer cupy"),
+    (["--collective", "allgather", "-o", "max"], "-o max"),
+    (["--topology", "no-such-machine"], "'no-such-machine'")])
 def test_bad_flags_name_the_flag(argv: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         options.check_args(_parse(argv))

@@ -50,8 +50,8 @@ def _check_run(stdout: str, doc: dict, algorithms: list[str], nranks: int, rows:
 
 def test_plain_command_launches_mpirun_for_every_algorithm(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    argv = ["bench", "--np", "2", "-b", "8", "-e", "4K", "-f", "8", "-n", "2", "-w", "0",
-            "-t", "flat", "--json", str(out), "--csv", str(tmp_path / "b.csv"),
+    argv = ["bench", "--ranks", "2", "-b", "8", "-e", "4K", "-f", "8", "-n", "2", "-w", "0",
+            "--topology", "flat", "--json", str(out), "--csv", str(tmp_path / "b.csv"),
             "--plot", str(tmp_path / "b.png")]
     result = subprocess.run([sys.executable, "-m", "collsim", *argv], text=True,
                             capture_output=True, timeout=120, check=False)
@@ -75,9 +75,10 @@ def test_under_mpirun_on_three_ranks(tmp_path: Path, collective: str, dtype: str
                                      op: str) -> None:
     out = tmp_path / "bench.json"
     algorithms = ["ring", "tree", "rhd", "pipeline", "native"]
-    result = run_mpi(3, ["-m", "collsim", "bench", "-C", collective, "-d", dtype, "-o", op,
-                         "-b", "0", "-e", "1K", "-f", "4", "-n", "2", "-t", "none",
-                         "-a", *algorithms, "--json", str(out)], timeout_s=120)
+    result = run_mpi(3, ["-m", "collsim", "bench", "--collective", collective, "-d", dtype,
+                         "-o", op, "-b", "0", "-e", "1K", "-f", "4", "-n", "2",
+                         "--topology", "none", "--algorithms", *algorithms, "--json", str(out)],
+                     timeout_s=120)
     assert result.returncode == 0, result.stderr
     doc = json.loads(out.read_text())
     _check_run(result.stdout, doc, algorithms, 3, sizes(0, 1024, 4, collective, 3, dtype))

@@ -197,10 +197,11 @@ def test_summary_counts_good_choices_and_the_geometric_error() -> None:
 def test_predict_runs_under_mpirun(tmp_path: Path) -> None:
     out = tmp_path / "points.json"
     result = run_mpi(2, ["-m", "collsim", "predict", "-b", "4K", "-e", "64K", "-f",
-                         "4", "--iters", "2", "--warmup", "1", "--json", str(out), "--plot",
+                         "4", "-n", "2", "-w", "1", "--json", str(out), "--plot",
                          str(tmp_path / "plot.png")], timeout_s=120)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "geomean error" in result.stdout and (tmp_path / "plot.png").stat().st_size > 0
+    assert "\x1b" not in result.stdout + result.stderr  # Open MPI's pty is no terminal
     data = json.loads(out.read_text())
     assert {p["algorithm"] for p in data["points"]} == {"ring", "tree", "rhd", "pipeline"}
     assert {p["nbytes"] for p in data["points"]} == {4096, 16384, 65536}

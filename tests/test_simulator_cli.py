@@ -24,8 +24,9 @@ def test_bus_factors_follow_nccl_tests() -> None:
 
 def test_simulate_command_prints_every_size_and_algorithm(capsys, tmp_path: Path) -> None:
     png = tmp_path / "timeline.png"
-    assert main(["simulate", "allgather", "-t", "flat", "-p", "4", "-b", "1K", "-e", "64K",
-                 "-f", "8", "-a", "ring", "rhd", "--timeline", str(png)]) == 0
+    assert main(["simulate", "allgather", "--topology", "flat", "--ranks", "4", "-b", "1K",
+                 "-e", "64K", "-f", "8", "--algorithms", "ring", "rhd", "--timeline",
+                 str(png)]) == 0
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if " ring " in line or " rhd " in line]
     assert len(rows) == 2 * 3  # 1K, 8K, 64K
@@ -44,8 +45,11 @@ def test_timeline_png(tmp_path: Path, by: str) -> None:
 @pytest.mark.parametrize("argv, message", [
     (["-f", "1"], "-f 1 is not allowed"),
     (["-b", "1M", "-e", "1K"], "-b 1048576 is larger than -e 1024"),
-    (["-t", "nowhere.toml"], "--topology 'nowhere.toml' is neither a preset"),
+    (["--topology", "nowhere.toml"], "--topology 'nowhere.toml' is neither a preset"),
 ])
-def test_simulate_command_names_bad_arguments(argv: list[str], message: str) -> None:
-    with pytest.raises(SystemExit, match=message):
-        main(["simulate", "-t", "flat", "-p", "2", *argv])
+def test_simulate_command_names_bad_arguments(argv: list[str], message: str, capsys) -> None:
+    """One line on stderr naming the flag, exit status 2 (was: SystemExit with the text)."""
+    assert main(["simulate", "--topology", "flat", "--ranks", "2", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("collsim simulate: error: ") and message in err
+    assert err.count("\n") == 1

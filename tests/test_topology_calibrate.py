@@ -40,9 +40,10 @@ def test_measure_gamma_numpy():
 @pytest.mark.parametrize("argv, message", [
     (["--sizes", "8"], "at least two different sizes"),
     (["--sizes", "0", "8"], "sizes must be >= 1"),
-    (["--iters", "0"], "--iters 0"),
-    (["-n", "0"], "--nprocs 0"),
-    (["--warmup", "-1"], "--warmup -1"),
+    (["-n", "0"], "-n 0"),
+    (["--ranks", "1"], "--ranks 1"),
+    (["-w", "-1"], "-w -1"),
+    (["--output", "/no/such/folder/m.toml"], "--output '/no/such/folder/m.toml'"),
     (["--gamma-sizes", "64", "64"], "--gamma-sizes"),
 ])
 def test_arguments_are_checked(argv, message):
@@ -56,8 +57,8 @@ def test_arguments_are_checked(argv, message):
 def test_calibrate_command_under_mpirun(tmp_path, capfd):
     """``collsim calibrate -n 3`` relaunches itself under mpirun and writes a file that loads."""
     path = tmp_path / "machine.toml"
-    status = cli.main(["calibrate", "-n", "3", "-o", str(path), "--sizes", "8", "4096",
-                       "65536", "--iters", "5", "--fit", "pair", "--timeout", "120"])
+    status = cli.main(["calibrate", "--ranks", "3", "--output", str(path), "--sizes", "8",
+                       "4096", "65536", "-n", "5", "--fit", "pair", "--timeout", "120"])
     out = capfd.readouterr().out
     assert status == 0, out
     assert "3 ranks on 1 host(s)" in out  # printed by rank 0 of the launched job

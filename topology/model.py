@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .checks import is_int, is_number
 from .errors import TopologyError
 
 __all__ = ["Device", "Link", "Topology", "NON_TRANSIT_KINDS"]
@@ -76,7 +77,7 @@ class Link:
 
 
 def _positive(value: Any, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         raise TypeError(f"{key} = {value!r} is not allowed; it must be a number")
     if not (math.isfinite(value) and value > 0):
         raise TopologyError(f"{key} = {value!r} is not allowed; it must be finite and > 0")
@@ -133,8 +134,7 @@ class Topology:
             raise TypeError(f"name = {self.name!r} is not allowed; it must be a string")
         for field in ("gamma_s_per_byte", "overhead_s_per_message"):
             value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not (math.isfinite(value) and value >= 0):
+            if not (is_number(value) and math.isfinite(value) and value >= 0):
                 raise TopologyError(f"{field} = {value!r} is not allowed; "
                                     "it must be a finite number >= 0")
         index = self._check_devices()
@@ -223,8 +223,7 @@ class Topology:
         return self.devices[self._index[self.placement[self._rank(rank, "rank")]]]
 
     def _rank(self, rank: int, name: str) -> int:
-        if isinstance(rank, bool) or not isinstance(rank, int) \
-                or not 0 <= rank < len(self.placement):
+        if not (is_int(rank) and 0 <= rank < len(self.placement)):
             raise ValueError(f"{name}={rank!r} is not allowed; it must be an int in "
                              f"[0, {len(self.placement)})")
         return rank

@@ -30,8 +30,8 @@ says otherwise; pass measured figures, or calibrate, to model a real machine):
 from __future__ import annotations
 
 import dataclasses
-import math
 
+from .checks import check_int, check_number
 from .model import Device, Link, Topology
 
 __all__ = ["flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node", "PRESET_NAMES",
@@ -59,19 +59,6 @@ def _duplex(a: str, b: str, latency_s: float, bandwidth_Bps: float,
     return Link(a, b, latency_s, bandwidth_Bps, kind), Link(b, a, latency_s, bandwidth_Bps, kind)
 
 
-def _check_count(value: int, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} is not allowed; it must be an int >= {minimum}")
-    return value
-
-
-def _check_positive(value: float, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name}={value!r} is not allowed; it must be a finite number > 0")
-    return float(value)
-
-
 def flat(nranks: int, alpha: float, beta: float) -> Topology:
     """The textbook alpha-beta model: a dedicated link for every ordered pair of ranks.
 
@@ -92,9 +79,9 @@ def flat(nranks: int, alpha: float, beta: float) -> Topology:
     >>> t.route(1, 3), t.alpha(1, 3), t.beta(1, 3)
     ((5,), 2e-06, 1e-10)
     """
-    _check_count(nranks, "nranks")
-    alpha = _check_positive(alpha, "alpha")
-    bandwidth = 1.0 / _check_positive(beta, "beta")
+    check_int(nranks, "nranks", 1)
+    alpha = check_number(alpha, "alpha", positive=True)
+    bandwidth = 1.0 / check_number(beta, "beta", positive=True)
     ids = tuple(f"r{r}" for r in range(nranks))
     links = tuple(Link(a, b, alpha, bandwidth, "flat") for a in ids for b in ids if a != b)
     return Topology(f"flat({nranks})", tuple(Device(i, "rank") for i in ids), links, ids)
@@ -172,11 +159,11 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
         Devices ``n{i}.gpu{g}``, ``n{i}.nvswitch``, ``n{i}.nic{g}``, ``leaf{j}.rail{g}``,
         ``spine{k}``.
     """
-    _check_count(nodes, "nodes")
-    _check_count(gpus_per_node, "gpus_per_node")
-    _check_count(nodes_per_leaf, "nodes_per_leaf")
-    _check_count(spines, "spines")
-    oversubscription = _check_positive(oversubscription, "oversubscription")
+    check_int(nodes, "nodes", 1)
+    check_int(gpus_per_node, "gpus_per_node", 1)
+    check_int(nodes_per_leaf, "nodes_per_leaf", 1)
+    check_int(spines, "spines", 1)
+    oversubscription = check_number(oversubscription, "oversubscription", positive=True)
     groups = -(-nodes // nodes_per_leaf)
     uplink_Bps = nodes_per_leaf * nic_Bps / oversubscription / spines
     devices: list[Device] = []
@@ -304,9 +291,9 @@ def pcie_node(gpus: int = 8, *, gpus_per_switch: int = 2, sockets: int = 2,
     socket_Bps, socket_latency_s : float
         The CPU <-> CPU link, per direction. Default 3 UPI links of 20.8 GB/s (line rate).
     """
-    _check_count(gpus, "gpus")
-    _check_count(gpus_per_switch, "gpus_per_switch")
-    _check_count(sockets, "sockets")
+    check_int(gpus, "gpus", 1)
+    check_int(gpus_per_switch, "gpus_per_switch", 1)
+    check_int(sockets, "sockets", 1)
     switches = -(-gpus // gpus_per_switch)
     if sockets > switches:
         raise ValueError(f"sockets={sockets} is not allowed; it must be <= the number of PCIe "

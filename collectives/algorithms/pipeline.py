@@ -56,6 +56,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
+from topology.checks import check_int
+
 from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, splits
 from ..rounds import Lane, lane, merge_lanes
@@ -110,9 +112,8 @@ def resolve_params(collective: str, nranks: int, count: int,
             segments = max(1, min(count, wanted))
         else:
             segments = max(1, _ceil_div(_ceil_div(count, nranks), SEGMENT_ELEMENTS))
-    elif isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise ValueError(f"segments={segments!r} is not allowed; it must be an integer >= 1 "
-                         f"or None (chosen from count and nranks)")
+    else:
+        check_int(segments, "segments", 1, note=" or None (chosen from count and nranks)")
     return {"segments": segments}
 
 

@@ -66,6 +66,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from topology.checks import check_int
+
 from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, split, splits
 from ..rounds import Lane, lane, merge_lanes
@@ -118,9 +120,8 @@ def resolve_params(collective: str, nranks: int, count: int,
     half = max(1, count // 2)
     if segments is None:
         segments = -(-half // SEGMENT_ELEMENTS)
-    elif isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise ValueError(f"segments={segments!r} is not allowed; it must be None or an "
-                         f"integer >= 1")
+    else:
+        check_int(segments, "segments", 1, note=" or None")
     return {"segments": min(segments, half)}
 
 

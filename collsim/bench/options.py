@@ -1,103 +1,102 @@
-"""The benchmark's command line: nccl-tests' flags plus algorithms, transport and buffers.
+"""The benchmark's command line: nccl-tests' flags, with their meanings, and ours.
 
 ==========================  ===================================================  ==========
 flag                        meaning                                              default
 ==========================  ===================================================  ==========
-``-C/--collective``         allreduce, reduce_scatter, allgather (also the       allreduce
-                            nccl-tests names all_reduce, reduce_scatter,
-                            all_gather)
 ``-b/--minbytes``           smallest size, bytes, with suffix K, M or G          8
 ``-e/--maxbytes``           largest size                                         16M
 ``-f/--stepfactor``         multiply the size by this between rows               2
+``-i/--stepbytes``          add this many bytes between rows instead             -
 ``-n/--iters``              timed iterations per size                            20
 ``-w/--warmup_iters``       untimed iterations before them                       1
 ``-c/--check``              1: count wrong elements (#wrong), 0: skip            1
-``-d/--datatype``           float, half, double, int8, uint8, int32, ...         float
-``-o/--op``                 sum, prod, max, min                                  sum
-``-a/--algorithms``         ring tree rhd pipeline auto native                   all six
+``-d/--datatype``           float, half, double, int8, ..., or all               float
+``-o/--op``                 sum, prod, max, min, or all                          sum
+``-a/--average``            time over ranks: 0 rank 0, 1 mean, 2 min, 3 max      3
+``-z/--blocking``           1: wait for every call to complete (GPU buffers)     0
+``-C/--report_cputime``     1: time until the calls are issued, not completed    0
+``-t/--nthreads``           threads per rank (1 only: one thread drives a rank)  1
+``-g/--ngpus``              GPUs per thread (1 only: one GPU per rank)           1
+``--collective``            allreduce, reduce_scatter, allgather (also the       allreduce
+                            nccl-tests names all_reduce, all_gather)
+``--algorithms``            ring tree rhd pipeline auto native                   all six
 ``--transport``             mpi or nccl                                          mpi
 ``--buffer``                numpy or cupy                                        numpy
-``--np``                    ranks to launch when not already under mpirun        4
-``-t/--topology``           preset, topology file, ``calibrate`` or ``none``     calibrate
+``--ranks``                 ranks to launch when not already under mpirun        4
+``--topology``              preset, topology file, ``calibrate`` or ``none``     calibrate
 ==========================  ===================================================  ==========
 
 Sizes follow nccl-tests: the full vector's bytes (the AllReduce buffer, the
 ReduceScatter input, the AllGather output), rounded down to whole elements on every rank.
+``-a`` defaults to 3 (the slowest rank, as the OSU benchmarks report); nccl-tests'
+default is 1.
 """
 
 from __future__ import annotations
 
 import argparse
-
+import importlib.util
 from pathlib import Path
 
 import numpy as np
 
-from topology import PRESET_NAMES
-
 from collectives.api import CHOICES
 from collectives.ops import DTYPES, OPS
 from collectives.schedule import COLLECTIVES
-from ..sizes import parse_size
+from ..args import (UsageError, add_machine, add_sweep, check_at_least, check_distinct,
+                    check_output, datatype, machine, parse_size, sweep)
 
-__all__ = ["add_arguments", "parse_size", "sizes", "DATATYPES", "COLLECTIVE_NAMES",
-           "TOPOLOGY_PRESETS", "check_args"]
+__all__ = ["add_arguments", "parse_size", "sizes", "COLLECTIVE_NAMES", "TOPOLOGY_EXTRA",
+           "AVERAGE", "check_args", "datatypes", "ops"]
 
-
-#: accepted ``-d`` names -> NumPy dtype name (nccl-tests names first, then NumPy's)
-DATATYPES: dict[str, str] = {"float": "float32", "half": "float16", "double": "float64",
-                             "int": "int32", **{name: name for name in DTYPES}}
-
-#: accepted ``-C`` names -> collective (nccl-tests binaries are all_reduce_perf, ...)
+#: accepted ``--collective`` names -> collective (nccl-tests binaries are all_reduce_perf, ...)
 COLLECTIVE_NAMES: dict[str, str] = {"all_reduce": "allreduce", "all_gather": "allgather",
                                     **{name: name for name in COLLECTIVES}}
 
-#: ``-t`` preset names besides files (``calibrate`` measures this job, ``none`` predicts
-#: nothing); DGX presets take ``--nodes``
-TOPOLOGY_PRESETS = ("calibrate", "none", *PRESET_NAMES)
+#: ``--topology`` names besides presets and files: ``calibrate`` measures this job,
+#: ``none`` predicts nothing
+TOPOLOGY_EXTRA = ("calibrate", "none")
 
-
-def _datatype(text: str) -> str:
-    if text not in DATATYPES:
-        raise argparse.ArgumentTypeError(f"datatype {text!r} is not supported; choose one of "
-                                         f"{list(DATATYPES)}")
-    return DATATYPES[text]
+#: ``-a`` values: how the time of a row is made from the ranks' times (nccl-tests')
+AVERAGE = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
 
 
 def _collective(text: str) -> str:
     if text not in COLLECTIVE_NAMES:
         raise argparse.ArgumentTypeError(f"collective {text!r} is not supported; choose one of "
-                                         f"{list(COLLECTIVE_NAMES)}")
+                                         f"{', '.join(COLLECTIVE_NAMES)}")
     return COLLECTIVE_NAMES[text]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the benchmark's arguments to ``parser``."""
     add = parser.add_argument
-    add("-C", "--collective", type=_collective, default="allreduce",
-        help="allreduce (all_reduce), reduce_scatter or allgather (all_gather)")
-    add("-b", "--minbytes", type=parse_size, default=8, help="smallest size (default 8)")
-    add("-e", "--maxbytes", type=parse_size, default=16 << 20, help="largest size (default 16M)")
-    add("-f", "--stepfactor", type=int, default=2, help="size multiplier between rows (default 2)")
+    add_sweep(parser, 8, 16 << 20, stepfactor=2)
     add("-n", "--iters", type=int, default=20, help="timed iterations per size (default 20)")
     add("-w", "--warmup_iters", type=int, default=1, help="untimed iterations first (default 1)")
     add("-c", "--check", type=int, choices=(0, 1), default=1,
         help="1: count wrong elements in #wrong (default), 0: do not check")
-    add("-d", "--datatype", type=_datatype, default="float32", metavar="TYPE",
-        help="float (default), half, double, int8, uint8, int32, uint32, int64, uint64")
-    add("-o", "--op", choices=sorted(OPS), default="sum", help="reduction (default sum)")
-    add("-a", "--algorithms", nargs="+", choices=CHOICES, default=list(CHOICES), metavar="ALGO",
+    add("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
+        help="float (default), half, double, int8, uint8, int32, uint32, int64, uint64, or all")
+    add("-o", "--op", choices=(*sorted(OPS), "all"), default="sum",
+        help="reduction (default sum), or all")
+    add("-a", "--average", type=int, choices=sorted(AVERAGE), default=3,
+        help="time of a row from the ranks' times: 0 rank 0, 1 mean, 2 min, 3 max (default)")
+    add("-z", "--blocking", type=int, choices=(0, 1), default=0,
+        help="1: wait for each call to complete before the next (GPU buffers)")
+    add("-C", "--report_cputime", type=int, choices=(0, 1), default=0,
+        help="1: time until the calls are issued, not until they complete (GPU buffers)")
+    add("-t", "--nthreads", type=int, default=1, help="threads per rank: 1 only")
+    add("-g", "--ngpus", type=int, default=1, help="GPUs per thread: 1 only (one per rank)")
+    add("--collective", type=_collective, default="allreduce",
+        help="allreduce (all_reduce), reduce_scatter or allgather (all_gather)")
+    add("--algorithms", nargs="+", choices=CHOICES, default=list(CHOICES), metavar="ALGO",
         help=f"algorithms to run, each with its own table (default: {' '.join(CHOICES)})")
     add("--transport", choices=("mpi", "nccl"), default="mpi",
         help="mpi (mpi4py) or nccl (needs --buffer cupy and one GPU per rank)")
     add("--buffer", choices=("numpy", "cupy"), default="numpy", help="array module of the buffers")
-    add("--np", type=int, default=4, dest="nprocs",
-        help="ranks to launch when not already under mpirun (default 4)")
-    add("-t", "--topology", default="calibrate",
-        help="model for the predicted best algorithm: a preset "
-             f"({', '.join(TOPOLOGY_PRESETS[2:])}), a topology file, 'calibrate' (measure "
-             "this job first, default) or 'none'")
-    add("--nodes", type=int, default=1, help="nodes of a DGX preset (default 1)")
+    add_machine(parser, "calibrate", TOPOLOGY_EXTRA,
+                ranks_help="ranks to launch when not already under mpirun (default 4)", ranks=4)
     add("--json", type=Path, metavar="PATH", help="write every measurement as JSON")
     add("--csv", type=Path, metavar="PATH", help="write one row per size and algorithm as CSV")
     add("--plot", type=Path, metavar="PNG", help="draw measured (and predicted) busbw vs size")
@@ -105,46 +104,108 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds before a launched job is killed (default 3600)")
 
 
-def check_args(args: argparse.Namespace) -> None:
-    """Raise ValueError naming the flag for values no benchmark can run.
+def datatypes(args: argparse.Namespace) -> list[str]:
+    """The dtypes to run: ``-d``'s, or for ``-d all`` every one the buffers hold.
 
     Parameters
     ----------
     args : argparse.Namespace
         Parsed by a parser set up with :func:`add_arguments`.
 
+    Returns
+    -------
+    list of str
+        NumPy dtype names.
+    """
+    return list(DTYPES) if args.datatype == "all" else [args.datatype]
+
+
+def ops(args: argparse.Namespace) -> list[str]:
+    """The reductions to run: ``-o``'s, or for ``-o all`` every one (AllGather: ``sum``,
+    which it ignores).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by a parser set up with :func:`add_arguments`.
+
+    Returns
+    -------
+    list of str
+    """
+    if args.collective == "allgather":
+        return ["sum"]
+    return sorted(OPS) if args.op == "all" else [args.op]
+
+
+def check_args(args: argparse.Namespace, nranks: int | None = None) -> None:
+    """Raise UsageError naming the flag for values no benchmark can run.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by a parser set up with :func:`add_arguments`.
+    nranks : int or None, optional
+        Ranks of the job under ``mpirun``; ``--ranks`` when None.
+
     Raises
     ------
-    ValueError
-        For a step factor below 2, no timed iterations, negative warmup, fewer than 1
-        rank or node, ``-b`` above ``-e``, NCCL without CuPy buffers, a reduction op for
-        AllGather, or a topology that is neither a preset nor a file.
+    UsageError
+        For a bad sweep, no timed iterations, negative warmup, fewer than 1 rank or node,
+        threads or GPUs other than 1, repeated algorithms, a dtype the buffers lack, NCCL
+        without CuPy buffers, CuPy not installed, a reduction op for AllGather, a machine
+        option its topology cannot take, a topology that is neither a preset nor a file
+        nor places the ranks, or an output file that cannot be written.
     """
-    for flag, name, minimum in (("-f", "stepfactor", 2), ("-n", "iters", 1),
-                                ("-w", "warmup_iters", 0), ("--np", "nprocs", 1),
-                                ("--nodes", "nodes", 1)):
-        if getattr(args, name) < minimum:
-            raise ValueError(f"{flag} {getattr(args, name)} is not allowed; it must be "
-                             f">= {minimum}")
-    if args.minbytes > args.maxbytes:
-        raise ValueError(f"-b {args.minbytes} is larger than -e {args.maxbytes}; "
-                         "need minbytes <= maxbytes")
+    sweep(args)
+    check_at_least("-n", args.iters, 1)
+    check_at_least("-w", args.warmup_iters, 0)
+    check_at_least("--timeout", args.timeout, 0)
+    for flag, value, meaning in (("-t", args.nthreads, "one thread drives each rank"),
+                                 ("-g", args.ngpus, "each rank uses one GPU")):
+        if value != 1:
+            raise UsageError(f"{flag} {value} is not allowed; it must be 1 ({meaning}); "
+                             "launch more ranks with --ranks")
+    check_distinct("--algorithms", args.algorithms)
+    if args.datatype not in (*DTYPES, "all"):
+        raise UsageError(f"-d {args.datatype} is not allowed with --buffer {args.buffer}: "
+                         f"its arrays have no {args.datatype}; choose one of "
+                         f"{', '.join(DTYPES)} or all")
     if args.transport == "nccl" and args.buffer != "cupy":
-        raise ValueError("--transport nccl needs --buffer cupy: NCCL moves GPU memory only")
-    if args.collective == "allgather" and args.op != "sum":
-        raise ValueError(f"-o {args.op} is not allowed for allgather, which reduces nothing")
-    if args.topology not in TOPOLOGY_PRESETS and not Path(args.topology).is_file():
-        raise ValueError(f"--topology {args.topology!r} is neither a preset "
-                         f"({', '.join(TOPOLOGY_PRESETS)}) nor a file")
+        raise UsageError("--transport nccl needs --buffer cupy: NCCL moves GPU memory only")
+    if args.buffer == "cupy" and importlib.util.find_spec("cupy") is None:
+        raise UsageError("--buffer cupy is not allowed here: CuPy is not installed "
+                         "(pip install cupy-cuda12x)")
+    if args.collective == "allgather" and args.op not in ("sum", "all"):
+        raise UsageError(f"-o {args.op} is not allowed for allgather, which reduces nothing")
+    if args.plot is not None and len(datatypes(args)) * len(ops(args)) > 1:
+        raise UsageError(f"--plot {args.plot} is not allowed with -d all or -o all: a plot "
+                         "draws one datatype and op")
+    check_at_least("--ranks", args.ranks, 1)
+    _check_model(args, args.ranks if nranks is None else nranks)
+    for flag in ("json", "csv", "plot"):
+        check_output(f"--{flag}", getattr(args, flag))
+
+
+def _check_model(args: argparse.Namespace, nranks: int) -> None:
+    """The machine options; a preset or file must place the job's ``nranks``."""
+    if args.topology in TOPOLOGY_EXTRA:
+        for flag in ("nodes", "alpha", "beta"):
+            if getattr(args, flag) is not None:
+                raise UsageError(f"--{flag} {getattr(args, flag)} is not allowed with "
+                                 f"--topology {args.topology}, which takes no machine options")
+    else:
+        machine(args, nranks)
 
 
 def sizes(minbytes: int, maxbytes: int, stepfactor: int, collective: str, nranks: int,
-          dtype: str) -> list[tuple[int, int]]:
+          dtype: str, stepbytes: int | None = None) -> list[tuple[int, int]]:
     """The benchmark's rows: ``(size in bytes, count per rank)``, as nccl-tests forms them.
 
-    Sizes run ``minbytes, minbytes * stepfactor, ...`` up to ``maxbytes``; each is rounded
-    down to whole elements on every rank (ReduceScatter and AllGather: a multiple of
-    ``nranks`` elements); repeated rows are dropped.
+    Sizes run ``minbytes, minbytes * stepfactor, ...`` (or ``minbytes + stepbytes, ...``)
+    up to ``maxbytes``; each is rounded down to whole elements on every rank
+    (ReduceScatter and AllGather: a multiple of ``nranks`` elements); repeated rows are
+    dropped.
 
     Parameters
     ----------
@@ -160,6 +221,8 @@ def sizes(minbytes: int, maxbytes: int, stepfactor: int, collective: str, nranks
         Number of ranks.
     dtype : str
         NumPy dtype name of the elements.
+    stepbytes : int or None, optional
+        Increment between sizes instead of ``stepfactor``.
 
     Returns
     -------
@@ -172,14 +235,17 @@ def sizes(minbytes: int, maxbytes: int, stepfactor: int, collective: str, nranks
     [(8, 2), (16, 4), (32, 8), (64, 16)]
     >>> sizes(8, 64, 2, "allgather", 4, "float32")
     [(0, 0), (16, 1), (32, 2), (64, 4)]
+    >>> sizes(8, 40, 2, "allreduce", 4, "float32", stepbytes=16)
+    [(8, 2), (24, 6), (40, 10)]
     """
     itemsize = np.dtype(dtype).itemsize
     per_count = itemsize * (1 if collective == "allreduce" else nranks)
+    asked = sweep(argparse.Namespace(minbytes=minbytes, maxbytes=maxbytes,
+                                     stepfactor=None if stepbytes else stepfactor,
+                                     stepbytes=stepbytes, default_stepfactor=stepfactor))
     rows: list[tuple[int, int]] = []
-    size = minbytes
-    while size <= maxbytes:
+    for size in asked:
         count = size // per_count
         if (count * per_count, count) not in rows:
             rows.append((count * per_count, count))
-        size = size * stepfactor if size else 1
     return rows

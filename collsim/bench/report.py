@@ -173,9 +173,9 @@ def measured_best(doc: dict[str, Any], placement: str = "out_of_place",
 def best_table(doc: dict[str, Any]) -> str:
     """Per size: the measured best algorithm and its time.
 
-    When the document has a model, the table also shows the predicted best with its
-    measured time (``-`` where it was not run) and how often prediction and measurement
-    agree (``native`` left out).
+    When the document has a model, the table also shows the predicted best (chosen among
+    the schedules that ran), its measured time and its predicted time, each column
+    labelled, and how often prediction and measurement agree (``native`` left out).
 
     Parameters
     ----------
@@ -196,15 +196,20 @@ def best_table(doc: dict[str, Any]) -> str:
         lines += [f"{size:12d}  {name:>10}  {_time(times[(size, name)]):>9}"
                   for size, name in best.items()]
         return "\n".join([*lines, "#"])
-    predicted = {entry["size_B"]: entry["best"] for entry in doc["predicted"]}
-    lines = [f"# Best algorithm per size (out-of-place; predicted on {doc['topology']})",
-             "#       size    measured       time   predicted       time",
-             "#        (B)        best       (us)        best       (us)"]
+    entries = {entry["size_B"]: entry for entry in doc["predicted"]}
+    predicted = {size: entry["best"] for size, entry in entries.items()}
+    ran = sorted({row["algorithm"] for row in doc["rows"]} - {"auto", "native"})
+    lines = [f"# Best algorithm per size (out-of-place): measured on this job; predicted on "
+             f"{doc['topology']} among the schedules run ({' '.join(ran)})",
+             "#       size    measured    measured   predicted    measured   predicted",
+             "#        (B)        best   time (us)        best   time (us)   time (us)"]
     for size, name in best.items():
         guess = predicted.get(size, "-")
-        guess_time = times.get((size, guess))
-        lines.append(f"{size:12d}  {name:>10}  {_time(times[(size, name)]):>9}  {guess:>10}  "
-                     + (f"{_time(guess_time):>9}" if guess_time is not None else f"{'-':>9}"))
+        measured = times.get((size, guess))
+        model = entries[size]["time_us"].get(guess) if size in entries else None
+        lines.append(f"{size:12d}  {name:>10}  {_time(times[(size, name)]):>10}  {guess:>10}  "
+                     + "  ".join(f"{_time(t):>10}" if t is not None else f"{'-':>10}"
+                                 for t in (measured, model)))
     schedules = measured_best(doc, exclude=("auto", "native"))
     agree = sum(predicted.get(size) == name for size, name in schedules.items())
     lines += [f"# Predicted best matches the measured best schedule (native left out) at "
@@ -212,13 +217,13 @@ def best_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_json(doc: dict[str, Any], path: str | Path) -> Path:
+def write_json(doc: dict[str, Any] | list[dict[str, Any]], path: str | Path) -> Path:
     """Write ``doc`` as indented JSON to ``path``.
 
     Parameters
     ----------
-    doc : dict[str, Any]
-        The document to write.
+    doc : dict[str, Any] or list of them
+        The document to write (a list for a run over several datatypes or ops).
     path : str or Path
         Destination file; overwritten.
 
@@ -232,7 +237,7 @@ def write_json(doc: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
-def load_json(path: str | Path) -> dict[str, Any]:
+def load_json(path: str | Path) -> Any:
     """Read a document written by :func:`write_json` (``--json``).
 
     Parameters
@@ -242,8 +247,8 @@ def load_json(path: str | Path) -> dict[str, Any]:
 
     Returns
     -------
-    dict[str, Any]
-        The document.
+    dict[str, Any] or list of them
+        The document, or the documents of a run over several datatypes or ops.
     """
     return json.loads(Path(path).read_text())
 
@@ -254,16 +259,16 @@ _CSV_FIELDS = ("collective", "algorithm", "size_B", "count", "dtype", "op", "nra
                "predicted_time_us", "predicted_best")
 
 
-def write_csv(doc: dict[str, Any], path: str | Path) -> Path:
-    """Write one CSV line per size and algorithm.
+def write_csv(doc: dict[str, Any] | list[dict[str, Any]], path: str | Path) -> Path:
+    """Write one CSV line per size and algorithm (and datatype and op).
 
     Columns prefixed ``oop`` are out of place, ``ip`` in place; the predicted columns
     are empty without a model.
 
     Parameters
     ----------
-    doc : dict[str, Any]
-        The document to write.
+    doc : dict[str, Any] or list of them
+        The document to write, or several (one per datatype and op).
     path : str or Path
         Destination file; overwritten.
 
@@ -273,17 +278,23 @@ def write_csv(doc: dict[str, Any], path: str | Path) -> Path:
         ``path`` as a :class:`~pathlib.Path`.
     """
     path = Path(path)
-    predicted = {entry["size_B"]: entry for entry in doc["predicted"]}
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=_CSV_FIELDS)
         writer.writeheader()
-        for row in doc["rows"]:
-            guess = predicted.get(row["size_B"], {})
-            line = {key: doc[key] for key in ("collective", "dtype", "op", "nranks")}
-            line.update({key: row[key] for key in ("algorithm", "size_B", "count")})
-            for short, key in (("oop", "out_of_place"), ("ip", "in_place")):
-                line.update({f"{short}_{field}": value for field, value in row[key].items()})
-            line["predicted_time_us"] = guess.get("time_us", {}).get(row["algorithm"], "")
-            line["predicted_best"] = guess.get("best", "")
-            writer.writerow(line)
+        for one in [doc] if isinstance(doc, dict) else doc:
+            _write_rows(writer, one)
     return path
+
+
+def _write_rows(writer: csv.DictWriter, doc: dict[str, Any]) -> None:
+    """Write ``doc``'s rows to ``writer``."""
+    predicted = {entry["size_B"]: entry for entry in doc["predicted"]}
+    for row in doc["rows"]:
+        guess = predicted.get(row["size_B"], {})
+        line = {key: doc[key] for key in ("collective", "dtype", "op", "nranks")}
+        line.update({key: row[key] for key in ("algorithm", "size_B", "count")})
+        for short, key in (("oop", "out_of_place"), ("ip", "in_place")):
+            line.update({f"{short}_{field}": value for field, value in row[key].items()})
+        line["predicted_time_us"] = guess.get("time_us", {}).get(row["algorithm"], "")
+        line["predicted_best"] = guess.get("best", "")
+        writer.writerow(line)

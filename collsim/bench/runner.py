@@ -6,11 +6,13 @@ back to back, under the same conditions), out of place and then in place:
 1. fill the buffers with :func:`~.check.rank_input` and run once; with checking on,
    count the elements that differ from :func:`~.check.expected` (summed over ranks);
 2. run ``warmup`` untimed iterations;
-3. barrier, then time ``iters`` iterations (waiting for the GPU stream at the end),
-   and report the average per iteration, the largest over the ranks.
+3. barrier, then time ``iters`` iterations (waiting for the GPU stream at the end, or
+   after every call with ``blocking``), and report the average per iteration over the
+   ranks as ``average`` says: rank 0's, the mean, the least or the largest (default).
+   With ``report_cputime`` the time stops when the calls are issued, before the wait.
 
-This is nccl-tests' loop (its ``-n``/``-w``/``-c``), with a barrier before every timed
-batch as in the OSU micro-benchmarks.
+This is nccl-tests' loop (its ``-n``/``-w``/``-c``/``-a``/``-z``/``-C``), with a barrier
+before every timed batch as in the OSU micro-benchmarks.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ class Row:
 
 @dataclass(frozen=True)
 class Case:
-    """What every row of a run shares."""
+    """What every row of a run shares (``average``, ``blocking`` and ``report_cputime``
+    as nccl-tests' ``-a``, ``-z`` and ``-C``)."""
 
     collective: str
     dtype: str
@@ -54,6 +57,9 @@ class Case:
     iters: int
     warmup: int
     check: bool
+    average: int = 3
+    blocking: bool = False
+    report_cputime: bool = False
 
 
 def open_comm(transport: str, buffer: str, mpi_comm: Any) -> tuple[Any, Any]:
@@ -86,7 +92,7 @@ def open_comm(transport: str, buffer: str, mpi_comm: Any) -> tuple[Any, Any]:
         local = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
         xp.cuda.Device(local % xp.cuda.runtime.getDeviceCount()).use()
     if transport == "nccl":
-        from ..executors.nccl import NcclComm
+        from collectives.executors.nccl import NcclComm
 
         return NcclComm(mpi_comm), xp
     return mpi_comm, xp
@@ -130,9 +136,24 @@ def _measure(case: Case, call: Callable[[Any, Any], Any], xp: Any, mpi_comm: Any
     start = time.perf_counter()
     for _ in range(case.iters):
         call(send, recv)
+        if case.blocking:
+            _synchronize(xp)
+    issued = time.perf_counter()
     _synchronize(xp)
-    elapsed = (time.perf_counter() - start) / case.iters
-    return Timing(mpi_comm.allreduce(elapsed, op=MPI.MAX), wrong)
+    end = issued if case.report_cputime else time.perf_counter()
+    return Timing(_over_ranks((end - start) / case.iters, case.average, mpi_comm), wrong)
+
+
+def _over_ranks(seconds: float, average: int, mpi_comm: Any) -> float:
+    """Every rank's ``seconds`` made one as nccl-tests' ``-a``: 0 rank 0's, 1 the mean,
+    2 the least, 3 the largest."""
+    from mpi4py import MPI
+
+    if average == 0:
+        return mpi_comm.bcast(seconds, root=0)
+    if average == 1:
+        return mpi_comm.allreduce(seconds, op=MPI.SUM) / mpi_comm.Get_size()
+    return mpi_comm.allreduce(seconds, op=MPI.MIN if average == 2 else MPI.MAX)
 
 
 def measure_row(case: Case, algorithm: str, comm: Any, xp: Any, mpi_comm: Any,

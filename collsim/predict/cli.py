@@ -1,10 +1,11 @@
 """The ``collsim predict`` command line: time, calibrate, predict and report on one MPI job.
 
-Outside ``mpirun`` :func:`main` launches ``-n`` ranks that run this command
-(:func:`collsim.launch.relaunch`); under ``mpirun`` :func:`_run` times the calibration runs
+Outside ``mpirun`` :func:`main` checks the arguments (:mod:`collsim.args`) and launches
+``--ranks`` ranks that run this command (:func:`collsim.launch.relaunch`); under ``mpirun`` :func:`_run` times the calibration runs
 and every candidate in the same rounds (:mod:`.measurement`), fits the host model on the
 former (:mod:`.fitting`), predicts (:mod:`.predictor`) and, on rank 0, reports
-(:mod:`.report`).
+(:mod:`.report`).  Rank 0 shows the timing rounds' progress on stderr
+(:mod:`collsim.terminal`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
+from ..args import UsageError, add_sweep, check_at_least, check_output, sweep
+from ..terminal import progress
 from .fitting import fit_calibration
 from .measurement import calibration_jobs, candidate_jobs, job_cores, measure_all
 from .predictor import HostPredictor
@@ -23,18 +26,15 @@ __all__ = ["add_arguments", "main"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
-    from ..sizes import parse_size
-
     parser.add_argument("collective", nargs="?", default="allreduce",
                         choices=("allreduce", "reduce_scatter", "allgather"))
-    parser.add_argument("-n", "--nprocs", type=int, default=4,
+    parser.add_argument("--ranks", type=int, default=4, metavar="N",
                         help="ranks to launch when not under mpirun (default 4)")
-    parser.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"))
-    parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("16M"))
-    parser.add_argument("-f", "--stepfactor", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=30,
+    add_sweep(parser, 1 << 10, 16 << 20, stepfactor=2)
+    parser.add_argument("-n", "--iters", type=int, default=30,
                         help="timed calls per point, one per round (default 30)")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed calls first")
+    parser.add_argument("-w", "--warmup_iters", type=int, default=3,
+                        help="untimed calls first (default 3)")
     parser.add_argument("--plot", type=Path, default=None, metavar="PNG",
                         help="draw predicted and measured times")
     parser.add_argument("--json", type=Path, default=None, metavar="FILE",
@@ -44,25 +44,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    """Exit with a message naming the flag when an argument is out of range."""
-    for name, minimum in (("nprocs", 2), ("iters", 1), ("warmup", 0), ("stepfactor", 2)):
-        if getattr(args, name) < minimum:
-            raise SystemExit(f"--{name} {getattr(args, name)} is not allowed; it must be "
-                             f">= {minimum}")
-    if not 1 <= args.minbytes <= args.maxbytes:
-        raise SystemExit(f"-b {args.minbytes} -e {args.maxbytes} is not allowed; "
-                         "need 1 <= -b <= -e")
+    """Raise UsageError naming the flag when an argument is out of range."""
+    check_at_least("--ranks", args.ranks, 2)
+    check_at_least("-n", args.iters, 1)
+    check_at_least("-w", args.warmup_iters, 0)
+    check_at_least("--timeout", args.timeout, 0)
+    if args.minbytes < 1:
+        raise UsageError(f"-b {args.minbytes} is not allowed; it must be >= 1")
+    sweep(args)
+    check_output("--plot", args.plot)
+    check_output("--json", args.json)
 
 
 def _sizes(args: argparse.Namespace, p: int) -> list[int]:
-    """The sizes of ``-b``, ``-e`` and ``-f``, rounded down to whole float32 blocks of ``p``
-    ranks."""
-    sizes, size = [], args.minbytes
+    """The sizes of ``-b``, ``-e`` and ``-f`` or ``-i``, rounded down to whole float32
+    blocks of ``p`` ranks."""
     quantum = 4 * p  # whole float32 blocks per rank, so every collective takes the size
-    while size <= args.maxbytes:
-        sizes.append(max(quantum, size - size % quantum))
-        size *= args.stepfactor
-    return sorted(set(sizes))
+    return sorted({max(quantum, size - size % quantum) for size in sweep(args)})
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -77,7 +75,9 @@ def _run(args: argparse.Namespace) -> int:
     # that other load on the machine falls on both alike; the fit sees only the former
     sizes = _sizes(args, p)
     calibration, candidates = calibration_jobs(p), candidate_jobs(args.collective, sizes)
-    times = measure_all(comm, calibration + candidates, args.iters, args.warmup)
+    with progress("predict: timing", args.iters, enabled=comm.Get_rank() == 0) as advance:
+        times = measure_all(comm, calibration + candidates, args.iters, args.warmup_iters,
+                            progress=advance)
     fit = fit_calibration(p, calibration, times[:len(calibration)], job_cores(comm))
     table = HostPredictor(args.collective, p, fit)
     measured = {(n, a, Candidate(a, tuple(params.items()), 0.0).label): t
@@ -103,10 +103,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run on this MPI job, or launch one on ``args.nprocs`` ranks that does."""
+    """Run on this MPI job, or launch one on ``args.ranks`` ranks that does."""
     _check(args)
     from collsim.launch import in_mpi_job, relaunch
 
     if not in_mpi_job():
-        return relaunch("predict", args, add_arguments, args.nprocs, args.timeout)
+        return relaunch("predict", args, add_arguments, args.ranks, args.timeout)
     return _run(args)

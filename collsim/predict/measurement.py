@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -103,7 +103,8 @@ def job_cores(comm: Any) -> int:
 
 
 def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
-                rounds: int | None = None) -> list[float]:
+                rounds: int | None = None,
+                progress: Callable[[str], None] | None = None) -> list[float]:
     """Per job: the median over ``iters`` calls of the slowest rank's time for one call.
 
     The calls are made in ``rounds`` passes over all jobs, each pass in a new shuffled
@@ -129,6 +130,8 @@ def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
         Untimed calls per job before its first timed call.
     rounds : int or None, optional
         Passes over the jobs; default None: ``iters`` (one timed call per pass).
+    progress : callable or None, optional
+        Called as ``progress(text)`` after each pass.
 
     Returns
     -------
@@ -155,7 +158,7 @@ def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
         if key not in buffers:
             buffers[key] = _buffers(comm.Get_size(), *key)
     groups, shuffle = list(by_size.values()), random.Random(ORDER_SEED).shuffle
-    for timed in per_round:
+    for r, timed in enumerate(per_round):
         shuffle(groups)
         for group in groups:
             shuffle(group)
@@ -165,6 +168,8 @@ def measure_all(comm: Any, jobs: list[Job], iters: int, warmup: int,
                     samples[j] += _time_calls(comm, buffers[keys[j]], collective,
                                               algorithm, params, timed,
                                               0 if samples[j] else warmup)
+        if progress is not None:
+            progress(f"round {r + 1} of {rounds}")
     everyone = np.array(comm.allgather(samples))  # rank, job, sample
     return [float(np.median(slowest)) for slowest in everyone.max(axis=0)]
 

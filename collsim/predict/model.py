@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from topology.checks import check_int
+
 __all__ = ["IN_PLACE_PARAM", "Job", "TINY", "available_cores", "host_model", "local_copy_bytes",
            "model_terms", "shared_cores_time", "split_params"]
 
@@ -117,8 +119,7 @@ def model_terms(collective: str, algorithm: str, nranks: int, nbytes: int,
     from simulator.engine import simulate
 
     cores = available_cores() if cores is None else cores
-    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
-        raise ValueError(f"cores={cores!r} is not allowed; it must be an int >= 1")
+    check_int(cores, "cores", 1)
     in_place, params = split_params(params)
     schedule = build_schedule(collective, algorithm, nranks, nbytes // 4, **params)
     latency, moved, reduced = (

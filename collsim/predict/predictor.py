@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from topology.checks import check_int
+
 from .fitting import HostFit, predicted_time
 from .measurement import calibrate_loaded
 from .model import TINY, host_model, model_terms
@@ -95,9 +97,7 @@ def fitted_model(nranks: int, fit: HostFit, band: int = -1) -> Any:
         If ``band`` is not an index of ``fit.beta_s_per_byte``.
     """
     betas = fit.beta_s_per_byte
-    if isinstance(band, bool) or not isinstance(band, int) or not -len(betas) <= band < len(betas):
-        raise ValueError(f"band={band!r} is not allowed; it must be an int in "
-                         f"[{-len(betas)}, {len(betas)})")
+    check_int(band, "band", -len(betas), len(betas) - 1)
     busy = max(1.0, nranks / fit.cores)
     return host_model(nranks, max(fit.alpha_s, TINY), max(betas[band], TINY),
                       fit.gamma_s_per_byte * nranks, fit.overhead_s_per_message * busy,

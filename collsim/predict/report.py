@@ -154,13 +154,14 @@ def print_report(points: list[dict[str, Any]], summary: dict[str, Any], title: s
     title : str
         The table's title.
     """
-    from rich.console import Console
     from rich.table import Table
+
+    from ..terminal import console
 
     table = Table(title=title)
     for column in ("size (B)", "algorithm", "params", "predicted (us)", "measured (us)",
                    "error"):
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", overflow="fold")
     verdicts = {v["nbytes"]: v for v in summary["verdicts"]}
     last = None
     for q in points:
@@ -177,10 +178,10 @@ def print_report(points: list[dict[str, Any]], summary: dict[str, Any], title: s
     v = verdicts[last]
     table.add_row("", "", "", f"best: {v['predicted_best']}", f"best: {v['measured_best']}",
                   "good" if v["good"] else "BAD")
-    console = Console(width=120)
-    console.print(table)
+    out = console()
+    out.print(table)
     error = summary["geomean_error_from_64KiB"]
-    console.print(f"geomean error, sizes >= 64 KiB: "
+    out.print(f"geomean error, sizes >= 64 KiB: "
                   f"{'n/a' if error is None else f'{error:.1%}'}; chosen (*) within 10% of "
                   f"the measured best: {summary['good_choice_share']:.0%} of sizes; "
                   f"predicted best = measured best: {summary['best_matches_share']:.0%}")
