@@ -11,7 +11,9 @@ the buffer; one that is shorter, or carries another signature, raises
 :class:`~collectives.executors.check.ArgumentMismatchError` naming the fields that differ,
 before the data is reduced or copied anywhere.
 
-On any failure the receives still posted are cancelled and every request is completed
+On any failure the rank sends every other rank an empty message with a reserved tag (so
+that a rank waiting on it raises too instead of waiting forever), the receives still
+posted are cancelled, and every request is completed
 before its buffers can be reused or released; a request that cannot be completed keeps
 its buffers alive (:attr:`Guard.orphans`) and out of the workspace cache.  The
 communicator is then marked unusable (:class:`CommunicatorBrokenError` on the next call):
@@ -89,6 +91,9 @@ class TagCodec:
             raise ValueError(f"tag_ub={tag_ub} is not allowed; MPI guarantees >= 32767")
         self.bits = min((tag_ub + 1).bit_length() - 1, 31)
         self.fields_fit = self.bits == 31
+        #: the tag of the empty message a failing rank sends every other rank; no
+        #: signature's tags reach it
+        self.poison = (1 << self.bits) - 1
 
     def base(self, collective: str, count: int, dtype: str, op: str, algorithm: str,
              params: tuple[tuple[str, Any], ...]) -> int:
@@ -117,7 +122,10 @@ class TagCodec:
         if not self.fields_fit:
             folded = zlib.crc32(word.to_bytes(4, "little"))
             word = folded & ((1 << (self.bits - SEQUENCE_BITS)) - 1)
-        return word << SEQUENCE_BITS
+        base = word << SEQUENCE_BITS
+        if base | ((1 << SEQUENCE_BITS) - 1) == self.poison:
+            base ^= 1 << SEQUENCE_BITS
+        return base
 
     def differences(self, expected: int, received: int) -> list[str]:
         """Say which fields of two tags' signatures differ.
@@ -219,10 +227,10 @@ class Guard:
 
     Parameters
     ----------
+    comm : mpi4py.MPI.Intracomm
+        The private communicator the steps run on.
     tag_ub : int
-        The communicator's ``MPI.TAG_UB``.
-    rank : int
-        This rank, for messages.
+        ``MPI.TAG_UB``.
 
     Attributes
     ----------
@@ -235,9 +243,10 @@ class Guard:
         here (and out of the workspace cache) for as long as the process lives.
     """
 
-    def __init__(self, tag_ub: int, rank: int) -> None:
+    def __init__(self, comm: Any, tag_ub: int) -> None:
+        self.comm = comm
         self.codec = TagCodec(tag_ub)
-        self.rank = rank
+        self.rank = comm.Get_rank()
         self.broken: str | None = None
         self.orphans: list[tuple[list[Any], tuple[Any, ...]]] = []
         self._statuses: list[Any] = []
@@ -310,6 +319,9 @@ class Guard:
                            f"this rank expects (MPI truncated it)")
             elif error not in (mpi.SUCCESS, mpi.ERR_PENDING):
                 continue
+            elif error == mpi.SUCCESS and status.tag == self.codec.poison:
+                out.append(f"rank {peer} failed in this or an earlier call on this "
+                           f"communicator and gave up (its own error says why)")
             elif error == mpi.SUCCESS and status.tag != tag:
                 fields = ", ".join(self.codec.differences(tag, status.tag))
                 out.append(f"the message from rank {peer} was sent by another call "
@@ -321,8 +333,17 @@ class Guard:
 
     def _settle(self, mpi: Any, requests: list[Any], nrecvs: int, buffers: tuple[Any, ...],
                 reason: str) -> None:
-        """Cancel the receives, complete what completes, keep the rest; mark broken."""
+        """Mark broken, tell every other rank, cancel the receives, complete what completes.
+
+        The empty message with the tag :attr:`TagCodec.poison` completes any receive
+        another rank has posted from this one on this communicator, so ranks waiting on
+        this one raise too instead of waiting forever (when the abort hooks are off).
+        Requests that do not complete within a second are kept, with their buffers.
+        """
         self.broken = reason
+        comm, poison = self.comm, self.codec.poison
+        requests = requests + [comm.Isend(_EMPTY, peer, poison)
+                               for peer in range(comm.Get_size()) if peer != self.rank]
         for request in requests[:nrecvs]:
             try:
                 if request != mpi.REQUEST_NULL and not request.Get_status():
@@ -338,6 +359,8 @@ class Guard:
             for buffer in buffers:
                 discard(buffer)
 
+
+_EMPTY = bytearray()
 
 _HINT = ("; the ranks called different collectives or passed different arguments (with "
          "COLLSIM_CHECK=1 every rank names the difference before sending)")

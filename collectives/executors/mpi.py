@@ -42,6 +42,9 @@ CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
 _MPI: Any = None  # mpi4py.MPI, imported on first use
 _KEYVAL = 0  # the MPI attribute key under which each communicator keeps its transport
 
+#: private duplicates on which a collective failed, never freed (see MpiTransport.close)
+_BROKEN: list[Any] = []
+
 
 
 def _loaded_libmpi() -> str | None:
@@ -175,7 +178,7 @@ class MpiTransport:
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         #: waits for steps, checks signatures, cleans up after failures
-        self.guard = Guard(_MPI.COMM_WORLD.Get_attr(_MPI.TAG_UB), self.rank)
+        self.guard = Guard(self.comm, _MPI.COMM_WORLD.Get_attr(_MPI.TAG_UB))
         #: collectives run, by path: "direct", "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
 
@@ -289,8 +292,15 @@ class MpiTransport:
 
 
     def close(self) -> None:
-        """Free the private duplicate (no collective may run on this transport after)."""
-        if self.comm != _MPI.COMM_NULL and not _MPI.Is_finalized():
+        """Free the private duplicate (no collective may run on this transport after).
+
+        A duplicate on which a collective failed is kept instead, for the life of the
+        process (:data:`_BROKEN`): messages of the failed call may still arrive on it, and
+        Open MPI would deliver them to whichever communicator reuses its context id.
+        """
+        if self.guard.broken is not None:
+            _BROKEN.append(self.comm)
+        elif self.comm != _MPI.COMM_NULL and not _MPI.Is_finalized():
             self.comm.Free()
         self.guard.broken = self.guard.broken or "the communicator was closed"
 
