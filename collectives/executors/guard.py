@@ -5,21 +5,25 @@ checksum of count and resolved parameters.  :class:`TagCodec` packs it with the 
 sequence number (its place among the messages from one rank to another in this call) into
 the MPI tag.  Receives are posted with ``MPI.ANY_TAG``: MPI still matches a pair's
 messages in order (the non-overtaking rule), so the k-th receive gets the k-th message
-whatever its tag, and the tag then says whether the sender ran the same call.  A message
-that is longer than the receive fails with ``MPI_ERR_TRUNCATE`` and is never written past
-the buffer; one that is shorter, or carries another signature, raises
+whatever its tag, and the tag then says whether the sender ran the same call.  The tags are
+compared at each step that holds the call's first receive from a peer: a peer that ran
+another call is caught by its first message, which raises
 :class:`~collectives.executors.check.ArgumentMismatchError` naming the fields that differ,
-before the data is reduced or copied anywhere.
+before the data is reduced or copied anywhere.  At every step, a message longer than its
+receive fails with ``MPI_ERR_TRUNCATE`` and is never written past the buffer.  (Equal
+tags with unequal counts or parameters need an 11-bit checksum collision; the messages
+then still stay inside the buffers.)
 
-On any failure the rank sends every other rank an empty message with a reserved tag (so
-that a rank waiting on it raises too instead of waiting forever), the receives still
+On any failure the rank sends every other rank a message with a reserved tag that fits
+none of its receives (so that a rank waiting on it raises too instead of waiting
+forever), the receives still
 posted are cancelled, and every request is completed
 before its buffers can be reused or released; a request that cannot be completed keeps
 its buffers alive (:attr:`Guard.orphans`) and out of the workspace cache.  The
 communicator is then marked unusable (:class:`CommunicatorBrokenError` on the next call):
 its private duplicate may still hold messages of the failed call.
 
-The check costs one status per receive, compared against precomputed tags
+The check costs a status per receive at the checked steps and one cached look-up per call
 (``benchmarks/bench_mismatch_check.py`` measures it); ``check=True`` still runs the full
 agreement (:mod:`.check`), which also covers ``algorithm="native"``.
 """
@@ -39,7 +43,7 @@ from .buffers import discard
 from .check import ArgumentMismatchError
 from .plan import Plan, PlanStep
 
-__all__ = ["CommunicatorBrokenError", "TagCodec", "SignedStep", "signed_steps", "Guard",
+__all__ = ["CommunicatorBrokenError", "TagCodec", "SignedStep", "SignedPlan", "signed_plan", "Guard",
            "release_signed", "SEQUENCE_BITS"]
 
 #: low tag bits that number a pair's messages within a call (modulo 2**SEQUENCE_BITS)
@@ -162,57 +166,95 @@ def _name(known: tuple[str, ...], code: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SignedStep:
-    """One plan step with its tags: receives expect ``tags``, sends carry ``send_tags``.
+    """One plan step with its tags: receives expect ``tags``, sends carry theirs.
 
     Attributes
     ----------
+    check : bool
+        Whether this step holds the call's first receive from some peer: only then are
+        the statuses read and the tags compared (a peer that ran another call is caught
+        by its first message; later steps rely on MPI_ERR_TRUNCATE, see :class:`Guard`).
     tags : tuple of int
         The tag each receive of the step must see, in the step's receive order.
     lengths : tuple of int
         The bytes each receive must see.
-    send_tags : tuple of int
-        The tag of each send, in the step's send order.
+    sends : tuple of (slice, int, int)
+        ``(byte_range, peer, tag)`` per send, as :attr:`PlanStep.sends` with signed tags.
     """
 
+    check: bool
     tags: tuple[int, ...]
     lengths: tuple[int, ...]
-    send_tags: tuple[int, ...]
+    sends: tuple[tuple[slice, int, int], ...]
 
 
-_signed: dict[tuple[int, int], tuple[Plan, tuple[SignedStep, ...]]] = {}
+@dataclass(frozen=True, slots=True)
+class SignedPlan:
+    """A plan's steps with the tags of one signature.
+
+    Attributes
+    ----------
+    steps : tuple of SignedStep
+        One per plan step.
+    poison_bytes : dict of int to int
+        Per other rank, the length of the message a failing call sends it: one byte more
+        than this plan's longest message to it (0 when it sends it none), so that the
+        message cannot fit any receive of the same call that rank still has posted.
+    """
+
+    steps: tuple[SignedStep, ...]
+    poison_bytes: dict[int, int]
+
+
+_signed: dict[tuple[int, str], tuple[Plan, SignedPlan]] = {}
 
 #: signed plans kept (the same bound as the plan cache)
 _SIGNED_CACHE_SIZE = 256
 
 
-def signed_steps(plan: Plan, base: int) -> tuple[SignedStep, ...]:
-    """Return the tags of every step of ``plan`` for a call whose signature is ``base``.
+def signed_plan(plan: Plan, op: str, codec: TagCodec) -> SignedPlan:
+    """Return ``plan``'s steps with the tags of a call with reduction ``op``.
 
     Parameters
     ----------
     plan : Plan
         The rank's plan.
-    base : int
-        :meth:`TagCodec.base` of the call.
+    op : str
+        The call's reduction.
+    codec : TagCodec
+        The transport's codec.
 
     Returns
     -------
-    tuple of SignedStep
-        One per plan step; cached per (plan, base).
+    SignedPlan
+        Cached per (plan, op): a repeated call costs one dictionary look-up.
     """
-    key = (id(plan), base)
+    key = (id(plan), op)
     hit = _signed.get(key)
     if hit is not None and hit[0] is plan:
         return hit[1]
+    base = codec.base(plan.collective, plan.count, plan.dtype, op, plan.algorithm, plan.params)
     mask = (1 << SEQUENCE_BITS) - 1
-    steps = tuple(SignedStep(tuple(base | (tag & mask) for _, _, _, tag in step.recvs),
-                             tuple(span.stop - span.start for _, span, _, _ in step.recvs),
-                             tuple(base | (tag & mask) for _, _, tag in step.sends))
-                  for step in plan.steps)
+    heard: set[int] = set()
+    steps = []
+    longest: dict[int, int] = {}
+    for step in plan.steps:
+        peers = {peer for _, _, peer, _ in step.recvs}
+        steps.append(SignedStep(bool(peers - heard),
+                                tuple(base | (tag & mask) for _, _, _, tag in step.recvs),
+                                tuple(span.stop - span.start for _, span, _, _ in step.recvs),
+                                tuple((span, peer, base | (tag & mask))
+                                      for span, peer, tag in step.sends)))
+        heard |= peers
+        for span, peer, _ in step.sends:
+            longest[peer] = max(longest.get(peer, 0), span.stop - span.start)
+    poison = {peer: longest[peer] + 1 if peer in longest else 0
+              for peer in range(plan.nranks) if peer != plan.rank}
+    signed = SignedPlan(tuple(steps), poison)
     if len(_signed) >= _SIGNED_CACHE_SIZE:
         _signed.clear()
-    _signed[key] = (plan, steps)
-    return steps
+    _signed[key] = (plan, signed)
+    return signed
 
 
 def release_signed() -> None:
@@ -259,9 +301,15 @@ class Guard:
                 f"still hold that call's messages, so no further collective can run on it: "
                 f"use a new communicator (e.g. comm.Dup()) after handling the error")
 
-    def complete(self, mpi: Any, requests: list[Any], plan_step: PlanStep, step: SignedStep,
-                 buffers: tuple[Any, ...], describe: Callable[[int], str], index: int) -> None:
-        """Wait for a step's requests (its receives first) and check every receive.
+    def complete(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
+                 index: int, buffers: tuple[Any, ...], describe: Callable[[int], str]) -> None:
+        """Wait for a step's requests (its receives first) and check what arrived.
+
+        Steps that hold the call's first receive from a peer compare every receive's tag
+        with the expected one (a peer that ran another call is caught there).  Every step
+        waits with statuses: Open MPI 5.0.11's ``MPI_Waitall`` reports no error without
+        them, and a message that does not fit its receive (another call's, or the
+        longer-than-any message a failing rank sends) must fail with ``MPI_ERR_TRUNCATE``.
 
         Parameters
         ----------
@@ -271,20 +319,20 @@ class Guard:
             The step's receives, in ``plan_step.recvs`` order, then its sends.
         plan_step : PlanStep
             The step (the peer of each receive).
-        step : SignedStep
-            The tags and lengths the receives must see.
+        signed : SignedPlan
+            The call's tags.
+        index : int
+            The step's index in the plan.
         buffers : tuple of arrays
             Every buffer the requests read or write (kept alive if they cannot complete).
         describe : callable
             Says, given ``index``, which call and step this is (only on failure).
-        index : int
-            The step's index in the plan.
 
         Raises
         ------
         ArgumentMismatchError
-            When a message carries another call's signature, is shorter than this rank
-            expects, or was longer (MPI truncated it); the communicator is then broken.
+            When a message carries another call's signature, or did not fit (MPI
+            truncated it); the communicator is then broken.
         CommunicatorBrokenError
             When MPI failed otherwise; the communicator is then broken.
         """
@@ -292,21 +340,46 @@ class Guard:
         try:
             mpi.Request.Waitall(requests, statuses)
         except mpi.Exception as error:
-            peers = tuple(peer for _, _, peer, _ in plan_step.recvs)
-            problems = self._problems(mpi, statuses, peers, step)
-            reason = f"rank {self.rank}, {describe(index)}: " + (
-                "; ".join(problems) or f"MPI failed: {error.Get_error_string()}")
-            self._settle(mpi, requests, len(peers), buffers, reason)
-            if problems:
-                raise ArgumentMismatchError(reason + _HINT) from None
-            raise CommunicatorBrokenError(reason) from error
-        for status, tag, length in zip(statuses, step.tags, step.lengths):
-            if status.tag != tag or status.Get_count() != length:
-                peers = tuple(peer for _, _, peer, _ in plan_step.recvs)
-                reason = (f"rank {self.rank}, {describe(index)}: "
-                          + "; ".join(self._problems(mpi, statuses, peers, step)))
-                self._settle(mpi, requests, len(peers), buffers, reason)
-                raise ArgumentMismatchError(reason + _HINT)
+            self._fail(mpi, requests, plan_step, signed, index, buffers, describe, error)
+        step = signed.steps[index]
+        if step.check:
+            for status, tag in zip(statuses, step.tags):
+                if status.tag != tag:
+                    self._fail(mpi, requests, plan_step, signed, index, buffers, describe, None)
+
+    def _fail(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
+              index: int, buffers: tuple[Any, ...], describe: Callable[[int], str],
+              error: Any) -> None:
+        """Clean up (:meth:`_settle`) and raise, saying what arrived where possible.
+
+        Parameters
+        ----------
+        mpi, requests, plan_step, signed, index, buffers, describe
+            As for :meth:`complete`.
+        error : mpi4py.MPI.Exception or None
+            What MPI raised; None when the tags did not match.
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When a message carries another call's signature, or did not fit.
+        CommunicatorBrokenError
+            When MPI failed otherwise.
+        """
+        step = signed.steps[index]
+        peers = tuple(peer for _, _, peer, _ in plan_step.recvs)
+        problems = self._problems(mpi, self._statuses, peers, step) if step.check else []
+        if not problems and error is not None and error.Get_error_class() in (
+                mpi.ERR_TRUNCATE, mpi.ERR_IN_STATUS):
+            problems = [f"a message from rank {' or '.join(map(str, sorted(set(peers))))} "
+                        f"did not fit its receive (MPI_ERR_TRUNCATE): that rank failed, or "
+                        f"called differently"]
+        reason = f"rank {self.rank}, {describe(index)}: " + (
+            "; ".join(problems) or f"MPI failed: {error.Get_error_string()}")
+        self._settle(mpi, requests, len(peers), signed.poison_bytes, buffers, reason)
+        if problems:
+            raise ArgumentMismatchError(reason + _HINT) from None
+        raise CommunicatorBrokenError(reason) from error
 
     def _problems(self, mpi: Any, statuses: list[Any], peers: tuple[int, ...],
                   step: SignedStep) -> list[str]:
@@ -314,36 +387,33 @@ class Guard:
         out = []
         for status, peer, tag, length in zip(statuses, peers, step.tags, step.lengths):
             error = status.Get_error()
-            if error == mpi.ERR_TRUNCATE:
-                out.append(f"the message from rank {peer} is longer than the {length} bytes "
-                           f"this rank expects (MPI truncated it)")
-            elif error not in (mpi.SUCCESS, mpi.ERR_PENDING):
-                continue
-            elif error == mpi.SUCCESS and status.tag == self.codec.poison:
+            if error in (mpi.SUCCESS, mpi.ERR_TRUNCATE) and status.tag == self.codec.poison:
                 out.append(f"rank {peer} failed in this or an earlier call on this "
                            f"communicator and gave up (its own error says why)")
+            elif error == mpi.ERR_TRUNCATE:
+                out.append(f"the message from rank {peer} is longer than the {length} bytes "
+                           f"this rank expects (MPI truncated it)")
             elif error == mpi.SUCCESS and status.tag != tag:
                 fields = ", ".join(self.codec.differences(tag, status.tag))
                 out.append(f"the message from rank {peer} was sent by another call "
                            f"({fields})")
-            elif error == mpi.SUCCESS and status.Get_count() != length:
-                out.append(f"the message from rank {peer} has {status.Get_count()} bytes, "
-                           f"this rank expects {length}")
         return out
 
-    def _settle(self, mpi: Any, requests: list[Any], nrecvs: int, buffers: tuple[Any, ...],
-                reason: str) -> None:
+    def _settle(self, mpi: Any, requests: list[Any], nrecvs: int, poison_bytes: dict[int, int],
+                buffers: tuple[Any, ...], reason: str) -> None:
         """Mark broken, tell every other rank, cancel the receives, complete what completes.
 
-        The empty message with the tag :attr:`TagCodec.poison` completes any receive
-        another rank has posted from this one on this communicator, so ranks waiting on
-        this one raise too instead of waiting forever (when the abort hooks are off).
-        Requests that do not complete within a second are kept, with their buffers.
+        Every other rank gets a message with the tag :attr:`TagCodec.poison`, one byte
+        longer than any this call sends it: a receive it still has posted from this rank
+        fails to fit it (or, at its first receive from this rank, sees the tag), so ranks
+        waiting on this one raise too instead of waiting forever when the abort hooks are
+        off.  Requests that do not complete within a second are kept, with their buffers.
         """
         self.broken = reason
         comm, poison = self.comm, self.codec.poison
-        requests = requests + [comm.Isend(_EMPTY, peer, poison)
-                               for peer in range(comm.Get_size()) if peer != self.rank]
+        notes = [bytearray(n) for n in poison_bytes.values()]
+        requests = requests + [comm.Isend(note, peer, poison)
+                               for peer, note in zip(poison_bytes, notes)]
         for request in requests[:nrecvs]:
             try:
                 if request != mpi.REQUEST_NULL and not request.Get_status():
@@ -355,12 +425,10 @@ class Guard:
         while pending and time.monotonic() < deadline:
             pending = [r for r in pending if not _done(mpi, r)]
         if pending:
-            self.orphans.append((pending, buffers))
+            self.orphans.append((pending, (*buffers, *notes)))
             for buffer in buffers:
                 discard(buffer)
 
-
-_EMPTY = bytearray()
 
 _HINT = ("; the ranks called different collectives or passed different arguments (with "
          "COLLSIM_CHECK=1 every rank names the difference before sending)")

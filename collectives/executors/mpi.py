@@ -32,7 +32,7 @@ import numpy as np
 from ..ops import reducer
 from . import abort
 from .buffers import Call, staged_done, staging, workspace
-from .guard import Guard, SignedStep, signed_steps
+from .guard import Guard, SignedPlan, signed_plan
 from .plan import Plan, apply_copies
 
 __all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport", "close"]
@@ -102,7 +102,7 @@ def _where(plan: Plan, op: str, index: int) -> str:
             f"step {index}")
 
 
-def _walk(transport: "MpiTransport", plan: Plan, signed: tuple[SignedStep, ...], work: Any,
+def _walk(transport: "MpiTransport", plan: Plan, signed: SignedPlan, work: Any,
           scratch: Any, reduce: Any, op: str, stream: Any) -> None:
     """Run the plan with the buffers handed straight to MPI (host, or CUDA-aware)."""
     any_tag, complete = _MPI.ANY_TAG, transport.guard.complete
@@ -110,15 +110,13 @@ def _walk(transport: "MpiTransport", plan: Plan, signed: tuple[SignedStep, ...],
     irecv, isend = transport.comm.Irecv, transport.comm.Isend
     work_bytes = work.view("uint8")
     areas = (work_bytes, scratch.view(work_bytes.dtype))
-    for index, (step, tags) in enumerate(zip(plan.steps, signed)):
+    for index, (step, signed_step) in enumerate(zip(plan.steps, signed.steps)):
         if stream is not None:
             stream.synchronize()
         requests = [irecv(areas[into_scratch][span], peer, any_tag)
                     for into_scratch, span, peer, _ in step.recvs]
-        requests += [isend(work_bytes[span], peer, tag)
-                     for (span, peer, _), tag in zip(step.sends, tags.send_tags)]
-        if requests:
-            complete(_MPI, requests, step, tags, (work, scratch), describe, index)
+        requests += [isend(work_bytes[span], peer, tag) for span, peer, tag in signed_step.sends]
+        complete(_MPI, requests, step, signed, index, (work, scratch), describe)
         for target, source in step.reduces:
             into = work[target]
             reduce(into, scratch[source], out=into)
@@ -126,7 +124,7 @@ def _walk(transport: "MpiTransport", plan: Plan, signed: tuple[SignedStep, ...],
             apply_copies(work, step.copies)
 
 
-def _walk_staged(transport: "MpiTransport", plan: Plan, signed: tuple[SignedStep, ...],
+def _walk_staged(transport: "MpiTransport", plan: Plan, signed: SignedPlan,
                  work: Any, scratch: Any, reduce: Any, op: str, stream: Any) -> None:
     """Run the plan on GPU buffers through page-locked host mirrors of work and scratch.
 
@@ -141,17 +139,15 @@ def _walk_staged(transport: "MpiTransport", plan: Plan, signed: tuple[SignedStep
     host, host_scratch = host.view(np.uint8), host_scratch.view(np.uint8)
     device = (work.view("uint8"), scratch.view("uint8"))
     areas = (host, host_scratch)
-    for index, (step, tags) in enumerate(zip(plan.steps, signed)):
+    buffers = (host, host_scratch, work, scratch)
+    for index, (step, signed_step) in enumerate(zip(plan.steps, signed.steps)):
         for span, _, _ in step.sends:
             device[0][span].get(stream=stream, out=host[span])
         stream.synchronize()
         requests = [irecv(areas[into_scratch][span], peer, any_tag)
                     for into_scratch, span, peer, _ in step.recvs]
-        requests += [isend(host[span], peer, tag)
-                     for (span, peer, _), tag in zip(step.sends, tags.send_tags)]
-        if requests:
-            complete(_MPI, requests, step, tags, (host, host_scratch, work, scratch), describe,
-                     index)
+        requests += [isend(host[span], peer, tag) for span, peer, tag in signed_step.sends]
+        complete(_MPI, requests, step, signed, index, buffers, describe)
         for into_scratch, span, _, _ in step.recvs:
             device[into_scratch][span].set(areas[into_scratch][span], stream=stream)
         for target, source in step.reduces:
@@ -246,11 +242,9 @@ class MpiTransport:
         staged = self._staged(call)
         self.runs["staged" if staged else "direct"] += 1
         walk = _walk_staged if staged else _walk
-        base = self.guard.codec.base(plan.collective, plan.count, plan.dtype, op,
-                                     plan.algorithm, plan.params)
+        signed = signed_plan(plan, op, self.guard.codec)
         with nullcontext() if stream is None else stream:
-            walk(self, plan, signed_steps(plan, base), work, scratch, reducer(call.xp, op), op,
-                 stream)
+            walk(self, plan, signed, work, scratch, reducer(call.xp, op), op, stream)
 
     def native(self, call: Call, op: str, stream: Any) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
