@@ -87,7 +87,7 @@ class TagCodec:
     >>> codec = TagCodec(2**31 - 1)
     >>> base = codec.base("allreduce", 10, "float32", "sum", "ring", ())
     >>> codec.differences(base, codec.base("allgather", 10, "float32", "sum", "ring", ()))
-    ['collective: allgather here, allreduce at the sender']
+    ['collective: allreduce here, allgather at the sender']
     """
 
     def __init__(self, tag_ub: int) -> None:
