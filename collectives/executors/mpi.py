@@ -224,7 +224,13 @@ class MpiTransport:
         -------
         list
             Every rank's object, in rank order.
+
+        Raises
+        ------
+        CommunicatorBrokenError
+            If a collective failed on this communicator before.
         """
+        self.guard.check_usable()
         return self.comm.allgather(obj)
 
     def validate(self, call: Call, native: bool) -> None:
