@@ -16,10 +16,9 @@ then still stay inside the buffers.)
 
 On any failure the rank sends every other rank a message with a reserved tag that fits
 none of its receives (so that a rank waiting on it raises too instead of waiting
-forever), the receives still
-posted are cancelled, and every request is completed
-before its buffers can be reused or released; a request that cannot be completed keeps
-its buffers alive (:attr:`Guard.orphans`) and out of the workspace cache.  The
+forever), the receives still posted are cancelled, and every request is completed before
+its buffers can be reused or released; a request that cannot be completed keeps its
+buffers alive (:attr:`Guard.orphans`) and out of the workspace cache.  The
 communicator is then marked unusable (:class:`CommunicatorBrokenError` on the next call):
 its private duplicate may still hold messages of the failed call.
 
@@ -43,8 +42,8 @@ from .buffers import discard
 from .check import ArgumentMismatchError
 from .plan import Plan, PlanStep
 
-__all__ = ["CommunicatorBrokenError", "TagCodec", "SignedStep", "SignedPlan", "signed_plan", "Guard",
-           "release_signed", "SEQUENCE_BITS"]
+__all__ = ["CommunicatorBrokenError", "TagCodec", "SignedStep", "SignedPlan", "signed_plan",
+           "Guard", "release_signed", "SEQUENCE_BITS"]
 
 #: low tag bits that number a pair's messages within a call (modulo 2**SEQUENCE_BITS)
 SEQUENCE_BITS = 6

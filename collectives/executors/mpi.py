@@ -262,7 +262,9 @@ class MpiTransport:
     def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
         """Walk ``plan`` on the working buffer ``work`` (``plan.count`` elements).
 
-        CuPy buffers go through host copies unless MPI is CUDA-aware.
+        CuPy buffers go through host copies unless MPI is CUDA-aware.  Any exception
+        leaves the communicator marked broken (:class:`~.guard.CommunicatorBrokenError` on
+        the next call).
 
         Parameters
         ----------
@@ -283,8 +285,16 @@ class MpiTransport:
         self.runs["staged" if staged else "direct"] += 1
         walk = _walk_staged if staged else _walk
         signed = signed_plan(plan, op, self.guard.codec)
-        with nullcontext() if stream is None else stream:
-            walk(self, plan, signed, work, scratch, reducer(call.xp, op), op, stream)
+        try:
+            with nullcontext() if stream is None else stream:
+                walk(self, plan, signed, work, scratch, reducer(call.xp, op), op, stream)
+        except BaseException as error:
+            # a failure between steps (a reduction, an interrupt) leaves the other ranks
+            # mid-schedule: the communicator cannot be trusted any more
+            if self.guard.broken is None:
+                self.guard.broken = (f"rank {self.rank}, {plan.collective} {plan.algorithm} was "
+                                     f"interrupted by {type(error).__name__}: {error}")
+            raise
 
     def native(self, call: Call, op: str, stream: Any) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
