@@ -7,13 +7,17 @@ from .api import IN_PLACE, allgather, allreduce, reduce_scatter
 from .build import ALGORITHMS, algorithm_params, build_schedule
 from .errors import CollectivesError, DeadlockError, ScheduleError
 from .interpret import interpret
+from .resources import abort_on_error, close, release, workspace_bytes
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
 from .executors.check import ArgumentMismatchError
+from .executors.guard import CommunicatorBrokenError
 from .executors.nccl import NcclComm
 from .verify import verify
 
 __all__ = [
-    "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "CollectivesError", "IN_PLACE",
+    "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "CollectivesError",
+    "CommunicatorBrokenError", "IN_PLACE", "abort_on_error", "close", "release",
+    "workspace_bytes",
     "NcclComm", "allgather", "allreduce", "reduce_scatter", "Copy", "DeadlockError", "Recv",
     "Schedule", "ScheduleError", "Send", "Step", "algorithm_params", "build_schedule",
     "interpret", "verify",

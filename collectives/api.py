@@ -17,8 +17,10 @@ One signature for all three, in the manner of mpi4py and CuPy::
   own collective) or ``auto`` (:func:`collectives.auto.choose`).  The environment variable
   ``COLLSIM_ALGO`` overrides it for every call, as ``NCCL_ALGO`` does for NCCL; ``params``
   are then kept only if the forced algorithm is the one asked for.
-* ``check=True`` (or ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count,
-  dtype, op, algorithm and params first, so a mismatch raises on every rank.
+* Ranks that disagree raise :class:`ArgumentMismatchError` by default: every message's
+  tag carries the call's signature (:mod:`collectives.executors.guard`).  ``check=True``
+  (or ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count, dtype, op,
+  algorithm and params first (also for ``native``), so every rank names the difference.
 * ``stream`` (CuPy buffers) is the CUDA stream to work on, the current one by default.
   The call returns with the work enqueued on it, as NCCL and CuPy do.
 
@@ -147,7 +149,9 @@ def allreduce(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = 
         For bad buffers, an unknown op or algorithm, or a bad parameter, before any
         communication.
     ArgumentMismatchError
-        With ``check``, on every rank, when ranks disagree on the arguments.
+        When ranks disagree on the arguments (with ``check``, on every rank, first).
+    CommunicatorBrokenError
+        When a collective failed on ``comm`` before.
 
     Examples
     --------

@@ -3,7 +3,7 @@
 A file::
 
     name = "two GPUs on a PCIe switch"
-    placement = ["gpu0", "gpu1"]      # placement[rank] = device id
+    placement = ["gpu0", "gpu1"]      # placement[rank] = device id, one rank per device
     gamma = "0.02 ns/B"               # optional: reduction cost per byte
     overhead = "5 us"                 # optional: CPU time per message at each end (LogGP o)
 
@@ -15,12 +15,15 @@ A file::
     [[links]]
     src = "gpu0"
     dst = "sw"
-    latency = "0.5 us"                # s, ms, us, ns (a plain number is seconds)
-    bandwidth = "31.5 GB/s"           # B/s, GB/s, Gb/s, GiB/s, ... (plain number: B/s)
+    latency = "0.5 us"                # s, ms, us, ns; the unit is required
+    bandwidth = "31.5 GB/s"           # B/s, GB/s, Gb/s, GiB/s, ...; the unit is required
     kind = "pcie"                     # optional, default "link"
     duplex = true                     # optional: the same link dst -> src too
 
-Every error names the key (``links[3].bandwidth``) and the value at fault.
+Every error names the key (``links[3].bandwidth``) and the value at fault.  Ranks sit on
+devices that compute, one rank per device: a rank placed on a switch (a device whose kind
+is one of :data:`SWITCH_KINDS` or ends in ``switch``), or two ranks on one device, is
+rejected (the simulator would have them exchange messages over no link).
 """
 
 from __future__ import annotations
@@ -40,7 +43,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["load", "save", "loads", "dumps", "from_dict", "to_dict"]
+__all__ = ["SWITCH_KINDS", "check_placement", "load", "save", "loads", "dumps", "from_dict",
+           "to_dict"]
+
+#: device kinds that only forward traffic and cannot host a rank (besides ``*switch``)
+SWITCH_KINDS: frozenset[str] = frozenset({"switch", "nvswitch", "pcie_switch", "ib_leaf",
+                                          "ib_spine", "leaf", "spine"})
 
 _TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": True, "gamma": False,
              "overhead": False}
@@ -122,6 +130,55 @@ def _links(tables: list[Any], ids: set[str]) -> tuple[Link, ...]:
     return tuple(links)
 
 
+def check_placement(devices: tuple[Device, ...], placement: tuple[str, ...]) -> None:
+    """Raise unless every rank sits on its own device that is not a switch.
+
+    Parameters
+    ----------
+    devices : tuple of Device
+        The topology's devices.
+    placement : tuple of str
+        ``placement[rank]`` is a device id (unknown ids are left to :class:`Topology`).
+
+    Raises
+    ------
+    TopologyError
+        Naming the rank and device: two ranks on one device, or a rank on a switch.
+
+    Examples
+    --------
+    >>> from topology.model import Device
+    >>> check_placement((Device("a", "gpu"), Device("b", "gpu")), ("a", "a"))
+    Traceback (most recent call last):
+    ...
+    topology.errors.TopologyError: placement[1] = 'a' is also placement[0]; ...
+    """
+    kinds = {device.id: device.kind for device in devices}
+    first: dict[str, int] = {}
+    for rank, device in enumerate(placement):
+        kind = kinds.get(device, "")
+        if kind in SWITCH_KINDS or kind.endswith("switch"):
+            raise TopologyError(f"placement[{rank}] = {device!r} is a device of kind {kind!r}, "
+                                f"which only forwards traffic; place ranks on devices that "
+                                f"compute (e.g. kind 'gpu' or 'cpu')")
+        if device in first:
+            raise TopologyError(f"placement[{rank}] = {device!r} is also placement"
+                                f"[{first[device]}]; each rank needs its own device (give "
+                                f"each rank a device, joined by a link with the shared "
+                                f"device's bandwidth)")
+        first[device] = rank
+
+
+def _quantity(document: dict[str, Any], key: str, quantity: str) -> float:
+    """Return the optional non-negative ``document[key]`` in base units (0 when absent)."""
+    if key not in document:
+        return 0.0
+    number = parse(document[key], quantity, key)
+    if number < 0:
+        raise TopologyError(f"{key} = {document[key]!r} is not allowed; it must be >= 0")
+    return number
+
+
 def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topology:
     """Build a topology from a parsed file (the dict ``tomllib`` returns).
 
@@ -141,21 +198,18 @@ def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topol
     ------
     TopologyError
         Naming the key and value: unknown or missing keys, wrong types, values without a
-        valid unit, zero or negative latency or bandwidth, duplicate device ids, links to
-        unknown devices, ranks placed on unknown devices or unable to reach each other.
+        valid unit (bare numbers included), zero or negative latency or bandwidth,
+        duplicate device ids, links to unknown devices, ranks placed on unknown devices, on
+        switches, on a device another rank has, or unable to reach each other.
     """
     _check_keys(document, _TOP_KEYS, "the top level")
     devices = _devices(_list(document["devices"], "devices"))
     links = _links(_list(document["links"], "links"), {d.id for d in devices})
     placement = tuple(_string(device, f"placement[{rank}]")
                       for rank, device in enumerate(_list(document["placement"], "placement")))
-    gamma = parse(document.get("gamma", 0.0), "gamma", "gamma")
-    if gamma < 0:
-        raise TopologyError(f"gamma = {document['gamma']!r} is not allowed; it must be >= 0")
-    overhead = parse(document.get("overhead", 0.0), "latency", "overhead")
-    if overhead < 0:
-        raise TopologyError(f"overhead = {document['overhead']!r} is not allowed; it must be "
-                            ">= 0")
+    check_placement(devices, placement)
+    gamma = _quantity(document, "gamma", "gamma")
+    overhead = _quantity(document, "overhead", "latency")
     name = _string(document.get("name", default_name), "name")
     return Topology(name, devices, links, placement, gamma, overhead)
 

@@ -1,7 +1,8 @@
 """Quantities with units in topology files: "300 GB/s", "200 Gb/s", "1.5 us", "0.02 ns/B".
 
 Prefixes are decimal (K = 1e3, G = 1e9) as in datasheets, binary with ``i`` (GiB/s);
-``B`` is a byte and ``b`` a bit. A plain number is taken in the base unit (s, B/s, s/B).
+``B`` is a byte and ``b`` a bit. A bare number is an error: ``bandwidth = 450`` could be
+450 B/s or 450 GB/s, so every quantity names its unit (``"450 GB/s"``, ``"1e-6 s"``).
 """
 
 from __future__ import annotations
@@ -47,12 +48,12 @@ def _scale(number: float, factor: Fraction) -> float:
 
 
 def parse(value: object, quantity: str, key: str) -> float:
-    """Return ``value`` (a number in base units, or a string with a unit) in base units.
+    """Return ``value`` (a string with a unit) in base units (s, B/s, s/B).
 
     Parameters
     ----------
-    value : int, float or str
-        E.g. ``450e9``, ``"450 GB/s"``, ``"1.5 us"``.
+    value : str
+        E.g. ``"450 GB/s"``, ``"1.5 us"``, ``"2e-11 s/B"``.
     quantity : {"latency", "bandwidth", "gamma"}
         What it measures: seconds, bytes per second, seconds per byte.
     key : str
@@ -61,7 +62,8 @@ def parse(value: object, quantity: str, key: str) -> float:
     Raises
     ------
     TopologyError
-        When the value is not a number, has no or the wrong unit, or is not finite.
+        When the value is a bare number (naming the unit to add), is not a number, has
+        no or the wrong unit, or is not finite.
 
     Examples
     --------
@@ -70,25 +72,28 @@ def parse(value: object, quantity: str, key: str) -> float:
     """
     units = QUANTITIES[quantity]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str) and (match := _PATTERN.fullmatch(value)):
+        raise TopologyError(f"{key} = {value!r} has no unit; write it as a string with one, "
+                            f"e.g. '{value!r} {next(iter(units))}' or "
+                            f"'1.5 {_PREFERRED[quantity][0]}'; allowed units: "
+                            f"{', '.join(units)}")
+    if isinstance(value, str) and (match := _PATTERN.fullmatch(value)):
         if match.group(2) not in units:
             raise TopologyError(f"{key} = {value!r}: unknown unit {match.group(2)!r} for a "
                                 f"{quantity}; allowed: {', '.join(units)}")
         number = _scale(float(match.group(1)), units[match.group(2)])
     else:
-        raise TopologyError(f"{key} = {value!r} is not a {quantity}; write a number in "
-                            f"{next(iter(units))} or a string such as "
-                            f"'1.5 {_PREFERRED[quantity][0]}'")
+        raise TopologyError(f"{key} = {value!r} is not a {quantity}; write a string such as "
+                            f"'1.5 {_PREFERRED[quantity][0]}' (a number and a unit)")
     if not math.isfinite(number):
         raise TopologyError(f"{key} = {value!r} is not allowed; it must be finite")
     return number
 
 
-def format_quantity(number: float, quantity: str) -> str | float:
+def format_quantity(number: float, quantity: str) -> str:
     """Return ``number`` (base units) as a string with a unit that parses back exactly.
 
-    Falls back to the plain float when no unit reproduces it bit for bit.
+    Falls back to the base unit (``"3.3333333333333335e-07 s"``) when no other unit
+    reproduces it bit for bit.
 
     Parameters
     ----------
@@ -99,8 +104,8 @@ def format_quantity(number: float, quantity: str) -> str | float:
 
     Returns
     -------
-    str or float
-        Such as ``"1.5 us"``, or ``float(number)``.
+    str
+        Such as ``"1.5 us"``.
 
     Examples
     --------
@@ -113,4 +118,4 @@ def format_quantity(number: float, quantity: str) -> str | float:
         text = repr(shown).removesuffix(".0")
         if 1 <= abs(shown) < 1000 and _scale(float(text), factor) == number:
             return f"{text} {unit}"
-    return float(number)
+    return f"{float(number)!r} {next(iter(QUANTITIES[quantity]))}"

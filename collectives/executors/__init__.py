@@ -4,7 +4,10 @@
 * :mod:`.buffers` checks and lays out NumPy or CuPy buffers before any communication;
 * :mod:`.mpi` walks plans over MPI, CUDA-aware or staged through host memory;
 * :mod:`.nccl` walks plans through NCCL's grouped send/recv;
-* :mod:`.check` makes ranks agree on their arguments (``check=True``).
+* :mod:`.check` makes ranks agree on their arguments (``check=True``);
+* :mod:`.guard` carries each call's signature in its message tags, checks it, and cleans
+  up after a failed call;
+* :mod:`.abort` aborts the job when a rank fails (unless opted out).
 
 Importing this package imports neither mpi4py nor CuPy; the transports do on first use.
 """

@@ -6,6 +6,7 @@ NumPy and CuPy arrays are accepted; CuPy is imported only when a CuPy array is p
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,14 @@ import numpy as np
 
 from ..ops import DTYPES
 
-__all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place"]
+__all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place",
+           "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "release_workspace",
+           "staging", "staged_done"]
+
+#: environment variable: bytes of workspace kept between calls (default 64 MiB)
+WORKSPACE_ENV = "COLLSIM_WORKSPACE_BYTES"
+
+_DEFAULT_WORKSPACE_BYTES = 64 << 20
 
 
 class _InPlace:
@@ -261,11 +269,73 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
 _workspace: dict[tuple, Any] = {}
 
 
+def workspace_limit() -> int:
+    """Return the bytes of workspace kept between calls: ``COLLSIM_WORKSPACE_BYTES`` or 64 MiB.
+
+    Returns
+    -------
+    int
+        The limit (0 keeps nothing).
+
+    Raises
+    ------
+    ValueError
+        If ``COLLSIM_WORKSPACE_BYTES`` is not a non-negative integer.
+    """
+    text = os.environ.get(WORKSPACE_ENV, "").strip()
+    if not text:
+        return _DEFAULT_WORKSPACE_BYTES
+    if not text.isdigit():
+        raise ValueError(f"{WORKSPACE_ENV}={text!r} is not allowed; give a number of bytes "
+                         f">= 0, e.g. {_DEFAULT_WORKSPACE_BYTES}")
+    return int(text)
+
+
+def workspace_bytes() -> int:
+    """Return the bytes the workspace cache holds now."""
+    return sum(array.nbytes for array in _workspace.values())
+
+
+def discard(array: Any) -> None:
+    """Drop ``array`` (or the cached array it is a view of) from the workspace cache.
+
+    A later call then allocates anew instead of reusing memory that a request which could
+    not be completed may still write (:mod:`.guard`).
+
+    Parameters
+    ----------
+    array : array
+        A workspace array or a view of one; anything else is ignored.
+    """
+    base = array if getattr(array, "base", None) is None else array.base
+    for key, cached in list(_workspace.items()):
+        if cached is array or cached is base:
+            del _workspace[key]
+
+
+def release_workspace() -> None:
+    """Drop every cached workspace array; memory returns once no caller holds a view.
+
+    Pending host-to-device copies from pinned staging areas are waited for first.
+    """
+    _wait_staged()
+    _workspace.clear()
+
+
+def _wait_staged() -> None:
+    """Wait for every host-to-device copy that may still read a pinned staging area."""
+    for event in _staging_events.values():
+        event.synchronize()
+    _staging_events.clear()
+
+
 def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None) -> Any:
     """Return a reusable 1-D array of ``count`` elements for ``purpose``.
 
     One array per ``(module, dtype, purpose, device, stream)`` is kept and replaced by a
-    larger one on demand, so steady-state calls allocate nothing.
+    larger one on demand, so steady-state calls allocate nothing.  The cache holds at most
+    :func:`workspace_limit` bytes: a new array that would exceed it evicts the others, and
+    one larger than the limit by itself is not kept (it is freed once the call drops it).
 
     Parameters
     ----------
@@ -295,11 +365,64 @@ def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None)
     key = (getattr(xp, "__name__", xp), dtype, purpose, device,
            None if stream is None else stream.ptr)
     array = _workspace.get(key)
-    if array is None or array.size < count:
-        if xp == "pinned":
-            import cupyx
-            array = cupyx.empty_pinned(count, dtype)
-        else:
-            array = xp.empty(count, dtype)
+    if array is not None and array.size >= count:
+        return array[:count]
+    _workspace.pop(key, None)
+    if xp == "pinned":
+        import cupyx
+        array = cupyx.empty_pinned(count, dtype)
+    else:
+        array = xp.empty(count, dtype)
+    limit = workspace_limit()
+    if array.nbytes <= limit:
+        if workspace_bytes() + array.nbytes > limit:
+            _wait_staged()
+            _workspace.clear()
         _workspace[key] = array
     return array[:count]
+
+
+#: stream pointer -> CUDA event recorded after the last copy that read its staging areas
+_staging_events: dict[int, Any] = {}
+
+
+def staging(dtype: Any, count: int, scratch_count: int, stream: Any) -> tuple[Any, Any]:
+    """Return the page-locked host mirrors of the working and scratch buffers for ``stream``.
+
+    Waits first for the event :func:`staged_done` recorded on ``stream`` after the previous
+    call's last host-to-device copies, so a call never writes a mirror (or lets a grown one
+    replace it) while those copies still read it.
+
+    Parameters
+    ----------
+    dtype : dtype
+        Element type.
+    count, scratch_count : int
+        Elements of the working and scratch buffers.
+    stream : cupy.cuda.Stream
+        The stream the call's copies run on.
+
+    Returns
+    -------
+    host, host_scratch : numpy.ndarray
+        Pinned arrays of ``count`` and ``scratch_count`` elements.
+    """
+    event = _staging_events.pop(stream.ptr, None)
+    if event is not None:
+        event.synchronize()
+    return (workspace("pinned", dtype, count, "mpi-stage-work", stream),
+            workspace("pinned", dtype, scratch_count, "mpi-stage-scratch", stream))
+
+
+def staged_done(stream: Any) -> None:
+    """Record, on ``stream``, the event :func:`staging` waits for before the next reuse.
+
+    Parameters
+    ----------
+    stream : cupy.cuda.Stream
+        The stream the call's last host-to-device copies were enqueued on.
+    """
+    import cupy
+    event = cupy.cuda.Event(block=False, disable_timing=True)
+    event.record(stream)
+    _staging_events[stream.ptr] = event

@@ -10,6 +10,12 @@ CuPy buffers go to MPI directly when the library is CUDA-aware (asked through Op
 ``MPIX_Query_cuda_support``); otherwise, or when that cannot be known, each step stages its
 messages through page-locked host memory and still reduces on the GPU.  The environment
 variable ``COLLSIM_MPI_CUDA_AWARE`` (``1`` or ``0``) overrides the detection.
+
+Every message's tag carries the call's signature and receives check it (:mod:`.guard`), so
+ranks that disagree raise instead of exchanging wrong data.  The private duplicate is
+freed with the user's communicator (an attribute delete callback, run by ``comm.Free()``)
+or by :func:`collectives.close`.  The first transport installs the abort-on-failure hooks
+(:mod:`.abort`).
 """
 
 from __future__ import annotations
@@ -18,21 +24,26 @@ import ctypes
 import os
 from collections import Counter
 from contextlib import nullcontext
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
 
 from ..ops import reducer
-from .buffers import Call, workspace
+from . import abort
+from .buffers import Call, staged_done, staging, workspace
+from .guard import Guard, SignedPlan, signed_plan
 from .plan import Plan, apply_copies
 
-__all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport"]
+__all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport", "close"]
 
 CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
 
 _MPI: Any = None  # mpi4py.MPI, imported on first use
 _KEYVAL = 0  # the MPI attribute key under which each communicator keeps its transport
+
+#: private duplicates on which a collective failed, never freed (see MpiTransport.close)
+_BROKEN: list[Any] = []
 
 
 
@@ -86,44 +97,91 @@ def _has_mpi_datatype(dtype: Any) -> bool:
         return False
 
 
-def _walk(comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any, stream: Any) -> None:
-    """Run the plan with the buffers handed straight to MPI (host, or CUDA-aware)."""
-    waitall = _MPI.Request.Waitall
-    irecv, isend = comm.Irecv, comm.Isend
-    work_bytes = work.view("uint8")
-    areas = (work_bytes, scratch.view(work_bytes.dtype))
-    for step in plan.steps:
-        if stream is not None:
+def _where(plan: Plan, op: str, index: int) -> str:
+    return (f"{plan.collective} {plan.algorithm} ({plan.dtype}, {op}, count {plan.count}) "
+            f"step {index}")
+
+
+class _DeviceBytes:
+    """A device array's bytes, sliced into MPI buffers over its raw address.
+
+    mpi4py would otherwise take each CuPy slice through DLPack (an exception and a capsule
+    per message); ``MPI.buffer.fromaddress`` costs neither.  Only a CUDA-aware MPI reads
+    these addresses.
+
+    Parameters
+    ----------
+    array : cupy.ndarray
+        A contiguous device array.
+    """
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, array: Any) -> None:
+        self.ptr = array.data.ptr
+
+    def __getitem__(self, span: slice) -> Any:
+        """Return the bytes ``span`` as an ``MPI.buffer``."""
+        return _MPI.buffer.fromaddress(self.ptr + span.start, span.stop - span.start)
+
+
+def _walk(transport: "MpiTransport", plan: Plan, signed: SignedPlan, work: Any,
+          scratch: Any, reduce: Any, op: str, stream: Any) -> None:
+    """Run the plan with the buffers handed straight to MPI (host, or CUDA-aware).
+
+    With device buffers the stream is synchronized before a step's messages are posted
+    only when GPU work was queued since the last time (the input's layout, reductions,
+    copies).
+    """
+    any_tag, complete = _MPI.ANY_TAG, transport.guard.complete
+    describe = partial(_where, plan, op)
+    irecv, isend = transport.comm.Irecv, transport.comm.Isend
+    if stream is None:
+        work_bytes = work.view("uint8")
+        areas = (work_bytes, scratch.view(work_bytes.dtype))
+    else:
+        work_bytes = _DeviceBytes(work)
+        areas = (work_bytes, _DeviceBytes(scratch))
+    queued = stream is not None
+    for index, (step, signed_step) in enumerate(zip(plan.steps, signed.steps)):
+        if queued:
             stream.synchronize()
-        requests = [irecv(areas[into_scratch][span], peer, tag)
-                    for into_scratch, span, peer, tag in step.recvs]
-        requests += [isend(work_bytes[span], peer, tag) for span, peer, tag in step.sends]
-        waitall(requests)
+        requests = [irecv(areas[into_scratch][span], peer, any_tag)
+                    for into_scratch, span, peer, _ in step.recvs]
+        requests += [isend(work_bytes[span], peer, tag) for span, peer, tag in signed_step.sends]
+        complete(_MPI, requests, step, signed, index, (work, scratch), describe)
         for target, source in step.reduces:
             into = work[target]
             reduce(into, scratch[source], out=into)
         if step.copies:
             apply_copies(work, step.copies)
+        queued = stream is not None and bool(step.reduces or step.copies)
 
 
-def _walk_staged(comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any,
-                 stream: Any) -> None:
-    """Run the plan on GPU buffers through page-locked host mirrors of work and scratch."""
-    waitall = _MPI.Request.Waitall
-    irecv, isend = comm.Irecv, comm.Isend
-    host = workspace("pinned", work.dtype, plan.count, "mpi-stage-work").view(np.uint8)
-    host_scratch = workspace("pinned", work.dtype, plan.scratch_count,
-                             "mpi-stage-scratch").view(np.uint8)
+def _walk_staged(transport: "MpiTransport", plan: Plan, signed: SignedPlan,
+                 work: Any, scratch: Any, reduce: Any, op: str, stream: Any) -> None:
+    """Run the plan on GPU buffers through page-locked host mirrors of work and scratch.
+
+    The mirrors belong to ``stream`` (:func:`~.buffers.staging`): the copies of a call
+    read them on that stream, and the next call on it waits for the event recorded after
+    the last of them before writing them again.
+    """
+    any_tag, complete = _MPI.ANY_TAG, transport.guard.complete
+    describe = partial(_where, plan, op)
+    irecv, isend = transport.comm.Irecv, transport.comm.Isend
+    host, host_scratch = staging(work.dtype, plan.count, plan.scratch_count, stream)
+    host, host_scratch = host.view(np.uint8), host_scratch.view(np.uint8)
     device = (work.view("uint8"), scratch.view("uint8"))
     areas = (host, host_scratch)
-    for step in plan.steps:
+    buffers = (host, host_scratch, work, scratch)
+    for index, (step, signed_step) in enumerate(zip(plan.steps, signed.steps)):
         for span, _, _ in step.sends:
             device[0][span].get(stream=stream, out=host[span])
         stream.synchronize()
-        requests = [irecv(areas[into_scratch][span], peer, tag)
-                    for into_scratch, span, peer, tag in step.recvs]
-        requests += [isend(host[span], peer, tag) for span, peer, tag in step.sends]
-        waitall(requests)
+        requests = [irecv(areas[into_scratch][span], peer, any_tag)
+                    for into_scratch, span, peer, _ in step.recvs]
+        requests += [isend(host[span], peer, tag) for span, peer, tag in signed_step.sends]
+        complete(_MPI, requests, step, signed, index, buffers, describe)
         for into_scratch, span, _, _ in step.recvs:
             device[into_scratch][span].set(areas[into_scratch][span], stream=stream)
         for target, source in step.reduces:
@@ -131,6 +189,7 @@ def _walk_staged(comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any,
             reduce(into, scratch[source], out=into)
         if step.copies:
             apply_copies(work, step.copies)
+    staged_done(stream)
 
 
 class MpiTransport:
@@ -148,6 +207,8 @@ class MpiTransport:
         self.comm = comm.Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
+        #: waits for steps, checks signatures, cleans up after failures
+        self.guard = Guard(self.comm, _MPI.COMM_WORLD.Get_attr(_MPI.TAG_UB))
         #: collectives run, by path: "direct", "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
 
@@ -163,7 +224,13 @@ class MpiTransport:
         -------
         list
             Every rank's object, in rank order.
+
+        Raises
+        ------
+        CommunicatorBrokenError
+            If a collective failed on this communicator before.
         """
+        self.guard.check_usable()
         return self.comm.allgather(obj)
 
     def validate(self, call: Call, native: bool) -> None:
@@ -195,7 +262,9 @@ class MpiTransport:
     def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
         """Walk ``plan`` on the working buffer ``work`` (``plan.count`` elements).
 
-        CuPy buffers go through host copies unless MPI is CUDA-aware.
+        CuPy buffers go through host copies unless MPI is CUDA-aware.  Any exception
+        leaves the communicator marked broken (:class:`~.guard.CommunicatorBrokenError` on
+        the next call).
 
         Parameters
         ----------
@@ -210,12 +279,22 @@ class MpiTransport:
         stream : cupy.cuda.Stream or None
             The CuPy stream to run on; None for NumPy or the current stream.
         """
+        self.guard.check_usable()
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
         staged = self._staged(call)
         self.runs["staged" if staged else "direct"] += 1
         walk = _walk_staged if staged else _walk
-        with nullcontext() if stream is None else stream:
-            walk(self.comm, plan, work, scratch, reducer(call.xp, op), stream)
+        signed = signed_plan(plan, op, self.guard.codec)
+        try:
+            with nullcontext() if stream is None else stream:
+                walk(self, plan, signed, work, scratch, reducer(call.xp, op), op, stream)
+        except BaseException as error:
+            # a failure between steps (a reduction, an interrupt) leaves the other ranks
+            # mid-schedule: the communicator cannot be trusted any more
+            if self.guard.broken is None:
+                self.guard.broken = (f"rank {self.rank}, {plan.collective} {plan.algorithm} was "
+                                     f"interrupted by {type(error).__name__}: {error}")
+            raise
 
     def native(self, call: Call, op: str, stream: Any) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
@@ -231,6 +310,7 @@ class MpiTransport:
             back on it.
         """
         MPI = _MPI
+        self.guard.check_usable()
         self.runs["native"] += 1
         if stream is not None:
             stream.synchronize()
@@ -238,6 +318,13 @@ class MpiTransport:
         send = MPI.IN_PLACE if call.send is None else (call.send.get() if staged else call.send)
         recv = call.recv.get() if staged and call.send is None else (
             np.empty(call.recv.size, np.dtype(call.dtype.name)) if staged else call.recv)
+        if call.collective == "reduce_scatter" and send is MPI.IN_PLACE and call.xp is not np \
+                and not staged:
+            # CUDA-aware Open MPI up to 5.0.10 (and 4.x) reads past recvbuf in an in-place
+            # Reduce_scatter_block on device memory (open-mpi/ompi#14249): go out of place
+            with stream:
+                send, recv = call.recv.copy(), call.recv[:call.part]
+            stream.synchronize()
         if call.collective == "allreduce":
             self.comm.Allreduce(send, recv, _mpi_ops()[op])
         elif call.collective == "reduce_scatter":
@@ -248,11 +335,48 @@ class MpiTransport:
             call.recv.set(recv, stream=stream)
 
 
+    def close(self) -> None:
+        """Free the private duplicate (no collective may run on this transport after).
+
+        A duplicate on which a collective failed is kept instead, for the life of the
+        process (:data:`_BROKEN`): messages of the failed call may still arrive on it, and
+        Open MPI would deliver them to whichever communicator reuses its context id.
+        """
+        if self.guard.broken is not None:
+            _BROKEN.append(self.comm)
+        elif self.comm != _MPI.COMM_NULL and not _MPI.Is_finalized():
+            self.comm.Free()
+        self.guard.broken = self.guard.broken or "the communicator was closed"
+
+
+def _delete_transport(comm: Any, keyval: int, transport: MpiTransport) -> None:
+    """Attribute delete callback: the user's communicator is freed, so free ours."""
+    transport.close()
+
+
+def close(comm: Any = None) -> None:
+    """Free the private duplicate the collectives keep for ``comm`` (if any).
+
+    ``comm.Free()`` does it too; a later collective on ``comm`` duplicates it anew.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Intracomm or None
+        The communicator; ``MPI.COMM_WORLD`` when None.
+    """
+    if _MPI is None:
+        return
+    comm = _MPI.COMM_WORLD if comm is None else comm
+    if comm.Get_attr(_KEYVAL) is not None:
+        comm.Delete_attr(_KEYVAL)
+
+
 def mpi_transport(comm: Any) -> MpiTransport:
     """Return the transport of ``comm``, creating and caching it on first use.
 
-    The transport is kept on ``comm`` as an MPI attribute. The first call on a
-    communicator is collective: it duplicates ``comm``.
+    The transport is kept on ``comm`` as an MPI attribute, whose delete callback frees the
+    duplicate when ``comm`` is freed. The first call on a communicator is collective: it
+    duplicates ``comm``; the first in the process installs :mod:`.abort`'s hooks.
 
     Parameters
     ----------
@@ -272,7 +396,7 @@ def mpi_transport(comm: Any) -> MpiTransport:
     global _MPI, _KEYVAL
     if _MPI is None:
         from mpi4py import MPI
-        _KEYVAL, _MPI = MPI.Comm.Create_keyval(), MPI
+        _KEYVAL, _MPI = MPI.Comm.Create_keyval(delete_fn=_delete_transport), MPI
     if comm is None:
         comm = _MPI.COMM_WORLD
     elif not isinstance(comm, _MPI.Intracomm) or comm == _MPI.COMM_NULL:
@@ -280,6 +404,7 @@ def mpi_transport(comm: Any) -> MpiTransport:
                         f"(e.g. MPI.COMM_WORLD) or a collectives NcclComm")
     transport = comm.Get_attr(_KEYVAL)
     if transport is None:
+        abort.install()
         transport = MpiTransport(comm)
         comm.Set_attr(_KEYVAL, transport)
     return transport

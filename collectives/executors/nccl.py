@@ -7,11 +7,15 @@ collectives do).  NCCL matches a pair's sends and receives in order, so no tags 
 
 :class:`NcclComm` creates the NCCL communicator from an MPI communicator: rank 0 makes
 the unique id and broadcasts it over MPI.  It keeps that MPI communicator's private
-duplicate for the ``check=True`` agreement.
+duplicate for the ``check=True`` agreement.  Each rank drives one GPU: by default the one
+its rank among the ranks of its node picks (an MPI shared-memory split), and every call
+runs under that device.  Two ranks of a node on one GPU are refused unless
+``NCCL_MULTI_RANK_GPU_ENABLE=1`` says that this NCCL (2.30 or later) allows it.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any
 
@@ -19,7 +23,10 @@ from ..ops import reducer
 from .buffers import Call, workspace
 from .plan import Plan, apply_copies
 
-__all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS"]
+__all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS", "SHARED_GPU_ENV", "local_device"]
+
+#: NCCL's variable that lets several ranks of a communicator share a GPU (NCCL >= 2.30)
+SHARED_GPU_ENV = "NCCL_MULTI_RANK_GPU_ENABLE"
 
 #: dtype name -> name of the ``cupy.cuda.nccl`` constant (NCCL 2.x ncclDataType_t)
 NCCL_DTYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32",
@@ -30,37 +37,131 @@ NCCL_DTYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32"
 NCCL_OPS = {"sum": "NCCL_SUM", "prod": "NCCL_PROD", "max": "NCCL_MAX", "min": "NCCL_MIN"}
 
 
+def _nccl() -> Any:
+    """Return ``cupy.cuda.nccl``, or raise saying what to install."""
+    try:
+        from cupy.cuda import nccl
+    except ImportError as error:
+        raise ImportError(f"NcclComm needs CuPy ({error}); install the extra for this "
+                          f"machine's CUDA: pip install 'collsim[gpu-cuda12]' or "
+                          f"'collsim[gpu-cuda13]'") from None
+    if not nccl.available:
+        raise ImportError("CuPy cannot load NCCL (cupy.cuda.nccl.available is False); install "
+                          "the NCCL wheel of this machine's CUDA with a CuPy that finds it: "
+                          "pip install 'collsim[gpu-cuda12]' (cupy-cuda12x>=13.5, "
+                          "nvidia-nccl-cu12) or 'collsim[gpu-cuda13]' (cupy-cuda13x>=14, "
+                          "nvidia-nccl-cu13), one of them only")
+    return nccl
+
+
+def local_device(mpi_comm: Any, devices: int, shared_allowed: bool) -> int:
+    """Return the GPU of this rank: its rank among the ranks of its node.
+
+    Parameters
+    ----------
+    mpi_comm : mpi4py.MPI.Intracomm
+        The ranks (split by shared memory, a collective call).
+    devices : int
+        GPUs visible to this rank.
+    shared_allowed : bool
+        Whether several ranks may drive one GPU (then ranks wrap around the GPUs).
+
+    Returns
+    -------
+    int
+        The device index.
+
+    Raises
+    ------
+    ValueError
+        If the node has more ranks than GPUs and sharing is not allowed, or no GPU.
+    """
+    from mpi4py import MPI
+    node = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED)
+    local_rank, local_size = node.Get_rank(), node.Get_size()
+    node.Free()
+    if devices < 1:
+        raise ValueError("NcclComm found no CUDA GPU on this rank")
+    if local_size > devices and not shared_allowed:
+        raise ValueError(f"{local_size} ranks on this node but {devices} GPU(s): NCCL needs "
+                         f"one GPU per rank; run at most {devices} ranks per node, or set "
+                         f"{SHARED_GPU_ENV}=1 where NCCL (>= 2.30) allows ranks to share one")
+    return local_rank % devices
+
+
 class NcclComm:
     """An NCCL communicator over the ranks of an MPI communicator, one GPU per rank.
 
-    Pass it as ``comm=`` to the collectives to run them over NCCL.  Each rank must have
-    selected its own GPU (``cupy.cuda.Device(i).use()``) before creating it: NCCL does not
-    allow two ranks of one communicator on the same GPU.
+    Pass it as ``comm=`` to the collectives to run them over NCCL; :meth:`close` (or a
+    ``with`` block) destroys it.
 
     Parameters
     ----------
     mpi_comm : mpi4py.MPI.Intracomm, optional
         The ranks, and the channel for the unique id; ``MPI.COMM_WORLD`` by default.
+    device : int, optional
+        The GPU this rank drives; by default its rank among the ranks on its node
+        (:func:`local_device`).
+
+    Raises
+    ------
+    ImportError
+        If CuPy or its NCCL is missing, saying what to install.
+    ValueError
+        If a node has more ranks than GPUs (unless ``NCCL_MULTI_RANK_GPU_ENABLE=1``), or
+        ``device`` is not a GPU of this rank.
 
     Examples
     --------
-    >>> comm = NcclComm()                                      # doctest: +SKIP
-    >>> collectives.allreduce(cupy.ones(8, "f4"), comm=comm)   # doctest: +SKIP
+    >>> with NcclComm() as comm:                                   # doctest: +SKIP
+    ...     collectives.allreduce(cupy.ones(8, "f4"), comm=comm)
     """
 
     name = "nccl"
 
-    def __init__(self, mpi_comm: Any = None) -> None:
-        from cupy.cuda import nccl
+    def __init__(self, mpi_comm: Any = None, device: int | None = None) -> None:
+        nccl = _nccl()
+        import cupy
         from .mpi import mpi_transport
         self._mpi = mpi_transport(mpi_comm)
         self.rank, self.size = self._mpi.rank, self._mpi.size
+        devices = cupy.cuda.runtime.getDeviceCount()
+        shared = os.environ.get(SHARED_GPU_ENV, "0") == "1"
+        if device is None:
+            device = local_device(self._mpi.comm, devices, shared)
+        elif not 0 <= device < devices:
+            raise ValueError(f"device={device} is not allowed; this rank sees GPUs "
+                             f"0..{devices - 1}")
+        #: the GPU this rank drives
+        self.device = cupy.cuda.Device(device)
         uid = nccl.get_unique_id() if self.rank == 0 else None
         uid = self._mpi.comm.bcast(uid, root=0)
-        self.nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
+        with self.device:
+            self.nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
         #: collectives run, by path: "nccl" (a schedule) or "native"
         self.runs: Counter[str] = Counter()
         self._lib = nccl
+
+    def close(self) -> None:
+        """Destroy the NCCL communicator (once; later calls on it raise)."""
+        if self.nccl is not None:
+            with self.device:
+                self.nccl.destroy()
+            self.nccl = None
+
+    def __enter__(self) -> "NcclComm":
+        """Return this communicator, destroyed when the ``with`` block ends."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Destroy the NCCL communicator (:meth:`close`)."""
+        self.close()
+
+    def _live(self) -> Any:
+        """Return the NCCL communicator, or raise if :meth:`close` destroyed it."""
+        if self.nccl is None:
+            raise ValueError("this NcclComm is closed; create a new one")
+        return self.nccl
 
     def allgather_object(self, obj: Any) -> list[Any]:
         """All-gather a small picklable object over MPI (used by the agreement check).
@@ -100,7 +201,7 @@ class NcclComm:
         if call.dtype.name not in NCCL_DTYPES:
             raise TypeError(f"dtype {call.dtype.name!r} is not carried by NCCL; choose one of "
                             f"{sorted(NCCL_DTYPES)}")
-        device = self.nccl.device_id()
+        device = self._live().device_id()
         if call.recv.device.id != device:
             raise ValueError(f"recvbuf is on GPU {call.recv.device.id} but this NcclComm "
                              f"drives GPU {device}")
@@ -122,12 +223,12 @@ class NcclComm:
             The stream to enqueue on.
         """
         self.runs["nccl"] += 1
-        nccl, comm, stream_ptr = self._lib, self.nccl, stream.ptr
+        nccl, comm, stream_ptr = self._lib, self._live(), stream.ptr
         byte = nccl.NCCL_UINT8
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
         bases = (work.data.ptr, scratch.data.ptr)
         reduce = reducer(call.xp, op)
-        with stream:
+        with self.device, stream:
             for step in plan.steps:
                 nccl.groupStart()
                 try:
@@ -158,7 +259,12 @@ class NcclComm:
             The stream to enqueue on.
         """
         self.runs["native"] += 1
-        nccl, comm = self._lib, self.nccl
+        nccl, comm = self._lib, self._live()
+        with self.device:
+            self._native(nccl, comm, call, op, stream)
+
+    def _native(self, nccl: Any, comm: Any, call: Call, op: str, stream: Any) -> None:
+        """Enqueue the NCCL collective of ``call`` (under this communicator's device)."""
         datatype = getattr(nccl, NCCL_DTYPES[call.dtype.name])
         recv = call.recv.data.ptr
         itemsize = call.dtype.itemsize

@@ -22,7 +22,8 @@ from ..build import build_schedule
 from ..layout import input_range, output_range
 from ..schedule import Copy, Recv, Send, Step
 
-__all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_copies", "PLAN_CACHE_SIZE"]
+__all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_copies", "PLAN_CACHE_SIZE",
+           "release_plans"]
 
 #: plans kept per process (least recently used dropped first)
 PLAN_CACHE_SIZE = 256
@@ -185,6 +186,11 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
     if len(_cache) > PLAN_CACHE_SIZE:
         _cache.popitem(last=False)
     return plan
+
+
+def release_plans() -> None:
+    """Forget every cached plan (:func:`collectives.release`)."""
+    _cache.clear()
 
 
 def apply_copies(work: Any, copies: tuple[tuple[slice, slice], ...]) -> None:

@@ -255,6 +255,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--xp", choices=("numpy", "cupy"), default="numpy")
     parser.add_argument("--transport", choices=("mpi", "nccl"), default="mpi")
+    parser.add_argument("--managed", action="store_true",
+                        help="CuPy arrays in managed memory (host-readable: MPI's direct "
+                             "path works without CUDA-aware MPI, with COLLSIM_MPI_CUDA_AWARE=1)")
     args = parser.parse_args()
     from mpi4py import MPI
     world = MPI.COMM_WORLD
@@ -263,6 +266,8 @@ def main() -> None:
         import cupy as xp
         xp.cuda.Device(int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
                        % xp.cuda.runtime.getDeviceCount()).use()
+        if args.managed:
+            xp.cuda.set_allocator(xp.cuda.MemoryPool(xp.cuda.malloc_managed).malloc)
     else:
         xp = np
     comm = collectives.NcclComm(world) if args.transport == "nccl" else world
@@ -281,7 +286,8 @@ def main() -> None:
             if case.collective != "reduce_scatter" and len(column) != 1:
                 merged.append(f"{case}: ranks hold different bytes")
         from collectives.executors.mpi import cuda_aware
-        summary = {"transport": transport.name, "xp": args.xp, "nranks": nranks,
+        summary = {"transport": transport.name, "xp": args.xp, "managed": args.managed,
+                   "nranks": nranks,
                    "cases": len(matrix), "runs": runs, "failures": merged[:30],
                    "failure_count": len(merged),
                    "cuda_aware": cuda_aware() if args.xp == "cupy" else None}

@@ -1,0 +1,441 @@
+"""Mismatched calls caught by default: every message's tag carries the call's signature.
+
+A rank's signature is what its plan depends on: collective, op, dtype, algorithm, and a
+checksum of count and resolved parameters.  :class:`TagCodec` packs it with the message's
+sequence number (its place among the messages from one rank to another in this call) into
+the MPI tag.  Receives are posted with ``MPI.ANY_TAG``: MPI still matches a pair's
+messages in order (the non-overtaking rule), so the k-th receive gets the k-th message
+whatever its tag, and the tag then says whether the sender ran the same call.  The tags are
+compared at each step that holds the call's first receive from a peer: a peer that ran
+another call is caught by its first message, which raises
+:class:`~collectives.executors.check.ArgumentMismatchError` naming the fields that differ,
+before the data is reduced or copied anywhere.  At every step, a message longer than its
+receive fails with ``MPI_ERR_TRUNCATE`` and is never written past the buffer.  (Equal
+tags with unequal counts or parameters need an 11-bit checksum collision; the messages
+then still stay inside the buffers.)
+
+On any failure the rank sends every other rank a message with a reserved tag that fits
+none of its receives (so that a rank waiting on it raises too instead of waiting
+forever), the receives still posted are cancelled, and every request is completed before
+its buffers can be reused or released; a request that cannot be completed keeps its
+buffers alive (:attr:`Guard.orphans`) and out of the workspace cache.  The
+communicator is then marked unusable (:class:`CommunicatorBrokenError` on the next call):
+its private duplicate may still hold messages of the failed call.
+
+The check costs a status per receive at the checked steps and one cached look-up per call
+(``benchmarks/bench_mismatch_check.py`` measures it); ``check=True`` still runs the full
+agreement (:mod:`.check`), which also covers ``algorithm="native"``.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..build import ALGORITHMS
+from ..errors import CollectivesError
+from ..ops import DTYPES, OPS
+from ..schedule import COLLECTIVES
+from .buffers import discard
+from .check import ArgumentMismatchError
+from .plan import Plan, PlanStep
+
+__all__ = ["CommunicatorBrokenError", "TagCodec", "SignedStep", "SignedPlan", "signed_plan",
+           "Guard", "release_signed", "SEQUENCE_BITS"]
+
+#: low tag bits that number a pair's messages within a call (modulo 2**SEQUENCE_BITS)
+SEQUENCE_BITS = 6
+
+#: (field, known values, bits) packed above the sequence number, lowest first
+_FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
+    ("collective", COLLECTIVES, 2), ("op", tuple(OPS), 4), ("dtype", DTYPES, 5),
+    ("algorithm", ALGORITHMS, 3))
+
+#: bits of the checksum of count and parameters (the rest of a 31-bit tag)
+_CHECKSUM_BITS = 31 - SEQUENCE_BITS - sum(bits for _, _, bits in _FIELDS)
+
+#: seconds a failed call waits for cancelled requests to complete before leaving them
+_CANCEL_WAIT_S = 1.0
+
+
+class CommunicatorBrokenError(CollectivesError, RuntimeError):
+    """A collective failed earlier on this communicator, which can no longer be used."""
+
+
+def _code(value: str, known: tuple[str, ...], bits: int) -> int:
+    if value in known and known.index(value) < 1 << bits:
+        return known.index(value)
+    return zlib.crc32(value.encode()) & ((1 << bits) - 1)
+
+
+class TagCodec:
+    """Packs a call's signature and a message's sequence number into an MPI tag.
+
+    Parameters
+    ----------
+    tag_ub : int
+        The communicator's largest tag (``MPI.TAG_UB``; at least 32767).  With 31 bits
+        (Open MPI, MPICH) every field has its own bits and a mismatch is reported field by
+        field; with fewer, the signature is folded into the bits there are and a
+        mismatch is reported as one.
+
+    Examples
+    --------
+    >>> codec = TagCodec(2**31 - 1)
+    >>> base = codec.base("allreduce", 10, "float32", "sum", "ring", ())
+    >>> codec.differences(base, codec.base("allgather", 10, "float32", "sum", "ring", ()))
+    ['collective: allreduce here, allgather at the sender']
+    """
+
+    def __init__(self, tag_ub: int) -> None:
+        if tag_ub < 32767:
+            raise ValueError(f"tag_ub={tag_ub} is not allowed; MPI guarantees >= 32767")
+        self.bits = min((tag_ub + 1).bit_length() - 1, 31)
+        self.fields_fit = self.bits == 31
+        #: the tag of the empty message a failing rank sends every other rank; no
+        #: signature's tags reach it
+        self.poison = (1 << self.bits) - 1
+
+    def base(self, collective: str, count: int, dtype: str, op: str, algorithm: str,
+             params: tuple[tuple[str, Any], ...]) -> int:
+        """Return the tag of a call's first message (sequence number 0).
+
+        Parameters
+        ----------
+        collective, dtype, op, algorithm : str
+            The call.
+        count : int
+            Elements of the working buffer.
+        params : tuple of (str, value)
+            The resolved schedule parameters (:attr:`Plan.params`).
+
+        Returns
+        -------
+        int
+            The signature shifted above the sequence bits.
+        """
+        word, shift = 0, 0
+        for value, (_, known, bits) in zip((collective, op, dtype, algorithm), _FIELDS):
+            word |= _code(value, known, bits) << shift
+            shift += bits
+        checksum = zlib.crc32(repr((count, params)).encode())
+        word |= (checksum & ((1 << _CHECKSUM_BITS) - 1)) << shift
+        if not self.fields_fit:
+            folded = zlib.crc32(word.to_bytes(4, "little"))
+            word = folded & ((1 << (self.bits - SEQUENCE_BITS)) - 1)
+        base = word << SEQUENCE_BITS
+        if base | ((1 << SEQUENCE_BITS) - 1) == self.poison:
+            base ^= 1 << SEQUENCE_BITS
+        return base
+
+    def differences(self, expected: int, received: int) -> list[str]:
+        """Say which fields of two tags' signatures differ.
+
+        Parameters
+        ----------
+        expected, received : int
+            This rank's tag and the tag of the message that arrived.
+
+        Returns
+        -------
+        list of str
+            ``"<field>: <here>, <there> at the sender"`` per field that differs; the count
+            and parameters share one checksum; one line when the fields were folded.
+        """
+        if not self.fields_fit:
+            return ["the signature (the tags are too short to say which field)"]
+        here, there = expected >> SEQUENCE_BITS, received >> SEQUENCE_BITS
+        out = []
+        for name, known, bits in _FIELDS:
+            mask = (1 << bits) - 1
+            a, b = here & mask, there & mask
+            if a != b:
+                out.append(f"{name}: {_name(known, a)} here, {_name(known, b)} at the sender")
+            here, there = here >> bits, there >> bits
+        if here != there:
+            out.append("count or algorithm parameters")
+        return out
+
+
+def _name(known: tuple[str, ...], code: int) -> str:
+    return known[code] if code < len(known) else f"<code {code}>"
+
+
+@dataclass(frozen=True, slots=True)
+class SignedStep:
+    """One plan step with its tags: receives expect ``tags``, sends carry theirs.
+
+    Attributes
+    ----------
+    check : bool
+        Whether this step holds the call's first receive from some peer: only then are
+        the statuses read and the tags compared (a peer that ran another call is caught
+        by its first message; later steps rely on MPI_ERR_TRUNCATE, see :class:`Guard`).
+    tags : tuple of int
+        The tag each receive of the step must see, in the step's receive order.
+    lengths : tuple of int
+        The bytes each receive must see.
+    sends : tuple of (slice, int, int)
+        ``(byte_range, peer, tag)`` per send, as :attr:`PlanStep.sends` with signed tags.
+    """
+
+    check: bool
+    tags: tuple[int, ...]
+    lengths: tuple[int, ...]
+    sends: tuple[tuple[slice, int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SignedPlan:
+    """A plan's steps with the tags of one signature.
+
+    Attributes
+    ----------
+    steps : tuple of SignedStep
+        One per plan step.
+    poison_bytes : dict of int to int
+        Per other rank, the length of the message a failing call sends it: one byte more
+        than this plan's longest message to it (0 when it sends it none), so that the
+        message cannot fit any receive of the same call that rank still has posted.
+    """
+
+    steps: tuple[SignedStep, ...]
+    poison_bytes: dict[int, int]
+
+
+_signed: dict[tuple[int, str], tuple[Plan, SignedPlan]] = {}
+
+#: signed plans kept (the same bound as the plan cache)
+_SIGNED_CACHE_SIZE = 256
+
+
+def signed_plan(plan: Plan, op: str, codec: TagCodec) -> SignedPlan:
+    """Return ``plan``'s steps with the tags of a call with reduction ``op``.
+
+    Parameters
+    ----------
+    plan : Plan
+        The rank's plan.
+    op : str
+        The call's reduction.
+    codec : TagCodec
+        The transport's codec.
+
+    Returns
+    -------
+    SignedPlan
+        Cached per (plan, op): a repeated call costs one dictionary look-up.
+    """
+    key = (id(plan), op)
+    hit = _signed.get(key)
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    base = codec.base(plan.collective, plan.count, plan.dtype, op, plan.algorithm, plan.params)
+    mask = (1 << SEQUENCE_BITS) - 1
+    heard: set[int] = set()
+    steps = []
+    longest: dict[int, int] = {}
+    for step in plan.steps:
+        peers = {peer for _, _, peer, _ in step.recvs}
+        steps.append(SignedStep(bool(peers - heard),
+                                tuple(base | (tag & mask) for _, _, _, tag in step.recvs),
+                                tuple(span.stop - span.start for _, span, _, _ in step.recvs),
+                                tuple((span, peer, base | (tag & mask))
+                                      for span, peer, tag in step.sends)))
+        heard |= peers
+        for span, peer, _ in step.sends:
+            longest[peer] = max(longest.get(peer, 0), span.stop - span.start)
+    poison = {peer: longest[peer] + 1 if peer in longest else 0
+              for peer in range(plan.nranks) if peer != plan.rank}
+    signed = SignedPlan(tuple(steps), poison)
+    if len(_signed) >= _SIGNED_CACHE_SIZE:
+        _signed.clear()
+    _signed[key] = (plan, signed)
+    return signed
+
+
+def release_signed() -> None:
+    """Forget every signed plan (:func:`collectives.release`)."""
+    _signed.clear()
+
+
+class Guard:
+    """Waits for a step, checks what arrived, and on failure cleans up and says why.
+
+    One per transport (:class:`~.mpi.MpiTransport`).
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Intracomm
+        The private communicator the steps run on.
+    tag_ub : int
+        ``MPI.TAG_UB``.
+
+    Attributes
+    ----------
+    codec : TagCodec
+        Packs signatures into tags.
+    broken : str or None
+        Why the communicator can no longer be used; None while it can.
+    orphans : list
+        ``(requests, buffers)`` that could not be completed; their buffers are kept alive
+        here (and out of the workspace cache) for as long as the process lives.
+    """
+
+    def __init__(self, comm: Any, tag_ub: int) -> None:
+        self.comm = comm
+        self.codec = TagCodec(tag_ub)
+        self.rank = comm.Get_rank()
+        self.broken: str | None = None
+        self.orphans: list[tuple[list[Any], tuple[Any, ...]]] = []
+        self._statuses: list[Any] = []
+
+    def check_usable(self) -> None:
+        """Raise :class:`CommunicatorBrokenError` if a collective failed here before."""
+        if self.broken is not None:
+            raise CommunicatorBrokenError(
+                f"a collective on this communicator failed earlier ({self.broken}); it may "
+                f"still hold that call's messages, so no further collective can run on it: "
+                f"use a new communicator (e.g. comm.Dup()) after handling the error")
+
+    def complete(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
+                 index: int, buffers: tuple[Any, ...], describe: Callable[[int], str]) -> None:
+        """Wait for a step's requests (its receives first) and check what arrived.
+
+        Steps that hold the call's first receive from a peer compare every receive's tag
+        with the expected one (a peer that ran another call is caught there).  Every step
+        waits with statuses: Open MPI 5.0.11's ``MPI_Waitall`` reports no error without
+        them, and a message that does not fit its receive (another call's, or the
+        longer-than-any message a failing rank sends) must fail with ``MPI_ERR_TRUNCATE``.
+
+        Parameters
+        ----------
+        mpi : module
+            ``mpi4py.MPI``.
+        requests : list of mpi4py.MPI.Request
+            The step's receives, in ``plan_step.recvs`` order, then its sends.
+        plan_step : PlanStep
+            The step (the peer of each receive).
+        signed : SignedPlan
+            The call's tags.
+        index : int
+            The step's index in the plan.
+        buffers : tuple of arrays
+            Every buffer the requests read or write (kept alive if they cannot complete).
+        describe : callable
+            Says, given ``index``, which call and step this is (only on failure).
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When a message carries another call's signature, or did not fit (MPI
+            truncated it); the communicator is then broken.
+        CommunicatorBrokenError
+            When MPI failed otherwise; the communicator is then broken.
+        """
+        statuses = self._statuses
+        try:
+            mpi.Request.Waitall(requests, statuses)
+        except mpi.Exception as error:
+            self._fail(mpi, requests, plan_step, signed, index, buffers, describe, error)
+        step = signed.steps[index]
+        if step.check:
+            for status, tag in zip(statuses, step.tags):
+                if status.tag != tag:
+                    self._fail(mpi, requests, plan_step, signed, index, buffers, describe, None)
+
+    def _fail(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
+              index: int, buffers: tuple[Any, ...], describe: Callable[[int], str],
+              error: Any) -> None:
+        """Clean up (:meth:`_settle`) and raise, saying what arrived where possible.
+
+        Parameters
+        ----------
+        mpi, requests, plan_step, signed, index, buffers, describe
+            As for :meth:`complete`.
+        error : mpi4py.MPI.Exception or None
+            What MPI raised; None when the tags did not match.
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When a message carries another call's signature, or did not fit.
+        CommunicatorBrokenError
+            When MPI failed otherwise.
+        """
+        step = signed.steps[index]
+        peers = tuple(peer for _, _, peer, _ in plan_step.recvs)
+        problems = self._problems(mpi, self._statuses, peers, step) if step.check else []
+        if not problems and error is not None and error.Get_error_class() in (
+                mpi.ERR_TRUNCATE, mpi.ERR_IN_STATUS):
+            problems = [f"a message from rank {' or '.join(map(str, sorted(set(peers))))} "
+                        f"did not fit its receive (MPI_ERR_TRUNCATE): that rank failed, or "
+                        f"called differently"]
+        reason = f"rank {self.rank}, {describe(index)}: " + (
+            "; ".join(problems) or f"MPI failed: {error.Get_error_string()}")
+        self._settle(mpi, requests, len(peers), signed.poison_bytes, buffers, reason)
+        if problems:
+            raise ArgumentMismatchError(reason + _HINT) from None
+        raise CommunicatorBrokenError(reason) from error
+
+    def _problems(self, mpi: Any, statuses: list[Any], peers: tuple[int, ...],
+                  step: SignedStep) -> list[str]:
+        """What is wrong with each receive that completed, in words."""
+        out = []
+        for status, peer, tag, length in zip(statuses, peers, step.tags, step.lengths):
+            error = status.Get_error()
+            if error in (mpi.SUCCESS, mpi.ERR_TRUNCATE) and status.tag == self.codec.poison:
+                out.append(f"rank {peer} failed in this or an earlier call on this "
+                           f"communicator and gave up (its own error says why)")
+            elif error == mpi.ERR_TRUNCATE:
+                out.append(f"the message from rank {peer} is longer than the {length} bytes "
+                           f"this rank expects (MPI truncated it)")
+            elif error == mpi.SUCCESS and status.tag != tag:
+                fields = ", ".join(self.codec.differences(tag, status.tag))
+                out.append(f"the message from rank {peer} was sent by another call "
+                           f"({fields})")
+        return out
+
+    def _settle(self, mpi: Any, requests: list[Any], nrecvs: int, poison_bytes: dict[int, int],
+                buffers: tuple[Any, ...], reason: str) -> None:
+        """Mark broken, tell every other rank, cancel the receives, complete what completes.
+
+        Every other rank gets a message with the tag :attr:`TagCodec.poison`, one byte
+        longer than any this call sends it: a receive it still has posted from this rank
+        fails to fit it (or, at its first receive from this rank, sees the tag), so ranks
+        waiting on this one raise too instead of waiting forever when the abort hooks are
+        off.  Requests that do not complete within a second are kept, with their buffers.
+        """
+        self.broken = reason
+        comm, poison = self.comm, self.codec.poison
+        notes = [bytearray(n) for n in poison_bytes.values()]
+        requests = requests + [comm.Isend(note, peer, poison)
+                               for peer, note in zip(poison_bytes, notes)]
+        for request in requests[:nrecvs]:
+            try:
+                if request != mpi.REQUEST_NULL and not request.Get_status():
+                    request.Cancel()
+            except mpi.Exception:
+                pass  # failed already: the Test below completes it
+        pending = list(requests)
+        deadline = time.monotonic() + _CANCEL_WAIT_S
+        while pending and time.monotonic() < deadline:
+            pending = [r for r in pending if not _done(mpi, r)]
+        if pending:
+            self.orphans.append((pending, (*buffers, *notes)))
+            for buffer in buffers:
+                discard(buffer)
+
+
+_HINT = ("; the ranks called different collectives or passed different arguments (with "
+         "COLLSIM_CHECK=1 every rank names the difference before sending)")
+
+
+def _done(mpi: Any, request: Any) -> bool:
+    """Test ``request``; an error completes it too."""
+    try:
+        return request == mpi.REQUEST_NULL or bool(request.Test())
+    except mpi.Exception:
+        return True

@@ -1,0 +1,81 @@
+"""Ranks that disagree, each case on a fresh communicator; rank 0 prints one SUMMARY line.
+
+Run under ``mpirun -n P python mismatch.py`` (P >= 2) with ``COLLSIM_ABORT_ON_ERROR=0``, so
+that a rank's error is caught here instead of aborting the job.  Rank 0 calls differently
+from the others in each case; every rank records what its call did (returned, or the
+error's type and message).  Then the failed communicator must refuse further calls, and a
+new one must work.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import numpy as np
+from mpi4py import MPI
+
+import collectives
+from collectives.executors import abort
+
+WORLD = MPI.COMM_WORLD
+RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
+N = 60  # elements per rank's block: messages stay small (eager), so no send waits
+
+
+def odd(rank0: Any, others: Any) -> Any:
+    """``rank0`` on rank 0, ``others`` elsewhere."""
+    return rank0 if RANK == 0 else others
+
+
+def ones(count: int, dtype: str = "float32") -> np.ndarray:
+    return np.ones(count, dtype)
+
+
+CASES: dict[str, Callable[[Any], Any]] = {
+    "op": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm="ring",
+                                             op=odd("max", "sum")),
+    "dtype": lambda comm: collectives.allreduce(ones(SIZE * N, odd("int32", "float32")),
+                                                comm=comm, algorithm="ring"),
+    "count": lambda comm: collectives.allreduce(ones(SIZE * N + odd(1, 0)), comm=comm,
+                                                algorithm="rhd"),
+    "collective": lambda comm: odd(
+        lambda: collectives.allgather(ones(N), comm=comm, algorithm="ring"),
+        lambda: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm="ring"))(),
+    "algorithm": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
+                                                    algorithm=odd("tree", "ring")),
+    "checked": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm, check=True,
+                                                  algorithm=odd("tree", "ring")),
+}
+
+
+def attempt(call: Callable[[], Any]) -> dict[str, str]:
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - recorded and checked by the test
+        return {"outcome": type(error).__name__, "message": str(error)}
+    return {"outcome": "returned", "message": ""}
+
+
+def main() -> None:
+    assert not abort.installed()
+    records: dict[str, dict[str, str]] = {}
+    for name, case in CASES.items():
+        comm = WORLD.Dup()
+        records[name] = attempt(lambda: case(comm))
+        records[f"{name}/again"] = attempt(
+            lambda: collectives.allreduce(ones(4), comm=comm, algorithm="ring"))
+        comm.Free()
+    fresh = WORLD.Dup()
+    result = collectives.allreduce(ones(SIZE * N), comm=fresh, algorithm="ring")
+    records["fresh"] = {"outcome": "returned" if (result == SIZE).all() else "wrong",
+                        "message": ""}
+    fresh.Free()
+    rows = WORLD.gather(records)
+    if RANK == 0:
+        print("SUMMARY " + json.dumps({"nranks": SIZE, "abort_hooks": abort.installed(),
+                                       "ranks": rows}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

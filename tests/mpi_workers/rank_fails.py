@@ -1,0 +1,26 @@
+"""Rank 1 fails after one collective while the others wait in the next one.
+
+Run as a plain script, ``mpirun -n P python rank_fails.py raise|exit`` (not under
+``python -m mpi4py``): rank 1 raises, or calls ``sys.exit(3)``.  The hooks the first
+collective installs abort the job, so ``mpirun`` exits non-zero instead of hanging.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import collectives
+
+rank = MPI.COMM_WORLD.Get_rank()
+data = np.ones(1 << 10, np.float32)
+collectives.allreduce(data, algorithm="ring")
+print(f"rank {rank} finished the first allreduce", flush=True)
+if rank == 1:
+    if sys.argv[1] == "raise":
+        raise RuntimeError("rank 1 fails on purpose")
+    sys.exit(3)
+collectives.allreduce(data, algorithm="ring")
+print(f"rank {rank} should never get here", flush=True)

@@ -1,0 +1,96 @@
+"""The pieces of the default mismatch check, the workspace bound and the abort hooks,
+without MPI (tests/test_robust_mpi.py runs them under mpirun)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import collectives
+from collectives.executors import abort
+from collectives.executors.buffers import WORKSPACE_ENV, workspace, workspace_bytes
+from collectives.executors.guard import SEQUENCE_BITS, TagCodec, signed_plan
+from collectives.executors.plan import get_plan
+
+TAG_UB = 2**31 - 1
+
+
+def test_tags_name_the_fields_that_differ():
+    codec = TagCodec(TAG_UB)
+    mine = codec.base("allreduce", 100, "float32", "sum", "ring", ())
+    theirs = codec.base("allreduce", 100, "int32", "max", "tree", ())
+    assert codec.differences(mine, theirs) == [
+        "op: sum here, max at the sender", "dtype: float32 here, int32 at the sender",
+        "algorithm: ring here, tree at the sender"]
+    assert codec.differences(mine, codec.base("allreduce", 101, "float32", "sum", "ring", ())) \
+        == ["count or algorithm parameters"]
+    assert codec.differences(mine, mine) == []
+
+
+@pytest.mark.parametrize("tag_ub", [32767, 65535, 100000, TAG_UB])
+def test_tags_stay_below_tag_ub_and_never_reach_the_poison_tag(tag_ub):
+    codec = TagCodec(tag_ub)
+    seq = (1 << SEQUENCE_BITS) - 1
+    for count in range(300):
+        base = codec.base("reduce_scatter", count, "float64", "min", "pipeline", (("s", 3),))
+        assert base | seq <= tag_ub and base | seq != codec.poison
+    assert codec.poison <= tag_ub
+
+
+def test_tag_ub_below_the_mpi_minimum_is_refused():
+    with pytest.raises(ValueError, match="tag_ub=1000 is not allowed; MPI guarantees >= 32767"):
+        TagCodec(1000)
+
+
+def test_first_receive_from_each_peer_is_checked_and_the_note_fits_nothing():
+    plan = get_plan("allreduce", "ring", 4, 1, 1000, np.dtype("float32"), {})
+    signed = signed_plan(plan, "sum", TagCodec(TAG_UB))
+    assert [s.check for s in signed.steps] == [True] + [False] * (len(plan.steps) - 1)
+    longest = max(span.stop - span.start for step in plan.steps for span, _, _ in step.sends)
+    assert signed.poison_bytes == {0: 0, 2: longest + 1, 3: 0}  # ring: rank 1 sends to 2
+    rhd = signed_plan(get_plan("allreduce", "rhd", 4, 0, 1000, np.dtype("float32"), {}),
+                      "sum", TagCodec(TAG_UB))
+    assert sum(s.check for s in rhd.steps) == 2  # peers 1 and 2, each first met once
+
+
+def test_workspace_is_bounded_and_released(monkeypatch):
+    collectives.release()
+    monkeypatch.setenv(WORKSPACE_ENV, "1000")
+    workspace(np, np.dtype("float32"), 100, "a")        # 400 B: kept
+    workspace(np, np.dtype("float32"), 100, "b")        # 800 B in all: kept
+    assert workspace_bytes() == 800
+    workspace(np, np.dtype("float32"), 200, "c")        # would make 1600 B: the others go
+    assert workspace_bytes() == 800
+    big = workspace(np, np.dtype("float32"), 300, "d")  # 1200 B alone: not kept
+    assert big.size == 300 and workspace_bytes() == 800
+    collectives.release()
+    assert collectives.workspace_bytes() == 0
+
+
+def test_a_bad_workspace_bound_names_the_variable(monkeypatch):
+    monkeypatch.setenv(WORKSPACE_ENV, "64M")
+    with pytest.raises(ValueError, match="COLLSIM_WORKSPACE_BYTES='64M' is not allowed"):
+        workspace(np, np.dtype("float32"), 10**6, "e")
+
+
+def test_abort_hooks_install_and_opt_out(monkeypatch):
+    hook, exit_ = sys.excepthook, sys.exit
+    try:
+        abort.install()
+        assert abort.installed() and sys.excepthook is not hook and sys.exit is not exit_
+        collectives.abort_on_error(False)
+        assert not abort.installed() and sys.excepthook is hook and sys.exit is exit_
+        abort.install()
+        assert not abort.installed()  # opted out stays out
+    finally:
+        abort.abort_on_error(True)
+        abort.abort_on_error(False)
+        abort._state["wanted"] = None
+    monkeypatch.setenv(abort.ABORT_ENV, "0")
+    abort.install()
+    assert not abort.installed()
+    monkeypatch.setenv(abort.ABORT_ENV, "maybe")
+    with pytest.raises(ValueError, match="COLLSIM_ABORT_ON_ERROR='maybe' is not allowed"):
+        abort.install()
