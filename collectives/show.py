@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
         schedule = build_schedule(args.collective, algorithm, args.nranks, args.count)
         verify(schedule)
         if args.steps:
-            console.print(str(schedule), highlight=False)
+            console.print(schedule.to_text(), highlight=False)
         sent = max(schedule.sent_elements(r) for r in range(args.nranks))
         operations = sum(len(step.ops) for steps in schedule for step in steps)
         params = ", ".join(f"{k}={v}" for k, v in schedule.params) or "-"

@@ -142,12 +142,23 @@ class Choice:
         Its predicted time, seconds.
     candidates : tuple of Candidate
         Every candidate's predicted time, in :func:`candidates` order.
+
+    The repr names the choice and the runner-up; :attr:`candidates` holds every time.
     """
 
     algorithm: str
     params: Params
     predicted_s: float
     candidates: tuple[Candidate, ...]
+
+    def __repr__(self) -> str:
+        others = sorted((c for c in self.candidates
+                         if (c.algorithm, c.params) != (self.algorithm, self.params)),
+                        key=lambda c: c.predicted_s)
+        runner_up = f"; next {others[0].label} {others[0].predicted_s * 1e6:.4g} us" \
+            if others else ""
+        return (f"Choice({self.label}: {self.predicted_s * 1e6:.4g} us predicted{runner_up}; "
+                f"{len(self.candidates)} candidates)")
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -195,6 +206,8 @@ class TuningTable:
         ``times[i][c]``: candidate ``c`` at ``sizes[i]``, seconds.
     ranges : tuple of Range
         Consecutive size ranges from 0 to :data:`MAX_BYTES` and the candidate each chooses.
+
+    The repr is a summary (what, where, the first choices); the fields hold every figure.
     """
 
     collective: str
@@ -209,6 +222,15 @@ class TuningTable:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_starts", [r.min_bytes for r in self.ranges])
+
+    def __repr__(self) -> str:
+        shown = [f"{_label(*self.candidates[r.index])} from {r.min_bytes} B"
+                 for r in self.ranges[:3]]
+        more = f", ... ({len(self.ranges)} ranges)" if len(self.ranges) > 3 else ""
+        return (f"TuningTable({self.collective} on {self.topology_name!r}, {self.nranks} "
+                f"ranks, {self.dtype_size} B elements, {self.method}: "
+                f"{len(self.candidates)} candidates x {len(self.sizes)} sizes; "
+                f"{', '.join(shown)}{more})")
 
     def times_at(self, nbytes: int) -> list[float]:
         """Every candidate's time at ``nbytes``, interpolated between sizes of the sweep.

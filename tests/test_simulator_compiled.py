@@ -35,8 +35,8 @@ def test_both_engines_give_the_same_result(machine: str, collective: str) -> Non
         for p in sorted({1, 2, 3, 5, topo.nranks}):
             for count in (0, 1, 1000, 1 << 20):
                 schedule = build_schedule(collective, algorithm, p, count)
-                events = simulate(schedule, topo, engine="events")
-                compiled = simulate(schedule, topo, engine="compiled")
+                events = simulate(schedule, topo, trace=True, engine="events")
+                compiled = simulate(schedule, topo, trace=True, engine="compiled")
                 # every time, byte and transfer, in the same order of arrival
                 assert compiled == events, (algorithm, p, count)
 

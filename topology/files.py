@@ -20,6 +20,15 @@ A file::
     kind = "pcie"                     # optional, default "link"
     duplex = true                     # optional: the same link dst -> src too
 
+or, instead of ``[[links]]``, one link for every ordered pair of some devices (what
+:func:`topology.flat` writes)::
+
+    [mesh]
+    devices = ["r0", "r1", "r2"]
+    latency = "2 us"
+    bandwidth = "10 GB/s"
+    kind = "flat"                     # optional, default "link"
+
 Every error names the key (``links[3].bandwidth``) and the value at fault.
 """
 
@@ -32,7 +41,7 @@ from typing import Any
 import tomli_w
 
 from .errors import TopologyError
-from .model import Device, Link, Topology
+from .model import Device, FullMesh, Link, Topology
 from .units import format_quantity, parse
 
 if sys.version_info >= (3, 11):
@@ -42,11 +51,12 @@ else:  # pragma: no cover
 
 __all__ = ["load", "save", "loads", "dumps", "from_dict", "to_dict"]
 
-_TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": True, "gamma": False,
-             "overhead": False}
+_TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": False, "mesh": False,
+             "gamma": False, "overhead": False}
 _DEVICE_KEYS = {"id": True, "kind": True}
 _LINK_KEYS = {"src": True, "dst": True, "latency": True, "bandwidth": True, "kind": False,
               "duplex": False}
+_MESH_KEYS = {"devices": True, "latency": True, "bandwidth": True, "kind": False}
 
 
 def _check_keys(table: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
@@ -122,6 +132,30 @@ def _links(tables: list[Any], ids: set[str]) -> tuple[Link, ...]:
     return tuple(links)
 
 
+def _mesh(table: Any, ids: set[str]) -> FullMesh:
+    table = _check_keys(table, _MESH_KEYS, "mesh")
+    members = _list(table["devices"], "mesh.devices")
+    for i, device in enumerate(members):
+        if _string(device, f"mesh.devices[{i}]") not in ids:
+            raise TopologyError(f"mesh.devices[{i}] = {device!r} names no device; it must be "
+                                "the id of one of devices")
+    if len(set(members)) != len(members):
+        raise TopologyError("mesh.devices lists a device twice; each must appear once")
+    return FullMesh(tuple(members), _positive(table["latency"], "latency", "mesh.latency"),
+                    _positive(table["bandwidth"], "bandwidth", "mesh.bandwidth"),
+                    _string(table.get("kind", "link"), "mesh.kind"))
+
+
+def _any_links(document: dict[str, Any], ids: set[str]) -> tuple[Link, ...] | FullMesh:
+    """The document's ``links`` or its ``mesh``: exactly one of them."""
+    if ("links" in document) == ("mesh" in document):
+        raise TopologyError("the key 'links' is missing" if "links" not in document else
+                            "the keys 'links' and 'mesh' exclude each other; give one")
+    if "mesh" in document:
+        return _mesh(document["mesh"], ids)
+    return _links(_list(document["links"], "links"), ids)
+
+
 def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topology:
     """Build a topology from a parsed file (the dict ``tomllib`` returns).
 
@@ -146,7 +180,7 @@ def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topol
     """
     _check_keys(document, _TOP_KEYS, "the top level")
     devices = _devices(_list(document["devices"], "devices"))
-    links = _links(_list(document["links"], "links"), {d.id for d in devices})
+    links = _any_links(document, {d.id for d in devices})
     placement = tuple(_string(device, f"placement[{rank}]")
                       for rank, device in enumerate(_list(document["placement"], "placement")))
     gamma = parse(document.get("gamma", 0.0), "gamma", "gamma")
@@ -172,7 +206,8 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     -------
     dict[str, Any]
         Quantities as strings with units; ``gamma`` and ``overhead`` only when non-zero;
-        every link listed one way (no ``duplex``).
+        every link listed one way (no ``duplex``), or a ``mesh`` table for a
+        :class:`~topology.model.FullMesh`.
     """
     document: dict[str, Any] = {"name": topology.name, "placement": list(topology.placement)}
     if topology.gamma_s_per_byte:
@@ -180,6 +215,13 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     if topology.overhead_s_per_message:
         document["overhead"] = format_quantity(topology.overhead_s_per_message, "latency")
     document["devices"] = [{"id": d.id, "kind": d.kind} for d in topology.devices]
+    if isinstance(topology.links, FullMesh):
+        mesh = topology.links
+        document["mesh"] = {"devices": list(mesh.ids),
+                            "latency": format_quantity(mesh.latency_s, "latency"),
+                            "bandwidth": format_quantity(mesh.bandwidth_Bps, "bandwidth"),
+                            "kind": mesh.kind}
+        return document
     document["links"] = [
         {"src": link.src, "dst": link.dst,
          "latency": format_quantity(link.latency_s, "latency"),
