@@ -7,6 +7,8 @@ AllReduce ``2 (n-1) / n``, ReduceScatter and AllGather ``(n-1) / n``.
 
 from __future__ import annotations
 
+from reprlib import repr as brief
+
 __all__ = ["BUS_FACTORS", "bus_factor", "bandwidths"]
 
 #: collective -> multiplier in ``multiplier * (n - 1) / n``
@@ -39,10 +41,10 @@ def bus_factor(collective: str, nranks: int) -> float:
     (1.75, 0.75)
     """
     if collective not in BUS_FACTORS:
-        raise ValueError(f"collective {collective!r} is not supported; choose one of "
+        raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
                          f"{list(BUS_FACTORS)}")
     if isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1:
-        raise ValueError(f"nranks={nranks!r} is not allowed; it must be an integer >= 1")
+        raise ValueError(f"nranks={brief(nranks)} is not allowed; it must be an integer >= 1")
     return BUS_FACTORS[collective] * (nranks - 1) / nranks
 
 

@@ -48,6 +48,7 @@ costs one pass over the schedule; a schedule that does not complete is then diag
 from __future__ import annotations
 
 from dataclasses import dataclass
+from reprlib import repr as brief
 from typing import Any, Callable, NamedTuple
 
 import gc
@@ -511,12 +512,14 @@ def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any, engin
         raise ValueError(f"schedule.nranks={schedule.nranks} is not allowed on topology "
                          f"{topology.name!r}: it places {topology.nranks} ranks")
     if isinstance(dtype_size, bool) or not isinstance(dtype_size, int) or dtype_size < 1:
-        raise ValueError(f"dtype_size={dtype_size!r} is not allowed; it must be an integer >= 1")
+        raise ValueError(f"dtype_size={brief(dtype_size)} is not allowed; it must be an "
+                         "integer >= 1")
     if engine not in ENGINES:
-        raise ValueError(f"engine={engine!r} is not allowed; choose one of {', '.join(ENGINES)}")
+        raise ValueError(f"engine={brief(engine)} is not allowed; choose one of "
+                         f"{', '.join(ENGINES)}")
     gamma = topology.gamma_s_per_byte if gamma is None else gamma
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma >= 0:
-        raise ValueError(f"gamma={gamma!r} is not allowed; it must be a number >= 0 "
+        raise ValueError(f"gamma={brief(gamma)} is not allowed; it must be a number >= 0 "
                          "(seconds per byte reduced)")
     return float(gamma)
 

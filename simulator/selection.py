@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
+from reprlib import repr as brief
 from typing import Any, Iterator
 
 from collectives.build import build_schedule
@@ -442,19 +443,19 @@ def clear_cache() -> None:
 
 def _check(collective: Any, topology: Any, nranks: Any, dtype_size: Any, method: Any) -> int:
     if collective not in COLLECTIVES:
-        raise ValueError(f"collective={collective!r} is not supported; choose one of "
+        raise ValueError(f"collective={brief(collective)} is not supported; choose one of "
                          f"{list(COLLECTIVES)}")
     if not hasattr(topology, "placement") or not hasattr(topology, "gamma_s_per_byte"):
-        raise TypeError(f"topology={topology!r} is not allowed; pass a topology.Topology")
+        raise TypeError(f"topology={brief(topology)} is not allowed; pass a topology.Topology")
     nranks = topology.nranks if nranks is None else nranks
     if isinstance(nranks, bool) or not isinstance(nranks, int) \
             or not 1 <= nranks <= topology.nranks:
-        raise ValueError(f"nranks={nranks!r} is not allowed; it must be an int in "
+        raise ValueError(f"nranks={brief(nranks)} is not allowed; it must be an int in "
                          f"[1, {topology.nranks}] (the ranks topology {topology.name!r} places)")
     if isinstance(dtype_size, bool) or not isinstance(dtype_size, int) or dtype_size < 1:
-        raise ValueError(f"dtype_size={dtype_size!r} is not allowed; it must be an int >= 1")
+        raise ValueError(f"dtype_size={brief(dtype_size)} is not allowed; it must be an int >= 1")
     if method not in METHODS:
-        raise ValueError(f"method={method!r} is not supported; choose one of {list(METHODS)}")
+        raise ValueError(f"method={brief(method)} is not supported; choose one of {list(METHODS)}")
     return nranks
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 
 import topology
-from collectives import DeadlockError, Recv, Schedule, ScheduleError, Send, Step, build_schedule
+from collectives import (ALGORITHMS, COLLECTIVES, DeadlockError, Recv, Schedule, ScheduleError,
+                         Send, Step, build_schedule)
 from simulator import simulate
 from topology import Device, Link, Topology
+
+from .reference import explicit_flat
 
 ALPHA, BETA = 1e-6, 1e-9
 
@@ -90,6 +93,20 @@ def test_a_trunk_limits_flows_only_when_their_bottlenecks_exceed_it(trunk_beta: 
     result = simulate(schedule, _trunk(1 / trunk_beta), trace=True)
     assert [t.end_s - t.start_s for t in result.transfers] == \
         pytest.approx([ALPHA + 4 * n * BETA / share] * 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 5, 8])
+def test_flat_simulates_as_the_explicit_full_mesh(nranks: int) -> None:
+    mesh, explicit = topology.flat(nranks, ALPHA, BETA), explicit_flat(nranks, ALPHA, BETA)
+    for collective in COLLECTIVES:
+        for algorithm in ALGORITHMS:
+            schedule = build_schedule(collective, algorithm, nranks, 1000)
+            assert simulate(schedule, mesh, gamma=2e-10, trace=True, engine="events") == \
+                simulate(schedule, explicit, gamma=2e-10, trace=True, engine="events")
+    crowded = _steps(*[[[*(Send((r + k) % nranks, 0, 32) for k in range(1, nranks)),
+                         *(Recv((r - k) % nranks, 32, 64) for k in range(1, nranks))]]
+                       for r in range(nranks)])  # every ordered pair at once
+    assert simulate(crowded, mesh, trace=True) == simulate(crowded, explicit, trace=True)
 
 
 def test_reduction_pays_gamma_at_the_receiver() -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from reprlib import repr as brief
 from typing import Any
 
 import tomli_w
@@ -62,10 +63,10 @@ _MESH_KEYS = {"devices": True, "latency": True, "bandwidth": True, "kind": False
 def _check_keys(table: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
     """Return ``table`` if it is a table with every required key and no unknown one."""
     if not isinstance(table, dict):
-        raise TopologyError(f"{where} = {table!r} is not allowed; it must be a table")
+        raise TopologyError(f"{where} = {brief(table)} is not allowed; it must be a table")
     for key in table:
         if key not in allowed:
-            raise TopologyError(f"{where}: unknown key {key!r} (= {table[key]!r}); allowed "
+            raise TopologyError(f"{where}: unknown key {key!r} (= {brief(table[key])}); allowed "
                                 f"keys: {', '.join(allowed)}")
     for key, required in allowed.items():
         if required and key not in table:
@@ -75,20 +76,21 @@ def _check_keys(table: Any, allowed: dict[str, bool], where: str) -> dict[str, A
 
 def _string(value: Any, key: str) -> str:
     if not isinstance(value, str) or not value:
-        raise TopologyError(f"{key} = {value!r} is not allowed; it must be a non-empty string")
+        raise TopologyError(f"{key} = {brief(value)} is not allowed; it must be a non-empty "
+                            "string")
     return value
 
 
 def _list(value: Any, key: str) -> list[Any]:
     if not isinstance(value, list):
-        raise TopologyError(f"{key} = {value!r} is not allowed; it must be an array")
+        raise TopologyError(f"{key} = {brief(value)} is not allowed; it must be an array")
     return value
 
 
 def _positive(value: Any, quantity: str, key: str) -> float:
     number = parse(value, quantity, key)
     if number <= 0:
-        raise TopologyError(f"{key} = {value!r} is not allowed; it must be > 0")
+        raise TopologyError(f"{key} = {brief(value)} is not allowed; it must be > 0")
     return number
 
 

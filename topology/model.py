@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from reprlib import repr as brief
 from typing import Any, overload
 
 from .errors import TopologyError
@@ -79,9 +80,9 @@ class Link:
 
 def _positive(value: Any, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{key} = {value!r} is not allowed; it must be a number")
+        raise TypeError(f"{key} = {brief(value)} is not allowed; it must be a number")
     if not (math.isfinite(value) and value > 0):
-        raise TopologyError(f"{key} = {value!r} is not allowed; it must be finite and > 0")
+        raise TopologyError(f"{key} = {brief(value)} is not allowed; it must be finite and > 0")
     return float(value)
 
 
@@ -134,7 +135,7 @@ class FullMesh(Sequence[Link]):
         object.__setattr__(self, "bandwidth_Bps",
                            _positive(self.bandwidth_Bps, "mesh bandwidth_Bps"))
         if not isinstance(self.kind, str) or not self.kind:
-            raise TopologyError(f"mesh kind = {self.kind!r} is not allowed; it must be a "
+            raise TopologyError(f"mesh kind = {brief(self.kind)} is not allowed; it must be a "
                                 "non-empty string")
 
     def __len__(self) -> int:
@@ -267,12 +268,12 @@ class Topology:
             if not isinstance(getattr(self, field), FullMesh):
                 object.__setattr__(self, field, tuple(getattr(self, field)))
         if not isinstance(self.name, str):
-            raise TypeError(f"name = {self.name!r} is not allowed; it must be a string")
+            raise TypeError(f"name = {brief(self.name)} is not allowed; it must be a string")
         for field in ("gamma_s_per_byte", "overhead_s_per_message"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not (math.isfinite(value) and value >= 0):
-                raise TopologyError(f"{field} = {value!r} is not allowed; "
+                raise TopologyError(f"{field} = {brief(value)} is not allowed; "
                                     "it must be a finite number >= 0")
         index = self._check_devices()
         self._check_links(index)
@@ -303,15 +304,16 @@ class Topology:
         index: dict[str, int] = {}
         for i, device in enumerate(self.devices):
             if not isinstance(device, Device):
-                raise TypeError(f"devices[{i}] = {device!r} is not allowed; it must be a Device")
+                raise TypeError(f"devices[{i}] = {brief(device)} is not allowed; it must be a "
+                                "Device")
             if not device.id or not isinstance(device.id, str):
-                raise TopologyError(f"devices[{i}].id = {device.id!r} is not allowed; "
+                raise TopologyError(f"devices[{i}].id = {brief(device.id)} is not allowed; "
                                     "it must be a non-empty string")
             if not device.kind or not isinstance(device.kind, str):
-                raise TopologyError(f"devices[{i}].kind = {device.kind!r} is not allowed; "
+                raise TopologyError(f"devices[{i}].kind = {brief(device.kind)} is not allowed; "
                                     "it must be a non-empty string")
             if device.id in index:
-                raise TopologyError(f"devices[{i}].id = {device.id!r} duplicates "
+                raise TopologyError(f"devices[{i}].id = {brief(device.id)} duplicates "
                                     f"devices[{index[device.id]}].id; ids must be unique")
             index[device.id] = i
         return index
@@ -331,10 +333,10 @@ class Topology:
             return  # the common case, checked in one pass; otherwise find the culprit
         for i, link in enumerate(self.links):
             if not isinstance(link, Link):
-                raise TypeError(f"links[{i}] = {link!r} is not allowed; it must be a Link")
+                raise TypeError(f"links[{i}] = {brief(link)} is not allowed; it must be a Link")
             for end in ("src", "dst"):
                 if getattr(link, end) not in index:
-                    raise TopologyError(f"links[{i}].{end} = {getattr(link, end)!r} names no "
+                    raise TopologyError(f"links[{i}].{end} = {brief(getattr(link, end))} names no "
                                         "device; it must be the id of one of devices")
             if link.src == link.dst:
                 raise TopologyError(f"links[{i}].dst = {link.dst!r} is its src; a link must "
@@ -347,8 +349,8 @@ class Topology:
             raise TopologyError("placement = () is not allowed; it must place at least one rank")
         for rank, device in enumerate(self.placement):
             if device not in index:
-                raise TopologyError(f"placement[{rank}] = {device!r} names no device; it must "
-                                    "be the id of one of devices")
+                raise TopologyError(f"placement[{rank}] = {brief(device)} names no device; it "
+                                    "must be the id of one of devices")
 
     @property
     def nranks(self) -> int:
@@ -385,7 +387,7 @@ class Topology:
     def _rank(self, rank: int, name: str) -> int:
         if isinstance(rank, bool) or not isinstance(rank, int) \
                 or not 0 <= rank < len(self.placement):
-            raise ValueError(f"{name}={rank!r} is not allowed; it must be an int in "
+            raise ValueError(f"{name}={brief(rank)} is not allowed; it must be an int in "
                              f"[0, {len(self.placement)})")
         return rank
 

@@ -30,6 +30,7 @@ says otherwise; pass measured figures, or calibrate, to model a real machine):
 from __future__ import annotations
 
 import math
+from reprlib import repr as brief
 
 from .model import Device, FullMesh, Link, Topology
 
@@ -60,14 +61,14 @@ def _duplex(a: str, b: str, latency_s: float, bandwidth_Bps: float,
 
 def _check_count(value: int, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} is not allowed; it must be an int >= {minimum}")
+        raise ValueError(f"{name}={brief(value)} is not allowed; it must be an int >= {minimum}")
     return value
 
 
 def _check_positive(value: float, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name}={value!r} is not allowed; it must be a finite number > 0")
+        raise ValueError(f"{name}={brief(value)} is not allowed; it must be a finite number > 0")
     return float(value)
 
 
@@ -393,4 +394,5 @@ def preset(name: str, *, nranks: int = 8, nodes: int = 1, alpha: float = FLAT_AL
         return dgx_a100(nodes=nodes)
     if name == "pcie":
         return pcie_node()
-    raise ValueError(f"name={name!r} is not a preset; it must be one of {', '.join(PRESET_NAMES)}")
+    raise ValueError(f"name={brief(name)} is not a preset; it must be one of "
+                     f"{', '.join(PRESET_NAMES)}")

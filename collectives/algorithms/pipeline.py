@@ -54,6 +54,7 @@ AllReduce it is at least ``p - 1`` (enough to fill the chain) and at most ``coun
 from __future__ import annotations
 
 from functools import lru_cache
+from reprlib import repr as brief
 from typing import Any, Callable, Sequence
 
 from ..gcpause import gc_paused
@@ -111,7 +112,7 @@ def resolve_params(collective: str, nranks: int, count: int,
         else:
             segments = max(1, _ceil_div(_ceil_div(count, nranks), SEGMENT_ELEMENTS))
     elif isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise ValueError(f"segments={segments!r} is not allowed; it must be an integer >= 1 "
+        raise ValueError(f"segments={brief(segments)} is not allowed; it must be an integer >= 1 "
                          f"or None (chosen from count and nranks)")
     return {"segments": segments}
 
