@@ -24,10 +24,11 @@ frozen dataclasses, so a schedule stays plain data (JSON round trip, ``==``).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union
 
-__all__ = ["Send", "Recv", "Copy", "Op", "Step", "Schedule", "COLLECTIVES"]
+__all__ = ["Send", "Recv", "Copy", "Op", "Step", "Schedule", "COLLECTIVES", "EDGE_ITEMS"]
 
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
 
@@ -104,6 +105,10 @@ def _brief(value: Any) -> str:
 @dataclass(frozen=True, eq=False)
 class Schedule:
     """A collective algorithm for ``nranks`` ranks on a vector of ``count`` elements.
+
+    ``str(schedule)`` is a summary: totals, then the first :data:`EDGE_ITEMS` ranks step
+    by step, long ranks cut short with ``...`` as NumPy prints a long array;
+    :meth:`to_text` prints every step of every rank.
 
     Parameters
     ----------
@@ -309,13 +314,12 @@ class Schedule:
                 f"{self.count} elements" + (f" ({params})" if params else ""))
 
     def _totals(self) -> str:
-        kinds = {Send: 0, Recv: 0, Copy: 0}
+        kinds: Counter[type] = Counter()
         reducing = 0
         for rank in range(self.nranks):
             for step in self.steps(rank):
-                for op in step.ops:
-                    kinds[type(op)] += 1
-                    reducing += type(op) is Recv and op.reduce
+                kinds.update(map(type, step.ops))
+                reducing += sum(1 for op in step.ops if isinstance(op, Recv) and op.reduce)
         return (f"{self.num_steps()} steps at most per rank; {sum(kinds.values())} operations: "
                 f"{kinds[Send]} sends, {kinds[Recv]} receives ({reducing} reducing), "
                 f"{kinds[Copy]} copies")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from reprlib import repr as brief
@@ -198,7 +198,7 @@ def _span(values: Sequence[float], scale: float, unit: str) -> str:
     return f"{low:.3g} {unit}" if low == high else f"{low:.3g}-{high:.3g} {unit}"
 
 
-def _counts(kinds: Iterator[str] | Sequence[str]) -> str:
+def _counts(kinds: Iterable[str]) -> str:
     """``"2 nvswitch, 16 gpu"``: how many of each kind, in order of first appearance."""
     return ", ".join(f"{n} {kind}" for kind, n in Counter(kinds).items())
 
@@ -336,8 +336,8 @@ class Topology:
                 raise TypeError(f"links[{i}] = {brief(link)} is not allowed; it must be a Link")
             for end in ("src", "dst"):
                 if getattr(link, end) not in index:
-                    raise TopologyError(f"links[{i}].{end} = {brief(getattr(link, end))} names no "
-                                        "device; it must be the id of one of devices")
+                    raise TopologyError(f"links[{i}].{end} = {brief(getattr(link, end))} names "
+                                        "no device; it must be the id of one of devices")
             if link.src == link.dst:
                 raise TopologyError(f"links[{i}].dst = {link.dst!r} is its src; a link must "
                                     "join two different devices")
