@@ -94,7 +94,8 @@ class FullMesh(Sequence[Link]):
     source by source: link ``i`` joins ``ids[a]`` to ``ids[b]`` for the ``i``-th pair
     ``(a, b)``, ``a != b``, in the order ``(0, 1), (0, 2), ..., (1, 0), (1, 2), ...``.
     Indexing builds that :class:`Link` on demand, so a topology of 1024 ranks holds
-    1024 ids instead of a million links.
+    1024 ids instead of a million links.  Two meshes are equal when their fields are; a
+    mesh is not equal to a tuple that lists the same links (as ``range`` is not to a list).
 
     Parameters
     ----------
