@@ -29,8 +29,8 @@ class Lane(NamedTuple):
 
     Examples
     --------
-    >>> from collectives.schedule import Recv
-    >>> Lane(0, Recv, 1, [0, None, 4], [4, None, 8], (True,)).ops()
+    >>> from collectives.schedule import new_recv
+    >>> Lane(0, new_recv, 1, [0, None, 4], [4, None, 8], (True,)).ops()
     [Recv(peer=1, start=0, stop=4, reduce=True), None, Recv(peer=1, start=4, stop=8, reduce=True)]
     """
 
@@ -59,7 +59,7 @@ def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Sequence[
     first_round : int
         The round of the first operation; the others follow one round apart.
     make : callable
-        ``make(peer, start, stop, *flags) -> Op``, e.g. :class:`~collectives.schedule.Send`.
+        ``make(peer, start, stop, *flags) -> Op``, e.g. :data:`~collectives.schedule.new_send`.
     peer : int
         The peer of every operation.
     starts, stops : sequence of int
@@ -74,8 +74,8 @@ def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Sequence[
 
     Examples
     --------
-    >>> from collectives.schedule import Recv
-    >>> lane(3, Recv, 1, [0, 4], [4, 8], True).ops()
+    >>> from collectives.schedule import new_recv
+    >>> lane(3, new_recv, 1, [0, 4], [4, 8], True).ops()
     [Recv(peer=1, start=0, stop=4, reduce=True), Recv(peer=1, start=4, stop=8, reduce=True)]
     """
     return Lane(first_round, make, peer, starts, stops, flags)
@@ -97,8 +97,8 @@ def merge_lanes(lanes: Sequence[Lane]) -> list[Step]:
 
     Examples
     --------
-    >>> from collectives.schedule import Send
-    >>> lanes = [lane(0, Send, 1, [0, 1], [1, 2]), lane(1, Send, 2, [0], [1])]
+    >>> from collectives.schedule import new_send
+    >>> lanes = [lane(0, new_send, 1, [0, 1], [1, 2]), lane(1, new_send, 2, [0], [1])]
     >>> [str(step) for step in merge_lanes(lanes)]
     ['send [0:1) -> 1', 'send [1:2) -> 1; send [0:1) -> 2']
     """

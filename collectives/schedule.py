@@ -19,6 +19,8 @@ ReduceScatter input or the AllGather output (see :mod:`collectives.layout`).
 Steps are generated per rank, lazily, and cached: a rank of a 1024-rank job that only
 runs its own part never builds the other 1023 ranks' steps.  Operations are slotted
 frozen dataclasses, so a schedule stays plain data (JSON round trip, ``==``).
+Generators that make millions of them use :data:`new_send` and :data:`new_recv`, which
+build the very same objects about twice as fast.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence, Union, cast
 
-__all__ = ["Send", "Recv", "Copy", "Op", "Step", "Schedule", "COLLECTIVES", "EDGE_ITEMS"]
+__all__ = ["Send", "Recv", "Copy", "Op", "Step", "Schedule", "COLLECTIVES", "EDGE_ITEMS",
+           "new_send", "new_recv"]
 
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
 
@@ -100,6 +103,43 @@ def _brief(value: Any) -> str:
         edges = [*map(repr, value[:EDGE_ITEMS]), "...", *map(repr, value[-EDGE_ITEMS:])]
         return f"({', '.join(edges)})"
     return repr(value)
+
+
+# A frozen dataclass's __init__ stores each field through object.__setattr__, a call per
+# field (Send(...) ~450 ns, new_send(...) ~200 ns on this project's 2-core machine; with
+# Send and Recv instead of the builders, every rank's steps of the 1024-rank ring, tree
+# and pipeline schedules took 16-110% longer to build, 59% in all).
+# Each builder below has the same slots as its class, so it stores its fields
+# as plain attributes and then becomes an instance of that class (``__class__``
+# assignment checks that the layouts agree and raises TypeError if they ever do not).
+# The result is an ordinary frozen instance: type, ==, hash, repr, pickling and
+# immutability are the class's own.
+
+class _SendBuilder:
+    __slots__ = ("peer", "start", "stop")
+
+    def __init__(self, peer: int, start: int, stop: int) -> None:
+        self.peer = peer
+        self.start = start
+        self.stop = stop
+        self.__class__ = Send  # type: ignore[assignment]
+
+
+class _RecvBuilder:
+    __slots__ = ("peer", "start", "stop", "reduce")
+
+    def __init__(self, peer: int, start: int, stop: int, reduce: bool = False) -> None:
+        self.peer = peer
+        self.start = start
+        self.stop = stop
+        self.reduce = reduce
+        self.__class__ = Recv  # type: ignore[assignment]
+
+
+#: ``new_send(peer, start, stop)``: the same object as ``Send(peer, start, stop)``, built faster
+new_send = cast(Callable[[int, int, int], Send], _SendBuilder)
+#: ``new_recv(peer, start, stop, reduce=False)``: the same object as ``Recv(...)``, built faster
+new_recv = cast(Callable[..., Recv], _RecvBuilder)
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict, List
 
-from collectives.schedule import Recv, Schedule, Send
+from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
 __all__ = ["FlatSchedule", "flatten"]
 
@@ -133,9 +133,9 @@ class _Pool:
 def _lane_kind(lane: Any) -> int:
     """0 send, 1 receive, 2 receive that reduces, -1 a local copy (free, dropped)."""
     make = lane.make
-    if make is Send:
+    if make is new_send or make is Send:
         return 0
-    if make is Recv:
+    if make is new_recv or make is Recv:
         return 2 if lane.flags and lane.flags[0] else 1
     return -1
 

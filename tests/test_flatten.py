@@ -7,7 +7,7 @@ import pytest
 
 from collectives import build_schedule
 from collectives.rounds import Lane, merge_lanes
-from collectives.schedule import Copy, Op, Recv, Schedule, Send
+from collectives.schedule import Copy, Op, Schedule, new_recv, new_send
 from simulator.flatten import _ends, _lane_ends
 
 pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) _merge
@@ -33,12 +33,12 @@ def test_gaps_copies_and_negative_rounds_read_as_the_steps() -> None:
     def copy(peer: int, start: int, stop: int) -> Op:
         return Copy(start, stop, peer)
 
-    lanes = {0: [Lane(-3, Send, 1, [0, None, 4, 6], [2, None, 6, 9]),
+    lanes = {0: [Lane(-3, new_send, 1, [0, None, 4, 6], [2, None, 6, 9]),
                  Lane(-1, copy, 5, [None, 1], [None, 2]),
-                 Lane(2, Recv, 1, [None, 0], [None, 3], (True,)),
-                 Lane(0, Recv, 1, [], [])],
-             1: [Lane(5, Recv, 0, [0, 2, 4, 6], [2, 4, 6], (False,)),
-                 Lane(9, Send, 0, [0], [3])]}
+                 Lane(2, new_recv, 1, [None, 0], [None, 3], (True,)),
+                 Lane(0, new_recv, 1, [], [])],
+             1: [Lane(5, new_recv, 0, [0, 2, 4, 6], [2, 4, 6], (False,)),
+                 Lane(9, new_send, 0, [0], [3])]}
     schedule = Schedule("allreduce", "handmade", 2, 10, (),
                         lambda rank: tuple(merge_lanes(lanes[rank])), lanes.__getitem__)
     assert _same(schedule)

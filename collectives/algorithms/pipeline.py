@@ -60,7 +60,7 @@ from typing import Any, Callable, Sequence
 from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, splits
 from ..rounds import Lane, lane, merge_lanes
-from ..schedule import Op, Recv, Send, Step
+from ..schedule import Op, Step, new_recv, new_send
 
 __all__ = ["PARAMS", "SEGMENT_ELEMENTS", "resolve_params", "rank_lanes", "rank_steps"]
 
@@ -122,12 +122,12 @@ def _allreduce(rank: int, nranks: int, count: int, segments: int) -> list[Lane]:
     starts, stops = splits(0, count, segments)
     lanes: list[Lane] = []
     if r > 0:
-        lanes.append(lane(r - 1, Recv, r - 1, starts, stops, True))
+        lanes.append(lane(r - 1, new_recv, r - 1, starts, stops, True))
     if r < p - 1:
-        lanes.append(lane(r, Send, r + 1, starts, stops))
-        lanes.append(lane(2 * p - 3 - r, Recv, r + 1, starts, stops))
+        lanes.append(lane(r, new_send, r + 1, starts, stops))
+        lanes.append(lane(2 * p - 3 - r, new_recv, r + 1, starts, stops))
     if r > 0:
-        lanes.append(lane(2 * p - 2 - r, Send, r - 1, starts, stops))
+        lanes.append(lane(2 * p - 2 - r, new_send, r - 1, starts, stops))
     # a round holds its segments in increasing order, and the lane that starts later
     # carries the earlier segment; the sort is stable, so ties keep the order above
     lanes.sort(key=lambda entry: -entry.first_round)
@@ -175,15 +175,15 @@ def _reduce_scatter(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Lane
     lanes: list[Lane] = []
     if r > 0:
         n = (p - r) * m
-        lanes.append(lane(r - 1, Recv, r - 1, right_starts[:n], right_stops[:n], True))
+        lanes.append(lane(r - 1, new_recv, r - 1, right_starts[:n], right_stops[:n], True))
         n = r * m
-        lanes += _delayed(p - 1 - r, Send, r - 1, left_starts[:n], left_stops[:n],
+        lanes += _delayed(p - 1 - r, new_send, r - 1, left_starts[:n], left_stops[:n],
                           (r - 1) * m, _late(p, r - 1, m))
     if r < p - 1:
         n = (p - 1 - r) * m
-        lanes.append(lane(r, Send, r + 1, right_starts[:n], right_stops[:n]))
+        lanes.append(lane(r, new_send, r + 1, right_starts[:n], right_stops[:n]))
         n = (r + 1) * m
-        lanes += _delayed(p - 2 - r, Recv, r + 1, left_starts[:n], left_stops[:n],
+        lanes += _delayed(p - 2 - r, new_recv, r + 1, left_starts[:n], left_stops[:n],
                           r * m, _late(p, r, m), True)
     return lanes
 
@@ -194,14 +194,14 @@ def _allgather(rank: int, nranks: int, blocks: Blocks, m: int) -> list[Lane]:
     forward_starts, forward_stops, backward_starts, backward_stops = _units(tuple(blocks), m)
     lanes: list[Lane] = []
     if r < p - 1:
-        lanes.append(lane(0, Send, r + 1, backward_starts[(p - 1 - r) * m:],
+        lanes.append(lane(0, new_send, r + 1, backward_starts[(p - 1 - r) * m:],
                           backward_stops[(p - 1 - r) * m:]))
-        lanes.append(lane(0, Recv, r + 1, forward_starts[(r + 1) * m:],
+        lanes.append(lane(0, new_recv, r + 1, forward_starts[(r + 1) * m:],
                           forward_stops[(r + 1) * m:]))
     if r > 0:
-        lanes.append(lane(0, Recv, r - 1, backward_starts[(p - r) * m:],
+        lanes.append(lane(0, new_recv, r - 1, backward_starts[(p - r) * m:],
                           backward_stops[(p - r) * m:]))
-        lanes.append(lane(0, Send, r - 1, forward_starts[r * m:], forward_stops[r * m:]))
+        lanes.append(lane(0, new_send, r - 1, forward_starts[r * m:], forward_stops[r * m:]))
     return lanes
 
 

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from ..gcpause import gc_paused
 from ..rounds import Lane, lane, merge_lanes
-from ..schedule import Recv, Send, Step
+from ..schedule import Step, new_recv, new_send
 
 __all__ = ["PARAMS", "resolve_params", "rank_lanes", "rank_steps"]
 
@@ -72,12 +72,12 @@ def rank_lanes(collective: str, rank: int, nranks: int, count: int,
     recvs: list[Lane] = []
     if collective != "allgather":  # round s: send block rank-1-s, reduce block rank-2-s in
         send_starts, send_stops = starts[1:], stops[1:]
-        recvs.append(lane(0, Recv, left, starts[2:] + starts[:1], stops[2:] + stops[:1],
+        recvs.append(lane(0, new_recv, left, starts[2:] + starts[:1], stops[2:] + stops[:1],
                           True))
     if collective != "reduce_scatter":  # then: send block rank-s, receive block rank-1-s
-        recvs.append(lane(len(send_starts), Recv, left, starts[1:], stops[1:], False))
+        recvs.append(lane(len(send_starts), new_recv, left, starts[1:], stops[1:], False))
         send_starts, send_stops = send_starts + starts[:-1], send_stops + stops[:-1]
-    return [lane(0, Send, right, send_starts, send_stops), *recvs]
+    return [lane(0, new_send, right, send_starts, send_stops), *recvs]
 
 
 @gc_paused()

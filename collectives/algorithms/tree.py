@@ -70,7 +70,7 @@ from typing import Any, Callable, Sequence
 from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, split, splits
 from ..rounds import Lane, lane, merge_lanes
-from ..schedule import Op, Recv, Send, Step
+from ..schedule import Op, Step, new_recv, new_send
 
 __all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_lanes",
            "rank_steps", "tree_node", "tree_depth", "subtree_ranks"]
@@ -340,14 +340,14 @@ def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,
     lanes: list[Lane] = []
     for index, child in enumerate(node.children):
         theirs = owned(child)
-        lanes += _edge_lanes(index * (L - 1) - L * (d + 1), Recv, child, segs, plan.up,
+        lanes += _edge_lanes(index * (L - 1) - L * (d + 1), new_recv, child, segs, plan.up,
                              theirs, plan.up_reduce)
-        lanes += _edge_lanes(d, Send, child, segs, plan.down, theirs)
+        lanes += _edge_lanes(d, new_send, child, segs, plan.down, theirs)
     if node.parent >= 0:
         mine = owned(rank)
         index = tree_node(tree, nranks, node.parent).children.index(rank)
-        lanes += _edge_lanes(index * (L - 1) - L * d, Send, node.parent, segs, plan.up, mine)
-        lanes += _edge_lanes(d - 1, Recv, node.parent, segs, plan.down, mine, False)
+        lanes += _edge_lanes(index * (L - 1) - L * d, new_send, node.parent, segs, plan.up, mine)
+        lanes += _edge_lanes(d - 1, new_recv, node.parent, segs, plan.down, mine, False)
     return lanes
 
 
