@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 from contextlib import nullcontext
+from reprlib import repr as brief
 from typing import Any
 
 from . import auto
@@ -61,10 +62,10 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
             params = {}
         algorithm = forced
     elif algorithm not in CHOICES:
-        raise ValueError(f"algorithm={algorithm!r} is not supported; choose one of "
+        raise ValueError(f"algorithm={brief(algorithm)} is not supported; choose one of "
                          f"{list(CHOICES)}")
     if algorithm in ("native", "auto") and params:
-        raise TypeError(f"algorithm={algorithm!r} takes no parameters, got "
+        raise TypeError(f"algorithm={brief(algorithm)} takes no parameters, got "
                         f"{sorted(params)}; name an algorithm to tune it")
     if algorithm == "auto":
         algorithm, params = auto.choose(call.collective, call.nbytes, nranks, call.dtype.itemsize)

@@ -37,7 +37,7 @@ Predictor = Callable[[str, int, int, int], tuple[str, dict[str, Any]]]
 
 #: static rule: from these (ranks, working-buffer bytes) on the double binary tree with 16
 #: segments, below them recursive halving-doubling (ReduceScatter: always).  Read off the
-#: simulator's tuning tables on the host model :func:`topology.host_flat` (alpha 3 us,
+#: simulator's tuning tables on the host model :func:`topology.default_flat` (alpha 3 us,
 #: 5 GB/s per pair, 0.1 ns/B reduction), where the rule's choice is within 10% of the best
 #: at 4-64 ranks from 256 B to 256 MiB (``tests/test_auto.py`` holds it there)
 STATIC_TREE_FROM = {"allreduce": (4, 256 << 10), "allgather": (8, 4 << 20)}

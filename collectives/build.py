@@ -6,6 +6,7 @@ import importlib
 from bisect import bisect_right
 from functools import lru_cache
 from itertools import accumulate
+from reprlib import repr as brief
 from typing import Any, Callable
 
 from topology.checks import check_int
@@ -24,7 +25,7 @@ Blocks = tuple[tuple[int, int], ...]
 
 def _module(algorithm: str) -> Any:
     if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm {algorithm!r} is not supported; choose one of "
+        raise ValueError(f"algorithm {brief(algorithm)} is not supported; choose one of "
                          f"{list(ALGORITHMS)}")
     return importlib.import_module(f"{__package__}.algorithms.{algorithm}")
 
@@ -58,7 +59,7 @@ def _check_order(order: Any, nranks: int) -> tuple[int, ...] | None:
         return None
     order = tuple(order)
     if sorted(order) != list(range(nranks)):
-        raise ValueError(f"order={order!r} is not allowed; it must be a permutation of "
+        raise ValueError(f"order={brief(order)} is not allowed; it must be a permutation of "
                          f"0..{nranks - 1}")
     return None if order == tuple(range(nranks)) else order
 
@@ -179,7 +180,7 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     send [5:7) -> 1; reduce [3:5) <- 2
     """
     if collective not in COLLECTIVES:
-        raise ValueError(f"collective {collective!r} is not supported; choose one of "
+        raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
                          f"{list(COLLECTIVES)}")
     module = _module(algorithm)
     check_int(nranks, "nranks", 1)
@@ -187,7 +188,7 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     order = _check_order(params.pop("order", None), nranks)
     unknown = sorted(set(params) - set(module.PARAMS))
     if unknown:
-        raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {algorithm!r}; "
+        raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {brief(algorithm)}; "
                         f"it takes {sorted(algorithm_params(algorithm))}")
     merged = {**module.PARAMS, **params}
     return _build(collective, algorithm, nranks, count, tuple(sorted(merged.items())), order)

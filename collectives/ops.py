@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reprlib import repr as brief
 from typing import Any, Callable
 
 __all__ = ["OPS", "DTYPES", "check_op", "check_dtype", "reducer"]
@@ -33,7 +34,7 @@ def check_op(op: str) -> str:
         If ``op`` is not in :data:`OPS`, naming the choices.
     """
     if op not in OPS:
-        raise ValueError(f"op {op!r} is not supported; choose one of {sorted(OPS)}")
+        raise ValueError(f"op {brief(op)} is not supported; choose one of {sorted(OPS)}")
     return op
 
 
@@ -57,7 +58,7 @@ def check_dtype(dtype: Any) -> str:
     """
     name = getattr(dtype, "name", str(dtype))
     if name not in DTYPES:
-        raise TypeError(f"dtype {name!r} is not supported; choose one of {list(DTYPES)}")
+        raise TypeError(f"dtype {brief(name)} is not supported; choose one of {list(DTYPES)}")
     return name
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reprlib import repr as brief
+
 from .errors import ScheduleError
 from .progress import completion_order, match
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Step
@@ -67,7 +69,7 @@ def verify(schedule: Schedule) -> None:
     >>> verify(build_schedule("allreduce", "ring", 4, 10))
     """
     if schedule.collective not in COLLECTIVES:
-        raise ScheduleError(f"collective {schedule.collective!r} is not one of {COLLECTIVES}")
+        raise ScheduleError(f"collective {brief(schedule.collective)} is not one of {COLLECTIVES}")
     if schedule.nranks < 1 or schedule.count < 0:
         raise ScheduleError(f"nranks={schedule.nranks} must be >= 1 and count={schedule.count} >= 0")
     for rank in range(schedule.nranks):

@@ -22,7 +22,6 @@ import argparse
 import importlib.util
 import socket
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence

@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
             schedule = build_schedule(args.collective, algorithm, args.ranks, args.count)
             verify(schedule)
             if args.steps:
-                out.print(str(schedule), highlight=False)
+                out.print(schedule.to_text(), highlight=False)
             sent = max(schedule.sent_elements(r) for r in range(args.ranks))
             operations = sum(len(step.ops) for steps in schedule for step in steps)
             params = ", ".join(f"{k}={v}" for k, v in schedule.params) or "-"

@@ -8,6 +8,7 @@ AllReduce ``2 (n-1) / n``, ReduceScatter and AllGather ``(n-1) / n``.
 from __future__ import annotations
 
 from topology.checks import check_int
+from reprlib import repr as brief
 
 __all__ = ["BUS_FACTORS", "bus_factor", "bandwidths"]
 
@@ -41,7 +42,7 @@ def bus_factor(collective: str, nranks: int) -> float:
     (1.75, 0.75)
     """
     if collective not in BUS_FACTORS:
-        raise ValueError(f"collective {collective!r} is not supported; choose one of "
+        raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
                          f"{list(BUS_FACTORS)}")
     check_int(nranks, "nranks", 1)
     return BUS_FACTORS[collective] * (nranks - 1) / nranks

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from reprlib import repr as brief
 from typing import Any, Callable
 
 import numpy as np
@@ -385,10 +386,10 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
     1.2144e-05
     """
     if collective not in COLLECTIVES:
-        raise ValueError(f"collective {collective!r} is not supported; choose one of "
+        raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
                          f"{list(COLLECTIVES)}")
     if algorithm not in _FORMS:
-        raise ValueError(f"algorithm {algorithm!r} is not supported; choose one of "
+        raise ValueError(f"algorithm {brief(algorithm)} is not supported; choose one of "
                          f"{[a for a in ALGORITHMS if a in _FORMS]}")
     check_int(nranks, "nranks", 1)
     check_int(nbytes, "nbytes", 0)
@@ -401,7 +402,7 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
     params.pop("order", None)
     unknown = sorted(set(params) - set(module.PARAMS))
     if unknown:
-        raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {algorithm!r}; "
+        raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {brief(algorithm)}; "
                         f"it takes {sorted(module.PARAMS)}")
     count = nbytes // dtype_size
     resolved = module.resolve_params(collective, nranks, count, **params)

@@ -48,9 +48,9 @@ costs one pass over the schedule; a schedule that does not complete is then diag
 from __future__ import annotations
 
 from dataclasses import dataclass
+from reprlib import repr as brief
 from typing import Any, Callable, NamedTuple
 
-import gc
 import heapq
 
 import simpy
@@ -101,11 +101,13 @@ class SimulationResult:
     link_busy_s : tuple of float
         Seconds during which each link carried at least one transfer's bytes.
     transfers : tuple of Transfer
-        Every transfer, in order of arrival (empty when ``trace=False``).
+        Every transfer, in order of arrival (empty unless simulated with ``trace=True``).
     transfer_count : int
         Number of transfers simulated (also when the trace is off).
     nbytes : int
         Bytes of the full vector (``schedule.count * dtype_size``).
+
+    The repr is a one-line summary; the fields hold every figure.
     """
 
     time_s: float
@@ -115,6 +117,14 @@ class SimulationResult:
     transfers: tuple[Transfer, ...]
     transfer_count: int
     nbytes: int
+
+    def __repr__(self) -> str:
+        used = sum(1 for b in self.link_bytes if b)
+        trace = "traced" if self.transfers else "not traced"
+        busiest = max(self.link_busy_s, default=0.0)
+        return (f"SimulationResult(time_s={self.time_s:.6g}, {len(self.rank_finish_s)} ranks, "
+                f"{self.transfer_count} transfers ({trace}), nbytes={self.nbytes}, "
+                f"{used} of {len(self.link_bytes)} links used, busiest {busiest:.6g} s)")
 
 
 class _Flow:
@@ -158,8 +168,8 @@ class _Engine:
         self.send_waiting: dict[int, int] = {}
         self.recv_waiting: dict[int, tuple[int, bool]] = {}
         self.routes: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
-        nlinks = len(topology.links)
-        self.bandwidth = [link.bandwidth_Bps for link in topology.links]
+        self.bandwidth = list(topology.bandwidths_Bps)
+        nlinks = len(self.bandwidth)
         self.link_flows: list[dict[_Flow, None]] = [{} for _ in range(nlinks)]
         # the caps of the flows on each link, summed: a link whose flows' caps sum to no
         # more than its bandwidth never limits them, and is left out of sharing
@@ -504,7 +514,8 @@ def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any, engin
                          f"{topology.name!r}: it places {topology.nranks} ranks")
     check_int(dtype_size, "dtype_size", 1)
     if engine not in ENGINES:
-        raise ValueError(f"engine={engine!r} is not allowed; choose one of {', '.join(ENGINES)}")
+        raise ValueError(f"engine={brief(engine)} is not allowed; choose one of "
+                         f"{', '.join(ENGINES)}")
     gamma = topology.gamma_s_per_byte if gamma is None else gamma
     return check_number(gamma, "gamma", note=" (seconds per byte reduced)")
 
@@ -550,7 +561,7 @@ def _operations(schedule: Schedule) -> int:
 
 
 def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
-             gamma: float | None = None, trace: bool = True,
+             gamma: float | None = None, trace: bool = False,
              engine: str = "auto") -> SimulationResult:
     """Play ``schedule`` on ``topology`` and return when each rank finishes.
 
@@ -566,8 +577,9 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
         Seconds per byte a receiving rank spends reducing; defaults to
         ``topology.gamma_s_per_byte``.
     trace : bool, optional
-        Keep every :class:`Transfer` in the result (default True); turn it off to save
-        memory on very large schedules.
+        Keep every :class:`Transfer` in the result, e.g. to draw a timeline
+        (:func:`simulator.timeline.plot_timeline`); default False: the result holds
+        times and per-link totals only.
     engine : {"auto", "events", "compiled"}, optional
         ``"events"``: this module's SimPy engine, the reference; ``"compiled"``: the same
         events compiled with Numba (:mod:`simulator.compiled`), for schedules of millions

@@ -57,6 +57,7 @@ rule is written per table (in the classic reader a single rule covers every comm
 
 from __future__ import annotations
 
+from reprlib import repr as brief
 from typing import Iterable
 
 from .selection import TuningTable
@@ -118,7 +119,8 @@ def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "s
         The CSV text, with comment lines naming the source and the ranges left out.
     """
     if proto not in NCCL_PROTOCOLS:
-        raise ValueError(f"proto={proto!r} is not supported; choose one of {list(NCCL_PROTOCOLS)}")
+        raise ValueError(f"proto={brief(proto)} is not supported; choose one of "
+                         f"{list(NCCL_PROTOCOLS)}")
     lines = [f"# collsim tuning table; format: {_NCCL_HEADER}"]
     for table in tables:
         lines.append(f"# {table.collective} on {table.topology_name}, {table.nranks} ranks, "
@@ -167,14 +169,15 @@ def read_nccl_csv(text: str) -> list[dict[str, object]]:
             continue
         fields = [f.strip() for f in line.split(",")]
         if len(fields) < len(names):
-            raise ValueError(f"line {number} {line!r} has {len(fields)} fields; the NCCL "
+            raise ValueError(f"line {number} {brief(line)} has {len(fields)} fields; the NCCL "
                              f"tuner needs {len(names)}: {_NCCL_HEADER}")
         row: dict[str, object] = dict(zip(names, fields))
         for key in ("min_bytes", "max_bytes", "channels", "nNodes", "nRanks"):
             try:
                 row[key] = int(str(row[key]))
             except ValueError:
-                raise ValueError(f"line {number}: {key}={row[key]!r} is not an integer") from None
+                raise ValueError(f"line {number}: {key}={brief(row[key])} is not an "
+                                 "integer") from None
         rows.append(row)
     return rows
 

@@ -302,7 +302,7 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
     schedule : Schedule
         The schedule to simulate.
     topology : topology.Topology
-        The machine (``route``, ``alpha`` and ``links`` are read).
+        The machine (``route``, ``alpha`` and ``bandwidths_Bps`` are read).
     dtype_size : int
         Bytes per element.
 
@@ -321,7 +321,7 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
         return None
     end_message, src, dst, nbytes, reduce, route, pairs = numbered
     links, latency, cap = [], [], []
-    bandwidth = [link.bandwidth_Bps for link in topology.links]
+    bandwidth = topology.bandwidths_Bps
     for key in pairs.tolist():  # one route per ordered pair that exchanges messages
         a, b = divmod(key, p)
         hops = topology.route(a, b)

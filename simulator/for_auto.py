@@ -33,7 +33,7 @@ def machine(nranks: int) -> Any:
     """The topology the installed predictor selects on for ``nranks`` ranks.
 
     The one given to :func:`use_for_auto`, else the file in ``COLLSIM_TOPOLOGY``, else
-    :func:`topology.host_flat` of ``nranks`` ranks.
+    :func:`topology.default_flat` of ``nranks`` ranks.
 
     Raises
     ------
@@ -45,7 +45,7 @@ def machine(nranks: int) -> Any:
     if found is None and path:
         found = _load(path)
     if found is None:
-        return topology.host_flat(nranks)
+        return topology.default_flat(nranks)
     if found.nranks < nranks:
         raise ValueError(f"topology {found.name!r} places {found.nranks} ranks but the "
                          f"communicator has nranks={nranks}; give a topology with at least "

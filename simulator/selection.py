@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
+from reprlib import repr as brief
 from typing import Any, Iterator
 
 from topology.checks import check_int
@@ -144,12 +145,23 @@ class Choice:
         Its predicted time, seconds.
     candidates : tuple of Candidate
         Every candidate's predicted time, in :func:`candidates` order.
+
+    The repr names the choice and the runner-up; :attr:`candidates` holds every time.
     """
 
     algorithm: str
     params: Params
     predicted_s: float
     candidates: tuple[Candidate, ...]
+
+    def __repr__(self) -> str:
+        others = sorted((c for c in self.candidates
+                         if (c.algorithm, c.params) != (self.algorithm, self.params)),
+                        key=lambda c: c.predicted_s)
+        runner_up = f"; next {others[0].label} {others[0].predicted_s * 1e6:.4g} us" \
+            if others else ""
+        return (f"Choice({self.label}: {self.predicted_s * 1e6:.4g} us predicted{runner_up}; "
+                f"{len(self.candidates)} candidates)")
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -197,6 +209,8 @@ class TuningTable:
         ``times[i][c]``: candidate ``c`` at ``sizes[i]``, seconds.
     ranges : tuple of Range
         Consecutive size ranges from 0 to :data:`MAX_BYTES` and the candidate each chooses.
+
+    The repr is a summary (what, where, the first choices); the fields hold every figure.
     """
 
     collective: str
@@ -211,6 +225,15 @@ class TuningTable:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_starts", [r.min_bytes for r in self.ranges])
+
+    def __repr__(self) -> str:
+        shown = [f"{_label(*self.candidates[r.index])} from {r.min_bytes} B"
+                 for r in self.ranges[:3]]
+        more = f", ... ({len(self.ranges)} ranges)" if len(self.ranges) > 3 else ""
+        return (f"TuningTable({self.collective} on {self.topology_name!r}, {self.nranks} "
+                f"ranks, {self.dtype_size} B elements, {self.method}: "
+                f"{len(self.candidates)} candidates x {len(self.sizes)} sizes; "
+                f"{', '.join(shown)}{more})")
 
     def times_at(self, nbytes: int) -> list[float]:
         """Every candidate's time at ``nbytes``, interpolated between sizes of the sweep.
@@ -422,16 +445,16 @@ def clear_cache() -> None:
 
 def _check(collective: Any, topology: Any, nranks: Any, dtype_size: Any, method: Any) -> int:
     if collective not in COLLECTIVES:
-        raise ValueError(f"collective={collective!r} is not supported; choose one of "
+        raise ValueError(f"collective={brief(collective)} is not supported; choose one of "
                          f"{list(COLLECTIVES)}")
     if not hasattr(topology, "placement") or not hasattr(topology, "gamma_s_per_byte"):
-        raise TypeError(f"topology={topology!r} is not allowed; pass a topology.Topology")
+        raise TypeError(f"topology={brief(topology)} is not allowed; pass a topology.Topology")
     nranks = topology.nranks if nranks is None else nranks
     check_int(nranks, "nranks", 1, topology.nranks,
               note=f" (the ranks topology {topology.name!r} places)")
     check_int(dtype_size, "dtype_size", 1)
     if method not in METHODS:
-        raise ValueError(f"method={method!r} is not supported; choose one of {list(METHODS)}")
+        raise ValueError(f"method={brief(method)} is not supported; choose one of {list(METHODS)}")
     return nranks
 
 

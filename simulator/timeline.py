@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from reprlib import repr as brief
 
 from .engine import SimulationResult
 
@@ -35,7 +36,7 @@ def plot_timeline(result: SimulationResult, path: str | Path, by: str = "rank",
         ``path``.
     """
     if by not in _BY:
-        raise ValueError(f"by={by!r} is not supported; choose one of {list(_BY)}")
+        raise ValueError(f"by={brief(by)} is not supported; choose one of {list(_BY)}")
     if not result.transfers and result.transfer_count:
         raise ValueError("result has no trace; simulate with trace=True")
     import matplotlib

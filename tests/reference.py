@@ -1,9 +1,11 @@
-"""Inputs with exactly known results, and NumPy references for checking collectives."""
+"""Inputs with exactly known results, NumPy references for checking collectives, and the
+explicit machine :func:`topology.flat` stands for."""
 
 from __future__ import annotations
 
 import numpy as np
 
+import topology
 from collectives.layout import block, input_range
 
 DTYPES = ("float16", "float32", "float64", "int32", "int64")
@@ -58,3 +60,13 @@ def check_outputs(collective: str, outputs: list[np.ndarray], full: np.ndarray, 
     if collective == "allreduce":
         first = outputs[0].tobytes()
         assert all(out.tobytes() == first for out in outputs), "ranks differ bitwise"
+
+
+def explicit_flat(nranks: int, alpha: float, beta: float) -> topology.Topology:
+    """:func:`topology.flat`'s machine built link by link: one :class:`topology.Link` per
+    ordered pair of ranks, in the order of :class:`topology.FullMesh`."""
+    ids = tuple(f"r{r}" for r in range(nranks))
+    links = tuple(topology.Link(a, b, alpha, 1 / beta, "flat") for a in ids for b in ids
+                  if a != b)
+    return topology.Topology(f"flat({nranks})", tuple(topology.Device(i, "rank") for i in ids),
+                             links, ids)

@@ -34,7 +34,7 @@ def _reset(monkeypatch):
 @pytest.mark.parametrize("nranks", [4, 8, 16, 64])
 @pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
 def test_static_rule_is_near_the_simulators_best_on_the_host_model(collective, nranks) -> None:
-    host = topology.host_flat(nranks)
+    host = topology.default_flat(nranks)
     for nbytes in (64 * nranks, 4096 * nranks, 1 << 20, 1 << 24, 1 << 28):
         algorithm, params = auto.choose(collective, nbytes, nranks)
         choice = select(collective, nbytes, host)
@@ -84,7 +84,7 @@ def test_tuning_file_wins_over_the_predictor_and_may_name_native(tmp_path, monke
     assert auto.choose("allreduce", 1024, 4, 4) == ("native", {})
     assert auto.choose("allreduce", 1024, 4, 8) == ("pipeline", {"segments": 2})  # any size
     assert auto.choose("allreduce", 8192, 4, 4) == ("pipeline", {"segments": 2})
-    uncovered = select("allreduce", 1 << 21, topology.host_flat(4))
+    uncovered = select("allreduce", 1 << 21, topology.default_flat(4))
     assert auto.choose("allreduce", 1 << 21, 4) == (uncovered.algorithm, uncovered.param_dict)
     assert "measured: test" in auto.source(4) and load_tuning(path).rules == tuple(rules)
     monkeypatch.delenv(auto.TUNING_ENV)
@@ -109,7 +109,7 @@ def test_tuning_errors_name_what_is_wrong(tmp_path) -> None:
 
 
 def test_simulators_tables_become_a_tuning_file() -> None:
-    table = tuning_table("allreduce", topology.host_flat(4))
+    table = tuning_table("allreduce", topology.default_flat(4))
     tuning = Tuning.from_rules(tuning_rules([table]), "predicted")
     for nbytes in (8, 1 << 16, 1 << 26):
         choice = table.choice(nbytes)

@@ -123,6 +123,12 @@ def test_agree_passes_equal_signatures_and_names_what_differs() -> None:
         agree(mine, lambda sig: [sig, other])
     with pytest.raises(ArgumentMismatchError, match="params differs"):
         agree(mine, lambda sig: [sig, other])
+    with pytest.raises(ArgumentMismatchError) as error:  # 1024 ranks, a few of them odd
+        agree(mine, lambda sig: [sig] * 1000 + [other] * 24)
+    assert str(error.value).startswith("ranks called the collective with different arguments: "
+                                       "count differs (rank 0: 10, rank 1000: 11, rank 1001: 11")
+    assert "... (24 ranks differ from rank 0)" in str(error.value)
+    assert len(str(error.value)) < 400
 
 
 def test_check_enabled_reads_the_environment(monkeypatch) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from collsim.cli import main
 from simulator.export import read_nccl_csv, read_ompi_rules

@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 
 import topology
-from collectives import DeadlockError, Recv, Schedule, ScheduleError, Send, Step, build_schedule
+from collectives import (ALGORITHMS, COLLECTIVES, DeadlockError, Recv, Schedule, ScheduleError,
+                         Send, Step, build_schedule)
 from simulator import simulate
 from topology import Device, Link, Topology
+
+from .reference import explicit_flat
 
 ALPHA, BETA = 1e-6, 1e-9
 
@@ -40,7 +43,7 @@ def test_two_flows_on_one_link_each_take_twice_as_long() -> None:
     both = _steps([[Send(1, 0, n), Send(1, n, 2 * n)]], [[Recv(0, 0, n), Recv(0, n, 2 * n)]])
     one = _steps([[Send(1, 0, n)]], [[Recv(0, 0, n)]])
     flat = topology.flat(2, ALPHA, BETA)
-    shared, alone = simulate(both, flat), simulate(one, flat)
+    shared, alone = simulate(both, flat, trace=True), simulate(one, flat)
     assert alone.time_s == pytest.approx(ALPHA + 64 * BETA, rel=1e-12)
     assert [t.end_s - t.start_s for t in shared.transfers] == \
         pytest.approx([ALPHA + 2 * 64 * BETA] * 2, rel=1e-12)
@@ -61,7 +64,7 @@ def test_max_min_fairness_gives_a_lone_flow_the_leftover() -> None:
     n = 1000
     schedule = _steps([[Send(2, 0, n)]], [[Send(2, 0, n), Send(3, 0, n)]],
                       [[Recv(0, 0, n), Recv(1, n, 2 * n)]], [[Recv(1, 0, n)]])
-    result = simulate(schedule, _star(4))
+    result = simulate(schedule, _star(4), trace=True)
     ends = {(t.src, t.dst): t.end_s - t.start_s for t in result.transfers}
     # 1->2 and 0->2 get half of sw->r2; 1->3 gets the other half of r1->sw, then all of it
     assert ends[(1, 2)] == pytest.approx(ALPHA + 2 * 4 * n * BETA, rel=1e-9)
@@ -87,9 +90,23 @@ def test_a_trunk_limits_flows_only_when_their_bottlenecks_exceed_it(trunk_beta: 
                                                                     share: float) -> None:
     n = 1000  # elements: 4000 bytes per flow
     schedule = _steps([[Send(2, 0, n)]], [[Send(3, 0, n)]], [[Recv(0, 0, n)]], [[Recv(1, 0, n)]])
-    result = simulate(schedule, _trunk(1 / trunk_beta))
+    result = simulate(schedule, _trunk(1 / trunk_beta), trace=True)
     assert [t.end_s - t.start_s for t in result.transfers] == \
         pytest.approx([ALPHA + 4 * n * BETA / share] * 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 5, 8])
+def test_flat_simulates_as_the_explicit_full_mesh(nranks: int) -> None:
+    mesh, explicit = topology.flat(nranks, ALPHA, BETA), explicit_flat(nranks, ALPHA, BETA)
+    for collective in COLLECTIVES:
+        for algorithm in ALGORITHMS:
+            schedule = build_schedule(collective, algorithm, nranks, 1000)
+            assert simulate(schedule, mesh, gamma=2e-10, trace=True, engine="events") == \
+                simulate(schedule, explicit, gamma=2e-10, trace=True, engine="events")
+    crowded = _steps(*[[[*(Send((r + k) % nranks, 0, 32) for k in range(1, nranks)),
+                         *(Recv((r - k) % nranks, 32, 64) for k in range(1, nranks))]]
+                       for r in range(nranks)])  # every ordered pair at once
+    assert simulate(crowded, mesh, trace=True) == simulate(crowded, explicit, trace=True)
 
 
 def test_reduction_pays_gamma_at_the_receiver() -> None:
@@ -104,7 +121,7 @@ def test_trace_and_link_bytes_account_for_every_byte() -> None:
     p, count = 6, 6000
     flat = topology.flat(p, ALPHA, BETA)
     schedule = build_schedule("allreduce", "ring", p, count)
-    result = simulate(schedule, flat)
+    result = simulate(schedule, flat, trace=True)
     assert result.transfer_count == len(result.transfers) == p * 2 * (p - 1)
     assert sum(t.nbytes for t in result.transfers) == sum(result.link_bytes) \
         == 4 * sum(schedule.sent_elements(r) for r in range(p))
@@ -112,6 +129,7 @@ def test_trace_and_link_bytes_account_for_every_byte() -> None:
                for t in result.transfers)
     assert max(result.rank_finish_s) == result.time_s
     assert simulate(schedule, flat, trace=False).transfers == ()
+    assert simulate(schedule, flat).transfers == ()  # no trace unless asked
 
 
 def test_rail_optimized_cluster_ring_is_contention_free_and_tree_is_not() -> None:

@@ -35,7 +35,8 @@ def test_simulate_command_prints_every_size_and_algorithm(capsys, tmp_path: Path
 
 @pytest.mark.parametrize("by", ["rank", "link"])
 def test_timeline_png(tmp_path: Path, by: str) -> None:
-    result = simulate(build_schedule("allreduce", "tree", 6, 6000), topology.dgx_h100())
+    result = simulate(build_schedule("allreduce", "tree", 6, 6000), topology.dgx_h100(),
+                      trace=True)
     path = plot_timeline(result, tmp_path / f"{by}.png", by=by)
     assert path.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="by='node'"):

@@ -10,6 +10,8 @@ from collectives import ALGORITHMS, DeadlockError, Recv, Schedule, ScheduleError
 from simulator import simulate
 from topology import Topology
 
+from .reference import explicit_flat
+
 pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) the engine
 
 ALPHA, BETA = 1e-6, 1e-9
@@ -35,10 +37,18 @@ def test_both_engines_give_the_same_result(machine: str, collective: str) -> Non
         for p in sorted({1, 2, 3, 5, topo.nranks}):
             for count in (0, 1, 1000, 1 << 20):
                 schedule = build_schedule(collective, algorithm, p, count)
-                events = simulate(schedule, topo, engine="events")
-                compiled = simulate(schedule, topo, engine="compiled")
+                events = simulate(schedule, topo, trace=True, engine="events")
+                compiled = simulate(schedule, topo, trace=True, engine="compiled")
                 # every time, byte and transfer, in the same order of arrival
                 assert compiled == events, (algorithm, p, count)
+
+
+def test_flat_runs_compiled_as_the_explicit_full_mesh() -> None:
+    mesh, explicit = topology.flat(6, ALPHA, BETA), explicit_flat(6, ALPHA, BETA)
+    for algorithm in ALGORITHMS:
+        schedule = build_schedule("allreduce", algorithm, 6, 1 << 16)
+        assert simulate(schedule, mesh, trace=True, engine="compiled") == \
+            simulate(schedule, explicit, trace=True, engine="compiled")
 
 
 def test_many_segments_contending_on_two_nodes_agree() -> None:

@@ -174,3 +174,37 @@ def test_save_load_round_trip(tmp_path, make):
     assert loaded == original
     pairs = [(a, b) for a in range(original.nranks) for b in range(original.nranks)]
     assert [loaded.route(a, b) for a, b in pairs] == [original.route(a, b) for a, b in pairs]
+
+
+def test_a_flat_machine_is_written_as_a_mesh_table() -> None:
+    text = topology.dumps(topology.flat(1024, 5e-6, 4e-11))
+    assert "[mesh]" in text and "[[links]]" not in text and len(text) < 100_000  # O(nranks)
+    assert 'latency = "5 us"' in text and 'bandwidth = "25 GB/s"' in text
+    assert topology.loads(text) == topology.flat(1024, 5e-6, 4e-11)
+
+
+MESH = """
+placement = ["a", "b"]
+devices = [{id = "a", kind = "gpu"}, {id = "b", kind = "gpu"}]
+[mesh]
+devices = ["a", "b"]
+latency = "1 us"
+bandwidth = "10 GB/s"
+"""
+
+
+@pytest.mark.parametrize("text, message", [
+    (MESH.replace('devices = ["a", "b"]', 'devices = ["a", "c"]'),
+     r"mesh.devices\[1\] = 'c' names no device"),
+    (MESH.replace('devices = ["a", "b"]', 'devices = ["a", "a"]'), "lists a device twice"),
+    (MESH.replace('latency = "1 us"', 'latency = "0 us"'), "mesh.latency = '0 us'"),
+    (MESH.replace('bandwidth = "10 GB/s"', 'bandwidth = "10 GB/s"\nports = 2'),
+     "mesh: unknown key 'ports'"),
+    (MESH + '[[links]]\nsrc = "a"\ndst = "b"\nlatency = 1e-6\nbandwidth = 1e9\n',
+     "the keys 'links' and 'mesh' exclude each other"),
+    (MESH.split("[mesh]")[0], "the key 'links' is missing"),
+])
+def test_mesh_tables_are_checked(text: str, message: str) -> None:
+    assert topology.loads(MESH).links == topology.FullMesh(("a", "b"), 1e-6, 1e10, "link")
+    with pytest.raises(TopologyError, match=message):
+        topology.loads(text)

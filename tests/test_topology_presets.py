@@ -1,11 +1,15 @@
 """Routes, hop counts, alpha and beta on every preset."""
 
+import pickle
+
 import pytest
 
 import topology
 from topology.presets import (HDR_Bps, IB_LATENCY_S, NDR_Bps, NVLINK3_Bps, NVLINK4_Bps,
                               NVLINK_LATENCY_S, PCIE4_X16_Bps, PCIE_LATENCY_S, UPI_Bps,
                               UPI_LATENCY_S)
+
+from .reference import explicit_flat
 
 
 def _path(t: topology.Topology, a: int, b: int) -> list[str]:
@@ -24,6 +28,64 @@ def test_flat_every_pair_its_own_link():
     assert t.alpha(2, 4) == 3e-6
     assert t.beta(2, 4) == pytest.approx(2e-10, rel=1e-15)
     assert t.route(3, 3) == () and t.alpha(3, 3) == 0.0 and t.beta(3, 3) == 0.0
+
+
+def test_flat_holds_no_link_objects() -> None:
+    t = topology.flat(1024, 5e-6, 4e-11)
+    assert isinstance(t.links, topology.FullMesh) and len(t.links) == 1024 * 1023
+    assert len(pickle.dumps(t)) < 100_000  # a million links would take tens of megabytes
+    assert pickle.loads(pickle.dumps(t)) == t
+    assert t.links[-1] == topology.Link("r1023", "r1022", 5e-6, 1 / 4e-11, "flat")
+    assert t.route(1023, 1022) == (len(t.links) - 1,) and t.beta(7, 9) == pytest.approx(4e-11)
+    assert t.bandwidths_Bps == (1 / 4e-11,) * len(t.links)
+    with pytest.raises(IndexError, match="link 1047552 is out of range"):
+        t.links[len(t.links)]
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 3, 6])
+def test_flat_is_the_full_mesh_it_stands_for(nranks: int) -> None:
+    mesh, explicit = topology.flat(nranks, 3e-6, 2e-10), explicit_flat(nranks, 3e-6, 2e-10)
+    assert tuple(mesh.links) == mesh.links[:] == explicit.links
+    assert [mesh.links[i] for i in range(-len(mesh.links), len(mesh.links))] == \
+        list(explicit.links) * 2
+    assert mesh.bandwidths_Bps == explicit.bandwidths_Bps
+    for a in range(nranks):
+        assert mesh.costs(a) == explicit.costs(a)
+        assert mesh.costs(a, reverse=True) == explicit.costs(a, reverse=True)
+        for b in range(nranks):
+            assert mesh.route(a, b) == explicit.route(a, b)
+            assert (mesh.alpha(a, b), mesh.beta(a, b), mesh.hops(a, b)) == \
+                (explicit.alpha(a, b), explicit.beta(a, b), explicit.hops(a, b))
+    assert topology.ring_order(mesh) == topology.ring_order(explicit)
+
+
+def test_a_mesh_checks_its_devices() -> None:
+    d = topology.Device
+    with pytest.raises(topology.TopologyError, match="mesh ids 2 ids"):
+        topology.FullMesh(("a", "a"), 1e-6, 1e9, "x")
+    with pytest.raises(topology.TopologyError, match="mesh latency_s = 0.0"):
+        topology.FullMesh(("a", "b"), 0.0, 1e9, "x")
+    with pytest.raises(topology.TopologyError, match=r"links.ids\[1\] = 'c' names no device"):
+        topology.Topology("t", (d("a", "gpu"), d("b", "gpu")),
+                          topology.FullMesh(("a", "c"), 1e-6, 1e9, "x"), ("a", "b"))
+    with pytest.raises(topology.TopologyError,
+                       match=r"placement\[0\] = 'a' cannot reach placement\[1\] = 'b'"):
+        topology.Topology("t", (d("a", "gpu"), d("b", "gpu"), d("c", "gpu")),
+                          topology.FullMesh(("b", "c"), 1e-6, 1e9, "x"), ("a", "b"))
+    alone = topology.Topology("t", (d("a", "gpu"), d("b", "gpu")),
+                              topology.FullMesh(("b",), 1e-6, 1e9, "x"), ("a", "a"))
+    assert alone.route(0, 1) == () and len(alone.links) == 0
+
+
+def test_default_flat_is_flat_with_the_default_figures() -> None:
+    t = topology.default_flat(4)
+    assert t.name == "default flat(4)" and t.nranks == 4
+    assert (t.alpha(0, 3), t.beta(1, 2), t.gamma_s_per_byte) == (
+        topology.DEFAULT_ALPHA_S, pytest.approx(topology.DEFAULT_BETA_S_PER_BYTE),
+        topology.DEFAULT_GAMMA_S_PER_BYTE)
+    assert t.links == topology.flat(4, topology.DEFAULT_ALPHA_S,
+                                    topology.DEFAULT_BETA_S_PER_BYTE).links
+    assert topology.preset("flat", nranks=4).links == t.links  # the command lines' default
 
 
 @pytest.mark.parametrize("preset, nvlink, nic, pcie", [

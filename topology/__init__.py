@@ -5,13 +5,15 @@ Importing this package needs neither MPI, nor SimPy, nor a GPU.
 
 from .errors import TopologyError
 from .files import dumps, load, loads, save
-from .model import Device, Link, Topology
+from .model import Device, FullMesh, Link, Topology
 from .order import ring_order
-from .presets import (FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE, PRESET_NAMES, dgx_a100, dgx_h100, flat,
-                      host_flat, pcie_node, preset, rail_fat_tree)
+from .presets import (DEFAULT_ALPHA_S, DEFAULT_BETA_S_PER_BYTE, DEFAULT_GAMMA_S_PER_BYTE,
+                      FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE, PRESET_NAMES, default_flat, dgx_a100,
+                      dgx_h100, flat, pcie_node, preset, rail_fat_tree)
 
 __all__ = [
-    "Device", "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "Link", "PRESET_NAMES", "Topology",
-    "TopologyError", "dgx_a100", "dgx_h100", "dumps", "flat", "host_flat", "load", "loads", "pcie_node",
-    "preset", "rail_fat_tree", "ring_order", "save",
+    "DEFAULT_ALPHA_S", "DEFAULT_BETA_S_PER_BYTE", "DEFAULT_GAMMA_S_PER_BYTE", "Device",
+    "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "FullMesh", "Link", "PRESET_NAMES", "Topology",
+    "TopologyError", "dgx_a100", "dgx_h100", "default_flat", "dumps", "flat", "load", "loads",
+    "pcie_node", "preset", "rail_fat_tree", "ring_order", "save",
 ]

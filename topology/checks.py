@@ -11,6 +11,7 @@ integer >= 1``.
 from __future__ import annotations
 
 import math
+from reprlib import repr as brief
 from typing import Any
 
 __all__ = ["is_int", "is_number", "check_int", "check_number"]
@@ -99,7 +100,7 @@ def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | 
     low = minimum is None or (is_int(value) and value >= minimum)
     high = maximum is None or (is_int(value) and value <= maximum)
     if not (is_int(value) and low and high):
-        raise error(f"{name}={value!r} is not allowed; it must be "
+        raise error(f"{name}={brief(value)} is not allowed; it must be "
                     f"{_bounds('an integer', minimum, maximum)}{note}")
     return value
 
@@ -146,7 +147,7 @@ def check_number(value: Any, name: str, minimum: float = 0.0, *, positive: bool 
     fine = is_number(value) and math.isfinite(value)
     if not (fine and (value > 0 if positive else value >= minimum)):
         bound = "> 0" if positive else f">= {minimum}"
-        raise error(f"{name}={value!r} is not allowed; it must be a finite number "
+        raise error(f"{name}={brief(value)} is not allowed; it must be a finite number "
                     f"{bound}{note}")
     return float(value)
 

@@ -20,6 +20,15 @@ A file::
     kind = "pcie"                     # optional, default "link"
     duplex = true                     # optional: the same link dst -> src too
 
+or, instead of ``[[links]]``, one link for every ordered pair of some devices (what
+:func:`topology.flat` writes)::
+
+    [mesh]
+    devices = ["r0", "r1", "r2"]
+    latency = "2 us"
+    bandwidth = "10 GB/s"
+    kind = "flat"                     # optional, default "link"
+
 Every error names the key (``links[3].bandwidth``) and the value at fault.  Ranks sit on
 devices that compute, one rank per device: a rank placed on a switch (a device whose kind
 is one of :data:`SWITCH_KINDS` or ends in ``switch``), or two ranks on one device, is
@@ -30,12 +39,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from reprlib import repr as brief
 from typing import Any
 
 import tomli_w
 
 from .errors import TopologyError
-from .model import Device, Link, Topology
+from .model import Device, FullMesh, Link, Topology
 from .units import format_quantity, parse
 
 if sys.version_info >= (3, 11):
@@ -50,20 +60,21 @@ __all__ = ["SWITCH_KINDS", "check_placement", "load", "save", "loads", "dumps", 
 SWITCH_KINDS: frozenset[str] = frozenset({"switch", "nvswitch", "pcie_switch", "ib_leaf",
                                           "ib_spine", "leaf", "spine"})
 
-_TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": True, "gamma": False,
-             "overhead": False}
+_TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": False, "mesh": False,
+             "gamma": False, "overhead": False}
 _DEVICE_KEYS = {"id": True, "kind": True}
 _LINK_KEYS = {"src": True, "dst": True, "latency": True, "bandwidth": True, "kind": False,
               "duplex": False}
+_MESH_KEYS = {"devices": True, "latency": True, "bandwidth": True, "kind": False}
 
 
 def _check_keys(table: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
     """Return ``table`` if it is a table with every required key and no unknown one."""
     if not isinstance(table, dict):
-        raise TopologyError(f"{where} = {table!r} is not allowed; it must be a table")
+        raise TopologyError(f"{where} = {brief(table)} is not allowed; it must be a table")
     for key in table:
         if key not in allowed:
-            raise TopologyError(f"{where}: unknown key {key!r} (= {table[key]!r}); allowed "
+            raise TopologyError(f"{where}: unknown key {key!r} (= {brief(table[key])}); allowed "
                                 f"keys: {', '.join(allowed)}")
     for key, required in allowed.items():
         if required and key not in table:
@@ -73,20 +84,21 @@ def _check_keys(table: Any, allowed: dict[str, bool], where: str) -> dict[str, A
 
 def _string(value: Any, key: str) -> str:
     if not isinstance(value, str) or not value:
-        raise TopologyError(f"{key} = {value!r} is not allowed; it must be a non-empty string")
+        raise TopologyError(f"{key} = {brief(value)} is not allowed; it must be a non-empty "
+                            "string")
     return value
 
 
 def _list(value: Any, key: str) -> list[Any]:
     if not isinstance(value, list):
-        raise TopologyError(f"{key} = {value!r} is not allowed; it must be an array")
+        raise TopologyError(f"{key} = {brief(value)} is not allowed; it must be an array")
     return value
 
 
 def _positive(value: Any, quantity: str, key: str) -> float:
     number = parse(value, quantity, key)
     if number <= 0:
-        raise TopologyError(f"{key} = {value!r} is not allowed; it must be > 0")
+        raise TopologyError(f"{key} = {brief(value)} is not allowed; it must be > 0")
     return number
 
 
@@ -179,6 +191,30 @@ def _quantity(document: dict[str, Any], key: str, quantity: str) -> float:
     return number
 
 
+def _mesh(table: Any, ids: set[str]) -> FullMesh:
+    table = _check_keys(table, _MESH_KEYS, "mesh")
+    members = _list(table["devices"], "mesh.devices")
+    for i, device in enumerate(members):
+        if _string(device, f"mesh.devices[{i}]") not in ids:
+            raise TopologyError(f"mesh.devices[{i}] = {device!r} names no device; it must be "
+                                "the id of one of devices")
+    if len(set(members)) != len(members):
+        raise TopologyError("mesh.devices lists a device twice; each must appear once")
+    return FullMesh(tuple(members), _positive(table["latency"], "latency", "mesh.latency"),
+                    _positive(table["bandwidth"], "bandwidth", "mesh.bandwidth"),
+                    _string(table.get("kind", "link"), "mesh.kind"))
+
+
+def _any_links(document: dict[str, Any], ids: set[str]) -> tuple[Link, ...] | FullMesh:
+    """The document's ``links`` or its ``mesh``: exactly one of them."""
+    if ("links" in document) == ("mesh" in document):
+        raise TopologyError("the key 'links' is missing" if "links" not in document else
+                            "the keys 'links' and 'mesh' exclude each other; give one")
+    if "mesh" in document:
+        return _mesh(document["mesh"], ids)
+    return _links(_list(document["links"], "links"), ids)
+
+
 def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topology:
     """Build a topology from a parsed file (the dict ``tomllib`` returns).
 
@@ -204,7 +240,7 @@ def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topol
     """
     _check_keys(document, _TOP_KEYS, "the top level")
     devices = _devices(_list(document["devices"], "devices"))
-    links = _links(_list(document["links"], "links"), {d.id for d in devices})
+    links = _any_links(document, {d.id for d in devices})
     placement = tuple(_string(device, f"placement[{rank}]")
                       for rank, device in enumerate(_list(document["placement"], "placement")))
     check_placement(devices, placement)
@@ -226,7 +262,8 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     -------
     dict[str, Any]
         Quantities as strings with units; ``gamma`` and ``overhead`` only when non-zero;
-        every link listed one way (no ``duplex``).
+        every link listed one way (no ``duplex``), or a ``mesh`` table for a
+        :class:`~topology.model.FullMesh`.
     """
     document: dict[str, Any] = {"name": topology.name, "placement": list(topology.placement)}
     if topology.gamma_s_per_byte:
@@ -234,6 +271,13 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     if topology.overhead_s_per_message:
         document["overhead"] = format_quantity(topology.overhead_s_per_message, "latency")
     document["devices"] = [{"id": d.id, "kind": d.kind} for d in topology.devices]
+    if isinstance(topology.links, FullMesh):
+        mesh = topology.links
+        document["mesh"] = {"devices": list(mesh.ids),
+                            "latency": format_quantity(mesh.latency_s, "latency"),
+                            "bandwidth": format_quantity(mesh.bandwidth_Bps, "bandwidth"),
+                            "kind": mesh.kind}
+        return document
     document["links"] = [
         {"src": link.src, "dst": link.dst,
          "latency": format_quantity(link.latency_s, "latency"),

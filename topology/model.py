@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from reprlib import repr as brief
+from typing import Any, overload
 
 from .checks import is_int, is_number
 from .errors import TopologyError
 
-__all__ = ["Device", "Link", "Topology", "NON_TRANSIT_KINDS"]
+__all__ = ["Device", "Link", "FullMesh", "Topology", "NON_TRANSIT_KINDS"]
 
 #: device kinds that never forward traffic (besides every device that hosts a rank)
 NON_TRANSIT_KINDS: frozenset[str] = frozenset({"gpu"})
@@ -78,10 +81,143 @@ class Link:
 
 def _positive(value: Any, key: str) -> float:
     if not is_number(value):
-        raise TypeError(f"{key} = {value!r} is not allowed; it must be a number")
+        raise TypeError(f"{key} = {brief(value)} is not allowed; it must be a number")
     if not (math.isfinite(value) and value > 0):
-        raise TopologyError(f"{key} = {value!r} is not allowed; it must be finite and > 0")
+        raise TopologyError(f"{key} = {brief(value)} is not allowed; it must be finite and > 0")
     return float(value)
+
+
+@dataclass(frozen=True)
+class FullMesh(Sequence[Link]):
+    """A link for every ordered pair of ``ids``, all alike, held as four fields.
+
+    The ``n * (n - 1)`` links are independent (no two pairs share one) and are listed
+    source by source: link ``i`` joins ``ids[a]`` to ``ids[b]`` for the ``i``-th pair
+    ``(a, b)``, ``a != b``, in the order ``(0, 1), (0, 2), ..., (1, 0), (1, 2), ...``.
+    Indexing builds that :class:`Link` on demand, so a topology of 1024 ranks holds
+    1024 ids instead of a million links.  Two meshes are equal when their fields are; a
+    mesh is not equal to a tuple that lists the same links (as ``range`` is not to a list).
+
+    Parameters
+    ----------
+    ids : tuple of str
+        The devices, each joined to every other in both directions; unique.
+    latency_s : float
+        Latency of every link, seconds (> 0).
+    bandwidth_Bps : float
+        Bandwidth of every link, bytes per second (> 0).
+    kind : str
+        Technology of every link (``"flat"`` for :func:`topology.flat`).
+
+    Raises
+    ------
+    TopologyError
+        For duplicate or empty ids, a latency or bandwidth that is not finite and > 0, or
+        an empty kind.
+
+    Examples
+    --------
+    >>> mesh = FullMesh(("a", "b", "c"), 1e-6, 1e9, "flat")
+    >>> len(mesh), mesh.position(2, 0), mesh[4]
+    (6, 4, Link(src='c', dst='a', latency_s=1e-06, bandwidth_Bps=1000000000.0, kind='flat'))
+    """
+
+    ids: tuple[str, ...]
+    latency_s: float
+    bandwidth_Bps: float
+    kind: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ids", tuple(self.ids))
+        if len(set(self.ids)) != len(self.ids) \
+                or not all(isinstance(i, str) and i for i in self.ids):
+            raise TopologyError(f"mesh ids {_brief_ids(self.ids)} are not allowed; they "
+                                "must be unique non-empty strings")
+        object.__setattr__(self, "latency_s", _positive(self.latency_s, "mesh latency_s"))
+        object.__setattr__(self, "bandwidth_Bps",
+                           _positive(self.bandwidth_Bps, "mesh bandwidth_Bps"))
+        if not isinstance(self.kind, str) or not self.kind:
+            raise TopologyError(f"mesh kind = {brief(self.kind)} is not allowed; it must be a "
+                                "non-empty string")
+
+    def __len__(self) -> int:
+        n = len(self.ids)
+        return n * (n - 1)
+
+    @overload
+    def __getitem__(self, i: int) -> Link: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Link, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Link | tuple[Link, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        size = len(self)
+        if not -size <= i < size:
+            raise IndexError(f"link {i} is out of range: the mesh has {size} links")
+        a, b = divmod(i % size, len(self.ids) - 1)
+        return self._link(a, b + (b >= a))
+
+    def __iter__(self) -> Iterator[Link]:
+        n = len(self.ids)
+        return (self._link(a, b) for a in range(n) for b in range(n) if a != b)
+
+    def __repr__(self) -> str:
+        return (f"FullMesh({_brief_ids(self.ids)}: {len(self)} {self.kind!r} links "
+                f"({_span([self.latency_s], 1e6, 'us')}, "
+                f"{_span([self.bandwidth_Bps], 1e-9, 'GB/s')}))")
+
+    def _link(self, a: int, b: int) -> Link:
+        return Link(self.ids[a], self.ids[b], self.latency_s, self.bandwidth_Bps, self.kind)
+
+    def position(self, a: int, b: int) -> int:
+        """Index of the link from ``ids[a]`` to ``ids[b]``.
+
+        Parameters
+        ----------
+        a, b : int
+            Positions in :attr:`ids`, different from each other.
+
+        Returns
+        -------
+        int
+            The link's index in the sequence.
+        """
+        return a * (len(self.ids) - 1) + b - (b > a)
+
+
+def _brief_ids(ids: Sequence[str]) -> str:
+    """``ids`` in a glance: ``64 ids ('r0', 'r1', ..., 'r63')``."""
+    shown = ", ".join(map(repr, ids)) if len(ids) <= 4 else \
+        f"{ids[0]!r}, {ids[1]!r}, ..., {ids[-1]!r}"
+    return f"{len(ids)} ids ({shown})"
+
+
+def _span(values: Sequence[float], scale: float, unit: str) -> str:
+    """``"0.25 us"``, or ``"50-200 GB/s"`` when the values differ (``scale``: per unit)."""
+    low, high = min(values) * scale, max(values) * scale
+    return f"{low:.3g} {unit}" if low == high else f"{low:.3g}-{high:.3g} {unit}"
+
+
+def _counts(kinds: Iterable[str]) -> str:
+    """``"2 nvswitch, 16 gpu"``: how many of each kind, in order of first appearance."""
+    return ", ".join(f"{n} {kind}" for kind, n in Counter(kinds).items())
+
+
+def _link_kinds(links: Sequence[Link]) -> str:
+    """Per link kind: how many, their latency and their bandwidth (ranges when they vary)."""
+    if isinstance(links, FullMesh):
+        groups = {links.kind: ([links.latency_s], [links.bandwidth_Bps], len(links))}
+    else:
+        found: dict[str, tuple[list[float], list[float]]] = {}
+        for link in links:
+            latency, bandwidth = found.setdefault(link.kind, ([], []))
+            latency.append(link.latency_s)
+            bandwidth.append(link.bandwidth_Bps)
+        groups = {kind: (lat, bw, len(lat)) for kind, (lat, bw) in found.items()}
+    return ", ".join(f"{n} {kind} ({_span(lat, 1e6, 'us')}, {_span(bw, 1e-9, 'GB/s')})"
+                     for kind, (lat, bw, n) in groups.items())
 
 
 @dataclass(frozen=True)
@@ -94,8 +230,10 @@ class Topology:
         A label (the preset or the file it came from).
     devices : tuple of Device
         Unique ids.
-    links : tuple of Link
-        Each between two known devices; ``route`` returns indices into this tuple.
+    links : tuple of Link, or FullMesh
+        Each between two known devices; ``route`` returns indices into this sequence.
+        A :class:`FullMesh` (as :func:`topology.flat` makes) holds a link for every
+        ordered pair of its devices without building them.
     placement : tuple of str
         ``placement[rank]`` is the device id the rank runs on.
     gamma_s_per_byte : float
@@ -122,30 +260,41 @@ class Topology:
 
     name: str
     devices: tuple[Device, ...]
-    links: tuple[Link, ...]
+    links: tuple[Link, ...] | FullMesh
     placement: tuple[str, ...]
     gamma_s_per_byte: float = 0.0
     overhead_s_per_message: float = 0.0
 
     def __post_init__(self) -> None:
         for field in ("devices", "links", "placement"):
-            object.__setattr__(self, field, tuple(getattr(self, field)))
+            if not isinstance(getattr(self, field), FullMesh):
+                object.__setattr__(self, field, tuple(getattr(self, field)))
         if not isinstance(self.name, str):
-            raise TypeError(f"name = {self.name!r} is not allowed; it must be a string")
+            raise TypeError(f"name = {brief(self.name)} is not allowed; it must be a string")
         for field in ("gamma_s_per_byte", "overhead_s_per_message"):
             value = getattr(self, field)
             if not (is_number(value) and math.isfinite(value) and value >= 0):
-                raise TopologyError(f"{field} = {value!r} is not allowed; "
+                raise TopologyError(f"{field} = {brief(value)} is not allowed; "
                                     "it must be a finite number >= 0")
         index = self._check_devices()
         self._check_links(index)
         self._check_placement(index)
         object.__setattr__(self, "_index", index)
-        object.__setattr__(self, "_router", _Router(self, index))
+        router = _MeshRouter if isinstance(self.links, FullMesh) else _Router
+        object.__setattr__(self, "_router", router(self, index))
         self._router.check_reachable()
 
     def __hash__(self) -> int:
         return hash((self.name, len(self.devices), len(self.links), self.placement))
+
+    def __repr__(self) -> str:
+        hosts = (self.devices[self._index[d]].kind for d in dict.fromkeys(self.placement))
+        extras = "".join(f", {label}={value:.3g}" for label, value in (
+            ("gamma_s_per_byte", self.gamma_s_per_byte),
+            ("overhead_s_per_message", self.overhead_s_per_message)) if value)
+        return (f"Topology({self.name!r}: {self.nranks} ranks on {_counts(hosts)}; "
+                f"{len(self.devices)} devices: {_counts(d.kind for d in self.devices)}; "
+                f"{len(self.links)} links: {_link_kinds(self.links)}{extras})")
 
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
         # pickle the fields only; the route cache is rebuilt on the other side
@@ -156,20 +305,27 @@ class Topology:
         index: dict[str, int] = {}
         for i, device in enumerate(self.devices):
             if not isinstance(device, Device):
-                raise TypeError(f"devices[{i}] = {device!r} is not allowed; it must be a Device")
+                raise TypeError(f"devices[{i}] = {brief(device)} is not allowed; it must be a "
+                                "Device")
             if not device.id or not isinstance(device.id, str):
-                raise TopologyError(f"devices[{i}].id = {device.id!r} is not allowed; "
+                raise TopologyError(f"devices[{i}].id = {brief(device.id)} is not allowed; "
                                     "it must be a non-empty string")
             if not device.kind or not isinstance(device.kind, str):
-                raise TopologyError(f"devices[{i}].kind = {device.kind!r} is not allowed; "
+                raise TopologyError(f"devices[{i}].kind = {brief(device.kind)} is not allowed; "
                                     "it must be a non-empty string")
             if device.id in index:
-                raise TopologyError(f"devices[{i}].id = {device.id!r} duplicates "
+                raise TopologyError(f"devices[{i}].id = {brief(device.id)} duplicates "
                                     f"devices[{index[device.id]}].id; ids must be unique")
             index[device.id] = i
         return index
 
     def _check_links(self, index: dict[str, int]) -> None:
+        if isinstance(self.links, FullMesh):
+            for i, device in enumerate(self.links.ids):
+                if device not in index:
+                    raise TopologyError(f"links.ids[{i}] = {device!r} names no device; it must "
+                                        "be the id of one of devices")
+            return
         if all(type(link) is Link and link.src in index and link.dst in index
                and link.src != link.dst and type(link.latency_s) is float
                and type(link.bandwidth_Bps) is float
@@ -178,11 +334,11 @@ class Topology:
             return  # the common case, checked in one pass; otherwise find the culprit
         for i, link in enumerate(self.links):
             if not isinstance(link, Link):
-                raise TypeError(f"links[{i}] = {link!r} is not allowed; it must be a Link")
+                raise TypeError(f"links[{i}] = {brief(link)} is not allowed; it must be a Link")
             for end in ("src", "dst"):
                 if getattr(link, end) not in index:
-                    raise TopologyError(f"links[{i}].{end} = {getattr(link, end)!r} names no "
-                                        "device; it must be the id of one of devices")
+                    raise TopologyError(f"links[{i}].{end} = {brief(getattr(link, end))} names "
+                                        "no device; it must be the id of one of devices")
             if link.src == link.dst:
                 raise TopologyError(f"links[{i}].dst = {link.dst!r} is its src; a link must "
                                     "join two different devices")
@@ -194,13 +350,20 @@ class Topology:
             raise TopologyError("placement = () is not allowed; it must place at least one rank")
         for rank, device in enumerate(self.placement):
             if device not in index:
-                raise TopologyError(f"placement[{rank}] = {device!r} names no device; it must "
-                                    "be the id of one of devices")
+                raise TopologyError(f"placement[{rank}] = {brief(device)} names no device; it "
+                                    "must be the id of one of devices")
 
     @property
     def nranks(self) -> int:
         """Number of ranks (the length of ``placement``)."""
         return len(self.placement)
+
+    @property
+    def bandwidths_Bps(self) -> tuple[float, ...]:
+        """Each link's bandwidth in bytes per second, indexed like ``links``."""
+        if isinstance(self.links, FullMesh):
+            return (self.links.bandwidth_Bps,) * len(self.links)
+        return tuple(link.bandwidth_Bps for link in self.links)
 
     def device(self, rank: int) -> Device:
         """Return the device rank ``rank`` runs on.
@@ -224,7 +387,7 @@ class Topology:
 
     def _rank(self, rank: int, name: str) -> int:
         if not (is_int(rank) and 0 <= rank < len(self.placement)):
-            raise ValueError(f"{name}={rank!r} is not allowed; it must be an int in "
+            raise ValueError(f"{name}={brief(rank)} is not allowed; it must be an int in "
                              f"[0, {len(self.placement)})")
         return rank
 
@@ -490,3 +653,45 @@ class _Router:
             raise TopologyError(f"placement[{self.placement.index(a)}] = {a!r} cannot reach "
                                 f"placement[{self.placement.index(b)}] = {b!r}; every rank "
                                 "must reach every other")
+
+
+class _MeshRouter:
+    """Routes over a :class:`FullMesh`: the one direct link between any two of its devices
+    (the route :class:`_Router` would find, without listing a million links)."""
+
+    def __init__(self, topology: Topology, index: dict[str, int]) -> None:
+        mesh = topology.links
+        assert isinstance(mesh, FullMesh)
+        self.mesh = mesh
+        self.ids = [d.id for d in topology.devices]
+        self.placement = topology.placement
+        self.at = {index[device]: a for a, device in enumerate(mesh.ids)}  # device -> position
+        self.hosts = sorted({index[h] for h in topology.placement})
+
+    def route(self, s: int, d: int) -> tuple[int, ...]:
+        """The link from device ``s`` to device ``d`` (none when they are the same)."""
+        if s == d:
+            return ()
+        if s not in self.at or d not in self.at:
+            raise TopologyError(f"device {self.ids[s]!r} cannot reach device {self.ids[d]!r}")
+        return (self.mesh.position(self.at[s], self.at[d]),)
+
+    def costs(self, s: int, reverse: bool) -> dict[int, tuple[int, float]]:
+        """``(hops, latency)`` from ``s`` to every device it reaches (the same both ways)."""
+        found = {s: (0, 0.0)}
+        if s in self.at:
+            one_hop = (1, self.mesh.latency_s)
+            found.update((v, one_hop) for v in self.at if v != s)
+        return found
+
+    def check_reachable(self) -> None:
+        """Raise TopologyError unless every rank's device reaches every other's."""
+        outside = [h for h in self.hosts if h not in self.at]
+        if len(self.hosts) < 2 or not outside:
+            return
+        a = self.hosts[0]
+        b = self.hosts[1] if a == outside[0] else outside[0]
+        a_id, b_id = self.ids[a], self.ids[b]
+        raise TopologyError(f"placement[{self.placement.index(a_id)}] = {a_id!r} cannot reach "
+                            f"placement[{self.placement.index(b_id)}] = {b_id!r}; every rank "
+                            "must reach every other")

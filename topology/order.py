@@ -8,6 +8,7 @@ leaf with the NIC of the GPU it enters the next node by, as NCCL's rings do.
 
 from __future__ import annotations
 
+from reprlib import repr as brief
 from typing import Callable, Sequence
 
 from .model import Topology
@@ -76,7 +77,7 @@ def ring_order(topology: Topology) -> tuple[int, ...]:
     (0, 1, 2, 3, 4, 5, 6, 7, 15, 9, 10, 11, 12, 13, 14, 8)
     """
     if not isinstance(topology, Topology):
-        raise TypeError(f"topology={topology!r} is not allowed; it must be a Topology")
+        raise TypeError(f"topology={brief(topology)} is not allowed; it must be a Topology")
 
     def cost(a: int, b: int) -> tuple[int, float]:
         return topology.hops(a, b), topology.alpha(a, b)

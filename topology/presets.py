@@ -29,14 +29,14 @@ says otherwise; pass measured figures, or calibrate, to model a real machine):
 
 from __future__ import annotations
 
-import dataclasses
+from reprlib import repr as brief
 
 from .checks import check_int, check_number
-from .model import Device, Link, Topology
+from .model import Device, FullMesh, Link, Topology
 
-__all__ = ["flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node", "PRESET_NAMES",
-           "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "preset", "host_flat", "HOST_ALPHA_S",
-           "HOST_BETA_S_PER_BYTE", "HOST_GAMMA_S_PER_BYTE"]
+__all__ = ["flat", "default_flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node",
+           "PRESET_NAMES", "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "DEFAULT_ALPHA_S",
+           "DEFAULT_BETA_S_PER_BYTE", "DEFAULT_GAMMA_S_PER_BYTE", "preset"]
 
 GB = 1e9  #: bytes, decimal as in datasheets
 US = 1e-6  #: seconds
@@ -63,6 +63,8 @@ def flat(nranks: int, alpha: float, beta: float) -> Topology:
     """The textbook alpha-beta model: a dedicated link for every ordered pair of ranks.
 
     Contention-free: no two pairs share a link, so the simulator reproduces closed forms.
+    The links are a :class:`~topology.model.FullMesh`: four numbers, not ``nranks**2``
+    objects (1024 ranks build in a few milliseconds).
 
     Parameters
     ----------
@@ -83,38 +85,51 @@ def flat(nranks: int, alpha: float, beta: float) -> Topology:
     alpha = check_number(alpha, "alpha", positive=True)
     bandwidth = 1.0 / check_number(beta, "beta", positive=True)
     ids = tuple(f"r{r}" for r in range(nranks))
-    links = tuple(Link(a, b, alpha, bandwidth, "flat") for a in ids for b in ids if a != b)
-    return Topology(f"flat({nranks})", tuple(Device(i, "rank") for i in ids), links, ids)
+    return Topology(f"flat({nranks})", tuple(Device(i, "rank") for i in ids),
+                    FullMesh(ids, alpha, bandwidth, "flat"), ids)
 
 
-#: the host model ``auto``'s static rule was read from: MPI ranks sharing one host's memory
+#: the default machine (:func:`default_flat`): MPI ranks sharing one host's memory
 #: (source: ``collsim calibrate -n 4`` on this project's 2-core x86 VM, pip Open MPI 5
 #: wheel, NumPy: alpha 1-6 us per pair, 4.5-13 GB/s per pair; ``a += b`` 0.02 ns/B in
 #: cache, so 0.1 ns/B is taken for vectors beyond it; rounded)
-HOST_ALPHA_S = 3e-6
-HOST_BETA_S_PER_BYTE = 2e-10
-HOST_GAMMA_S_PER_BYTE = 1e-10
+DEFAULT_ALPHA_S = 3e-6
+DEFAULT_BETA_S_PER_BYTE = 2e-10
+DEFAULT_GAMMA_S_PER_BYTE = 1e-10
 
 
-def host_flat(nranks: int) -> Topology:
-    """The default host: :func:`flat` with :data:`HOST_ALPHA_S`, :data:`HOST_BETA_S_PER_BYTE`
-    and a reduction cost of :data:`HOST_GAMMA_S_PER_BYTE`.
+def default_flat(nranks: int) -> Topology:
+    """The machine to assume when none is given: :func:`flat` with the default figures.
 
-    What the simulator selects on for ``auto`` when no topology is given.
+    :data:`DEFAULT_ALPHA_S`, :data:`DEFAULT_BETA_S_PER_BYTE` and
+    :data:`DEFAULT_GAMMA_S_PER_BYTE` (see their source above), named
+    ``"default flat(nranks)"``.
 
     Parameters
     ----------
     nranks : int
         Number of ranks (>= 1).
 
+    Returns
+    -------
+    Topology
+        A flat topology with a reduction cost.
+
+    Raises
+    ------
+    ValueError
+        If ``nranks`` is not an int >= 1.
+
     Examples
     --------
-    >>> host_flat(4).name, host_flat(4).gamma_s_per_byte
-    ('host flat(4)', 1e-10)
+    >>> t = default_flat(4)
+    >>> t.name, t.alpha(0, 3), t.gamma_s_per_byte
+    ('default flat(4)', 3e-06, 1e-10)
     """
-    base = flat(nranks, HOST_ALPHA_S, HOST_BETA_S_PER_BYTE)
-    return dataclasses.replace(base, name=f"host flat({nranks})",
-                               gamma_s_per_byte=HOST_GAMMA_S_PER_BYTE)
+    base = flat(nranks, DEFAULT_ALPHA_S, DEFAULT_BETA_S_PER_BYTE)
+    return Topology(f"default {base.name}", base.devices, base.links, base.placement,
+                    gamma_s_per_byte=DEFAULT_GAMMA_S_PER_BYTE)
+
 
 def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float = NVLINK4_Bps,
                   nvlink_latency_s: float = NVLINK_LATENCY_S,
@@ -316,11 +331,11 @@ def pcie_node(gpus: int = 8, *, gpus_per_switch: int = 2, sockets: int = 2,
                     tuple(f"gpu{g}" for g in range(gpus)))
 
 
-#: the command lines' default ``flat`` machine: 2 us latency and 10 GB/s (1e-10 s per
-#: byte), an assumed round figure for a host-memory MPI path, not a measurement
-#: (``collsim bench --topology calibrate`` and ``collsim predict`` measure the real one)
-FLAT_ALPHA_S = 2e-6
-FLAT_BETA_S_PER_BYTE = 1e-10
+#: the command lines' ``--topology flat`` figures unless given: the default machine's
+#: (:func:`default_flat`; ``collsim bench --topology calibrate`` and ``collsim predict``
+#: measure the real one)
+FLAT_ALPHA_S = DEFAULT_ALPHA_S
+FLAT_BETA_S_PER_BYTE = DEFAULT_BETA_S_PER_BYTE
 
 #: the names :func:`preset` accepts (the command lines' ``--topology`` presets)
 PRESET_NAMES = ("flat", "dgx-h100", "dgx-a100", "pcie")
@@ -366,4 +381,5 @@ def preset(name: str, *, nranks: int = 8, nodes: int = 1, alpha: float = FLAT_AL
         return dgx_a100(nodes=nodes)
     if name == "pcie":
         return pcie_node()
-    raise ValueError(f"name={name!r} is not a preset; it must be one of {', '.join(PRESET_NAMES)}")
+    raise ValueError(f"name={brief(name)} is not a preset; it must be one of "
+                     f"{', '.join(PRESET_NAMES)}")

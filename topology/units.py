@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from reprlib import repr as brief
 
 from .errors import TopologyError
 
@@ -78,14 +79,14 @@ def parse(value: object, quantity: str, key: str) -> float:
                             f"{', '.join(units)}")
     if isinstance(value, str) and (match := _PATTERN.fullmatch(value)):
         if match.group(2) not in units:
-            raise TopologyError(f"{key} = {value!r}: unknown unit {match.group(2)!r} for a "
+            raise TopologyError(f"{key} = {brief(value)}: unknown unit {match.group(2)!r} for a "
                                 f"{quantity}; allowed: {', '.join(units)}")
         number = _scale(float(match.group(1)), units[match.group(2)])
     else:
-        raise TopologyError(f"{key} = {value!r} is not a {quantity}; write a string such as "
+        raise TopologyError(f"{key} = {brief(value)} is not a {quantity}; write a string such as "
                             f"'1.5 {_PREFERRED[quantity][0]}' (a number and a unit)")
     if not math.isfinite(number):
-        raise TopologyError(f"{key} = {value!r} is not allowed; it must be finite")
+        raise TopologyError(f"{key} = {brief(value)} is not allowed; it must be finite")
     return number
 
 

@@ -64,6 +64,7 @@ Messages with no elements are not sent; one rank (``p = 1``) has no steps.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from reprlib import repr as brief
 from typing import Any, Callable, Sequence
 
 from topology.checks import check_int
@@ -154,9 +155,9 @@ def _to_real(tree: int, nranks: int, virtual: int) -> int:
 
 def _check_tree(tree: int, nranks: int, rank: int) -> None:
     if tree not in (0, 1):
-        raise ValueError(f"tree={tree!r} is not allowed; it must be 0 or 1")
+        raise ValueError(f"tree={brief(tree)} is not allowed; it must be 0 or 1")
     if not 0 <= rank < nranks:
-        raise ValueError(f"rank={rank!r} is not allowed; it must be in 0..{nranks - 1}")
+        raise ValueError(f"rank={brief(rank)} is not allowed; it must be in 0..{nranks - 1}")
 
 
 def tree_node(tree: int, nranks: int, rank: int) -> TreeNode:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from reprlib import repr as brief
 from typing import Any, Callable, Sequence
 
 from ..errors import CollectivesError
@@ -20,6 +21,8 @@ __all__ = ["ArgumentMismatchError", "CHECK_ENV", "check_enabled", "signature", "
 CHECK_ENV = "COLLSIM_CHECK"
 
 _FIELDS = ("collective", "count", "dtype", "op", "algorithm", "params")
+#: a mismatch message shows rank 0's value and at most this many ranks that differ from it
+_SHOWN = 5
 
 
 class ArgumentMismatchError(CollectivesError, ValueError):
@@ -96,7 +99,8 @@ def agree(mine: tuple, allgather: Callable[[Any], Sequence[Any]]) -> None:
     Raises
     ------
     ArgumentMismatchError
-        Naming each field that differs and what every rank passed for it.
+        Naming each field that differs, what rank 0 passed for it and what the first
+        ranks that differ from rank 0 passed.
     """
     rows = list(allgather(mine))
     if all(row == rows[0] for row in rows):
@@ -104,8 +108,10 @@ def agree(mine: tuple, allgather: Callable[[Any], Sequence[Any]]) -> None:
     details = []
     for index, field in enumerate(_FIELDS):
         values = [row[index] for row in rows]
-        if any(v != values[0] for v in values):
-            per_rank = ", ".join(f"rank {r}: {v!r}" for r, v in enumerate(values))
-            details.append(f"{field} differs ({per_rank})")
+        odd = [r for r, v in enumerate(values) if v != values[0]]
+        if odd:
+            shown = ", ".join(f"rank {r}: {brief(values[r])}" for r in [0, *odd[:_SHOWN]])
+            more = f", ... ({len(odd)} ranks differ from rank 0)" if len(odd) > _SHOWN else ""
+            details.append(f"{field} differs ({shown}{more})")
     raise ArgumentMismatchError("ranks called the collective with different arguments: "
                                 + "; ".join(details))

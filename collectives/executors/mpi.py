@@ -25,6 +25,8 @@ import os
 from collections import Counter
 from contextlib import nullcontext
 from functools import lru_cache, partial
+from functools import lru_cache
+from reprlib import repr as brief
 from typing import Any
 
 import numpy as np
@@ -400,7 +402,7 @@ def mpi_transport(comm: Any) -> MpiTransport:
     if comm is None:
         comm = _MPI.COMM_WORLD
     elif not isinstance(comm, _MPI.Intracomm) or comm == _MPI.COMM_NULL:
-        raise TypeError(f"comm={comm!r} is not allowed; pass an mpi4py intracommunicator "
+        raise TypeError(f"comm={brief(comm)} is not allowed; pass an mpi4py intracommunicator "
                         f"(e.g. MPI.COMM_WORLD) or a collectives NcclComm")
     transport = comm.Get_attr(_KEYVAL)
     if transport is None:
