@@ -4,7 +4,7 @@ Importing this package needs neither MPI, nor a GPU, nor CuPy.
 """
 
 from .api import IN_PLACE, allgather, allreduce, reduce_scatter
-from .build import ALGORITHMS, algorithm_params, build_schedule
+from .build import ALGORITHMS, COMPOSED, algorithm_params, build_schedule
 from .errors import CollectivesError, DeadlockError, ScheduleError
 from .interpret import interpret
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
@@ -13,7 +13,7 @@ from .executors.nccl import NcclComm
 from .verify import verify
 
 __all__ = [
-    "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "CollectivesError", "IN_PLACE",
+    "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "COMPOSED", "CollectivesError", "IN_PLACE",
     "NcclComm", "allgather", "allreduce", "reduce_scatter", "Copy", "DeadlockError", "Recv",
     "Schedule", "ScheduleError", "Send", "Step", "algorithm_params", "build_schedule",
     "interpret", "verify",

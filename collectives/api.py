@@ -13,10 +13,11 @@ One signature for all three, in the manner of mpi4py and CuPy::
   first block; for ``allgather`` this rank's block is taken from its place in ``recvbuf``.
 * ``comm`` is an mpi4py intracommunicator (``MPI.COMM_WORLD`` by default) to run over
   MPI, or a :class:`~collectives.executors.nccl.NcclComm` to run over NCCL.
-* ``algorithm`` is ``ring``, ``tree``, ``rhd``, ``pipeline``, ``native`` (the library's
-  own collective) or ``auto`` (:func:`collectives.auto.choose`).  The environment variable
+* ``algorithm`` is ``ring``, ``tree``, ``rhd``, ``pipeline``, ``hier`` (with
+  ``ranks_per_node=``), ``native`` (the library's own collective) or ``auto`` (:func:`collectives.auto.choose`).  The environment variable
   ``COLLSIM_ALGO`` overrides it for every call, as ``NCCL_ALGO`` does for NCCL; ``params``
-  are then kept only if the forced algorithm is the one asked for.
+  are then kept only if the forced algorithm is the one asked for.  ``params`` include
+  ``channels=C`` for every algorithm.
 * ``check=True`` (or ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count,
   dtype, op, algorithm and params first, so a mismatch raises on every rank.
 * ``stream`` (CuPy buffers) is the CUDA stream to work on, the current one by default.
@@ -32,7 +33,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from . import auto
-from .build import ALGORITHMS
+from .build import ALGORITHMS, COMPOSED
 from .executors import transport_for
 from .executors.buffers import IN_PLACE, Call, prepare, workspace
 from .executors.check import agree, check_enabled, signature
@@ -45,7 +46,7 @@ __all__ = ["IN_PLACE", "ALGORITHM_ENV", "CHOICES", "allreduce", "reduce_scatter"
 ALGORITHM_ENV = "COLLSIM_ALGO"
 
 #: what ``algorithm=`` accepts
-CHOICES: tuple[str, ...] = (*ALGORITHMS, "native", "auto")
+CHOICES: tuple[str, ...] = (*ALGORITHMS, *COMPOSED, "native", "auto")
 
 
 def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
