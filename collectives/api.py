@@ -17,7 +17,8 @@ One signature for all three, in the manner of mpi4py and CuPy::
   ``ranks_per_node=``), ``native`` (the library's own collective) or ``auto`` (:func:`collectives.auto.choose`).  The environment variable
   ``COLLSIM_ALGO`` overrides it for every call, as ``NCCL_ALGO`` does for NCCL; ``params``
   are then kept only if the forced algorithm is the one asked for.  ``params`` include
-  ``channels=C`` for every algorithm.
+  ``channels=C`` for every algorithm, bounded by ``COLLSIM_MIN_NCHANNELS`` and
+  ``COLLSIM_MAX_NCHANNELS`` (:mod:`collectives.nchannels`).
 * ``check=True`` (or ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count,
   dtype, op, algorithm and params first, so a mismatch raises on every rank.
 * ``stream`` (CuPy buffers) is the CUDA stream to work on, the current one by default.
@@ -34,6 +35,7 @@ from typing import Any
 
 from . import auto
 from .build import ALGORITHMS, COMPOSED
+from .nchannels import clamp_channels
 from .executors import transport_for
 from .executors.buffers import IN_PLACE, Call, prepare, workspace
 from .executors.check import agree, check_enabled, signature
@@ -67,6 +69,8 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
                         f"{sorted(params)}; name an algorithm to tune it")
     if algorithm == "auto":
         algorithm, params = auto.choose(call.collective, call.nbytes, nranks, call.dtype.itemsize)
+    if "channels" in params:
+        params = {**params, "channels": clamp_channels(params["channels"])}
     return algorithm, params
 
 
