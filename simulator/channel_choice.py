@@ -86,9 +86,12 @@ def hier_ranks_per_node(topology: Any, nranks: int) -> int | None:
     return size if size > 1 else None
 
 
-def schedule_params(algorithm: str, params: Sequence[tuple[str, Any]],
-                    topology: Any) -> dict[str, Any]:
+def schedule_params(algorithm: str, params: Sequence[tuple[str, Any]], topology: Any,
+                    nranks: int | None = None) -> dict[str, Any]:
     """Return ``params`` with the rank orders of the channels on ``topology`` added.
+
+    Orders are added for all of the topology's ranks, with several channels or on several
+    nodes (one node with one channel keeps the algorithm's own order, as before channels).
 
     Parameters
     ----------
@@ -98,6 +101,8 @@ def schedule_params(algorithm: str, params: Sequence[tuple[str, Any]],
         The candidate's parameters.
     topology : Topology
         The machine.
+    nranks : int or None, optional
+        Ranks the schedule runs on (default: all of the topology's).
 
     Returns
     -------
@@ -106,6 +111,7 @@ def schedule_params(algorithm: str, params: Sequence[tuple[str, Any]],
     """
     out = dict(params)
     channels = out.get("channels", 1)
-    if channels > 1 and algorithm != "hier":
+    everyone = nranks is None or nranks == topology.nranks
+    if everyone and algorithm != "hier" and (channels > 1 or len(node_groups(topology)) > 1):
         out["order"] = channel_orders(topology, channels, algorithm)
     return out

@@ -328,7 +328,7 @@ def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
     """Simulated times over :data:`SIZES`, the linear tail read off and checked."""
     def run(n: int) -> float:
         schedule = build_schedule(collective, algorithm, nranks, n // dtype_size,
-                                  **schedule_params(algorithm, params, topology))
+                                  **schedule_params(algorithm, params, topology, nranks))
         return simulate(schedule, topology, dtype_size, trace=False).time_s
 
     start = LINEAR_MIN_ELEMENTS * _pieces(collective, algorithm, nranks, params) * dtype_size
@@ -432,7 +432,7 @@ def _tried(collective: str, topology: Any, nranks: int, method: str,
            algorithms: tuple[str, ...] | None) -> tuple[tuple[str, Params], ...]:
     """The candidates: with channels and ``hier`` when simulating (the closed forms know
     neither), restricted to ``algorithms`` when given."""
-    if method == "simulate":
+    if method == "simulate" and nranks == topology.nranks:
         tried = candidates(collective, channel_counts(topology),
                            hier_ranks_per_node(topology, nranks))
     else:

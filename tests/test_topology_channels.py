@@ -46,11 +46,21 @@ def test_one_node_and_flat_machines_keep_todays_order() -> None:
     assert channel_orders(flat, 2, "tree") == (tuple(range(5)),) * 2
 
 
-def test_tree_and_rhd_orders_keep_nodes_together_rotated_per_channel() -> None:
-    orders = channel_orders(topology.dgx_h100(2), 8, "rhd")
+def test_tree_orders_keep_nodes_together_rotated_per_channel() -> None:
+    orders = channel_orders(topology.dgx_h100(2), 8, "tree")
     for c, order in enumerate(orders):
         assert [r // 8 for r in order] == [0] * 8 + [1] * 8
         assert order[0] == c and order[8] == 8 + c
+
+
+def test_rhd_orders_cross_nodes_at_the_small_masks_on_one_rail() -> None:
+    orders = channel_orders(topology.dgx_h100(4), 2, "rhd")
+    for c, order in enumerate(orders):
+        for v, rank in enumerate(order):
+            for mask in (1, 2):  # partners across nodes, same local rank
+                peer = order[v ^ mask]
+                assert peer // 8 != rank // 8 and peer % 8 == rank % 8 == (v // 4 + c) % 8
+            assert order[v ^ 4] // 8 == rank // 8  # larger masks stay inside the node
 
 
 def test_ranks_and_nics_per_node() -> None:

@@ -12,10 +12,13 @@ and the DGX presets):
   rail ``c``, and so on; with an odd number of nodes one node leaves on rail ``c + 2`` to
   close the ring).  For ``C = L`` channels every NIC of every node then sends for exactly
   one channel and receives for exactly one.
-* **tree** and **rhd**: each node's ranks stay together and are rotated by ``c`` in
-  channel ``c``, so the double binary tree's node-crossing edges, and rhd's exchanges
-  between equal local ranks (which share a rail), start from a different GPU and NIC in
-  every channel.
+* **tree**: each node's ranks stay together (the double binary tree's subtrees of up to
+  ``L`` ranks stay inside a node) and are rotated by ``c`` in channel ``c``, so the
+  node-crossing edges start from a different GPU and NIC in every channel.
+* **rhd**: node-minor: position ``l * N + k`` is local rank ``l + c`` (mod ``L``) of node
+  ``k``, so the exchanges at the small masks (the last halving steps and the first
+  doubling steps, which move the least data) cross the network between equal local ranks,
+  on one rail, and the large exchanges stay on NVLink.
 
 A single node, or a machine without nodes (:func:`topology.flat`), gets the order it has
 today in every channel (:func:`topology.ring_order` for ring and pipeline, the identity
@@ -161,5 +164,8 @@ def channel_orders(topology: Topology, channels: int,
     if algorithm in ("ring", "pipeline"):
         return tuple(tuple(_ring(groups, c)) for c in range(channels))
     size = len(groups[0])
+    if algorithm == "rhd":
+        return tuple(tuple(group[(i + c) % size] for i in range(size) for group in groups)
+                     for c in range(channels))
     return tuple(tuple(group[(i + c) % size] for group in groups for i in range(size))
                  for c in range(channels))
