@@ -2,7 +2,8 @@
 
 Run ``python benchmarks/bench_simulator.py [--nodes 128] [--algorithms ring tree rhd
 pipeline hier] [--channels 8]``; with channels, each channel runs over its order from
-:func:`topology.channels.channel_orders` (hier: ``ranks_per_node`` from the machine).  Prints, per algorithm, the seconds from a new schedule to the simulated
+:func:`topology.channels.channel_orders` (hier: ``ranks_per_node`` from the machine).
+Prints, per algorithm, the seconds from a new schedule to the simulated
 result (wall clock, and CPU seconds of this process, which a loaded machine disturbs
 less): building the schedule, reading every rank's operations (as steps for ring and
 rhd, as lanes for tree and pipeline, see :func:`simulator.flatten.flatten`) and

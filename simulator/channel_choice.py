@@ -74,7 +74,8 @@ def hier_ranks_per_node(topology: Any, nranks: int) -> int | None:
     Examples
     --------
     >>> import topology
-    >>> hier_ranks_per_node(topology.dgx_h100(2), 16), hier_ranks_per_node(topology.flat(4, 1e-6, 1e-9), 4)
+    >>> flat = topology.flat(4, 1e-6, 1e-9)
+    >>> hier_ranks_per_node(topology.dgx_h100(2), 16), hier_ranks_per_node(flat, 4)
     (8, None)
     """
     if nranks != topology.nranks or len(node_groups(topology)) < 2:

@@ -102,8 +102,10 @@ def candidates(collective: str, channel_counts: tuple[int, ...] = (1,),
     --------
     >>> [a for a, _ in candidates("allreduce")]
     ['ring', 'rhd', 'tree', 'tree', 'tree', 'pipeline', 'pipeline', 'pipeline', 'pipeline']
-    >>> [_label(a, p) for a, p in candidates("allgather", (1, 8), 8)][-3:]
-    ['hier(channels=8,inner=tree,ranks_per_node=8)', 'hier(channels=1,inner=rhd,ranks_per_node=8)', 'hier(channels=8,inner=rhd,ranks_per_node=8)']
+    >>> for algorithm, params in candidates("allgather", (1, 8), 8)[-2:]:
+    ...     print(_label(algorithm, params))
+    hier(channels=1,inner=rhd,ranks_per_node=8)
+    hier(channels=8,inner=rhd,ranks_per_node=8)
     """
     flat = (("ring", ()), ("rhd", ()),
             *(("tree", (("segments", s),)) for s in TREE_SEGMENTS),

@@ -92,7 +92,8 @@ def test_ring_with_a_channel_per_nic_reaches_the_network_bound(nodes: int) -> No
     busbw = {}
     for channels in (1, 8):
         schedule = build_schedule("allreduce", "ring", machine.nranks, nbytes // 4,
-                                  channels=channels, order=channel_orders(machine, channels, "ring"))
+                                  channels=channels,
+                                  order=channel_orders(machine, channels, "ring"))
         time_s = simulate(schedule, machine, trace=False).time_s
         busbw[channels] = bandwidths("allreduce", machine.nranks, nbytes, time_s)[1]
     assert busbw[8] >= 0.95 * bound
