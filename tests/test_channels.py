@@ -7,8 +7,10 @@ import random
 
 import pytest
 
+import topology
 from collectives import ALGORITHMS, COLLECTIVES, Send, build_schedule, interpret, verify
 from collectives.placement import Placement
+from simulator import cost, simulate
 
 from .reference import DTYPES, OPS, check_outputs, rank_inputs
 
@@ -84,3 +86,17 @@ def test_placement_maps_ranges_piece_by_piece() -> None:
     assert placement.ranges(3, 3) == [(0, 0)]
     assert Placement.of([(4, 6), (6, 9)]).shift == 4
     assert Placement.of([(4, 6), (6, 9)]).take([(1, 3)]).as_ranges() == [(5, 7)]
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_channels_on_one_order_cost_one_channel_on_a_flat_model(algorithm: str,
+                                                                 collective: str) -> None:
+    machine = topology.flat(4, 2e-6, 1e-10)
+    count = 4 * 3 * 5 * (1 << 17)  # even splits into channels, blocks and 2^17-element segments
+    for channels in (1, 3, 5):
+        schedule = build_schedule(collective, algorithm, 4, count, channels=channels)
+        expected = cost(collective, algorithm, 4, 4 * count, 2e-6, 1e-10, 0.0,
+                        channels=channels)
+        assert simulate(schedule, machine, trace=False).time_s == pytest.approx(expected,
+                                                                                 rel=1e-9)
