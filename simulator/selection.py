@@ -12,7 +12,10 @@ The table
 * Candidates: :func:`candidates`, ring, recursive halving-doubling, and the double binary
   tree and chunked pipeline at each segment count of :data:`TREE_SEGMENTS` and
   :data:`PIPELINE_SEGMENTS`.  Ties are broken by this fixed order, so every answer is
-  deterministic.
+  deterministic.  Simulated tables on all of a machine's ranks try each at every count of
+  :func:`simulator.channel_choice.channel_counts` (1 and the NICs per node), over the
+  orders of :func:`topology.channels.channel_orders`, and then ``hier`` on several nodes;
+  ``algorithms=`` keeps only the named algorithms' candidates (as ``NCCL_ALGO``).
 * Predictions (``method="auto"``, the rule):
 
   - ``"simulate"`` when ``nranks <= SIMULATE_MAX_RANKS``: every candidate's schedule is
@@ -155,8 +158,8 @@ class Choice:
         ``ring``, ``tree``, ``rhd``, ``pipeline`` or ``hier``.
     params : tuple of (str, value)
         Its tuning parameters for :func:`collectives.build_schedule` (``dict(params)``;
-        with ``channels`` > 1 add the machine's orders with
-        :func:`simulator.channel_choice.schedule_params`).
+        on several nodes or with ``channels`` > 1 the simulated tables ran them over the
+        machine's orders, which :func:`simulator.channel_choice.schedule_params` adds).
     predicted_s : float
         Its predicted time, seconds.
     candidates : tuple of Candidate
