@@ -3,6 +3,7 @@
 Importing this package needs neither MPI, nor SimPy, nor a GPU.
 """
 
+from .channels import channel_orders, ranks_per_node
 from .errors import TopologyError
 from .files import dumps, load, loads, save
 from .model import Device, Link, Topology
@@ -12,6 +13,6 @@ from .presets import (FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE, PRESET_NAMES, dgx_a100
 
 __all__ = [
     "Device", "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "Link", "PRESET_NAMES", "Topology",
-    "TopologyError", "dgx_a100", "dgx_h100", "dumps", "flat", "load", "loads", "pcie_node",
-    "preset", "rail_fat_tree", "ring_order", "save",
+    "TopologyError", "channel_orders", "dgx_a100", "dgx_h100", "dumps", "flat", "load", "loads",
+    "pcie_node", "preset", "rail_fat_tree", "ranks_per_node", "ring_order", "save",
 ]
