@@ -47,23 +47,25 @@ __all__ = ["IN_PLACE", "ALGORITHM_ENV", "CHOICES", "allreduce", "reduce_scatter"
 #: environment variable that forces an algorithm for every call (as ``NCCL_ALGO``)
 ALGORITHM_ENV = "COLLSIM_ALGO"
 
-#: what ``algorithm=`` accepts
-CHOICES: tuple[str, ...] = (*ALGORITHMS, *COMPOSED, "native", "auto")
+#: the algorithms that run with no parameters (tools that run every choice take these)
+CHOICES: tuple[str, ...] = (*ALGORITHMS, "native", "auto")
+#: what ``algorithm=`` accepts: also the composed ones, which need ``ranks_per_node=``
+ACCEPTED: tuple[str, ...] = (*CHOICES, *COMPOSED)
 
 
 def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
                        params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     forced = os.environ.get(ALGORITHM_ENV, "").strip()
     if forced:
-        if forced not in CHOICES:
+        if forced not in ACCEPTED:
             raise ValueError(f"{ALGORITHM_ENV}={forced!r} is not allowed; choose one of "
-                             f"{list(CHOICES)}")
+                             f"{list(ACCEPTED)}")
         if forced != algorithm:
             params = {}
         algorithm = forced
-    elif algorithm not in CHOICES:
+    elif algorithm not in ACCEPTED:
         raise ValueError(f"algorithm={algorithm!r} is not supported; choose one of "
-                         f"{list(CHOICES)}")
+                         f"{list(ACCEPTED)}")
     if algorithm in ("native", "auto") and params:
         raise TypeError(f"algorithm={algorithm!r} takes no parameters, got "
                         f"{sorted(params)}; name an algorithm to tune it")
