@@ -90,34 +90,51 @@ def candidates(collective: str, channel_counts: tuple[int, ...] = (1,),
     collective : {"allreduce", "reduce_scatter", "allgather"}
         The collective (a key of :data:`PIPELINE_SEGMENTS`).
     channel_counts : tuple of int, optional
-        Channel counts to try each flat candidate with (1: no ``channels`` parameter).
+        Channel counts to try (1: no ``channels`` parameter).  With ``C > 1`` channels:
+        ring, and tree and pipeline at the segment counts above divided by ``C`` (rounded
+        up), so that the vector is cut into as many pieces as with one channel; not rhd,
+        whose channels share its pairs (its orders already give every GPU its own NIC).
     ranks_per_node : int or None, optional
-        When given, ``hier`` with each of :data:`~simulator.channel_choice.HIER_INNER` and
-        each channel count follows.
+        When given, ``hier`` follows: with each of
+        :data:`~simulator.channel_choice.HIER_INNER` at one channel, and with an inner ring
+        or rhd at each larger count.
 
     Returns
     -------
     tuple of (str, Params)
         Ring, rhd, tree at each of :data:`TREE_SEGMENTS`, then pipeline at each of
-        ``PIPELINE_SEGMENTS[collective]``; that list at each channel count; then ``hier``.
+        ``PIPELINE_SEGMENTS[collective]``; the channel variants; then ``hier``.
 
     Examples
     --------
     >>> [a for a, _ in candidates("allreduce")]
     ['ring', 'rhd', 'tree', 'tree', 'tree', 'pipeline', 'pipeline', 'pipeline', 'pipeline']
-    >>> for algorithm, params in candidates("allgather", (1, 8), 8)[-2:]:
+    >>> for algorithm, params in candidates("allgather", (1, 8), 8)[9:]:
     ...     print(_label(algorithm, params))
+    ring(channels=8)
+    tree(channels=8,segments=1)
+    tree(channels=8,segments=2)
+    pipeline(channels=8,segments=1)
+    hier(channels=1,inner=ring,ranks_per_node=8)
+    hier(channels=1,inner=tree,ranks_per_node=8)
     hier(channels=1,inner=rhd,ranks_per_node=8)
+    hier(channels=8,inner=ring,ranks_per_node=8)
     hier(channels=8,inner=rhd,ranks_per_node=8)
     """
-    flat = (("ring", ()), ("rhd", ()),
-            *(("tree", (("segments", s),)) for s in TREE_SEGMENTS),
-            *(("pipeline", (("segments", s),)) for s in PIPELINE_SEGMENTS[collective]))
-    out = [(a, tuple(sorted(p + ((("channels", c),) if c > 1 else ()))))
-           for c in channel_counts for a, p in flat]
+    out: list[tuple[str, Params]] = [
+        ("ring", ()), ("rhd", ()),
+        *(("tree", (("segments", s),)) for s in TREE_SEGMENTS),
+        *(("pipeline", (("segments", s),)) for s in PIPELINE_SEGMENTS[collective])]
+    for c in (c for c in channel_counts if c > 1):
+        out.append(("ring", (("channels", c),)))
+        for algorithm, counts in (("tree", TREE_SEGMENTS),
+                                  ("pipeline", PIPELINE_SEGMENTS[collective])):
+            out += [(algorithm, (("channels", c), ("segments", s)))
+                    for s in sorted({-(-s // c) for s in counts})]
     if ranks_per_node is not None:
         out += [("hier", (("channels", c), ("inner", inner), ("ranks_per_node", ranks_per_node)))
-                for inner in HIER_INNER for c in channel_counts]
+                for c in channel_counts for inner in HIER_INNER
+                if c == 1 or inner != "tree"]
     return tuple(out)
 
 
