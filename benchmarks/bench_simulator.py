@@ -1,7 +1,9 @@
 """Simulator speed: AllReduce of 1 GiB on 128 DGX-H100 nodes (1024 ranks) per algorithm.
 
 Run ``python benchmarks/bench_simulator.py [--nodes 128] [--algorithms ring tree rhd
-pipeline]``.  Prints, per algorithm, the seconds from a new schedule to the simulated
+pipeline hier] [--channels 8]``; with channels, each channel runs over its order from
+:func:`topology.channels.channel_orders` (hier: ``ranks_per_node`` from the machine).
+Prints, per algorithm, the seconds from a new schedule to the simulated
 result (wall clock, and CPU seconds of this process, which a loaded machine disturbs
 less): building the schedule, reading every rank's operations (as steps for ring and
 rhd, as lanes for tree and pipeline, see :func:`simulator.flatten.flatten`) and
@@ -15,8 +17,10 @@ import argparse
 import time
 
 import topology
-from collectives import ALGORITHMS, build_schedule
+from collectives import ALGORITHMS, COMPOSED, build_schedule
 from simulator import simulate
+from simulator.channel_choice import schedule_params
+from topology.channels import ranks_per_node
 
 
 def main() -> None:
@@ -24,17 +28,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=128)
     parser.add_argument("--nbytes", type=int, default=1 << 30)
-    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=ALGORITHMS)
+    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
+                        choices=ALGORITHMS + COMPOSED)
+    parser.add_argument("--channels", type=int, default=1)
     args = parser.parse_args()
     start = time.perf_counter()
     machine = topology.dgx_h100(nodes=args.nodes)
     print(f"dgx_h100(nodes={args.nodes}): {machine.nranks} ranks, {len(machine.links)} links, "
-          f"built in {time.perf_counter() - start:.2f} s")
+          f"built in {time.perf_counter() - start:.2f} s; {args.channels} channel(s)")
     print(f"{'algorithm':>10} {'total s':>8} {'cpu s':>8} {'transfers':>10} "
           f"{'transfers/s':>12} {'predicted ms':>13}")
     for algorithm in args.algorithms:
         start, cpu = time.perf_counter(), time.process_time()
-        schedule = build_schedule("allreduce", algorithm, machine.nranks, args.nbytes // 4)
+        params = {"channels": args.channels}
+        if algorithm in COMPOSED:
+            params["ranks_per_node"] = ranks_per_node(machine)
+        elif args.channels > 1:
+            params = schedule_params(algorithm, tuple(params.items()), machine)
+        schedule = build_schedule("allreduce", algorithm, machine.nranks, args.nbytes // 4,
+                                  **params)
         result = simulate(schedule, machine, trace=False)
         total, cpu = time.perf_counter() - start, time.process_time() - cpu
         print(f"{algorithm:>10} {total:8.2f} {cpu:8.2f} {result.transfer_count:10d} "

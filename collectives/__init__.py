@@ -4,7 +4,7 @@ Importing this package needs neither MPI, nor a GPU, nor CuPy.
 """
 
 from .api import IN_PLACE, allgather, allreduce, reduce_scatter
-from .build import ALGORITHMS, algorithm_params, build_schedule
+from .build import ALGORITHMS, COMPOSED, algorithm_params, build_schedule
 from .errors import CollectivesError, DeadlockError, ScheduleError
 from .interpret import interpret
 from .resources import abort_on_error, close, release, workspace_bytes
@@ -15,7 +15,7 @@ from .executors.nccl import NcclComm
 from .verify import verify
 
 __all__ = [
-    "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "CollectivesError",
+    "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "COMPOSED", "CollectivesError",
     "CommunicatorBrokenError", "IN_PLACE", "abort_on_error", "close", "release",
     "workspace_bytes",
     "NcclComm", "allgather", "allreduce", "reduce_scatter", "Copy", "DeadlockError", "Recv",

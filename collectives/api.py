@@ -13,10 +13,12 @@ One signature for all three, in the manner of mpi4py and CuPy::
   first block; for ``allgather`` this rank's block is taken from its place in ``recvbuf``.
 * ``comm`` is an mpi4py intracommunicator (``MPI.COMM_WORLD`` by default) to run over
   MPI, or a :class:`~collectives.executors.nccl.NcclComm` to run over NCCL.
-* ``algorithm`` is ``ring``, ``tree``, ``rhd``, ``pipeline``, ``native`` (the library's
-  own collective) or ``auto`` (:func:`collectives.auto.choose`).  The environment variable
+* ``algorithm`` is ``ring``, ``tree``, ``rhd``, ``pipeline``, ``hier`` (with
+  ``ranks_per_node=``), ``native`` (the library's own collective) or ``auto`` (:func:`collectives.auto.choose`).  The environment variable
   ``COLLSIM_ALGO`` overrides it for every call, as ``NCCL_ALGO`` does for NCCL; ``params``
-  are then kept only if the forced algorithm is the one asked for.
+  are then kept only if the forced algorithm is the one asked for.  ``params`` include
+  ``channels=C`` for every algorithm, bounded by ``COLLSIM_MIN_NCHANNELS`` and
+  ``COLLSIM_MAX_NCHANNELS`` (:mod:`collectives.nchannels`).
 * Ranks that disagree raise :class:`ArgumentMismatchError` by default: every message's
   tag carries the call's signature (:mod:`collectives.executors.guard`).  ``check=True``
   (or ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count, dtype, op,
@@ -35,7 +37,8 @@ from reprlib import repr as brief
 from typing import Any
 
 from . import auto
-from .build import ALGORITHMS
+from .build import ALGORITHMS, COMPOSED
+from .nchannels import clamp_channels
 from .executors import transport_for
 from .executors.buffers import IN_PLACE, Call, prepare, workspace
 from .executors.check import agree, check_enabled, signature
@@ -47,28 +50,32 @@ __all__ = ["IN_PLACE", "ALGORITHM_ENV", "CHOICES", "allreduce", "reduce_scatter"
 #: environment variable that forces an algorithm for every call (as ``NCCL_ALGO``)
 ALGORITHM_ENV = "COLLSIM_ALGO"
 
-#: what ``algorithm=`` accepts
+#: the algorithms that run with no parameters (tools that run every choice take these)
 CHOICES: tuple[str, ...] = (*ALGORITHMS, "native", "auto")
+#: what ``algorithm=`` accepts: also the composed ones, which need ``ranks_per_node=``
+ACCEPTED: tuple[str, ...] = (*CHOICES, *COMPOSED)
 
 
 def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
                        params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     forced = os.environ.get(ALGORITHM_ENV, "").strip()
     if forced:
-        if forced not in CHOICES:
+        if forced not in ACCEPTED:
             raise ValueError(f"{ALGORITHM_ENV}={forced!r} is not allowed; choose one of "
-                             f"{list(CHOICES)}")
+                             f"{list(ACCEPTED)}")
         if forced != algorithm:
             params = {}
         algorithm = forced
-    elif algorithm not in CHOICES:
+    elif algorithm not in ACCEPTED:
         raise ValueError(f"algorithm={brief(algorithm)} is not supported; choose one of "
-                         f"{list(CHOICES)}")
+                         f"{list(ACCEPTED)}")
     if algorithm in ("native", "auto") and params:
         raise TypeError(f"algorithm={brief(algorithm)} takes no parameters, got "
                         f"{sorted(params)}; name an algorithm to tune it")
     if algorithm == "auto":
         algorithm, params = auto.choose(call.collective, call.nbytes, nranks, call.dtype.itemsize)
+    if "channels" in params:
+        params = {**params, "channels": clamp_channels(params["channels"])}
     return algorithm, params
 
 

@@ -3,43 +3,45 @@
 from __future__ import annotations
 
 import importlib
-from bisect import bisect_right
 from functools import lru_cache
-from itertools import accumulate
 from reprlib import repr as brief
 from typing import Any, Callable
 
 from topology.checks import check_int
-
+from .compose import channel_parts, composed, identity_orders
 from .layout import block
+from .placement import Placement
 from .rounds import Lane
-from .schedule import COLLECTIVES, Recv, RankSteps, Schedule, Send, Step
+from .schedule import COLLECTIVES, RankSteps, Schedule
 
-__all__ = ["ALGORITHMS", "build_schedule", "algorithm_params"]
+__all__ = ["ALGORITHMS", "COMPOSED", "build_schedule", "algorithm_params"]
 
 #: algorithms that build schedules (``native`` and ``auto`` are executor choices)
 ALGORITHMS: tuple[str, ...] = ("ring", "tree", "rhd", "pipeline")
-
-Blocks = tuple[tuple[int, int], ...]
+#: algorithms composed of the ones above (they need ``ranks_per_node``)
+COMPOSED: tuple[str, ...] = ("hier",)
 
 
 def _module(algorithm: str) -> Any:
-    if algorithm not in ALGORITHMS:
+    if algorithm not in ALGORITHMS + COMPOSED:
         raise ValueError(f"algorithm {brief(algorithm)} is not supported; choose one of "
-                         f"{list(ALGORITHMS)}")
+                         f"{list(ALGORITHMS + COMPOSED)}")
     return importlib.import_module(f"{__package__}.algorithms.{algorithm}")
 
 
 def algorithm_params(algorithm: str) -> dict[str, Any]:
     """Return the tuning parameters ``algorithm`` accepts with their defaults.
 
-    Every algorithm also accepts ``order``, a permutation of the ranks: the algorithm
-    runs as if rank ``order[i]`` were rank ``i`` (ring and chain neighbours follow it).
+    Every algorithm also accepts ``channels`` (default 1): the vector is cut into that
+    many channels, each running the algorithm on its part, their operations sharing
+    steps; every algorithm but ``hier`` accepts ``order``, a permutation of the ranks
+    (or one per channel): the algorithm runs as if rank ``order[i]`` were rank ``i``
+    (ring and chain neighbours follow it).
 
     Parameters
     ----------
     algorithm : str
-        One of :data:`ALGORITHMS`.
+        One of :data:`ALGORITHMS` or :data:`COMPOSED`.
 
     Returns
     -------
@@ -51,7 +53,9 @@ def algorithm_params(algorithm: str) -> dict[str, Any]:
     ValueError
         If ``algorithm`` is not in :data:`ALGORITHMS`.
     """
-    return {**_module(algorithm).PARAMS, "order": None}
+    module = _module(algorithm)
+    generic = {"channels": 1} if hasattr(module, "phases") else {"channels": 1, "order": None}
+    return {**module.PARAMS, **generic}
 
 
 def _check_order(order: Any, nranks: int) -> tuple[int, ...] | None:
@@ -64,78 +68,51 @@ def _check_order(order: Any, nranks: int) -> tuple[int, ...] | None:
     return None if order == tuple(range(nranks)) else order
 
 
-class _Relabel:
-    """Map a schedule written for ranks ``0..p-1`` onto the ranks in ``order``.
-
-    Virtual rank ``v`` is real rank ``order[v]`` and owns the block of the real rank, laid
-    out in virtual order: virtual ranges are cut at block edges and mapped back.
-    """
-
-    def __init__(self, order: tuple[int, ...], count: int, remap_ranges: bool) -> None:
-        p = len(order)
-        self.order = order
-        real = [block(count, p, r) for r in order]
-        self.virtual_starts = [0, *accumulate(hi - lo for lo, hi in real)][:-1]
-        self.real_starts = [lo for lo, _ in real]
-        self.blocks: Blocks = tuple((v, v + hi - lo) for v, (lo, hi) in zip(self.virtual_starts, real))
-        self.remap_ranges = remap_ranges
-
-    def ranges(self, start: int, stop: int) -> list[tuple[int, int]]:
-        if not self.remap_ranges or start == stop:
-            return [(start, stop)]
-        pieces = []
-        index = bisect_right(self.virtual_starts, start) - 1
-        while start < stop:
-            lo, hi = self.blocks[index]
-            end = min(stop, hi)
-            if end > start:
-                offset = self.real_starts[index] - lo
-                pieces.append((start + offset, end + offset))
-            start = max(start, end)
-            index += 1
-        return pieces
-
-    def step(self, step: Step) -> Step:
-        ops: list = []
-        for op in step.ops:
-            if isinstance(op, Send):
-                ops.extend(Send(self.order[op.peer], a, b) for a, b in self.ranges(op.start, op.stop))
-            elif isinstance(op, Recv):
-                ops.extend(Recv(self.order[op.peer], a, b, op.reduce)
-                           for a, b in self.ranges(op.start, op.stop))
-            else:
-                raise ValueError(f"{op}: local copies cannot be relabelled with order=")
-        return Step(tuple(ops))
+def _check_orders(order: Any, nranks: int, channels: int) -> tuple[tuple[int, ...], ...] | None:
+    """One permutation for every channel, or one per channel; None when all are the identity."""
+    if order is None:
+        return None
+    order = tuple(order)
+    if order and not isinstance(order[0], int):
+        if len(order) != channels:
+            raise ValueError(f"order= holds {len(order)} rank orders; with channels={channels} "
+                             f"it must hold one permutation or {channels} of them")
+        orders = tuple(_check_order(each, nranks) or tuple(range(nranks)) for each in order)
+    else:
+        orders = ((_check_order(order, nranks) or tuple(range(nranks))),) * channels
+    return None if all(each == tuple(range(nranks)) for each in orders) else orders
 
 
 @lru_cache(maxsize=512)
 def _build(collective: str, algorithm: str, nranks: int, count: int,
-           params: tuple[tuple[str, Any], ...], order: tuple[int, ...] | None) -> Schedule:
+           params: tuple[tuple[str, Any], ...], channels: int,
+           orders: tuple[tuple[int, ...], ...] | None) -> Schedule:
     module = _module(algorithm)
+    if hasattr(module, "phases"):
+        phases = module.phases(collective, nranks, count, channels, **dict(params))
+        recorded = {**dict(params), **({"channels": channels} if channels > 1 else {})}
+        return composed(collective, algorithm, nranks, count, recorded, phases)
+    if channels > 1 or orders is not None:
+        whole = Placement.of([(0, count)])
+        blocks = tuple(block(count, nranks, r) for r in range(nranks))
+        parts = channel_parts(module, collective, tuple(range(nranks)), whole, blocks,
+                              orders or identity_orders(nranks, channels), dict(params))
+        recorded = {**parts[0].params, **({"channels": channels} if channels > 1 else {})}
+        if orders is not None:
+            recorded["order"] = orders[0] if len(set(orders)) == 1 else orders
+        return composed(collective, algorithm, nranks, count, recorded, [parts])
     resolved = module.resolve_params(collective, nranks, count, **dict(params))
-    generate: Callable[[int], RankSteps]
+    blocks = tuple(block(count, nranks, r) for r in range(nranks))
     lanes: Callable[[int], list[Lane]] | None = None
-    if order is None:
-        blocks: Blocks = tuple(block(count, nranks, r) for r in range(nranks))
 
-        def generate(rank: int) -> RankSteps:
-            return tuple(module.rank_steps(collective, rank, nranks, count, blocks, **resolved))
+    def generate(rank: int) -> RankSteps:
+        return tuple(module.rank_steps(collective, rank, nranks, count, blocks, **resolved))
 
-        if hasattr(module, "rank_lanes"):
-            def lanes(rank: int) -> list[Lane]:
-                return module.rank_lanes(collective, rank, nranks, count, blocks, **resolved)
-    else:
-        relabel = _Relabel(order, count, remap_ranges=collective != "allreduce")
-        blocks = relabel.blocks if collective != "allreduce" else tuple(
-            block(count, nranks, r) for r in range(nranks))
-        position = {real: virtual for virtual, real in enumerate(order)}
-
-        def generate(rank: int) -> RankSteps:
-            steps = module.rank_steps(collective, position[rank], nranks, count, blocks, **resolved)
-            return tuple(relabel.step(step) for step in steps)
-    recorded = resolved if order is None else {**resolved, "order": order}
-    return Schedule(collective, algorithm, nranks, count, tuple(sorted(recorded.items())), generate,
-                    lanes)
+    if hasattr(module, "rank_lanes"):
+        def lanes(rank: int) -> list[Lane]:
+            return module.rank_lanes(collective, rank, nranks, count, blocks, **resolved)
+    return Schedule(collective, algorithm, nranks, count, tuple(sorted(resolved.items())),
+                    generate, lanes)
 
 
 def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
@@ -146,8 +123,9 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     ----------
     collective : {"allreduce", "reduce_scatter", "allgather"}
         The collective.
-    algorithm : {"ring", "tree", "rhd", "pipeline"}
-        Ring, double binary tree, recursive halving-doubling or chunked pipeline.
+    algorithm : {"ring", "tree", "rhd", "pipeline", "hier"}
+        Ring, double binary tree, recursive halving-doubling, chunked pipeline, or the
+        hierarchical composition of them (:mod:`collectives.algorithms.hier`).
     nranks : int
         Number of ranks, at least 1.
     count : int
@@ -155,8 +133,9 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
         AllGather output), at least 0; it need not divide by ``nranks``.
     **params
         The algorithm's tuning parameters (see :func:`algorithm_params`), e.g.
-        ``segments`` for tree and pipeline, and ``order`` (a permutation of the ranks)
-        for every algorithm.
+        ``segments`` for tree and pipeline, ``channels`` (parts of the vector run side by
+        side, each over its own rank order) for every algorithm, and ``order`` (a
+        permutation of the ranks, or one per channel) for all but ``hier``.
 
     Returns
     -------
@@ -178,6 +157,8 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     4
     >>> print(s.steps(0)[0])
     send [5:7) -> 1; reduce [3:5) <- 2
+    >>> print(build_schedule("allreduce", "ring", 2, 8, channels=2).steps(0)[0])
+    send [2:4) -> 1; reduce [0:2) <- 1; send [6:8) -> 1; reduce [4:6) <- 1
     """
     if collective not in COLLECTIVES:
         raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
@@ -185,11 +166,13 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     module = _module(algorithm)
     check_int(nranks, "nranks", 1)
     check_int(count, "count", 0)
-    order = _check_order(params.pop("order", None), nranks)
-    unknown = sorted(set(params) - set(module.PARAMS))
+    channels = params.pop("channels", 1)
+    check_int(channels, "channels", 1)
+    unknown = sorted(set(params) - set(algorithm_params(algorithm)))
     if unknown:
         raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {brief(algorithm)}; "
                         f"it takes {sorted(algorithm_params(algorithm))}")
+    orders = _check_orders(params.pop("order", None), nranks, channels)
     merged = {**module.PARAMS, **params}
-    return _build(collective, algorithm, nranks, count, tuple(sorted(merged.items())), order)
-
+    return _build(collective, algorithm, nranks, count, tuple(sorted(merged.items())), channels,
+                  orders)

@@ -366,7 +366,10 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
     **params
         The algorithm's tuning parameters (e.g. ``segments``), defaults as in
         :func:`collectives.build_schedule`; ``order`` is accepted and does not change the
-        cost on a uniform model.
+        cost on a uniform model.  ``channels=C`` is accepted: channels over one order
+        share every link, so on this model their time is one channel's over the whole
+        vector with the segments a channel of ``count / C`` elements resolves (exact when
+        the channels split evenly).
 
     Returns
     -------
@@ -400,10 +403,12 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
     a, b, g = (check_number(v, k) for k, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)))
     module = importlib.import_module(f"collectives.algorithms.{algorithm}")
     params.pop("order", None)
+    channels = params.pop("channels", 1)
+    check_int(channels, "channels", 1)
     unknown = sorted(set(params) - set(module.PARAMS))
     if unknown:
         raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {brief(algorithm)}; "
                         f"it takes {sorted(module.PARAMS)}")
     count = nbytes // dtype_size
-    resolved = module.resolve_params(collective, nranks, count, **params)
+    resolved = module.resolve_params(collective, nranks, -(-count // channels), **params)
     return _FORMS[algorithm](collective, nranks, count, dtype_size, a, b, g, **resolved)

@@ -15,12 +15,16 @@ README): a CSV, one line per size range,
   tree     tree             NCCL's double binary tree (AllReduce only)
   rhd      tree             the log-depth, latency-bound family (AllReduce only)
   pipeline tree             NCCL's tree is a chain inside a node (AllReduce only)
+  hier     tree             intra-node chain, inter-node tree: NCCL's tree is the
+                            hierarchical one (AllReduce only)
   ======== ================ ============================================================
 
   For ReduceScatter and AllGather NCCL has no tree: ranges whose choice is not ``ring``
   are left out (NCCL then keeps its own choice there) and listed in a comment line;
 * ``proto``: ``simple`` by default (the model has no LL/LL128 protocols);
-* ``channels``: -1 (NCCL's default); ``nNodes`` as given (-1: any); ``nRanks`` the table's.
+* ``channels``: the chosen candidate's channel count where the table tried channel counts
+  (:func:`simulator.selection.candidates`), else -1 (NCCL's default), unless given;
+  ``nNodes`` as given (-1: any); ``nRanks`` the table's.
 
 Open MPI coll/tuned dynamic rules (``--mca coll_tuned_use_dynamic_rules 1 --mca
 coll_tuned_dynamic_rules_filename FILE``; format read by ``ompi/mca/coll/tuned/
@@ -72,6 +76,7 @@ NCCL_COLL: dict[str, str] = {"allreduce": "allreduce", "allgather": "allgather",
 NCCL_ALGO: dict[tuple[str, str], str] = {
     ("allreduce", "ring"): "ring", ("allreduce", "tree"): "tree",
     ("allreduce", "rhd"): "tree", ("allreduce", "pipeline"): "tree",
+    ("allreduce", "hier"): "tree",
     ("allgather", "ring"): "ring", ("reduce_scatter", "ring"): "ring"}
 NCCL_PROTOCOLS = ("ll", "ll128", "simple")
 _NCCL_HEADER = "coll,min_bytes,max_bytes,algo,proto,channels,nNodes,nRanks"
@@ -85,7 +90,8 @@ OMPI_ALGORITHM: dict[tuple[str, str], int] = {
     ("allgather", "ring"): 4, ("allgather", "rhd"): 3, ("allgather", "tree"): 0,
     ("allgather", "pipeline"): 0,
     ("reduce_scatter", "ring"): 0, ("reduce_scatter", "rhd"): 2,
-    ("reduce_scatter", "tree"): 0, ("reduce_scatter", "pipeline"): 0}
+    ("reduce_scatter", "tree"): 0, ("reduce_scatter", "pipeline"): 0,
+    ("allreduce", "hier"): 0, ("allgather", "hier"): 0, ("reduce_scatter", "hier"): 0}
 
 #: Open MPI's names of the algorithm ids used above, per collective
 OMPI_NAMES: dict[str, dict[int, str]] = {
@@ -98,8 +104,17 @@ def _algorithm(table: TuningTable, index: int) -> str:
     return table.candidates[index][0]
 
 
+def _channels(table: TuningTable, index: int, channels: int | None) -> int:
+    """The ``channels`` column of a range choosing candidate ``index``."""
+    if channels is not None:
+        return channels
+    if not any("channels" in dict(params) for _, params in table.candidates):
+        return -1
+    return dict(table.candidates[index][1]).get("channels", 1)
+
+
 def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "simple",
-                channels: int = -1) -> str:
+                channels: int | None = None) -> str:
     """Write ``tables`` as the NCCL example tuner plugin's CSV (see the module docstring).
 
     Parameters
@@ -110,8 +125,9 @@ def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "s
         The ``nNodes`` column: nodes the job spans, or -1 for any.
     proto : {"simple", "ll", "ll128"}
         The protocol of every line.
-    channels : int
-        The ``channels`` column, -1 for NCCL's default.
+    channels : int or None
+        The ``channels`` column of every line (-1: NCCL's default); None (default): the
+        chosen candidate's channel count where the table tried channel counts, else -1.
 
     Returns
     -------
@@ -125,21 +141,22 @@ def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "s
     for table in tables:
         lines.append(f"# {table.collective} on {table.topology_name}, {table.nranks} ranks, "
                      f"{table.method}")
-        merged: list[list] = []  # [min, max, nccl algorithm or None, our algorithm]
+        merged: list[list] = []  # [min, max, nccl algorithm or None, our algorithm, channels]
         for r in table.ranges:
             algorithm = _algorithm(table, r.index)
             nccl = NCCL_ALGO.get((table.collective, algorithm))
-            if merged and nccl is not None and merged[-1][2] == nccl:
+            count = _channels(table, r.index, channels)
+            if merged and nccl is not None and merged[-1][2] == nccl and merged[-1][4] == count:
                 merged[-1][1] = r.max_bytes
             else:
-                merged.append([r.min_bytes, r.max_bytes, nccl, algorithm])
-        for low, high, nccl, algorithm in merged:
+                merged.append([r.min_bytes, r.max_bytes, nccl, algorithm, count])
+        for low, high, nccl, algorithm, count in merged:
             if nccl is None:
                 lines.append(f"# left out: {table.collective} {low}-{high} chooses "
                              f"{algorithm}, which NCCL lacks for it")
             else:
                 lines.append(f"{NCCL_COLL[table.collective]},{low},{high},{nccl},{proto},"
-                             f"{channels},{nnodes},{table.nranks}")
+                             f"{count},{nnodes},{table.nranks}")
     return "\n".join(lines) + "\n"
 
 

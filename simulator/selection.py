@@ -12,7 +12,10 @@ The table
 * Candidates: :func:`candidates`, ring, recursive halving-doubling, and the double binary
   tree and chunked pipeline at each segment count of :data:`TREE_SEGMENTS` and
   :data:`PIPELINE_SEGMENTS`.  Ties are broken by this fixed order, so every answer is
-  deterministic.
+  deterministic.  Simulated tables on all of a machine's ranks try each at every count of
+  :func:`simulator.channel_choice.channel_counts` (1 and the NICs per node), over the
+  orders of :func:`topology.channels.channel_orders`, and then ``hier`` on several nodes;
+  ``algorithms=`` keeps only the named algorithms' candidates (as ``NCCL_ALGO``).
 * Predictions (``method="auto"``, the rule):
 
   - ``"simulate"`` when ``nranks <= SIMULATE_MAX_RANKS``: every candidate's schedule is
@@ -56,9 +59,10 @@ from typing import Any, Iterator
 
 from topology.checks import check_int
 
-from collectives.build import build_schedule
+from collectives.build import ALGORITHMS, COMPOSED, build_schedule
 from collectives.schedule import COLLECTIVES
 
+from .channel_choice import HIER_INNER, channel_counts, hier_ranks_per_node, schedule_params
 from .cost import cost
 from .engine import simulate
 
@@ -80,28 +84,61 @@ PIPELINE_SEGMENTS: dict[str, tuple[int, ...]] = {
 Params = tuple[tuple[str, Any], ...]
 
 
-def candidates(collective: str) -> tuple[tuple[str, Params], ...]:
+def candidates(collective: str, channel_counts: tuple[int, ...] = (1,),
+               ranks_per_node: int | None = None) -> tuple[tuple[str, Params], ...]:
     """Every candidate of ``collective`` as ``(algorithm, params)``, in tie-breaking order.
 
     Parameters
     ----------
     collective : {"allreduce", "reduce_scatter", "allgather"}
         The collective (a key of :data:`PIPELINE_SEGMENTS`).
+    channel_counts : tuple of int, optional
+        Channel counts to try (1: no ``channels`` parameter).  With ``C > 1`` channels:
+        ring, and tree and pipeline at the segment counts above divided by ``C`` (rounded
+        up), so that the vector is cut into as many pieces as with one channel; not rhd,
+        whose channels share its pairs (its orders already give every GPU its own NIC).
+    ranks_per_node : int or None, optional
+        When given, ``hier`` follows: with each of
+        :data:`~simulator.channel_choice.HIER_INNER` at one channel, and with an inner ring
+        or rhd at each larger count.
 
     Returns
     -------
     tuple of (str, Params)
         Ring, rhd, tree at each of :data:`TREE_SEGMENTS`, then pipeline at each of
-        ``PIPELINE_SEGMENTS[collective]``.
+        ``PIPELINE_SEGMENTS[collective]``; the channel variants; then ``hier``.
 
     Examples
     --------
     >>> [a for a, _ in candidates("allreduce")]
     ['ring', 'rhd', 'tree', 'tree', 'tree', 'pipeline', 'pipeline', 'pipeline', 'pipeline']
+    >>> for algorithm, params in candidates("allgather", (1, 8), 8)[9:]:
+    ...     print(_label(algorithm, params))
+    ring(channels=8)
+    tree(channels=8,segments=1)
+    tree(channels=8,segments=2)
+    pipeline(channels=8,segments=1)
+    hier(channels=1,inner=ring,ranks_per_node=8)
+    hier(channels=1,inner=tree,ranks_per_node=8)
+    hier(channels=1,inner=rhd,ranks_per_node=8)
+    hier(channels=8,inner=ring,ranks_per_node=8)
+    hier(channels=8,inner=rhd,ranks_per_node=8)
     """
-    return (("ring", ()), ("rhd", ()),
-            *(("tree", (("segments", s),)) for s in TREE_SEGMENTS),
-            *(("pipeline", (("segments", s),)) for s in PIPELINE_SEGMENTS[collective]))
+    out: list[tuple[str, Params]] = [
+        ("ring", ()), ("rhd", ()),
+        *(("tree", (("segments", s),)) for s in TREE_SEGMENTS),
+        *(("pipeline", (("segments", s),)) for s in PIPELINE_SEGMENTS[collective])]
+    for c in (c for c in channel_counts if c > 1):
+        out.append(("ring", (("channels", c),)))
+        for algorithm, counts in (("tree", TREE_SEGMENTS),
+                                  ("pipeline", PIPELINE_SEGMENTS[collective])):
+            out += [(algorithm, (("channels", c), ("segments", s)))
+                    for s in sorted({-(-s // c) for s in counts})]
+    if ranks_per_node is not None:
+        out += [("hier", (("channels", c), ("inner", inner), ("ranks_per_node", ranks_per_node)))
+                for c in channel_counts for inner in HIER_INNER
+                if c == 1 or inner != "tree"]
+    return tuple(out)
 
 
 #: how predictions are made; ``auto`` applies the rule of the module docstring
@@ -138,9 +175,11 @@ class Choice:
     Attributes
     ----------
     algorithm : str
-        ``ring``, ``tree``, ``rhd`` or ``pipeline``.
+        ``ring``, ``tree``, ``rhd``, ``pipeline`` or ``hier``.
     params : tuple of (str, value)
-        Its tuning parameters for :func:`collectives.build_schedule` (``dict(params)``).
+        Its tuning parameters for :func:`collectives.build_schedule` (``dict(params)``;
+        on several nodes or with ``channels`` > 1 the simulated tables ran them over the
+        machine's orders, which :func:`simulator.channel_choice.schedule_params` adds).
     predicted_s : float
         Its predicted time, seconds.
     candidates : tuple of Candidate
@@ -335,7 +374,8 @@ def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
                algorithm: str, params: Params) -> list[float]:
     """Simulated times over :data:`SIZES`, the linear tail read off and checked."""
     def run(n: int) -> float:
-        schedule = build_schedule(collective, algorithm, nranks, n // dtype_size, **dict(params))
+        schedule = build_schedule(collective, algorithm, nranks, n // dtype_size,
+                                  **schedule_params(algorithm, params, topology, nranks))
         return simulate(schedule, topology, dtype_size, trace=False).time_s
 
     start = LINEAR_MIN_ELEMENTS * _pieces(collective, algorithm, nranks, params) * dtype_size
@@ -357,12 +397,12 @@ def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
 
 def _pieces(collective: str, algorithm: str, nranks: int, params: Params) -> int:
     """Into how many messages' worth ``algorithm`` cuts the vector (blocks or segments)."""
-    segments = dict(params).get("segments", 1)
+    segments, channels = dict(params).get("segments", 1), dict(params).get("channels", 1)
     if algorithm == "tree":
-        return 2 * segments
+        return 2 * segments * channels
     if algorithm == "pipeline":
-        return segments * (1 if collective == "allreduce" else nranks)
-    return nranks
+        return segments * (1 if collective == "allreduce" else nranks) * channels
+    return nranks * channels
 
 
 def _extrapolate(sizes: tuple[int, ...], times: list[float], i: int, n: int) -> float:
@@ -421,10 +461,10 @@ def _envelope(lo: int, hi: int, t_lo: list[float], t_hi: list[float]) -> list[tu
 
 
 def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
-                 method: str) -> TuningTable:
+                 method: str, algorithms: tuple[str, ...] | None = None) -> TuningTable:
     if method == "auto":
         method = "simulate" if nranks <= SIMULATE_MAX_RANKS else "closed_form"
-    tried = candidates(collective)
+    tried = _tried(collective, topology, nranks, method, algorithms)
     if method == "simulate":
         columns = [_simulated(collective, nranks, dtype_size, topology, a, p) for a, p in tried]
     else:
@@ -433,6 +473,35 @@ def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
     times = [list(row) for row in zip(*columns)]
     return TuningTable(collective, topology.name, nranks, dtype_size, method, tried, SIZES,
                        tuple(tuple(row) for row in times), _ranges(SIZES, times))
+
+
+def _tried(collective: str, topology: Any, nranks: int, method: str,
+           algorithms: tuple[str, ...] | None) -> tuple[tuple[str, Params], ...]:
+    """The candidates: with channels and ``hier`` when simulating (the closed forms know
+    neither), restricted to ``algorithms`` when given."""
+    if method == "simulate" and nranks == topology.nranks:
+        tried = candidates(collective, channel_counts(topology),
+                           hier_ranks_per_node(topology, nranks))
+    else:
+        tried = candidates(collective)
+    kept = tuple(c for c in tried if algorithms is None or c[0] in algorithms)
+    if not kept:
+        raise ValueError(f"algorithms={algorithms!r} leaves no candidate with method={method!r} "
+                         f"on {nranks} ranks of {topology.name!r}; hier needs several nodes "
+                         f"and method='simulate'")
+    return kept
+
+
+def _check_algorithms(algorithms: Any) -> tuple[str, ...] | None:
+    if algorithms is None:
+        return None
+    names = (algorithms,) if isinstance(algorithms, str) else tuple(algorithms)
+    allowed = (*ALGORITHMS, *COMPOSED)
+    for name in names:
+        if name not in allowed:
+            raise ValueError(f"algorithms={algorithms!r} is not allowed; each must be one of "
+                             f"{list(allowed)}")
+    return tuple(sorted(set(names)))
 
 
 _TABLES: dict[tuple[Any, ...], TuningTable] = {}
@@ -459,7 +528,8 @@ def _check(collective: Any, topology: Any, nranks: Any, dtype_size: Any, method:
 
 
 def tuning_table(collective: str, topology: Any, nranks: int | None = None,
-                 dtype_size: int = 4, method: str = "auto") -> TuningTable:
+                 dtype_size: int = 4, method: str = "auto",
+                 algorithms: Any = None) -> TuningTable:
     """Return the (cached) tuning table of ``collective`` on ``topology``.
 
     Parameters
@@ -474,6 +544,8 @@ def tuning_table(collective: str, topology: Any, nranks: int | None = None,
         Bytes per element (default 4).
     method : {"auto", "simulate", "closed_form"}
         How to predict (see the module docstring).
+    algorithms : str or sequence of str, optional
+        Only these algorithms' candidates (as ``NCCL_ALGO`` restricts NCCL's).
 
     Returns
     -------
@@ -486,15 +558,18 @@ def tuning_table(collective: str, topology: Any, nranks: int | None = None,
         that is not a topology.
     """
     nranks = _check(collective, topology, nranks, dtype_size, method)
-    key = (topology, collective, nranks, dtype_size, method)
+    algorithms = _check_algorithms(algorithms)
+    key = (topology, collective, nranks, dtype_size, method, algorithms,
+           channel_counts(topology))
     table = _TABLES.get(key)
     if table is None:
-        table = _TABLES[key] = _build_table(collective, topology, nranks, dtype_size, method)
+        table = _TABLES[key] = _build_table(collective, topology, nranks, dtype_size, method,
+                                            algorithms)
     return table
 
 
 def select(collective: str, nbytes: int, topology: Any, nranks: int | None = None,
-           dtype_size: int = 4, *, method: str = "auto") -> Choice:
+           dtype_size: int = 4, *, method: str = "auto", algorithms: Any = None) -> Choice:
     """Return the predicted best algorithm for ``collective`` of ``nbytes`` on ``topology``.
 
     Parameters
@@ -512,6 +587,8 @@ def select(collective: str, nbytes: int, topology: Any, nranks: int | None = Non
         Bytes per element (default 4).
     method : {"auto", "simulate", "closed_form"}
         How the table predicts (see the module docstring).
+    algorithms : str or sequence of str, optional
+        Only these algorithms' candidates (as ``NCCL_ALGO`` restricts NCCL's).
 
     Returns
     -------
@@ -532,10 +609,11 @@ def select(collective: str, nbytes: int, topology: Any, nranks: int | None = Non
     """
     try:
         table = _TABLES.get((topology, collective,
-                             topology.nranks if nranks is None else nranks, dtype_size, method))
-    except (AttributeError, TypeError):  # not a topology, or unhashable: checked below
+                             topology.nranks if nranks is None else nranks, dtype_size, method,
+                             _check_algorithms(algorithms), channel_counts(topology)))
+    except (AttributeError, TypeError, ValueError):  # bad arguments: checked below
         table = None
     if table is None:
-        table = tuning_table(collective, topology, nranks, dtype_size, method)
+        table = tuning_table(collective, topology, nranks, dtype_size, method, algorithms)
     check_int(nbytes, "nbytes", 0)
     return table.choice(nbytes)

@@ -16,7 +16,7 @@ WORKERS = Path(__file__).parent / "mpi_workers"
 MATRIX = WORKERS / "executor_matrix.py"
 
 
-@pytest.mark.parametrize("nranks", [1, 2, 3, 4, 5, 7, 8])
+@pytest.mark.parametrize("nranks", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_matrix_matches_interpret_and_native(nranks: int) -> None:
     report = run_worker(nranks, MATRIX, timeout_s=120)
     worker = load_script(MATRIX)

@@ -93,3 +93,14 @@ def test_nccl_reader_refuses_short_lines_and_bad_numbers() -> None:
 def test_bad_protocol_is_named(tables) -> None:
     with pytest.raises(ValueError, match="proto='fast'"):
         to_nccl_csv(tables, proto="fast")
+
+
+def test_nccl_csv_channels_column_is_the_chosen_count() -> None:
+    table = tuning_table("allreduce", topology.dgx_h100(2), method="simulate",
+                         algorithms=("ring",))
+    rows = read_nccl_csv(to_nccl_csv([table]))
+    assert [row["channels"] for row in rows][-1] == 8
+    for row in rows:
+        choice = table.choice(row["max_bytes"])
+        assert row["channels"] == choice.param_dict.get("channels", 1)
+    assert {row["channels"] for row in read_nccl_csv(to_nccl_csv([table], channels=-1))} == {-1}

@@ -44,6 +44,28 @@ def test_gaps_copies_and_negative_rounds_read_as_the_steps() -> None:
     assert _same(schedule)
 
 
-def test_schedules_relabelled_with_order_have_no_lanes() -> None:
-    assert build_schedule("allreduce", "tree", 4, 100, order=(1, 0, 3, 2)).lanes is None
+def test_rhd_alone_has_no_lanes() -> None:
     assert build_schedule("allreduce", "rhd", 4, 100).lanes is None
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "rhd", "pipeline"])
+@pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
+def test_channels_and_orders_read_as_the_steps(algorithm: str, collective: str) -> None:
+    for p in (2, 5, 8):
+        reverse = tuple(range(p))[::-1]
+        for count in (0, 3, 1000):
+            for channels in (1, 2, 3):
+                orders = [reverse] * channels if channels == 1 else \
+                    [tuple(range(p))] + [reverse] * (channels - 1)
+                schedule = build_schedule(collective, algorithm, p, count, channels=channels,
+                                          order=orders)
+                assert schedule.lanes is not None
+                assert _same(schedule), (p, count, channels)
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
+def test_hier_reads_as_its_steps(collective: str) -> None:
+    for inner in ("ring", "tree", "rhd"):
+        schedule = build_schedule(collective, "hier", 6, 101, channels=2, ranks_per_node=2,
+                                  inner=inner)
+        assert schedule.lanes is not None and _same(schedule)

@@ -10,8 +10,8 @@ import pytest
 import topology
 from collectives import build_schedule
 from simulator import cost, simulate
-from simulator.selection import (SIZES, Choice, candidates, clear_cache, effective_model,
-                              select, tuning_table)
+from simulator.selection import (SIZES, Choice, _label, candidates, clear_cache,
+                                 effective_model, select, tuning_table)
 
 ALPHA, BETA = 2e-6, 1e-10
 
@@ -148,3 +148,45 @@ def test_bad_arguments_are_named(flat4, call, match: str) -> None:
 def test_not_a_topology_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="topology="):
         select("allreduce", 8, "flat")
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    return topology.dgx_h100(2)
+
+
+def test_simulated_tables_try_channels_and_hier(two_nodes) -> None:
+    table = tuning_table("allreduce", two_nodes, method="simulate", algorithms=("ring", "hier"))
+    labels = [_label(a, p) for a, p in table.candidates]
+    assert labels == ["ring", "ring(channels=8)",
+                      *(f"hier(channels=1,inner={i},ranks_per_node=8)"
+                        for i in ("ring", "tree", "rhd")),
+                      *(f"hier(channels=8,inner={i},ranks_per_node=8)" for i in ("ring", "rhd"))]
+    big = table.choice(4 << 30)
+    assert big.label == "ring(channels=8)"
+    small = table.choice(64 << 10)
+    assert small.algorithm == "hier"  # fewer network steps win small and mid sizes
+
+
+def test_algorithms_restrict_the_candidates(two_nodes, flat4) -> None:
+    assert {c.algorithm for c in select("allreduce", 1024, flat4, algorithms="tree").candidates} \
+        == {"tree"}
+    with pytest.raises(ValueError, match="algorithms=\\('bus',\\)"):
+        select("allreduce", 1024, flat4, algorithms=("bus",))
+    with pytest.raises(ValueError, match="leaves no candidate"):
+        tuning_table("allreduce", flat4, method="closed_form", algorithms=("hier",))
+
+
+def test_channel_counts_follow_the_environment(two_nodes, monkeypatch) -> None:
+    from simulator.channel_choice import channel_counts
+    assert channel_counts(two_nodes) == (1, 8)
+    monkeypatch.setenv("COLLSIM_MAX_NCHANNELS", "2")
+    assert channel_counts(two_nodes) == (1, 2)
+    monkeypatch.setenv("COLLSIM_MIN_NCHANNELS", "2")
+    assert channel_counts(two_nodes) == (2,)
+    monkeypatch.setenv("COLLSIM_MIN_NCHANNELS", "4")
+    with pytest.raises(ValueError, match="COLLSIM_MIN_NCHANNELS=4 exceeds"):
+        channel_counts(two_nodes)
+    monkeypatch.setenv("COLLSIM_MIN_NCHANNELS", "x")
+    with pytest.raises(ValueError, match="COLLSIM_MIN_NCHANNELS='x'"):
+        channel_counts(two_nodes)

@@ -3,6 +3,7 @@
 Importing this package needs neither MPI, nor SimPy, nor a GPU.
 """
 
+from .channels import channel_orders, ranks_per_node
 from .errors import TopologyError
 from .files import dumps, load, loads, save
 from .model import Device, FullMesh, Link, Topology
@@ -14,6 +15,7 @@ from .presets import (DEFAULT_ALPHA_S, DEFAULT_BETA_S_PER_BYTE, DEFAULT_GAMMA_S_
 __all__ = [
     "DEFAULT_ALPHA_S", "DEFAULT_BETA_S_PER_BYTE", "DEFAULT_GAMMA_S_PER_BYTE", "Device",
     "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "FullMesh", "Link", "PRESET_NAMES", "Topology",
-    "TopologyError", "dgx_a100", "dgx_h100", "default_flat", "dumps", "flat", "load", "loads",
-    "pcie_node", "preset", "rail_fat_tree", "ring_order", "save",
+    "TopologyError", "channel_orders", "dgx_a100", "dgx_h100", "default_flat", "dumps", "flat",
+    "load", "loads", "pcie_node", "preset", "rail_fat_tree", "ranks_per_node", "ring_order",
+    "save",
 ]

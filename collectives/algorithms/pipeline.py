@@ -63,7 +63,12 @@ from ..layout import SEGMENT_ELEMENTS, splits
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Op, Step, new_recv, new_send
 
-__all__ = ["PARAMS", "SEGMENT_ELEMENTS", "resolve_params", "rank_lanes", "rank_steps"]
+__all__ = ["PARAMS", "WITHIN_BLOCKS", "SEGMENT_ELEMENTS", "resolve_params", "rank_lanes",
+           "rank_steps"]
+
+#: collectives whose every operation lies in one rank's block and reads nothing but
+#: ``blocks``, so that :mod:`collectives.compose` may hand it blocks anywhere in the buffer
+WITHIN_BLOCKS: frozenset[str] = frozenset({"reduce_scatter", "allgather"})
 
 PARAMS: dict[str, Any] = {"segments": None}
 

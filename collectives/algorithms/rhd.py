@@ -69,7 +69,7 @@ from ..layout import blocks_of
 from ..layout import split
 from ..schedule import Recv, Send, Step
 
-__all__ = ["PARAMS", "resolve_params", "rank_steps"]
+__all__ = ["PARAMS", "resolve_params", "rank_steps", "step_rounds"]
 
 PARAMS: dict[str, Any] = {}
 
@@ -228,3 +228,43 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     if not paired:
         return core
     return [_exchange(extra, [], fold_in, reduce_in), *core, _exchange(extra, fold_out, [], False)]
+
+
+def step_rounds(collective: str, rank: int, nranks: int) -> list[int]:
+    """Return the round of each of ``rank``'s steps on a clock shared by all ranks.
+
+    The fold in is round 0, core step ``j`` is round ``j + 1`` and the fold out the round
+    after the core (``p`` a power of two: no folds, core step ``j`` is round ``j``), so
+    both ends of every message fall in the same round; :mod:`collectives.compose` merges
+    channels by these rounds.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    rank, nranks : int
+        The rank and the number of ranks.
+
+    Returns
+    -------
+    list of int
+        One round per step of :func:`rank_steps`, increasing.
+
+    Examples
+    --------
+    >>> step_rounds("allreduce", 0, 3), step_rounds("allreduce", 1, 3)
+    ([0, 3], [0, 1, 2, 3])
+    >>> step_rounds("allreduce", 2, 3)
+    [1, 2]
+    """
+    fold = _Fold.of(nranks)
+    lg = fold.core.bit_length() - 1
+    core = lg * ((collective != "allgather") + (collective != "reduce_scatter"))
+    if fold.core == nranks:
+        return list(range(core))
+    i = fold.core_rank(rank)
+    if fold.first(i) == fold.survivor(i):
+        return list(range(1, core + 1))
+    if rank == fold.first(i):
+        return [0, core + 1]
+    return list(range(core + 2))

@@ -15,7 +15,11 @@ from ..gcpause import gc_paused
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Step, new_recv, new_send
 
-__all__ = ["PARAMS", "resolve_params", "rank_lanes", "rank_steps"]
+__all__ = ["PARAMS", "WITHIN_BLOCKS", "resolve_params", "rank_lanes", "rank_steps"]
+
+#: collectives whose every operation lies in one rank's block and reads nothing but
+#: ``blocks``, so that :mod:`collectives.compose` may hand it blocks anywhere in the buffer
+WITHIN_BLOCKS: frozenset[str] = frozenset({"allreduce", "reduce_scatter", "allgather"})
 
 PARAMS: dict[str, Any] = {}
 

@@ -25,7 +25,6 @@ import os
 from collections import Counter
 from contextlib import nullcontext
 from functools import lru_cache, partial
-from functools import lru_cache
 from reprlib import repr as brief
 from typing import Any
 

@@ -64,11 +64,18 @@ def cases(nranks: int, dtypes: tuple[str, ...] = DTYPES) -> list[Case]:
                         for dtype in ("float32", "float64")]
         if algorithm == "native":
             continue
-        variants = [(("order", tuple(reversed(range(nranks)))),)]
+        identity, reverse = tuple(range(nranks)), tuple(reversed(range(nranks)))
+        variants = [(("order", reverse),), (("channels", 2),),
+                    (("channels", 3), ("order", (identity, reverse, identity[1:] + identity[:1])))]
         if "segments" in collectives.algorithm_params(algorithm):
             variants.append((("segments", 3),))
-        out += [Case(collective, algorithm, 50, "float64", "sum", "out", params=variant)
-                for collective in COLLECTIVES for variant in variants]
+        out += [Case(collective, algorithm, n, "float64", "sum", "out", params=variant)
+                for collective in COLLECTIVES for variant in variants for n in (2, 50)]
+    if nranks % 2 == 0:  # hier: two ranks per node, every inner algorithm, 1 and 2 channels
+        out += [Case(collective, "hier", n, "float64", "sum", "out",
+                     params=(("channels", channels), ("inner", inner), ("ranks_per_node", 2)))
+                for collective in COLLECTIVES for inner in ("ring", "tree", "rhd")
+                for channels, n in ((1, 50), (2, 3))]
     return out
 
 
@@ -192,6 +199,17 @@ def run_errors(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
     expect_error(failures, TypeError, "list", ar, [1.0, 2.0], comm=comm)
     expect_error(failures, TypeError, "'segments'", ar, x, comm=comm, algorithm="ring", segments=2)
     expect_error(failures, ValueError, "IN_PLACE", ar, collectives.IN_PLACE, comm=comm)
+    expect_error(failures, ValueError, "channels=0", ar, x, comm=comm, algorithm="ring",
+                 channels=0)
+    expect_error(failures, ValueError, "needs ranks_per_node", ar, x, comm=comm,
+                 algorithm="hier")
+    if nranks > 1:
+        expect_error(failures, ValueError, "unequal size", ar, x, comm=comm, algorithm="hier",
+                     ranks_per_node=nranks + 1)
+    os.environ["COLLSIM_MAX_NCHANNELS"] = "0"
+    expect_error(failures, ValueError, "COLLSIM_MAX_NCHANNELS='0'", ar, x, comm=comm,
+                 algorithm="ring", channels=2)
+    del os.environ["COLLSIM_MAX_NCHANNELS"]
     whole = xp.ones(16, "float32")
     expect_error(failures, ValueError, "overlap", ar, whole[:8], whole[4:12], comm=comm)
     expect_error(failures, ValueError, "sendbuf has", collectives.reduce_scatter,

@@ -1,0 +1,122 @@
+"""Hierarchical (2-D) collectives, composed of the flat algorithms, not written anew.
+
+The ``p = N * L`` ranks sit on ``N`` nodes of ``L = ranks_per_node`` consecutive ranks
+(node ``k`` holds ranks ``k*L .. k*L + L - 1``; local rank ``l``).  The *intra* algorithm
+runs among the ranks of one node, the *inner* one among the ranks of equal local rank
+(one per node, each on its own rail on a rail-optimised machine):
+
+* **AllReduce**: intra-node ReduceScatter of the vector (local rank ``l`` ends with block
+  ``l`` of ``L``, reduced over its node); inter-node AllReduce of block ``l`` among the
+  ranks of local rank ``l``; intra-node AllGather.  The network carries ``2(N-1)/N`` of
+  ``n/L`` per rank in ``inner``'s few steps.
+* **ReduceScatter**: intra-node ReduceScatter in which local rank ``l`` owns the blocks of
+  every rank of local rank ``l``; then inter-node ReduceScatter of those blocks.
+* **AllGather**: its transpose: inter-node AllGather, then intra-node AllGather.
+
+Each phase is a :class:`~collectives.compose.Part` per group (and per channel); phases run
+one after another.  Every element is reduced along one path and then copied, so all ranks
+end bitwise identical.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..compose import Part, channel_parts, identity_orders
+from ..layout import block
+from ..placement import Placement
+from . import pipeline, rhd, ring, tree
+
+__all__ = ["PARAMS", "phases"]
+
+PARAMS: dict[str, Any] = {"ranks_per_node": None, "inner": "ring", "intra": "ring"}
+
+#: the algorithms a phase may run
+_FLAT = {"ring": ring, "tree": tree, "rhd": rhd, "pipeline": pipeline}
+
+Range = tuple[int, int]
+
+
+def _algorithm(name: str, value: Any) -> Any:
+    if value not in _FLAT:
+        raise ValueError(f"{name}={value!r} is not allowed; choose one of {sorted(_FLAT)}")
+    return _FLAT[value]
+
+
+def _ranks_per_node(value: Any, nranks: int) -> int:
+    if value is None:
+        raise ValueError("algorithm 'hier' needs ranks_per_node= (ranks per node, nodes of "
+                         "consecutive ranks); topology.ranks_per_node(machine) reads it "
+                         "from a topology")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"ranks_per_node={value!r} is not allowed; it must be an integer >= 1")
+    if nranks % value:
+        raise ValueError(f"ranks_per_node={value} does not divide nranks={nranks}: nodes of "
+                         f"unequal size are not supported")
+    return value
+
+
+def _group(module: Any, collective: str, ranks: Sequence[int], pieces: Sequence[Sequence[Range]],
+           channels: int) -> list[Part]:
+    """``collective`` among ``ranks``, rank ``ranks[v]`` owning the real ranges ``pieces[v]``."""
+    placement = Placement.of([r for owned in pieces for r in owned])
+    edges = [0]
+    for owned in pieces:
+        edges.append(edges[-1] + sum(hi - lo for lo, hi in owned))
+    blocks = tuple(zip(edges[:-1], edges[1:]))
+    return channel_parts(module, collective, ranks, placement, blocks,
+                         identity_orders(len(ranks), channels), {})
+
+
+def phases(collective: str, nranks: int, count: int, channels: int, ranks_per_node: Any,
+           inner: Any, intra: Any) -> list[list[Part]]:
+    """Return the phases of the hierarchical ``collective`` (see the module docstring).
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    nranks, count : int
+        Ranks and elements of the full vector.
+    channels : int
+        Channels of every phase.
+    ranks_per_node : int
+        Ranks per node; must divide ``nranks``.
+    inner, intra : {"ring", "tree", "rhd", "pipeline"}
+        The algorithm across nodes and the one inside a node.
+
+    Returns
+    -------
+    list of list of Part
+        Two phases (ReduceScatter, AllGather) or three (AllReduce).
+
+    Raises
+    ------
+    ValueError
+        If ``ranks_per_node`` is missing or does not divide ``nranks``, or an algorithm
+        name is unknown.
+    """
+    size = _ranks_per_node(ranks_per_node, nranks)
+    across, within = _algorithm("inner", inner), _algorithm("intra", intra)
+    nodes = nranks // size
+    node = [list(range(k * size, (k + 1) * size)) for k in range(nodes)]
+    rail = [list(range(local, nranks, size)) for local in range(size)]
+    if collective == "allreduce":
+        part = [[block(count, size, local)] for local in range(size)]
+        # an AllReduce cuts its vector as it likes: the inter-node group's vector is the
+        # local rank's block, owned here by the group's first rank
+        return [[p for ranks in node
+                 for p in _group(within, "reduce_scatter", ranks, part, channels)],
+                [p for local, ranks in enumerate(rail)
+                 for p in _group(across, "allreduce", ranks,
+                                 [part[local]] + [[]] * (nodes - 1), channels)],
+                [p for ranks in node
+                 for p in _group(within, "allgather", ranks, part, channels)]]
+    blocks = [block(count, nranks, r) for r in range(nranks)]
+    by_local = [[blocks[r] for r in ranks] for ranks in rail]
+    intra_phase = [p for ranks in node for p in _group(within, collective, ranks, by_local,
+                                                       channels)]
+    inter_phase = [p for ranks in rail for p in _group(across, collective, ranks,
+                                                       [[blocks[r]] for r in ranks], channels)]
+    return [intra_phase, inter_phase] if collective == "reduce_scatter" else \
+        [inter_phase, intra_phase]

@@ -1,0 +1,261 @@
+"""Schedules made of schedules: channels side by side, phases one after another.
+
+A :class:`Part` is one algorithm run by some of the ranks (``ranks[v]`` plays rank ``v``)
+on a virtual vector that a :class:`~collectives.placement.Placement` lays onto the real
+working buffer.  :func:`channel_parts` cuts a vector into channels, each a part with its
+own rank order; :func:`composed` makes one schedule of *phases*, each a list of parts
+that run together.
+
+Every part yields its rank's operations as lanes on the part's global clock of rounds
+(an algorithm without lanes, such as rhd, gives each step's round through
+``step_rounds``).  Within a phase the lanes of all parts are merged round by round, so
+the channels' operations share steps and progress together; since the send and the
+receive of every message fall in the same round, the k-th send from ``a`` to ``b``
+still meets the k-th receive at ``b`` from ``a`` (ordered by round, then part, then the
+part's own order).  Phases follow each other per rank.  The schedule keeps its lanes,
+so the simulator reads a composed schedule as arrays as it reads a plain one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any, Callable, Sequence
+
+from .gcpause import gc_paused
+from .layout import block, split
+from .placement import Placement
+from .rounds import Lane, merge_lanes
+from .schedule import Recv, Schedule, Send, new_recv, new_send
+
+__all__ = ["Part", "channel_parts", "composed", "identity_orders", "part_lanes"]
+
+Range = tuple[int, int]
+
+
+@dataclass(frozen=True, eq=False)
+class Part:
+    """``module``'s ``collective`` run by ``ranks`` on ``placement``'s virtual vector.
+
+    Parameters
+    ----------
+    module : module
+        An algorithm module of :mod:`collectives.algorithms` with ``rank_lanes`` or
+        ``rank_steps``.
+    collective : str
+        The collective.
+    ranks : tuple of int
+        ``ranks[v]``: the real rank that plays rank ``v``.
+    blocks : tuple of (int, int)
+        Virtual block of each ``v`` (consecutive, covering the virtual vector).
+    placement : Placement
+        Where the virtual vector lies in the real working buffer.
+    params : dict
+        The algorithm's resolved parameters.
+    """
+
+    module: Any
+    collective: str
+    ranks: tuple[int, ...]
+    blocks: tuple[Range, ...]
+    placement: Placement
+    params: dict[str, Any]
+    position: dict[int, int] = field(init=False, repr=False)
+    real_blocks: tuple[Range, ...] | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "position", {r: v for v, r in enumerate(self.ranks)})
+        real = [self.placement.ranges(lo, hi) for lo, hi in self.blocks]
+        within = self.collective in getattr(self.module, "WITHIN_BLOCKS", ())
+        object.__setattr__(self, "real_blocks", tuple(r[0] for r in real)
+                           if within and all(len(r) == 1 for r in real) else None)
+
+
+def channel_parts(module: Any, collective: str, ranks: Sequence[int], placement: Placement,
+                  blocks: Sequence[Range], orders: Sequence[Sequence[int]],
+                  params: dict[str, Any]) -> list[Part]:
+    """Cut a vector into ``len(orders)`` channels, channel ``c`` run over ``orders[c]``.
+
+    AllReduce channels take near-equal contiguous parts of the vector; ReduceScatter and
+    AllGather channels take part ``c`` of every rank's block (so that each rank's block
+    stays its own in every channel).
+
+    Parameters
+    ----------
+    module : module
+        The algorithm of every channel.
+    collective : str
+        The collective.
+    ranks : sequence of int
+        Real rank of each of the ``q`` ranks of the vector.
+    placement : Placement
+        Where the vector lies in the real buffer.
+    blocks : sequence of (int, int)
+        Virtual block of each of the ``q`` ranks.
+    orders : sequence of sequence of int
+        Per channel, a permutation of ``0..q-1``: the algorithm's rank ``v`` is ``order[v]``.
+    params : dict
+        The algorithm's unresolved parameters, resolved per channel.
+
+    Returns
+    -------
+    list of Part
+        One per channel.
+    """
+    q, size, nchannels = len(ranks), placement.size, len(orders)
+    parts = []
+    for c, order in enumerate(orders):
+        if collective == "allreduce":
+            lo, hi = split(0, size, nchannels, c)
+            sub, m = placement.take([(lo, hi)]), hi - lo
+            vblocks = tuple(block(m, q, v) for v in range(q))
+        else:
+            pieces = [split(*blocks[order[v]], nchannels, c) for v in range(q)]
+            sub = placement.take(pieces)
+            edges = list(accumulate((hi - lo for lo, hi in pieces), initial=0))
+            m, vblocks = edges[-1], tuple(zip(edges[:-1], edges[1:]))
+        resolved = module.resolve_params(collective, q, m, **params)
+        parts.append(Part(module, collective, tuple(ranks[v] for v in order), vblocks, sub,
+                          resolved))
+    return parts
+
+
+def _module_lanes(part: Part, v: int, blocks: Sequence[Range]) -> list[Lane]:
+    """The algorithm's lanes of rank ``v`` (steps become one-entry lanes at their rounds)."""
+    module, q, m = part.module, len(part.ranks), part.placement.size
+    if hasattr(module, "rank_lanes"):
+        return module.rank_lanes(part.collective, v, q, m, blocks, **part.params)
+    steps = module.rank_steps(part.collective, v, q, m, blocks, **part.params)
+    rounds = module.step_rounds(part.collective, v, q) if hasattr(module, "step_rounds") \
+        else range(len(steps))
+    lanes = []
+    for round_, step in zip(rounds, steps):
+        for op in step.ops:
+            if isinstance(op, Send):
+                lanes.append(Lane(round_, new_send, op.peer, (op.start,), (op.stop,)))
+            elif isinstance(op, Recv):
+                lanes.append(Lane(round_, new_recv, op.peer, (op.start,), (op.stop,),
+                                  (op.reduce,)))
+            else:
+                raise ValueError(f"{op}: local copies cannot be placed in channels or phases")
+    return lanes
+
+
+class _Shifted:
+    """Sequences of starts or stops moved by a constant, each computed once while it is
+    met again (every rank of a part reads the same segment tuples)."""
+
+    def __init__(self, shift: int) -> None:
+        self.shift = shift
+        self.seen: dict[int, tuple[Any, tuple[int | None, ...]]] = {}
+
+    def __call__(self, values: Sequence[int | None]) -> Sequence[int | None]:
+        if not self.shift:
+            return values
+        known = self.seen.get(id(values))
+        if known is not None and known[0] is values:
+            return known[1]
+        s = self.shift
+        moved = tuple(None if x is None else x + s for x in values)
+        if len(self.seen) > 64:
+            self.seen.clear()
+        self.seen[id(values)] = (values, moved)
+        return moved
+
+
+def _placed(lane: Lane, placement: Placement) -> list[Lane]:
+    """``lane`` with its virtual ranges mapped to real ones: a lane per piece."""
+    cut = [None if a is None else placement.ranges(a, b)
+           for a, b in zip(lane.starts, lane.stops)]
+    width = max((len(pieces) for pieces in cut if pieces), default=0)
+    return [lane._replace(starts=[p[j][0] if p and j < len(p) else None for p in cut],
+                          stops=[p[j][1] if p and j < len(p) else None for p in cut])
+            for j in range(width)]
+
+
+def part_lanes(part: Part, rank: int, shifted: Callable[[Any], Any] | None = None) -> list[Lane]:
+    """Return the lanes of real ``rank`` in ``part`` (none when it is not one of its ranks).
+
+    Parameters
+    ----------
+    part : Part
+        The part.
+    rank : int
+        A real rank.
+    shifted : callable or None
+        Moves a sequence of virtual starts or stops to real ones when the part's
+        placement is one shift (a :class:`_Shifted`); made here when None.
+
+    Returns
+    -------
+    list of Lane
+        Real peers and real element ranges, on the part's clock of rounds.
+    """
+    v = part.position.get(rank)
+    if v is None:
+        return []
+    ranks = part.ranks
+    if part.real_blocks is not None:  # the algorithm's ranges lie in blocks: give it real ones
+        return [each._replace(peer=ranks[each.peer])
+                for each in _module_lanes(part, v, part.real_blocks)]
+    lanes = _module_lanes(part, v, part.blocks)
+    shift = part.placement.shift
+    if shift is not None:
+        move = shifted or _Shifted(shift)
+        return [each._replace(peer=ranks[each.peer], starts=move(each.starts),
+                              stops=move(each.stops)) for each in lanes]
+    return [placed._replace(peer=ranks[placed.peer])
+            for each in lanes for placed in _placed(each, part.placement)]
+
+
+def _end(lanes: Sequence[Lane]) -> int:
+    return max(each.first_round + min(len(each.starts), len(each.stops)) for each in lanes)
+
+
+def composed(collective: str, algorithm: str, nranks: int, count: int,
+             params: dict[str, Any], phases: Sequence[Sequence[Part]]) -> Schedule:
+    """Return the schedule of ``phases`` run one after another, each phase's parts together.
+
+    Parameters
+    ----------
+    collective, algorithm : str
+        Recorded with the schedule.
+    nranks, count : int
+        Ranks and elements of the real working buffer.
+    params : dict
+        The parameters recorded with the schedule.
+    phases : sequence of sequence of Part
+        Per phase, the parts that run together (merged round by round).
+
+    Returns
+    -------
+    Schedule
+        With lanes; each rank's steps are its lanes merged by
+        :func:`~collectives.rounds.merge_lanes`.
+    """
+    movers = [[_Shifted(part.placement.shift or 0) for part in phase] for phase in phases]
+
+    def lanes(rank: int) -> list[Lane]:
+        out: list[Lane] = []
+        for phase, moves in zip(phases, movers):
+            these = [each for part, move in zip(phase, moves)
+                     for each in part_lanes(part, rank, move)
+                     if min(len(each.starts), len(each.stops))]
+            if out and these:
+                lag = _end(out) - min(each.first_round for each in these)
+                these = [each._replace(first_round=each.first_round + lag) for each in these]
+            out += these
+        return out
+
+    @gc_paused()
+    def generate(rank: int) -> tuple:
+        return tuple(merge_lanes(lanes(rank)))
+
+    return Schedule(collective, algorithm, nranks, count, tuple(sorted(params.items())),
+                    generate, lanes)
+
+
+def identity_orders(nranks: int, channels: int) -> list[tuple[int, ...]]:
+    """``channels`` copies of the identity order of ``nranks`` ranks."""
+    return [tuple(range(nranks))] * channels
+

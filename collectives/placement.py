@@ -1,0 +1,140 @@
+"""Where a sub-schedule's elements live in the real working buffer.
+
+A sub-schedule (one channel of a schedule, one phase of a hierarchical one) runs on a
+*virtual* vector ``[0, size)``; a :class:`Placement` maps it, piece by piece, onto element
+ranges of the real working buffer.  Each piece keeps its length and order, so a virtual
+range maps to a few real ranges, merged where they touch.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Sequence
+
+__all__ = ["Placement"]
+
+Range = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Virtual elements ``[vstarts[i], vstarts[i] + lengths[i])`` lie at ``rstarts[i]`` on.
+
+    Parameters
+    ----------
+    rstarts : tuple of int
+        Real start of each piece.
+    lengths : tuple of int
+        Length of each piece (> 0); the pieces follow each other in virtual order.
+    """
+
+    rstarts: tuple[int, ...]
+    lengths: tuple[int, ...]
+
+    @classmethod
+    def of(cls, ranges: Sequence[Range]) -> "Placement":
+        """Return the placement of the concatenation of real ``ranges``.
+
+        Parameters
+        ----------
+        ranges : sequence of (int, int)
+            Real ranges, in virtual order; empty ones are dropped, touching ones merged.
+
+        Returns
+        -------
+        Placement
+
+        Examples
+        --------
+        >>> Placement.of([(4, 6), (6, 8), (0, 2)])
+        Placement(rstarts=(4, 0), lengths=(4, 2))
+        """
+        rstarts: list[int] = []
+        lengths: list[int] = []
+        for lo, hi in ranges:
+            if hi <= lo:
+                continue
+            if rstarts and rstarts[-1] + lengths[-1] == lo:
+                lengths[-1] += hi - lo
+            else:
+                rstarts.append(lo)
+                lengths.append(hi - lo)
+        return cls(tuple(rstarts), tuple(lengths))
+
+    @property
+    def size(self) -> int:
+        """Elements of the virtual vector."""
+        return sum(self.lengths)
+
+    @property
+    def shift(self) -> int | None:
+        """``real - virtual`` when it is the same for every element (one piece or none),
+        else None."""
+        if len(self.rstarts) > 1:
+            return None
+        return self.rstarts[0] if self.rstarts else 0
+
+    def _vstarts(self) -> list[int]:
+        return list(accumulate(self.lengths, initial=0))
+
+    def ranges(self, start: int, stop: int) -> list[Range]:
+        """Return the real ranges of virtual ``[start, stop)``, merged where they touch.
+
+        Parameters
+        ----------
+        start, stop : int
+            A virtual range, ``0 <= start <= stop <= size``.
+
+        Returns
+        -------
+        list of (int, int)
+            At least one range: an empty virtual range maps to one empty real range.
+
+        Examples
+        --------
+        >>> Placement.of([(4, 6), (0, 2)]).ranges(1, 3)
+        [(5, 6), (0, 1)]
+        """
+        vstarts = self._vstarts()
+        if start >= stop:
+            index = min(bisect_right(vstarts, start) - 1, len(self.rstarts) - 1)
+            at = self.rstarts[index] + start - vstarts[index] if index >= 0 else 0
+            return [(at, at)]
+        return Placement.of(self._pieces(vstarts, start, stop)).as_ranges()
+
+    def _pieces(self, vstarts: list[int], start: int, stop: int) -> list[Range]:
+        pieces = []
+        index = bisect_right(vstarts, start) - 1
+        while start < stop:
+            end = min(stop, vstarts[index + 1])
+            offset = self.rstarts[index] - vstarts[index]
+            pieces.append((start + offset, end + offset))
+            start, index = end, index + 1
+        return pieces
+
+    def as_ranges(self) -> list[Range]:
+        """The real ranges, in virtual order."""
+        return [(lo, lo + n) for lo, n in zip(self.rstarts, self.lengths)]
+
+    def take(self, ranges: Sequence[Range]) -> "Placement":
+        """Return the placement of the concatenation of virtual ``ranges`` of this one.
+
+        Parameters
+        ----------
+        ranges : sequence of (int, int)
+            Virtual ranges of this placement, in the new virtual order.
+
+        Returns
+        -------
+        Placement
+
+        Examples
+        --------
+        >>> Placement.of([(10, 20)]).take([(5, 10), (0, 2)])
+        Placement(rstarts=(15, 10), lengths=(5, 2))
+        """
+        vstarts = self._vstarts()
+        return Placement.of([piece for lo, hi in ranges if hi > lo
+                             for piece in self._pieces(vstarts, lo, hi)])

@@ -1,0 +1,171 @@
+"""Rank orders per channel that use every NIC of a node, as NCCL's channels do.
+
+Pass the result as ``order=`` with ``channels=len(orders)`` to
+:func:`collectives.build_schedule`.  On a machine of ``N > 1`` nodes of ``L`` ranks, where
+local rank ``l`` of every node uses NIC (rail) ``l`` (as in :func:`topology.rail_fat_tree`
+and the DGX presets):
+
+* **ring** and **pipeline**: the ring keeps each node's ranks together and crosses every
+  node boundary once, from the exit rank of one node to the entry rank of the next *on the
+  same rail*, so the crossing turns at that rail's leaf switch.  Channel ``c`` enters node
+  0 on rail ``c`` and leaves on rail ``c + 1`` (the next node enters on it and leaves on
+  rail ``c``, and so on; with an odd number of nodes one node leaves on rail ``c + 2`` to
+  close the ring).  For ``C = L`` channels every NIC of every node then sends for exactly
+  one channel and receives for exactly one.
+* **tree**: each node's ranks stay together (the double binary tree's subtrees of up to
+  ``L`` ranks stay inside a node) and are rotated by ``c`` in channel ``c``, so the
+  node-crossing edges start from a different GPU and NIC in every channel.
+* **rhd**: node-minor: position ``l * N + k`` is local rank ``l + c`` (mod ``L``) of node
+  ``k``, so the exchanges at the small masks (the last halving steps and the first
+  doubling steps, which move the least data) cross the network between equal local ranks,
+  on one rail, and the large exchanges stay on NVLink.
+
+A single node, or a machine without nodes (:func:`topology.flat`), gets the order it has
+today in every channel (:func:`topology.ring_order` for ring and pipeline, the identity
+otherwise).
+"""
+
+from __future__ import annotations
+
+from .model import Topology
+from .order import node_groups, ring_order
+
+__all__ = ["CHANNEL_ALGORITHMS", "channel_orders", "ranks_per_node", "nics_per_node"]
+
+#: algorithms :func:`channel_orders` makes orders for
+CHANNEL_ALGORITHMS: tuple[str, ...] = ("ring", "pipeline", "tree", "rhd")
+
+
+def ranks_per_node(topology: Topology) -> int:
+    """Return the ranks per node of a machine whose nodes hold consecutive ranks.
+
+    Parameters
+    ----------
+    topology : Topology
+        The machine (nodes: see :func:`topology.order.node_groups`).
+
+    Returns
+    -------
+    int
+        Ranks per node.
+
+    Raises
+    ------
+    ValueError
+        If the nodes differ in size or a node's ranks are not consecutive.
+
+    Examples
+    --------
+    >>> import topology
+    >>> ranks_per_node(topology.dgx_h100(2))
+    8
+    """
+    groups = node_groups(topology)
+    size = len(groups[0])
+    for k, group in enumerate(groups):
+        if group != list(range(k * size, (k + 1) * size)):
+            raise ValueError(f"topology {topology.name!r} has nodes of unequal size or of "
+                             f"ranks that are not consecutive (node {k}: ranks {group[:4]}...); "
+                             f"hierarchical algorithms need equal nodes of consecutive ranks")
+    return size
+
+
+def nics_per_node(topology: Topology) -> int:
+    """Return the NICs (devices of kind ``"nic"``) of the node of rank 0 (0 on one node).
+
+    Parameters
+    ----------
+    topology : Topology
+        The machine.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import topology
+    >>> nics_per_node(topology.dgx_h100(2)), nics_per_node(topology.dgx_h100(1))
+    (8, 0)
+    """
+    if len(node_groups(topology)) < 2:
+        return 0
+    prefix = topology.placement[0].split(".")[0] + "."
+    return sum(1 for d in topology.devices if d.kind == "nic" and d.id.startswith(prefix))
+
+
+def _ring(groups: list[list[int]], c: int) -> list[int]:
+    nodes, size = len(groups), len(groups[0])
+    first = c % size
+    order: list[int] = []
+    entry = first
+    for k, group in enumerate(groups):
+        if k == nodes - 1:
+            leave = first if first != entry else (entry + 1) % size
+        elif k == nodes - 2 and nodes % 2 and size >= 3:
+            leave = (first + 2) % size
+        else:
+            leave = (first + 1) % size if entry == first else first
+        middle = [(entry + i) % size for i in range(1, size)]
+        middle.remove(leave)
+        order += [group[entry], *(group[i] for i in middle), group[leave]]
+        entry = leave
+    return order
+
+
+def channel_orders(topology: Topology, channels: int,
+                   algorithm: str) -> tuple[tuple[int, ...], ...]:
+    """Return a rank order per channel for ``algorithm`` on ``topology``.
+
+    Parameters
+    ----------
+    topology : Topology
+        The machine.
+    channels : int
+        Number of channels, at least 1.
+    algorithm : {"ring", "pipeline", "tree", "rhd"}
+        The algorithm every channel runs (see the module docstring).
+
+    Returns
+    -------
+    tuple of tuple of int
+        ``channels`` permutations of the ranks.
+
+    Raises
+    ------
+    TypeError
+        If ``topology`` is not a Topology.
+    ValueError
+        If ``channels`` is not an integer >= 1 or ``algorithm`` is not one of
+        :data:`CHANNEL_ALGORITHMS`.
+
+    Examples
+    --------
+    >>> import topology
+    >>> orders = channel_orders(topology.dgx_h100(2), 8, "ring")
+    >>> orders[0]
+    (0, 2, 3, 4, 5, 6, 7, 1, 9, 10, 11, 12, 13, 14, 15, 8)
+    >>> sorted(o[7] % 8 for o in orders) == sorted(o[8] % 8 for o in orders) == list(range(8))
+    True
+    """
+    if not isinstance(topology, Topology):
+        raise TypeError(f"topology={topology!r} is not allowed; it must be a Topology")
+    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+        raise ValueError(f"channels={channels!r} is not allowed; it must be an integer >= 1")
+    if algorithm not in CHANNEL_ALGORITHMS:
+        raise ValueError(f"algorithm={algorithm!r} is not allowed; choose one of "
+                         f"{list(CHANNEL_ALGORITHMS)}")
+    groups = node_groups(topology)
+    sizes = {len(group) for group in groups}
+    if len(groups) < 2 or sizes == {1} or len(sizes) > 1:
+        one = ring_order(topology) if algorithm in ("ring", "pipeline") else \
+            tuple(range(topology.nranks))
+        return (one,) * channels
+    if algorithm in ("ring", "pipeline"):
+        return tuple(tuple(_ring(groups, c)) for c in range(channels))
+    size = len(groups[0])
+    if algorithm == "rhd":
+        return tuple(tuple(group[(i + c) % size] for i in range(size) for group in groups)
+                     for c in range(channels))
+    return tuple(tuple(group[(i + c) % size] for group in groups for i in range(size))
+                 for c in range(channels))
