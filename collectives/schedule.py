@@ -98,11 +98,15 @@ RankSteps = tuple[Step, ...]
 
 def _brief(value: Any) -> str:
     """A parameter in a glance: a tuple of more than ``2 * EDGE_ITEMS`` items shows its
-    first and last ``EDGE_ITEMS``, ``...`` between them, as NumPy prints a long array."""
-    if isinstance(value, tuple) and len(value) > 2 * EDGE_ITEMS:
-        edges = [*map(repr, value[:EDGE_ITEMS]), "...", *map(repr, value[-EDGE_ITEMS:])]
-        return f"({', '.join(edges)})"
-    return repr(value)
+    first and last ``EDGE_ITEMS``, ``...`` between them, as NumPy prints a long array;
+    nested tuples (one rank order per channel) are shortened the same way at every level."""
+    if not isinstance(value, tuple):
+        return repr(value)
+    items = list(value)
+    if len(items) > 2 * EDGE_ITEMS:
+        items = [*items[:EDGE_ITEMS], ..., *items[-EDGE_ITEMS:]]
+    text = ", ".join("..." if item is ... else _brief(item) for item in items)
+    return f"({text},)" if len(value) == 1 else f"({text})"
 
 
 # A frozen dataclass's __init__ stores each field through object.__setattr__, a call per

@@ -92,3 +92,11 @@ def test_errors_quote_values_briefly(call, message: str) -> None:
         call()
     assert len(str(error.value)) < MESSAGE_CHARS
     assert message in str(error.value)
+
+
+def test_schedule_repr_shortens_one_order_per_channel() -> None:
+    machine = topology.dgx_h100(nodes=16)
+    orders = topology.channel_orders(machine, 8, "ring")
+    schedule = build_schedule("allreduce", "ring", 128, 1 << 20, channels=8, order=orders)
+    text = repr(schedule)
+    assert len(text) < 400 and text.count("...") >= 3 and "channels=8" in text, text
