@@ -29,6 +29,11 @@ The table
     ``gamma_s_per_byte``.  On :func:`topology.flat` the two methods agree (the simulator's
     tests check it).
 
+* Protocols: on a topology with a GPU model (``topology.gpu``) every candidate is
+  predicted under each of the model's protocols (:mod:`simulator.gpu`) and takes the
+  least; the choice names the protocol, as NCCL picks the (algorithm, protocol) pair
+  with the least predicted time.  Without a GPU model the protocol is None.
+
 * Between two sizes of the sweep each candidate's time is interpolated linearly in bytes;
   the choice is the candidate with the least interpolated time, so the table's ranges end
   at the exact crossover sizes.  Beyond 8 GiB the times are extrapolated from the last two
@@ -58,10 +63,11 @@ from collectives.schedule import COLLECTIVES
 
 from .cost import cost
 from .engine import simulate
+from .gpu import gpu_terms, protocols
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
            "SIMULATE_MAX_RANKS", "Candidate", "Choice", "Range", "TuningTable", "select",
-           "tuning_table", "effective_model", "clear_cache"]
+           "tuning_table", "effective_model", "closed_form", "clear_cache"]
 
 #: the size sweep in bytes: powers of two from 1 B to 8 GiB and 1.5 times each in between
 SIZES: tuple[int, ...] = tuple(sorted({1 << k for k in range(34)}
@@ -121,6 +127,7 @@ class Candidate:
     algorithm: str
     params: Params
     predicted_s: float
+    protocol: str | None = None
 
     @property
     def label(self) -> str:
@@ -142,12 +149,15 @@ class Choice:
         Its predicted time, seconds.
     candidates : tuple of Candidate
         Every candidate's predicted time, in :func:`candidates` order.
+    protocol : str or None
+        The protocol of the GPU model it runs with (None without a GPU model).
     """
 
     algorithm: str
     params: Params
     predicted_s: float
     candidates: tuple[Candidate, ...]
+    protocol: str | None = None
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -195,6 +205,11 @@ class TuningTable:
         ``times[i][c]``: candidate ``c`` at ``sizes[i]``, seconds.
     ranges : tuple of Range
         Consecutive size ranges from 0 to :data:`MAX_BYTES` and the candidate each chooses.
+    protocols : tuple of (str or None)
+        The protocols tried (``(None,)`` without a GPU model).
+    protocol_times : tuple
+        ``protocol_times[k][i][c]``: candidate ``c`` at ``sizes[i]`` under
+        ``protocols[k]``; ``times`` is their least over ``k``.
     """
 
     collective: str
@@ -206,6 +221,8 @@ class TuningTable:
     sizes: tuple[int, ...]
     times: tuple[tuple[float, ...], ...]
     ranges: tuple[Range, ...]
+    protocols: tuple[str | None, ...] = (None,)
+    protocol_times: tuple[tuple[tuple[float, ...], ...], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_starts", [r.min_bytes for r in self.ranges])
@@ -226,12 +243,26 @@ class TuningTable:
         list of float
             Seconds, one per candidate, in :attr:`candidates` order.
         """
-        sizes, times = self.sizes, self.times
-        if nbytes <= sizes[0]:
-            return list(times[0])
-        i = min(bisect_right(sizes, nbytes) - 1, len(sizes) - 2)
-        w = (nbytes - sizes[i]) / (sizes[i + 1] - sizes[i])  # > 1 past the sweep: extrapolated
-        return [a + (b - a) * w for a, b in zip(times[i], times[i + 1])]
+        return _interpolate(self.sizes, self.times, nbytes)
+
+    def protocols_at(self, nbytes: int) -> list[str | None]:
+        """The protocol under which each candidate is fastest at ``nbytes``.
+
+        Parameters
+        ----------
+        nbytes : int
+            Message size in bytes.
+
+        Returns
+        -------
+        list of (str or None)
+            One of :attr:`protocols` per candidate (the first of equals).
+        """
+        if len(self.protocols) == 1:
+            return [self.protocols[0]] * len(self.candidates)
+        per = [_interpolate(self.sizes, t, nbytes) for t in self.protocol_times]
+        return [self.protocols[_argmin([times[c] for times in per])]
+                for c in range(len(self.candidates))]
 
     def choice(self, nbytes: int) -> Choice:
         """The choice at ``nbytes`` (see :func:`select`).
@@ -248,9 +279,11 @@ class TuningTable:
         """
         chosen = self.ranges[bisect_right(self._starts, nbytes) - 1].index
         predicted = self.times_at(nbytes)
-        candidates = tuple(Candidate(a, p, t) for (a, p), t in zip(self.candidates, predicted))
+        candidates = tuple(Candidate(a, p, t, k) for (a, p), t, k in
+                           zip(self.candidates, predicted, self.protocols_at(nbytes)))
         algorithm, params = self.candidates[chosen]
-        return Choice(algorithm, params, predicted[chosen], candidates)
+        return Choice(algorithm, params, predicted[chosen], candidates,
+                      candidates[chosen].protocol)
 
     def crossovers(self) -> list[tuple[int, str, str]]:
         """``(size, from_label, to_label)`` wherever the choice changes."""
@@ -262,6 +295,16 @@ class TuningTable:
         for size, times in zip(self.sizes, self.times):
             best = _argmin(times)
             yield size, best, _label(*self.candidates[best]), times[best]
+
+
+def _interpolate(sizes: tuple[int, ...], times: Any, nbytes: int) -> list[float]:
+    """Each column of ``times`` at ``nbytes``, linear between sizes, extrapolated past
+    the last two and flat below the first (see :meth:`TuningTable.times_at`)."""
+    if nbytes <= sizes[0]:
+        return list(times[0])
+    i = min(bisect_right(sizes, nbytes) - 1, len(sizes) - 2)
+    w = (nbytes - sizes[i]) / (sizes[i + 1] - sizes[i])  # > 1 past the sweep: extrapolated
+    return [a + (b - a) * w for a, b in zip(times[i], times[i + 1])]
 
 
 def _label(algorithm: str, params: Params) -> str:
@@ -299,19 +342,71 @@ def effective_model(topology: Any, nranks: int) -> tuple[float, float, float]:
     return alpha, beta, float(topology.gamma_s_per_byte)
 
 
-def _closed_form(collective: str, nranks: int, dtype_size: int, model: tuple[float, ...],
-                 algorithm: str, params: Params) -> list[float]:
-    alpha, beta, gamma = model
-    return [cost(collective, algorithm, nranks, n - n % dtype_size, alpha, beta, gamma,
-                 dtype_size, **dict(params)) for n in SIZES]
+def closed_form(collective: str, algorithm: str, topology: Any, nbytes: int,
+                nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
+                **params: Any) -> float:
+    """The closed-form time of ``algorithm`` on ``topology``, GPU terms included.
+
+    :func:`simulator.cost` with :func:`effective_model` of the topology (of its effective
+    topology under ``protocol`` when it has a GPU model, :func:`simulator.gpu.gpu_terms`),
+    plus the call's fixed cost.  On a contention-free topology it is what
+    :func:`simulator.simulate` gives.
+
+    Parameters
+    ----------
+    collective, algorithm : str
+        As :func:`simulator.cost`.
+    topology : topology.Topology
+        The machine.
+    nbytes : int
+        Bytes of the working buffer, a multiple of ``dtype_size``.
+    nranks : int, optional
+        Ranks, from rank 0 (default all of the topology's).
+    dtype_size : int, optional
+        Bytes per element (default 4).
+    protocol : str, optional
+        A protocol of ``topology.gpu`` (default its default protocol); None without one.
+    **params
+        The algorithm's parameters.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`simulator.cost` and :func:`simulator.gpu.resolve_protocol`.
+
+    Examples
+    --------
+    >>> import topology
+    >>> round(closed_form("allreduce", "ring", topology.dgx_h100(), 8, protocol="LL") * 1e6, 2)
+    15.0
+    """
+    machine, call_s = gpu_terms(topology, protocol)
+    nranks = machine.nranks if nranks is None else nranks
+    alpha, beta, gamma = effective_model(machine, nranks)
+    return call_s + cost(collective, algorithm, nranks, nbytes, alpha, beta, gamma,
+                         dtype_size, **params)
+
+
+def _closed_form(collective: str, nranks: int, dtype_size: int, topology: Any,
+                 protocol: str | None, algorithm: str, params: Params) -> list[float]:
+    machine, call_s = gpu_terms(topology, protocol)
+    alpha, beta, gamma = effective_model(machine, nranks)
+    return [call_s + cost(collective, algorithm, nranks, n - n % dtype_size, alpha, beta, gamma,
+                          dtype_size, **dict(params)) for n in SIZES]
 
 
 def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
-               algorithm: str, params: Params) -> list[float]:
+               protocol: str | None, algorithm: str, params: Params) -> list[float]:
     """Simulated times over :data:`SIZES`, the linear tail read off and checked."""
     def run(n: int) -> float:
         schedule = build_schedule(collective, algorithm, nranks, n // dtype_size, **dict(params))
-        return simulate(schedule, topology, dtype_size, trace=False).time_s
+        return simulate(schedule, topology, dtype_size, trace=False,
+                        protocol=protocol).time_s
 
     start = LINEAR_MIN_ELEMENTS * _pieces(collective, algorithm, nranks, params) * dtype_size
     times: list[float] = []
@@ -400,14 +495,16 @@ def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
     if method == "auto":
         method = "simulate" if nranks <= SIMULATE_MAX_RANKS else "closed_form"
     tried = candidates(collective)
-    if method == "simulate":
-        columns = [_simulated(collective, nranks, dtype_size, topology, a, p) for a, p in tried]
-    else:
-        model = effective_model(topology, nranks)
-        columns = [_closed_form(collective, nranks, dtype_size, model, a, p) for a, p in tried]
-    times = [list(row) for row in zip(*columns)]
+    predict = _simulated if method == "simulate" else _closed_form
+    tables = []
+    for protocol in protocols(topology):
+        columns = [predict(collective, nranks, dtype_size, topology, protocol, a, p)
+                   for a, p in tried]
+        tables.append(tuple(tuple(row) for row in zip(*columns)))
+    times = [[min(t) for t in zip(*rows)] for rows in zip(*tables)]
     return TuningTable(collective, topology.name, nranks, dtype_size, method, tried, SIZES,
-                       tuple(tuple(row) for row in times), _ranges(SIZES, times))
+                       tuple(tuple(row) for row in times), _ranges(SIZES, times),
+                       protocols(topology), tuple(tables) if len(tables) > 1 else ())
 
 
 _TABLES: dict[tuple[Any, ...], TuningTable] = {}

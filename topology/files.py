@@ -6,6 +6,7 @@ A file::
     placement = ["gpu0", "gpu1"]      # placement[rank] = device id
     gamma = "0.02 ns/B"               # optional: reduction cost per byte
     overhead = "5 us"                 # optional: CPU time per message at each end (LogGP o)
+    # optional: a [gpu] table, the GPU terms (topology.gpu_files)
 
     [[devices]]
     id = "gpu0"
@@ -32,6 +33,7 @@ from typing import Any
 import tomli_w
 
 from .errors import TopologyError
+from .gpu_files import gpu_from_dict, gpu_to_dict
 from .model import Device, Link, Topology
 from .units import format_quantity, parse
 
@@ -43,7 +45,7 @@ else:  # pragma: no cover
 __all__ = ["load", "save", "loads", "dumps", "from_dict", "to_dict"]
 
 _TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": True, "gamma": False,
-             "overhead": False}
+             "overhead": False, "gpu": False}
 _DEVICE_KEYS = {"id": True, "kind": True}
 _LINK_KEYS = {"src": True, "dst": True, "latency": True, "bandwidth": True, "kind": False,
               "duplex": False}
@@ -157,7 +159,8 @@ def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topol
         raise TopologyError(f"overhead = {document['overhead']!r} is not allowed; it must be "
                             ">= 0")
     name = _string(document.get("name", default_name), "name")
-    return Topology(name, devices, links, placement, gamma, overhead)
+    gpu = gpu_from_dict(document["gpu"]) if "gpu" in document else None
+    return Topology(name, devices, links, placement, gamma, overhead, gpu)
 
 
 def to_dict(topology: Topology) -> dict[str, Any]:
@@ -171,14 +174,16 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     Returns
     -------
     dict[str, Any]
-        Quantities as strings with units; ``gamma`` and ``overhead`` only when non-zero;
-        every link listed one way (no ``duplex``).
+        Quantities as strings with units; ``gamma`` and ``overhead`` only when non-zero,
+        ``gpu`` only with a GPU model; every link listed one way (no ``duplex``).
     """
     document: dict[str, Any] = {"name": topology.name, "placement": list(topology.placement)}
     if topology.gamma_s_per_byte:
         document["gamma"] = format_quantity(topology.gamma_s_per_byte, "gamma")
     if topology.overhead_s_per_message:
         document["overhead"] = format_quantity(topology.overhead_s_per_message, "latency")
+    if topology.gpu is not None:
+        document["gpu"] = gpu_to_dict(topology.gpu)
     document["devices"] = [{"id": d.id, "kind": d.kind} for d in topology.devices]
     document["links"] = [
         {"src": link.src, "dst": link.dst,

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import math
 
+from .gpu import GpuModel
+from .gpu_presets import DGX_A100_GPU, DGX_H100_GPU
 from .model import Device, Link, Topology
 
 __all__ = ["flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node", "PRESET_NAMES",
@@ -103,7 +105,7 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
                   pcie_Bps: float = PCIE5_X16_Bps, pcie_latency_s: float = PCIE_LATENCY_S,
                   nic_Bps: float = NDR_Bps, ib_latency_s: float = IB_LATENCY_S,
                   nodes_per_leaf: int = 32, spines: int = 8, oversubscription: float = 1.0,
-                  name: str = "rail_fat_tree") -> Topology:
+                  name: str = "rail_fat_tree", gpu_model: GpuModel | None = None) -> Topology:
     """NVSwitch nodes on a rail-optimized two-level InfiniBand fat-tree.
 
     Each node has ``gpus_per_node`` GPUs joined by one NVSwitch device, and one NIC per GPU
@@ -134,6 +136,9 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
         each leaf-spine link carries ``nodes_per_leaf * nic_Bps / oversubscription / spines``.
     name : str
         The topology's name.
+    gpu_model : GpuModel or None
+        The GPU terms (:mod:`topology.gpu`) with figures for ``nvlink``, ``pcie`` and
+        ``ib`` links, or None (default: links only).
 
     Returns
     -------
@@ -169,11 +174,11 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
             devices.append(Device(leaf, "ib_leaf"))
             for k in range(spines):
                 links += _duplex(leaf, f"spine{k}", ib_latency_s, uplink_Bps, "ib")
-    return Topology(name, tuple(devices), tuple(links), tuple(placement))
+    return Topology(name, tuple(devices), tuple(links), tuple(placement), gpu=gpu_model)
 
 
 def dgx_a100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: int = 20,
-             spines: int = 8) -> Topology:
+             spines: int = 8, gpu_model: GpuModel | None = DGX_A100_GPU) -> Topology:
     """DGX A100 nodes: 8 x A100 on NVLink 3 / NVSwitch, 8 x HDR 200 Gb/s NICs (one per GPU).
 
     Line rates (see the module notes): 300 GB/s per direction per GPU into the NVSwitch,
@@ -191,6 +196,9 @@ def dgx_a100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
         Nodes per leaf switch.
     spines : int, optional
         Spine switches.
+    gpu_model : GpuModel or None, optional
+        The GPU terms; default the DGX figures of :mod:`topology.gpu_presets`, None for
+        the links alone.
 
     Returns
     -------
@@ -205,11 +213,12 @@ def dgx_a100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
     return rail_fat_tree(nodes, gpus_per_node=8, nvlink_Bps=NVLINK3_Bps,
                          pcie_Bps=PCIE4_X16_Bps, nic_Bps=HDR_Bps,
                          nodes_per_leaf=nodes_per_leaf, spines=spines,
-                         oversubscription=oversubscription, name=f"dgx_a100({nodes})")
+                         oversubscription=oversubscription, name=f"dgx_a100({nodes})",
+                         gpu_model=gpu_model)
 
 
 def dgx_h100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: int = 32,
-             spines: int = 8) -> Topology:
+             spines: int = 8, gpu_model: GpuModel | None = DGX_H100_GPU) -> Topology:
     """DGX H100 nodes: 8 x H100 on NVLink 4 / NVSwitch, 8 x NDR 400 Gb/s NICs (one per GPU).
 
     Line rates (see the module notes): 450 GB/s per direction per GPU into the NVSwitch,
@@ -226,6 +235,9 @@ def dgx_h100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
         Nodes per leaf switch.
     spines : int, optional
         Spine switches.
+    gpu_model : GpuModel or None, optional
+        The GPU terms; default the DGX figures of :mod:`topology.gpu_presets`, None for
+        the links alone.
 
     Returns
     -------
@@ -248,7 +260,8 @@ def dgx_h100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
     return rail_fat_tree(nodes, gpus_per_node=8, nvlink_Bps=NVLINK4_Bps,
                          pcie_Bps=PCIE5_X16_Bps, nic_Bps=NDR_Bps,
                          nodes_per_leaf=nodes_per_leaf, spines=spines,
-                         oversubscription=oversubscription, name=f"dgx_h100({nodes})")
+                         oversubscription=oversubscription, name=f"dgx_h100({nodes})",
+                         gpu_model=gpu_model)
 
 
 def pcie_node(gpus: int = 8, *, gpus_per_switch: int = 2, sockets: int = 2,
