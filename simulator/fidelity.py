@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,17 +54,13 @@ class Rule:
 
     Attributes
     ----------
-    min_bytes, max_bytes : int
-        The compared range, inclusive.
-    skip : tuple of int
-        Sizes left out inside the range.
+    max_bytes : int
+        The largest size compared.
     why : str
         The reason, printed beside the curve ("" when every size is compared).
     """
 
-    min_bytes: int = 0
     max_bytes: int = 1 << 62
-    skip: tuple[int, ...] = ()
     why: str = ""
 
 
@@ -82,6 +79,7 @@ RULES: dict[str, Rule] = {
 
 #: a size that takes this many times as long as the next larger size is an outlier
 OUTLIER_RATIO = 2.0
+_NAMED_OUTLIER = re.compile(r"the (\d+) MiB row is an outlier")
 
 #: from this size on, a ``-g 8`` curve is compared (the issue's rule: the launch of 8 GPUs
 #: from one thread dominates below it)
@@ -137,28 +135,29 @@ class Curve:
 
     @property
     def outliers(self) -> tuple[int, ...]:
-        """Sizes that took more than :data:`OUTLIER_RATIO` times as long as the next
-        larger size (a hiccup of the run, not a property of the machine)."""
+        """Sizes the header calls outliers (``the 8 MiB row is an outlier``), and sizes
+        that took more than :data:`OUTLIER_RATIO` times as long as the next larger size
+        (hiccups of the run, not properties of the machine)."""
         t = self.time_s
-        return tuple(n for i, n in enumerate(self.nbytes[:-1])
-                     if t[i] > OUTLIER_RATIO * t[i + 1])
+        named = {int(m) << 20 for m in _NAMED_OUTLIER.findall(self.header.get("source", ""))}
+        return tuple(n for i, n in enumerate(self.nbytes)
+                     if n in named or (i + 1 < len(t) and t[i] > OUTLIER_RATIO * t[i + 1]))
 
     @property
     def compared(self) -> tuple[bool, ...]:
         """Whether each size is compared (see :data:`RULES` and :attr:`outliers`)."""
-        low = max(self.rule.min_bytes,
-                  GROUP_LAUNCH_FROM_BYTES if self.gpus_per_process > 1 else 0)
-        skip = set(self.rule.skip) | set(self.outliers)
+        low = GROUP_LAUNCH_FROM_BYTES if self.gpus_per_process > 1 else 0
+        skip = set(self.outliers)
         return tuple(low <= n <= self.rule.max_bytes and n not in skip for n in self.nbytes)
 
     @property
     def why(self) -> str:
         """Why some sizes are not compared ("" when all are)."""
         notes = [self.rule.why] if self.rule.why else []
-        hiccups = [n for n in self.outliers if n not in self.rule.skip]
-        if hiccups:
-            notes.append(f"outliers ({OUTLIER_RATIO:g}x the next size's time): "
-                         + ", ".join(f"{n} B" for n in hiccups))
+        if self.outliers:
+            notes.append(f"outliers (named by the source, or {OUTLIER_RATIO:g}x the next "
+                         "size's time): "
+                         + ", ".join(f"{n} B" for n in self.outliers))
         if self.gpus_per_process > 1:
             notes.append(f"-g {self.gpus_per_process}: compared from 64 KiB")
         return "; ".join(notes)

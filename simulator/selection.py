@@ -245,6 +245,34 @@ class TuningTable:
         """
         return _interpolate(self.sizes, self.times, nbytes)
 
+    def times_under(self, protocol: str | None, nbytes: int) -> list[float]:
+        """Every candidate's time at ``nbytes`` under ``protocol``, interpolated.
+
+        Parameters
+        ----------
+        protocol : str or None
+            One of :attr:`protocols`.
+        nbytes : int
+            Message size in bytes.
+
+        Returns
+        -------
+        list of float
+            Seconds, one per candidate.
+
+        Raises
+        ------
+        ValueError
+            If ``protocol`` is not one of :attr:`protocols`.
+        """
+        if protocol not in self.protocols:
+            raise ValueError(f"protocol={protocol!r} is not allowed; it must be one of "
+                             f"{list(self.protocols)}")
+        if len(self.protocols) == 1:
+            return self.times_at(nbytes)
+        times = self.protocol_times[self.protocols.index(protocol)]
+        return _interpolate(self.sizes, times, nbytes)
+
     def protocols_at(self, nbytes: int) -> list[str | None]:
         """The protocol under which each candidate is fastest at ``nbytes``.
 
