@@ -568,7 +568,7 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
         Bytes per element (default 4, float32).
     gamma : float, optional
         Seconds per byte a receiving rank spends reducing; defaults to
-        ``topology.gamma_s_per_byte``.
+        ``topology.gamma_s_per_byte``, or with a GPU model to ``1 / topology.gpu.reduce_Bps``.
     trace : bool, optional
         Keep every :class:`Transfer` in the result (default True); turn it off to save
         memory on very large schedules.

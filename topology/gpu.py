@@ -36,7 +36,7 @@ def _fraction(value: Any, key: str) -> float:
     return float(value)
 
 
-def _seconds(value: Any, key: str, positive: bool = False) -> float:
+def _number(value: Any, key: str, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or value < 0 or (positive and value == 0):
         bound = "> 0" if positive else ">= 0"
@@ -68,7 +68,7 @@ class Protocol:
             raise TopologyError(f"protocol name = {self.name!r} is not allowed; it must be a "
                                 "non-empty string")
         _fraction(self.bandwidth_fraction, f"protocol {self.name}.bandwidth_fraction")
-        _seconds(self.call_s, f"protocol {self.name}.call_s")
+        _number(self.call_s, f"protocol {self.name}.call_s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,7 @@ class LinkFigures:
         _fraction(self.efficiency, f"links {self.kind}.efficiency")
         object.__setattr__(self, "latency_s", tuple(tuple(pair) for pair in self.latency_s))
         for name, seconds in self.latency_s:
-            _seconds(seconds, f"links {self.kind}.latency_s[{name!r}]", positive=True)
+            _number(seconds, f"links {self.kind}.latency_s[{name!r}]", positive=True)
 
     def latency(self, protocol: str) -> float:
         """Seconds per link of this kind under ``protocol``.
@@ -177,11 +177,9 @@ class GpuModel:
         for figures in self.links:
             for name in names:
                 figures.latency(name)
-        if _seconds(self.reduce_Bps, "reduce_Bps") == 0:
-            raise TopologyError(f"reduce_Bps = {self.reduce_Bps!r} is not allowed; it must "
-                                "be > 0")
-        _seconds(self.launch_s, "launch_s")
-        _seconds(self.launch_per_gpu_s, "launch_per_gpu_s")
+        _number(self.reduce_Bps, "reduce_Bps", positive=True)
+        _number(self.launch_s, "launch_s")
+        _number(self.launch_per_gpu_s, "launch_per_gpu_s")
         g = self.gpus_per_process
         if isinstance(g, bool) or not isinstance(g, int) or g < 1:
             raise TopologyError(f"gpus_per_process = {g!r} is not allowed; it must be an "
