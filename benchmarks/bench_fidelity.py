@@ -6,7 +6,7 @@ Every curve in ``benchmarks/data/nccl-tests/`` (each CSV names its source, hardw
 version and the algorithm NCCL ran) is predicted on the DGX preset of its GPU and node
 count with the algorithm NCCL ran (:mod:`simulator.fidelity`), and scored over the sizes
 where NCCL ran what the model has: geomean error (``exp(mean |log(predicted /
-measured)|) - 1``), the same from 64 MiB on, and the worst size.  ``--plot`` draws bus
+measured)|) - 1``), the same below 1 MiB and from 64 MiB on, and the worst size.  ``--plot`` draws bus
 bandwidth per size, the predicted line over the measured points (hollow: not compared).
 """
 
@@ -105,7 +105,8 @@ def main() -> None:
     args = parser.parse_args()
     console = Console(width=200, highlight=False)
     results = []
-    rows = [("curve", "ranks", "NCCL ran", "sizes", "geomean", ">=64MiB", "worst size")]
+    rows = [("curve", "ranks", "NCCL ran", "sizes", "geomean", "<1MiB", ">=64MiB",
+             "worst size")]
     notes = []
     for curve in read_curves(args.data):
         predicted = predict(curve)
@@ -113,7 +114,7 @@ def main() -> None:
         result = score(curve, [t for _, _, t in predicted])
         rows.append((curve.name, f"{curve.ranks}", _ran(curve),
                      f"{result.compared}/{len(curve.nbytes)}", _percent(result.geomean),
-                     _percent(result.geomean_large),
+                     _percent(result.geomean_small), _percent(result.geomean_large),
                      f"{_size(result.worst_bytes)} ({result.worst:+.0%})"))
         notes.append(f"{curve.name}: predicted with {_used(curve, predicted)}"
                      + (f"; not compared: {curve.why}" if curve.why else ""))

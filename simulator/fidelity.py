@@ -300,6 +300,9 @@ class Score:
     ----------
     geomean : float
         Geomean error (see the module docstring), over every compared size.
+    geomean_small : float or None
+        The same below 1 MiB, where latencies and the cost per call dominate (None when
+        no compared size is that small).
     geomean_large : float or None
         The same from 64 MiB on (None when no compared size is that large).
     worst_bytes : int
@@ -311,6 +314,7 @@ class Score:
     """
 
     geomean: float
+    geomean_small: float | None
     geomean_large: float | None
     worst_bytes: int
     worst: float
@@ -343,8 +347,12 @@ def score(curve: Curve, predicted_s: list[float]) -> Score:
             in zip(curve.nbytes, predicted_s, curve.time_s, curve.compared) if keep]
     if not logs:
         raise ValueError(f"curve {curve.name} compares no size")
-    large = [abs(e) for n, e in logs if n >= 64 * MiB]
     worst_bytes, worst = max(logs, key=lambda item: abs(item[1]))
-    return Score(math.exp(sum(abs(e) for _, e in logs) / len(logs)) - 1,
-                 math.exp(sum(large) / len(large)) - 1 if large else None,
-                 worst_bytes, math.expm1(worst), len(logs))
+    return Score(_geomean([e for _, e in logs]), _geomean([e for n, e in logs if n < MiB]),
+                 _geomean([e for n, e in logs if n >= 64 * MiB]), worst_bytes,
+                 math.expm1(worst), len(logs))
+
+
+def _geomean(logs: list[float]) -> float | None:
+    """``exp(mean |log|) - 1`` of log ratios; None for none."""
+    return math.exp(sum(abs(e) for e in logs) / len(logs)) - 1 if logs else None

@@ -65,6 +65,7 @@ def test_score_is_the_geomean_of_log_ratios_over_compared_sizes(tmp_path: Path) 
     result = score(curve, [20e-6, 5e-6, 110e-6])
     assert result.geomean == pytest.approx(math.exp((2 * math.log(2) + math.log(1.1)) / 3) - 1)
     assert result.geomean_large == pytest.approx(0.1)
+    assert result.geomean_small == pytest.approx(1.0)
     assert (result.worst_bytes, result.worst, result.compared) == (8, pytest.approx(1.0), 3)
     with pytest.raises(ValueError, match="predicted_s has 2 values"):
         score(curve, [1.0, 1.0])
