@@ -25,6 +25,10 @@ says otherwise; pass measured figures, or calibrate, to model a real machine):
   0.5 us per link GPU <-> NIC or GPU <-> switch; InfiniBand switch port to port about 130 ns
   (Quantum QM8700 datasheet) plus a few metres of cable (5 ns/m), 0.2 us per IB link, so a
   NIC-leaf-NIC crossing pays 0.4 us and MPI ping-pong latencies of 1-2 us result end to end.
+* GPU terms: ``dgx_a100`` and ``dgx_h100`` also carry a :class:`~topology.GpuModel` (what
+  collectives reach on these links: cost per call, protocols, achievable fractions,
+  latencies by link kind, reduction throughput), figures and sources in
+  :mod:`topology.gpu_presets`; the simulator plays the links through it.
 """
 
 from __future__ import annotations
