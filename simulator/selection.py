@@ -122,7 +122,8 @@ LINEAR_RTOL = 1e-4
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One candidate's prediction: ``algorithm`` with ``params`` takes ``predicted_s``."""
+    """One candidate's prediction: ``algorithm`` with ``params`` takes ``predicted_s``
+    under ``protocol`` (its fastest protocol of the GPU model; None without one)."""
 
     algorithm: str
     params: Params
