@@ -7,11 +7,13 @@ the published curves, so a change to how the simulator applies a figure fails he
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import pytest
 
 import topology
 from collectives import build_schedule
+from collectives.schedule import Recv, Schedule, Send, Step
 from simulator import select, simulate
 from simulator.gpu import gpu_terms, protocols
 from simulator.selection import closed_form
@@ -188,3 +190,32 @@ def test_a_file_with_a_bad_gpu_table_names_the_key() -> None:
     text = topology.dumps(H100).replace('efficiency = 0.87', 'efficency = 0.87')
     with pytest.raises(TopologyError, match="gpu.links\\[0\\]: unknown key 'efficency'"):
         topology.loads(text)
+
+
+def _pairs(pairs: list[tuple[int, int]], count: int, p: int = 16) -> Schedule:
+    """One step per rank: each ``(src, dst)`` pair moves ``count`` elements."""
+    ranks: list[list] = [[] for _ in range(p)]
+    for src, dst in pairs:
+        ranks[src].append(Send(dst, 0, count))
+        ranks[dst].append(Recv(src, 0, count))
+    return Schedule.from_steps("allgather", "hand", count,
+                               [[Step(tuple(ops))] if ops else [] for ops in ranks])
+
+
+def test_more_channels_over_more_nics_carry_more() -> None:
+    cluster = topology.dgx_h100(nodes=2)
+    count = 1 << 24
+    one = simulate(_pairs([(0, 8)], count), cluster, protocol="Simple").time_s
+    two_nics = simulate(_pairs([(0, 8), (1, 9)], count), cluster, protocol="Simple").time_s
+    one_nic = simulate(_pairs([(0, 8), (0, 8)], count // 2), cluster,
+                       protocol="Simple").time_s
+    nic_Bps = 50e9 * cluster.gpu.figures("ib").efficiency
+    assert one == pytest.approx(two_nics, rel=1e-12)
+    assert one_nic == pytest.approx(one, rel=1e-12)  # half each, sharing one NIC
+    effective, call_s = gpu_terms(cluster, "Simple")
+    assert one == pytest.approx(call_s + effective.alpha(0, 8) + 4 * count / nic_Bps, rel=1e-9)
+
+
+def test_a_topology_with_a_gpu_model_pickles() -> None:
+    cluster = topology.dgx_a100(2)
+    assert pickle.loads(pickle.dumps(cluster)) == cluster
