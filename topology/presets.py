@@ -109,7 +109,8 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
                   pcie_Bps: float = PCIE5_X16_Bps, pcie_latency_s: float = PCIE_LATENCY_S,
                   nic_Bps: float = NDR_Bps, ib_latency_s: float = IB_LATENCY_S,
                   nodes_per_leaf: int = 32, spines: int = 8, oversubscription: float = 1.0,
-                  name: str = "rail_fat_tree", gpu_model: GpuModel | None = None) -> Topology:
+                  name: str = "rail_fat_tree",
+                  gpu_model: GpuModel | None = DGX_H100_GPU) -> Topology:
     """NVSwitch nodes on a rail-optimized two-level InfiniBand fat-tree.
 
     Each node has ``gpus_per_node`` GPUs joined by one NVSwitch device, and one NIC per GPU
@@ -142,7 +143,8 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
         The topology's name.
     gpu_model : GpuModel or None
         The GPU terms (:mod:`topology.gpu`) with figures for ``nvlink``, ``pcie`` and
-        ``ib`` links, or None (default: links only).
+        ``ib`` links (default the H100 figures, as the default links are H100's), or
+        None for the links alone.
 
     Returns
     -------
