@@ -19,7 +19,9 @@ README): a CSV, one line per size range,
 
   For ReduceScatter and AllGather NCCL has no tree: ranges whose choice is not ``ring``
   are left out (NCCL then keeps its own choice there) and listed in a comment line;
-* ``proto``: ``simple`` by default (the model has no LL/LL128 protocols);
+* ``proto``: ``simple`` by default; ``model``: the protocol the table chose per size on a
+  topology with a GPU model (:meth:`TuningTable.protocol_ranges`; ranges split where
+  it changes, ``simple`` where the table has none);
 * ``channels``: -1 (NCCL's default); ``nNodes`` as given (-1: any); ``nRanks`` the table's.
 
 Open MPI coll/tuned dynamic rules (``--mca coll_tuned_use_dynamic_rules 1 --mca
@@ -97,6 +99,15 @@ def _algorithm(table: TuningTable, index: int) -> str:
     return table.candidates[index][0]
 
 
+def _pieces(table: TuningTable, proto: str) -> list[tuple[int, int, int, str]]:
+    """``(min, max, candidate, NCCL protocol)``: the table's ranges with ``proto``, or
+    split by the table's protocols for ``proto="model"``."""
+    if proto != "model":
+        return [(r.min_bytes, r.max_bytes, r.index, proto) for r in table.ranges]
+    return [(low, high, index, (protocol or "simple").lower())
+            for low, high, index, protocol in table.protocol_ranges()]
+
+
 def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "simple",
                 channels: int = -1) -> str:
     """Write ``tables`` as the NCCL example tuner plugin's CSV (see the module docstring).
@@ -107,8 +118,8 @@ def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "s
         One per collective (and rank count).
     nnodes : int
         The ``nNodes`` column: nodes the job spans, or -1 for any.
-    proto : {"simple", "ll", "ll128"}
-        The protocol of every line.
+    proto : {"simple", "ll", "ll128", "model"}
+        The protocol of every line, or ``"model"``: the table's choice per range.
     channels : int
         The ``channels`` column, -1 for NCCL's default.
 
@@ -117,26 +128,27 @@ def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "s
     str
         The CSV text, with comment lines naming the source and the ranges left out.
     """
-    if proto not in NCCL_PROTOCOLS:
-        raise ValueError(f"proto={proto!r} is not supported; choose one of {list(NCCL_PROTOCOLS)}")
+    if proto not in NCCL_PROTOCOLS + ("model",):
+        raise ValueError(f"proto={proto!r} is not supported; choose one of "
+                         f"{list(NCCL_PROTOCOLS) + ['model']}")
     lines = [f"# collsim tuning table; format: {_NCCL_HEADER}"]
     for table in tables:
         lines.append(f"# {table.collective} on {table.topology_name}, {table.nranks} ranks, "
                      f"{table.method}")
-        merged: list[list] = []  # [min, max, nccl algorithm or None, our algorithm]
-        for r in table.ranges:
-            algorithm = _algorithm(table, r.index)
+        merged: list[list] = []  # [min, max, nccl algorithm or None, our algorithm, proto]
+        for low, high, index, protocol in _pieces(table, proto):
+            algorithm = _algorithm(table, index)
             nccl = NCCL_ALGO.get((table.collective, algorithm))
-            if merged and nccl is not None and merged[-1][2] == nccl:
-                merged[-1][1] = r.max_bytes
+            if merged and nccl is not None and merged[-1][2:5:2] == [nccl, protocol]:
+                merged[-1][1] = high
             else:
-                merged.append([r.min_bytes, r.max_bytes, nccl, algorithm])
-        for low, high, nccl, algorithm in merged:
+                merged.append([low, high, nccl, algorithm, protocol])
+        for low, high, nccl, algorithm, protocol in merged:
             if nccl is None:
                 lines.append(f"# left out: {table.collective} {low}-{high} chooses "
                              f"{algorithm}, which NCCL lacks for it")
             else:
-                lines.append(f"{NCCL_COLL[table.collective]},{low},{high},{nccl},{proto},"
+                lines.append(f"{NCCL_COLL[table.collective]},{low},{high},{nccl},{protocol},"
                              f"{channels},{nnodes},{table.nranks}")
     return "\n".join(lines) + "\n"
 

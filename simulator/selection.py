@@ -314,6 +314,46 @@ class TuningTable:
         return Choice(algorithm, params, predicted[chosen], candidates,
                       candidates[chosen].protocol)
 
+    def protocol_ranges(self) -> list[tuple[int, int, int, str | None]]:
+        """:attr:`ranges` split where the chosen candidate's fastest protocol changes.
+
+        Between two sizes of the sweep every protocol's time is a line, so the splits
+        are the exact crossovers of those lines, as for the candidates.
+
+        Returns
+        -------
+        list of (int, int, int, str or None)
+            ``(min_bytes, max_bytes, candidate index, protocol)``, consecutive from 0 to
+            :data:`MAX_BYTES`.
+        """
+        pieces: list[tuple[int, int, str | None]] = []
+        for r in self.ranges:
+            for start, protocol in self._protocol_starts(r):
+                if pieces and pieces[-1][2] == protocol and pieces[-1][1] == r.index:
+                    continue
+                pieces.append((start, r.index, protocol))
+        ends = [start - 1 for start, _, _ in pieces[1:]] + [MAX_BYTES]
+        return [(start, end, index, protocol)
+                for (start, index, protocol), end in zip(pieces, ends)]
+
+    def _protocol_starts(self, r: Range) -> list[tuple[int, str | None]]:
+        """``(first size, protocol)`` of candidate ``r.index`` inside range ``r``."""
+        starts = [(r.min_bytes, self.protocols_at(r.min_bytes)[r.index])]
+        if len(self.protocols) == 1:
+            return starts
+        for lo, hi, i in zip(self.sizes, self.sizes[1:], range(len(self.sizes))):
+            if hi <= r.min_bytes or lo > r.max_bytes:
+                continue
+            t_lo = [t[i][r.index] for t in self.protocol_times]
+            t_hi = [t[i + 1][r.index] for t in self.protocol_times]
+            for first, k in _envelope(lo, hi, t_lo, t_hi):
+                if r.min_bytes < first <= r.max_bytes and starts[-1][1] != self.protocols[k]:
+                    starts.append((first, self.protocols[k]))
+        last = self.protocols_at(self.sizes[-1])[r.index]
+        if r.min_bytes < self.sizes[-1] <= r.max_bytes and starts[-1][1] != last:
+            starts.append((self.sizes[-1], last))
+        return starts
+
     def crossovers(self) -> list[tuple[int, str, str]]:
         """``(size, from_label, to_label)`` wherever the choice changes."""
         return [(b.min_bytes, _label(*self.candidates[a.index]), _label(*self.candidates[b.index]))

@@ -93,3 +93,18 @@ def test_nccl_reader_refuses_short_lines_and_bad_numbers() -> None:
 def test_bad_protocol_is_named(tables) -> None:
     with pytest.raises(ValueError, match="proto='fast'"):
         to_nccl_csv(tables, proto="fast")
+
+
+def test_nccl_csv_carries_the_protocol_the_model_chose() -> None:
+    import topology
+    from simulator import tuning_table
+
+    table = tuning_table("allreduce", topology.dgx_h100())
+    rows = read_nccl_csv(to_nccl_csv([table], proto="model"))
+    assert rows[0]["min_bytes"] == 0 and rows[-1]["max_bytes"] == (1 << 63) - 1
+    assert all(b["min_bytes"] == a["max_bytes"] + 1 for a, b in zip(rows, rows[1:]))
+    assert (rows[0]["proto"], rows[-1]["proto"]) == ("ll", "simple")
+    for row in rows:
+        for size in (row["min_bytes"], min(row["max_bytes"], 1 << 33)):
+            choice = table.choice(size)
+            assert row["proto"] == choice.protocol.lower(), (size, row, choice.protocol)
