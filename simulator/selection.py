@@ -227,6 +227,31 @@ class TuningTable:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_starts", [r.min_bytes for r in self.ranges])
+        object.__setattr__(self, "_protocol_starts",
+                           [self._protocol_line(c) for c in range(len(self.candidates))]
+                           if len(self.protocols) > 1 else None)
+
+    def _protocol_line(self, c: int) -> tuple[list[int], list[str | None]]:
+        """Where candidate ``c``'s fastest protocol changes: first sizes and protocols.
+
+        Between two sizes of the sweep (and past the last, extrapolated) every
+        protocol's time is a line, so the changes are the exact crossovers of the lines.
+        """
+        times = [[row[c] for row in t] for t in self.protocol_times]
+        firsts = [0]
+        names = [self.protocols[_argmin([t[0] for t in times])]]
+        last = len(self.sizes) - 2
+        segments = [(i, self.sizes[i], self.sizes[i + 1]) for i in range(last + 1)]
+        segments.append((last, self.sizes[-1], MAX_BYTES))  # extrapolated, as times_at
+        for i, lo, hi in segments:
+            x0, x1 = self.sizes[i], self.sizes[i + 1]
+            t_lo, t_hi = ([t[i] + (t[i + 1] - t[i]) * (x - x0) / (x1 - x0) for t in times]
+                          for x in (lo, hi))
+            for first, k in _envelope(lo, hi, t_lo, t_hi):
+                if self.protocols[k] != names[-1] and first > firsts[-1]:
+                    firsts.append(first)
+                    names.append(self.protocols[k])
+        return firsts, names
 
     def times_at(self, nbytes: int) -> list[float]:
         """Every candidate's time at ``nbytes``, interpolated between sizes of the sweep.
@@ -287,11 +312,10 @@ class TuningTable:
         list of (str or None)
             One of :attr:`protocols` per candidate (the first of equals).
         """
-        if len(self.protocols) == 1:
+        if self._protocol_starts is None:
             return [self.protocols[0]] * len(self.candidates)
-        per = [_interpolate(self.sizes, t, nbytes) for t in self.protocol_times]
-        return [self.protocols[_argmin([times[c] for times in per])]
-                for c in range(len(self.candidates))]
+        return [names[bisect_right(firsts, nbytes) - 1]
+                for firsts, names in self._protocol_starts]
 
     def choice(self, nbytes: int) -> Choice:
         """The choice at ``nbytes`` (see :func:`select`).
@@ -328,31 +352,16 @@ class TuningTable:
         """
         pieces: list[tuple[int, int, str | None]] = []
         for r in self.ranges:
-            for start, protocol in self._protocol_starts(r):
-                if pieces and pieces[-1][2] == protocol and pieces[-1][1] == r.index:
-                    continue
-                pieces.append((start, r.index, protocol))
+            firsts, names = self._protocol_starts[r.index] if self._protocol_starts \
+                else ([0], [self.protocols[0]])
+            at = bisect_right(firsts, r.min_bytes) - 1
+            for start, protocol in [(r.min_bytes, names[at])] + [
+                    (f, n) for f, n in zip(firsts[at + 1:], names[at + 1:]) if f <= r.max_bytes]:
+                if not pieces or pieces[-1][1:] != (r.index, protocol):
+                    pieces.append((start, r.index, protocol))
         ends = [start - 1 for start, _, _ in pieces[1:]] + [MAX_BYTES]
         return [(start, end, index, protocol)
                 for (start, index, protocol), end in zip(pieces, ends)]
-
-    def _protocol_starts(self, r: Range) -> list[tuple[int, str | None]]:
-        """``(first size, protocol)`` of candidate ``r.index`` inside range ``r``."""
-        starts = [(r.min_bytes, self.protocols_at(r.min_bytes)[r.index])]
-        if len(self.protocols) == 1:
-            return starts
-        for lo, hi, i in zip(self.sizes, self.sizes[1:], range(len(self.sizes))):
-            if hi <= r.min_bytes or lo > r.max_bytes:
-                continue
-            t_lo = [t[i][r.index] for t in self.protocol_times]
-            t_hi = [t[i + 1][r.index] for t in self.protocol_times]
-            for first, k in _envelope(lo, hi, t_lo, t_hi):
-                if r.min_bytes < first <= r.max_bytes and starts[-1][1] != self.protocols[k]:
-                    starts.append((first, self.protocols[k]))
-        last = self.protocols_at(self.sizes[-1])[r.index]
-        if r.min_bytes < self.sizes[-1] <= r.max_bytes and starts[-1][1] != last:
-            starts.append((self.sizes[-1], last))
-        return starts
 
     def crossovers(self) -> list[tuple[int, str, str]]:
         """``(size, from_label, to_label)`` wherever the choice changes."""

@@ -14,7 +14,7 @@ import pytest
 import topology
 from collectives import build_schedule
 from collectives.schedule import Recv, Schedule, Send, Step
-from simulator import select, simulate
+from simulator import select, simulate, tuning_table
 from simulator.gpu import gpu_terms, protocols
 from simulator.selection import closed_form
 from topology import GpuModel, LinkFigures, Protocol, TopologyError
@@ -219,3 +219,13 @@ def test_more_channels_over_more_nics_carry_more() -> None:
 def test_a_topology_with_a_gpu_model_pickles() -> None:
     cluster = topology.dgx_a100(2)
     assert pickle.loads(pickle.dumps(cluster)) == cluster
+
+
+def test_table_protocols_are_the_fastest_of_the_interpolated_lines() -> None:
+    table = tuning_table("allreduce", H100)
+    sizes = [0, 1, 3000, 1 << 20, 3 << 21, 5 << 22, 1 << 30, 1 << 36] + \
+        [int(1.37 ** k) for k in range(120)]
+    for n in sizes:
+        per = {k: table.times_under(k, n) for k in table.protocols}
+        for c, chosen in enumerate(table.protocols_at(n)):
+            assert per[chosen][c] == min(times[c] for times in per.values()), (n, c)
