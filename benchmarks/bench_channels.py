@@ -31,12 +31,14 @@ ALGORITHMS = ("ring", "tree", "rhd", "pipeline", "hier")
 
 
 def bound_Bps(machine: topology.Topology) -> float:
-    """The busbw bound from the preset's links: NICs x NIC rate, or one GPU's NVLink."""
+    """The busbw bound from the preset's links: NICs x NIC rate, or one GPU's NVLink, times
+    the achievable fraction of that link kind when the preset carries a GPU model."""
     nics = nics_per_node(machine)
     kind = "ib" if nics else "nvlink"
     rate = next(link.bandwidth_Bps for link in machine.links
                 if link.kind == kind and link.src.startswith("n0."))
-    return rate * max(nics, 1)
+    efficiency = machine.gpu.figures(kind).efficiency if machine.gpu is not None else 1.0
+    return rate * max(nics, 1) * efficiency
 
 
 def variants(algorithm: str, machine: topology.Topology) -> list[dict]:

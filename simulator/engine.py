@@ -63,6 +63,8 @@ from collectives.gcpause import gc_paused
 from collectives.progress import completion_order, match
 from collectives.schedule import Recv, Schedule, Send
 
+from .gpu import gpu_terms
+
 __all__ = ["Transfer", "SimulationResult", "simulate", "ENGINES",
            "COMPILED_FROM_OPERATIONS"]
 
@@ -562,7 +564,7 @@ def _operations(schedule: Schedule) -> int:
 
 def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
              gamma: float | None = None, trace: bool = False,
-             engine: str = "auto") -> SimulationResult:
+             engine: str = "auto", protocol: str | None = None) -> SimulationResult:
     """Play ``schedule`` on ``topology`` and return when each rank finishes.
 
     Parameters
@@ -575,7 +577,7 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
         Bytes per element (default 4, float32).
     gamma : float, optional
         Seconds per byte a receiving rank spends reducing; defaults to
-        ``topology.gamma_s_per_byte``.
+        ``topology.gamma_s_per_byte``, or with a GPU model to ``1 / topology.gpu.reduce_Bps``.
     trace : bool, optional
         Keep every :class:`Transfer` in the result, e.g. to draw a timeline
         (:func:`simulator.timeline.plot_timeline`); default False: the result holds
@@ -585,6 +587,11 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
         events compiled with Numba (:mod:`simulator.compiled`), for schedules of millions
         of transfers; ``"auto"`` (default): compiled from
         :data:`COMPILED_FROM_OPERATIONS` operations.  Both give the same result.
+    protocol : str, optional
+        On a topology with a GPU model (``topology.gpu``), the protocol to play
+        (default the model's ``default_protocol``): the schedule runs on the effective
+        topology of :func:`simulator.gpu.gpu_terms` and every time is delayed by the
+        call's fixed cost.  Must be None on a topology without a GPU model.
 
     Returns
     -------
@@ -594,7 +601,7 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     ------
     ValueError
         For a schedule with more ranks than the topology places, a bad ``dtype_size``,
-        a negative ``gamma`` or an unknown ``engine``.
+        a negative ``gamma``, an unknown ``engine`` or ``protocol``.
     ScheduleError, DeadlockError
         For a schedule that cannot complete (unmatched or mismatched messages, deadlock).
 
@@ -609,7 +616,15 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     >>> simulate(s, topology.flat(4, alpha=1e-6, beta=1e-9), engine="compiled") == r
     True
     """
+    topology, call_s = gpu_terms(topology, protocol)
     gamma = _check(schedule, topology, dtype_size, gamma, engine)
+    result = _play(schedule, topology, dtype_size, gamma, trace, engine)
+    return _delayed(result, call_s) if call_s else result
+
+
+def _play(schedule: Schedule, topology: Any, dtype_size: int, gamma: float, trace: bool,
+          engine: str) -> SimulationResult:
+    """Run the chosen engine (see :func:`simulate`)."""
     with gc_paused():  # millions of short-lived flows and events: no cycles, nothing to collect
         if engine == "auto":
             engine = "compiled" if _operations(schedule) >= COMPILED_FROM_OPERATIONS else "events"
@@ -618,3 +633,14 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
             if result is not None:
                 return result
         return _Engine(schedule, topology, dtype_size, gamma, trace).run()
+
+
+def _delayed(result: SimulationResult, delay_s: float) -> SimulationResult:
+    """``result`` with every rank starting ``delay_s`` later (the call's fixed cost)."""
+    return SimulationResult(
+        time_s=result.time_s + delay_s,
+        rank_finish_s=tuple(t + delay_s for t in result.rank_finish_s),
+        link_bytes=result.link_bytes, link_busy_s=result.link_busy_s,
+        transfers=tuple(t._replace(start_s=t.start_s + delay_s, end_s=t.end_s + delay_s)
+                        for t in result.transfers),
+        transfer_count=result.transfer_count, nbytes=result.nbytes)

@@ -21,7 +21,9 @@ README): a CSV, one line per size range,
 
   For ReduceScatter and AllGather NCCL has no tree: ranges whose choice is not ``ring``
   are left out (NCCL then keeps its own choice there) and listed in a comment line;
-* ``proto``: ``simple`` by default (the model has no LL/LL128 protocols);
+* ``proto``: ``simple`` by default; ``model``: the protocol the table chose per size on a
+  topology with a GPU model (:meth:`TuningTable.protocol_ranges`; ranges split where
+  it changes, ``simple`` where the table has none);
 * ``channels``: the chosen candidate's channel count where the table tried channel counts
   (:func:`simulator.selection.candidates`), else -1 (NCCL's default), unless given;
   ``nNodes`` as given (-1: any); ``nRanks`` the table's.
@@ -111,6 +113,13 @@ def _channels(table: TuningTable, index: int, channels: int | None) -> int:
     if not any("channels" in dict(params) for _, params in table.candidates):
         return -1
     return dict(table.candidates[index][1]).get("channels", 1)
+def _pieces(table: TuningTable, proto: str) -> list[tuple[int, int, int, str]]:
+    """``(min, max, candidate, NCCL protocol)``: the table's ranges with ``proto``, or
+    split by the table's protocols for ``proto="model"``."""
+    if proto != "model":
+        return [(r.min_bytes, r.max_bytes, r.index, proto) for r in table.ranges]
+    return [(low, high, index, (protocol or "simple").lower())
+            for low, high, index, protocol in table.protocol_ranges()]
 
 
 def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "simple",
@@ -123,8 +132,8 @@ def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "s
         One per collective (and rank count).
     nnodes : int
         The ``nNodes`` column: nodes the job spans, or -1 for any.
-    proto : {"simple", "ll", "ll128"}
-        The protocol of every line.
+    proto : {"simple", "ll", "ll128", "model"}
+        The protocol of every line, or ``"model"``: the table's choice per range.
     channels : int or None
         The ``channels`` column of every line (-1: NCCL's default); None (default): the
         chosen candidate's channel count where the table tried channel counts, else -1.
@@ -134,28 +143,29 @@ def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "s
     str
         The CSV text, with comment lines naming the source and the ranges left out.
     """
-    if proto not in NCCL_PROTOCOLS:
+    if proto not in NCCL_PROTOCOLS + ("model",):
         raise ValueError(f"proto={brief(proto)} is not supported; choose one of "
-                         f"{list(NCCL_PROTOCOLS)}")
+                         f"{list(NCCL_PROTOCOLS) + ['model']}")
     lines = [f"# collsim tuning table; format: {_NCCL_HEADER}"]
     for table in tables:
         lines.append(f"# {table.collective} on {table.topology_name}, {table.nranks} ranks, "
                      f"{table.method}")
-        merged: list[list] = []  # [min, max, nccl algorithm or None, our algorithm, channels]
-        for r in table.ranges:
-            algorithm = _algorithm(table, r.index)
+        merged: list[list] = []  # [min, max, nccl algorithm or None, ours, proto, channels]
+        for low, high, index, protocol in _pieces(table, proto):
+            algorithm = _algorithm(table, index)
             nccl = NCCL_ALGO.get((table.collective, algorithm))
-            count = _channels(table, r.index, channels)
-            if merged and nccl is not None and merged[-1][2] == nccl and merged[-1][4] == count:
-                merged[-1][1] = r.max_bytes
+            count = _channels(table, index, channels)
+            if merged and nccl is not None and merged[-1][2] == nccl \
+                    and merged[-1][4:] == [protocol, count]:
+                merged[-1][1] = high
             else:
-                merged.append([r.min_bytes, r.max_bytes, nccl, algorithm, count])
-        for low, high, nccl, algorithm, count in merged:
+                merged.append([low, high, nccl, algorithm, protocol, count])
+        for low, high, nccl, algorithm, protocol, count in merged:
             if nccl is None:
                 lines.append(f"# left out: {table.collective} {low}-{high} chooses "
                              f"{algorithm}, which NCCL lacks for it")
             else:
-                lines.append(f"{NCCL_COLL[table.collective]},{low},{high},{nccl},{proto},"
+                lines.append(f"{NCCL_COLL[table.collective]},{low},{high},{nccl},{protocol},"
                              f"{count},{nnodes},{table.nranks}")
     return "\n".join(lines) + "\n"
 

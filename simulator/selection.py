@@ -32,6 +32,11 @@ The table
     ``gamma_s_per_byte``.  On :func:`topology.flat` the two methods agree (the simulator's
     tests check it).
 
+* Protocols: on a topology with a GPU model (``topology.gpu``) every candidate is
+  predicted under each of the model's protocols (:mod:`simulator.gpu`) and takes the
+  least; the choice names the protocol, as NCCL picks the (algorithm, protocol) pair
+  with the least predicted time.  Without a GPU model the protocol is None.
+
 * Between two sizes of the sweep each candidate's time is interpolated linearly in bytes;
   the choice is the candidate with the least interpolated time, so the table's ranges end
   at the exact crossover sizes.  Beyond 8 GiB the times are extrapolated from the last two
@@ -65,10 +70,11 @@ from collectives.schedule import COLLECTIVES
 from .channel_choice import HIER_INNER, channel_counts, hier_ranks_per_node, schedule_params
 from .cost import cost
 from .engine import simulate
+from .gpu import gpu_terms, protocols
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
            "SIMULATE_MAX_RANKS", "Candidate", "Choice", "Range", "TuningTable", "select",
-           "tuning_table", "effective_model", "clear_cache"]
+           "tuning_table", "effective_model", "closed_form", "clear_cache"]
 
 #: the size sweep in bytes: powers of two from 1 B to 8 GiB and 1.5 times each in between
 SIZES: tuple[int, ...] = tuple(sorted({1 << k for k in range(34)}
@@ -156,11 +162,13 @@ LINEAR_RTOL = 1e-4
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One candidate's prediction: ``algorithm`` with ``params`` takes ``predicted_s``."""
+    """One candidate's prediction: ``algorithm`` with ``params`` takes ``predicted_s``
+    under ``protocol`` (its fastest protocol of the GPU model; None without one)."""
 
     algorithm: str
     params: Params
     predicted_s: float
+    protocol: str | None = None
 
     @property
     def label(self) -> str:
@@ -184,6 +192,8 @@ class Choice:
         Its predicted time, seconds.
     candidates : tuple of Candidate
         Every candidate's predicted time, in :func:`candidates` order.
+    protocol : str or None
+        The protocol of the GPU model it runs with (None without a GPU model).
 
     The repr names the choice and the runner-up; :attr:`candidates` holds every time.
     """
@@ -192,6 +202,7 @@ class Choice:
     params: Params
     predicted_s: float
     candidates: tuple[Candidate, ...]
+    protocol: str | None = None
 
     def __repr__(self) -> str:
         others = sorted((c for c in self.candidates
@@ -248,6 +259,11 @@ class TuningTable:
         ``times[i][c]``: candidate ``c`` at ``sizes[i]``, seconds.
     ranges : tuple of Range
         Consecutive size ranges from 0 to :data:`MAX_BYTES` and the candidate each chooses.
+    protocols : tuple of (str or None)
+        The protocols tried (``(None,)`` without a GPU model).
+    protocol_times : tuple
+        ``protocol_times[k][i][c]``: candidate ``c`` at ``sizes[i]`` under
+        ``protocols[k]``; ``times`` is their least over ``k``.
 
     The repr is a summary (what, where, the first choices); the fields hold every figure.
     """
@@ -261,9 +277,36 @@ class TuningTable:
     sizes: tuple[int, ...]
     times: tuple[tuple[float, ...], ...]
     ranges: tuple[Range, ...]
+    protocols: tuple[str | None, ...] = (None,)
+    protocol_times: tuple[tuple[tuple[float, ...], ...], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_starts", [r.min_bytes for r in self.ranges])
+        object.__setattr__(self, "_protocol_starts",
+                           [self._protocol_line(c) for c in range(len(self.candidates))]
+                           if len(self.protocols) > 1 else None)
+
+    def _protocol_line(self, c: int) -> tuple[list[int], list[str | None]]:
+        """Where candidate ``c``'s fastest protocol changes: first sizes and protocols.
+
+        Between two sizes of the sweep (and past the last, extrapolated) every
+        protocol's time is a line, so the changes are the exact crossovers of the lines.
+        """
+        times = [[row[c] for row in t] for t in self.protocol_times]
+        firsts = [0]
+        names = [self.protocols[_argmin([t[0] for t in times])]]
+        last = len(self.sizes) - 2
+        segments = [(i, self.sizes[i], self.sizes[i + 1]) for i in range(last + 1)]
+        segments.append((last, self.sizes[-1], MAX_BYTES))  # extrapolated, as times_at
+        for i, lo, hi in segments:
+            x0, x1 = self.sizes[i], self.sizes[i + 1]
+            t_lo, t_hi = ([t[i] + (t[i + 1] - t[i]) * (x - x0) / (x1 - x0) for t in times]
+                          for x in (lo, hi))
+            for first, k in _envelope(lo, hi, t_lo, t_hi):
+                if self.protocols[k] != names[-1] and first > firsts[-1]:
+                    firsts.append(first)
+                    names.append(self.protocols[k])
+        return firsts, names
 
     def __repr__(self) -> str:
         shown = [f"{_label(*self.candidates[r.index])} from {r.min_bytes} B"
@@ -290,12 +333,53 @@ class TuningTable:
         list of float
             Seconds, one per candidate, in :attr:`candidates` order.
         """
-        sizes, times = self.sizes, self.times
-        if nbytes <= sizes[0]:
-            return list(times[0])
-        i = min(bisect_right(sizes, nbytes) - 1, len(sizes) - 2)
-        w = (nbytes - sizes[i]) / (sizes[i + 1] - sizes[i])  # > 1 past the sweep: extrapolated
-        return [a + (b - a) * w for a, b in zip(times[i], times[i + 1])]
+        return _interpolate(self.sizes, self.times, nbytes)
+
+    def times_under(self, protocol: str | None, nbytes: int) -> list[float]:
+        """Every candidate's time at ``nbytes`` under ``protocol``, interpolated.
+
+        Parameters
+        ----------
+        protocol : str or None
+            One of :attr:`protocols`.
+        nbytes : int
+            Message size in bytes.
+
+        Returns
+        -------
+        list of float
+            Seconds, one per candidate.
+
+        Raises
+        ------
+        ValueError
+            If ``protocol`` is not one of :attr:`protocols`.
+        """
+        if protocol not in self.protocols:
+            raise ValueError(f"protocol={protocol!r} is not allowed; it must be one of "
+                             f"{list(self.protocols)}")
+        if len(self.protocols) == 1:
+            return self.times_at(nbytes)
+        times = self.protocol_times[self.protocols.index(protocol)]
+        return _interpolate(self.sizes, times, nbytes)
+
+    def protocols_at(self, nbytes: int) -> list[str | None]:
+        """The protocol under which each candidate is fastest at ``nbytes``.
+
+        Parameters
+        ----------
+        nbytes : int
+            Message size in bytes.
+
+        Returns
+        -------
+        list of (str or None)
+            One of :attr:`protocols` per candidate (the first of equals).
+        """
+        if self._protocol_starts is None:
+            return [self.protocols[0]] * len(self.candidates)
+        return [names[bisect_right(firsts, nbytes) - 1]
+                for firsts, names in self._protocol_starts]
 
     def choice(self, nbytes: int) -> Choice:
         """The choice at ``nbytes`` (see :func:`select`).
@@ -312,9 +396,36 @@ class TuningTable:
         """
         chosen = self.ranges[bisect_right(self._starts, nbytes) - 1].index
         predicted = self.times_at(nbytes)
-        candidates = tuple(Candidate(a, p, t) for (a, p), t in zip(self.candidates, predicted))
+        candidates = tuple(Candidate(a, p, t, k) for (a, p), t, k in
+                           zip(self.candidates, predicted, self.protocols_at(nbytes)))
         algorithm, params = self.candidates[chosen]
-        return Choice(algorithm, params, predicted[chosen], candidates)
+        return Choice(algorithm, params, predicted[chosen], candidates,
+                      candidates[chosen].protocol)
+
+    def protocol_ranges(self) -> list[tuple[int, int, int, str | None]]:
+        """:attr:`ranges` split where the chosen candidate's fastest protocol changes.
+
+        Between two sizes of the sweep every protocol's time is a line, so the splits
+        are the exact crossovers of those lines, as for the candidates.
+
+        Returns
+        -------
+        list of (int, int, int, str or None)
+            ``(min_bytes, max_bytes, candidate index, protocol)``, consecutive from 0 to
+            :data:`MAX_BYTES`.
+        """
+        pieces: list[tuple[int, int, str | None]] = []
+        for r in self.ranges:
+            firsts, names = self._protocol_starts[r.index] if self._protocol_starts \
+                else ([0], [self.protocols[0]])
+            at = bisect_right(firsts, r.min_bytes) - 1
+            for start, protocol in [(r.min_bytes, names[at])] + [
+                    (f, n) for f, n in zip(firsts[at + 1:], names[at + 1:]) if f <= r.max_bytes]:
+                if not pieces or pieces[-1][1:] != (r.index, protocol):
+                    pieces.append((start, r.index, protocol))
+        ends = [start - 1 for start, _, _ in pieces[1:]] + [MAX_BYTES]
+        return [(start, end, index, protocol)
+                for (start, index, protocol), end in zip(pieces, ends)]
 
     def crossovers(self) -> list[tuple[int, str, str]]:
         """``(size, from_label, to_label)`` wherever the choice changes."""
@@ -326,6 +437,16 @@ class TuningTable:
         for size, times in zip(self.sizes, self.times):
             best = _argmin(times)
             yield size, best, _label(*self.candidates[best]), times[best]
+
+
+def _interpolate(sizes: tuple[int, ...], times: Any, nbytes: int) -> list[float]:
+    """Each column of ``times`` at ``nbytes``, linear between sizes, extrapolated past
+    the last two and flat below the first (see :meth:`TuningTable.times_at`)."""
+    if nbytes <= sizes[0]:
+        return list(times[0])
+    i = min(bisect_right(sizes, nbytes) - 1, len(sizes) - 2)
+    w = (nbytes - sizes[i]) / (sizes[i + 1] - sizes[i])  # > 1 past the sweep: extrapolated
+    return [a + (b - a) * w for a, b in zip(times[i], times[i + 1])]
 
 
 def _label(algorithm: str, params: Params) -> str:
@@ -363,20 +484,72 @@ def effective_model(topology: Any, nranks: int) -> tuple[float, float, float]:
     return alpha, beta, float(topology.gamma_s_per_byte)
 
 
-def _closed_form(collective: str, nranks: int, dtype_size: int, model: tuple[float, ...],
-                 algorithm: str, params: Params) -> list[float]:
-    alpha, beta, gamma = model
-    return [cost(collective, algorithm, nranks, n - n % dtype_size, alpha, beta, gamma,
-                 dtype_size, **dict(params)) for n in SIZES]
+def closed_form(collective: str, algorithm: str, topology: Any, nbytes: int,
+                nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
+                **params: Any) -> float:
+    """The closed-form time of ``algorithm`` on ``topology``, GPU terms included.
+
+    :func:`simulator.cost` with :func:`effective_model` of the topology (of its effective
+    topology under ``protocol`` when it has a GPU model, :func:`simulator.gpu.gpu_terms`),
+    plus the call's fixed cost.  On a contention-free topology it is what
+    :func:`simulator.simulate` gives.
+
+    Parameters
+    ----------
+    collective, algorithm : str
+        As :func:`simulator.cost`.
+    topology : topology.Topology
+        The machine.
+    nbytes : int
+        Bytes of the working buffer, a multiple of ``dtype_size``.
+    nranks : int, optional
+        Ranks, from rank 0 (default all of the topology's).
+    dtype_size : int, optional
+        Bytes per element (default 4).
+    protocol : str, optional
+        A protocol of ``topology.gpu`` (default its default protocol); None without one.
+    **params
+        The algorithm's parameters.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`simulator.cost` and :func:`simulator.gpu.resolve_protocol`.
+
+    Examples
+    --------
+    >>> import topology
+    >>> round(closed_form("allreduce", "ring", topology.dgx_h100(), 8, protocol="LL") * 1e6, 2)
+    15.0
+    """
+    machine, call_s = gpu_terms(topology, protocol)
+    nranks = machine.nranks if nranks is None else nranks
+    alpha, beta, gamma = effective_model(machine, nranks)
+    return call_s + cost(collective, algorithm, nranks, nbytes, alpha, beta, gamma,
+                         dtype_size, **params)
+
+
+def _closed_form(collective: str, nranks: int, dtype_size: int, topology: Any,
+                 protocol: str | None, algorithm: str, params: Params) -> list[float]:
+    machine, call_s = gpu_terms(topology, protocol)
+    alpha, beta, gamma = effective_model(machine, nranks)
+    return [call_s + cost(collective, algorithm, nranks, n - n % dtype_size, alpha, beta, gamma,
+                          dtype_size, **dict(params)) for n in SIZES]
 
 
 def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
-               algorithm: str, params: Params) -> list[float]:
+               protocol: str | None, algorithm: str, params: Params) -> list[float]:
     """Simulated times over :data:`SIZES`, the linear tail read off and checked."""
     def run(n: int) -> float:
         schedule = build_schedule(collective, algorithm, nranks, n // dtype_size,
                                   **schedule_params(algorithm, params, topology, nranks))
-        return simulate(schedule, topology, dtype_size, trace=False).time_s
+        return simulate(schedule, topology, dtype_size, trace=False,
+                        protocol=protocol).time_s
 
     start = LINEAR_MIN_ELEMENTS * _pieces(collective, algorithm, nranks, params) * dtype_size
     times: list[float] = []
@@ -465,14 +638,16 @@ def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
     if method == "auto":
         method = "simulate" if nranks <= SIMULATE_MAX_RANKS else "closed_form"
     tried = _tried(collective, topology, nranks, method, algorithms)
-    if method == "simulate":
-        columns = [_simulated(collective, nranks, dtype_size, topology, a, p) for a, p in tried]
-    else:
-        model = effective_model(topology, nranks)
-        columns = [_closed_form(collective, nranks, dtype_size, model, a, p) for a, p in tried]
-    times = [list(row) for row in zip(*columns)]
+    predict = _simulated if method == "simulate" else _closed_form
+    tables = []
+    for protocol in protocols(topology):
+        columns = [predict(collective, nranks, dtype_size, topology, protocol, a, p)
+                   for a, p in tried]
+        tables.append(tuple(tuple(row) for row in zip(*columns)))
+    times = [[min(t) for t in zip(*rows)] for rows in zip(*tables)]
     return TuningTable(collective, topology.name, nranks, dtype_size, method, tried, SIZES,
-                       tuple(tuple(row) for row in times), _ranges(SIZES, times))
+                       tuple(tuple(row) for row in times), _ranges(SIZES, times),
+                       protocols(topology), tuple(tables) if len(tables) > 1 else ())
 
 
 def _tried(collective: str, topology: Any, nranks: int, method: str,

@@ -104,3 +104,18 @@ def test_nccl_csv_channels_column_is_the_chosen_count() -> None:
         choice = table.choice(row["max_bytes"])
         assert row["channels"] == choice.param_dict.get("channels", 1)
     assert {row["channels"] for row in read_nccl_csv(to_nccl_csv([table], channels=-1))} == {-1}
+
+
+def test_nccl_csv_carries_the_protocol_the_model_chose() -> None:
+    import topology
+    from simulator import tuning_table
+
+    table = tuning_table("allreduce", topology.dgx_h100())
+    rows = read_nccl_csv(to_nccl_csv([table], proto="model"))
+    assert rows[0]["min_bytes"] == 0 and rows[-1]["max_bytes"] == (1 << 63) - 1
+    assert all(b["min_bytes"] == a["max_bytes"] + 1 for a, b in zip(rows, rows[1:]))
+    assert (rows[0]["proto"], rows[-1]["proto"]) == ("ll", "simple")
+    for row in rows:
+        for size in (row["min_bytes"], min(row["max_bytes"], 1 << 33)):
+            choice = table.choice(size)
+            assert row["proto"] == choice.protocol.lower(), (size, row, choice.protocol)

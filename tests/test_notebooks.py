@@ -13,7 +13,8 @@ NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 def test_there_are_notebooks() -> None:
     assert {path.stem for path in NOTEBOOKS} >= {"cost_model", "tree_vs_ring", "timeline",
-                                                  "measured_vs_predicted", "channels"}
+                                                  "measured_vs_predicted", "channels",
+                                                  "fidelity"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])

@@ -6,6 +6,7 @@ A file::
     placement = ["gpu0", "gpu1"]      # placement[rank] = device id, one rank per device
     gamma = "0.02 ns/B"               # optional: reduction cost per byte
     overhead = "5 us"                 # optional: CPU time per message at each end (LogGP o)
+    # optional: a [gpu] table, the GPU terms (topology.gpu_files)
 
     [[devices]]
     id = "gpu0"
@@ -45,6 +46,7 @@ from typing import Any
 import tomli_w
 
 from .errors import TopologyError
+from .gpu_files import gpu_from_dict, gpu_to_dict
 from .model import Device, FullMesh, Link, Topology
 from .units import format_quantity, parse
 
@@ -61,7 +63,7 @@ SWITCH_KINDS: frozenset[str] = frozenset({"switch", "nvswitch", "pcie_switch", "
                                           "ib_spine", "leaf", "spine"})
 
 _TOP_KEYS = {"name": False, "placement": True, "devices": True, "links": False, "mesh": False,
-             "gamma": False, "overhead": False}
+             "gamma": False, "overhead": False, "gpu": False}
 _DEVICE_KEYS = {"id": True, "kind": True}
 _LINK_KEYS = {"src": True, "dst": True, "latency": True, "bandwidth": True, "kind": False,
               "duplex": False}
@@ -247,7 +249,8 @@ def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topol
     gamma = _quantity(document, "gamma", "gamma")
     overhead = _quantity(document, "overhead", "latency")
     name = _string(document.get("name", default_name), "name")
-    return Topology(name, devices, links, placement, gamma, overhead)
+    gpu = gpu_from_dict(document["gpu"]) if "gpu" in document else None
+    return Topology(name, devices, links, placement, gamma, overhead, gpu)
 
 
 def to_dict(topology: Topology) -> dict[str, Any]:
@@ -261,15 +264,17 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     Returns
     -------
     dict[str, Any]
-        Quantities as strings with units; ``gamma`` and ``overhead`` only when non-zero;
-        every link listed one way (no ``duplex``), or a ``mesh`` table for a
-        :class:`~topology.model.FullMesh`.
+        Quantities as strings with units; ``gamma`` and ``overhead`` only when non-zero,
+        ``gpu`` only with a GPU model; every link listed one way (no ``duplex``), or a
+        ``mesh`` table for a :class:`~topology.model.FullMesh`.
     """
     document: dict[str, Any] = {"name": topology.name, "placement": list(topology.placement)}
     if topology.gamma_s_per_byte:
         document["gamma"] = format_quantity(topology.gamma_s_per_byte, "gamma")
     if topology.overhead_s_per_message:
         document["overhead"] = format_quantity(topology.overhead_s_per_message, "latency")
+    if topology.gpu is not None:
+        document["gpu"] = gpu_to_dict(topology.gpu)
     document["devices"] = [{"id": d.id, "kind": d.kind} for d in topology.devices]
     if isinstance(topology.links, FullMesh):
         mesh = topology.links

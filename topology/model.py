@@ -28,6 +28,7 @@ from typing import Any, overload
 
 from .checks import is_int, is_number
 from .errors import TopologyError
+from .gpu import GpuModel
 
 __all__ = ["Device", "Link", "FullMesh", "Topology", "NON_TRANSIT_KINDS"]
 
@@ -241,6 +242,10 @@ class Topology:
     overhead_s_per_message : float
         CPU time a rank spends on each message it sends or receives (LogGP's ``o``),
         serialised on that rank (0, the default: free; every preset leaves it at 0).
+    gpu : GpuModel or None
+        The GPU terms (:mod:`topology.gpu`: cost per call, protocols, achievable rates,
+        latencies by link kind, reduction throughput), or None (the default: links as
+        they are; ``flat`` and host models).  It must have figures for every link kind.
 
     Raises
     ------
@@ -264,6 +269,7 @@ class Topology:
     placement: tuple[str, ...]
     gamma_s_per_byte: float = 0.0
     overhead_s_per_message: float = 0.0
+    gpu: GpuModel | None = None
 
     def __post_init__(self) -> None:
         for field in ("devices", "links", "placement"):
@@ -279,6 +285,7 @@ class Topology:
         index = self._check_devices()
         self._check_links(index)
         self._check_placement(index)
+        self._check_gpu()
         object.__setattr__(self, "_index", index)
         router = _MeshRouter if isinstance(self.links, FullMesh) else _Router
         object.__setattr__(self, "_router", router(self, index))
@@ -299,7 +306,16 @@ class Topology:
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
         # pickle the fields only; the route cache is rebuilt on the other side
         return Topology, (self.name, self.devices, self.links, self.placement,
-                          self.gamma_s_per_byte, self.overhead_s_per_message)
+                          self.gamma_s_per_byte, self.overhead_s_per_message, self.gpu)
+
+    def _check_gpu(self) -> None:
+        if self.gpu is None:
+            return
+        if not isinstance(self.gpu, GpuModel):
+            raise TypeError(f"gpu = {type(self.gpu).__name__} is not allowed; it must be a "
+                            "topology.GpuModel or None")
+        for kind in dict.fromkeys(link.kind for link in self.links):
+            self.gpu.figures(kind)
 
     def _check_devices(self) -> dict[str, int]:
         index: dict[str, int] = {}

@@ -25,6 +25,10 @@ says otherwise; pass measured figures, or calibrate, to model a real machine):
   0.5 us per link GPU <-> NIC or GPU <-> switch; InfiniBand switch port to port about 130 ns
   (Quantum QM8700 datasheet) plus a few metres of cable (5 ns/m), 0.2 us per IB link, so a
   NIC-leaf-NIC crossing pays 0.4 us and MPI ping-pong latencies of 1-2 us result end to end.
+* GPU terms: ``dgx_a100`` and ``dgx_h100`` also carry a :class:`~topology.GpuModel` (what
+  collectives reach on these links: cost per call, protocols, achievable fractions,
+  latencies by link kind, reduction throughput), figures and sources in
+  :mod:`topology.gpu_presets`; the simulator plays the links through it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from __future__ import annotations
 from reprlib import repr as brief
 
 from .checks import check_int, check_number
+from .gpu import GpuModel
+from .gpu_presets import DGX_A100_GPU, DGX_H100_GPU
 from .model import Device, FullMesh, Link, Topology
 
 __all__ = ["flat", "default_flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node",
@@ -136,7 +142,8 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
                   pcie_Bps: float = PCIE5_X16_Bps, pcie_latency_s: float = PCIE_LATENCY_S,
                   nic_Bps: float = NDR_Bps, ib_latency_s: float = IB_LATENCY_S,
                   nodes_per_leaf: int = 32, spines: int = 8, oversubscription: float = 1.0,
-                  name: str = "rail_fat_tree") -> Topology:
+                  name: str = "rail_fat_tree",
+                  gpu_model: GpuModel | None = DGX_H100_GPU) -> Topology:
     """NVSwitch nodes on a rail-optimized two-level InfiniBand fat-tree.
 
     Each node has ``gpus_per_node`` GPUs joined by one NVSwitch device, and one NIC per GPU
@@ -167,6 +174,10 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
         each leaf-spine link carries ``nodes_per_leaf * nic_Bps / oversubscription / spines``.
     name : str
         The topology's name.
+    gpu_model : GpuModel or None
+        The GPU terms (:mod:`topology.gpu`) with figures for ``nvlink``, ``pcie`` and
+        ``ib`` links (default the H100 figures, as the default links are H100's), or
+        None for the links alone.
 
     Returns
     -------
@@ -202,11 +213,11 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
             devices.append(Device(leaf, "ib_leaf"))
             for k in range(spines):
                 links += _duplex(leaf, f"spine{k}", ib_latency_s, uplink_Bps, "ib")
-    return Topology(name, tuple(devices), tuple(links), tuple(placement))
+    return Topology(name, tuple(devices), tuple(links), tuple(placement), gpu=gpu_model)
 
 
 def dgx_a100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: int = 20,
-             spines: int = 8) -> Topology:
+             spines: int = 8, gpu_model: GpuModel | None = DGX_A100_GPU) -> Topology:
     """DGX A100 nodes: 8 x A100 on NVLink 3 / NVSwitch, 8 x HDR 200 Gb/s NICs (one per GPU).
 
     Line rates (see the module notes): 300 GB/s per direction per GPU into the NVSwitch,
@@ -224,6 +235,9 @@ def dgx_a100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
         Nodes per leaf switch.
     spines : int, optional
         Spine switches.
+    gpu_model : GpuModel or None, optional
+        The GPU terms; default the DGX figures of :mod:`topology.gpu_presets`, None for
+        the links alone.
 
     Returns
     -------
@@ -238,11 +252,12 @@ def dgx_a100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
     return rail_fat_tree(nodes, gpus_per_node=8, nvlink_Bps=NVLINK3_Bps,
                          pcie_Bps=PCIE4_X16_Bps, nic_Bps=HDR_Bps,
                          nodes_per_leaf=nodes_per_leaf, spines=spines,
-                         oversubscription=oversubscription, name=f"dgx_a100({nodes})")
+                         oversubscription=oversubscription, name=f"dgx_a100({nodes})",
+                         gpu_model=gpu_model)
 
 
 def dgx_h100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: int = 32,
-             spines: int = 8) -> Topology:
+             spines: int = 8, gpu_model: GpuModel | None = DGX_H100_GPU) -> Topology:
     """DGX H100 nodes: 8 x H100 on NVLink 4 / NVSwitch, 8 x NDR 400 Gb/s NICs (one per GPU).
 
     Line rates (see the module notes): 450 GB/s per direction per GPU into the NVSwitch,
@@ -259,6 +274,9 @@ def dgx_h100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
         Nodes per leaf switch.
     spines : int, optional
         Spine switches.
+    gpu_model : GpuModel or None, optional
+        The GPU terms; default the DGX figures of :mod:`topology.gpu_presets`, None for
+        the links alone.
 
     Returns
     -------
@@ -281,7 +299,8 @@ def dgx_h100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: i
     return rail_fat_tree(nodes, gpus_per_node=8, nvlink_Bps=NVLINK4_Bps,
                          pcie_Bps=PCIE5_X16_Bps, nic_Bps=NDR_Bps,
                          nodes_per_leaf=nodes_per_leaf, spines=spines,
-                         oversubscription=oversubscription, name=f"dgx_h100({nodes})")
+                         oversubscription=oversubscription, name=f"dgx_h100({nodes})",
+                         gpu_model=gpu_model)
 
 
 def pcie_node(gpus: int = 8, *, gpus_per_switch: int = 2, sockets: int = 2,

@@ -1,0 +1,358 @@
+"""The model against published nccl-tests curves: read them, predict them, score them.
+
+A curve is one ``all_reduce_perf`` table (``benchmarks/data/nccl-tests/*.csv``) with its
+source, hardware, launch and the algorithm NCCL ran in ``#`` header lines.  Each is
+predicted on the DGX preset of its GPU and node count (one set of figures per machine
+kind, :mod:`topology.gpu_presets`) with the algorithm NCCL ran: the ring where the curve
+forced Ring (``NCCL_ALGO=Ring``; and the protocol where it forced one) or ran on one node
+(see :attr:`Curve.nccl_algorithms`), otherwise the best of NCCL's own algorithms (ring
+and double binary tree, each under its best protocol) by :func:`simulator.select`'s rule.  A curve launched with one process
+driving 8 GPUs (``-g 8``) is predicted with ``gpus_per_process=8``.
+
+Sizes are compared only where NCCL ran what the model has (:data:`RULES` says which
+and why): not where it reduced in the switch (NVLS), not where Tree on exactly two nodes
+exceeds the network's limit, not rows the source marks as outliers, and from 64 KiB on
+for ``-g 8`` curves.
+
+The error of a size is ``|log(predicted / measured)|``; a curve's geomean error is
+``exp(mean of those) - 1`` (symmetric: 2x too fast and 2x too slow both count 100%).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import topology
+
+from collectives.build import build_schedule
+
+from .engine import simulate
+from .gpu import protocols as gpu_protocols
+from .selection import candidates
+
+__all__ = ["DATA_DIR", "RULES", "Curve", "Rule", "Score", "read_curve", "read_curves",
+           "machine", "predict", "score", "NCCL_ALGORITHMS"]
+
+#: the published curves in a checkout
+DATA_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "nccl-tests"
+
+#: the algorithms NCCL has among the candidates of :func:`simulator.select`
+NCCL_ALGORITHMS = ("ring", "tree")
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Which sizes of a curve are compared, and why others are not.
+
+    Attributes
+    ----------
+    max_bytes : int
+        The largest size compared.
+    why : str
+        The reason, printed beside the curve ("" when every size is compared).
+    """
+
+    max_bytes: int = 1 << 62
+    why: str = ""
+
+
+#: per curve (file stem): what is compared, as the curve's own header states
+RULES: dict[str, Rule] = {
+    "h100_1node_dgx_default_nvls": Rule(
+        max_bytes=1 * MiB, why="NCCL ran NVLS (in-switch reduction) above ~1 MB: compared "
+        "where it ran Ring/LL"),
+    "h100_2node_default_nccl2.26.2": Rule(
+        max_bytes=128 * MiB, why="NVLSTree/Tree on 2 nodes exceeds the ring's network limit "
+        "(~376 GB/s busbw, 8 NICs at 47 GB/s) from 256 MiB: compared up to 128 MiB"),
+    "a100_2node_roce_default": Rule(
+        max_bytes=512 * MiB, why="Tree on exactly 2 nodes exceeds the ring's network limit "
+        "from 1 GiB: compared up to 512 MiB"),
+}
+
+#: a size that takes this many times as long as the next larger size is an outlier
+OUTLIER_RATIO = 2.0
+_NAMED_OUTLIER = re.compile(r"the (\d+) MiB row is an outlier")
+
+#: from this size on, a ``-g 8`` curve is compared (the issue's rule: the launch of 8 GPUs
+#: from one thread dominates below it)
+GROUP_LAUNCH_FROM_BYTES = 64 << 10
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One published curve.
+
+    Attributes
+    ----------
+    name : str
+        The file's stem.
+    header : dict[str, str]
+        The ``# key: value`` lines (``hardware``, ``nccl``, ``algorithm``, ``source``, ...).
+    gpu : str
+        ``"A100"`` or ``"H100"``.
+    nodes, ranks, gpus_per_process : int
+        From the header (``ranks: 16, nodes: 2``; ``launch: one process, -g 8``).
+    algorithm, protocol : str or None
+        What the curve forced (``NCCL_ALGO=Ring`` -> ``"ring"``; ``NCCL_PROTO=LL128``), or
+        None for NCCL's default.
+    nbytes : tuple of int
+        Sizes.
+    time_s : tuple of float
+        Measured time per size (out of place).
+    rule : Rule
+        What is compared.
+    """
+
+    name: str
+    header: dict[str, str]
+    gpu: str
+    nodes: int
+    ranks: int
+    gpus_per_process: int
+    algorithm: str | None
+    protocol: str | None
+    nbytes: tuple[int, ...]
+    time_s: tuple[float, ...]
+    rule: Rule
+
+    @property
+    def nccl_algorithms(self) -> tuple[str, ...]:
+        """The algorithms the prediction may use: the one the curve forced; on one node
+        the ring (NCCL's tree inside a node is a chain, no faster than the ring in
+        NCCL's own model, not the double binary tree of :mod:`collectives`); otherwise
+        :data:`NCCL_ALGORITHMS`."""
+        if self.algorithm is not None:
+            return (self.algorithm,)
+        return ("ring",) if self.nodes == 1 else NCCL_ALGORITHMS
+
+    @property
+    def outliers(self) -> tuple[int, ...]:
+        """Sizes the header calls outliers (``the 8 MiB row is an outlier``), and sizes
+        that took more than :data:`OUTLIER_RATIO` times as long as the next larger size
+        (hiccups of the run, not properties of the machine)."""
+        t = self.time_s
+        named = {int(m) << 20 for m in _NAMED_OUTLIER.findall(self.header.get("source", ""))}
+        return tuple(n for i, n in enumerate(self.nbytes)
+                     if n in named or (i + 1 < len(t) and t[i] > OUTLIER_RATIO * t[i + 1]))
+
+    @property
+    def compared(self) -> tuple[bool, ...]:
+        """Whether each size is compared (see :data:`RULES` and :attr:`outliers`)."""
+        low = GROUP_LAUNCH_FROM_BYTES if self.gpus_per_process > 1 else 0
+        skip = set(self.outliers)
+        return tuple(low <= n <= self.rule.max_bytes and n not in skip for n in self.nbytes)
+
+    @property
+    def why(self) -> str:
+        """Why some sizes are not compared ("" when all are)."""
+        notes = [self.rule.why] if self.rule.why else []
+        if self.outliers:
+            notes.append(f"outliers (named by the source, or {OUTLIER_RATIO:g}x the next "
+                         "size's time): "
+                         + ", ".join(f"{n} B" for n in self.outliers))
+        if self.gpus_per_process > 1:
+            notes.append(f"-g {self.gpus_per_process}: compared from 64 KiB")
+        return "; ".join(notes)
+
+
+def _header(lines: list[str]) -> dict[str, str]:
+    header = {}
+    for line in lines:
+        key, _, value = line.lstrip("# ").partition(":")
+        if value:
+            header[key.strip()] = value.strip()
+    return header
+
+
+def _forced(algorithm: str, key: str) -> str | None:
+    """The value of ``key=`` in an algorithm line that starts with the settings."""
+    if algorithm.startswith("NCCL default"):
+        return None
+    for part in algorithm.replace(",", " ").split():
+        if part.startswith(f"{key}="):
+            return part.split("=", 1)[1]
+    return None
+
+
+def read_curve(path: str | Path) -> Curve:
+    """Read one curve file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A CSV with ``#`` header lines and columns ``bytes,time_us,...``.
+
+    Returns
+    -------
+    Curve
+
+    Raises
+    ------
+    ValueError
+        If the header names no A100 or H100, or lacks ``ranks`` and ``nodes``.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8").splitlines()
+    header = _header([line for line in text if line.startswith("#")])
+    gpu = next((g for g in ("A100", "H100") if g in header.get("hardware", "")), None)
+    if gpu is None:
+        raise ValueError(f"{path}: hardware = {header.get('hardware')!r} names no A100 or H100")
+    try:
+        ranks = int(header["ranks"].split(",")[0])
+        nodes = int(header["ranks"].split("nodes:")[1])
+    except (KeyError, IndexError, ValueError):
+        raise ValueError(f"{path}: the header must have 'ranks: R, nodes: N'") from None
+    launch = header.get("launch", "")
+    per_process = int(launch.split("-g", 1)[1].split()[0]) if "-g" in launch else 1
+    algorithm = _forced(header.get("algorithm", ""), "NCCL_ALGO")
+    rows = list(csv.DictReader(line for line in text if not line.startswith("#")))
+    return Curve(path.stem, header, gpu, nodes, ranks, per_process,
+                 algorithm.lower() if algorithm else None,
+                 _forced(header.get("algorithm", ""), "NCCL_PROTO"),
+                 tuple(int(r["bytes"]) for r in rows),
+                 tuple(float(r["time_us"]) * 1e-6 for r in rows),
+                 RULES.get(path.stem, Rule()))
+
+
+def read_curves(directory: str | Path = DATA_DIR) -> list[Curve]:
+    """Every curve in ``directory`` (``*.csv``), by name.
+
+    Parameters
+    ----------
+    directory : str or Path, optional
+        Default :data:`DATA_DIR`.
+
+    Returns
+    -------
+    list of Curve
+    """
+    return [read_curve(path) for path in sorted(Path(directory).glob("*.csv"))]
+
+
+def machine(curve: Curve) -> Any:
+    """The preset of ``curve``'s GPU and node count, launched as the curve was.
+
+    Parameters
+    ----------
+    curve : Curve
+        The curve.
+
+    Returns
+    -------
+    topology.Topology
+        :func:`topology.dgx_a100` or :func:`topology.dgx_h100` of ``curve.nodes`` nodes,
+        its GPU model with ``gpus_per_process`` of the curve.
+    """
+    build, model = ((topology.dgx_a100, topology.DGX_A100_GPU) if curve.gpu == "A100"
+                    else (topology.dgx_h100, topology.DGX_H100_GPU))
+    return build(curve.nodes, gpu_model=dataclasses.replace(
+        model, gpus_per_process=curve.gpus_per_process))
+
+
+def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
+    """Predict every size of ``curve`` with the algorithm NCCL ran.
+
+    Parameters
+    ----------
+    curve : Curve
+        The curve.
+
+    Returns
+    -------
+    list of (str, str or None, float)
+        Per size: the candidate's label, its protocol and the predicted seconds.
+
+    Notes
+    -----
+    :func:`simulator.select`'s rule (the least predicted time over candidates and
+    protocols), simulated at each size of the curve rather than read from a table, and
+    over NCCL's algorithms only unless the curve forced one.
+    """
+    target = machine(curve)
+    tried = [(a, p) for a, p in candidates("allreduce") if a in curve.nccl_algorithms]
+    protocols = [k for k in gpu_protocols(target) if curve.protocol in (None, k)]
+    out = []
+    for n in curve.nbytes:
+        out.append(min((simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **dict(p)),
+                                 target, trace=False, protocol=k).time_s, _label(a, p), k)
+                       for a, p in tried for k in protocols))
+    return [(label, k, seconds) for seconds, label, k in out]
+
+
+def _label(algorithm: str, params: tuple[tuple[str, Any], ...]) -> str:
+    inner = ",".join(f"{k}={v}" for k, v in params)
+    return f"{algorithm}({inner})" if inner else algorithm
+
+
+@dataclass(frozen=True)
+class Score:
+    """How well a curve is predicted over its compared sizes.
+
+    Attributes
+    ----------
+    geomean : float
+        Geomean error (see the module docstring), over every compared size.
+    geomean_small : float or None
+        The same below 1 MiB, where latencies and the cost per call dominate (None when
+        no compared size is that small).
+    geomean_large : float or None
+        The same from 64 MiB on (None when no compared size is that large).
+    worst_bytes : int
+        The compared size with the largest error.
+    worst : float
+        Its error, ``predicted / measured - 1``.
+    compared : int
+        Sizes compared.
+    """
+
+    geomean: float
+    geomean_small: float | None
+    geomean_large: float | None
+    worst_bytes: int
+    worst: float
+    compared: int
+
+
+def score(curve: Curve, predicted_s: list[float]) -> Score:
+    """Score ``predicted_s`` (one per size) against ``curve``.
+
+    Parameters
+    ----------
+    curve : Curve
+        The measured curve.
+    predicted_s : list of float
+        Predicted seconds per size of the curve.
+
+    Returns
+    -------
+    Score
+
+    Raises
+    ------
+    ValueError
+        If the lengths differ or no size is compared.
+    """
+    if len(predicted_s) != len(curve.nbytes):
+        raise ValueError(f"predicted_s has {len(predicted_s)} values; it must have one per "
+                         f"size of {curve.name} ({len(curve.nbytes)})")
+    logs = [(n, math.log(p / m)) for n, p, m, keep
+            in zip(curve.nbytes, predicted_s, curve.time_s, curve.compared) if keep]
+    if not logs:
+        raise ValueError(f"curve {curve.name} compares no size")
+    worst_bytes, worst = max(logs, key=lambda item: abs(item[1]))
+    return Score(_geomean([e for _, e in logs]), _geomean([e for n, e in logs if n < MiB]),
+                 _geomean([e for n, e in logs if n >= 64 * MiB]), worst_bytes,
+                 math.expm1(worst), len(logs))
+
+
+def _geomean(logs: list[float]) -> float | None:
+    """``exp(mean |log|) - 1`` of log ratios; None for none."""
+    return math.exp(sum(abs(e) for e in logs) / len(logs)) - 1 if logs else None

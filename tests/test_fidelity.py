@@ -1,0 +1,101 @@
+"""Reading, predicting and scoring published curves (simulator.fidelity), on made-up curves."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulator.fidelity import (DATA_DIR, GROUP_LAUNCH_FROM_BYTES, machine, predict,
+                                read_curve, read_curves, score)
+
+HEADER = """# all_reduce_perf (nccl-tests), out-of-place columns, float32 sum; GB = 1e9 bytes
+# hardware: {hardware}
+# launch: {launch}
+# algorithm: {algorithm}
+# ranks: {ranks}, nodes: {nodes}
+# source: made up for a test{note}
+bytes,time_us,algbw_GBps,busbw_GBps
+"""
+
+
+def _curve(tmp_path: Path, rows: list[tuple[int, float]], *, hardware: str = "8x H100 SXM",
+           launch: str = "one process per GPU", algorithm: str = "NCCL default",
+           ranks: int = 8, nodes: int = 1, note: str = "", name: str = "made_up") -> Path:
+    path = tmp_path / f"{name}.csv"
+    path.write_text(HEADER.format(hardware=hardware, launch=launch, algorithm=algorithm,
+                                  ranks=ranks, nodes=nodes, note=note)
+                    + "".join(f"{n},{t},0,0\n" for n, t in rows))
+    return path
+
+
+def test_header_says_machine_launch_and_forced_algorithm(tmp_path: Path) -> None:
+    curve = read_curve(_curve(tmp_path, [(1024, 20.0)], hardware="2 x 8 A100-SXM4-40GB",
+                              launch="one process, -g 8", ranks=16, nodes=2,
+                              algorithm="NCCL_ALGO=Ring, NCCL_PROTO=LL128"))
+    assert (curve.gpu, curve.ranks, curve.nodes, curve.gpus_per_process) == ("A100", 16, 2, 8)
+    assert (curve.algorithm, curve.protocol, curve.nccl_algorithms) == ("ring", "LL128",
+                                                                         ("ring",))
+    target = machine(curve)
+    assert target.nranks == 16 and target.gpu.gpus_per_process == 8
+    assert curve.time_s == (pytest.approx(20e-6),)
+
+
+def test_a_default_curve_mentioning_a_setting_forces_nothing(tmp_path: Path) -> None:
+    curve = read_curve(_curve(tmp_path, [(8, 10.0)], nodes=2, ranks=16,
+                              algorithm="NCCL default (with NCCL_ALGO=Ring it is slower)"))
+    assert curve.algorithm is None and curve.nccl_algorithms == ("ring", "tree")
+
+
+def test_group_launch_outliers_and_named_rows_are_not_compared(tmp_path: Path) -> None:
+    rows = [(8, 40.0), (16, 200.0), (32, 41.0), (GROUP_LAUNCH_FROM_BYTES, 45.0),
+            (8 << 20, 400.0), (16 << 20, 300.0)]
+    plain = read_curve(_curve(tmp_path, rows, note="; the 8 MiB row is an outlier", name="a"))
+    assert plain.compared == (True, False, True, True, False, True)
+    grouped = read_curve(_curve(tmp_path, rows, launch="one process, -g 8", name="b"))
+    assert grouped.compared == (False, False, False, True, True, True)
+    assert "-g 8" in grouped.why and "16 B" in plain.why
+
+
+def test_score_is_the_geomean_of_log_ratios_over_compared_sizes(tmp_path: Path) -> None:
+    curve = read_curve(_curve(tmp_path, [(8, 10.0), (16, 10.0), (64 << 20, 100.0)]))
+    result = score(curve, [20e-6, 5e-6, 110e-6])
+    assert result.geomean == pytest.approx(math.exp((2 * math.log(2) + math.log(1.1)) / 3) - 1)
+    assert result.geomean_large == pytest.approx(0.1)
+    assert result.geomean_small == pytest.approx(1.0)
+    assert (result.worst_bytes, result.worst, result.compared) == (8, pytest.approx(1.0), 3)
+    with pytest.raises(ValueError, match="predicted_s has 2 values"):
+        score(curve, [1.0, 1.0])
+
+
+def test_prediction_uses_the_forced_algorithm_and_protocol(tmp_path: Path) -> None:
+    curve = read_curve(_curve(tmp_path, [(1 << 20, 50.0), (1 << 26, 300.0)], nodes=1,
+                              algorithm="NCCL_ALGO=Ring, NCCL_PROTO=LL128"))
+    assert [(label, protocol) for label, protocol, _ in predict(curve)] == \
+        [("ring", "LL128")] * 2
+
+
+def test_every_published_curve_is_read() -> None:
+    curves = read_curves()
+    assert len(curves) == len(list(DATA_DIR.glob("*.csv"))) >= 11
+    assert all(curve.header.get("source") and any(curve.compared) for curve in curves)
+
+
+def test_the_benchmark_prints_a_row_per_curve_and_plots(tmp_path: Path) -> None:
+    data = tmp_path / "curves"
+    data.mkdir()
+    for name in ("a100_1node_nccl2.16.2", "h100_1node_dgx_default_nvls"):
+        (data / f"{name}.csv").write_text((DATA_DIR / f"{name}.csv").read_text())
+    plot = tmp_path / "fidelity.png"
+    repo = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(repo / "benchmarks" / "bench_fidelity.py"),
+                          "--data", str(data), "--plot", str(plot)], capture_output=True,
+                         text=True, check=True, cwd=repo).stdout
+    rows = [line for line in out.splitlines() if line.startswith(("a100_", "h100_"))]
+    assert [row.split()[0] for row in rows[:2]] == ["a100_1node_nccl2.16.2",
+                                                    "h100_1node_dgx_default_nvls"]
+    assert all("%" in row for row in rows[:2])
+    assert plot.stat().st_size > 10_000

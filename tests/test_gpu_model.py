@@ -1,0 +1,234 @@
+"""The GPU cost model's pieces: cost per call, protocols, achievable rates, agreement.
+
+The expectations are computed from the model's own figures (``topology.gpu``), never from
+the published curves, so a change to how the simulator applies a figure fails here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import re
+
+import pytest
+
+import topology
+from collectives import build_schedule
+from collectives.schedule import Recv, Schedule, Send, Step
+from simulator import select, simulate, tuning_table
+from simulator.gpu import gpu_terms, protocols
+from simulator.selection import closed_form
+from topology import GpuModel, LinkFigures, Protocol, TopologyError
+
+H100 = topology.dgx_h100()
+MODEL = H100.gpu
+LINE_Bps = 1 / topology.dgx_h100(gpu_model=None).beta(0, 1)
+
+
+def _ring_closed_form(protocol: str, p: int, nbytes: int) -> float:
+    """Ring AllReduce on one NVSwitch node from the figures alone (n divisible by p)."""
+    nvlink = MODEL.figures("nvlink")
+    step = 2 * nvlink.latency(protocol)  # GPU -> NVSwitch -> GPU
+    rate = LINE_Bps * nvlink.efficiency * MODEL.protocol(protocol).bandwidth_fraction
+    share = (p - 1) / p * nbytes
+    return MODEL.call_s(protocol) + 2 * (p - 1) * step + 2 * share / rate \
+        + share / MODEL.reduce_Bps
+
+
+@pytest.mark.parametrize("protocol", MODEL.protocol_names)
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "rhd", "pipeline"])
+@pytest.mark.parametrize("count", [0, 1, 1000])
+def test_a_call_costs_at_least_the_launch_and_setup(protocol: str, algorithm: str,
+                                                    count: int) -> None:
+    schedule = build_schedule("allreduce", algorithm, 8, count)
+    assert simulate(schedule, H100, protocol=protocol).time_s >= MODEL.call_s(protocol) > 0
+
+
+def test_a_call_on_one_rank_costs_exactly_the_call() -> None:
+    machine = topology.dgx_a100(gpu_model=dataclasses.replace(topology.DGX_A100_GPU,
+                                                              gpus_per_process=8))
+    result = simulate(build_schedule("allreduce", "ring", 1, 100), machine, protocol="LL")
+    model = machine.gpu
+    assert result.time_s == model.launch_s + 7 * model.launch_per_gpu_s \
+        + model.protocol("LL").call_s
+
+
+@pytest.mark.parametrize("protocol", MODEL.protocol_names)
+@pytest.mark.parametrize("nbytes", [8 * 4, 8 * 4096, 8 * (1 << 20)])
+def test_ring_on_one_node_is_the_closed_form_of_the_figures(protocol: str, nbytes: int) -> None:
+    schedule = build_schedule("allreduce", "ring", 8, nbytes // 4)
+    expected = _ring_closed_form(protocol, 8, nbytes)
+    assert simulate(schedule, H100, protocol=protocol).time_s == pytest.approx(expected,
+                                                                              rel=1e-9)
+
+
+def _crossover(a: str, b: str) -> float:
+    """Bytes at which ring AllReduce under protocols ``a`` and ``b`` take equal time."""
+    t0 = [_ring_closed_form(x, 8, 0) for x in (a, b)]
+    slope = [(_ring_closed_form(x, 8, 1 << 30) - t) / (1 << 30) for x, t in zip((a, b), t0)]
+    return (t0[1] - t0[0]) / (slope[0] - slope[1])
+
+
+@pytest.mark.parametrize("low, high", [("LL", "LL128"), ("LL", "Simple")])
+def test_protocols_cross_over_where_the_model_says(low: str, high: str) -> None:
+    crossing = _crossover(low, high)
+    assert 1 << 10 < crossing < 1 << 30
+    for nbytes, faster in ((crossing / 2, low), (crossing * 2, high)):
+        n = int(nbytes) // 32 * 32
+        times = {x: simulate(build_schedule("allreduce", "ring", 8, n // 4), H100,
+                             protocol=x, trace=False).time_s for x in (low, high)}
+        assert min(times, key=times.get) == faster
+
+
+def test_select_picks_the_low_latency_protocol_small_and_the_bandwidth_one_large() -> None:
+    small, large = select("allreduce", 1024, H100), select("allreduce", 1 << 30, H100)
+    assert (small.protocol, large.protocol) == ("LL", "Simple")
+    ring = [c for c in small.candidates if c.algorithm == "ring"][0]
+    assert ring.predicted_s == pytest.approx(_ring_closed_form("LL", 8, 1024), rel=1e-3)
+
+
+@pytest.mark.parametrize("collective", ["allgather", "allreduce"])
+def test_large_messages_approach_the_achievable_rate_never_the_line_rate(collective: str) -> None:
+    nbytes = 8 << 30
+    machine, _ = gpu_terms(H100, "Simple")
+    achievable = 1 / machine.beta(0, 1)
+    assert achievable == pytest.approx(LINE_Bps * MODEL.figures("nvlink").efficiency)
+    time_s = closed_form(collective, "ring", H100, nbytes, protocol="Simple")
+    busbw = nbytes / time_s * (2 if collective == "allreduce" else 1) * 7 / 8
+    assert busbw < achievable < LINE_Bps
+    assert busbw > (0.99 if collective == "allgather" else 0.9) * achievable
+
+
+FLAT_GPU = GpuModel((Protocol("LL", 0.4, 5e-6), Protocol("Simple", 1.0, 8e-6)),
+                    (LinkFigures("flat", 0.8, (("LL", 1e-6), ("Simple", 4e-6))),),
+                    reduce_Bps=1e12, launch_s=2e-6)
+
+
+def _flat_with_gpu(p: int) -> topology.Topology:
+    t = topology.flat(p, 1e-6, 1e-10)
+    return dataclasses.replace(t, gpu=FLAT_GPU)
+
+
+@pytest.mark.parametrize("algorithm, params", [("ring", {}), ("rhd", {}),
+                                               ("pipeline", {"segments": 4}),
+                                               ("tree", {"segments": 2})])
+@pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
+@pytest.mark.parametrize("protocol", ["LL", "Simple"])
+def test_simulator_and_closed_forms_agree_with_the_gpu_terms_on(
+        algorithm: str, params: dict, collective: str, protocol: str) -> None:
+    p, count = 6, 6 * 2 * 4 * 50
+    machine = _flat_with_gpu(p)
+    schedule = build_schedule(collective, algorithm, p, count, **params)
+    simulated = simulate(schedule, machine, protocol=protocol).time_s
+    formula = closed_form(collective, algorithm, machine, count * 4, protocol=protocol,
+                          **params)
+    assert simulated == pytest.approx(formula, rel=1e-9)
+    assert simulated > simulate(schedule, topology.flat(p, 1e-6, 1e-10)).time_s
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "pipeline"])
+def test_compiled_engine_gives_the_event_engine_result_with_the_gpu_terms(algorithm: str) -> None:
+    cluster = topology.dgx_h100(nodes=2)
+    schedule = build_schedule("allreduce", algorithm, 16, 1 << 16)
+    for protocol in ("LL", "Simple"):
+        events = simulate(schedule, cluster, engine="events", protocol=protocol)
+        assert simulate(schedule, cluster, engine="compiled", protocol=protocol) == events
+
+
+def test_flat_and_host_models_have_no_gpu_terms() -> None:
+    flat = topology.flat(4, 1e-6, 1e-9)
+    assert flat.gpu is None and topology.pcie_node().gpu is None
+    assert protocols(flat) == (None,) and gpu_terms(flat) == (flat, 0.0)
+    with pytest.raises(ValueError, match="protocol='LL' is not allowed.*no GPU model"):
+        simulate(build_schedule("allreduce", "ring", 4, 100), flat, protocol="LL")
+    assert select("allreduce", 1024, flat).protocol is None
+
+
+def test_unknown_protocol_names_the_allowed_ones() -> None:
+    with pytest.raises(ValueError, match=r"protocol='LL64'.*\['LL', 'LL128', 'Simple'\]"):
+        simulate(build_schedule("allreduce", "ring", 8, 100), H100, protocol="LL64")
+
+
+def test_a_model_must_cover_every_link_kind() -> None:
+    with pytest.raises(TopologyError, match="no figures for link kind 'nvlink'"):
+        topology.dgx_h100(gpu_model=FLAT_GPU)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Protocol("LL", 1.5, 1e-6), "bandwidth_fraction = 1.5"),
+    (lambda: LinkFigures("nvlink", 0.9, (("LL", -1.0),)), "latency_s\\['LL'\\] = -1.0"),
+    (lambda: dataclasses.replace(MODEL, gpus_per_process=0), "gpus_per_process = 0"),
+    (lambda: dataclasses.replace(MODEL, default_protocol="LL64"), "protocol='LL64'"),
+    (lambda: dataclasses.replace(MODEL, links=MODEL.links[:1] + MODEL.links[:1]),
+     "unique kinds"),
+])
+def test_figures_out_of_range_are_named(make, message: str) -> None:
+    with pytest.raises((TopologyError, ValueError), match=message):
+        make()
+
+
+def test_presets_carry_a_figure_for_every_protocol_and_link() -> None:
+    for machine in (topology.dgx_a100(2), topology.dgx_h100(2)):
+        kinds = {link.kind for link in machine.links}
+        assert {f.kind for f in machine.gpu.links} == kinds
+        assert machine.gpu.protocol_names == ("LL", "LL128", "Simple")
+    assert topology.dgx_h100(gpu_model=None).gpu is None
+
+
+def test_a_file_overrides_a_figure(tmp_path) -> None:
+    path = tmp_path / "h100.toml"
+    topology.save(H100, path)
+    assert topology.load(path) == H100
+    text, replaced = re.subn(r"^launch = .*$", 'launch = "10 us"', path.read_text(), count=1,
+                             flags=re.MULTILINE)
+    assert replaced == 1
+    path.write_text(text)
+    edited = topology.load(path)
+    schedule = build_schedule("allreduce", "ring", 8, 1000)
+    assert simulate(schedule, edited, protocol="LL").time_s == pytest.approx(
+        simulate(schedule, H100, protocol="LL").time_s + 10e-6, rel=1e-12)
+
+
+def test_a_file_with_a_bad_gpu_table_names_the_key() -> None:
+    text = topology.dumps(H100).replace('efficiency = 0.87', 'efficency = 0.87')
+    with pytest.raises(TopologyError, match="gpu.links\\[0\\]: unknown key 'efficency'"):
+        topology.loads(text)
+
+
+def _pairs(pairs: list[tuple[int, int]], count: int, p: int = 16) -> Schedule:
+    """One step per rank: each ``(src, dst)`` pair moves ``count`` elements."""
+    ranks: list[list] = [[] for _ in range(p)]
+    for src, dst in pairs:
+        ranks[src].append(Send(dst, 0, count))
+        ranks[dst].append(Recv(src, 0, count))
+    return Schedule.from_steps("allgather", "hand", count,
+                               [[Step(tuple(ops))] if ops else [] for ops in ranks])
+
+
+def test_more_channels_over_more_nics_carry_more() -> None:
+    cluster = topology.dgx_h100(nodes=2)
+    count = 1 << 24
+    one = simulate(_pairs([(0, 8)], count), cluster, protocol="Simple").time_s
+    two_nics = simulate(_pairs([(0, 8), (1, 9)], count), cluster, protocol="Simple").time_s
+    one_nic = simulate(_pairs([(0, 8), (0, 8)], count // 2), cluster,
+                       protocol="Simple").time_s
+    nic_Bps = 50e9 * cluster.gpu.figures("ib").efficiency
+    assert one == pytest.approx(two_nics, rel=1e-12)
+    assert one_nic == pytest.approx(one, rel=1e-12)  # half each, sharing one NIC
+    effective, call_s = gpu_terms(cluster, "Simple")
+    assert one == pytest.approx(call_s + effective.alpha(0, 8) + 4 * count / nic_Bps, rel=1e-9)
+
+
+def test_a_topology_with_a_gpu_model_pickles() -> None:
+    cluster = topology.dgx_a100(2)
+    assert pickle.loads(pickle.dumps(cluster)) == cluster
+
+
+def test_table_protocols_are_the_fastest_of_the_interpolated_lines() -> None:
+    table = tuning_table("allreduce", H100)
+    sizes = [0, 1, 3000, 1 << 20, 3 << 21, 5 << 22, 1 << 30, 1 << 36] + \
+        [int(1.37 ** k) for k in range(120)]
+    for n in sizes:
+        per = {k: table.times_under(k, n) for k in table.protocols}
+        for c, chosen in enumerate(table.protocols_at(n)):
+            assert per[chosen][c] == min(times[c] for times in per.values()), (n, c)

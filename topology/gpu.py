@@ -1,0 +1,265 @@
+"""What a GPU machine adds to its link graph: the cost model NCCL's own tuner has.
+
+A :class:`GpuModel` attached to a :class:`~topology.Topology` (``topology.gpu``) says how
+collectives run on GPUs rather than how fast the wires are:
+
+* a fixed cost per collective call: the host's kernel launch (``launch_s``; a process that
+  drives several GPUs launches on each in turn, ``launch_per_gpu_s`` for every GPU after
+  the first) and the protocol's setup (:attr:`Protocol.call_s`, NCCL's ``baseLat``);
+* protocols (:class:`Protocol`): a low-latency one (small steps, a fraction of the
+  bandwidth) and a bandwidth one, each a fraction of what the links achieve;
+* per link kind (:class:`LinkFigures`): the achievable fraction of the line rate, and the
+  latency a message pays per link of that kind it crosses, per protocol (NCCL's per-hop
+  ``hwLat`` spread over the links of a hop, and the network's per-message overhead);
+* the GPU's reduction throughput (``reduce_Bps``, bytes reduced per second).
+
+The simulator reads the model (:mod:`simulator.gpu`); this module only holds and checks
+the figures.  More channels use more links, each with the same figures, so nothing here
+depends on how many channels an algorithm runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import TopologyError
+
+__all__ = ["Protocol", "LinkFigures", "GpuModel"]
+
+
+def _fraction(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not (math.isfinite(value) and 0 < value <= 1):
+        raise TopologyError(f"{key} = {value!r} is not allowed; it must be a number in (0, 1]")
+    return float(value)
+
+
+def _number(value: Any, key: str, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise TopologyError(f"{key} = {value!r} is not allowed; it must be a finite number "
+                            f"{bound}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    """One way of moving data between GPUs (NCCL's LL, LL128, Simple).
+
+    Parameters
+    ----------
+    name : str
+        E.g. ``"LL"``, ``"Simple"``.
+    bandwidth_fraction : float
+        Fraction of every link's achievable rate the protocol reaches, in (0, 1].
+    call_s : float
+        Setup per collective call with this protocol, seconds (>= 0).
+    """
+
+    name: str
+    bandwidth_fraction: float
+    call_s: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise TopologyError(f"protocol name = {self.name!r} is not allowed; it must be a "
+                                "non-empty string")
+        _fraction(self.bandwidth_fraction, f"protocol {self.name}.bandwidth_fraction")
+        _number(self.call_s, f"protocol {self.name}.call_s")
+
+
+@dataclass(frozen=True, slots=True)
+class LinkFigures:
+    """How GPUs use the links of one kind.
+
+    Parameters
+    ----------
+    kind : str
+        The :attr:`Link.kind` these figures are for (``"nvlink"``, ``"ib"``, ...).
+    efficiency : float
+        Achievable fraction of the line rate, in (0, 1].
+    latency_s : tuple of (str, float)
+        ``(protocol name, seconds)``: the latency a message pays per link of this kind it
+        crosses (> 0), one entry per protocol of the model.
+    """
+
+    kind: str
+    efficiency: float
+    latency_s: tuple[tuple[str, float], ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, str) or not self.kind:
+            raise TopologyError(f"link kind = {self.kind!r} is not allowed; it must be a "
+                                "non-empty string")
+        _fraction(self.efficiency, f"links {self.kind}.efficiency")
+        object.__setattr__(self, "latency_s", tuple(tuple(pair) for pair in self.latency_s))
+        for name, seconds in self.latency_s:
+            _number(seconds, f"links {self.kind}.latency_s[{name!r}]", positive=True)
+
+    def latency(self, protocol: str) -> float:
+        """Seconds per link of this kind under ``protocol``.
+
+        Parameters
+        ----------
+        protocol : str
+            A protocol name of the model.
+
+        Returns
+        -------
+        float
+            The figure.
+
+        Raises
+        ------
+        TopologyError
+            If the figures have no latency for ``protocol``.
+        """
+        for name, seconds in self.latency_s:
+            if name == protocol:
+                return seconds
+        raise TopologyError(f"links {self.kind}.latency_s has no entry for protocol "
+                            f"{protocol!r}; it has {[n for n, _ in self.latency_s]}")
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """The GPU terms of a machine (see the module docstring).
+
+    Parameters
+    ----------
+    protocols : tuple of Protocol
+        At least one, names unique; :func:`simulator.select` tries each.
+    links : tuple of LinkFigures
+        One per link kind of the topology it is attached to, kinds unique.
+    reduce_Bps : float
+        Bytes the GPU reduces per second (> 0): a received byte costs ``1 / reduce_Bps``.
+    launch_s : float, optional
+        Host-side cost of launching a collective, seconds (default 0).
+    launch_per_gpu_s : float, optional
+        Added for every GPU after the first that one process drives (default 0).
+    gpus_per_process : int, optional
+        GPUs one process drives (nccl-tests ``-g``; default 1).
+    default_protocol : str, optional
+        The protocol :func:`simulator.simulate` plays when none is given (default the
+        last of ``protocols``).
+
+    Raises
+    ------
+    TopologyError
+        Naming the field and value: no protocols, duplicate names or kinds, a link kind
+        without a latency for some protocol, values out of range.
+    """
+
+    protocols: tuple[Protocol, ...]
+    links: tuple[LinkFigures, ...]
+    reduce_Bps: float
+    launch_s: float = 0.0
+    launch_per_gpu_s: float = 0.0
+    gpus_per_process: int = 1
+    default_protocol: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "protocols", tuple(self.protocols))
+        object.__setattr__(self, "links", tuple(self.links))
+        names = [p.name for p in self.protocols]
+        if not names or not all(isinstance(p, Protocol) for p in self.protocols):
+            raise TopologyError(f"protocols = {self.protocols!r} is not allowed; it must be "
+                                "one or more Protocol")
+        if len(set(names)) != len(names):
+            raise TopologyError(f"protocols {names} are not allowed; names must be unique")
+        kinds = [f.kind for f in self.links if isinstance(f, LinkFigures)]
+        if len(kinds) != len(self.links) or len(set(kinds)) != len(kinds):
+            raise TopologyError(f"links kinds {kinds} are not allowed; they must be "
+                                "LinkFigures of unique kinds")
+        for figures in self.links:
+            for name in names:
+                figures.latency(name)
+        _number(self.reduce_Bps, "reduce_Bps", positive=True)
+        _number(self.launch_s, "launch_s")
+        _number(self.launch_per_gpu_s, "launch_per_gpu_s")
+        g = self.gpus_per_process
+        if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+            raise TopologyError(f"gpus_per_process = {g!r} is not allowed; it must be an "
+                                "int >= 1")
+        if not self.default_protocol:
+            object.__setattr__(self, "default_protocol", names[-1])
+        self.protocol(self.default_protocol)
+
+    @property
+    def protocol_names(self) -> tuple[str, ...]:
+        """The protocols' names, in order."""
+        return tuple(p.name for p in self.protocols)
+
+    def protocol(self, name: str) -> Protocol:
+        """The protocol called ``name``.
+
+        Parameters
+        ----------
+        name : str
+            One of :attr:`protocol_names`.
+
+        Returns
+        -------
+        Protocol
+
+        Raises
+        ------
+        ValueError
+            If no protocol has that name.
+        """
+        for p in self.protocols:
+            if p.name == name:
+                return p
+        raise ValueError(f"protocol={name!r} is not allowed; it must be one of "
+                         f"{list(self.protocol_names)}")
+
+    def figures(self, kind: str) -> LinkFigures:
+        """The figures of links of ``kind``.
+
+        Parameters
+        ----------
+        kind : str
+            A link kind.
+
+        Returns
+        -------
+        LinkFigures
+
+        Raises
+        ------
+        TopologyError
+            If the model has no figures for ``kind``.
+        """
+        for f in self.links:
+            if f.kind == kind:
+                return f
+        raise TopologyError(f"the GPU model has no figures for link kind {kind!r}; it has "
+                            f"{[f.kind for f in self.links]}")
+
+    def call_s(self, protocol: str) -> float:
+        """Fixed cost of one collective call with ``protocol``, seconds.
+
+        ``launch_s + (gpus_per_process - 1) * launch_per_gpu_s + protocol.call_s``.
+
+        Parameters
+        ----------
+        protocol : str
+            One of :attr:`protocol_names`.
+
+        Returns
+        -------
+        float
+            Seconds.
+
+        Examples
+        --------
+        >>> m = GpuModel((Protocol("LL", 0.5, 6e-6),),
+        ...              (LinkFigures("nvlink", 0.9, (("LL", 3e-7),)),), 2e12, launch_s=1e-6)
+        >>> round(m.call_s("LL") * 1e6, 6)
+        7.0
+        """
+        return (self.launch_s + (self.gpus_per_process - 1) * self.launch_per_gpu_s
+                + self.protocol(protocol).call_s)

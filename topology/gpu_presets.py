@@ -1,0 +1,93 @@
+"""The GPU terms of the DGX presets, each figure with where it comes from.
+
+One set of figures per machine kind (A100 nodes, H100 nodes), whatever the node count.
+"tuning.cc" is NCCL's own cost model, src/graph/tuning.cc (NCCL 2.30.7; the Ampere and
+Hopper rows unchanged since 2.28); "fitted" marks a figure chosen so that the model meets
+published measurements, with the measurements named.  ``benchmarks/data/`` holds the
+published curves and ``benchmarks/data/nccl-model-facts.md`` the constants quoted here.
+
+Protocols (tuning.cc): NCCL's model is ``baseLat + steps * hwLat + bytes / bw``:
+
+* ``LL``: baseLat (Ring) 6.6 us; bandwidth 0.5x, capped on one node at llMaxBw
+  (141 GB/s Hopper, 87.7 GB/s Ampere): the cap binds, and against what Ring Simple
+  reaches on the same nodes (370 GB/s, ~240 GB/s) it is 0.36-0.38 of it: 0.37.
+* ``LL128``: baseLat 14.0 us; bandwidth 0.92x.
+* ``Simple``: baseLat 8.4 us; the full achievable bandwidth.
+
+Links, per link crossed (the simulator sums a route's links; a hop GPU -> NVSwitch -> GPU
+crosses two ``nvlink`` links, a network hop GPU -> NIC -> leaf -> NIC -> GPU two ``pcie``
+and two ``ib`` links, so each carries half of a hop's figure):
+
+* ``nvlink``: tuning.cc hwLat NVLink Ring {LL, LL128, Simple} = {0.6, 1.9, 3.4} us per hop.
+* ``ib``: tuning.cc hwLat network Ring {2.7, 4.0, 14.0} us per hop.
+* ``pcie`` (GPU <-> NIC): the network's per-message post overhead, ~1 us, x3 for Simple
+  (tuning.cc), per hop.
+"""
+
+from __future__ import annotations
+
+from .gpu import GpuModel, LinkFigures, Protocol
+
+__all__ = ["DGX_A100_GPU", "DGX_H100_GPU", "PROTOCOLS"]
+
+#: tuning.cc baseLat (Ring) and bandwidth factors; LL's fraction from llMaxBw (see above)
+PROTOCOLS = (Protocol("LL", 0.37, 6.6e-6),
+             Protocol("LL128", 0.92, 14.0e-6),
+             Protocol("Simple", 1.0, 8.4e-6))
+
+
+def _per_link(kind: str, efficiency: float,
+              latency_s: tuple[float, float, float]) -> LinkFigures:
+    """Figures of ``kind`` with per-link {LL, LL128, Simple} latencies."""
+    return LinkFigures(kind, efficiency, tuple(zip((p.name for p in PROTOCOLS), latency_s)))
+
+
+_NVLINK_S = (0.3e-6, 0.95e-6, 1.7e-6)  # tuning.cc hwLat NVLink Ring 0.6, 1.9, 3.4 us, halved
+_IB_S = (1.35e-6, 2.0e-6, 7.0e-6)  # tuning.cc hwLat network Ring 2.7, 4.0, 14.0 us, halved
+_PCIE_S = (0.5e-6, 0.5e-6, 1.5e-6)  # tuning.cc network post ~1 us (x3 Simple), halved
+
+#: 8x A100 SXM4 on NVLink3/NVSwitch, HDR 200 Gb/s NICs
+DGX_A100_GPU = GpuModel(
+    PROTOCOLS,
+    (
+        # fitted: Ring AllReduce busbw at >= 1 GiB is 227-235 GB/s on 8x A100 (curves
+        # a100_1node_*), 231 at 1 GiB; with the reduction term below: 0.81 x 300 GB/s
+        _per_link("nvlink", 0.81, _NVLINK_S),
+        # GPU <-> NIC, PCIe Gen4 x16 (31.5 GB/s) is never the bottleneck ahead of a 25 GB/s NIC
+        _per_link("pcie", 1.0, _PCIE_S),
+        # ~20-23.7 GB/s per HDR NIC measured (nccl#320; 189.6 GB/s Ring busbw over 8 NICs,
+        # a100_2node_ring): 0.92 x 25 GB/s
+        _per_link("ib", 0.92, _IB_S),
+    ),
+    # A100 SXM4 80GB HBM2e: 2,039 GB/s (NVIDIA A100 datasheet); 40GB: 1,555 GB/s
+    reduce_Bps=2.0e12,
+    # fitted: small AllReduce takes ~18-25 us on 8x A100 with one process per GPU
+    # (nccl-model-facts.md), 36 us on 2x8 (a100_2node_roce_default, 8 B); NCCL's model
+    # (baseLat + hops) gives ~15 us on 8 and ~31 us on 2x8: 5 us more per call
+    launch_s=5e-6,
+    # fitted: one process driving 8 A100s (-g 8) takes 34.8-37 us up to 64 KiB
+    # (a100_1node_nccl2.19.3_g8), 15 us more than one process per GPU: 2.1 us per extra GPU
+    launch_per_gpu_s=2.1e-6,
+)
+
+#: 8x H100 SXM on NVLink4/NVSwitch, NDR 400 Gb/s NICs
+DGX_H100_GPU = GpuModel(
+    PROTOCOLS,
+    (
+        # fitted to a maintainer's statement: "effective NVLink bandwidth of 370GB/s"
+        # Ring AllReduce busbw (nccl-tests#212; 368.8 in nccl-tests#309, 370 in nccl#2140);
+        # with the reduction term below: 0.87 x 450 GB/s
+        _per_link("nvlink", 0.87, _NVLINK_S),
+        # GPU <-> NIC, PCIe Gen5 x16 (63 GB/s) is never the bottleneck ahead of a 50 GB/s NIC
+        _per_link("pcie", 1.0, _PCIE_S),
+        # 46-48 GB/s per NDR NIC measured (nccl-tests#290, #319): 0.94 x 50 GB/s
+        _per_link("ib", 0.94, _IB_S),
+    ),
+    # H100 SXM HBM3: 3.35 TB/s (NVIDIA H100 datasheet)
+    reduce_Bps=3.35e12,
+    # small AllReduce on 8x H100 takes 13-17 us (h100_1node_dgx_default_nvls up to 2 KiB),
+    # NCCL's own model (baseLat 6.6 + 14 x 0.6 us) 15 us: nothing more per call
+    launch_s=0.0,
+    # taken from the A100 fit (a host-side cost, no -g 8 curve of H100 is published here)
+    launch_per_gpu_s=2.1e-6,
+)
