@@ -24,7 +24,7 @@ def test_matrix_matches_interpret_and_native(nranks: int) -> None:
     assert report["transport"] == "mpi" and report["xp"] == "numpy"
     assert report["nranks"] == nranks
     assert report["cases"] == len(matrix)
-    assert report["runs"] == worker.expected_runs(matrix, "direct")
+    assert report["runs"] == worker.expected_runs(matrix, "persistent")
     assert report["failures"] == [], f"{report['failure_count']} failures"
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..ops import reducer
 from .buffers import Call, workspace
+from .persistent import PersistentPlans
 from .plan import Plan, apply_copies
 
 __all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport"]
@@ -148,8 +149,10 @@ class MpiTransport:
         self.comm = comm.Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
-        #: collectives run, by path: "direct", "staged" (CuPy through host) or "native"
+        #: collectives run, by path: "persistent" (NumPy), "direct" (CUDA-aware CuPy),
+        #: "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
+        self.persistent = PersistentPlans(_MPI, self.comm)
 
     def allgather_object(self, obj: Any) -> list[Any]:
         """All-gather a small picklable object (used by the agreement check).
@@ -195,7 +198,8 @@ class MpiTransport:
     def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
         """Walk ``plan`` on the working buffer ``work`` (``plan.count`` elements).
 
-        CuPy buffers go through host copies unless MPI is CUDA-aware.
+        NumPy buffers run as persistent requests (:mod:`.persistent`); CuPy buffers go
+        through host copies unless MPI is CUDA-aware.
 
         Parameters
         ----------
@@ -211,6 +215,10 @@ class MpiTransport:
             The CuPy stream to run on; None for NumPy or the current stream.
         """
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
+        if call.xp is np:
+            self.runs["persistent"] += 1
+            self.persistent.run(plan, work, scratch, reducer(np, op))
+            return
         staged = self._staged(call)
         self.runs["staged" if staged else "direct"] += 1
         walk = _walk_staged if staged else _walk

@@ -73,7 +73,7 @@ def cases(nranks: int, dtypes: tuple[str, ...] = DTYPES) -> list[Case]:
 
 
 def expected_runs(matrix: list[Case], path: str) -> dict[str, int]:
-    """Runs per transport path the matrix makes: schedules on ``path`` ("direct", "staged"
+    """Runs per transport path the matrix makes: schedules on ``path`` ("persistent", "direct", "staged"
     or "nccl"), and native collectives (the native cases and the exact comparisons)."""
     ours = sum(case.algorithm != "native" for case in matrix)
     native = sum(case.algorithm == "native" or case.exact for case in matrix)
