@@ -38,7 +38,7 @@ def run_matrix(nranks: int, transport: str) -> tuple[dict, object]:
 def test_cupy_over_mpi(nranks: int) -> None:
     """Ranks may share a GPU; the path is the one MPI's CUDA support calls for."""
     report, worker = run_matrix(nranks, "mpi")
-    matrix = worker.cases(nranks)
+    matrix = worker.cases(nranks, "cupy")
     assert report["transport"] == "mpi" and report["xp"] == "cupy"
     path = "direct" if report["cuda_aware"] else "staged"
     assert report["runs"] == worker.expected_runs(matrix, path)
@@ -49,7 +49,7 @@ def test_nccl() -> None:
     """One rank per GPU (NCCL refuses two ranks of a communicator on one GPU)."""
     nranks = min(gpu_count(), 4)
     report, worker = run_matrix(nranks, "nccl")
-    matrix = worker.cases(nranks)
+    matrix = worker.cases(nranks, "cupy")
     assert report["transport"] == "nccl" and report["xp"] == "cupy"
     assert report["runs"] == worker.expected_runs(matrix, "nccl")
     assert report["failures"] == [], f"{report['failure_count']} failures"

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import reducer
+from ..ops import ALL_OPS, reducer
 from .buffers import Call, workspace
 from .persistent import PersistentPlans
 from .plan import Plan, apply_copies
@@ -74,7 +74,7 @@ def cuda_aware() -> bool | None:
 @lru_cache(maxsize=1)
 def _mpi_ops() -> dict[str, Any]:
     from mpi4py import MPI
-    return {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}
+    return {name: getattr(MPI, name.upper()) for name in ALL_OPS}
 
 
 @lru_cache(maxsize=None)
@@ -188,9 +188,10 @@ class MpiTransport:
             If ``native`` and the MPI library has no datatype for ``call.dtype``.
         """
         if native and not _has_mpi_datatype(call.dtype):
-            raise TypeError(f"dtype {call.dtype.name!r} has no MPI datatype in this MPI library; "
-                            f"algorithm='native' cannot run it, choose one of ring, tree, rhd, "
-                            f"pipeline")
+            order = "" if call.dtype.isnative else " (MPI's datatypes are in native byte order)"
+            raise TypeError(f"dtype {call.dtype.str!r} has no MPI datatype in this MPI "
+                            f"library{order}; algorithm='native' cannot run it, choose one of "
+                            f"ring, tree, rhd, pipeline")
 
     def _staged(self, call: Call) -> bool:
         return call.xp is not np and not cuda_aware()
