@@ -18,7 +18,8 @@ README): a CSV, one line per size range,
   ======== ================ ============================================================
 
   For ReduceScatter and AllGather NCCL has no tree: ranges whose choice is not ``ring``
-  are left out (NCCL then keeps its own choice there) and listed in a comment line;
+  are left out (NCCL then keeps its own choice there) and listed in a comment line, as
+  are ranges of a measured table that choose ``native`` (the library's own);
 * ``proto``: ``simple`` by default (the model has no LL/LL128 protocols);
 * ``channels``: -1 (NCCL's default); ``nNodes`` as given (-1: any); ``nRanks`` the table's.
 
@@ -48,6 +49,7 @@ ring            4 ring             4 ring                  0 (none: fixed decisi
 rhd             6 rabenseifner     3 recursive_doubling    2 recursive_doubling
 tree            2 nonoverlapping   0 (none)                0 (none)
 pipeline        2 nonoverlapping   0 (none)                0 (none)
+native          0 (none)           0 (none)                0 (none)
 =============== ================== ======================= =============================
 
 ``nonoverlapping`` is a reduce then a broadcast, each on coll/tuned's segmented trees or
@@ -84,7 +86,8 @@ OMPI_ALGORITHM: dict[tuple[str, str], int] = {
     ("allgather", "ring"): 4, ("allgather", "rhd"): 3, ("allgather", "tree"): 0,
     ("allgather", "pipeline"): 0,
     ("reduce_scatter", "ring"): 0, ("reduce_scatter", "rhd"): 2,
-    ("reduce_scatter", "tree"): 0, ("reduce_scatter", "pipeline"): 0}
+    ("reduce_scatter", "tree"): 0, ("reduce_scatter", "pipeline"): 0,
+    **{(collective, "native"): 0 for collective in ("allreduce", "allgather", "reduce_scatter")}}
 
 #: Open MPI's names of the algorithm ids used above, per collective
 OMPI_NAMES: dict[str, dict[int, str]] = {

@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from collectives.build import build_schedule
 from collectives.schedule import COLLECTIVES
@@ -61,7 +61,7 @@ from .engine import simulate
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
            "SIMULATE_MAX_RANKS", "Candidate", "Choice", "Range", "TuningTable", "select",
-           "tuning_table", "effective_model", "clear_cache"]
+           "tuning_table", "measured_table", "effective_model", "clear_cache"]
 
 #: the size sweep in bytes: powers of two from 1 B to 8 GiB and 1.5 times each in between
 SIZES: tuple[int, ...] = tuple(sorted({1 << k for k in range(34)}
@@ -408,6 +408,47 @@ def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
     times = [list(row) for row in zip(*columns)]
     return TuningTable(collective, topology.name, nranks, dtype_size, method, tried, SIZES,
                        tuple(tuple(row) for row in times), _ranges(SIZES, times))
+
+
+def measured_table(collective: str, source: str, nranks: int, dtype_size: int,
+                   tried: Sequence[tuple[str, Params]], sizes: Sequence[int],
+                   times: Sequence[Sequence[float]]) -> TuningTable:
+    """A tuning table of measured times (``collsim tune``), its ranges chosen as for
+    predicted ones (the least of the piecewise-linear interpolations).
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    source : str
+        Where the times come from (the table's ``topology_name``).
+    nranks, dtype_size : int
+        Ranks and bytes per element.
+    tried : sequence of (str, params)
+        The candidates measured, in tie-breaking order.
+    sizes : sequence of int
+        Working-buffer bytes measured, strictly increasing.
+    times : sequence of sequence of float
+        ``times[i][c]``: candidate ``c`` at ``sizes[i]``, seconds.
+
+    Returns
+    -------
+    TuningTable
+        With ``method`` ``"measured"``.
+
+    Raises
+    ------
+    ValueError
+        If ``sizes`` is empty or not strictly increasing, or ``times`` does not match.
+    """
+    if not sizes or any(b <= a for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(f"sizes={list(sizes)[:6]} is not allowed; give strictly increasing "
+                         "sizes")
+    if len(times) != len(sizes) or any(len(row) != len(tried) for row in times):
+        raise ValueError(f"times must hold {len(sizes)} rows of {len(tried)} candidates")
+    rows = [list(row) for row in times]
+    return TuningTable(collective, source, nranks, dtype_size, "measured", tuple(tried),
+                       tuple(sizes), tuple(tuple(row) for row in rows), _ranges(tuple(sizes), rows))
 
 
 _TABLES: dict[tuple[Any, ...], TuningTable] = {}
