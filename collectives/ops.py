@@ -94,7 +94,8 @@ def check_op(op: Any) -> str:
     return name
 
 
-_SUPPORTED = frozenset(np.dtype(name) for name in ALL_DTYPES)
+#: supported dtype (native byte order) -> its name (``dtype.name`` is slow to compute)
+_SUPPORTED = {np.dtype(name): name for name in ALL_DTYPES}
 
 
 def check_dtype(dtype: Any) -> str:
@@ -115,6 +116,9 @@ def check_dtype(dtype: Any) -> str:
     TypeError
         If the dtype is not in :data:`ALL_DTYPES`, naming the choices.
     """
+    name = _SUPPORTED.get(dtype)  # the common case, without making a dtype
+    if name is not None:
+        return name
     try:
         native = np.dtype(dtype).newbyteorder("=")
     except TypeError:
@@ -123,7 +127,7 @@ def check_dtype(dtype: Any) -> str:
         name = getattr(dtype, "str", str(dtype))
         raise TypeError(f"dtype {name!r} is not supported (MPI has no datatype for it); "
                         f"choose one of {list(ALL_DTYPES)}")
-    return native.name
+    return _SUPPORTED[native]
 
 
 def check_op_dtype(op: str, dtype: Any) -> None:
