@@ -311,6 +311,35 @@ def run_isolation(xp: Any, comm: Any, rank: int, nranks: int, transport: Any) ->
     return failures
 
 
+def run_tuned_auto(xp: Any, comm: Any, nranks: int, transport: Any) -> list[str]:
+    """``auto`` reading a tuning table runs what the table names, ``native`` included, and
+    falls back to a schedule for a dtype MPI has no datatype for."""
+    from collectives.tuning import Rule, Tuning
+    failures: list[str] = []
+    table = Tuning.from_rules([Rule("allreduce", nranks, 4, 0, 64, "native"),
+                               Rule("allreduce", nranks, 4, 65, 1 << 40, "tree",
+                                    (("segments", 2),))], "matrix")
+    collectives.auto.use_tuning(table)
+    try:
+        expected_sum = np.arange(40.0) * nranks
+        small = "native" if nranks > 1 else "schedule"  # one rank: auto copies (ring)
+        for size, dtype, path in ((16, "float32", small), (40, "float32", "schedule"),
+                                  (16, ">f4", "schedule")):
+            before = dict(transport.runs)
+            got = collectives.allreduce(xp.asarray(np.arange(size, dtype=dtype)), comm=comm)
+            ran = "native" if transport.runs["native"] > before.get("native", 0) else "schedule"
+            got = got.get() if xp is not np else got
+            if ran != path or not np.array_equal(got, expected_sum[:size]):
+                failures.append(f"tuned auto, {size} x {dtype}: ran {ran} (table: {path}), "
+                                f"got {got[:4]}")
+        want = ("tree", {"segments": 2}) if nranks > 1 else ("ring", {})
+        if collectives.auto.choose("allreduce", 160, nranks, 4) != want:
+            failures.append(f"auto chose {collectives.auto.choose('allreduce', 160, nranks, 4)}")
+    finally:
+        collectives.auto.use_tuning(None)
+    return failures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--xp", choices=("numpy", "cupy"), default="numpy")
@@ -332,6 +361,8 @@ def main() -> None:
     runs = dict(transport.runs)
     failures += run_errors(xp, comm, rank, nranks)
     failures += run_isolation(xp, comm, rank, nranks, transport)
+    if xp is np:
+        failures += run_tuned_auto(xp, comm, nranks, transport)
     all_failures = world.gather(failures, root=0)
     all_digests = world.gather(digests, root=0)
     if rank == 0:
