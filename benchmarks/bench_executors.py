@@ -7,7 +7,8 @@ native busbw and each algorithm's busbw as a ratio to native (above 1: faster th
 own), the best of ours, and with ``--tuning FILE`` (written by ``collsim tune``) ``auto``
 reading that table.  busbw = algbw x 2(p-1)/p for AllReduce and x (p-1)/p for
 ReduceScatter and AllGather (nccl-tests' PERFORMANCE.md), with algbw = bytes of the full
-vector / time.  Time is the slowest rank's mean over the iterations, after warm-up calls.
+vector / time.  Time is the slowest rank's mean over the iterations, after warm-up calls,
+the least of ``--rounds`` rounds over the algorithms.
 
 ``--fixed-cost`` instead times one rank's 8-byte AllReduce (a single process, no mpirun):
 raw mpi4py ``Comm.Allreduce`` beside ``collectives.allreduce`` with ``native``, ``ring``
@@ -74,16 +75,24 @@ def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.n
 
 
 def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: float,
-            algorithms: tuple[str, ...] = ALGORITHMS) -> list[dict]:
-    """Time every (collective, size, algorithm); rows as dicts."""
+            algorithms: tuple[str, ...] = ALGORITHMS, rounds: int = 3) -> list[dict]:
+    """Time every (collective, size, algorithm); rows as dicts.
+
+    Each time is the least of ``rounds`` rounds that visit the algorithms in turn: on a
+    shared machine noise only adds time, and it hits every algorithm alike.
+    """
     rows = []
     p = comm.Get_size()
     for collective in collectives_:
         for nbytes in byte_sizes:
             send, recv = buffers(collective, nbytes, p)
             real_bytes = (recv if collective != "reduce_scatter" else send).nbytes
-            for algorithm in algorithms:
-                seconds = time_one(comm, collective, algorithm, send, recv, budget_s)
+            best = dict.fromkeys(algorithms, float("inf"))
+            for _ in range(rounds):
+                for algorithm in algorithms:
+                    seconds = time_one(comm, collective, algorithm, send, recv, budget_s)
+                    best[algorithm] = min(best[algorithm], seconds)
+            for algorithm, seconds in best.items():
                 busbw = real_bytes / seconds * BUS_FACTOR[collective](p) if seconds else 0.0
                 rows.append({"collective": collective, "bytes": real_bytes, "algorithm": algorithm,
                              "time_us": seconds * 1e6, "busbw_GBps": busbw / 1e9})
@@ -152,7 +161,9 @@ def main() -> None:
     parser.add_argument("--min-bytes", type=int, default=8)
     parser.add_argument("--max-bytes", type=int, default=64 << 20)
     parser.add_argument("--factor", type=int, default=8)
-    parser.add_argument("--budget", type=float, default=0.2, help="seconds per measurement")
+    parser.add_argument("--budget", type=float, default=0.1, help="seconds per measurement")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds over the algorithms; the least time counts")
     parser.add_argument("--collectives", nargs="+", default=list(collectives.COLLECTIVES),
                         choices=collectives.COLLECTIVES)
     parser.add_argument("--json", type=Path, help="also write the rows here")
@@ -175,7 +186,7 @@ def main() -> None:
         collectives.auto.use_tuning(args.tuning)
         algorithms = (*ALGORITHMS, "auto")
     rows = measure(comm, args.collectives, sizes(args.min_bytes, args.max_bytes, args.factor),
-                   args.budget, algorithms)
+                   args.budget, algorithms, args.rounds)
     if comm.Get_rank() == 0:
         render(rows, comm.Get_size())
         if args.json:
