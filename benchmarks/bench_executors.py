@@ -8,7 +8,9 @@ own), the best of ours, and with ``--tuning FILE`` (written by ``collsim tune``)
 reading that table.  busbw = algbw x 2(p-1)/p for AllReduce and x (p-1)/p for
 ReduceScatter and AllGather (nccl-tests' PERFORMANCE.md), with algbw = bytes of the full
 vector / time.  Time is the slowest rank's mean over the iterations, after warm-up calls,
-the least of ``--rounds`` rounds over the algorithms.
+the least of ``--rounds`` rounds over the algorithms; with ``--per-call`` the least over
+single calls each timed after a barrier (OSU's least latency), which a shared, loaded
+machine disturbs far less.
 
 ``--fixed-cost`` instead times one rank's 8-byte AllReduce (a single process, no mpirun):
 raw mpi4py ``Comm.Allreduce`` beside ``collectives.allreduce`` with ``native``, ``ring``
@@ -56,8 +58,13 @@ def buffers(collective: str, nbytes: int, nranks: int) -> tuple[np.ndarray, np.n
 
 
 def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,
-             budget_s: float) -> float:
-    """Mean seconds per call on the slowest rank; iterations fill about ``budget_s``."""
+             budget_s: float, per_call: bool = False) -> float:
+    """Seconds per call on the slowest rank; iterations fill about ``budget_s``.
+
+    The mean over the iterations; with ``per_call``, each call is timed alone after a
+    barrier and the least over the calls of the slowest rank's time counts (OSU's least
+    latency): what a call costs when no other process takes the cores.
+    """
     from mpi4py import MPI
     function = getattr(collectives, collective)
     for _ in range(2):
@@ -66,7 +73,17 @@ def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.n
     start = time.perf_counter()
     function(send, recv, comm=comm, algorithm=algorithm)
     once = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
-    iterations = max(3, min(1000, int(budget_s / max(once, 1e-7))))
+    iterations = max(3, min(1000 if not per_call else 100, int(budget_s / max(once, 1e-7))))
+    if per_call:
+        times = np.empty(iterations)
+        for i in range(iterations):
+            comm.Barrier()
+            start = time.perf_counter()
+            function(send, recv, comm=comm, algorithm=algorithm)
+            times[i] = time.perf_counter() - start
+        slowest = np.empty_like(times)
+        comm.Allreduce(times, slowest, op=MPI.MAX)
+        return float(slowest.min())
     comm.Barrier()
     start = time.perf_counter()
     for _ in range(iterations):
@@ -75,7 +92,8 @@ def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.n
 
 
 def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: float,
-            algorithms: tuple[str, ...] = ALGORITHMS, rounds: int = 3) -> list[dict]:
+            algorithms: tuple[str, ...] = ALGORITHMS, rounds: int = 3,
+            per_call: bool = False) -> list[dict]:
     """Time every (collective, size, algorithm); rows as dicts.
 
     Each time is the least of ``rounds`` rounds that visit the algorithms in turn: on a
@@ -90,7 +108,8 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
             best = dict.fromkeys(algorithms, float("inf"))
             for _ in range(rounds):
                 for algorithm in algorithms:
-                    seconds = time_one(comm, collective, algorithm, send, recv, budget_s)
+                    seconds = time_one(comm, collective, algorithm, send, recv, budget_s,
+                                       per_call)
                     best[algorithm] = min(best[algorithm], seconds)
             for algorithm, seconds in best.items():
                 busbw = real_bytes / seconds * BUS_FACTOR[collective](p) if seconds else 0.0
@@ -172,6 +191,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--tuning", type=Path,
                         help="a tuning file (collsim tune): also time auto reading it")
+    parser.add_argument("--per-call", action="store_true",
+                        help="time calls one by one; the least counts (a shared machine)")
     parser.add_argument("--fixed-cost", action="store_true",
                         help="time one rank's 8-byte AllReduce instead (no mpirun)")
     args = parser.parse_args()
@@ -189,7 +210,7 @@ def main() -> None:
         collectives.auto.use_tuning(args.tuning)
         algorithms = (*ALGORITHMS, "auto")
     rows = measure(comm, args.collectives, sizes(args.min_bytes, args.max_bytes, args.factor),
-                   args.budget, algorithms, args.rounds)
+                   args.budget, algorithms, args.rounds, args.per_call)
     if comm.Get_rank() == 0:
         render(rows, comm.Get_size())
         if args.json:
