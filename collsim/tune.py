@@ -6,8 +6,9 @@ Under ``mpirun -n N python -m collsim tune --output FILE`` (or ``collsim tune --
 (:func:`simulator.selection.candidates`) -- is timed on the job's ranks over a size sweep,
 per collective and element size.  Sizes follow nccl-tests: the full vector's bytes,
 rounded down to whole elements on every rank.  Each time is the slowest rank's mean over
-``-n`` calls after ``-w`` warm-up calls, the least of ``--rounds`` rounds that visit the
-candidates in turn (a shared machine's noise hits every candidate alike).  Between
+``-n`` calls after ``-w`` warm-up calls (``--per-call``: the least over single calls each
+timed after a barrier), the least of ``--rounds`` rounds that visit the candidates in turn
+(a shared machine's noise hits every candidate alike).  Between
 measured sizes the choice follows the least of the piecewise-linear interpolations, as
 for predicted tables (:func:`simulator.selection.measured_table`).
 
@@ -89,6 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="untimed calls before them (default 2)")
     parser.add_argument("--rounds", type=_positive, default=2,
                         help="rounds over the candidates; the least time counts (default 2)")
+    parser.add_argument("--per-call", action="store_true",
+                        help="time calls one by one after a barrier; the least counts "
+                             "(steadier on a shared, loaded machine)")
     parser.add_argument("--collectives", nargs="+", choices=_COLLECTIVES,
                         default=list(_COLLECTIVES), help="collectives to tune (default all)")
     parser.add_argument("--algorithms", nargs="+", choices=_ALGORITHMS,
@@ -168,11 +172,13 @@ def sweep_sizes(collective: str, minbytes: int, maxbytes: int, factor: int, nran
 
 @dataclass(frozen=True)
 class Sweep:
-    """What to measure: nccl-tests' iteration counts and the candidates' rounds."""
+    """What to measure: nccl-tests' iteration counts, the candidates' rounds, and whether
+    the least single call counts instead of the mean."""
 
     iters: int
     warmup: int
     rounds: int
+    per_call: bool = False
 
 
 def _buffers(collective: str, count: int, nranks: int, dtype: str) -> tuple[np.ndarray, ...]:
@@ -186,10 +192,21 @@ def _buffers(collective: str, count: int, nranks: int, dtype: str) -> tuple[np.n
 
 
 def _time(world: Any, call: Callable[[], Any], sweep: Sweep) -> float:
-    """The slowest rank's mean seconds per call."""
+    """The slowest rank's mean seconds per call, or with ``sweep.per_call`` the least over
+    the calls, each timed alone after a barrier, of the slowest rank's time."""
     from mpi4py import MPI
     for _ in range(sweep.warmup):
         call()
+    if sweep.per_call:
+        times = np.empty(sweep.iters)
+        for i in range(sweep.iters):
+            world.Barrier()
+            start = time.perf_counter()
+            call()
+            times[i] = time.perf_counter() - start
+        slowest = np.empty_like(times)
+        world.Allreduce(times, slowest, op=MPI.MAX)
+        return float(slowest.min())
     world.Barrier()
     start = time.perf_counter()
     for _ in range(sweep.iters):
@@ -257,7 +274,7 @@ def tables(world: Any, args: argparse.Namespace, advance: Callable[[str], None])
     """
     from simulator.selection import measured_table
     nranks = world.Get_size()
-    sweep = Sweep(args.iters, args.warmup_iters, args.rounds)
+    sweep = Sweep(args.iters, args.warmup_iters, args.rounds, args.per_call)
     source = f"measured on {socket.gethostname()}"
     out = []
     for dtype in _by_size(args.dtypes):

@@ -57,7 +57,7 @@ def test_arguments_that_disagree_are_refused_before_launching(tmp_path: Path) ->
 def test_tune_launches_itself_and_writes_what_auto_reads(tmp_path: Path) -> None:
     out, csv, rules = tmp_path / "t.json", tmp_path / "t.csv", tmp_path / "t.rules"
     command = [sys.executable, "-m", "collsim", "tune", "--ranks", "2", "-b", "8", "-e", "4K",
-               "-f", "16", "-n", "2", "-w", "1", "--rounds", "1", "--algorithms", "ring",
+               "-f", "16", "-n", "2", "-w", "1", "--rounds", "1", "--per-call", "--algorithms", "ring",
                "tree", "native", "-o", str(out), "--nccl-csv", str(csv), "--ompi-rules",
                str(rules)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=180,
