@@ -4,9 +4,17 @@ Run ``python benchmarks/bench_executors.py`` (it relaunches itself under ``mpiru
 or ``mpirun -n 4 python benchmarks/bench_executors.py``.  For each collective and size it
 times every algorithm and ``native`` in the same run and prints, as nccl-tests does, the
 native busbw and each algorithm's busbw as a ratio to native (above 1: faster than MPI's
-own).  busbw = algbw x 2(p-1)/p for AllReduce and x (p-1)/p for ReduceScatter and
-AllGather (nccl-tests' PERFORMANCE.md), with algbw = bytes of the full vector / time.
-Time is the slowest rank's mean over the iterations, after warm-up calls.
+own), the best of ours, and with ``--tuning FILE`` (written by ``collsim tune``) ``auto``
+reading that table.  busbw = algbw x 2(p-1)/p for AllReduce and x (p-1)/p for
+ReduceScatter and AllGather (nccl-tests' PERFORMANCE.md), with algbw = bytes of the full
+vector / time.  Time is the slowest rank's mean over the iterations, after warm-up calls,
+the least of ``--rounds`` rounds over the algorithms; with ``--per-call`` the least over
+single calls each timed after a barrier (OSU's least latency), which a shared, loaded
+machine disturbs far less.
+
+``--fixed-cost`` instead times one rank's 8-byte AllReduce (a single process, no mpirun):
+raw mpi4py ``Comm.Allreduce`` beside ``collectives.allreduce`` with ``native``, ``ring``
+and ``auto``: what a call costs in Python before any message moves.
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ import numpy as np
 import collectives
 from collsim.launch import in_mpi_job, run_mpi
 
-ALGORITHMS = (*collectives.ALGORITHMS, "native")
+OURS = collectives.ALGORITHMS
+ALGORITHMS = (*OURS, "native")
 BUS_FACTOR = {"allreduce": lambda p: 2 * (p - 1) / p, "reduce_scatter": lambda p: (p - 1) / p,
               "allgather": lambda p: (p - 1) / p}
 
@@ -49,8 +58,13 @@ def buffers(collective: str, nbytes: int, nranks: int) -> tuple[np.ndarray, np.n
 
 
 def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,
-             budget_s: float) -> float:
-    """Mean seconds per call on the slowest rank; iterations fill about ``budget_s``."""
+             budget_s: float, per_call: bool = False) -> float:
+    """Seconds per call on the slowest rank; iterations fill about ``budget_s``.
+
+    The mean over the iterations; with ``per_call``, each call is timed alone after a
+    barrier and the least over the calls of the slowest rank's time counts (OSU's least
+    latency): what a call costs when no other process takes the cores.
+    """
     from mpi4py import MPI
     function = getattr(collectives, collective)
     for _ in range(2):
@@ -59,7 +73,17 @@ def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.n
     start = time.perf_counter()
     function(send, recv, comm=comm, algorithm=algorithm)
     once = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
-    iterations = max(3, min(1000, int(budget_s / max(once, 1e-7))))
+    iterations = max(3, min(1000 if not per_call else 100, int(budget_s / max(once, 1e-7))))
+    if per_call:
+        times = np.empty(iterations)
+        for i in range(iterations):
+            comm.Barrier()
+            start = time.perf_counter()
+            function(send, recv, comm=comm, algorithm=algorithm)
+            times[i] = time.perf_counter() - start
+        slowest = np.empty_like(times)
+        comm.Allreduce(times, slowest, op=MPI.MAX)
+        return float(slowest.min())
     comm.Barrier()
     start = time.perf_counter()
     for _ in range(iterations):
@@ -67,16 +91,27 @@ def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.n
     return comm.allreduce((time.perf_counter() - start) / iterations, op=MPI.MAX)
 
 
-def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: float) -> list[dict]:
-    """Time every (collective, size, algorithm); rows as dicts."""
+def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: float,
+            algorithms: tuple[str, ...] = ALGORITHMS, rounds: int = 3,
+            per_call: bool = False) -> list[dict]:
+    """Time every (collective, size, algorithm); rows as dicts.
+
+    Each time is the least of ``rounds`` rounds that visit the algorithms in turn: on a
+    shared machine noise only adds time, and it hits every algorithm alike.
+    """
     rows = []
     p = comm.Get_size()
     for collective in collectives_:
         for nbytes in byte_sizes:
             send, recv = buffers(collective, nbytes, p)
             real_bytes = (recv if collective != "reduce_scatter" else send).nbytes
-            for algorithm in ALGORITHMS:
-                seconds = time_one(comm, collective, algorithm, send, recv, budget_s)
+            best = dict.fromkeys(algorithms, float("inf"))
+            for _ in range(rounds):
+                for algorithm in algorithms:
+                    seconds = time_one(comm, collective, algorithm, send, recv, budget_s,
+                                       per_call)
+                    best[algorithm] = min(best[algorithm], seconds)
+            for algorithm, seconds in best.items():
                 busbw = real_bytes / seconds * BUS_FACTOR[collective](p) if seconds else 0.0
                 rows.append({"collective": collective, "bytes": real_bytes, "algorithm": algorithm,
                              "time_us": seconds * 1e6, "busbw_GBps": busbw / 1e9})
@@ -84,25 +119,55 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
 
 
 def render(rows: list[dict], nranks: int) -> None:
-    """Print one rich table per collective: native busbw and each algorithm's ratio."""
+    """Print one rich table per collective: native busbw, each algorithm's ratio, the best
+    of ours and ``auto`` (when measured)."""
     from rich.console import Console
     from rich.table import Table
     console = Console(width=140)
+    extra = ("auto",) if any(row["algorithm"] == "auto" for row in rows) else ()
     for collective in dict.fromkeys(row["collective"] for row in rows):
         table = Table(title=f"{collective}, {nranks} ranks, float32: busbw ratio to native")
         table.add_column("size", justify="right")
         table.add_column("native time (us)", justify="right")
         table.add_column("native busbw (GB/s)", justify="right")
-        for algorithm in ALGORITHMS[:-1]:
+        for algorithm in (*OURS, "best", *extra):
             table.add_column(algorithm, justify="right")
         mine = [row for row in rows if row["collective"] == collective]
         for nbytes in dict.fromkeys(row["bytes"] for row in mine):
             at = {row["algorithm"]: row for row in mine if row["bytes"] == nbytes}
-            native = at["native"]
-            ratios = [f"{native['time_us'] / at[a]['time_us']:.2f}" for a in ALGORITHMS[:-1]]
-            table.add_row(_size(nbytes), f"{native['time_us']:.1f}",
-                          f"{native['busbw_GBps']:.3f}", *ratios)
+            native = at["native"]["time_us"]
+            ratios = [native / at[a]["time_us"] for a in OURS]
+            shown = [*ratios, max(ratios), *(native / at[a]["time_us"] for a in extra)]
+            table.add_row(_size(nbytes), f"{native:.1f}", f"{at['native']['busbw_GBps']:.3f}",
+                          *(f"{ratio:.2f}" for ratio in shown))
         console.print(table)
+
+
+def fixed_cost(calls: int = 20000, repeats: int = 7) -> dict[str, float]:
+    """Microseconds per 8-byte AllReduce on one rank: raw mpi4py and through the API.
+
+    CPU time of this process (``time.process_time``: one rank never waits for another, and
+    time the process spends descheduled on a shared machine is not counted), the least of
+    ``repeats`` runs of ``calls`` calls each.
+    """
+    from mpi4py import MPI
+    comm = MPI.COMM_SELF
+    send, recv = np.ones(2, np.float32), np.empty(2, np.float32)
+    runs = {"raw mpi4py Allreduce": lambda: comm.Allreduce(send, recv, MPI.SUM)}
+    for algorithm in ("native", "ring", "auto"):
+        runs[f"allreduce {algorithm}"] = (
+            lambda a=algorithm: collectives.allreduce(send, recv, comm=comm, algorithm=a))
+    runs["auto.choose alone"] = lambda: collectives.auto.choose("allreduce", 8, 4, 4)
+    out = {}
+    for name, run in runs.items():
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.process_time()
+            for _ in range(calls):
+                run()
+            best = min(best, (time.process_time() - start) / calls)
+        out[name] = best * 1e6
+    return out
 
 
 def _size(nbytes: int) -> str:
@@ -118,18 +183,34 @@ def main() -> None:
     parser.add_argument("--min-bytes", type=int, default=8)
     parser.add_argument("--max-bytes", type=int, default=64 << 20)
     parser.add_argument("--factor", type=int, default=8)
-    parser.add_argument("--budget", type=float, default=0.2, help="seconds per measurement")
+    parser.add_argument("--budget", type=float, default=0.1, help="seconds per measurement")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds over the algorithms; the least time counts")
     parser.add_argument("--collectives", nargs="+", default=list(collectives.COLLECTIVES),
                         choices=collectives.COLLECTIVES)
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--tuning", type=Path,
+                        help="a tuning file (collsim tune): also time auto reading it")
+    parser.add_argument("--per-call", action="store_true",
+                        help="time calls one by one; the least counts (a shared machine)")
+    parser.add_argument("--fixed-cost", action="store_true",
+                        help="time one rank's 8-byte AllReduce instead (no mpirun)")
     args = parser.parse_args()
+    if args.fixed_cost:
+        for name, us in fixed_cost().items():
+            print(f"{name:24s} {us:7.2f} us")
+        return
     if not in_mpi_job():
         result = run_mpi(args.nranks, [__file__, *sys.argv[1:]], timeout_s=3600, capture=False)
         raise SystemExit(result.returncode)
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
+    algorithms = ALGORITHMS
+    if args.tuning:
+        collectives.auto.use_tuning(args.tuning)
+        algorithms = (*ALGORITHMS, "auto")
     rows = measure(comm, args.collectives, sizes(args.min_bytes, args.max_bytes, args.factor),
-                   args.budget)
+                   args.budget, algorithms, args.rounds, args.per_call)
     if comm.Get_rank() == 0:
         render(rows, comm.Get_size())
         if args.json:

@@ -43,7 +43,7 @@ from .executors import transport_for
 from .executors.buffers import IN_PLACE, Call, prepare, workspace
 from .executors.check import agree, check_enabled, signature
 from .executors.plan import get_plan
-from .ops import check_op
+from .ops import check_op, check_op_dtype
 
 __all__ = ["IN_PLACE", "ALGORITHM_ENV", "CHOICES", "allreduce", "reduce_scatter", "allgather"]
 
@@ -74,6 +74,8 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
                         f"{sorted(params)}; name an algorithm to tune it")
     if algorithm == "auto":
         algorithm, params = auto.choose(call.collective, call.nbytes, nranks, call.dtype.itemsize)
+        if algorithm == "native" and not call.dtype.isnative:  # MPI has no datatype for it
+            algorithm, params = auto.static_choice(call.collective, call.nbytes, nranks)
     if "channels" in params:
         params = {**params, "channels": clamp_channels(params["channels"])}
     return algorithm, params
@@ -93,9 +95,11 @@ def _working_buffer(call: Call, plan_input: slice, stream: Any) -> Any:
 def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
                 algorithm: str, check: bool | None, stream: Any,
                 params: dict[str, Any]) -> Any:
-    check_op(op)
+    op = check_op(op)
     transport = transport_for(comm)
     call = prepare(collective, sendbuf, recvbuf, transport.size)
+    if collective != "allgather":
+        check_op_dtype(op, call.dtype)
     algorithm, params = _resolve_algorithm(algorithm, call, transport.size, params)
     native = algorithm == "native"
     transport.validate(call, native)
@@ -135,8 +139,10 @@ def allreduce(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = 
         The output, as many elements as ``sendbuf``; allocated when None.
     comm : mpi4py.MPI.Intracomm or NcclComm, optional
         The ranks; ``MPI.COMM_WORLD`` by default.
-    op : {"sum", "prod", "max", "min"}
-        The reduction.
+    op : str or mpi4py.MPI.Op
+        The reduction: ``sum``, ``prod``, ``max``, ``min``, ``land``, ``lor``, ``lxor``,
+        ``band``, ``bor`` or ``bxor`` where MPI defines it for the dtype
+        (:data:`collectives.ops.OP_KINDS`), or mpi4py's ``MPI.SUM`` etc.
     algorithm : {"auto", "ring", "tree", "rhd", "pipeline", "native"}
         The schedule to run, or the library's own collective.
     check : bool, optional

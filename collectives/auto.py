@@ -182,7 +182,8 @@ def choose(collective: str, nbytes: int, nranks: int,
     ('rhd', 'tree')
     """
     key = (collective, nbytes, nranks, dtype_size)
-    if _tuning_path != (os.environ.get(TUNING_ENV, "").strip() or None):
+    given = _tuning is not None and _tuning_path is None  # use_tuning's table: no variable
+    if not given and _tuning_path != (os.environ.get(TUNING_ENV, "").strip() or None):
         _table()
     found = _decisions.get(key)
     if found is None:

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from .layout import input_range, output_range
-from .ops import check_dtype, reducer
+from .ops import check_dtype, check_op, check_op_dtype, reducer
 from .progress import completion_order, match
 from .schedule import Copy, Recv, Schedule, Send
 
@@ -109,8 +109,9 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
         One 1-D array per rank, in the layout of the collective's input: ``count``
         elements for AllReduce and ReduceScatter, the rank's block
         (:func:`collectives.layout.block`) for AllGather.
-    op : {"sum", "prod", "max", "min"}
-        Reduction operator.
+    op : str or mpi4py.MPI.Op
+        Reduction operator, one of :data:`collectives.ops.ALL_OPS` defined for the
+        inputs' dtype (:data:`collectives.ops.OP_KINDS`); AllGather ignores it.
 
     Returns
     -------
@@ -121,7 +122,8 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
     Raises
     ------
     ValueError, TypeError
-        For inputs of the wrong number, shape or dtype, or an unknown op.
+        For inputs of the wrong number, shape or dtype, or an unknown op or one not
+        defined for the dtype.
     ScheduleError
         For a malformed schedule.
 
@@ -133,8 +135,11 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
     >>> [out.tolist() for out in interpret(s, [np.arange(4.0)] * 3)]
     [[0.0, 3.0, 6.0, 9.0], [0.0, 3.0, 6.0, 9.0], [0.0, 3.0, 6.0, 9.0]]
     """
-    reduce = reducer(np, op)
+    op = check_op(op)
     buffers = _working_buffers(schedule, inputs)
+    if buffers and schedule.collective != "allgather":
+        check_op_dtype(op, buffers[0].dtype)
+    reduce = reducer(np, op)
     in_flight: dict[int, np.ndarray] = {}
     for code, rank, start, stop, arg in compile_program(schedule):
         buffer = buffers[rank]

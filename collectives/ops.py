@@ -1,45 +1,106 @@
-"""Reduction operators and the dtypes they accept, for any NumPy-like array module."""
+"""Reduction operators and the dtypes they accept, for any NumPy-like array module.
+
+:data:`ALL_DTYPES` are the NumPy dtypes MPI has a datatype for (also in either byte
+order: the schedules move bytes and reduce with NumPy, which handles both), and
+:data:`ALL_OPS` MPI's predefined reductions, each defined for the kinds of dtype MPI
+defines it for (:data:`OP_KINDS`: no ``max`` of complex numbers, no bitwise ``band`` of
+floats or booleans).  :data:`DTYPES` and :data:`OPS` are the smaller sets every transport's
+own collective carries (NCCL's).  mpi4py's predefined ``MPI.Op`` objects are accepted
+wherever an op name is (:func:`check_op`).
+"""
 
 from __future__ import annotations
 
+import sys
 from reprlib import repr as brief
 from typing import Any, Callable
 
-__all__ = ["OPS", "DTYPES", "check_op", "check_dtype", "reducer"]
+import numpy as np
 
-#: reduction name -> ufunc name in NumPy and CuPy
-OPS: dict[str, str] = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
+__all__ = ["OPS", "DTYPES", "ALL_OPS", "ALL_DTYPES", "OP_KINDS", "check_op", "check_dtype",
+           "check_op_dtype", "reducer"]
+
+#: reduction name -> ufunc name in NumPy and CuPy, for every MPI predefined reduction
+ALL_OPS: dict[str, str] = {
+    "sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
+    "land": "logical_and", "lor": "logical_or", "lxor": "logical_xor",
+    "band": "bitwise_and", "bor": "bitwise_or", "bxor": "bitwise_xor"}
+
+#: reduction name -> dtype kinds it is defined for (MPI 4.1, section 6.9.2: arithmetic on
+#: integers, floats and complex; max and min not on complex; logical ones on integers and
+#: booleans; bitwise ones on integers)
+OP_KINDS: dict[str, str] = {"sum": "iufc", "prod": "iufc", "max": "iuf", "min": "iuf",
+                            "land": "iub", "lor": "iub", "lxor": "iub",
+                            "band": "iu", "bor": "iu", "bxor": "iu"}
+
+#: reductions every transport's own collective has (NCCL's, less avg)
+OPS: dict[str, str] = {name: ALL_OPS[name] for name in ("sum", "prod", "max", "min")}
 
 #: dtype names every transport supports (NCCL's set, less bfloat16 which NumPy lacks)
 DTYPES: tuple[str, ...] = ("int8", "uint8", "int32", "uint32", "int64", "uint64",
                            "float16", "float32", "float64")
 
+#: dtype names MPI has a datatype for (long double ones where the platform has them)
+ALL_DTYPES: tuple[str, ...] = tuple(dict.fromkeys((
+    "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+    "float16", "float32", "float64", np.dtype(np.longdouble).name,
+    "complex64", "complex128", np.dtype(np.clongdouble).name)))
 
-def check_op(op: str) -> str:
-    """Return ``op`` if it names a reduction.
+#: mpi4py's predefined ops, by name, under the name mpi4py gives them
+_MPI_OP_NAMES = {name: name.upper() for name in ALL_OPS}
+
+
+def _mpi_op_name(op: Any) -> str | None:
+    """The name of an ``mpi4py.MPI.Op`` predefined reduction, or None."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or not isinstance(op, mpi.Op):
+        return None
+    for name, attribute in _MPI_OP_NAMES.items():
+        if op == getattr(mpi, attribute):
+            return name
+    return None
+
+
+def check_op(op: Any) -> str:
+    """Return the name of reduction ``op``.
 
     Parameters
     ----------
-    op : str
-        A reduction name, one of :data:`OPS`.
+    op : str or mpi4py.MPI.Op
+        A reduction name, one of :data:`ALL_OPS`, or mpi4py's predefined op of that name
+        (``MPI.SUM``, ``MPI.BXOR``, ...).
 
     Returns
     -------
     str
-        ``op``.
+        The name, a key of :data:`ALL_OPS`.
 
     Raises
     ------
     ValueError
-        If ``op`` is not in :data:`OPS`, naming the choices.
+        If ``op`` is neither, naming the choices.
+
+    Examples
+    --------
+    >>> check_op("max")
+    'max'
     """
-    if op not in OPS:
-        raise ValueError(f"op {brief(op)} is not supported; choose one of {sorted(OPS)}")
-    return op
+    if isinstance(op, str) and op in ALL_OPS:
+        return op
+    name = _mpi_op_name(op)
+    if name is None:
+        shown = op if isinstance(op, str) else f"{type(op).__module__}.{type(op).__name__}"
+        raise ValueError(f"op {shown!r} is not supported; choose one of {list(ALL_OPS)} or "
+                         f"mpi4py's MPI.{', MPI.'.join(_MPI_OP_NAMES.values())}")
+    return name
+
+
+#: supported dtype (native byte order) -> its name (``dtype.name`` is slow to compute)
+_SUPPORTED = {np.dtype(name): name for name in ALL_DTYPES}
 
 
 def check_dtype(dtype: Any) -> str:
-    """Return the name of ``dtype`` if the collectives support it.
+    """Return the name of ``dtype`` if the collectives support it (in either byte order).
 
     Parameters
     ----------
@@ -49,28 +110,64 @@ def check_dtype(dtype: Any) -> str:
     Returns
     -------
     str
-        The dtype's name, one of :data:`DTYPES`.
+        The dtype's name, one of :data:`ALL_DTYPES`.
 
     Raises
     ------
     TypeError
-        If the dtype is not in :data:`DTYPES`, naming the choices.
+        If the dtype is not in :data:`ALL_DTYPES`, naming the choices.
     """
-    name = getattr(dtype, "name", str(dtype))
-    if name not in DTYPES:
-        raise TypeError(f"dtype {brief(name)} is not supported; choose one of {list(DTYPES)}")
-    return name
+    name = _SUPPORTED.get(dtype)  # the common case, without making a dtype
+    if name is not None:
+        return name
+    try:
+        native = np.dtype(dtype).newbyteorder("=")
+    except TypeError:
+        native = None
+    if native not in _SUPPORTED:
+        name = getattr(dtype, "str", str(dtype))
+        raise TypeError(f"dtype {brief(name)} is not supported (MPI has no datatype for it); "
+                        f"choose one of {list(ALL_DTYPES)}")
+    return _SUPPORTED[native]
 
 
-def reducer(xp: Any, op: str) -> Callable[..., Any]:
+def check_op_dtype(op: str, dtype: Any) -> None:
+    """Raise TypeError if reduction ``op`` is not defined for ``dtype``.
+
+    Parameters
+    ----------
+    op : str
+        A reduction name, a key of :data:`ALL_OPS`.
+    dtype : numpy.dtype
+        A supported dtype.
+
+    Raises
+    ------
+    TypeError
+        Naming the op, the dtype and the reductions defined for it.
+
+    Examples
+    --------
+    >>> check_op_dtype("bxor", np.dtype("float32"))
+    Traceback (most recent call last):
+    ...
+    TypeError: op 'bxor' is not defined for dtype float32; choose one of ['sum', 'prod', 'max', 'min']
+    """
+    if dtype.kind not in OP_KINDS[op]:
+        allowed = [name for name, kinds in OP_KINDS.items() if dtype.kind in kinds]
+        raise TypeError(f"op {op!r} is not defined for dtype {dtype.name}; choose one of "
+                        f"{allowed}")
+
+
+def reducer(xp: Any, op: Any) -> Callable[..., Any]:
     """Return the ufunc of array module ``xp`` (numpy or cupy) that applies ``op``.
 
     Parameters
     ----------
     xp : module
         ``numpy`` or ``cupy``.
-    op : str
-        A reduction name, one of :data:`OPS`.
+    op : str or mpi4py.MPI.Op
+        A reduction, as for :func:`check_op`.
 
     Returns
     -------
@@ -80,6 +177,6 @@ def reducer(xp: Any, op: str) -> Callable[..., Any]:
     Raises
     ------
     ValueError
-        If ``op`` is not in :data:`OPS` (:func:`check_op`).
+        If ``op`` is not a reduction (:func:`check_op`).
     """
-    return getattr(xp, OPS[check_op(op)])
+    return getattr(xp, ALL_OPS[check_op(op)])

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "select": ("collsim.select", "tuning table: best algorithm per size, crossovers, exports"),
     "predict": ("collsim.predict", "under mpirun: calibrate, predict and measure each algorithm"),
     "bench": ("collsim.bench.cli", "time every algorithm beside native under mpirun (nccl-tests)"),
+    "tune": ("collsim.tune", "under mpirun: time every candidate, write the table auto reads"),
 }
 
 

@@ -20,7 +20,8 @@ README): a CSV, one line per size range,
   ======== ================ ============================================================
 
   For ReduceScatter and AllGather NCCL has no tree: ranges whose choice is not ``ring``
-  are left out (NCCL then keeps its own choice there) and listed in a comment line;
+  are left out (NCCL then keeps its own choice there) and listed in a comment line, as
+  are ranges of a measured table that choose ``native`` (the library's own);
 * ``proto``: ``simple`` by default; ``model``: the protocol the table chose per size on a
   topology with a GPU model (:meth:`TuningTable.protocol_ranges`; ranges split where
   it changes, ``simple`` where the table has none);
@@ -54,6 +55,7 @@ ring            4 ring             4 ring                  0 (none: fixed decisi
 rhd             6 rabenseifner     3 recursive_doubling    2 recursive_doubling
 tree            2 nonoverlapping   0 (none)                0 (none)
 pipeline        2 nonoverlapping   0 (none)                0 (none)
+native          0 (none)           0 (none)                0 (none)
 =============== ================== ======================= =============================
 
 ``nonoverlapping`` is a reduce then a broadcast, each on coll/tuned's segmented trees or
@@ -93,7 +95,8 @@ OMPI_ALGORITHM: dict[tuple[str, str], int] = {
     ("allgather", "pipeline"): 0,
     ("reduce_scatter", "ring"): 0, ("reduce_scatter", "rhd"): 2,
     ("reduce_scatter", "tree"): 0, ("reduce_scatter", "pipeline"): 0,
-    ("allreduce", "hier"): 0, ("allgather", "hier"): 0, ("reduce_scatter", "hier"): 0}
+    ("allreduce", "hier"): 0, ("allgather", "hier"): 0, ("reduce_scatter", "hier"): 0,
+    **{(collective, "native"): 0 for collective in ("allreduce", "allgather", "reduce_scatter")}}
 
 #: Open MPI's names of the algorithm ids used above, per collective
 OMPI_NAMES: dict[str, dict[int, str]] = {

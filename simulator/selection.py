@@ -60,7 +60,7 @@ import math
 from bisect import bisect_right
 from dataclasses import dataclass
 from reprlib import repr as brief
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from topology.checks import check_int
 
@@ -74,7 +74,7 @@ from .gpu import gpu_terms, protocols
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
            "SIMULATE_MAX_RANKS", "Candidate", "Choice", "Range", "TuningTable", "select",
-           "tuning_table", "effective_model", "closed_form", "clear_cache"]
+           "tuning_table", "measured_table", "effective_model", "closed_form", "clear_cache"]
 
 #: the size sweep in bytes: powers of two from 1 B to 8 GiB and 1.5 times each in between
 SIZES: tuple[int, ...] = tuple(sorted({1 << k for k in range(34)}
@@ -677,6 +677,47 @@ def _check_algorithms(algorithms: Any) -> tuple[str, ...] | None:
             raise ValueError(f"algorithms={algorithms!r} is not allowed; each must be one of "
                              f"{list(allowed)}")
     return tuple(sorted(set(names)))
+
+
+def measured_table(collective: str, source: str, nranks: int, dtype_size: int,
+                   tried: Sequence[tuple[str, Params]], sizes: Sequence[int],
+                   times: Sequence[Sequence[float]]) -> TuningTable:
+    """A tuning table of measured times (``collsim tune``), its ranges chosen as for
+    predicted ones (the least of the piecewise-linear interpolations).
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    source : str
+        Where the times come from (the table's ``topology_name``).
+    nranks, dtype_size : int
+        Ranks and bytes per element.
+    tried : sequence of (str, params)
+        The candidates measured, in tie-breaking order.
+    sizes : sequence of int
+        Working-buffer bytes measured, strictly increasing.
+    times : sequence of sequence of float
+        ``times[i][c]``: candidate ``c`` at ``sizes[i]``, seconds.
+
+    Returns
+    -------
+    TuningTable
+        With ``method`` ``"measured"``.
+
+    Raises
+    ------
+    ValueError
+        If ``sizes`` is empty or not strictly increasing, or ``times`` does not match.
+    """
+    if not sizes or any(b <= a for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(f"sizes={list(sizes)[:6]} is not allowed; give strictly increasing "
+                         "sizes")
+    if len(times) != len(sizes) or any(len(row) != len(tried) for row in times):
+        raise ValueError(f"times must hold {len(sizes)} rows of {len(tried)} candidates")
+    rows = [list(row) for row in times]
+    return TuningTable(collective, source, nranks, dtype_size, "measured", tuple(tried),
+                       tuple(sizes), tuple(tuple(row) for row in rows), _ranges(tuple(sizes), rows))
 
 
 _TABLES: dict[tuple[Any, ...], TuningTable] = {}

@@ -77,7 +77,7 @@ def test_prepare_lays_out_each_collective() -> None:
 
 
 @pytest.mark.parametrize("args, error, text", [
-    (("allreduce", np.zeros(4, "c8"), None), TypeError, "sendbuf has dtype 'complex64'"),
+    (("allreduce", np.zeros(4, "M8[s]"), None), TypeError, "sendbuf has dtype 'datetime64[s]'"),
     (("allreduce", np.zeros(8)[::2], None), ValueError, "sendbuf is not contiguous"),
     (("allreduce", np.zeros(4), np.zeros(5)), ValueError, "recvbuf has 5 elements"),
     (("allreduce", np.zeros(4), np.zeros(4, "f4")), TypeError, "sendbuf has dtype float64"),

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import DTYPES
+from ..ops import ALL_DTYPES, check_dtype
 
 __all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place",
            "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "release_workspace",
@@ -145,13 +145,18 @@ def _flat(name: str, buf: Any) -> Any:
     return buf.reshape(-1)
 
 
-_SUPPORTED = frozenset(np.dtype(name) for name in DTYPES)
+def _shown(dtype: Any) -> str:
+    """The dtype's name, with its byte order when that is not the machine's."""
+    return dtype.name if dtype.isnative else dtype.str
 
 
 def _check_dtype(name: str, dtype: Any) -> None:
-    if dtype not in _SUPPORTED:
-        raise TypeError(f"{name} has dtype {dtype.name!r}, which the collectives do not "
-                        f"support; choose one of {list(DTYPES)}")
+    try:
+        check_dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{name} has dtype {_shown(dtype)!r}, which the collectives do not "
+                        f"support (MPI has no datatype for it); choose one of "
+                        f"{list(ALL_DTYPES)}") from None
 
 
 def _check_device(xp: Any, send: Any, recv: Any) -> None:
@@ -255,8 +260,8 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
         raise ValueError("recvbuf is read-only; pass a writeable array")
     if send is not None:
         if send.dtype != recv.dtype:
-            raise TypeError(f"sendbuf has dtype {send.dtype.name} but recvbuf has "
-                            f"{recv.dtype.name}; both must have the same dtype")
+            raise TypeError(f"sendbuf has dtype {_shown(send.dtype)} but recvbuf has "
+                            f"{_shown(recv.dtype)}; both must have the same dtype")
         _check_device(xp, send, recv)
         _check_overlap(xp, send, recv)
     count, part = _sizes(collective, None if send is None else send.size, recv.size, nranks)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 from collections import Counter
 from contextlib import nullcontext
 from functools import lru_cache, partial
@@ -30,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import reducer
+from ..ops import ALL_OPS, reducer
 from . import abort
 from .buffers import Call, staged_done, staging, workspace
 from .guard import Guard, SignedPlan, signed_plan
+from .persistent import PersistentPlans
 from .plan import Plan, apply_copies
 
 __all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport", "close"]
@@ -45,6 +47,9 @@ _KEYVAL = 0  # the MPI attribute key under which each communicator keeps its tra
 
 #: private duplicates on which a collective failed, never freed (see MpiTransport.close)
 _BROKEN: list[Any] = []
+
+#: every live transport, so that :func:`release_bindings` reaches their persistent requests
+_TRANSPORTS: "weakref.WeakSet[MpiTransport]" = weakref.WeakSet()
 
 
 
@@ -85,7 +90,7 @@ def cuda_aware() -> bool | None:
 @lru_cache(maxsize=1)
 def _mpi_ops() -> dict[str, Any]:
     from mpi4py import MPI
-    return {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}
+    return {name: getattr(MPI, name.upper()) for name in ALL_OPS}
 
 
 @lru_cache(maxsize=None)
@@ -210,8 +215,11 @@ class MpiTransport:
         self.size = self.comm.Get_size()
         #: waits for steps, checks signatures, cleans up after failures
         self.guard = Guard(self.comm, _MPI.COMM_WORLD.Get_attr(_MPI.TAG_UB))
-        #: collectives run, by path: "direct", "staged" (CuPy through host) or "native"
+        #: collectives run, by path: "persistent" (NumPy), "direct" (CUDA-aware CuPy),
+        #: "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
+        self.persistent = PersistentPlans(_MPI, self.comm, self.guard)
+        _TRANSPORTS.add(self)
 
     def allgather_object(self, obj: Any) -> list[Any]:
         """All-gather a small picklable object (used by the agreement check).
@@ -253,9 +261,10 @@ class MpiTransport:
             If ``native`` and the MPI library has no datatype for ``call.dtype``.
         """
         if native and not _has_mpi_datatype(call.dtype):
-            raise TypeError(f"dtype {call.dtype.name!r} has no MPI datatype in this MPI library; "
-                            f"algorithm='native' cannot run it, choose one of ring, tree, rhd, "
-                            f"pipeline")
+            order = "" if call.dtype.isnative else " (MPI's datatypes are in native byte order)"
+            raise TypeError(f"dtype {call.dtype.str!r} has no MPI datatype in this MPI "
+                            f"library{order}; algorithm='native' cannot run it, choose one of "
+                            f"ring, tree, rhd, pipeline")
 
     def _staged(self, call: Call) -> bool:
         return call.xp is not np and not cuda_aware()
@@ -263,9 +272,10 @@ class MpiTransport:
     def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
         """Walk ``plan`` on the working buffer ``work`` (``plan.count`` elements).
 
-        CuPy buffers go through host copies unless MPI is CUDA-aware.  Any exception
-        leaves the communicator marked broken (:class:`~.guard.CommunicatorBrokenError` on
-        the next call).
+        NumPy buffers run as persistent requests (:mod:`.persistent`); CuPy buffers go
+        through host copies unless MPI is CUDA-aware.  Any exception leaves the
+        communicator marked broken (:class:`~.guard.CommunicatorBrokenError` on the next
+        call).
 
         Parameters
         ----------
@@ -282,11 +292,16 @@ class MpiTransport:
         """
         self.guard.check_usable()
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
-        staged = self._staged(call)
-        self.runs["staged" if staged else "direct"] += 1
-        walk = _walk_staged if staged else _walk
         signed = signed_plan(plan, op, self.guard.codec)
         try:
+            if call.xp is np:
+                self.runs["persistent"] += 1
+                self.persistent.run(plan, signed, op, work, scratch, reducer(np, op),
+                                    partial(_where, plan, op))
+                return
+            staged = self._staged(call)
+            self.runs["staged" if staged else "direct"] += 1
+            walk = _walk_staged if staged else _walk
             with nullcontext() if stream is None else stream:
                 walk(self, plan, signed, work, scratch, reducer(call.xp, op), op, stream)
         except BaseException as error:
@@ -346,8 +361,16 @@ class MpiTransport:
         if self.guard.broken is not None:
             _BROKEN.append(self.comm)
         elif self.comm != _MPI.COMM_NULL and not _MPI.Is_finalized():
+            self.persistent.free()
             self.comm.Free()
         self.guard.broken = self.guard.broken or "the communicator was closed"
+
+
+def release_bindings() -> None:
+    """Free the persistent requests of every usable transport (:func:`collectives.release`)."""
+    for transport in list(_TRANSPORTS):
+        if transport.guard.broken is None:
+            transport.persistent.free()
 
 
 def _delete_transport(comm: Any, keyval: int, transport: MpiTransport) -> None:

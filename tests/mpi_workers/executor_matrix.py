@@ -16,6 +16,7 @@ import argparse
 import hashlib
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 import collectives
 from collectives import COLLECTIVES, build_schedule, interpret
 from collectives.executors import transport_for
-from collectives.ops import DTYPES, OPS
+from collectives.ops import ALL_DTYPES, ALL_OPS, DTYPES, OP_KINDS, OPS
 
 SIZES_ALLREDUCE = lambda p: (0, 1, p - 1 if p > 2 else 2, 2 * p + 1, 1031)  # noqa: E731
 SIZES_PART = (0, 1, 3, 130)
@@ -43,10 +44,34 @@ class Case:
     mode: str
     exact: bool = True
     params: tuple[tuple[str, Any], ...] = field(default=())
+    mpi_op: bool = False  # pass mpi4py's MPI.Op object instead of the op's name
 
 
-def cases(nranks: int, dtypes: tuple[str, ...] = DTYPES) -> list[Case]:
-    """Return the matrix for ``nranks`` ranks (the pytest side counts it too)."""
+#: byte-swapped dtypes a user can pass: the schedules run them, MPI's own collective cannot
+SWAPPED = (">f4", ">i8", ">c16")
+
+
+def extra_cases(nranks: int) -> list[Case]:
+    """Every (dtype, op) MPI defines beyond the core DTYPES x OPS, byte-swapped dtypes and
+    mpi4py's ``MPI.Op`` objects; the algorithm rotates so each meets every dtype kind."""
+    pairs = [(dtype, op) for dtype in (*ALL_DTYPES, *SWAPPED) for op in ALL_OPS
+             if np.dtype(dtype).kind in OP_KINDS[op] and not (dtype in DTYPES and op in OPS)]
+    out = []
+    for i, (dtype, op) in enumerate(pairs):
+        algorithm = collectives.ALGORITHMS[i % len(collectives.ALGORITHMS)]
+        out += [Case("allreduce", algorithm, 2 * nranks + 3, dtype, op, "out"),
+                Case("reduce_scatter", algorithm, 3, dtype, op, "out")]
+    for i, dtype in enumerate(d for d in (*ALL_DTYPES, *SWAPPED) if d not in DTYPES):
+        out.append(Case("allgather", collectives.ALGORITHMS[i % 4], 5, dtype, "sum", "out"))
+    for i, op in enumerate(ALL_OPS):
+        out.append(Case("allreduce", collectives.ALGORITHMS[i % 4], 7, "int32", op, "out",
+                        mpi_op=True))
+    return out
+
+
+def cases(nranks: int, xp: str = "numpy") -> list[Case]:
+    """Return the matrix for ``nranks`` ranks on ``xp`` buffers (the pytest side counts it
+    too); NumPy's adds :func:`extra_cases`."""
     algorithms = (*collectives.ALGORITHMS, "native")
     out = []
     for algorithm in algorithms:
@@ -58,7 +83,7 @@ def cases(nranks: int, dtypes: tuple[str, ...] = DTYPES) -> list[Case]:
                 continue
             n = 2 * nranks + 3 if collective == "allreduce" else 3
             out += [Case(collective, algorithm, n, dtype, op, "out")
-                    for dtype in dtypes for op in OPS]
+                    for dtype in DTYPES for op in OPS]
             if algorithm != "native":
                 out += [Case(collective, algorithm, 257, dtype, "sum", "out", exact=False)
                         for dtype in ("float32", "float64")]
@@ -76,14 +101,30 @@ def cases(nranks: int, dtypes: tuple[str, ...] = DTYPES) -> list[Case]:
                      params=(("channels", channels), ("inner", inner), ("ranks_per_node", 2)))
                 for collective in COLLECTIVES for inner in ("ring", "tree", "rhd")
                 for channels, n in ((1, 50), (2, 3))]
-    return out
+    return out + (extra_cases(nranks) if xp == "numpy" else [])
+
+
+def native_comparable(case: Case) -> bool:
+    """Whether the case's result is compared with MPI's own collective (exact inputs, and a
+    dtype MPI has a datatype for)."""
+    return case.exact and np.dtype(case.dtype).isnative
+
+
+def bits(array: np.ndarray) -> bytes:
+    """The bytes that hold ``array``'s values: a long double's padding bytes are left out."""
+    dtype = array.dtype
+    if dtype.kind in "fc" and np.dtype(dtype.name) in (np.dtype(np.longdouble),
+                                                      np.dtype(np.clongdouble)):
+        if np.finfo(np.longdouble).nmant == 63 and np.dtype(np.longdouble).itemsize == 16:
+            return np.ascontiguousarray(array).view(np.uint8).reshape(-1, 16)[:, :10].tobytes()
+    return array.tobytes()
 
 
 def expected_runs(matrix: list[Case], path: str) -> dict[str, int]:
-    """Runs per transport path the matrix makes: schedules on ``path`` ("direct", "staged"
+    """Runs per transport path the matrix makes: schedules on ``path`` ("persistent", "direct", "staged"
     or "nccl"), and native collectives (the native cases and the exact comparisons)."""
     ours = sum(case.algorithm != "native" for case in matrix)
-    native = sum(case.algorithm == "native" or case.exact for case in matrix)
+    native = sum(case.algorithm == "native" or native_comparable(case) for case in matrix)
     return {path: ours, "native": native}
 
 
@@ -94,14 +135,20 @@ def inputs(case: Case, nranks: int) -> list[np.ndarray]:
     dtype = np.dtype(case.dtype)
     data = []
     for rank in range(nranks):
-        rng = np.random.default_rng([case.n, rank, len(case.collective), DTYPES.index(case.dtype)])
+        rng = np.random.default_rng([case.n, rank, len(case.collective),
+                                     zlib.crc32(case.dtype.encode())])
         if not case.exact:
             data.append(rng.standard_normal(size).astype(dtype))
         elif case.op == "prod":
             data.append(rng.choice(np.array([1, 2, 1], dtype), size))
+        elif dtype.kind == "b":
+            data.append(rng.integers(0, 2, size).astype(dtype))
         else:
-            low = -3 if dtype.kind in "if" else 0
-            data.append(rng.integers(low, 5, size).astype(dtype))
+            low = -3 if dtype.kind in "ifc" else 0
+            values = rng.integers(low, 5, size).astype(dtype)
+            if dtype.kind == "c":
+                values += 1j * rng.integers(low, 5, size)
+            data.append(values)
     return data
 
 
@@ -116,10 +163,11 @@ def expected(case: Case, nranks: int, data: list[np.ndarray]) -> list[np.ndarray
 def call(case: Case, xp: Any, comm: Any, mine: np.ndarray, nranks: int,
          algorithm: str | None = None) -> np.ndarray:
     """Run the case's collective on this rank's input; return the result on the host."""
+    from mpi4py import MPI
     function = getattr(collectives, case.collective)
     kwargs = dict(case.params) if algorithm is None else {}
     if case.collective != "allgather":
-        kwargs["op"] = case.op
+        kwargs["op"] = getattr(MPI, case.op.upper()) if case.mpi_op else case.op
     send = xp.asarray(mine)
     out_size = {"allreduce": case.n, "reduce_scatter": case.n,
                 "allgather": case.n * nranks}[case.collective]
@@ -154,15 +202,15 @@ def run_matrix(xp: Any, comm: Any, rank: int, nranks: int,
         try:
             got = call(case, xp, comm, data[rank], nranks)
             want = expected(case, nranks, data)[rank]
-            if got.dtype != want.dtype or got.tobytes() != want.tobytes():
+            if got.dtype != want.dtype or bits(got) != bits(want):
                 if case.algorithm != "native" or case.exact:
                     failures.append(f"rank {rank} {case}: {got[:8]} != interpret {want[:8]}")
-            if case.exact and case.algorithm != "native":
+            if native_comparable(case) and case.algorithm != "native":
                 native = call(case, xp, comm, data[rank], nranks, algorithm="native")
-                if native.tobytes() != got.tobytes():
+                if bits(native) != bits(got):
                     failures.append(f"rank {rank} {case}: {got[:8]} != native {native[:8]}")
             shared = case.collective != "reduce_scatter"
-            digests.append(hashlib.sha1(got.tobytes()).hexdigest() if shared else "")
+            digests.append(hashlib.sha1(bits(got)).hexdigest() if shared else "")
         except Exception as error:  # a failing case is reported, the rest still run
             failures.append(f"rank {rank} {case}: {type(error).__name__}: {error}")
             digests.append(f"error on rank {rank}")
@@ -191,11 +239,23 @@ def run_errors(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
     ar = collectives.allreduce
     expect_error(failures, ValueError, "algorithm='bogus'", ar, x, comm=comm, algorithm="bogus")
     expect_error(failures, ValueError, "op 'avg'", ar, x, comm=comm, op="avg")
+    if xp is np:
+        from mpi4py import MPI
+        user_op = MPI.Op.Create(lambda a, b, t: None, commute=True)
+        expect_error(failures, ValueError, "MPI.SUM", ar, x, comm=comm, op=user_op)
+        user_op.Free()
     expect_error(failures, ValueError, "not contiguous", ar, xp.ones(16, "float32")[::2], comm=comm)
     expect_error(failures, ValueError, "recvbuf has 5 elements", ar, x, xp.ones(5, "float32"),
                  comm=comm)
     expect_error(failures, TypeError, "recvbuf has float64", ar, x, xp.ones(8, "float64"), comm=comm)
-    expect_error(failures, TypeError, "complex64", ar, xp.ones(8, "complex64"), comm=comm)
+    expect_error(failures, TypeError, "datetime64[s]", ar, xp.zeros(8, "datetime64[s]"),
+                 comm=comm)
+    expect_error(failures, TypeError, "op 'bxor' is not defined for dtype float32", ar, x,
+                 comm=comm, op="bxor")
+    expect_error(failures, TypeError, "op 'max' is not defined for dtype complex64", ar,
+                 xp.ones(8, "complex64"), comm=comm, op="max")
+    expect_error(failures, TypeError, "native byte order", ar, xp.ones(8, ">f4"), comm=comm,
+                 algorithm="native")
     expect_error(failures, TypeError, "list", ar, [1.0, 2.0], comm=comm)
     expect_error(failures, TypeError, "'segments'", ar, x, comm=comm, algorithm="ring", segments=2)
     expect_error(failures, ValueError, "IN_PLACE", ar, collectives.IN_PLACE, comm=comm)
@@ -269,6 +329,35 @@ def run_isolation(xp: Any, comm: Any, rank: int, nranks: int, transport: Any) ->
     return failures
 
 
+def run_tuned_auto(xp: Any, comm: Any, nranks: int, transport: Any) -> list[str]:
+    """``auto`` reading a tuning table runs what the table names, ``native`` included, and
+    falls back to a schedule for a dtype MPI has no datatype for."""
+    from collectives.tuning import Rule, Tuning
+    failures: list[str] = []
+    table = Tuning.from_rules([Rule("allreduce", nranks, 4, 0, 64, "native"),
+                               Rule("allreduce", nranks, 4, 65, 1 << 40, "tree",
+                                    (("segments", 2),))], "matrix")
+    collectives.auto.use_tuning(table)
+    try:
+        expected_sum = np.arange(40.0) * nranks
+        small = "native" if nranks > 1 else "schedule"  # one rank: auto copies (ring)
+        for size, dtype, path in ((16, "float32", small), (40, "float32", "schedule"),
+                                  (16, ">f4", "schedule")):
+            before = dict(transport.runs)
+            got = collectives.allreduce(xp.asarray(np.arange(size, dtype=dtype)), comm=comm)
+            ran = "native" if transport.runs["native"] > before.get("native", 0) else "schedule"
+            got = got.get() if xp is not np else got
+            if ran != path or not np.array_equal(got, expected_sum[:size]):
+                failures.append(f"tuned auto, {size} x {dtype}: ran {ran} (table: {path}), "
+                                f"got {got[:4]}")
+        want = ("tree", {"segments": 2}) if nranks > 1 else ("ring", {})
+        if collectives.auto.choose("allreduce", 160, nranks, 4) != want:
+            failures.append(f"auto chose {collectives.auto.choose('allreduce', 160, nranks, 4)}")
+    finally:
+        collectives.auto.use_tuning(None)
+    return failures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--xp", choices=("numpy", "cupy"), default="numpy")
@@ -290,11 +379,13 @@ def main() -> None:
         xp = np
     comm = collectives.NcclComm(world) if args.transport == "nccl" else world
     transport = transport_for(comm)
-    matrix = cases(nranks)
+    matrix = cases(nranks, args.xp)
     failures, digests = run_matrix(xp, comm, rank, nranks, matrix)
     runs = dict(transport.runs)
     failures += run_errors(xp, comm, rank, nranks)
     failures += run_isolation(xp, comm, rank, nranks, transport)
+    if xp is np:
+        failures += run_tuned_auto(xp, comm, nranks, transport)
     all_failures = world.gather(failures, root=0)
     all_digests = world.gather(digests, root=0)
     if rank == 0:

@@ -15,6 +15,6 @@ collectives.allreduce(data, algorithm="ring")  # one collective that completes
 print(f"rank {rank} finished the first allreduce", flush=True)
 if rank == 1:
     # bad input on one rank: raises before posting, while the others are in the ring
-    collectives.allreduce(data.astype(np.complex64), algorithm="ring")
+    collectives.allreduce(np.zeros(data.size, "datetime64[s]"), algorithm="ring")
 collectives.allreduce(data, algorithm="ring")
 print(f"rank {rank} should never get here", flush=True)

@@ -1,0 +1,216 @@
+"""The fast MPI walk on host buffers: a plan bound once to its buffers as persistent requests.
+
+A :class:`Binding` is one rank's :class:`~.plan.Plan` bound to one working buffer and one
+scratch buffer: every receive and send of every step is created once as a persistent
+request (``Recv_init`` / ``Send_init``, with the plan's peers, on the transport's private
+communicator; sends carry the call's signed tags and receives take any tag, as in the
+non-persistent walk, so the :class:`~.guard.Guard` checks them), and every reduction and
+local copy once as a pair of array views.  A call then costs, per step, one ``Startall``,
+the guard's wait (``Waitall`` with statuses) and one ufunc call per reduction (``reduce(into, source, out=into)``: in place, no temporaries); nothing is
+sliced, parsed or allocated.
+
+Bindings are cached per transport by (plan, reduction, buffer addresses): calls that reuse their
+buffers, as applications and benchmarks do, reuse the requests.  A binding refers to its
+buffers by address (``MPI.buffer.fromaddress``), so it keeps no user array alive; it is
+looked up only for a buffer at the same address with the same size and dtype, whose
+memory therefore covers every range the binding touches.  The least recently used
+bindings are freed first (their requests with ``Request.Free``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .guard import Guard, SignedPlan
+from .plan import Plan
+
+__all__ = ["BINDINGS_PER_COMM", "Binding", "PersistentPlans", "bind"]
+
+#: bindings kept per communicator (least recently used freed first)
+BINDINGS_PER_COMM = 64
+
+Views = tuple[tuple[np.ndarray, np.ndarray], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A plan bound to buffers: per step, its persistent requests, reductions and copies.
+
+    Attributes
+    ----------
+    plan : Plan
+        The plan bound (kept so the cache can tell a recycled ``id`` from the same plan).
+    steps : tuple of (list, tuple, tuple, tuple)
+        Per step: ``(requests, reduces, copies, staged)``: the step's persistent requests
+        (receives first), ``(work_view, scratch_view)`` per reduction, ``(source,
+        destination)`` views per copy applied directly, and, for a step where a copy's
+        destination overlaps a copy's source, ``(source, stage, destination)`` views per
+        copy through a staging area allocated with the binding.
+    """
+
+    plan: Plan
+    steps: tuple[tuple[list[Any], Views, Views,
+                       tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]], ...]
+
+    def free(self) -> None:
+        """Free every persistent request (the binding must not be run afterwards)."""
+        for requests, _, _, _ in self.steps:
+            for request in requests:
+                request.Free()
+
+
+def _over(mpi: Any, array: np.ndarray, count: int) -> np.ndarray:
+    """A NumPy array of ``count`` elements over ``array``'s memory that does not own it."""
+    nbytes = count * array.dtype.itemsize
+    memory = mpi.buffer.fromaddress(array.ctypes.data, nbytes) if nbytes else bytearray()
+    return np.frombuffer(memory, np.uint8).view(array.dtype)
+
+
+def _overlaps(a: slice, b: slice) -> bool:
+    return a.start < b.stop and b.start < a.stop
+
+
+def _copies(work: np.ndarray, copies: tuple[tuple[slice, slice], ...]) -> tuple[Views, tuple]:
+    """A step's copies as views: applied directly when no destination overlaps a source,
+    else all through a staging area (every source read before any destination written)."""
+    if not any(_overlaps(dst, src) for _, dst in copies for src, _ in copies):
+        return tuple((work[source], work[destination]) for source, destination in copies), ()
+    stage = np.empty(sum(source.stop - source.start for source, _ in copies), work.dtype)
+    staged, offset = [], 0
+    for source, destination in copies:
+        length = source.stop - source.start
+        staged.append((work[source], stage[offset:offset + length], work[destination]))
+        offset += length
+    return (), tuple(staged)
+
+
+def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, work: np.ndarray,
+         scratch: np.ndarray) -> Binding:
+    """Create the persistent requests and views that run ``plan`` on these buffers.
+
+    Parameters
+    ----------
+    mpi : module
+        ``mpi4py.MPI``.
+    comm : mpi4py.MPI.Intracomm
+        The private communicator the requests are created on.
+    plan : Plan
+        The rank's plan.
+    signed : SignedPlan
+        The plan's steps with the call's signed tags (:func:`~.guard.signed_plan`).
+    work, scratch : numpy.ndarray
+        The working buffer (``plan.count`` elements) and the scratch buffer (at least
+        ``plan.scratch_count`` elements), contiguous, of the plan's dtype.
+
+    Returns
+    -------
+    Binding
+    """
+    work = _over(mpi, work, plan.count)
+    scratch = _over(mpi, scratch, plan.scratch_count)
+    areas = (work.view(np.uint8), scratch.view(np.uint8))
+    steps = []
+    for step, signed_step in zip(plan.steps, signed.steps):
+        requests = [comm.Recv_init(areas[into_scratch][span], peer, mpi.ANY_TAG)
+                    for into_scratch, span, peer, _ in step.recvs]
+        requests += [comm.Send_init(areas[0][span], peer, tag)
+                     for span, peer, tag in signed_step.sends]
+        reduces = tuple((work[target], scratch[source]) for target, source in step.reduces)
+        direct, staged = _copies(work, step.copies)
+        steps.append((requests, reduces, direct, staged))
+    return Binding(plan, tuple(steps))
+
+
+def _run(binding: Binding, startall: Callable, complete: Callable, reduce: Any) -> None:
+    copyto = np.copyto
+    for index, (requests, reduces, direct, staged) in enumerate(binding.steps):
+        if requests:
+            startall(requests)
+            complete(index, requests)
+        for into, source in reduces:
+            reduce(into, source, out=into)
+        for source, destination in direct:
+            copyto(destination, source)
+        for source, stage, _ in staged:
+            copyto(stage, source)
+        for _, stage, destination in staged:
+            copyto(destination, stage)
+
+
+class PersistentPlans:
+    """The bindings of one communicator, and the walk that runs them.
+
+    Parameters
+    ----------
+    mpi : module
+        ``mpi4py.MPI``.
+    comm : mpi4py.MPI.Intracomm
+        The private communicator.
+    """
+
+    def __init__(self, mpi: Any, comm: Any, guard: Guard) -> None:
+        self._mpi, self._comm, self._guard = mpi, comm, guard
+        self._startall = mpi.Prequest.Startall
+        self._bindings: OrderedDict[tuple[int, str, int, int], Binding] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._bindings)
+
+    def run(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
+            scratch: np.ndarray, reduce: Any, describe: Callable[[int], str]) -> None:
+        """Run ``plan`` on ``work`` (updated in place), binding it first on a cache miss.
+
+        Each step completes through the guard (:meth:`~.guard.Guard.complete`), which
+        checks the signatures and, on failure, cancels the receives, marks the
+        communicator broken and raises.
+
+        Parameters
+        ----------
+        plan : Plan
+            The rank's plan.
+        signed : SignedPlan
+            Its steps with the call's signed tags.
+        op : str
+            The call's reduction (bindings are kept per reduction: the tags differ).
+        work : numpy.ndarray
+            The working buffer, ``plan.count`` contiguous elements.
+        scratch : numpy.ndarray
+            Scratch of at least ``plan.scratch_count`` elements.
+        reduce : numpy.ufunc
+            The reduction (:func:`collectives.ops.reducer`).
+        describe : callable
+            Says, given a step index, which call and step this is (only on failure).
+        """
+        if not plan.steps:
+            return
+        key = (id(plan), op, work.ctypes.data, scratch.ctypes.data)
+        binding = self._bindings.get(key)
+        if binding is None or binding.plan is not plan:
+            if binding is not None:
+                binding.free()
+            binding = self._bindings[key] = bind(self._mpi, self._comm, plan, signed, work,
+                                                 scratch)
+            if len(self._bindings) > BINDINGS_PER_COMM:
+                self._bindings.popitem(last=False)[1].free()
+        else:
+            self._bindings.move_to_end(key)
+        mpi, guard = self._mpi, self._guard
+
+        def complete(index: int, requests: list[Any]) -> None:
+            guard.complete(mpi, requests, plan.steps[index], signed, index, (work, scratch),
+                           describe)
+
+        try:
+            _run(binding, self._startall, complete, reduce)
+        except BaseException:
+            del self._bindings[key]  # its requests may still be active: never start them again
+            raise
+
+    def free(self) -> None:
+        """Free every binding's requests."""
+        while self._bindings:
+            self._bindings.popitem()[1].free()
