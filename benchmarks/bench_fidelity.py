@@ -8,6 +8,8 @@ count with the algorithm NCCL ran (:mod:`simulator.fidelity`), and scored over t
 where NCCL ran what the model has: geomean error (``exp(mean |log(predicted /
 measured)|) - 1``), the same below 1 MiB and from 64 MiB on, and the worst size.  ``--plot`` draws bus
 bandwidth per size, the predicted line over the measured points (hollow: not compared).
+Multi-node curves are simulated with a channel per NIC; the 1024-GPU curve takes a few
+minutes of the run (every size of it is simulated).
 """
 
 from __future__ import annotations

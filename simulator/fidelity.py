@@ -2,12 +2,14 @@
 
 A curve is one ``all_reduce_perf`` table (``benchmarks/data/nccl-tests/*.csv``) with its
 source, hardware, launch and the algorithm NCCL ran in ``#`` header lines.  Each is
-predicted on the DGX preset of its GPU and node count (one set of figures per machine
+simulated on the DGX preset of its GPU and node count (one set of figures per machine
 kind, :mod:`topology.gpu_presets`) with the algorithm NCCL ran: the ring where the curve
 forced Ring (``NCCL_ALGO=Ring``; and the protocol where it forced one) or ran on one node
 (see :attr:`Curve.nccl_algorithms`), otherwise the best of NCCL's own algorithms (ring
 and double binary tree, each under its best protocol) by :func:`simulator.select`'s rule.  A curve launched with one process
-driving 8 GPUs (``-g 8``) is predicted with ``gpus_per_process=8``.
+driving 8 GPUs (``-g 8``) is predicted with ``gpus_per_process=8``.  On several nodes
+every candidate runs one channel per NIC of a node over :func:`topology.channel_orders`,
+as NCCL's rings and trees use every NIC (:func:`channel_count`).
 
 Sizes are compared only where NCCL ran what the model has (:data:`RULES` says which
 and why): not where it reduced in the switch (NVLS), not where Tree on exactly two nodes
@@ -31,13 +33,15 @@ from typing import Any
 import topology
 
 from collectives.build import build_schedule
+from topology.channels import nics_per_node
 
+from .channel_choice import schedule_params
 from .engine import simulate
 from .gpu import protocols as gpu_protocols
 from .selection import candidates
 
 __all__ = ["DATA_DIR", "RULES", "Curve", "Rule", "Score", "read_curve", "read_curves",
-           "machine", "predict", "score", "NCCL_ALGORITHMS"]
+           "machine", "predict", "score", "channel_count", "NCCL_ALGORITHMS"]
 
 #: the published curves in a checkout
 DATA_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "nccl-tests"
@@ -71,7 +75,7 @@ RULES: dict[str, Rule] = {
         "where it ran Ring/LL"),
     "h100_2node_default_nccl2.26.2": Rule(
         max_bytes=128 * MiB, why="NVLSTree/Tree on 2 nodes exceeds the ring's network limit "
-        "(~376 GB/s busbw, 8 NICs at 47 GB/s) from 256 MiB: compared up to 128 MiB"),
+        "(~392 GB/s busbw, 8 NICs at 49 GB/s) from 256 MiB: compared up to 128 MiB"),
     "a100_2node_roce_default": Rule(
         max_bytes=512 * MiB, why="Tree on exactly 2 nodes exceeds the ring's network limit "
         "from 1 GiB: compared up to 512 MiB"),
@@ -258,7 +262,7 @@ def machine(curve: Curve) -> Any:
 
 
 def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
-    """Predict every size of ``curve`` with the algorithm NCCL ran.
+    """Predict the sizes of ``curve`` with the algorithm NCCL ran, channels as NCCL's.
 
     Parameters
     ----------
@@ -268,23 +272,53 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
     Returns
     -------
     list of (str, str or None, float)
-        Per size: the candidate's label, its protocol and the predicted seconds.
+        Per size: the candidate's label (with ``xC`` for ``C`` channels), its protocol
+        and the predicted seconds.
 
     Notes
     -----
     :func:`simulator.select`'s rule (the least predicted time over candidates and
     protocols), simulated at each size of the curve rather than read from a table, and
-    over NCCL's algorithms only unless the curve forced one.
+    over NCCL's algorithms only unless the curve forced one.  On several nodes every
+    candidate runs :func:`channel_count` channels over
+    :func:`topology.channel_orders` (:func:`simulator.channel_choice.schedule_params`),
+    as NCCL runs a channel per NIC; ``select``'s ``"auto"`` method is not used because
+    its closed forms (above 8 ranks) know no channels.
     """
     target = machine(curve)
-    tried = [(a, p) for a, p in candidates("allreduce") if a in curve.nccl_algorithms]
+    channels = channel_count(target)
+    tried = [(a, schedule_params(a, (*p, ("channels", channels)), target), _label(a, p))
+             for a, p in candidates("allreduce") if a in curve.nccl_algorithms]
     protocols = [k for k in gpu_protocols(target) if curve.protocol in (None, k)]
     out = []
     for n in curve.nbytes:
-        out.append(min((simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **dict(p)),
-                                 target, trace=False, protocol=k).time_s, _label(a, p), k)
-                       for a, p in tried for k in protocols))
-    return [(label, k, seconds) for seconds, label, k in out]
+        seconds, label, k = min(
+            (simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **params), target,
+                      trace=False, protocol=k).time_s, label, k)
+            for a, params, label in tried for k in protocols)
+        out.append((f"{label} x{channels}" if channels > 1 else label, k, seconds))
+    return out
+
+
+def channel_count(target: Any) -> int:
+    """The channels NCCL runs on ``target``: one per NIC of a node (1 on one node).
+
+    Parameters
+    ----------
+    target : Topology
+        The machine.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import topology
+    >>> channel_count(topology.dgx_h100(2)), channel_count(topology.dgx_h100(1))
+    (8, 1)
+    """
+    return max(1, nics_per_node(target))
 
 
 def _label(algorithm: str, params: tuple[tuple[str, Any], ...]) -> str:

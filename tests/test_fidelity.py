@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from simulator.fidelity import (DATA_DIR, GROUP_LAUNCH_FROM_BYTES, machine, predict,
-                                read_curve, read_curves, score)
+from collectives import build_schedule
+from simulator import simulate
+from simulator.fidelity import (DATA_DIR, GROUP_LAUNCH_FROM_BYTES, channel_count, machine,
+                                predict, read_curve, read_curves, score)
+from topology import channel_orders
+from topology.channels import nics_per_node
 
 HEADER = """# all_reduce_perf (nccl-tests), out-of-place columns, float32 sum; GB = 1e9 bytes
 # hardware: {hardware}
@@ -99,3 +103,20 @@ def test_the_benchmark_prints_a_row_per_curve_and_plots(tmp_path: Path) -> None:
                                                     "h100_1node_dgx_default_nvls"]
     assert all("%" in row for row in rows[:2])
     assert plot.stat().st_size > 10_000
+
+
+def test_a_multi_node_prediction_runs_a_channel_per_nic(tmp_path: Path) -> None:
+    curve = read_curve(_curve(tmp_path, [(1 << 30, 5000.0)], hardware="2 x 8 H100 SXM",
+                              ranks=16, nodes=2, algorithm="NCCL_ALGO=Ring, NCCL_PROTO=Simple"))
+    target = machine(curve)
+    assert channel_count(target) == nics_per_node(target) == 8
+    [(label, protocol, seconds)] = predict(curve)
+    assert (label, protocol) == ("ring x8", "Simple")
+    count = (1 << 30) // 4
+    orders = channel_orders(target, 8, "ring")
+    assert seconds == simulate(build_schedule("allreduce", "ring", 16, count, channels=8,
+                                              order=orders),
+                               target, trace=False, protocol="Simple").time_s
+    one_nic = simulate(build_schedule("allreduce", "ring", 16, count, order=orders[0]),
+                       target, trace=False, protocol="Simple").time_s
+    assert seconds < one_nic / 4
