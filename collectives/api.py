@@ -82,14 +82,13 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
     return algorithm, params
 
 
-#: per transport, the ``auto`` decisions every rank has agreed on
+#: per transport, the signatures of the ``auto`` decisions every rank has agreed on
 _AGREED: "weakref.WeakKeyDictionary[Any, set[tuple]]" = weakref.WeakKeyDictionary()
 
 
-def _agree_on_auto(transport: Any, key: tuple) -> None:
-    """The first time a call resolves ``auto`` as ``key`` says on ``transport`` (collective,
-    count, dtype, op, algorithm, params), make every rank agree on it (one all-gather of its
-    :func:`~.executors.check.signature`; later calls cost a set look-up).
+def _agree_on_auto(transport: Any, mine: tuple) -> None:
+    """The first time a call resolves ``auto`` to ``mine`` on ``transport``, make every rank
+    agree on it (one all-gather; later calls cost a set look-up).
 
     Ranks whose ``auto`` decides differently (another ``COLLSIM_TUNING`` or
     ``COLLSIM_TOPOLOGY``, another table) would otherwise run different algorithms, or MPI's
@@ -97,11 +96,9 @@ def _agree_on_auto(transport: Any, key: tuple) -> None:
     :class:`ArgumentMismatchError` on every rank, naming the algorithm each chose.
     """
     agreed = _AGREED.setdefault(transport, set())
-    if key not in agreed:
-        collective, count, dtype, op, algorithm, params = key
-        agree(signature(collective, count, dtype.name, op, algorithm, dict(params)),
-              transport.allgather_object)
-        agreed.add(key)
+    if mine not in agreed:
+        agree(mine, transport.allgather_object)
+        agreed.add(mine)
 
 
 def _working_buffer(call: Call, plan_input: slice, stream: Any) -> Any:
@@ -132,12 +129,11 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
     if plan is not None and collective == "reduce_scatter":
         block = plan.output
         assert block.stop - block.start == call.part, "layout.block must cut equal blocks"
+    mine = signature(collective, call.count, call.dtype.name, op, algorithm, params)
     if check_enabled(check):
-        agree(signature(collective, call.count, call.dtype.name, op, algorithm, params),
-              transport.allgather_object)
+        agree(mine, transport.allgather_object)
     elif asked == "auto" and transport.size > 1:
-        _agree_on_auto(transport, (collective, call.count, call.dtype, op, algorithm,
-                                   tuple(sorted(params.items()))))
+        _agree_on_auto(transport, mine)
     if call.xp.__name__ == "cupy" and stream is None:
         stream = call.xp.cuda.get_current_stream()
     if native:
