@@ -32,7 +32,6 @@ Importing this module imports neither mpi4py nor CuPy.
 from __future__ import annotations
 
 import os
-import weakref
 from contextlib import nullcontext
 from reprlib import repr as brief
 from typing import Any
@@ -82,25 +81,6 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
     return algorithm, params
 
 
-#: per transport, the signatures of the ``auto`` decisions every rank has agreed on
-_AGREED: "weakref.WeakKeyDictionary[Any, set[tuple]]" = weakref.WeakKeyDictionary()
-
-
-def _agree_on_auto(transport: Any, mine: tuple) -> None:
-    """The first time a call resolves ``auto`` to ``mine`` on ``transport``, make every rank
-    agree on it (one all-gather; later calls cost a set look-up).
-
-    Ranks whose ``auto`` decides differently (another ``COLLSIM_TUNING`` or
-    ``COLLSIM_TOPOLOGY``, another table) would otherwise run different algorithms, or MPI's
-    own collective beside a schedule, and wait on each other for ever; here they raise
-    :class:`ArgumentMismatchError` on every rank, naming the algorithm each chose.
-    """
-    agreed = _AGREED.setdefault(transport, set())
-    if mine not in agreed:
-        agree(mine, transport.allgather_object)
-        agreed.add(mine)
-
-
 def _working_buffer(call: Call, plan_input: slice, stream: Any) -> Any:
     """Lay the input into the buffer the schedule works on, copying only what must move."""
     if call.collective == "reduce_scatter" and call.send is not None:
@@ -120,7 +100,6 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
     call = prepare(collective, sendbuf, recvbuf, transport.size)
     if collective != "allgather":
         check_op_dtype(op, call.dtype)
-    asked = algorithm
     algorithm, params = _resolve_algorithm(algorithm, call, transport.size, params)
     native = algorithm == "native"
     transport.validate(call, native)
@@ -129,11 +108,9 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
     if plan is not None and collective == "reduce_scatter":
         block = plan.output
         assert block.stop - block.start == call.part, "layout.block must cut equal blocks"
-    mine = signature(collective, call.count, call.dtype.name, op, algorithm, params)
     if check_enabled(check):
-        agree(mine, transport.allgather_object)
-    elif asked == "auto" and transport.size > 1:
-        _agree_on_auto(transport, mine)
+        agree(signature(collective, call.count, call.dtype.name, op, algorithm, params),
+              transport.allgather_object)
     if call.xp.__name__ == "cupy" and stream is None:
         stream = call.xp.cuda.get_current_stream()
     if native:

@@ -44,10 +44,6 @@ def test_mismatched_calls_raise_on_every_rank() -> None:
     checked = [row["checked"] for row in ranks]
     assert all(o["outcome"] == "ArgumentMismatchError" and "algorithm differs" in o["message"]
                for o in checked), checked
-    diverged = [row["auto"] for row in ranks]  # agreed once, before any message: comm usable
-    assert all(o["outcome"] == "ArgumentMismatchError" and "algorithm differs" in o["message"]
-               and "native" in o["message"] for o in diverged), diverged
-    assert all(row["auto/again"]["outcome"] == "returned" for row in ranks)
     assert all(row["fresh"]["outcome"] == "returned" for row in ranks)
 
 

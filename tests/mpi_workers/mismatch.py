@@ -17,7 +17,6 @@ from mpi4py import MPI
 
 import collectives
 from collectives.executors import abort
-from collectives.tuning import Rule, Tuning
 
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
@@ -31,18 +30,6 @@ def odd(rank0: Any, others: Any) -> Any:
 
 def ones(count: int, dtype: str = "float32") -> np.ndarray:
     return np.ones(count, dtype)
-
-
-def auto_diverges(comm: Any) -> Any:
-    """``auto`` on rank 0 reads a table that names MPI's own collective; the others take the
-    static rule (a schedule)."""
-    if RANK == 0:
-        collectives.auto.use_tuning(Tuning.from_rules([Rule("allreduce", SIZE, 0, 0, 1 << 40,
-                                                            "native")], "rank 0 only"))
-    try:
-        return collectives.allreduce(ones(SIZE * N), comm=comm)
-    finally:
-        collectives.auto.use_tuning(None)
 
 
 CASES: dict[str, Callable[[Any], Any]] = {
@@ -59,7 +46,6 @@ CASES: dict[str, Callable[[Any], Any]] = {
                                                     algorithm=odd("tree", "ring")),
     "checked": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm, check=True,
                                                   algorithm=odd("tree", "ring")),
-    "auto": auto_diverges,
 }
 
 
