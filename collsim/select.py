@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from collectives import ALGORITHMS, COLLECTIVES
+from collectives import ALGORITHMS, COLLECTIVES, COMPOSED
 from collectives.tuning import Tuning
 
 from simulator.busbw import bandwidths
@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
                         help="element type: float (default), half, bfloat16, double, int8, ...")
     add_sweep(parser, 1, 8 << 30, stepfactor=None)
+    parser.add_argument("--algorithms", nargs="+", default=None, choices=(*ALGORITHMS, *COMPOSED),
+                        metavar="ALGO", help="restrict the candidates, as NCCL_ALGO does "
+                        "(default: all; hier needs several nodes and --method simulate)")
     parser.add_argument("--method", choices=METHODS, default="auto",
                         help="simulate, closed_form, or auto (simulate up to 8 ranks)")
     parser.add_argument("--nccl-csv", type=Path, metavar="CSV",
@@ -56,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _print(out: Console, table: TuningTable, low: int, high: int) -> None:
-    families = list(ALGORITHMS)
+    families = list(dict.fromkeys(algorithm for algorithm, _ in table.candidates))
     view = Table(title=f"{table.collective} on {table.topology_name}: {table.nranks} ranks, "
                        f"{table.dtype_size}-byte elements ({table.method})")
     for column in ("size (B)", "best", "time (us)", "busbw (GB/s)",
@@ -102,6 +105,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError(f"collective {unknown[0]!r} is not supported; choose from "
                          f"{', '.join(COLLECTIVES)}")
     check_distinct("COLLECTIVE", args.collectives)
+    if args.algorithms is not None:
+        check_distinct("--algorithms", args.algorithms)
     if args.datatype == "all":
         raise UsageError("-d all is not allowed here; a tuning table holds one element size "
                          "(float, half, bfloat16, double, ...)")
@@ -125,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
         for collective in args.collectives:
             advance(collective, 0)
             tables.append(_whole_elements(tuning_table(collective, model, args.ranks, itemsize,
-                                                       args.method)))
+                                                       args.method, args.algorithms)))
             advance(collective)
     for table in tables:
         _print(out, table, args.minbytes, args.maxbytes)

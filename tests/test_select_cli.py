@@ -47,3 +47,13 @@ def test_select_writes_a_tuning_file_auto_reads(tmp_path: Path, capsys, monkeypa
     finally:
         monkeypatch.delenv(auto.TUNING_ENV)
         auto.choose("allreduce", 8, 6)  # forget the file
+
+
+def test_select_restricts_the_candidates_as_nccl_algo_does(capsys) -> None:
+    assert main(["select", "allreduce", "--topology", "dgx-h100", "--algorithms", "ring",
+                 "tree", "-b", "1K", "-e", "1M"]) == 0
+    out = capsys.readouterr().out
+    assert "ring (us)" in out and "tree (us)" in out
+    assert "rhd" not in out and "pipeline" not in out and "nan" not in out
+    assert main(["select", "--topology", "dgx-h100", "--algorithms", "ring", "ring"]) == 2
+    assert "--algorithms" in capsys.readouterr().err
