@@ -31,6 +31,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from collectives.build import ALGORITHMS
+from collectives.schedule import COLLECTIVES
+
+from .args import parse_size
+
 __all__ = ["add_arguments", "main", "Sweep", "candidates", "sweep_sizes", "measure", "tables",
            "PROGRESS_ENV"]
 
@@ -38,15 +43,10 @@ __all__ = ["add_arguments", "main", "Sweep", "candidates", "sweep_sizes", "measu
 #: (whose stderr mpirun turns into a pipe) still draws the progress bar
 PROGRESS_ENV = "COLLSIM_PROGRESS"
 
-_COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
-_ALGORITHMS = ("ring", "tree", "rhd", "pipeline", "native")
+#: what ``--algorithms`` takes: the schedules and MPI's own collective
+_CANDIDATES = (*ALGORITHMS, "native")
 
 Params = tuple[tuple[str, Any], ...]
-
-
-def _size(text: str) -> int:
-    from .args import parse_size
-    return parse_size(text)
 
 
 def _positive(text: str) -> int:
@@ -78,9 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``collsim tune``'s arguments (nccl-tests' ``-b -e -f -n -w``) to ``parser``."""
     parser.add_argument("--output", type=Path, required=True,
                         help="tuning file to write (JSON, collectives.tuning)")
-    parser.add_argument("-b", "--minbytes", type=_size, default=8,
+    parser.add_argument("-b", "--minbytes", type=parse_size, default=8,
                         help="smallest size, bytes, with suffix K, M or G (default 8)")
-    parser.add_argument("-e", "--maxbytes", type=_size, default=16 << 20,
+    parser.add_argument("-e", "--maxbytes", type=parse_size, default=16 << 20,
                         help="largest size (default 16M)")
     parser.add_argument("-f", "--stepfactor", type=_positive, default=4,
                         help="multiply the size by this between sizes (default 4)")
@@ -93,10 +93,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-call", action="store_true",
                         help="time calls one by one after a barrier; the least counts "
                              "(steadier on a shared, loaded machine)")
-    parser.add_argument("--collectives", nargs="+", choices=_COLLECTIVES,
-                        default=list(_COLLECTIVES), help="collectives to tune (default all)")
-    parser.add_argument("--algorithms", nargs="+", choices=_ALGORITHMS,
-                        default=list(_ALGORITHMS), help="candidates (default all, native too)")
+    parser.add_argument("--collectives", nargs="+", choices=COLLECTIVES,
+                        default=list(COLLECTIVES), help="collectives to tune (default all)")
+    parser.add_argument("--algorithms", nargs="+", choices=_CANDIDATES,
+                        default=list(_CANDIDATES), help="candidates (default all, native too)")
     parser.add_argument("--dtypes", nargs="+", type=_dtype, default=["float32"],
                         help="element types; one table per element size (default float32)")
     parser.add_argument("--ranks", type=_positive, default=4,
