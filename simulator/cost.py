@@ -379,7 +379,8 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
     Raises
     ------
     ValueError
-        For an unknown collective or algorithm or a value out of range.
+        For an unknown collective or algorithm, a value out of range, or the tree over
+        nodes (``ranks_per_node > 1``), which has no closed form here.
     TypeError
         For a parameter the algorithm does not take.
 
@@ -411,4 +412,8 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
                         f"it takes {sorted(module.PARAMS)}")
     count = nbytes // dtype_size
     resolved = module.resolve_params(collective, nranks, -(-count // channels), **params)
+    if "ranks_per_node" in resolved:
+        raise ValueError(f"ranks_per_node={resolved['ranks_per_node']} is not allowed here: the "
+                         f"closed form is the {algorithm}'s over all ranks; simulate the trees "
+                         f"over nodes (simulator.simulate)")
     return _FORMS[algorithm](collective, nranks, count, dtype_size, a, b, g, **resolved)

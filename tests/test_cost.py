@@ -118,6 +118,7 @@ def test_one_rank_costs_nothing() -> None:
     ({"alpha": -1.0}, "alpha=-1.0"),
     ({"dtype_size": 0}, "dtype_size=0"),
     ({"algorithm": "pipeline", "segments": 0}, "segments=0"),
+    ({"algorithm": "tree", "ranks_per_node": 2}, "ranks_per_node=2 .* simulate"),
 ])
 def test_bad_arguments_are_named(kwargs: dict, message: str) -> None:
     args = {"collective": "allreduce", "algorithm": "ring", "nranks": 4, "nbytes": 64,

@@ -8,10 +8,12 @@ import dataclasses
 import pytest
 
 import topology
-from collectives import build_schedule
+from collectives import Send, build_schedule
+from collectives.algorithms.tree import tree_node
 from simulator import simulate
 from simulator.busbw import bandwidths
-from topology.channels import channel_orders, nics_per_node, ranks_per_node
+from simulator.channel_choice import schedule_params
+from topology.channels import channel_orders, nics_per_node, ranks_per_node, tree_ranks_per_node
 
 
 def _crossings(order: tuple[int, ...], size: int) -> list[tuple[int, int]]:
@@ -51,6 +53,38 @@ def test_tree_orders_keep_nodes_together_rotated_per_channel() -> None:
     for c, order in enumerate(orders):
         assert [r // 8 for r in order] == [0] * 8 + [1] * 8
         assert order[0] == c and order[8] == 8 + c
+
+
+@pytest.mark.parametrize("nodes", [2, 3, 5])
+def test_trees_over_the_tree_orders_cross_nodes_on_the_channels_rail(nodes: int) -> None:
+    """Channel c's trees leave and enter every node at GPU c (NIC c), so the 8 channels'
+    network traffic is spread over the 8 NICs of every node."""
+    machine = topology.dgx_h100(nodes)
+    size = tree_ranks_per_node(machine)
+    assert size == 8
+    orders = channel_orders(machine, 8, "tree")
+    for c, order in enumerate(orders):
+        for t in (0, 1):
+            for v, rank in enumerate(order):
+                parent = tree_node(t, machine.nranks, v, size).parent
+                if parent >= 0 and order[parent] // 8 != rank // 8:
+                    assert order[parent] % 8 == rank % 8 == c
+    schedule = build_schedule("allreduce", "tree", machine.nranks, 1 << 12,
+                              **schedule_params("tree", (("channels", 8),), machine))
+    crossings = [(rank, op.peer) for rank in range(machine.nranks)
+                 for step in schedule.steps(rank) for op in step.ops
+                 if isinstance(op, Send) and op.peer // 8 != rank // 8]
+    assert all(a % 8 == b % 8 for a, b in crossings)
+    assert {a for a, _ in crossings} == set(range(machine.nranks))
+
+
+def test_trees_are_over_nodes_only_on_several_nodes() -> None:
+    flat, one = topology.flat(5, 1e-6, 1e-9), topology.dgx_h100(1)
+    assert tree_ranks_per_node(flat) is tree_ranks_per_node(one) is None
+    assert "ranks_per_node" not in schedule_params("tree", (("channels", 8),), one)
+    assert schedule_params("tree", (), topology.dgx_h100(2))["ranks_per_node"] == 8
+    assert "ranks_per_node" not in schedule_params("tree", (), topology.dgx_h100(2), nranks=8)
+    assert "ranks_per_node" not in schedule_params("ring", (), topology.dgx_h100(2))
 
 
 def test_rhd_orders_cross_nodes_at_the_small_masks_on_one_rail() -> None:

@@ -16,7 +16,7 @@ from collectives.algorithms.tree import SEGMENT_ELEMENTS, subtree_ranks, tree_de
 from collectives.layout import block, split
 from collectives.progress import completion_order, match
 
-from .reference import check_outputs, rank_inputs
+from .reference import DTYPES, OPS, check_outputs, rank_inputs
 
 RANKS = [*range(1, 18), 31, 32, 33, 64]
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
@@ -242,3 +242,97 @@ def test_default_segments_follow_the_segment_size() -> None:
     assert segments(1 << 28) == (1 << 27) // SEGMENT_ELEMENTS
     assert build_schedule("allgather", "tree", 8, 9, segments=100).param_dict["segments"] == 4
     assert tree.resolve_params("allreduce", 8, 1000, segments=7) == {"segments": 7}
+
+
+# --- trees over nodes ------------------------------------------------------------------------
+
+SHAPES = [(nodes, size) for nodes in range(2, 9) for size in range(1, 9)]
+
+
+@pytest.mark.parametrize("t", [0, 1])
+@pytest.mark.parametrize("nodes,size", [(2, 8), (3, 4), (5, 3), (7, 2), (1, 5), (8, 8)])
+def test_trees_over_nodes_chain_each_node_from_its_head(t: int, nodes: int, size: int) -> None:
+    """NCCL's trees over nodes: heads joined as the trees over the node indices, a chain
+    from the head through its node, at most three children, depth L - 1 + lg N."""
+    p = nodes * size
+    got = [tree_node(t, p, r, ranks_per_node=size) for r in range(p)]
+    over_nodes = [tree_node(t, nodes, k) for k in range(nodes)]
+    for r, node in enumerate(got):
+        k, position = divmod(r, size)
+        if position:
+            assert node.parent == r - 1
+        else:
+            assert node.parent == max(-1, over_nodes[k].parent * size)
+            assert node.children[1:] == tuple(c * size for c in over_nodes[k].children)
+        assert len(node.children) <= 3
+        assert all(got[c].parent == r and got[c].depth == node.depth + 1 for c in node.children)
+        members = _brute_subtree_over(t, p, r, size)
+        assert members == {m for a, b in subtree_ranks(t, p, r, size) for m in range(a, b + 1)}
+    assert max(node.depth for node in got) == tree_depth(p, size)
+    assert sorted(r for r, node in enumerate(got) if node.parent < 0) == \
+        [size * next(k for k, node in enumerate(over_nodes) if node.parent < 0)]
+
+
+def _brute_subtree_over(t: int, p: int, rank: int, size: int) -> set[int]:
+    members, todo = set(), [rank]
+    while todo:
+        members.add(todo[-1])
+        todo.extend(tree_node(t, p, todo.pop(), size).children)
+    return members
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_one_rank_per_node_is_the_tree_over_all_ranks(collective: str) -> None:
+    for p, count in ((6, 1000), (13, 97)):
+        flat = build_schedule(collective, "tree", p, count, segments=3)
+        for size in (None, 1):
+            s = build_schedule(collective, "tree", p, count, segments=3, ranks_per_node=size)
+            assert [s.steps(r) for r in range(p)] == [flat.steps(r) for r in range(p)]
+            assert s.params == flat.params
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_trees_over_nodes_match_numpy(collective: str) -> None:
+    """Every shape of 2..8 nodes x 1..8 ranks, with counts, channels, segments, dtypes and
+    ops rotating over the shapes."""
+    for i, (nodes, size) in enumerate(SHAPES):
+        p = nodes * size
+        count = (0, p - 1, 97, 211)[i % 4]
+        channels, segments = 1 + i % 3, (None, 3)[i % 2]
+        s = build_schedule(collective, "tree", p, count, ranks_per_node=size, channels=channels,
+                           segments=segments)
+        verify(s)
+        dtype, op = DTYPES[i % len(DTYPES)], OPS[(i // 2) % len(OPS)]
+        inputs, full = rank_inputs(collective, p, count, dtype, op, seed=i)
+        check_outputs(collective, interpret(s, inputs, op), full, op)
+
+
+@pytest.mark.parametrize("nodes,size", [(2, 8), (4, 8), (3, 4), (5, 2)])
+@pytest.mark.parametrize("segments", [2, 5])
+def test_trees_over_nodes_pipeline_by_spacing(nodes: int, size: int, segments: int) -> None:
+    """AllReduce takes ``S - 1`` rounds, plus the depth down, plus the spacing up: a child
+    sends a segment up ``n - c`` rounds (``n`` its parent's children, ``c`` its number)
+    before its parent's own send of it, so a chain costs one round a hop."""
+    p = nodes * size
+    s = build_schedule("allreduce", "tree", p, 6 * segments * p, segments=segments,
+                       ranks_per_node=size)
+    deepest = 0
+    for t in (0, 1):
+        got = [tree_node(t, p, r, size) for r in range(p)]
+        base, todo = {next(r for r, node in enumerate(got) if node.parent < 0): 0}, []
+        todo.extend(base)
+        while todo:
+            r = todo.pop()
+            for c, child in enumerate(got[r].children):
+                base[child] = base[r] - len(got[r].children)
+                deepest = max(deepest, -base[child] - c)
+                todo.append(child)
+    assert _rounds(s) == deepest + tree_depth(p, size) + segments - 1
+
+
+@pytest.mark.parametrize("bad,match", [(0, r"ranks_per_node=0 .*integer >= 1"),
+                                       (2.0, r"ranks_per_node=2.0 .*integer >= 1"),
+                                       (4, r"ranks_per_node=4 does not divide nranks=6")])
+def test_ranks_per_node_is_checked(bad: object, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        build_schedule("allreduce", "tree", 6, 100, ranks_per_node=bad)

@@ -12,9 +12,13 @@ and the DGX presets):
   rail ``c``, and so on; with an odd number of nodes one node leaves on rail ``c + 2`` to
   close the ring).  For ``C = L`` channels every NIC of every node then sends for exactly
   one channel and receives for exactly one.
-* **tree**: each node's ranks stay together (the double binary tree's subtrees of up to
-  ``L`` ranks stay inside a node) and are rotated by ``c`` in channel ``c``, so the
-  node-crossing edges start from a different GPU and NIC in every channel.
+* **tree**: each node's ranks stay together, rotated by ``c`` in channel ``c``: node
+  ``k`` fills positions ``kL .. kL + L - 1`` from local rank ``c``.  The tree algorithm
+  with ``ranks_per_node=L`` (:func:`tree_ranks_per_node`) builds NCCL's trees over them:
+  a double binary tree over the nodes whose edges join the nodes' first positions, and a
+  chain through each node from there, so channel ``c`` crosses between nodes only on
+  rail ``c``, from and to GPU ``c`` (NCCL's tree pattern ``NCCL_TOPO_PATTERN_TREE``, all
+  of a node's network traffic on one GPU).
 * **rhd**: node-minor: position ``l * N + k`` is local rank ``l + c`` (mod ``L``) of node
   ``k``, so the exchanges at the small masks (the last halving steps and the first
   doubling steps, which move the least data) cross the network between equal local ranks,
@@ -30,7 +34,8 @@ from __future__ import annotations
 from .model import Topology
 from .order import node_groups, ring_order
 
-__all__ = ["CHANNEL_ALGORITHMS", "channel_orders", "ranks_per_node", "nics_per_node"]
+__all__ = ["CHANNEL_ALGORITHMS", "channel_orders", "ranks_per_node", "nics_per_node",
+           "tree_ranks_per_node"]
 
 #: algorithms :func:`channel_orders` makes orders for
 CHANNEL_ALGORITHMS: tuple[str, ...] = ("ring", "pipeline", "tree", "rhd")
@@ -92,6 +97,35 @@ def nics_per_node(topology: Topology) -> int:
         return 0
     prefix = topology.placement[0].split(".")[0] + "."
     return sum(1 for d in topology.devices if d.kind == "nic" and d.id.startswith(prefix))
+
+
+def _node_size(groups: list[list[int]]) -> int | None:
+    """Ranks per node when there are several nodes of one size above 1, else None."""
+    sizes = {len(group) for group in groups}
+    return None if len(groups) < 2 or len(sizes) > 1 or sizes == {1} else sizes.pop()
+
+
+def tree_ranks_per_node(topology: Topology) -> int | None:
+    """Return the ``ranks_per_node`` of the trees over :func:`channel_orders`'s tree orders.
+
+    Parameters
+    ----------
+    topology : Topology
+        The machine.
+
+    Returns
+    -------
+    int or None
+        The ranks per node when the machine has several nodes of one size above 1 (the
+        orders then group each node's ranks); None otherwise (the trees over all ranks).
+
+    Examples
+    --------
+    >>> import topology
+    >>> tree_ranks_per_node(topology.dgx_h100(2)), tree_ranks_per_node(topology.dgx_h100(1))
+    (8, None)
+    """
+    return _node_size(node_groups(topology))
 
 
 def _ring(groups: list[list[int]], c: int) -> list[int]:
@@ -156,14 +190,13 @@ def channel_orders(topology: Topology, channels: int,
         raise ValueError(f"algorithm={algorithm!r} is not allowed; choose one of "
                          f"{list(CHANNEL_ALGORITHMS)}")
     groups = node_groups(topology)
-    sizes = {len(group) for group in groups}
-    if len(groups) < 2 or sizes == {1} or len(sizes) > 1:
+    size = _node_size(groups)
+    if size is None:
         one = ring_order(topology) if algorithm in ("ring", "pipeline") else \
             tuple(range(topology.nranks))
         return (one,) * channels
     if algorithm in ("ring", "pipeline"):
         return tuple(tuple(_ring(groups, c)) for c in range(channels))
-    size = len(groups[0])
     if algorithm == "rhd":
         return tuple(tuple(group[(i + c) % size] for i in range(size) for group in groups)
                      for c in range(channels))

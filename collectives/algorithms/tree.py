@@ -59,11 +59,38 @@ element reduced):
   lose the tree's ``log p`` latency; this form keeps it.
 
 Messages with no elements are not sent; one rank (``p = 1``) has no steps.
+
+Trees over nodes
+----------------
+With ``ranks_per_node=L`` (``L > 1``, dividing ``p``) the ranks sit on ``N = p / L`` nodes,
+node ``k`` holding ranks ``kL .. kL + L - 1``, and the trees are NCCL's for several nodes
+(``connectTrees`` in NCCL's ``src/graph/connect.cc``, pattern ``NCCL_TOPO_PATTERN_TREE``,
+in which the node's first GPU carries all of its network traffic): the two trees above are
+built over the *nodes*, and inside node ``k`` a chain runs from its head ``kL`` through
+``kL + 1, ..., kL + L - 1``. Tree ``t``'s parent of the head ``kL`` is the head of node
+``k``'s parent in tree ``t`` over ``N``; the head's children are the chain's next rank,
+then the heads of node ``k``'s children (NCCL's ``down[0..2]``: a rank has up to three
+children). Rank ``kL + i`` has the depth of its node plus ``i``, so both trees have depth
+``L - 1 + ceil(log2 N)`` (NCCL's estimate ``nRanks/nNodes - 1 + log2i(nNodes)``). Every
+node-crossing edge joins two heads, so a rank order that puts each channel's own rail GPU
+first in each node (:func:`topology.channels.channel_orders`) has the channel cross
+between nodes on its own NIC only. ``ranks_per_node`` of None or 1 is the tree above over
+all ranks; ``L = p`` (one node) is a chain.
+
+The round offsets generalise: a rank sends segment ``k`` up in round ``k + B + c``
+(``c`` its child number when the upward pass reduces, else 0), where the root's ``B`` is 0
+and a child's ``B`` is its parent's less the parent's *spacing*: ``L = 2`` (reducing) or 1
+(gathering) in the trees over all ranks, as above; in trees over nodes the parent's number
+of children when reducing (1 along a chain) and 1 when gathering. Children of one parent
+thus reduce in different rounds, and a rank sends a segment up only after the rounds in
+which its children's copies of it arrived. The downward rounds depend on the depth only,
+as above.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from reprlib import repr as brief
 from typing import Any, Callable, Sequence
 
@@ -77,7 +104,7 @@ from ..schedule import Op, Step, new_recv, new_send
 __all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_lanes",
            "rank_steps", "tree_node", "tree_depth", "subtree_ranks"]
 
-PARAMS: dict[str, Any] = {"segments": None}
+PARAMS: dict[str, Any] = {"segments": None, "ranks_per_node": None}
 
 Range = tuple[int, int]
 
@@ -91,8 +118,19 @@ class TreeNode:
     depth: int
 
 
-def resolve_params(collective: str, nranks: int, count: int,
-                   segments: int | None = None) -> dict[str, Any]:
+def _node_size(ranks_per_node: Any, nranks: int) -> int | None:
+    """Check ``ranks_per_node``; return it when the trees are over nodes, else None."""
+    if ranks_per_node is None:
+        return None
+    check_int(ranks_per_node, "ranks_per_node", 1, note=" or None")
+    if nranks % ranks_per_node:
+        raise ValueError(f"ranks_per_node={ranks_per_node} does not divide nranks={nranks}; "
+                         f"trees over nodes need nodes of equal size")
+    return ranks_per_node if ranks_per_node > 1 else None
+
+
+def resolve_params(collective: str, nranks: int, count: int, segments: int | None = None,
+                   ranks_per_node: int | None = None) -> dict[str, Any]:
     """Fill in and check the tree's parameters.
 
     Parameters
@@ -107,23 +145,28 @@ def resolve_params(collective: str, nranks: int, count: int,
         Segments per half. ``None`` picks one per :data:`SEGMENT_ELEMENTS` elements of a
         half. A value above ``count // 2`` is lowered to it (at least one element per
         segment), and at least 1.
+    ranks_per_node : int or None
+        Ranks per node (nodes of consecutive ranks) for trees over nodes with a chain in
+        each node (see the module docstring); None or 1: trees over all ranks.
 
     Returns
     -------
     dict
-        ``{"segments": S}``.
+        ``{"segments": S}``, with ``"ranks_per_node": L`` added for trees over nodes.
 
     Raises
     ------
     ValueError
-        If ``segments`` is neither None nor an integer >= 1.
+        If ``segments`` is neither None nor an integer >= 1, or ``ranks_per_node`` is
+        neither None nor an integer >= 1 that divides ``nranks``.
     """
     half = max(1, count // 2)
     if segments is None:
         segments = -(-half // SEGMENT_ELEMENTS)
     else:
         check_int(segments, "segments", 1, note=" or None")
-    return {"segments": min(segments, half)}
+    size = _node_size(ranks_per_node, nranks)
+    return {"segments": min(segments, half), **({"ranks_per_node": size} if size else {})}
 
 
 def _btree(nranks: int, rank: int) -> tuple[int, tuple[int, ...]]:
@@ -160,39 +203,8 @@ def _check_tree(tree: int, nranks: int, rank: int) -> None:
         raise ValueError(f"rank={brief(rank)} is not allowed; it must be in 0..{nranks - 1}")
 
 
-def tree_node(tree: int, nranks: int, rank: int) -> TreeNode:
-    """Return ``rank``'s parent, children and depth in tree ``tree`` (0 or 1).
-
-    Children are listed in NCCL's order (``down0``, ``down1``); a child's position in
-    its parent's list is the ``c`` of the round formula in the module docstring.
-
-    Parameters
-    ----------
-    tree : {0, 1}
-        Which of the two trees.
-    nranks : int
-        Number of ranks.
-    rank : int
-        A rank in ``[0, nranks)``.
-
-    Returns
-    -------
-    TreeNode
-        ``parent`` (-1 at the root), ``children`` and ``depth`` (0 at the root).
-
-    Raises
-    ------
-    ValueError
-        If ``tree`` is not 0 or 1, or ``rank`` is not in ``[0, nranks)``.
-
-    Examples
-    --------
-    >>> tree_node(0, 6, 4)
-    TreeNode(parent=0, children=(2, 5), depth=1)
-    >>> tree_node(1, 6, 1)
-    TreeNode(parent=5, children=(3, 0), depth=1)
-    """
-    _check_tree(tree, nranks, rank)
+def _flat_node(tree: int, nranks: int, rank: int) -> TreeNode:
+    """``rank``'s place in tree ``tree`` over all ``nranks`` ranks."""
     virtual = _to_virtual(tree, nranks, rank)
     parent, children = _btree(nranks, virtual)
     depth, up = 0, parent
@@ -202,27 +214,23 @@ def tree_node(tree: int, nranks: int, rank: int) -> TreeNode:
                     tuple(_to_real(tree, nranks, c) for c in children), depth)
 
 
-def tree_depth(nranks: int) -> int:
-    """Depth of both trees on ``nranks`` ranks: ``ceil(log2 nranks)`` (0 for one rank).
-
-    Parameters
-    ----------
-    nranks : int
-        Number of ranks (>= 1).
-
-    Returns
-    -------
-    int
-        The depth.
-    """
-    return (nranks - 1).bit_length()
+def _chained_node(tree: int, nranks: int, rank: int, size: int) -> TreeNode:
+    """``rank``'s place in tree ``tree`` over nodes of ``size`` ranks, chained inside."""
+    node, position = divmod(rank, size)
+    above = _flat_node(tree, nranks // size, node)
+    if position:
+        chain = (rank + 1,) if position < size - 1 else ()
+        return TreeNode(rank - 1, chain, above.depth + position)
+    parent = above.parent * size if above.parent >= 0 else -1
+    return TreeNode(parent, (rank + 1, *(c * size for c in above.children)), above.depth)
 
 
-def subtree_ranks(tree: int, nranks: int, rank: int) -> list[Range]:
-    """Ranks of ``rank``'s subtree in tree ``tree`` as sorted inclusive ``(first, last)`` runs.
+def tree_node(tree: int, nranks: int, rank: int, ranks_per_node: int | None = None) -> TreeNode:
+    """Return ``rank``'s parent, children and depth in tree ``tree`` (0 or 1).
 
-    One run, except in the shifted tree 1 (odd ``nranks``), where a subtree holding
-    rank ``nranks - 1`` wraps around to rank 0.
+    Children are listed in NCCL's order (``down0``, ``down1``; over nodes the chain's
+    next rank first); a child's position in its parent's list is the ``c`` of the round
+    formula in the module docstring.
 
     Parameters
     ----------
@@ -231,26 +239,61 @@ def subtree_ranks(tree: int, nranks: int, rank: int) -> list[Range]:
     nranks : int
         Number of ranks.
     rank : int
-        The subtree's root, in ``[0, nranks)``.
+        A rank in ``[0, nranks)``.
+    ranks_per_node : int or None, optional
+        Trees over nodes of this many ranks, chained inside (None or 1: over all ranks).
 
     Returns
     -------
-    list of (int, int)
-        Inclusive rank runs, sorted.
+    TreeNode
+        ``parent`` (-1 at the root), ``children`` and ``depth`` (0 at the root).
 
     Raises
     ------
     ValueError
-        If ``tree`` is not 0 or 1, or ``rank`` is not in ``[0, nranks)``.
+        If ``tree`` is not 0 or 1, ``rank`` is not in ``[0, nranks)``, or
+        ``ranks_per_node`` is not None or an integer >= 1 that divides ``nranks``.
 
     Examples
     --------
-    >>> subtree_ranks(0, 7, 4)
-    [(1, 6)]
-    >>> subtree_ranks(1, 7, 5)
-    [(0, 0), (2, 6)]
+    >>> tree_node(0, 6, 4)
+    TreeNode(parent=0, children=(2, 5), depth=1)
+    >>> tree_node(1, 6, 1)
+    TreeNode(parent=5, children=(3, 0), depth=1)
+    >>> tree_node(0, 12, 8, ranks_per_node=4)   # node 2's head, below node 0's head
+    TreeNode(parent=0, children=(9, 4), depth=1)
     """
     _check_tree(tree, nranks, rank)
+    size = _node_size(ranks_per_node, nranks)
+    return _chained_node(tree, nranks, rank, size) if size else _flat_node(tree, nranks, rank)
+
+
+def tree_depth(nranks: int, ranks_per_node: int | None = None) -> int:
+    """Depth of both trees on ``nranks`` ranks: ``ceil(log2 nranks)`` (0 for one rank);
+    over nodes of ``L = ranks_per_node`` ranks ``L - 1 + ceil(log2 (nranks / L))``.
+
+    Parameters
+    ----------
+    nranks : int
+        Number of ranks (>= 1).
+    ranks_per_node : int or None, optional
+        As in :func:`tree_node`.
+
+    Returns
+    -------
+    int
+        The depth.
+
+    Examples
+    --------
+    >>> tree_depth(64), tree_depth(64, ranks_per_node=8)
+    (6, 10)
+    """
+    size = _node_size(ranks_per_node, nranks) or 1
+    return size - 1 + (nranks // size - 1).bit_length()
+
+
+def _flat_subtree(tree: int, nranks: int, rank: int) -> list[Range]:
     virtual = _to_virtual(tree, nranks, rank)
     low = virtual & -virtual
     lo, hi = (0, nranks - 1) if virtual == 0 else (virtual - low + 1, min(virtual + low - 1, nranks - 1))
@@ -262,6 +305,55 @@ def subtree_ranks(tree: int, nranks: int, rank: int) -> list[Range]:
     if lo + 1 <= min(hi + 1, nranks - 1):
         runs.append((lo + 1, min(hi + 1, nranks - 1)))
     return runs
+
+
+def subtree_ranks(tree: int, nranks: int, rank: int,
+                  ranks_per_node: int | None = None) -> list[Range]:
+    """Ranks of ``rank``'s subtree in tree ``tree`` as sorted inclusive ``(first, last)`` runs.
+
+    One run, except in the shifted tree 1 (odd ``nranks``, or odd node count over
+    nodes), where a subtree holding the last rank (node) wraps around to rank (node) 0.
+    Over nodes, a head's subtree is every rank of its node's subtree, a chain rank's the
+    rest of its chain.
+
+    Parameters
+    ----------
+    tree : {0, 1}
+        Which of the two trees.
+    nranks : int
+        Number of ranks.
+    rank : int
+        The subtree's root, in ``[0, nranks)``.
+    ranks_per_node : int or None, optional
+        As in :func:`tree_node`.
+
+    Returns
+    -------
+    list of (int, int)
+        Inclusive rank runs, sorted.
+
+    Raises
+    ------
+    ValueError
+        As :func:`tree_node`.
+
+    Examples
+    --------
+    >>> subtree_ranks(0, 7, 4)
+    [(1, 6)]
+    >>> subtree_ranks(1, 7, 5)
+    [(0, 0), (2, 6)]
+    >>> subtree_ranks(1, 21, 15, ranks_per_node=3), subtree_ranks(1, 21, 16, ranks_per_node=3)
+    ([(0, 2), (6, 20)], [(16, 17)])
+    """
+    _check_tree(tree, nranks, rank)
+    size = _node_size(ranks_per_node, nranks)
+    if not size:
+        return _flat_subtree(tree, nranks, rank)
+    node, position = divmod(rank, size)
+    if position:
+        return [(rank, node * size + size - 1)]
+    return [(a * size, b * size + size - 1) for a, b in _flat_subtree(tree, nranks // size, node)]
 
 
 def _inside(lo: int, hi: int, ranges: Sequence[Range]) -> list[Range]:
@@ -288,17 +380,39 @@ Pieces = Callable[[int, int, Sequence[Range]], list[Range]]
 class _Plan:
     """How one collective uses the trees: what moves each way and whether it reduces."""
 
-    spacing: int  # L: rounds per level on the way up
     up: Pieces | None  # None: whole segments (AllReduce); else the pieces of a segment
     down: Pieces | None
     up_reduce: bool
 
 
 _PLANS: dict[str, _Plan] = {
-    "allreduce": _Plan(2, None, None, True),
-    "reduce_scatter": _Plan(2, None, None, True),
-    "allgather": _Plan(1, _inside, _outside, False),
+    "allreduce": _Plan(None, None, True),
+    "reduce_scatter": _Plan(None, None, True),
+    "allgather": _Plan(_inside, _outside, False),
 }
+
+
+@lru_cache(maxsize=64)
+def _layout(tree: int, nranks: int, size: int | None,
+            reduce: bool) -> tuple[tuple[TreeNode, ...], tuple[int, ...]]:
+    """Every rank's node in tree ``tree`` and the round in which it sends segment 0 up.
+
+    From the root down (module docstring): a child's ``B`` is its parent's less the
+    parent's spacing, and child number ``c`` sends in round ``B + c`` when reducing.
+    """
+    nodes = tuple(_chained_node(tree, nranks, r, size) if size else _flat_node(tree, nranks, r)
+                  for r in range(nranks))
+    base, up = [0] * nranks, [0] * nranks
+    todo = [next(r for r, node in enumerate(nodes) if node.parent < 0)]
+    while todo:
+        rank = todo.pop()
+        children = nodes[rank].children
+        spacing = (max(1, len(children)) if size else 2) if reduce else 1
+        for index, child in enumerate(children):
+            base[child] = base[rank] - spacing
+            up[child] = base[child] + (index if reduce else 0)
+        todo.extend(children)
+    return nodes, tuple(up)
 
 
 def _element_ranges(runs: Sequence[Range], blocks: Sequence[Range]) -> list[Range]:
@@ -324,36 +438,36 @@ def _edge_lanes(first_round: int, make: Callable[..., Op], peer: int,
 
 
 def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,
-                blocks: Sequence[Range], segments: int) -> list[Lane]:
+                blocks: Sequence[Range], segments: int, size: int | None) -> list[Lane]:
     """``rank``'s operations in tree ``tree``: a lane per tree edge and direction."""
     lo, hi = split(0, count, 2, tree)
     if lo == hi:
         return []
     segs = splits(lo, hi, min(segments, hi - lo))
-    node = tree_node(tree, nranks, rank)
+    nodes, up = _layout(tree, nranks, size, plan.up_reduce)
+    node = nodes[rank]
 
     def owned(member: int) -> list[Range]:
         if plan.up is None:
             return []
-        return _element_ranges(subtree_ranks(tree, nranks, member), blocks)
+        return _element_ranges(subtree_ranks(tree, nranks, member, size), blocks)
 
-    L, d = plan.spacing, node.depth
+    d = node.depth
     lanes: list[Lane] = []
-    for index, child in enumerate(node.children):
+    for child in node.children:
         theirs = owned(child)
-        lanes += _edge_lanes(index * (L - 1) - L * (d + 1), new_recv, child, segs, plan.up,
-                             theirs, plan.up_reduce)
+        lanes += _edge_lanes(up[child], new_recv, child, segs, plan.up, theirs, plan.up_reduce)
         lanes += _edge_lanes(d, new_send, child, segs, plan.down, theirs)
     if node.parent >= 0:
         mine = owned(rank)
-        index = tree_node(tree, nranks, node.parent).children.index(rank)
-        lanes += _edge_lanes(index * (L - 1) - L * d, new_send, node.parent, segs, plan.up, mine)
+        lanes += _edge_lanes(up[rank], new_send, node.parent, segs, plan.up, mine)
         lanes += _edge_lanes(d - 1, new_recv, node.parent, segs, plan.down, mine, False)
     return lanes
 
 
 def rank_lanes(collective: str, rank: int, nranks: int, count: int,
-               blocks: Sequence[Range], segments: int) -> list[Lane]:
+               blocks: Sequence[Range], segments: int,
+               ranks_per_node: int | None = None) -> list[Lane]:
     """Return the double-binary-tree operations of ``rank`` as lanes.
 
     Parameters
@@ -366,6 +480,8 @@ def rank_lanes(collective: str, rank: int, nranks: int, count: int,
         ``blocks[r]`` is rank ``r``'s element range; consecutive in rank order.
     segments : int
         Segments per half, as returned by :func:`resolve_params`.
+    ranks_per_node : int or None, optional
+        Trees over nodes of this many ranks (see the module docstring).
 
     Returns
     -------
@@ -375,14 +491,14 @@ def rank_lanes(collective: str, rank: int, nranks: int, count: int,
     """
     if nranks == 1:
         return []
-    plan = _PLANS[collective]
+    plan, size = _PLANS[collective], _node_size(ranks_per_node, nranks)
     return [lane for tree in (0, 1)
-            for lane in _tree_lanes(plan, tree, rank, nranks, count, blocks, segments)]
+            for lane in _tree_lanes(plan, tree, rank, nranks, count, blocks, segments, size)]
 
 
 @gc_paused()
 def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequence[Range],
-               segments: int) -> list[Step]:
+               segments: int, ranks_per_node: int | None = None) -> list[Step]:
     """Return the double-binary-tree steps of ``rank``: :func:`rank_lanes` (same parameters)
     merged round by round by :func:`~collectives.rounds.merge_lanes`.
 
@@ -393,4 +509,5 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequ
         step, tree 0's operations come before tree 1's, so two ranks joined in both trees
         match their messages in the same order.
     """
-    return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks, segments))
+    return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks, segments,
+                                  ranks_per_node))
