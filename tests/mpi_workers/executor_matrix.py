@@ -96,11 +96,14 @@ def cases(nranks: int, xp: str = "numpy") -> list[Case]:
             variants.append((("segments", 3),))
         out += [Case(collective, algorithm, n, "float64", "sum", "out", params=variant)
                 for collective in COLLECTIVES for variant in variants for n in (2, 50)]
-    if nranks % 2 == 0:  # hier: two ranks per node, every inner algorithm, 1 and 2 channels
+    if nranks % 2 == 0:  # hier (every inner algorithm) and tree, two ranks per node
         out += [Case(collective, "hier", n, "float64", "sum", "out",
                      params=(("channels", channels), ("inner", inner), ("ranks_per_node", 2)))
                 for collective in COLLECTIVES for inner in ("ring", "tree", "rhd")
                 for channels, n in ((1, 50), (2, 3))]
+        out += [Case(collective, "tree", n, "float64", "sum", "out",  # trees over nodes of 2
+                     params=(("channels", channels), ("ranks_per_node", 2), ("segments", 3)))
+                for collective in COLLECTIVES for channels, n in ((1, 50), (2, 3))]
     return out + (extra_cases(nranks) if xp == "numpy" else [])
 
 
