@@ -6,12 +6,13 @@ Table 1: AllReduce of 4 GiB per algorithm (ring, tree, rhd, pipeline, hier) on
 ``dgx_h100(nodes)``, each with the channel count (of
 :func:`simulator.channel_choice.channel_counts`: 1 and the NICs per node) and, for hier,
 the inner algorithm (ring, tree, rhd) that the simulator predicts fastest, with default
-segments; orders from :func:`topology.channels.channel_orders`.  The bound is the
+segments; orders from :func:`topology.channels.channel_orders` (and the tree over nodes,
+``ranks_per_node``, from :func:`simulator.channel_choice.schedule_params`).  The bound is the
 preset's own link figures: one GPU's NVLink rate inside one node, NICs per node x NIC rate
 across nodes (busbw counts ``2(p-1)/p`` of the vector per rank, as nccl-tests does).
 
-Table 2: ring (best channels) against hier (best inner algorithm and channels) at small
-and mid sizes on the largest machine.
+Table 2: ring and tree (best channels) against hier (best inner algorithm and channels)
+at small and mid sizes on the largest machine.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--nbytes", type=int, default=4 << 30)
     parser.add_argument("--sizes", type=int, nargs="+",
-                        default=[64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20])
+                        default=[1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20])
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
     rows, small = [], []
@@ -91,18 +92,19 @@ def main() -> None:
         print(f"{nodes:5d} {bound_Bps(machine) / 1e9:7.1f} " + " ".join(f"{c:>16}" for c in cells),
               flush=True)
     machine = topology.dgx_h100(max(args.nodes))
-    print(f"\n# ring vs hier on dgx_h100({max(args.nodes)}), AllReduce time in us")
-    print(f"{'bytes':>10} {'ring':>18} {'hier':>22}")
+    print(f"\n# ring, tree and hier on dgx_h100({max(args.nodes)}), AllReduce time in us")
+    print(f"{'bytes':>10} {'ring':>18} {'tree':>18} {'hier':>22}")
     for nbytes in args.sizes:
-        ring_s, ring_p = best("ring", machine, nbytes)
-        hier_s, hier_p = best("hier", machine, nbytes)
-        small.append({"nbytes": nbytes, "ring_s": ring_s, "ring": ring_p, "hier_s": hier_s,
-                      "hier": hier_p})
+        (ring_s, ring_p), (tree_s, tree_p), (hier_s, hier_p) = (
+            best(algorithm, machine, nbytes) for algorithm in ("ring", "tree", "hier"))
+        small.append({"nbytes": nbytes, "ring_s": ring_s, "ring": ring_p, "tree_s": tree_s,
+                      "tree": tree_p, "hier_s": hier_s, "hier": hier_p})
         print(f"{nbytes:10d} {ring_s * 1e6:12.1f} (c{ring_p['channels']}) "
+              f"{tree_s * 1e6:12.1f} (c{tree_p['channels']}) "
               f"{hier_s * 1e6:12.1f} (c{hier_p['channels']},{hier_p['inner']})", flush=True)
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"allreduce_4GiB": rows, "ring_vs_hier": small}, out, indent=1)
+            json.dump({"allreduce_4GiB": rows, "ring_tree_hier": small}, out, indent=1)
 
 
 if __name__ == "__main__":
