@@ -62,29 +62,28 @@ Messages with no elements are not sent; one rank (``p = 1``) has no steps.
 
 Trees over nodes
 ----------------
-With ``ranks_per_node=L`` (``L > 1``, dividing ``p``) the ranks sit on ``N = p / L`` nodes,
-node ``k`` holding ranks ``kL .. kL + L - 1``, and the trees are NCCL's for several nodes
+With ``ranks_per_node=m`` (``m > 1``, dividing ``p``) the ranks sit on ``N = p / m`` nodes,
+node ``k`` holding ranks ``km .. km + m - 1``, and the trees are NCCL's for several nodes
 (``connectTrees`` in NCCL's ``src/graph/connect.cc``, pattern ``NCCL_TOPO_PATTERN_TREE``,
 in which the node's first GPU carries all of its network traffic): the two trees above are
-built over the *nodes*, and inside node ``k`` a chain runs from its head ``kL`` through
-``kL + 1, ..., kL + L - 1``. Tree ``t``'s parent of the head ``kL`` is the head of node
+built over the *nodes*, and inside node ``k`` a chain runs from its head ``km`` through
+``km + 1, ..., km + m - 1``. Tree ``t``'s parent of the head ``km`` is the head of node
 ``k``'s parent in tree ``t`` over ``N``; the head's children are the chain's next rank,
 then the heads of node ``k``'s children (NCCL's ``down[0..2]``: a rank has up to three
-children). Rank ``kL + i`` has the depth of its node plus ``i``, so both trees have depth
-``L - 1 + ceil(log2 N)`` (NCCL's estimate ``nRanks/nNodes - 1 + log2i(nNodes)``). Every
+children). Rank ``km + i`` has the depth of its node plus ``i``, so both trees have depth
+``m - 1 + ceil(log2 N)`` (NCCL's estimate ``nRanks/nNodes - 1 + log2i(nNodes)``). Every
 node-crossing edge joins two heads, so a rank order that puts each channel's own rail GPU
 first in each node (:func:`topology.channels.channel_orders`) has the channel cross
-between nodes on its own NIC only. ``ranks_per_node`` of None or 1 is the tree above over
-all ranks; ``L = p`` (one node) is a chain.
+between nodes on its own NIC only. ``ranks_per_node`` of None or 1 is the trees above
+over all ranks; ``m = p`` (one node) is a chain.
 
 The round offsets generalise: a rank sends segment ``k`` up in round ``k + B + c``
 (``c`` its child number when the upward pass reduces, else 0), where the root's ``B`` is 0
-and a child's ``B`` is its parent's less the parent's *spacing*: ``L = 2`` (reducing) or 1
-(gathering) in the trees over all ranks, as above; in trees over nodes the parent's number
-of children when reducing (1 along a chain) and 1 when gathering. Children of one parent
-thus reduce in different rounds, and a rank sends a segment up only after the rounds in
-which its children's copies of it arrived. The downward rounds depend on the depth only,
-as above.
+and a child's ``B`` is its parent's less the parent's *spacing*: ``L`` in the trees over
+all ranks (as above); in trees over nodes the parent's number of children when reducing
+(1 along a chain) and 1 when gathering. Children of one parent thus reduce in different
+rounds, and a rank sends a segment up only after the rounds in which its children's
+copies of it arrived. The downward rounds depend on the depth only, as above.
 """
 
 from __future__ import annotations
@@ -270,7 +269,7 @@ def tree_node(tree: int, nranks: int, rank: int, ranks_per_node: int | None = No
 
 def tree_depth(nranks: int, ranks_per_node: int | None = None) -> int:
     """Depth of both trees on ``nranks`` ranks: ``ceil(log2 nranks)`` (0 for one rank);
-    over nodes of ``L = ranks_per_node`` ranks ``L - 1 + ceil(log2 (nranks / L))``.
+    over nodes of ``m = ranks_per_node`` ranks ``m - 1 + ceil(log2 (nranks / m))``.
 
     Parameters
     ----------
