@@ -34,7 +34,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..build import ALGORITHMS
+from ..build import ALGORITHMS, COMPOSED
 from ..errors import CollectivesError
 from ..ops import DTYPES, OPS
 from ..schedule import COLLECTIVES
@@ -51,7 +51,7 @@ SEQUENCE_BITS = 6
 #: (field, known values, bits) packed above the sequence number, lowest first
 _FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("collective", COLLECTIVES, 2), ("op", tuple(OPS), 4), ("dtype", DTYPES, 5),
-    ("algorithm", ALGORITHMS, 3))
+    ("algorithm", (*ALGORITHMS, "native", *COMPOSED), 3))
 
 #: bits of the checksum of count and parameters (the rest of a 31-bit tag)
 _CHECKSUM_BITS = 31 - SEQUENCE_BITS - sum(bits for _, _, bits in _FIELDS)
@@ -349,7 +349,7 @@ class Guard:
     def _fail(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
               index: int, buffers: tuple[Any, ...], describe: Callable[[int], str],
               error: Any) -> None:
-        """Clean up (:meth:`_settle`) and raise, saying what arrived where possible.
+        """Clean up (:meth:`settle`) and raise, saying what arrived where possible.
 
         Parameters
         ----------
@@ -375,7 +375,7 @@ class Guard:
                         f"called differently"]
         reason = f"rank {self.rank}, {describe(index)}: " + (
             "; ".join(problems) or f"MPI failed: {error.Get_error_string()}")
-        self._settle(mpi, requests, len(peers), signed.poison_bytes, buffers, reason)
+        self.settle(mpi, requests, len(peers), signed.poison_bytes, buffers, reason)
         if problems:
             raise ArgumentMismatchError(reason + _HINT) from None
         raise CommunicatorBrokenError(reason) from error
@@ -391,15 +391,21 @@ class Guard:
                            f"communicator and gave up (its own error says why)")
             elif error == mpi.ERR_TRUNCATE:
                 out.append(f"the message from rank {peer} is longer than the {length} bytes "
-                           f"this rank expects (MPI truncated it)")
+                           f"this rank expects (MPI truncated it)" + self._sender(tag, status))
             elif error == mpi.SUCCESS and status.tag != tag:
                 fields = ", ".join(self.codec.differences(tag, status.tag))
                 out.append(f"the message from rank {peer} was sent by another call "
                            f"({fields})")
         return out
 
-    def _settle(self, mpi: Any, requests: list[Any], nrecvs: int, poison_bytes: dict[int, int],
-                buffers: tuple[Any, ...], reason: str) -> None:
+    def _sender(self, tag: int, status: Any) -> str:
+        """`` (sent by another call: <fields>)`` when the status's tag is not ``tag``."""
+        if status.tag == tag:
+            return ""
+        return f" (sent by another call: {', '.join(self.codec.differences(tag, status.tag))})"
+
+    def settle(self, mpi: Any, requests: list[Any], nrecvs: int, poison_bytes: dict[int, int],
+               buffers: tuple[Any, ...], reason: str) -> None:
         """Mark broken, tell every other rank, cancel the receives, complete what completes.
 
         Every other rank gets a message with the tag :attr:`TagCodec.poison`, one byte
@@ -407,6 +413,21 @@ class Guard:
         fails to fit it (or, at its first receive from this rank, sees the tag), so ranks
         waiting on this one raise too instead of waiting forever when the abort hooks are
         off.  Requests that do not complete within a second are kept, with their buffers.
+
+        Parameters
+        ----------
+        mpi : module
+            ``mpi4py.MPI``.
+        requests : list of mpi4py.MPI.Request
+            The failed call's requests, its ``nrecvs`` receives first.
+        nrecvs : int
+            How many of ``requests`` are receives (cancelled if still pending).
+        poison_bytes : dict of int to int
+            The length of the message to send each other rank.
+        buffers : tuple of arrays
+            What the requests read or write (kept alive if they do not complete).
+        reason : str
+            Why the communicator is broken (:attr:`broken`).
         """
         self.broken = reason
         comm, poison = self.comm, self.codec.poison

@@ -35,6 +35,7 @@ from ..ops import ALL_OPS, reducer
 from . import abort
 from .buffers import Call, staged_done, staging, workspace
 from .guard import Guard, SignedPlan, signed_plan
+from .hello import Hellos
 from .persistent import PersistentPlans
 from .plan import Plan, apply_copies
 
@@ -219,6 +220,8 @@ class MpiTransport:
         #: "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
         self.persistent = PersistentPlans(_MPI, self.comm, self.guard)
+        #: native calls announce themselves first, so that ranks that disagree raise
+        self.hellos = Hellos(_MPI, self.comm, self.guard)
         _TRANSPORTS.add(self)
 
     def allgather_object(self, obj: Any) -> list[Any]:
@@ -315,6 +318,9 @@ class MpiTransport:
     def native(self, call: Call, op: str, stream: Any) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
 
+        The ranks exchange hellos first (:mod:`.hello`): ranks that disagree on the call,
+        or run a schedule instead, raise before MPI's collective is posted.
+
         Parameters
         ----------
         call : Call
@@ -324,9 +330,17 @@ class MpiTransport:
         stream : cupy.cuda.Stream or None
             Synchronised first, when given; CuPy results staged through the host are copied
             back on it.
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When the ranks disagree (the communicator is then broken).
+        CommunicatorBrokenError
+            If a collective failed on this communicator before.
         """
         MPI = _MPI
         self.guard.check_usable()
+        self.hellos.exchange(call.collective, call.count, call.dtype.name, op)
         self.runs["native"] += 1
         if stream is not None:
             stream.synchronize()
@@ -362,6 +376,7 @@ class MpiTransport:
             _BROKEN.append(self.comm)
         elif self.comm != _MPI.COMM_NULL and not _MPI.Is_finalized():
             self.persistent.free()
+            self.hellos.free()
             self.comm.Free()
         self.guard.broken = self.guard.broken or "the communicator was closed"
 
@@ -371,6 +386,7 @@ def release_bindings() -> None:
     for transport in list(_TRANSPORTS):
         if transport.guard.broken is None:
             transport.persistent.free()
+            transport.hellos.free()
 
 
 def _delete_transport(comm: Any, keyval: int, transport: MpiTransport) -> None:

@@ -16,7 +16,9 @@ import numpy as np
 from mpi4py import MPI
 
 import collectives
+import collectives.auto
 from collectives.executors import abort
+from collectives.tuning import Rule, Tuning
 
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
@@ -46,7 +48,45 @@ CASES: dict[str, Callable[[Any], Any]] = {
                                                     algorithm=odd("tree", "ring")),
     "checked": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm, check=True,
                                                   algorithm=odd("tree", "ring")),
+    "native/op": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
+                                                    algorithm="native", op=odd("max", "sum")),
+    "native/dtype": lambda comm: collectives.allreduce(ones(SIZE * N, odd("int32", "float32")),
+                                                       comm=comm, algorithm="native"),
+    "native/count": lambda comm: collectives.allreduce(ones(SIZE * N + odd(1, 0)), comm=comm,
+                                                       algorithm="native"),
+    "native/collective": lambda comm: odd(
+        lambda: collectives.allgather(ones(N), comm=comm, algorithm="native"),
+        lambda: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm="native"))(),
+    "native/schedule": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
+                                                          algorithm=odd("native", "rhd")),
+    "schedule/native": lambda comm: collectives.reduce_scatter(
+        ones(SIZE * N), comm=comm, algorithm=odd("tree", "native")),
+    "auto": lambda comm: auto_on_rank0_table(lambda: collectives.allreduce(ones(SIZE * N),
+                                                                           comm=comm)),
 }
+
+#: cases in which every rank agrees: they must return the right result
+AGREED: dict[str, Callable[[Any], Any]] = {
+    "native/agreed": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
+                                                        algorithm="native"),
+}
+
+
+def auto_on_rank0_table(call: Callable[[], Any]) -> Any:
+    """Run ``call`` with a tuning table on rank 0 only that makes ``auto`` choose native
+    (the other ranks keep the static rule, a schedule)."""
+    if RANK == 0:
+        rule = Rule("allreduce", SIZE, 0, 0, 1 << 30, "native")
+        collectives.auto.use_tuning(Tuning.from_rules([rule], "rank 0 only"))
+    try:
+        return call()
+    finally:
+        collectives.auto.use_tuning(None)
+
+
+def check_sum(result: np.ndarray) -> None:
+    if not (result == SIZE).all():
+        raise AssertionError(f"wrong result {result[:4]}")
 
 
 def attempt(call: Callable[[], Any]) -> dict[str, str]:
@@ -65,6 +105,10 @@ def main() -> None:
         records[name] = attempt(lambda: case(comm))
         records[f"{name}/again"] = attempt(
             lambda: collectives.allreduce(ones(4), comm=comm, algorithm="ring"))
+        comm.Free()
+    for name, case in AGREED.items():
+        comm = WORLD.Dup()
+        records[name] = attempt(lambda: check_sum(case(comm)))
         comm.Free()
     fresh = WORLD.Dup()
     result = collectives.allreduce(ones(SIZE * N), comm=fresh, algorithm="ring")
