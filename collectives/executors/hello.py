@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import zlib
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,22 @@ HELLO_BYTES = 16
 
 #: signatures whose persistent sends are kept per communicator (least recently used freed)
 SIGNATURES_PER_COMM = 64
+
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    """One call's hello: its tag, the bytes every peer's must hold, its persistent requests
+    (the receives, then the sends)."""
+
+    tag: int
+    expected: bytes
+    payload: np.ndarray
+    requests: list[Any]
+
+    @property
+    def sends(self) -> list[Any]:
+        """The sends (the second half of :attr:`requests`)."""
+        return self.requests[len(self.requests) // 2:]
+
 
 _HINT = ("; the ranks called different collectives or passed different arguments, or "
          "algorithm='auto' chose differently on some ranks (different COLLSIM_TUNING, "
@@ -69,8 +86,7 @@ class Hellos:
         self.peers = tuple(peer for peer in range(comm.Get_size()) if peer != rank)
         self._inbox = np.zeros((len(self.peers), 2), np.int64)
         self._recvs: list[Any] = []
-        self._sends: OrderedDict[tuple[int, int, int], tuple[np.ndarray, list[Any]]] = \
-            OrderedDict()
+        self._signatures: OrderedDict[tuple[str, int, str, str], _Signature] = OrderedDict()
         self._statuses: list[Any] = []
 
     def exchange(self, collective: str, count: int, dtype: str, op: str) -> None:
@@ -93,52 +109,61 @@ class Hellos:
         """
         if not self.peers or not count:
             return
-        mpi = self._mpi
-        tag = self._guard.codec.base(collective, count, dtype, op, "native", ())
-        mine = (count, zlib.crc32(f"{collective} {dtype} {op}".encode()))
-        if not self._recvs:
-            self._recvs = [self._comm.Recv_init(self._inbox[i], peer, mpi.ANY_TAG)
-                           for i, peer in enumerate(self.peers)]
-        payload, sends = self._bound_sends(tag, mine)
-        requests = self._recvs + sends
+        key = (collective, count, dtype, op)
+        signature = self._signatures.get(key)
+        if signature is None:
+            signature = self._bind(key)
+        mpi, requests, statuses = self._mpi, signature.requests, self._statuses
         mpi.Prequest.Startall(requests)
-        error = None
         try:
-            mpi.Request.Waitall(requests, self._statuses)
-        except mpi.Exception as failure:
-            error = failure
-        problems = self._problems(tag, mine, error is not None)
-        if not problems and error is None:
-            return
-        del self._sends[(tag, *mine)]  # its requests may still be active
+            mpi.Request.Waitall(requests, statuses)
+        except mpi.Exception as error:
+            self._fail(key, signature, error)
+        tag = signature.tag
+        for index in range(len(self.peers)):
+            if statuses[index].tag != tag:
+                self._fail(key, signature, None)
+        if self._inbox.tobytes() != signature.expected:
+            self._fail(key, signature, None)
+
+    def _bind(self, key: tuple[str, int, str, str]) -> "_Signature":
+        """Bind the receives (once) and the sends of one call's hello."""
+        collective, count, dtype, op = key
+        comm, mpi = self._comm, self._mpi
+        if not self._recvs:
+            self._recvs = [comm.Recv_init(self._inbox[i], peer, mpi.ANY_TAG)
+                           for i, peer in enumerate(self.peers)]
+        tag = self._guard.codec.base(collective, count, dtype, op, "native", ())
+        payload = np.array([count, zlib.crc32(f"{collective} {dtype} {op}".encode())],
+                           np.int64)
+        sends = [comm.Send_init(payload, peer, tag) for peer in self.peers]
+        signature = self._signatures[key] = _Signature(
+            tag, payload.tobytes() * len(self.peers), payload, self._recvs + sends)
+        if len(self._signatures) > SIGNATURES_PER_COMM:
+            for request in self._signatures.popitem(last=False)[1].sends:
+                request.Free()
+        return signature
+
+    def _fail(self, key: tuple[str, int, str, str], signature: "_Signature",
+              error: Any) -> None:
+        """Mark the communicator broken, tell every rank, and raise saying why."""
+        collective, count, dtype, op = key
+        del self._signatures[key]  # its sends may still be active: never start them again
+        problems = self._problems(signature, error is not None)
         reason = (f"rank {self._comm.Get_rank()}, {collective} native ({dtype}, {op}, count "
                   f"{count}): " + ("; ".join(problems)
                                    or f"MPI failed: {error.Get_error_string()}"))
-        self._guard.settle(mpi, requests, len(self._recvs),
+        self._guard.settle(self._mpi, signature.requests, len(self.peers),
                            {peer: HELLO_BYTES + 1 for peer in self.peers},
-                           (self._inbox, payload), reason)
+                           (self._inbox, signature.payload), reason)
         if problems:
             raise ArgumentMismatchError(reason + _HINT) from None
         raise CommunicatorBrokenError(reason) from error
 
-    def _bound_sends(self, tag: int, mine: tuple[int, int]) -> tuple[np.ndarray, list[Any]]:
-        """The persistent sends of one signature's hello, bound on first use."""
-        key = (tag, *mine)
-        hit = self._sends.get(key)
-        if hit is not None:
-            self._sends.move_to_end(key)
-            return hit
-        payload = np.array(mine, np.int64)
-        hit = self._sends[key] = (payload, [self._comm.Send_init(payload, peer, tag)
-                                            for peer in self.peers])
-        if len(self._sends) > SIGNATURES_PER_COMM:
-            for request in self._sends.popitem(last=False)[1][1]:
-                request.Free()
-        return hit
-
-    def _problems(self, tag: int, mine: tuple[int, int], failed: bool) -> list[str]:
+    def _problems(self, signature: "_Signature", failed: bool) -> list[str]:
         """What is wrong with each hello received, in words."""
         mpi, codec, out = self._mpi, self._guard.codec, []
+        tag, mine = signature.tag, signature.payload
         for status, peer, (count, checksum) in zip(self._statuses, self.peers, self._inbox):
             error = status.Get_error() if failed else mpi.SUCCESS
             if error not in (mpi.SUCCESS, mpi.ERR_TRUNCATE):
@@ -161,6 +186,6 @@ class Hellos:
         for request in self._recvs:
             request.Free()
         self._recvs = []
-        while self._sends:
-            for request in self._sends.popitem()[1][1]:
+        while self._signatures:
+            for request in self._signatures.popitem()[1].sends:
                 request.Free()
