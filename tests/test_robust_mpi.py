@@ -30,7 +30,8 @@ NAMED = {"op": "op: ", "dtype": "dtype: ", "count": "longer than", "collective":
          "algorithm": "algorithm: ", "native/op": "op: ", "native/dtype": "dtype: ",
          "native/count": "count", "native/collective": "collective: ",
          "native/schedule": "native at the sender", "schedule/native": "native at the sender",
-         "auto": "algorithm: native here"}
+         "auto": "algorithm: native here", "zero/count": "native at the sender",
+         "zero/native": "count or algorithm parameters"}
 
 
 def test_mismatched_calls_raise_on_every_rank() -> None:
@@ -48,7 +49,8 @@ def test_mismatched_calls_raise_on_every_rank() -> None:
     checked = [row["checked"] for row in ranks]
     assert all(o["outcome"] == "ArgumentMismatchError" and "algorithm differs" in o["message"]
                for o in checked), checked
-    assert all(row["native/agreed"]["outcome"] == "returned" for row in ranks), ranks
+    for case in ("native/agreed", "zero/agreed"):
+        assert all(row[case]["outcome"] == "returned" for row in ranks), (case, ranks)
     assert all(row["fresh"]["outcome"] == "returned" for row in ranks)
 
 

@@ -22,7 +22,9 @@ every hello matches this rank's own:
 Nothing here depends on state that may differ between ranks: every native call, the
 first or the millionth, exchanges its hellos.  The requests are persistent: the receives
 are bound once per communicator, the sends once per signature.  A call with no elements
-exchanges nothing (neither MPI's collectives nor the schedules send anything then).
+exchanges hellos whatever its algorithm (a schedule has no message to carry its signature
+then, and MPI's collectives return at once), so that a rank with elements beside it raises
+instead of waiting.
 ``benchmarks/bench_native_guard.py`` measures what the hellos add per call.
 """
 
@@ -89,7 +91,8 @@ class Hellos:
         self._signatures: OrderedDict[tuple[str, int, str, str], _Signature] = OrderedDict()
         self._statuses: list[Any] = []
 
-    def exchange(self, collective: str, count: int, dtype: str, op: str) -> None:
+    def exchange(self, collective: str, count: int, dtype: str, op: str,
+                 algorithm: str = "native") -> None:
         """Send every peer this call's hello, receive theirs, and raise if any differs.
 
         Parameters
@@ -97,7 +100,9 @@ class Hellos:
         collective, dtype, op : str
             The call.
         count : int
-            Elements of the working buffer (nothing is exchanged when 0).
+            Elements of the working buffer.
+        algorithm : str
+            The algorithm asked for, named in errors (the hello itself says ``native``).
 
         Raises
         ------
@@ -107,7 +112,7 @@ class Hellos:
         CommunicatorBrokenError
             When MPI failed otherwise; the communicator is then broken.
         """
-        if not self.peers or not count:
+        if not self.peers:
             return
         key = (collective, count, dtype, op)
         signature = self._signatures.get(key)
@@ -118,13 +123,13 @@ class Hellos:
         try:
             mpi.Request.Waitall(requests, statuses)
         except mpi.Exception as error:
-            self._fail(key, signature, error)
+            self._fail(key, signature, algorithm, error)
         tag = signature.tag
         for index in range(len(self.peers)):
             if statuses[index].tag != tag:
-                self._fail(key, signature, None)
+                self._fail(key, signature, algorithm, None)
         if self._inbox.tobytes() != signature.expected:
-            self._fail(key, signature, None)
+            self._fail(key, signature, algorithm, None)
 
     def _bind(self, key: tuple[str, int, str, str]) -> "_Signature":
         """Bind the receives (once) and the sends of one call's hello."""
@@ -144,14 +149,14 @@ class Hellos:
                 request.Free()
         return signature
 
-    def _fail(self, key: tuple[str, int, str, str], signature: "_Signature",
+    def _fail(self, key: tuple[str, int, str, str], signature: "_Signature", algorithm: str,
               error: Any) -> None:
         """Mark the communicator broken, tell every rank, and raise saying why."""
         collective, count, dtype, op = key
         del self._signatures[key]  # its sends may still be active: never start them again
         problems = self._problems(signature, error is not None)
-        reason = (f"rank {self._comm.Get_rank()}, {collective} native ({dtype}, {op}, count "
-                  f"{count}): " + ("; ".join(problems)
+        reason = (f"rank {self._comm.Get_rank()}, {collective} {algorithm} ({dtype}, {op}, "
+                  f"count {count}): " + ("; ".join(problems)
                                    or f"MPI failed: {error.Get_error_string()}"))
         self._guard.settle(self._mpi, signature.requests, len(self.peers),
                            {peer: HELLO_BYTES + 1 for peer in self.peers},
