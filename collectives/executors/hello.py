@@ -6,7 +6,7 @@ differently there, or the ranks named different algorithms): each would wait for
 for ever.  So before ``algorithm="native"`` posts MPI's collective, every rank sends every
 other rank a *hello*: 16 bytes (the count, and a checksum of collective, dtype and op)
 whose tag is the call's signature with the algorithm ``native`` (:class:`~.guard.TagCodec`),
-and receives one from each with ``MPI.ANY_TAG``.  MPI's collective is posted only once
+and takes one in from each (:class:`Hellos` says how).  MPI's collective is posted only once
 every hello matches this rank's own:
 
 * ranks whose native calls differ (collective, count, dtype, op): each rank sees every
@@ -30,6 +30,7 @@ instead of waiting.
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from .check import ArgumentMismatchError
-from .guard import CommunicatorBrokenError, Guard
+from .guard import Guard
 
 __all__ = ["HELLO_BYTES", "SIGNATURES_PER_COMM", "Hellos"]
 
@@ -48,20 +49,19 @@ HELLO_BYTES = 16
 #: signatures whose persistent sends are kept per communicator (least recently used freed)
 SIGNATURES_PER_COMM = 64
 
+#: a failed exchange takes in what peers send until none has for this many seconds...
+_QUIET_S = 0.1
+#: ...or for at most this many
+_DRAIN_S = 1.0
+
 @dataclass(frozen=True, slots=True)
 class _Signature:
-    """One call's hello: its tag, the bytes every peer's must hold, its persistent requests
-    (the receives, then the sends)."""
+    """One call's hello: its tag, its bytes, and its persistent sends (one per peer)."""
 
     tag: int
-    expected: bytes
     payload: np.ndarray
-    requests: list[Any]
-
-    @property
-    def sends(self) -> list[Any]:
-        """The sends (the second half of :attr:`requests`)."""
-        return self.requests[len(self.requests) // 2:]
+    expected: bytes
+    sends: list[Any]
 
 
 _HINT = ("; the ranks called different collectives or passed different arguments, or "
@@ -71,6 +71,12 @@ _HINT = ("; the ranks called different collectives or passed different arguments
 
 class Hellos:
     """The hellos of one communicator's native calls.
+
+    A hello is taken in only after a matched probe says it is one (the tag, and
+    :data:`HELLO_BYTES` bytes): a receive smaller than the message that matches it is
+    never posted, since Open MPI 5.0.11 writes a truncated rendezvous message whole past
+    the receive buffer (shared memory, single copy through CMA).  Any other message is
+    received whole into a buffer of its own size and reported.
 
     Parameters
     ----------
@@ -87,13 +93,12 @@ class Hellos:
         rank = comm.Get_rank()
         self.peers = tuple(peer for peer in range(comm.Get_size()) if peer != rank)
         self._inbox = np.zeros((len(self.peers), 2), np.int64)
-        self._recvs: list[Any] = []
         self._signatures: OrderedDict[tuple[str, int, str, str], _Signature] = OrderedDict()
-        self._statuses: list[Any] = []
+        self._status = mpi.Status()
 
     def exchange(self, collective: str, count: int, dtype: str, op: str,
                  algorithm: str = "native") -> None:
-        """Send every peer this call's hello, receive theirs, and raise if any differs.
+        """Send every peer this call's hello, take in theirs, and raise if any differs.
 
         Parameters
         ----------
@@ -109,8 +114,6 @@ class Hellos:
         ArgumentMismatchError
             When a peer's hello differs, or a peer sent a schedule's message or the
             guard's failure message; the communicator is then broken.
-        CommunicatorBrokenError
-            When MPI failed otherwise; the communicator is then broken.
         """
         if not self.peers:
             return
@@ -118,79 +121,91 @@ class Hellos:
         signature = self._signatures.get(key)
         if signature is None:
             signature = self._bind(key)
-        mpi, requests, statuses = self._mpi, signature.requests, self._statuses
-        mpi.Prequest.Startall(requests)
-        try:
-            mpi.Request.Waitall(requests, statuses)
-        except mpi.Exception as error:
-            self._fail(key, signature, algorithm, error)
-        tag = signature.tag
-        for index in range(len(self.peers)):
-            if statuses[index].tag != tag:
-                self._fail(key, signature, algorithm, None)
-        if self._inbox.tobytes() != signature.expected:
-            self._fail(key, signature, algorithm, None)
+        mpi, status, inbox = self._mpi, self._status, self._inbox
+        improbe, any_tag, tag = self._comm.Improbe, mpi.ANY_TAG, signature.tag
+        mpi.Prequest.Startall(signature.sends)
+        pending = list(enumerate(self.peers))
+        while pending:
+            waiting = []
+            for index, peer in pending:
+                message = improbe(peer, any_tag, status)
+                if message is None:
+                    waiting.append((index, peer))
+                elif status.tag == tag and status.Get_count() == HELLO_BYTES:
+                    message.Recv(inbox[index])
+                else:
+                    nbytes = status.Get_count()
+                    message.Recv(bytearray(nbytes))
+                    self._fail(key, signature, algorithm,
+                               self._stranger(peer, status.tag, tag, nbytes))
+            pending = waiting
+        mpi.Request.Waitall(signature.sends)
+        if inbox.tobytes() != signature.expected:
+            self._fail(key, signature, algorithm, self._differences(signature.payload))
 
-    def _bind(self, key: tuple[str, int, str, str]) -> "_Signature":
-        """Bind the receives (once) and the sends of one call's hello."""
+    def _bind(self, key: tuple[str, int, str, str]) -> _Signature:
+        """Bind the persistent sends of one call's hello."""
         collective, count, dtype, op = key
-        comm, mpi = self._comm, self._mpi
-        if not self._recvs:
-            self._recvs = [comm.Recv_init(self._inbox[i], peer, mpi.ANY_TAG)
-                           for i, peer in enumerate(self.peers)]
         tag = self._guard.codec.base(collective, count, dtype, op, "native", ())
         payload = np.array([count, zlib.crc32(f"{collective} {dtype} {op}".encode())],
                            np.int64)
-        sends = [comm.Send_init(payload, peer, tag) for peer in self.peers]
         signature = self._signatures[key] = _Signature(
-            tag, payload.tobytes() * len(self.peers), payload, self._recvs + sends)
+            tag, payload, payload.tobytes() * len(self.peers),
+            [self._comm.Send_init(payload, peer, tag) for peer in self.peers])
         if len(self._signatures) > SIGNATURES_PER_COMM:
             for request in self._signatures.popitem(last=False)[1].sends:
                 request.Free()
         return signature
 
-    def _fail(self, key: tuple[str, int, str, str], signature: "_Signature", algorithm: str,
-              error: Any) -> None:
-        """Mark the communicator broken, tell every rank, and raise saying why."""
-        collective, count, dtype, op = key
-        del self._signatures[key]  # its sends may still be active: never start them again
-        problems = self._problems(signature, error is not None)
-        reason = (f"rank {self._comm.Get_rank()}, {collective} {algorithm} ({dtype}, {op}, "
-                  f"count {count}): " + ("; ".join(problems)
-                                   or f"MPI failed: {error.Get_error_string()}"))
-        self._guard.settle(self._mpi, signature.requests, len(self.peers),
-                           {peer: HELLO_BYTES + 1 for peer in self.peers},
-                           (self._inbox, signature.payload), reason)
-        if problems:
-            raise ArgumentMismatchError(reason + _HINT) from None
-        raise CommunicatorBrokenError(reason) from error
+    def _stranger(self, peer: int, got: int, tag: int, nbytes: int) -> str:
+        """What a message that is not this call's hello says about its sender."""
+        codec = self._guard.codec
+        if got == codec.poison:
+            return (f"rank {peer} failed in this or an earlier call on this communicator "
+                    f"and gave up (its own error says why)")
+        fields = ", ".join(codec.differences(tag, got)) if got != tag else (
+            f"{nbytes} bytes, not a {HELLO_BYTES}-byte hello")
+        return f"rank {peer} sent a message of another call ({fields}): it does not run this one"
 
-    def _problems(self, signature: "_Signature", failed: bool) -> list[str]:
-        """What is wrong with each hello received, in words."""
-        mpi, codec, out = self._mpi, self._guard.codec, []
-        tag, mine = signature.tag, signature.payload
-        for status, peer, (count, checksum) in zip(self._statuses, self.peers, self._inbox):
-            error = status.Get_error() if failed else mpi.SUCCESS
-            if error not in (mpi.SUCCESS, mpi.ERR_TRUNCATE):
-                continue
-            if status.tag == codec.poison:
-                out.append(f"rank {peer} failed in this or an earlier call on this "
-                           f"communicator and gave up (its own error says why)")
-            elif status.tag != tag or error == mpi.ERR_TRUNCATE:
-                fields = ", ".join(codec.differences(tag, status.tag)) or "a longer message"
-                out.append(f"rank {peer} sent a message of another call ({fields}): it does "
-                           f"not run this native call")
-            elif count != mine[0]:
+    def _differences(self, mine: np.ndarray) -> str:
+        """How the hellos taken in differ from ``mine``, in words."""
+        out = []
+        for peer, (count, checksum) in zip(self.peers, self._inbox):
+            if count != mine[0]:
                 out.append(f"count: {mine[0]} here, {count} at rank {peer}")
             elif checksum != mine[1]:
                 out.append(f"rank {peer} called another collective, dtype or op")
-        return out
+        return "; ".join(out)
+
+    def _fail(self, key: tuple[str, int, str, str], signature: _Signature, algorithm: str,
+              problem: str) -> None:
+        """Mark the communicator broken, tell every rank, take in what peers still send
+        (so that their sends complete), and raise saying why."""
+        collective, count, dtype, op = key
+        del self._signatures[key]  # its sends may still be active: never start them again
+        reason = (f"rank {self._comm.Get_rank()}, {collective} {algorithm} ({dtype}, {op}, "
+                  f"count {count}): {problem}")
+        self._guard.settle(self._mpi, list(signature.sends), 0,
+                           {peer: HELLO_BYTES + 1 for peer in self.peers},
+                           (self._inbox, signature.payload), reason)
+        self._drain()
+        raise ArgumentMismatchError(reason + _HINT)
+
+    def _drain(self) -> None:
+        """Receive whole whatever arrives, until none has for :data:`_QUIET_S` (at most
+        :data:`_DRAIN_S`): a peer's send to this rank then completes, even a long one."""
+        mpi, status = self._mpi, self._status
+        now = time.monotonic()
+        quiet_until, deadline = now + _QUIET_S, now + _DRAIN_S
+        while now < min(quiet_until, deadline):
+            message = self._comm.Improbe(mpi.ANY_SOURCE, mpi.ANY_TAG, status)
+            now = time.monotonic()
+            if message is not None:
+                message.Recv(bytearray(status.Get_count()))
+                quiet_until = now + _QUIET_S
 
     def free(self) -> None:
         """Free every persistent request (none may be active)."""
-        for request in self._recvs:
-            request.Free()
-        self._recvs = []
         while self._signatures:
             for request in self._signatures.popitem()[1].sends:
                 request.Free()

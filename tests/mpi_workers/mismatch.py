@@ -23,6 +23,9 @@ from collectives.tuning import Rule, Tuning
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 N = 60  # elements per rank's block: messages stay small (eager), so no send waits
+#: elements of a call whose messages go by rendezvous (a native rank must take them in
+#: whole, never into a smaller receive: Open MPI would write past it)
+LONG = 1 << 18
 
 
 def odd(rank0: Any, others: Any) -> Any:
@@ -59,6 +62,8 @@ CASES: dict[str, Callable[[Any], Any]] = {
         lambda: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm="native"))(),
     "native/schedule": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
                                                           algorithm=odd("native", "rhd")),
+    "native/schedule/long": lambda comm: collectives.allreduce(
+        ones(LONG), comm=comm, algorithm=odd("native", "ring")),
     "schedule/native": lambda comm: collectives.reduce_scatter(
         ones(SIZE * N), comm=comm, algorithm=odd("tree", "native")),
     "zero/count": lambda comm: collectives.allreduce(ones(odd(0, SIZE * N)), comm=comm,
