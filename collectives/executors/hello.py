@@ -93,6 +93,9 @@ class Hellos:
         rank = comm.Get_rank()
         self.peers = tuple(peer for peer in range(comm.Get_size()) if peer != rank)
         self._inbox = np.zeros((len(self.peers), 2), np.int64)
+        #: per peer, ``(peer, the bytes its hello goes to)``
+        self._slots = tuple((peer, memoryview(self._inbox[i]).cast("B"))
+                            for i, peer in enumerate(self.peers))
         self._signatures: OrderedDict[tuple[str, int, str, str], _Signature] = OrderedDict()
         self._status = mpi.Status()
 
@@ -121,26 +124,26 @@ class Hellos:
         signature = self._signatures.get(key)
         if signature is None:
             signature = self._bind(key)
-        mpi, status, inbox = self._mpi, self._status, self._inbox
+        mpi, status = self._mpi, self._status
         improbe, any_tag, tag = self._comm.Improbe, mpi.ANY_TAG, signature.tag
         mpi.Prequest.Startall(signature.sends)
-        pending = list(enumerate(self.peers))
+        pending: Any = self._slots
         while pending:
             waiting = []
-            for index, peer in pending:
-                message = improbe(peer, any_tag, status)
+            for slot in pending:
+                message = improbe(slot[0], any_tag, status)
                 if message is None:
-                    waiting.append((index, peer))
+                    waiting.append(slot)
                 elif status.tag == tag and status.Get_count() == HELLO_BYTES:
-                    message.Recv(inbox[index])
+                    message.Recv(slot[1])
                 else:
                     nbytes = status.Get_count()
                     message.Recv(bytearray(nbytes))
                     self._fail(key, signature, algorithm,
-                               self._stranger(peer, status.tag, tag, nbytes))
+                               self._stranger(slot[0], status.tag, tag, nbytes))
             pending = waiting
         mpi.Request.Waitall(signature.sends)
-        if inbox.tobytes() != signature.expected:
+        if self._inbox.tobytes() != signature.expected:
             self._fail(key, signature, algorithm, self._differences(signature.payload))
 
     def _bind(self, key: tuple[str, int, str, str]) -> _Signature:
