@@ -29,9 +29,8 @@ WORKERS = Path(__file__).parent / "mpi_workers"
 NAMED = {"op": "op: ", "dtype": "dtype: ", "count": "longer than", "collective": "collective: ",
          "algorithm": "algorithm: ", "native/op": "op: ", "native/dtype": "dtype: ",
          "native/count": "count", "native/collective": "collective: ",
-         "native/schedule": "native at the sender", "native/schedule/long": "native",
-         "schedule/native": "native at the sender",
-         "auto": "algorithm: native here", "zero/count": "native at the sender",
+         "native/schedule": "algorithm: ", "native/schedule/long": "algorithm: ",
+         "schedule/native": "algorithm: ", "auto": "algorithm: ", "zero/count": "algorithm: ",
          "zero/native": "count or algorithm parameters"}
 
 
