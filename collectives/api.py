@@ -20,9 +20,11 @@ One signature for all three, in the manner of mpi4py and CuPy::
   ``channels=C`` for every algorithm, bounded by ``COLLSIM_MIN_NCHANNELS`` and
   ``COLLSIM_MAX_NCHANNELS`` (:mod:`collectives.nchannels`).
 * Ranks that disagree raise :class:`ArgumentMismatchError` by default: every message's
-  tag carries the call's signature (:mod:`collectives.executors.guard`).  ``check=True``
-  (or ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count, dtype, op,
-  algorithm and params first (also for ``native``), so every rank names the difference.
+  tag carries the call's signature (:mod:`collectives.executors.guard`), and ``native``
+  over MPI first exchanges signed hellos (:mod:`collectives.executors.hello`), so a rank
+  in MPI's collective beside ranks in a schedule raises too.  ``check=True`` (or
+  ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count, dtype, op, algorithm
+  and params first, so every rank names the difference.
 * ``stream`` (CuPy buffers) is the CUDA stream to work on, the current one by default.
   The call returns with the work enqueued on it, as NCCL and CuPy do.
 

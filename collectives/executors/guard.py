@@ -10,7 +10,8 @@ compared at each step that holds the call's first receive from a peer: a peer th
 another call is caught by its first message, which raises
 :class:`~collectives.executors.check.ArgumentMismatchError` naming the fields that differ,
 before the data is reduced or copied anywhere.  At every step, a message longer than its
-receive fails with ``MPI_ERR_TRUNCATE`` and is never written past the buffer.  (Equal
+receive fails with ``MPI_ERR_TRUNCATE`` (but Open MPI 5.0.11 over shared memory with
+CMA writes such a message whole past the buffer from about 8 KiB up).  (Equal
 tags with unequal counts or parameters need an 11-bit checksum collision; the messages
 then still stay inside the buffers.)
 
@@ -23,8 +24,9 @@ communicator is then marked unusable (:class:`CommunicatorBrokenError` on the ne
 its private duplicate may still hold messages of the failed call.
 
 The check costs a status per receive at the checked steps and one cached look-up per call
-(``benchmarks/bench_mismatch_check.py`` measures it); ``check=True`` still runs the full
-agreement (:mod:`.check`), which also covers ``algorithm="native"``.
+(``benchmarks/bench_mismatch_check.py`` measures it); ``algorithm="native"`` signs the
+hellos its ranks exchange first (:mod:`.hello`); ``check=True`` still runs the full
+agreement (:mod:`.check`).
 """
 
 from __future__ import annotations
