@@ -37,29 +37,30 @@ def ones(count: int, dtype: str = "float32") -> np.ndarray:
     return np.ones(count, dtype)
 
 
+def disagreeing(algorithm: str, prefix: str = "",
+                counted: str | None = None) -> dict[str, Callable[[Any], Any]]:
+    """Calls on ``algorithm`` where rank 0 passes another op, dtype, count (on
+    ``counted``, default ``algorithm``) or collective, named ``prefix + field``."""
+    return {
+        f"{prefix}op": lambda comm: collectives.allreduce(
+            ones(SIZE * N), comm=comm, algorithm=algorithm, op=odd("max", "sum")),
+        f"{prefix}dtype": lambda comm: collectives.allreduce(
+            ones(SIZE * N, odd("int32", "float32")), comm=comm, algorithm=algorithm),
+        f"{prefix}count": lambda comm: collectives.allreduce(
+            ones(SIZE * N + odd(1, 0)), comm=comm, algorithm=counted or algorithm),
+        f"{prefix}collective": lambda comm: odd(
+            lambda: collectives.allgather(ones(N), comm=comm, algorithm=algorithm),
+            lambda: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm=algorithm))(),
+    }
+
+
 CASES: dict[str, Callable[[Any], Any]] = {
-    "op": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm="ring",
-                                             op=odd("max", "sum")),
-    "dtype": lambda comm: collectives.allreduce(ones(SIZE * N, odd("int32", "float32")),
-                                                comm=comm, algorithm="ring"),
-    "count": lambda comm: collectives.allreduce(ones(SIZE * N + odd(1, 0)), comm=comm,
-                                                algorithm="rhd"),
-    "collective": lambda comm: odd(
-        lambda: collectives.allgather(ones(N), comm=comm, algorithm="ring"),
-        lambda: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm="ring"))(),
+    **disagreeing("ring", counted="rhd"),
     "algorithm": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
                                                     algorithm=odd("tree", "ring")),
     "checked": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm, check=True,
                                                   algorithm=odd("tree", "ring")),
-    "native/op": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
-                                                    algorithm="native", op=odd("max", "sum")),
-    "native/dtype": lambda comm: collectives.allreduce(ones(SIZE * N, odd("int32", "float32")),
-                                                       comm=comm, algorithm="native"),
-    "native/count": lambda comm: collectives.allreduce(ones(SIZE * N + odd(1, 0)), comm=comm,
-                                                       algorithm="native"),
-    "native/collective": lambda comm: odd(
-        lambda: collectives.allgather(ones(N), comm=comm, algorithm="native"),
-        lambda: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm="native"))(),
+    **disagreeing("native", "native/"),
     "native/schedule": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
                                                           algorithm=odd("native", "rhd")),
     "native/schedule/long": lambda comm: collectives.allreduce(
