@@ -296,7 +296,6 @@ class MpiTransport:
         self.guard.check_usable()
         if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
             self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
-            return
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
         signed = signed_plan(plan, op, self.guard.codec)
         try:
