@@ -5,14 +5,14 @@ source, hardware, launch and the algorithm NCCL ran in ``#`` header lines.  Each
 simulated on the DGX preset of its GPU and node count (one set of figures per machine
 kind, :mod:`topology.gpu_presets`) with the algorithm and protocol NCCL ran: what the
 curve forced (``NCCL_ALGO=Ring``, ``NCCL_PROTO``), the ring on one node (see
-:attr:`Curve.nccl_algorithms`) under the protocol NCCL's own cost model ranks first
+:attr:`Curve.nccl_algorithms`), otherwise the faster of ring and double binary tree, each
+under the protocol NCCL's own cost model ranks first for it
 (:func:`simulator.nccl_tuner.nccl_choice`: NCCL runs what tuning.cc ranks first, not
-what is fastest on the machine), and on several nodes the best of NCCL's algorithms
-(ring and double binary tree, each under its best protocol) by
-:func:`simulator.select`'s rule (see :func:`predict` for why).  A curve launched with one
+what is fastest on the machine; see :func:`predict`).  A curve launched with one
 process driving 8 GPUs (``-g 8``) is predicted with ``gpus_per_process=8``.  On several
-nodes every candidate runs one channel per NIC of a node over :func:`topology.channel_orders`,
-as NCCL's rings and trees use every NIC (:func:`channel_count`).
+nodes every candidate runs one channel per NIC of a node over
+:func:`topology.channel_orders`, as NCCL's rings and trees use every NIC
+(:func:`channel_count`).
 
 Sizes are compared only where NCCL ran what the model has (:data:`RULES` says which
 and why): not where it reduced in the switch (NVLS), not where Tree on exactly two nodes
@@ -282,19 +282,18 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
 
     Notes
     -----
-    On one node the (algorithm, protocol) per size is NCCL's own choice,
-    :func:`simulator.nccl_tuner.nccl_choice` (tuning.cc's model), among what the curve
-    left (:attr:`Curve.nccl_algorithms`, its forced protocol): NCCL runs what its model
-    ranks first, not what is fastest on the machine (on 8x A100 it runs LL128 from 4 to
-    16 MiB, where LL128 is slower there than Simple).  On several nodes it is
-    :func:`simulator.select`'s rule, the least simulated time over the candidates and
-    protocols: the simulator's tree is a double binary tree over all ranks, not NCCL's
-    (chains inside nodes, a tree across them), and its ring pays every step's network
-    latency, so NCCL's ranking of its own algorithms does not carry over (with it, the
-    8-node H100 curves fall from 12% to 22%).  Each size is simulated; on several nodes
-    every candidate runs :func:`channel_count` channels over
-    :func:`topology.channel_orders` (:func:`simulator.channel_choice.schedule_params`), as
-    NCCL runs a channel per NIC.
+    Each algorithm runs under the protocol NCCL's own model ranks first for it,
+    :func:`simulator.nccl_tuner.nccl_choice` (tuning.cc), among what the curve left (its
+    forced protocol): NCCL runs what its model ranks first, not what is fastest on the
+    machine (on 8x A100 it runs LL128 from 4 to 16 MiB, slower there than Simple).  The
+    algorithm is the one the curve forced, the ring on one node, and otherwise the
+    least simulated time of ring and tree, :func:`simulator.select`'s rule: the
+    simulator's tree is a double binary tree over all ranks, not NCCL's (chains inside
+    nodes, a tree across them), so NCCL's ranking of its own tree does not carry over
+    (taking NCCL's algorithm too, the 8-node H100 curves fall from 12% to 22%).  Each
+    size is simulated; on several nodes every candidate runs :func:`channel_count`
+    channels over :func:`topology.channel_orders`
+    (:func:`simulator.channel_choice.schedule_params`), as NCCL runs a channel per NIC.
     """
     target = machine(curve)
     channels = channel_count(target)
@@ -303,13 +302,12 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
     protocols = tuple(k for k in gpu_protocols(target) if curve.protocol in (None, k))
     out = []
     for n in curve.nbytes:
-        pairs = [nccl_choice(curve.gpu, n, curve.ranks, curve.nodes, curve.nccl_algorithms,
-                             protocols)] if curve.nodes == 1 else \
-            [(a, k) for a in curve.nccl_algorithms for k in protocols]
+        chosen = {a: nccl_choice(curve.gpu, n, curve.ranks, curve.nodes, (a,), protocols)[1]
+                  for a in curve.nccl_algorithms}
         seconds, label, k = min(
             (simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **params), target,
-                      trace=False, protocol=k).time_s, label, k)
-            for a, params, label in tried for algorithm, k in pairs if a == algorithm)
+                      trace=False, protocol=chosen[a]).time_s, label, chosen[a])
+            for a, params, label in tried)
         out.append((f"{label} x{channels}" if channels > 1 else label, k, seconds))
     return out
 

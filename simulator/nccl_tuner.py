@@ -7,8 +7,7 @@ the topology search (NCCL 2.30.7 tuning.cc; the Ampere and Hopper rows unchanged
 model): e.g. on 8x A100 NCCL's model ranks LL128 first from 4 to 16 MiB, at 0.92 of
 Simple's bandwidth, and the published curves (``a100_1node_nccl2.19.3_g8``,
 ``a100_1node_dgx``) show LL128 ran there, at far less.  :func:`simulator.fidelity.predict`
-therefore takes NCCL's choice from this module on one node and its time from the
-simulator.
+therefore takes the protocol from this module and the time from the simulator.
 
 Only Ring and Tree (the algorithms the simulator has) are ranked; NVLS, NVLSTree,
 CollNet and PAT are not.
