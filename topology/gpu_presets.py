@@ -11,7 +11,8 @@ Protocols (tuning.cc): NCCL's model is ``baseLat + steps * hwLat + bytes / bw``:
 * ``LL``: baseLat (Ring) 6.6 us; bandwidth 0.5x, capped on one node at llMaxBw
   (141 GB/s Hopper, 87.7 GB/s Ampere): the cap binds, and against what Ring Simple
   reaches on the same nodes (370 GB/s, ~240 GB/s) it is 0.36-0.38 of it: 0.37.
-* ``LL128``: baseLat 14.0 us; bandwidth 0.92x.
+* ``LL128``: baseLat 14.0 us; bandwidth 0.92x (on A100 NVLink 0.59x, fitted: see
+  ``DGX_A100_GPU``; a link kind may set a protocol's fraction, ``protocol_fraction``).
 * ``Simple``: baseLat 8.4 us; the full achievable bandwidth.
 
 Links, per link crossed (the simulator sums a route's links; a hop GPU -> NVSwitch -> GPU
