@@ -90,8 +90,13 @@ def _starts(count: int, parts: int) -> np.ndarray:
     return index * size + np.minimum(index, extra)
 
 
+def _pieced(size: Any, piece: int | None) -> Any:
+    """``size`` bytes reduced as pieces of at most ``piece`` bytes side by side."""
+    return size if piece is None else np.minimum(size, piece)
+
+
 def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float,
-         hops: Any = None) -> float:
+         hops: Any = None, piece: int | None = None) -> float:
     """Recursive halving-doubling (Rabenseifner; Thakur, Rabenseifner & Gropp 2005, 4.3).
 
     For ``p = p' = 2**k`` and ``n`` divisible by ``p ds``::
@@ -111,12 +116,14 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
     of the core sets ``T[i] = max(T[i], T[i^m]) + max(a + give_i b, a + keep_i (b + g'))``
     (``g' = g`` in the halving phase, 0 in doubling), where ``give_i``/``keep_i`` are the
     bytes of the windows rank ``i`` sends and receives; the result is the largest ``T[i]``
-    plus the fold-out of paired ranks.  ``hops`` (default :class:`UniformHops` of ``a``
+    plus the fold-out of paired ranks.  ``piece`` (bytes) bounds what one reduction
+    handles: a message made of several pieces of the buffer is several receives, reduced
+    side by side (channels of a ReduceScatter).  ``hops`` (default :class:`UniformHops` of ``a``
     and ``b``) may give every ordered pair its own latency and seconds per byte: the walk
     charges each message its own pair's (exact on any contention-free network).
     """
     core = 1 << (p.bit_length() - 1)
-    if hops is None and core == p and count % p == 0:  # the textbook form, exact here
+    if hops is None and piece is None and core == p and count % p == 0:  # textbook, exact
         lg, part = p.bit_length() - 1, (p - 1) * (count // p) * ds
         return {"reduce_scatter": lg * a + part * (b + g), "allgather": lg * a + part * b}.get(
             collective, 2 * lg * a + part * (2 * b + g))
@@ -137,7 +144,8 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
     fold_out = {"allreduce": n, "reduce_scatter": own}.get(collective, n - own)
     reduces = collective != "allgather"
     lat, spb = hops.pairs(lone, survivor)
-    ready = np.where(paired, lat + np.broadcast_to(fold_in, (core,)) * (spb + g * reduces), 0.0)
+    whole = np.broadcast_to(fold_in, (core,))
+    ready = np.where(paired, lat + whole * spb + _pieced(whole, piece) * (g * reduces), 0.0)
     ranks = i[:-1]
 
     def exchange(mask: int, sent: np.ndarray, received: np.ndarray, gamma: float) -> None:
@@ -145,7 +153,8 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
         peer = survivor[ranks ^ mask]
         lat_s, spb_s = hops.pairs(survivor, peer)
         lat_r, spb_r = hops.pairs(peer, survivor)
-        cost = np.maximum(lat_s + sent * spb_s, lat_r + received * (spb_r + gamma))
+        cost = np.maximum(lat_s + sent * spb_s,
+                          lat_r + received * spb_r + _pieced(received, piece) * gamma)
         ready = np.maximum(ready, ready[ranks ^ mask]) + cost
 
     if collective != "allgather":
@@ -229,7 +238,8 @@ def _tree_streams(p: int) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...
     return columns(single, 4), columns(shared, 5)
 
 
-def _tree_rounds(p: int, segments: int, s: int, g: float, hops: Any) -> float:
+def _tree_rounds(p: int, segments: int, s: int, g: float, hops: Any,
+                 piece: int | None = None) -> float:
     """Sum over the rounds of the double binary tree of each round's slowest message.
 
     ``s`` bytes per segment; ``hops`` gives every pair's latency and seconds per byte
@@ -240,7 +250,7 @@ def _tree_rounds(p: int, segments: int, s: int, g: float, hops: Any) -> float:
     first, final = np.concatenate([offset, hi]), np.concatenate([offset, lo]) + last
     pair_src, pair_dst = np.concatenate([src, shared_src]), np.concatenate([dst, shared_dst])
     size = np.concatenate([np.full(len(src), s), np.full(len(shared_src), 2 * s)])
-    reduced = np.concatenate([red, both_red]) * (s * g)
+    reduced = np.concatenate([red, both_red]) * (_pieced(s, piece) * g)
     live = first <= final
     edges = np.unique(np.concatenate([first[live], final[live] + 1]))
     total = 0.0
@@ -344,7 +354,7 @@ def _tree_allgather(p: int, count: int, ds: int, hops: Any, segments: int) -> fl
 
 
 def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float,
-          segments: int, hops: Any = None) -> float:
+          segments: int, hops: Any = None, piece: int | None = None) -> float:
     """Double binary tree, each tree carrying half the vector in ``S`` segments.
 
     ``D = ceil(lg p)`` is the depth of both trees, ``s`` the largest segment of a half in
@@ -382,7 +392,7 @@ def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: f
     hops = UniformHops(a, b) if hops is None else hops
     if collective == "allgather":
         return _tree_allgather(p, count, ds, hops, segments)
-    return _tree_rounds(p, segments, s, g, hops)
+    return _tree_rounds(p, segments, s, g, hops, piece)
 
 
 _FORMS: dict[str, Form] = {"ring": _ring, "tree": _tree, "rhd": _rhd, "pipeline": _pipeline}

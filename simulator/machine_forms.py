@@ -295,19 +295,22 @@ def _rounds_cost(runs: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
 
 
 def _form(collective: str, algorithm: str, q: int, count: int, ds: int, hops: PairHops,
-          gamma: float, params: dict[str, Any], pipelined: bool) -> float:
-    """One channel of ``algorithm`` on ``q`` positions priced by ``hops``."""
+          gamma: float, params: dict[str, Any], pipelined: bool,
+          piece: int | None = None) -> float:
+    """One channel of ``algorithm`` on ``q`` positions priced by ``hops`` (``piece``: the
+    channel's vector lies in the buffer in runs of at most so many bytes)."""
     if q < 2:
         return 0.0
     module = importlib.import_module(f"collectives.algorithms.{algorithm}")
     resolved = module.resolve_params(collective, q, count, **params)
     if algorithm == "rhd":
-        return _rhd(collective, q, count, ds, 0.0, 0.0, gamma, hops)
+        return _rhd(collective, q, count, ds, 0.0, 0.0, gamma, hops, piece)
     if algorithm == "tree":
         if not pipelined:
-            return _tree(collective, q, count, ds, 0.0, 0.0, gamma, hops=hops, **resolved)
+            return _tree(collective, q, count, ds, 0.0, 0.0, gamma, hops=hops, piece=piece,
+                         **resolved)
         return _tree(collective, q, count, ds, 0.0, 0.0, gamma, hops=hops.without_latency(),
-                     **resolved) + _tree_path(q, hops)
+                     piece=piece, **resolved) + _tree_path(q, hops)
     if algorithm == "pipeline":
         segments = resolved["segments"]
         parts = segments * (1 if collective == "allreduce" else q)
@@ -347,10 +350,19 @@ def _orders(algorithm: str, channels: int, topology: Any, nranks: int) -> Orders
 def _flat_cost(collective: str, algorithm: str, machine: Any, nranks: int, count: int,
                ds: int, params: dict[str, Any], pipelined: bool) -> float:
     own = {k: v for k, v in params.items() if k not in ("channels", "order")}
-    orders = _orders(algorithm, params.get("channels", 1), machine, nranks)
+    channels = params.get("channels", 1)
+    orders = _orders(algorithm, channels, machine, nranks)
     hops = _hops(machine, orders, _groups(collective, algorithm, nranks))
-    return _form(collective, algorithm, nranks, _ceil_div(count, len(orders)), ds, hops,
-                 float(machine.gamma_s_per_byte), own, pipelined)
+    piece = _piece(collective, _ceil_div(count, nranks), channels, ds) if channels > 1 else None
+    return _form(collective, algorithm, nranks, _ceil_div(count, channels), ds, hops,
+                 float(machine.gamma_s_per_byte), own, pipelined, piece)
+
+
+def _piece(collective: str, block: int, channels: int, ds: int) -> int | None:
+    """Bytes of the runs a ReduceScatter channel's vector lies in, when its ranks' blocks
+    of ``block`` elements are not side by side in the buffer or are cut into channels
+    (:func:`collectives.compose.channel_parts`); None otherwise."""
+    return _ceil_div(block, channels) * ds if collective == "reduce_scatter" else None
 
 
 def _hier_cost(collective: str, machine: Any, nranks: int, count: int, ds: int,
@@ -364,6 +376,9 @@ def _hier_cost(collective: str, machine: Any, nranks: int, count: int, ds: int,
     rail = tuple(tuple(range(local, nranks, size)) for local in range(size))
     within = (intra, node, size, count)
     across = (inner, rail, nodes, _ceil_div(count, size))
+    # a ReduceScatter's blocks are those of the ranks of one local rank: apart in the buffer
+    block = _ceil_div(count, nranks if collective == "reduce_scatter" else size)
+    cut = channels > 1 or collective == "reduce_scatter"
     phases = {"allreduce": [("reduce_scatter", within), ("allreduce", across),
                             ("allgather", within)],
               "reduce_scatter": [("reduce_scatter", within), ("reduce_scatter", across)],
@@ -372,8 +387,9 @@ def _hier_cost(collective: str, machine: Any, nranks: int, count: int, ds: int,
     for phase, (algorithm, groups, q, elements) in phases:
         orders = tuple(group for group in groups for _ in range(channels))
         hops = _hops(machine, orders, _groups(phase, algorithm, q))
+        piece = _piece(phase, block, channels, ds) if cut else None
         total += _form(phase, algorithm, q, _ceil_div(elements, channels), ds, hops,
-                       float(machine.gamma_s_per_byte), {}, pipelined)
+                       float(machine.gamma_s_per_byte), {}, pipelined, piece)
     return total
 
 
