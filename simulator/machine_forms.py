@@ -118,17 +118,19 @@ class PairHops:
     ----------
     flows : _Flows
         The routes of every pair the algorithm uses, in every order.
-    active : numpy.ndarray
-        Keys ``u * q + v`` of the pairs in flight together.
+    figures : tuple of numpy.ndarray
+        Sorted keys ``u * q + v`` of the pairs, and their latency (s) and seconds per byte
+        (:meth:`_Flows.figures`).
     latency : bool, optional
         False to price the bytes alone (latency 0: see ``pipelined``).
     """
 
     uniform = False
 
-    def __init__(self, flows: _Flows, active: np.ndarray, latency: bool = True) -> None:
+    def __init__(self, flows: _Flows, figures: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 latency: bool = True) -> None:
         self.flows, self.latency = flows, latency
-        self.keys, self.latency_s, self.s_per_byte = flows.figures(active)
+        self.keys, self.latency_s, self.s_per_byte = figures
         self._during: dict[bytes, PairHops] = {}
         self._runs: dict[tuple[int, float], tuple[Any, list]] = {}
         self._bytes_only: PairHops | None = None
@@ -153,7 +155,7 @@ class PairHops:
         active = np.unique(np.asarray(src) * self.flows.q + np.asarray(dst))
         key = active.tobytes()
         if key not in self._during:
-            self._during[key] = PairHops(self.flows, active, self.latency)
+            self._during[key] = PairHops(self.flows, self.flows.figures(active), self.latency)
         return self._during[key]
 
     def run_figures(self, runs: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
@@ -176,8 +178,8 @@ class PairHops:
     def without_latency(self) -> "PairHops":
         """The same figures with latency 0 (made once)."""
         if self._bytes_only is None:
-            out = self._bytes_only = PairHops.__new__(PairHops)
-            out.__dict__.update(self.__dict__, latency=False, _during={}, _runs={})
+            self._bytes_only = PairHops(self.flows, (self.keys, self.latency_s, self.s_per_byte),
+                                        latency=False)
         return self._bytes_only
 
     def largest(self, pairs: Pairs) -> tuple[float, float]:
@@ -216,15 +218,11 @@ def _groups(collective: str, algorithm: str, q: int) -> tuple[Pairs, ...]:
 def _hops(machine: Any, orders: Orders, groups: tuple[Pairs, ...]) -> PairHops:
     """:class:`PairHops` of ``groups`` (each in flight on its own) over ``orders``."""
     flows = _Flows(machine, orders, tuple(sorted({p for group in groups for p in group})))
-    hops = PairHops(flows, np.zeros(0, dtype=np.int64))
-    parts = [hops.during(*np.array(group, dtype=np.int64).reshape(-1, 2).T) for group in groups]
-    if parts:
-        keys = np.concatenate([p.keys for p in parts])
-        order = np.argsort(keys, kind="stable")
-        hops.keys = keys[order]
-        hops.latency_s = np.concatenate([p.latency_s for p in parts])[order]
-        hops.s_per_byte = np.concatenate([p.s_per_byte for p in parts])[order]
-    return hops
+    parts = [flows.figures(np.array([u * flows.q + v for u, v in group], dtype=np.int64))
+             for group in groups] or [(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))]
+    keys, lat, spb = (np.concatenate(column) for column in zip(*parts))
+    order = np.argsort(keys, kind="stable")
+    return PairHops(flows, (keys[order], lat[order], spb[order]))
 
 
 def _chain(latency: np.ndarray, hops: int) -> float:
