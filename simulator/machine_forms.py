@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from itertools import groupby
 from reprlib import repr as brief
 from typing import Any, Sequence
 
@@ -274,9 +275,8 @@ def _lanes_rounds(collective: str, algorithm: str, q: int,
                      for i, (a, b) in enumerate(zip(lane.starts, lane.stops)) if a is not None]
     rows.sort()
     runs: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
-    for round_ in sorted({r[0] for r in rows}):
-        src, dst, units = (np.array(c, dtype=np.int64)
-                           for c in zip(*[r[1:] for r in rows if r[0] == round_]))
+    for _, same in groupby(rows, key=lambda row: row[0]):
+        src, dst, units = (np.array(c, dtype=np.int64) for c in zip(*[r[1:] for r in same]))
         if runs and all(np.array_equal(x, y) for x, y in zip(runs[-1][1:], (src, dst, units))):
             runs[-1] = (runs[-1][0] + 1, *runs[-1][1:])
         else:
