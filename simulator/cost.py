@@ -8,7 +8,10 @@ ends have posted it (the semantics of :mod:`collectives.progress` and of
 bytes per element; ``B = ceil(n / (p ds)) ds`` is the largest block.
 
 Each form describes the schedule that :func:`collectives.build_schedule` generates, so
-that :func:`simulator.simulate` on :func:`topology.flat` reproduces it:
+that :func:`simulator.simulate` on :func:`topology.flat` reproduces it.  rhd and the tree
+read the network through ``hops`` (:class:`UniformHops` here: every pair costs ``a`` and
+``b``), which :mod:`simulator.machine_forms` replaces with a machine's routes and shared
+links.  On the uniform model:
 
 * ring and pipeline: exact when the blocks and segments divide evenly; otherwise every
   block or segment is charged as the largest one (an upper bound that is tight to one
@@ -59,7 +62,7 @@ class UniformHops:
         """Latency (s) and seconds per byte of each message ``src[i] -> dst[i]``."""
         return np.full(len(src), self.a), np.full(len(src), self.b)
 
-    def during(self, src: np.ndarray, dst: np.ndarray) -> "UniformHops":
+    def during(self, src: np.ndarray, dst: np.ndarray) -> UniformHops:
         """The figures while only the messages ``src[i] -> dst[i]`` are in flight: these."""
         return self
 

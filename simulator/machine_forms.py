@@ -57,7 +57,7 @@ from collectives.build import ALGORITHMS, COMPOSED, algorithm_params
 from collectives.schedule import COLLECTIVES
 
 from .channel_choice import schedule_params
-from .cost import _ceil_div, _pipeline, _rhd, _ring, _tree, _tree_edges
+from .cost import _ceil_div, _rhd, _ring, _tree, _tree_edges
 from .gpu import gpu_terms
 
 __all__ = ["PairHops", "machine_cost", "machine_costs"]
@@ -151,7 +151,7 @@ class PairHops:
         lat = np.where(known & self.latency, self.latency_s[index], 0.0)
         return lat, np.where(known, self.s_per_byte[index], 0.0)
 
-    def during(self, src: np.ndarray, dst: np.ndarray) -> "PairHops":
+    def during(self, src: np.ndarray, dst: np.ndarray) -> PairHops:
         """The figures while only the messages ``src[i] -> dst[i]`` are in flight."""
         active = np.unique(np.asarray(src) * self.flows.q + np.asarray(dst))
         key = active.tobytes()
@@ -176,7 +176,7 @@ class PairHops:
             self._runs[key] = (runs, [(n, f[0], f[1]) for n, f in merged.values()])
         return self._runs[key][1]
 
-    def without_latency(self) -> "PairHops":
+    def without_latency(self) -> PairHops:
         """The same figures with latency 0 (made once)."""
         if self._bytes_only is None:
             self._bytes_only = PairHops(self.flows, (self.keys, self.latency_s, self.s_per_byte),
