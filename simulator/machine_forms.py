@@ -485,5 +485,6 @@ def machine_cost(collective: str, algorithm: str, topology: Any, nbytes: int,
     >>> round(machine_cost("allreduce", "ring", flat, 4096) * 1e6, 4)
     12.144
     """
+    check_int(nbytes, "nbytes", 0)
     return machine_costs(collective, algorithm, topology, [nbytes], nranks, dtype_size,
                          protocol, pipelined, **params)[0]
