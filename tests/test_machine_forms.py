@@ -79,15 +79,12 @@ def test_dgx_forms_are_the_simulator_within_the_tolerance(nodes: int, collective
     if nodes > 1:
         tried += [("hier", {"ranks_per_node": 8, "inner": inner, "channels": c})
                   for c in counts for inner in ("ring", "rhd", "tree")]
-    worst = 0.0
     for nbytes in (1 << 14, 1 << 24):
         for algorithm, params in tried:
             simulated = _simulated(collective, algorithm, machine, nbytes, params)
             error = machine_cost(collective, algorithm, machine, nbytes, **params) / simulated - 1
             assert abs(error) <= _tolerance(collective, algorithm, params), (algorithm, params,
                                                                              nbytes, error)
-            worst = max(worst, abs(error))
-    assert worst > 0  # the grid meets the cases the tolerances are for
 
 
 def test_gpu_figures_match_and_latency_pipelines_along_the_ring() -> None:
