@@ -6,11 +6,13 @@ request (``Recv_init`` / ``Send_init``, with the plan's peers, on the transport'
 communicator; sends carry the call's signed tags and receives take any tag, as in the
 non-persistent walk, so the :class:`~.guard.Guard` checks them), and every reduction and
 local copy once as a pair of array views.  A call then costs, per step, one ``Startall``,
-the guard's wait (``Waitall`` with statuses) and one ufunc call per reduction (``reduce(into, source, out=into)``: in place, no temporaries); nothing is
-sliced, parsed or allocated.
+the guard's wait (``Waitall`` with statuses, and the tags compared at the steps that check
+them) and one ufunc call per reduction (``reduce(into, source, out=into)``: in place, no
+temporaries); nothing is sliced, parsed or allocated.
 
-Bindings are cached per transport by (plan, reduction, buffer addresses): calls that reuse their
-buffers, as applications and benchmarks do, reuse the requests.  A binding refers to its
+Bindings are cached per transport by (plan, reduction, buffer addresses, taken with
+``MPI.Get_address``): calls that reuse their buffers, as applications and benchmarks do,
+reuse the requests.  A binding refers to its
 buffers by address (``MPI.buffer.fromaddress``), so it keeps no user array alive; it is
 looked up only for a buffer at the same address with the same size and dtype, whose
 memory therefore covers every range the binding touches.  The least recently used
@@ -21,12 +23,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
 
+from ..ops import ALL_OPS
 from .guard import Guard, SignedPlan
-from .plan import Plan
+from .plan import Plan, describe_step
 
 __all__ = ["BINDINGS_PER_COMM", "Binding", "PersistentPlans", "bind"]
 
@@ -44,21 +48,25 @@ class Binding:
     ----------
     plan : Plan
         The plan bound (kept so the cache can tell a recycled ``id`` from the same plan).
-    steps : tuple of (list, tuple, tuple, tuple)
-        Per step: ``(requests, reduces, copies, staged)``: the step's persistent requests
-        (receives first), ``(work_view, scratch_view)`` per reduction, ``(source,
+    reduce : numpy.ufunc
+        The reduction.
+    steps : tuple of (list, tuple, tuple, tuple, tuple)
+        Per step: ``(requests, tags, reduces, copies, staged)``: the step's persistent
+        requests (receives first), the tags its receives must carry (empty where the
+        guard does not check them), ``(work_view, scratch_view)`` per reduction, ``(source,
         destination)`` views per copy applied directly, and, for a step where a copy's
         destination overlaps a copy's source, ``(source, stage, destination)`` views per
         copy through a staging area allocated with the binding.
     """
 
     plan: Plan
-    steps: tuple[tuple[list[Any], Views, Views,
+    reduce: Any
+    steps: tuple[tuple[list[Any], tuple[int, ...], Views, Views,
                        tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]], ...]
 
     def free(self) -> None:
         """Free every persistent request (the binding must not be run afterwards)."""
-        for requests, _, _, _ in self.steps:
+        for requests, _, _, _, _ in self.steps:
             for request in requests:
                 request.Free()
 
@@ -88,7 +96,7 @@ def _copies(work: np.ndarray, copies: tuple[tuple[slice, slice], ...]) -> tuple[
     return (), tuple(staged)
 
 
-def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, work: np.ndarray,
+def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
          scratch: np.ndarray) -> Binding:
     """Create the persistent requests and views that run ``plan`` on these buffers.
 
@@ -102,6 +110,8 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, work: np.ndarray,
         The rank's plan.
     signed : SignedPlan
         The plan's steps with the call's signed tags (:func:`~.guard.signed_plan`).
+    op : str
+        The reduction, a key of :data:`~collectives.ops.ALL_OPS`.
     work, scratch : numpy.ndarray
         The working buffer (``plan.count`` elements) and the scratch buffer (at least
         ``plan.scratch_count`` elements), contiguous, of the plan's dtype.
@@ -121,24 +131,9 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, work: np.ndarray,
                      for span, peer, tag in signed_step.sends]
         reduces = tuple((work[target], scratch[source]) for target, source in step.reduces)
         direct, staged = _copies(work, step.copies)
-        steps.append((requests, reduces, direct, staged))
-    return Binding(plan, tuple(steps))
-
-
-def _run(binding: Binding, startall: Callable, complete: Callable, reduce: Any) -> None:
-    copyto = np.copyto
-    for index, (requests, reduces, direct, staged) in enumerate(binding.steps):
-        if requests:
-            startall(requests)
-            complete(index, requests)
-        for into, source in reduces:
-            reduce(into, source, out=into)
-        for source, destination in direct:
-            copyto(destination, source)
-        for source, stage, _ in staged:
-            copyto(stage, source)
-        for _, stage, destination in staged:
-            copyto(destination, stage)
+        steps.append((requests, signed_step.tags if signed_step.check else (), reduces, direct,
+                      staged))
+    return Binding(plan, getattr(np, ALL_OPS[op]), tuple(steps))
 
 
 class PersistentPlans:
@@ -154,19 +149,19 @@ class PersistentPlans:
 
     def __init__(self, mpi: Any, comm: Any, guard: Guard) -> None:
         self._mpi, self._comm, self._guard = mpi, comm, guard
-        self._startall = mpi.Prequest.Startall
+        self._startall, self._address = mpi.Prequest.Startall, mpi.Get_address
         self._bindings: OrderedDict[tuple[int, str, int, int], Binding] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._bindings)
 
     def run(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
-            scratch: np.ndarray, reduce: Any, describe: Callable[[int], str]) -> None:
+            scratch: np.ndarray) -> None:
         """Run ``plan`` on ``work`` (updated in place), binding it first on a cache miss.
 
-        Each step completes through the guard (:meth:`~.guard.Guard.complete`), which
-        checks the signatures and, on failure, cancels the receives, marks the
-        communicator broken and raises.
+        Each step completes through the guard (:meth:`~.guard.Guard.wait`); on a failure
+        :meth:`~.guard.Guard.fail` cancels the receives, marks the communicator broken and
+        raises.
 
         Parameters
         ----------
@@ -180,35 +175,63 @@ class PersistentPlans:
             The working buffer, ``plan.count`` contiguous elements.
         scratch : numpy.ndarray
             Scratch of at least ``plan.scratch_count`` elements.
-        reduce : numpy.ufunc
-            The reduction (:func:`collectives.ops.reducer`).
-        describe : callable
-            Says, given a step index, which call and step this is (only on failure).
         """
         if not plan.steps:
             return
-        key = (id(plan), op, work.ctypes.data, scratch.ctypes.data)
-        binding = self._bindings.get(key)
+        address = self._address
+        key = (id(plan), op, address(work), address(scratch))
+        bindings = self._bindings
+        binding = bindings.get(key)
         if binding is None or binding.plan is not plan:
             if binding is not None:
                 binding.free()
-            binding = self._bindings[key] = bind(self._mpi, self._comm, plan, signed, work,
-                                                 scratch)
-            if len(self._bindings) > BINDINGS_PER_COMM:
-                self._bindings.popitem(last=False)[1].free()
+            binding = bindings[key] = bind(self._mpi, self._comm, plan, signed, op, work,
+                                           scratch)
+            if len(bindings) > BINDINGS_PER_COMM:
+                bindings.popitem(last=False)[1].free()
         else:
-            self._bindings.move_to_end(key)
-        mpi, guard = self._mpi, self._guard
-
-        def complete(index: int, requests: list[Any]) -> None:
-            guard.complete(mpi, requests, plan.steps[index], signed, index, (work, scratch),
-                           describe)
-
+            bindings.move_to_end(key)
         try:
-            _run(binding, self._startall, complete, reduce)
+            self.walk(binding, signed, op, work, scratch)
         except BaseException:
-            del self._bindings[key]  # its requests may still be active: never start them again
+            del bindings[key]  # its requests may still be active: never start them again
             raise
+
+    def walk(self, binding: Binding, signed: SignedPlan, op: str, work: np.ndarray,
+             scratch: np.ndarray) -> None:
+        """Run a binding's steps: per step ``Startall``, the guard's wait, the reductions
+        and copies.
+
+        Parameters
+        ----------
+        binding : Binding
+            Created by :func:`bind` on this communicator.
+        signed, op, work, scratch
+            What it was bound with (``work`` and ``scratch`` only for the failure path).
+
+        Raises
+        ------
+        ArgumentMismatchError, CommunicatorBrokenError
+            From :meth:`~.guard.Guard.fail`, when a step fails.
+        """
+        mpi, guard, startall, copyto = self._mpi, self._guard, self._startall, np.copyto
+        wait, reduce = guard.wait, binding.reduce
+        for index, (requests, tags, reduces, direct, staged) in enumerate(binding.steps):
+            if requests:
+                startall(requests)
+                problem = wait(mpi, requests, tags)
+                if problem is not None:
+                    guard.fail(mpi, requests, binding.plan.steps[index], signed, index,
+                               (work, scratch), partial(describe_step, binding.plan, op),
+                               problem or None)
+            for into, source in reduces:
+                reduce(into, source, out=into)
+            for source, destination in direct:
+                copyto(destination, source)
+            for source, stage, _ in staged:
+                copyto(stage, source)
+            for _, stage, destination in staged:
+                copyto(destination, stage)
 
     def free(self) -> None:
         """Free every binding's requests."""
