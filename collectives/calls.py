@@ -36,6 +36,10 @@ WATCHED_ENV = ("COLLSIM_ALGO", "COLLSIM_CHECK", "COLLSIM_TUNING", "COLLSIM_MIN_N
 CALLS_KEPT = 256
 
 _ALGO, _CHECK, _TUNING, _MIN, _MAX = (os.environ.encodekey(name) for name in WATCHED_ENV)
+#: ``os.environ``'s own dictionary (encoded names to encoded values): every change made
+#: through ``os.environ`` (``monkeypatch.setenv`` included) lands in it
+_ENVIRON: dict = os.environ._data  # type: ignore[attr-defined]
+_NDARRAY = np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +100,8 @@ class Prepared:
             result = recv[:self.part] if self.collective == "reduce_scatter" else recvbuf
             return Call(self.collective, np, self.dtype, self.count, self.part, None, recv, result)
         send = sendbuf if sendbuf.ndim == 1 else sendbuf.reshape(-1)
-        check_overlap(np, send, recv)
+        if np.may_share_memory(send, recv):
+            check_overlap(np, send, recv)  # raises
         return Call(self.collective, np, self.dtype, self.count, self.part, send, recv, recvbuf)
 
 
@@ -114,17 +119,17 @@ def key(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorit
     tuple or None
         Hashable; equal for calls whose checks and decisions are the same.
     """
-    if params or stream is not None or type(recvbuf) is not np.ndarray \
+    if params or stream is not None or type(recvbuf) is not _NDARRAY \
             or type(op) is not str or type(algorithm) is not str \
             or not (check is None or type(check) is bool):
         return None
     if sendbuf is IN_PLACE or sendbuf is recvbuf:
         shape = dtype = flags = None
-    elif type(sendbuf) is np.ndarray:
+    elif type(sendbuf) is _NDARRAY:
         shape, dtype, flags = sendbuf.shape, sendbuf.dtype, sendbuf.flags.num
     else:
         return None
-    get = os.environ._data.get  # type: ignore[attr-defined]  # see the module's docstring
+    get = _ENVIRON.get
     return (collective, id(comm), op, algorithm, check, shape, dtype, flags, recvbuf.shape,
             recvbuf.dtype, recvbuf.flags.num, auto.epoch(), get(_ALGO), get(_CHECK),
             get(_TUNING), get(_MIN), get(_MAX))

@@ -282,6 +282,9 @@ class Guard:
     orphans : list
         ``(requests, buffers)`` that could not be completed; their buffers are kept alive
         here (and out of the workspace cache) for as long as the process lives.
+    statuses : list of mpi4py.MPI.Status
+        Filled by each step's ``Waitall``, reused from step to step; :meth:`fail` reads
+        them.
     """
 
     def __init__(self, comm: Any, tag_ub: int) -> None:
@@ -290,7 +293,7 @@ class Guard:
         self.rank = comm.Get_rank()
         self.broken: str | None = None
         self.orphans: list[tuple[list[Any], tuple[Any, ...]]] = []
-        self._statuses: list[Any] = []
+        self.statuses: list[Any] = []
 
     def check_usable(self) -> None:
         """Raise :class:`CommunicatorBrokenError` if a collective failed here before."""
@@ -361,7 +364,7 @@ class Guard:
             None when every request completed and every tag matched; else what MPI
             raised, or False for a tag that did not match.
         """
-        statuses = self._statuses
+        statuses = self.statuses
         try:
             mpi.Request.Waitall(requests, statuses)
         except mpi.Exception as error:
@@ -392,7 +395,7 @@ class Guard:
         """
         step = signed.steps[index]
         peers = tuple(peer for _, _, peer, _ in plan_step.recvs)
-        problems = self._problems(mpi, self._statuses, peers, step) if step.check else []
+        problems = self._problems(mpi, self.statuses, peers, step) if step.check else []
         if not problems and error is not None and error.Get_error_class() in (
                 mpi.ERR_TRUNCATE, mpi.ERR_IN_STATUS):
             problems = [f"a message from rank {' or '.join(map(str, sorted(set(peers))))} "

@@ -50,23 +50,22 @@ class Binding:
         The plan bound (kept so the cache can tell a recycled ``id`` from the same plan).
     reduce : numpy.ufunc
         The reduction.
-    steps : tuple of (list, tuple, tuple, tuple, tuple)
-        Per step: ``(requests, tags, reduces, copies, staged)``: the step's persistent
+    steps : tuple of (list, tuple, tuple, tuple)
+        Per step: ``(requests, tags, reduces, copies)``: the step's persistent
         requests (receives first), the tags its receives must carry (empty where the
-        guard does not check them), ``(work_view, scratch_view)`` per reduction, ``(source,
-        destination)`` views per copy applied directly, and, for a step where a copy's
-        destination overlaps a copy's source, ``(source, stage, destination)`` views per
-        copy through a staging area allocated with the binding.
+        guard does not check them), ``(work_view, scratch_view)`` per reduction, and
+        ``(source, destination)`` views per copy, applied in order (where a copy's
+        destination overlaps a copy's source, through a staging area allocated with the
+        binding: every source into it first, then out of it).
     """
 
     plan: Plan
     reduce: Any
-    steps: tuple[tuple[list[Any], tuple[int, ...], Views, Views,
-                       tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]], ...]
+    steps: tuple[tuple[list[Any], tuple[int, ...], Views, Views], ...]
 
     def free(self) -> None:
         """Free every persistent request (the binding must not be run afterwards)."""
-        for requests, _, _, _, _ in self.steps:
+        for requests, _, _, _ in self.steps:
             for request in requests:
                 request.Free()
 
@@ -82,18 +81,20 @@ def _overlaps(a: slice, b: slice) -> bool:
     return a.start < b.stop and b.start < a.stop
 
 
-def _copies(work: np.ndarray, copies: tuple[tuple[slice, slice], ...]) -> tuple[Views, tuple]:
-    """A step's copies as views: applied directly when no destination overlaps a source,
-    else all through a staging area (every source read before any destination written)."""
+def _copies(work: np.ndarray, copies: tuple[tuple[slice, slice], ...]) -> Views:
+    """A step's copies as ``(source, destination)`` views, applied in order: directly when
+    no destination overlaps a source, else through a staging area (every source copied into
+    it before any destination is written)."""
     if not any(_overlaps(dst, src) for _, dst in copies for src, _ in copies):
-        return tuple((work[source], work[destination]) for source, destination in copies), ()
+        return tuple((work[source], work[destination]) for source, destination in copies)
     stage = np.empty(sum(source.stop - source.start for source, _ in copies), work.dtype)
-    staged, offset = [], 0
+    into, out_of, offset = [], [], 0
     for source, destination in copies:
         length = source.stop - source.start
-        staged.append((work[source], stage[offset:offset + length], work[destination]))
+        into.append((work[source], stage[offset:offset + length]))
+        out_of.append((stage[offset:offset + length], work[destination]))
         offset += length
-    return (), tuple(staged)
+    return (*into, *out_of)
 
 
 def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
@@ -130,9 +131,8 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
         requests += [comm.Send_init(areas[0][span], peer, tag)
                      for span, peer, tag in signed_step.sends]
         reduces = tuple((work[target], scratch[source]) for target, source in step.reduces)
-        direct, staged = _copies(work, step.copies)
-        steps.append((requests, signed_step.tags if signed_step.check else (), reduces, direct,
-                      staged))
+        steps.append((requests, signed_step.tags if signed_step.check else (), reduces,
+                      _copies(work, step.copies)))
     return Binding(plan, getattr(np, ALL_OPS[op]), tuple(steps))
 
 
@@ -214,24 +214,30 @@ class PersistentPlans:
         ArgumentMismatchError, CommunicatorBrokenError
             From :meth:`~.guard.Guard.fail`, when a step fails.
         """
-        mpi, guard, startall, copyto = self._mpi, self._guard, self._startall, np.copyto
-        wait, reduce = guard.wait, binding.reduce
-        for index, (requests, tags, reduces, direct, staged) in enumerate(binding.steps):
+        mpi, startall, copyto = self._mpi, self._startall, np.copyto
+        # Guard.wait, inlined: a call per step is a tenth of a small step's cost
+        waitall, statuses, reduce = mpi.Request.Waitall, self._guard.statuses, binding.reduce
+        for index, (requests, tags, reduces, copies) in enumerate(binding.steps):
             if requests:
                 startall(requests)
-                problem = wait(mpi, requests, tags)
-                if problem is not None:
-                    guard.fail(mpi, requests, binding.plan.steps[index], signed, index,
-                               (work, scratch), partial(describe_step, binding.plan, op),
-                               problem or None)
+                try:
+                    waitall(requests, statuses)
+                except mpi.Exception as error:
+                    self._fail(binding, signed, op, index, requests, (work, scratch), error)
+                if tags:
+                    for status, tag in zip(statuses, tags):
+                        if status.tag != tag:
+                            self._fail(binding, signed, op, index, requests, (work, scratch))
             for into, source in reduces:
                 reduce(into, source, out=into)
-            for source, destination in direct:
+            for source, destination in copies:
                 copyto(destination, source)
-            for source, stage, _ in staged:
-                copyto(stage, source)
-            for _, stage, destination in staged:
-                copyto(destination, stage)
+
+    def _fail(self, binding: Binding, signed: SignedPlan, op: str, index: int,
+              requests: list[Any], buffers: tuple[np.ndarray, ...], error: Any = None) -> None:
+        """Hand a failed step to :meth:`~.guard.Guard.fail`, which cleans up and raises."""
+        self._guard.fail(self._mpi, requests, binding.plan.steps[index], signed, index, buffers,
+                         partial(describe_step, binding.plan, op), error)
 
     def free(self) -> None:
         """Free every binding's requests."""
