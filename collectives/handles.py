@@ -79,7 +79,7 @@ class PersistentCollective:
         if plan.steps:
             from mpi4py import MPI as mpi  # loaded already: the transport runs on it
             self._binding.append(bind(mpi, transport.comm, plan, self._signed, prepared.op,
-                                      self._work, self._scratch))
+                                      self._work, self._scratch, call.send))
             self._free = weakref.finalize(self, _free, self._binding, mpi)
 
     def __call__(self) -> np.ndarray:

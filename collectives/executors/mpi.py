@@ -288,7 +288,7 @@ class MpiTransport:
         try:
             if call.xp is np:
                 self.runs["persistent"] += 1
-                self.persistent.run(plan, signed, op, work, scratch)
+                self.persistent.run(plan, signed, op, work, scratch, call.send)
                 return
             staged = self._staged(call)
             self.runs["staged" if staged else "direct"] += 1
