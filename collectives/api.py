@@ -95,9 +95,29 @@ def _working_buffer(call: Call, plan_input: slice, stream: Any) -> Any:
 
 
 def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
-                algorithm: str, check: bool | None,
-                params: dict[str, Any]) -> tuple[Prepared, Call]:
-    """Check a call in full and decide what it runs; no communication happens here."""
+               algorithm: str, check: bool | None,
+               params: dict[str, Any]) -> tuple[Prepared, Call]:
+    """Check a call in full and decide what it runs; no communication happens here.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    sendbuf, recvbuf, comm, op, algorithm, check, params
+        As passed to :func:`allreduce` etc.
+
+    Returns
+    -------
+    prepared : Prepared
+        What was decided, to replay on buffers of the same kind (:mod:`collectives.calls`).
+    call : Call
+        The buffers, laid out.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad buffers, an unknown op or algorithm, or a bad parameter.
+    """
     op = check_op(op)
     transport = transport_for(comm)
     call = prepare(collective, sendbuf, recvbuf, transport.size)
@@ -124,7 +144,7 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
     prepared = calls.lookup(facts)
     if prepared is None:
         prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check,
-                                     params)
+                                    params)
         calls.remember(facts, prepared)
     else:
         call = prepared.call(sendbuf, recvbuf)

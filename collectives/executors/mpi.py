@@ -326,7 +326,7 @@ class MpiTransport:
         MPI = _MPI
         self.guard.check_usable()
         self.runs["native"] += 1
-        if call.xp is np:
+        if call.xp is np and stream is None:
             send, recv = MPI.IN_PLACE if call.send is None else call.send, call.recv
             self._native(call.collective, send, recv, op)
             return

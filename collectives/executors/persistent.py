@@ -100,8 +100,9 @@ def _copies(work: np.ndarray, copies: tuple[tuple[slice, slice], ...]) -> Views:
 def _send_buffers(plan: Plan, work: np.ndarray, send: np.ndarray | None) -> list[list[Any]]:
     """Per step, the bytes each send reads: ranges of ``work``, except that the first step
     reads the input's ranges from ``send``, which the caller copied into ``work`` just
-    before (the same bytes; a peer reading a buffer just written, still in this core's
-    cache, took 3-4x as long: 2 ranks, 1 MiB AllGather).
+    before: the same bytes, but a peer reading memory just written, still in this core's
+    cache, took 1.5-4x as long (measured, 2 ranks on 2 cores, 1 MiB per rank: 158-432 us
+    from the fresh copy, 105 us from the send buffer).
     """
     whole = work.view(np.uint8)
     out = [[whole[span] for span, _, _ in step.sends] for step in plan.steps]
