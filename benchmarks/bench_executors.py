@@ -12,9 +12,13 @@ the least of ``--rounds`` rounds over the algorithms; with ``--per-call`` the le
 single calls each timed after a barrier (OSU's least latency), which a shared, loaded
 machine disturbs far less.
 
+``--persistent`` times every algorithm and ``native`` through its persistent handle
+(``collectives.allreduce_init`` etc.) instead of a call each time.
+
 ``--fixed-cost`` instead times one rank's 8-byte AllReduce (a single process, no mpirun):
 raw mpi4py ``Comm.Allreduce`` beside ``collectives.allreduce`` with ``native``, ``ring``
-and ``auto``: what a call costs in Python before any message moves.
+and ``auto``, and the handles of ``allreduce_init`` with ``native`` and ``ring``: what a
+call costs in Python before any message moves.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -57,21 +62,29 @@ def buffers(collective: str, nbytes: int, nranks: int) -> tuple[np.ndarray, np.n
     return np.ones(part, np.float32), np.empty(count, np.float32)
 
 
-def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,
-             budget_s: float, per_call: bool = False) -> float:
-    """Seconds per call on the slowest rank; iterations fill about ``budget_s``.
+def caller(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,
+           persistent: bool = False):
+    """A call with no arguments that runs the collective: ``collectives.allreduce(...)`` etc.
+    bound to its arguments, or with ``persistent`` the handle of ``allreduce_init(...)``."""
+    if persistent:
+        return getattr(collectives, f"{collective}_init")(send, recv, comm=comm,
+                                                          algorithm=algorithm)
+    return partial(getattr(collectives, collective), send, recv, comm=comm, algorithm=algorithm)
+
+
+def time_one(comm, run, budget_s: float, per_call: bool = False) -> float:
+    """Seconds per ``run()`` on the slowest rank; iterations fill about ``budget_s``.
 
     The mean over the iterations; with ``per_call``, each call is timed alone after a
     barrier and the least over the calls of the slowest rank's time counts (OSU's least
     latency): what a call costs when no other process takes the cores.
     """
     from mpi4py import MPI
-    function = getattr(collectives, collective)
     for _ in range(2):
-        function(send, recv, comm=comm, algorithm=algorithm)
+        run()
     comm.Barrier()
     start = time.perf_counter()
-    function(send, recv, comm=comm, algorithm=algorithm)
+    run()
     once = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
     iterations = max(3, min(1000 if not per_call else 100, int(budget_s / max(once, 1e-7))))
     if per_call:
@@ -79,7 +92,7 @@ def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.n
         for i in range(iterations):
             comm.Barrier()
             start = time.perf_counter()
-            function(send, recv, comm=comm, algorithm=algorithm)
+            run()
             times[i] = time.perf_counter() - start
         slowest = np.empty_like(times)
         comm.Allreduce(times, slowest, op=MPI.MAX)
@@ -87,17 +100,19 @@ def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.n
     comm.Barrier()
     start = time.perf_counter()
     for _ in range(iterations):
-        function(send, recv, comm=comm, algorithm=algorithm)
+        run()
     return comm.allreduce((time.perf_counter() - start) / iterations, op=MPI.MAX)
 
 
 def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: float,
             algorithms: tuple[str, ...] = ALGORITHMS, rounds: int = 3,
-            per_call: bool = False) -> list[dict]:
+            per_call: bool = False, persistent: bool = False) -> list[dict]:
     """Time every (collective, size, algorithm); rows as dicts.
 
     Each time is the least of ``rounds`` rounds that visit the algorithms in turn: on a
-    shared machine noise only adds time, and it hits every algorithm alike.
+    shared machine noise only adds time, and it hits every algorithm alike.  With
+    ``persistent`` every algorithm, ``native`` included, runs through its
+    ``<collective>_init`` handle.
     """
     rows = []
     p = comm.Get_size()
@@ -106,11 +121,15 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
             send, recv = buffers(collective, nbytes, p)
             real_bytes = (recv if collective != "reduce_scatter" else send).nbytes
             best = dict.fromkeys(algorithms, float("inf"))
+            runs = {algorithm: caller(comm, collective, algorithm, send, recv, persistent)
+                    for algorithm in algorithms}
             for _ in range(rounds):
-                for algorithm in algorithms:
-                    seconds = time_one(comm, collective, algorithm, send, recv, budget_s,
-                                       per_call)
-                    best[algorithm] = min(best[algorithm], seconds)
+                for algorithm, run in runs.items():
+                    best[algorithm] = min(best[algorithm],
+                                          time_one(comm, run, budget_s, per_call))
+            if persistent:
+                for run in runs.values():
+                    run.free()
             for algorithm, seconds in best.items():
                 busbw = real_bytes / seconds * BUS_FACTOR[collective](p) if seconds else 0.0
                 rows.append({"collective": collective, "bytes": real_bytes, "algorithm": algorithm,
@@ -157,6 +176,9 @@ def fixed_cost(calls: int = 20000, repeats: int = 7) -> dict[str, float]:
     for algorithm in ("native", "ring", "auto"):
         runs[f"allreduce {algorithm}"] = (
             lambda a=algorithm: collectives.allreduce(send, recv, comm=comm, algorithm=a))
+    for algorithm in ("native", "ring"):
+        runs[f"allreduce_init {algorithm}"] = collectives.allreduce_init(send, recv, comm=comm,
+                                                                        algorithm=algorithm)
     runs["auto.choose alone"] = lambda: collectives.auto.choose("allreduce", 8, 4, 4)
     out = {}
     for name, run in runs.items():
@@ -193,6 +215,8 @@ def main() -> None:
                         help="a tuning file (collsim tune): also time auto reading it")
     parser.add_argument("--per-call", action="store_true",
                         help="time calls one by one; the least counts (a shared machine)")
+    parser.add_argument("--persistent", action="store_true",
+                        help="run every algorithm and native through collectives.*_init handles")
     parser.add_argument("--fixed-cost", action="store_true",
                         help="time one rank's 8-byte AllReduce instead (no mpirun)")
     args = parser.parse_args()
@@ -210,7 +234,7 @@ def main() -> None:
         collectives.auto.use_tuning(args.tuning)
         algorithms = (*ALGORITHMS, "auto")
     rows = measure(comm, args.collectives, sizes(args.min_bytes, args.max_bytes, args.factor),
-                   args.budget, algorithms, args.rounds, args.per_call)
+                   args.budget, algorithms, args.rounds, args.per_call, args.persistent)
     if comm.Get_rank() == 0:
         render(rows, comm.Get_size())
         if args.json:

@@ -284,6 +284,9 @@ class Guard:
     orphans : list
         ``(requests, buffers)`` that could not be completed; their buffers are kept alive
         here (and out of the workspace cache) for as long as the process lives.
+    statuses : list of mpi4py.MPI.Status
+        Filled by each step's ``Waitall``, reused from step to step; :meth:`fail` reads
+        them.
     """
 
     def __init__(self, comm: Any, tag_ub: int) -> None:
@@ -292,7 +295,7 @@ class Guard:
         self.rank = comm.Get_rank()
         self.broken: str | None = None
         self.orphans: list[tuple[list[Any], tuple[Any, ...]]] = []
-        self._statuses: list[Any] = []
+        self.statuses: list[Any] = []
 
     def check_usable(self) -> None:
         """Raise :class:`CommunicatorBrokenError` if a collective failed here before."""
@@ -337,21 +340,46 @@ class Guard:
         CommunicatorBrokenError
             When MPI failed otherwise; the communicator is then broken.
         """
-        statuses = self._statuses
+        step = signed.steps[index]
+        problem = self.wait(mpi, requests, step.tags if step.check else ())
+        if problem is not None:
+            self.fail(mpi, requests, plan_step, signed, index, buffers, describe, problem or None)
+
+    def wait(self, mpi: Any, requests: list[Any], tags: tuple[int, ...]) -> Any:
+        """Wait for a step's requests (receives first) with statuses; compare ``tags``.
+
+        The fast half of :meth:`complete`, for walks that keep each step's tags: on a
+        problem the caller hands what it returns to :meth:`fail`.
+
+        Parameters
+        ----------
+        mpi : module
+            ``mpi4py.MPI``.
+        requests : list of mpi4py.MPI.Request
+            The step's receives, then its sends.
+        tags : tuple of int
+            The tag each receive must carry; empty at steps whose tags are not checked.
+
+        Returns
+        -------
+        None, mpi4py.MPI.Exception or False
+            None when every request completed and every tag matched; else what MPI
+            raised, or False for a tag that did not match.
+        """
+        statuses = self.statuses
         try:
             mpi.Request.Waitall(requests, statuses)
         except mpi.Exception as error:
-            self._fail(mpi, requests, plan_step, signed, index, buffers, describe, error)
-        step = signed.steps[index]
-        if step.check:
-            for status, tag in zip(statuses, step.tags):
-                if status.tag != tag:
-                    self._fail(mpi, requests, plan_step, signed, index, buffers, describe, None)
+            return error
+        for status, tag in zip(statuses, tags):
+            if status.tag != tag:
+                return False
+        return None
 
-    def _fail(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
+    def fail(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
               index: int, buffers: tuple[Any, ...], describe: Callable[[int], str],
               error: Any) -> None:
-        """Clean up (:meth:`settle`) and raise, saying what arrived where possible.
+        """Clean up after a failed step (:meth:`settle`) and raise, saying what arrived.
 
         Parameters
         ----------
@@ -369,7 +397,7 @@ class Guard:
         """
         step = signed.steps[index]
         peers = tuple(peer for _, _, peer, _ in plan_step.recvs)
-        problems = self._problems(mpi, self._statuses, peers, step) if step.check else []
+        problems = self._problems(mpi, self.statuses, peers, step) if step.check else []
         if not problems and error is not None and error.Get_error_class() in (
                 mpi.ERR_TRUNCATE, mpi.ERR_IN_STATUS):
             problems = [f"a message from rank {' or '.join(map(str, sorted(set(peers))))} "
