@@ -2,10 +2,12 @@
 
 Run ``python benchmarks/bench_executors.py`` (it relaunches itself under ``mpirun -n 4``)
 or ``mpirun -n 4 python benchmarks/bench_executors.py``.  For each collective and size it
-times every algorithm and ``native`` in the same run and prints, as nccl-tests does, the
-native busbw and each algorithm's busbw as a ratio to native (above 1: faster than MPI's
-own), the best of ours, and with ``--tuning FILE`` (written by ``collsim tune``) ``auto``
-reading that table.  busbw = algbw x 2(p-1)/p for AllReduce and x (p-1)/p for
+times, in the same run, MPI's own collective called directly through mpi4py (``MPI``:
+``Comm.Allreduce``, ``Reduce_scatter_block``, ``Allgather``, the baseline), every algorithm
+and ``native`` (MPI's collective through our API, after its hellos: see
+:mod:`collectives.executors.hello`), and prints, as nccl-tests does, MPI's busbw and each
+one's busbw as a ratio to it (above 1: faster than MPI's own), the best of our schedules,
+and with ``--tuning FILE`` (written by ``collsim tune``) ``auto`` reading that table.  busbw = algbw x 2(p-1)/p for AllReduce and x (p-1)/p for
 ReduceScatter and AllGather (nccl-tests' PERFORMANCE.md), with algbw = bytes of the full
 vector / time.  Time is the slowest rank's mean over the iterations, after warm-up calls,
 the least of ``--rounds`` rounds over the algorithms; with ``--per-call`` the least over
@@ -36,7 +38,9 @@ import collectives
 from collsim.launch import in_mpi_job, run_mpi
 
 OURS = collectives.ALGORITHMS
-ALGORITHMS = (*OURS, "native")
+#: MPI's own collective called directly through mpi4py: the baseline of every ratio
+MPI_OWN = "MPI"
+ALGORITHMS = (*OURS, "native", MPI_OWN)
 BUS_FACTOR = {"allreduce": lambda p: 2 * (p - 1) / p, "reduce_scatter": lambda p: (p - 1) / p,
               "allgather": lambda p: (p - 1) / p}
 
@@ -65,7 +69,15 @@ def buffers(collective: str, nbytes: int, nranks: int) -> tuple[np.ndarray, np.n
 def caller(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,
            persistent: bool = False):
     """A call with no arguments that runs the collective: ``collectives.allreduce(...)`` etc.
-    bound to its arguments, or with ``persistent`` the handle of ``allreduce_init(...)``."""
+    bound to its arguments, or with ``persistent`` the handle of ``allreduce_init(...)``;
+    for :data:`MPI_OWN` mpi4py's own call on ``comm``."""
+    if algorithm == MPI_OWN:
+        from mpi4py import MPI
+        if collective == "allreduce":
+            return partial(comm.Allreduce, send, recv, MPI.SUM)
+        if collective == "reduce_scatter":
+            return partial(comm.Reduce_scatter_block, send, recv, MPI.SUM)
+        return partial(comm.Allgather, send, recv)
     if persistent:
         return getattr(collectives, f"{collective}_init")(send, recv, comm=comm,
                                                           algorithm=algorithm)
@@ -128,8 +140,9 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
                     best[algorithm] = min(best[algorithm],
                                           time_one(comm, run, budget_s, per_call))
             if persistent:
-                for run in runs.values():
-                    run.free()
+                for algorithm, run in runs.items():
+                    if algorithm != MPI_OWN:
+                        run.free()
             for algorithm, seconds in best.items():
                 busbw = real_bytes / seconds * BUS_FACTOR[collective](p) if seconds else 0.0
                 rows.append({"collective": collective, "bytes": real_bytes, "algorithm": algorithm,
@@ -138,26 +151,27 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
 
 
 def render(rows: list[dict], nranks: int) -> None:
-    """Print one rich table per collective: native busbw, each algorithm's ratio, the best
-    of ours and ``auto`` (when measured)."""
+    """Print one rich table per collective: MPI's own busbw, and as ratios to it each
+    algorithm's, the best of ours, ``native`` through our API and ``auto`` (when measured)."""
     from rich.console import Console
     from rich.table import Table
-    console = Console(width=140)
-    extra = ("auto",) if any(row["algorithm"] == "auto" for row in rows) else ()
+    console = Console(width=150)
+    extra = ("native", "auto") if any(row["algorithm"] == "auto" for row in rows) else ("native",)
     for collective in dict.fromkeys(row["collective"] for row in rows):
-        table = Table(title=f"{collective}, {nranks} ranks, float32: busbw ratio to native")
+        table = Table(title=f"{collective}, {nranks} ranks, float32: busbw ratio to MPI's own "
+                            "(mpi4py called directly)")
         table.add_column("size", justify="right")
-        table.add_column("native time (us)", justify="right")
-        table.add_column("native busbw (GB/s)", justify="right")
+        table.add_column("MPI time (us)", justify="right")
+        table.add_column("MPI busbw (GB/s)", justify="right")
         for algorithm in (*OURS, "best", *extra):
             table.add_column(algorithm, justify="right")
         mine = [row for row in rows if row["collective"] == collective]
         for nbytes in dict.fromkeys(row["bytes"] for row in mine):
             at = {row["algorithm"]: row for row in mine if row["bytes"] == nbytes}
-            native = at["native"]["time_us"]
-            ratios = [native / at[a]["time_us"] for a in OURS]
-            shown = [*ratios, max(ratios), *(native / at[a]["time_us"] for a in extra)]
-            table.add_row(_size(nbytes), f"{native:.1f}", f"{at['native']['busbw_GBps']:.3f}",
+            own = at[MPI_OWN]["time_us"]
+            ratios = [own / at[a]["time_us"] for a in OURS]
+            shown = [*ratios, max(ratios), *(own / at[a]["time_us"] for a in extra)]
+            table.add_row(_size(nbytes), f"{own:.1f}", f"{at[MPI_OWN]['busbw_GBps']:.3f}",
                           *(f"{ratio:.2f}" for ratio in shown))
         console.print(table)
 
