@@ -2,19 +2,25 @@
 
 Run ``python benchmarks/bench_executors.py`` (it relaunches itself under ``mpirun -n 4``)
 or ``mpirun -n 4 python benchmarks/bench_executors.py``.  For each collective and size it
-times every algorithm and ``native`` in the same run and prints, as nccl-tests does, the
-native busbw and each algorithm's busbw as a ratio to native (above 1: faster than MPI's
-own), the best of ours, and with ``--tuning FILE`` (written by ``collsim tune``) ``auto``
-reading that table.  busbw = algbw x 2(p-1)/p for AllReduce and x (p-1)/p for
+times, in the same run, MPI's own collective called directly through mpi4py (``MPI``:
+``Comm.Allreduce``, ``Reduce_scatter_block``, ``Allgather``, the baseline), every algorithm
+and ``native`` (MPI's collective through our API, after its hellos: see
+:mod:`collectives.executors.hello`), and prints, as nccl-tests does, MPI's busbw and each
+one's busbw as a ratio to it (above 1: faster than MPI's own), the best of our schedules,
+and with ``--tuning FILE`` (written by ``collsim tune``) ``auto`` reading that table.  busbw = algbw x 2(p-1)/p for AllReduce and x (p-1)/p for
 ReduceScatter and AllGather (nccl-tests' PERFORMANCE.md), with algbw = bytes of the full
 vector / time.  Time is the slowest rank's mean over the iterations, after warm-up calls,
 the least of ``--rounds`` rounds over the algorithms; with ``--per-call`` the least over
 single calls each timed after a barrier (OSU's least latency), which a shared, loaded
 machine disturbs far less.
 
+``--persistent`` times every algorithm and ``native`` through its persistent handle
+(``collectives.allreduce_init`` etc.) instead of a call each time.
+
 ``--fixed-cost`` instead times one rank's 8-byte AllReduce (a single process, no mpirun):
 raw mpi4py ``Comm.Allreduce`` beside ``collectives.allreduce`` with ``native``, ``ring``
-and ``auto``: what a call costs in Python before any message moves.
+and ``auto``, and the handles of ``allreduce_init`` with ``native`` and ``ring``: what a
+call costs in Python before any message moves.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +38,9 @@ import collectives
 from collsim.launch import in_mpi_job, run_mpi
 
 OURS = collectives.ALGORITHMS
-ALGORITHMS = (*OURS, "native")
+#: MPI's own collective called directly through mpi4py: the baseline of every ratio
+MPI_OWN = "MPI"
+ALGORITHMS = (*OURS, "native", MPI_OWN)
 BUS_FACTOR = {"allreduce": lambda p: 2 * (p - 1) / p, "reduce_scatter": lambda p: (p - 1) / p,
               "allgather": lambda p: (p - 1) / p}
 
@@ -57,21 +66,37 @@ def buffers(collective: str, nbytes: int, nranks: int) -> tuple[np.ndarray, np.n
     return np.ones(part, np.float32), np.empty(count, np.float32)
 
 
-def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,
-             budget_s: float, per_call: bool = False) -> float:
-    """Seconds per call on the slowest rank; iterations fill about ``budget_s``.
+def caller(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,
+           persistent: bool = False):
+    """A call with no arguments that runs the collective: ``collectives.allreduce(...)`` etc.
+    bound to its arguments, or with ``persistent`` the handle of ``allreduce_init(...)``;
+    for :data:`MPI_OWN` mpi4py's own call on ``comm``."""
+    if algorithm == MPI_OWN:
+        from mpi4py import MPI
+        if collective == "allreduce":
+            return partial(comm.Allreduce, send, recv, MPI.SUM)
+        if collective == "reduce_scatter":
+            return partial(comm.Reduce_scatter_block, send, recv, MPI.SUM)
+        return partial(comm.Allgather, send, recv)
+    if persistent:
+        return getattr(collectives, f"{collective}_init")(send, recv, comm=comm,
+                                                          algorithm=algorithm)
+    return partial(getattr(collectives, collective), send, recv, comm=comm, algorithm=algorithm)
+
+
+def time_one(comm, run, budget_s: float, per_call: bool = False) -> float:
+    """Seconds per ``run()`` on the slowest rank; iterations fill about ``budget_s``.
 
     The mean over the iterations; with ``per_call``, each call is timed alone after a
     barrier and the least over the calls of the slowest rank's time counts (OSU's least
     latency): what a call costs when no other process takes the cores.
     """
     from mpi4py import MPI
-    function = getattr(collectives, collective)
     for _ in range(2):
-        function(send, recv, comm=comm, algorithm=algorithm)
+        run()
     comm.Barrier()
     start = time.perf_counter()
-    function(send, recv, comm=comm, algorithm=algorithm)
+    run()
     once = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
     iterations = max(3, min(1000 if not per_call else 100, int(budget_s / max(once, 1e-7))))
     if per_call:
@@ -79,7 +104,7 @@ def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.n
         for i in range(iterations):
             comm.Barrier()
             start = time.perf_counter()
-            function(send, recv, comm=comm, algorithm=algorithm)
+            run()
             times[i] = time.perf_counter() - start
         slowest = np.empty_like(times)
         comm.Allreduce(times, slowest, op=MPI.MAX)
@@ -87,17 +112,19 @@ def time_one(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.n
     comm.Barrier()
     start = time.perf_counter()
     for _ in range(iterations):
-        function(send, recv, comm=comm, algorithm=algorithm)
+        run()
     return comm.allreduce((time.perf_counter() - start) / iterations, op=MPI.MAX)
 
 
 def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: float,
             algorithms: tuple[str, ...] = ALGORITHMS, rounds: int = 3,
-            per_call: bool = False) -> list[dict]:
+            per_call: bool = False, persistent: bool = False) -> list[dict]:
     """Time every (collective, size, algorithm); rows as dicts.
 
     Each time is the least of ``rounds`` rounds that visit the algorithms in turn: on a
-    shared machine noise only adds time, and it hits every algorithm alike.
+    shared machine noise only adds time, and it hits every algorithm alike.  With
+    ``persistent`` every algorithm, ``native`` included, runs through its
+    ``<collective>_init`` handle.
     """
     rows = []
     p = comm.Get_size()
@@ -106,11 +133,16 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
             send, recv = buffers(collective, nbytes, p)
             real_bytes = (recv if collective != "reduce_scatter" else send).nbytes
             best = dict.fromkeys(algorithms, float("inf"))
+            runs = {algorithm: caller(comm, collective, algorithm, send, recv, persistent)
+                    for algorithm in algorithms}
             for _ in range(rounds):
-                for algorithm in algorithms:
-                    seconds = time_one(comm, collective, algorithm, send, recv, budget_s,
-                                       per_call)
-                    best[algorithm] = min(best[algorithm], seconds)
+                for algorithm, run in runs.items():
+                    best[algorithm] = min(best[algorithm],
+                                          time_one(comm, run, budget_s, per_call))
+            if persistent:
+                for algorithm, run in runs.items():
+                    if algorithm != MPI_OWN:
+                        run.free()
             for algorithm, seconds in best.items():
                 busbw = real_bytes / seconds * BUS_FACTOR[collective](p) if seconds else 0.0
                 rows.append({"collective": collective, "bytes": real_bytes, "algorithm": algorithm,
@@ -119,26 +151,27 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
 
 
 def render(rows: list[dict], nranks: int) -> None:
-    """Print one rich table per collective: native busbw, each algorithm's ratio, the best
-    of ours and ``auto`` (when measured)."""
+    """Print one rich table per collective: MPI's own busbw, and as ratios to it each
+    algorithm's, the best of ours, ``native`` through our API and ``auto`` (when measured)."""
     from rich.console import Console
     from rich.table import Table
-    console = Console(width=140)
-    extra = ("auto",) if any(row["algorithm"] == "auto" for row in rows) else ()
+    console = Console(width=150)
+    extra = ("native", "auto") if any(row["algorithm"] == "auto" for row in rows) else ("native",)
     for collective in dict.fromkeys(row["collective"] for row in rows):
-        table = Table(title=f"{collective}, {nranks} ranks, float32: busbw ratio to native")
+        table = Table(title=f"{collective}, {nranks} ranks, float32: busbw ratio to MPI's own "
+                            "(mpi4py called directly)")
         table.add_column("size", justify="right")
-        table.add_column("native time (us)", justify="right")
-        table.add_column("native busbw (GB/s)", justify="right")
+        table.add_column("MPI time (us)", justify="right")
+        table.add_column("MPI busbw (GB/s)", justify="right")
         for algorithm in (*OURS, "best", *extra):
             table.add_column(algorithm, justify="right")
         mine = [row for row in rows if row["collective"] == collective]
         for nbytes in dict.fromkeys(row["bytes"] for row in mine):
             at = {row["algorithm"]: row for row in mine if row["bytes"] == nbytes}
-            native = at["native"]["time_us"]
-            ratios = [native / at[a]["time_us"] for a in OURS]
-            shown = [*ratios, max(ratios), *(native / at[a]["time_us"] for a in extra)]
-            table.add_row(_size(nbytes), f"{native:.1f}", f"{at['native']['busbw_GBps']:.3f}",
+            own = at[MPI_OWN]["time_us"]
+            ratios = [own / at[a]["time_us"] for a in OURS]
+            shown = [*ratios, max(ratios), *(own / at[a]["time_us"] for a in extra)]
+            table.add_row(_size(nbytes), f"{own:.1f}", f"{at[MPI_OWN]['busbw_GBps']:.3f}",
                           *(f"{ratio:.2f}" for ratio in shown))
         console.print(table)
 
@@ -157,6 +190,9 @@ def fixed_cost(calls: int = 20000, repeats: int = 7) -> dict[str, float]:
     for algorithm in ("native", "ring", "auto"):
         runs[f"allreduce {algorithm}"] = (
             lambda a=algorithm: collectives.allreduce(send, recv, comm=comm, algorithm=a))
+    for algorithm in ("native", "ring"):
+        runs[f"allreduce_init {algorithm}"] = collectives.allreduce_init(send, recv, comm=comm,
+                                                                        algorithm=algorithm)
     runs["auto.choose alone"] = lambda: collectives.auto.choose("allreduce", 8, 4, 4)
     out = {}
     for name, run in runs.items():
@@ -193,6 +229,8 @@ def main() -> None:
                         help="a tuning file (collsim tune): also time auto reading it")
     parser.add_argument("--per-call", action="store_true",
                         help="time calls one by one; the least counts (a shared machine)")
+    parser.add_argument("--persistent", action="store_true",
+                        help="run every algorithm and native through collectives.*_init handles")
     parser.add_argument("--fixed-cost", action="store_true",
                         help="time one rank's 8-byte AllReduce instead (no mpirun)")
     args = parser.parse_args()
@@ -210,7 +248,7 @@ def main() -> None:
         collectives.auto.use_tuning(args.tuning)
         algorithms = (*ALGORITHMS, "auto")
     rows = measure(comm, args.collectives, sizes(args.min_bytes, args.max_bytes, args.factor),
-                   args.budget, algorithms, args.rounds, args.per_call)
+                   args.budget, algorithms, args.rounds, args.per_call, args.persistent)
     if comm.Get_rank() == 0:
         render(rows, comm.Get_size())
         if args.json:

@@ -6,7 +6,9 @@ Every curve in ``benchmarks/data/nccl-tests/`` (each CSV names its source, hardw
 version and the algorithm NCCL ran) is predicted on the DGX preset of its GPU and node
 count with the algorithm NCCL ran (:mod:`simulator.fidelity`), and scored over the sizes
 where NCCL ran what the model has: geomean error (``exp(mean |log(predicted /
-measured)|) - 1``), the same below 1 MiB and from 64 MiB on, and the worst size.  ``--plot`` draws bus
+measured)|) - 1``), the same below 1 MiB and from 64 MiB on, and the worst size; then,
+for curves of the same machine kind, their time ratio at the sizes both compare (what one
+set of figures per machine kind cannot reconcile).  ``--plot`` draws bus
 bandwidth per size, the predicted line over the measured points (hollow: not compared).
 Multi-node curves are simulated with a channel per NIC; the 1024-GPU curve takes a few
 minutes of the run (every size of it is simulated).
@@ -21,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from simulator.busbw import bandwidths
-from simulator.fidelity import DATA_DIR, Curve, predict, read_curves, score
+from simulator.fidelity import DATA_DIR, Curve, disagreements, predict, read_curves, score
 
 
 def _size(nbytes: int) -> str:
@@ -129,6 +131,12 @@ def main() -> None:
     console.print()
     for note in notes:
         console.print(note)
+    console.print()
+    for pair in disagreements([curve for curve, _ in results]):
+        console.print(f"same machine kind, {pair.second} / {pair.first} at the sizes both "
+                      f"compare: " + ", ".join(f"{_size(n)} {r:.2f}"
+                                               for n, r in zip(pair.nbytes, pair.ratios))
+                      + f" (up to {pair.spread:.0%} apart)")
     if args.plot:
         _plot(results, args.plot)
         console.print(f"plot: {args.plot}")

@@ -12,13 +12,15 @@ from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
 from .executors.check import ArgumentMismatchError
 from .executors.guard import CommunicatorBrokenError
 from .executors.nccl import NcclComm
+from .handles import PersistentCollective, allgather_init, allreduce_init, reduce_scatter_init
 from .verify import verify
 
 __all__ = [
     "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "COMPOSED", "CollectivesError",
     "CommunicatorBrokenError", "IN_PLACE", "abort_on_error", "close", "release",
     "workspace_bytes",
-    "NcclComm", "allgather", "allreduce", "reduce_scatter", "Copy", "DeadlockError", "Recv",
+    "NcclComm", "allgather", "allreduce", "reduce_scatter", "allgather_init",
+    "allreduce_init", "reduce_scatter_init", "PersistentCollective", "Copy", "DeadlockError", "Recv",
     "Schedule", "ScheduleError", "Send", "Step", "algorithm_params", "build_schedule",
     "interpret", "verify",
 ]

@@ -20,9 +20,11 @@ One signature for all three, in the manner of mpi4py and CuPy::
   ``channels=C`` for every algorithm, bounded by ``COLLSIM_MIN_NCHANNELS`` and
   ``COLLSIM_MAX_NCHANNELS`` (:mod:`collectives.nchannels`).
 * Ranks that disagree raise :class:`ArgumentMismatchError` by default: every message's
-  tag carries the call's signature (:mod:`collectives.executors.guard`).  ``check=True``
-  (or ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count, dtype, op,
-  algorithm and params first (also for ``native``), so every rank names the difference.
+  tag carries the call's signature (:mod:`collectives.executors.guard`), and ``native``
+  over MPI first exchanges signed hellos (:mod:`collectives.executors.hello`), so a rank
+  in MPI's collective beside ranks in a schedule raises too.  ``check=True`` (or
+  ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count, dtype, op, algorithm
+  and params first, so every rank names the difference.
 * ``stream`` (CuPy buffers) is the CUDA stream to work on, the current one by default.
   The call returns with the work enqueued on it, as NCCL and CuPy do.
 
@@ -32,11 +34,13 @@ Importing this module imports neither mpi4py nor CuPy.
 from __future__ import annotations
 
 import os
-from contextlib import nullcontext
 from reprlib import repr as brief
 from typing import Any
 
-from . import auto
+import numpy as np
+
+from . import auto, calls
+from .calls import Prepared
 from .build import ALGORITHMS, COMPOSED
 from .nchannels import clamp_channels
 from .executors import transport_for
@@ -92,9 +96,30 @@ def _working_buffer(call: Call, plan_input: slice, stream: Any) -> Any:
     return call.recv
 
 
-def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
-                algorithm: str, check: bool | None, stream: Any,
-                params: dict[str, Any]) -> Any:
+def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
+               algorithm: str, check: bool | None,
+               params: dict[str, Any]) -> tuple[Prepared, Call]:
+    """Check a call in full and decide what it runs; no communication happens here.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    sendbuf, recvbuf, comm, op, algorithm, check, params
+        As passed to :func:`allreduce` etc.
+
+    Returns
+    -------
+    prepared : Prepared
+        What was decided, to replay on buffers of the same kind (:mod:`collectives.calls`).
+    call : Call
+        The buffers, laid out.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad buffers, an unknown op or algorithm, or a bad parameter.
+    """
     op = check_op(op)
     transport = transport_for(comm)
     call = prepare(collective, sendbuf, recvbuf, transport.size)
@@ -108,22 +133,47 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
     if plan is not None and collective == "reduce_scatter":
         block = plan.output
         assert block.stop - block.start == call.part, "layout.block must cut equal blocks"
-    if check_enabled(check):
-        agree(signature(collective, call.count, call.dtype.name, op, algorithm, params),
-              transport.allgather_object)
-    if call.xp.__name__ == "cupy" and stream is None:
+    agreed = (signature(collective, call.count, call.dtype.name, op, algorithm, params)
+              if check_enabled(check) else None)
+    return Prepared(comm, transport, collective, op, algorithm, call.dtype, call.count,
+                    call.part, call.send is None, plan, agreed), call
+
+
+def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
+                algorithm: str, check: bool | None, stream: Any,
+                params: dict[str, Any]) -> Any:
+    facts = calls.key(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream, params)
+    prepared = calls.lookup(facts)
+    if prepared is None:
+        prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check,
+                                    params)
+        calls.remember(facts, prepared)
+    else:
+        call = prepared.call(sendbuf, recvbuf)
+    transport, plan = prepared.transport, prepared.plan
+    if prepared.signature is not None:
+        agree(prepared.signature, transport.allgather_object)
+    if call.xp is not np and stream is None:
         stream = call.xp.cuda.get_current_stream()
-    if native:
-        transport.native(call, op, stream)
-        return call.result
-    with nullcontext() if stream is None else stream:
-        work = _working_buffer(call, plan.input, stream)
-        transport.run(plan, call, work, op, stream)
-        if collective == "reduce_scatter" and work is not call.recv:
-            call.recv[...] = work[plan.output]
-        elif collective == "reduce_scatter" and plan.output.start:
-            call.recv[:call.part] = work[plan.output]
+    if plan is None:
+        transport.native(call, prepared.op, stream)
+    elif stream is None:
+        _run_plan(transport, plan, call, prepared.op, None)
+    else:
+        with stream:
+            _run_plan(transport, plan, call, prepared.op, stream)
     return call.result
+
+
+def _run_plan(transport: Any, plan: Any, call: Call, op: str, stream: Any) -> None:
+    """Lay the input into the working buffer, walk the plan, and take the output from it."""
+    work = _working_buffer(call, plan.input, stream)
+    transport.run(plan, call, work, op, stream)
+    if call.collective == "reduce_scatter":
+        if work is not call.recv:
+            call.recv[...] = work[plan.output]
+        elif plan.output.start:
+            call.recv[:call.part] = work[plan.output]
 
 
 def allreduce(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = "sum",

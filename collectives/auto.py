@@ -12,7 +12,8 @@
 3. the static rule (:func:`static_choice`).
 
 A decision is cached per (collective, bytes, ranks, element size), so a repeated call costs
-a dictionary lookup; installing a table or a predictor clears the cache.
+a dictionary lookup; installing a table or a predictor clears the cache and advances
+:func:`epoch`, by which callers that keep decisions of their own know to drop them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any, Callable
 from .tuning import Tuning, load_tuning
 
 __all__ = ["TUNING_ENV", "TOPOLOGY_ENV", "STATIC_TREE_FROM", "Predictor", "use_tuning",
-           "use_predictor", "static_choice", "choose", "source"]
+           "use_predictor", "static_choice", "choose", "source", "epoch"]
 
 #: environment variable naming a tuning file for ``auto``
 TUNING_ENV = "COLLSIM_TUNING"
@@ -49,6 +50,23 @@ _tuning: Tuning | None = None
 _tuning_path: str | None = None
 _predictor: Predictor | None = None
 _decisions: dict[tuple[str, int, int, int], tuple[str, tuple[tuple[str, Any], ...]]] = {}
+#: advanced whenever the decisions are forgotten (see :func:`epoch`)
+_epoch = 0
+
+
+def _forget() -> None:
+    global _epoch
+    _decisions.clear()
+    _epoch += 1
+
+
+def epoch() -> int:
+    """Return a number that changes whenever ``auto``'s earlier decisions may no longer hold.
+
+    It advances when a table or a predictor is installed and when ``COLLSIM_TUNING`` names
+    another file; a decision taken under one epoch is valid while :func:`epoch` returns it.
+    """
+    return _epoch
 
 
 def use_tuning(table: Tuning | str | Path | None) -> None:
@@ -71,7 +89,7 @@ def use_tuning(table: Tuning | str | Path | None) -> None:
         raise TypeError(f"table={type(table).__name__} is not allowed; pass a "
                         "collectives.tuning.Tuning, a tuning file path, or None")
     _tuning = load_tuning(table) if isinstance(table, (str, Path)) else table
-    _decisions.clear()
+    _forget()
 
 
 def use_predictor(predictor: Predictor | None) -> None:
@@ -93,7 +111,7 @@ def use_predictor(predictor: Predictor | None) -> None:
         raise TypeError(f"predictor={type(predictor).__name__} is not allowed; pass a "
                         "callable or None")
     _predictor = predictor
-    _decisions.clear()
+    _forget()
 
 
 def _table() -> Tuning | None:
@@ -103,7 +121,7 @@ def _table() -> Tuning | None:
     path = os.environ.get(TUNING_ENV, "").strip() or None
     if path != _tuning_path:
         _tuning_path, _tuning = path, (load_tuning(path) if path else None)
-        _decisions.clear()
+        _forget()
     return _tuning
 
 

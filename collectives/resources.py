@@ -2,7 +2,8 @@
 
 * :func:`release` drops the cached workspace (scratch, staging areas; at most
   ``COLLSIM_WORKSPACE_BYTES``, 64 MiB by default, are kept between calls), the cached
-  plans and the persistent requests bound to them, so their memory returns once no call is running.
+  plans, the checked calls that refer to them (:mod:`collectives.calls`) and the
+  persistent requests bound to them, so their memory returns once no call is running.
 * :func:`close` frees the private duplicate kept for an MPI communicator; ``comm.Free()``
   does it too.  :meth:`NcclComm.close` destroys an NCCL communicator.
 * :func:`abort_on_error` turns off (or on) the hooks that abort the whole job when a rank
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
+from .calls import release_calls
 from .executors.abort import abort_on_error
 from .executors.buffers import release_workspace, workspace_bytes
 from .executors.guard import release_signed
@@ -33,6 +35,7 @@ def release() -> None:
     >>> collectives.workspace_bytes()
     0
     """
+    release_calls()
     release_bindings()
     release_workspace()
     release_plans()

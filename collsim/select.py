@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sweep(parser, 1, 8 << 30, stepfactor=None)
     parser.add_argument("--algorithms", nargs="+", default=None, choices=(*ALGORITHMS, *COMPOSED),
                         metavar="ALGO", help="restrict the candidates, as NCCL_ALGO does "
-                        "(default: all; hier needs several nodes and --method simulate)")
+                        "(default: all; hier needs several nodes)")
     parser.add_argument("--method", choices=METHODS, default="auto",
                         help="simulate, closed_form, or auto (simulate up to 8 ranks)")
     parser.add_argument("--nccl-csv", type=Path, metavar="CSV",

@@ -8,7 +8,10 @@ ends have posted it (the semantics of :mod:`collectives.progress` and of
 bytes per element; ``B = ceil(n / (p ds)) ds`` is the largest block.
 
 Each form describes the schedule that :func:`collectives.build_schedule` generates, so
-that :func:`simulator.simulate` on :func:`topology.flat` reproduces it:
+that :func:`simulator.simulate` on :func:`topology.flat` reproduces it.  rhd and the tree
+read the network through ``hops`` (:class:`UniformHops` here: every pair costs ``a`` and
+``b``), which :mod:`simulator.machine_forms` replaces with a machine's routes and shared
+links.  On the uniform model:
 
 * ring and pipeline: exact when the blocks and segments divide evenly; otherwise every
   block or segment is charged as the largest one (an upper bound that is tight to one
@@ -43,6 +46,27 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+class UniformHops:
+    """Every ordered pair of ranks costs ``a`` seconds plus ``b`` seconds per byte.
+
+    The forms read a network through ``pairs``; :mod:`simulator.machine_forms` gives them
+    one whose figures differ from pair to pair (a machine's routes and shared links).
+    """
+
+    uniform = True
+
+    def __init__(self, a: float, b: float) -> None:
+        self.a, self.b = a, b
+
+    def pairs(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Latency (s) and seconds per byte of each message ``src[i] -> dst[i]``."""
+        return np.full(len(src), self.a), np.full(len(src), self.b)
+
+    def during(self, src: np.ndarray, dst: np.ndarray) -> UniformHops:
+        """The figures while only the messages ``src[i] -> dst[i]`` are in flight: these."""
+        return self
+
+
 def _ring(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float) -> float:
     """Ring (Thakur, Rabenseifner & Gropp 2005, section 4.1; Patarasuk & Yuan 2009).
 
@@ -69,7 +93,13 @@ def _starts(count: int, parts: int) -> np.ndarray:
     return index * size + np.minimum(index, extra)
 
 
-def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float) -> float:
+def _pieced(size: Any, piece: int | None) -> Any:
+    """``size`` bytes reduced as pieces of at most ``piece`` bytes side by side."""
+    return size if piece is None else np.minimum(size, piece)
+
+
+def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float,
+         hops: Any = None, piece: int | None = None) -> float:
     """Recursive halving-doubling (Rabenseifner; Thakur, Rabenseifner & Gropp 2005, 4.3).
 
     For ``p = p' = 2**k`` and ``n`` divisible by ``p ds``::
@@ -86,16 +116,21 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
 
     The value is the exact critical path of that schedule for any ``p`` and count: with
     ``T[i]`` the time core rank ``i`` is ready (after its fold-in, if paired), step ``m``
-    of the core sets ``T[i] = max(T[i], T[i^m]) + a + max(give_i b, keep_i (b + g'))``
+    of the core sets ``T[i] = max(T[i], T[i^m]) + max(a + give_i b, a + keep_i (b + g'))``
     (``g' = g`` in the halving phase, 0 in doubling), where ``give_i``/``keep_i`` are the
     bytes of the windows rank ``i`` sends and receives; the result is the largest ``T[i]``
-    plus the fold-out of paired ranks.
+    plus the fold-out of paired ranks.  ``piece`` (bytes) bounds what one reduction
+    handles: a message made of several pieces of the buffer is several receives, reduced
+    side by side (channels of a ReduceScatter).  ``hops`` (default :class:`UniformHops` of ``a``
+    and ``b``) may give every ordered pair its own latency and seconds per byte: the walk
+    charges each message its own pair's (exact on any contention-free network).
     """
     core = 1 << (p.bit_length() - 1)
-    if core == p and count % p == 0:  # the textbook form, exact here
+    if hops is None and piece is None and core == p and count % p == 0:  # textbook, exact
         lg, part = p.bit_length() - 1, (p - 1) * (count // p) * ds
         return {"reduce_scatter": lg * a + part * (b + g), "allgather": lg * a + part * b}.get(
             collective, 2 * lg * a + part * (2 * b + g))
+    hops = UniformHops(a, b) if hops is None else hops
     extra = p - core
     i = np.arange(core + 1)
     first = i + (i * extra + core - 1) // core  # collectives.algorithms.rhd._Fold.first
@@ -106,32 +141,43 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
         edges = starts[first]
     own = starts[first[:-1] + 1] - starts[first[:-1]]  # block of the first (extra) rank
     paired = first[1:] - first[:-1] == 2
+    survivor, lone = first[1:] - 1, first[:-1]  # the core rank's rank, its extra rank
     n = count * ds
     fold_in = {"allreduce": n, "reduce_scatter": n}.get(collective, own)
     fold_out = {"allreduce": n, "reduce_scatter": own}.get(collective, n - own)
     reduces = collective != "allgather"
-    ready = np.where(paired, a + np.broadcast_to(fold_in, (core,)) * (b + g * reduces), 0.0)
+    lat, spb = hops.pairs(lone, survivor)
+    whole = np.broadcast_to(fold_in, (core,))
+    ready = np.where(paired, lat + whole * spb + _pieced(whole, piece) * (g * reduces), 0.0)
     ranks = i[:-1]
+
+    def exchange(mask: int, sent: np.ndarray, received: np.ndarray, gamma: float) -> None:
+        nonlocal ready
+        peer = survivor[ranks ^ mask]
+        lat_s, spb_s = hops.pairs(survivor, peer)
+        lat_r, spb_r = hops.pairs(peer, survivor)
+        cost = np.maximum(lat_s + sent * spb_s,
+                          lat_r + received * spb_r + _pieced(received, piece) * gamma)
+        ready = np.maximum(ready, ready[ranks ^ mask]) + cost
+
     if collective != "allgather":
         mask = core // 2
         while mask:
             lo = ranks & ~(2 * mask - 1)
             keep = lo + (ranks & mask)
             give = lo + (~ranks & mask)
-            cost = a + np.maximum((edges[give + mask] - edges[give]) * b,
-                                  (edges[keep + mask] - edges[keep]) * (b + g))
-            ready = np.maximum(ready, ready[ranks ^ mask]) + cost
+            exchange(mask, edges[give + mask] - edges[give], edges[keep + mask] - edges[keep], g)
             mask //= 2
     if collective != "reduce_scatter":
         mask = 1
         while mask < core:
             mine = ranks & ~(mask - 1)
             theirs = mine ^ mask
-            cost = a + np.maximum(edges[mine + mask] - edges[mine],
-                                  edges[theirs + mask] - edges[theirs]) * b
-            ready = np.maximum(ready, ready[ranks ^ mask]) + cost
+            exchange(mask, edges[mine + mask] - edges[mine], edges[theirs + mask] - edges[theirs],
+                     0.0)
             mask *= 2
-    done = ready + np.where(paired, a + np.broadcast_to(fold_out, (core,)) * b, 0.0)
+    lat, spb = hops.pairs(survivor, lone)
+    done = ready + np.where(paired, lat + np.broadcast_to(fold_out, (core,)) * spb, 0.0)
     return float(done.max()) if p > 1 else 0.0
 
 
@@ -163,47 +209,60 @@ def _pipeline(collective: str, p: int, count: int, ds: int, a: float, b: float, 
 
 
 @functools.lru_cache(maxsize=64)
-def _tree_streams(p: int) -> tuple[frozenset, frozenset, frozenset]:
-    """Round offsets of the double binary tree's message streams on ``p`` ranks.
+def _tree_streams(p: int) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """The double binary tree's message streams on ``p`` ranks, as arrays.
 
     A stream is the ``S`` segments one ordered pair of ranks carries in one tree, in
     rounds ``offset .. offset + S - 1`` (:mod:`collectives.algorithms.tree`, spacing 2):
     up from a child at depth ``d``, child number ``c``, offset ``c - 2d`` (reduced at
-    the parent); down to it, offset ``d - 1`` (copied).  Returns the up offsets, the
-    down offsets, and for every ordered pair both trees use, its two offsets and
-    whether either stream is reduced.
+    the parent); down to it, offset ``d - 1`` (copied).  Returns the streams as
+    ``(offset, src, dst, reduced)`` arrays, and the ordered pairs both trees use as
+    ``(first offset, last offset, reduced by either, src, dst)`` arrays.
     """
     from collectives.algorithms.tree import tree_node
 
-    up, down, streams = set(), set(), {}
+    streams: dict[tuple[int, int], list[tuple[int, bool]]] = {}
     for tree in (0, 1):
         nodes = [tree_node(tree, p, r) for r in range(p)]
         for rank, node in enumerate(nodes):
             if node.parent < 0:
                 continue
             child = nodes[node.parent].children.index(rank)
-            up.add(child - 2 * node.depth)
-            down.add(node.depth - 1)
             streams.setdefault((rank, node.parent), []).append((child - 2 * node.depth, True))
             streams.setdefault((node.parent, rank), []).append((node.depth - 1, False))
-    shared = frozenset((min(o for o, _ in s), max(o for o, _ in s), any(r for _, r in s))
-                       for s in streams.values() if len(s) == 2)
-    return frozenset(up), frozenset(down), shared
+    single = [(o, src, dst, red) for (src, dst), s in streams.items() for o, red in s]
+    shared = [(min(o for o, _ in s), max(o for o, _ in s), any(r for _, r in s), src, dst)
+              for (src, dst), s in streams.items() if len(s) == 2]
+
+    def columns(rows: list[tuple], width: int) -> tuple[np.ndarray, ...]:
+        return tuple(np.array(c, dtype=np.int64) for c in zip(*rows)) if rows \
+            else tuple(np.zeros(0, dtype=np.int64) for _ in range(width))
+
+    return columns(single, 4), columns(shared, 5)
 
 
-def _tree_rounds(p: int, segments: int, a: float, sb: float, sg: float) -> float:
-    """Sum over the rounds of the double binary tree of each round's slowest message."""
-    up, down, shared = _tree_streams(p)
+def _tree_rounds(p: int, segments: int, s: int, g: float, hops: Any,
+                 piece: int | None = None) -> float:
+    """Sum over the rounds of the double binary tree of each round's slowest message.
+
+    ``s`` bytes per segment; ``hops`` gives every pair's latency and seconds per byte
+    with the messages of the round in flight (``hops.during``).
+    """
+    (offset, src, dst, red), (lo, hi, both_red, shared_src, shared_dst) = _tree_streams(p)
     last = segments - 1
-    single = [(o, o + last, sb + sg) for o in up] + [(o, o + last, sb) for o in down]
-    double = [(hi, lo + last, 2 * sb + sg * red) for lo, hi, red in shared if hi <= lo + last]
-    spans = single + double
-    edges = sorted({x for lo, hi, _ in spans for x in (lo, hi + 1)})
+    first, final = np.concatenate([offset, hi]), np.concatenate([offset, lo]) + last
+    pair_src, pair_dst = np.concatenate([src, shared_src]), np.concatenate([dst, shared_dst])
+    size = np.concatenate([np.full(len(src), s), np.full(len(shared_src), 2 * s)])
+    reduced = np.concatenate([red, both_red]) * (_pieced(s, piece) * g)
+    live = first <= final
+    edges = np.unique(np.concatenate([first[live], final[live] + 1]))
     total = 0.0
-    for lo, hi in zip(edges, edges[1:]):
-        costs = [c for first, final, c in spans if first <= lo and hi - 1 <= final]
-        if costs:
-            total += (hi - lo) * (a + max(costs))
+    for start, stop in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        active = live & (first <= start) & (final >= stop - 1)
+        if active.any():
+            x, y = pair_src[active], pair_dst[active]
+            lat, spb = hops.during(x, y).pairs(x, y)
+            total += (stop - start) * float((lat + size[active] * spb + reduced[active]).max())
     return total
 
 
@@ -267,7 +326,7 @@ def _tree_allgather_rounds(p: int, count: int, segments: int) -> tuple[tuple[np.
     return tuple(zip(np.split(src, cuts), np.split(dst, cuts), np.split(size, cuts)))
 
 
-def _tree_allgather(p: int, count: int, ds: int, a: float, b: float, segments: int) -> float:
+def _tree_allgather(p: int, count: int, ds: int, hops: Any, segments: int) -> float:
     """Critical path of the tree AllGather: a max-plus walk over its rounds.
 
     ``T[x]`` is when rank ``x``'s latest step ended (0 at the start).  A message of
@@ -290,14 +349,15 @@ def _tree_allgather(p: int, count: int, ds: int, a: float, b: float, segments: i
     """
     ready = np.zeros(p)
     for src, dst, size in _tree_allgather_rounds(p, count, segments):
-        end = np.maximum(ready[src], ready[dst]) + (a + size * (ds * b))
+        lat, spb = hops.during(src, dst).pairs(src, dst)
+        end = np.maximum(ready[src], ready[dst]) + (lat + size * (ds * spb))
         np.maximum.at(ready, src, end)
         np.maximum.at(ready, dst, end)
     return float(ready.max())
 
 
 def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float,
-          segments: int) -> float:
+          segments: int, hops: Any = None, piece: int | None = None) -> float:
     """Double binary tree, each tree carrying half the vector in ``S`` segments.
 
     ``D = ceil(lg p)`` is the depth of both trees, ``s`` the largest segment of a half in
@@ -332,9 +392,10 @@ def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: f
     if p == 1 or half == 0:
         return 0.0
     s = _ceil_div(half, segments) * ds
+    hops = UniformHops(a, b) if hops is None else hops
     if collective == "allgather":
-        return _tree_allgather(p, count, ds, a, b, segments)
-    return _tree_rounds(p, segments, a, s * b, s * g)
+        return _tree_allgather(p, count, ds, hops, segments)
+    return _tree_rounds(p, segments, s, g, hops, piece)
 
 
 _FORMS: dict[str, Form] = {"ring": _ring, "tree": _tree, "rhd": _rhd, "pipeline": _pipeline}

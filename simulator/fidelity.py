@@ -3,13 +3,16 @@
 A curve is one ``all_reduce_perf`` table (``benchmarks/data/nccl-tests/*.csv``) with its
 source, hardware, launch and the algorithm NCCL ran in ``#`` header lines.  Each is
 simulated on the DGX preset of its GPU and node count (one set of figures per machine
-kind, :mod:`topology.gpu_presets`) with the algorithm NCCL ran: the ring where the curve
-forced Ring (``NCCL_ALGO=Ring``; and the protocol where it forced one) or ran on one node
-(see :attr:`Curve.nccl_algorithms`), otherwise the best of NCCL's own algorithms (ring
-and double binary tree, each under its best protocol) by :func:`simulator.select`'s rule.  A curve launched with one process
-driving 8 GPUs (``-g 8``) is predicted with ``gpus_per_process=8``.  On several nodes
-every candidate runs one channel per NIC of a node over :func:`topology.channel_orders`,
-as NCCL's rings and trees use every NIC (:func:`channel_count`).
+kind, :mod:`topology.gpu_presets`) with the algorithm and protocol NCCL ran: what the
+curve forced (``NCCL_ALGO=Ring``, ``NCCL_PROTO``), the ring on one node (see
+:attr:`Curve.nccl_algorithms`), otherwise the faster of ring and double binary tree, each
+under the protocol NCCL's own cost model ranks first for it
+(:func:`simulator.nccl_tuner.nccl_choice`: NCCL runs what tuning.cc ranks first, not
+what is fastest on the machine; see :func:`predict`).  A curve launched with one
+process driving 8 GPUs (``-g 8``) is predicted with ``gpus_per_process=8``.  On several
+nodes every candidate runs one channel per NIC of a node over
+:func:`topology.channel_orders`, as NCCL's rings and trees use every NIC
+(:func:`channel_count`).
 
 Sizes are compared only where NCCL ran what the model has (:data:`RULES` says which
 and why): not where it reduced in the switch (NVLS), not where Tree on exactly two nodes
@@ -38,10 +41,12 @@ from topology.channels import nics_per_node
 from .channel_choice import schedule_params
 from .engine import simulate
 from .gpu import protocols as gpu_protocols
+from .nccl_tuner import nccl_choice
 from .selection import candidates
 
 __all__ = ["DATA_DIR", "RULES", "Curve", "Rule", "Score", "read_curve", "read_curves",
-           "machine", "predict", "score", "channel_count", "NCCL_ALGORITHMS"]
+           "machine", "predict", "score", "channel_count", "NCCL_ALGORITHMS", "Disagreement",
+           "disagreements"]
 
 #: the published curves in a checkout
 DATA_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "nccl-tests"
@@ -262,7 +267,7 @@ def machine(curve: Curve) -> Any:
 
 
 def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
-    """Predict the sizes of ``curve`` with the algorithm NCCL ran, channels as NCCL's.
+    """Predict the sizes of ``curve`` with what NCCL ran, channels as NCCL's.
 
     Parameters
     ----------
@@ -277,25 +282,32 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
 
     Notes
     -----
-    :func:`simulator.select`'s rule (the least predicted time over candidates and
-    protocols), simulated at each size of the curve rather than read from a table, and
-    over NCCL's algorithms only unless the curve forced one.  On several nodes every
-    candidate runs :func:`channel_count` channels over
-    :func:`topology.channel_orders` (:func:`simulator.channel_choice.schedule_params`),
-    as NCCL runs a channel per NIC; ``select``'s ``"auto"`` method is not used because
-    its closed forms (above 8 ranks) know no channels.
+    Each algorithm runs under the protocol NCCL's own model ranks first for it,
+    :func:`simulator.nccl_tuner.nccl_choice` (tuning.cc), among what the curve left (its
+    forced protocol): NCCL runs what its model ranks first, not what is fastest on the
+    machine (on 8x A100 it runs LL128 from 4 to 16 MiB, slower there than Simple).  The
+    algorithm is the one the curve forced, the ring on one node, and otherwise the
+    least simulated time of ring and tree, :func:`simulator.select`'s rule: the
+    simulator's tree is a double binary tree over all ranks, not NCCL's (chains inside
+    nodes, a tree across them), so NCCL's ranking of its own tree does not carry over
+    (taking NCCL's algorithm too, the 8-node H100 curves fall from 12% to 22%).  Each
+    size is simulated; on several nodes every candidate runs :func:`channel_count`
+    channels over :func:`topology.channel_orders`
+    (:func:`simulator.channel_choice.schedule_params`), as NCCL runs a channel per NIC.
     """
     target = machine(curve)
     channels = channel_count(target)
     tried = [(a, schedule_params(a, (*p, ("channels", channels)), target), _label(a, p))
              for a, p in candidates("allreduce") if a in curve.nccl_algorithms]
-    protocols = [k for k in gpu_protocols(target) if curve.protocol in (None, k)]
+    protocols = tuple(k for k in gpu_protocols(target) if curve.protocol in (None, k))
     out = []
     for n in curve.nbytes:
+        chosen = {a: nccl_choice(curve.gpu, n, curve.ranks, curve.nodes, (a,), protocols)[1]
+                  for a in curve.nccl_algorithms}
         seconds, label, k = min(
             (simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **params), target,
-                      trace=False, protocol=k).time_s, label, k)
-            for a, params, label in tried for k in protocols)
+                      trace=False, protocol=chosen[a]).time_s, label, chosen[a])
+            for a, params, label in tried)
         out.append((f"{label} x{channels}" if channels > 1 else label, k, seconds))
     return out
 
@@ -390,3 +402,61 @@ def score(curve: Curve, predicted_s: list[float]) -> Score:
 def _geomean(logs: list[float]) -> float | None:
     """``exp(mean |log|) - 1`` of log ratios; None for none."""
     return math.exp(sum(abs(e) for e in logs) / len(logs)) - 1 if logs else None
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Two curves of one machine kind (GPU, node count, what NCCL was told to run) at the
+    sizes both compare.
+
+    Attributes
+    ----------
+    first, second : str
+        The curves' names.
+    nbytes : tuple of int
+        The sizes both compare.
+    ratios : tuple of float
+        ``second``'s time over ``first``'s at each of them.
+    """
+
+    first: str
+    second: str
+    nbytes: tuple[int, ...]
+    ratios: tuple[float, ...]
+
+    @property
+    def spread(self) -> float:
+        """The largest ``|log ratio|`` as a fraction: 0.3 when one is 1.3x the other."""
+        return math.expm1(max(abs(math.log(r)) for r in self.ratios))
+
+
+def disagreements(curves: list[Curve]) -> list[Disagreement]:
+    """Every pair of curves on the same GPU and node count that forced the same algorithm
+    and protocol (or neither), at the sizes both compare.
+
+    A model with one set of figures per machine kind cannot be nearer to both curves of
+    a pair than half their spread; the benchmark prints these beside its scores.
+
+    Parameters
+    ----------
+    curves : list of Curve
+        The curves.
+
+    Returns
+    -------
+    list of Disagreement
+        One per pair with a size in common, in the order of ``curves``.
+    """
+    out = []
+    for i, a in enumerate(curves):
+        for b in curves[i + 1:]:
+            if (a.gpu, a.nodes, a.algorithm, a.protocol) != (b.gpu, b.nodes, b.algorithm,
+                                                              b.protocol):
+                continue
+            times_a = {n: t for n, t, k in zip(a.nbytes, a.time_s, a.compared) if k}
+            common = [(n, t / times_a[n]) for n, t, k in zip(b.nbytes, b.time_s, b.compared)
+                      if k and n in times_a]
+            if common:
+                out.append(Disagreement(a.name, b.name, tuple(n for n, _ in common),
+                                        tuple(r for _, r in common)))
+    return out

@@ -3,7 +3,7 @@
 A topology with a :class:`topology.GpuModel` (``topology.gpu``) is played, for a given
 protocol, on its *effective* topology: the same devices and routes, every link's
 bandwidth its line rate times the kind's achievable fraction times the protocol's
-fraction, every link's latency the kind's per-link latency under the protocol, and the
+fraction (on that kind), every link's latency the kind's per-link latency under the protocol, and the
 reduction cost one over the GPU's reduction throughput.  The fixed cost of the call
 (launch and protocol setup) delays every rank's start.
 
@@ -117,8 +117,9 @@ def gpu_terms(topology: Any, protocol: str | None = None) -> tuple[Any, float]:
 def _effective(topology: Topology, protocol: str) -> Topology:
     """The links of ``topology`` at what ``protocol`` reaches on them (cached)."""
     model = topology.gpu
-    fraction = model.protocol(protocol).bandwidth_fraction
-    figures = {f.kind: (f.latency(protocol), f.efficiency * fraction) for f in model.links}
+    chosen = model.protocol(protocol)
+    figures = {f.kind: (f.latency(protocol), f.efficiency * f.fraction(chosen))
+               for f in model.links}
     links = tuple(Link(link.src, link.dst, figures[link.kind][0],
                        link.bandwidth_Bps * figures[link.kind][1], link.kind)
                   for link in topology.links)

@@ -12,7 +12,7 @@ The table
 * Candidates: :func:`candidates`, ring, recursive halving-doubling, and the double binary
   tree and chunked pipeline at each segment count of :data:`TREE_SEGMENTS` and
   :data:`PIPELINE_SEGMENTS`.  Ties are broken by this fixed order, so every answer is
-  deterministic.  Simulated tables on all of a machine's ranks try each at every count of
+  deterministic.  Tables on all of a machine's ranks try each at every count of
   :func:`simulator.channel_choice.channel_counts` (1 and the NICs per node), over the
   orders of :func:`topology.channels.channel_orders`, and then ``hier`` on several nodes;
   ``algorithms=`` keeps only the named algorithms' candidates (as ``NCCL_ALGO``).
@@ -26,11 +26,11 @@ The table
     sizes are read
     off that line, and the largest size is simulated to check it (all of them are
     simulated when the check fails);
-  - ``"closed_form"`` otherwise: :func:`simulator.cost` with the topology's worst route
-    from rank 0 (largest latency and largest seconds per byte, taken separately: the
-    bottleneck every algorithm's critical path crosses on the symmetric presets) and its
-    ``gamma_s_per_byte``.  On :func:`topology.flat` the two methods agree (the simulator's
-    tests check it).
+  - ``"closed_form"`` otherwise: :func:`closed_form`, the forms of
+    :func:`simulator.cost` on the routes and shared links of the same orders, channels
+    and ``hier`` (:mod:`simulator.machine_forms`).  On :func:`topology.flat` the two
+    methods agree (the simulator's tests check it); on the DGX presets the tests state
+    how closely.
 
 * Protocols: on a topology with a GPU model (``topology.gpu``) every candidate is
   predicted under each of the model's protocols (:mod:`simulator.gpu`) and takes the
@@ -68,13 +68,13 @@ from collectives.build import ALGORITHMS, COMPOSED, build_schedule
 from collectives.schedule import COLLECTIVES
 
 from .channel_choice import HIER_INNER, channel_counts, hier_ranks_per_node, schedule_params
-from .cost import cost
 from .engine import simulate
-from .gpu import gpu_terms, protocols
+from .gpu import protocols
+from .machine_forms import machine_cost, machine_costs
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
            "SIMULATE_MAX_RANKS", "Candidate", "Choice", "Range", "TuningTable", "select",
-           "tuning_table", "measured_table", "effective_model", "closed_form", "clear_cache"]
+           "tuning_table", "measured_table", "closed_form", "clear_cache"]
 
 #: the size sweep in bytes: powers of two from 1 B to 8 GiB and 1.5 times each in between
 SIZES: tuple[int, ...] = tuple(sorted({1 << k for k in range(34)}
@@ -459,45 +459,21 @@ def _argmin(times: tuple[float, ...] | list[float]) -> int:
     return min(range(len(times)), key=times.__getitem__)
 
 
-def effective_model(topology: Any, nranks: int) -> tuple[float, float, float]:
-    """``(alpha, beta, gamma)`` of the closed forms on ``topology``'s first ``nranks`` ranks.
-
-    The largest latency and the largest seconds per byte over the routes from rank 0 (one
-    search plus one route per rank), and the topology's ``gamma_s_per_byte``.
-
-    Parameters
-    ----------
-    topology : Topology
-        The model.
-    nranks : int
-        Ranks used, from rank 0; below 2, alpha and beta are 0.
-
-    Returns
-    -------
-    tuple[float, float, float]
-        Seconds, seconds per byte, seconds per byte reduced.
-    """
-    if nranks < 2:
-        return 0.0, 0.0, float(topology.gamma_s_per_byte)
-    alpha = max(latency for _, latency in topology.costs(0)[1:nranks])
-    beta = max(topology.beta(0, r) for r in range(1, nranks))
-    return alpha, beta, float(topology.gamma_s_per_byte)
-
-
 def closed_form(collective: str, algorithm: str, topology: Any, nbytes: int,
                 nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
                 **params: Any) -> float:
     """The closed-form time of ``algorithm`` on ``topology``, GPU terms included.
 
-    :func:`simulator.cost` with :func:`effective_model` of the topology (of its effective
-    topology under ``protocol`` when it has a GPU model, :func:`simulator.gpu.gpu_terms`),
-    plus the call's fixed cost.  On a contention-free topology it is what
-    :func:`simulator.simulate` gives.
+    :func:`simulator.machine_forms.machine_cost`: the forms of :func:`simulator.cost` on
+    the routes and shared links of the orders the simulated tables use (channels and
+    ``hier`` included), on the effective topology under ``protocol`` when it has a GPU
+    model (:func:`simulator.gpu.gpu_terms`), plus the call's fixed cost.  On a
+    contention-free topology it is what :func:`simulator.simulate` gives.
 
     Parameters
     ----------
     collective, algorithm : str
-        As :func:`simulator.cost`.
+        As :func:`simulator.cost` (``hier`` too).
     topology : topology.Topology
         The machine.
     nbytes : int
@@ -509,7 +485,7 @@ def closed_form(collective: str, algorithm: str, topology: Any, nbytes: int,
     protocol : str, optional
         A protocol of ``topology.gpu`` (default its default protocol); None without one.
     **params
-        The algorithm's parameters.
+        The algorithm's parameters (``channels`` included).
 
     Returns
     -------
@@ -527,19 +503,18 @@ def closed_form(collective: str, algorithm: str, topology: Any, nbytes: int,
     >>> round(closed_form("allreduce", "ring", topology.dgx_h100(), 8, protocol="LL") * 1e6, 2)
     15.0
     """
-    machine, call_s = gpu_terms(topology, protocol)
-    nranks = machine.nranks if nranks is None else nranks
-    alpha, beta, gamma = effective_model(machine, nranks)
-    return call_s + cost(collective, algorithm, nranks, nbytes, alpha, beta, gamma,
-                         dtype_size, **params)
+    check_int(nbytes, "nbytes", 0)
+    if nbytes % dtype_size:
+        raise ValueError(f"nbytes={nbytes} is not allowed; it must be a multiple of "
+                         f"dtype_size={dtype_size}")
+    return machine_cost(collective, algorithm, topology, nbytes, nranks, dtype_size, protocol,
+                        **params)
 
 
 def _closed_form(collective: str, nranks: int, dtype_size: int, topology: Any,
                  protocol: str | None, algorithm: str, params: Params) -> list[float]:
-    machine, call_s = gpu_terms(topology, protocol)
-    alpha, beta, gamma = effective_model(machine, nranks)
-    return [call_s + cost(collective, algorithm, nranks, n - n % dtype_size, alpha, beta, gamma,
-                          dtype_size, **dict(params)) for n in SIZES]
+    return machine_costs(collective, algorithm, topology, SIZES, nranks, dtype_size, protocol,
+                         **dict(params))
 
 
 def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
@@ -652,9 +627,9 @@ def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
 
 def _tried(collective: str, topology: Any, nranks: int, method: str,
            algorithms: tuple[str, ...] | None) -> tuple[tuple[str, Params], ...]:
-    """The candidates: with channels and ``hier`` when simulating (the closed forms know
-    neither), restricted to ``algorithms`` when given."""
-    if method == "simulate" and nranks == topology.nranks:
+    """The candidates: with channels and ``hier`` on all of the machine's ranks,
+    restricted to ``algorithms`` when given."""
+    if nranks == topology.nranks:
         tried = candidates(collective, channel_counts(topology),
                            hier_ranks_per_node(topology, nranks))
     else:
@@ -663,7 +638,7 @@ def _tried(collective: str, topology: Any, nranks: int, method: str,
     if not kept:
         raise ValueError(f"algorithms={algorithms!r} leaves no candidate with method={method!r} "
                          f"on {nranks} ranks of {topology.name!r}; hier needs several nodes "
-                         f"and method='simulate'")
+                         f"and all of the machine's ranks")
     return kept
 
 

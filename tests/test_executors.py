@@ -137,3 +137,26 @@ def test_check_enabled_reads_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("COLLSIM_CHECK", "maybe")
     with pytest.raises(ValueError, match="COLLSIM_CHECK='maybe'"):
         check_enabled(None)
+
+
+def test_call_key_changes_with_what_the_checks_depend_on(monkeypatch) -> None:
+    from collectives import calls
+    send, recv = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    args = ("allreduce", send, recv, None, "sum", "ring", None, None, {})
+    base = calls.key(*args)
+    assert base is not None and calls.key(*args) == base
+    monkeypatch.setenv("COLLSIM_ALGO", "native")
+    assert calls.key(*args) != base
+    monkeypatch.delenv("COLLSIM_ALGO")
+    recv.flags.writeable = False
+    assert calls.key(*args) != base
+    recv.flags.writeable = True
+    assert calls.key("allreduce", send, recv.reshape(2, 2), *args[3:]) != base
+    assert calls.key("allreduce", IN_PLACE, recv, *args[3:]) != base
+    collectives.auto.use_tuning(None)  # a new epoch: auto's decisions may have changed
+    assert calls.key(*args) != base
+    for uncovered in ({"recvbuf": None}, {"stream": object()}, {"params": {"channels": 2}},
+                      {"sendbuf": [0.0] * 4}):
+        named = dict(zip(("collective", "sendbuf", "recvbuf", "comm", "op", "algorithm",
+                          "check", "stream", "params"), args)) | uncovered
+        assert calls.key(**named) is None, uncovered

@@ -11,8 +11,10 @@ import pytest
 
 from collectives import build_schedule
 from simulator import simulate
-from simulator.fidelity import (DATA_DIR, GROUP_LAUNCH_FROM_BYTES, channel_count, machine,
-                                predict, read_curve, read_curves, score)
+from simulator.fidelity import (DATA_DIR, GROUP_LAUNCH_FROM_BYTES, channel_count,
+                                disagreements, machine, predict, read_curve, read_curves,
+                                score)
+from simulator.nccl_tuner import nccl_choice
 from topology import channel_orders
 from topology.channels import nics_per_node
 
@@ -120,3 +122,23 @@ def test_a_multi_node_prediction_runs_a_channel_per_nic(tmp_path: Path) -> None:
     one_nic = simulate(build_schedule("allreduce", "ring", 16, count, order=orders[0]),
                        target, trace=False, protocol="Simple").time_s
     assert seconds < one_nic / 4
+
+
+def test_a_default_curve_runs_what_nccls_own_model_ranks_first(tmp_path: Path) -> None:
+    sizes = [1 << 20, 4 << 20, 64 << 20]
+    curve = read_curve(_curve(tmp_path, [(n, 100.0) for n in sizes],
+                              hardware="8x A100-SXM4-80GB"))
+    expected = [nccl_choice("A100", n, 8, 1, ("ring",)) for n in sizes]
+    assert [(label, k) for label, k, _ in predict(curve)] == [(a, k) for a, k in expected]
+    assert [k for _, k in expected] == ["LL", "LL128", "Simple"]
+
+
+def test_curves_of_one_machine_kind_are_set_side_by_side(tmp_path: Path) -> None:
+    a = read_curve(_curve(tmp_path, [(8, 10.0), (1 << 20, 100.0)], name="a"))
+    b = read_curve(_curve(tmp_path, [(1 << 20, 130.0), (1 << 30, 9000.0)], name="b"))
+    other = read_curve(_curve(tmp_path, [(1 << 20, 50.0)], nodes=2, ranks=16, name="c"))
+    ring = read_curve(_curve(tmp_path, [(1 << 20, 50.0)], algorithm="NCCL_ALGO=Ring",
+                             name="d"))
+    [pair] = disagreements([a, b, other, ring])
+    assert (pair.first, pair.second, pair.nbytes) == ("a", "b", (1 << 20,))
+    assert pair.ratios == (pytest.approx(1.3),) and pair.spread == pytest.approx(0.3)

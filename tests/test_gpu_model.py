@@ -17,6 +17,7 @@ from collectives import build_schedule
 from collectives.schedule import Recv, Schedule, Send, Step
 from simulator import select, simulate, tuning_table
 from simulator.gpu import gpu_terms, protocols
+from simulator.machine_forms import machine_cost
 from simulator.selection import closed_form
 from topology import GpuModel, LinkFigures, Protocol, TopologyError
 
@@ -120,8 +121,10 @@ def test_simulator_and_closed_forms_agree_with_the_gpu_terms_on(
     machine = _flat_with_gpu(p)
     schedule = build_schedule(collective, algorithm, p, count, **params)
     simulated = simulate(schedule, machine, protocol=protocol).time_s
-    formula = closed_form(collective, algorithm, machine, count * 4, protocol=protocol,
-                          **params)
+    # the engine charges every step its latency (pipelined=False); NCCL's pipelining of it
+    # (the closed forms' default under a GPU model) is tested in tests/test_machine_forms.py
+    formula = machine_cost(collective, algorithm, machine, count * 4, protocol=protocol,
+                           pipelined=False, **params)
     assert simulated == pytest.approx(formula, rel=1e-9)
     assert simulated > simulate(schedule, topology.flat(p, 1e-6, 1e-10)).time_s
 
@@ -232,3 +235,27 @@ def test_table_protocols_are_the_fastest_of_the_interpolated_lines() -> None:
         per = {k: table.times_under(k, n) for k in table.protocols}
         for c, chosen in enumerate(table.protocols_at(n)):
             assert per[chosen][c] == min(times[c] for times in per.values()), (n, c)
+
+
+def test_a_link_kind_may_give_a_protocol_its_own_fraction(tmp_path) -> None:
+    nvlink = MODEL.figures("nvlink")
+    slow = dataclasses.replace(nvlink, protocol_fraction=(("LL128", 0.5),))
+    edited = topology.dgx_h100(2, gpu_model=dataclasses.replace(
+        MODEL, links=tuple(slow if f.kind == "nvlink" else f for f in MODEL.links)))
+    base, _ = gpu_terms(topology.dgx_h100(2), "LL128")
+    machine, _ = gpu_terms(edited, "LL128")
+    scale = {"nvlink": 0.5 / MODEL.protocol("LL128").bandwidth_fraction, "ib": 1.0,
+             "pcie": 1.0}
+    assert {link.kind for link in machine.links} == set(scale)
+    for link, before in zip(machine.links, base.links):
+        assert link.bandwidth_Bps == pytest.approx(before.bandwidth_Bps * scale[link.kind])
+    assert gpu_terms(edited, "Simple")[0].links == gpu_terms(topology.dgx_h100(2),
+                                                             "Simple")[0].links
+    path = tmp_path / "slow.toml"
+    topology.save(edited, path)
+    assert "protocol_fraction" in path.read_text() and topology.load(path) == edited
+    with pytest.raises(TopologyError, match="protocol_fraction names \\['LL64'\\]"):
+        dataclasses.replace(MODEL, links=(dataclasses.replace(
+            nvlink, protocol_fraction=(("LL64", 0.5),)),) + MODEL.links[1:])
+    with pytest.raises(TopologyError, match="protocol_fraction\\['LL'\\] = 0"):
+        LinkFigures("nvlink", 0.9, (("LL", 1e-6),), (("LL", 0),))

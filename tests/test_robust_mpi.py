@@ -1,7 +1,8 @@
 """Never wrong, never stuck, nothing leaked, under the pip-installed mpirun (4 launches).
 
 * ranks that disagree (op, dtype, count, collective, algorithm) raise on every rank, and
-  the communicator then says it is broken while a new one works;
+  the communicator then says it is broken while a new one works; so do ranks in MPI's own
+  collective that disagree, or beside ranks in a schedule (``auto`` deciding differently);
 * a rank that raises or calls ``sys.exit(3)`` in a plain ``mpirun -n 3 python app.py``
   makes the job exit non-zero within seconds;
 * 100,000 Dup/collective/Free cycles pass, ``close`` works, and ``release`` gives the
@@ -26,7 +27,11 @@ WORKERS = Path(__file__).parent / "mpi_workers"
 
 #: what the message of the rank that sees the other call's message names, per case
 NAMED = {"op": "op: ", "dtype": "dtype: ", "count": "longer than", "collective": "collective: ",
-         "algorithm": "algorithm: "}
+         "algorithm": "algorithm: ", "native/op": "op: ", "native/dtype": "dtype: ",
+         "native/count": "count", "native/collective": "collective: ",
+         "native/schedule": "algorithm: ", "native/schedule/long": "algorithm: ",
+         "schedule/native": "algorithm: ", "auto": "algorithm: ", "zero/count": "algorithm: ",
+         "zero/native": "count or algorithm parameters"}
 
 
 def test_mismatched_calls_raise_on_every_rank() -> None:
@@ -44,6 +49,8 @@ def test_mismatched_calls_raise_on_every_rank() -> None:
     checked = [row["checked"] for row in ranks]
     assert all(o["outcome"] == "ArgumentMismatchError" and "algorithm differs" in o["message"]
                for o in checked), checked
+    for case in ("native/agreed", "zero/agreed"):
+        assert all(row[case]["outcome"] == "returned" for row in ranks), (case, ranks)
     assert all(row["fresh"]["outcome"] == "returned" for row in ranks)
 
 

@@ -10,8 +10,8 @@ import pytest
 import topology
 from collectives import build_schedule
 from simulator import cost, simulate
-from simulator.selection import (SIZES, Choice, _label, candidates, clear_cache,
-                                 effective_model, select, tuning_table)
+from simulator.selection import (SIZES, Choice, _label, candidates, clear_cache, select,
+                                 tuning_table)
 
 ALPHA, BETA = 2e-6, 1e-10
 
@@ -121,15 +121,6 @@ def test_deterministic_and_cached(flat4) -> None:
     clear_cache()
     assert tuning_table("allgather", flat4) is not table
     assert select("allgather", 12345 * 4, flat4) == first
-
-
-def test_effective_model_is_the_worst_route_from_rank_zero() -> None:
-    machine = topology.dgx_h100(nodes=2)
-    alpha, beta, gamma = effective_model(machine, 16)
-    assert alpha == max(machine.alpha(0, r) for r in range(1, 16))
-    assert beta == max(machine.beta(0, r) for r in range(1, 16))
-    assert effective_model(machine, 8)[1] < beta  # inside one node: NVLink only
-    assert tuning_table("allreduce", machine).method == "closed_form"
 
 
 @pytest.mark.parametrize("call, match", [

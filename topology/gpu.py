@@ -8,8 +8,8 @@ collectives run on GPUs rather than how fast the wires are:
   the first) and the protocol's setup (:attr:`Protocol.call_s`, NCCL's ``baseLat``);
 * protocols (:class:`Protocol`): a low-latency one (small steps, a fraction of the
   bandwidth) and a bandwidth one, each a fraction of what the links achieve;
-* per link kind (:class:`LinkFigures`): the achievable fraction of the line rate, and the
-  latency a message pays per link of that kind it crosses, per protocol (NCCL's per-hop
+* per link kind (:class:`LinkFigures`): the achievable fraction of the line rate, where a
+  protocol reaches another fraction of it on that kind than elsewhere, and the latency a message pays per link of that kind it crosses, per protocol (NCCL's per-hop
   ``hwLat`` spread over the links of a hop, and the network's per-message overhead);
 * the GPU's reduction throughput (``reduce_Bps``, bytes reduced per second).
 
@@ -84,11 +84,16 @@ class LinkFigures:
     latency_s : tuple of (str, float)
         ``(protocol name, seconds)``: the latency a message pays per link of this kind it
         crosses (> 0), one entry per protocol of the model.
+    protocol_fraction : tuple of (str, float), optional
+        ``(protocol name, fraction in (0, 1])``: what a protocol reaches on links of this
+        kind in place of its :attr:`Protocol.bandwidth_fraction` (default none: every
+        protocol reaches its own fraction here).
     """
 
     kind: str
     efficiency: float
     latency_s: tuple[tuple[str, float], ...]
+    protocol_fraction: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind:
@@ -98,6 +103,25 @@ class LinkFigures:
         object.__setattr__(self, "latency_s", tuple(tuple(pair) for pair in self.latency_s))
         for name, seconds in self.latency_s:
             _number(seconds, f"links {self.kind}.latency_s[{name!r}]", positive=True)
+        object.__setattr__(self, "protocol_fraction",
+                           tuple(tuple(pair) for pair in self.protocol_fraction))
+        for name, fraction in self.protocol_fraction:
+            _fraction(fraction, f"links {self.kind}.protocol_fraction[{name!r}]")
+
+    def fraction(self, protocol: Protocol) -> float:
+        """The fraction of this kind's achievable rate ``protocol`` reaches on it.
+
+        Parameters
+        ----------
+        protocol : Protocol
+            A protocol of the model.
+
+        Returns
+        -------
+        float
+            Its entry in :attr:`protocol_fraction`, else its own bandwidth fraction.
+        """
+        return dict(self.protocol_fraction).get(protocol.name, protocol.bandwidth_fraction)
 
     def latency(self, protocol: str) -> float:
         """Seconds per link of this kind under ``protocol``.
@@ -177,6 +201,10 @@ class GpuModel:
         for figures in self.links:
             for name in names:
                 figures.latency(name)
+            unknown = [n for n, _ in figures.protocol_fraction if n not in names]
+            if unknown:
+                raise TopologyError(f"links {figures.kind}.protocol_fraction names "
+                                    f"{unknown}; protocols must be among {names}")
         _number(self.reduce_Bps, "reduce_Bps", positive=True)
         _number(self.launch_s, "launch_s")
         _number(self.launch_per_gpu_s, "launch_per_gpu_s")

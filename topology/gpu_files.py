@@ -18,6 +18,7 @@
     kind = "nvlink"
     efficiency = 0.87                 # achievable fraction of the line rate
     latency = { LL = "0.3 us", LL128 = "0.95 us", Simple = "1.7 us" }   # per link crossed
+    protocol_fraction = { LL128 = 0.55 }   # optional: a protocol's fraction on this kind
 
 To change one figure of a preset, ``topology.save`` it and edit the file.
 """
@@ -36,7 +37,7 @@ _GPU_KEYS = {"reduce": True, "launch": False, "launch_per_gpu": False,
              "gpus_per_process": False, "default_protocol": False, "protocols": True,
              "links": True}
 _PROTOCOL_KEYS = {"name": True, "bandwidth_fraction": True, "call": True}
-_FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True}
+_FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True, "protocol_fraction": False}
 
 
 def _table(value: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
@@ -71,9 +72,14 @@ def _figures(table: Any, where: str) -> LinkFigures:
     if not isinstance(latency, dict):
         raise TopologyError(f"{where}.latency = {latency!r} is not allowed; it must be a "
                             "table of protocol = latency")
+    fractions = table.get("protocol_fraction", {})
+    if not isinstance(fractions, dict):
+        raise TopologyError(f"{where}.protocol_fraction = {fractions!r} is not allowed; it "
+                            "must be a table of protocol = fraction")
     return LinkFigures(table["kind"], table["efficiency"],
                        tuple((name, parse(value, "latency", f"{where}.latency.{name}"))
-                             for name, value in latency.items()))
+                             for name, value in latency.items()),
+                       tuple(fractions.items()))
 
 
 def gpu_from_dict(table: Any) -> GpuModel:
@@ -130,6 +136,8 @@ def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
         "protocols": [{"name": p.name, "bandwidth_fraction": p.bandwidth_fraction,
                        "call": format_quantity(p.call_s, "latency")} for p in model.protocols],
         "links": [{"kind": f.kind, "efficiency": f.efficiency,
-                   "latency": {name: format_quantity(s, "latency") for name, s in f.latency_s}}
+                   "latency": {name: format_quantity(s, "latency") for name, s in f.latency_s},
+                   **({"protocol_fraction": dict(f.protocol_fraction)}
+                      if f.protocol_fraction else {})}
                   for f in model.links],
     }

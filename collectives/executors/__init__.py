@@ -7,6 +7,8 @@
 * :mod:`.check` makes ranks agree on their arguments (``check=True``);
 * :mod:`.guard` carries each call's signature in its message tags, checks it, and cleans
   up after a failed call;
+* :mod:`.hello` has MPI's own collectives (``native``) exchange signed hellos first, so
+  ranks that disagree, or run a schedule beside them, raise instead of hanging;
 * :mod:`.abort` aborts the job when a rank fails (unless opted out).
 
 Importing this package imports neither mpi4py nor CuPy; the transports do on first use.

@@ -17,7 +17,7 @@ from ..ops import ALL_DTYPES, check_dtype
 
 __all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place",
            "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "release_workspace",
-           "staging", "staged_done"]
+           "staging", "staged_done", "check_overlap"]
 
 #: environment variable: bytes of workspace kept between calls (default 64 MiB)
 WORKSPACE_ENV = "COLLSIM_WORKSPACE_BYTES"
@@ -165,7 +165,8 @@ def _check_device(xp: Any, send: Any, recv: Any) -> None:
                          f"both must be on the same GPU")
 
 
-def _check_overlap(xp: Any, send: Any, recv: Any) -> None:
+def check_overlap(xp: Any, send: Any, recv: Any) -> None:
+    """Raise ValueError if ``send`` and ``recv`` (arrays of module ``xp``) share memory."""
     if xp is np:
         overlap = np.may_share_memory(send, recv)
     else:
@@ -263,7 +264,7 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
             raise TypeError(f"sendbuf has dtype {_shown(send.dtype)} but recvbuf has "
                             f"{_shown(recv.dtype)}; both must have the same dtype")
         _check_device(xp, send, recv)
-        _check_overlap(xp, send, recv)
+        check_overlap(xp, send, recv)
     count, part = _sizes(collective, None if send is None else send.size, recv.size, nranks)
     result = recvbuf
     if in_place and collective == "reduce_scatter":
@@ -362,13 +363,14 @@ def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None)
         A view of ``count`` elements (uninitialised), valid until the next call with
         the same key.
     """
-    if isinstance(xp, str):
+    on = None if stream is None else stream.ptr
+    if xp is np:
+        key: tuple = ("numpy", dtype, purpose, None, on)
+    elif isinstance(xp, str):
         import cupy
-        device = cupy.cuda.Device().id
+        key = (xp, dtype, purpose, cupy.cuda.Device().id, on)
     else:
-        device = xp.cuda.Device().id if xp is not np else None
-    key = (getattr(xp, "__name__", xp), dtype, purpose, device,
-           None if stream is None else stream.ptr)
+        key = (xp.__name__, dtype, purpose, xp.cuda.Device().id, on)
     array = _workspace.get(key)
     if array is not None and array.size >= count:
         return array[:count]

@@ -10,7 +10,8 @@ compared at each step that holds the call's first receive from a peer: a peer th
 another call is caught by its first message, which raises
 :class:`~collectives.executors.check.ArgumentMismatchError` naming the fields that differ,
 before the data is reduced or copied anywhere.  At every step, a message longer than its
-receive fails with ``MPI_ERR_TRUNCATE`` and is never written past the buffer.  (Equal
+receive fails with ``MPI_ERR_TRUNCATE`` (but Open MPI 5.0.11 over shared memory with
+CMA writes such a message whole past the buffer from about 8 KiB up).  (Equal
 tags with unequal counts or parameters need an 11-bit checksum collision; the messages
 then still stay inside the buffers.)
 
@@ -23,8 +24,9 @@ communicator is then marked unusable (:class:`CommunicatorBrokenError` on the ne
 its private duplicate may still hold messages of the failed call.
 
 The check costs a status per receive at the checked steps and one cached look-up per call
-(``benchmarks/bench_mismatch_check.py`` measures it); ``check=True`` still runs the full
-agreement (:mod:`.check`), which also covers ``algorithm="native"``.
+(``benchmarks/bench_mismatch_check.py`` measures it); ``algorithm="native"`` signs the
+hellos its ranks exchange first (:mod:`.hello`); ``check=True`` still runs the full
+agreement (:mod:`.check`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..build import ALGORITHMS
+from ..build import ALGORITHMS, COMPOSED
 from ..errors import CollectivesError
 from ..ops import DTYPES, OPS
 from ..schedule import COLLECTIVES
@@ -51,7 +53,7 @@ SEQUENCE_BITS = 6
 #: (field, known values, bits) packed above the sequence number, lowest first
 _FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("collective", COLLECTIVES, 2), ("op", tuple(OPS), 4), ("dtype", DTYPES, 5),
-    ("algorithm", ALGORITHMS, 3))
+    ("algorithm", (*ALGORITHMS, "native", *COMPOSED), 3))
 
 #: bits of the checksum of count and parameters (the rest of a 31-bit tag)
 _CHECKSUM_BITS = 31 - SEQUENCE_BITS - sum(bits for _, _, bits in _FIELDS)
@@ -282,6 +284,9 @@ class Guard:
     orphans : list
         ``(requests, buffers)`` that could not be completed; their buffers are kept alive
         here (and out of the workspace cache) for as long as the process lives.
+    statuses : list of mpi4py.MPI.Status
+        Filled by each step's ``Waitall``, reused from step to step; :meth:`fail` reads
+        them.
     """
 
     def __init__(self, comm: Any, tag_ub: int) -> None:
@@ -290,7 +295,7 @@ class Guard:
         self.rank = comm.Get_rank()
         self.broken: str | None = None
         self.orphans: list[tuple[list[Any], tuple[Any, ...]]] = []
-        self._statuses: list[Any] = []
+        self.statuses: list[Any] = []
 
     def check_usable(self) -> None:
         """Raise :class:`CommunicatorBrokenError` if a collective failed here before."""
@@ -335,21 +340,46 @@ class Guard:
         CommunicatorBrokenError
             When MPI failed otherwise; the communicator is then broken.
         """
-        statuses = self._statuses
+        step = signed.steps[index]
+        problem = self.wait(mpi, requests, step.tags if step.check else ())
+        if problem is not None:
+            self.fail(mpi, requests, plan_step, signed, index, buffers, describe, problem or None)
+
+    def wait(self, mpi: Any, requests: list[Any], tags: tuple[int, ...]) -> Any:
+        """Wait for a step's requests (receives first) with statuses; compare ``tags``.
+
+        The fast half of :meth:`complete`, for walks that keep each step's tags: on a
+        problem the caller hands what it returns to :meth:`fail`.
+
+        Parameters
+        ----------
+        mpi : module
+            ``mpi4py.MPI``.
+        requests : list of mpi4py.MPI.Request
+            The step's receives, then its sends.
+        tags : tuple of int
+            The tag each receive must carry; empty at steps whose tags are not checked.
+
+        Returns
+        -------
+        None, mpi4py.MPI.Exception or False
+            None when every request completed and every tag matched; else what MPI
+            raised, or False for a tag that did not match.
+        """
+        statuses = self.statuses
         try:
             mpi.Request.Waitall(requests, statuses)
         except mpi.Exception as error:
-            self._fail(mpi, requests, plan_step, signed, index, buffers, describe, error)
-        step = signed.steps[index]
-        if step.check:
-            for status, tag in zip(statuses, step.tags):
-                if status.tag != tag:
-                    self._fail(mpi, requests, plan_step, signed, index, buffers, describe, None)
+            return error
+        for status, tag in zip(statuses, tags):
+            if status.tag != tag:
+                return False
+        return None
 
-    def _fail(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
+    def fail(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
               index: int, buffers: tuple[Any, ...], describe: Callable[[int], str],
               error: Any) -> None:
-        """Clean up (:meth:`_settle`) and raise, saying what arrived where possible.
+        """Clean up after a failed step (:meth:`settle`) and raise, saying what arrived.
 
         Parameters
         ----------
@@ -367,7 +397,7 @@ class Guard:
         """
         step = signed.steps[index]
         peers = tuple(peer for _, _, peer, _ in plan_step.recvs)
-        problems = self._problems(mpi, self._statuses, peers, step) if step.check else []
+        problems = self._problems(mpi, self.statuses, peers, step) if step.check else []
         if not problems and error is not None and error.Get_error_class() in (
                 mpi.ERR_TRUNCATE, mpi.ERR_IN_STATUS):
             problems = [f"a message from rank {' or '.join(map(str, sorted(set(peers))))} "
@@ -375,7 +405,7 @@ class Guard:
                         f"called differently"]
         reason = f"rank {self.rank}, {describe(index)}: " + (
             "; ".join(problems) or f"MPI failed: {error.Get_error_string()}")
-        self._settle(mpi, requests, len(peers), signed.poison_bytes, buffers, reason)
+        self.settle(mpi, requests, len(peers), signed.poison_bytes, buffers, reason)
         if problems:
             raise ArgumentMismatchError(reason + _HINT) from None
         raise CommunicatorBrokenError(reason) from error
@@ -391,15 +421,21 @@ class Guard:
                            f"communicator and gave up (its own error says why)")
             elif error == mpi.ERR_TRUNCATE:
                 out.append(f"the message from rank {peer} is longer than the {length} bytes "
-                           f"this rank expects (MPI truncated it)")
+                           f"this rank expects (MPI truncated it)" + self._sender(tag, status))
             elif error == mpi.SUCCESS and status.tag != tag:
                 fields = ", ".join(self.codec.differences(tag, status.tag))
                 out.append(f"the message from rank {peer} was sent by another call "
                            f"({fields})")
         return out
 
-    def _settle(self, mpi: Any, requests: list[Any], nrecvs: int, poison_bytes: dict[int, int],
-                buffers: tuple[Any, ...], reason: str) -> None:
+    def _sender(self, tag: int, status: Any) -> str:
+        """`` (sent by another call: <fields>)`` when the status's tag is not ``tag``."""
+        if status.tag == tag:
+            return ""
+        return f" (sent by another call: {', '.join(self.codec.differences(tag, status.tag))})"
+
+    def settle(self, mpi: Any, requests: list[Any], nrecvs: int, poison_bytes: dict[int, int],
+               buffers: tuple[Any, ...], reason: str) -> None:
         """Mark broken, tell every other rank, cancel the receives, complete what completes.
 
         Every other rank gets a message with the tag :attr:`TagCodec.poison`, one byte
@@ -407,6 +443,21 @@ class Guard:
         fails to fit it (or, at its first receive from this rank, sees the tag), so ranks
         waiting on this one raise too instead of waiting forever when the abort hooks are
         off.  Requests that do not complete within a second are kept, with their buffers.
+
+        Parameters
+        ----------
+        mpi : module
+            ``mpi4py.MPI``.
+        requests : list of mpi4py.MPI.Request
+            The failed call's requests, its ``nrecvs`` receives first.
+        nrecvs : int
+            How many of ``requests`` are receives (cancelled if still pending).
+        poison_bytes : dict of int to int
+            The length of the message to send each other rank.
+        buffers : tuple of arrays
+            What the requests read or write (kept alive if they do not complete).
+        reason : str
+            Why the communicator is broken (:attr:`broken`).
         """
         self.broken = reason
         comm, poison = self.comm, self.codec.poison

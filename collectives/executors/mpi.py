@@ -35,8 +35,9 @@ from ..ops import ALL_OPS, reducer
 from . import abort
 from .buffers import Call, staged_done, staging, workspace
 from .guard import Guard, SignedPlan, signed_plan
+from .hello import Hellos
 from .persistent import PersistentPlans
-from .plan import Plan, apply_copies
+from .plan import Plan, apply_copies, describe_step
 
 __all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport", "close"]
 
@@ -47,6 +48,9 @@ _KEYVAL = 0  # the MPI attribute key under which each communicator keeps its tra
 
 #: private duplicates on which a collective failed, never freed (see MpiTransport.close)
 _BROKEN: list[Any] = []
+
+#: reduction name -> mpi4py's ``MPI.Op``, filled when mpi4py is first imported
+_MPI_OPS: dict[str, Any] = {}
 
 #: every live transport, so that :func:`release_bindings` reaches their persistent requests
 _TRANSPORTS: "weakref.WeakSet[MpiTransport]" = weakref.WeakSet()
@@ -87,12 +91,6 @@ def cuda_aware() -> bool | None:
     return None if query is None else bool(query())
 
 
-@lru_cache(maxsize=1)
-def _mpi_ops() -> dict[str, Any]:
-    from mpi4py import MPI
-    return {name: getattr(MPI, name.upper()) for name in ALL_OPS}
-
-
 @lru_cache(maxsize=None)
 def _has_mpi_datatype(dtype: Any) -> bool:
     from mpi4py import MPI
@@ -101,11 +99,6 @@ def _has_mpi_datatype(dtype: Any) -> bool:
         return from_numpy_dtype(np.dtype(dtype)) != MPI.DATATYPE_NULL
     except (KeyError, ValueError):
         return False
-
-
-def _where(plan: Plan, op: str, index: int) -> str:
-    return (f"{plan.collective} {plan.algorithm} ({plan.dtype}, {op}, count {plan.count}) "
-            f"step {index}")
 
 
 class _DeviceBytes:
@@ -140,7 +133,7 @@ def _walk(transport: "MpiTransport", plan: Plan, signed: SignedPlan, work: Any,
     copies).
     """
     any_tag, complete = _MPI.ANY_TAG, transport.guard.complete
-    describe = partial(_where, plan, op)
+    describe = partial(describe_step, plan, op)
     irecv, isend = transport.comm.Irecv, transport.comm.Isend
     if stream is None:
         work_bytes = work.view("uint8")
@@ -173,7 +166,7 @@ def _walk_staged(transport: "MpiTransport", plan: Plan, signed: SignedPlan,
     the last of them before writing them again.
     """
     any_tag, complete = _MPI.ANY_TAG, transport.guard.complete
-    describe = partial(_where, plan, op)
+    describe = partial(describe_step, plan, op)
     irecv, isend = transport.comm.Irecv, transport.comm.Isend
     host, host_scratch = staging(work.dtype, plan.count, plan.scratch_count, stream)
     host, host_scratch = host.view(np.uint8), host_scratch.view(np.uint8)
@@ -219,6 +212,8 @@ class MpiTransport:
         #: "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
         self.persistent = PersistentPlans(_MPI, self.comm, self.guard)
+        #: native calls announce themselves first, so that ranks that disagree raise
+        self.hellos = Hellos(_MPI, self.comm, self.guard)
         _TRANSPORTS.add(self)
 
     def allgather_object(self, obj: Any) -> list[Any]:
@@ -291,13 +286,14 @@ class MpiTransport:
             The CuPy stream to run on; None for NumPy or the current stream.
         """
         self.guard.check_usable()
+        if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
+            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
         signed = signed_plan(plan, op, self.guard.codec)
         try:
             if call.xp is np:
                 self.runs["persistent"] += 1
-                self.persistent.run(plan, signed, op, work, scratch, reducer(np, op),
-                                    partial(_where, plan, op))
+                self.persistent.run(plan, signed, op, work, scratch, call.send)
                 return
             staged = self._staged(call)
             self.runs["staged" if staged else "direct"] += 1
@@ -305,15 +301,25 @@ class MpiTransport:
             with nullcontext() if stream is None else stream:
                 walk(self, plan, signed, work, scratch, reducer(call.xp, op), op, stream)
         except BaseException as error:
-            # a failure between steps (a reduction, an interrupt) leaves the other ranks
-            # mid-schedule: the communicator cannot be trusted any more
-            if self.guard.broken is None:
-                self.guard.broken = (f"rank {self.rank}, {plan.collective} {plan.algorithm} was "
-                                     f"interrupted by {type(error).__name__}: {error}")
+            self.interrupted(plan, error)
             raise
+
+    def interrupted(self, plan: Plan, error: BaseException) -> None:
+        """Mark the communicator broken after ``error`` stopped a walk of ``plan``.
+
+        A failure between steps (a reduction, an interrupt) leaves the other ranks
+        mid-schedule: the communicator cannot be trusted any more.  A reason the guard
+        gave already is kept.
+        """
+        if self.guard.broken is None:
+            self.guard.broken = (f"rank {self.rank}, {plan.collective} {plan.algorithm} was "
+                                 f"interrupted by {type(error).__name__}: {error}")
 
     def native(self, call: Call, op: str, stream: Any) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
+
+        The ranks exchange hellos first (:mod:`.hello`): ranks that disagree on the call,
+        or run a schedule instead, raise before MPI's collective is posted.
 
         Parameters
         ----------
@@ -324,32 +330,46 @@ class MpiTransport:
         stream : cupy.cuda.Stream or None
             Synchronised first, when given; CuPy results staged through the host are copied
             back on it.
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When the ranks disagree (the communicator is then broken).
+        CommunicatorBrokenError
+            If a collective failed on this communicator before.
         """
         MPI = _MPI
         self.guard.check_usable()
+        self.hellos.exchange(call.collective, call.count, call.dtype.name, op)
         self.runs["native"] += 1
+        if call.xp is np and stream is None:
+            send, recv = MPI.IN_PLACE if call.send is None else call.send, call.recv
+            self._native(call.collective, send, recv, op)
+            return
         if stream is not None:
             stream.synchronize()
         staged = self._staged(call)
         send = MPI.IN_PLACE if call.send is None else (call.send.get() if staged else call.send)
         recv = call.recv.get() if staged and call.send is None else (
             np.empty(call.recv.size, np.dtype(call.dtype.name)) if staged else call.recv)
-        if call.collective == "reduce_scatter" and send is MPI.IN_PLACE and call.xp is not np \
-                and not staged:
+        if call.collective == "reduce_scatter" and send is MPI.IN_PLACE and not staged:
             # CUDA-aware Open MPI up to 5.0.10 (and 4.x) reads past recvbuf in an in-place
             # Reduce_scatter_block on device memory (open-mpi/ompi#14249): go out of place
             with stream:
                 send, recv = call.recv.copy(), call.recv[:call.part]
             stream.synchronize()
-        if call.collective == "allreduce":
-            self.comm.Allreduce(send, recv, _mpi_ops()[op])
-        elif call.collective == "reduce_scatter":
-            self.comm.Reduce_scatter_block(send, recv, _mpi_ops()[op])
-        else:
-            self.comm.Allgather(send, recv)
+        self._native(call.collective, send, recv, op)
         if staged:
             call.recv.set(recv, stream=stream)
 
+    def _native(self, collective: str, send: Any, recv: Any, op: str) -> None:
+        """Call MPI's own ``collective`` on host or device buffers MPI can read."""
+        if collective == "allreduce":
+            self.comm.Allreduce(send, recv, _MPI_OPS[op])
+        elif collective == "reduce_scatter":
+            self.comm.Reduce_scatter_block(send, recv, _MPI_OPS[op])
+        else:
+            self.comm.Allgather(send, recv)
 
     def close(self) -> None:
         """Free the private duplicate (no collective may run on this transport after).
@@ -362,6 +382,7 @@ class MpiTransport:
             _BROKEN.append(self.comm)
         elif self.comm != _MPI.COMM_NULL and not _MPI.Is_finalized():
             self.persistent.free()
+            self.hellos.free()
             self.comm.Free()
         self.guard.broken = self.guard.broken or "the communicator was closed"
 
@@ -371,6 +392,7 @@ def release_bindings() -> None:
     for transport in list(_TRANSPORTS):
         if transport.guard.broken is None:
             transport.persistent.free()
+            transport.hellos.free()
 
 
 def _delete_transport(comm: Any, keyval: int, transport: MpiTransport) -> None:
@@ -421,6 +443,7 @@ def mpi_transport(comm: Any) -> MpiTransport:
     if _MPI is None:
         from mpi4py import MPI
         _KEYVAL, _MPI = MPI.Comm.Create_keyval(delete_fn=_delete_transport), MPI
+        _MPI_OPS.update({name: getattr(MPI, name.upper()) for name in ALL_OPS})
     if comm is None:
         comm = _MPI.COMM_WORLD
     elif not isinstance(comm, _MPI.Intracomm) or comm == _MPI.COMM_NULL:

@@ -23,7 +23,7 @@ from ..layout import input_range, output_range
 from ..schedule import Copy, Recv, Send, Step
 
 __all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_copies", "PLAN_CACHE_SIZE",
-           "release_plans"]
+           "release_plans", "describe_step"]
 
 #: plans kept per process (least recently used dropped first)
 PLAN_CACHE_SIZE = 256
@@ -198,3 +198,16 @@ def apply_copies(work: Any, copies: tuple[tuple[slice, slice], ...]) -> None:
     sources = [work[source].copy() for source, _ in copies]
     for (_, destination), data in zip(copies, sources):
         work[destination] = data
+
+
+def describe_step(plan: Plan, op: str, index: int) -> str:
+    """Name a step of a call in a few words (for error messages).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> describe_step(get_plan("allreduce", "ring", 2, 0, 4, np.dtype("float32"), {}), "sum", 1)
+    'allreduce ring (float32, sum, count 4) step 1'
+    """
+    return (f"{plan.collective} {plan.algorithm} ({plan.dtype}, {op}, count {plan.count}) "
+            f"step {index}")

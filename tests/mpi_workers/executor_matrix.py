@@ -361,6 +361,65 @@ def run_tuned_auto(xp: Any, comm: Any, nranks: int, transport: Any) -> list[str]
     return failures
 
 
+def run_call_cache(comm: Any, nranks: int, transport: Any) -> list[str]:
+    """A repeated call skips the checks it passed (:mod:`collectives.calls`), but not those
+    that depend on where the buffers are, nor a changed flag, environment or tuning table."""
+    from collectives.tuning import Rule, Tuning
+    failures: list[str] = []
+    memory, recv = np.zeros(10), np.zeros(4)
+    for _ in range(2):  # the second call finds the first one's checks
+        collectives.allreduce(memory[0:4], memory[5:9], comm=comm, algorithm="ring")
+    expect_error(failures, ValueError, "overlap", collectives.allreduce, memory[0:4],
+                 memory[2:6], comm=comm, algorithm="ring")
+    recv.flags.writeable = False
+    expect_error(failures, ValueError, "read-only", collectives.allreduce, memory[0:4], recv,
+                 comm=comm, algorithm="ring")
+    recv.flags.writeable = True
+    for change in ("COLLSIM_ALGO", "use_tuning")[:2 if nranks > 1 else 1]:  # 1 rank: ring
+        collectives.allreduce(memory[0:4], recv, comm=comm)
+        before = transport.runs["native"]
+        if change == "COLLSIM_ALGO":
+            os.environ["COLLSIM_ALGO"] = "native"
+        else:
+            collectives.auto.use_tuning(Tuning.from_rules(
+                [Rule("allreduce", nranks, 8, 0, 1 << 40, "native")], "cache"))
+        collectives.allreduce(memory[0:4], recv, comm=comm)
+        os.environ.pop("COLLSIM_ALGO", None)
+        collectives.auto.use_tuning(None)
+        if transport.runs["native"] != before + 1:
+            failures.append(f"after {change}, the repeated call did not run native")
+    return failures
+
+
+def run_handles(comm: Any, rank: int, nranks: int) -> list[str]:
+    """Persistent handles (``allreduce_init`` etc.), out of place and in place, run twice on
+    new contents of the same buffers, give the bytes the plain call gives; a freed one raises."""
+    failures: list[str] = []
+    for collective in COLLECTIVES:
+        part = 3
+        whole = part if collective == "allreduce" else part * nranks
+        size = part if collective == "allgather" else whole
+        for algorithm in ("ring", "rhd", "native", "auto"):
+            for in_place in (False, True):
+                send = np.zeros(size, "float64")
+                recv = np.zeros(whole if collective == "allgather" or in_place else part)
+                start = rank * part if collective == "allgather" and in_place else 0
+                init = getattr(collectives, f"{collective}_init")
+                handle = init(collectives.IN_PLACE if in_place else send, recv, comm=comm,
+                              algorithm=algorithm)
+                for round_ in (1, 2):
+                    mine = np.arange(size, dtype="float64") * round_ + rank
+                    (recv[start:start + size] if in_place else send)[...] = mine
+                    got = handle().copy()
+                    want = getattr(collectives, collective)(mine, comm=comm, algorithm=algorithm)
+                    if bits(got) != bits(want):
+                        failures.append(f"rank {rank} {collective}_init {algorithm} in place "
+                                        f"{in_place}, round {round_}: {got} != {want}")
+                handle.free()
+                expect_error(failures, ValueError, "freed", handle)
+    return failures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--xp", choices=("numpy", "cupy"), default="numpy")
@@ -389,6 +448,9 @@ def main() -> None:
     failures += run_isolation(xp, comm, rank, nranks, transport)
     if xp is np:
         failures += run_tuned_auto(xp, comm, nranks, transport)
+    if args.transport == "mpi" and xp is np:
+        failures += run_call_cache(comm, nranks, transport)
+        failures += run_handles(comm, rank, nranks)
     all_failures = world.gather(failures, root=0)
     all_digests = world.gather(digests, root=0)
     if rank == 0:

@@ -16,11 +16,16 @@ import numpy as np
 from mpi4py import MPI
 
 import collectives
+import collectives.auto
 from collectives.executors import abort
+from collectives.tuning import Rule, Tuning
 
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 N = 60  # elements per rank's block: messages stay small (eager), so no send waits
+#: elements of a call whose messages go by rendezvous (a native rank must take them in
+#: whole, never into a smaller receive: Open MPI would write past it)
+LONG = 1 << 18
 
 
 def odd(rank0: Any, others: Any) -> Any:
@@ -32,21 +37,68 @@ def ones(count: int, dtype: str = "float32") -> np.ndarray:
     return np.ones(count, dtype)
 
 
+def disagreeing(algorithm: str, prefix: str = "",
+                counted: str | None = None) -> dict[str, Callable[[Any], Any]]:
+    """Calls on ``algorithm`` where rank 0 passes another op, dtype, count (on
+    ``counted``, default ``algorithm``) or collective, named ``prefix + field``."""
+    return {
+        f"{prefix}op": lambda comm: collectives.allreduce(
+            ones(SIZE * N), comm=comm, algorithm=algorithm, op=odd("max", "sum")),
+        f"{prefix}dtype": lambda comm: collectives.allreduce(
+            ones(SIZE * N, odd("int32", "float32")), comm=comm, algorithm=algorithm),
+        f"{prefix}count": lambda comm: collectives.allreduce(
+            ones(SIZE * N + odd(1, 0)), comm=comm, algorithm=counted or algorithm),
+        f"{prefix}collective": lambda comm: odd(
+            lambda: collectives.allgather(ones(N), comm=comm, algorithm=algorithm),
+            lambda: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm=algorithm))(),
+    }
+
+
 CASES: dict[str, Callable[[Any], Any]] = {
-    "op": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm="ring",
-                                             op=odd("max", "sum")),
-    "dtype": lambda comm: collectives.allreduce(ones(SIZE * N, odd("int32", "float32")),
-                                                comm=comm, algorithm="ring"),
-    "count": lambda comm: collectives.allreduce(ones(SIZE * N + odd(1, 0)), comm=comm,
-                                                algorithm="rhd"),
-    "collective": lambda comm: odd(
-        lambda: collectives.allgather(ones(N), comm=comm, algorithm="ring"),
-        lambda: collectives.allreduce(ones(SIZE * N), comm=comm, algorithm="ring"))(),
+    **disagreeing("ring", counted="rhd"),
     "algorithm": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
                                                     algorithm=odd("tree", "ring")),
     "checked": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm, check=True,
                                                   algorithm=odd("tree", "ring")),
+    **disagreeing("native", "native/"),
+    "native/schedule": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
+                                                          algorithm=odd("native", "rhd")),
+    "native/schedule/long": lambda comm: collectives.allreduce(
+        ones(LONG), comm=comm, algorithm=odd("native", "ring")),
+    "schedule/native": lambda comm: collectives.reduce_scatter(
+        ones(SIZE * N), comm=comm, algorithm=odd("tree", "native")),
+    "zero/count": lambda comm: collectives.allreduce(ones(odd(0, SIZE * N)), comm=comm,
+                                                     algorithm="ring"),
+    "zero/native": lambda comm: collectives.allgather(ones(odd(0, N)), comm=comm,
+                                                      algorithm="native"),
+    "auto": lambda comm: auto_on_rank0_table(lambda: collectives.allreduce(ones(SIZE * N),
+                                                                           comm=comm)),
 }
+
+#: cases in which every rank agrees: they must return the right result
+AGREED: dict[str, Callable[[Any], Any]] = {
+    "native/agreed": lambda comm: collectives.allreduce(ones(SIZE * N), comm=comm,
+                                                        algorithm="native"),
+    "zero/agreed": lambda comm: collectives.allreduce(ones(0), comm=comm,
+                                                      algorithm=odd("native", "ring")),
+}
+
+
+def auto_on_rank0_table(call: Callable[[], Any]) -> Any:
+    """Run ``call`` with a tuning table on rank 0 only that makes ``auto`` choose native
+    (the other ranks keep the static rule, a schedule)."""
+    if RANK == 0:
+        rule = Rule("allreduce", SIZE, 0, 0, 1 << 30, "native")
+        collectives.auto.use_tuning(Tuning.from_rules([rule], "rank 0 only"))
+    try:
+        return call()
+    finally:
+        collectives.auto.use_tuning(None)
+
+
+def check_sum(result: np.ndarray) -> None:
+    if not (result == SIZE).all():  # (an empty result passes)
+        raise AssertionError(f"wrong result {result[:4]}")
 
 
 def attempt(call: Callable[[], Any]) -> dict[str, str]:
@@ -65,6 +117,10 @@ def main() -> None:
         records[name] = attempt(lambda: case(comm))
         records[f"{name}/again"] = attempt(
             lambda: collectives.allreduce(ones(4), comm=comm, algorithm="ring"))
+        comm.Free()
+    for name, case in AGREED.items():
+        comm = WORLD.Dup()
+        records[name] = attempt(lambda: check_sum(case(comm)))
         comm.Free()
     fresh = WORLD.Dup()
     result = collectives.allreduce(ones(SIZE * N), comm=fresh, algorithm="ring")

@@ -1,0 +1,214 @@
+"""MPI's own collectives announce themselves, so that ranks that disagree raise, never hang.
+
+MPI's collectives carry no tags the guard (:mod:`.guard`) could sign, and a rank in
+``MPI_Allreduce`` cannot see that a peer runs a schedule instead (``auto`` decided
+differently there, or the ranks named different algorithms): each would wait for the other
+for ever.  So before ``algorithm="native"`` posts MPI's collective, every rank sends every
+other rank a *hello*: 16 bytes (the count, and a checksum of collective, dtype and op)
+whose tag is the call's signature with the algorithm ``native`` (:class:`~.guard.TagCodec`),
+and takes one in from each (:class:`Hellos` says how).  MPI's collective is posted only once
+every hello matches this rank's own:
+
+* ranks whose native calls differ (collective, count, dtype, op): each rank sees every
+  rank's hello, so every rank sees a difference and raises, before MPI's collective is
+  posted (nothing is left pending on any buffer);
+* a rank in native while others run a schedule: the schedule's first receive from the
+  native rank gets the hello, whose tag says ``native``, so that rank raises and sends
+  every rank the guard's failure message (:meth:`~.guard.Guard.settle`); the native
+  rank's receive from a schedule rank gets that rank's data (another tag, or too long) or
+  its failure message, and it raises too.  A schedule rank cannot finish without some
+  rank having received from the native one, so no rank is left waiting.
+
+Nothing here depends on state that may differ between ranks: every native call, the
+first or the millionth, exchanges its hellos.  The requests are persistent: the receives
+are bound once per communicator, the sends once per signature.  A call with no elements
+exchanges hellos whatever its algorithm (a schedule has no message to carry its signature
+then, and MPI's collectives return at once), so that a rank with elements beside it raises
+instead of waiting.
+``benchmarks/bench_native_guard.py`` measures what the hellos add per call.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .check import ArgumentMismatchError
+from .guard import Guard
+
+__all__ = ["HELLO_BYTES", "SIGNATURES_PER_COMM", "Hellos"]
+
+#: bytes of a hello: the count and the checksum, two int64
+HELLO_BYTES = 16
+
+#: signatures whose persistent sends are kept per communicator (least recently used freed)
+SIGNATURES_PER_COMM = 64
+
+#: a failed exchange takes in what peers send until none has for this many seconds...
+_QUIET_S = 0.1
+#: ...or for at most this many
+_DRAIN_S = 1.0
+
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    """One call's hello: its tag, its bytes, and its persistent sends (one per peer)."""
+
+    tag: int
+    payload: np.ndarray
+    expected: bytes
+    sends: list[Any]
+
+
+_HINT = ("; the ranks called different collectives or passed different arguments, or "
+         "algorithm='auto' chose differently on some ranks (different COLLSIM_TUNING, "
+         "COLLSIM_TOPOLOGY or collectives.auto tables)")
+
+
+class Hellos:
+    """The hellos of one communicator's native calls.
+
+    A hello is taken in only after a matched probe says it is one (the tag, and
+    :data:`HELLO_BYTES` bytes): a receive smaller than the message that matches it is
+    never posted, since Open MPI 5.0.11 writes a truncated rendezvous message whole past
+    the receive buffer (shared memory, single copy through CMA).  Any other message is
+    received whole into a buffer of its own size and reported.
+
+    Parameters
+    ----------
+    mpi : module
+        ``mpi4py.MPI``.
+    comm : mpi4py.MPI.Intracomm
+        The private communicator.
+    guard : Guard
+        Its guard: the tag codec, the failure message, the broken flag.
+    """
+
+    def __init__(self, mpi: Any, comm: Any, guard: Guard) -> None:
+        self._mpi, self._comm, self._guard = mpi, comm, guard
+        rank = comm.Get_rank()
+        self.peers = tuple(peer for peer in range(comm.Get_size()) if peer != rank)
+        self._inbox = np.zeros((len(self.peers), 2), np.int64)
+        #: per peer, ``(peer, the bytes its hello goes to)``
+        self._slots = tuple((peer, memoryview(self._inbox[i]).cast("B"))
+                            for i, peer in enumerate(self.peers))
+        self._signatures: OrderedDict[tuple[str, int, str, str], _Signature] = OrderedDict()
+        self._status = mpi.Status()
+
+    def exchange(self, collective: str, count: int, dtype: str, op: str,
+                 algorithm: str = "native") -> None:
+        """Send every peer this call's hello, take in theirs, and raise if any differs.
+
+        Parameters
+        ----------
+        collective, dtype, op : str
+            The call.
+        count : int
+            Elements of the working buffer.
+        algorithm : str
+            The algorithm asked for, named in errors (the hello itself says ``native``).
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When a peer's hello differs, or a peer sent a schedule's message or the
+            guard's failure message; the communicator is then broken.
+        """
+        if not self.peers:
+            return
+        key = (collective, count, dtype, op)
+        signature = self._signatures.get(key)
+        if signature is None:
+            signature = self._bind(key)
+        mpi, status = self._mpi, self._status
+        improbe, any_tag, tag = self._comm.Improbe, mpi.ANY_TAG, signature.tag
+        mpi.Prequest.Startall(signature.sends)
+        pending: Any = self._slots
+        while pending:
+            waiting = []
+            for slot in pending:
+                message = improbe(slot[0], any_tag, status)
+                if message is None:
+                    waiting.append(slot)
+                elif status.tag == tag and status.Get_count() == HELLO_BYTES:
+                    message.Recv(slot[1])
+                else:
+                    nbytes = status.Get_count()
+                    message.Recv(bytearray(nbytes))
+                    self._fail(key, signature, algorithm,
+                               self._stranger(slot[0], status.tag, tag, nbytes))
+            pending = waiting
+        mpi.Request.Waitall(signature.sends)
+        if self._inbox.tobytes() != signature.expected:
+            self._fail(key, signature, algorithm, self._differences(signature.payload))
+
+    def _bind(self, key: tuple[str, int, str, str]) -> _Signature:
+        """Bind the persistent sends of one call's hello."""
+        collective, count, dtype, op = key
+        tag = self._guard.codec.base(collective, count, dtype, op, "native", ())
+        payload = np.array([count, zlib.crc32(f"{collective} {dtype} {op}".encode())],
+                           np.int64)
+        signature = self._signatures[key] = _Signature(
+            tag, payload, payload.tobytes() * len(self.peers),
+            [self._comm.Send_init(payload, peer, tag) for peer in self.peers])
+        if len(self._signatures) > SIGNATURES_PER_COMM:
+            for request in self._signatures.popitem(last=False)[1].sends:
+                request.Free()
+        return signature
+
+    def _stranger(self, peer: int, got: int, tag: int, nbytes: int) -> str:
+        """What a message that is not this call's hello says about its sender."""
+        codec = self._guard.codec
+        if got == codec.poison:
+            return (f"rank {peer} failed in this or an earlier call on this communicator "
+                    f"and gave up (its own error says why)")
+        fields = ", ".join(codec.differences(tag, got)) if got != tag else (
+            f"{nbytes} bytes, not a {HELLO_BYTES}-byte hello")
+        return f"rank {peer} sent a message of another call ({fields}): it does not run this one"
+
+    def _differences(self, mine: np.ndarray) -> str:
+        """How the hellos taken in differ from ``mine``, in words."""
+        out = []
+        for peer, (count, checksum) in zip(self.peers, self._inbox):
+            if count != mine[0]:
+                out.append(f"count: {mine[0]} here, {count} at rank {peer}")
+            elif checksum != mine[1]:
+                out.append(f"rank {peer} called another collective, dtype or op")
+        return "; ".join(out)
+
+    def _fail(self, key: tuple[str, int, str, str], signature: _Signature, algorithm: str,
+              problem: str) -> None:
+        """Mark the communicator broken, tell every rank, take in what peers still send
+        (so that their sends complete), and raise saying why."""
+        collective, count, dtype, op = key
+        del self._signatures[key]  # its sends may still be active: never start them again
+        reason = (f"rank {self._comm.Get_rank()}, {collective} {algorithm} ({dtype}, {op}, "
+                  f"count {count}): {problem}")
+        self._guard.settle(self._mpi, list(signature.sends), 0,
+                           {peer: HELLO_BYTES + 1 for peer in self.peers},
+                           (self._inbox, signature.payload), reason)
+        self._drain()
+        raise ArgumentMismatchError(reason + _HINT)
+
+    def _drain(self) -> None:
+        """Receive whole whatever arrives, until none has for :data:`_QUIET_S` (at most
+        :data:`_DRAIN_S`): a peer's send to this rank then completes, even a long one."""
+        mpi, status = self._mpi, self._status
+        now = time.monotonic()
+        quiet_until, deadline = now + _QUIET_S, now + _DRAIN_S
+        while now < min(quiet_until, deadline):
+            message = self._comm.Improbe(mpi.ANY_SOURCE, mpi.ANY_TAG, status)
+            now = time.monotonic()
+            if message is not None:
+                message.Recv(bytearray(status.Get_count()))
+                quiet_until = now + _QUIET_S
+
+    def free(self) -> None:
+        """Free every persistent request (none may be active)."""
+        while self._signatures:
+            for request in self._signatures.popitem()[1].sends:
+                request.Free()

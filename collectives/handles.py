@@ -1,0 +1,201 @@
+"""Persistent collectives: check and bind a call once, then run it as often as needed.
+
+As MPI-4's ``MPI_Allreduce_init``: :func:`allreduce_init`, :func:`reduce_scatter_init` and
+:func:`allgather_init` take the arguments of :func:`collectives.allreduce` etc. (NumPy
+buffers over MPI), check them, agree on them across ranks when ``check`` is on, resolve
+``auto``, and bind the rank's plan to the buffers as persistent requests, once.  They are
+collective: every rank calls them in the same order.  The returned
+:class:`PersistentCollective` runs the collective on the buffers' current contents each
+time it is called, with no argument checked again; all ranks call their handles in the
+same order, as they would call the collectives.
+
+The buffers are fixed at init (as for MPI's persistent requests) and the handle keeps them
+alive; a handle for a schedule also owns its scratch (and, for an out-of-place
+ReduceScatter, its working buffer).  A call costs one ``Startall`` and one ``Waitall`` per
+step plus the reductions, the copies of the input and output, and a look at whether the
+communicator still works; ``native`` calls MPI's own collective.  The executor progresses
+only inside a call, so there is no separate ``start``/``wait``: a call returns complete.
+Messages carry the same signed tags as :func:`collectives.allreduce`'s, so ranks that
+disagree still raise :class:`~collectives.ArgumentMismatchError`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from .api import check_call
+from .calls import Prepared
+from .executors.buffers import Call
+from .executors.guard import signed_plan
+from .executors.check import agree
+from .executors.persistent import Binding, bind
+
+__all__ = ["PersistentCollective", "allreduce_init", "reduce_scatter_init", "allgather_init"]
+
+
+def _free(binding: list[Binding], mpi: Any) -> None:
+    """Free a handle's requests, unless a failed walk may have left them active."""
+    if binding and not mpi.Is_finalized():
+        binding.pop().free()
+
+
+class PersistentCollective:
+    """One collective checked and bound to its buffers; call it to run it.
+
+    Made by :func:`allreduce_init`, :func:`reduce_scatter_init` or :func:`allgather_init`.
+
+    Parameters
+    ----------
+    prepared : Prepared
+        The checked call (:func:`collectives.api.check_call`).
+    call : Call
+        Its buffers, laid out.
+    """
+
+    __slots__ = ("_prepared", "_call", "_guard", "_work", "_scratch", "_signed", "_binding",
+                 "_before", "_after", "_free", "__weakref__")
+
+    def __init__(self, prepared: Prepared, call: Call) -> None:
+        transport, plan = prepared.transport, prepared.plan
+        self._prepared, self._call, self._guard = prepared, call, transport.guard
+        self._binding: list[Binding] = []
+        self._before: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+        self._after: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+        if plan is None:
+            return
+        self._work = call.recv
+        if call.collective == "reduce_scatter" and call.send is not None:
+            self._work = np.empty(call.count, call.dtype)
+            self._after = ((self._work[plan.output], call.recv),)
+        elif call.collective == "reduce_scatter" and plan.output.start:
+            self._after = ((self._work[plan.output], call.recv[:call.part]),)
+        if call.send is not None:
+            self._before = ((call.send, self._work[plan.input]),)
+        self._scratch = np.empty(plan.scratch_count, call.dtype)
+        self._signed = signed_plan(plan, prepared.op, transport.guard.codec)
+        if plan.steps:
+            from mpi4py import MPI as mpi  # loaded already: the transport runs on it
+            self._binding.append(bind(mpi, transport.comm, plan, self._signed, prepared.op,
+                                      self._work, self._scratch, call.send))
+            self._free = weakref.finalize(self, _free, self._binding, mpi)
+
+    def __call__(self) -> np.ndarray:
+        """Run the collective on the buffers' current contents.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``recvbuf`` (for an in-place ReduceScatter, its first block).
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When another rank ran a different call.
+        CommunicatorBrokenError
+            When a collective failed on the communicator before, or it was closed.
+        """
+        guard, prepared, call = self._guard, self._prepared, self._call
+        if guard.broken is not None:
+            guard.check_usable()
+        if prepared.plan is None:
+            prepared.transport.native(call, prepared.op, None)
+            return call.result
+        copyto = np.copyto
+        for source, destination in self._before:
+            copyto(destination, source)
+        if self._binding:
+            try:
+                prepared.transport.persistent.walk(self._binding[0], self._signed, prepared.op,
+                                                   self._work, self._scratch)
+            except BaseException as error:
+                self._binding.clear()  # its requests may still be active: never free them
+                prepared.transport.interrupted(prepared.plan, error)
+                raise
+        for source, destination in self._after:
+            copyto(destination, source)
+        return call.result
+
+    def free(self) -> None:
+        """Free the persistent requests now (the handle cannot run afterwards)."""
+        if self._binding:
+            self._free()
+        self._guard = _Freed()
+
+    def __repr__(self) -> str:
+        prepared = self._prepared
+        return (f"<PersistentCollective {prepared.collective} {prepared.algorithm} "
+                f"({prepared.dtype}, {prepared.op}, count {prepared.count})>")
+
+
+class _Freed:
+    """Stands for the guard of a freed handle: every call says so."""
+
+    broken = "the handle was freed"
+
+    def check_usable(self) -> None:
+        raise ValueError("this PersistentCollective was freed; create another with "
+                         "collectives.allreduce_init (or reduce_scatter_init, allgather_init)")
+
+
+def _init(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorithm: str,
+          check: bool | None, params: dict[str, Any]) -> PersistentCollective:
+    prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, params)
+    if call.xp is not np or getattr(prepared.transport, "name", None) != "mpi":
+        raise TypeError(f"{collective}_init takes NumPy buffers over an mpi4py communicator; "
+                        f"for CuPy buffers or an NcclComm call collectives.{collective}")
+    if prepared.signature is not None:
+        agree(prepared.signature, prepared.transport.allgather_object)
+    prepared.transport.guard.check_usable()
+    return PersistentCollective(prepared, call)
+
+
+def allreduce_init(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: Any = "sum",
+                   algorithm: str = "auto", check: bool | None = None,
+                   **params: Any) -> PersistentCollective:
+    """Check an AllReduce once and return a handle that runs it (as ``MPI_Allreduce_init``).
+
+    Parameters and raises as :func:`collectives.allreduce` (NumPy buffers over MPI only;
+    ``check`` agrees on the arguments once, here).  Collective over ``comm``.
+
+    Returns
+    -------
+    PersistentCollective
+        Call it to run the AllReduce on the buffers' current contents.
+
+    Raises
+    ------
+    TypeError
+        Also for CuPy buffers or an ``NcclComm``.
+
+    Examples
+    --------
+    Under ``mpirun -n 2``:
+
+    >>> run = collectives.allreduce_init(x, y, algorithm="ring")   # doctest: +SKIP
+    >>> for _ in range(1000):                                      # doctest: +SKIP
+    ...     x[:] = next_input(); run()                              # y holds the sum
+    """
+    return _init("allreduce", sendbuf, recvbuf, comm, op, algorithm, check, params)
+
+
+def reduce_scatter_init(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None,
+                        op: Any = "sum", algorithm: str = "auto", check: bool | None = None,
+                        **params: Any) -> PersistentCollective:
+    """Check a ReduceScatter once and return a handle that runs it.
+
+    As :func:`allreduce_init`, with the buffers of :func:`collectives.reduce_scatter`.
+    """
+    return _init("reduce_scatter", sendbuf, recvbuf, comm, op, algorithm, check, params)
+
+
+def allgather_init(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None,
+                   algorithm: str = "auto", check: bool | None = None,
+                   **params: Any) -> PersistentCollective:
+    """Check an AllGather once and return a handle that runs it.
+
+    As :func:`allreduce_init`, with the buffers of :func:`collectives.allgather`.
+    """
+    return _init("allgather", sendbuf, recvbuf, comm, "sum", algorithm, check, params)
