@@ -287,10 +287,11 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
     forced protocol): NCCL runs what its model ranks first, not what is fastest on the
     machine (on 8x A100 it runs LL128 from 4 to 16 MiB, slower there than Simple).  The
     algorithm is the one the curve forced, the ring on one node, and otherwise the
-    least simulated time of ring and tree, :func:`simulator.select`'s rule: the
-    simulator's tree is a double binary tree over all ranks, not NCCL's (chains inside
-    nodes, a tree across them), so NCCL's ranking of its own tree does not carry over
-    (taking NCCL's algorithm too, the 8-node H100 curves fall from 12% to 22%).  Each
+    least simulated time of ring and tree, :func:`simulator.select`'s rule: NCCL's
+    ranking of its own tree does not carry over (when the simulator's tree was a double
+    binary tree over all ranks, taking NCCL's algorithm too made the 8-node H100 curves
+    fall from 12% to 22%; not measured again since the tree is NCCL's over nodes, with a
+    chain in each, which ``schedule_params`` gives it on several nodes).  Each
     size is simulated; on several nodes every candidate runs :func:`channel_count`
     channels over :func:`topology.channel_orders`
     (:func:`simulator.channel_choice.schedule_params`), as NCCL runs a channel per NIC.
