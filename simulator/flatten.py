@@ -218,10 +218,16 @@ def _offsets(counts: Any) -> np.ndarray:
     return ptr
 
 
+#: up to this many ordered pairs of ranks, pairs are numbered through an array indexed by
+#: pair (4 bytes each) rather than a hash table
+_DENSE_PAIRS = 1 << 22
+
+
 @njit(cache=True)
-def _pairs_and_order(p, step_ptr, end_ptr, kind, peer):
+def _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense):
     """Number the ordered pairs that exchange messages and each end's place among its
-    pair's sends or receives (program order: the k-th send matches the k-th receive)."""
+    pair's sends or receives (program order: the k-th send matches the k-th receive).
+    ``dense``: -1 per ordered pair, looked up instead of a hash table, or empty."""
     index = Dict.empty(key_type=types.int64, value_type=types.int64)
     keys = List.empty_list(types.int64)
     end_pair = np.empty(len(kind), dtype=np.int64)
@@ -231,11 +237,18 @@ def _pairs_and_order(p, step_ptr, end_ptr, kind, peer):
         for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
             side = 0 if kind[e] == 0 else 1
             key = r * p + peer[e] if side == 0 else peer[e] * p + r
-            if key in index:
+            if len(dense):
+                i = np.int64(dense[key])
+            elif key in index:
                 i = index[key]
             else:
+                i = -1
+            if i < 0:
                 i = len(keys)
-                index[key] = i
+                if len(dense):
+                    dense[key] = i
+                else:
+                    index[key] = i
                 keys.append(key)
                 if i == len(counts):
                     grown = np.zeros((2 * len(counts), 2), dtype=np.int64)
@@ -300,7 +313,8 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys)
 def _number_messages(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
                      peer: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, ...] | None:
     """Match every send with its receive and number the messages (:func:`_messages`)."""
-    end_pair, end_k, counts, keys = _pairs_and_order(p, step_ptr, end_ptr, kind, peer)
+    dense = np.full(p * p if p * p <= _DENSE_PAIRS else 0, -1, dtype=np.int32)
+    end_pair, end_k, counts, keys = _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense)
     return _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys)
 
 
