@@ -68,33 +68,36 @@ _FINISH, _CPU_FREE = range(2)
 
 
 @njit(cache=True, _nrt=False)
-def _before(HT, HE, i, j):
-    """Whether pending event ``i`` comes before event ``j`` (time, then sequence)."""
-    return HT[i] < HT[j] or (HT[i] == HT[j] and HE[i, _EVENT_SEQ] < HE[j, _EVENT_SEQ])
+def _earlier(time, seq, HT, HE, j):
+    """Whether an event at ``time`` numbered ``seq`` comes before pending event ``j``
+    (time, then sequence)."""
+    return time < HT[j] or (time == HT[j] and seq < HE[j, _EVENT_SEQ])
 
 
 @njit(cache=True, _nrt=False)
-def _swap(HT, HE, i, j):
-    HT[i], HT[j] = HT[j], HT[i]
+def _move(HT, HE, i, j):
+    """Copy pending event ``i`` to place ``j``."""
+    HT[j] = HT[i]
     for c in range(4):
-        HE[i, c], HE[j, c] = HE[j, c], HE[i, c]
+        HE[j, c] = HE[i, c]
 
 
 @njit(cache=True, _nrt=False)
 def _push(HT, HE, counters, when, kind, a, b):
-    """Schedule an event (a binary heap in arrays; :func:`_simulate` keeps room)."""
+    """Schedule an event (a binary heap in arrays, sifted through a hole: one copy per
+    level; :func:`_simulate` keeps room)."""
     i = counters[_EVENTS]
     counters[_EVENTS] = i + 1
-    HT[i] = when
-    HE[i, _EVENT_SEQ], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B] = \
-        counters[_SEQ], kind, a, b
-    counters[_SEQ] += 1
+    seq = counters[_SEQ]
+    counters[_SEQ] = seq + 1
     while i:
         parent = (i - 1) >> 1
-        if not _before(HT, HE, i, parent):
+        if not _earlier(when, seq, HT, HE, parent):
             break
-        _swap(HT, HE, i, parent)
+        _move(HT, HE, parent, i)
         i = parent
+    HT[i] = when
+    HE[i, _EVENT_SEQ], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B] = seq, kind, a, b
 
 
 @njit(cache=True, _nrt=False)
@@ -102,18 +105,23 @@ def _pop(HT, HE, counters):
     """Move the first pending event to the end of the heap's arrays; return its index."""
     n = counters[_EVENTS] - 1
     counters[_EVENTS] = n
-    _swap(HT, HE, 0, n)
+    time, seq = HT[n], HE[n, _EVENT_SEQ]
+    kind, a, b = HE[n, _EVENT_KIND], HE[n, _EVENT_A], HE[n, _EVENT_B]
+    _move(HT, HE, 0, n)
     i = 0
     while True:
         child = 2 * i + 1
         if child >= n:
             break
-        if child + 1 < n and _before(HT, HE, child + 1, child):
+        if child + 1 < n and _earlier(HT[child + 1], HE[child + 1, _EVENT_SEQ], HT, HE, child):
             child += 1
-        if not _before(HT, HE, child, i):
+        if _earlier(time, seq, HT, HE, child):
             break
-        _swap(HT, HE, i, child)
+        _move(HT, HE, child, i)
         i = child
+    if n:
+        HT[i] = time
+        HE[i, _EVENT_SEQ], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B] = seq, kind, a, b
     return n
 
 

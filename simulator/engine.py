@@ -552,14 +552,19 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
         transfers=transfers, transfer_count=count, nbytes=schedule.count * dtype_size)
 
 
-def _operations(schedule: Schedule) -> int:
-    """Every rank's operations; for a schedule with lanes, their entries (gaps included),
-    which does not build the operations."""
-    ranks = range(schedule.nranks)
-    if schedule.lanes is not None:
-        return sum(min(len(lane.starts), len(lane.stops))
-                   for rank in ranks for lane in schedule.lanes(rank))
-    return sum(len(step.ops) for rank in ranks for step in schedule.steps(rank))
+def _has_operations(schedule: Schedule, least: int) -> bool:
+    """Whether ranks hold at least ``least`` operations; for a schedule with lanes, lane
+    entries (gaps included), which does not build the operations.  Counting stops at
+    ``least``: a large schedule is not read twice."""
+    seen = 0
+    for rank in range(schedule.nranks):
+        if schedule.lanes is not None:
+            seen += sum(min(len(lane.starts), len(lane.stops)) for lane in schedule.lanes(rank))
+        else:
+            seen += sum(len(step.ops) for step in schedule.steps(rank))
+        if seen >= least:
+            return True
+    return False
 
 
 def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
@@ -627,7 +632,8 @@ def _play(schedule: Schedule, topology: Any, dtype_size: int, gamma: float, trac
     """Run the chosen engine (see :func:`simulate`)."""
     with gc_paused():  # millions of short-lived flows and events: no cycles, nothing to collect
         if engine == "auto":
-            engine = "compiled" if _operations(schedule) >= COMPILED_FROM_OPERATIONS else "events"
+            engine = "compiled" if _has_operations(schedule, COMPILED_FROM_OPERATIONS) \
+                else "events"
         if engine == "compiled":
             result = _compiled(schedule, topology, dtype_size, gamma, trace)
             if result is not None:

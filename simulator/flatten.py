@@ -102,32 +102,42 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
                  for buffer in (steps_per_rank, ends_per_step, kinds, peers, lengths))
 
 
+_GAP = np.iinfo(np.int64).min  # a round without an operation, in a pool of lengths
+
+
 class _Pool:
-    """Element ranges of many lanes in one array; a sequence met again (every rank of a
-    schedule reads the same cached segment tuples) is stored once."""
+    """The entry lengths (``stop - start``, :data:`_GAP` for a gap) of many lanes in one
+    growing array; a pair of sequences met again (every rank of a schedule may read the
+    same cached segment tuples) is stored once."""
 
     def __init__(self) -> None:
-        self.parts: list[np.ndarray] = []
+        self.buffer = np.empty(1 << 16, dtype=np.int64)
         self.size = 0
-        self.seen: dict[int, tuple[Any, int]] = {}  # id -> (the sequence, kept alive; offset)
+        self.seen: dict[tuple[int, int], tuple[Any, Any, int]] = {}  # ids -> (kept alive, offset)
 
-    def offset(self, values: Any) -> int:
-        """Return where ``values`` lies in the pool (``None`` stored as -1)."""
-        known = self.seen.get(id(values))
+    def offset(self, starts: Any, stops: Any, n: int) -> int:
+        """Return where the first ``n`` lengths of ``starts`` and ``stops`` lie in the pool."""
+        key = (id(starts), id(stops))
+        known = self.seen.get(key)
         if known is not None:
-            return known[1]
-        if None in values:
-            values_array = np.array([-1 if v is None else v for v in values], dtype=np.int64)
-        else:
-            values_array = np.fromiter(values, dtype=np.int64, count=len(values))
-        offset = self.size
-        self.parts.append(values_array)
-        self.size += len(values_array)
-        self.seen[id(values)] = (values, offset)
+            return known[2]
+        offset, self.size = self.size, self.size + n
+        if self.size > len(self.buffer):
+            grown = np.empty(max(2 * len(self.buffer), self.size), dtype=np.int64)
+            grown[:offset] = self.buffer[:offset]
+            self.buffer = grown
+        out = self.buffer[offset:self.size]
+        try:
+            out[:] = np.fromiter(stops, dtype=np.int64, count=n)
+            out -= np.fromiter(starts, dtype=np.int64, count=n)
+        except TypeError:  # a None: a gap where the start is one (a stop alone counts as -1)
+            out[:] = [_GAP if a is None else (-1 if b is None else b) - a
+                      for a, b in zip(starts, stops)]
+        self.seen[key] = (starts, stops, offset)
         return offset
 
     def array(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.int64)
+        return self.buffer[:self.size]
 
 
 def _lane_kind(lane: Any) -> int:
@@ -145,25 +155,27 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     never built (:func:`collectives.rounds.merge_lanes` is replayed in :func:`_merge`)."""
     pool = _Pool()
     lanes_per_rank = array("q")
-    table = array("q")  # per lane: first round, kind, peer, starts' and stops' offsets, length
+    table = array("q")  # per lane: first round, kind, peer, lengths' offset, length
     for rank in range(schedule.nranks):
         lanes = schedule.lanes(rank)
         lanes_per_rank.append(len(lanes))
         for lane in lanes:
-            table.extend((lane.first_round, _lane_kind(lane), lane.peer, pool.offset(lane.starts),
-                          pool.offset(lane.stops), min(len(lane.starts), len(lane.stops))))
+            starts, stops = lane.starts, lane.stops
+            n = min(len(starts), len(stops))
+            table.extend((lane.first_round, _lane_kind(lane), lane.peer,
+                          pool.offset(starts, stops, n), n))
     return _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)),
-                  np.frombuffer(table, dtype=np.int64).reshape(-1, 6), pool.array())
+                  np.frombuffer(table, dtype=np.int64).reshape(-1, 5), pool.array(), _GAP)
 
 
 @njit(cache=True)
-def _merge(lane_ptr, table, pool):
+def _merge(lane_ptr, table, pool, gap):
     """Every rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
     merges them: a step per round with an operation, its operations in lane order."""
     nranks = len(lane_ptr) - 1
     most = 0
     for i in range(len(table)):
-        most += table[i, 5]
+        most += table[i, 4]
     steps_per_rank = np.zeros(nranks, dtype=np.int64)
     ends_per_step = np.empty(most, dtype=np.int64)
     kinds = np.empty(most, dtype=np.int8)
@@ -174,8 +186,8 @@ def _merge(lane_ptr, table, pool):
         lo, hi = lane_ptr[r], lane_ptr[r + 1]
         base, top = 0, 0
         for i in range(lo, hi):
-            if table[i, 5]:
-                first, stop = table[i, 0], table[i, 0] + table[i, 5]
+            if table[i, 4]:
+                first, stop = table[i, 0], table[i, 0] + table[i, 4]
                 if top == base:
                     base, top = first, stop
                 else:
@@ -184,12 +196,12 @@ def _merge(lane_ptr, table, pool):
             n, step = 0, False
             for i in range(lo, hi):
                 k = now - table[i, 0]
-                if 0 <= k < table[i, 5] and pool[table[i, 3] + k] >= 0:
+                if 0 <= k < table[i, 4] and pool[table[i, 3] + k] != gap:
                     step = True
                     if table[i, 1] >= 0:
                         kinds[nends] = table[i, 1]
                         peers[nends] = table[i, 2]
-                        lengths[nends] = pool[table[i, 4] + k] - pool[table[i, 3] + k]
+                        lengths[nends] = pool[table[i, 3] + k]
                         nends += 1
                         n += 1
             if step:
@@ -206,10 +218,16 @@ def _offsets(counts: Any) -> np.ndarray:
     return ptr
 
 
+#: up to this many ordered pairs of ranks, pairs are numbered through an array indexed by
+#: pair (4 bytes each) rather than a hash table
+_DENSE_PAIRS = 1 << 22
+
+
 @njit(cache=True)
-def _pairs_and_order(p, step_ptr, end_ptr, kind, peer):
+def _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense):
     """Number the ordered pairs that exchange messages and each end's place among its
-    pair's sends or receives (program order: the k-th send matches the k-th receive)."""
+    pair's sends or receives (program order: the k-th send matches the k-th receive).
+    ``dense``: -1 per ordered pair, looked up instead of a hash table, or empty."""
     index = Dict.empty(key_type=types.int64, value_type=types.int64)
     keys = List.empty_list(types.int64)
     end_pair = np.empty(len(kind), dtype=np.int64)
@@ -219,11 +237,18 @@ def _pairs_and_order(p, step_ptr, end_ptr, kind, peer):
         for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
             side = 0 if kind[e] == 0 else 1
             key = r * p + peer[e] if side == 0 else peer[e] * p + r
-            if key in index:
+            if len(dense):
+                i = np.int64(dense[key])
+            elif key in index:
                 i = index[key]
             else:
+                i = -1
+            if i < 0:
                 i = len(keys)
-                index[key] = i
+                if len(dense):
+                    dense[key] = i
+                else:
+                    index[key] = i
                 keys.append(key)
                 if i == len(counts):
                     grown = np.zeros((2 * len(counts), 2), dtype=np.int64)
@@ -288,7 +313,8 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys)
 def _number_messages(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
                      peer: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, ...] | None:
     """Match every send with its receive and number the messages (:func:`_messages`)."""
-    end_pair, end_k, counts, keys = _pairs_and_order(p, step_ptr, end_ptr, kind, peer)
+    dense = np.full(p * p if p * p <= _DENSE_PAIRS else 0, -1, dtype=np.int32)
+    end_pair, end_k, counts, keys = _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense)
     return _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys)
 
 

@@ -8,7 +8,9 @@ import pytest
 from collectives import build_schedule
 from collectives.rounds import Lane, merge_lanes
 from collectives.schedule import Copy, Op, Schedule, new_recv, new_send
-from simulator.flatten import _ends, _lane_ends
+import topology
+from simulator import flatten as flatten_module
+from simulator.flatten import _ends, _lane_ends, flatten
 
 pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) _merge
 
@@ -69,3 +71,13 @@ def test_hier_reads_as_its_steps(collective: str) -> None:
         schedule = build_schedule(collective, "hier", 6, 101, channels=2, ranks_per_node=2,
                                   inner=inner)
         assert schedule.lanes is not None and _same(schedule)
+
+
+def test_pairs_numbered_through_a_hash_table_as_through_an_array(monkeypatch) -> None:
+    machine = topology.dgx_h100(nodes=2)
+    schedule = build_schedule("allreduce", "tree", 16, 1000, channels=2)
+    dense = flatten(schedule, machine, 4)
+    monkeypatch.setattr(flatten_module, "_DENSE_PAIRS", 0)
+    hashed = flatten(schedule, machine, 4)
+    assert all(np.array_equal(getattr(dense, name), getattr(hashed, name))
+               for name in dense.__dataclass_fields__)
