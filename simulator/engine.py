@@ -595,8 +595,8 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     protocol : str, optional
         On a topology with a GPU model (``topology.gpu``), the protocol to play
         (default the model's ``default_protocol``): the schedule runs on the effective
-        topology of :func:`simulator.gpu.gpu_terms` and every time is delayed by the
-        call's fixed cost.  Must be None on a topology without a GPU model.
+        topology of :func:`simulator.gpu.gpu_terms` for it and the schedule's algorithm,
+        and every time is delayed by the call's fixed cost.  Must be None on a topology without a GPU model.
 
     Returns
     -------
@@ -621,7 +621,7 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     >>> simulate(s, topology.flat(4, alpha=1e-6, beta=1e-9), engine="compiled") == r
     True
     """
-    topology, call_s = gpu_terms(topology, protocol)
+    topology, call_s = gpu_terms(topology, protocol, schedule.algorithm)
     gamma = _check(schedule, topology, dtype_size, gamma, engine)
     result = _play(schedule, topology, dtype_size, gamma, trace, engine)
     return _delayed(result, call_s) if call_s else result

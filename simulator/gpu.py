@@ -1,11 +1,16 @@
 """The GPU terms of a topology, as the simulator and the closed forms read them.
 
 A topology with a :class:`topology.GpuModel` (``topology.gpu``) is played, for a given
-protocol, on its *effective* topology: the same devices and routes, every link's
-bandwidth its line rate times the kind's achievable fraction times the protocol's
-fraction (on that kind), every link's latency the kind's per-link latency under the protocol, and the
-reduction cost one over the GPU's reduction throughput.  The fixed cost of the call
-(launch and protocol setup) delays every rank's start.
+protocol and algorithm, on its *effective* topology: the same devices and routes, every
+link's bandwidth its line rate times the kind's achievable fraction times the protocol's
+fraction (on that kind), every link's latency the kind's per-link latency under the
+protocol, and the reduction cost one over the GPU's reduction throughput.  The fixed cost
+of the call (launch and protocol setup) delays every rank's start.  An algorithm with
+figures of its own in the model (:class:`topology.AlgorithmFigures`, e.g. the tree's in
+the DGX presets) is played with those in place of the model's
+(:meth:`topology.GpuModel.link_terms`, :meth:`~topology.GpuModel.call_s`); the
+simulator learns the algorithm from the schedule (:attr:`collectives.Schedule.algorithm`),
+the closed forms from their ``algorithm`` argument.
 
 Both engines and the closed forms read the same effective topology and add the same
 call cost, so they agree with the GPU terms on exactly as they do without them; a
@@ -77,7 +82,8 @@ def resolve_protocol(topology: Any, protocol: str | None) -> str | None:
     return model.protocol(protocol).name
 
 
-def gpu_terms(topology: Any, protocol: str | None = None) -> tuple[Any, float]:
+def gpu_terms(topology: Any, protocol: str | None = None,
+              algorithm: str | None = None) -> tuple[Any, float]:
     """The effective topology of ``topology`` under ``protocol`` and the cost per call.
 
     Parameters
@@ -86,6 +92,9 @@ def gpu_terms(topology: Any, protocol: str | None = None) -> tuple[Any, float]:
         The machine.
     protocol : str or None, optional
         A protocol of ``topology.gpu`` (default: its default protocol).
+    algorithm : str or None, optional
+        The algorithm that runs: its figures of ``topology.gpu`` where it has some
+        (default None: the model's own figures).
 
     Returns
     -------
@@ -106,23 +115,29 @@ def gpu_terms(topology: Any, protocol: str | None = None) -> tuple[Any, float]:
     (391.5, 3.4)
     >>> round(call_s * 1e6, 2)
     8.4
+    >>> two = topology.dgx_h100(2)  # GPU 0 to GPU 8, over the network, under LL:
+    >>> [round(gpu_terms(two, "LL", a)[0].alpha(0, 8) * 1e6, 2) for a in ("ring", "tree")]
+    [3.7, 6.0]
     """
     protocol = resolve_protocol(topology, protocol)
     if protocol is None:
         return topology, 0.0
-    return _effective(topology, protocol), topology.gpu.call_s(protocol)
+    model = topology.gpu
+    own = model.algorithm_figures(algorithm)
+    algorithm = None if own is None else own.algorithm
+    return _effective(topology, protocol, algorithm), model.call_s(protocol, algorithm)
 
 
 @functools.lru_cache(maxsize=32)
-def _effective(topology: Topology, protocol: str) -> Topology:
-    """The links of ``topology`` at what ``protocol`` reaches on them (cached)."""
+def _effective(topology: Topology, protocol: str, algorithm: str | None) -> Topology:
+    """The links of ``topology`` at what ``protocol`` reaches on them under
+    ``algorithm`` (None: the model's own figures; cached)."""
     model = topology.gpu
-    chosen = model.protocol(protocol)
-    figures = {f.kind: (f.latency(protocol), f.efficiency * f.fraction(chosen))
-               for f in model.links}
+    figures = {f.kind: model.link_terms(f.kind, protocol, algorithm) for f in model.links}
     links = tuple(Link(link.src, link.dst, figures[link.kind][0],
                        link.bandwidth_Bps * figures[link.kind][1], link.kind)
                   for link in topology.links)
-    return Topology(f"{topology.name}[{protocol}]", topology.devices, links,
+    name = protocol if algorithm is None else f"{protocol}, {algorithm}"
+    return Topology(f"{topology.name}[{name}]", topology.devices, links,
                     topology.placement, 1.0 / model.reduce_Bps,
                     topology.overhead_s_per_message)

@@ -426,7 +426,9 @@ def machine_costs(collective: str, algorithm: str, topology: Any, sizes: Sequenc
     dtype_size : int, optional
         Bytes per element (default 4).
     protocol : str, optional
-        A protocol of ``topology.gpu`` (its default when None); None without one.
+        A protocol of ``topology.gpu`` (its default when None); None without one.  The
+        machine is taken under ``algorithm``'s figures of ``topology.gpu`` where it has
+        some (:func:`simulator.gpu.gpu_terms`).
     pipelined : bool, optional
         Charge latency along the data's longest path (see the module docstring); default:
         whether ``topology`` has a GPU model.
@@ -454,7 +456,7 @@ def machine_costs(collective: str, algorithm: str, topology: Any, sizes: Sequenc
     8
     """
     _check(collective, algorithm, params)
-    machine, call_s = gpu_terms(topology, protocol)
+    machine, call_s = gpu_terms(topology, protocol, algorithm)
     nranks = machine.nranks if nranks is None else nranks
     check_int(nranks, "nranks", 1, machine.nranks,
               note=f" (the ranks topology {machine.name!r} places)")

@@ -9,8 +9,13 @@ collectives run on GPUs rather than how fast the wires are:
 * protocols (:class:`Protocol`): a low-latency one (small steps, a fraction of the
   bandwidth) and a bandwidth one, each a fraction of what the links achieve;
 * per link kind (:class:`LinkFigures`): the achievable fraction of the line rate, where a
-  protocol reaches another fraction of it on that kind than elsewhere, and the latency a message pays per link of that kind it crosses, per protocol (NCCL's per-hop
+  protocol reaches another fraction of it on that kind than elsewhere, and the latency a
+  message pays per link of that kind it crosses, per protocol (NCCL's per-hop
   ``hwLat`` spread over the links of a hop, and the network's per-message overhead);
+* per algorithm (:class:`AlgorithmFigures`), where NCCL's model gives an algorithm figures
+  of its own (Tree's per-hop latencies, protocol setup and bandwidth factors): they replace
+  the protocol's and the link kinds' figures when that algorithm runs; every other
+  algorithm runs on the figures above;
 * the GPU's reduction throughput (``reduce_Bps``, bytes reduced per second).
 
 The simulator reads the model (:mod:`simulator.gpu`); this module only holds and checks
@@ -26,7 +31,7 @@ from typing import Any
 
 from .errors import TopologyError
 
-__all__ = ["Protocol", "LinkFigures", "GpuModel"]
+__all__ = ["Protocol", "LinkFigures", "AlgorithmFigures", "GpuModel"]
 
 
 def _fraction(value: Any, key: str) -> float:
@@ -108,21 +113,6 @@ class LinkFigures:
         for name, fraction in self.protocol_fraction:
             _fraction(fraction, f"links {self.kind}.protocol_fraction[{name!r}]")
 
-    def fraction(self, protocol: Protocol) -> float:
-        """The fraction of this kind's achievable rate ``protocol`` reaches on it.
-
-        Parameters
-        ----------
-        protocol : Protocol
-            A protocol of the model.
-
-        Returns
-        -------
-        float
-            Its entry in :attr:`protocol_fraction`, else its own bandwidth fraction.
-        """
-        return dict(self.protocol_fraction).get(protocol.name, protocol.bandwidth_fraction)
-
     def latency(self, protocol: str) -> float:
         """Seconds per link of this kind under ``protocol``.
 
@@ -148,6 +138,73 @@ class LinkFigures:
                             f"{protocol!r}; it has {[n for n, _ in self.latency_s]}")
 
 
+def _pairs(value: Any, key: str) -> tuple[tuple[str, Any], ...]:
+    """``value`` as a tuple of ``(name, value)`` pairs (from pairs or a dict)."""
+    items = value.items() if isinstance(value, dict) else value
+    try:
+        pairs = tuple((name, v) for name, v in items)
+    except (TypeError, ValueError):
+        raise TopologyError(f"{key} = {value!r} is not allowed; it must be (name, value) "
+                            "pairs") from None
+    if not all(isinstance(name, str) and name for name, _ in pairs):
+        raise TopologyError(f"{key} = {value!r} is not allowed; names must be non-empty "
+                            "strings")
+    return pairs
+
+
+@dataclass(frozen=True, slots=True)
+class AlgorithmFigures:
+    """Figures that replace the model's own when one algorithm runs.
+
+    Every entry is optional: what it leaves out, the algorithm takes from the protocols
+    and link figures of the model.
+
+    Parameters
+    ----------
+    algorithm : str
+        The algorithm's name as :func:`collectives.build_schedule` takes it (``"tree"``).
+    call_s : tuple of (str, float), optional
+        ``(protocol, seconds)``: setup per call, in place of :attr:`Protocol.call_s`.
+    bandwidth_fraction : tuple of (str, float), optional
+        ``(protocol, fraction in (0, 1])``: in place of :attr:`Protocol.bandwidth_fraction`
+        (a link kind's :attr:`LinkFigures.protocol_fraction`, measured on that kind,
+        still takes precedence on it).
+    latency_s : tuple of (str, tuple of (str, float)), optional
+        ``(link kind, ((protocol, seconds), ...))``: per link crossed, in place of
+        :attr:`LinkFigures.latency_s` for the protocols named.
+    """
+
+    algorithm: str
+    call_s: tuple[tuple[str, float], ...] = ()
+    bandwidth_fraction: tuple[tuple[str, float], ...] = ()
+    latency_s: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.algorithm, str) or not self.algorithm:
+            raise TopologyError(f"algorithm = {self.algorithm!r} is not allowed; it must be "
+                                "a non-empty string")
+        where = f"algorithms {self.algorithm}"
+        object.__setattr__(self, "call_s", _pairs(self.call_s, f"{where}.call_s"))
+        for name, seconds in self.call_s:
+            _number(seconds, f"{where}.call_s[{name!r}]")
+        object.__setattr__(self, "bandwidth_fraction",
+                           _pairs(self.bandwidth_fraction, f"{where}.bandwidth_fraction"))
+        for name, fraction in self.bandwidth_fraction:
+            _fraction(fraction, f"{where}.bandwidth_fraction[{name!r}]")
+        latency = tuple((kind, _pairs(per, f"{where}.latency_s[{kind!r}]"))
+                        for kind, per in _pairs(self.latency_s, f"{where}.latency_s"))
+        object.__setattr__(self, "latency_s", latency)
+        for kind, per in latency:
+            for name, seconds in per:
+                _number(seconds, f"{where}.latency_s[{kind!r}][{name!r}]", positive=True)
+
+    @property
+    def protocol_names(self) -> set[str]:
+        """Every protocol these figures name."""
+        return ({n for n, _ in self.call_s} | {n for n, _ in self.bandwidth_fraction}
+                | {n for _, per in self.latency_s for n, _ in per})
+
+
 @dataclass(frozen=True)
 class GpuModel:
     """The GPU terms of a machine (see the module docstring).
@@ -169,12 +226,15 @@ class GpuModel:
     default_protocol : str, optional
         The protocol :func:`simulator.simulate` plays when none is given (default the
         last of ``protocols``).
+    algorithms : tuple of AlgorithmFigures, optional
+        Figures of algorithms that do not run on the model's own (default none).
 
     Raises
     ------
     TopologyError
-        Naming the field and value: no protocols, duplicate names or kinds, a link kind
-        without a latency for some protocol, values out of range.
+        Naming the field and value: no protocols, duplicate names, kinds or algorithms, a
+        link kind without a latency for some protocol, algorithm figures naming an unknown
+        protocol or link kind, values out of range.
     """
 
     protocols: tuple[Protocol, ...]
@@ -184,10 +244,12 @@ class GpuModel:
     launch_per_gpu_s: float = 0.0
     gpus_per_process: int = 1
     default_protocol: str = ""
+    algorithms: tuple[AlgorithmFigures, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "protocols", tuple(self.protocols))
         object.__setattr__(self, "links", tuple(self.links))
+        object.__setattr__(self, "algorithms", tuple(self.algorithms))
         names = [p.name for p in self.protocols]
         if not names or not all(isinstance(p, Protocol) for p in self.protocols):
             raise TopologyError(f"protocols = {self.protocols!r} is not allowed; it must be "
@@ -215,6 +277,77 @@ class GpuModel:
         if not self.default_protocol:
             object.__setattr__(self, "default_protocol", names[-1])
         self.protocol(self.default_protocol)
+        self._check_algorithms(names, kinds)
+
+    def _check_algorithms(self, names: list[str], kinds: list[str]) -> None:
+        """Raise unless the algorithm figures are unique and name known protocols, kinds."""
+        algorithms = [a.algorithm for a in self.algorithms if isinstance(a, AlgorithmFigures)]
+        if len(algorithms) != len(self.algorithms) or len(set(algorithms)) != len(algorithms):
+            raise TopologyError(f"algorithms {algorithms} are not allowed; they must be "
+                                "AlgorithmFigures of unique algorithms")
+        for figures in self.algorithms:
+            unknown = sorted(figures.protocol_names - set(names))
+            if unknown:
+                raise TopologyError(f"algorithms {figures.algorithm} names protocols "
+                                    f"{unknown}; protocols must be among {names}")
+            unknown = [k for k, _ in figures.latency_s if k not in kinds]
+            if unknown:
+                raise TopologyError(f"algorithms {figures.algorithm}.latency_s names link "
+                                    f"kinds {unknown}; kinds must be among {kinds}")
+
+    def algorithm_figures(self, algorithm: str | None) -> AlgorithmFigures | None:
+        """The figures of ``algorithm``, or None where it runs on the model's own.
+
+        Parameters
+        ----------
+        algorithm : str or None
+            An algorithm name (None: none in particular).
+
+        Returns
+        -------
+        AlgorithmFigures or None
+        """
+        for figures in self.algorithms:
+            if figures.algorithm == algorithm:
+                return figures
+        return None
+
+    def link_terms(self, kind: str, protocol: str,
+                   algorithm: str | None = None) -> tuple[float, float]:
+        """Latency per link of ``kind`` and the fraction of its line rate reached.
+
+        Parameters
+        ----------
+        kind : str
+            A link kind of the model.
+        protocol : str
+            One of :attr:`protocol_names`.
+        algorithm : str, optional
+            The algorithm that runs (its :class:`AlgorithmFigures` where it has some).
+
+        Returns
+        -------
+        tuple of (float, float)
+            Seconds per link crossed; efficiency times the protocol's fraction.
+
+        Examples
+        --------
+        >>> m = GpuModel((Protocol("LL", 0.5, 6e-6),),
+        ...              (LinkFigures("ib", 0.9, (("LL", 1e-6),)),), 2e12,
+        ...              algorithms=(AlgorithmFigures("tree", latency_s=(("ib", (("LL", 2e-6),)),),
+        ...                                           bandwidth_fraction=(("LL", 0.25),)),))
+        >>> m.link_terms("ib", "LL"), m.link_terms("ib", "LL", "tree")
+        ((1e-06, 0.45), (2e-06, 0.225))
+        """
+        figures = self.figures(kind)
+        chosen = self.protocol(protocol)
+        latency, fraction = figures.latency(protocol), chosen.bandwidth_fraction
+        own = self.algorithm_figures(algorithm)
+        if own is not None:
+            latency = dict(dict(own.latency_s).get(kind, ())).get(protocol, latency)
+            fraction = dict(own.bandwidth_fraction).get(protocol, fraction)
+        fraction = dict(figures.protocol_fraction).get(protocol, fraction)
+        return latency, figures.efficiency * fraction
 
     @property
     def protocol_names(self) -> tuple[str, ...]:
@@ -267,15 +400,18 @@ class GpuModel:
         raise TopologyError(f"the GPU model has no figures for link kind {kind!r}; it has "
                             f"{[f.kind for f in self.links]}")
 
-    def call_s(self, protocol: str) -> float:
+    def call_s(self, protocol: str, algorithm: str | None = None) -> float:
         """Fixed cost of one collective call with ``protocol``, seconds.
 
-        ``launch_s + (gpus_per_process - 1) * launch_per_gpu_s + protocol.call_s``.
+        ``launch_s + (gpus_per_process - 1) * launch_per_gpu_s + protocol.call_s``, the
+        last the algorithm's own where its :class:`AlgorithmFigures` give one.
 
         Parameters
         ----------
         protocol : str
             One of :attr:`protocol_names`.
+        algorithm : str, optional
+            The algorithm that runs.
 
         Returns
         -------
@@ -289,5 +425,8 @@ class GpuModel:
         >>> round(m.call_s("LL") * 1e6, 6)
         7.0
         """
-        return (self.launch_s + (self.gpus_per_process - 1) * self.launch_per_gpu_s
-                + self.protocol(protocol).call_s)
+        setup = self.protocol(protocol).call_s
+        own = self.algorithm_figures(algorithm)
+        if own is not None:
+            setup = dict(own.call_s).get(protocol, setup)
+        return self.launch_s + (self.gpus_per_process - 1) * self.launch_per_gpu_s + setup

@@ -20,6 +20,12 @@
     latency = { LL = "0.3 us", LL128 = "0.95 us", Simple = "1.7 us" }   # per link crossed
     protocol_fraction = { LL128 = 0.55 }   # optional: a protocol's fraction on this kind
 
+    [[gpu.algorithms]]                # optional: figures of one algorithm, each key optional
+    name = "tree"
+    call = { LL = "6.8 us" }          # in place of the protocols' call
+    bandwidth_fraction = { LL = 0.242, Simple = 0.92 }   # in place of theirs
+    latency = { ib = { LL = "2.5 us" } }   # per link kind and protocol, in place of theirs
+
 To change one figure of a preset, ``topology.save`` it and edit the file.
 """
 
@@ -28,16 +34,17 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import TopologyError
-from .gpu import GpuModel, LinkFigures, Protocol
+from .gpu import AlgorithmFigures, GpuModel, LinkFigures, Protocol
 from .units import format_quantity, parse
 
 __all__ = ["gpu_from_dict", "gpu_to_dict"]
 
 _GPU_KEYS = {"reduce": True, "launch": False, "launch_per_gpu": False,
              "gpus_per_process": False, "default_protocol": False, "protocols": True,
-             "links": True}
+             "links": True, "algorithms": False}
 _PROTOCOL_KEYS = {"name": True, "bandwidth_fraction": True, "call": True}
 _FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True, "protocol_fraction": False}
+_ALGORITHM_KEYS = {"name": True, "call": False, "bandwidth_fraction": False, "latency": False}
 
 
 def _table(value: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
@@ -68,18 +75,35 @@ def _protocol(table: Any, where: str) -> Protocol:
 
 def _figures(table: Any, where: str) -> LinkFigures:
     table = _table(table, _FIGURE_KEYS, where)
-    latency = table["latency"]
-    if not isinstance(latency, dict):
-        raise TopologyError(f"{where}.latency = {latency!r} is not allowed; it must be a "
-                            "table of protocol = latency")
-    fractions = table.get("protocol_fraction", {})
-    if not isinstance(fractions, dict):
-        raise TopologyError(f"{where}.protocol_fraction = {fractions!r} is not allowed; it "
-                            "must be a table of protocol = fraction")
+    fractions = _mapping(table.get("protocol_fraction", {}), f"{where}.protocol_fraction",
+                         "protocol = fraction")
     return LinkFigures(table["kind"], table["efficiency"],
-                       tuple((name, parse(value, "latency", f"{where}.latency.{name}"))
-                             for name, value in latency.items()),
+                       _latencies(table["latency"], f"{where}.latency"),
                        tuple(fractions.items()))
+
+
+def _mapping(value: Any, where: str, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TopologyError(f"{where} = {value!r} is not allowed; it must be a table of "
+                            f"{what}")
+    return value
+
+
+def _latencies(value: Any, where: str) -> tuple[tuple[str, float], ...]:
+    return tuple((name, parse(v, "latency", f"{where}.{name}"))
+                 for name, v in _mapping(value, where, "protocol = latency").items())
+
+
+def _algorithm(table: Any, where: str) -> AlgorithmFigures:
+    table = _table(table, _ALGORITHM_KEYS, where)
+    latency = _mapping(table.get("latency", {}), f"{where}.latency",
+                       "link kind = { protocol = latency }")
+    return AlgorithmFigures(
+        table["name"], _latencies(table.get("call", {}), f"{where}.call"),
+        tuple(_mapping(table.get("bandwidth_fraction", {}), f"{where}.bandwidth_fraction",
+                       "protocol = fraction").items()),
+        tuple((kind, _latencies(per, f"{where}.latency.{kind}"))
+              for kind, per in latency.items()))
 
 
 def gpu_from_dict(table: Any) -> GpuModel:
@@ -105,13 +129,17 @@ def gpu_from_dict(table: Any) -> GpuModel:
                       for i, t in enumerate(_array(table["protocols"], "gpu.protocols")))
     links = tuple(_figures(t, f"gpu.links[{i}]")
                   for i, t in enumerate(_array(table["links"], "gpu.links")))
+    algorithms = tuple(_algorithm(t, f"gpu.algorithms[{i}]")
+                       for i, t in enumerate(_array(table["algorithms"], "gpu.algorithms")
+                                             if "algorithms" in table else ()))
     return GpuModel(protocols, links,
                     reduce_Bps=parse(table["reduce"], "bandwidth", "gpu.reduce"),
                     launch_s=parse(table.get("launch", 0.0), "latency", "gpu.launch"),
                     launch_per_gpu_s=parse(table.get("launch_per_gpu", 0.0), "latency",
                                            "gpu.launch_per_gpu"),
                     gpus_per_process=table.get("gpus_per_process", 1),
-                    default_protocol=table.get("default_protocol", ""))
+                    default_protocol=table.get("default_protocol", ""),
+                    algorithms=algorithms)
 
 
 def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
@@ -140,4 +168,15 @@ def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
                    **({"protocol_fraction": dict(f.protocol_fraction)}
                       if f.protocol_fraction else {})}
                   for f in model.links],
+        **({"algorithms": [_algorithm_dict(a) for a in model.algorithms]}
+           if model.algorithms else {}),
     }
+
+
+def _algorithm_dict(figures: AlgorithmFigures) -> dict[str, Any]:
+    """The ``[[gpu.algorithms]]`` table of ``figures`` (keys with no entry left out)."""
+    table = {"call": {n: format_quantity(s, "latency") for n, s in figures.call_s},
+             "bandwidth_fraction": dict(figures.bandwidth_fraction),
+             "latency": {kind: {n: format_quantity(s, "latency") for n, s in per}
+                         for kind, per in figures.latency_s}}
+    return {"name": figures.algorithm, **{k: v for k, v in table.items() if v}}

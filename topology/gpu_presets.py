@@ -23,13 +23,28 @@ and two ``ib`` links, so each carries half of a hop's figure):
 * ``ib``: tuning.cc hwLat network Ring {2.7, 4.0, 14.0} us per hop.
 * ``pcie`` (GPU <-> NIC): the network's per-message post overhead, ~1 us, x3 for Simple
   (tuning.cc), per hop.
+
+The tree (:data:`TREE`) has figures of its own in tuning.cc, in place of the Ring's above;
+every other algorithm (ring, rhd, pipeline) runs on the Ring's, tuning.cc having none for
+them.  Left out, with the reason:
+
+* the per-channel caps (``perChMaxTreeBws``, ``perChMaxTreeLL128Bws``) and the LL cap
+  ``llMaxBw``: the simulator has no per-channel rate; the Ring's are left out alike;
+* the x0.85 of ``maxTreePattern == NCCL_TOPO_PATTERN_TREE``: NCCL's search takes that
+  pattern only for nodes of one GPU (src/graph/search.cc, ``ngpus == 1``), which no preset
+  has; on DGX nodes it finds the balanced tree;
+* ``treeCorrectionFactor`` (0.4-1.0 of the bandwidth by size, ``ncclTopoGetAlgoTime``):
+  NCCL's fit of its own closed form to its trees ("Trees are not perfectly sticking to
+  the model for medium sizes"), a form that has no pipeline; the simulator plays the
+  tree's pipeline (segments, depth, contention), the part of that error that describes
+  the machine, so the factor would count it twice.
 """
 
 from __future__ import annotations
 
-from .gpu import GpuModel, LinkFigures, Protocol
+from .gpu import AlgorithmFigures, GpuModel, LinkFigures, Protocol
 
-__all__ = ["DGX_A100_GPU", "DGX_H100_GPU", "PROTOCOLS"]
+__all__ = ["DGX_A100_GPU", "DGX_H100_GPU", "PROTOCOLS", "TREE"]
 
 #: tuning.cc baseLat (Ring) and bandwidth factors; LL's fraction from llMaxBw (see above)
 PROTOCOLS = (Protocol("LL", 0.37, 6.6e-6),
@@ -37,16 +52,38 @@ PROTOCOLS = (Protocol("LL", 0.37, 6.6e-6),
              Protocol("Simple", 1.0, 8.4e-6))
 
 
+def _by_protocol(values: tuple[float, float, float]) -> tuple[tuple[str, float], ...]:
+    """``{LL, LL128, Simple}`` figures as ``(protocol, value)`` pairs."""
+    return tuple(zip((p.name for p in PROTOCOLS), values))
+
+
 def _per_link(kind: str, efficiency: float, latency_s: tuple[float, float, float],
               protocol_fraction: tuple[tuple[str, float], ...] = ()) -> LinkFigures:
     """Figures of ``kind`` with per-link {LL, LL128, Simple} latencies."""
-    return LinkFigures(kind, efficiency, tuple(zip((p.name for p in PROTOCOLS), latency_s)),
-                       protocol_fraction)
+    return LinkFigures(kind, efficiency, _by_protocol(latency_s), protocol_fraction)
 
 
 _NVLINK_S = (0.3e-6, 0.95e-6, 1.7e-6)  # tuning.cc hwLat NVLink Ring 0.6, 1.9, 3.4 us, halved
 _IB_S = (1.35e-6, 2.0e-6, 7.0e-6)  # tuning.cc hwLat network Ring 2.7, 4.0, 14.0 us, halved
 _PCIE_S = (0.5e-6, 0.5e-6, 1.5e-6)  # tuning.cc network post ~1 us (x3 Simple), halved
+
+
+#: tuning.cc (NCCL 2.30.7) figures of Tree, for the tree algorithm (see the module docstring)
+TREE = AlgorithmFigures(
+    "tree",
+    # baseLatencies Tree {6.8, 14.0, 8.4} us (Ring 6.6, 14.0, 8.4)
+    call_s=_by_protocol((6.8e-6, 14.0e-6, 8.4e-6)),
+    # Tree AllReduce busBw x0.92 for every protocol, then LL x1/3.8 and LL128 x120/128 on
+    # more than one node (x7/9 on one; trees run over nodes): 0.92/3.8, 0.92 x 120/128, 0.92
+    bandwidth_fraction=_by_protocol((0.92 / 3.8, 0.92 * 120 / 128, 0.92)),
+    latency_s=(
+        # hwLat NVLink Tree {0.6, 1.25, 4.0} us per hop, halved (Ring 0.6, 1.9, 3.4)
+        ("nvlink", _by_protocol((0.3e-6, 0.625e-6, 2.0e-6))),
+        # hwLat NET Tree {5.0, 8.5, 14.0} us per hop, halved (Ring 2.7, 4.0, 14.0); the
+        # network post overhead (pcie) is the Ring's
+        ("ib", _by_protocol((2.5e-6, 4.25e-6, 7.0e-6))),
+    ),
+)
 
 #: 8x A100 SXM4 on NVLink3/NVSwitch, HDR 200 Gb/s NICs
 DGX_A100_GPU = GpuModel(
@@ -80,6 +117,7 @@ DGX_A100_GPU = GpuModel(
     # fitted: one process driving 8 A100s (-g 8) takes 34.8-37 us up to 64 KiB
     # (a100_1node_nccl2.19.3_g8), 15 us more than one process per GPU: 2.1 us per extra GPU
     launch_per_gpu_s=2.1e-6,
+    algorithms=(TREE,),
 )
 
 #: 8x H100 SXM on NVLink4/NVSwitch, NDR 400 Gb/s NICs
@@ -105,4 +143,5 @@ DGX_H100_GPU = GpuModel(
     launch_s=0.0,
     # taken from the A100 fit (a host-side cost, no -g 8 curve of H100 is published here)
     launch_per_gpu_s=2.1e-6,
+    algorithms=(TREE,),
 )
