@@ -596,7 +596,8 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
         On a topology with a GPU model (``topology.gpu``), the protocol to play
         (default the model's ``default_protocol``): the schedule runs on the effective
         topology of :func:`simulator.gpu.gpu_terms` for it and the schedule's algorithm,
-        and every time is delayed by the call's fixed cost.  Must be None on a topology without a GPU model.
+        and every time is delayed by the call's fixed cost.  Must be None on a topology
+        without a GPU model.
 
     Returns
     -------
