@@ -403,12 +403,8 @@ def tree_layout(tree: int, nranks: int, ranks_per_node: int | None,
 
     Parameters
     ----------
-    tree : {0, 1}
-        Which of the two trees.
-    nranks : int
-        Number of ranks.
-    ranks_per_node : int or None
-        As in :func:`tree_node`.
+    tree, nranks, ranks_per_node
+        As in :func:`tree_node` (``ranks_per_node`` given, None included).
     reduce : bool
         Whether the upward pass reduces (AllReduce, ReduceScatter) or gathers (AllGather).
 
