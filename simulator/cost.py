@@ -20,7 +20,8 @@ links.  On the uniform model:
   core, see :func:`_rhd`);
 * tree (over all ranks or, with ``ranks_per_node``, over nodes): AllReduce and
   ReduceScatter (one schedule) exact for every ``p`` when the segments divide evenly,
-  AllGather for every ``p`` and every count (a walk over the rounds, see :func:`_tree`).
+  AllGather for every ``p`` and every count (a sum or a walk over the rounds, see
+  :func:`_tree`).
 """
 
 from __future__ import annotations
@@ -209,6 +210,58 @@ def _pipeline(collective: str, p: int, count: int, ds: int, a: float, b: float, 
 
 
 @functools.lru_cache(maxsize=64)
+def _tree_streams(p: int) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """The double binary tree's message streams on ``p`` ranks, as arrays.
+
+    A stream is the ``S`` segments one ordered pair of ranks carries in one tree, in
+    rounds ``offset .. offset + S - 1`` (:func:`_tree_edges`): up from a child at depth
+    ``d``, child number ``c``, offset ``c - 2d`` (reduced at the parent); down to it,
+    offset ``d - 1`` (copied).  Returns the streams as ``(offset, src, dst, reduced)``
+    arrays, and the ordered pairs both trees use as
+    ``(first offset, last offset, reduced by either, src, dst)`` arrays.
+    """
+    child, parent, depth, reduce = (c.tolist() for c in _tree_edges(p)[:4])
+    streams: dict[tuple[int, int], list[tuple[int, bool]]] = {}
+    for x, y, d, up in zip(child, parent, depth, reduce):
+        streams.setdefault((x, y), []).append((up, True))
+        streams.setdefault((y, x), []).append((d - 1, False))
+    single = [(o, src, dst, red) for (src, dst), s in streams.items() for o, red in s]
+    shared = [(min(o for o, _ in s), max(o for o, _ in s), any(r for _, r in s), src, dst)
+              for (src, dst), s in streams.items() if len(s) == 2]
+
+    def columns(rows: list[tuple], width: int) -> tuple[np.ndarray, ...]:
+        return tuple(np.array(c, dtype=np.int64) for c in zip(*rows)) if rows \
+            else tuple(np.zeros(0, dtype=np.int64) for _ in range(width))
+
+    return columns(single, 4), columns(shared, 5)
+
+
+def _tree_rounds(p: int, segments: int, s: int, g: float, hops: Any,
+                 piece: int | None = None) -> float:
+    """Sum over the rounds of the double binary tree of each round's slowest message.
+
+    ``s`` bytes per segment; ``hops`` gives every pair's latency and seconds per byte
+    with the messages of the round in flight (``hops.during``).
+    """
+    (offset, src, dst, red), (lo, hi, both_red, shared_src, shared_dst) = _tree_streams(p)
+    last = segments - 1
+    first, final = np.concatenate([offset, hi]), np.concatenate([offset, lo]) + last
+    pair_src, pair_dst = np.concatenate([src, shared_src]), np.concatenate([dst, shared_dst])
+    size = np.concatenate([np.full(len(src), s), np.full(len(shared_src), 2 * s)])
+    reduced = np.concatenate([red, both_red]) * (_pieced(s, piece) * g)
+    live = first <= final
+    edges = np.unique(np.concatenate([first[live], final[live] + 1]))
+    total = 0.0
+    for start, stop in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        active = live & (first <= start) & (final >= stop - 1)
+        if active.any():
+            x, y = pair_src[active], pair_dst[active]
+            lat, spb = hops.during(x, y).pairs(x, y)
+            total += (stop - start) * float((lat + size[active] * spb + reduced[active]).max())
+    return total
+
+
+@functools.lru_cache(maxsize=64)
 def _tree_edges(p: int, size: int | None = None) -> tuple[np.ndarray, ...]:
     """The edges of both trees on ``p`` ranks (over nodes of ``size`` ranks when not
     None), tree 0's first, as arrays over the edges.
@@ -340,20 +393,27 @@ def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: f
     so its messages differ in size from edge to edge and round to round, in at most
     ``2D + S - 1`` rounds (at most ``(2D + S - 1)(a + 2 s b)``).
 
-    All three are the critical path of their rounds, the max-plus walk of
-    :func:`_tree_walk`: exact (1e-9 relative against :func:`simulator.simulate` on
-    :func:`topology.flat`, over all ranks or over nodes) for AllGather at every count
-    and for AllReduce and ReduceScatter when the segments divide evenly, e.g. ``n`` a
-    multiple of ``2 p S ds`` (otherwise within about 1e-4: two unequal segments on a
-    shared pair are charged as ending together).  Unlike a sum of per-round maxima,
-    the walk lets a rank with nothing to do in a round skip it, so the chains inside
-    nodes run ahead of the slower links between them.
+    Over all ranks, AllReduce and ReduceScatter cost the sum over the rounds of each
+    round's slowest message (:func:`_tree_rounds`): every message of a round is posted
+    in the same round by both ends, so on a contention-free network where every round
+    crosses equally slow links the rounds run in lock step.  Trees over nodes and
+    AllGather cost the critical path of their rounds, the max-plus walk of
+    :func:`_tree_walk`: a rank with nothing to do in a round skips it, so a chain inside
+    a node runs ahead of the slower links between nodes, and an AllGather's round's
+    largest message need not lie on the critical path.  Both are exact (1e-9 relative
+    against :func:`simulator.simulate` on :func:`topology.flat`) for AllGather at every
+    count and for AllReduce and ReduceScatter when the segments divide evenly, e.g.
+    ``n`` a multiple of ``2 p S ds``; otherwise the sum charges every segment as the
+    largest and the walk charges two unequal segments on a shared pair as ending
+    together (about 1e-4 relative).
     """
     half = max(count - count // 2, 0)
     if p == 1 or half == 0:
         return 0.0
     hops = UniformHops(a, b) if hops is None else hops
-    return _tree_walk(collective, p, count, ds, g, hops, segments, piece, ranks_per_node)
+    if collective == "allgather" or ranks_per_node:
+        return _tree_walk(collective, p, count, ds, g, hops, segments, piece, ranks_per_node)
+    return _tree_rounds(p, segments, _ceil_div(half, segments) * ds, g, hops, piece)
 
 
 _FORMS: dict[str, Form] = {"ring": _ring, "tree": _tree, "rhd": _rhd, "pipeline": _pipeline}

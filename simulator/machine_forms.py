@@ -19,10 +19,12 @@ share links.  :func:`machine_cost` reads both from the topology:
   the link) / (link bandwidth): a link shared by ``k`` messages gives each ``1/k`` of it
   (NVLink ports of a GPU that several channels cross, a NIC two rings use).  Each
   position pair takes the largest figures over the channels and groups.
-* **Forms.**  The forms of :mod:`simulator.cost` read these pair figures: rhd and the
-  tree AllGather message by message, the tree AllReduce and ReduceScatter round by
-  round (the slowest pair of each round), ring and pipeline with the largest latency
-  and the largest seconds per byte of their hops.
+* **Forms.**  The forms of :mod:`simulator.cost` read these pair figures: rhd, the
+  tree AllGather and the trees over nodes (``ranks_per_node`` as
+  :func:`schedule_params` gives the tree on several nodes) message by message, the
+  tree AllReduce and ReduceScatter over all ranks round by round (the slowest pair of
+  each round), ring and pipeline with the largest latency and the largest seconds per
+  byte of their hops.
 
 **Latency.**  Without a GPU model (line rates) every step pays its slowest hop's latency,
 as :func:`simulator.simulate` plays a send that completes when its data has arrived.
