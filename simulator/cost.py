@@ -18,9 +18,10 @@ links.  On the uniform model:
   element per message);
 * rhd: exact for every ``p`` and every count (a vectorised walk over the power-of-two
   core, see :func:`_rhd`);
-* tree: AllReduce and ReduceScatter (one schedule) exact for every ``p`` when the
-  segments divide evenly (a sum over the rounds, see :func:`_tree`); AllGather exact
-  for every ``p`` and every count (a walk over its rounds, see :func:`_tree_allgather`).
+* tree (over all ranks or, with ``ranks_per_node``, over nodes): AllReduce and
+  ReduceScatter (one schedule) exact for every ``p`` when the segments divide evenly,
+  AllGather for every ``p`` and every count (a sum or a walk over the rounds, see
+  :func:`_tree`).
 """
 
 from __future__ import annotations
@@ -213,23 +214,17 @@ def _tree_streams(p: int) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...
     """The double binary tree's message streams on ``p`` ranks, as arrays.
 
     A stream is the ``S`` segments one ordered pair of ranks carries in one tree, in
-    rounds ``offset .. offset + S - 1`` (:mod:`collectives.algorithms.tree`, spacing 2):
-    up from a child at depth ``d``, child number ``c``, offset ``c - 2d`` (reduced at
-    the parent); down to it, offset ``d - 1`` (copied).  Returns the streams as
-    ``(offset, src, dst, reduced)`` arrays, and the ordered pairs both trees use as
+    rounds ``offset .. offset + S - 1`` (:func:`_tree_edges`): up from a child at depth
+    ``d``, child number ``c``, offset ``c - 2d`` (reduced at the parent); down to it,
+    offset ``d - 1`` (copied).  Returns the streams as ``(offset, src, dst, reduced)``
+    arrays, and the ordered pairs both trees use as
     ``(first offset, last offset, reduced by either, src, dst)`` arrays.
     """
-    from collectives.algorithms.tree import tree_node
-
+    child, parent, depth, reduce = (c.tolist() for c in _tree_edges(p)[:4])
     streams: dict[tuple[int, int], list[tuple[int, bool]]] = {}
-    for tree in (0, 1):
-        nodes = [tree_node(tree, p, r) for r in range(p)]
-        for rank, node in enumerate(nodes):
-            if node.parent < 0:
-                continue
-            child = nodes[node.parent].children.index(rank)
-            streams.setdefault((rank, node.parent), []).append((child - 2 * node.depth, True))
-            streams.setdefault((node.parent, rank), []).append((node.depth - 1, False))
+    for x, y, d, up in zip(child, parent, depth, reduce):
+        streams.setdefault((x, y), []).append((up, True))
+        streams.setdefault((y, x), []).append((d - 1, False))
     single = [(o, src, dst, red) for (src, dst), s in streams.items() for o, red in s]
     shared = [(min(o for o, _ in s), max(o for o, _ in s), any(r for _, r in s), src, dst)
               for (src, dst), s in streams.items() if len(s) == 2]
@@ -267,36 +262,44 @@ def _tree_rounds(p: int, segments: int, s: int, g: float, hops: Any,
 
 
 @functools.lru_cache(maxsize=64)
-def _tree_edges(p: int) -> tuple[np.ndarray, ...]:
-    """The edges of both trees on ``p`` ranks, as arrays over the edges.
+def _tree_edges(p: int, size: int | None = None) -> tuple[np.ndarray, ...]:
+    """The edges of both trees on ``p`` ranks (over nodes of ``size`` ranks when not
+    None), tree 0's first, as arrays over the edges.
 
-    Returns the child, its parent, the child's depth, and the child's subtree as two
+    Returns the child, its parent, the child's depth, the rounds in which the child
+    sends segment 0 up when the trees reduce and when they gather
+    (:func:`collectives.algorithms.tree.tree_layout`), and the child's subtree as two
     inclusive rank runs ``[lo0, hi0]``, ``[lo1, hi1]`` (the second empty, ``lo1 > hi1``,
-    unless tree 1 wraps around on odd ``p``).
+    unless tree 1 wraps around).
     """
-    from collectives.algorithms.tree import subtree_ranks, tree_node
+    from collectives.algorithms.tree import subtree_ranks, tree_layout
 
     rows = []
     for tree in (0, 1):
-        for rank in range(p):
-            node = tree_node(tree, p, rank)
+        nodes, reduce = tree_layout(tree, p, size, True)
+        gather = tree_layout(tree, p, size, False)[1]
+        for rank, node in enumerate(nodes):
             if node.parent >= 0:
-                runs = [*subtree_ranks(tree, p, rank), (1, 0)][:2]
-                rows.append((rank, node.parent, node.depth, *runs[0], *runs[1]))
+                runs = [*subtree_ranks(tree, p, rank, size), (1, 0)][:2]
+                rows.append((rank, node.parent, node.depth, reduce[rank], gather[rank],
+                             *runs[0], *runs[1]))
     return tuple(np.array(column, dtype=np.int64) for column in zip(*rows))
 
 
 @functools.lru_cache(maxsize=16)
-def _tree_allgather_rounds(p: int, count: int, segments: int) -> tuple[tuple[np.ndarray, ...], ...]:
-    """The tree AllGather's messages, round by round: ``(src, dst, elements)`` arrays.
+def _tree_messages(collective: str, p: int, count: int, segments: int,
+                   size: int | None = None) -> tuple[tuple[np.ndarray, ...], ...]:
+    """The tree's messages, round by round: ``(src, dst, elements, reduced)`` arrays.
 
-    Up, the child at depth ``d`` sends the part of segment ``k`` inside its subtree in
-    round ``k - d``; down, it receives the rest in round ``k + d - 1``
-    (:mod:`collectives.algorithms.tree`).  Empty messages are not sent; an ordered pair
-    that carries both trees' segments in one round appears once, with their sum.
+    The child at depth ``d`` sends segment ``k`` up in round ``k`` after its round of
+    segment 0 (:func:`collectives.algorithms.tree.tree_layout`; trees over nodes of
+    ``size`` ranks when not None), reduced there by AllReduce and ReduceScatter, and
+    receives it back in round ``k + d - 1``.  AllGather sends up only the part of the
+    segment inside the child's subtree and down the rest.  Empty messages are not
+    sent; an ordered pair that carries both trees' segments in one round appears once,
+    with their sum (``reduced``: the larger reduced part, the two reduced side by side).
     """
-    child, parent, depth, lo0, hi0, lo1, hi1 = _tree_edges(p)
-    starts = _starts(count, p)
+    child, parent, depth, reduce, gather, lo0, hi0, lo1, hi1 = _tree_edges(p, size)
     tree = np.repeat([0, 1], len(child) // 2)
     half = count - count // 2  # collectives.layout.split(0, count, 2, 0)
     seg_lo = np.empty((2, segments), dtype=np.int64)
@@ -307,95 +310,110 @@ def _tree_allgather_rounds(p: int, count: int, segments: int) -> tuple[tuple[np.
         seg_lo[t, :nseg], seg_hi[t, :nseg] = edges[:-1], edges[1:]
         seg_lo[t, nseg:] = seg_hi[t, nseg:] = last
     slo, shi = seg_lo[tree], seg_hi[tree]  # edge x segment
-    inside = sum(np.maximum(0, np.minimum(shi, starts[hi + 1][:, None])
-                            - np.maximum(slo, starts[lo][:, None]))
-                 for lo, hi in ((lo0, hi0), (lo1, hi1)))
-    outside = (shi - slo) - inside
+    whole = shi - slo
+    if collective == "allgather":
+        starts = _starts(count, p)
+        inside = sum(np.maximum(0, np.minimum(shi, starts[hi + 1][:, None])
+                                - np.maximum(slo, starts[lo][:, None]))
+                     for lo, hi in ((lo0, hi0), (lo1, hi1)))
+        up, down, climb, reduced = inside, whole - inside, gather, 0 * whole
+    else:
+        up, down, climb, reduced = whole, whole, reduce, whole
     k = np.arange(segments)
-    rounds = np.concatenate([(k - depth[:, None]).ravel(), (k + depth[:, None] - 1).ravel()])
+    rounds = np.concatenate([(k + climb[:, None]).ravel(), (k + depth[:, None] - 1).ravel()])
     src = np.concatenate([np.repeat(child, segments), np.repeat(parent, segments)])
     dst = np.concatenate([np.repeat(parent, segments), np.repeat(child, segments)])
-    size = np.concatenate([inside.ravel(), outside.ravel()])
-    sent = size > 0
-    rounds, src, dst, size = rounds[sent], src[sent], dst[sent], size[sent]
+    elements = np.concatenate([up.ravel(), down.ravel()])
+    reduced = np.concatenate([reduced.ravel(), 0 * reduced.ravel()])
+    sent = elements > 0
+    rounds, src, dst = rounds[sent], src[sent], dst[sent]
     key, index = np.unique((rounds - rounds.min()) * p * p + src * p + dst, return_inverse=True)
-    size = np.bincount(index, weights=size)
+    elements = np.bincount(index, weights=elements[sent])
+    largest = np.zeros(len(key))
+    np.maximum.at(largest, index, reduced[sent])
     rounds, pair = np.divmod(key, p * p)
     src, dst = np.divmod(pair, p)
     cuts = np.flatnonzero(np.diff(rounds)) + 1
-    return tuple(zip(np.split(src, cuts), np.split(dst, cuts), np.split(size, cuts)))
+    return tuple(zip(*(np.split(column, cuts) for column in (src, dst, elements, largest))))
 
 
-def _tree_allgather(p: int, count: int, ds: int, hops: Any, segments: int) -> float:
-    """Critical path of the tree AllGather: a max-plus walk over its rounds.
+def _tree_walk(collective: str, p: int, count: int, ds: int, g: float, hops: Any,
+               segments: int, piece: int | None = None, size: int | None = None) -> float:
+    """Critical path of the tree's rounds (:func:`_tree_messages`): a max-plus walk.
 
     ``T[x]`` is when rank ``x``'s latest step ended (0 at the start).  A message of
     round ``r`` from ``x`` to ``y`` starts when both have posted the round's step,
-    ``max(T[x], T[y])``, and ends ``a + m b`` later, ``m`` the bytes the ordered pair
-    carries in that round; each rank's step of round ``r`` ends with its last message::
+    ``max(T[x], T[y])``, and arrives ``a + m b`` later, ``m`` the bytes the ordered pair
+    carries in that round; the receiver then reduces the reduced part (``g`` a byte, at
+    most ``piece`` bytes in one reduction).  Each rank's step of round ``r`` ends with
+    its last message::
 
-        T[x] <- max(T[x], max_{y ~r x} (max(T[x], T[y]) + a + m_r(x, y) b)),  time = max_x T[x]
+        T[x] <- max(T[x], max_{y ~r x} (max(T[x], T[y]) + a + m_r(x, y) b [+ g ...]))
 
-    Exact on a contention-free network for any ``p`` and count: every message of a
-    step starts when both ends have posted it, a rank's steps run one after another,
-    and the only link two messages share is an ordered pair used by both trees in the
-    same round (both ends then post the two in one step, so they start together and
-    fair sharing ends the larger at ``a + (m_0 + m_1) b``).  The round structure
-    depends only on ``p``, the count and ``S`` and is cached; the walk is one
-    vectorised update per round (tens of milliseconds at 1024 ranks and
-    1024 segments, once the rounds are cached).  The form is a
-    recurrence rather than a sum of per-round maxima because a rank with nothing to do
-    in a round skips it, so a round's largest message need not lie on the critical path.
+    and the time is ``max_x T[x]``.  Exact on a contention-free network for any ``p``
+    and count: every message of a step starts when both ends have posted it, a rank's
+    steps run one after another, and the only link two messages share is an ordered
+    pair used by both trees in the same round (both ends then post the two in one
+    step, so they start together and fair sharing ends the larger at
+    ``a + (m_0 + m_1) b``).  The rounds depend only on ``p``, the count, ``S`` and
+    the trees and are cached; the walk is one vectorised update per round.  The form
+    is a recurrence rather than a sum of per-round maxima because a rank with nothing
+    to do in a round skips it, so a round's slowest message need not lie on the
+    critical path (in trees over nodes, a chain inside a node runs ahead of the
+    slower links between nodes).
     """
     ready = np.zeros(p)
-    for src, dst, size in _tree_allgather_rounds(p, count, segments):
+    for src, dst, elements, reduced in _tree_messages(collective, p, count, segments, size):
         lat, spb = hops.during(src, dst).pairs(src, dst)
-        end = np.maximum(ready[src], ready[dst]) + (lat + size * (ds * spb))
-        np.maximum.at(ready, src, end)
-        np.maximum.at(ready, dst, end)
+        arrive = np.maximum(ready[src], ready[dst]) + (lat + elements * (ds * spb))
+        np.maximum.at(ready, src, arrive)
+        np.maximum.at(ready, dst, arrive + _pieced(reduced * ds, piece) * g)
     return float(ready.max())
 
 
 def _tree(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float,
-          segments: int, hops: Any = None, piece: int | None = None) -> float:
+          segments: int, hops: Any = None, piece: int | None = None,
+          ranks_per_node: int | None = None) -> float:
     """Double binary tree, each tree carrying half the vector in ``S`` segments.
 
-    ``D = ceil(lg p)`` is the depth of both trees, ``s`` the largest segment of a half in
-    bytes (``n / (2S)``).  AllReduce and ReduceScatter run the same schedule
-    (:mod:`collectives.algorithms.tree`): on one global clock of rounds ``-2D .. S+D-2``
-    a child at depth ``d`` (child number ``c``) sends segment ``k`` up in round
-    ``k - 2d + c``, where its parent reduces it, and receives it back in round
-    ``k + d - 1``.  Every message of a round has ``s`` bytes and is posted in the same
-    round by both ends, so on a contention-free network the time is the sum over the
-    rounds of the round's slowest message::
-
-        AllReduce = ReduceScatter = sum_r (a + m_r s b + rho_r s g)
-
-    where a round with no message costs nothing, ``rho_r = 1`` when a stream that is
-    reduced is in flight in round ``r``, and ``m_r = 2`` when a link carries two
-    segments in round ``r``: NCCL's two trees always share some ordered pairs of ranks
-    (a leaf of one tree and its parent swap roles in the other), so with
-    ``S > 3D - 2`` or so the pair carries a segment of each tree in the same round,
-    at half the bandwidth each (``rho_r`` and ``m_r`` combine as the largest of the
-    round's message costs).  With no shared-link rounds and every round busy this is
-    at most the textbook ``(3D + S - 1)(a + s b) + (2D + S - 1) s g``.  Exact (1e-9 relative
-    against :func:`simulator.simulate` on :func:`topology.flat`) when segments divide
-    evenly, e.g. ``n`` a multiple of ``2 p S ds``; otherwise every segment is charged
-    as the largest.
+    ``D`` is the depth of both trees (``ceil(lg p)``; over nodes of ``m =
+    ranks_per_node`` ranks ``m - 1 + ceil(lg (p/m))``), ``s`` the largest segment of a
+    half in bytes (``n / (2S)``).  AllReduce and ReduceScatter run the same schedule
+    (:mod:`collectives.algorithms.tree`): a child sends segment ``k`` up ``k`` rounds
+    after its round of segment 0 (over all ranks ``k - 2d + c`` at depth ``d``, child
+    number ``c``), where its parent reduces it, and receives it back in round
+    ``k + d - 1``.  Every message has ``s`` bytes, except where NCCL's two trees share
+    an ordered pair of ranks in one round (a leaf of one tree and its parent swap roles
+    in the other; a chain inside a node is in both trees): the pair then carries a
+    segment of each tree at half the bandwidth each.  On a uniform network with every
+    round busy and no shared rounds the time is the textbook
+    ``(3D + S - 1)(a + s b) + (2D + S - 1) s g`` (over all ranks).
 
     AllGather moves only the part of a segment inside (up) or outside (down) a subtree,
-    so its messages differ in size from edge to edge and round to round; its time is
-    the critical path of its ``2D + S - 1`` rounds, computed exactly by the max-plus
-    walk of :func:`_tree_allgather` (at most the lock-step ``(2D + S - 1)(a + 2 s b)``).
+    so its messages differ in size from edge to edge and round to round, in at most
+    ``2D + S - 1`` rounds (at most ``(2D + S - 1)(a + 2 s b)``).
+
+    Over all ranks, AllReduce and ReduceScatter cost the sum over the rounds of each
+    round's slowest message (:func:`_tree_rounds`): every message of a round is posted
+    in the same round by both ends, so on a contention-free network where every round
+    crosses equally slow links the rounds run in lock step.  Trees over nodes and
+    AllGather cost the critical path of their rounds, the max-plus walk of
+    :func:`_tree_walk`: a rank with nothing to do in a round skips it, so a chain inside
+    a node runs ahead of the slower links between nodes, and an AllGather's round's
+    largest message need not lie on the critical path.  Both are exact (1e-9 relative
+    against :func:`simulator.simulate` on :func:`topology.flat`) for AllGather at every
+    count and for AllReduce and ReduceScatter when the segments divide evenly, e.g.
+    ``n`` a multiple of ``2 p S ds``; otherwise the sum charges every segment as the
+    largest and the walk charges two unequal segments on a shared pair as ending
+    together (about 1e-4 relative).
     """
     half = max(count - count // 2, 0)
     if p == 1 or half == 0:
         return 0.0
-    s = _ceil_div(half, segments) * ds
     hops = UniformHops(a, b) if hops is None else hops
-    if collective == "allgather":
-        return _tree_allgather(p, count, ds, hops, segments)
-    return _tree_rounds(p, segments, s, g, hops, piece)
+    if collective == "allgather" or ranks_per_node:
+        return _tree_walk(collective, p, count, ds, g, hops, segments, piece, ranks_per_node)
+    return _tree_rounds(p, segments, _ceil_div(half, segments) * ds, g, hops, piece)
 
 
 _FORMS: dict[str, Form] = {"ring": _ring, "tree": _tree, "rhd": _rhd, "pipeline": _pipeline}
@@ -430,7 +448,8 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
         cost on a uniform model.  ``channels=C`` is accepted: channels over one order
         share every link, so on this model their time is one channel's over the whole
         vector with the segments a channel of ``count / C`` elements resolves (exact when
-        the channels split evenly).
+        the channels split evenly).  The tree takes ``ranks_per_node`` (trees over nodes
+        of consecutive ranks, each node a chain).
 
     Returns
     -------
@@ -440,8 +459,7 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
     Raises
     ------
     ValueError
-        For an unknown collective or algorithm, a value out of range, or the tree over
-        nodes (``ranks_per_node > 1``), which has no closed form here.
+        For an unknown collective or algorithm, or a value out of range.
     TypeError
         For a parameter the algorithm does not take.
 
@@ -473,8 +491,4 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
                         f"it takes {sorted(module.PARAMS)}")
     count = nbytes // dtype_size
     resolved = module.resolve_params(collective, nranks, -(-count // channels), **params)
-    if "ranks_per_node" in resolved:
-        raise ValueError(f"ranks_per_node={resolved['ranks_per_node']} is not allowed here: the "
-                         f"closed form is the {algorithm}'s over all ranks; simulate the trees "
-                         f"over nodes (simulator.simulate)")
     return _FORMS[algorithm](collective, nranks, count, dtype_size, a, b, g, **resolved)

@@ -19,10 +19,12 @@ share links.  :func:`machine_cost` reads both from the topology:
   the link) / (link bandwidth): a link shared by ``k`` messages gives each ``1/k`` of it
   (NVLink ports of a GPU that several channels cross, a NIC two rings use).  Each
   position pair takes the largest figures over the channels and groups.
-* **Forms.**  The forms of :mod:`simulator.cost` read these pair figures: rhd and the
-  tree AllGather message by message, the tree AllReduce and ReduceScatter round by
-  round (the slowest pair of each round), ring and pipeline with the largest latency
-  and the largest seconds per byte of their hops.
+* **Forms.**  The forms of :mod:`simulator.cost` read these pair figures: rhd, the
+  tree AllGather and the trees over nodes (``ranks_per_node`` as
+  :func:`schedule_params` gives the tree on several nodes) message by message, the
+  tree AllReduce and ReduceScatter over all ranks round by round (the slowest pair of
+  each round), ring and pipeline with the largest latency and the largest seconds per
+  byte of their hops.
 
 **Latency.**  Without a GPU model (line rates) every step pays its slowest hop's latency,
 as :func:`simulator.simulate` plays a send that completes when its data has arrived.
@@ -193,8 +195,9 @@ class PairHops:
 
 
 @functools.lru_cache(maxsize=256)
-def _groups(collective: str, algorithm: str, q: int) -> tuple[Pairs, ...]:
-    """The algorithm's ordered position pairs on ``q`` ranks, in groups in flight together."""
+def _groups(collective: str, algorithm: str, q: int, size: int | None = None) -> tuple[Pairs, ...]:
+    """The algorithm's ordered position pairs on ``q`` ranks, in groups in flight together
+    (``size``: the tree's ranks per node, None for trees over all ranks)."""
     if q < 2:
         return ()
     if algorithm == "ring":
@@ -202,7 +205,7 @@ def _groups(collective: str, algorithm: str, q: int) -> tuple[Pairs, ...]:
     if algorithm == "pipeline":
         return (tuple(p for v in range(q - 1) for p in ((v, v + 1), (v + 1, v))),)
     if algorithm == "tree":
-        child, parent = _tree_edges(q)[:2]
+        child, parent = _tree_edges(q, size)[:2]
         return (tuple(sorted({*zip(child.tolist(), parent.tolist()),
                               *zip(parent.tolist(), child.tolist())})),)
     core = 1 << (q.bit_length() - 1)
@@ -236,9 +239,10 @@ def _chain(latency: np.ndarray, hops: int) -> float:
     return float(laps * latency.sum() + window.max())
 
 
-def _tree_path(q: int, hops: PairHops) -> float:
-    """Latency up from the deepest rank to the root and back down, the larger tree's."""
-    child, parent, depth = _tree_edges(q)[:3]
+def _tree_path(q: int, hops: PairHops, size: int | None) -> float:
+    """Latency up from the deepest rank to the root and back down, the larger tree's
+    (``size``: ranks per node of trees over nodes, or None)."""
+    child, parent, depth = _tree_edges(q, size)[:3]
     lat_up, lat_down = hops.pairs(child, parent)[0], hops.pairs(parent, child)[0]
     tree = np.repeat([0, 1], len(child) // 2)
     worst = 0.0
@@ -308,7 +312,8 @@ def _form(collective: str, algorithm: str, q: int, count: int, ds: int, hops: Pa
             return _tree(collective, q, count, ds, 0.0, 0.0, gamma, hops=hops, piece=piece,
                          **resolved)
         return _tree(collective, q, count, ds, 0.0, 0.0, gamma, hops=hops.without_latency(),
-                     piece=piece, **resolved) + _tree_path(q, hops)
+                     piece=piece, **resolved) + _tree_path(q, hops,
+                                                          resolved.get("ranks_per_node"))
     if algorithm == "pipeline":
         segments = resolved["segments"]
         parts = segments * (1 if collective == "allreduce" else q)
@@ -337,20 +342,24 @@ def _path(collective: str, algorithm: str, q: int, hops: PairHops) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def _orders(algorithm: str, channels: int, topology: Any, nranks: int) -> Orders:
-    """Every channel's order, as :func:`schedule_params` gives the simulated tables."""
-    order = schedule_params(algorithm, (("channels", channels),), topology, nranks).get("order")
-    if order is None:
-        return (tuple(range(nranks)),) * channels
-    return tuple(order)
+def _placed(algorithm: str, channels: int, topology: Any,
+            nranks: int) -> tuple[Orders, dict[str, Any]]:
+    """Every channel's order and the parameters the machine adds (the tree's
+    ``ranks_per_node``), as :func:`schedule_params` gives the simulated tables."""
+    added = schedule_params(algorithm, (("channels", channels),), topology, nranks)
+    order = added.pop("order", None)
+    added.pop("channels")
+    return (tuple(range(nranks)),) * channels if order is None else tuple(order), added
 
 
 def _flat_cost(collective: str, algorithm: str, machine: Any, nranks: int, count: int,
                ds: int, params: dict[str, Any], pipelined: bool) -> float:
-    own = {k: v for k, v in params.items() if k not in ("channels", "order")}
     channels = params.get("channels", 1)
-    orders = _orders(algorithm, channels, machine, nranks)
-    hops = _hops(machine, orders, _groups(collective, algorithm, nranks))
+    orders, added = _placed(algorithm, channels, machine, nranks)
+    own = {**{k: v for k, v in params.items() if k not in ("channels", "order")}, **added}
+    size = own.get("ranks_per_node")
+    hops = _hops(machine, orders, _groups(collective, algorithm, nranks,
+                                          size if size and size > 1 else None))
     piece = _piece(collective, _ceil_div(count, nranks), channels, ds) if channels > 1 else None
     return _form(collective, algorithm, nranks, _ceil_div(count, channels), ds, hops,
                  float(machine.gamma_s_per_byte), own, pipelined, piece)

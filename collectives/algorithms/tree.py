@@ -101,7 +101,7 @@ from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Op, Step, new_recv, new_send
 
 __all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_lanes",
-           "rank_steps", "tree_node", "tree_depth", "subtree_ranks"]
+           "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks"]
 
 PARAMS: dict[str, Any] = {"segments": None, "ranks_per_node": None}
 
@@ -392,13 +392,40 @@ _PLANS: dict[str, _Plan] = {
 
 
 @lru_cache(maxsize=64)
-def _layout(tree: int, nranks: int, size: int | None,
-            reduce: bool) -> tuple[tuple[TreeNode, ...], tuple[int, ...]]:
+def tree_layout(tree: int, nranks: int, ranks_per_node: int | None,
+                reduce: bool) -> tuple[tuple[TreeNode, ...], tuple[int, ...]]:
     """Every rank's node in tree ``tree`` and the round in which it sends segment 0 up.
 
     From the root down (module docstring): a child's ``B`` is its parent's less the
     parent's spacing, and child number ``c`` sends in round ``B + c`` when reducing.
+    Segment ``k`` goes up ``k`` rounds later; it comes down to a rank at depth ``d`` in
+    round ``k + d - 1``.
+
+    Parameters
+    ----------
+    tree, nranks, ranks_per_node
+        As in :func:`tree_node` (``ranks_per_node`` given, None included).
+    reduce : bool
+        Whether the upward pass reduces (AllReduce, ReduceScatter) or gathers (AllGather).
+
+    Returns
+    -------
+    tuple
+        ``tree_node(tree, nranks, r, ranks_per_node)`` for every rank ``r``, and every
+        rank's upward round of segment 0 (0 at the root, which sends nothing up).
+
+    Raises
+    ------
+    ValueError
+        As :func:`tree_node`.
+
+    Examples
+    --------
+    >>> tree_layout(0, 4, None, True)[1], tree_layout(0, 4, 2, True)[1]
+    ((0, -4, -2, -3), (0, -2, -1, -3))
     """
+    _check_tree(tree, nranks, 0)
+    size = _node_size(ranks_per_node, nranks)
     nodes = tuple(_chained_node(tree, nranks, r, size) if size else _flat_node(tree, nranks, r)
                   for r in range(nranks))
     base, up = [0] * nranks, [0] * nranks
@@ -443,7 +470,7 @@ def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,
     if lo == hi:
         return []
     segs = splits(lo, hi, min(segments, hi - lo))
-    nodes, up = _layout(tree, nranks, size, plan.up_reduce)
+    nodes, up = tree_layout(tree, nranks, size, plan.up_reduce)
     node = nodes[rank]
 
     def owned(member: int) -> list[Range]:
