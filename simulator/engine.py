@@ -509,8 +509,6 @@ class _Engine:
 
 
 def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any, engine: Any) -> float:
-    if not isinstance(schedule, Schedule):
-        raise TypeError(f"schedule must be a collectives Schedule, not {type(schedule).__name__}")
     if schedule.nranks > topology.nranks:
         raise ValueError(f"schedule.nranks={schedule.nranks} is not allowed on topology "
                          f"{topology.name!r}: it places {topology.nranks} ranks")
@@ -622,6 +620,8 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     >>> simulate(s, topology.flat(4, alpha=1e-6, beta=1e-9), engine="compiled") == r
     True
     """
+    if not isinstance(schedule, Schedule):
+        raise TypeError(f"schedule must be a collectives Schedule, not {type(schedule).__name__}")
     topology, call_s = gpu_terms(topology, protocol, schedule.algorithm)
     gamma = _check(schedule, topology, dtype_size, gamma, engine)
     result = _play(schedule, topology, dtype_size, gamma, trace, engine)
