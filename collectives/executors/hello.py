@@ -25,7 +25,11 @@ are bound once per communicator, the sends once per signature.  A call with no e
 exchanges hellos whatever its algorithm (a schedule has no message to carry its signature
 then, and MPI's collectives return at once), so that a rank with elements beside it raises
 instead of waiting.
-``benchmarks/bench_native_guard.py`` measures what the hellos add per call.
+``benchmarks/bench_native_guard.py`` measures what the hellos add per call.  Watching for
+point-to-point messages beside a non-blocking native collective instead would be cheaper
+but wrong: in a correct program a peer that finished first sends its next call's message
+while this rank is still in the collective (``benchmarks/native_watch_false_alarms.py``
+counts it).
 """
 
 from __future__ import annotations
