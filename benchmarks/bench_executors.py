@@ -36,6 +36,7 @@ import numpy as np
 
 import collectives
 from collsim.launch import in_mpi_job, run_mpi
+from collsim.tune import slowest_seconds
 
 OURS = collectives.ALGORITHMS
 #: MPI's own collective called directly through mpi4py: the baseline of every ratio
@@ -99,21 +100,7 @@ def time_one(comm, run, budget_s: float, per_call: bool = False) -> float:
     run()
     once = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
     iterations = max(3, min(1000 if not per_call else 100, int(budget_s / max(once, 1e-7))))
-    if per_call:
-        times = np.empty(iterations)
-        for i in range(iterations):
-            comm.Barrier()
-            start = time.perf_counter()
-            run()
-            times[i] = time.perf_counter() - start
-        slowest = np.empty_like(times)
-        comm.Allreduce(times, slowest, op=MPI.MAX)
-        return float(slowest.min())
-    comm.Barrier()
-    start = time.perf_counter()
-    for _ in range(iterations):
-        run()
-    return comm.allreduce((time.perf_counter() - start) / iterations, op=MPI.MAX)
+    return slowest_seconds(comm, run, iterations, per_call)
 
 
 def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: float,

@@ -36,8 +36,8 @@ from collectives.schedule import COLLECTIVES
 
 from .args import parse_size
 
-__all__ = ["add_arguments", "main", "Sweep", "candidates", "sweep_sizes", "measure", "tables",
-           "PROGRESS_ENV"]
+__all__ = ["add_arguments", "main", "Sweep", "candidates", "sweep_sizes", "measure",
+           "slowest_seconds", "tables", "PROGRESS_ENV"]
 
 #: set to 1 by ``collsim tune --ranks N`` when its own stderr is a terminal, so that rank 0
 #: (whose stderr mpirun turns into a pipe) still draws the progress bar
@@ -191,15 +191,30 @@ def _buffers(collective: str, count: int, nranks: int, dtype: str) -> tuple[np.n
     return np.ones(part, dtype), np.empty(count, dtype)
 
 
-def _time(world: Any, call: Callable[[], Any], sweep: Sweep) -> float:
-    """The slowest rank's mean seconds per call, or with ``sweep.per_call`` the least over
-    the calls, each timed alone after a barrier, of the slowest rank's time."""
+def slowest_seconds(world: Any, call: Callable[[], Any], iters: int, per_call: bool) -> float:
+    """Seconds per ``call()`` on the slowest rank of ``world``.
+
+    Parameters
+    ----------
+    world : mpi4py.MPI.Intracomm
+        The ranks that call together.
+    call : callable
+        One collective call, no arguments.
+    iters : int
+        Timed calls.
+    per_call : bool
+        Time each call alone after a barrier and return the least over the calls of the
+        slowest rank's time (OSU's least latency: steadier on a shared machine); else the
+        slowest rank's mean over ``iters`` calls in a row.
+
+    Returns
+    -------
+    float
+    """
     from mpi4py import MPI
-    for _ in range(sweep.warmup):
-        call()
-    if sweep.per_call:
-        times = np.empty(sweep.iters)
-        for i in range(sweep.iters):
+    if per_call:
+        times = np.empty(iters)
+        for i in range(iters):
             world.Barrier()
             start = time.perf_counter()
             call()
@@ -209,9 +224,16 @@ def _time(world: Any, call: Callable[[], Any], sweep: Sweep) -> float:
         return float(slowest.min())
     world.Barrier()
     start = time.perf_counter()
-    for _ in range(sweep.iters):
+    for _ in range(iters):
         call()
-    return world.allreduce((time.perf_counter() - start) / sweep.iters, op=MPI.MAX)
+    return world.allreduce((time.perf_counter() - start) / iters, op=MPI.MAX)
+
+
+def _time(world: Any, call: Callable[[], Any], sweep: Sweep) -> float:
+    """:func:`slowest_seconds` of ``call`` after the sweep's warm-up calls."""
+    for _ in range(sweep.warmup):
+        call()
+    return slowest_seconds(world, call, sweep.iters, sweep.per_call)
 
 
 def measure(world: Any, collective: str, dtype: str, counts: Sequence[int],
