@@ -48,6 +48,7 @@ import tomli_w
 from .errors import TopologyError
 from .gpu_files import gpu_from_dict, gpu_to_dict
 from .model import Device, FullMesh, Link, Topology
+from .tables import check_keys
 from .units import format_quantity, parse
 
 if sys.version_info >= (3, 11):
@@ -68,20 +69,6 @@ _DEVICE_KEYS = {"id": True, "kind": True}
 _LINK_KEYS = {"src": True, "dst": True, "latency": True, "bandwidth": True, "kind": False,
               "duplex": False}
 _MESH_KEYS = {"devices": True, "latency": True, "bandwidth": True, "kind": False}
-
-
-def _check_keys(table: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
-    """Return ``table`` if it is a table with every required key and no unknown one."""
-    if not isinstance(table, dict):
-        raise TopologyError(f"{where} = {brief(table)} is not allowed; it must be a table")
-    for key in table:
-        if key not in allowed:
-            raise TopologyError(f"{where}: unknown key {key!r} (= {brief(table[key])}); allowed "
-                                f"keys: {', '.join(allowed)}")
-    for key, required in allowed.items():
-        if required and key not in table:
-            raise TopologyError(f"{where}: the key {key!r} is missing")
-    return table
 
 
 def _string(value: Any, key: str) -> str:
@@ -108,7 +95,7 @@ def _devices(tables: list[Any]) -> tuple[Device, ...]:
     seen: dict[str, int] = {}
     devices = []
     for i, table in enumerate(tables):
-        table = _check_keys(table, _DEVICE_KEYS, f"devices[{i}]")
+        table = check_keys(table, _DEVICE_KEYS, f"devices[{i}]")
         device_id = _string(table["id"], f"devices[{i}].id")
         if device_id in seen:
             raise TopologyError(f"devices[{i}].id = {device_id!r} duplicates "
@@ -122,7 +109,7 @@ def _links(tables: list[Any], ids: set[str]) -> tuple[Link, ...]:
     links: list[Link] = []
     for i, table in enumerate(tables):
         where = f"links[{i}]"
-        table = _check_keys(table, _LINK_KEYS, where)
+        table = check_keys(table, _LINK_KEYS, where)
         ends = [_string(table[end], f"{where}.{end}") for end in ("src", "dst")]
         for end, device in zip(("src", "dst"), ends):
             if device not in ids:
@@ -194,7 +181,7 @@ def _quantity(document: dict[str, Any], key: str, quantity: str) -> float:
 
 
 def _mesh(table: Any, ids: set[str]) -> FullMesh:
-    table = _check_keys(table, _MESH_KEYS, "mesh")
+    table = check_keys(table, _MESH_KEYS, "mesh")
     members = _list(table["devices"], "mesh.devices")
     for i, device in enumerate(members):
         if _string(device, f"mesh.devices[{i}]") not in ids:
@@ -240,7 +227,7 @@ def from_dict(document: dict[str, Any], default_name: str = "topology") -> Topol
         duplicate device ids, links to unknown devices, ranks placed on unknown devices, on
         switches, on a device another rank has, or unable to reach each other.
     """
-    _check_keys(document, _TOP_KEYS, "the top level")
+    check_keys(document, _TOP_KEYS, "the top level")
     devices = _devices(_list(document["devices"], "devices"))
     links = _any_links(document, {d.id for d in devices})
     placement = tuple(_string(device, f"placement[{rank}]")

@@ -35,6 +35,7 @@ from typing import Any
 
 from .errors import TopologyError
 from .gpu import AlgorithmFigures, GpuModel, LinkFigures, Protocol
+from .tables import check_keys
 from .units import format_quantity, parse
 
 __all__ = ["gpu_from_dict", "gpu_to_dict"]
@@ -47,19 +48,6 @@ _FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True, "protocol_fra
 _ALGORITHM_KEYS = {"name": True, "call": False, "bandwidth_fraction": False, "latency": False}
 
 
-def _table(value: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise TopologyError(f"{where} = {value!r} is not allowed; it must be a table")
-    for key in value:
-        if key not in allowed:
-            raise TopologyError(f"{where}: unknown key {key!r} (= {value[key]!r}); allowed "
-                                f"keys: {', '.join(allowed)}")
-    for key, required in allowed.items():
-        if required and key not in value:
-            raise TopologyError(f"{where}: the key {key!r} is missing")
-    return value
-
-
 def _array(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list) or not value:
         raise TopologyError(f"{where} = {value!r} is not allowed; it must be a non-empty "
@@ -68,13 +56,13 @@ def _array(value: Any, where: str) -> list[Any]:
 
 
 def _protocol(table: Any, where: str) -> Protocol:
-    table = _table(table, _PROTOCOL_KEYS, where)
+    table = check_keys(table, _PROTOCOL_KEYS, where)
     return Protocol(table["name"], table["bandwidth_fraction"],
                     parse(table["call"], "latency", f"{where}.call"))
 
 
 def _figures(table: Any, where: str) -> LinkFigures:
-    table = _table(table, _FIGURE_KEYS, where)
+    table = check_keys(table, _FIGURE_KEYS, where)
     fractions = _mapping(table.get("protocol_fraction", {}), f"{where}.protocol_fraction",
                          "protocol = fraction")
     return LinkFigures(table["kind"], table["efficiency"],
@@ -95,7 +83,7 @@ def _latencies(value: Any, where: str) -> tuple[tuple[str, float], ...]:
 
 
 def _algorithm(table: Any, where: str) -> AlgorithmFigures:
-    table = _table(table, _ALGORITHM_KEYS, where)
+    table = check_keys(table, _ALGORITHM_KEYS, where)
     latency = _mapping(table.get("latency", {}), f"{where}.latency",
                        "link kind = { protocol = latency }")
     return AlgorithmFigures(
@@ -124,7 +112,7 @@ def gpu_from_dict(table: Any) -> GpuModel:
         Naming the key and value: unknown or missing keys, values without a valid unit or
         out of range (see :class:`~topology.GpuModel`).
     """
-    table = _table(table, _GPU_KEYS, "gpu")
+    table = check_keys(table, _GPU_KEYS, "gpu")
     protocols = tuple(_protocol(t, f"gpu.protocols[{i}]")
                       for i, t in enumerate(_array(table["protocols"], "gpu.protocols")))
     links = tuple(_figures(t, f"gpu.links[{i}]")
