@@ -169,6 +169,8 @@ class PersistentPlans:
         ``mpi4py.MPI``.
     comm : mpi4py.MPI.Intracomm
         The private communicator.
+    guard : Guard
+        Its guard: each step completes through it (signed tags, the failure message).
     """
 
     def __init__(self, mpi: Any, comm: Any, guard: Guard) -> None:
