@@ -5,16 +5,18 @@ Run ``python benchmarks/bench_mismatch_check.py`` (it relaunches itself under
 wire time enter the figures (this project's machine is a shared 2-core VM).  For one step
 of ``M`` messages it times, best of ``--repeat`` runs of ``--iterations`` steps each:
 
-* ``bare``: ``Irecv`` with the message's tag, ``Isend``, ``Waitall`` (the executor before
-  the check);
-* ``checked``: ``Irecv`` with ``ANY_TAG``, ``Isend`` with the signed tag, then
-  :meth:`Guard.complete` on a step that holds a first receive from its peer (``Waitall``
-  with statuses, every receive's tag compared with the plan's);
-* ``unchecked``: the same on a later step (statuses, but no tags compared);
+* ``bare``: persistent receives with the message's tag and persistent sends, started
+  together, one ``Waitall`` (a walk with no check);
+* ``first``: a step that holds the call's first receive from its peer, as the MPI
+  transport's persistent walk runs it (:meth:`PersistentPlans.run`: the sends started,
+  a matched probe per first receive and an ``Irecv`` of the matched message, the other
+  receives started, the receives' ``Waitall`` with statuses, every tag compared, the
+  sends' ``Waitall``);
+* ``later``: the same on a later step (no probe);
 
-and, per call, the :func:`signed_plan` look-up.  A call costs ``per call + checked steps x
-(checked - bare) + other steps x (unchecked - bare)``; it prints that for the AllReduce
-of every algorithm on 8 ranks.
+and, per call, the :func:`signed_plan` look-up.  A call costs ``per call + first steps x
+(first - bare) + other steps x (later - bare)``; it prints that for the AllReduce of
+every algorithm on 8 ranks.
 """
 
 from __future__ import annotations
@@ -59,57 +61,53 @@ def main(argv: list[str] | None = None) -> None:
     from mpi4py import MPI
 
     from collectives import ALGORITHMS
-    from collectives.executors.guard import Guard, signed_plan
+    from collectives.executors.guard import signed_plan
+    from collectives.executors.mpi import mpi_transport
     from collectives.executors.plan import PlanStep, get_plan
 
-    comm = MPI.COMM_WORLD.Dup()
-    guard = Guard(comm, MPI.COMM_WORLD.Get_attr(MPI.TAG_UB))
+    transport = mpi_transport(MPI.COMM_WORLD)
+    comm, guard = transport.comm, transport.guard
     m = args.messages
-    work = np.zeros(64 * m, np.uint8)
+    work, scratch = np.zeros(16 * m, np.float32), np.zeros(0, np.float32)
     spans = [slice(64 * i, 64 * i + 64) for i in range(m)]
-    step = PlanStep(tuple((False, s, 0, i) for i, s in enumerate(spans)),
-                    tuple((s, 0, i) for i, s in enumerate(spans)), (), ())
     plan = get_plan("allreduce", "ring", 8, 0, 1 << 20, np.dtype("float32"), {})
-    one_step = dataclasses.replace(plan, nranks=1, rank=0, steps=(step,))
-    signed = signed_plan(one_step, "sum", guard.codec)
-    later = dataclasses.replace(signed, steps=(dataclasses.replace(signed.steps[0],
-                                                                  check=False),))
-    buffers = (work,)
+
+    def one_step(first: int) -> Callable[[], None]:
+        """A call of one step of ``m`` messages to and from this rank, ``first`` of them
+        probed, run by the transport's persistent walk."""
+        step = PlanStep(tuple((False, s, 0, i) for i, s in enumerate(spans)),
+                        tuple((s, 0, i) for i, s in enumerate(spans)), (), (), first)
+        one = dataclasses.replace(plan, nranks=1, rank=0, count=work.size, scratch_count=0,
+                                  steps=(step,))
+        signed = signed_plan(one, "sum", guard.codec)
+        return lambda: transport.persistent.run(one, signed, "sum", work, scratch)
+
+    whole = work.view(np.uint8)
+    bare_requests = [comm.Recv_init(whole[s], 0, i) for i, s in enumerate(spans)]
+    bare_requests += [comm.Send_init(whole[s], 0, i) for i, s in enumerate(spans)]
 
     def bare() -> None:
-        requests = [comm.Irecv(work[s], 0, tag) for _, s, _, tag in step.recvs]
-        requests += [comm.Isend(work[s], 0, tag) for s, _, tag in step.sends]
-        MPI.Request.Waitall(requests)
-
-    def guarded(tags: Any) -> Callable[[], None]:
-        """One step as collectives.executors.mpi._walk runs it."""
-        signed_step = tags.steps[0]
-
-        def run() -> None:
-            requests = [comm.Irecv(work[s], 0, MPI.ANY_TAG) for _, s, _, _ in step.recvs]
-            requests += [comm.Isend(work[s], peer, tag) for s, peer, tag in signed_step.sends]
-            guard.complete(MPI, requests, step, tags, 0, buffers, str)
-        return run
+        MPI.Prequest.Startall(bare_requests)
+        MPI.Request.Waitall(bare_requests)
 
     def per_call() -> None:
         signed_plan(plan, "sum", guard.codec)
 
     it, rep = args.iterations, args.repeat
-    t_bare, t_checked, t_later, t_call = best_us([bare, guarded(signed), guarded(later),
-                                                  per_call], it, rep)
+    t_bare, t_first, t_later, t_call = best_us([bare, one_step(1), one_step(0), per_call],
+                                               it, rep)
     print(f"# mismatch check, {m} message(s) per step, CPU time, best of {rep} x {it}")
     print(f"step, bare        {t_bare:8.2f} us")
-    print(f"step, checked     {t_checked:8.2f} us   ({t_checked - t_bare:+.2f} us)")
-    print(f"step, unchecked   {t_later:8.2f} us   ({t_later - t_bare:+.2f} us)")
+    print(f"step, first       {t_first:8.2f} us   ({t_first - t_bare:+.2f} us)")
+    print(f"step, later       {t_later:8.2f} us   ({t_later - t_bare:+.2f} us)")
     print(f"per call (signed plan look-up) {t_call:.2f} us")
     for algorithm in ALGORITHMS:
         steps = signed_plan(get_plan("allreduce", algorithm, 8, 0, 1 << 20,
                                      np.dtype("float32"), {}), "sum", guard.codec).steps
-        checked = sum(s.check for s in steps)
-        extra = t_call + checked * (t_checked - t_bare) + (len(steps) - checked) * (
-            t_later - t_bare)
-        print(f"allreduce {algorithm:8s} 8 ranks, rank 0: {len(steps):3d} steps, {checked} "
-              f"checked: {extra:+.2f} us per call")
+        first = sum(bool(s.first) for s in steps)
+        extra = t_call + first * (t_first - t_bare) + (len(steps) - first) * (t_later - t_bare)
+        print(f"allreduce {algorithm:8s} 8 ranks, rank 0: {len(steps):3d} steps, {first} "
+              f"probing: {extra:+.2f} us per call")
 
 
 if __name__ == "__main__":

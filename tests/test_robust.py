@@ -44,15 +44,30 @@ def test_tag_ub_below_the_mpi_minimum_is_refused():
         TagCodec(1000)
 
 
-def test_first_receive_from_each_peer_is_checked_and_the_note_fits_nothing():
+def test_first_receive_from_each_peer_is_probed_and_the_note_goes_to_every_rank():
     plan = get_plan("allreduce", "ring", 4, 1, 1000, np.dtype("float32"), {})
     signed = signed_plan(plan, "sum", TagCodec(TAG_UB))
-    assert [s.check for s in signed.steps] == [True] + [False] * (len(plan.steps) - 1)
-    longest = max(span.stop - span.start for step in plan.steps for span, _, _ in step.sends)
-    assert signed.poison_bytes == {0: 0, 2: longest + 1, 3: 0}  # ring: rank 1 sends to 2
+    assert [s.first for s in signed.steps] == [1] + [0] * (len(plan.steps) - 1)
+    assert signed.others == (0, 2, 3)
     rhd = signed_plan(get_plan("allreduce", "rhd", 4, 0, 1000, np.dtype("float32"), {}),
                       "sum", TagCodec(TAG_UB))
-    assert sum(s.check for s in rhd.steps) == 2  # peers 1 and 2, each first met once
+    assert sum(s.first for s in rhd.steps) == 2  # peers 1 and 2, each first met once
+
+
+def test_each_step_receives_first_from_new_peers_keeping_each_peers_order():
+    for algorithm, params in (("ring", {"channels": 3}), ("tree", {}), ("rhd", {}),
+                              ("hier", {"ranks_per_node": 2})):
+        for rank in range(6):
+            plan = get_plan("allreduce", algorithm, 6, rank, 1000, np.dtype("float32"), params)
+            heard: set[int] = set()
+            for step in plan.steps:
+                peers = [peer for _, _, peer, _ in step.recvs]
+                new = [peer for peer in dict.fromkeys(peers) if peer not in heard]
+                assert peers[:step.first] == new, (algorithm, rank, peers)
+                for peer in set(peers):  # each peer's receives in tag order
+                    tags = [tag for _, _, p, tag in step.recvs if p == peer]
+                    assert tags == sorted(tags), (algorithm, rank, step)
+                heard |= set(peers)
 
 
 def test_workspace_is_bounded_and_released(monkeypatch):

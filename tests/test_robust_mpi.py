@@ -5,7 +5,7 @@
   collective that disagree, or beside ranks in a schedule (``auto`` deciding differently);
 * a rank that raises or calls ``sys.exit(3)`` in a plain ``mpirun -n 3 python app.py``
   makes the job exit non-zero within seconds;
-* 100,000 Dup/collective/Free cycles pass, ``close`` works, and ``release`` gives the
+* 100,000 Dup/collective/Free cycles pass on 2 ranks, ``close`` works, and ``release`` gives the
   workspace's memory back.
 """
 
@@ -26,7 +26,9 @@ pytestmark = pytest.mark.mpi
 WORKERS = Path(__file__).parent / "mpi_workers"
 
 #: what the message of the rank that sees the other call's message names, per case
-NAMED = {"op": "op: ", "dtype": "dtype: ", "count": "longer than", "collective": "collective: ",
+NAMED = {"op": "op: ", "dtype": "dtype: ", "count": "count or algorithm parameters",
+         "collective": "collective: ", "long/count": "count or algorithm parameters",
+         "long/dtype": "dtype: ", "long/collective": "collective: ",
          "algorithm": "algorithm: ", "native/op": "op: ", "native/dtype": "dtype: ",
          "native/count": "count", "native/collective": "collective: ",
          "native/schedule": "algorithm: ", "native/schedule/long": "algorithm: ",
@@ -72,10 +74,10 @@ def test_a_failing_rank_aborts_a_plain_script(how: str, tmp_path: Path) -> None:
 
 
 def test_communicators_and_memory_are_given_back() -> None:
-    report = run_worker(1, WORKERS / "resources.py", ["100000"], timeout_s=240)
+    report = run_worker(2, WORKERS / "resources.py", ["100000"], timeout_s=480)
     assert report["cycles"] == 100000 and report["close_then_reuse"] is True
     memory = report["memory_mib"]
     assert memory["kept"] >= 96
     assert memory["after_call"] - memory["start"] >= 90
     assert abs(memory["after_release"] - memory["start"]) < 8
-    assert memory["kept_by_default"] == 0  # 96 MiB is over the default 64 MiB bound
+    assert memory["kept_by_default"] <= 64  # the default bound: the 96 MiB buffer goes

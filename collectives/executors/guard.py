@@ -3,30 +3,32 @@
 A rank's signature is what its plan depends on: collective, op, dtype, algorithm, and a
 checksum of count and resolved parameters.  :class:`TagCodec` packs it with the message's
 sequence number (its place among the messages from one rank to another in this call) into
-the MPI tag.  Receives are posted with ``MPI.ANY_TAG``: MPI still matches a pair's
-messages in order (the non-overtaking rule), so the k-th receive gets the k-th message
-whatever its tag, and the tag then says whether the sender ran the same call.  The tags are
-compared at each step that holds the call's first receive from a peer: a peer that ran
-another call is caught by its first message, which raises
+the MPI tag.  The call's first message from each peer is taken through a matched probe
+(``MPI_Mprobe``, :meth:`Guard.take_first`): its tag and length are read before any
+receive is posted for it, so a peer that ran another call is caught by its first message,
+which is then received whole into a buffer of its own size, and this rank raises
 :class:`~collectives.executors.check.ArgumentMismatchError` naming the fields that differ,
-before the data is reduced or copied anywhere.  At every step, a message longer than its
-receive fails with ``MPI_ERR_TRUNCATE`` (but Open MPI 5.0.11 over shared memory with
-CMA writes such a message whole past the buffer from about 8 KiB up).  (Equal
-tags with unequal counts or parameters need an 11-bit checksum collision; the messages
-then still stay inside the buffers.)
+before the data is reduced or copied anywhere.  A message is therefore never longer than
+the receive it lands in (Open MPI 5.0.11 over shared memory with CMA writes such a message
+whole past the buffer from about 8 KiB up).  Later receives take any tag: MPI matches a
+pair's messages in order (the non-overtaking rule), so once a peer's first message carried
+this call's signature, its k-th message is this call's k-th message to this rank, and
+every step still compares the tags it received.  (Equal tags with unequal counts or
+parameters need an 11-bit checksum collision, and equal first lengths too.)
 
-On any failure the rank sends every other rank a message with a reserved tag that fits
-none of its receives (so that a rank waiting on it raises too instead of waiting
-forever), the receives still posted are cancelled, and every request is completed before
-its buffers can be reused or released; a request that cannot be completed keeps its
-buffers alive (:attr:`Guard.orphans`) and out of the workspace cache.  The
-communicator is then marked unusable (:class:`CommunicatorBrokenError` on the next call):
-its private duplicate may still hold messages of the failed call.
+On any failure the rank sends every other rank an empty message with a reserved tag
+(so that a rank waiting on it sees that tag, at a probe or at a step's tag comparison,
+and raises too instead of waiting forever; being empty, it fits any receive), the
+receives still posted are cancelled, and every request is completed before its buffers
+can be reused or released; a request that cannot be completed keeps its buffers alive
+(:attr:`Guard.orphans`) and out of the workspace cache.  The communicator is then marked
+unusable (:class:`CommunicatorBrokenError` on the next call): its private duplicate may
+still hold messages of the failed call.
 
-The check costs a status per receive at the checked steps and one cached look-up per call
-(``benchmarks/bench_mismatch_check.py`` measures it); ``algorithm="native"`` signs the
-hellos its ranks exchange first (:mod:`.hello`); ``check=True`` still runs the full
-agreement (:mod:`.check`).
+The check costs a matched probe per peer and call, a status per receive and one cached
+look-up per call (``benchmarks/bench_mismatch_check.py`` measures it);
+``algorithm="native"`` signs the hellos its ranks exchange first (:mod:`.hello`);
+``check=True`` still runs the full agreement (:mod:`.check`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ _CHECKSUM_BITS = 31 - SEQUENCE_BITS - sum(bits for _, _, bits in _FIELDS)
 
 #: seconds a failed call waits for cancelled requests to complete before leaving them
 _CANCEL_WAIT_S = 1.0
+#: a failed call then takes in what peers send until none has for this many seconds...
+_QUIET_S = 0.1
+#: ...or for at most this many
+_DRAIN_S = 1.0
 
 
 class CommunicatorBrokenError(CollectivesError, RuntimeError):
@@ -171,10 +177,10 @@ class SignedStep:
 
     Attributes
     ----------
-    check : bool
-        Whether this step holds the call's first receive from some peer: only then are
-        the statuses read and the tags compared (a peer that ran another call is caught
-        by its first message; later steps rely on MPI_ERR_TRUNCATE, see :class:`Guard`).
+    first : int
+        How many of the step's receives, from the start, are the call's first from their
+        peer (:attr:`PlanStep.first`): the transport takes them through
+        :meth:`Guard.take_first`.
     tags : tuple of int
         The tag each receive of the step must see, in the step's receive order.
     lengths : tuple of int
@@ -183,7 +189,7 @@ class SignedStep:
         ``(byte_range, peer, tag)`` per send, as :attr:`PlanStep.sends` with signed tags.
     """
 
-    check: bool
+    first: int
     tags: tuple[int, ...]
     lengths: tuple[int, ...]
     sends: tuple[tuple[slice, int, int], ...]
@@ -197,14 +203,13 @@ class SignedPlan:
     ----------
     steps : tuple of SignedStep
         One per plan step.
-    poison_bytes : dict of int to int
-        Per other rank, the length of the message a failing call sends it: one byte more
-        than this plan's longest message to it (0 when it sends it none), so that the
-        message cannot fit any receive of the same call that rank still has posted.
+    others : tuple of int
+        Every other rank: a failing call sends each an empty message
+        (:meth:`Guard.settle`).
     """
 
     steps: tuple[SignedStep, ...]
-    poison_bytes: dict[int, int]
+    others: tuple[int, ...]
 
 
 _signed: dict[tuple[int, str], tuple[Plan, SignedPlan]] = {}
@@ -236,22 +241,13 @@ def signed_plan(plan: Plan, op: str, codec: TagCodec) -> SignedPlan:
         return hit[1]
     base = codec.base(plan.collective, plan.count, plan.dtype, op, plan.algorithm, plan.params)
     mask = (1 << SEQUENCE_BITS) - 1
-    heard: set[int] = set()
-    steps = []
-    longest: dict[int, int] = {}
-    for step in plan.steps:
-        peers = {peer for _, _, peer, _ in step.recvs}
-        steps.append(SignedStep(bool(peers - heard),
-                                tuple(base | (tag & mask) for _, _, _, tag in step.recvs),
-                                tuple(span.stop - span.start for _, span, _, _ in step.recvs),
-                                tuple((span, peer, base | (tag & mask))
-                                      for span, peer, tag in step.sends)))
-        heard |= peers
-        for span, peer, _ in step.sends:
-            longest[peer] = max(longest.get(peer, 0), span.stop - span.start)
-    poison = {peer: longest[peer] + 1 if peer in longest else 0
-              for peer in range(plan.nranks) if peer != plan.rank}
-    signed = SignedPlan(tuple(steps), poison)
+    steps = tuple(SignedStep(step.first,
+                             tuple(base | (tag & mask) for _, _, _, tag in step.recvs),
+                             tuple(span.stop - span.start for _, span, _, _ in step.recvs),
+                             tuple((span, peer, base | (tag & mask))
+                                   for span, peer, tag in step.sends))
+                  for step in plan.steps)
+    signed = SignedPlan(steps, tuple(peer for peer in range(plan.nranks) if peer != plan.rank))
     if len(_signed) >= _SIGNED_CACHE_SIZE:
         _signed.clear()
     _signed[key] = (plan, signed)
@@ -274,6 +270,8 @@ class Guard:
         The private communicator the steps run on.
     tag_ub : int
         ``MPI.TAG_UB``.
+    status : mpi4py.MPI.Status
+        A status of its own, filled by each matched probe (:meth:`take_first`).
 
     Attributes
     ----------
@@ -289,13 +287,15 @@ class Guard:
         them.
     """
 
-    def __init__(self, comm: Any, tag_ub: int) -> None:
+    def __init__(self, comm: Any, tag_ub: int, status: Any) -> None:
         self.comm = comm
         self.codec = TagCodec(tag_ub)
         self.rank = comm.Get_rank()
         self.broken: str | None = None
         self.orphans: list[tuple[list[Any], tuple[Any, ...]]] = []
         self.statuses: list[Any] = []
+        #: the status of each matched probe (:meth:`take_first`)
+        self.status = status
 
     def check_usable(self) -> None:
         """Raise :class:`CommunicatorBrokenError` if a collective failed here before."""
@@ -305,15 +305,61 @@ class Guard:
                 f"still hold that call's messages, so no further collective can run on it: "
                 f"use a new communicator (e.g. comm.Dup()) after handling the error")
 
+    def take_first(self, mpi: Any, into: list[Any], plan_step: PlanStep, signed: SignedPlan,
+                   index: int, sends: list[Any], buffers: tuple[Any, ...],
+                   describe: Callable[[int], str]) -> list[Any]:
+        """Take the step's first messages from new peers through matched probes.
+
+        Each of the step's first :attr:`PlanStep.first` receives is matched with
+        ``MPI_Mprobe`` (any tag) and posted only when the message carries this call's tag
+        and length; the step's sends must be posted before (a peer may be probing too).
+
+        Parameters
+        ----------
+        mpi, plan_step, signed, index, buffers, describe
+            As for :meth:`complete`.
+        into : list
+            The buffer of each of those receives, in order.
+        sends : list of mpi4py.MPI.Request
+            The step's sends, already started (completed or kept on failure).
+
+        Returns
+        -------
+        list of mpi4py.MPI.Request
+            The posted receives, in order.
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When a message carries another call's signature or length (it is received
+            whole into a buffer of its own size first); the communicator is then broken.
+        """
+        step, status = signed.steps[index], self.status
+        mprobe, any_tag = self.comm.Mprobe, mpi.ANY_TAG
+        taken = []
+        for buffer, (_, _, peer, _), tag, length in zip(into, plan_step.recvs, step.tags,
+                                                        step.lengths):
+            message = mprobe(peer, any_tag, status)
+            if status.tag == tag and status.Get_count() == length:
+                taken.append(message.Irecv(buffer))
+                continue
+            got, nbytes = status.tag, status.Get_count()
+            message.Recv(bytearray(nbytes))
+            reason = f"rank {self.rank}, {describe(index)}: " + self._stranger(
+                peer, got, tag, nbytes, length)
+            self.settle(mpi, taken + sends, len(taken), signed.others, buffers, reason)
+            raise ArgumentMismatchError(reason + _HINT)
+        return taken
+
     def complete(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
                  index: int, buffers: tuple[Any, ...], describe: Callable[[int], str]) -> None:
         """Wait for a step's requests (its receives first) and check what arrived.
 
-        Steps that hold the call's first receive from a peer compare every receive's tag
-        with the expected one (a peer that ran another call is caught there).  Every step
-        waits with statuses: Open MPI 5.0.11's ``MPI_Waitall`` reports no error without
-        them, and a message that does not fit its receive (another call's, or the
-        longer-than-any message a failing rank sends) must fail with ``MPI_ERR_TRUNCATE``.
+        Every step waits for its receives with statuses (Open MPI 5.0.11's ``MPI_Waitall``
+        reports no error without them) and compares every receive's tag with the expected
+        one (the empty message a failing rank sends fits any receive, and only its tag
+        tells) before it waits for its sends, which may never complete when their
+        receiver failed.
 
         Parameters
         ----------
@@ -335,18 +381,17 @@ class Guard:
         Raises
         ------
         ArgumentMismatchError
-            When a message carries another call's signature, or did not fit (MPI
-            truncated it); the communicator is then broken.
+            When a message carries another call's signature or a failing rank's tag, or
+            did not fit (MPI truncated it); the communicator is then broken.
         CommunicatorBrokenError
             When MPI failed otherwise; the communicator is then broken.
         """
-        step = signed.steps[index]
-        problem = self.wait(mpi, requests, step.tags if step.check else ())
+        problem = self.wait(mpi, requests, signed.steps[index].tags)
         if problem is not None:
             self.fail(mpi, requests, plan_step, signed, index, buffers, describe, problem or None)
 
     def wait(self, mpi: Any, requests: list[Any], tags: tuple[int, ...]) -> Any:
-        """Wait for a step's requests (receives first) with statuses; compare ``tags``.
+        """Wait for a step's receives with statuses, compare ``tags``, then wait for its sends.
 
         The fast half of :meth:`complete`, for walks that keep each step's tags: on a
         problem the caller hands what it returns to :meth:`fail`.
@@ -358,7 +403,7 @@ class Guard:
         requests : list of mpi4py.MPI.Request
             The step's receives, then its sends.
         tags : tuple of int
-            The tag each receive must carry; empty at steps whose tags are not checked.
+            The tag each receive must carry.
 
         Returns
         -------
@@ -366,14 +411,15 @@ class Guard:
             None when every request completed and every tag matched; else what MPI
             raised, or False for a tag that did not match.
         """
-        statuses = self.statuses
+        statuses, nrecvs = self.statuses, len(tags)
         try:
-            mpi.Request.Waitall(requests, statuses)
+            mpi.Request.Waitall(requests[:nrecvs], statuses)
+            for status, tag in zip(statuses, tags):
+                if status.tag != tag:
+                    return False
+            mpi.Request.Waitall(requests[nrecvs:])
         except mpi.Exception as error:
             return error
-        for status, tag in zip(statuses, tags):
-            if status.tag != tag:
-                return False
         return None
 
     def fail(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
@@ -391,13 +437,14 @@ class Guard:
         Raises
         ------
         ArgumentMismatchError
-            When a message carries another call's signature, or did not fit.
+            When a message carries another call's signature or a failing rank's tag, or
+            did not fit.
         CommunicatorBrokenError
             When MPI failed otherwise.
         """
         step = signed.steps[index]
         peers = tuple(peer for _, _, peer, _ in plan_step.recvs)
-        problems = self._problems(mpi, self.statuses, peers, step) if step.check else []
+        problems = self._problems(mpi, self.statuses, peers, step)
         if not problems and error is not None and error.Get_error_class() in (
                 mpi.ERR_TRUNCATE, mpi.ERR_IN_STATUS):
             problems = [f"a message from rank {' or '.join(map(str, sorted(set(peers))))} "
@@ -405,7 +452,7 @@ class Guard:
                         f"called differently"]
         reason = f"rank {self.rank}, {describe(index)}: " + (
             "; ".join(problems) or f"MPI failed: {error.Get_error_string()}")
-        self.settle(mpi, requests, len(peers), signed.poison_bytes, buffers, reason)
+        self.settle(mpi, requests, len(peers), signed.others, buffers, reason)
         if problems:
             raise ArgumentMismatchError(reason + _HINT) from None
         raise CommunicatorBrokenError(reason) from error
@@ -416,17 +463,24 @@ class Guard:
         out = []
         for status, peer, tag, length in zip(statuses, peers, step.tags, step.lengths):
             error = status.Get_error()
-            if error in (mpi.SUCCESS, mpi.ERR_TRUNCATE) and status.tag == self.codec.poison:
-                out.append(f"rank {peer} failed in this or an earlier call on this "
-                           f"communicator and gave up (its own error says why)")
-            elif error == mpi.ERR_TRUNCATE:
+            if error == mpi.ERR_TRUNCATE:
                 out.append(f"the message from rank {peer} is longer than the {length} bytes "
                            f"this rank expects (MPI truncated it)" + self._sender(tag, status))
             elif error == mpi.SUCCESS and status.tag != tag:
-                fields = ", ".join(self.codec.differences(tag, status.tag))
-                out.append(f"the message from rank {peer} was sent by another call "
-                           f"({fields})")
+                out.append(self._stranger(peer, status.tag, tag, status.Get_count(), length))
         return out
+
+    def _stranger(self, peer: int, got: int, tag: int, nbytes: int, length: int) -> str:
+        """What a message from ``peer`` with tag ``got`` and ``nbytes`` bytes, where this
+        call expects ``tag`` and ``length``, says about its sender."""
+        if got == self.codec.poison:
+            return (f"rank {peer} failed in this or an earlier call on this communicator "
+                    f"and gave up (its own error says why)")
+        if got != tag:
+            fields = ", ".join(self.codec.differences(tag, got))
+            return f"the message from rank {peer} was sent by another call ({fields})"
+        return (f"the message from rank {peer} is {nbytes} bytes where this rank expects "
+                f"{length}: it called with another count or parameters")
 
     def _sender(self, tag: int, status: Any) -> str:
         """`` (sent by another call: <fields>)`` when the status's tag is not ``tag``."""
@@ -434,15 +488,19 @@ class Guard:
             return ""
         return f" (sent by another call: {', '.join(self.codec.differences(tag, status.tag))})"
 
-    def settle(self, mpi: Any, requests: list[Any], nrecvs: int, poison_bytes: dict[int, int],
+    def settle(self, mpi: Any, requests: list[Any], nrecvs: int, others: tuple[int, ...],
                buffers: tuple[Any, ...], reason: str) -> None:
-        """Mark broken, tell every other rank, cancel the receives, complete what completes.
+        """Mark broken, tell every other rank, cancel the receives, complete what completes,
+        take in what peers still send.
 
-        Every other rank gets a message with the tag :attr:`TagCodec.poison`, one byte
-        longer than any this call sends it: a receive it still has posted from this rank
-        fails to fit it (or, at its first receive from this rank, sees the tag), so ranks
-        waiting on this one raise too instead of waiting forever when the abort hooks are
-        off.  Requests that do not complete within a second are kept, with their buffers.
+        Every other rank gets an empty message with the tag :attr:`TagCodec.poison`: it
+        fits any receive, and the rank that takes it (at a probe, or at a step's tag
+        comparison) raises too instead of waiting forever when the abort hooks are off.
+        Requests that do not complete within a second are kept, with their buffers.
+        Then every message that arrives is received whole into a buffer of its own size,
+        until none has for :data:`_QUIET_S` (at most :data:`_DRAIN_S`): a peer's send to
+        this rank completes, even a long one, so that peer reaches its own receive of the
+        empty message.
 
         Parameters
         ----------
@@ -452,18 +510,16 @@ class Guard:
             The failed call's requests, its ``nrecvs`` receives first.
         nrecvs : int
             How many of ``requests`` are receives (cancelled if still pending).
-        poison_bytes : dict of int to int
-            The length of the message to send each other rank.
+        others : tuple of int
+            The ranks to tell.
         buffers : tuple of arrays
             What the requests read or write (kept alive if they do not complete).
         reason : str
             Why the communicator is broken (:attr:`broken`).
         """
         self.broken = reason
-        comm, poison = self.comm, self.codec.poison
-        notes = [bytearray(n) for n in poison_bytes.values()]
-        requests = requests + [comm.Isend(note, peer, poison)
-                               for peer, note in zip(poison_bytes, notes)]
+        comm, poison, empty = self.comm, self.codec.poison, bytearray()
+        requests = requests + [comm.Isend(empty, peer, poison) for peer in others]
         for request in requests[:nrecvs]:
             try:
                 if request != mpi.REQUEST_NULL and not request.Get_status():
@@ -475,9 +531,23 @@ class Guard:
         while pending and time.monotonic() < deadline:
             pending = [r for r in pending if not _done(mpi, r)]
         if pending:
-            self.orphans.append((pending, (*buffers, *notes)))
+            self.orphans.append((pending, buffers))
             for buffer in buffers:
                 discard(buffer)
+        self._drain(mpi)
+
+    def _drain(self, mpi: Any) -> None:
+        """Receive whole whatever arrives, until none has for :data:`_QUIET_S` (at most
+        :data:`_DRAIN_S`)."""
+        status, improbe = self.status, self.comm.Improbe
+        now = time.monotonic()
+        quiet_until, deadline = now + _QUIET_S, now + _DRAIN_S
+        while now < min(quiet_until, deadline):
+            message = improbe(mpi.ANY_SOURCE, mpi.ANY_TAG, status)
+            now = time.monotonic()
+            if message is not None:
+                message.Recv(bytearray(status.Get_count()))
+                quiet_until = now + _QUIET_S
 
 
 _HINT = ("; the ranks called different collectives or passed different arguments (with "

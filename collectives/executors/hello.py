@@ -34,7 +34,6 @@ counts it).
 
 from __future__ import annotations
 
-import time
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -52,11 +51,6 @@ HELLO_BYTES = 16
 
 #: signatures whose persistent sends are kept per communicator (least recently used freed)
 SIGNATURES_PER_COMM = 64
-
-#: a failed exchange takes in what peers send until none has for this many seconds...
-_QUIET_S = 0.1
-#: ...or for at most this many
-_DRAIN_S = 1.0
 
 @dataclass(frozen=True, slots=True)
 class _Signature:
@@ -187,29 +181,14 @@ class Hellos:
     def _fail(self, key: tuple[str, int, str, str], signature: _Signature, algorithm: str,
               problem: str) -> None:
         """Mark the communicator broken, tell every rank, take in what peers still send
-        (so that their sends complete), and raise saying why."""
+        (:meth:`~.guard.Guard.settle`), and raise saying why."""
         collective, count, dtype, op = key
         del self._signatures[key]  # its sends may still be active: never start them again
         reason = (f"rank {self._comm.Get_rank()}, {collective} {algorithm} ({dtype}, {op}, "
                   f"count {count}): {problem}")
-        self._guard.settle(self._mpi, list(signature.sends), 0,
-                           {peer: HELLO_BYTES + 1 for peer in self.peers},
+        self._guard.settle(self._mpi, list(signature.sends), 0, self.peers,
                            (self._inbox, signature.payload), reason)
-        self._drain()
         raise ArgumentMismatchError(reason + _HINT)
-
-    def _drain(self) -> None:
-        """Receive whole whatever arrives, until none has for :data:`_QUIET_S` (at most
-        :data:`_DRAIN_S`): a peer's send to this rank then completes, even a long one."""
-        mpi, status = self._mpi, self._status
-        now = time.monotonic()
-        quiet_until, deadline = now + _QUIET_S, now + _DRAIN_S
-        while now < min(quiet_until, deadline):
-            message = self._comm.Improbe(mpi.ANY_SOURCE, mpi.ANY_TAG, status)
-            now = time.monotonic()
-            if message is not None:
-                message.Recv(bytearray(status.Get_count()))
-                quiet_until = now + _QUIET_S
 
     def free(self) -> None:
         """Free every persistent request (none may be active)."""

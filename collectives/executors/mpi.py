@@ -37,9 +37,9 @@ from .buffers import Call, staged_done, staging, workspace
 from .guard import Guard, SignedPlan, signed_plan
 from .hello import Hellos
 from .persistent import PersistentPlans
-from .plan import Plan, apply_copies, describe_step
+from .plan import Plan, PlanStep, apply_copies, describe_step
 
-__all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport", "close"]
+__all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport", "close", "post_step"]
 
 CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
 
@@ -124,6 +124,54 @@ class _DeviceBytes:
         return _MPI.buffer.fromaddress(self.ptr + span.start, span.stop - span.start)
 
 
+def post_step(transport: "MpiTransport", step: PlanStep, signed: SignedPlan, index: int,
+          areas: tuple[Any, Any], source: Any, buffers: tuple[Any, ...],
+          describe: Any) -> list[Any]:
+    """Post a step's receives (into ``areas[into_scratch]``) and sends (from ``source``).
+
+    A step with the call's first messages from some peers posts its sends, takes those
+    through :meth:`~.guard.Guard.take_first`, then posts the other receives.
+
+    Parameters
+    ----------
+    transport : MpiTransport
+        Its private communicator and guard.
+    step : PlanStep
+        The step.
+    signed : SignedPlan
+        The call's tags.
+    index : int
+        The step's index in the plan.
+    areas : tuple
+        The working and the scratch buffer's bytes (sliced by byte ranges).
+    source : array or _DeviceBytes
+        The bytes the sends read.
+    buffers : tuple of arrays
+        Every buffer the requests use (kept alive if a failure leaves them pending).
+    describe : callable
+        Names the step in errors.
+
+    Returns
+    -------
+    list of mpi4py.MPI.Request
+        The receives, in ``step.recvs`` order, then the sends.
+    """
+    irecv, isend, any_tag = transport.comm.Irecv, transport.comm.Isend, _MPI.ANY_TAG
+    first = step.first
+    if not first:
+        requests = [irecv(areas[into_scratch][span], peer, any_tag)
+                    for into_scratch, span, peer, _ in step.recvs]
+        return requests + [isend(source[span], peer, tag)
+                           for span, peer, tag in signed.steps[index].sends]
+    sends = [isend(source[span], peer, tag) for span, peer, tag in signed.steps[index].sends]
+    requests = transport.guard.take_first(
+        _MPI, [areas[into_scratch][span] for into_scratch, span, _, _ in step.recvs[:first]],
+        step, signed, index, sends, buffers, describe)
+    requests += [irecv(areas[into_scratch][span], peer, any_tag)
+                 for into_scratch, span, peer, _ in step.recvs[first:]]
+    return requests + sends
+
+
 def _walk(transport: "MpiTransport", plan: Plan, signed: SignedPlan, work: Any,
           scratch: Any, reduce: Any, op: str, stream: Any) -> None:
     """Run the plan with the buffers handed straight to MPI (host, or CUDA-aware).
@@ -132,9 +180,8 @@ def _walk(transport: "MpiTransport", plan: Plan, signed: SignedPlan, work: Any,
     only when GPU work was queued since the last time (the input's layout, reductions,
     copies).
     """
-    any_tag, complete = _MPI.ANY_TAG, transport.guard.complete
+    complete = transport.guard.complete
     describe = partial(describe_step, plan, op)
-    irecv, isend = transport.comm.Irecv, transport.comm.Isend
     if stream is None:
         work_bytes = work.view("uint8")
         areas = (work_bytes, scratch.view(work_bytes.dtype))
@@ -142,12 +189,11 @@ def _walk(transport: "MpiTransport", plan: Plan, signed: SignedPlan, work: Any,
         work_bytes = _DeviceBytes(work)
         areas = (work_bytes, _DeviceBytes(scratch))
     queued = stream is not None
-    for index, (step, signed_step) in enumerate(zip(plan.steps, signed.steps)):
+    for index, step in enumerate(plan.steps):
         if queued:
             stream.synchronize()
-        requests = [irecv(areas[into_scratch][span], peer, any_tag)
-                    for into_scratch, span, peer, _ in step.recvs]
-        requests += [isend(work_bytes[span], peer, tag) for span, peer, tag in signed_step.sends]
+        requests = post_step(transport, step, signed, index, areas, work_bytes, (work, scratch),
+                         describe)
         complete(_MPI, requests, step, signed, index, (work, scratch), describe)
         for target, source in step.reduces:
             into = work[target]
@@ -165,21 +211,18 @@ def _walk_staged(transport: "MpiTransport", plan: Plan, signed: SignedPlan,
     read them on that stream, and the next call on it waits for the event recorded after
     the last of them before writing them again.
     """
-    any_tag, complete = _MPI.ANY_TAG, transport.guard.complete
+    complete = transport.guard.complete
     describe = partial(describe_step, plan, op)
-    irecv, isend = transport.comm.Irecv, transport.comm.Isend
     host, host_scratch = staging(work.dtype, plan.count, plan.scratch_count, stream)
     host, host_scratch = host.view(np.uint8), host_scratch.view(np.uint8)
     device = (work.view("uint8"), scratch.view("uint8"))
     areas = (host, host_scratch)
     buffers = (host, host_scratch, work, scratch)
-    for index, (step, signed_step) in enumerate(zip(plan.steps, signed.steps)):
+    for index, step in enumerate(plan.steps):
         for span, _, _ in step.sends:
             device[0][span].get(stream=stream, out=host[span])
         stream.synchronize()
-        requests = [irecv(areas[into_scratch][span], peer, any_tag)
-                    for into_scratch, span, peer, _ in step.recvs]
-        requests += [isend(host[span], peer, tag) for span, peer, tag in signed_step.sends]
+        requests = post_step(transport, step, signed, index, areas, host, buffers, describe)
         complete(_MPI, requests, step, signed, index, buffers, describe)
         for into_scratch, span, _, _ in step.recvs:
             device[into_scratch][span].set(areas[into_scratch][span], stream=stream)
@@ -207,7 +250,7 @@ class MpiTransport:
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         #: waits for steps, checks signatures, cleans up after failures
-        self.guard = Guard(self.comm, _MPI.COMM_WORLD.Get_attr(_MPI.TAG_UB))
+        self.guard = Guard(self.comm, _MPI.COMM_WORLD.Get_attr(_MPI.TAG_UB), _MPI.Status())
         #: collectives run, by path: "persistent" (NumPy), "direct" (CUDA-aware CuPy),
         #: "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()

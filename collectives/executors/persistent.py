@@ -1,14 +1,16 @@
 """The fast MPI walk on host buffers: a plan bound once to its buffers as persistent requests.
 
 A :class:`Binding` is one rank's :class:`~.plan.Plan` bound to one working buffer and one
-scratch buffer: every receive and send of every step is created once as a persistent
+scratch buffer: every send and every receive of every step is created once as a persistent
 request (``Recv_init`` / ``Send_init``, with the plan's peers, on the transport's private
 communicator; sends carry the call's signed tags and receives take any tag, as in the
-non-persistent walk, so the :class:`~.guard.Guard` checks them), and every reduction and
-local copy once as a pair of array views.  A call then costs, per step, one ``Startall``,
-the guard's wait (``Waitall`` with statuses, and the tags compared at the steps that check
-them) and one ufunc call per reduction (``reduce(into, source, out=into)``: in place, no
-temporaries); nothing is sliced, parsed or allocated.
+non-persistent walk, so the :class:`~.guard.Guard` checks them), except the call's first
+receive from each peer, which the guard takes through a matched probe on every call
+(:meth:`~.guard.Guard.take_first`), and every reduction and local copy once as a pair of
+array views.  A call then costs, per step, one ``Startall`` (two, and a probe per new peer,
+at the steps that first hear from a peer), the guard's wait (``Waitall`` with statuses,
+and the tags compared) and one ufunc call per reduction (``reduce(into, source,
+out=into)``: in place, no temporaries); nothing is sliced or parsed.
 
 Bindings are cached per transport by (plan, reduction, buffer addresses, taken with
 ``MPI.Get_address``): calls that reuse their buffers, as applications and benchmarks do,
@@ -32,7 +34,7 @@ from ..ops import ALL_OPS
 from .guard import Guard, SignedPlan
 from .plan import Plan, describe_step
 
-__all__ = ["BINDINGS_PER_COMM", "Binding", "PersistentPlans", "bind"]
+__all__ = ["BINDINGS_PER_COMM", "Binding", "BoundStep", "PersistentPlans", "bind"]
 
 #: bindings kept per communicator (least recently used freed first)
 BINDINGS_PER_COMM = 64
@@ -50,24 +52,53 @@ class Binding:
         The plan bound (kept so the cache can tell a recycled ``id`` from the same plan).
     reduce : numpy.ufunc
         The reduction.
-    steps : tuple of (list, tuple, tuple, tuple)
-        Per step: ``(requests, tags, reduces, copies)``: the step's persistent
-        requests (receives first), the tags its receives must carry (empty where the
-        guard does not check them), ``(work_view, scratch_view)`` per reduction, and
+    steps : tuple of BoundStep
+        One per plan step.
+    """
+
+    plan: Plan
+    reduce: Any
+    steps: tuple["BoundStep", ...]
+
+    def free(self) -> None:
+        """Free every persistent request (the binding must not be run afterwards)."""
+        for step in self.steps:
+            for request in step.requests:
+                request.Free()
+
+
+@dataclass(frozen=True, slots=True)
+class BoundStep:
+    """One step of a :class:`Binding`.
+
+    Attributes
+    ----------
+    requests : list of mpi4py.MPI.Prequest
+        The step's persistent receives, then its persistent sends.
+    first : tuple of numpy.ndarray
+        The byte views the step's first receives from new peers land in (empty at steps
+        that hear from no new peer); those receives are taken through the guard's probes
+        after the sends start, and the persistent receives start after them.
+    receives, sends : list of mpi4py.MPI.Prequest
+        ``requests`` split: the receives are waited for (and their tags compared) before
+        the sends.
+    tags : tuple of int
+        The tag each receive must carry, in the plan's receive order.
+    reduces : tuple of (numpy.ndarray, numpy.ndarray)
+        ``(work_view, scratch_view)`` per reduction.
+    copies : tuple of (numpy.ndarray, numpy.ndarray)
         ``(source, destination)`` views per copy, applied in order (where a copy's
         destination overlaps a copy's source, through a staging area allocated with the
         binding: every source into it first, then out of it).
     """
 
-    plan: Plan
-    reduce: Any
-    steps: tuple[tuple[list[Any], tuple[int, ...], Views, Views], ...]
-
-    def free(self) -> None:
-        """Free every persistent request (the binding must not be run afterwards)."""
-        for requests, _, _, _ in self.steps:
-            for request in requests:
-                request.Free()
+    requests: list[Any]
+    first: tuple[np.ndarray, ...]
+    receives: list[Any]
+    sends: list[Any]
+    tags: tuple[int, ...]
+    reduces: Views
+    copies: Views
 
 
 def _over(mpi: Any, array: np.ndarray, count: int) -> np.ndarray:
@@ -150,13 +181,15 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
     steps = []
     for step, signed_step, sources in zip(plan.steps, signed.steps,
                                           _send_buffers(plan, work, send)):
-        requests = [comm.Recv_init(areas[into_scratch][span], peer, mpi.ANY_TAG)
-                    for into_scratch, span, peer, _ in step.recvs]
-        requests += [comm.Send_init(source, peer, tag)
-                     for source, (_, peer, tag) in zip(sources, signed_step.sends)]
+        first = tuple(areas[into_scratch][span]
+                      for into_scratch, span, _, _ in step.recvs[:step.first])
+        receives = [comm.Recv_init(areas[into_scratch][span], peer, mpi.ANY_TAG)
+                    for into_scratch, span, peer, _ in step.recvs[step.first:]]
+        sends = [comm.Send_init(source, peer, tag)
+                 for source, (_, peer, tag) in zip(sources, signed_step.sends)]
         reduces = tuple((work[target], scratch[source]) for target, source in step.reduces)
-        steps.append((requests, signed_step.tags if signed_step.check else (), reduces,
-                      _copies(work, step.copies)))
+        steps.append(BoundStep(receives + sends, first, receives, sends, signed_step.tags,
+                               reduces, _copies(work, step.copies)))
     return Binding(plan, getattr(np, ALL_OPS[op]), tuple(steps))
 
 
@@ -228,8 +261,8 @@ class PersistentPlans:
 
     def walk(self, binding: Binding, signed: SignedPlan, op: str, work: np.ndarray,
              scratch: np.ndarray) -> None:
-        """Run a binding's steps: per step ``Startall``, the guard's wait, the reductions
-        and copies.
+        """Run a binding's steps: per step ``Startall`` (with the guard's probes at steps
+        that first hear from a peer), the guard's wait, the reductions and copies.
 
         Parameters
         ----------
@@ -241,26 +274,46 @@ class PersistentPlans:
         Raises
         ------
         ArgumentMismatchError, CommunicatorBrokenError
-            From :meth:`~.guard.Guard.fail`, when a step fails.
+            From the guard, when a step fails.
         """
         mpi, startall, copyto = self._mpi, self._startall, np.copyto
         # Guard.wait, inlined: a call per step is a tenth of a small step's cost
         waitall, statuses, reduce = mpi.Request.Waitall, self._guard.statuses, binding.reduce
-        for index, (requests, tags, reduces, copies) in enumerate(binding.steps):
-            if requests:
-                startall(requests)
-                try:
-                    waitall(requests, statuses)
-                except mpi.Exception as error:
-                    self._fail(binding, signed, op, index, requests, (work, scratch), error)
-                if tags:
-                    for status, tag in zip(statuses, tags):
+        for index, step in enumerate(binding.steps):
+            receives, sends = step.receives, step.sends
+            if step.first:
+                receives = self._take_first(binding, signed, op, index, work, scratch)
+            elif step.requests:
+                startall(step.requests)
+            try:
+                if receives:
+                    waitall(receives, statuses)
+                    for status, tag in zip(statuses, step.tags):
                         if status.tag != tag:
-                            self._fail(binding, signed, op, index, requests, (work, scratch))
-            for into, source in reduces:
+                            self._fail(binding, signed, op, index, receives + sends,
+                                       (work, scratch))
+                if sends:
+                    waitall(sends)
+            except mpi.Exception as error:
+                self._fail(binding, signed, op, index, receives + sends, (work, scratch), error)
+            for into, source in step.reduces:
                 reduce(into, source, out=into)
-            for source, destination in copies:
+            for source, destination in step.copies:
                 copyto(destination, source)
+
+    def _take_first(self, binding: Binding, signed: SignedPlan, op: str, index: int,
+                    work: np.ndarray, scratch: np.ndarray) -> list[Any]:
+        """Start a step's sends, take its first receives through the guard's probes,
+        start its other receives; return the receives."""
+        step = binding.steps[index]
+        if step.sends:
+            self._startall(step.sends)
+        taken = self._guard.take_first(self._mpi, list(step.first), binding.plan.steps[index],
+                                       signed, index, step.sends, (work, scratch),
+                                       partial(describe_step, binding.plan, op))
+        if step.receives:
+            self._startall(step.receives)
+        return taken + step.receives
 
     def _fail(self, binding: Binding, signed: SignedPlan, op: str, index: int,
               requests: list[Any], buffers: tuple[np.ndarray, ...], error: Any = None) -> None:

@@ -8,8 +8,11 @@ plan in the cache and builds nothing.
 
 Zero-length transfers are left out on both sides (a matched pair always has equal
 lengths), and so are steps left with nothing to do.  Tags number the messages between a
-pair of ranks (the k-th message from ``a`` to ``b`` has tag ``k``), so several messages to
-one peer in one step match correctly however the transport orders their posting.
+pair of ranks (the k-th message from ``a`` to ``b`` has tag ``k``).  A step's receives
+start with the call's first message from each peer it hears from for the first time
+(:attr:`PlanStep.first`), which the MPI transport takes through a matched probe; the
+order of the receives from one peer is kept, so MPI matches them to that peer's messages
+in order whatever is probed.
 """
 
 from __future__ import annotations
@@ -40,19 +43,24 @@ class PlanStep:
     ----------
     recvs : tuple of (bool, slice, int, int)
         ``(into_scratch, byte_range, peer, tag)`` per receive: into the scratch buffer
-        when the receive reduces, else straight into the working buffer.
+        when the receive reduces, else straight into the working buffer.  The first
+        :attr:`first` of them are the call's first receive from their peer.
     sends : tuple of (slice, int, int)
         ``(byte_range, peer, tag)`` per send, from the working buffer.
     reduces : tuple of (slice, slice)
         ``(work_elements, scratch_elements)`` per reducing receive, in schedule order.
     copies : tuple of (slice, slice)
         ``(source_elements, destination_elements)`` per local copy.
+    first : int
+        How many of :attr:`recvs`, from the start, are the call's first receive from
+        their peer (one per peer heard from for the first time at this step).
     """
 
     recvs: tuple[tuple[bool, slice, int, int], ...]
     sends: tuple[tuple[slice, int, int], ...]
     reduces: tuple[tuple[slice, slice], ...]
     copies: tuple[tuple[slice, slice], ...]
+    first: int = 0
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,7 @@ def compile_steps(steps: tuple[Step, ...] | list[Step],
     """
     sent: dict[int, int] = {}
     received: dict[int, int] = {}
+    heard: set[int] = set()
     compiled = []
     scratch_count = 0
     for step in steps:
@@ -139,8 +148,25 @@ def compile_steps(steps: tuple[Step, ...] | list[Step],
                 recvs.append((False, slice(op.start * itemsize, op.stop * itemsize), op.peer, tag))
         scratch_count = max(scratch_count, offset)
         if recvs or sends or copies:
-            compiled.append(PlanStep(tuple(recvs), tuple(sends), tuple(reduces), tuple(copies)))
+            first = _firsts(recvs, heard)
+            compiled.append(PlanStep(tuple(recvs), tuple(sends), tuple(reduces),
+                                     tuple(copies), first))
     return tuple(compiled), scratch_count
+
+
+def _firsts(recvs: list[tuple[bool, slice, int, int]], heard: set[int]) -> int:
+    """Move the first receive from each peer not in ``heard`` to the front of ``recvs``
+    (in place, keeping every peer's receives in order), add those peers to ``heard`` and
+    return how many moved."""
+    first, rest = [], []
+    for recv in recvs:
+        if recv[2] in heard:
+            rest.append(recv)
+        else:
+            first.append(recv)
+            heard.add(recv[2])
+    recvs[:] = first + rest
+    return len(first)
 
 
 _cache: OrderedDict[tuple, Plan] = OrderedDict()

@@ -23,8 +23,8 @@ from collectives.tuning import Rule, Tuning
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 N = 60  # elements per rank's block: messages stay small (eager), so no send waits
-#: elements of a call whose messages go by rendezvous (a native rank must take them in
-#: whole, never into a smaller receive: Open MPI would write past it)
+#: elements of a call whose messages go by rendezvous (a rank must take another call's
+#: message whole, never into a smaller receive: Open MPI would write past it)
 LONG = 1 << 18
 
 
@@ -67,6 +67,13 @@ CASES: dict[str, Callable[[Any], Any]] = {
         ones(LONG), comm=comm, algorithm=odd("native", "ring")),
     "schedule/native": lambda comm: collectives.reduce_scatter(
         ones(SIZE * N), comm=comm, algorithm=odd("tree", "native")),
+    "long/count": lambda comm: collectives.allreduce(ones(LONG + odd(LONG, 0)), comm=comm,
+                                                     algorithm="ring"),
+    "long/dtype": lambda comm: collectives.allreduce(
+        ones(LONG, odd("float64", "float32")), comm=comm, algorithm="rhd"),
+    "long/collective": lambda comm: odd(
+        lambda: collectives.allgather(ones(LONG), comm=comm, algorithm="ring"),
+        lambda: collectives.allreduce(ones(LONG), comm=comm, algorithm="ring"))(),
     "zero/count": lambda comm: collectives.allreduce(ones(odd(0, SIZE * N)), comm=comm,
                                                      algorithm="ring"),
     "zero/native": lambda comm: collectives.allgather(ones(odd(0, N)), comm=comm,
