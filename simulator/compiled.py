@@ -1,11 +1,11 @@
 """The event engine of :mod:`simulator.engine`, compiled with Numba for large schedules.
 
 The same simulation, event for event: :mod:`simulator.engine` documents the model
-(rendezvous start, bytes over max-min fair shared links, latency, reduction at the
-receiver, LogGP overhead) and is the reference; this module plays the flat arrays of
-:func:`simulator.flatten.flatten` through the same steps, with the same event order (an
-instant's events run in the order they were scheduled), the same progressive filling and
-the same floating-point operations, so both give the same result.  It exists because a
+(rendezvous start, bytes over max-min fair shared links, latency less what FIFO slots
+hide, reduction at the receiver, LogGP overhead) and is the reference; this module plays
+the flat arrays of :func:`simulator.flatten.flatten` through the same steps, with the
+same event order (an instant's events run in the order they were scheduled), the same
+progressive filling and the same floating-point operations, so both give the same result.  It exists because a
 Python event costs microseconds: a 1024-rank AllReduce of 1 GiB is millions of
 transfers.
 
@@ -392,8 +392,10 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, L
 
 
 @njit(cache=True, _nrt=False)
-def _flow_end(t, version, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
-    """The flow's last byte left, unless its rate changed since this end was scheduled."""
+def _flow_end(t, version, now, slot, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
+    """The flow's last byte left, unless its rate changed since this end was scheduled;
+    it arrives after the route's latency less what slots of ``slot`` bytes hide
+    (:func:`simulator.gpu.hidden_latency`, the same operations; ``slot`` inf: none)."""
     if version != S[t, _VERSION]:
         return
     S[t, _ACTIVE] = 0
@@ -428,11 +430,12 @@ def _flow_end(t, version, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N
             LF[link, _LOAD] -= cap
     if shared:
         _request_share(now, HT, HE, counters)
-    _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t, 0)
+    latency = max(0.0, RT[route, _LATENCY] - max(0.0, M[t, _BYTES] - slot) / cap)
+    _push(HT, HE, counters, now + latency, _ARRIVE, t, 0)
 
 
 @njit(cache=True)
-def _simulate(gamma, overhead, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF, LK, LQ,
+def _simulate(gamma, overhead, slot, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF, LK, LQ,
               trace_order):
     """Run every event; return the counters."""
     counters = np.zeros(8, dtype=np.int64)
@@ -454,7 +457,7 @@ def _simulate(gamma, overhead, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF, LK,
         i = _pop(HT, HE, counters)
         now, kind, a, b = HT[i], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B]
         if kind == _FLOW_END:
-            _flow_end(a, b, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+            _flow_end(a, b, now, slot, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
         elif kind == _ARRIVE:
             F[a, _ARRIVAL] = now
             trace_order[counters[_ARRIVED]] = a
@@ -507,7 +510,7 @@ def _filled(shape: tuple[int, ...], dtype: type, fill: int) -> np.ndarray:
 
 
 def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
-                 trace: bool) -> tuple[Any, ...] | None:
+                 trace: bool, slot: float = float("inf")) -> tuple[Any, ...] | None:
     """Simulate ``flat``.
 
     Parameters
@@ -520,6 +523,9 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
         LogGP per-message CPU overhead in seconds.
     trace : bool
         Whether to return every transfer's times.
+    slot : float, optional
+        Bytes of a FIFO slot (:func:`simulator.gpu.hidden_latency`; default inf: every
+        message pays its route's full latency).
 
     Returns
     -------
@@ -562,8 +568,8 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     W = np.empty((messages, 4), dtype=np.int32)
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 2), dtype=np.int64)
-    counters = _simulate(float(gamma), float(overhead), ends, M, F, S, W, RT, hops, LF, LI, N,
-                         R, RF, LK, LQ, order)
+    counters = _simulate(float(gamma), float(overhead), float(slot), ends, M, F, S, W, RT, hops,
+                         LF, LI, N, R, RF, LK, LQ, order)
     if not np.array_equal(R[:, _CURRENT], R[:, _STEP_END]):
         return None
     transfers = (order[:counters[_ARRIVED]], F[:, _BEGIN], F[:, _ARRIVAL]) if trace else None

@@ -59,8 +59,10 @@ class UniformHops:
     def __init__(self, a: float, b: float) -> None:
         self.a, self.b = a, b
 
-    def pairs(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Latency (s) and seconds per byte of each message ``src[i] -> dst[i]``."""
+    def pairs(self, src: np.ndarray, dst: np.ndarray,
+              nbytes: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Latency (s) and seconds per byte of each message ``src[i] -> dst[i]`` (of
+        ``nbytes``, which a uniform network, having no FIFO slots, does not read)."""
         return np.full(len(src), self.a), np.full(len(src), self.b)
 
     def during(self, src: np.ndarray, dst: np.ndarray) -> UniformHops:
@@ -147,16 +149,16 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
     fold_in = {"allreduce": n, "reduce_scatter": n}.get(collective, own)
     fold_out = {"allreduce": n, "reduce_scatter": own}.get(collective, n - own)
     reduces = collective != "allgather"
-    lat, spb = hops.pairs(lone, survivor)
     whole = np.broadcast_to(fold_in, (core,))
+    lat, spb = hops.pairs(lone, survivor, whole)
     ready = np.where(paired, lat + whole * spb + _pieced(whole, piece) * (g * reduces), 0.0)
     ranks = i[:-1]
 
     def exchange(mask: int, sent: np.ndarray, received: np.ndarray, gamma: float) -> None:
         nonlocal ready
         peer = survivor[ranks ^ mask]
-        lat_s, spb_s = hops.pairs(survivor, peer)
-        lat_r, spb_r = hops.pairs(peer, survivor)
+        lat_s, spb_s = hops.pairs(survivor, peer, sent)
+        lat_r, spb_r = hops.pairs(peer, survivor, received)
         cost = np.maximum(lat_s + sent * spb_s,
                           lat_r + received * spb_r + _pieced(received, piece) * gamma)
         ready = np.maximum(ready, ready[ranks ^ mask]) + cost
@@ -177,8 +179,9 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
             exchange(mask, edges[mine + mask] - edges[mine], edges[theirs + mask] - edges[theirs],
                      0.0)
             mask *= 2
-    lat, spb = hops.pairs(survivor, lone)
-    done = ready + np.where(paired, lat + np.broadcast_to(fold_out, (core,)) * spb, 0.0)
+    out = np.broadcast_to(fold_out, (core,))
+    lat, spb = hops.pairs(survivor, lone, out)
+    done = ready + np.where(paired, lat + out * spb, 0.0)
     return float(done.max()) if p > 1 else 0.0
 
 
@@ -256,7 +259,7 @@ def _tree_rounds(p: int, segments: int, s: int, g: float, hops: Any,
         active = live & (first <= start) & (final >= stop - 1)
         if active.any():
             x, y = pair_src[active], pair_dst[active]
-            lat, spb = hops.during(x, y).pairs(x, y)
+            lat, spb = hops.during(x, y).pairs(x, y, size[active])
             total += (stop - start) * float((lat + size[active] * spb + reduced[active]).max())
     return total
 
@@ -364,7 +367,7 @@ def _tree_walk(collective: str, p: int, count: int, ds: int, g: float, hops: Any
     """
     ready = np.zeros(p)
     for src, dst, elements, reduced in _tree_messages(collective, p, count, segments, size):
-        lat, spb = hops.during(src, dst).pairs(src, dst)
+        lat, spb = hops.during(src, dst).pairs(src, dst, elements * ds)
         arrive = np.maximum(ready[src], ready[dst]) + (lat + elements * (ds * spb))
         np.maximum.at(ready, src, arrive)
         np.maximum.at(ready, dst, arrive + _pieced(reduced * ds, piece) * g)

@@ -15,7 +15,9 @@ run it and never looks at which algorithm produced it:
   route bottlenecks sum to no more than its bandwidth never does, so a transfer whose
   links are all like that runs at its route's bottleneck without any recomputation);
   the last byte arrives the route's latency (sum of its links' latencies) after it was
-  injected;
+  injected, less what the transport's FIFO slots hide on a topology with ``slot_bytes``
+  (a GPU model's effective topology): :func:`simulator.gpu.hidden_latency` of the
+  message's bytes at its route's bottleneck bandwidth;
 * both the send and the receive are done when the data has arrived, except that a
   receive with ``reduce=True`` then reduces it at the receiving rank for ``gamma``
   seconds per byte; reductions of different receives do not wait for each other (a
@@ -63,7 +65,7 @@ from collectives.gcpause import gc_paused
 from collectives.progress import completion_order, match
 from collectives.schedule import Recv, Schedule, Send
 
-from .gpu import gpu_terms
+from .gpu import gpu_terms, hidden_latency
 
 __all__ = ["Transfer", "SimulationResult", "simulate", "ENGINES",
            "COMPILED_FROM_OPERATIONS"]
@@ -185,6 +187,7 @@ class _Engine:
         self.share_pending = False
         self.agenda: dict[float, list[tuple[Callable[[Any], None], Any]]] = {}
         self.overhead = float(getattr(topology, "overhead_s_per_message", 0.0))
+        self.slot = getattr(topology, "slot_bytes", None)
         self.cpu_free = [0.0] * p  # when each rank's CPU is done with its overheads
         self.send_ready: dict[int, float] = {}  # with an overhead: when a waiting send may go
         self.now = 0.0  # the clock, as of the instant being processed
@@ -444,9 +447,11 @@ class _Engine:
         self.inject_done(flow)
 
     def inject_done(self, flow: _Flow) -> None:
-        """The last byte left the sender: it arrives after the route's latency."""
-        if flow.latency:
-            self.at(flow.latency, self.arrive, flow)
+        """The last byte left the sender: it arrives after the route's latency (what of
+        it the FIFO slots do not hide)."""
+        latency = hidden_latency(flow.latency, flow.nbytes, flow.cap, self.slot)
+        if latency:
+            self.at(latency, self.arrive, flow)
         else:
             self.arrive(flow)
 
@@ -529,7 +534,9 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
 
     flat = flatten(schedule, topology, dtype_size)
     overhead = float(getattr(topology, "overhead_s_per_message", 0.0))
-    out = None if flat is None else run_compiled(flat, gamma, overhead, trace)
+    slot = getattr(topology, "slot_bytes", None)
+    out = None if flat is None else run_compiled(flat, gamma, overhead, trace,
+                                                 float("inf") if slot is None else float(slot))
     if out is None:
         return None
     count, finish, link_bytes, link_busy, times = out
@@ -593,9 +600,9 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     protocol : str, optional
         On a topology with a GPU model (``topology.gpu``), the protocol to play
         (default the model's ``default_protocol``): the schedule runs on the effective
-        topology of :func:`simulator.gpu.gpu_terms` for it and the schedule's algorithm,
-        and every time is delayed by the call's fixed cost.  Must be None on a topology
-        without a GPU model.
+        topology of :func:`simulator.gpu.gpu_terms` for it and the schedule's algorithm
+        and channels, and every time is delayed by the call's fixed cost.  Must be None
+        on a topology without a GPU model.
 
     Returns
     -------
@@ -622,7 +629,8 @@ def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
     """
     if not isinstance(schedule, Schedule):
         raise TypeError(f"schedule must be a collectives Schedule, not {type(schedule).__name__}")
-    topology, call_s = gpu_terms(topology, protocol, schedule.algorithm)
+    topology, call_s = gpu_terms(topology, protocol, schedule.algorithm,
+                                 dict(schedule.params).get("channels", 1))
     gamma = _check(schedule, topology, dtype_size, gamma, engine)
     result = _play(schedule, topology, dtype_size, gamma, trace, engine)
     return _delayed(result, call_s) if call_s else result

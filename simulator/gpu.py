@@ -12,6 +12,12 @@ the DGX presets) is played with those in place of the model's
 simulator learns the algorithm from the schedule (:attr:`collectives.Schedule.algorithm`),
 the closed forms from their ``algorithm`` argument.
 
+Every message pays its route's latency on top of its bytes over the route's rate, less
+what the transport's FIFO hides (:func:`hidden_latency`; the effective topology's
+``slot_bytes``: the protocol's :attr:`topology.Protocol.slot_bytes` times the NCCL
+channels, :attr:`topology.GpuModel.channels`, that each simulated channel stands for,
+whose slots move side by side).
+
 Both engines and the closed forms read the same effective topology and add the same
 call cost, so they agree with the GPU terms on exactly as they do without them; a
 topology without a GPU model (``flat``, host models, files without ``[gpu]``) is played
@@ -23,9 +29,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
+
 from topology import Link, Topology
 
-__all__ = ["protocols", "resolve_protocol", "gpu_terms"]
+__all__ = ["protocols", "resolve_protocol", "gpu_terms", "hidden_latency"]
 
 
 def protocols(topology: Any) -> tuple[str | None, ...]:
@@ -82,8 +90,8 @@ def resolve_protocol(topology: Any, protocol: str | None) -> str | None:
     return model.protocol(protocol).name
 
 
-def gpu_terms(topology: Any, protocol: str | None = None,
-              algorithm: str | None = None) -> tuple[Any, float]:
+def gpu_terms(topology: Any, protocol: str | None = None, algorithm: str | None = None,
+              channels: int = 1) -> tuple[Any, float]:
     """The effective topology of ``topology`` under ``protocol`` and the cost per call.
 
     Parameters
@@ -95,6 +103,10 @@ def gpu_terms(topology: Any, protocol: str | None = None,
     algorithm : str or None, optional
         The algorithm that runs: its figures of ``topology.gpu`` where it has some
         (default None: the model's own figures).
+    channels : int, optional
+        The channels the schedule runs (default 1): each stands for
+        ``max(1, topology.gpu.channels / channels)`` of NCCL's, so its slot is as many
+        of the protocol's.
 
     Returns
     -------
@@ -125,13 +137,64 @@ def gpu_terms(topology: Any, protocol: str | None = None,
     model = topology.gpu
     own = model.algorithm_figures(algorithm)
     algorithm = None if own is None else own.algorithm
-    return _effective(topology, protocol, algorithm), model.call_s(protocol, algorithm)
+    slot = model.protocol(protocol).slot_bytes
+    if slot is not None:
+        slot *= max(1.0, model.channels / channels)
+    return _effective(topology, protocol, algorithm, slot), model.call_s(protocol, algorithm)
 
 
-@functools.lru_cache(maxsize=32)
-def _effective(topology: Topology, protocol: str, algorithm: str | None) -> Topology:
+def hidden_latency(latency_s: Any, nbytes: Any, rate_Bps: Any, slot_bytes: float | None) -> Any:
+    """The latency a message of ``nbytes`` still pays once its FIFO slots hide the rest.
+
+    NCCL moves a step's data through a FIFO of ``NCCL_STEPS`` slots of ``s`` bytes each
+    (:attr:`topology.Protocol.slot_bytes`), and a receiver forwards slot ``j`` of step
+    ``k + 1`` as soon as slot ``j`` of step ``k`` has arrived.  With ``T(k, j)`` the time
+    slot ``j`` of step ``k`` has left its sender, ``T(k, j) = max(T(k, j - 1),
+    T(k - 1, j) + lat) + s / r`` over a route of latency ``lat`` and rate ``r``: the link
+    stays busy iff ``lat <= (J - 1) s / r`` for a message of ``J`` slots.  A message of
+    ``b`` bytes therefore takes ``max(b / r, lat + min(b, s) / r)``, i.e. it pays
+    ``b / r`` plus the effective latency ``max(0, lat - max(0, b - s) / r)``: the full
+    latency up to one slot, none once the bytes past the first slot outlast it.
+
+    Parameters
+    ----------
+    latency_s : float or numpy.ndarray
+        The route's latency, seconds.
+    nbytes : int, float or numpy.ndarray
+        The message's bytes.
+    rate_Bps : float or numpy.ndarray
+        The route's bottleneck rate (nominal, not a share of it), bytes per second.
+    slot_bytes : float or None
+        Bytes of one slot; None: no slots, the full latency.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Seconds, ``latency_s`` when ``nbytes <= slot_bytes``.
+
+    Examples
+    --------
+    >>> hidden_latency(10e-6, 1 << 19, 1e9, 1 << 19)  # one slot: all of it
+    1e-05
+    >>> round(hidden_latency(10e-6, (1 << 19) + 4000, 1e9, 1 << 19) * 1e6, 6)  # 4 us hidden
+    6.0
+    >>> hidden_latency(10e-6, 1 << 22, 1e9, 1 << 19), hidden_latency(10e-6, 1 << 22, 1e9, None)
+    (0.0, 1e-05)
+    """
+    if slot_bytes is None:
+        return latency_s
+    if isinstance(latency_s, np.ndarray) or isinstance(nbytes, np.ndarray) \
+            or isinstance(rate_Bps, np.ndarray):
+        return np.maximum(0.0, latency_s - np.maximum(0.0, nbytes - slot_bytes) / rate_Bps)
+    return max(0.0, latency_s - max(0.0, nbytes - slot_bytes) / rate_Bps)
+
+
+@functools.lru_cache(maxsize=64)
+def _effective(topology: Topology, protocol: str, algorithm: str | None,
+               slot_bytes: float | None) -> Topology:
     """The links of ``topology`` at what ``protocol`` reaches on them under
-    ``algorithm`` (None: the model's own figures; cached)."""
+    ``algorithm`` (None: the model's own figures), with FIFO slots of ``slot_bytes``
+    (cached)."""
     model = topology.gpu
     figures = {f.kind: model.link_terms(f.kind, protocol, algorithm) for f in model.links}
     links = tuple(Link(link.src, link.dst, figures[link.kind][0],
@@ -140,4 +203,4 @@ def _effective(topology: Topology, protocol: str, algorithm: str | None) -> Topo
     name = protocol if algorithm is None else f"{protocol}, {algorithm}"
     return Topology(f"{topology.name}[{name}]", topology.devices, links,
                     topology.placement, 1.0 / model.reduce_Bps,
-                    topology.overhead_s_per_message)
+                    topology.overhead_s_per_message, slot_bytes=slot_bytes)

@@ -15,7 +15,8 @@ share links.  :func:`machine_cost` reads both from the topology:
   channel and every group of ranks load the links of their routes
   (:meth:`topology.Topology.route`); an ordered pair counts once per channel.
 * **Pair figures.**  A message from ``u`` to ``v`` (positions in its order) pays its
-  route's latency and, per byte, the largest over the route's links of (messages on
+  route's latency (less what the protocol's FIFO slots hide of it, by the message's
+  bytes at the route's nominal bottleneck rate: :func:`simulator.gpu.hidden_latency`) and, per byte, the largest over the route's links of (messages on
   the link) / (link bandwidth): a link shared by ``k`` messages gives each ``1/k`` of it
   (NVLink ports of a GPU that several channels cross, a NIC two rings use).  Each
   position pair takes the largest figures over the channels and groups.
@@ -33,7 +34,9 @@ the network latency on ``2 nNodes`` of a ring's ``2(p-1)`` steps): ``pipelined=T
 (the default there) charges the latency of every hop along the longest path one piece
 of data travels (ring and chain: ``p - 1`` or ``2(p - 1)`` consecutive hops; tree: up
 from the deepest rank and back down), and per step only the bandwidth.  rhd is unchanged
-(each exchange waits for the data of the one before).
+(each exchange waits for the data of the one before).  Either way each hop's latency is
+what the protocol's FIFO slots leave of it for the message it carries (a ring's block, a
+segment), as the simulator charges it.
 
 On :func:`topology.flat` every pair has the same figures and the forms are the exact
 ones of :func:`simulator.cost` (channels over one order load every link ``C`` times).  On
@@ -60,7 +63,7 @@ from collectives.schedule import COLLECTIVES
 
 from .channel_choice import schedule_params
 from .cost import _ceil_div, _rhd, _ring, _tree, _tree_edges
-from .gpu import gpu_terms
+from .gpu import gpu_terms, hidden_latency
 
 __all__ = ["PairHops", "machine_cost", "machine_costs"]
 
@@ -83,7 +86,7 @@ class _Flows:
 
     def __init__(self, machine: Any, orders: Orders, pairs: Pairs) -> None:
         q = len(orders[0])
-        flow_key, flow_lat, entry_flow, entry_link = [], [], [], []
+        flow_key, flow_lat, flow_rate, entry_flow, entry_link = [], [], [], [], []
         ids: dict[int, int] = {}
         for order in orders:
             for u, v in pairs:
@@ -92,11 +95,25 @@ class _Flows:
                 entry_link += [ids.setdefault(i, len(ids)) for i in route]
                 flow_key.append(u * q + v)
                 flow_lat.append(sum((machine.links[i].latency_s for i in route), 0.0))
-        self.q = q
+                flow_rate.append(min((machine.links[i].bandwidth_Bps for i in route),
+                                     default=np.inf))
+        self.q, self.slot_bytes = q, getattr(machine, "slot_bytes", None)
         self.key, self.latency_s = np.array(flow_key, dtype=np.int64), np.array(flow_lat)
         self.entry_flow = np.array(entry_flow, dtype=np.int64)
         self.entry_link = np.array(entry_link, dtype=np.int64)
         self.bandwidth = np.array([machine.links[i].bandwidth_Bps for i in ids])
+        # every pair's slowest nominal route over the orders, for hidden_latency
+        self.pair_key, index = np.unique(self.key, return_inverse=True)
+        self.pair_rate = np.full(len(self.pair_key), np.inf)
+        np.minimum.at(self.pair_rate, index, np.array(flow_rate))
+
+    def hidden(self, keys: np.ndarray, latency_s: np.ndarray, nbytes: Any) -> np.ndarray:
+        """``latency_s`` of messages of ``nbytes`` between the pairs ``keys``, less what the
+        FIFO slots hide (:func:`simulator.gpu.hidden_latency`)."""
+        if self.slot_bytes is None or not len(self.pair_key):
+            return latency_s
+        index = np.minimum(np.searchsorted(self.pair_key, keys), len(self.pair_key) - 1)
+        return hidden_latency(latency_s, nbytes, self.pair_rate[index], self.slot_bytes)
 
     def figures(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Keys ``u * q + v`` of the ``active`` pairs (sorted), and of each its largest
@@ -142,15 +159,19 @@ class PairHops:
         return (f"PairHops({len(self.keys)} pairs of {self.flows.q} positions, latency <= "
                 f"{self.latency_s.max(initial=0) * 1e6:.3g} us)")
 
-    def pairs(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def pairs(self, src: np.ndarray, dst: np.ndarray,
+              nbytes: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """Latency (s) and seconds per byte of each message ``src[i] -> dst[i]`` (0 and 0
-        for a pair the algorithm does not use)."""
+        for a pair the algorithm does not use); with ``nbytes`` (the messages' bytes),
+        the latency the FIFO slots leave (:meth:`_Flows.hidden`)."""
         wanted = np.asarray(src) * self.flows.q + np.asarray(dst)
         index = np.minimum(np.searchsorted(self.keys, wanted), max(len(self.keys) - 1, 0))
         if not len(self.keys):
             return np.zeros(len(wanted)), np.zeros(len(wanted))
         known = self.keys[index] == wanted
         lat = np.where(known & self.latency, self.latency_s[index], 0.0)
+        if nbytes is not None:
+            lat = self.flows.hidden(wanted, lat, nbytes)
         return lat, np.where(known, self.s_per_byte[index], 0.0)
 
     def during(self, src: np.ndarray, dst: np.ndarray) -> PairHops:
@@ -162,15 +183,15 @@ class PairHops:
         return self._during[key]
 
     def run_figures(self, runs: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
-                    gamma: float) -> list[tuple[int, np.ndarray, np.ndarray]]:
+                    gamma: float, s: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """The rounds of :func:`_lanes_rounds` as ``(rounds, latency, seconds per
-        segment byte)`` of their distinct messages (the round's messages in flight),
-        rounds with the same messages' figures counted together."""
-        key = (id(runs), gamma)
+        segment byte)`` of their distinct messages (the round's messages in flight, of
+        ``s`` bytes a segment), rounds with the same messages' figures counted together."""
+        key = (id(runs), gamma, s)
         if key not in self._runs:
             merged: dict[bytes, list] = {}
             for rounds, src, dst, units in runs:
-                lat, spb = self.during(src, dst).pairs(src, dst)
+                lat, spb = self.during(src, dst).pairs(src, dst, np.abs(units) * s)
                 figures = np.unique(np.stack([lat, np.abs(units) * (spb + (units < 0) * gamma)]),
                                     axis=1)
                 entry = merged.setdefault(figures.tobytes(), [0, figures])
@@ -185,12 +206,13 @@ class PairHops:
                                         latency=False)
         return self._bytes_only
 
-    def largest(self, pairs: Pairs) -> tuple[float, float]:
-        """The largest latency and the largest seconds per byte over ``pairs``."""
+    def largest(self, pairs: Pairs, nbytes: int) -> tuple[float, float]:
+        """The largest latency of messages of ``nbytes`` and the largest seconds per byte
+        over ``pairs``."""
         if not pairs:
             return 0.0, 0.0
         src, dst = np.array(pairs).T
-        lat, spb = self.pairs(src, dst)
+        lat, spb = self.pairs(src, dst, nbytes)
         return float(lat.max()), float(spb.max())
 
 
@@ -239,11 +261,12 @@ def _chain(latency: np.ndarray, hops: int) -> float:
     return float(laps * latency.sum() + window.max())
 
 
-def _tree_path(q: int, hops: PairHops, size: int | None) -> float:
-    """Latency up from the deepest rank to the root and back down, the larger tree's
-    (``size``: ranks per node of trees over nodes, or None)."""
+def _tree_path(q: int, hops: PairHops, size: int | None, nbytes: int) -> float:
+    """Latency of segments of ``nbytes`` up from the deepest rank to the root and back
+    down, the larger tree's (``size``: ranks per node of trees over nodes, or None)."""
     child, parent, depth = _tree_edges(q, size)[:3]
-    lat_up, lat_down = hops.pairs(child, parent)[0], hops.pairs(parent, child)[0]
+    lat_up, lat_down = (hops.pairs(child, parent, nbytes)[0],
+                        hops.pairs(parent, child, nbytes)[0])
     tree = np.repeat([0, 1], len(child) // 2)
     worst = 0.0
     for t in (0, 1):
@@ -293,7 +316,7 @@ def _rounds_cost(runs: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
     """Sum over lock-step rounds of each round's slowest message (``s`` bytes a segment),
     the messages of a round in flight together."""
     return sum(rounds * float((lat + s * slope).max())
-               for rounds, lat, slope in hops.run_figures(runs, g))
+               for rounds, lat, slope in hops.run_figures(runs, g, s))
 
 
 def _form(collective: str, algorithm: str, q: int, count: int, ds: int, hops: PairHops,
@@ -311,9 +334,10 @@ def _form(collective: str, algorithm: str, q: int, count: int, ds: int, hops: Pa
         if not pipelined:
             return _tree(collective, q, count, ds, 0.0, 0.0, gamma, hops=hops, piece=piece,
                          **resolved)
+        segment = _ceil_div(_ceil_div(count, 2), resolved["segments"]) * ds
         return _tree(collective, q, count, ds, 0.0, 0.0, gamma, hops=hops.without_latency(),
-                     piece=piece, **resolved) + _tree_path(q, hops,
-                                                          resolved.get("ranks_per_node"))
+                     piece=piece, **resolved) + _tree_path(
+                         q, hops, resolved.get("ranks_per_node"), segment)
     if algorithm == "pipeline":
         segments = resolved["segments"]
         parts = segments * (1 if collective == "allreduce" else q)
@@ -322,22 +346,25 @@ def _form(collective: str, algorithm: str, q: int, count: int, ds: int, hops: Pa
         if not pipelined:
             return _rounds_cost(runs, s, gamma, hops)
         return _rounds_cost(runs, s, gamma, hops.without_latency()) + _path(
-            collective, algorithm, q, hops)
+            collective, algorithm, q, hops, s)
     (pairs,) = _groups(collective, algorithm, q)
-    a, b = hops.largest(pairs)
+    big = _ceil_div(count, q) * ds
+    a, b = hops.largest(pairs, big)
     if not pipelined:
         return _ring(collective, q, count, ds, a, b, gamma)
-    return _ring(collective, q, count, ds, 0.0, b, gamma) + _path(collective, algorithm, q, hops)
+    return _ring(collective, q, count, ds, 0.0, b, gamma) + _path(collective, algorithm, q, hops,
+                                                                big)
 
 
-def _path(collective: str, algorithm: str, q: int, hops: PairHops) -> float:
-    """Latency along the longest path of a ring or chain (see the module docstring)."""
+def _path(collective: str, algorithm: str, q: int, hops: PairHops, nbytes: int) -> float:
+    """Latency of messages of ``nbytes`` along the longest path of a ring or chain (see
+    the module docstring)."""
     v = np.arange(q)
     if algorithm == "ring":
         steps = (q - 1) * (2 if collective == "allreduce" else 1)
-        return _chain(hops.pairs(v, (v + 1) % q)[0], steps)
-    right = float(hops.pairs(v[:-1], v[1:])[0].sum())
-    left = float(hops.pairs(v[1:], v[:-1])[0].sum())
+        return _chain(hops.pairs(v, (v + 1) % q, nbytes)[0], steps)
+    right = float(hops.pairs(v[:-1], v[1:], nbytes)[0].sum())
+    left = float(hops.pairs(v[1:], v[:-1], nbytes)[0].sum())
     return right + left if collective == "allreduce" else max(right, left)
 
 
@@ -465,7 +492,7 @@ def machine_costs(collective: str, algorithm: str, topology: Any, sizes: Sequenc
     8
     """
     _check(collective, algorithm, params)
-    machine, call_s = gpu_terms(topology, protocol, algorithm)
+    machine, call_s = gpu_terms(topology, protocol, algorithm, params.get("channels", 1))
     nranks = machine.nranks if nranks is None else nranks
     check_int(nranks, "nranks", 1, machine.nranks,
               note=f" (the ranks topology {machine.name!r} places)")

@@ -540,7 +540,40 @@ def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
     last = run(SIZES[-1])
     if abs(line[-1] - last) <= LINEAR_RTOL * last:
         return times + line[:-1] + [last]
-    return times + [run(n) for n in SIZES[known:-1]] + [last]
+    return times + _two_lines(run, known, line, last)
+
+
+def _two_lines(run: Any, known: int, line: list[float], last: float) -> list[float]:
+    """Times at ``SIZES[known:]`` when ``line``, read off below them, misses the largest
+    size's time ``last``: a GPU model's FIFO slots start hiding latency in between, and
+    time is linear in bytes below (every message within its slots) and above (every
+    message past them).  The upper line runs through the two largest sizes; bisection
+    finds the largest size still on ``line`` and the smallest already on the upper one,
+    and the sizes between are simulated."""
+    top = len(SIZES) - 1
+    if known >= top:
+        return [last]
+    found = {top: last, top - 1: run(SIZES[top - 1])}
+    slope = (last - found[top - 1]) / (SIZES[top] - SIZES[top - 1])
+
+    def upper(i: int) -> float:
+        return last + slope * (SIZES[i] - SIZES[top])
+
+    def near(i: int, expected: float) -> bool:
+        found[i] = found[i] if i in found else run(SIZES[i])
+        return abs(expected - found[i]) <= LINEAR_RTOL * found[i]
+
+    below, lowest = known - 1, top - 1  # off the upper line, and the smallest on it
+    while lowest - below > 1:
+        middle = (below + lowest) // 2
+        below, lowest = (below, middle) if near(middle, upper(middle)) else (middle, lowest)
+    highest, above = known - 1, lowest  # the largest on ``line``, and one off it
+    while above - highest > 1:
+        middle = (highest + above) // 2
+        highest, above = (middle, above) if near(middle, line[middle - known]) \
+            else (highest, middle)
+    return [found[i] if i in found else line[i - known] if i <= highest
+            else upper(i) if i > lowest else run(SIZES[i]) for i in range(known, top + 1)]
 
 
 def _pieces(collective: str, algorithm: str, nranks: int, params: Params) -> int:

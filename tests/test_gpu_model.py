@@ -27,10 +27,14 @@ LINE_Bps = 1 / topology.dgx_h100(gpu_model=None).beta(0, 1)
 
 
 def _ring_closed_form(protocol: str, p: int, nbytes: int) -> float:
-    """Ring AllReduce on one NVSwitch node from the figures alone (n divisible by p)."""
+    """Ring AllReduce on one NVSwitch node from the figures alone (n divisible by p): a
+    block's latency less what its bytes past one FIFO slot outlast, the slot of NCCL's
+    channels side by side (one simulated channel)."""
     nvlink = MODEL.figures("nvlink")
-    step = 2 * nvlink.latency(protocol)  # GPU -> NVSwitch -> GPU
     rate = LINE_Bps * nvlink.efficiency * MODEL.protocol(protocol).bandwidth_fraction
+    slot = MODEL.protocol(protocol).slot_bytes * MODEL.channels
+    past_slot = max(0.0, nbytes / p - slot) / rate
+    step = max(0.0, 2 * nvlink.latency(protocol) - past_slot)  # GPU -> NVSwitch -> GPU
     share = (p - 1) / p * nbytes
     return MODEL.call_s(protocol) + 2 * (p - 1) * step + 2 * share / rate \
         + share / MODEL.reduce_Bps
@@ -159,6 +163,7 @@ def test_a_model_must_cover_every_link_kind() -> None:
 
 @pytest.mark.parametrize("make, message", [
     (lambda: Protocol("LL", 1.5, 1e-6), "bandwidth_fraction = 1.5"),
+    (lambda: Protocol("LL", 0.5, 1e-6, 0), "LL.slot_bytes = 0 is not allowed"),
     (lambda: LinkFigures("nvlink", 0.9, (("LL", -1.0),)), "latency_s\\['LL'\\] = -1.0"),
     (lambda: dataclasses.replace(MODEL, gpus_per_process=0), "gpus_per_process = 0"),
     (lambda: dataclasses.replace(MODEL, default_protocol="LL64"), "protocol='LL64'"),
@@ -192,6 +197,19 @@ def test_a_file_overrides_a_figure(tmp_path) -> None:
         simulate(schedule, H100, protocol="LL").time_s + 10e-6, rel=1e-12)
 
 
+def test_a_file_carries_each_protocol_s_slot_with_a_unit() -> None:
+    text = topology.dumps(H100)
+    assert text.count('slot = "512 KiB"') == 1 and 'slot = "562.5 KiB"' in text
+    assert topology.loads(text.replace("channels = 16", "channels = 4")).gpu.channels == 4
+    assert topology.loads(text).gpu.protocol("LL").slot_bytes == 32 << 10
+    bare = text.replace('slot = "512 KiB"', "slot = 524288")
+    with pytest.raises(TopologyError, match=r"gpu.protocols\[2\].slot = 524288 has no unit"):
+        topology.loads(bare)
+    unslotted = topology.loads(re.sub(r', slot = "[^"]*"', "", text))
+    assert [p.slot_bytes for p in unslotted.gpu.protocols] == [None] * 3
+    assert "slot" not in topology.dumps(unslotted)
+
+
 def test_a_file_with_a_bad_gpu_table_names_the_key() -> None:
     text = topology.dumps(H100).replace('efficiency = 0.87', 'efficency = 0.87')
     with pytest.raises(TopologyError, match="gpu.links\\[0\\]: unknown key 'efficency'"):
@@ -219,7 +237,69 @@ def test_more_channels_over_more_nics_carry_more() -> None:
     assert one == pytest.approx(two_nics, rel=1e-12)
     assert one_nic == pytest.approx(one, rel=1e-12)  # half each, sharing one NIC
     effective, call_s = gpu_terms(cluster, "Simple")
-    assert one == pytest.approx(call_s + effective.alpha(0, 8) + 4 * count / nic_Bps, rel=1e-9)
+    nbytes, slot = 4 * count, cluster.gpu.protocol("Simple").slot_bytes * cluster.gpu.channels
+    assert one == pytest.approx(
+        call_s + max(nbytes / nic_Bps, effective.alpha(0, 8) + min(nbytes, slot) / nic_Bps),
+        rel=1e-9)
+
+
+@pytest.mark.parametrize("protocol", MODEL.protocol_names)
+def test_fifo_slots_hide_a_long_message_s_latency_never_more(protocol: str) -> None:
+    cluster = topology.dgx_h100(nodes=2)
+    effective, call_s = gpu_terms(cluster, protocol)
+    lat, rate = effective.alpha(0, 8), 1 / effective.beta(0, 8)
+    slot = int(cluster.gpu.protocol(protocol).slot_bytes) * cluster.gpu.channels  # 1 channel
+    assert slot > 4 * lat * rate / 1e3 > 0  # a slot is more than a few bytes
+    past = []
+    for nbytes in (4, slot // 2, slot, slot + int(lat * rate / 2), slot + int(2 * lat * rate),
+                   64 * slot):
+        times = {engine: simulate(_pairs([(0, 8)], -(-nbytes // 4)), cluster, engine=engine,
+                                  protocol=protocol).time_s - call_s
+                 for engine in ("events", "compiled")}
+        assert times["events"] == times["compiled"]
+        sent = 4 * -(-nbytes // 4)
+        assert times["events"] >= sent / rate * (1 - 1e-12)  # never faster than the bytes
+        if sent <= slot:  # up to one slot: the full latency
+            assert times["events"] == pytest.approx(lat + sent / rate, rel=1e-12)
+        past.append(times["events"] - sent / rate)
+    assert past[2] > past[3] > past[4] == pytest.approx(0.0, abs=1e-15)
+    assert past[3] == pytest.approx(lat / 2, abs=8 / rate)  # bytes rounded to elements
+    assert past[5] == pytest.approx(0.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("channels", [1, 3, 8, 16, 32])
+def test_a_simulated_channel_moves_the_slots_of_the_nccl_channels_it_stands_for(
+        channels: int) -> None:
+    slot = MODEL.protocol("LL128").slot_bytes
+    assert MODEL.channels == 16
+    effective = gpu_terms(H100, "LL128", channels=channels)[0]
+    assert effective.slot_bytes == slot * max(1.0, 16 / channels)
+    unslotted = dataclasses.replace(MODEL.protocols[1], slot_bytes=None)
+    assert gpu_terms(topology.dgx_h100(gpu_model=dataclasses.replace(
+        MODEL, protocols=(MODEL.protocols[0], unslotted, MODEL.protocols[2]))),
+        "LL128", channels=channels)[0].slot_bytes is None
+
+
+def test_ring_over_two_nodes_reaches_the_nic_bound_at_4_gib() -> None:
+    from simulator.channel_choice import schedule_params
+    from topology.channels import nics_per_node
+
+    cluster = topology.dgx_h100(nodes=2)
+    nbytes, p = 4 << 30, cluster.nranks
+    schedule = build_schedule("allreduce", "ring", p, nbytes // 4,
+                              **schedule_params("ring", (("channels", 8),), cluster))
+    nic = next(link for link in cluster.links if link.kind == "ib")
+    bound = nics_per_node(cluster) * nic.bandwidth_Bps * cluster.gpu.figures("ib").efficiency
+    hidden = {engine: simulate(schedule, cluster, engine=engine) for engine in
+              ("events", "compiled")}
+    assert hidden["events"] == hidden["compiled"]
+    assert 2 * (p - 1) / p * nbytes / hidden["events"].time_s >= 0.95 * bound
+    model = cluster.gpu
+    unslotted = dataclasses.replace(cluster, gpu=dataclasses.replace(model, protocols=tuple(
+        dataclasses.replace(x, slot_bytes=None) for x in model.protocols)))
+    # without slots each of the 2(p-1) steps pays a route's latency, at least NVLink's
+    steps_s = 2 * (p - 1) * gpu_terms(cluster, "Simple")[0].alpha(0, 1)
+    assert simulate(schedule, unslotted).time_s > hidden["events"].time_s + steps_s
 
 
 def test_a_topology_with_a_gpu_model_pickles() -> None:

@@ -7,7 +7,9 @@ collectives run on GPUs rather than how fast the wires are:
   drives several GPUs launches on each in turn, ``launch_per_gpu_s`` for every GPU after
   the first) and the protocol's setup (:attr:`Protocol.call_s`, NCCL's ``baseLat``);
 * protocols (:class:`Protocol`): a low-latency one (small steps, a fraction of the
-  bandwidth) and a bandwidth one, each a fraction of what the links achieve;
+  bandwidth) and a bandwidth one, each a fraction of what the links achieve, each with
+  the data one slot of its FIFO holds (:attr:`Protocol.slot_bytes`: a message longer
+  than a slot hides its route's latency behind its data, :func:`simulator.gpu.hidden_latency`);
 * per link kind (:class:`LinkFigures`): the achievable fraction of the line rate, where a
   protocol reaches another fraction of it on that kind than elsewhere, and the latency a
   message pays per link of that kind it crosses, per protocol (NCCL's per-hop
@@ -62,11 +64,18 @@ class Protocol:
         Fraction of every link's achievable rate the protocol reaches, in (0, 1].
     call_s : float
         Setup per collective call with this protocol, seconds (>= 0).
+    slot_bytes : float or None, optional
+        Data bytes one slot of the protocol's FIFO holds (> 0; NCCL: the protocol's buffer
+        over ``NCCL_STEPS`` slots): a receiver forwards a slot as soon as it arrived, so a
+        message longer than one slot pays less than its route's full latency
+        (:func:`simulator.gpu.hidden_latency`).  None (the default): every message pays
+        the full latency.
     """
 
     name: str
     bandwidth_fraction: float
     call_s: float
+    slot_bytes: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -74,6 +83,8 @@ class Protocol:
                                 "non-empty string")
         _fraction(self.bandwidth_fraction, f"protocol {self.name}.bandwidth_fraction")
         _number(self.call_s, f"protocol {self.name}.call_s")
+        if self.slot_bytes is not None:
+            _number(self.slot_bytes, f"protocol {self.name}.slot_bytes", positive=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +239,10 @@ class GpuModel:
         last of ``protocols``).
     algorithms : tuple of AlgorithmFigures, optional
         Figures of algorithms that do not run on the model's own (default none).
+    channels : int, optional
+        Channels NCCL runs per GPU (``nChannels``; default 1), each with a FIFO of its own
+        to every peer: a simulated channel that stands for several of them moves their
+        slots side by side (:func:`simulator.gpu.gpu_terms`).
 
     Raises
     ------
@@ -245,6 +260,7 @@ class GpuModel:
     gpus_per_process: int = 1
     default_protocol: str = ""
     algorithms: tuple[AlgorithmFigures, ...] = ()
+    channels: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "protocols", tuple(self.protocols))
@@ -270,10 +286,10 @@ class GpuModel:
         _number(self.reduce_Bps, "reduce_Bps", positive=True)
         _number(self.launch_s, "launch_s")
         _number(self.launch_per_gpu_s, "launch_per_gpu_s")
-        g = self.gpus_per_process
-        if isinstance(g, bool) or not isinstance(g, int) or g < 1:
-            raise TopologyError(f"gpus_per_process = {g!r} is not allowed; it must be an "
-                                "int >= 1")
+        for key in ("gpus_per_process", "channels"):
+            g = getattr(self, key)
+            if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+                raise TopologyError(f"{key} = {g!r} is not allowed; it must be an int >= 1")
         if not self.default_protocol:
             object.__setattr__(self, "default_protocol", names[-1])
         self.protocol(self.default_protocol)

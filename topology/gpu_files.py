@@ -7,12 +7,15 @@
     launch = "0 us"                   # optional: host launch per call (default 0)
     launch_per_gpu = "2.1 us"         # optional: per GPU after the first of a process
     gpus_per_process = 1              # optional (nccl-tests -g)
+    channels = 16                     # optional: NCCL's channels per GPU (default 1)
     default_protocol = "Simple"       # optional (default the last protocol)
 
     [[gpu.protocols]]                 # one per protocol
     name = "LL"
     bandwidth_fraction = 0.37
     call = "6.6 us"                   # setup per call with this protocol
+    slot = "32 KiB"                   # optional: data of one FIFO slot (default none:
+                                      # every message pays its route's full latency)
 
     [[gpu.links]]                     # one per link kind of the topology
     kind = "nvlink"
@@ -41,9 +44,9 @@ from .units import format_quantity, parse
 __all__ = ["gpu_from_dict", "gpu_to_dict"]
 
 _GPU_KEYS = {"reduce": True, "launch": False, "launch_per_gpu": False,
-             "gpus_per_process": False, "default_protocol": False, "protocols": True,
-             "links": True, "algorithms": False}
-_PROTOCOL_KEYS = {"name": True, "bandwidth_fraction": True, "call": True}
+             "gpus_per_process": False, "channels": False, "default_protocol": False,
+             "protocols": True, "links": True, "algorithms": False}
+_PROTOCOL_KEYS = {"name": True, "bandwidth_fraction": True, "call": True, "slot": False}
 _FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True, "protocol_fraction": False}
 _ALGORITHM_KEYS = {"name": True, "call": False, "bandwidth_fraction": False, "latency": False}
 
@@ -57,8 +60,10 @@ def _array(value: Any, where: str) -> list[Any]:
 
 def _protocol(table: Any, where: str) -> Protocol:
     table = check_keys(table, _PROTOCOL_KEYS, where)
+    slot = table.get("slot")
     return Protocol(table["name"], table["bandwidth_fraction"],
-                    parse(table["call"], "latency", f"{where}.call"))
+                    parse(table["call"], "latency", f"{where}.call"),
+                    None if slot is None else parse(slot, "size", f"{where}.slot"))
 
 
 def _figures(table: Any, where: str) -> LinkFigures:
@@ -127,7 +132,7 @@ def gpu_from_dict(table: Any) -> GpuModel:
                                            "gpu.launch_per_gpu"),
                     gpus_per_process=table.get("gpus_per_process", 1),
                     default_protocol=table.get("default_protocol", ""),
-                    algorithms=algorithms)
+                    algorithms=algorithms, channels=table.get("channels", 1))
 
 
 def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
@@ -148,9 +153,13 @@ def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
         "launch": format_quantity(model.launch_s, "latency"),
         "launch_per_gpu": format_quantity(model.launch_per_gpu_s, "latency"),
         "gpus_per_process": model.gpus_per_process,
+        "channels": model.channels,
         "default_protocol": model.default_protocol,
         "protocols": [{"name": p.name, "bandwidth_fraction": p.bandwidth_fraction,
-                       "call": format_quantity(p.call_s, "latency")} for p in model.protocols],
+                       "call": format_quantity(p.call_s, "latency"),
+                       **({} if p.slot_bytes is None
+                          else {"slot": format_quantity(p.slot_bytes, "size")})}
+                      for p in model.protocols],
         "links": [{"kind": f.kind, "efficiency": f.efficiency,
                    "latency": {name: format_quantity(s, "latency") for name, s in f.latency_s},
                    **({"protocol_fraction": dict(f.protocol_fraction)}

@@ -11,9 +11,15 @@ Protocols (tuning.cc): NCCL's model is ``baseLat + steps * hwLat + bytes / bw``:
 * ``LL``: baseLat (Ring) 6.6 us; bandwidth 0.5x, capped on one node at llMaxBw
   (141 GB/s Hopper, 87.7 GB/s Ampere): the cap binds, and against what Ring Simple
   reaches on the same nodes (370 GB/s, ~240 GB/s) it is 0.36-0.38 of it: 0.37.
-* ``LL128``: baseLat 14.0 us; bandwidth 0.92x (on A100 NVLink 0.59x, fitted: see
+* ``LL128``: baseLat 14.0 us; bandwidth 0.92x (on A100 NVLink 0.60x, fitted: see
   ``DGX_A100_GPU``; a link kind may set a protocol's fraction, ``protocol_fraction``).
 * ``Simple``: baseLat 8.4 us; the full achievable bandwidth.
+
+Each protocol's FIFO slot (``slot_bytes``, the data of one of a connection's
+``NCCL_STEPS`` = 8 slots: 32 KiB LL, 562.5 KiB LL128, 512 KiB Simple, from NCCL's default
+buffer sizes; see the constants below): a message longer than a slot hides its route's
+latency behind its data (:func:`simulator.gpu.hidden_latency`).  Each of NCCL's channels
+(``channels``: 24 on an A100 node, 16 on H100) has its own FIFO to every peer.
 
 Links, per link crossed (the simulator sums a route's links; a hop GPU -> NVSwitch -> GPU
 crosses two ``nvlink`` links, a network hop GPU -> NIC -> leaf -> NIC -> GPU two ``pcie``
@@ -46,10 +52,24 @@ from .gpu import AlgorithmFigures, GpuModel, LinkFigures, Protocol
 
 __all__ = ["DGX_A100_GPU", "DGX_H100_GPU", "PROTOCOLS", "TREE"]
 
+#: NCCL_STEPS, src/include/device.h: the slots of every connection's FIFO
+_NCCL_STEPS = 8
+# the data of one slot: the protocol's default buffer (src/init.cc DEFAULT_LL_BUFFSIZE,
+# DEFAULT_LL128_BUFFSIZE, DEFAULT_BUFFSIZE, with the per-thread figures of
+# src/include/device.h) over NCCL_STEPS, less the protocol's flags
+#: LL: 8 lines/thread x 512 threads x 16 B lines (NCCL_LL_LINES_PER_THREAD,
+#: NCCL_LL_MAX_NTHREADS, union ncclLLFifoLine), of which each line carries 8 B of data
+_LL_SLOT_BYTES = 8 * 512 * 16 // 2
+#: LL128: 120 words/thread x 640 threads x 8 B (NCCL_LL128_ELEMS_PER_THREAD,
+#: NCCL_LL128_MAX_NTHREADS), 15 of every 16 words data (NCCL_LL128_DATAELEMS)
+_LL128_SLOT_BYTES = 120 * 640 * 8 * 15 // 16
+#: Simple: DEFAULT_BUFFSIZE (1 << 22, 4 MiB), all of it data
+_SIMPLE_SLOT_BYTES = (1 << 22) // _NCCL_STEPS
+
 #: tuning.cc baseLat (Ring) and bandwidth factors; LL's fraction from llMaxBw (see above)
-PROTOCOLS = (Protocol("LL", 0.37, 6.6e-6),
-             Protocol("LL128", 0.92, 14.0e-6),
-             Protocol("Simple", 1.0, 8.4e-6))
+PROTOCOLS = (Protocol("LL", 0.37, 6.6e-6, _LL_SLOT_BYTES),
+             Protocol("LL128", 0.92, 14.0e-6, _LL128_SLOT_BYTES),
+             Protocol("Simple", 1.0, 8.4e-6, _SIMPLE_SLOT_BYTES))
 
 
 def _by_protocol(values: tuple[float, float, float]) -> tuple[tuple[str, float], ...]:
@@ -90,8 +110,9 @@ DGX_A100_GPU = GpuModel(
     PROTOCOLS,
     (
         # fitted over every size >= 64 MiB of the three one-node A100 curves (12 sizes,
-        # a100_1node_dgx, _nccl2.16.2, _nccl2.19.3_g8; least geomean error, 6.6%, mean log
-        # error 0): 0.76 x 300 GB/s.  The curves disagree there: one process per GPU
+        # a100_1node_dgx, _nccl2.16.2, _nccl2.19.3_g8; mean log error 0, geomean error
+        # 7.3%): 0.745 x 300 GB/s (0.76, geomean 6.6%, before FIFO slots hid the step
+        # latency from 128 MiB).  The curves disagree there: one process per GPU
         # (2.16.2) reaches 204-232 GB/s busbw from 64 MiB, the two -g 8 curves 175-202 up
         # to 512 MiB (and 231 at 1 GiB), 9-21% slower at the same sizes, so no figure
         # meets both to better than ~6%.  (Fitted to >= 1 GiB alone it was 0.81.)
@@ -99,9 +120,10 @@ DGX_A100_GPU = GpuModel(
         # (4-16 MiB), both curves with those sizes (a100_1node_dgx, _nccl2.19.3_g8, the
         # only A100 curves with LL128 on NVLink alone) add a steady ~76-80 GB/s algbw
         # (~135 GB/s busbw) per byte from 1 to 16 MiB, far below NCCL's 0.92 x Simple:
-        # 0.59 of this kind's rate over those 6 sizes (mean log error 0).  Over the
-        # network the NIC moves LL128's buffers as it moves Simple's, at tuning.cc's 0.92.
-        _per_link("nvlink", 0.76, _NVLINK_S, (("LL128", 0.59),)),
+        # 0.59 of this kind's rate over those 6 sizes (mean log error 0), at 0.76; 0.60 at
+        # 0.745, the same rate.  Over the network the NIC moves LL128's buffers as it
+        # moves Simple's, at tuning.cc's 0.92.
+        _per_link("nvlink", 0.745, _NVLINK_S, (("LL128", 0.60),)),
         # GPU <-> NIC, PCIe Gen4 x16 (31.5 GB/s) is never the bottleneck ahead of a 25 GB/s NIC
         _per_link("pcie", 1.0, _PCIE_S),
         # ~20-23.7 GB/s per HDR NIC measured (nccl#320; 189.6 GB/s Ring busbw over 8 NICs,
@@ -118,6 +140,9 @@ DGX_A100_GPU = GpuModel(
     # (a100_1node_nccl2.19.3_g8), 15 us more than one process per GPU: 2.1 us per extra GPU
     launch_per_gpu_s=2.1e-6,
     algorithms=(TREE,),
+    # NCCL's log on one 8x A100 node, "Channel 23/24" (nccl-tests#100); across nodes it
+    # runs 16 (a channel per NIC, doubled; nccl-model-facts.md): the one-node figure
+    channels=24,
 )
 
 #: 8x H100 SXM on NVLink4/NVSwitch, NDR 400 Gb/s NICs
@@ -144,4 +169,7 @@ DGX_H100_GPU = GpuModel(
     # taken from the A100 fit (a host-side cost, no -g 8 curve of H100 is published here)
     launch_per_gpu_s=2.1e-6,
     algorithms=(TREE,),
+    # 16 on one node (18 NVLinks x 20.6 GB/s over 16) and across nodes (a channel per
+    # NIC, doubled): nccl-model-facts.md, simulator/nccl_tuner.py
+    channels=16,
 )

@@ -246,6 +246,12 @@ class Topology:
         The GPU terms (:mod:`topology.gpu`: cost per call, protocols, achievable rates,
         latencies by link kind, reduction throughput), or None (the default: links as
         they are; ``flat`` and host models).  It must have figures for every link kind.
+    slot_bytes : float or None
+        Data bytes of one slot of the transport's FIFO (> 0): a message longer than a
+        slot hides part of its route's latency behind its data
+        (:func:`simulator.gpu.hidden_latency`); the effective topology of a GPU model
+        carries its protocol's :attr:`~topology.Protocol.slot_bytes` here.  None (the
+        default): every message pays its route's full latency.
 
     Raises
     ------
@@ -270,6 +276,7 @@ class Topology:
     gamma_s_per_byte: float = 0.0
     overhead_s_per_message: float = 0.0
     gpu: GpuModel | None = None
+    slot_bytes: float | None = None
 
     def __post_init__(self) -> None:
         for field in ("devices", "links", "placement"):
@@ -282,6 +289,10 @@ class Topology:
             if not (is_number(value) and math.isfinite(value) and value >= 0):
                 raise TopologyError(f"{field} = {brief(value)} is not allowed; "
                                     "it must be a finite number >= 0")
+        slot = self.slot_bytes
+        if slot is not None and not (is_number(slot) and math.isfinite(slot) and slot > 0):
+            raise TopologyError(f"slot_bytes = {brief(slot)} is not allowed; it must be None "
+                                "or a finite number > 0")
         index = self._check_devices()
         self._check_links(index)
         self._check_placement(index)
@@ -298,7 +309,8 @@ class Topology:
         hosts = (self.devices[self._index[d]].kind for d in dict.fromkeys(self.placement))
         extras = "".join(f", {label}={value:.3g}" for label, value in (
             ("gamma_s_per_byte", self.gamma_s_per_byte),
-            ("overhead_s_per_message", self.overhead_s_per_message)) if value)
+            ("overhead_s_per_message", self.overhead_s_per_message),
+            ("slot_bytes", self.slot_bytes)) if value)
         return (f"Topology({self.name!r}: {self.nranks} ranks on {_counts(hosts)}; "
                 f"{len(self.devices)} devices: {_counts(d.kind for d in self.devices)}; "
                 f"{len(self.links)} links: {_link_kinds(self.links)}{extras})")

@@ -1,4 +1,5 @@
-"""Quantities with units in topology files: "300 GB/s", "200 Gb/s", "1.5 us", "0.02 ns/B".
+"""Quantities with units in topology files: "300 GB/s", "200 Gb/s", "1.5 us", "0.02 ns/B",
+"512 KiB".
 
 Prefixes are decimal (K = 1e3, G = 1e9) as in datasheets, binary with ``i`` (GiB/s);
 ``B`` is a byte and ``b`` a bit. A bare number is an error: ``bandwidth = 450`` could be
@@ -29,12 +30,14 @@ QUANTITIES: dict[str, dict[str, Fraction]] = {
         **{f"{p}b/s": Fraction(v, 8) for p, v in _PREFIX.items()},
     },
     "gamma": {f"{unit}/B": value for unit, value in _TIME.items()},
+    "size": {f"{p}B": Fraction(v) for p, v in _PREFIX.items()},
 }
 
 #: units save writes, in order of preference
 _PREFERRED = {"latency": ("us", "ns", "ms", "s"),
               "bandwidth": ("GB/s", "MB/s", "KB/s", "B/s", "TB/s"),
-              "gamma": ("ns/B", "ps/B", "us/B", "s/B")}
+              "gamma": ("ns/B", "ps/B", "us/B", "s/B"),
+              "size": ("KiB", "MiB", "B", "GiB")}
 
 _PATTERN = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S+)\s*")
 
@@ -49,14 +52,14 @@ def _scale(number: float, factor: Fraction) -> float:
 
 
 def parse(value: object, quantity: str, key: str) -> float:
-    """Return ``value`` (a string with a unit) in base units (s, B/s, s/B).
+    """Return ``value`` (a string with a unit) in base units (s, B/s, s/B, B).
 
     Parameters
     ----------
     value : str
         E.g. ``"450 GB/s"``, ``"1.5 us"``, ``"2e-11 s/B"``.
-    quantity : {"latency", "bandwidth", "gamma"}
-        What it measures: seconds, bytes per second, seconds per byte.
+    quantity : {"latency", "bandwidth", "gamma", "size"}
+        What it measures: seconds, bytes per second, seconds per byte, bytes.
     key : str
         The key it came from, for error messages (``links[3].bandwidth``).
 
@@ -99,7 +102,7 @@ def format_quantity(number: float, quantity: str) -> str:
     Parameters
     ----------
     number : float
-        The value in base units (s, B/s, s/B).
+        The value in base units (s, B/s, s/B, B).
     quantity : str
         A key of :data:`QUANTITIES` (e.g. ``"latency"``, ``"bandwidth"``, ``"gamma"``).
 
