@@ -31,7 +31,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from .flatten import FlatSchedule
 
@@ -40,11 +42,18 @@ __all__ = ["run_compiled"]
 # event kinds
 _FLOW_END, _ARRIVE, _OP_DONE, _START, _RECEIVE_DONE, _SHARE = range(6)
 # counters
-_SEQ, _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE, \
-    _HOPS_PER_SLOT = range(10)
-# HE, int64 per pending event (the heap, ordered by HT's time, then by sequence): sequence
-# number, kind, two arguments
-_EVENT_SEQ, _EVENT_KIND, _EVENT_A, _EVENT_B = range(4)
+_TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE, \
+    _HOPS_PER_SLOT, _FREE_EVENT, _FREE_INSTANT, _INSTANTS = range(12)
+# The pending events: a queue per instant (in the order they were scheduled), the instants
+# in a binary heap by time and in a hash table by time (open addressing, linear probing).
+# HT, float64 per instant: its time.  HE, int64 per row, its columns used up to different
+# rows: per event (rows below len(HT)), its kind, two arguments and the next event of its
+# instant (or of the free events); per instant (rows below len(HT)), its first and last
+# event (the first: the next free instant, while free); the heap of instants (rows below
+# counters[_INSTANTS]); the hash table (every row, len(HE) a power of two): instant + 1,
+# 0 for an empty place
+_EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT, _FIRST_EVENT, _LAST_EVENT, _HEAP_INSTANT, \
+    _TABLE = range(8)
 # M, a tuple of arrays per message (read only, the flat schedule's): ranks, bytes, whether
 # it reduces, route
 _SRC, _DST, _BYTES, _REDUCE, _ROUTE = range(5)
@@ -80,62 +89,135 @@ _CURRENT, _PENDING, _STEP_END = range(3)
 _FINISH, _CPU_FREE = range(2)
 
 
-@njit(cache=True, _nrt=False)
-def _earlier(time, seq, HT, HE, j):
-    """Whether an event at ``time`` numbered ``seq`` comes before pending event ``j``
-    (time, then sequence)."""
-    return time < HT[j] or (time == HT[j] and seq < HE[j, _EVENT_SEQ])
+@intrinsic
+def _bits(typingctx, x):
+    """The bits of float64 ``x`` as an int64."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
 
 
 @njit(cache=True, _nrt=False)
-def _move(HT, HE, i, j):
-    """Copy pending event ``i`` to place ``j``."""
-    HT[j] = HT[i]
-    for c in range(4):
-        HE[j, c] = HE[i, c]
+def _slot(when, HE):
+    """The hash table's first place to look for the instant at ``when``."""
+    bits = _bits(when)
+    return (bits ^ (bits >> 29) ^ (bits >> 41)) & (len(HE) - 1)
+
+
+@njit(cache=True, _nrt=False)
+def _sift_up(HT, HE, i, instant):
+    """Put ``instant`` in the heap's hole ``i``, or above it."""
+    when = HT[instant]
+    while i:
+        parent = (i - 1) >> 1
+        if HT[HE[parent, _HEAP_INSTANT]] <= when:
+            break
+        HE[i, _HEAP_INSTANT] = HE[parent, _HEAP_INSTANT]
+        i = parent
+    HE[i, _HEAP_INSTANT] = instant
 
 
 @njit(cache=True, _nrt=False)
 def _push(HT, HE, counters, when, kind, a, b):
-    """Schedule an event (a binary heap in arrays, sifted through a hole: one copy per
-    level; :func:`_simulate` keeps room)."""
-    i = counters[_EVENTS]
-    counters[_EVENTS] = i + 1
-    seq = counters[_SEQ]
-    counters[_SEQ] = seq + 1
-    while i:
-        parent = (i - 1) >> 1
-        if not _earlier(when, seq, HT, HE, parent):
+    """Schedule an event: last of its instant's, the instant made if new
+    (:func:`_simulate` keeps room)."""
+    e = counters[_FREE_EVENT]
+    counters[_FREE_EVENT] = HE[e, _EVENT_NEXT]
+    counters[_EVENTS] += 1
+    HE[e, _EVENT_KIND], HE[e, _EVENT_A], HE[e, _EVENT_B], HE[e, _EVENT_NEXT] = kind, a, b, -1
+    mask = len(HE) - 1
+    place = _slot(when, HE)
+    while HE[place, _TABLE]:
+        instant = HE[place, _TABLE] - 1
+        if HT[instant] == when:
+            HE[HE[instant, _LAST_EVENT], _EVENT_NEXT] = e
+            HE[instant, _LAST_EVENT] = e
+            return
+        place = (place + 1) & mask
+    instant = counters[_FREE_INSTANT]
+    counters[_FREE_INSTANT] = HE[instant, _FIRST_EVENT]
+    HT[instant] = when
+    HE[instant, _FIRST_EVENT] = HE[instant, _LAST_EVENT] = e
+    HE[place, _TABLE] = instant + 1
+    counters[_INSTANTS] += 1
+    _sift_up(HT, HE, counters[_INSTANTS] - 1, instant)
+
+
+@njit(cache=True, _nrt=False)
+def _forget(HT, HE, instant):
+    """Take ``instant`` out of the hash table (moving back the entries probed past it)."""
+    mask = len(HE) - 1
+    hole = _slot(HT[instant], HE)
+    while HE[hole, _TABLE] != instant + 1:
+        hole = (hole + 1) & mask
+    place = hole
+    while True:
+        place = (place + 1) & mask
+        if not HE[place, _TABLE]:
             break
-        _move(HT, HE, parent, i)
-        i = parent
-    HT[i] = when
-    HE[i, _EVENT_SEQ], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B] = seq, kind, a, b
+        home = _slot(HT[HE[place, _TABLE] - 1], HE)
+        if (place > hole and (home <= hole or home > place)) or \
+                (place < hole and home <= hole and home > place):
+            HE[hole, _TABLE] = HE[place, _TABLE]
+            hole = place
+    HE[hole, _TABLE] = 0
 
 
 @njit(cache=True, _nrt=False)
 def _pop(HT, HE, counters):
-    """Move the first pending event to the end of the heap's arrays; return its index."""
-    n = counters[_EVENTS] - 1
-    counters[_EVENTS] = n
-    time, seq = HT[n], HE[n, _EVENT_SEQ]
-    kind, a, b = HE[n, _EVENT_KIND], HE[n, _EVENT_A], HE[n, _EVENT_B]
-    _move(HT, HE, 0, n)
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        if child + 1 < n and _earlier(HT[child + 1], HE[child + 1, _EVENT_SEQ], HT, HE, child):
-            child += 1
-        if _earlier(time, seq, HT, HE, child):
-            break
-        _move(HT, HE, child, i)
-        i = child
-    if n:
-        HT[i] = time
-        HE[i, _EVENT_SEQ], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B] = seq, kind, a, b
-    return n
+    """Take the first pending event; return its time, kind and arguments."""
+    instant = HE[0, _HEAP_INSTANT]
+    now = HT[instant]
+    e = HE[instant, _FIRST_EVENT]
+    kind, a, b = HE[e, _EVENT_KIND], HE[e, _EVENT_A], HE[e, _EVENT_B]
+    if HE[e, _EVENT_NEXT] >= 0:
+        HE[instant, _FIRST_EVENT] = HE[e, _EVENT_NEXT]
+    else:  # the instant's last event: the instant goes
+        _forget(HT, HE, instant)
+        HE[instant, _FIRST_EVENT] = counters[_FREE_INSTANT]
+        counters[_FREE_INSTANT] = instant
+        n = counters[_INSTANTS] - 1
+        counters[_INSTANTS] = n
+        last, when, i = HE[n, _HEAP_INSTANT], HT[HE[n, _HEAP_INSTANT]], 0
+        while True:  # the heap's last instant sifted down from the top
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and HT[HE[child + 1, _HEAP_INSTANT]] < HT[HE[child, _HEAP_INSTANT]]:
+                child += 1
+            if when <= HT[HE[child, _HEAP_INSTANT]]:
+                break
+            HE[i, _HEAP_INSTANT] = HE[child, _HEAP_INSTANT]
+            i = child
+        if n:
+            HE[i, _HEAP_INSTANT] = last
+    HE[e, _EVENT_NEXT] = counters[_FREE_EVENT]
+    counters[_FREE_EVENT] = e
+    counters[_EVENTS] -= 1
+    return now, kind, a, b
+
+
+@njit(cache=True)
+def _agenda(capacity, HT, HE, counters):
+    """The pending events' arrays with room for ``capacity`` events (a power of two), the
+    events of ``HT`` and ``HE`` (empty at first) kept."""
+    old = len(HT)
+    grown_T = np.empty(capacity)
+    grown_T[:old] = HT
+    grown_E = np.zeros((2 * capacity, 8), dtype=np.int64)
+    grown_E[:old, :_TABLE] = HE[:old, :_TABLE]
+    for row in range(old, capacity):  # the new rows: free events and free instants
+        grown_E[row, _EVENT_NEXT] = grown_E[row, _FIRST_EVENT] = row + 1
+    grown_E[capacity - 1, _EVENT_NEXT] = counters[_FREE_EVENT] if old else -1
+    grown_E[capacity - 1, _FIRST_EVENT] = counters[_FREE_INSTANT] if old else -1
+    counters[_FREE_EVENT] = counters[_FREE_INSTANT] = old
+    for i in range(counters[_INSTANTS]):
+        instant = grown_E[i, _HEAP_INSTANT]
+        place = _slot(grown_T[instant], grown_E)
+        while grown_E[place, _TABLE]:
+            place = (place + 1) & (len(grown_E) - 1)
+        grown_E[place, _TABLE] = instant + 1
+    return grown_T, grown_E
 
 
 @njit(cache=True, _nrt=False)
@@ -485,12 +567,12 @@ def _slots(n, hops_per_slot, F, S, N, free_slots, nfree):
 def _simulate(gamma, overhead, ends, M, MF, P, RT, hops, LF, LI, R, RF, LK, LQ, trace_order,
               hops_per_slot):
     """Run every event; return the counters."""
-    counters = np.zeros(10, dtype=np.int64)
+    counters = np.zeros(12, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
     nsteps = R[len(R) - 1, _STEP_END]
     most_ends = np.max(np.diff(ends[:nsteps + 1])) if nsteps else 0
-    HT = np.zeros(1024 + len(R) * (2 * most_ends + 2))  # room for every rank's first step
-    HE = np.zeros((len(HT), 4), dtype=np.int64)
+    HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
+                     np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists
     # have room for every slot's flow and what one event adds
     F, S, N, free_slots, counters[_FREE] = _slots(
@@ -506,18 +588,15 @@ def _simulate(gamma, overhead, ends, M, MF, P, RT, hops, LF, LI, R, RF, LK, LQ, 
     while counters[_EVENTS]:
         # room for what one event may schedule: an end per flow whose rate changes, and
         # the starts of two ranks' next steps (each in a slot, each maybe dirty)
-        if counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
-            size = 2 * len(HT) + counters[_ON_LINKS]
-            HT = np.concatenate((HT, np.zeros(size - len(HT))))
-            HE = np.concatenate((HE, np.zeros((size - len(HE), 4), dtype=np.int64)))
+        while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
+            HT, HE = _agenda(2 * len(HT), HT, HE, counters)
         if counters[_FREE] < 2 * most_ends + 2:
             F, S, N, free_slots, counters[_FREE] = _slots(
                 2 * len(F), hops_per_slot, F, S, N, free_slots, counters[_FREE])
             W = np.empty((len(F), 3), dtype=np.int64)
         if counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
             D = np.concatenate((D, np.empty(len(D) + 2 * len(F), dtype=np.int64)))
-        i = _pop(HT, HE, counters)
-        now, kind, a, b = HT[i], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B]
+        now, kind, a, b = _pop(HT, HE, counters)
         if kind == _FLOW_END:
             _flow_end(a, b, now, HT, HE, counters, F, S, D, free_slots, RT, hops, LF, LI, N)
         elif kind == _ARRIVE:
