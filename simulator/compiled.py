@@ -54,9 +54,11 @@ _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE,
 # 0 for an empty place
 _EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT, _FIRST_EVENT, _LAST_EVENT, _HEAP_INSTANT, \
     _TABLE = range(8)
-# M, a tuple of arrays per message (read only, the flat schedule's): ranks, bytes, whether
-# it reduces, route
-_SRC, _DST, _BYTES, _REDUCE, _ROUTE = range(5)
+# M, int64 per message (read only): route and whether it reduces (``2 * route + reduce``),
+# bytes
+_CODE, _BYTES = range(2)
+# RK, int64 per route: its ranks
+_SRC, _DST = range(2)
 # P, int8 per message: which ends are posted (bits)
 _SEND_POSTED, _RECV_POSTED = 1, 2
 # MF, float64 per message, only with an overhead or a trace (else no rows): when the send
@@ -240,8 +242,8 @@ def _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, ho
                     N):
     """Start message ``t``: put it on its links, at its cap if none of them binds (in a
     flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
-    route = M[_ROUTE][t]
-    nbytes = M[_BYTES][t]
+    route = M[t, _CODE] >> 1
+    nbytes = M[t, _BYTES]
     counters[_TRANSFERS] += 1
     if len(MF):
         MF[t, _BEGIN] = now
@@ -564,8 +566,8 @@ def _slots(n, hops_per_slot, F, S, N, free_slots, nfree):
 
 
 @njit(cache=True)
-def _simulate(gamma, overhead, ends, M, MF, P, RT, hops, LF, LI, R, RF, LK, LQ, trace_order,
-              hops_per_slot):
+def _simulate(gamma, overhead, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, LK, LQ,
+              trace_order, hops_per_slot):
     """Run every event; return the counters."""
     counters = np.zeros(12, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
@@ -605,18 +607,19 @@ def _simulate(gamma, overhead, ends, M, MF, P, RT, hops, LF, LI, R, RF, LK, LQ, 
             if len(trace_order):
                 trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
-            _op_done(M[_SRC][a], now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
+            route = M[a, _CODE] >> 1
+            _op_done(RK[route, _SRC], now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
                      free_slots, RT, hops, LF, LI, N, R, RF)
             if overhead:
-                delay = _spend(M[_DST][a], now, overhead, RF) - now
+                delay = _spend(RK[route, _DST], now, overhead, RF) - now
                 _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, 0)
                 continue
-            cost = gamma * M[_BYTES][a] if M[_REDUCE][a] else 0.0
+            cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
             if not cost:
-                _op_done(M[_DST][a], now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
+                _op_done(RK[route, _DST], now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
                          free_slots, RT, hops, LF, LI, N, R, RF)
             else:
-                _push(HT, HE, counters, now + cost, _OP_DONE, M[_DST][a], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, RK[route, _DST], 0)
         elif kind == _OP_DONE:
             _op_done(a, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
                      hops, LF, LI, N, R, RF)
@@ -624,11 +627,12 @@ def _simulate(gamma, overhead, ends, M, MF, P, RT, hops, LF, LI, R, RF, LK, LQ, 
             _start_transfer(a, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF,
                             LI, N)
         elif kind == _RECEIVE_DONE:
-            cost = gamma * M[_BYTES][a] if M[_REDUCE][a] else 0.0
+            cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
+            dst = RK[M[a, _CODE] >> 1, _DST]
             if cost:
-                _push(HT, HE, counters, now + cost, _OP_DONE, M[_DST][a], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, dst, 0)
             else:
-                _op_done(M[_DST][a], now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
+                _op_done(dst, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
                          free_slots, RT, hops, LF, LI, N, R, RF)
         else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
@@ -676,8 +680,13 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     codes = ends[len(flat.end_ptr):]
     np.multiply(flat.end_message, 2, out=codes)
     codes += ~flat.end_send
-    M = (flat.src, flat.dst, flat.nbytes, flat.reduce, flat.route)
     messages = len(flat.src)
+    M = np.empty((messages, 2), dtype=np.int64)
+    np.left_shift(flat.route, 1, out=M[:, _CODE])
+    M[:, _CODE] |= flat.reduce
+    M[:, _BYTES] = flat.nbytes
+    RK = np.zeros((len(flat.route_cap), 2), dtype=np.int64)
+    RK[flat.route, _SRC], RK[flat.route, _DST] = flat.src, flat.dst
     MF = np.empty((messages if trace or overhead else 0, 3))
     P = np.zeros(messages, dtype=np.int8)
     RT = np.stack((flat.route_latency, flat.route_cap), axis=1)
@@ -693,8 +702,8 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 2), dtype=np.int64)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
-    counters = _simulate(float(gamma), float(overhead), ends, M, MF, P, RT, hops, LF, LI, R, RF,
-                         LK, LQ, order, hops_per_slot)
+    counters = _simulate(float(gamma), float(overhead), ends, M, RK, MF, P, RT, hops, LF, LI, R,
+                         RF, LK, LQ, order, hops_per_slot)
     if not np.array_equal(R[:, _CURRENT], R[:, _STEP_END]):
         return None
     transfers = (order[:counters[_ARRIVED]], MF[:, _BEGIN], MF[:, _ARRIVAL]) if trace else None
