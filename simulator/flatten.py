@@ -72,14 +72,18 @@ class FlatSchedule:
     bandwidth: np.ndarray
 
 
+_DTYPES = {"b": np.int8, "i": np.int32, "q": np.int64}  # by array typecode
+_INT32 = np.iinfo(np.int32)
+
+
 def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """Steps per rank, ends per step, and each end's kind, peer and length, in order.
 
-    Kinds: 0 send, 1 receive, 2 receive that reduces.  Collected in :mod:`array` buffers,
-    which NumPy then reads without copying.
+    Kinds: 0 send, 1 receive, 2 receive that reduces; peers as int32 (less memory to
+    touch).  Collected in :mod:`array` buffers, which NumPy then reads without copying.
     """
     steps_per_rank, ends_per_step = array("q"), array("q")
-    kinds, peers, lengths = array("b"), array("q"), array("q")
+    kinds, peers, lengths = array("b"), array("i"), array("q")
     count_step, kind, peer, length = ends_per_step.append, kinds.append, peers.append, lengths.append
     for rank in range(schedule.nranks):
         steps = schedule.steps(rank)
@@ -98,17 +102,23 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
                 length(op.stop - op.start)
                 n += 1
             count_step(n)
-    return tuple(np.frombuffer(buffer, dtype=np.int8 if buffer.typecode == "b" else np.int64)
+    return tuple(np.frombuffer(buffer, dtype=_DTYPES[buffer.typecode])
                  for buffer in (steps_per_rank, ends_per_step, kinds, peers, lengths))
 
 
 _GAP = np.iinfo(np.int64).min  # a round without an operation, in a pool of lengths
 
 
+#: the pairs of sequences :class:`_Pool` recalls (kept alive so that their ids stay
+#: theirs): a schedule's ranks share a few cached ones, or none
+_RECALLED = 256
+
+
 class _Pool:
     """The entry lengths (``stop - start``, :data:`_GAP` for a gap) of many lanes in one
     growing array; a pair of sequences met again (every rank of a schedule may read the
-    same cached segment tuples) is stored once."""
+    same cached segment tuples) is stored once, while among the last :data:`_RECALLED`
+    pairs met (ring's are new for every rank: kept, they would hold hundreds of MB)."""
 
     def __init__(self) -> None:
         self.buffer = np.empty(1 << 16, dtype=np.int64)
@@ -133,6 +143,8 @@ class _Pool:
         except TypeError:  # a None: a gap where the start is one (a stop alone counts as -1)
             out[:] = [_GAP if a is None else (-1 if b is None else b) - a
                       for a, b in zip(starts, stops)]
+        if len(self.seen) >= _RECALLED:
+            self.seen.clear()
         self.seen[key] = (starts, stops, offset)
         return offset
 
@@ -164,8 +176,11 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
             n = min(len(starts), len(stops))
             table.extend((lane.first_round, _lane_kind(lane), lane.peer,
                           pool.offset(starts, stops, n), n))
-    return _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)),
-                  np.frombuffer(table, dtype=np.int64).reshape(-1, 5), pool.array(), _GAP)
+    rows = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
+    if len(rows) and not _INT32.min <= rows[:, 2].min() <= rows[:, 2].max() <= _INT32.max:
+        raise OverflowError("a peer beyond int32")  # as array("i") raises in _ends
+    return _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), rows, pool.array(),
+                  _GAP)
 
 
 @njit(cache=True)
@@ -179,7 +194,7 @@ def _merge(lane_ptr, table, pool, gap):
     steps_per_rank = np.zeros(nranks, dtype=np.int64)
     ends_per_step = np.empty(most, dtype=np.int64)
     kinds = np.empty(most, dtype=np.int8)
-    peers = np.empty(most, dtype=np.int64)
+    peers = np.empty(most, dtype=np.int32)
     lengths = np.empty(most, dtype=np.int64)
     nsteps = nends = 0
     for r in range(nranks):
@@ -230,8 +245,8 @@ def _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense):
     ``dense``: -1 per ordered pair, looked up instead of a hash table, or empty."""
     index = Dict.empty(key_type=types.int64, value_type=types.int64)
     keys = List.empty_list(types.int64)
-    end_pair = np.empty(len(kind), dtype=np.int64)
-    end_k = np.empty(len(kind), dtype=np.int64)
+    end_pair = np.empty(len(kind), dtype=np.int32)  # int32: less memory to touch
+    end_k = np.empty(len(kind), dtype=np.int32)
     counts = np.zeros((max(16, 4 * p), 2), dtype=np.int64)  # sends, receives per pair
     for r in range(p):
         for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
@@ -338,7 +353,10 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
     """
     p = schedule.nranks
     read = _ends if schedule.lanes is None else _lane_ends
-    steps_per_rank, ends_per_step, kind, peer, length = read(schedule)
+    try:
+        steps_per_rank, ends_per_step, kind, peer, length = read(schedule)
+    except OverflowError:  # a peer beyond int32 is not one of its ranks
+        return None
     if len(peer) and not (0 <= peer.min() and peer.max() < p):
         return None  # a peer outside the schedule's ranks
     step_ptr, end_ptr = _offsets(steps_per_rank), _offsets(ends_per_step)
