@@ -18,13 +18,13 @@ import hashlib
 import sys
 from typing import Any, Iterator
 
+from schedule_digests import record_or_compare  # this script's folder
+
 import topology
 from collectives import ALGORITHMS, COLLECTIVES, COMPOSED, build_schedule
 from simulator import simulate
 from simulator.channel_choice import hier_ranks_per_node, schedule_params
 from simulator.gpu import protocols
-
-from schedule_digests import record_or_compare  # this script's folder
 
 SIZES = (8, 1 << 10, 1 << 20, 1 << 26, 1 << 30)
 CHANNELS = (1, 2, 8)
