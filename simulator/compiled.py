@@ -54,10 +54,10 @@ _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE,
 # 0 for an empty place
 _EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT, _FIRST_EVENT, _LAST_EVENT, _HEAP_INSTANT, \
     _TABLE = range(8)
-# M, int64 per message (read only): route and whether it reduces (``2 * route + reduce``),
-# bytes
+# M, int64 per message (read only, :attr:`FlatSchedule.message`): route and whether it
+# reduces (``2 * route + reduce``), bytes
 _CODE, _BYTES = range(2)
-# RK, int64 per route: its ranks
+# RK, int64 per route (:attr:`FlatSchedule.route_ranks`): its ranks
 _SRC, _DST = range(2)
 # P, int8 per message: which ends are posted (bits)
 _SEND_POSTED, _RECV_POSTED = 1, 2
@@ -673,20 +673,7 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
         order of arrival, each message's start and arrival times) or None unless
         ``trace``.
     """
-    # built in place, without temporaries: at millions of messages, touching fresh memory
-    # (page faults) costs as much as the arithmetic
-    ends = np.empty(len(flat.end_ptr) + len(flat.end_message), dtype=np.int64)
-    ends[:len(flat.end_ptr)] = flat.end_ptr
-    codes = ends[len(flat.end_ptr):]
-    np.multiply(flat.end_message, 2, out=codes)
-    codes += ~flat.end_send
-    messages = len(flat.src)
-    M = np.empty((messages, 2), dtype=np.int64)
-    np.left_shift(flat.route, 1, out=M[:, _CODE])
-    M[:, _CODE] |= flat.reduce
-    M[:, _BYTES] = flat.nbytes
-    RK = np.zeros((len(flat.route_cap), 2), dtype=np.int64)
-    RK[flat.route, _SRC], RK[flat.route, _DST] = flat.src, flat.dst
+    messages = len(flat.message)
     MF = np.empty((messages if trace or overhead else 0, 3))
     P = np.zeros(messages, dtype=np.int8)
     RT = np.stack((flat.route_latency, flat.route_cap), axis=1)
@@ -702,8 +689,9 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 2), dtype=np.int64)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
-    counters = _simulate(float(gamma), float(overhead), ends, M, RK, MF, P, RT, hops, LF, LI, R,
-                         RF, LK, LQ, order, hops_per_slot)
+    counters = _simulate(float(gamma), float(overhead), flat.ends, flat.message,
+                         flat.route_ranks, MF, P, RT, hops, LF, LI, R, RF, LK, LQ, order,
+                         hops_per_slot)
     if not np.array_equal(R[:, _CURRENT], R[:, _STEP_END]):
         return None
     transfers = (order[:counters[_ARRIVED]], MF[:, _BEGIN], MF[:, _ARRIVAL]) if trace else None

@@ -34,18 +34,16 @@ class FlatSchedule:
     ----------
     step_ptr : ndarray of int64, shape (nranks + 1,)
         Rank ``r``'s steps are the global steps ``step_ptr[r]:step_ptr[r + 1]``.
-    end_ptr : ndarray of int64, shape (steps + 1,)
-        Step ``g``'s message ends are ``end_ptr[g]:end_ptr[g + 1]``.
-    end_message : ndarray of int64
-        The message of each end.
-    end_send : ndarray of bool
-        Whether each end is the send (else the receive).
-    src, dst, nbytes : ndarray of int64, shape (messages,)
-        Each message's ranks and bytes.
-    reduce : ndarray of bool
-        Whether the receive reduces.
-    route : ndarray of int64
-        Each message's route (an index into the route arrays).
+    ends : ndarray of int64, shape (steps + 1 + ends,)
+        First the offsets of the steps' message ends (step ``g``'s are
+        ``ends[steps + 1 + ends[g]:steps + 1 + ends[g + 1]]``), then each end's code:
+        ``2 * message`` for the send, ``2 * message + 1`` for the receive.
+    message : ndarray of int64, shape (messages, 2)
+        Per message, ``2 * route + reduce`` (its route, an index into the route arrays,
+        and whether the receive reduces), then its bytes: the rows the compiled engine
+        reads, one cache line per message.
+    route_ranks : ndarray of int64, shape (routes, 2)
+        Each route's sending and receiving rank.
     route_ptr : ndarray of int64, shape (routes + 1,)
         Route ``i``'s links are ``route_links[route_ptr[i]:route_ptr[i + 1]]``.
     route_links : ndarray of int64
@@ -57,14 +55,9 @@ class FlatSchedule:
     """
 
     step_ptr: np.ndarray
-    end_ptr: np.ndarray
-    end_message: np.ndarray
-    end_send: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
-    nbytes: np.ndarray
-    reduce: np.ndarray
-    route: np.ndarray
+    ends: np.ndarray
+    message: np.ndarray
+    route_ranks: np.ndarray
     route_ptr: np.ndarray
     route_links: np.ndarray
     route_latency: np.ndarray
@@ -276,10 +269,12 @@ def _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense):
 
 
 @njit(cache=True)
-def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys):
+def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype_size, codes):
     """Give every message an index, in the order its sender reaches it (how far through
     its steps, then the sender), so that messages in flight together lie together in the
-    engine's arrays; return None when some send or receive has no partner of its length."""
+    engine's arrays; write each end's code into ``codes`` and return the messages' rows
+    (:class:`FlatSchedule`), or None when some send or receive has no partner of its
+    length."""
     if not np.array_equal(counts[:, 0], counts[:, 1]):
         return None
     base = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -304,33 +299,33 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys)
                 if kind[e] == 0:
                     number[base[end_pair[e]] + end_k[e]] = first[progress]
                     first[progress] += 1
-    end_message = np.empty(len(kind), dtype=np.int64)
-    src = np.empty(messages, dtype=np.int64)
-    dst = np.empty(messages, dtype=np.int64)
-    nbytes = np.empty(messages, dtype=np.int64)
-    reduce = np.zeros(messages, dtype=np.int8)
-    route = np.empty(messages, dtype=np.int64)
+    rows = np.empty((messages, 2), dtype=np.int64)
     for e in range(len(kind)):
         t = number[base[end_pair[e]] + end_k[e]]
-        end_message[e] = t
+        codes[e] = 2 * t + (kind[e] != 0)
         if kind[e] == 0:
-            key = keys[end_pair[e]]
-            src[t], dst[t], nbytes[t], route[t] = key // p, key % p, length[e], end_pair[e]
+            rows[t, 0], rows[t, 1] = 2 * np.int64(end_pair[e]), length[e] * dtype_size
     for e in range(len(kind)):
         if kind[e] != 0:
-            t = end_message[e]
-            if length[e] != nbytes[t]:
+            t = codes[e] >> 1
+            if length[e] * dtype_size != rows[t, 1]:
                 return None
-            reduce[t] = kind[e] == 2
-    return end_message, src, dst, nbytes, reduce, route, keys
+            rows[t, 0] += kind[e] == 2
+    return rows
 
 
-def _number_messages(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
-                     peer: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, ...] | None:
-    """Match every send with its receive and number the messages (:func:`_messages`)."""
+def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, kind: np.ndarray,
+                     peer: np.ndarray, length: np.ndarray,
+                     dtype_size: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Match every send with its receive and number the messages (:func:`_messages`):
+    the ends' codes go after their offsets in ``ends``; return the messages' rows and the
+    ordered pairs (``src * p + dst``, a route each), or None."""
+    end_ptr = ends[:len(ends) - len(kind)]
     dense = np.full(p * p if p * p <= _DENSE_PAIRS else 0, -1, dtype=np.int32)
     end_pair, end_k, counts, keys = _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense)
-    return _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys)
+    rows = _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype_size,
+                     ends[len(end_ptr):])
+    return None if rows is None else (rows, keys)
 
 
 def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule | None:
@@ -359,11 +354,14 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
         return None
     if len(peer) and not (0 <= peer.min() and peer.max() < p):
         return None  # a peer outside the schedule's ranks
-    step_ptr, end_ptr = _offsets(steps_per_rank), _offsets(ends_per_step)
-    numbered = _number_messages(p, step_ptr, end_ptr, kind, peer, length)
+    step_ptr = _offsets(steps_per_rank)
+    ends = np.empty(len(ends_per_step) + 1 + len(kind), dtype=np.int64)
+    ends[0] = 0
+    np.cumsum(ends_per_step, out=ends[1:len(ends_per_step) + 1])
+    numbered = _number_messages(p, step_ptr, ends, kind, peer, length, dtype_size)
     if numbered is None:
         return None
-    end_message, src, dst, nbytes, reduce, route, pairs = numbered
+    rows, pairs = numbered
     links, latency, cap = [], [], []
     bandwidth = topology.bandwidths_Bps
     for key in pairs.tolist():  # one route per ordered pair that exchanges messages
@@ -373,8 +371,8 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
         latency.append(float(topology.alpha(a, b)))
         cap.append(min((bandwidth[link] for link in hops), default=float("inf")))
     return FlatSchedule(
-        step_ptr=step_ptr, end_ptr=end_ptr, end_message=end_message, end_send=kind == 0,
-        src=src, dst=dst, nbytes=nbytes * dtype_size, reduce=reduce.astype(bool), route=route,
+        step_ptr=step_ptr, ends=ends, message=rows,
+        route_ranks=np.stack((pairs // p, pairs % p), axis=1),
         route_ptr=_offsets([len(hops) for hops in links]),
         route_links=np.array([link for hops in links for link in hops], dtype=np.int64),
         route_latency=np.array(latency, dtype=np.float64),
