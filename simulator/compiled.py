@@ -43,15 +43,15 @@ __all__ = ["run_compiled"]
 _FLOW_END, _ARRIVE, _OP_DONE, _START, _RECEIVE_DONE, _SHARE = range(6)
 # counters
 _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE, \
-    _HOPS_PER_SLOT, _FREE_EVENT, _FREE_INSTANT, _INSTANTS = range(12)
+    _HOPS_PER_SLOT, _FREE_EVENT, _FREE_INSTANT, _INSTANTS, _TABLE_SIZE = range(13)
 # The pending events: a queue per instant (in the order they were scheduled), the instants
 # in a binary heap by time and in a hash table by time (open addressing, linear probing).
 # HT, float64 per instant: its time.  HE, int64 per row, its columns used up to different
 # rows: per event (rows below len(HT)), its kind, two arguments and the next event of its
 # instant (or of the free events); per instant (rows below len(HT)), its first and last
 # event (the first: the next free instant, while free); the heap of instants (rows below
-# counters[_INSTANTS]); the hash table (every row, len(HE) a power of two): instant + 1,
-# 0 for an empty place
+# counters[_INSTANTS]); the hash table (rows below counters[_TABLE_SIZE], a power of two
+# at least twice the instants, so that it stays in cache): instant + 1, 0 for an empty place
 _EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT, _FIRST_EVENT, _LAST_EVENT, _HEAP_INSTANT, \
     _TABLE = range(8)
 # M, int64 per message (read only, :attr:`FlatSchedule.message`): route and whether it
@@ -100,10 +100,24 @@ def _bits(typingctx, x):
 
 
 @njit(cache=True, _nrt=False)
-def _slot(when, HE):
-    """The hash table's first place to look for the instant at ``when``."""
-    bits = _bits(when)
-    return (bits ^ (bits >> 29) ^ (bits >> 41)) & (len(HE) - 1)
+def _slot(when, size):
+    """The first place to look for the instant at ``when`` in a hash table of ``size``."""
+    bits = _bits(when) * -7046029254386353131  # Fibonacci hashing: the high bits mix all
+    return (bits >> 32) & (size - 1)
+
+
+@njit(cache=True, _nrt=False)
+def _rehash(HT, HE, counters, size):
+    """Make the hash table ``size`` places (``len(HE)`` at most) and put every instant in."""
+    counters[_TABLE_SIZE] = size
+    for place in range(size):
+        HE[place, _TABLE] = 0
+    for i in range(counters[_INSTANTS]):
+        instant = HE[i, _HEAP_INSTANT]
+        place = _slot(HT[instant], size)
+        while HE[place, _TABLE]:
+            place = (place + 1) & (size - 1)
+        HE[place, _TABLE] = instant + 1
 
 
 @njit(cache=True, _nrt=False)
@@ -127,8 +141,8 @@ def _push(HT, HE, counters, when, kind, a, b):
     counters[_FREE_EVENT] = HE[e, _EVENT_NEXT]
     counters[_EVENTS] += 1
     HE[e, _EVENT_KIND], HE[e, _EVENT_A], HE[e, _EVENT_B], HE[e, _EVENT_NEXT] = kind, a, b, -1
-    mask = len(HE) - 1
-    place = _slot(when, HE)
+    mask = counters[_TABLE_SIZE] - 1
+    place = _slot(when, mask + 1)
     while HE[place, _TABLE]:
         instant = HE[place, _TABLE] - 1
         if HT[instant] == when:
@@ -143,13 +157,15 @@ def _push(HT, HE, counters, when, kind, a, b):
     HE[place, _TABLE] = instant + 1
     counters[_INSTANTS] += 1
     _sift_up(HT, HE, counters[_INSTANTS] - 1, instant)
+    if 2 * counters[_INSTANTS] > counters[_TABLE_SIZE]:
+        _rehash(HT, HE, counters, 2 * counters[_TABLE_SIZE])
 
 
 @njit(cache=True, _nrt=False)
-def _forget(HT, HE, instant):
+def _forget(HT, HE, counters, instant):
     """Take ``instant`` out of the hash table (moving back the entries probed past it)."""
-    mask = len(HE) - 1
-    hole = _slot(HT[instant], HE)
+    mask = counters[_TABLE_SIZE] - 1
+    hole = _slot(HT[instant], mask + 1)
     while HE[hole, _TABLE] != instant + 1:
         hole = (hole + 1) & mask
     place = hole
@@ -157,7 +173,7 @@ def _forget(HT, HE, instant):
         place = (place + 1) & mask
         if not HE[place, _TABLE]:
             break
-        home = _slot(HT[HE[place, _TABLE] - 1], HE)
+        home = _slot(HT[HE[place, _TABLE] - 1], mask + 1)
         if (place > hole and (home <= hole or home > place)) or \
                 (place < hole and home <= hole and home > place):
             HE[hole, _TABLE] = HE[place, _TABLE]
@@ -175,7 +191,7 @@ def _pop(HT, HE, counters):
     if HE[e, _EVENT_NEXT] >= 0:
         HE[instant, _FIRST_EVENT] = HE[e, _EVENT_NEXT]
     else:  # the instant's last event: the instant goes
-        _forget(HT, HE, instant)
+        _forget(HT, HE, counters, instant)
         HE[instant, _FIRST_EVENT] = counters[_FREE_INSTANT]
         counters[_FREE_INSTANT] = instant
         n = counters[_INSTANTS] - 1
@@ -213,12 +229,7 @@ def _agenda(capacity, HT, HE, counters):
     grown_E[capacity - 1, _EVENT_NEXT] = counters[_FREE_EVENT] if old else -1
     grown_E[capacity - 1, _FIRST_EVENT] = counters[_FREE_INSTANT] if old else -1
     counters[_FREE_EVENT] = counters[_FREE_INSTANT] = old
-    for i in range(counters[_INSTANTS]):
-        instant = grown_E[i, _HEAP_INSTANT]
-        place = _slot(grown_T[instant], grown_E)
-        while grown_E[place, _TABLE]:
-            place = (place + 1) & (len(grown_E) - 1)
-        grown_E[place, _TABLE] = instant + 1
+    _rehash(grown_T, grown_E, counters, max(16, counters[_TABLE_SIZE]))
     return grown_T, grown_E
 
 
@@ -569,7 +580,7 @@ def _slots(n, hops_per_slot, F, S, N, free_slots, nfree):
 def _simulate(gamma, overhead, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, LK, LQ,
               trace_order, hops_per_slot):
     """Run every event; return the counters."""
-    counters = np.zeros(12, dtype=np.int64)
+    counters = np.zeros(13, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
     nsteps = R[len(R) - 1, _STEP_END]
     most_ends = np.max(np.diff(ends[:nsteps + 1])) if nsteps else 0
