@@ -14,9 +14,11 @@ on one device) arrives through an event at the same instant rather than inside t
 call that started it; times are the same.
 
 State lives in a few two-dimensional arrays, one row per link, rank, route hop or *flow
-slot* (the columns are named below), so that one thing's state shares a cache line, and
-pending events in an array heap.  A message's own arrays (its ranks, bytes, route, whether
-it reduces) are read from the :class:`~simulator.flatten.FlatSchedule` without a copy; what
+slot* (the columns are named below), so that one thing's state shares a cache line.
+Pending events wait in a queue per instant, the instants in a heap and a hash table by
+time: a symmetric schedule has hundreds of events per instant, so most events cost a
+look-up, not a heap's dozen levels.  A message's own row (route, whether it reduces,
+bytes) is read from the :class:`~simulator.flatten.FlatSchedule` without a copy; what
 changes while it moves (bytes left, rate, its place on its links' lists) lives in a slot
 taken when it starts and given back when its last byte leaves, so that the memory touched
 grows with the flows in flight (thousands), not with the messages (millions): touching
