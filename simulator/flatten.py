@@ -131,8 +131,8 @@ class _Pool:
             self.buffer = grown
         out = self.buffer[offset:self.size]
         try:
-            out[:] = np.fromiter(stops, dtype=np.int64, count=n)
-            out -= np.fromiter(starts, dtype=np.int64, count=n)
+            np.subtract(np.fromiter(stops, dtype=np.int64, count=n),
+                        np.fromiter(starts, dtype=np.int64, count=n), out=out)
         except TypeError:  # a None: a gap where the start is one (a stop alone counts as -1)
             out[:] = [_GAP if a is None else (-1 if b is None else b) - a
                       for a, b in zip(starts, stops)]
