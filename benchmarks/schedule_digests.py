@@ -13,7 +13,7 @@ import argparse
 import hashlib
 import json
 import sys
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from collectives import ALGORITHMS, COLLECTIVES, build_schedule
 from collectives.build import _build
@@ -49,25 +49,43 @@ def digests() -> dict[str, str]:
     return out
 
 
-def main() -> int:
-    """Record or compare the digests; return the exit status."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def record_or_compare(description: str, now: Callable[[], dict[str, str]]) -> int:
+    """Record the digests ``now()`` returns, or compare them with a record; return the
+    exit status (1 when some differ).
+
+    Parameters
+    ----------
+    description : str
+        The command line's description.
+    now : callable
+        Returns the digests, keyed by case.
+
+    Returns
+    -------
+    int
+    """
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("mode", choices=("record", "compare"))
     parser.add_argument("path", help="JSON file of digests")
     args = parser.parse_args()
-    now = digests()
+    found = now()
     if args.mode == "record":
         with open(args.path, "w") as file:
-            json.dump(now, file, indent=0)
-        print(f"{len(now)} cases recorded in {args.path}")
+            json.dump(found, file, indent=0)
+        print(f"{len(found)} cases recorded in {args.path}")
         return 0
     with open(args.path) as file:
         before = json.load(file)
-    changed = sorted(key for key in before.keys() | now.keys() if before.get(key) != now.get(key))
-    print(f"{len(before)} cases recorded, {len(now)} now, {len(changed)} differ")
+    changed = sorted(key for key in before.keys() | found.keys()
+                     if before.get(key) != found.get(key))
+    print(f"{len(before)} cases recorded, {len(found)} now, {len(changed)} differ")
     print("\n".join(changed))
     return 1 if changed else 0
 
+
+def main() -> int:
+    """Record or compare the digests; return the exit status."""
+    return record_or_compare(__doc__.splitlines()[0], digests)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,11 +13,19 @@ Its one departure: a transfer whose route has no link and no latency (two ranks 
 on one device) arrives through an event at the same instant rather than inside the
 call that started it; times are the same.
 
-State lives in a few two-dimensional arrays, one row per message, link, rank or route
-hop (the columns are named below), so that a message's state shares a cache line, and
-pending events in an array heap.  The functions on the path of every event are compiled
-without Numba's reference counting (``_nrt=False``: they allocate nothing), which took a
-third of the time otherwise; only :func:`_share` and :func:`_simulate` allocate.
+State lives in a few two-dimensional arrays, one row per link, rank, route hop or *flow
+slot* (the columns are named below), so that one thing's state shares a cache line.
+Pending events wait in a queue per instant, the instants in a heap and a hash table by
+time: a symmetric schedule has hundreds of events per instant, so most events cost a
+look-up, not a heap's dozen levels.  A message's own row (route, whether it reduces,
+bytes) is read from the :class:`~simulator.flatten.FlatSchedule` without a copy; what
+changes while it moves (bytes left, rate, its place on its links' lists) lives in a slot
+taken when it starts and given back when its last byte leaves, so that the memory touched
+grows with the flows in flight (thousands), not with the messages (millions): touching
+fresh memory costs about as much as the arithmetic.  The functions on the path of every
+event are compiled without Numba's reference counting (``_nrt=False``: they allocate
+nothing), which took a third of the time otherwise; only :func:`_share` and
+:func:`_simulate` allocate.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from .flatten import FlatSchedule
 
@@ -34,21 +44,36 @@ __all__ = ["run_compiled"]
 # event kinds
 _FLOW_END, _ARRIVE, _OP_DONE, _START, _RECEIVE_DONE, _SHARE = range(6)
 # counters
-_SEQ, _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS = range(8)
-# HE, int64 per pending event (the heap, ordered by HT's time, then by sequence): sequence
-# number, kind, two arguments
-_EVENT_SEQ, _EVENT_KIND, _EVENT_A, _EVENT_B = range(4)
-# M, int64 per message (read only): ranks, bytes, whether it reduces, route, first hop node
-_SRC, _DST, _BYTES, _REDUCE, _ROUTE, _HOP = range(6)
-# F, float64 per message: bytes left, rate, when the rate was set, start, when the send may
-# go (overhead), arrival, the rate being computed
-_LEFT, _RATE, _LAST, _BEGIN, _READY, _ARRIVAL, _NEW_RATE = range(7)
-# S, int32 per message: rate version, on links, send posted, receive posted, dirty,
-# in the component (stamp), rate fixed (stamp)
-_VERSION, _ACTIVE, _SEND_POSTED, _RECV_POSTED, _DIRTY_MARK, _IN_COMPONENT, _FIXED = range(7)
-# W, int32 per message: scratch lists of the sharing (component, stack, fixing order) and
-# the dirty list
-_COMPONENT, _STACK, _ORDER, _DIRTY_LIST = range(4)
+_TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE, \
+    _HOPS_PER_SLOT, _FREE_EVENT, _FREE_INSTANT, _INSTANTS, _TABLE_SIZE = range(13)
+# The pending events: a queue per instant (in the order they were scheduled), the instants
+# in a binary heap by time and in a hash table by time (open addressing, linear probing).
+# HT, float64 per instant: its time.  HE, int64 per row, its columns used up to different
+# rows: per event (rows below len(HT)), its kind, two arguments and the next event of its
+# instant (or of the free events); per instant (rows below len(HT)), its first and last
+# event (the first: the next free instant, while free); the heap of instants (rows below
+# counters[_INSTANTS]); the hash table (rows below counters[_TABLE_SIZE], a power of two
+# at least twice the instants, so that it stays in cache): instant + 1, 0 for an empty place
+_EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT, _FIRST_EVENT, _LAST_EVENT, _HEAP_INSTANT, \
+    _TABLE = range(8)
+# M, int64 per message (read only, :attr:`FlatSchedule.message`): route and whether it
+# reduces (``2 * route + reduce``), bytes
+_CODE, _BYTES = range(2)
+# RK, int64 per route (:attr:`FlatSchedule.route_ranks`): its ranks
+_SRC, _DST = range(2)
+# P, int8 per message: which ends are posted (bits)
+_SEND_POSTED, _RECV_POSTED = 1, 2
+# MF, float64 per message, only with an overhead or a trace (else no rows): when the send
+# may go (overhead), start, arrival
+_READY, _BEGIN, _ARRIVAL = range(3)
+# F, float64 per flow slot: bytes left, rate, when the rate was set, the rate being computed
+_LEFT, _RATE, _LAST, _NEW_RATE = range(4)
+# S, int64 per flow slot: message, route, rate version (never reset: a stale end of the
+# slot's earlier flows never matches), place in the dirty list (-1: not dirty), in the
+# component (stamp), rate fixed (stamp)
+_MESSAGE, _FLOW_ROUTE, _VERSION, _DIRTY_AT, _IN_COMPONENT, _FIXED = range(6)
+# W, int64 per flow slot: scratch lists of the sharing (component, stack, fixing order)
+_COMPONENT, _STACK, _ORDER = range(3)
 # RT, float64 per route: latency, bottleneck bandwidth
 _LATENCY, _CAP = range(2)
 # LF, float64 per link: summed caps of its flows, busy since, busy time, bandwidth,
@@ -59,7 +84,8 @@ _LOAD, _SINCE, _BUSY, _BANDWIDTH, _CAPACITY = range(5)
 _NFLOWS, _LINK_BYTES, _HEAD, _TAIL, _SEEN, _BINDING, _UNFIXED = range(7)
 # LQ, int64 per link: scratch lists of the sharing (binding links, the heap's links)
 _BINDING_LINK, _HEAP_LINK = range(2)
-# N, int32 per hop node (a message on one link of its route): next, previous, message
+# N, int32 per hop node (a flow on one link of its route; the slot's nodes are
+# ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
 # R, int64 per rank: current step, operations pending, end of its steps
 _CURRENT, _PENDING, _STEP_END = range(3)
@@ -67,62 +93,146 @@ _CURRENT, _PENDING, _STEP_END = range(3)
 _FINISH, _CPU_FREE = range(2)
 
 
-@njit(cache=True, _nrt=False)
-def _earlier(time, seq, HT, HE, j):
-    """Whether an event at ``time`` numbered ``seq`` comes before pending event ``j``
-    (time, then sequence)."""
-    return time < HT[j] or (time == HT[j] and seq < HE[j, _EVENT_SEQ])
+@intrinsic
+def _bits(typingctx, x):
+    """The bits of float64 ``x`` as an int64."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
 
 
 @njit(cache=True, _nrt=False)
-def _move(HT, HE, i, j):
-    """Copy pending event ``i`` to place ``j``."""
-    HT[j] = HT[i]
-    for c in range(4):
-        HE[j, c] = HE[i, c]
+def _slot(when, size):
+    """The first place to look for the instant at ``when`` in a hash table of ``size``."""
+    bits = _bits(when) * -7046029254386353131  # Fibonacci hashing: the high bits mix all
+    return (bits >> 32) & (size - 1)
+
+
+@njit(cache=True, _nrt=False)
+def _rehash(HT, HE, counters, size):
+    """Make the hash table ``size`` places (``len(HE)`` at most) and put every instant in."""
+    counters[_TABLE_SIZE] = size
+    for place in range(size):
+        HE[place, _TABLE] = 0
+    for i in range(counters[_INSTANTS]):
+        instant = HE[i, _HEAP_INSTANT]
+        place = _slot(HT[instant], size)
+        while HE[place, _TABLE]:
+            place = (place + 1) & (size - 1)
+        HE[place, _TABLE] = instant + 1
+
+
+@njit(cache=True, _nrt=False)
+def _sift_up(HT, HE, i, instant):
+    """Put ``instant`` in the heap's hole ``i``, or above it."""
+    when = HT[instant]
+    while i:
+        parent = (i - 1) >> 1
+        if HT[HE[parent, _HEAP_INSTANT]] <= when:
+            break
+        HE[i, _HEAP_INSTANT] = HE[parent, _HEAP_INSTANT]
+        i = parent
+    HE[i, _HEAP_INSTANT] = instant
 
 
 @njit(cache=True, _nrt=False)
 def _push(HT, HE, counters, when, kind, a, b):
-    """Schedule an event (a binary heap in arrays, sifted through a hole: one copy per
-    level; :func:`_simulate` keeps room)."""
-    i = counters[_EVENTS]
-    counters[_EVENTS] = i + 1
-    seq = counters[_SEQ]
-    counters[_SEQ] = seq + 1
-    while i:
-        parent = (i - 1) >> 1
-        if not _earlier(when, seq, HT, HE, parent):
+    """Schedule an event: last of its instant's, the instant made if new
+    (:func:`_simulate` keeps room)."""
+    e = counters[_FREE_EVENT]
+    counters[_FREE_EVENT] = HE[e, _EVENT_NEXT]
+    counters[_EVENTS] += 1
+    HE[e, _EVENT_KIND], HE[e, _EVENT_A], HE[e, _EVENT_B], HE[e, _EVENT_NEXT] = kind, a, b, -1
+    mask = counters[_TABLE_SIZE] - 1
+    place = _slot(when, mask + 1)
+    while HE[place, _TABLE]:
+        instant = HE[place, _TABLE] - 1
+        if HT[instant] == when:
+            HE[HE[instant, _LAST_EVENT], _EVENT_NEXT] = e
+            HE[instant, _LAST_EVENT] = e
+            return
+        place = (place + 1) & mask
+    instant = counters[_FREE_INSTANT]
+    counters[_FREE_INSTANT] = HE[instant, _FIRST_EVENT]
+    HT[instant] = when
+    HE[instant, _FIRST_EVENT] = HE[instant, _LAST_EVENT] = e
+    HE[place, _TABLE] = instant + 1
+    counters[_INSTANTS] += 1
+    _sift_up(HT, HE, counters[_INSTANTS] - 1, instant)
+    if 2 * counters[_INSTANTS] > counters[_TABLE_SIZE]:
+        _rehash(HT, HE, counters, 2 * counters[_TABLE_SIZE])
+
+
+@njit(cache=True, _nrt=False)
+def _forget(HT, HE, counters, instant):
+    """Take ``instant`` out of the hash table (moving back the entries probed past it)."""
+    mask = counters[_TABLE_SIZE] - 1
+    hole = _slot(HT[instant], mask + 1)
+    while HE[hole, _TABLE] != instant + 1:
+        hole = (hole + 1) & mask
+    place = hole
+    while True:
+        place = (place + 1) & mask
+        if not HE[place, _TABLE]:
             break
-        _move(HT, HE, parent, i)
-        i = parent
-    HT[i] = when
-    HE[i, _EVENT_SEQ], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B] = seq, kind, a, b
+        home = _slot(HT[HE[place, _TABLE] - 1], mask + 1)
+        if (place > hole and (home <= hole or home > place)) or \
+                (place < hole and home <= hole and home > place):
+            HE[hole, _TABLE] = HE[place, _TABLE]
+            hole = place
+    HE[hole, _TABLE] = 0
 
 
 @njit(cache=True, _nrt=False)
 def _pop(HT, HE, counters):
-    """Move the first pending event to the end of the heap's arrays; return its index."""
-    n = counters[_EVENTS] - 1
-    counters[_EVENTS] = n
-    time, seq = HT[n], HE[n, _EVENT_SEQ]
-    kind, a, b = HE[n, _EVENT_KIND], HE[n, _EVENT_A], HE[n, _EVENT_B]
-    _move(HT, HE, 0, n)
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        if child + 1 < n and _earlier(HT[child + 1], HE[child + 1, _EVENT_SEQ], HT, HE, child):
-            child += 1
-        if _earlier(time, seq, HT, HE, child):
-            break
-        _move(HT, HE, child, i)
-        i = child
-    if n:
-        HT[i] = time
-        HE[i, _EVENT_SEQ], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B] = seq, kind, a, b
-    return n
+    """Take the first pending event; return its time, kind and arguments."""
+    instant = HE[0, _HEAP_INSTANT]
+    now = HT[instant]
+    e = HE[instant, _FIRST_EVENT]
+    kind, a, b = HE[e, _EVENT_KIND], HE[e, _EVENT_A], HE[e, _EVENT_B]
+    if HE[e, _EVENT_NEXT] >= 0:
+        HE[instant, _FIRST_EVENT] = HE[e, _EVENT_NEXT]
+    else:  # the instant's last event: the instant goes
+        _forget(HT, HE, counters, instant)
+        HE[instant, _FIRST_EVENT] = counters[_FREE_INSTANT]
+        counters[_FREE_INSTANT] = instant
+        n = counters[_INSTANTS] - 1
+        counters[_INSTANTS] = n
+        last, when, i = HE[n, _HEAP_INSTANT], HT[HE[n, _HEAP_INSTANT]], 0
+        while True:  # the heap's last instant sifted down from the top
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and HT[HE[child + 1, _HEAP_INSTANT]] < HT[HE[child, _HEAP_INSTANT]]:
+                child += 1
+            if when <= HT[HE[child, _HEAP_INSTANT]]:
+                break
+            HE[i, _HEAP_INSTANT] = HE[child, _HEAP_INSTANT]
+            i = child
+        if n:
+            HE[i, _HEAP_INSTANT] = last
+    HE[e, _EVENT_NEXT] = counters[_FREE_EVENT]
+    counters[_FREE_EVENT] = e
+    counters[_EVENTS] -= 1
+    return now, kind, a, b
+
+
+@njit(cache=True)
+def _agenda(capacity, HT, HE, counters):
+    """The pending events' arrays with room for ``capacity`` events (a power of two), the
+    events of ``HT`` and ``HE`` (empty at first) kept."""
+    old = len(HT)
+    grown_T = np.empty(capacity)
+    grown_T[:old] = HT
+    grown_E = np.zeros((2 * capacity, 8), dtype=np.int64)
+    grown_E[:old, :_TABLE] = HE[:old, :_TABLE]
+    for row in range(old, capacity):  # the new rows: free events and free instants
+        grown_E[row, _EVENT_NEXT] = grown_E[row, _FIRST_EVENT] = row + 1
+    grown_E[capacity - 1, _EVENT_NEXT] = counters[_FREE_EVENT] if old else -1
+    grown_E[capacity - 1, _FIRST_EVENT] = counters[_FREE_INSTANT] if old else -1
+    counters[_FREE_EVENT] = counters[_FREE_INSTANT] = old
+    _rehash(grown_T, grown_E, counters, max(16, counters[_TABLE_SIZE]))
+    return grown_T, grown_E
 
 
 @njit(cache=True, _nrt=False)
@@ -133,29 +243,34 @@ def _request_share(now, HT, HE, counters):
 
 
 @njit(cache=True, _nrt=False)
-def _mark_dirty(t, counters, S, W):
-    if not S[t, _DIRTY_MARK]:
-        S[t, _DIRTY_MARK] = 1
-        W[counters[_DIRTY], _DIRTY_LIST] = t
+def _mark_dirty(f, counters, S, D):
+    if S[f, _DIRTY_AT] < 0:
+        S[f, _DIRTY_AT] = counters[_DIRTY]
+        D[counters[_DIRTY]] = f
         counters[_DIRTY] += 1
 
 
 @njit(cache=True, _nrt=False)
-def _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
-    """Start message ``t``: put it on its links, at its cap if none of them binds."""
-    route = M[t, _ROUTE]
+def _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI,
+                    N):
+    """Start message ``t``: put it on its links, at its cap if none of them binds (in a
+    flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
+    route = M[t, _CODE] >> 1
     nbytes = M[t, _BYTES]
     counters[_TRANSFERS] += 1
-    F[t, _BEGIN] = now
-    F[t, _LEFT] = float(nbytes)
-    F[t, _RATE] = 0.0
-    F[t, _LAST] = now
+    if len(MF):
+        MF[t, _BEGIN] = now
     first, last = hops[route], hops[route + 1]
     if nbytes == 0 or first == last:
         _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t, 0)
         return
+    counters[_FREE] -= 1
+    f = free_slots[counters[_FREE]]
+    S[f, _MESSAGE], S[f, _FLOW_ROUTE] = t, route
+    F[f, _LEFT] = float(nbytes)
+    F[f, _RATE] = 0.0
+    F[f, _LAST] = now
     free = True
-    S[t, _ACTIVE] = 1
     counters[_ON_LINKS] += 1
     cap = RT[route, _CAP]
     for h in range(last - first):
@@ -167,8 +282,8 @@ def _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
             LF[link, _LOAD] += cap
             if LF[link, _LOAD] > LF[link, _BANDWIDTH]:
                 free = False
-        node = M[t, _HOP] + h  # appended to the link's flows, in order of arrival
-        N[node, _FLOW] = t
+        node = f * counters[_HOPS_PER_SLOT] + h  # appended to the link's flows, in order
+        N[node, _FLOW] = f
         N[node, _NEXT] = -1
         tail = LI[link, _TAIL]
         N[node, _PREV] = tail
@@ -180,11 +295,11 @@ def _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
         LI[link, _NFLOWS] += 1
         LI[link, _LINK_BYTES] += nbytes
     if free:
-        F[t, _RATE] = cap
-        S[t, _VERSION] = 1
-        _push(HT, HE, counters, now + F[t, _LEFT] / cap, _FLOW_END, t, 1)
+        F[f, _RATE] = cap
+        S[f, _VERSION] += 1
+        _push(HT, HE, counters, now + F[f, _LEFT] / cap, _FLOW_END, f, S[f, _VERSION])
     else:
-        _mark_dirty(t, counters, S, W)
+        _mark_dirty(f, counters, S, D)
         _request_share(now, HT, HE, counters)
 
 
@@ -197,16 +312,18 @@ def _spend(rank, now, overhead, RF):
 
 
 @njit(cache=True, _nrt=False)
-def _start_at(when, t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
+def _start_at(when, t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI, N):
     delay = when - now
     if delay > 0:
         _push(HT, HE, counters, now + delay, _START, t, 0)
     else:
-        _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+        _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI,
+                        N)
 
 
 @njit(cache=True, _nrt=False)
-def _post(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF):
+def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT, hops,
+          LF, LI, N, R, RF):
     """Post ``rank``'s current step; move past steps that have nothing to wait for.
 
     ``ends``: the ends' offsets per step, then each end's message (``2 * message`` for
@@ -225,19 +342,24 @@ def _post(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF,
             count += 1
             if code & 1 == 0:  # the send
                 ready = _spend(rank, now, overhead, RF) if overhead else 0.0
-                if not S[t, _RECV_POSTED]:
-                    S[t, _SEND_POSTED] = 1
-                    F[t, _READY] = ready
+                if not P[t] & _RECV_POSTED:
+                    P[t] = _SEND_POSTED
+                    if overhead:
+                        MF[t, _READY] = ready
                 elif overhead:
-                    _start_at(ready, t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+                    _start_at(ready, t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT,
+                              hops, LF, LI, N)
                 else:
-                    _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
-            elif not S[t, _SEND_POSTED]:
-                S[t, _RECV_POSTED] = 1
+                    _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT,
+                                    hops, LF, LI, N)
+            elif not P[t] & _SEND_POSTED:
+                P[t] = _RECV_POSTED
             elif overhead:
-                _start_at(F[t, _READY], t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+                _start_at(MF[t, _READY], t, now, HT, HE, counters, M, MF, F, S, D, free_slots,
+                          RT, hops, LF, LI, N)
             else:
-                _start_transfer(t, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+                _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops,
+                                LF, LI, N)
         if count:
             R[rank, _PENDING] = count
             return
@@ -245,23 +367,25 @@ def _post(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF,
 
 
 @njit(cache=True, _nrt=False)
-def _op_done(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF):
+def _op_done(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
+             hops, LF, LI, N, R, RF):
     """One operation of ``rank``'s current step is done; advance when all are."""
     R[rank, _PENDING] -= 1
     if R[rank, _PENDING] == 0:
         R[rank, _CURRENT] += 1
-        _post(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF)
+        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
+              hops, LF, LI, N, R, RF)
 
 
 @njit(cache=True, _nrt=False)
-def _set_rate(t, rate, now, HT, HE, counters, F, S):
-    if F[t, _RATE]:
-        F[t, _LEFT] = max(F[t, _LEFT] - F[t, _RATE] * (now - F[t, _LAST]), 0.0)
-    F[t, _LAST] = now
-    F[t, _RATE] = rate
-    S[t, _VERSION] += 1
+def _set_rate(f, rate, now, HT, HE, counters, F, S):
+    if F[f, _RATE]:
+        F[f, _LEFT] = max(F[f, _LEFT] - F[f, _RATE] * (now - F[f, _LAST]), 0.0)
+    F[f, _LAST] = now
+    F[f, _RATE] = rate
+    S[f, _VERSION] += 1
     if rate > 0:  # a zero share (rounding) waits for the next recomputation
-        _push(HT, HE, counters, now + F[t, _LEFT] / rate, _FLOW_END, t, S[t, _VERSION])
+        _push(HT, HE, counters, now + F[f, _LEFT] / rate, _FLOW_END, f, S[f, _VERSION])
 
 
 @njit(cache=True, _nrt=False)
@@ -295,7 +419,7 @@ def _pop_link(LK, LQ, n):
 
 
 @njit(cache=True)
-def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, LQ):
+def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
     """Max-min fair rates of the flows joined to the seeds (``W[:nseeds, _STACK]``)
     through binding links: progressive filling, as :meth:`simulator.engine._Engine.share`,
     with the links' fair shares in an array heap (``LK`` keys, ``LQ[:, _HEAP_LINK]``)."""
@@ -310,7 +434,7 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, L
     nbinding = 0
     while depth:
         depth -= 1
-        r = M[W[depth, _STACK], _ROUTE]
+        r = S[W[depth, _STACK], _FLOW_ROUTE]
         for i in range(hops[r], hops[r + 1]):
             link = hops[nroutes + 1 + i]
             if LI[link, _SEEN] != stamp:
@@ -341,7 +465,7 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, L
     component = W[:ncomp, _COMPONENT].copy()
     caps = np.empty(ncomp)
     for i in range(ncomp):
-        caps[i] = RT[M[component[i], _ROUTE], _CAP]
+        caps[i] = RT[S[component[i], _FLOW_ROUTE], _CAP]
     by_cap = component[np.argsort(caps, kind="mergesort")]
     nfixed = 0
     next_cap = 0
@@ -359,8 +483,8 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, L
         while next_cap < ncomp and S[by_cap[next_cap], _FIXED] == stamp:
             next_cap += 1
         first = nfixed
-        if next_cap < ncomp and (not heap or RT[M[by_cap[next_cap], _ROUTE], _CAP] < LK[0]):
-            fair = RT[M[by_cap[next_cap], _ROUTE], _CAP]
+        if next_cap < ncomp and (not heap or RT[S[by_cap[next_cap], _FLOW_ROUTE], _CAP] < LK[0]):
+            fair = RT[S[by_cap[next_cap], _FLOW_ROUTE], _CAP]
             W[nfixed, _ORDER] = by_cap[next_cap]
             nfixed += 1
         elif heap:
@@ -379,7 +503,7 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, L
             f = W[j, _ORDER]
             S[f, _FIXED] = stamp
             F[f, _NEW_RATE] = fair
-            r = M[f, _ROUTE]
+            r = S[f, _FLOW_ROUTE]
             for i in range(hops[r], hops[r + 1]):
                 link = hops[nroutes + 1 + i]
                 if LI[link, _BINDING] == stamp:
@@ -392,21 +516,22 @@ def _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, L
 
 
 @njit(cache=True, _nrt=False)
-def _flow_end(t, version, now, slot, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N):
-    """The flow's last byte left, unless its rate changed since this end was scheduled;
-    it arrives after the route's latency less what slots of ``slot`` bytes hide
-    (:func:`simulator.gpu.hidden_latency`, the same operations; ``slot`` inf: none)."""
-    if version != S[t, _VERSION]:
+def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slots, RT, hops,
+              LF, LI, N):
+    """The last byte of the flow in slot ``f`` left, unless its rate changed since this end
+    was scheduled; the slot is free again.  The message arrives after the route's latency
+    less what FIFO slots of ``fifo_slot`` bytes hide (:func:`simulator.gpu.hidden_latency`,
+    the same operations; ``fifo_slot`` inf: none)."""
+    if version != S[f, _VERSION]:
         return
-    S[t, _ACTIVE] = 0
     counters[_ON_LINKS] -= 1
     shared = False
-    route = M[t, _ROUTE]
+    route, t = S[f, _FLOW_ROUTE], S[f, _MESSAGE]
     cap = RT[route, _CAP]
     first = hops[route]
     for h in range(hops[route + 1] - first):
         link = hops[len(RT) + 1 + first + h]
-        node = M[t, _HOP] + h
+        node = f * counters[_HOPS_PER_SLOT] + h
         before, after = N[node, _PREV], N[node, _NEXT]
         if before >= 0:
             N[before, _NEXT] = after
@@ -424,89 +549,122 @@ def _flow_end(t, version, now, slot, HT, HE, counters, M, F, S, W, RT, hops, LF,
             if LF[link, _LOAD] > LF[link, _BANDWIDTH]:  # the flows left may speed up
                 other = LI[link, _HEAD]
                 while other >= 0:
-                    _mark_dirty(N[other, _FLOW], counters, S, W)
+                    _mark_dirty(N[other, _FLOW], counters, S, D)
                     other = N[other, _NEXT]
                 shared = True
             LF[link, _LOAD] -= cap
+    if S[f, _DIRTY_AT] >= 0:  # no longer a seed of the sharing
+        D[S[f, _DIRTY_AT]] = -1
+        S[f, _DIRTY_AT] = -1
+    free_slots[counters[_FREE]] = f
+    counters[_FREE] += 1
     if shared:
         _request_share(now, HT, HE, counters)
-    latency = max(0.0, RT[route, _LATENCY] - max(0.0, M[t, _BYTES] - slot) / cap)
+    latency = max(0.0, RT[route, _LATENCY] - max(0.0, M[t, _BYTES] - fifo_slot) / cap)
     _push(HT, HE, counters, now + latency, _ARRIVE, t, 0)
 
 
 @njit(cache=True)
-def _simulate(gamma, overhead, slot, ends, M, F, S, W, RT, hops, LF, LI, N, R, RF, LK, LQ,
-              trace_order):
+def _slots(n, hops_per_slot, F, S, N, free_slots, nfree):
+    """The flow slots' arrays grown to ``n`` slots (new slots free, taken first); a first
+    call is given empty arrays.  Return them and the new count of free slots."""
+    old = len(F)
+    grown_F = np.empty((n, 4))
+    grown_F[:old] = F
+    grown_S = np.zeros((n, 6), dtype=np.int64)
+    grown_S[:old] = S
+    grown_S[old:, _DIRTY_AT] = -1
+    grown_N = np.empty((n * hops_per_slot, 3), dtype=np.int32)
+    grown_N[:len(N)] = N
+    grown_free = np.empty(n, dtype=np.int64)
+    grown_free[:nfree] = free_slots[:nfree]
+    grown_free[nfree:nfree + n - old] = np.arange(n - 1, old - 1, -1)
+    return grown_F, grown_S, grown_N, grown_free, nfree + n - old
+
+
+@njit(cache=True)
+def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, LK, LQ,
+              trace_order, hops_per_slot):
     """Run every event; return the counters."""
-    counters = np.zeros(8, dtype=np.int64)
+    counters = np.zeros(13, dtype=np.int64)
+    counters[_HOPS_PER_SLOT] = hops_per_slot
     nsteps = R[len(R) - 1, _STEP_END]
     most_ends = np.max(np.diff(ends[:nsteps + 1])) if nsteps else 0
-    HT = np.zeros(1024 + len(R) * (2 * most_ends + 2))  # room for every rank's first step
-    HE = np.zeros((len(HT), 4), dtype=np.int64)
+    HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
+                     np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
+    # slots for every rank's first step; the dirty list and the sharing's scratch lists
+    # have room for every slot's flow and what one event adds
+    F, S, N, free_slots, counters[_FREE] = _slots(
+        1024 + len(R) * most_ends, hops_per_slot, np.empty((0, 4)),
+        np.empty((0, 6), dtype=np.int64), np.empty((0, 3), dtype=np.int32),
+        np.empty(0, dtype=np.int64), 0)
+    W = np.empty((len(F), 3), dtype=np.int64)
+    D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
     now = 0.0
     for rank in range(len(R)):
-        _post(rank, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R,
-              RF)
+        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
+              hops, LF, LI, N, R, RF)
     while counters[_EVENTS]:
         # room for what one event may schedule: an end per flow whose rate changes, and
-        # the starts of two ranks' next steps
-        if counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
-            size = 2 * len(HT) + counters[_ON_LINKS]
-            HT = np.concatenate((HT, np.zeros(size - len(HT))))
-            HE = np.concatenate((HE, np.zeros((size - len(HE), 4), dtype=np.int64)))
-        i = _pop(HT, HE, counters)
-        now, kind, a, b = HT[i], HE[i, _EVENT_KIND], HE[i, _EVENT_A], HE[i, _EVENT_B]
+        # the starts of two ranks' next steps (each in a slot, each maybe dirty)
+        while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
+            HT, HE = _agenda(2 * len(HT), HT, HE, counters)
+        if counters[_FREE] < 2 * most_ends + 2:
+            F, S, N, free_slots, counters[_FREE] = _slots(
+                2 * len(F), hops_per_slot, F, S, N, free_slots, counters[_FREE])
+            W = np.empty((len(F), 3), dtype=np.int64)
+        if counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
+            D = np.concatenate((D, np.empty(len(D) + 2 * len(F), dtype=np.int64)))
+        now, kind, a, b = _pop(HT, HE, counters)
         if kind == _FLOW_END:
-            _flow_end(a, b, now, slot, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+            _flow_end(a, b, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slots, RT, hops,
+                      LF, LI, N)
         elif kind == _ARRIVE:
-            F[a, _ARRIVAL] = now
-            trace_order[counters[_ARRIVED]] = a
+            if len(MF):
+                MF[a, _ARRIVAL] = now
+            if len(trace_order):
+                trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
-            _op_done(M[a, _SRC], now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF,
-                     LI, N, R, RF)
+            route = M[a, _CODE] >> 1
+            _op_done(RK[route, _SRC], now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
+                     free_slots, RT, hops, LF, LI, N, R, RF)
             if overhead:
-                delay = _spend(M[a, _DST], now, overhead, RF) - now
+                delay = _spend(RK[route, _DST], now, overhead, RF) - now
                 _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, 0)
                 continue
-            cost = gamma * M[a, _BYTES] if M[a, _REDUCE] else 0.0
+            cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
             if not cost:
-                _op_done(M[a, _DST], now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops,
-                         LF, LI, N, R, RF)
+                _op_done(RK[route, _DST], now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
+                         free_slots, RT, hops, LF, LI, N, R, RF)
             else:
-                _push(HT, HE, counters, now + cost, _OP_DONE, M[a, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, RK[route, _DST], 0)
         elif kind == _OP_DONE:
-            _op_done(a, now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops, LF, LI, N, R,
-                     RF)
+            _op_done(a, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
+                     hops, LF, LI, N, R, RF)
         elif kind == _START:
-            _start_transfer(a, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N)
+            _start_transfer(a, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF,
+                            LI, N)
         elif kind == _RECEIVE_DONE:
-            cost = gamma * M[a, _BYTES] if M[a, _REDUCE] else 0.0
+            cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
+            dst = RK[M[a, _CODE] >> 1, _DST]
             if cost:
-                _push(HT, HE, counters, now + cost, _OP_DONE, M[a, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, dst, 0)
             else:
-                _op_done(M[a, _DST], now, overhead, HT, HE, counters, ends, M, F, S, W, RT, hops,
-                         LF, LI, N, R, RF)
-        else:  # _SHARE: the dirty flows still on links seed the recomputation
+                _op_done(dst, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
+                         free_slots, RT, hops, LF, LI, N, R, RF)
+        else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
             nseeds = 0
             for i in range(counters[_DIRTY]):
-                f = W[i, _DIRTY_LIST]
-                S[f, _DIRTY_MARK] = 0
-                if S[f, _ACTIVE]:
+                f = D[i]
+                if f >= 0:
+                    S[f, _DIRTY_AT] = -1
                     W[nseeds, _STACK] = f
                     nseeds += 1
             counters[_DIRTY] = 0
             if nseeds:
-                _share(nseeds, now, HT, HE, counters, M, F, S, W, RT, hops, LF, LI, N, LK, LQ)
+                _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ)
     return counters
-
-
-def _filled(shape: tuple[int, ...], dtype: type, fill: int) -> np.ndarray:
-    """A new array of ``fill``.  NumPy's ``empty`` asks for huge pages for large arrays,
-    so filling it faults far fewer pages than touching ``zeros``' lazily zeroed ones."""
-    array = np.empty(shape, dtype=dtype)
-    array.fill(fill)
-    return array
 
 
 def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
@@ -536,42 +694,27 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
         order of arrival, each message's start and arrival times) or None unless
         ``trace``.
     """
-    # built in place, without temporaries: at millions of messages, touching fresh memory
-    # (page faults) costs as much as the arithmetic
-    ends = np.empty(len(flat.end_ptr) + len(flat.end_message), dtype=np.int64)
-    ends[:len(flat.end_ptr)] = flat.end_ptr
-    codes = ends[len(flat.end_ptr):]
-    np.multiply(flat.end_message, 2, out=codes)
-    codes += ~flat.end_send
-    M = np.empty((len(flat.src), 6), dtype=np.int64)
-    for column, values in ((_SRC, flat.src), (_DST, flat.dst), (_BYTES, flat.nbytes),
-                           (_REDUCE, flat.reduce), (_ROUTE, flat.route)):
-        M[:, column] = values
-    hop_counts = np.diff(flat.route_ptr)[flat.route]
-    if len(M):
-        M[0, _HOP] = 0
-        np.cumsum(hop_counts[:-1], out=M[1:, _HOP])
+    messages = len(flat.message)
+    MF = np.empty((messages if trace or overhead else 0, 3))
+    P = np.zeros(messages, dtype=np.int8)
     RT = np.stack((flat.route_latency, flat.route_cap), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
     LF = np.zeros((len(flat.bandwidth), 5))
     LF[:, _BANDWIDTH] = flat.bandwidth
     LI = np.zeros((len(flat.bandwidth), 7), dtype=np.int64)
     LI[:, _HEAD] = LI[:, _TAIL] = -1
-    N = np.empty((int(hop_counts.sum()), 3), dtype=np.int32)  # written before read
     R = np.zeros((len(flat.step_ptr) - 1, 3), dtype=np.int64)
     R[:, _CURRENT], R[:, _STEP_END] = flat.step_ptr[:-1], flat.step_ptr[1:]
     RF = np.zeros((len(R), 2))
-    messages = len(flat.src)
-    order = np.empty(messages, dtype=np.int64)  # F, W, N and order are written before read
-    F = np.empty((messages, 7))
-    S = _filled((messages, 7), np.int32, 0)
-    W = np.empty((messages, 4), dtype=np.int32)
+    order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 2), dtype=np.int64)
-    counters = _simulate(float(gamma), float(overhead), float(slot), ends, M, F, S, W, RT, hops,
-                         LF, LI, N, R, RF, LK, LQ, order)
+    hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
+    counters = _simulate(float(gamma), float(overhead), float(slot), flat.ends, flat.message,
+                         flat.route_ranks, MF, P, RT, hops, LF, LI, R, RF, LK, LQ, order,
+                         hops_per_slot)
     if not np.array_equal(R[:, _CURRENT], R[:, _STEP_END]):
         return None
-    transfers = (order[:counters[_ARRIVED]], F[:, _BEGIN], F[:, _ARRIVAL]) if trace else None
+    transfers = (order[:counters[_ARRIVED]], MF[:, _BEGIN], MF[:, _ARRIVAL]) if trace else None
     return (int(counters[_TRANSFERS]), RF[:, _FINISH], LI[:, _LINK_BYTES], LF[:, _BUSY],
             transfers)

@@ -545,11 +545,11 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
         order, start, arrival = times
         hops = [tuple(flat.route_links[a:b].tolist())
                 for a, b in zip(flat.route_ptr[:-1].tolist(), flat.route_ptr[1:].tolist())]
-        src, dst, nbytes, route = (flat.src.tolist(), flat.dst.tolist(), flat.nbytes.tolist(),
-                                   flat.route.tolist())
+        route, nbytes = (flat.message[:, 0] >> 1).tolist(), flat.message[:, 1].tolist()
+        ranks = flat.route_ranks.tolist()
         start, arrival = start.tolist(), arrival.tolist()
-        transfers = tuple(Transfer(start[t], arrival[t], src[t], dst[t], nbytes[t], hops[route[t]])
-                          for t in order.tolist())
+        transfers = tuple(Transfer(start[t], arrival[t], *ranks[route[t]], nbytes[t],
+                                   hops[route[t]]) for t in order.tolist())
     finish = finish.tolist()
     return SimulationResult(
         time_s=max(finish, default=0.0), rank_finish_s=tuple(finish),

@@ -34,18 +34,16 @@ class FlatSchedule:
     ----------
     step_ptr : ndarray of int64, shape (nranks + 1,)
         Rank ``r``'s steps are the global steps ``step_ptr[r]:step_ptr[r + 1]``.
-    end_ptr : ndarray of int64, shape (steps + 1,)
-        Step ``g``'s message ends are ``end_ptr[g]:end_ptr[g + 1]``.
-    end_message : ndarray of int64
-        The message of each end.
-    end_send : ndarray of bool
-        Whether each end is the send (else the receive).
-    src, dst, nbytes : ndarray of int64, shape (messages,)
-        Each message's ranks and bytes.
-    reduce : ndarray of bool
-        Whether the receive reduces.
-    route : ndarray of int64
-        Each message's route (an index into the route arrays).
+    ends : ndarray of int64, shape (steps + 1 + ends,)
+        First the offsets of the steps' message ends (step ``g``'s are
+        ``ends[steps + 1 + ends[g]:steps + 1 + ends[g + 1]]``), then each end's code:
+        ``2 * message`` for the send, ``2 * message + 1`` for the receive.
+    message : ndarray of int64, shape (messages, 2)
+        Per message, ``2 * route + reduce`` (its route, an index into the route arrays,
+        and whether the receive reduces), then its bytes: the rows the compiled engine
+        reads, one cache line per message.
+    route_ranks : ndarray of int64, shape (routes, 2)
+        Each route's sending and receiving rank.
     route_ptr : ndarray of int64, shape (routes + 1,)
         Route ``i``'s links are ``route_links[route_ptr[i]:route_ptr[i + 1]]``.
     route_links : ndarray of int64
@@ -57,14 +55,9 @@ class FlatSchedule:
     """
 
     step_ptr: np.ndarray
-    end_ptr: np.ndarray
-    end_message: np.ndarray
-    end_send: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
-    nbytes: np.ndarray
-    reduce: np.ndarray
-    route: np.ndarray
+    ends: np.ndarray
+    message: np.ndarray
+    route_ranks: np.ndarray
     route_ptr: np.ndarray
     route_links: np.ndarray
     route_latency: np.ndarray
@@ -72,14 +65,18 @@ class FlatSchedule:
     bandwidth: np.ndarray
 
 
+_DTYPES = {"b": np.int8, "i": np.int32, "q": np.int64}  # by array typecode
+_INT32 = np.iinfo(np.int32)
+
+
 def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """Steps per rank, ends per step, and each end's kind, peer and length, in order.
 
-    Kinds: 0 send, 1 receive, 2 receive that reduces.  Collected in :mod:`array` buffers,
-    which NumPy then reads without copying.
+    Kinds: 0 send, 1 receive, 2 receive that reduces; peers as int32 (less memory to
+    touch).  Collected in :mod:`array` buffers, which NumPy then reads without copying.
     """
     steps_per_rank, ends_per_step = array("q"), array("q")
-    kinds, peers, lengths = array("b"), array("q"), array("q")
+    kinds, peers, lengths = array("b"), array("i"), array("q")
     count_step, kind, peer, length = ends_per_step.append, kinds.append, peers.append, lengths.append
     for rank in range(schedule.nranks):
         steps = schedule.steps(rank)
@@ -98,17 +95,23 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
                 length(op.stop - op.start)
                 n += 1
             count_step(n)
-    return tuple(np.frombuffer(buffer, dtype=np.int8 if buffer.typecode == "b" else np.int64)
+    return tuple(np.frombuffer(buffer, dtype=_DTYPES[buffer.typecode])
                  for buffer in (steps_per_rank, ends_per_step, kinds, peers, lengths))
 
 
 _GAP = np.iinfo(np.int64).min  # a round without an operation, in a pool of lengths
 
 
+#: the pairs of sequences :class:`_Pool` recalls (kept alive so that their ids stay
+#: theirs): a schedule's ranks share a few cached ones, or none
+_RECALLED = 256
+
+
 class _Pool:
     """The entry lengths (``stop - start``, :data:`_GAP` for a gap) of many lanes in one
     growing array; a pair of sequences met again (every rank of a schedule may read the
-    same cached segment tuples) is stored once."""
+    same cached segment tuples) is stored once, while among the last :data:`_RECALLED`
+    pairs met (ring's are new for every rank: kept, they would hold hundreds of MB)."""
 
     def __init__(self) -> None:
         self.buffer = np.empty(1 << 16, dtype=np.int64)
@@ -128,11 +131,13 @@ class _Pool:
             self.buffer = grown
         out = self.buffer[offset:self.size]
         try:
-            out[:] = np.fromiter(stops, dtype=np.int64, count=n)
-            out -= np.fromiter(starts, dtype=np.int64, count=n)
+            np.subtract(np.fromiter(stops, dtype=np.int64, count=n),
+                        np.fromiter(starts, dtype=np.int64, count=n), out=out)
         except TypeError:  # a None: a gap where the start is one (a stop alone counts as -1)
             out[:] = [_GAP if a is None else (-1 if b is None else b) - a
                       for a, b in zip(starts, stops)]
+        if len(self.seen) >= _RECALLED:
+            self.seen.clear()
         self.seen[key] = (starts, stops, offset)
         return offset
 
@@ -164,8 +169,11 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
             n = min(len(starts), len(stops))
             table.extend((lane.first_round, _lane_kind(lane), lane.peer,
                           pool.offset(starts, stops, n), n))
-    return _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)),
-                  np.frombuffer(table, dtype=np.int64).reshape(-1, 5), pool.array(), _GAP)
+    rows = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
+    if len(rows) and not _INT32.min <= rows[:, 2].min() <= rows[:, 2].max() <= _INT32.max:
+        raise OverflowError("a peer beyond int32")  # as array("i") raises in _ends
+    return _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), rows, pool.array(),
+                  _GAP)
 
 
 @njit(cache=True)
@@ -179,7 +187,7 @@ def _merge(lane_ptr, table, pool, gap):
     steps_per_rank = np.zeros(nranks, dtype=np.int64)
     ends_per_step = np.empty(most, dtype=np.int64)
     kinds = np.empty(most, dtype=np.int8)
-    peers = np.empty(most, dtype=np.int64)
+    peers = np.empty(most, dtype=np.int32)
     lengths = np.empty(most, dtype=np.int64)
     nsteps = nends = 0
     for r in range(nranks):
@@ -230,8 +238,8 @@ def _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense):
     ``dense``: -1 per ordered pair, looked up instead of a hash table, or empty."""
     index = Dict.empty(key_type=types.int64, value_type=types.int64)
     keys = List.empty_list(types.int64)
-    end_pair = np.empty(len(kind), dtype=np.int64)
-    end_k = np.empty(len(kind), dtype=np.int64)
+    end_pair = np.empty(len(kind), dtype=np.int32)  # int32: less memory to touch
+    end_k = np.empty(len(kind), dtype=np.int32)
     counts = np.zeros((max(16, 4 * p), 2), dtype=np.int64)  # sends, receives per pair
     for r in range(p):
         for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
@@ -261,10 +269,12 @@ def _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense):
 
 
 @njit(cache=True)
-def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys):
+def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype_size, codes):
     """Give every message an index, in the order its sender reaches it (how far through
     its steps, then the sender), so that messages in flight together lie together in the
-    engine's arrays; return None when some send or receive has no partner of its length."""
+    engine's arrays; write each end's code into ``codes`` and return the messages' rows
+    (:class:`FlatSchedule`), or None when some send or receive has no partner of its
+    length."""
     if not np.array_equal(counts[:, 0], counts[:, 1]):
         return None
     base = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -289,33 +299,33 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys)
                 if kind[e] == 0:
                     number[base[end_pair[e]] + end_k[e]] = first[progress]
                     first[progress] += 1
-    end_message = np.empty(len(kind), dtype=np.int64)
-    src = np.empty(messages, dtype=np.int64)
-    dst = np.empty(messages, dtype=np.int64)
-    nbytes = np.empty(messages, dtype=np.int64)
-    reduce = np.zeros(messages, dtype=np.int8)
-    route = np.empty(messages, dtype=np.int64)
+    rows = np.empty((messages, 2), dtype=np.int64)
     for e in range(len(kind)):
         t = number[base[end_pair[e]] + end_k[e]]
-        end_message[e] = t
+        codes[e] = 2 * t + (kind[e] != 0)
         if kind[e] == 0:
-            key = keys[end_pair[e]]
-            src[t], dst[t], nbytes[t], route[t] = key // p, key % p, length[e], end_pair[e]
+            rows[t, 0], rows[t, 1] = 2 * np.int64(end_pair[e]), length[e] * dtype_size
     for e in range(len(kind)):
         if kind[e] != 0:
-            t = end_message[e]
-            if length[e] != nbytes[t]:
+            t = codes[e] >> 1
+            if length[e] * dtype_size != rows[t, 1]:
                 return None
-            reduce[t] = kind[e] == 2
-    return end_message, src, dst, nbytes, reduce, route, keys
+            rows[t, 0] += kind[e] == 2
+    return rows
 
 
-def _number_messages(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
-                     peer: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, ...] | None:
-    """Match every send with its receive and number the messages (:func:`_messages`)."""
+def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, kind: np.ndarray,
+                     peer: np.ndarray, length: np.ndarray,
+                     dtype_size: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Match every send with its receive and number the messages (:func:`_messages`):
+    the ends' codes go after their offsets in ``ends``; return the messages' rows and the
+    ordered pairs (``src * p + dst``, a route each), or None."""
+    end_ptr = ends[:len(ends) - len(kind)]
     dense = np.full(p * p if p * p <= _DENSE_PAIRS else 0, -1, dtype=np.int32)
     end_pair, end_k, counts, keys = _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense)
-    return _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, keys)
+    rows = _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype_size,
+                     ends[len(end_ptr):])
+    return None if rows is None else (rows, keys)
 
 
 def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule | None:
@@ -338,14 +348,20 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
     """
     p = schedule.nranks
     read = _ends if schedule.lanes is None else _lane_ends
-    steps_per_rank, ends_per_step, kind, peer, length = read(schedule)
+    try:
+        steps_per_rank, ends_per_step, kind, peer, length = read(schedule)
+    except OverflowError:  # a peer beyond int32 is not one of its ranks
+        return None
     if len(peer) and not (0 <= peer.min() and peer.max() < p):
         return None  # a peer outside the schedule's ranks
-    step_ptr, end_ptr = _offsets(steps_per_rank), _offsets(ends_per_step)
-    numbered = _number_messages(p, step_ptr, end_ptr, kind, peer, length)
+    step_ptr = _offsets(steps_per_rank)
+    ends = np.empty(len(ends_per_step) + 1 + len(kind), dtype=np.int64)
+    ends[0] = 0
+    np.cumsum(ends_per_step, out=ends[1:len(ends_per_step) + 1])
+    numbered = _number_messages(p, step_ptr, ends, kind, peer, length, dtype_size)
     if numbered is None:
         return None
-    end_message, src, dst, nbytes, reduce, route, pairs = numbered
+    rows, pairs = numbered
     links, latency, cap = [], [], []
     bandwidth = topology.bandwidths_Bps
     for key in pairs.tolist():  # one route per ordered pair that exchanges messages
@@ -355,8 +371,8 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
         latency.append(float(topology.alpha(a, b)))
         cap.append(min((bandwidth[link] for link in hops), default=float("inf")))
     return FlatSchedule(
-        step_ptr=step_ptr, end_ptr=end_ptr, end_message=end_message, end_send=kind == 0,
-        src=src, dst=dst, nbytes=nbytes * dtype_size, reduce=reduce.astype(bool), route=route,
+        step_ptr=step_ptr, ends=ends, message=rows,
+        route_ranks=np.stack((pairs // p, pairs % p), axis=1),
         route_ptr=_offsets([len(hops) for hops in links]),
         route_links=np.array([link for hops in links for link in hops], dtype=np.int64),
         route_latency=np.array(latency, dtype=np.float64),

@@ -75,6 +75,8 @@ def test_a_schedule_that_cannot_complete_raises_the_event_engines_error() -> Non
         simulate(_steps([[Send(1, 0, 4)]], [[Recv(0, 0, 5)]]), flat, engine="compiled")
     with pytest.raises(ScheduleError, match="peer 5"):
         simulate(_steps([[Send(5, 0, 4)]], [[Recv(0, 0, 4)]]), flat, engine="compiled")
+    with pytest.raises(ScheduleError, match=f"peer {2**40}"):  # beyond the int32 peers
+        simulate(_steps([[Send(2**40, 0, 4)]], [[Recv(0, 0, 4)]]), flat, engine="compiled")
 
 
 def test_an_unknown_engine_is_named() -> None:
