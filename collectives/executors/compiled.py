@@ -54,19 +54,22 @@ _imrecv = types.ExternalFunction("MPI_Imrecv", _int(_ptr, _int, _ptr, _ptr, _ptr
 @njit(cache=True)
 def _reduce(into: np.ndarray, source: np.ndarray, at: int, start: int, n: int,
             op: int) -> None:
-    """``into[at:at+n] = op(into[at:at+n], source[start:start+n])``, element by element."""
+    """``into[at:at+n] = op(into[at:at+n], source[start:start+n])``, element by element
+    (on slices: loops over them vectorise, loops over offset indices did not: 10x slower
+    than NumPy at 64 KiB, measured)."""
+    a, b = into[at:at + n], source[start:start + n]
     if op == 0:
         for i in range(n):
-            into[at + i] = into[at + i] + source[start + i]
+            a[i] = a[i] + b[i]
     elif op == 1:
         for i in range(n):
-            into[at + i] = into[at + i] * source[start + i]
+            a[i] = a[i] * b[i]
     elif op == 2:
         for i in range(n):
-            into[at + i] = max(into[at + i], source[start + i])
+            a[i] = max(a[i], b[i])
     else:
         for i in range(n):
-            into[at + i] = min(into[at + i], source[start + i])
+            a[i] = min(a[i], b[i])
 
 
 @njit(cache=True)
@@ -159,9 +162,7 @@ def _run(table: np.ndarray, statuses: np.ndarray, work: np.ndarray, scratch: np.
             _reduce_bytes(work, scratch, table[at:at + REDUCE], table[DTYPE], table[OP])
         for c in range(step[6], step[7]):
             row = table[table[COPIES_AT] + COPY * c:table[COPIES_AT] + COPY * (c + 1)]
-            source, destination = areas[row[0]], areas[row[2]]
-            for i in range(row[4]):
-                destination[row[3] + i] = source[row[1] + i]
+            areas[row[2]][row[3]:row[3] + row[4]] = areas[row[0]][row[1]:row[1] + row[4]]
     return 0
 
 

@@ -246,6 +246,11 @@ class PersistentPlans:
     def __len__(self) -> int:
         return len(self._bindings)
 
+    def walks(self) -> dict[str, int]:
+        """How many of the cached bindings each walk runs: ``compiled`` and ``python``."""
+        compiled = sum(binding.flat is not None for binding in self._bindings.values())
+        return {"compiled": compiled, "python": len(self._bindings) - compiled}
+
     def run(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
             scratch: np.ndarray, send: np.ndarray | None = None) -> None:
         """Run ``plan`` on ``work`` (updated in place), binding it first on a cache miss.
