@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from ..ops import ALL_OPS
-from .flat import (DTYPE_CODES, FIRST_MISMATCH, OP_CODES, RAISED, TAG_MISMATCH, Flat,
-                   FlatStep, supports)
+from .compiled import (DTYPE_CODES, FIRST_MISMATCH, OP_CODES, RAISED, TAG_MISMATCH, Flat,
+                       FlatStep, supports)
 from .guard import Guard, SignedPlan, SignedStep
 from .plan import Plan, PlanStep, describe_step
 
@@ -235,7 +235,7 @@ class PersistentPlans:
         Its guard: each step completes through it (signed tags, the failure message).
     kernel : ctypes function, optional
         The compiled walk (:func:`~.compiled.kernel`): it runs every binding whose
-        reductions it has (:func:`~.flat.supports`); the Python walk runs the others.
+        reductions it has (:func:`~.compiled.supports`); the Python walk runs the others.
     """
 
     def __init__(self, mpi: Any, comm: Any, guard: Guard, kernel: Any = None) -> None:
