@@ -59,8 +59,10 @@ _TRANSPORTS: "weakref.WeakSet[MpiTransport]" = weakref.WeakSet()
 
 
 
+@lru_cache(maxsize=1)
 def _loaded_libmpi() -> str | None:
-    """Path of the ``libmpi`` this process has loaded (Linux), else None."""
+    """Path of the ``libmpi`` this process has loaded (Linux), else None (read once: with
+    Numba loaded, ``/proc/self/maps`` takes ~1 ms to read, once per new communicator)."""
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
