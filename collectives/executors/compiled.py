@@ -16,10 +16,11 @@ The binding describes itself as one flat ``int64`` table (:class:`Flat`, which
 :data:`REQUEST` fields per request, the requests' handles (the ``MPI_Request`` array the
 calls read and write, holding the handles mpi4py created, ``MPI._handleof``),
 :data:`REDUCE` fields per reduction and :data:`COPY` fields per copy; beside it, one
-24-byte ``MPI_Status`` per request in an ``int32`` array.  At the first problem the kernel stops and returns a
-code (:data:`FIRST_MISMATCH`, :data:`TAG_MISMATCH`, :data:`RECV_ERROR`,
-:data:`SEND_ERROR`, :data:`RAISED`), with the step and what it needs in the table's state
-fields, and the Python side hands it to the guard as the Python walk would.
+24-byte ``MPI_Status`` per request in an ``int32`` array.  At the first problem the
+kernel stops and returns a code (:data:`FIRST_MISMATCH`, :data:`TAG_MISMATCH`,
+:data:`RECV_ERROR`, :data:`SEND_ERROR`, :data:`RAISED`), with the step and what it needs
+in the table's state fields, and the Python side hands it to the guard as the Python
+walk would.
 
 Only Open MPI is supported (handles are pointers, ``MPI_Status`` is 24 bytes, and
 ``MPI_STATUSES_IGNORE`` is NULL: :func:`kernel` checks the first two and the vendor), and
@@ -75,6 +76,7 @@ FIRST_MISMATCH, TAG_MISMATCH, RECV_ERROR, SEND_ERROR, RAISED = range(1, 6)
 
 #: bytes of an Open MPI ``MPI_Status`` ({int source, tag, error, _cancelled; size_t _ucount})
 STATUS_BYTES = 24
+
 
 def supports(dtype: np.dtype, op: str) -> bool:
     """Whether the kernel reduces ``op`` on ``dtype`` (native byte order) as NumPy does."""

@@ -39,7 +39,8 @@ from .hello import Hellos
 from .persistent import PersistentPlans
 from .plan import Plan, PlanStep, apply_copies, describe_step
 
-__all__ = ["CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware", "mpi_transport", "close", "post_step"]
+__all__ = ["CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
+           "mpi_transport", "close", "post_step"]
 
 CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
 #: ``0`` runs NumPy calls through the Python walk instead of the compiled one
