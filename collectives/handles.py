@@ -31,7 +31,7 @@ from .calls import Prepared
 from .executors.buffers import Call
 from .executors.guard import signed_plan
 from .executors.check import agree
-from .executors.persistent import Binding, bind
+from .executors.persistent import Binding
 
 __all__ = ["PersistentCollective", "allreduce_init", "reduce_scatter_init", "allgather_init"]
 
@@ -78,8 +78,8 @@ class PersistentCollective:
         self._signed = signed_plan(plan, prepared.op, transport.guard.codec)
         if plan.steps:
             from mpi4py import MPI as mpi  # loaded already: the transport runs on it
-            self._binding.append(bind(mpi, transport.comm, plan, self._signed, prepared.op,
-                                      self._work, self._scratch, call.send))
+            self._binding.append(transport.persistent.bind(plan, self._signed, prepared.op,
+                                                           self._work, self._scratch, call.send))
             self._free = weakref.finalize(self, _free, self._binding, mpi)
 
     def __call__(self) -> np.ndarray:

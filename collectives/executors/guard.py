@@ -343,13 +343,41 @@ class Guard:
             if status.tag == tag and status.Get_count() == length:
                 taken.append(message.Irecv(buffer))
                 continue
-            got, nbytes = status.tag, status.Get_count()
-            message.Recv(bytearray(nbytes))
-            reason = f"rank {self.rank}, {describe(index)}: " + self._stranger(
-                peer, got, tag, nbytes, length)
-            self.settle(mpi, taken + sends, len(taken), signed.others, buffers, reason)
-            raise ArgumentMismatchError(reason + _HINT)
+            self.reject(mpi, message, len(taken), plan_step, signed, index, taken + sends,
+                        len(taken), buffers, describe)
         return taken
+
+    def reject(self, mpi: Any, message: Any, k: int, plan_step: PlanStep, signed: SignedPlan,
+               index: int, requests: list[Any], nrecvs: int, buffers: tuple[Any, ...],
+               describe: Callable[[int], str]) -> None:
+        """Receive whole a first message that carries another call's tag or length (its
+        probe's status in :attr:`status`), clean up (:meth:`settle`) and raise.
+
+        Parameters
+        ----------
+        mpi, plan_step, signed, index, buffers, describe
+            As for :meth:`complete`.
+        message : mpi4py.MPI.Message
+            The message matched by the probe.
+        k : int
+            Which of the step's receives it was probed for.
+        requests : list of mpi4py.MPI.Request
+            The step's receives taken before it, then its sends (started).
+        nrecvs : int
+            How many of ``requests`` are receives.
+
+        Raises
+        ------
+        ArgumentMismatchError
+            Always; the communicator is then broken.
+        """
+        got, nbytes = self.status.tag, self.status.Get_count()
+        message.Recv(bytearray(nbytes))
+        reason = f"rank {self.rank}, {describe(index)}: " + self._stranger(
+            plan_step.recvs[k][2], got, signed.steps[index].tags[k], nbytes,
+            signed.steps[index].lengths[k])
+        self.settle(mpi, requests, nrecvs, signed.others, buffers, reason)
+        raise ArgumentMismatchError(reason + _HINT)
 
     def complete(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
                  index: int, buffers: tuple[Any, ...], describe: Callable[[int], str]) -> None:

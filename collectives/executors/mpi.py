@@ -39,9 +39,12 @@ from .hello import Hellos
 from .persistent import PersistentPlans
 from .plan import Plan, PlanStep, apply_copies, describe_step
 
-__all__ = ["CUDA_AWARE_ENV", "MpiTransport", "cuda_aware", "mpi_transport", "close", "post_step"]
+__all__ = ["CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
+           "mpi_transport", "close", "post_step"]
 
 CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
+#: ``0`` runs NumPy calls through the Python walk instead of the compiled one
+COMPILED_ENV = "COLLSIM_MPI_COMPILED"
 
 _MPI: Any = None  # mpi4py.MPI, imported on first use
 _KEYVAL = 0  # the MPI attribute key under which each communicator keeps its transport
@@ -57,8 +60,10 @@ _TRANSPORTS: "weakref.WeakSet[MpiTransport]" = weakref.WeakSet()
 
 
 
+@lru_cache(maxsize=1)
 def _loaded_libmpi() -> str | None:
-    """Path of the ``libmpi`` this process has loaded (Linux), else None."""
+    """Path of the ``libmpi`` this process has loaded (Linux), else None (read once: with
+    Numba loaded, ``/proc/self/maps`` takes ~1 ms to read, once per new communicator)."""
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
@@ -89,6 +94,18 @@ def cuda_aware() -> bool | None:
         return None
     query = getattr(ctypes.CDLL(path), "MPIX_Query_cuda_support", None)
     return None if query is None else bool(query())
+
+
+def compiled_walk() -> Any:
+    """The compiled walk of bound plans (:func:`.compiled.kernel`), or None where it cannot
+    run (not Open MPI) or ``COLLSIM_MPI_COMPILED=0``."""
+    forced = os.environ.get(COMPILED_ENV, "1")
+    if forced not in ("0", "1"):
+        raise ValueError(f"{COMPILED_ENV}={forced!r} is not allowed; use 1 or 0")
+    if forced == "0":
+        return None
+    from .compiled import kernel
+    return kernel(_MPI, _loaded_libmpi())
 
 
 @lru_cache(maxsize=None)
@@ -254,7 +271,7 @@ class MpiTransport:
         #: collectives run, by path: "persistent" (NumPy), "direct" (CUDA-aware CuPy),
         #: "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
-        self.persistent = PersistentPlans(_MPI, self.comm, self.guard)
+        self.persistent = PersistentPlans(_MPI, self.comm, self.guard, compiled_walk())
         #: native calls announce themselves first, so that ranks that disagree raise
         self.hellos = Hellos(_MPI, self.comm, self.guard)
         _TRANSPORTS.add(self)

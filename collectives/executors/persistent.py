@@ -31,8 +31,10 @@ from typing import Any
 import numpy as np
 
 from ..ops import ALL_OPS
-from .guard import Guard, SignedPlan
-from .plan import Plan, describe_step
+from .compiled import (DTYPE_CODES, FIRST_MISMATCH, OP_CODES, RAISED, TAG_MISMATCH, Flat,
+                       FlatStep, supports)
+from .guard import Guard, SignedPlan, SignedStep
+from .plan import Plan, PlanStep, describe_step
 
 __all__ = ["BINDINGS_PER_COMM", "Binding", "BoundStep", "PersistentPlans", "bind"]
 
@@ -54,11 +56,14 @@ class Binding:
         The reduction.
     steps : tuple of BoundStep
         One per plan step.
+    flat : Flat or None
+        The same steps as the compiled walk's table, when it runs them.
     """
 
     plan: Plan
     reduce: Any
     steps: tuple["BoundStep", ...]
+    flat: Flat | None = None
 
     def free(self) -> None:
         """Free every persistent request (the binding must not be run afterwards)."""
@@ -112,20 +117,21 @@ def _overlaps(a: slice, b: slice) -> bool:
     return a.start < b.stop and b.start < a.stop
 
 
-def _copies(work: np.ndarray, copies: tuple[tuple[slice, slice], ...]) -> Views:
-    """A step's copies as ``(source, destination)`` views, applied in order: directly when
-    no destination overlaps a source, else through a staging area (every source copied into
-    it before any destination is written)."""
+def _copy_rows(copies: tuple[tuple[slice, slice], ...]) -> tuple[list[tuple[int, ...]], int]:
+    """A step's copies as ``(source_in_stage, source, destination_in_stage, destination,
+    elements)`` rows, applied in order: directly when no destination overlaps a source,
+    else through a staging area (every source copied into it before any destination is
+    written); and the staging elements that needs."""
     if not any(_overlaps(dst, src) for _, dst in copies for src, _ in copies):
-        return tuple((work[source], work[destination]) for source, destination in copies)
-    stage = np.empty(sum(source.stop - source.start for source, _ in copies), work.dtype)
+        return [(0, source.start, 0, destination.start, source.stop - source.start)
+                for source, destination in copies], 0
     into, out_of, offset = [], [], 0
     for source, destination in copies:
         length = source.stop - source.start
-        into.append((work[source], stage[offset:offset + length]))
-        out_of.append((stage[offset:offset + length], work[destination]))
+        into.append((0, source.start, 1, offset, length))
+        out_of.append((1, offset, 0, destination.start, length))
         offset += length
-    return (*into, *out_of)
+    return into + out_of, offset
 
 
 def _send_buffers(plan: Plan, work: np.ndarray, send: np.ndarray | None) -> list[list[Any]]:
@@ -147,7 +153,7 @@ def _send_buffers(plan: Plan, work: np.ndarray, send: np.ndarray | None) -> list
 
 
 def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
-         scratch: np.ndarray, send: np.ndarray | None = None) -> Binding:
+         scratch: np.ndarray, send: np.ndarray | None = None, kernel: Any = None) -> Binding:
     """Create the persistent requests and views that run ``plan`` on these buffers.
 
     Parameters
@@ -177,10 +183,12 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
         send = _over(mpi, send, plan.input.stop - plan.input.start)
     work = _over(mpi, work, plan.count)
     scratch = _over(mpi, scratch, plan.scratch_count)
+    copies = [_copy_rows(step.copies) for step in plan.steps]
+    stage = np.empty(max((staged for _, staged in copies), default=0), work.dtype)
     areas = (work.view(np.uint8), scratch.view(np.uint8))
-    steps = []
-    for step, signed_step, sources in zip(plan.steps, signed.steps,
-                                          _send_buffers(plan, work, send)):
+    steps, flat = [], []
+    for step, signed_step, sources, (rows, _) in zip(plan.steps, signed.steps,
+                                                     _send_buffers(plan, work, send), copies):
         first = tuple(areas[into_scratch][span]
                       for into_scratch, span, _, _ in step.recvs[:step.first])
         receives = [comm.Recv_init(areas[into_scratch][span], peer, mpi.ANY_TAG)
@@ -188,9 +196,30 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
         sends = [comm.Send_init(source, peer, tag)
                  for source, (_, peer, tag) in zip(sources, signed_step.sends)]
         reduces = tuple((work[target], scratch[source]) for target, source in step.reduces)
+        views = tuple(((work, stage)[a][s:s + n], (work, stage)[b][d:d + n])
+                      for a, s, b, d, n in rows)
         steps.append(BoundStep(receives + sends, first, receives, sends, signed_step.tags,
-                               reduces, _copies(work, step.copies)))
-    return Binding(plan, getattr(np, ALL_OPS[op]), tuple(steps))
+                               reduces, views))
+        if kernel is not None:
+            flat.append(_flat_step(mpi, step, signed_step, areas, receives + sends, rows,
+                                   work.itemsize))
+    if kernel is not None:
+        codes = (DTYPE_CODES.get(plan.dtype, 0), OP_CODES.get(op, 0))
+        flat = Flat(mpi, comm, flat, (*areas, stage.view(np.uint8)), *codes)
+    return Binding(plan, getattr(np, ALL_OPS[op]), tuple(steps), flat or None)
+
+
+def _flat_step(mpi: Any, step: PlanStep, signed: SignedStep, areas: tuple[np.ndarray, ...],
+               requests: list[Any], copies: list[tuple[int, ...]], itemsize: int) -> FlatStep:
+    """A bound step as the compiled walk's table holds it (:mod:`.compiled`)."""
+    receives = [(peer, tag, length, areas[into_scratch][span].ctypes.data)
+                for (into_scratch, span, peer, _), tag, length
+                in zip(step.recvs, signed.tags, signed.lengths)]
+    reduces = [(target.start, source.start, target.stop - target.start)
+               for target, source in step.reduces]
+    return FlatStep(step.first, receives, [mpi._handleof(r) for r in requests],
+                    len(step.sends), reduces,
+                    [(a, s * itemsize, b, d * itemsize, n * itemsize) for a, s, b, d, n in copies])
 
 
 class PersistentPlans:
@@ -204,15 +233,23 @@ class PersistentPlans:
         The private communicator.
     guard : Guard
         Its guard: each step completes through it (signed tags, the failure message).
+    kernel : ctypes function, optional
+        The compiled walk (:func:`~.compiled.kernel`): it runs every binding whose
+        reductions it has (:func:`~.compiled.supports`); the Python walk runs the others.
     """
 
-    def __init__(self, mpi: Any, comm: Any, guard: Guard) -> None:
-        self._mpi, self._comm, self._guard = mpi, comm, guard
+    def __init__(self, mpi: Any, comm: Any, guard: Guard, kernel: Any = None) -> None:
+        self._mpi, self._comm, self._guard, self._kernel = mpi, comm, guard, kernel
         self._startall, self._address = mpi.Prequest.Startall, mpi.Get_address
         self._bindings: OrderedDict[tuple, Binding] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._bindings)
+
+    def walks(self) -> dict[str, int]:
+        """How many of the cached bindings each walk runs: ``compiled`` and ``python``."""
+        compiled = sum(binding.flat is not None for binding in self._bindings.values())
+        return {"compiled": compiled, "python": len(self._bindings) - compiled}
 
     def run(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
             scratch: np.ndarray, send: np.ndarray | None = None) -> None:
@@ -247,8 +284,7 @@ class PersistentPlans:
         if binding is None or binding.plan is not plan:
             if binding is not None:
                 binding.free()
-            binding = bindings[key] = bind(self._mpi, self._comm, plan, signed, op, work,
-                                           scratch, send)
+            binding = bindings[key] = self.bind(plan, signed, op, work, scratch, send)
             if len(bindings) > BINDINGS_PER_COMM:
                 bindings.popitem(last=False)[1].free()
         else:
@@ -259,15 +295,23 @@ class PersistentPlans:
             del bindings[key]  # its requests may still be active: never start them again
             raise
 
+    def bind(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
+             scratch: np.ndarray, send: np.ndarray | None = None) -> Binding:
+        """:func:`bind` on this communicator, laid out for the compiled walk where it runs
+        the plan's reductions (every plan without any)."""
+        kernel = self._kernel if self._kernel is not None and (
+            supports(work.dtype, op) or not any(step.reduces for step in plan.steps)) else None
+        return bind(self._mpi, self._comm, plan, signed, op, work, scratch, send, kernel)
+
     def walk(self, binding: Binding, signed: SignedPlan, op: str, work: np.ndarray,
              scratch: np.ndarray) -> None:
-        """Run a binding's steps: per step ``Startall`` (with the guard's probes at steps
-        that first hear from a peer), the guard's wait, the reductions and copies.
+        """Run a binding's steps, in one call of the compiled walk where it has a table,
+        else in Python (:meth:`walk_python`).
 
         Parameters
         ----------
         binding : Binding
-            Created by :func:`bind` on this communicator.
+            Created by :meth:`bind`.
         signed, op, work, scratch
             What it was bound with (``work`` and ``scratch`` only for the failure path).
 
@@ -276,6 +320,17 @@ class PersistentPlans:
         ArgumentMismatchError, CommunicatorBrokenError
             From the guard, when a step fails.
         """
+        if binding.flat is None:
+            self.walk_python(binding, signed, op, work, scratch)
+            return
+        code = self._kernel(*binding.flat.args)
+        if code:
+            self._flat_failed(binding, signed, op, code, work, scratch)
+
+    def walk_python(self, binding: Binding, signed: SignedPlan, op: str, work: np.ndarray,
+                    scratch: np.ndarray) -> None:
+        """:meth:`walk` in Python: per step ``Startall`` (with the guard's probes at steps
+        that first hear from a peer), the guard's wait, the reductions and copies."""
         mpi, startall, copyto = self._mpi, self._startall, np.copyto
         # Guard.wait, inlined: a call per step is a tenth of a small step's cost
         waitall, statuses, reduce = mpi.Request.Waitall, self._guard.statuses, binding.reduce
@@ -314,6 +369,31 @@ class PersistentPlans:
         if step.receives:
             self._startall(step.receives)
         return taken + step.receives
+
+    def _flat_failed(self, binding: Binding, signed: SignedPlan, op: str, code: int,
+                     work: np.ndarray, scratch: np.ndarray) -> None:
+        """Raise as the Python walk would where the compiled walk stopped with ``code``:
+        the requests it left, wrapped back as mpi4py objects, and the statuses it filled
+        go to the guard."""
+        mpi, flat = self._mpi, binding.flat
+        index, detail = flat.stopped()
+        if code == RAISED:
+            raise mpi.Exception(detail)
+        step, h0 = binding.steps[index], int(flat.rows[index])
+        taken = [mpi.Request.fromhandle(handle) for handle in
+                 flat.handles(h0, detail if code == FIRST_MISMATCH else h0 + len(step.first))]
+        if code == FIRST_MISMATCH:
+            flat.status_into(detail, self._guard.status, mpi)
+            self._guard.reject(mpi, flat.message(mpi), detail - h0, binding.plan.steps[index],
+                               signed, index, taken + step.sends, len(taken), (work, scratch),
+                               partial(describe_step, binding.plan, op))
+        receives = taken + step.receives
+        statuses = self._guard.statuses
+        statuses.extend(mpi.Status() for _ in range(len(receives) - len(statuses)))
+        for row, status in zip(range(h0, h0 + len(receives)), statuses):
+            flat.status_into(row, status, mpi)
+        self._fail(binding, signed, op, index, receives + step.sends, (work, scratch),
+                   None if code == TAG_MISMATCH else mpi.Exception(detail))
 
     def _fail(self, binding: Binding, signed: SignedPlan, op: str, index: int,
               requests: list[Any], buffers: tuple[np.ndarray, ...], error: Any = None) -> None:

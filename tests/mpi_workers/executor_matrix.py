@@ -444,6 +444,7 @@ def main() -> None:
     matrix = cases(nranks, args.xp)
     failures, digests = run_matrix(xp, comm, rank, nranks, matrix)
     runs = dict(transport.runs)
+    walks = transport.persistent.walks() if args.transport == "mpi" and xp is np else None
     failures += run_errors(xp, comm, rank, nranks)
     failures += run_isolation(xp, comm, rank, nranks, transport)
     if xp is np:
@@ -462,7 +463,8 @@ def main() -> None:
         from collectives.executors.mpi import cuda_aware
         summary = {"transport": transport.name, "xp": args.xp, "managed": args.managed,
                    "nranks": nranks,
-                   "cases": len(matrix), "runs": runs, "failures": merged[:30],
+                   "cases": len(matrix), "runs": runs, "walks": walks,
+                   "failures": merged[:30],
                    "failure_count": len(merged),
                    "cuda_aware": cuda_aware() if args.xp == "cupy" else None}
         print("SUMMARY " + json.dumps(summary), flush=True)
