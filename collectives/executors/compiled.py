@@ -33,10 +33,12 @@ Importing this module needs neither MPI nor Numba (:func:`kernel` compiles).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -349,5 +351,31 @@ def kernel(mpi: Any, path: str | None) -> Callable[..., int] | None:
     for function in (_reduce, _reduce_bytes, _stop, _take_first, _exchange, _run):
         names[function.__name__] = njit(cache=True)(function)
     pointers = [types.CPointer(t) for t in (types.int64, types.int32, *[types.uint8] * 3)]
-    entry = cfunc(types.int64(*pointers), cache=True)(_entry)
+    with _no_terminal_reset_at_exit():
+        entry = cfunc(types.int64(*pointers), cache=True)(_entry)
     return ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * 5)(entry.address)
+
+
+@contextmanager
+def _no_terminal_reset_at_exit() -> Iterator[None]:
+    """Compile without leaving colorama's exit handler behind.
+
+    Numba formats messages while it compiles or loads from its cache, and with colorama
+    installed that initialises colorama, which registers an exit handler writing a
+    terminal reset (``ESC[0m``) to stdout whenever stdout is a terminal: under mpirun every
+    rank's stdout is a pseudo-terminal, so output piped from ``mpirun`` would end in
+    escape codes.  The handler is removed again when this registered it (not when the
+    application had initialised colorama before).
+    """
+    try:
+        from colorama import initialise
+    except ImportError:
+        yield
+        return
+    registered = initialise.atexit_done
+    try:
+        yield
+    finally:
+        if not registered and initialise.atexit_done:
+            atexit.unregister(initialise.reset_all)
+            initialise.atexit_done = False
