@@ -2,21 +2,26 @@
 
 Run ``python benchmarks/bench_mismatch_check.py`` (it relaunches itself under
 ``mpirun -n 1``).  One rank sends small messages to itself, so no other process and no
-wire time enter the figures (this project's machine is a shared 2-core VM).  For one step
-of ``M`` messages it times, best of ``--repeat`` runs of ``--iterations`` steps each:
+wire time enter the figures (this project's machine is a shared 2-core VM).  It times,
+best of ``--repeat`` runs of ``--iterations`` each, calls of steps of ``M`` messages run
+by the MPI transport's persistent walk (:meth:`PersistentPlans.run`, the compiled walk
+where it applies), and from them:
 
-* ``bare``: persistent receives with the message's tag and persistent sends, started
-  together, one ``Waitall`` (a walk with no check);
-* ``first``: a step that holds the call's first receive from its peer, as the MPI
-  transport's persistent walk runs it (:meth:`PersistentPlans.run`: the sends started,
-  a matched probe per first receive and an ``Irecv`` of the matched message, the other
-  receives started, the receives' ``Waitall`` with statuses, every tag compared, the
-  sends' ``Waitall``);
-* ``later``: the same on a later step (no probe);
+* ``bare``: one step of persistent receives with the message's tag and persistent sends,
+  started together, one ``Waitall`` (a walk with no check);
+* ``later``: a step with no first receive (its receives take any tag, their
+  ``Waitall`` with statuses, every tag compared, then the sends' ``Waitall``): a call of
+  two such steps less a call of one;
+* ``first``: a step that holds the call's first receive from its peer (the sends started,
+  a matched probe per first receive and a receive of the matched message, then as
+  ``later``): a call of that step less the per-call part;
+* per call: the walk's own cost (a call of one later step less ``later``) and the
+  :func:`signed_plan` look-up.
 
-and, per call, the :func:`signed_plan` look-up.  A call costs ``per call + first steps x
-(first - bare) + other steps x (later - bare)``; it prints that for the AllReduce of
-every algorithm on 8 ranks.
+For the AllReduce of every algorithm on 8 ranks it prints what a call's walk costs with
+the checks, ``per call + first steps x first + other steps x later``, beside ``steps x
+bare``: the same steps posted and waited for from Python with no check.  Run it with
+``COLLSIM_MPI_COMPILED=0`` for the Python walk (then the difference is the checks' cost).
 """
 
 from __future__ import annotations
@@ -72,15 +77,16 @@ def main(argv: list[str] | None = None) -> None:
     spans = [slice(64 * i, 64 * i + 64) for i in range(m)]
     plan = get_plan("allreduce", "ring", 8, 0, 1 << 20, np.dtype("float32"), {})
 
-    def one_step(first: int) -> Callable[[], None]:
-        """A call of one step of ``m`` messages to and from this rank, ``first`` of them
-        probed, run by the transport's persistent walk."""
-        step = PlanStep(tuple((False, s, 0, i) for i, s in enumerate(spans)),
-                        tuple((s, 0, i) for i, s in enumerate(spans)), (), (), first)
-        one = dataclasses.replace(plan, nranks=1, rank=0, count=work.size, scratch_count=0,
-                                  steps=(step,))
-        signed = signed_plan(one, "sum", guard.codec)
-        return lambda: transport.persistent.run(one, signed, "sum", work, scratch)
+    def call(firsts: tuple[int, ...]) -> Callable[[], None]:
+        """A call of one step per entry of ``firsts``, each of ``m`` messages to and from
+        this rank, that many of them probed, run by the transport's persistent walk."""
+        steps = tuple(PlanStep(tuple((False, s, 0, k * m + i) for i, s in enumerate(spans)),
+                               tuple((s, 0, k * m + i) for i, s in enumerate(spans)), (), (),
+                               first) for k, first in enumerate(firsts))
+        walked = dataclasses.replace(plan, nranks=1, rank=0, count=work.size, scratch_count=0,
+                                     steps=steps)
+        signed = signed_plan(walked, "sum", guard.codec)
+        return lambda: transport.persistent.run(walked, signed, "sum", work, scratch)
 
     whole = work.view(np.uint8)
     bare_requests = [comm.Recv_init(whole[s], 0, i) for i, s in enumerate(spans)]
@@ -94,20 +100,26 @@ def main(argv: list[str] | None = None) -> None:
         signed_plan(plan, "sum", guard.codec)
 
     it, rep = args.iterations, args.repeat
-    t_bare, t_first, t_later, t_call = best_us([bare, one_step(1), one_step(0), per_call],
-                                               it, rep)
+    t_bare, t_first, t_one, t_two, t_look_up = best_us(
+        [bare, call((1,)), call((0,)), call((0, 0)), per_call], it, rep)
+    t_later = t_two - t_one
+    t_walk = t_one - t_later
+    t_first -= t_walk
+    t_call = t_walk + t_look_up
     print(f"# mismatch check, {m} message(s) per step, CPU time, best of {rep} x {it}")
     print(f"step, bare        {t_bare:8.2f} us")
-    print(f"step, first       {t_first:8.2f} us   ({t_first - t_bare:+.2f} us)")
-    print(f"step, later       {t_later:8.2f} us   ({t_later - t_bare:+.2f} us)")
-    print(f"per call (signed plan look-up) {t_call:.2f} us")
+    print(f"step, first       {t_first:8.2f} us")
+    print(f"step, later       {t_later:8.2f} us")
+    print(f"per call          {t_call:8.2f} us   (the walk's own {t_walk:.2f}, the signed plan's "
+          f"look-up {t_look_up:.2f})")
     for algorithm in ALGORITHMS:
         steps = signed_plan(get_plan("allreduce", algorithm, 8, 0, 1 << 20,
                                      np.dtype("float32"), {}), "sum", guard.codec).steps
         first = sum(bool(s.first) for s in steps)
-        extra = t_call + first * (t_first - t_bare) + (len(steps) - first) * (t_later - t_bare)
+        walk = t_call + first * t_first + (len(steps) - first) * t_later
         print(f"allreduce {algorithm:8s} 8 ranks, rank 0: {len(steps):3d} steps, {first} "
-              f"probing: {extra:+.2f} us per call")
+              f"probing: {walk:6.2f} us per call with the checks ({len(steps) * t_bare:.2f} "
+              f"bare)")
 
 
 if __name__ == "__main__":
