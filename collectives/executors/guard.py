@@ -373,7 +373,7 @@ class Guard:
         """
         got, nbytes = self.status.tag, self.status.Get_count()
         message.Recv(bytearray(nbytes))
-        reason = f"rank {self.rank}, {describe(index)}: " + self._stranger(
+        reason = f"rank {self.rank}, {describe(index)}: " + self.stranger(
             plan_step.recvs[k][2], got, signed.steps[index].tags[k], nbytes,
             signed.steps[index].lengths[k])
         self.settle(mpi, requests, nrecvs, signed.others, buffers, reason)
@@ -495,12 +495,23 @@ class Guard:
                 out.append(f"the message from rank {peer} is longer than the {length} bytes "
                            f"this rank expects (MPI truncated it)" + self._sender(tag, status))
             elif error == mpi.SUCCESS and status.tag != tag:
-                out.append(self._stranger(peer, status.tag, tag, status.Get_count(), length))
+                out.append(self.stranger(peer, status.tag, tag, status.Get_count(), length))
         return out
 
-    def _stranger(self, peer: int, got: int, tag: int, nbytes: int, length: int) -> str:
-        """What a message from ``peer`` with tag ``got`` and ``nbytes`` bytes, where this
-        call expects ``tag`` and ``length``, says about its sender."""
+    def stranger(self, peer: int, got: int, tag: int, nbytes: int, length: int) -> str:
+        """Say, in words, what a message from ``peer`` with tag ``got`` and ``nbytes`` bytes,
+        where this call expects ``tag`` and ``length``, tells of its sender (a failing
+        rank's note, another call, or another count).
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace
+        >>> guard = Guard(SimpleNamespace(Get_rank=lambda: 0), 2**31 - 1, None)
+        >>> tag = guard.codec.base("allreduce", 4, "float32", "sum", "ring", ())
+        >>> guard.stranger(1, guard.codec.base("allreduce", 4, "float32", "max", "ring", ()),
+        ...                tag, 16, 16)
+        'the message from rank 1 was sent by another call (op: sum here, max at the sender)'
+        """
         if got == self.codec.poison:
             return (f"rank {peer} failed in this or an earlier call on this communicator "
                     f"and gave up (its own error says why)")

@@ -137,8 +137,8 @@ class Hellos:
                 else:
                     nbytes = status.Get_count()
                     message.Recv(bytearray(nbytes))
-                    self._fail(key, signature, algorithm,
-                               self._stranger(slot[0], status.tag, tag, nbytes))
+                    self._fail(key, signature, algorithm, self._guard.stranger(
+                        slot[0], status.tag, tag, nbytes, HELLO_BYTES))
             pending = waiting
         mpi.Request.Waitall(signature.sends)
         if self._inbox.tobytes() != signature.expected:
@@ -157,16 +157,6 @@ class Hellos:
             for request in self._signatures.popitem(last=False)[1].sends:
                 request.Free()
         return signature
-
-    def _stranger(self, peer: int, got: int, tag: int, nbytes: int) -> str:
-        """What a message that is not this call's hello says about its sender."""
-        codec = self._guard.codec
-        if got == codec.poison:
-            return (f"rank {peer} failed in this or an earlier call on this communicator "
-                    f"and gave up (its own error says why)")
-        fields = ", ".join(codec.differences(tag, got)) if got != tag else (
-            f"{nbytes} bytes, not a {HELLO_BYTES}-byte hello")
-        return f"rank {peer} sent a message of another call ({fields}): it does not run this one"
 
     def _differences(self, mine: np.ndarray) -> str:
         """How the hellos taken in differ from ``mine``, in words."""
