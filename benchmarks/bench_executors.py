@@ -177,9 +177,13 @@ def fixed_cost(calls: int = 20000, repeats: int = 7) -> dict[str, float]:
     for algorithm in ("native", "ring", "auto"):
         runs[f"allreduce {algorithm}"] = (
             lambda a=algorithm: collectives.allreduce(send, recv, comm=comm, algorithm=a))
+    runs["allreduce native check=False"] = (
+        lambda: collectives.allreduce(send, recv, comm=comm, algorithm="native", check=False))
     for algorithm in ("native", "ring"):
         runs[f"allreduce_init {algorithm}"] = collectives.allreduce_init(send, recv, comm=comm,
                                                                         algorithm=algorithm)
+    runs["allreduce_init native check=False"] = collectives.allreduce_init(
+        send, recv, comm=comm, algorithm="native", check=False)
     runs["auto.choose alone"] = lambda: collectives.auto.choose("allreduce", 8, 4, 4)
     out = {}
     for name, run in runs.items():
@@ -223,7 +227,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.fixed_cost:
         for name, us in fixed_cost().items():
-            print(f"{name:24s} {us:7.2f} us")
+            print(f"{name:34s} {us:7.2f} us")
         return
     if not in_mpi_job():
         result = run_mpi(args.nranks, [__file__, *sys.argv[1:]], timeout_s=3600, capture=False)

@@ -24,7 +24,10 @@ One signature for all three, in the manner of mpi4py and CuPy::
   over MPI first exchanges signed hellos (:mod:`collectives.executors.hello`), so a rank
   in MPI's collective beside ranks in a schedule raises too.  ``check=True`` (or
   ``COLLSIM_CHECK=1``) makes the ranks agree on collective, count, dtype, op, algorithm
-  and params first, so every rank names the difference.
+  and params first, so every rank names the difference.  ``check=False`` drops the
+  hellos: ``native`` then calls MPI's collective bare, at mpi4py's own cost, and ranks
+  that disagree get whatever MPI makes of it (an MPI error, a wrong result, a hang);
+  schedules keep their signed tags, which cost nothing.
 * ``stream`` (CuPy buffers) is the CUDA stream to work on, the current one by default.
   The call returns with the work enqueued on it, as NCCL and CuPy do.
 
@@ -136,7 +139,7 @@ def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
     agreed = (signature(collective, call.count, call.dtype.name, op, algorithm, params)
               if check_enabled(check) else None)
     return Prepared(comm, transport, collective, op, algorithm, call.dtype, call.count,
-                    call.part, call.send is None, plan, agreed), call
+                    call.part, call.send is None, plan, agreed, check is not False), call
 
 
 def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
@@ -156,7 +159,7 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
     if call.xp is not np and stream is None:
         stream = call.xp.cuda.get_current_stream()
     if plan is None:
-        transport.native(call, prepared.op, stream)
+        transport.native(call, prepared.op, stream, prepared.signed)
     elif stream is None:
         _run_plan(transport, plan, call, prepared.op, None)
     else:
@@ -196,7 +199,9 @@ def allreduce(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = 
     algorithm : {"auto", "ring", "tree", "rhd", "pipeline", "native"}
         The schedule to run, or the library's own collective.
     check : bool, optional
-        Agree on the arguments across ranks first; default from ``COLLSIM_CHECK``.
+        True: agree on the arguments across ranks first.  None (default): as
+        ``COLLSIM_CHECK`` says, else signed messages (and hellos before ``native``).
+        False: ``native`` runs MPI's collective bare, without hellos.
     stream : cupy.cuda.Stream, optional
         The stream for CuPy buffers; the current stream by default.
     **params
@@ -264,7 +269,9 @@ def allgather(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, algorithm:
     algorithm : {"auto", "ring", "tree", "rhd", "pipeline", "native"}
         The schedule to run, or the library's own collective.
     check : bool, optional
-        Agree on the arguments across ranks first; default from ``COLLSIM_CHECK``.
+        True: agree on the arguments across ranks first.  None (default): as
+        ``COLLSIM_CHECK`` says, else signed messages (and hellos before ``native``).
+        False: ``native`` runs MPI's collective bare, without hellos.
     stream : cupy.cuda.Stream, optional
         The stream for CuPy buffers; the current stream by default.
     **params

@@ -64,6 +64,8 @@ class Prepared:
         The rank's plan (None for ``native``).
     signature : tuple or None
         What the ranks agree on before each call, when ``check`` is on; else None.
+    signed : bool
+        Whether ``native`` exchanges hellos first (False for ``check=False``).
     """
 
     comm: Any
@@ -77,6 +79,7 @@ class Prepared:
     in_place: bool
     plan: Any
     signature: tuple | None
+    signed: bool
 
     def call(self, sendbuf: Any, recvbuf: Any) -> Call:
         """Lay out this call's buffers, checking only where they are (their overlap).

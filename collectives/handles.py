@@ -13,8 +13,10 @@ The buffers are fixed at init (as for MPI's persistent requests) and the handle 
 alive; a handle for a schedule also owns its scratch (and, for an out-of-place
 ReduceScatter, its working buffer).  A call costs one ``Startall`` and one ``Waitall`` per
 step plus the reductions, the copies of the input and output, and a look at whether the
-communicator still works; ``native`` calls MPI's own collective.  The executor progresses
-only inside a call, so there is no separate ``start``/``wait``: a call returns complete.
+communicator still works; ``native`` calls MPI's own collective after its hellos (with
+``check=False``, mpi4py's method bound to the buffers once: a call costs what mpi4py's
+does).  The executor progresses only inside a call, so there is no separate
+``start``/``wait``: a call returns complete.
 Messages carry the same signed tags as :func:`collectives.allreduce`'s, so ranks that
 disagree still raise :class:`~collectives.ArgumentMismatchError`.
 """
@@ -56,7 +58,7 @@ class PersistentCollective:
     """
 
     __slots__ = ("_prepared", "_call", "_guard", "_work", "_scratch", "_signed", "_binding",
-                 "_before", "_after", "_free", "__weakref__")
+                 "_before", "_after", "_free", "_bare", "__weakref__")
 
     def __init__(self, prepared: Prepared, call: Call) -> None:
         transport, plan = prepared.transport, prepared.plan
@@ -64,6 +66,8 @@ class PersistentCollective:
         self._binding: list[Binding] = []
         self._before: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
         self._after: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+        #: MPI's own collective bound to the buffers, for an unchecked native handle
+        self._bare = None if prepared.signed or plan else transport.native_call(call, prepared.op)
         if plan is None:
             return
         self._work = call.recv
@@ -100,6 +104,9 @@ class PersistentCollective:
         guard, prepared, call = self._guard, self._prepared, self._call
         if guard.broken is not None:
             guard.check_usable()
+        if self._bare is not None:
+            self._bare()
+            return call.result
         if prepared.plan is None:
             prepared.transport.native(call, prepared.op, None)
             return call.result

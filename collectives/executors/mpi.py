@@ -27,11 +27,11 @@ from collections import Counter
 from contextlib import nullcontext
 from functools import lru_cache, partial
 from reprlib import repr as brief
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ..ops import ALL_OPS, reducer
+from ..ops import ALL_OPS, check_dtype, reducer
 from . import abort
 from .buffers import Call, staged_done, staging, workspace
 from .guard import Guard, SignedPlan, signed_plan
@@ -375,7 +375,7 @@ class MpiTransport:
             self.guard.broken = (f"rank {self.rank}, {plan.collective} {plan.algorithm} was "
                                  f"interrupted by {type(error).__name__}: {error}")
 
-    def native(self, call: Call, op: str, stream: Any) -> None:
+    def native(self, call: Call, op: str, stream: Any, signed: bool = True) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
 
         The ranks exchange hellos first (:mod:`.hello`): ranks that disagree on the call,
@@ -390,6 +390,9 @@ class MpiTransport:
         stream : cupy.cuda.Stream or None
             Synchronised first, when given; CuPy results staged through the host are copied
             back on it.
+        signed : bool
+            Exchange the hellos first; False (``check=False``) calls MPI's collective bare,
+            as mpi4py does: ranks that disagree then get whatever MPI makes of it.
 
         Raises
         ------
@@ -400,7 +403,8 @@ class MpiTransport:
         """
         MPI = _MPI
         self.guard.check_usable()
-        self.hellos.exchange(call.collective, call.count, call.dtype.name, op)
+        if signed:
+            self.hellos.exchange(call.collective, call.count, check_dtype(call.dtype), op)
         self.runs["native"] += 1
         if call.xp is np and stream is None:
             send, recv = MPI.IN_PLACE if call.send is None else call.send, call.recv
@@ -421,6 +425,32 @@ class MpiTransport:
         self._native(call.collective, send, recv, op)
         if staged:
             call.recv.set(recv, stream=stream)
+
+    def native_call(self, call: Call, op: str) -> Callable[[], Any]:
+        """Return MPI's own collective on host buffers, bound to them (no hellos).
+
+        What an unchecked handle (``allreduce_init(..., algorithm="native", check=False)``)
+        calls: mpi4py's method with its arguments bound, so that a call costs what
+        mpi4py's own does.
+
+        Parameters
+        ----------
+        call : Call
+            The checked call, on NumPy buffers (``send`` None for in place).
+        op : str
+            The reduction, one of :data:`~collectives.ops.ALL_OPS` (ignored by AllGather).
+
+        Returns
+        -------
+        callable
+            Runs the collective on the buffers' current contents.
+        """
+        send = _MPI.IN_PLACE if call.send is None else call.send
+        if call.collective == "allreduce":
+            return partial(self.comm.Allreduce, send, call.recv, _MPI_OPS[op])
+        if call.collective == "reduce_scatter":
+            return partial(self.comm.Reduce_scatter_block, send, call.recv, _MPI_OPS[op])
+        return partial(self.comm.Allgather, send, call.recv)
 
     def _native(self, collective: str, send: Any, recv: Any, op: str) -> None:
         """Call MPI's own ``collective`` on host or device buffers MPI can read."""

@@ -246,7 +246,7 @@ class NcclComm:
                 if step.copies:
                     apply_copies(work, step.copies)
 
-    def native(self, call: Call, op: str, stream: Any) -> None:
+    def native(self, call: Call, op: str, stream: Any, signed: bool = True) -> None:
         """Enqueue NCCL's own ncclAllReduce, ncclReduceScatter or ncclAllGather.
 
         Parameters
@@ -257,6 +257,8 @@ class NcclComm:
             The reduction, one of :data:`~collectives.ops.OPS` (ignored by AllGather).
         stream : cupy.cuda.Stream
             The stream to enqueue on.
+        signed : bool
+            Unused: NCCL's collectives are enqueued without hellos either way.
         """
         self.runs["native"] += 1
         nccl, comm = self._lib, self._live()
