@@ -15,7 +15,9 @@ single calls each timed after a barrier (OSU's least latency), which a shared, l
 machine disturbs far less.
 
 ``--persistent`` times every algorithm and ``native`` through its persistent handle
-(``collectives.allreduce_init`` etc.) instead of a call each time.
+(``collectives.allreduce_init`` etc.) instead of a call each time.  ``--unchecked`` passes
+``check=False`` to every one of ours: ``native`` (and ``auto`` where it runs native) then
+calls MPI's collective without hellos, as mpi4py does.
 
 ``--fixed-cost`` instead times one rank's 8-byte AllReduce (a single process, no mpirun):
 raw mpi4py ``Comm.Allreduce`` beside ``collectives.allreduce`` with ``native``, ``ring``
@@ -68,10 +70,10 @@ def buffers(collective: str, nbytes: int, nranks: int) -> tuple[np.ndarray, np.n
 
 
 def caller(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,
-           persistent: bool = False):
+           persistent: bool = False, check: bool | None = None):
     """A call with no arguments that runs the collective: ``collectives.allreduce(...)`` etc.
-    bound to its arguments, or with ``persistent`` the handle of ``allreduce_init(...)``;
-    for :data:`MPI_OWN` mpi4py's own call on ``comm``."""
+    bound to its arguments (and ``check``), or with ``persistent`` the handle of
+    ``allreduce_init(...)``; for :data:`MPI_OWN` mpi4py's own call on ``comm``."""
     if algorithm == MPI_OWN:
         from mpi4py import MPI
         if collective == "allreduce":
@@ -81,8 +83,9 @@ def caller(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.nda
         return partial(comm.Allgather, send, recv)
     if persistent:
         return getattr(collectives, f"{collective}_init")(send, recv, comm=comm,
-                                                          algorithm=algorithm)
-    return partial(getattr(collectives, collective), send, recv, comm=comm, algorithm=algorithm)
+                                                          algorithm=algorithm, check=check)
+    return partial(getattr(collectives, collective), send, recv, comm=comm, algorithm=algorithm,
+                   check=check)
 
 
 def time_one(comm, run, budget_s: float, per_call: bool = False) -> float:
@@ -105,13 +108,14 @@ def time_one(comm, run, budget_s: float, per_call: bool = False) -> float:
 
 def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: float,
             algorithms: tuple[str, ...] = ALGORITHMS, rounds: int = 3,
-            per_call: bool = False, persistent: bool = False) -> list[dict]:
+            per_call: bool = False, persistent: bool = False,
+            check: bool | None = None) -> list[dict]:
     """Time every (collective, size, algorithm); rows as dicts.
 
     Each time is the least of ``rounds`` rounds that visit the algorithms in turn: on a
     shared machine noise only adds time, and it hits every algorithm alike.  With
     ``persistent`` every algorithm, ``native`` included, runs through its
-    ``<collective>_init`` handle.
+    ``<collective>_init`` handle; ``check`` is passed to every one of ours.
     """
     rows = []
     p = comm.Get_size()
@@ -120,7 +124,7 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
             send, recv = buffers(collective, nbytes, p)
             real_bytes = (recv if collective != "reduce_scatter" else send).nbytes
             best = dict.fromkeys(algorithms, float("inf"))
-            runs = {algorithm: caller(comm, collective, algorithm, send, recv, persistent)
+            runs = {algorithm: caller(comm, collective, algorithm, send, recv, persistent, check)
                     for algorithm in algorithms}
             for _ in range(rounds):
                 for algorithm, run in runs.items():
@@ -137,7 +141,7 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
     return rows
 
 
-def render(rows: list[dict], nranks: int) -> None:
+def render(rows: list[dict], nranks: int, check: bool | None = None) -> None:
     """Print one rich table per collective: MPI's own busbw, and as ratios to it each
     algorithm's, the best of ours, ``native`` through our API and ``auto`` (when measured)."""
     from rich.console import Console
@@ -146,7 +150,8 @@ def render(rows: list[dict], nranks: int) -> None:
     extra = ("native", "auto") if any(row["algorithm"] == "auto" for row in rows) else ("native",)
     for collective in dict.fromkeys(row["collective"] for row in rows):
         table = Table(title=f"{collective}, {nranks} ranks, float32: busbw ratio to MPI's own "
-                            "(mpi4py called directly)")
+                            "(mpi4py called directly)"
+                            + (", ours with check=False" if check is False else ""))
         table.add_column("size", justify="right")
         table.add_column("MPI time (us)", justify="right")
         table.add_column("MPI busbw (GB/s)", justify="right")
@@ -222,6 +227,9 @@ def main() -> None:
                         help="time calls one by one; the least counts (a shared machine)")
     parser.add_argument("--persistent", action="store_true",
                         help="run every algorithm and native through collectives.*_init handles")
+    parser.add_argument("--unchecked", action="store_true",
+                        help="pass check=False to ours: native (and auto running it) without "
+                             "hellos")
     parser.add_argument("--fixed-cost", action="store_true",
                         help="time one rank's 8-byte AllReduce instead (no mpirun)")
     args = parser.parse_args()
@@ -239,9 +247,10 @@ def main() -> None:
         collectives.auto.use_tuning(args.tuning)
         algorithms = (*ALGORITHMS, "auto")
     rows = measure(comm, args.collectives, sizes(args.min_bytes, args.max_bytes, args.factor),
-                   args.budget, algorithms, args.rounds, args.per_call, args.persistent)
+                   args.budget, algorithms, args.rounds, args.per_call, args.persistent,
+                   False if args.unchecked else None)
     if comm.Get_rank() == 0:
-        render(rows, comm.Get_size())
+        render(rows, comm.Get_size(), False if args.unchecked else None)
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1))
 

@@ -17,6 +17,7 @@ import topology
 from collectives import auto
 from collectives.tuning import Rule
 
+from .channel_choice import schedule_params
 from .selection import TuningTable, select
 
 __all__ = ["use_for_auto", "machine", "tuning_rules"]
@@ -55,8 +56,12 @@ def machine(nranks: int) -> Any:
 
 def _predict(collective: str, nbytes: int, nranks: int,
              dtype_size: int) -> tuple[str, dict[str, Any]]:
-    choice = select(collective, nbytes, machine(nranks), nranks, dtype_size)
-    return choice.algorithm, dict(choice.params)
+    """The selected algorithm with the parameters of the schedule it was simulated as: the
+    channels' rank orders and the tree's ``ranks_per_node`` on the machine, so that the
+    run is the schedule predicted."""
+    found = machine(nranks)
+    choice = select(collective, nbytes, found, nranks, dtype_size)
+    return choice.algorithm, schedule_params(choice.algorithm, choice.params, found, nranks)
 
 
 def use_for_auto(topology_: Any = None) -> None:

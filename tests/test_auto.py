@@ -16,6 +16,7 @@ from collectives.tuning import Rule, Tuning, load_tuning
 from collsim.launch import run_mpi
 from simulator.for_auto import machine, tuning_rules
 from simulator.selection import select, tuning_table
+from topology.channels import channel_orders
 
 WORKER = Path(__file__).parent / "mpi_workers" / "select_auto.py"
 
@@ -62,6 +63,18 @@ def test_predictor_selects_on_the_topology_file_from_the_environment(tmp_path, m
     assert auto.choose("allreduce", 1 << 28, 6)[0] == "ring"  # one NVSwitch link per GPU
     assert auto.choose("allreduce", 1024, 6)[0] == select("allreduce", 1024, dgx, 6).algorithm
     assert "predictor" in auto.source(6)
+
+
+def test_predictor_runs_the_schedule_it_simulated_with_the_machines_orders() -> None:
+    """On two DGX-H100 nodes ``auto`` runs each channel over the order ``select`` simulated
+    (a ring per rail), not over the ranks in turn; on a sub-communicator no orders."""
+    dgx = topology.dgx_h100(nodes=2)
+    simulator.use_for_auto(dgx)
+    algorithm, params = auto.choose("allreduce", 1 << 30, 16)
+    choice = select("allreduce", 1 << 30, dgx, 16)
+    assert algorithm == choice.algorithm == "ring" and params["channels"] == 8
+    assert params["order"] == channel_orders(dgx, 8, "ring")
+    assert "order" not in auto.choose("allreduce", 1 << 30, 8)[1]
 
 
 def test_given_topology_wins_and_must_place_enough_ranks() -> None:
