@@ -101,12 +101,13 @@ class PersistentCollective:
         CommunicatorBrokenError
             When a collective failed on the communicator before, or it was closed.
         """
-        guard, prepared, call = self._guard, self._prepared, self._call
+        bare, guard = self._bare, self._guard
         if guard.broken is not None:
             guard.check_usable()
-        if self._bare is not None:
-            self._bare()
-            return call.result
+        if bare is not None:
+            bare()
+            return self._call.result
+        prepared, call = self._prepared, self._call
         if prepared.plan is None:
             prepared.transport.native(call, prepared.op, None)
             return call.result
