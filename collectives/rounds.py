@@ -8,18 +8,64 @@ one entry per segment). A lane holds its element ranges, not operation objects, 
 consumer that reads millions of operations as arrays (the simulator's
 :func:`simulator.flatten.flatten`) never builds them; :func:`merge_lanes` builds the
 steps, round by round with C-level iteration, which is what keeps generating a
-1024-rank schedule cheap.
+1024-rank schedule cheap.  Lanes that are windows of one sequence (ring's, a rotation of
+the blocks per rank) hold a :class:`Window` of it, which copies nothing and which such a
+consumer reads once for all of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence as SequenceABC
 from functools import partial
-from itertools import repeat
-from typing import Callable, NamedTuple, Optional, Sequence
+from itertools import islice, repeat
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from .schedule import Op, Step
 
-__all__ = ["Lane", "lane", "merge_lanes"]
+__all__ = ["Lane", "Window", "lane", "merge_lanes"]
+
+
+class Window(SequenceABC):
+    """Entries ``start:stop`` of the tuple ``base``, without a copy.
+
+    Parameters
+    ----------
+    base : tuple
+        The sequence looked through; windows of one base share it.
+    start, stop : int
+        The entries of ``base`` seen, ``0 <= start <= stop <= len(base)``.
+
+    Examples
+    --------
+    >>> w = Window((5, 6, 7, 8), 1, 3)
+    >>> len(w), list(w), w[-1], 5 in w, w[1:]
+    (2, [6, 7], 7, False, Window(base=(5, 6, 7, 8), start=2, stop=3))
+    """
+
+    __slots__ = ("base", "start", "stop")
+
+    def __init__(self, base: tuple[Any, ...], start: int, stop: int) -> None:
+        self.base, self.start, self.stop = base, start, stop
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def __iter__(self) -> Iterator[Any]:
+        return islice(self.base, self.start, self.stop)
+
+    def __contains__(self, value: object) -> bool:
+        return value in iter(self)
+
+    def __getitem__(self, index: Any) -> Any:
+        seen = range(self.start, self.stop)[index]
+        if isinstance(index, slice):
+            if seen.step == 1:
+                return Window(self.base, seen.start, seen.stop)
+            return tuple(self.base[i] for i in seen)
+        return self.base[seen]
+
+    def __repr__(self) -> str:
+        return f"Window(base={self.base!r}, start={self.start}, stop={self.stop})"
 
 
 class Lane(NamedTuple):

@@ -23,9 +23,12 @@ changes while it moves (bytes left, rate, its place on its links' lists) lives i
 taken when it starts and given back when its last byte leaves, so that the memory touched
 grows with the flows in flight (thousands), not with the messages (millions): touching
 fresh memory costs about as much as the arithmetic.  The functions on the path of every
-event are compiled without Numba's reference counting (``_nrt=False``: they allocate
-nothing), which took a third of the time otherwise; only :func:`_share` and
-:func:`_simulate` allocate.
+event, the event loop :func:`_run` among them, are compiled without Numba's reference
+counting (``_nrt=False``: they allocate nothing): a function with it counts a reference
+to every array it passes in a call, and these calls pass a dozen, which took a third of
+the time, in the functions themselves first and then in the loop that called them.
+Only :func:`_share` and :func:`_simulate` allocate; :func:`_run` returns to
+:func:`_simulate` when the arrays need room or the sharing is due.
 """
 
 from __future__ import annotations
@@ -45,7 +48,9 @@ __all__ = ["run_compiled"]
 _FLOW_END, _ARRIVE, _OP_DONE, _START, _RECEIVE_DONE, _SHARE = range(6)
 # counters
 _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE, \
-    _HOPS_PER_SLOT, _FREE_EVENT, _FREE_INSTANT, _INSTANTS, _TABLE_SIZE = range(13)
+    _HOPS_PER_SLOT, _FREE_EVENT, _FREE_INSTANT, _INSTANTS, _TABLE_SIZE, _SEEDS = range(14)
+# why :func:`_run` returns
+_DONE, _ROOM, _SHARE_DUE = range(3)
 # The pending events: a queue per instant (in the order they were scheduled), the instants
 # in a binary heap by time and in a hash table by time (open addressing, linear probing).
 # HT, float64 per instant: its time.  HE, int64 per row, its columns used up to different
@@ -582,39 +587,20 @@ def _slots(n, hops_per_slot, F, S, N, free_slots, nfree):
     return grown_F, grown_S, grown_N, grown_free, nfree + n - old
 
 
-@njit(cache=True)
-def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, LK, LQ,
-              trace_order, hops_per_slot):
-    """Run every event; return the counters."""
-    counters = np.zeros(13, dtype=np.int64)
-    counters[_HOPS_PER_SLOT] = hops_per_slot
-    nsteps = R[len(R) - 1, _STEP_END]
-    most_ends = np.max(np.diff(ends[:nsteps + 1])) if nsteps else 0
-    HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
-                     np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
-    # slots for every rank's first step; the dirty list and the sharing's scratch lists
-    # have room for every slot's flow and what one event adds
-    F, S, N, free_slots, counters[_FREE] = _slots(
-        1024 + len(R) * most_ends, hops_per_slot, np.empty((0, 4)),
-        np.empty((0, 6), dtype=np.int64), np.empty((0, 3), dtype=np.int32),
-        np.empty(0, dtype=np.int64), 0)
-    W = np.empty((len(F), 3), dtype=np.int64)
-    D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
-    now = 0.0
-    for rank in range(len(R)):
-        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
-              hops, LF, LI, N, R, RF)
+@njit(cache=True, _nrt=False)
+def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, HT, HE,
+         counters, F, S, W, D, N, free_slots, trace_order, most_ends):
+    """Run events until none is left (return :data:`_DONE`), until one might not find room
+    in the arrays (:data:`_ROOM`: :func:`_simulate` grows them), or until the sharing is
+    due (:data:`_SHARE_DUE`: its ``counters[_SEEDS]`` seeds in ``W[:, _STACK]``); return
+    that and the time."""
     while counters[_EVENTS]:
         # room for what one event may schedule: an end per flow whose rate changes, and
         # the starts of two ranks' next steps (each in a slot, each maybe dirty)
-        while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
-            HT, HE = _agenda(2 * len(HT), HT, HE, counters)
-        if counters[_FREE] < 2 * most_ends + 2:
-            F, S, N, free_slots, counters[_FREE] = _slots(
-                2 * len(F), hops_per_slot, F, S, N, free_slots, counters[_FREE])
-            W = np.empty((len(F), 3), dtype=np.int64)
-        if counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
-            D = np.concatenate((D, np.empty(len(D) + 2 * len(F), dtype=np.int64)))
+        if counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT) \
+                or counters[_FREE] < 2 * most_ends + 2 \
+                or counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
+            return _ROOM, 0.0
         now, kind, a, b = _pop(HT, HE, counters)
         if kind == _FLOW_END:
             _flow_end(a, b, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slots, RT, hops,
@@ -663,8 +649,50 @@ def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, 
                     nseeds += 1
             counters[_DIRTY] = 0
             if nseeds:
-                _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ)
-    return counters
+                counters[_SEEDS] = nseeds
+                return _SHARE_DUE, now
+    return _DONE, 0.0
+
+
+@njit(cache=True)
+def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, LK, LQ,
+              trace_order, hops_per_slot):
+    """Run every event (:func:`_run`, which this gives room and the sharing); return the
+    counters."""
+    counters = np.zeros(14, dtype=np.int64)
+    counters[_HOPS_PER_SLOT] = hops_per_slot
+    nsteps = R[len(R) - 1, _STEP_END]
+    most_ends = np.max(np.diff(ends[:nsteps + 1])) if nsteps else 0
+    HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
+                     np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
+    # slots for every rank's first step; the dirty list and the sharing's scratch lists
+    # have room for every slot's flow and what one event adds
+    F, S, N, free_slots, counters[_FREE] = _slots(
+        1024 + len(R) * most_ends, hops_per_slot, np.empty((0, 4)),
+        np.empty((0, 6), dtype=np.int64), np.empty((0, 3), dtype=np.int32),
+        np.empty(0, dtype=np.int64), 0)
+    W = np.empty((len(F), 3), dtype=np.int64)
+    D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
+    now = 0.0
+    for rank in range(len(R)):
+        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
+              hops, LF, LI, N, R, RF)
+    while True:
+        done, now = _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF,
+                         HT, HE, counters, F, S, W, D, N, free_slots, trace_order, most_ends)
+        if done == _DONE:
+            return counters
+        if done == _SHARE_DUE:
+            _share(counters[_SEEDS], now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ)
+            continue
+        while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
+            HT, HE = _agenda(2 * len(HT), HT, HE, counters)
+        if counters[_FREE] < 2 * most_ends + 2:
+            F, S, N, free_slots, counters[_FREE] = _slots(
+                2 * len(F), hops_per_slot, F, S, N, free_slots, counters[_FREE])
+            W = np.empty((len(F), 3), dtype=np.int64)
+        if counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
+            D = np.concatenate((D, np.empty(len(D) + 2 * len(F), dtype=np.int64)))
 
 
 def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,

@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict, List
 
+from collectives.rounds import Window
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
 __all__ = ["FlatSchedule", "flatten"]
@@ -111,7 +112,7 @@ class _Pool:
     """The entry lengths (``stop - start``, :data:`_GAP` for a gap) of many lanes in one
     growing array; a pair of sequences met again (every rank of a schedule may read the
     same cached segment tuples) is stored once, while among the last :data:`_RECALLED`
-    pairs met (ring's are new for every rank: kept, they would hold hundreds of MB)."""
+    pairs met (pairs new for every rank, kept, would hold hundreds of MB)."""
 
     def __init__(self) -> None:
         self.buffer = np.empty(1 << 16, dtype=np.int64)
@@ -119,7 +120,12 @@ class _Pool:
         self.seen: dict[tuple[int, int], tuple[Any, Any, int]] = {}  # ids -> (kept alive, offset)
 
     def offset(self, starts: Any, stops: Any, n: int) -> int:
-        """Return where the first ``n`` lengths of ``starts`` and ``stops`` lie in the pool."""
+        """Return where the first ``n`` lengths of ``starts`` and ``stops`` lie in the pool;
+        for windows at one place of two bases (ring's), where the bases' lengths lie, stored
+        once for all their windows, from that place on."""
+        if starts.__class__ is Window is stops.__class__ and starts.start == stops.start:
+            return self.offset(starts.base, stops.base,
+                               min(len(starts.base), len(stops.base))) + starts.start
         key = (id(starts), id(stops))
         known = self.seen.get(key)
         if known is not None:

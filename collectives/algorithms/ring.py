@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..gcpause import gc_paused
-from ..rounds import Lane, lane, merge_lanes
+from ..rounds import Lane, Window, lane, merge_lanes
 from ..schedule import Step, new_recv, new_send
 
 __all__ = ["PARAMS", "WITHIN_BLOCKS", "resolve_params", "rank_lanes", "rank_steps"]
@@ -65,23 +65,46 @@ def rank_lanes(collective: str, rank: int, nranks: int, count: int,
     Returns
     -------
     list of Lane
-        A send lane and one or two receive lanes; ``nranks - 1`` rounds per phase.
+        A send lane per phase, then a receive lane per phase; ``nranks - 1`` rounds per
+        phase, each lane a :class:`~collectives.rounds.Window` of the blocks in turn.
     """
     if nranks == 1:
         return []
-    # entry i of starts/stops is block rank - i (mod nranks)
-    starts, stops = zip(*(blocks[rank::-1] + blocks[:rank:-1]))
+    # entry i of starts/stops is block rank - i (mod nranks), for i in 0..nranks
+    first = nranks - rank
+    starts, stops = (Window(entries, first, first + nranks + 1) for entries in _rotation(blocks))
     right, left = (rank + 1) % nranks, (rank - 1) % nranks
-    send_starts, send_stops = (), ()
+    lanes: list[Lane] = []
     recvs: list[Lane] = []
     if collective != "allgather":  # round s: send block rank-1-s, reduce block rank-2-s in
-        send_starts, send_stops = starts[1:], stops[1:]
-        recvs.append(lane(0, new_recv, left, starts[2:] + starts[:1], stops[2:] + stops[:1],
-                          True))
+        lanes.append(lane(0, new_send, right, starts[1:-1], stops[1:-1]))
+        recvs.append(lane(0, new_recv, left, starts[2:], stops[2:], True))
     if collective != "reduce_scatter":  # then: send block rank-s, receive block rank-1-s
-        recvs.append(lane(len(send_starts), new_recv, left, starts[1:], stops[1:], False))
-        send_starts, send_stops = send_starts + starts[:-1], send_stops + stops[:-1]
-    return [lane(0, new_send, right, send_starts, send_stops), *recvs]
+        lanes.append(lane(nranks - 1 if lanes else 0, new_send, right, starts[:-2], stops[:-2]))
+        recvs.append(lane(nranks - 1 if recvs else 0, new_recv, left, starts[1:-1], stops[1:-1],
+                          False))
+    return lanes + recvs
+
+
+#: the tuples of blocks :func:`_rotation` read lately, by id, with its results: every
+#: rank of a ring reads the same blocks (a rank of many channels, a few rings' in turn)
+_ROTATIONS: dict[int, tuple[Any, Any]] = {}
+
+
+def _rotation(blocks: Sequence[tuple[int, int]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The starts and the stops of blocks ``0, -1, -2, ...`` (mod ``len(blocks)``), ``2 *
+    len(blocks) + 1`` of them: rank ``r``'s blocks ``r, r - 1, ...`` from entry
+    ``len(blocks) - r`` on, for every rank a window of the same two tuples."""
+    known = _ROTATIONS.get(id(blocks))
+    if known is not None and known[0] is blocks:
+        return known[1]
+    p = len(blocks)
+    starts, stops = zip(*(blocks[-j % p] for j in range(2 * p + 1)))
+    if isinstance(blocks, tuple):  # a list may change
+        if len(_ROTATIONS) >= 64:
+            _ROTATIONS.clear()
+        _ROTATIONS[id(blocks)] = blocks, (starts, stops)
+    return starts, stops
 
 
 @gc_paused()
