@@ -50,7 +50,7 @@ from .executors import transport_for
 from .executors.buffers import IN_PLACE, Call, prepare, workspace
 from .executors.check import agree, check_enabled, signature
 from .executors.plan import get_plan
-from .ops import check_op, check_op_dtype
+from .ops import NCCL_ONLY_OPS, average_input, average_output, check_op, check_op_dtype
 
 __all__ = ["IN_PLACE", "ALGORITHM_ENV", "CHOICES", "allreduce", "reduce_scatter", "allgather"]
 
@@ -130,7 +130,7 @@ def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
         check_op_dtype(op, call.dtype)
     algorithm, params = _resolve_algorithm(algorithm, call, transport.size, params)
     native = algorithm == "native"
-    transport.validate(call, native)
+    transport.validate(call, op, native)
     plan = None if native else get_plan(collective, algorithm, transport.size, transport.rank,
                                         call.count, call.dtype, params)
     if plan is not None and collective == "reduce_scatter":
@@ -169,14 +169,20 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
 
 
 def _run_plan(transport: Any, plan: Any, call: Call, op: str, stream: Any) -> None:
-    """Lay the input into the working buffer, walk the plan, and take the output from it."""
+    """Lay the input into the working buffer, walk the plan, and take the output from it
+    (NCCL's ``avg`` scaled around the walk as NCCL scales it)."""
     work = _working_buffer(call, plan.input, stream)
+    average = op in NCCL_ONLY_OPS and call.collective != "allgather"
+    if average:
+        average_input(call.xp, work, transport.size)
     transport.run(plan, call, work, op, stream)
     if call.collective == "reduce_scatter":
         if work is not call.recv:
             call.recv[...] = work[plan.output]
         elif plan.output.start:
             call.recv[:call.part] = work[plan.output]
+    if average:
+        average_output(call.xp, call.result, transport.size)
 
 
 def allreduce(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = "sum",
@@ -195,7 +201,8 @@ def allreduce(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = 
     op : str or mpi4py.MPI.Op
         The reduction: ``sum``, ``prod``, ``max``, ``min``, ``land``, ``lor``, ``lxor``,
         ``band``, ``bor`` or ``bxor`` where MPI defines it for the dtype
-        (:data:`collectives.ops.OP_KINDS`), or mpi4py's ``MPI.SUM`` etc.
+        (:data:`collectives.ops.OP_KINDS`), or mpi4py's ``MPI.SUM`` etc.; over an
+        ``NcclComm`` also NCCL's ``avg`` (integer and floating dtypes).
     algorithm : {"auto", "ring", "tree", "rhd", "pipeline", "native"}
         The schedule to run, or the library's own collective.
     check : bool, optional

@@ -11,7 +11,8 @@ from typing import Sequence
 import numpy as np
 
 from .layout import input_range, output_range
-from .ops import check_dtype, check_op, check_op_dtype, reducer
+from .ops import (NCCL_ONLY_OPS, average_input, average_output, check_dtype, check_op,
+                  check_op_dtype, reducer)
 from .progress import completion_order, match
 from .schedule import Copy, Recv, Schedule, Send
 
@@ -111,7 +112,8 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
         (:func:`collectives.layout.block`) for AllGather.
     op : str or mpi4py.MPI.Op
         Reduction operator, one of :data:`collectives.ops.ALL_OPS` defined for the
-        inputs' dtype (:data:`collectives.ops.OP_KINDS`); AllGather ignores it.
+        inputs' dtype (:data:`collectives.ops.OP_KINDS`), or NCCL's ``avg`` (scaled as
+        NCCL does: :func:`collectives.ops.average_input`); AllGather ignores it.
 
     Returns
     -------
@@ -137,8 +139,11 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
     """
     op = check_op(op)
     buffers = _working_buffers(schedule, inputs)
+    average = op in NCCL_ONLY_OPS and schedule.collective != "allgather"
     if buffers and schedule.collective != "allgather":
         check_op_dtype(op, buffers[0].dtype)
+    for buffer in buffers if average else ():
+        average_input(np, buffer, schedule.nranks)
     reduce = reducer(np, op)
     in_flight: dict[int, np.ndarray] = {}
     for code, rank, start, stop, arg in compile_program(schedule):
@@ -156,4 +161,6 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
     for rank, buffer in enumerate(buffers):
         start, stop = output_range(schedule.collective, schedule.count, schedule.nranks, rank)
         outputs.append(buffer[start:stop].copy())
+        if average:
+            average_output(np, outputs[-1], schedule.nranks)
     return outputs

@@ -6,7 +6,9 @@ order: the schedules move bytes and reduce with NumPy, which handles both), and
 defines it for (:data:`OP_KINDS`: no ``max`` of complex numbers, no bitwise ``band`` of
 floats or booleans).  :data:`DTYPES` and :data:`OPS` are the smaller sets every transport's
 own collective carries (NCCL's).  mpi4py's predefined ``MPI.Op`` objects are accepted
-wherever an op name is (:func:`check_op`).
+wherever an op name is (:func:`check_op`).  :data:`NCCL_ONLY_OPS` is NCCL's ``avg``, which
+runs over an ``NcclComm`` only: the schedules reduce it with ``add`` and
+:func:`average_input` / :func:`average_output` do NCCL's scaling around the reduction.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["OPS", "DTYPES", "ALL_OPS", "ALL_DTYPES", "OP_KINDS", "check_op", "check_dtype",
-           "check_op_dtype", "reducer"]
+__all__ = ["OPS", "DTYPES", "ALL_OPS", "ALL_DTYPES", "OP_KINDS", "NCCL_ONLY_OPS", "check_op",
+           "check_dtype", "check_op_dtype", "reducer", "average_input", "average_output"]
 
 #: reduction name -> ufunc name in NumPy and CuPy, for every MPI predefined reduction
 ALL_OPS: dict[str, str] = {
@@ -35,6 +37,12 @@ OP_KINDS: dict[str, str] = {"sum": "iufc", "prod": "iufc", "max": "iuf", "min": 
 
 #: reductions every transport's own collective has (NCCL's, less avg)
 OPS: dict[str, str] = {name: ALL_OPS[name] for name in ("sum", "prod", "max", "min")}
+
+#: NCCL's reductions beyond MPI's, with the ufunc the schedules reduce them with: ``avg``
+#: (ncclAvg, NCCL >= 2.10), on NCCL's integer and floating dtypes
+NCCL_ONLY_OPS: dict[str, str] = {"avg": "add"}
+_UFUNCS: dict[str, str] = {**ALL_OPS, **NCCL_ONLY_OPS}
+_KINDS: dict[str, str] = {**OP_KINDS, "avg": "iuf"}
 
 #: dtype names every transport supports (NCCL's set, less bfloat16 which NumPy lacks)
 DTYPES: tuple[str, ...] = ("int8", "uint8", "int32", "uint32", "int64", "uint64",
@@ -67,13 +75,13 @@ def check_op(op: Any) -> str:
     Parameters
     ----------
     op : str or mpi4py.MPI.Op
-        A reduction name, one of :data:`ALL_OPS`, or mpi4py's predefined op of that name
-        (``MPI.SUM``, ``MPI.BXOR``, ...).
+        A reduction name, one of :data:`ALL_OPS` or :data:`NCCL_ONLY_OPS`, or mpi4py's
+        predefined op of that name (``MPI.SUM``, ``MPI.BXOR``, ...).
 
     Returns
     -------
     str
-        The name, a key of :data:`ALL_OPS`.
+        The name, a key of :data:`ALL_OPS` or :data:`NCCL_ONLY_OPS`.
 
     Raises
     ------
@@ -85,12 +93,12 @@ def check_op(op: Any) -> str:
     >>> check_op("max")
     'max'
     """
-    if isinstance(op, str) and op in ALL_OPS:
+    if isinstance(op, str) and op in _UFUNCS:
         return op
     name = _mpi_op_name(op)
     if name is None:
         shown = op if isinstance(op, str) else f"{type(op).__module__}.{type(op).__name__}"
-        raise ValueError(f"op {shown!r} is not supported; choose one of {list(ALL_OPS)} or "
+        raise ValueError(f"op {shown!r} is not supported; choose one of {list(_UFUNCS)} or "
                          f"mpi4py's MPI.{', MPI.'.join(_MPI_OP_NAMES.values())}")
     return name
 
@@ -153,7 +161,7 @@ def check_op_dtype(op: str, dtype: Any) -> None:
     ...
     TypeError: op 'bxor' is not defined for dtype float32; choose one of ['sum', 'prod', 'max', 'min']
     """
-    if dtype.kind not in OP_KINDS[op]:
+    if dtype.kind not in _KINDS[op]:
         allowed = [name for name, kinds in OP_KINDS.items() if dtype.kind in kinds]
         raise TypeError(f"op {op!r} is not defined for dtype {dtype.name}; choose one of "
                         f"{allowed}")
@@ -179,4 +187,61 @@ def reducer(xp: Any, op: Any) -> Callable[..., Any]:
     ValueError
         If ``op`` is not a reduction (:func:`check_op`).
     """
-    return getattr(xp, ALL_OPS[check_op(op)])
+    return getattr(xp, _UFUNCS[check_op(op)])
+
+
+def average_input(xp: Any, work: Any, nranks: int) -> None:
+    """Scale a floating working buffer by ``1/nranks`` before an ``avg`` reduction.
+
+    NCCL averages floating types as a sum of inputs each premultiplied by ``1/nranks`` in
+    the dtype (``ncclDevPreMulSum``, ``hostToDevRedOp`` in NCCL's ``src/enqueue.cc``),
+    which cannot overflow where the sum would; integers are divided afterwards
+    (:func:`average_output`).  Nothing happens for other dtypes.
+
+    Parameters
+    ----------
+    xp : module
+        ``numpy`` or ``cupy``.
+    work : array
+        The working buffer holding this rank's input, scaled in place.
+    nranks : int
+        Ranks of the collective.
+
+    Examples
+    --------
+    >>> work = np.array([3.0, 6.0])
+    >>> average_input(np, work, 3); work
+    array([1., 2.])
+    """
+    if work.dtype.kind == "f":
+        xp.multiply(work, work.dtype.type(1.0 / nranks), out=work)
+
+
+def average_output(xp: Any, out: Any, nranks: int) -> None:
+    """Divide an integer ``avg`` result by ``nranks``, truncating toward zero, in place.
+
+    NCCL's ``ncclDevSumPostDiv`` (integer ``ncclAvg``, NCCL's ``src/enqueue.cc`` and
+    ``src/device/reduce_kernel.h``) sums and then divides as C does, truncating toward
+    zero for signed values.  Nothing happens for floating dtypes (:func:`average_input`).
+
+    Parameters
+    ----------
+    xp : module
+        ``numpy`` or ``cupy``.
+    out : array
+        The reduced elements of this rank's result.
+    nranks : int
+        Ranks of the collective.
+
+    Examples
+    --------
+    >>> out = np.array([-7, 7, -6], np.int32)
+    >>> average_output(np, out, 2); out
+    array([-3,  3, -3], dtype=int32)
+    """
+    if out.dtype.kind not in "iu":
+        return
+    quotient = xp.floor_divide(out, nranks)
+    if out.dtype.kind == "i":  # floor to truncation: add one where a negative was inexact
+        quotient += (quotient < 0) & (quotient * nranks != out)
+    out[...] = quotient

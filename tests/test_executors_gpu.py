@@ -50,7 +50,7 @@ def run_matrix(nranks: int, transport: str, *extra: str,
 def test_cupy_over_mpi(nranks: int) -> None:
     """Ranks may share a GPU; the path is the one MPI's CUDA support calls for."""
     report, worker = run_matrix(nranks, "mpi")
-    matrix = worker.cases(nranks, "cupy")
+    matrix = worker.cases(nranks, "cupy", "nccl")
     assert report["transport"] == "mpi" and report["xp"] == "cupy"
     path = "direct" if report["cuda_aware"] else "staged"
     assert report["runs"] == worker.expected_runs(matrix, path)
@@ -80,7 +80,7 @@ def test_nccl() -> None:
                     f"sends nothing, so the test would check nothing (set {SHARED_GPU}=1 "
                     f"where NCCL >= 2.30 lets ranks share a GPU)")
     report, worker = run_matrix(nranks, "nccl")
-    matrix = worker.cases(nranks, "cupy")
+    matrix = worker.cases(nranks, "cupy", "nccl")
     assert report["transport"] == "nccl" and report["xp"] == "cupy"
     assert report["nranks"] == nranks
     assert report["runs"] == worker.expected_runs(matrix, "nccl")

@@ -11,7 +11,8 @@ import pytest
 
 from collectives import ALGORITHMS, build_schedule, interpret
 from collectives.layout import block, input_range
-from collectives.ops import ALL_DTYPES, ALL_OPS, OP_KINDS, check_dtype, check_op, check_op_dtype
+from collectives.ops import (ALL_DTYPES, ALL_OPS, DTYPES, OP_KINDS, check_dtype, check_op,
+                             check_op_dtype)
 
 RANKS = (1, 2, 3, 5, 7)
 #: byte-swapped dtypes: the schedules take them (MPI's own collective does not)
@@ -75,8 +76,41 @@ def test_mpi4py_ops_are_accepted_by_name() -> None:
     assert [check_op(getattr(MPI, name.upper())) for name in ALL_OPS] == list(ALL_OPS)
     with pytest.raises(ValueError, match="MPI.SUM"):
         check_op(MPI.REPLACE)
-    with pytest.raises(ValueError, match=r"op 'avg' is not supported; choose one of \['sum'"):
-        check_op("avg")
+    assert check_op("avg") == "avg"  # NCCL's; over MPI the transport refuses it
+    with pytest.raises(ValueError, match=r"op 'mean' is not supported; choose one of \['sum'.*'avg'"):
+        check_op("mean")
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+def test_avg_scales_as_nccl_does_and_every_rank_gets_the_same_bits(nranks: int) -> None:
+    """NCCL's ``avg``: floats summed premultiplied by 1/nranks, integers summed then divided
+    truncating toward zero; every algorithm, AllReduce and ReduceScatter, NCCL's dtypes."""
+    rng = np.random.default_rng(nranks)
+    for i, dtype in enumerate(DTYPES):
+        kind = np.dtype(dtype).kind
+        for count in _counts(nranks):
+            full = (rng.integers(-9 if kind != "u" else 0, 10, (nranks, count))
+                    * (0.37 if kind == "f" else 1)).astype(dtype)
+            if kind == "f":
+                want = (full * full.dtype.type(1.0 / nranks)).astype(np.float64).sum(axis=0)
+            else:
+                sums = full.astype(object).sum(axis=0)
+                want = np.array([int(total / nranks) if total < 0 else total // nranks
+                                 for total in np.atleast_1d(sums)][:count], dtype)
+            for j, algorithm in enumerate(ALGORITHMS):
+                collective = ("allreduce", "reduce_scatter")[(i + j) % 2]
+                schedule = build_schedule(collective, algorithm, nranks, count)
+                inputs = [full[r, slice(*input_range(collective, count, nranks, r))].copy()
+                          for r in range(nranks)]
+                outs = interpret(schedule, inputs, "avg")
+                whole = outs[0] if collective == "allreduce" else np.concatenate(outs)
+                label = (dtype, algorithm, collective, nranks, count)
+                if kind == "f":
+                    assert np.allclose(whole, want, rtol=2e-3, atol=1e-2), label
+                else:
+                    assert whole.dtype == full.dtype and np.array_equal(whole, want), label
+                if collective == "allreduce":
+                    assert all(out.tobytes() == outs[0].tobytes() for out in outs), label
 
 
 def test_ops_not_defined_for_a_dtype_are_refused() -> None:

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ops import ALL_OPS, check_dtype, reducer
+from ..ops import ALL_OPS, NCCL_ONLY_OPS, check_dtype, reducer
 from . import abort
 from .buffers import Call, staged_done, staging, workspace
 from .guard import Guard, SignedPlan, signed_plan
@@ -297,8 +297,8 @@ class MpiTransport:
         self.guard.check_usable()
         return self.comm.allgather(obj)
 
-    def validate(self, call: Call, native: bool) -> None:
-        """Raise TypeError before any communication if MPI cannot carry ``call.dtype``.
+    def validate(self, call: Call, op: str, native: bool) -> None:
+        """Raise before any communication if MPI cannot run ``op`` or carry ``call.dtype``.
 
         Only MPI's own collectives (``native``) need an MPI datatype; the schedules move
         bytes and reduce with the array module, so they take every supported dtype.
@@ -307,14 +307,22 @@ class MpiTransport:
         ----------
         call : Call
             The checked call.
+        op : str
+            The reduction (checked by :func:`~collectives.ops.check_op`).
         native : bool
             Whether the call will run MPI's own collective.
 
         Raises
         ------
+        ValueError
+            If ``op`` is NCCL's own (``avg``), which MPI does not have.
         TypeError
             If ``native`` and the MPI library has no datatype for ``call.dtype``.
         """
+        if op in NCCL_ONLY_OPS and call.collective != "allgather":
+            raise ValueError(f"op {op!r} is NCCL's (ncclAvg) and runs over an NcclComm only; "
+                             f"MPI has no average: choose one of {list(ALL_OPS)} (e.g. 'sum', "
+                             f"then divide by the number of ranks)")
         if native and not _has_mpi_datatype(call.dtype):
             order = "" if call.dtype.isnative else " (MPI's datatypes are in native byte order)"
             raise TypeError(f"dtype {call.dtype.str!r} has no MPI datatype in this MPI "

@@ -33,8 +33,9 @@ NCCL_DTYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32"
                "uint32": "NCCL_UINT32", "int64": "NCCL_INT64", "uint64": "NCCL_UINT64",
                "float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64"}
 
-#: op name -> name of the ``cupy.cuda.nccl`` constant (ncclRedOp_t)
-NCCL_OPS = {"sum": "NCCL_SUM", "prod": "NCCL_PROD", "max": "NCCL_MAX", "min": "NCCL_MIN"}
+#: op name -> ncclRedOp_t (nccl.h: ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3, and ncclAvg 4
+#: from NCCL 2.10, which ``cupy.cuda.nccl`` has no constant for; its methods take an int)
+NCCL_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
 
 
 def _nccl() -> Any:
@@ -178,23 +179,31 @@ class NcclComm:
         """
         return self._mpi.allgather_object(obj)
 
-    def validate(self, call: Call, native: bool) -> None:
+    def validate(self, call: Call, op: str, native: bool) -> None:
         """Raise before any communication for buffers NCCL cannot reach or carry.
 
         Parameters
         ----------
         call : Call
             The checked call.
+        op : str
+            The reduction (checked by :func:`~collectives.ops.check_op`).
         native : bool
-            Whether the call will run NCCL's own collective (the checks are the same).
+            Whether the call will run NCCL's own collective, which has only
+            :data:`NCCL_OPS` (the schedules reduce with CuPy: every op).
 
         Raises
         ------
         TypeError
             If the buffers are not CuPy arrays or NCCL has no datatype for ``call.dtype``.
         ValueError
-            If ``recvbuf`` is on another GPU than this communicator's.
+            If ``recvbuf`` is on another GPU than this communicator's, or ``native`` with
+            an op NCCL does not have.
         """
+        if native and call.collective != "allgather" and op not in NCCL_OPS:
+            raise ValueError(f"op {op!r} is not one of NCCL's own; algorithm='native' over an "
+                             f"NcclComm takes {list(NCCL_OPS)}, the schedules (ring, tree, "
+                             f"rhd, pipeline) take every op")
         if call.xp.__name__ != "cupy":
             raise TypeError(f"comm is an NcclComm but the buffers are {call.xp.__name__} arrays; "
                             f"NCCL needs cupy arrays on this rank's GPU")
@@ -272,14 +281,14 @@ class NcclComm:
         itemsize = call.dtype.itemsize
         if call.collective == "allreduce":
             send = recv if call.send is None else call.send.data.ptr
-            comm.allReduce(send, recv, call.count, datatype, getattr(nccl, NCCL_OPS[op]),
+            comm.allReduce(send, recv, call.count, datatype, NCCL_OPS[op],
                            stream.ptr)
         elif call.collective == "reduce_scatter":
             # NCCL in place: recvbuff = sendbuff + rank * recvcount; MPI's (ours) puts the
             # block first, so move it there afterwards (the ranges are disjoint for rank > 0)
             send = recv if call.send is None else call.send.data.ptr
             into = recv + self.rank * call.part * itemsize if call.send is None else recv
-            comm.reduceScatter(send, into, call.part, datatype, getattr(nccl, NCCL_OPS[op]),
+            comm.reduceScatter(send, into, call.part, datatype, NCCL_OPS[op],
                                stream.ptr)
             if call.send is None and self.rank:
                 with stream:

@@ -69,9 +69,19 @@ def extra_cases(nranks: int) -> list[Case]:
     return out
 
 
-def cases(nranks: int, xp: str = "numpy") -> list[Case]:
-    """Return the matrix for ``nranks`` ranks on ``xp`` buffers (the pytest side counts it
-    too); NumPy's adds :func:`extra_cases`."""
+def nccl_cases() -> list[Case]:
+    """NCCL's ``avg`` (ncclAvg), which MPI has not: every algorithm and NCCL's own, integers
+    (exact: summed, then divided) and floats (premultiplied: NCCL's own not bitwise)."""
+    return [Case(collective, algorithm, 7, dtype, "avg", "out",
+                 exact=dtype == "int32" or algorithm != "native")
+            for algorithm in (*collectives.ALGORITHMS, "native")
+            for collective in ("allreduce", "reduce_scatter") for dtype in ("int32", "float32")]
+
+
+def cases(nranks: int, xp: str = "numpy", transport: str = "mpi") -> list[Case]:
+    """Return the matrix for ``nranks`` ranks on ``xp`` buffers over ``transport`` (the
+    pytest side counts it too); NumPy's adds :func:`extra_cases`, NCCL's
+    :func:`nccl_cases`."""
     algorithms = (*collectives.ALGORITHMS, "native")
     out = []
     for algorithm in algorithms:
@@ -104,7 +114,8 @@ def cases(nranks: int, xp: str = "numpy") -> list[Case]:
         out += [Case(collective, "tree", n, "float64", "sum", "out",  # trees over nodes of 2
                      params=(("channels", channels), ("ranks_per_node", 2), ("segments", 3)))
                 for collective in COLLECTIVES for channels, n in ((1, 50), (2, 3))]
-    return out + (extra_cases(nranks) if xp == "numpy" else [])
+    return (out + (extra_cases(nranks) if xp == "numpy" else [])
+            + (nccl_cases() if transport == "nccl" else []))
 
 
 def native_comparable(case: Case) -> bool:
@@ -445,7 +456,7 @@ def main() -> None:
         xp = np
     comm = collectives.NcclComm(world) if args.transport == "nccl" else world
     transport = transport_for(comm)
-    matrix = cases(nranks, args.xp)
+    matrix = cases(nranks, args.xp, args.transport)
     failures, digests = run_matrix(xp, comm, rank, nranks, matrix)
     runs = dict(transport.runs)
     walks = transport.persistent.walks() if args.transport == "mpi" and xp is np else None
