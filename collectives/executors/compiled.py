@@ -27,7 +27,11 @@ Only Open MPI is supported (handles are pointers, ``MPI_Status`` is 24 bytes, an
 ``MPI_STATUSES_IGNORE`` is NULL: :func:`kernel` checks the first two and the vendor), and
 only the reductions :data:`DTYPE_CODES` x :data:`OP_CODES`: the Python walk runs the rest.
 Floating-point ``max`` and ``min`` are left to NumPy, whose SIMD and scalar loops order
-signed zeros differently.
+signed zeros differently.  Of two NaNs a float sum or product keeps the one the loop's
+instruction keeps (on x86 the left operand's); NumPy's scalar loop may keep the other
+(its compiler swaps the operands), so such an element may carry another NaN than NumPy
+gives, but the same on every rank: ranks that reduce the same operands do so in the same
+order (a swapped receive has its own loop) with the same lengths.
 
 Importing this module needs neither MPI nor Numba (:func:`kernel` compiles).
 """
