@@ -155,8 +155,12 @@ def test_call_key_changes_with_what_the_checks_depend_on(monkeypatch) -> None:
     assert calls.key("allreduce", IN_PLACE, recv, *args[3:]) != base
     collectives.auto.use_tuning(None)  # a new epoch: auto's decisions may have changed
     assert calls.key(*args) != base
-    for uncovered in ({"recvbuf": None}, {"stream": object()}, {"params": {"channels": 2}},
-                      {"sendbuf": [0.0] * 4}):
+    doubling = calls.key(*args[:-1], {"doubling": True})
+    assert doubling not in (None, base) and calls.key(*args[:-1], {"doubling": True}) == doubling
+    assert calls.key(*args[:-1], {"doubling": 1}) not in (None, doubling)  # checked apart
+    assert calls.key(*args[:-1], {"channels": 2, "doubling": True}) not in (None, doubling)
+    for uncovered in ({"recvbuf": None}, {"stream": object()}, {"params": {"order": [1, 0]}},
+                      {"params": {"order": (1, 0)}}, {"sendbuf": [0.0] * 4}):
         named = dict(zip(("collective", "sendbuf", "recvbuf", "comm", "op", "algorithm",
                           "check", "stream", "params"), args)) | uncovered
         assert calls.key(**named) is None, uncovered
