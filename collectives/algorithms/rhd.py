@@ -271,13 +271,11 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     if paired and rank == extra:
         peer = fold.survivor(i)
         return [_exchange(peer, fold_in, [], reduce_in), _exchange(peer, [], fold_out, False)]
-    core: list[Step] = []
     if doubling:
         core = _whole_doubling(fold, i, count)
-    elif collective != "allgather":
-        core += _halving(fold, i, chunks)
-    if collective != "reduce_scatter" and not doubling:
-        core += _doubling(fold, i, chunks)
+    else:
+        core = [*(_halving(fold, i, chunks) if collective != "allgather" else []),
+                *(_doubling(fold, i, chunks) if collective != "reduce_scatter" else [])]
     if not paired:
         return core
     return [_exchange(extra, [], fold_in, reduce_in), *core, _exchange(extra, fold_out, [], False)]
