@@ -14,6 +14,9 @@ the least of ``--rounds`` rounds over the algorithms; with ``--per-call`` the le
 single calls each timed after a barrier (OSU's least latency), which a shared, loaded
 machine disturbs far less.
 
+Beside the algorithms, the variants of :data:`VARIANTS` (an algorithm with a parameter,
+for the collectives that take it): ``rhd doubling`` is recursive doubling, AllReduce only.
+
 ``--persistent`` times every algorithm and ``native`` through its persistent handle
 (``collectives.allreduce_init`` etc.) instead of a call each time.  ``--unchecked`` passes
 ``check=False`` to every one of ours: ``native`` (and ``auto`` where it runs native) then
@@ -40,7 +43,11 @@ import collectives
 from collsim.launch import in_mpi_job, run_mpi
 from collsim.tune import slowest_seconds
 
-OURS = collectives.ALGORITHMS
+#: schedules chosen by a parameter, timed beside the algorithms: label -> (the collective
+#: that takes it, algorithm, parameters)
+VARIANTS: dict[str, tuple[str, str, dict]] = {
+    "rhd doubling": ("allreduce", "rhd", {"doubling": True})}
+OURS = (*collectives.ALGORITHMS, *VARIANTS)
 #: MPI's own collective called directly through mpi4py: the baseline of every ratio
 MPI_OWN = "MPI"
 ALGORITHMS = (*OURS, "native", MPI_OWN)
@@ -69,11 +76,17 @@ def buffers(collective: str, nbytes: int, nranks: int) -> tuple[np.ndarray, np.n
     return np.ones(part, np.float32), np.empty(count, np.float32)
 
 
+def applies(collective: str, algorithm: str) -> bool:
+    """Whether ``algorithm`` (a name or a label of :data:`VARIANTS`) runs ``collective``."""
+    return algorithm not in VARIANTS or VARIANTS[algorithm][0] == collective
+
+
 def caller(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,
            persistent: bool = False, check: bool | None = None):
     """A call with no arguments that runs the collective: ``collectives.allreduce(...)`` etc.
     bound to its arguments (and ``check``), or with ``persistent`` the handle of
-    ``allreduce_init(...)``; for :data:`MPI_OWN` mpi4py's own call on ``comm``."""
+    ``allreduce_init(...)``; for :data:`MPI_OWN` mpi4py's own call on ``comm``; a label of
+    :data:`VARIANTS` runs its algorithm with its parameters."""
     if algorithm == MPI_OWN:
         from mpi4py import MPI
         if collective == "allreduce":
@@ -81,11 +94,15 @@ def caller(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.nda
         if collective == "reduce_scatter":
             return partial(comm.Reduce_scatter_block, send, recv, MPI.SUM)
         return partial(comm.Allgather, send, recv)
+    params: dict = {}
+    if algorithm in VARIANTS:
+        _, algorithm, params = VARIANTS[algorithm]
     if persistent:
         return getattr(collectives, f"{collective}_init")(send, recv, comm=comm,
-                                                          algorithm=algorithm, check=check)
+                                                          algorithm=algorithm, check=check,
+                                                          **params)
     return partial(getattr(collectives, collective), send, recv, comm=comm, algorithm=algorithm,
-                   check=check)
+                   check=check, **params)
 
 
 def time_one(comm, run, budget_s: float, per_call: bool = False) -> float:
@@ -123,9 +140,10 @@ def measure(comm, collectives_: list[str], byte_sizes: list[int], budget_s: floa
         for nbytes in byte_sizes:
             send, recv = buffers(collective, nbytes, p)
             real_bytes = (recv if collective != "reduce_scatter" else send).nbytes
-            best = dict.fromkeys(algorithms, float("inf"))
+            best = {algorithm: float("inf") for algorithm in algorithms
+                    if applies(collective, algorithm)}
             runs = {algorithm: caller(comm, collective, algorithm, send, recv, persistent, check)
-                    for algorithm in algorithms}
+                    for algorithm in best}
             for _ in range(rounds):
                 for algorithm, run in runs.items():
                     best[algorithm] = min(best[algorithm],
@@ -155,13 +173,14 @@ def render(rows: list[dict], nranks: int, check: bool | None = None) -> None:
         table.add_column("size", justify="right")
         table.add_column("MPI time (us)", justify="right")
         table.add_column("MPI busbw (GB/s)", justify="right")
-        for algorithm in (*OURS, "best", *extra):
+        ours = [a for a in OURS if applies(collective, a)]
+        for algorithm in (*ours, "best", *extra):
             table.add_column(algorithm, justify="right")
         mine = [row for row in rows if row["collective"] == collective]
         for nbytes in dict.fromkeys(row["bytes"] for row in mine):
             at = {row["algorithm"]: row for row in mine if row["bytes"] == nbytes}
             own = at[MPI_OWN]["time_us"]
-            ratios = [own / at[a]["time_us"] for a in OURS]
+            ratios = [own / at[a]["time_us"] for a in ours]
             shown = [*ratios, max(ratios), *(own / at[a]["time_us"] for a in extra)]
             table.add_row(_size(nbytes), f"{own:.1f}", f"{at[MPI_OWN]['busbw_GBps']:.3f}",
                           *(f"{ratio:.2f}" for ratio in shown))

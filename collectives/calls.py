@@ -4,8 +4,9 @@ A call's checks and decisions (the buffers' types, dtypes, sizes and flags, the 
 algorithm ``auto`` or ``COLLSIM_ALGO`` resolves to, the plan) depend only on a few cheap
 facts: the collective, the communicator, the op and algorithm named, ``check``, each
 buffer's shape, dtype and flags, the variables the call path reads from the environment
-and :func:`collectives.auto.epoch`.  :func:`key` gathers them into one tuple (None for a
-call it does not cover: CuPy buffers, a stream, tuning parameters, ``recvbuf=None``, an
+and :func:`collectives.auto.epoch`, and the tuning parameters.  :func:`key` gathers them
+into one tuple (None for a call it does not cover: CuPy buffers, a stream, a parameter
+that is not a bool, int, str or None, such as ``order``, ``recvbuf=None``, an
 ``mpi4py.MPI.Op``); the public functions keep a :class:`Prepared` per key.  What depends
 on where the buffers are (their overlap) is checked on every call.
 
@@ -40,6 +41,9 @@ _ALGO, _CHECK, _TUNING, _MIN, _MAX = (os.environ.encodekey(name) for name in WAT
 #: through ``os.environ`` (``monkeypatch.setenv`` included) lands in it
 _ENVIRON: dict = os.environ._data  # type: ignore[attr-defined]
 _NDARRAY = np.ndarray
+#: the types of parameter values a key covers (each value is keyed with its type: a call
+#: with ``doubling=1`` is checked in full, not taken for one with ``doubling=True``)
+_SCALARS = frozenset({bool, int, str, type(None)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +126,12 @@ def key(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorit
     tuple or None
         Hashable; equal for calls whose checks and decisions are the same.
     """
-    if params or stream is not None or type(recvbuf) is not _NDARRAY \
+    if stream is not None or type(recvbuf) is not _NDARRAY \
             or type(op) is not str or type(algorithm) is not str \
             or not (check is None or type(check) is bool):
+        return None
+    tuning = _params_key(params) if params else ()
+    if tuning is None:
         return None
     if sendbuf is IN_PLACE or sendbuf is recvbuf:
         shape = dtype = flags = None
@@ -135,7 +142,18 @@ def key(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorit
     get = _ENVIRON.get
     return (collective, id(comm), op, algorithm, check, shape, dtype, flags, recvbuf.shape,
             recvbuf.dtype, recvbuf.flags.num, auto.epoch(), get(_ALGO), get(_CHECK),
-            get(_TUNING), get(_MIN), get(_MAX))
+            get(_TUNING), get(_MIN), get(_MAX), tuning)
+
+
+def _params_key(params: dict[str, Any]) -> tuple | None:
+    """``(name, type, value)`` of every parameter, sorted; None if a value is not one of
+    :data:`_SCALARS`."""
+    out = []
+    for name, value in sorted(params.items()):
+        if type(value) not in _SCALARS:
+            return None
+        out.append((name, type(value), value))
+    return tuple(out)
 
 
 _prepared: dict[tuple, Prepared] = {}

@@ -126,8 +126,8 @@ def _module_lanes(part: Part, v: int, blocks: Sequence[Range]) -> list[Lane]:
     if hasattr(module, "rank_lanes"):
         return module.rank_lanes(part.collective, v, q, m, blocks, **part.params)
     steps = module.rank_steps(part.collective, v, q, m, blocks, **part.params)
-    rounds = module.step_rounds(part.collective, v, q) if hasattr(module, "step_rounds") \
-        else range(len(steps))
+    rounds = (module.step_rounds(part.collective, v, q, **part.params)
+              if hasattr(module, "step_rounds") else range(len(steps)))
     lanes = []
     for round_, step in zip(rounds, steps):
         for op in step.ops:
@@ -135,7 +135,7 @@ def _module_lanes(part: Part, v: int, blocks: Sequence[Range]) -> list[Lane]:
                 lanes.append(Lane(round_, new_send, op.peer, (op.start,), (op.stop,)))
             elif isinstance(op, Recv):
                 lanes.append(Lane(round_, new_recv, op.peer, (op.start,), (op.stop,),
-                                  (op.reduce,)))
+                                  (op.reduce, op.swap)))
             else:
                 raise ValueError(f"{op}: local copies cannot be placed in channels or phases")
     return lanes

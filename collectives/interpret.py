@@ -41,7 +41,7 @@ def _working_buffers(schedule: Schedule, inputs: Sequence[np.ndarray]) -> list[n
     return buffers
 
 
-_POST, _RECV, _REDUCE, _COPY = range(4)
+_POST, _RECV, _REDUCE, _COPY, _REDUCE_SWAPPED = range(5)
 Program = tuple[tuple[int, int, int, int, int], ...]
 
 
@@ -50,8 +50,9 @@ def compile_program(schedule: Schedule) -> Program:
     """Flatten ``schedule`` into the order the interpreter runs it.
 
     Each entry is ``(code, rank, start, stop, arg)``: post a send of ``[start, stop)`` as
-    message ``arg``; receive (or reduce) message ``arg`` into ``[start, stop)``; or copy
-    ``[start, stop)`` to offset ``arg``.  Matching and ordering are done once per schedule,
+    message ``arg``; receive (or reduce, the message on the right or, swapped, on the
+    left) message ``arg`` into ``[start, stop)``; or copy ``[start, stop)`` to offset
+    ``arg``.  Matching and ordering are done once per schedule,
     so running it on many dtypes and ops costs only the data movement.
 
     Parameters
@@ -84,7 +85,7 @@ def compile_program(schedule: Schedule) -> Program:
     def complete(rank: int, index: int) -> None:
         for item, key in zip(schedule.steps(rank)[index].ops, matching.keys[rank][index]):
             if isinstance(item, Recv):
-                code = _REDUCE if item.reduce else _RECV
+                code = (_REDUCE_SWAPPED if item.swap else _REDUCE) if item.reduce else _RECV
                 program.append((code, rank, item.start, item.stop, ids.setdefault(key, len(ids))))
             elif isinstance(item, Copy):
                 program.append((_COPY, rank, item.start, item.stop, item.dst))
@@ -153,6 +154,9 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
         elif code == _REDUCE:
             target = buffer[start:stop]
             reduce(target, in_flight.pop(arg), out=target)
+        elif code == _REDUCE_SWAPPED:
+            target = buffer[start:stop]
+            reduce(in_flight.pop(arg), target, out=target)
         elif code == _RECV:
             buffer[start:stop] = in_flight.pop(arg)
         else:

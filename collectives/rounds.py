@@ -77,7 +77,7 @@ class Lane(NamedTuple):
     --------
     >>> from collectives.schedule import new_recv
     >>> Lane(0, new_recv, 1, [0, None, 4], [4, None, 8], (True,)).ops()
-    [Recv(peer=1, start=0, stop=4, reduce=True), None, Recv(peer=1, start=4, stop=8, reduce=True)]
+    [Recv(peer=1, start=0, stop=4, reduce=True, swap=False), None, Recv(peer=1, start=4, stop=8, reduce=True, swap=False)]
     """
 
     first_round: int
@@ -111,7 +111,7 @@ def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Sequence[
     starts, stops : sequence of int
         The operations' element ranges; the shorter one ends the lane.
     *flags : bool
-        Trailing arguments of every ``make`` call (``reduce`` of a receive).
+        Trailing arguments of every ``make`` call (``reduce`` and ``swap`` of a receive).
 
     Returns
     -------
@@ -122,7 +122,7 @@ def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Sequence[
     --------
     >>> from collectives.schedule import new_recv
     >>> lane(3, new_recv, 1, [0, 4], [4, 8], True).ops()
-    [Recv(peer=1, start=0, stop=4, reduce=True), Recv(peer=1, start=4, stop=8, reduce=True)]
+    [Recv(peer=1, start=0, stop=4, reduce=True, swap=False), Recv(peer=1, start=4, stop=8, reduce=True, swap=False)]
     """
     return Lane(first_round, make, peer, starts, stops, flags)
 

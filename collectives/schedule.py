@@ -5,13 +5,16 @@ step holds operations that are posted together and completed together:
 
 * :class:`Send` an element range of the rank's working buffer to a peer;
 * :class:`Recv` an element range from a peer, copying it into place or reducing it
-  into place (``reduce=True``);
+  into place (``reduce=True``: ``into = op(into, received)``, or with ``swap=True``
+  ``into = op(received, into)``, for two ranks that reduce the same pair of values and
+  must get the same bits);
 * :class:`Copy` a range locally inside the working buffer.
 
 The k-th send from rank ``a`` to rank ``b`` matches the k-th receive at ``b`` from
 ``a`` (MPI's non-overtaking rule); nothing else couples ranks.  Within a step, all
 operations see the buffer as it was when the step was posted, and receives and copies
-write when it completes.
+write when it completes; a step may send a range that it reduces into (recursive
+doubling), never one that it receives or copies into (:func:`~collectives.verify`).
 
 The working buffer of every rank holds ``count`` elements: the AllReduce vector, the
 ReduceScatter input or the AllGather output (see :mod:`collectives.layout`).
@@ -54,16 +57,25 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Recv:
-    """Receive elements ``[start, stop)`` from rank ``peer``; reduce them in if ``reduce``."""
+    """Receive elements ``[start, stop)`` from rank ``peer``; reduce them in if ``reduce``.
+
+    A reducing receive computes ``into = op(into, received)``; with ``swap`` the received
+    data is the left operand, ``into = op(received, into)``.  Float ``max`` and ``min``
+    (signed zeros, NaN payloads) and even ``sum`` (which of two NaNs survives) are not
+    bitwise commutative, so two ranks that each reduce the other's copy of the same pair
+    swap on one side to compute the same bits.
+    """
 
     peer: int
     start: int
     stop: int
     reduce: bool = False
+    swap: bool = False
 
     def __str__(self) -> str:
         verb = "reduce" if self.reduce else "recv"
-        return f"{verb} [{self.start}:{self.stop}) <- {self.peer}"
+        return f"{verb} [{self.start}:{self.stop}) <- {self.peer}" + \
+            (" (received first)" if self.swap else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,19 +142,22 @@ class _SendBuilder:
 
 
 class _RecvBuilder:
-    __slots__ = ("peer", "start", "stop", "reduce")
+    __slots__ = ("peer", "start", "stop", "reduce", "swap")
 
-    def __init__(self, peer: int, start: int, stop: int, reduce: bool = False) -> None:
+    def __init__(self, peer: int, start: int, stop: int, reduce: bool = False,
+                 swap: bool = False) -> None:
         self.peer = peer
         self.start = start
         self.stop = stop
         self.reduce = reduce
+        self.swap = swap
         self.__class__ = Recv  # type: ignore[assignment]
 
 
 #: ``new_send(peer, start, stop)``: the same object as ``Send(peer, start, stop)``, built faster
 new_send = cast(Callable[[int, int, int], Send], _SendBuilder)
-#: ``new_recv(peer, start, stop, reduce=False)``: the same object as ``Recv(...)``, built faster
+#: ``new_recv(peer, start, stop, reduce=False, swap=False)``: the same object as ``Recv(...)``,
+#: built faster
 new_recv = cast(Callable[..., Recv], _RecvBuilder)
 
 
@@ -384,8 +399,8 @@ class Schedule:
             name = _OP_NAMES[type(op)]
             if isinstance(op, Send):
                 return [name, op.peer, op.start, op.stop]
-            if isinstance(op, Recv):
-                return [name, op.peer, op.start, op.stop, op.reduce]
+            if isinstance(op, Recv):  # swap only where set: older files read the same
+                return [name, op.peer, op.start, op.stop, op.reduce, *([True] if op.swap else [])]
             return [name, op.start, op.stop, op.dst]
 
         return json.dumps({

@@ -6,7 +6,7 @@ from reprlib import repr as brief
 
 from .errors import ScheduleError
 from .progress import completion_order, match
-from .schedule import COLLECTIVES, Copy, Recv, Schedule, Step
+from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
 
 __all__ = ["verify"]
 
@@ -17,7 +17,9 @@ def _bounds_error(rank: int, index: int, op: object, count: int) -> ScheduleErro
 
 
 def _check_step(rank: int, index: int, step: Step, count: int) -> None:
-    """Check bounds and that no write of the step overlaps another access of it."""
+    """Check bounds and that no write of the step overlaps another access of it, except
+    that a reducing receive may write what a send of the step reads (it lands in scratch
+    and is reduced in once the step's sends completed)."""
     writes: list[tuple[int, int, object]] = []
     reads: list[tuple[int, int, object]] = []
     for op in step.ops:
@@ -38,7 +40,8 @@ def _check_step(rank: int, index: int, step: Step, count: int) -> None:
                                 f"overlapping ranges in the same step")
     for lo, hi, reader in reads:
         for start, stop, writer in writes:
-            if start < hi and lo < stop and writer is not reader:
+            if start < hi and lo < stop and writer is not reader and not (
+                    isinstance(reader, Send) and isinstance(writer, Recv) and writer.reduce):
                 raise ScheduleError(f"rank {rank} step {index}: {reader} reads a range that "
                                     f"{writer} writes in the same step")
 
@@ -48,7 +51,8 @@ def verify(schedule: Schedule) -> None:
 
     Checks, without running anything: every operation's range lies inside the working
     buffer; in each step, no receive or copy writes a range that another operation of the
-    step reads or writes; every send has a matching receive of the same length and vice
+    step reads or writes (but a reducing receive may reduce into a range that a send of
+    the step sends: every executor reduces once the step's sends completed); every send has a matching receive of the same length and vice
     versa; and the schedule completes under synchronous-send semantics (no deadlock).
 
     Parameters

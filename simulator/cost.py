@@ -102,14 +102,16 @@ def _pieced(size: Any, piece: int | None) -> Any:
 
 
 def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: float,
-         hops: Any = None, piece: int | None = None) -> float:
-    """Recursive halving-doubling (Rabenseifner; Thakur, Rabenseifner & Gropp 2005, 4.3).
+         hops: Any = None, piece: int | None = None, doubling: bool = False) -> float:
+    """Recursive halving-doubling (Rabenseifner; Thakur, Rabenseifner & Gropp 2005, 4.3),
+    or with ``doubling`` recursive doubling (AllReduce only; 4.2).
 
     For ``p = p' = 2**k`` and ``n`` divisible by ``p ds``::
 
         ReduceScatter  lg p a + (p-1)/p n (b + g)
         AllGather      lg p a + (p-1)/p n b
         AllReduce      2 lg p a + 2 (p-1)/p n b + (p-1)/p n g
+        doubling       lg p (a + n b + n g)        (any n)
 
     For ``p > p' = 2**floor(lg p)``, ``r = p - p'`` extra ranks fold into survivors first
     and are served last: AllReduce adds ``a + n (b + g)`` before and ``a + n b`` after
@@ -121,7 +123,8 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
     ``T[i]`` the time core rank ``i`` is ready (after its fold-in, if paired), step ``m``
     of the core sets ``T[i] = max(T[i], T[i^m]) + max(a + give_i b, a + keep_i (b + g'))``
     (``g' = g`` in the halving phase, 0 in doubling), where ``give_i``/``keep_i`` are the
-    bytes of the windows rank ``i`` sends and receives; the result is the largest ``T[i]``
+    bytes of the windows rank ``i`` sends and receives (the whole vector both ways, and
+    ``g' = g``, at every step of recursive doubling); the result is the largest ``T[i]``
     plus the fold-out of paired ranks.  ``piece`` (bytes) bounds what one reduction
     handles: a message made of several pieces of the buffer is several receives, reduced
     side by side (channels of a ReduceScatter).  ``hops`` (default :class:`UniformHops` of ``a``
@@ -129,6 +132,8 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
     charges each message its own pair's (exact on any contention-free network).
     """
     core = 1 << (p.bit_length() - 1)
+    if doubling and hops is None and piece is None and core == p:  # textbook, exact
+        return (p.bit_length() - 1) * (a + count * ds * (b + g))
     if hops is None and piece is None and core == p and count % p == 0:  # textbook, exact
         lg, part = p.bit_length() - 1, (p - 1) * (count // p) * ds
         return {"reduce_scatter": lg * a + part * (b + g), "allgather": lg * a + part * b}.get(
@@ -163,7 +168,10 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
                           lat_r + received * spb_r + _pieced(received, piece) * gamma)
         ready = np.maximum(ready, ready[ranks ^ mask]) + cost
 
-    if collective != "allgather":
+    if doubling:
+        for k in range(core.bit_length() - 1):
+            exchange(1 << k, whole, whole, g)
+    elif collective != "allgather":
         mask = core // 2
         while mask:
             lo = ranks & ~(2 * mask - 1)
@@ -171,7 +179,7 @@ def _rhd(collective: str, p: int, count: int, ds: int, a: float, b: float, g: fl
             give = lo + (~ranks & mask)
             exchange(mask, edges[give + mask] - edges[give], edges[keep + mask] - edges[keep], g)
             mask //= 2
-    if collective != "reduce_scatter":
+    if collective != "reduce_scatter" and not doubling:
         mask = 1
         while mask < core:
             mine = ranks & ~(mask - 1)

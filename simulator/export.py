@@ -48,15 +48,16 @@ the whole vector for Allreduce, one rank's block for Reduce_scatter_block, and
 Algorithm ids (``coll_tuned_allreduce_decision.c``, ``coll_tuned_allgather_decision.c``,
 ``coll_tuned_reduce_scatter_block_decision.c``):
 
-=============== ================== ======================= =============================
-ours            allreduce          allgather               reduce_scatter_block
-=============== ================== ======================= =============================
-ring            4 ring             4 ring                  0 (none: fixed decision)
-rhd             6 rabenseifner     3 recursive_doubling    2 recursive_doubling
-tree            2 nonoverlapping   0 (none)                0 (none)
-pipeline        2 nonoverlapping   0 (none)                0 (none)
-native          0 (none)           0 (none)                0 (none)
-=============== ================== ======================= =============================
+=============== ====================== ======================= =============================
+ours            allreduce              allgather               reduce_scatter_block
+=============== ====================== ======================= =============================
+ring            4 ring                 4 ring                  0 (none: fixed decision)
+rhd             6 rabenseifner         3 recursive_doubling    2 recursive_doubling
+rhd, doubling   3 recursive_doubling   (AllReduce only)        (AllReduce only)
+tree            2 nonoverlapping       0 (none)                0 (none)
+pipeline        2 nonoverlapping       0 (none)                0 (none)
+native          0 (none)               0 (none)                0 (none)
+=============== ====================== ======================= =============================
 
 ``nonoverlapping`` is a reduce then a broadcast, each on coll/tuned's segmented trees or
 chains; 0 ("ignore") hands the range back to Open MPI's fixed decision.  One comm-size
@@ -66,11 +67,12 @@ rule is written per table (in the classic reader a single rule covers every comm
 from __future__ import annotations
 
 from reprlib import repr as brief
-from typing import Iterable
+from typing import Any, Iterable
 
 from .selection import TuningTable
 
-__all__ = ["NCCL_COLL", "NCCL_ALGO", "OMPI_COLL_ID", "OMPI_ALGORITHM", "to_nccl_csv",
+__all__ = ["NCCL_COLL", "NCCL_ALGO", "OMPI_COLL_ID", "OMPI_ALGORITHM", "ompi_algorithm",
+           "to_nccl_csv",
            "read_nccl_csv", "to_ompi_rules", "read_ompi_rules"]
 
 #: our collective -> the NCCL tuner CSV's ``coll``
@@ -98,15 +100,45 @@ OMPI_ALGORITHM: dict[tuple[str, str], int] = {
     ("allreduce", "hier"): 0, ("allgather", "hier"): 0, ("reduce_scatter", "hier"): 0,
     **{(collective, "native"): 0 for collective in ("allreduce", "allgather", "reduce_scatter")}}
 
+#: Open MPI's allreduce id of rhd with ``doubling=True`` (recursive doubling)
+OMPI_ALLREDUCE_DOUBLING = 3
+
 #: Open MPI's names of the algorithm ids used above, per collective
 OMPI_NAMES: dict[str, dict[int, str]] = {
-    "allreduce": {0: "fixed decision", 2: "nonoverlapping", 4: "ring", 6: "rabenseifner"},
+    "allreduce": {0: "fixed decision", 2: "nonoverlapping", 3: "recursive_doubling", 4: "ring",
+                  6: "rabenseifner"},
     "allgather": {0: "fixed decision", 3: "recursive_doubling", 4: "ring"},
     "reduce_scatter": {0: "fixed decision", 2: "recursive_doubling"}}
 
 
 def _algorithm(table: TuningTable, index: int) -> str:
     return table.candidates[index][0]
+
+
+def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
+    """The Open MPI coll/tuned algorithm id of a candidate (0: Open MPI's fixed decision).
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    algorithm : str
+        Ours (a key of :data:`OMPI_ALGORITHM` with ``collective``).
+    params : dict or tuple of (str, value), optional
+        Its parameters: rhd with ``doubling=True`` is Open MPI's recursive doubling.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> ompi_algorithm("allreduce", "rhd"), ompi_algorithm("allreduce", "rhd", {"doubling": True})
+    (6, 3)
+    """
+    if (collective, algorithm) == ("allreduce", "rhd") and dict(params).get("doubling"):
+        return OMPI_ALLREDUCE_DOUBLING
+    return OMPI_ALGORITHM[(collective, algorithm)]
 
 
 def _channels(table: TuningTable, index: int, channels: int | None) -> int:
@@ -247,7 +279,7 @@ def to_ompi_rules(tables: Iterable[TuningTable]) -> str:
     for table in tables:
         rules = []
         for r in table.ranges:
-            algorithm = OMPI_ALGORITHM[(table.collective, _algorithm(table, r.index))]
+            algorithm = ompi_algorithm(table.collective, *table.candidates[r.index])
             start = 0 if r.min_bytes == 0 else _ompi_size(table, r.min_bytes)
             if rules and rules[-1][0] == start:
                 rules.pop()

@@ -11,7 +11,8 @@ share links.  :func:`machine_cost` reads both from the topology:
   or by the ranks of every local rank (inter) side by side, ``C`` channels each.
 * **Concurrent messages.**  An algorithm's messages are grouped into those that are in
   flight together: every hop of a ring or chain, every edge of both trees (each way),
-  the exchanges of one mask of rhd (and its fold pairs).  The group's messages of every
+  the exchanges of one mask of rhd, halving-doubling or recursive doubling (and its fold
+  pairs).  The group's messages of every
   channel and every group of ranks load the links of their routes
   (:meth:`topology.Topology.route`); an ordered pair counts once per channel.
 * **Pair figures.**  A message from ``u`` to ``v`` (positions in its order) pays its
@@ -329,7 +330,7 @@ def _form(collective: str, algorithm: str, q: int, count: int, ds: int, hops: Pa
     module = importlib.import_module(f"collectives.algorithms.{algorithm}")
     resolved = module.resolve_params(collective, q, count, **params)
     if algorithm == "rhd":
-        return _rhd(collective, q, count, ds, 0.0, 0.0, gamma, hops, piece)
+        return _rhd(collective, q, count, ds, 0.0, 0.0, gamma, hops, piece, **resolved)
     if algorithm == "tree":
         if not pipelined:
             return _tree(collective, q, count, ds, 0.0, 0.0, gamma, hops=hops, piece=piece,

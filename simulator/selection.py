@@ -9,8 +9,8 @@ The table
 ---------
 * Sizes: :data:`SIZES`, 1 B to 8 GiB, the powers of two and 1.5 times each (1, 2, 3, 4,
   6, 8, 12, ...); a size is rounded down to whole elements of ``dtype_size`` bytes.
-* Candidates: :func:`candidates`, ring, recursive halving-doubling, and the double binary
-  tree and chunked pipeline at each segment count of :data:`TREE_SEGMENTS` and
+* Candidates: :func:`candidates`, ring, recursive halving-doubling (and, for AllReduce,
+  recursive doubling: rhd ``doubling=True``), and the double binary tree and chunked pipeline at each segment count of :data:`TREE_SEGMENTS` and
   :data:`PIPELINE_SEGMENTS`.  Ties are broken by this fixed order, so every answer is
   deterministic.  Tables on all of a machine's ranks try each at every count of
   :func:`simulator.channel_choice.channel_counts` (1 and the NICs per node), over the
@@ -111,12 +111,15 @@ def candidates(collective: str, channel_counts: tuple[int, ...] = (1,),
     Returns
     -------
     tuple of (str, Params)
-        Ring, rhd, tree at each of :data:`TREE_SEGMENTS`, then pipeline at each of
+        Ring, rhd, for AllReduce rhd with ``doubling=True`` (recursive doubling), tree at
+        each of :data:`TREE_SEGMENTS`, then pipeline at each of
         ``PIPELINE_SEGMENTS[collective]``; the channel variants; then ``hier``.
 
     Examples
     --------
-    >>> [a for a, _ in candidates("allreduce")]
+    >>> [_label(a, p) for a, p in candidates("allreduce")][:4]
+    ['ring', 'rhd', 'rhd(doubling=True)', 'tree(segments=1)']
+    >>> [a for a, _ in candidates("allgather")]
     ['ring', 'rhd', 'tree', 'tree', 'tree', 'pipeline', 'pipeline', 'pipeline', 'pipeline']
     >>> for algorithm, params in candidates("allgather", (1, 8), 8)[9:]:
     ...     print(_label(algorithm, params))
@@ -132,6 +135,7 @@ def candidates(collective: str, channel_counts: tuple[int, ...] = (1,),
     """
     out: list[tuple[str, Params]] = [
         ("ring", ()), ("rhd", ()),
+        *((("rhd", (("doubling", True),)),) if collective == "allreduce" else ()),
         *(("tree", (("segments", s),)) for s in TREE_SEGMENTS),
         *(("pipeline", (("segments", s),)) for s in PIPELINE_SEGMENTS[collective])]
     for c in (c for c in channel_counts if c > 1):

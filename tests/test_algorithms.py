@@ -20,15 +20,30 @@ def counts(nranks: int) -> list[int]:
     return sorted({0, 1, nranks - 1, nranks + 1, 97, 100_003})
 
 
-@pytest.mark.parametrize("nranks", RANKS)
-@pytest.mark.parametrize("collective", COLLECTIVES)
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_matches_numpy(algorithm: str, collective: str, nranks: int) -> None:
+#: variants chosen by a parameter: (algorithm, collective, parameters)
+VARIANTS = (("rhd", "allreduce", {"doubling": True}),)
+
+
+def _check(algorithm: str, collective: str, nranks: int, **params: object) -> None:
     for count in counts(nranks):
-        schedule = build_schedule(collective, algorithm, nranks, count)
+        schedule = build_schedule(collective, algorithm, nranks, count, **params)
         verify(schedule)
         for seed, dtype in enumerate(DTYPES):
             for op in OPS:
                 inputs, full = rank_inputs(collective, nranks, count, dtype, op, seed)
                 outputs = interpret(schedule, inputs, op)
                 check_outputs(collective, outputs, full, op)
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_matches_numpy(algorithm: str, collective: str, nranks: int) -> None:
+    _check(algorithm, collective, nranks)
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join([v[0], v[1], *map(str, v[2])]))
+def test_variant_matches_numpy(variant: tuple[str, str, dict], nranks: int) -> None:
+    algorithm, collective, params = variant
+    _check(algorithm, collective, nranks, **params)

@@ -48,6 +48,8 @@ def test_static_rule_is_near_the_simulators_best_on_the_host_model(collective, n
 def test_static_rule_runs_the_ring_on_few_ranks() -> None:
     assert auto.choose("allreduce", 1 << 20, 1) == ("ring", {})
     assert auto.choose("allgather", 64, 3) == ("ring", {})
+    assert auto.choose("allreduce", 64, 3) == ("ring", {})
+    assert auto.choose("allreduce", 64, 2) == ("rhd", {"doubling": True})  # one exchange
     assert "static rule" in auto.source(4)
 
 

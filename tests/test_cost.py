@@ -119,6 +119,28 @@ def test_rhd_fold_costs_the_whole_vector_twice() -> None:
     assert folded == pytest.approx(core + 2 * ALPHA + n * (2 * BETA + GAMMA), rel=1e-12)
 
 
+def test_simulation_on_flat_reproduces_rhd_doubling_cost() -> None:
+    for p in RANKS:
+        flat = topology.flat(p, ALPHA, BETA)
+        for count in (0, 1, p - 1, p + 1, 97, p * 3 * 64 + 5):
+            schedule = build_schedule("allreduce", "rhd", p, count, doubling=True)
+            simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
+            predicted = cost("allreduce", "rhd", p, count * 4, ALPHA, BETA, GAMMA, doubling=True)
+            assert simulated == pytest.approx(predicted, rel=1e-9, abs=0), (p, count)
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 6, 8, 12, 16, 33])
+def test_rhd_doubling_matches_thakur(p: int) -> None:
+    """lg p' (a + n b + n g), plus 2 a + 2 n b + n g for the folds of a non-power of two."""
+    n, lg = 4 * 1000, p.bit_length() - 1
+    folds = 0.0 if p & (p - 1) == 0 else 2 * ALPHA + 2 * n * BETA + n * GAMMA
+    expected = lg * (ALPHA + n * BETA + n * GAMMA) + folds
+    got = cost("allreduce", "rhd", p, n, ALPHA, BETA, GAMMA, doubling=True)
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert cost("allreduce", "rhd", p, n, ALPHA, BETA, GAMMA, doubling=False) == \
+        cost("allreduce", "rhd", p, n, ALPHA, BETA, GAMMA)
+
+
 def test_one_rank_costs_nothing() -> None:
     for algorithm in ALGORITHMS:
         for collective in COLLECTIVES:
@@ -134,6 +156,8 @@ def test_one_rank_costs_nothing() -> None:
     ({"dtype_size": 0}, "dtype_size=0"),
     ({"algorithm": "pipeline", "segments": 0}, "segments=0"),
     ({"algorithm": "tree", "ranks_per_node": 3}, "ranks_per_node=3 does not divide"),
+    ({"collective": "allgather", "algorithm": "rhd", "doubling": True},
+     "doubling=True is not allowed for allgather"),
 ])
 def test_bad_arguments_are_named(kwargs: dict, message: str) -> None:
     args = {"collective": "allreduce", "algorithm": "ring", "nranks": 4, "nbytes": 64,

@@ -26,13 +26,13 @@ def test_importing_needs_neither_mpi4py_nor_cupy() -> None:
 
 
 def test_compile_tags_count_messages_per_pair_and_drop_empty_transfers() -> None:
-    steps = [Step((Send(1, 0, 2), Send(1, 2, 2), Recv(2, 0, 2, True), Recv(2, 4, 6, True))),
+    steps = [Step((Send(1, 0, 2), Send(1, 2, 2), Recv(2, 0, 2, True), Recv(2, 4, 6, True, True))),
              Step((Send(1, 2, 4), Recv(2, 6, 7), Copy(0, 1, 7)))]
     compiled, scratch = compile_steps(steps, itemsize=4)
     first, second = compiled
     assert first.sends == ((slice(0, 8), 1, 0),)  # the empty send still took tag 1
     assert first.recvs == ((True, slice(0, 8), 2, 0), (True, slice(8, 16), 2, 1))
-    assert first.reduces == ((slice(0, 2), slice(0, 2)), (slice(4, 6), slice(2, 4)))
+    assert first.reduces == ((slice(0, 2), slice(0, 2), False), (slice(4, 6), slice(2, 4), True))
     assert second.sends == ((slice(8, 16), 1, 2),)
     assert second.recvs == ((False, slice(24, 28), 2, 2),)
     assert second.copies == ((slice(0, 1), slice(7, 8)),)
@@ -52,7 +52,7 @@ def test_plan_scratch_covers_every_reduce_and_sends_match_schedule(algorithm: st
         sent = sum(span.stop - span.start for step in plan.steps for span, _, _ in step.sends)
         assert sent == 8 * schedule.sent_elements(rank)
         for step in plan.steps:
-            assert all(0 <= s.start and s.stop <= plan.scratch_count for _, s in step.reduces)
+            assert all(0 <= s.start and s.stop <= plan.scratch_count for _, s, _ in step.reduces)
 
 
 def test_plan_is_cached_and_keyed_by_dtype_and_params() -> None:
@@ -155,8 +155,12 @@ def test_call_key_changes_with_what_the_checks_depend_on(monkeypatch) -> None:
     assert calls.key("allreduce", IN_PLACE, recv, *args[3:]) != base
     collectives.auto.use_tuning(None)  # a new epoch: auto's decisions may have changed
     assert calls.key(*args) != base
-    for uncovered in ({"recvbuf": None}, {"stream": object()}, {"params": {"channels": 2}},
-                      {"sendbuf": [0.0] * 4}):
+    doubling = calls.key(*args[:-1], {"doubling": True})
+    assert doubling not in (None, base) and calls.key(*args[:-1], {"doubling": True}) == doubling
+    assert calls.key(*args[:-1], {"doubling": 1}) not in (None, doubling)  # checked apart
+    assert calls.key(*args[:-1], {"channels": 2, "doubling": True}) not in (None, doubling)
+    for uncovered in ({"recvbuf": None}, {"stream": object()}, {"params": {"order": [1, 0]}},
+                      {"params": {"order": (1, 0)}}, {"sendbuf": [0.0] * 4}):
         named = dict(zip(("collective", "sendbuf", "recvbuf", "comm", "op", "algorithm",
                           "check", "stream", "params"), args)) | uncovered
         assert calls.key(**named) is None, uncovered

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import topology
-from simulator.export import (NCCL_ALGO, OMPI_ALGORITHM, OMPI_COLL_ID, read_nccl_csv,
+from simulator.export import (NCCL_ALGO, OMPI_COLL_ID, ompi_algorithm, read_nccl_csv,
                               read_ompi_rules, to_nccl_csv, to_ompi_rules)
 from simulator.selection import tuning_table
 
@@ -59,13 +59,14 @@ def test_ompi_rules_parse_back_in_open_mpi_ids_and_sizes(tables) -> None:
         for (start, algorithm, faninout, segsize), end in zip(entries, starts[1:]):
             assert (faninout, segsize) == (0, 0) and start < end
             for size in (start, end - 1):
-                ours = _choice(table, size * per_rank)  # a block of `size` bytes per rank
-                assert OMPI_ALGORITHM[(table.collective, ours)] == algorithm, (table.collective, size)
+                ours = table.choice(size * per_rank)  # a block of `size` bytes per rank
+                assert ompi_algorithm(table.collective, ours.algorithm, ours.params) == \
+                    algorithm, (table.collective, size)
 
 
 def test_ompi_rules_name_the_algorithms_in_comments(tables) -> None:
     text = to_ompi_rules(tables[:1])
-    assert "rabenseifner" in text and text.splitlines()[1].startswith("1 ")
+    assert "recursive_doubling" in text and text.splitlines()[1].startswith("1 ")
 
 
 def test_ompi_rules_refuse_two_tables_of_one_collective(tables) -> None:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).parents[1]
 def test_stream_order_worker_stand_in() -> None:
     report = run_worker(2, ROOT / "tests" / "mpi_workers" / "stream_order.py",
                         ["--xp", "numpy", "--transport", "mpi"], timeout_s=120)
-    assert report == {"transport": "mpi", "xp": "numpy", "nranks": 2, "cases": 15,
+    assert report == {"transport": "mpi", "xp": "numpy", "nranks": 2, "cases": 16,
                       "failures": []}
 
 

@@ -16,6 +16,12 @@ from simulator.machine_forms import machine_cost
 from simulator.selection import _label, tuning_table
 
 FLAT = [("ring", {}), ("rhd", {}), ("tree", {"segments": 2}), ("pipeline", {"segments": 2})]
+#: what only AllReduce takes: recursive doubling
+ALLREDUCE_ONLY = [("rhd", {"doubling": True})]
+
+
+def _flat_algorithms(collective: str) -> list[tuple[str, dict]]:
+    return FLAT + (ALLREDUCE_ONLY if collective == "allreduce" else [])
 
 
 def _simulated(collective: str, algorithm: str, machine, nbytes: int, params: dict,
@@ -30,7 +36,7 @@ def test_flat_forms_are_the_simulator_exactly(collective: str) -> None:
     """Channels over one order share every link; hier's groups share none."""
     flat = topology.default_flat(8)
     count = 8 * 3 * 4 * 2 * 8  # even blocks and segments in every channel
-    for algorithm, params in FLAT:
+    for algorithm, params in _flat_algorithms(collective):
         for channels in (1, 3):
             both = {**params, "channels": channels}
             formula = machine_cost(collective, algorithm, flat, 4 * count, **both)
@@ -79,7 +85,7 @@ GRID = [(nodes, collective) for nodes in (1, 2) for collective in COLLECTIVES] \
 def test_dgx_forms_are_the_simulator_within_the_tolerance(nodes: int, collective: str) -> None:
     machine = topology.dgx_h100(nodes, gpu_model=None)
     counts = (1, 8) if nodes > 1 else (1,)
-    tried = [(a, {**p, "channels": c}) for c in counts for a, p in FLAT]
+    tried = [(a, {**p, "channels": c}) for c in counts for a, p in _flat_algorithms(collective)]
     if nodes > 1:
         tried += [("hier", {"ranks_per_node": 8, "inner": inner, "channels": c})
                   for c in counts for inner in ("ring", "rhd", "tree")]

@@ -2,7 +2,8 @@
 
 Correctness over the full rank x count x dtype x op matrix lives in test_algorithms.py;
 here: step counts, bytes sent, the ``rank ^ mask`` partner pattern, the fold of
-non-powers of two, and ``order=``.
+non-powers of two, and ``order=``; and the same of recursive doubling (``doubling=True``),
+with the operand order that keeps its results bitwise identical.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from collectives import Recv, Schedule, Send, build_schedule, interpret, verify
+from collectives import Recv, Schedule, Send, Step, build_schedule, interpret, verify
 from collectives.layout import block
 
 RANKS = [*range(1, 18), 31, 32, 33, 64]
@@ -183,3 +184,100 @@ def test_benchmark_one_rank_of_1024(benchmark, collective: str) -> None:
     blocks = [block(2**28, 1024, r) for r in range(1024)]
     steps = benchmark(rhd.rank_steps, collective, 5, 1024, 2**28, blocks)
     assert len(steps) == {"allreduce": 20}.get(collective, 10)
+
+
+@pytest.mark.parametrize("p", RANKS)
+def test_doubling_exchanges_the_whole_vector_with_rank_xor_mask(p: int) -> None:
+    n, size = 5 * p + 3, 1 << _lg(p)
+    s = build_schedule("allreduce", "rhd", p, n, doubling=True)
+    assert s.param_dict == {"doubling": True}
+    assert s.num_steps() == _lg(p) + (0 if p == size else 2)
+    core, survivor = _core(build_schedule("allreduce", "rhd", p, 1))
+    for i, rank in enumerate(core):
+        steps = s.steps(rank)
+        if rank - 1 in survivor:
+            assert [str(step) for step in (steps[0], steps[-1])] == [
+                f"reduce [0:{n}) <- {rank - 1}", f"send [0:{n}) -> {rank - 1}"]
+            steps = steps[1:-1]
+        masks = [1 << k for k in range(_lg(size))]
+        assert [str(step) for step in steps] == [
+            f"send [0:{n}) -> {core[i ^ m]}; reduce [0:{n}) <- {core[i ^ m]}"
+            + (" (received first)" if i & m else "") for m in masks], rank
+    for extra, surv in survivor.items():
+        assert [str(step) for step in s.steps(extra)] == [f"send [0:{n}) -> {surv}",
+                                                          f"recv [0:{n}) <- {surv}"]
+
+
+@pytest.mark.parametrize("p", [1, 2, 4, 8, 16, 32, 64])
+def test_doubling_sends_lg_p_vectors(p: int) -> None:
+    for n in (0, 1, 7, 1009):
+        s = build_schedule("allreduce", "rhd", p, n, doubling=True)
+        assert all(s.sent_elements(r) == _lg(p) * n for r in range(p))
+
+
+def test_doubling_false_is_halving_doubling_and_records_nothing() -> None:
+    for p, n in ((2, 5), (5, 17), (8, 64)):
+        plain = build_schedule("allreduce", "rhd", p, n)
+        assert build_schedule("allreduce", "rhd", p, n, doubling=False) == plain
+        assert plain.params == ()
+        assert build_schedule("allreduce", "rhd", p, n, doubling=True) != plain
+
+
+@pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
+def test_doubling_is_only_an_allreduce(collective: str) -> None:
+    with pytest.raises(ValueError, match=f"doubling=True is not allowed for {collective}; "
+                                         "recursive doubling is an allreduce: use doubling=False"):
+        build_schedule(collective, "rhd", 4, 8, doubling=True)
+    assert build_schedule(collective, "rhd", 4, 8, doubling=False).params == ()
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_doubling_must_be_a_bool(value: object) -> None:
+    with pytest.raises(ValueError, match=r"doubling=.* is not allowed; it must be True or False"):
+        build_schedule("allreduce", "rhd", 4, 8, doubling=value)
+
+
+@pytest.mark.parametrize("p", [3, 6, 7, 13, 16])
+def test_doubling_with_order_and_channels(p: int) -> None:
+    order = [int(x) for x in np.random.default_rng(p).permutation(p)]
+    for n in (0, p - 1, p + 1, 1009):
+        _run("allreduce", p, n, "float32", doubling=True, order=order)
+        _run("allreduce", p, n, "float64", doubling=True, channels=3)
+
+
+def _unswapped(schedule: Schedule) -> Schedule:
+    """``schedule`` with every receive's ``swap`` cleared."""
+    def plain(op):  # type: ignore[no-untyped-def]
+        return Recv(op.peer, op.start, op.stop, op.reduce) if isinstance(op, Recv) else op
+    ranks = [[Step(tuple(map(plain, step.ops))) for step in steps] for steps in schedule]
+    return Schedule.from_steps(schedule.collective, schedule.algorithm, schedule.count, ranks)
+
+
+def _awkward(p: int, n: int, dtype: str) -> list[np.ndarray]:
+    """Per rank: signed zeros, NaNs with a payload of the rank's own, and ordinary values;
+    whether ``max(a, b)`` or ``a + b`` keeps ``a``'s or ``b``'s bits depends on the order."""
+    info = np.finfo(dtype)
+    bits = np.dtype(f"uint{info.bits}")
+    rng = np.random.default_rng([p, n])
+    inputs = []
+    for rank in range(p):
+        x = rng.choice(np.array([0.0, -0.0, 1.5, -2.0], dtype), n)
+        nan = (np.array(np.nan, dtype).view(bits) | bits.type(rank + 1)).view(dtype)
+        x[rng.random(n) < 0.3] = nan
+        inputs.append(x)
+    return inputs
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 5, 8, 12])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_doubling_is_bitwise_identical_where_the_op_is_not_commutative(p: int, dtype: str) -> None:
+    """Signed zeros (max, min) and NaN payloads (every op): both partners reduce the same
+    operands in the same order; with the swap cleared the ranks disagree."""
+    n = 64
+    s = build_schedule("allreduce", "rhd", p, n, doubling=True)
+    inputs = _awkward(p, n, dtype)
+    for op in ("sum", "prod", "max", "min"):
+        outputs = interpret(s, inputs, op)
+        assert all(out.tobytes() == outputs[0].tobytes() for out in outputs), op
+        unswapped = interpret(_unswapped(s), inputs, op)
+        assert any(out.tobytes() != unswapped[0].tobytes() for out in unswapped), op

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -69,6 +71,22 @@ def test_json_round_trip_and_str() -> None:
     text = str(schedule)
     assert text.splitlines()[0] == "ring reduce_scatter: 3 ranks, 7 elements (order=(2, 0, 1))"
     assert "step 0: send" in text and "reduce" in text
+
+
+def test_swapped_reduce_round_trips_and_says_so() -> None:
+    schedule = build_schedule("allreduce", "rhd", 3, 5, doubling=True)
+    again = Schedule.from_json(schedule.to_json())
+    assert again == schedule and again.steps(2)[0].ops[1] == Recv(1, 0, 5, True, True)
+    assert str(again.steps(2)[0]) == "send [0:5) -> 1; reduce [0:5) <- 1 (received first)"
+    plain = json.loads(build_schedule("allreduce", "rhd", 2, 4).to_json())
+    assert plain["ranks"][0][0][1] == ["recv", 1, 0, 2, True]  # no swap written where unset
+
+
+def test_a_reducing_receive_may_write_what_its_step_sends() -> None:
+    verify(hand_made([[Send(1, 0, 4), Recv(1, 0, 4, True)]],
+                     [[Send(0, 0, 4), Recv(0, 0, 4, True, True)]]))
+    with pytest.raises(ScheduleError, match="reads a range that"):
+        verify(hand_made([[Send(1, 0, 4), Recv(1, 0, 4)]], [[Send(0, 0, 4), Recv(0, 0, 4)]]))
 
 
 def test_schedule_is_immutable_and_cached() -> None:

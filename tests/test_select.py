@@ -46,7 +46,7 @@ def test_simulated_table_reproduces_exact_closed_forms_on_flat(flat4) -> None:
     table = tuning_table("allreduce", flat4, method="simulate")
     exact = [c for c, (a, p) in enumerate(table.candidates)
              if a in ("ring", "rhd", "pipeline") or p == (("segments", 4),)]
-    assert len(exact) == 7
+    assert len(exact) == 8  # rhd twice: halving-doubling and recursive doubling
     for i, n in enumerate(SIZES):
         if n >= 4096:
             for c in exact:

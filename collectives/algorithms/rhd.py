@@ -1,4 +1,4 @@
-"""Recursive halving-doubling (Rabenseifner's algorithm).
+"""Recursive halving-doubling (Rabenseifner's algorithm), and recursive doubling.
 
 AllReduce is a recursive-halving reduce-scatter followed by a recursive-doubling
 allgather (Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication
@@ -6,6 +6,16 @@ Operations in MPICH", IJHPCA 19(1), 2005, section 4.3); ReduceScatter is the fir
 and AllGather the second.  Partners are ``newrank ^ mask`` among a power-of-two *core*,
 as in msccl-tools' ``peer = rank ^ count`` loop: halving runs ``mask = p'/2 .. 1`` and
 leaves core rank ``i`` with the reduced chunk ``i``; doubling runs ``mask = 1 .. p'/2``.
+
+With ``doubling=True`` (AllReduce only) AllReduce is *recursive doubling* instead, the
+small-message algorithm of MPICH and of Open MPI's ``coll_tuned`` (allreduce algorithm
+3; Thakur et al. section 4.2): at ``mask = 1 .. p'/2`` core rank ``i`` exchanges the
+whole vector with ``i ^ mask`` and reduces it in, ``lg p'`` steps instead of
+``2 lg p'``, each moving all ``n`` bytes.  Both partners reduce the same two partial
+results, so the rank whose ``mask`` bit is set takes the received one as the left
+operand (``Recv(swap=True)``): both compute ``op(lower half, upper half)`` and get the
+same bits even where ``op`` is not bitwise commutative (float ``max`` of ``+0`` and
+``-0``, which of two NaNs a sum keeps).
 
 Non-powers of two
 -----------------
@@ -25,8 +35,9 @@ number of ranks; the first pair is ranks ``0, 1`` (rank 0 sends, as in MPICH).
   recursive doubling over the unions of blocks; the survivor sends the extra rank every
   element but its own block (fold out).
 
-Each element is reduced along one path and then copied, so every rank ends bitwise
-identical.
+Each element is reduced along one path and then copied (or, in recursive doubling,
+reduced by both partners from the same operands in the same order), so every rank ends
+bitwise identical.
 
 Cost (alpha-beta-gamma)
 -----------------------
@@ -43,6 +54,8 @@ ReduceScatter      ``lg p`` (p = p'),    ``lg p a + (p-1)/p n b + (p-1)/p n g`` 
                    ``lg p' + 2``
 AllGather          ``lg p`` (p = p'),    ``lg p a + (p-1)/p n b`` (p = p')
                    ``lg p' + 2``
+AllReduce,         ``lg p'`` (p = p'),   ``lg p' (a + n b + n g)``, plus
+``doubling=True``  ``lg p' + 2``         ``2 a + 2 n b + n g`` for p > p'
 =================  ====================  ===========================================
 
 Folding for ``p > p'`` adds, for AllReduce, ``a + n b + n g`` before and ``a + n b``
@@ -71,30 +84,53 @@ from ..schedule import Recv, Send, Step
 
 __all__ = ["PARAMS", "resolve_params", "rank_steps", "step_rounds"]
 
-PARAMS: dict[str, Any] = {}
+PARAMS: dict[str, Any] = {"doubling": False}
 
 Range = tuple[int, int]
 Chunks = Callable[[int, int], list[Range]]
 
 
-def resolve_params(collective: str, nranks: int, count: int) -> dict[str, Any]:
-    """Recursive halving-doubling takes no tuning parameters.
+def resolve_params(collective: str, nranks: int, count: int,
+                   doubling: bool = False) -> dict[str, Any]:
+    """Check the parameters: ``doubling`` picks recursive doubling for AllReduce.
 
     Parameters
     ----------
     collective : str
-        The collective (unused).
+        The collective.
     nranks : int
         Number of ranks (unused).
     count : int
         Elements of the vector (unused).
+    doubling : bool, optional
+        True: recursive doubling (AllReduce only); False (the default): halving-doubling.
 
     Returns
     -------
     dict[str, Any]
-        Always empty.
+        ``{"doubling": True}`` for recursive doubling, else empty (the schedules of
+        halving-doubling record no parameter).
+
+    Raises
+    ------
+    ValueError
+        If ``doubling`` is not a bool, or is True for another collective than AllReduce.
+
+    Examples
+    --------
+    >>> resolve_params("allreduce", 4, 8, doubling=True)
+    {'doubling': True}
+    >>> resolve_params("allgather", 4, 8, doubling=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: doubling=True is not allowed for allgather; recursive doubling is an allreduce: use doubling=False
     """
-    return {}
+    if not isinstance(doubling, bool):
+        raise ValueError(f"doubling={doubling!r} is not allowed; it must be True or False")
+    if doubling and collective != "allreduce":
+        raise ValueError(f"doubling=True is not allowed for {collective}; recursive doubling "
+                         "is an allreduce: use doubling=False")
+    return {"doubling": True} if doubling else {}
 
 
 @dataclass(frozen=True)
@@ -135,8 +171,10 @@ def _nonempty(pieces: Sequence[Range], at: int) -> list[Range]:
     return kept or [(at, at)]
 
 
-def _exchange(peer: int, give: list[Range], take: list[Range], reduce: bool) -> Step:
-    return Step(tuple(Send(peer, *g) for g in give) + tuple(Recv(peer, *t, reduce) for t in take))
+def _exchange(peer: int, give: list[Range], take: list[Range], reduce: bool,
+              swap: bool = False) -> Step:
+    return Step(tuple(Send(peer, *g) for g in give) +
+                tuple(Recv(peer, *t, reduce, swap) for t in take))
 
 
 def _halving(fold: _Fold, i: int, chunks: Chunks) -> list[Step]:
@@ -163,6 +201,14 @@ def _doubling(fold: _Fold, i: int, chunks: Chunks) -> list[Step]:
     return steps
 
 
+def _whole_doubling(fold: _Fold, i: int, count: int) -> list[Step]:
+    """Recursive-doubling allreduce of core rank ``i``: the whole vector each way at
+    ``mask = 1 .. core/2``, the received partial on the left where ``i`` has the bit."""
+    whole = [(0, count)]
+    return [_exchange(fold.survivor(i ^ mask), whole, whole, True, bool(i & mask))
+            for mask in (1 << k for k in range(fold.core.bit_length() - 1))]
+
+
 def _fold_pieces(collective: str, count: int, extra: Range) -> tuple[list[Range], list[Range]]:
     """Ranges an extra rank sends in and receives back, given its block ``extra``."""
     whole = [(0, count)]
@@ -174,8 +220,8 @@ def _fold_pieces(collective: str, count: int, extra: Range) -> tuple[list[Range]
 
 
 def rank_steps(collective: str, rank: int, nranks: int, count: int,
-               blocks: Sequence[Range]) -> list[Step]:
-    """Return the recursive halving-doubling steps of ``rank``.
+               blocks: Sequence[Range], doubling: bool = False) -> list[Step]:
+    """Return the recursive halving-doubling (or recursive doubling) steps of ``rank``.
 
     Parameters
     ----------
@@ -190,6 +236,8 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     blocks : sequence of (int, int)
         ``blocks[r]`` is the element range rank ``r`` owns; together they cover
         ``[0, count)`` without overlap.
+    doubling : bool, optional
+        Recursive doubling (AllReduce only, see :func:`resolve_params`).
 
     Returns
     -------
@@ -203,6 +251,9 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     >>> [str(step) for step in steps]  # doctest: +NORMALIZE_WHITESPACE
     ['send [4:8) -> 2; reduce [0:4) <- 2', 'send [2:4) -> 1; reduce [0:2) <- 1',
      'send [0:2) -> 1; recv [2:4) <- 1', 'send [0:4) -> 2; recv [4:8) <- 2']
+    >>> blocks = [block(8, 4, r) for r in range(4)]
+    >>> [str(step) for step in rank_steps("allreduce", 1, 4, 8, blocks, doubling=True)]
+    ['send [0:8) -> 0; reduce [0:8) <- 0 (received first)', 'send [0:8) -> 3; reduce [0:8) <- 3']
     """
     fold = _Fold.of(nranks)
     i = fold.core_rank(rank)
@@ -220,17 +271,17 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     if paired and rank == extra:
         peer = fold.survivor(i)
         return [_exchange(peer, fold_in, [], reduce_in), _exchange(peer, [], fold_out, False)]
-    core: list[Step] = []
-    if collective != "allgather":
-        core += _halving(fold, i, chunks)
-    if collective != "reduce_scatter":
-        core += _doubling(fold, i, chunks)
+    if doubling:
+        core = _whole_doubling(fold, i, count)
+    else:
+        core = [*(_halving(fold, i, chunks) if collective != "allgather" else []),
+                *(_doubling(fold, i, chunks) if collective != "reduce_scatter" else [])]
     if not paired:
         return core
     return [_exchange(extra, [], fold_in, reduce_in), *core, _exchange(extra, fold_out, [], False)]
 
 
-def step_rounds(collective: str, rank: int, nranks: int) -> list[int]:
+def step_rounds(collective: str, rank: int, nranks: int, doubling: bool = False) -> list[int]:
     """Return the round of each of ``rank``'s steps on a clock shared by all ranks.
 
     The fold in is round 0, core step ``j`` is round ``j + 1`` and the fold out the round
@@ -244,6 +295,8 @@ def step_rounds(collective: str, rank: int, nranks: int) -> list[int]:
         The collective.
     rank, nranks : int
         The rank and the number of ranks.
+    doubling : bool, optional
+        Recursive doubling (AllReduce only).
 
     Returns
     -------
@@ -259,7 +312,7 @@ def step_rounds(collective: str, rank: int, nranks: int) -> list[int]:
     """
     fold = _Fold.of(nranks)
     lg = fold.core.bit_length() - 1
-    core = lg * ((collective != "allgather") + (collective != "reduce_scatter"))
+    core = lg if doubling else lg * ((collective != "allgather") + (collective != "reduce_scatter"))
     if fold.core == nranks:
         return list(range(core))
     i = fold.core_rank(rank)

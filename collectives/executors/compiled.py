@@ -8,8 +8,9 @@ of the sends, then per first receive from a new peer ``MPI_Mprobe``, ``MPI_Get_c
 the tag and length compared, ``MPI_Imrecv``; ``MPI_Startall`` of the other receives (of
 receives and sends together at steps without first receives); ``MPI_Waitall`` of the
 receives with statuses, every tag compared; ``MPI_Waitall`` of the sends; then the
-reductions, element by element in the ufunc's order (``into = into + source``), and the
-copies.
+reductions, element by element with the ufunc's operand order (``into = into + source``,
+or ``into = source + into`` for a receive that swaps, which differ in which of two NaNs
+a float sum keeps), and the copies.
 
 The binding describes itself as one flat ``int64`` table (:class:`Flat`, which
 :func:`~.persistent.bind` fills): :data:`HEADER` fields, then :data:`STEP` fields per step,
@@ -26,7 +27,11 @@ Only Open MPI is supported (handles are pointers, ``MPI_Status`` is 24 bytes, an
 ``MPI_STATUSES_IGNORE`` is NULL: :func:`kernel` checks the first two and the vendor), and
 only the reductions :data:`DTYPE_CODES` x :data:`OP_CODES`: the Python walk runs the rest.
 Floating-point ``max`` and ``min`` are left to NumPy, whose SIMD and scalar loops order
-signed zeros differently.
+signed zeros differently.  Of two NaNs a float sum or product keeps the one the loop's
+instruction keeps (on x86 the left operand's); NumPy's scalar loop may keep the other
+(its compiler swaps the operands), so such an element may carry another NaN than NumPy
+gives, but the same on every rank: ranks that reduce the same operands do so in the same
+order (a swapped receive has its own loop) with the same lengths.
 
 Importing this module needs neither MPI nor Numba (:func:`kernel` compiles).
 """
@@ -58,8 +63,9 @@ STEP = 8
 #: per request: peer, tag, bytes, buffer address (for first receives); the handles are
 #: the ``N_REQUESTS`` int64 that follow these rows
 REQUEST = 4
-#: per reduction: work element, scratch element, elements
-REDUCE = 3
+#: per reduction: work element, scratch element, elements, swapped (the scratch element on
+#: the left: 1, else 0)
+REDUCE = 4
 #: per copy (bytes): source in stage (0 or 1), source, destination in stage, destination,
 #: length
 COPY = 5
@@ -100,8 +106,8 @@ class FlatStep:
         The persistent requests' handles: the receives after the first ones, then the sends.
     nsends : int
         How many of ``handles`` are sends.
-    reduces : list of (int, int, int)
-        ``(work element, scratch element, elements)`` per reduction.
+    reduces : list of (int, int, int, bool)
+        ``(work element, scratch element, elements, swap)`` per reduction.
     copies : list of (int, int, int, int, int)
         :data:`COPY` rows, in bytes.
     """
@@ -110,7 +116,7 @@ class FlatStep:
     receives: list[tuple[int, int, int, int]]
     handles: list[int]
     nsends: int
-    reduces: list[tuple[int, int, int]]
+    reduces: list[tuple[int, int, int, bool]]
     copies: list[tuple[int, int, int, int, int]]
 
 
@@ -195,12 +201,20 @@ _startall = _waitall = _mprobe = _get_count = _imrecv = carray = None
 
 
 def _reduce(into: np.ndarray, source: np.ndarray, at: int, start: int, n: int,
-            op: int) -> None:
+            op: int, swap: int) -> None:
     """``into[at:at+n] = op(into[at:at+n], source[start:start+n])``, element by element
     (on slices: loops over them vectorise, loops over offset indices did not: 10x slower
-    than NumPy at 64 KiB, measured)."""
+    than NumPy at 64 KiB, measured); ``op(source, into)`` where ``swap`` (only the float
+    sum and product have a swapped loop: the integer ones, and ``max`` and ``min``, which
+    are compiled for integers only, give the same bits either way)."""
     a, b = into[at:at + n], source[start:start + n]
-    if op == 0:
+    if swap and op == 0:
+        for i in range(n):
+            a[i] = b[i] + a[i]
+    elif swap and op == 1:
+        for i in range(n):
+            a[i] = b[i] * a[i]
+    elif op == 0:
         for i in range(n):
             a[i] = a[i] + b[i]
     elif op == 1:
@@ -218,13 +232,15 @@ def _reduce_bytes(work: np.ndarray, scratch: np.ndarray, row: np.ndarray, dtype:
                   op: int) -> None:
     """One reduction row on the byte buffers, viewed as the dtype of code ``dtype``."""
     if dtype == 0:
-        _reduce(work.view(np.int32), scratch.view(np.int32), row[0], row[1], row[2], op)
+        _reduce(work.view(np.int32), scratch.view(np.int32), row[0], row[1], row[2], op, 0)
     elif dtype == 1:
-        _reduce(work.view(np.int64), scratch.view(np.int64), row[0], row[1], row[2], op)
+        _reduce(work.view(np.int64), scratch.view(np.int64), row[0], row[1], row[2], op, 0)
     elif dtype == 2:
-        _reduce(work.view(np.float32), scratch.view(np.float32), row[0], row[1], row[2], op)
+        _reduce(work.view(np.float32), scratch.view(np.float32), row[0], row[1], row[2], op,
+                row[3])
     else:
-        _reduce(work.view(np.float64), scratch.view(np.float64), row[0], row[1], row[2], op)
+        _reduce(work.view(np.float64), scratch.view(np.float64), row[0], row[1], row[2], op,
+                row[3])
 
 
 def _stop(table: np.ndarray, detail: int, code: int) -> int:

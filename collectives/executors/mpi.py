@@ -37,7 +37,7 @@ from .buffers import Call, staged_done, staging, workspace
 from .guard import Guard, SignedPlan, signed_plan
 from .hello import Hellos
 from .persistent import PersistentPlans
-from .plan import Plan, PlanStep, apply_copies, describe_step
+from .plan import Plan, PlanStep, apply_copies, apply_reduces, describe_step
 
 __all__ = ["CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
            "mpi_transport", "close", "post_step"]
@@ -212,9 +212,7 @@ def _walk(transport: "MpiTransport", plan: Plan, signed: SignedPlan, work: Any,
         requests = post_step(transport, step, signed, index, areas, work_bytes, (work, scratch),
                          describe)
         complete(_MPI, requests, step, signed, index, (work, scratch), describe)
-        for target, source in step.reduces:
-            into = work[target]
-            reduce(into, scratch[source], out=into)
+        apply_reduces(work, scratch, step.reduces, reduce)
         if step.copies:
             apply_copies(work, step.copies)
         queued = stream is not None and bool(step.reduces or step.copies)
@@ -243,9 +241,7 @@ def _walk_staged(transport: "MpiTransport", plan: Plan, signed: SignedPlan,
         complete(_MPI, requests, step, signed, index, buffers, describe)
         for into_scratch, span, _, _ in step.recvs:
             device[into_scratch][span].set(areas[into_scratch][span], stream=stream)
-        for target, source in step.reduces:
-            into = work[target]
-            reduce(into, scratch[source], out=into)
+        apply_reduces(work, scratch, step.reduces, reduce)
         if step.copies:
             apply_copies(work, step.copies)
     staged_done(stream)

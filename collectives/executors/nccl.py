@@ -21,7 +21,7 @@ from typing import Any
 
 from ..ops import reducer
 from .buffers import Call, workspace
-from .plan import Plan, apply_copies
+from .plan import Plan, apply_copies, apply_reduces
 
 __all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS", "SHARED_GPU_ENV", "local_device"]
 
@@ -249,9 +249,7 @@ class NcclComm:
                                   stream_ptr)
                 finally:
                     nccl.groupEnd()
-                for target, source in step.reduces:
-                    into = work[target]
-                    reduce(into, scratch[source], out=into)
+                apply_reduces(work, scratch, step.reduces, reduce)
                 if step.copies:
                     apply_copies(work, step.copies)
 

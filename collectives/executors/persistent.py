@@ -10,7 +10,8 @@ receive from each peer, which the guard takes through a matched probe on every c
 array views.  A call then costs, per step, one ``Startall`` (two, and a probe per new peer,
 at the steps that first hear from a peer), the guard's wait (``Waitall`` with statuses,
 and the tags compared) and one ufunc call per reduction (``reduce(into, source,
-out=into)``: in place, no temporaries); nothing is sliced or parsed.
+out=into)``, or ``reduce(source, into, out=into)`` for a receive that swaps: in place, no
+temporaries); nothing is sliced or parsed.
 
 Bindings are cached per transport by (plan, reduction, buffer addresses, taken with
 ``MPI.Get_address``): calls that reuse their buffers, as applications and benchmarks do,
@@ -42,6 +43,8 @@ __all__ = ["BINDINGS_PER_COMM", "Binding", "BoundStep", "PersistentPlans", "bind
 BINDINGS_PER_COMM = 64
 
 Views = tuple[tuple[np.ndarray, np.ndarray], ...]
+#: per reduction ``(left, right, into)``: ``reduce(left, right, out=into)``
+Reductions = tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +92,9 @@ class BoundStep:
         the sends.
     tags : tuple of int
         The tag each receive must carry, in the plan's receive order.
-    reduces : tuple of (numpy.ndarray, numpy.ndarray)
-        ``(work_view, scratch_view)`` per reduction.
+    reduces : tuple of (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        ``(left, right, into)`` per reduction: ``(work_view, scratch_view, work_view)``,
+        or ``(scratch_view, work_view, work_view)`` where the receive swaps.
     copies : tuple of (numpy.ndarray, numpy.ndarray)
         ``(source, destination)`` views per copy, applied in order (where a copy's
         destination overlaps a copy's source, through a staging area allocated with the
@@ -102,7 +106,7 @@ class BoundStep:
     receives: list[Any]
     sends: list[Any]
     tags: tuple[int, ...]
-    reduces: Views
+    reduces: Reductions
     copies: Views
 
 
@@ -132,6 +136,13 @@ def _copy_rows(copies: tuple[tuple[slice, slice], ...]) -> tuple[list[tuple[int,
         out_of.append((1, offset, 0, destination.start, length))
         offset += length
     return into + out_of, offset
+
+
+def _operands(into: np.ndarray, source: np.ndarray,
+              swap: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(left, right, into)`` of one reduction: the received ``source`` on the right, or
+    on the left where the receive swaps."""
+    return (source, into, into) if swap else (into, source, into)
 
 
 def _send_buffers(plan: Plan, work: np.ndarray, send: np.ndarray | None) -> list[list[Any]]:
@@ -195,7 +206,8 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
                     for into_scratch, span, peer, _ in step.recvs[step.first:]]
         sends = [comm.Send_init(source, peer, tag)
                  for source, (_, peer, tag) in zip(sources, signed_step.sends)]
-        reduces = tuple((work[target], scratch[source]) for target, source in step.reduces)
+        reduces = tuple(_operands(work[target], scratch[source], swap)
+                        for target, source, swap in step.reduces)
         views = tuple(((work, stage)[a][s:s + n], (work, stage)[b][d:d + n])
                       for a, s, b, d, n in rows)
         steps.append(BoundStep(receives + sends, first, receives, sends, signed_step.tags,
@@ -215,8 +227,8 @@ def _flat_step(mpi: Any, step: PlanStep, signed: SignedStep, areas: tuple[np.nda
     receives = [(peer, tag, length, areas[into_scratch][span].ctypes.data)
                 for (into_scratch, span, peer, _), tag, length
                 in zip(step.recvs, signed.tags, signed.lengths)]
-    reduces = [(target.start, source.start, target.stop - target.start)
-               for target, source in step.reduces]
+    reduces = [(target.start, source.start, target.stop - target.start, swap)
+               for target, source, swap in step.reduces]
     return FlatStep(step.first, receives, [mpi._handleof(r) for r in requests],
                     len(step.sends), reduces,
                     [(a, s * itemsize, b, d * itemsize, n * itemsize) for a, s, b, d, n in copies])
@@ -351,8 +363,8 @@ class PersistentPlans:
                     waitall(sends)
             except mpi.Exception as error:
                 self._fail(binding, signed, op, index, receives + sends, (work, scratch), error)
-            for into, source in step.reduces:
-                reduce(into, source, out=into)
+            for left, right, into in step.reduces:
+                reduce(left, right, out=into)
             for source, destination in step.copies:
                 copyto(destination, source)
 

@@ -25,8 +25,8 @@ from ..build import build_schedule
 from ..layout import input_range, output_range
 from ..schedule import Copy, Recv, Send, Step
 
-__all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_copies", "PLAN_CACHE_SIZE",
-           "release_plans", "describe_step"]
+__all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_reduces", "apply_copies",
+           "PLAN_CACHE_SIZE", "release_plans", "describe_step"]
 
 #: plans kept per process (least recently used dropped first)
 PLAN_CACHE_SIZE = 256
@@ -47,8 +47,10 @@ class PlanStep:
         :attr:`first` of them are the call's first receive from their peer.
     sends : tuple of (slice, int, int)
         ``(byte_range, peer, tag)`` per send, from the working buffer.
-    reduces : tuple of (slice, slice)
-        ``(work_elements, scratch_elements)`` per reducing receive, in schedule order.
+    reduces : tuple of (slice, slice, bool)
+        ``(work_elements, scratch_elements, swap)`` per reducing receive, in schedule
+        order: ``work = op(work, scratch)``, or ``op(scratch, work)`` where ``swap``
+        (:class:`~collectives.schedule.Recv`).
     copies : tuple of (slice, slice)
         ``(source_elements, destination_elements)`` per local copy.
     first : int
@@ -58,7 +60,7 @@ class PlanStep:
 
     recvs: tuple[tuple[bool, slice, int, int], ...]
     sends: tuple[tuple[slice, int, int], ...]
-    reduces: tuple[tuple[slice, slice], ...]
+    reduces: tuple[tuple[slice, slice, bool], ...]
     copies: tuple[tuple[slice, slice], ...]
     first: int = 0
 
@@ -142,7 +144,7 @@ def compile_steps(steps: tuple[Step, ...] | list[Step],
             elif isinstance(op, Recv) and op.reduce:
                 recvs.append((True, slice(offset * itemsize, (offset + length) * itemsize),
                               op.peer, tag))
-                reduces.append((slice(op.start, op.stop), slice(offset, offset + length)))
+                reduces.append((slice(op.start, op.stop), slice(offset, offset + length), op.swap))
                 offset += length
             else:
                 recvs.append((False, slice(op.start * itemsize, op.stop * itemsize), op.peer, tag))
@@ -217,6 +219,18 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
 def release_plans() -> None:
     """Forget every cached plan (:func:`collectives.release`)."""
     _cache.clear()
+
+
+def apply_reduces(work: Any, scratch: Any, reduces: tuple[tuple[slice, slice, bool], ...],
+                  reduce: Any) -> None:
+    """Apply a step's reductions with the ufunc ``reduce`` (NumPy's or CuPy's), in order:
+    ``work = reduce(work, scratch)``, operands swapped where the receive says so."""
+    for target, source, swap in reduces:
+        into = work[target]
+        if swap:
+            reduce(scratch[source], into, out=into)
+        else:
+            reduce(into, scratch[source], out=into)
 
 
 def apply_copies(work: Any, copies: tuple[tuple[slice, slice], ...]) -> None:

@@ -33,13 +33,13 @@ def slow(xp: Any) -> None:
 
 
 def one_case(xp: Any, comm: Any, collective: str, algorithm: str, rank: int,
-             nranks: int) -> str | None:
-    """Run one case; return a failure message or None."""
+             nranks: int, **params: Any) -> str | None:
+    """Run one case (``params``: the algorithm's); return a failure message or None."""
     part = COUNT // nranks + 1
     count = {"allreduce": COUNT, "reduce_scatter": part * nranks, "allgather": part}[collective]
     send = xp.zeros(count, xp.float32)
     function = getattr(collectives, collective)
-    kwargs: dict[str, Any] = {"comm": comm, "algorithm": algorithm}
+    kwargs: dict[str, Any] = {"comm": comm, "algorithm": algorithm, **params}
     if xp is np:
         send[...] = rank + 1
         result = function(send, **kwargs)
@@ -56,7 +56,8 @@ def one_case(xp: Any, comm: Any, collective: str, algorithm: str, rank: int,
             "allgather": np.repeat(np.arange(1, nranks + 1, dtype=np.float32), part)}[collective]
     got = result.get() if xp is not np else result
     if not np.array_equal(got, want):
-        return f"{collective} {algorithm}: {int((got != want).sum())} wrong of {got.size}"
+        return (f"{collective} {algorithm} {params or ''}: {int((got != want).sum())} wrong of "
+                f"{got.size}")
     return None
 
 
@@ -77,17 +78,18 @@ def main() -> None:
             comm.device.use()
     else:
         xp, comm = np, world
-    failures, cases = [], 0
-    for algorithm in (*collectives.ALGORITHMS, "native"):
-        for collective in collectives.COLLECTIVES:
-            cases += 1
-            failure = one_case(xp, comm, collective, algorithm, rank, nranks)
-            if failure:
-                failures.append(f"rank {rank}: {failure}")
+    failures = []
+    cases = [(collective, algorithm, {}) for algorithm in (*collectives.ALGORITHMS, "native")
+             for collective in collectives.COLLECTIVES]
+    cases.append(("allreduce", "rhd", {"doubling": True}))  # reduces into what a step sends
+    for collective, algorithm, params in cases:
+        failure = one_case(xp, comm, collective, algorithm, rank, nranks, **params)
+        if failure:
+            failures.append(f"rank {rank}: {failure}")
     merged = [f for per_rank in world.gather(failures) or [] for f in per_rank]
     if rank == 0:
         print("SUMMARY " + json.dumps({"transport": args.transport, "xp": args.xp,
-                                       "nranks": nranks, "cases": cases,
+                                       "nranks": nranks, "cases": len(cases),
                                        "failures": merged[:30]}), flush=True)
     if args.xp == "cupy" and args.transport == "nccl":
         comm.close()
