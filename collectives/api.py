@@ -47,7 +47,7 @@ from .calls import Prepared
 from .build import ALGORITHMS, COMPOSED
 from .nchannels import clamp_channels
 from .executors import transport_for
-from .executors.buffers import IN_PLACE, Call, prepare, workspace
+from .executors.buffers import IN_PLACE, Call, prepare, take_block, workspace
 from .executors.check import agree, check_enabled, signature
 from .executors.plan import get_plan
 from .ops import check_op, check_op_dtype
@@ -146,13 +146,11 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
                 algorithm: str, check: bool | None, stream: Any,
                 params: dict[str, Any]) -> Any:
     facts = calls.key(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream, params)
-    prepared = calls.lookup(facts)
-    if prepared is None:
-        prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check,
-                                    params)
-        calls.remember(facts, prepared)
-    else:
-        call = prepared.call(sendbuf, recvbuf)
+    repeat = calls.lookup(facts)
+    if repeat is not None:
+        return repeat.run(sendbuf, recvbuf)
+    prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, params)
+    calls.remember(facts, prepared)
     transport, plan = prepared.transport, prepared.plan
     if prepared.signature is not None:
         agree(prepared.signature, transport.allgather_object)
@@ -173,10 +171,7 @@ def _run_plan(transport: Any, plan: Any, call: Call, op: str, stream: Any) -> No
     work = _working_buffer(call, plan.input, stream)
     transport.run(plan, call, work, op, stream)
     if call.collective == "reduce_scatter":
-        if work is not call.recv:
-            call.recv[...] = work[plan.output]
-        elif plan.output.start:
-            call.recv[:call.part] = work[plan.output]
+        take_block(call.recv, work, plan.output, call.part)
 
 
 def allreduce(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = "sum",
