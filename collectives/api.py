@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from . import auto, calls
-from .calls import Prepared
+from . import auto
+from .calls import Prepared, key, lookup, remember
 from .build import ALGORITHMS, COMPOSED
 from .nchannels import clamp_channels
 from .executors import transport_for
@@ -145,12 +145,12 @@ def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
 def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
                 algorithm: str, check: bool | None, stream: Any,
                 params: dict[str, Any]) -> Any:
-    facts = calls.key(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream, params)
-    repeat = calls.lookup(facts)
+    facts = key(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream, params)
+    repeat = lookup(facts)
     if repeat is not None:
         return repeat.run(sendbuf, recvbuf)
     prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, params)
-    calls.remember(facts, prepared)
+    remember(facts, prepared)
     transport, plan = prepared.transport, prepared.plan
     if prepared.signature is not None:
         agree(prepared.signature, transport.allgather_object)

@@ -114,15 +114,15 @@ class Repeat:
     """
 
     __slots__ = ("prepared", "guard", "_in_place", "_cut", "_agree", "_native", "_plan",
-                 "_signed", "_run_host")
+                 "_signed", "_op", "_scatter", "_run_host")
 
     def __init__(self, prepared: Prepared) -> None:
         transport, plan = prepared.transport, prepared.plan
         self.prepared, self.guard, self._plan = prepared, transport.guard, plan
-        self._in_place = prepared.in_place
+        self._in_place, self._op = prepared.in_place, prepared.op
+        self._scatter = prepared.collective == "reduce_scatter"
         #: the result is recvbuf's first block (an in-place ReduceScatter), else recvbuf
-        self._cut = prepared.part if prepared.in_place and \
-            prepared.collective == "reduce_scatter" else None
+        self._cut = prepared.part if prepared.in_place and self._scatter else None
         self._agree = None if prepared.signature is None else partial(
             agree, prepared.signature, transport.allgather_object)
         if plan is None:
@@ -168,17 +168,17 @@ class Repeat:
 
     def _walk(self, send: Any, recv: Any) -> None:
         """Lay the input into the working buffer, walk the plan, take the output."""
-        prepared, plan, work = self.prepared, self._plan, recv
-        scatter = prepared.collective == "reduce_scatter"
+        plan, work = self._plan, recv
         if send is not None:
-            if scatter:
+            if self._scatter:
+                prepared = self.prepared
                 work = workspace(np, prepared.dtype, prepared.count, "reduce_scatter-work")
                 work[...] = send
             else:
                 recv[plan.input] = send
-        self._run_host(plan, self._signed, prepared.op, work, send)
-        if scatter:
-            take_block(recv, work, plan.output, prepared.part)
+        self._run_host(plan, self._signed, self._op, work, send)
+        if self._scatter:
+            take_block(recv, work, plan.output, self.prepared.part)
 
 
 def key(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorithm: Any,
