@@ -42,12 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from . import auto, calls
-from .calls import Prepared
+from . import auto
+from .calls import Prepared, key, lookup, remember
 from .build import ALGORITHMS, COMPOSED
 from .nchannels import clamp_channels
 from .executors import transport_for
-from .executors.buffers import IN_PLACE, Call, prepare, workspace
+from .executors.buffers import IN_PLACE, Call, prepare, take_block, workspace
 from .executors.check import agree, check_enabled, signature
 from .executors.plan import get_plan
 from .ops import NCCL_ONLY_OPS, average_input, average_output, check_op, check_op_dtype
@@ -145,14 +145,12 @@ def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
 def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
                 algorithm: str, check: bool | None, stream: Any,
                 params: dict[str, Any]) -> Any:
-    facts = calls.key(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream, params)
-    prepared = calls.lookup(facts)
-    if prepared is None:
-        prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check,
-                                    params)
-        calls.remember(facts, prepared)
-    else:
-        call = prepared.call(sendbuf, recvbuf)
+    facts = key(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream, params)
+    repeat = lookup(facts)
+    if repeat is not None:
+        return repeat.run(sendbuf, recvbuf)
+    prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, params)
+    remember(facts, prepared)
     transport, plan = prepared.transport, prepared.plan
     if prepared.signature is not None:
         agree(prepared.signature, transport.allgather_object)
@@ -177,10 +175,7 @@ def _run_plan(transport: Any, plan: Any, call: Call, op: str, stream: Any) -> No
         average_input(call.xp, work, transport.size)
     transport.run(plan, call, work, op, stream)
     if call.collective == "reduce_scatter":
-        if work is not call.recv:
-            call.recv[...] = work[plan.output]
-        elif plan.output.start:
-            call.recv[:call.part] = work[plan.output]
+        take_block(call.recv, work, plan.output, call.part)
     if average:
         average_output(call.xp, call.result, transport.size)
 

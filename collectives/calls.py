@@ -7,7 +7,8 @@ buffer's shape, dtype and flags, the variables the call path reads from the envi
 and :func:`collectives.auto.epoch`, and the tuning parameters.  :func:`key` gathers them
 into one tuple (None for a call it does not cover: CuPy buffers, a stream, a parameter
 that is not a bool, int, str or None, such as ``order``, ``recvbuf=None``, an
-``mpi4py.MPI.Op``); the public functions keep a :class:`Prepared` per key.  What depends
+``mpi4py.MPI.Op``); the public functions keep a :class:`Repeat` per key, bound to what it
+runs (MPI's collective, or the plan with its signed tags).  What depends
 on where the buffers are (their overlap) is checked on every call.
 
 The environment is read through ``os.environ``'s own dictionary of encoded names and
@@ -19,14 +20,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from . import auto
-from .executors.buffers import IN_PLACE, Call, check_overlap
+from .executors.buffers import IN_PLACE, check_overlap, take_block, workspace
+from .executors.check import agree
+from .executors.guard import signed_plan
 
-__all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "key", "lookup", "remember", "release_calls"]
+__all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "Repeat", "key", "lookup", "remember",
+           "release_calls"]
 
 #: the environment variables that decide what a call runs (:mod:`collectives.api`,
 #: :mod:`collectives.executors.check`, :mod:`collectives.auto`, :mod:`collectives.nchannels`)
@@ -44,6 +49,9 @@ _NDARRAY = np.ndarray
 #: the types of parameter values a key covers (each value is keyed with its type: a call
 #: with ``doubling=1`` is checked in full, not taken for one with ``doubling=True``)
 _SCALARS = frozenset({bool, int, str, type(None)})
+#: ``np.may_share_memory`` without its ``__array_function__`` dispatch (half its cost), which
+#: changes nothing for the exact ``numpy.ndarray`` buffers :func:`key` covers
+_may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,31 +93,96 @@ class Prepared:
     signature: tuple | None
     signed: bool
 
-    def call(self, sendbuf: Any, recvbuf: Any) -> Call:
-        """Lay out this call's buffers, checking only where they are (their overlap).
+
+class Repeat:
+    """A remembered call bound to what it runs: :meth:`run` replays it on new buffers.
+
+    What every call still checks is where the buffers are (their overlap), and, with
+    ``check`` on, the agreement across ranks; the rest was decided once, in ``prepared``:
+    ``native`` calls MPI's collective (after its hellos when signed) through
+    :meth:`~.executors.mpi.MpiTransport.native_host`, a schedule lays the input into its
+    working buffer, walks the plan with its signed tags
+    (:meth:`~.executors.mpi.MpiTransport.run_host`) and takes the output.
+
+    Parameters
+    ----------
+    prepared : Prepared
+        What the full check decided, for an MPI transport's call on NumPy buffers.
+
+    Attributes
+    ----------
+    prepared : Prepared
+        As given (it keeps the communicator, whose ``id`` is in the key, alive).
+    guard : Guard
+        The transport's guard: :func:`lookup` gives up the repeat once it broke.
+    """
+
+    __slots__ = ("prepared", "guard", "_in_place", "_cut", "_agree", "_native", "_plan",
+                 "_signed", "_op", "_scatter", "_run_host")
+
+    def __init__(self, prepared: Prepared) -> None:
+        transport, plan = prepared.transport, prepared.plan
+        self.prepared, self.guard, self._plan = prepared, transport.guard, plan
+        self._in_place, self._op = prepared.in_place, prepared.op
+        self._scatter = prepared.collective == "reduce_scatter"
+        #: the result is recvbuf's first block (an in-place ReduceScatter), else recvbuf
+        self._cut = prepared.part if prepared.in_place and self._scatter else None
+        self._agree = None if prepared.signature is None else partial(
+            agree, prepared.signature, transport.allgather_object)
+        if plan is None:
+            self._native = transport.native_host(prepared.collective, prepared.count,
+                                                 prepared.dtype, prepared.op, prepared.signed)
+        else:
+            self._signed = signed_plan(plan, prepared.op, transport.guard.codec)
+            self._run_host = transport.run_host
+
+    def run(self, sendbuf: Any, recvbuf: Any) -> Any:
+        """Run the call on buffers of the kind :func:`key` described.
 
         Parameters
         ----------
         sendbuf, recvbuf : numpy.ndarray
-            Buffers of the kind :func:`key` described (``sendbuf`` unused in place).
+            As passed to the public collective (``sendbuf`` unused in place).
 
         Returns
         -------
-        Call
+        numpy.ndarray
+            What the public collective returns.
 
         Raises
         ------
         ValueError
             If the buffers overlap in memory.
+        ArgumentMismatchError, CommunicatorBrokenError
+            As the public collective.
         """
         recv = recvbuf if recvbuf.ndim == 1 else recvbuf.reshape(-1)
-        if self.in_place:
-            result = recv[:self.part] if self.collective == "reduce_scatter" else recvbuf
-            return Call(self.collective, np, self.dtype, self.count, self.part, None, recv, result)
-        send = sendbuf if sendbuf.ndim == 1 else sendbuf.reshape(-1)
-        if np.may_share_memory(send, recv):
-            check_overlap(np, send, recv)  # raises
-        return Call(self.collective, np, self.dtype, self.count, self.part, send, recv, recvbuf)
+        send = None
+        if not self._in_place:
+            send = sendbuf if sendbuf.ndim == 1 else sendbuf.reshape(-1)
+            if _may_share_memory(send, recv):
+                check_overlap(np, send, recv)  # raises
+        if self._agree is not None:
+            self._agree()
+        if self._plan is None:
+            self._native(send, recv)
+        else:
+            self._walk(send, recv)
+        return recvbuf if self._cut is None else recv[:self._cut]
+
+    def _walk(self, send: Any, recv: Any) -> None:
+        """Lay the input into the working buffer, walk the plan, take the output."""
+        plan, work = self._plan, recv
+        if send is not None:
+            if self._scatter:
+                prepared = self.prepared
+                work = workspace(np, prepared.dtype, prepared.count, "reduce_scatter-work")
+                work[...] = send
+            else:
+                recv[plan.input] = send
+        self._run_host(plan, self._signed, self._op, work, send)
+        if self._scatter:
+            take_block(recv, work, plan.output, self.prepared.part)
 
 
 def key(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorithm: Any,
@@ -156,11 +229,11 @@ def _params_key(params: dict[str, Any]) -> tuple | None:
     return tuple(out)
 
 
-_prepared: dict[tuple, Prepared] = {}
+_repeats: dict[tuple, Repeat] = {}
 
 
-def lookup(facts: tuple | None) -> Prepared | None:
-    """Return the prepared call for ``facts`` if its transport can still run it.
+def lookup(facts: tuple | None) -> Repeat | None:
+    """Return the remembered call for ``facts`` if its transport can still run it.
 
     Parameters
     ----------
@@ -169,20 +242,21 @@ def lookup(facts: tuple | None) -> Prepared | None:
 
     Returns
     -------
-    Prepared or None
+    Repeat or None
         None on a miss, or when the transport was closed or failed since (the caller then
         checks the call in full, which says why).
     """
     if facts is None:
         return None
-    found = _prepared.get(facts)
-    if found is None or found.transport.guard.broken is not None:
+    found = _repeats.get(facts)
+    if found is None or found.guard.broken is not None:
         return None
     return found
 
 
 def remember(facts: tuple | None, prepared: Prepared) -> None:
-    """Keep ``prepared`` under ``facts`` (nothing when ``facts`` is None).
+    """Keep ``prepared``, bound to what it runs, under ``facts`` (nothing when ``facts`` is
+    None or the transport is not MPI's).
 
     Parameters
     ----------
@@ -193,11 +267,11 @@ def remember(facts: tuple | None, prepared: Prepared) -> None:
     """
     if facts is None or getattr(prepared.transport, "name", None) != "mpi":
         return
-    _prepared[facts] = prepared
-    if len(_prepared) > CALLS_KEPT:
-        del _prepared[next(iter(_prepared))]
+    _repeats[facts] = Repeat(prepared)
+    if len(_repeats) > CALLS_KEPT:
+        del _repeats[next(iter(_repeats))]
 
 
 def release_calls() -> None:
-    """Forget every prepared call (:func:`collectives.release`)."""
-    _prepared.clear()
+    """Forget every remembered call (:func:`collectives.release`)."""
+    _repeats.clear()

@@ -17,7 +17,7 @@ from ..ops import ALL_DTYPES, check_dtype
 
 __all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place",
            "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "release_workspace",
-           "staging", "staged_done", "check_overlap"]
+           "staging", "staged_done", "check_overlap", "take_block"]
 
 #: environment variable: bytes of workspace kept between calls (default 64 MiB)
 WORKSPACE_ENV = "COLLSIM_WORKSPACE_BYTES"
@@ -270,6 +270,27 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
     if in_place and collective == "reduce_scatter":
         result = recv[:part]
     return Call(collective, xp, recv.dtype, count, part, send, recv, result)
+
+
+def take_block(recv: Any, work: Any, output: slice, part: int) -> None:
+    """Copy a ReduceScatter's result, ``work[output]``, into the first ``part`` elements of
+    ``recv`` (flat), unless it is there already.
+
+    Parameters
+    ----------
+    recv : array
+        ``recvbuf``, flattened.
+    work : array
+        The working buffer the plan ran on (``recv`` itself in place).
+    output : slice
+        This rank's block in ``work`` (:attr:`~.plan.Plan.output`).
+    part : int
+        Elements of one block.
+    """
+    if work is not recv:
+        recv[...] = work[output]
+    elif output.start:
+        recv[:part] = work[output]
 
 
 _workspace: dict[tuple, Any] = {}

@@ -350,20 +350,47 @@ class MpiTransport:
             The CuPy stream to run on; None for NumPy or the current stream.
         """
         self.guard.check_usable()
+        signed = signed_plan(plan, op, self.guard.codec)
+        if call.xp is np:
+            self.run_host(plan, signed, op, work, call.send)
+            return
         if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
             self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
-        signed = signed_plan(plan, op, self.guard.codec)
         try:
-            if call.xp is np:
-                self.runs["persistent"] += 1
-                self.persistent.run(plan, signed, op, work, scratch, call.send)
-                return
             staged = self._staged(call)
             self.runs["staged" if staged else "direct"] += 1
             walk = _walk_staged if staged else _walk
             with nullcontext() if stream is None else stream:
                 walk(self, plan, signed, work, scratch, reducer(call.xp, op), op, stream)
+        except BaseException as error:
+            self.interrupted(plan, error)
+            raise
+
+    def run_host(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
+                 send: np.ndarray | None) -> None:
+        """:meth:`run` on NumPy buffers, as persistent requests, once the communicator was
+        found usable; what a repeated call runs (:mod:`collectives.calls`).
+
+        Parameters
+        ----------
+        plan : Plan
+            The rank's compiled steps.
+        signed : SignedPlan
+            Its steps with the call's tags (:func:`~.guard.signed_plan`).
+        op : str
+            The reduction, one of :data:`~collectives.ops.OPS`.
+        work : numpy.ndarray
+            The working buffer, updated in place.
+        send : numpy.ndarray or None
+            The input just copied into ``work`` (None in place).
+        """
+        if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
+            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
+        scratch = workspace(np, work.dtype, plan.scratch_count, "scratch")
+        self.runs["persistent"] += 1
+        try:
+            self.persistent.run(plan, signed, op, work, scratch, send)
         except BaseException as error:
             self.interrupted(plan, error)
             raise
@@ -429,6 +456,45 @@ class MpiTransport:
         self._native(call.collective, send, recv, op)
         if staged:
             call.recv.set(recv, stream=stream)
+
+    def native_host(self, collective: str, count: int, dtype: Any, op: str,
+                    signed: bool) -> Callable[[np.ndarray | None, np.ndarray], None]:
+        """Return :meth:`native` on NumPy buffers for a repeated call (:mod:`collectives.calls`),
+        whose caller found the communicator usable: its hellos' key and MPI's method bound.
+
+        Parameters
+        ----------
+        collective : str
+            The collective.
+        count : int
+            Elements of the working buffer.
+        dtype : numpy.dtype
+            The buffers' dtype (one MPI has a datatype for).
+        op : str
+            The reduction, one of :data:`~collectives.ops.ALL_OPS` (ignored by AllGather).
+        signed : bool
+            Exchange the hellos first, as :meth:`native` does.
+
+        Returns
+        -------
+        callable
+            ``run(send, recv)`` on flat buffers, ``send`` None in place.
+        """
+        exchange, runs, in_place, name = self.hellos.exchange, self.runs, _MPI.IN_PLACE, \
+            check_dtype(dtype)
+        mpi_op = None if collective == "allgather" else _MPI_OPS[op]
+        method = {"allreduce": self.comm.Allreduce, "allgather": self.comm.Allgather,
+                  "reduce_scatter": self.comm.Reduce_scatter_block}[collective]
+
+        def run(send: np.ndarray | None, recv: np.ndarray) -> None:
+            if signed:
+                exchange(collective, count, name, op)
+            runs["native"] += 1
+            if mpi_op is None:
+                method(in_place if send is None else send, recv)
+            else:
+                method(in_place if send is None else send, recv, mpi_op)
+        return run
 
     def native_call(self, call: Call, op: str) -> Callable[[], Any]:
         """Return MPI's own collective on host buffers, bound to them (no hellos).

@@ -440,6 +440,33 @@ def run_call_cache(comm: Any, nranks: int, transport: Any) -> list[str]:
         collectives.auto.use_tuning(None)
         if transport.runs["native"] != before + 1:
             failures.append(f"after {change}, the repeated call did not run native")
+    return failures + run_repeats(comm, nranks)
+
+
+def run_repeats(comm: Any, nranks: int) -> list[str]:
+    """Calls repeated with another dtype or shape (another key) each give their own result,
+    and a repeated in-place ReduceScatter returns its first block."""
+    failures: list[str] = []
+    rank = comm.Get_rank()
+    for algorithm, check in (("native", None), ("native", False), ("ring", None),
+                             ("ring", True)):
+        for dtype, shape in (("float64", (4,)), ("float32", (4,)), ("float32", (2, 2)),
+                             ("int64", (2, 2))):
+            for round_ in (1, 2):
+                mine = np.arange(4, dtype=dtype).reshape(shape) * round_
+                got = collectives.allreduce(mine, np.empty(shape, dtype), comm=comm,
+                                            algorithm=algorithm, check=check)
+                if got.dtype != dtype or got.shape != shape or \
+                        not np.array_equal(got, mine * nranks):
+                    failures.append(f"repeated {algorithm} check {check} {dtype} {shape}, "
+                                    f"round {round_}: got {got!r}")
+        for round_ in (1, 2):
+            whole = np.arange(2 * nranks, dtype="float64") * round_
+            got = collectives.reduce_scatter(collectives.IN_PLACE, whole.copy(), comm=comm,
+                                             algorithm=algorithm, check=check)
+            if not np.array_equal(got, whole[2 * rank:2 * rank + 2] * nranks):
+                failures.append(f"repeated in-place reduce_scatter {algorithm} check {check}, "
+                                f"round {round_}: got {got!r}")
     return failures
 
 
