@@ -4,7 +4,8 @@ Run under ``mpirun -n P python -m mpi4py benchmarks/bench_gpu.py --transport ncc
 rank per GPU, or several where NCCL allows it), from 8 B to 256 MiB (``--max-bytes``).
 Each time is the slowest rank's mean over iterations that fill about ``--budget``
 seconds, timed from a barrier to the stream's completion; the table prints native's time
-and each algorithm's time as a ratio to it (above 1: slower than native).
+and each algorithm's time as a ratio to it (above 1: slower than native), with
+recursive doubling (``rhd`` ``doubling=True``) for AllReduce.
 
 ``--xp numpy --transport mpi`` runs the same loop on NumPy buffers over MPI: a stand-in
 that tests the plumbing on machines without a GPU, not a GPU figure.
@@ -21,6 +22,10 @@ import numpy as np
 import collectives
 
 ALGORITHMS = ("native", *collectives.ALGORITHMS)
+#: label -> (the collective it runs, algorithm, parameters): columns beside the algorithms
+VARIANTS: dict[str, tuple[str, str, dict]] = {
+    "doubling": ("allreduce", "rhd", {"doubling": True})}
+COLUMNS = (*ALGORITHMS, *VARIANTS)
 
 
 def sizes(largest: int, factor: int) -> list[int]:
@@ -88,22 +93,26 @@ def main() -> None:
         print(f"# {args.transport} on {args.xp} buffers, {nranks} ranks, float32; time of "
               f"native (us) and each algorithm's time / native's")
         print(f"{'collective':>15} {'bytes':>10} {'native':>10} "
-              + " ".join(f"{a:>9}" for a in ALGORITHMS[1:]), flush=True)
+              + " ".join(f"{a:>9}" for a in COLUMNS[1:]), flush=True)
     for collective in collectives.COLLECTIVES:
         function = getattr(collectives, collective)
         for nbytes in sizes(args.max_bytes, args.factor):
             send, recv = buffers(xp, collective, nbytes, nranks)
             times = {}
-            for algorithm in ALGORITHMS:
-                kwargs = {"comm": comm, "algorithm": algorithm}
+            for column in COLUMNS:
+                runs, algorithm, params = VARIANTS.get(column, (collective, column, {}))
+                if runs != collective:
+                    continue
+                kwargs = {"comm": comm, "algorithm": algorithm, **params}
                 if stream is not None:
                     kwargs["stream"] = stream
-                times[algorithm] = time_call(
+                times[column] = time_call(
                     world, lambda: function(send, recv, **kwargs), finish, args.budget)
             if rank == 0:
                 native = times["native"]
                 print(f"{collective:>15} {nbytes:>10} {native * 1e6:>10.1f} "
-                      + " ".join(f"{times[a] / native:>9.2f}" for a in ALGORITHMS[1:]),
+                      + " ".join(f"{times[a] / native:>9.2f}" if a in times else f"{'-':>9}"
+                                 for a in COLUMNS[1:]),
                       flush=True)
     if args.xp == "cupy" and args.transport == "nccl":
         comm.close()

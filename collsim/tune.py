@@ -93,6 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-call", action="store_true",
                         help="time calls one by one after a barrier; the least counts "
                              "(steadier on a shared, loaded machine)")
+    parser.add_argument("--unchecked", action="store_true",
+                        help="time every candidate with check=False (native without its "
+                             "hellos), for a job that calls them so")
     parser.add_argument("--collectives", nargs="+", choices=COLLECTIVES,
                         default=list(COLLECTIVES), help="collectives to tune (default all)")
     parser.add_argument("--algorithms", nargs="+", choices=_CANDIDATES,
@@ -172,13 +175,15 @@ def sweep_sizes(collective: str, minbytes: int, maxbytes: int, factor: int, nran
 
 @dataclass(frozen=True)
 class Sweep:
-    """What to measure: nccl-tests' iteration counts, the candidates' rounds, and whether
-    the least single call counts instead of the mean."""
+    """What to measure: nccl-tests' iteration counts, the candidates' rounds, whether the
+    least single call counts instead of the mean, and the ``check`` every call passes
+    (False: ``native`` without its hellos, as the job will call it)."""
 
     iters: int
     warmup: int
     rounds: int
     per_call: bool = False
+    check: bool | None = None
 
 
 def _buffers(collective: str, count: int, nranks: int, dtype: str) -> tuple[np.ndarray, ...]:
@@ -271,7 +276,8 @@ def measure(world: Any, collective: str, dtype: str, counts: Sequence[int],
         for _ in range(sweep.rounds):
             for c, (algorithm, params) in enumerate(tried):
                 def call() -> Any:
-                    return function(send, recv, comm=world, algorithm=algorithm, **dict(params))
+                    return function(send, recv, comm=world, algorithm=algorithm,
+                                    check=sweep.check, **dict(params))
                 row[c] = min(row[c], _time(world, call, sweep))
                 advance(f"{collective} {dtype} {count * send.itemsize} B {algorithm}")
         times.append(row)
@@ -296,7 +302,8 @@ def tables(world: Any, args: argparse.Namespace, advance: Callable[[str], None])
     """
     from simulator.selection import measured_table
     nranks = world.Get_size()
-    sweep = Sweep(args.iters, args.warmup_iters, args.rounds, args.per_call)
+    sweep = Sweep(args.iters, args.warmup_iters, args.rounds, args.per_call,
+                  False if args.unchecked else None)
     source = f"measured on {socket.gethostname()}"
     out = []
     for dtype in _by_size(args.dtypes):
