@@ -47,7 +47,7 @@ from .calls import Prepared, key, lookup, remember
 from .build import ALGORITHMS, COMPOSED
 from .nchannels import clamp_channels
 from .executors import transport_for
-from .executors.buffers import IN_PLACE, Call, prepare, take_block, workspace
+from .executors.buffers import IN_PLACE, Call, lay_input, prepare, take_block
 from .executors.check import agree, check_enabled, signature
 from .executors.plan import get_plan
 from .ops import NCCL_ONLY_OPS, average_input, average_output, check_op, check_op_dtype
@@ -86,17 +86,6 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
     if "channels" in params:
         params = {**params, "channels": clamp_channels(params["channels"])}
     return algorithm, params
-
-
-def _working_buffer(call: Call, plan_input: slice, stream: Any) -> Any:
-    """Lay the input into the buffer the schedule works on, copying only what must move."""
-    if call.collective == "reduce_scatter" and call.send is not None:
-        work = workspace(call.xp, call.dtype, call.count, "reduce_scatter-work", stream)
-        work[...] = call.send
-        return work
-    if call.send is not None:
-        call.recv[plan_input] = call.send
-    return call.recv
 
 
 def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
@@ -169,7 +158,8 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
 def _run_plan(transport: Any, plan: Any, call: Call, op: str, stream: Any) -> None:
     """Lay the input into the working buffer, walk the plan, and take the output from it
     (NCCL's ``avg`` scaled around the walk as NCCL scales it)."""
-    work = _working_buffer(call, plan.input, stream)
+    work = lay_input(call.xp, call.collective, call.dtype, call.count, call.send, call.recv,
+                     plan.input, stream)
     average = op in NCCL_ONLY_OPS and call.collective != "allgather"
     if average:
         average_input(call.xp, work, transport.size)

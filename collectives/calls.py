@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import auto
-from .executors.buffers import IN_PLACE, check_overlap, take_block, workspace
+from .executors.buffers import IN_PLACE, check_overlap, lay_input, take_block
 from .executors.check import agree
 from .executors.guard import signed_plan
 
@@ -172,14 +172,9 @@ class Repeat:
 
     def _walk(self, send: Any, recv: Any) -> None:
         """Lay the input into the working buffer, walk the plan, take the output."""
-        plan, work = self._plan, recv
-        if send is not None:
-            if self._scatter:
-                prepared = self.prepared
-                work = workspace(np, prepared.dtype, prepared.count, "reduce_scatter-work")
-                work[...] = send
-            else:
-                recv[plan.input] = send
+        plan, prepared = self._plan, self.prepared
+        work = lay_input(np, prepared.collective, prepared.dtype, prepared.count, send, recv,
+                         plan.input)
         self._run_host(plan, self._signed, self._op, work, send)
         if self._scatter:
             take_block(recv, work, plan.output, self.prepared.part)

@@ -24,6 +24,7 @@ disagree still raise :class:`~collectives.ArgumentMismatchError`.
 from __future__ import annotations
 
 import weakref
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -58,7 +59,7 @@ class PersistentCollective:
     """
 
     __slots__ = ("_prepared", "_call", "_guard", "_work", "_scratch", "_signed", "_binding",
-                 "_before", "_after", "_free", "_bare", "__weakref__")
+                 "_before", "_after", "_free", "_native", "__weakref__")
 
     def __init__(self, prepared: Prepared, call: Call) -> None:
         transport, plan = prepared.transport, prepared.plan
@@ -66,10 +67,12 @@ class PersistentCollective:
         self._binding: list[Binding] = []
         self._before: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
         self._after: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
-        #: MPI's own collective bound to the buffers, for an unchecked native handle
-        self._bare = None if prepared.signed or plan else transport.native_call(call, prepared.op)
-        if plan is None:
+        if plan is None:  # MPI's own collective bound to the buffers (after its hellos)
+            self._native = transport.native_call(call, prepared.op) if not prepared.signed \
+                else partial(transport.native_host(call.collective, call.count, call.dtype,
+                                                   prepared.op, True), call.send, call.recv)
             return
+        self._native = None
         self._work = call.recv
         if call.collective == "reduce_scatter" and call.send is not None:
             self._work = np.empty(call.count, call.dtype)
@@ -101,16 +104,13 @@ class PersistentCollective:
         CommunicatorBrokenError
             When a collective failed on the communicator before, or it was closed.
         """
-        bare, guard = self._bare, self._guard
+        native, guard = self._native, self._guard
         if guard.broken is not None:
             guard.check_usable()
-        if bare is not None:
-            bare()
+        if native is not None:
+            native()
             return self._call.result
         prepared, call = self._prepared, self._call
-        if prepared.plan is None:
-            prepared.transport.native(call, prepared.op, None)
-            return call.result
         copyto = np.copyto
         for source, destination in self._before:
             copyto(destination, source)

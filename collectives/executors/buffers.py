@@ -17,7 +17,7 @@ from ..ops import ALL_DTYPES, check_dtype
 
 __all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place",
            "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "release_workspace",
-           "staging", "staged_done", "check_overlap", "take_block"]
+           "staging", "staged_done", "check_overlap", "lay_input", "take_block"]
 
 #: environment variable: bytes of workspace kept between calls (default 64 MiB)
 WORKSPACE_ENV = "COLLSIM_WORKSPACE_BYTES"
@@ -270,6 +270,45 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
     if in_place and collective == "reduce_scatter":
         result = recv[:part]
     return Call(collective, xp, recv.dtype, count, part, send, recv, result)
+
+
+def lay_input(xp: Any, collective: str, dtype: Any, count: int, send: Any, recv: Any,
+              plan_input: slice, stream: Any = None) -> Any:
+    """Lay the input into the buffer a schedule works on, copying only what must move.
+
+    Parameters
+    ----------
+    xp : module
+        ``numpy`` or ``cupy``.
+    collective : str
+        The collective.
+    dtype : dtype
+        The buffers' dtype.
+    count : int
+        Elements of the working buffer.
+    send : array or None
+        The input, flat (None in place: the input is in ``recv`` already).
+    recv : array
+        ``recvbuf``, flat.
+    plan_input : slice
+        Where the input lies in the working buffer (:attr:`~.plan.Plan.input`).
+    stream : cupy.cuda.Stream, optional
+        The stream of a CuPy workspace.
+
+    Returns
+    -------
+    array
+        The working buffer: ``recv``, or for an out-of-place ReduceScatter a workspace
+        holding the input.
+    """
+    if send is None:
+        return recv
+    if collective == "reduce_scatter":
+        work = workspace(xp, dtype, count, "reduce_scatter-work", stream)
+        work[...] = send
+        return work
+    recv[plan_input] = send
+    return recv
 
 
 def take_block(recv: Any, work: Any, output: slice, part: int) -> None:

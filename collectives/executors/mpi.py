@@ -482,9 +482,8 @@ class MpiTransport:
         """
         exchange, runs, in_place, name = self.hellos.exchange, self.runs, _MPI.IN_PLACE, \
             check_dtype(dtype)
-        mpi_op = None if collective == "allgather" else _MPI_OPS[op]
-        method = {"allreduce": self.comm.Allreduce, "allgather": self.comm.Allgather,
-                  "reduce_scatter": self.comm.Reduce_scatter_block}[collective]
+        method, tail = self._mpi_collective(collective, op)
+        mpi_op = tail[0] if tail else None  # called without unpacking: this is a hot path
 
         def run(send: np.ndarray | None, recv: np.ndarray) -> None:
             if signed:
@@ -515,21 +514,23 @@ class MpiTransport:
         callable
             Runs the collective on the buffers' current contents.
         """
-        send = _MPI.IN_PLACE if call.send is None else call.send
-        if call.collective == "allreduce":
-            return partial(self.comm.Allreduce, send, call.recv, _MPI_OPS[op])
-        if call.collective == "reduce_scatter":
-            return partial(self.comm.Reduce_scatter_block, send, call.recv, _MPI_OPS[op])
-        return partial(self.comm.Allgather, send, call.recv)
+        method, tail = self._mpi_collective(call.collective, op)
+        return partial(method, _MPI.IN_PLACE if call.send is None else call.send, call.recv,
+                       *tail)
+
+    def _mpi_collective(self, collective: str, op: str) -> tuple[Callable[..., None], tuple]:
+        """MPI's own ``collective`` on this communicator, as ``(method, arguments after
+        send and receive buffers)``: ``Allreduce`` and ``Reduce_scatter_block`` take the op."""
+        if collective == "allgather":
+            return self.comm.Allgather, ()
+        comm = self.comm
+        method = comm.Allreduce if collective == "allreduce" else comm.Reduce_scatter_block
+        return method, (_MPI_OPS[op],)
 
     def _native(self, collective: str, send: Any, recv: Any, op: str) -> None:
         """Call MPI's own ``collective`` on host or device buffers MPI can read."""
-        if collective == "allreduce":
-            self.comm.Allreduce(send, recv, _MPI_OPS[op])
-        elif collective == "reduce_scatter":
-            self.comm.Reduce_scatter_block(send, recv, _MPI_OPS[op])
-        else:
-            self.comm.Allgather(send, recv)
+        method, tail = self._mpi_collective(collective, op)
+        method(send, recv, *tail)
 
     def close(self) -> None:
         """Free the private duplicate (no collective may run on this transport after).
