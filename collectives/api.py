@@ -27,7 +27,9 @@ One signature for all three, in the manner of mpi4py and CuPy::
   and params first, so every rank names the difference.  ``check=False`` drops the
   hellos: ``native`` then calls MPI's collective bare, at mpi4py's own cost, and ranks
   that disagree get whatever MPI makes of it (an MPI error, a wrong result, a hang);
-  schedules keep their signed tags, which cost nothing.
+  schedules keep their signed tags, which cost nothing.  Over an ``NcclComm``, which has
+  no tags, the ranks agree over its MPI communicator the first time they meet a call
+  shape (:meth:`~collectives.executors.nccl.NcclComm.agree_once`), unless ``check=False``.
 * ``stream`` (CuPy buffers) is the CUDA stream to work on, the current one by default.
   The call returns with the work enqueued on it, as NCCL and CuPy do.
 
@@ -37,6 +39,7 @@ Importing this module imports neither mpi4py nor CuPy.
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from reprlib import repr as brief
 from typing import Any
 
@@ -47,6 +50,7 @@ from .calls import Prepared, key, lookup, remember
 from .build import ALGORITHMS, COMPOSED
 from .nchannels import clamp_channels
 from .executors import transport_for
+from .executors.nccl import NcclComm
 from .executors.buffers import IN_PLACE, Call, lay_input, prepare, take_block
 from .executors.check import agree, check_enabled, signature
 from .executors.plan import get_plan
@@ -138,20 +142,36 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
     repeat = lookup(facts)
     if repeat is not None:
         return repeat.run(sendbuf, recvbuf)
+    device = comm.device if isinstance(comm, NcclComm) else None
+    if device is None and stream is None:
+        return _first_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream,
+                           params, facts)
+    # the communicator's GPU, then the stream, are current while the call is prepared:
+    # recvbuf, the input's copy, the scratch and the default stream are theirs
+    with nullcontext() if device is None else device, \
+            nullcontext() if stream is None else stream:
+        return _first_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream,
+                           params, facts)
+
+
+def _first_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
+                algorithm: str, check: bool | None, stream: Any, params: dict[str, Any],
+                facts: tuple | None) -> Any:
+    """Check the call in full, remember it, agree where asked, and run it."""
     prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, params)
     remember(facts, prepared)
     transport, plan = prepared.transport, prepared.plan
     if prepared.signature is not None:
         agree(prepared.signature, transport.allgather_object)
+    elif check is not False and isinstance(transport, NcclComm):
+        transport.agree_once(signature(collective, call.count, call.dtype.name, prepared.op,
+                                       prepared.algorithm, params))
     if call.xp is not np and stream is None:
         stream = call.xp.cuda.get_current_stream()
     if plan is None:
         transport.native(call, prepared.op, stream, prepared.signed)
-    elif stream is None:
-        _run_plan(transport, plan, call, prepared.op, None)
     else:
-        with stream:
-            _run_plan(transport, plan, call, prepared.op, stream)
+        _run_plan(transport, plan, call, prepared.op, stream)
     return call.result
 
 

@@ -9,6 +9,9 @@ own collective carries (NCCL's).  mpi4py's predefined ``MPI.Op`` objects are acc
 wherever an op name is (:func:`check_op`).  :data:`NCCL_ONLY_OPS` is NCCL's ``avg``, which
 runs over an ``NcclComm`` only: the schedules reduce it with ``add`` and
 :func:`average_input` / :func:`average_output` do NCCL's scaling around the reduction.
+:data:`GPU_DTYPES` (bfloat16, ml_dtypes' type, which CuPy >= 14 computes on) are accepted
+on CuPy buffers only: MPI has no datatype for them, so they run through the schedules, or
+NCCL's own collective (``ncclBfloat16``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["OPS", "DTYPES", "ALL_OPS", "ALL_DTYPES", "OP_KINDS", "NCCL_ONLY_OPS", "check_op",
-           "check_dtype", "check_op_dtype", "reducer", "average_input", "average_output"]
+           "GPU_DTYPES", "check_dtype", "check_op_dtype", "dtype_kind", "reducer", "average_input",
+           "average_output"]
 
 #: reduction name -> ufunc name in NumPy and CuPy, for every MPI predefined reduction
 ALL_OPS: dict[str, str] = {
@@ -53,6 +57,10 @@ ALL_DTYPES: tuple[str, ...] = tuple(dict.fromkeys((
     "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
     "float16", "float32", "float64", np.dtype(np.longdouble).name,
     "complex64", "complex128", np.dtype(np.clongdouble).name)))
+
+#: dtype names accepted on CuPy buffers only (ml_dtypes' bfloat16, NCCL's ncclBfloat16),
+#: with the kind their reductions treat them as (NumPy gives them kind "V")
+GPU_DTYPES: dict[str, str] = {"bfloat16": "f"}
 
 #: mpi4py's predefined ops, by name, under the name mpi4py gives them
 _MPI_OP_NAMES = {name: name.upper() for name in ALL_OPS}
@@ -161,10 +169,23 @@ def check_op_dtype(op: str, dtype: Any) -> None:
     ...
     TypeError: op 'bxor' is not defined for dtype float32; choose one of ['sum', 'prod', 'max', 'min']
     """
-    if dtype.kind not in _KINDS[op]:
-        allowed = [name for name, kinds in OP_KINDS.items() if dtype.kind in kinds]
+    kind = dtype_kind(dtype)
+    if kind not in _KINDS[op]:
+        allowed = [name for name, kinds in OP_KINDS.items() if kind in kinds]
         raise TypeError(f"op {op!r} is not defined for dtype {dtype.name}; choose one of "
                         f"{allowed}")
+
+
+def dtype_kind(dtype: Any) -> str:
+    """Return the kind reductions treat ``dtype`` as: ``dtype.kind``, or for one of
+    :data:`GPU_DTYPES` the kind it stands for (``"f"`` for bfloat16).
+
+    Examples
+    --------
+    >>> dtype_kind(np.dtype("int32"))
+    'i'
+    """
+    return GPU_DTYPES.get(dtype.name, dtype.kind) if dtype.kind == "V" else dtype.kind
 
 
 def reducer(xp: Any, op: Any) -> Callable[..., Any]:
@@ -213,7 +234,7 @@ def average_input(xp: Any, work: Any, nranks: int) -> None:
     >>> average_input(np, work, 3); work
     array([1., 2.])
     """
-    if work.dtype.kind == "f":
+    if dtype_kind(work.dtype) == "f":
         xp.multiply(work, work.dtype.type(1.0 / nranks), out=work)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import ALL_DTYPES, check_dtype
+from ..ops import ALL_DTYPES, GPU_DTYPES, check_dtype
 
 __all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place",
            "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "release_workspace",
@@ -150,13 +150,20 @@ def _shown(dtype: Any) -> str:
     return dtype.name if dtype.isnative else dtype.str
 
 
-def _check_dtype(name: str, dtype: Any) -> None:
+def _check_dtype(name: str, dtype: Any, xp: Any) -> None:
+    if dtype.name in GPU_DTYPES and dtype.kind == "V":
+        if xp is not np:
+            return
+        raise TypeError(f"{name} has dtype {dtype.name!r}, which the collectives take on CuPy "
+                        f"buffers only (NCCL's ncclBfloat16, CuPy's kernels); pass a "
+                        f"cupy.ndarray, or a NumPy array of one of {list(ALL_DTYPES)}")
     try:
         check_dtype(dtype)
     except TypeError:
+        gpu = f", or on CuPy buffers {list(GPU_DTYPES)}" if xp is not np else ""
         raise TypeError(f"{name} has dtype {_shown(dtype)!r}, which the collectives do not "
                         f"support (MPI has no datatype for it); choose one of "
-                        f"{list(ALL_DTYPES)}") from None
+                        f"{list(ALL_DTYPES)}{gpu}") from None
 
 
 def _check_device(xp: Any, send: Any, recv: Any) -> None:
@@ -243,7 +250,7 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
     send = None
     if not in_place:
         xp = array_module("sendbuf", sendbuf)
-        _check_dtype("sendbuf", sendbuf.dtype)
+        _check_dtype("sendbuf", sendbuf.dtype, xp)
         send = _flat("sendbuf", sendbuf)
         if recvbuf is None:
             if collective == "reduce_scatter" and send.size % nranks:
@@ -255,7 +262,7 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
         raise TypeError(f"sendbuf is a {xp.__name__} array but recvbuf is a "
                         f"{xp_recv.__name__} array; pass both from the same array module")
     xp = xp_recv
-    _check_dtype("recvbuf", recvbuf.dtype)
+    _check_dtype("recvbuf", recvbuf.dtype, xp)
     recv = _flat("recvbuf", recvbuf)
     if xp is np and not recv.flags.writeable:
         raise ValueError("recvbuf is read-only; pass a writeable array")
@@ -390,7 +397,7 @@ def release_workspace() -> None:
 
 def _wait_staged() -> None:
     """Wait for every host-to-device copy that may still read a pinned staging area."""
-    for event in _staging_events.values():
+    for event, _ in _staging_events.values():
         event.synchronize()
     _staging_events.clear()
 
@@ -449,8 +456,10 @@ def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None)
     return array[:count]
 
 
-#: stream pointer -> CUDA event recorded after the last copy that read its staging areas
-_staging_events: dict[int, Any] = {}
+#: stream pointer -> (CUDA event recorded after the last copy that read its staging areas,
+#: those areas): held until the event is reached, so that a mirror the workspace did not
+#: keep (larger than its limit) is not freed while a copy still reads it
+_staging_events: dict[int, tuple[Any, tuple[Any, ...]]] = {}
 
 
 def staging(dtype: Any, count: int, scratch_count: int, stream: Any) -> tuple[Any, Any]:
@@ -474,22 +483,30 @@ def staging(dtype: Any, count: int, scratch_count: int, stream: Any) -> tuple[An
     host, host_scratch : numpy.ndarray
         Pinned arrays of ``count`` and ``scratch_count`` elements.
     """
-    event = _staging_events.pop(stream.ptr, None)
-    if event is not None:
-        event.synchronize()
+    pending = _staging_events.pop(stream.ptr, None)
+    if pending is not None:
+        pending[0].synchronize()
     return (workspace("pinned", dtype, count, "mpi-stage-work", stream),
             workspace("pinned", dtype, scratch_count, "mpi-stage-scratch", stream))
 
 
-def staged_done(stream: Any) -> None:
-    """Record, on ``stream``, the event :func:`staging` waits for before the next reuse.
+def staged_done(stream: Any, *mirrors: Any) -> None:
+    """Record, on ``stream``, the event :func:`staging` waits for before the next reuse,
+    and hold ``mirrors`` until then.
+
+    CuPy's ``ndarray.set`` from pinned memory is an asynchronous copy that does not keep
+    the host array alive, and a mirror larger than :func:`workspace_limit` is not kept by
+    the workspace: without this reference it would be freed (and its pinned memory reused)
+    while the copies still read it.
 
     Parameters
     ----------
     stream : cupy.cuda.Stream
         The stream the call's last host-to-device copies were enqueued on.
+    *mirrors : numpy.ndarray
+        The pinned arrays those copies read.
     """
     import cupy
     event = cupy.cuda.Event(block=False, disable_timing=True)
     event.record(stream)
-    _staging_events[stream.ptr] = event
+    _staging_events[stream.ptr] = (event, mirrors)

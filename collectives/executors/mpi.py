@@ -244,7 +244,7 @@ def _walk_staged(transport: "MpiTransport", plan: Plan, signed: SignedPlan,
         apply_reduces(work, scratch, step.reduces, reduce)
         if step.copies:
             apply_copies(work, step.copies)
-    staged_done(stream)
+    staged_done(stream, host, host_scratch)
 
 
 class MpiTransport:

@@ -4,38 +4,82 @@ Each step's sends and receives are posted inside one ``groupStart``/``groupEnd``
 call's stream, and its reductions run as CuPy kernels on the same stream, so a step never
 waits on the host: the whole collective is enqueued and the call returns (as NCCL's own
 collectives do).  NCCL matches a pair's sends and receives in order, so no tags are needed.
+A repeated walk is captured once as a CUDA graph and replayed (:mod:`.graphs`).
 
 :class:`NcclComm` creates the NCCL communicator from an MPI communicator: rank 0 makes
 the unique id and broadcasts it over MPI.  It keeps that MPI communicator's private
-duplicate for the ``check=True`` agreement.  Each rank drives one GPU: by default the one
-its rank among the ranks of its node picks (an MPI shared-memory split), and every call
-runs under that device.  Two ranks of a node on one GPU are refused unless
-``NCCL_MULTI_RANK_GPU_ENABLE=1`` says that this NCCL (2.30 or later) allows it.
+duplicate, over which the ranks agree on each call shape the first time they meet it
+(:meth:`NcclComm.agree_once`; NCCL has no tags to catch ranks that disagree).  Each rank
+drives one GPU: by default the one its rank among the ranks of its node picks (an MPI
+shared-memory split), and every call runs under that device.  Two ranks of a node on one
+GPU are refused unless ``NCCL_MULTI_RANK_GPU_ENABLE=1`` and this NCCL is 2.30 or later,
+which has that variable (``src/init.cc``; older ones refuse a GPU used twice); at most
+:data:`MAX_RANKS_PER_GPU` then share one.
+
+A failure inside a step never launches part of its group: the group is failed on purpose
+(an NCCL call with an invalid peer sets NCCL's group error, and ``ncclGroupEnd`` then
+launches nothing, ``src/group.cc``), the communicator is aborted, and the error raised;
+peers waiting for this rank are released by the job's abort (:mod:`.abort`).
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
+from functools import partial
 from typing import Any
 
 from ..ops import reducer
 from .buffers import Call, workspace
-from .plan import Plan, apply_copies, apply_reduces
+from .check import agree
+from .graphs import Graphs, graphs_enabled
+from .guard import CommunicatorBrokenError
+from .plan import Plan, apply_reduces
 
-__all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS", "SHARED_GPU_ENV", "local_device"]
+__all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS", "SHARED_GPU_ENV", "SHARED_GPU_VERSION",
+           "MAX_RANKS_PER_GPU", "ranks_per_gpu", "local_device"]
 
-#: NCCL's variable that lets several ranks of a communicator share a GPU (NCCL >= 2.30)
+#: NCCL's variable that lets several ranks of a communicator share a GPU
 SHARED_GPU_ENV = "NCCL_MULTI_RANK_GPU_ENABLE"
+#: the first NCCL with it (2.30.x, ``nccl.get_version()`` codes 2.x.y as 20000 + 100x + y)
+SHARED_GPU_VERSION = 23000
+#: ranks per GPU allowed with it (NCCL's docs warn that more may hang)
+MAX_RANKS_PER_GPU = 2
 
-#: dtype name -> name of the ``cupy.cuda.nccl`` constant (NCCL 2.x ncclDataType_t)
+#: dtype name -> name of the ``cupy.cuda.nccl`` constant (NCCL 2.x ncclDataType_t;
+#: bfloat16 is ml_dtypes' type, which CuPy >= 14 computes on)
 NCCL_DTYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32",
                "uint32": "NCCL_UINT32", "int64": "NCCL_INT64", "uint64": "NCCL_UINT64",
-               "float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64"}
+               "float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64",
+               "bfloat16": "NCCL_BFLOAT16"}
 
-#: op name -> ncclRedOp_t (nccl.h: ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3, and ncclAvg 4
-#: from NCCL 2.10, which ``cupy.cuda.nccl`` has no constant for; its methods take an int)
-NCCL_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+#: op name -> name of the ``cupy.cuda.nccl`` constant of ncclRedOp_t (``NCCL_AVG`` is
+#: ncclAvg, NCCL >= 2.10)
+NCCL_OPS = {"sum": "NCCL_SUM", "prod": "NCCL_PROD", "max": "NCCL_MAX", "min": "NCCL_MIN",
+            "avg": "NCCL_AVG"}
+
+
+def ranks_per_gpu(enabled: str | None, version: int) -> int:
+    """Return how many ranks of a node may drive one GPU with this NCCL.
+
+    Parameters
+    ----------
+    enabled : str or None
+        The value of ``NCCL_MULTI_RANK_GPU_ENABLE`` (None when unset).
+    version : int
+        ``cupy.cuda.nccl.get_version()`` (e.g. 22809 for 2.28.9, 23004 for 2.30.4).
+
+    Returns
+    -------
+    int
+        1, or :data:`MAX_RANKS_PER_GPU` where the variable is ``1`` and NCCL has it.
+
+    Examples
+    --------
+    >>> ranks_per_gpu("1", 22809), ranks_per_gpu("1", 23004), ranks_per_gpu(None, 23004)
+    (1, 2, 1)
+    """
+    return MAX_RANKS_PER_GPU if enabled == "1" and version >= SHARED_GPU_VERSION else 1
 
 
 def _nccl() -> Any:
@@ -55,8 +99,9 @@ def _nccl() -> Any:
     return nccl
 
 
-def local_device(mpi_comm: Any, devices: int, shared_allowed: bool) -> int:
-    """Return the GPU of this rank: its rank among the ranks of its node.
+def local_device(mpi_comm: Any, devices: int, per_gpu: int, version: int) -> int:
+    """Return the GPU of this rank: its rank among the ranks of its node, wrapped around
+    the GPUs where ``per_gpu`` ranks may share one.
 
     Parameters
     ----------
@@ -64,8 +109,10 @@ def local_device(mpi_comm: Any, devices: int, shared_allowed: bool) -> int:
         The ranks (split by shared memory, a collective call).
     devices : int
         GPUs visible to this rank.
-    shared_allowed : bool
-        Whether several ranks may drive one GPU (then ranks wrap around the GPUs).
+    per_gpu : int
+        Ranks allowed per GPU (:func:`ranks_per_gpu`).
+    version : int
+        NCCL's version code, for the message.
 
     Returns
     -------
@@ -75,7 +122,7 @@ def local_device(mpi_comm: Any, devices: int, shared_allowed: bool) -> int:
     Raises
     ------
     ValueError
-        If the node has more ranks than GPUs and sharing is not allowed, or no GPU.
+        If the node has more ranks than its GPUs take, or no GPU.
     """
     from mpi4py import MPI
     node = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED)
@@ -83,11 +130,22 @@ def local_device(mpi_comm: Any, devices: int, shared_allowed: bool) -> int:
     node.Free()
     if devices < 1:
         raise ValueError("NcclComm found no CUDA GPU on this rank")
-    if local_size > devices and not shared_allowed:
-        raise ValueError(f"{local_size} ranks on this node but {devices} GPU(s): NCCL needs "
-                         f"one GPU per rank; run at most {devices} ranks per node, or set "
-                         f"{SHARED_GPU_ENV}=1 where NCCL (>= 2.30) allows ranks to share one")
+    if local_size > devices * per_gpu:
+        if per_gpu > 1:
+            hint = f"NCCL takes at most {MAX_RANKS_PER_GPU} ranks per GPU"
+        elif version >= SHARED_GPU_VERSION:
+            hint = f"or set {SHARED_GPU_ENV}=1 for up to {MAX_RANKS_PER_GPU} ranks per GPU"
+        else:
+            hint = (f"NCCL {_shown_version(version)} refuses ranks sharing a GPU "
+                    f"({SHARED_GPU_ENV} needs NCCL >= 2.30)")
+        raise ValueError(f"{local_size} ranks on this node but {devices} GPU(s): run at "
+                         f"most {devices * per_gpu} ranks per node; {hint}")
     return local_rank % devices
+
+
+def _shown_version(code: int) -> str:
+    """``22809`` as ``2.28.9``."""
+    return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
 
 
 class NcclComm:
@@ -99,18 +157,22 @@ class NcclComm:
     Parameters
     ----------
     mpi_comm : mpi4py.MPI.Intracomm, optional
-        The ranks, and the channel for the unique id; ``MPI.COMM_WORLD`` by default.
+        The ranks, and the channel for the unique id and the agreement on call shapes;
+        ``MPI.COMM_WORLD`` by default.
     device : int, optional
         The GPU this rank drives; by default its rank among the ranks on its node
         (:func:`local_device`).
+    graphs : bool, optional
+        Capture repeated walks as CUDA graphs (:mod:`.graphs`); None (default): as
+        ``COLLSIM_CUDA_GRAPHS`` says, on unless ``0``.
 
     Raises
     ------
     ImportError
         If CuPy or its NCCL is missing, saying what to install.
     ValueError
-        If a node has more ranks than GPUs (unless ``NCCL_MULTI_RANK_GPU_ENABLE=1``), or
-        ``device`` is not a GPU of this rank.
+        If a node has more ranks than its GPUs take (:func:`local_device`), or ``device``
+        is not a GPU of this rank.
 
     Examples
     --------
@@ -120,16 +182,19 @@ class NcclComm:
 
     name = "nccl"
 
-    def __init__(self, mpi_comm: Any = None, device: int | None = None) -> None:
+    def __init__(self, mpi_comm: Any = None, device: int | None = None,
+                 graphs: bool | None = None) -> None:
         nccl = _nccl()
         import cupy
         from .mpi import mpi_transport
         self._mpi = mpi_transport(mpi_comm)
         self.rank, self.size = self._mpi.rank, self._mpi.size
         devices = cupy.cuda.runtime.getDeviceCount()
-        shared = os.environ.get(SHARED_GPU_ENV, "0") == "1"
+        #: NCCL's version code (``nccl.get_version()``, e.g. 22809 for 2.28.9)
+        self.version = nccl.get_version()
         if device is None:
-            device = local_device(self._mpi.comm, devices, shared)
+            per_gpu = ranks_per_gpu(os.environ.get(SHARED_GPU_ENV), self.version)
+            device = local_device(self._mpi.comm, devices, per_gpu, self.version)
         elif not 0 <= device < devices:
             raise ValueError(f"device={device} is not allowed; this rank sees GPUs "
                              f"0..{devices - 1}")
@@ -141,11 +206,17 @@ class NcclComm:
             self.nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
         #: collectives run, by path: "nccl" (a schedule) or "native"
         self.runs: Counter[str] = Counter()
+        #: the walks captured as CUDA graphs and replayed (:mod:`.graphs`)
+        self.graphs = Graphs(graphs_enabled(graphs))
+        #: why the communicator was aborted (None while it works)
+        self.broken: str | None = None
         self._lib = nccl
+        self._agreed: set[tuple] = set()
 
     def close(self) -> None:
         """Destroy the NCCL communicator (once; later calls on it raise)."""
         if self.nccl is not None:
+            self.graphs.clear()
             with self.device:
                 self.nccl.destroy()
             self.nccl = None
@@ -159,10 +230,24 @@ class NcclComm:
         self.close()
 
     def _live(self) -> Any:
-        """Return the NCCL communicator, or raise if :meth:`close` destroyed it."""
+        """Return the NCCL communicator, or raise if it was aborted or closed."""
+        if self.broken is not None:
+            raise CommunicatorBrokenError(f"this NcclComm was aborted: {self.broken}; "
+                                          f"create a new one")
         if self.nccl is None:
             raise ValueError("this NcclComm is closed; create a new one")
         return self.nccl
+
+    def _abort(self, error: BaseException) -> None:
+        """Abort the NCCL communicator after ``error`` stopped a call (its peers may wait
+        for work this rank never enqueues)."""
+        if self.broken is None:
+            self.broken = f"rank {self.rank}: {type(error).__name__}: {error}"
+        if self.nccl is not None:
+            self.graphs.clear()
+            with self.device:
+                self.nccl.abort()
+            self.nccl = None
 
     def allgather_object(self, obj: Any) -> list[Any]:
         """All-gather a small picklable object over MPI (used by the agreement check).
@@ -178,6 +263,26 @@ class NcclComm:
             Every rank's object, in rank order.
         """
         return self._mpi.allgather_object(obj)
+
+    def agree_once(self, signature: tuple) -> None:
+        """Agree on ``signature`` over MPI the first time this rank calls with it.
+
+        NCCL has no tags: ranks that disagree would hang.  A call shape every rank meets
+        for the first time together is checked; a shape agreed once is not checked again.
+
+        Parameters
+        ----------
+        signature : tuple
+            The call's :func:`~.check.signature`.
+
+        Raises
+        ------
+        ArgumentMismatchError
+            On every rank, when the ranks disagree.
+        """
+        if signature not in self._agreed:
+            agree(signature, self.allgather_object)
+            self._agreed.add(signature)
 
     def validate(self, call: Call, op: str, native: bool) -> None:
         """Raise before any communication for buffers NCCL cannot reach or carry.
@@ -199,6 +304,8 @@ class NcclComm:
         ValueError
             If ``recvbuf`` is on another GPU than this communicator's, or ``native`` with
             an op NCCL does not have.
+        CommunicatorBrokenError
+            If the communicator was aborted.
         """
         if native and call.collective != "allgather" and op not in NCCL_OPS:
             raise ValueError(f"op {op!r} is not one of NCCL's own; algorithm='native' over an "
@@ -216,7 +323,8 @@ class NcclComm:
                              f"drives GPU {device}")
 
     def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
-        """Enqueue ``plan`` on ``stream``: grouped send/recv per step, CuPy reductions.
+        """Enqueue ``plan`` on ``stream``: grouped send/recv per step, CuPy reductions; a
+        repeated walk as one CUDA graph launch (:class:`~.graphs.Graphs`).
 
         Parameters
         ----------
@@ -230,28 +338,63 @@ class NcclComm:
             The reduction, one of :data:`~collectives.ops.OPS`.
         stream : cupy.cuda.Stream
             The stream to enqueue on.
+
+        Raises
+        ------
+        CommunicatorBrokenError
+            If the communicator was aborted before; any error of this walk aborts it.
         """
+        comm = self._live()
         self.runs["nccl"] += 1
-        nccl, comm, stream_ptr = self._lib, self._live(), stream.ptr
-        byte = nccl.NCCL_UINT8
-        scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
-        bases = (work.data.ptr, scratch.data.ptr)
-        reduce = reducer(call.xp, op)
         with self.device, stream:
-            for step in plan.steps:
-                nccl.groupStart()
-                try:
-                    for into_scratch, span, peer, _ in step.recvs:
-                        comm.recv(bases[into_scratch] + span.start, span.stop - span.start,
-                                  byte, peer, stream_ptr)
-                    for span, peer, _ in step.sends:
-                        comm.send(bases[0] + span.start, span.stop - span.start, byte, peer,
-                                  stream_ptr)
-                finally:
-                    nccl.groupEnd()
-                apply_reduces(work, scratch, step.reduces, reduce)
-                if step.copies:
-                    apply_copies(work, step.copies)
+            scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
+            walk = partial(self._walk, comm, plan, work, scratch, reducer(call.xp, op),
+                           stream.ptr)
+            try:
+                self.graphs.run(Graphs.key(plan, op, work, scratch, stream), stream, walk,
+                                plan, call.xp, call.dtype)
+            except BaseException as error:
+                self._abort(error)
+                raise
+
+    def _walk(self, comm: Any, plan: Plan, work: Any, scratch: Any, reduce: Any,
+              stream_ptr: int, copy: Any) -> None:
+        """Enqueue every step: its group of sends and receives, reductions, then copies."""
+        bases = (work.data.ptr, scratch.data.ptr)
+        for step in plan.steps:
+            self._group(comm, step, bases, stream_ptr)
+            apply_reduces(work, scratch, step.reduces, reduce)
+            if step.copies:
+                copy(work, step.copies)
+
+    def _group(self, comm: Any, step: Any, bases: tuple[int, int], stream_ptr: int) -> None:
+        """Post a step's receives and sends as one NCCL group; on an error none of them is
+        launched (:meth:`_fail_group`)."""
+        nccl = self._lib
+        byte = nccl.NCCL_UINT8
+        nccl.groupStart()
+        try:
+            for into_scratch, span, peer, _ in step.recvs:
+                comm.recv(bases[into_scratch] + span.start, span.stop - span.start, byte,
+                          peer, stream_ptr)
+            for span, peer, _ in step.sends:
+                comm.send(bases[0] + span.start, span.stop - span.start, byte, peer,
+                          stream_ptr)
+        except BaseException:
+            self._fail_group(comm, stream_ptr)
+            raise
+        nccl.groupEnd()
+
+    def _fail_group(self, comm: Any, stream_ptr: int) -> None:
+        """End the open group without launching what it holds: a send to peer -1 fails
+        NCCL's argument check, which sets the group's error (``ncclGroupErrCheck``), and
+        ``ncclGroupEnd`` then cleans the group up instead of launching it."""
+        nccl = self._lib
+        for end in (partial(comm.send, 0, 0, nccl.NCCL_UINT8, -1, stream_ptr), nccl.groupEnd):
+            try:
+                end()
+            except nccl.NcclError:
+                pass  # expected: both report the error that discards the group
 
     def native(self, call: Call, op: str, stream: Any, signed: bool = True) -> None:
         """Enqueue NCCL's own ncclAllReduce, ncclReduceScatter or ncclAllGather.
@@ -265,33 +408,43 @@ class NcclComm:
         stream : cupy.cuda.Stream
             The stream to enqueue on.
         signed : bool
-            Unused: NCCL's collectives are enqueued without hellos either way.
+            Unused: NCCL's collectives are enqueued without hellos either way (the
+            shapes are agreed on by :meth:`agree_once`).
+
+        Raises
+        ------
+        CommunicatorBrokenError
+            If the communicator was aborted before; an error here aborts it.
         """
-        self.runs["native"] += 1
         nccl, comm = self._lib, self._live()
-        with self.device:
-            self._native(nccl, comm, call, op, stream)
+        self.runs["native"] += 1
+        with self.device, stream:
+            try:
+                self._native(nccl, comm, call, op, stream)
+            except BaseException as error:
+                self._abort(error)
+                raise
 
     def _native(self, nccl: Any, comm: Any, call: Call, op: str, stream: Any) -> None:
-        """Enqueue the NCCL collective of ``call`` (under this communicator's device)."""
+        """Enqueue the NCCL collective of ``call`` (under this communicator's device and
+        ``stream``)."""
         datatype = getattr(nccl, NCCL_DTYPES[call.dtype.name])
         recv = call.recv.data.ptr
         itemsize = call.dtype.itemsize
         if call.collective == "allreduce":
             send = recv if call.send is None else call.send.data.ptr
-            comm.allReduce(send, recv, call.count, datatype, NCCL_OPS[op],
+            comm.allReduce(send, recv, call.count, datatype, getattr(nccl, NCCL_OPS[op]),
                            stream.ptr)
         elif call.collective == "reduce_scatter":
             # NCCL in place: recvbuff = sendbuff + rank * recvcount; MPI's (ours) puts the
             # block first, so move it there afterwards (the ranges are disjoint for rank > 0)
             send = recv if call.send is None else call.send.data.ptr
             into = recv + self.rank * call.part * itemsize if call.send is None else recv
-            comm.reduceScatter(send, into, call.part, datatype, NCCL_OPS[op],
+            comm.reduceScatter(send, into, call.part, datatype, getattr(nccl, NCCL_OPS[op]),
                                stream.ptr)
             if call.send is None and self.rank:
-                with stream:
-                    block = call.recv[self.rank * call.part:(self.rank + 1) * call.part]
-                    call.recv[:call.part] = block
+                block = call.recv[self.rank * call.part:(self.rank + 1) * call.part]
+                call.recv[:call.part] = block
         else:
             send = (recv + self.rank * call.part * itemsize if call.send is None
                     else call.send.data.ptr)
