@@ -185,7 +185,7 @@ def dtype_kind(dtype: Any) -> str:
     >>> dtype_kind(np.dtype("int32"))
     'i'
     """
-    return GPU_DTYPES.get(dtype.name, dtype.kind) if dtype.kind == "V" else dtype.kind
+    return GPU_DTYPES.get(dtype.name, dtype.kind)
 
 
 def reducer(xp: Any, op: Any) -> Callable[..., Any]:

@@ -164,3 +164,54 @@ def test_call_key_changes_with_what_the_checks_depend_on(monkeypatch) -> None:
         named = dict(zip(("collective", "sendbuf", "recvbuf", "comm", "op", "algorithm",
                           "check", "stream", "params"), args)) | uncovered
         assert calls.key(**named) is None, uncovered
+
+
+def test_graph_copies_match_apply_copies_without_allocating() -> None:
+    """The copies a captured walk stages through its own area do what ``apply_copies`` does,
+    overlapping ranges and a swap included; the area is the busiest step's copies."""
+    from collectives.executors.graphs import copies_through, copy_count
+    from collectives.executors.plan import Plan, PlanStep, apply_copies
+    copies = ((slice(0, 3), slice(2, 5)), (slice(5, 7), slice(0, 2)))
+    plan = Plan("allgather", "x", 1, 0, 7, "float64", (),
+                (PlanStep((), (), (), copies), PlanStep((), (), (), copies[:1])), 0,
+                slice(0, 7), slice(0, 7))
+    area = np.full(copy_count(plan), np.nan)
+    assert area.size == 5
+    want, got = np.arange(7.0), np.arange(7.0)
+    apply_copies(want, copies)
+    copies_through(area)(got, copies)
+    assert got.tolist() == want.tolist() == [5.0, 6.0, 0.0, 1.0, 2.0, 5.0, 6.0]
+
+
+def test_graphs_flag_and_environment(monkeypatch) -> None:
+    from collectives.executors.graphs import GRAPHS_ENV, graphs_enabled
+    monkeypatch.delenv(GRAPHS_ENV, raising=False)
+    assert graphs_enabled(None) and not graphs_enabled(False)
+    monkeypatch.setenv(GRAPHS_ENV, "0")
+    assert not graphs_enabled(None) and graphs_enabled(True)
+    monkeypatch.setenv(GRAPHS_ENV, "yes")
+    with pytest.raises(ValueError, match="COLLSIM_CUDA_GRAPHS='yes' is not allowed"):
+        graphs_enabled(None)
+
+
+@pytest.mark.parametrize("enabled, version, per_gpu", [
+    (None, 23004, 1), ("0", 23004, 1), ("1", 22809, 1), ("1", 22999, 1), ("1", 23000, 2),
+    ("1", 23004, 2)])
+def test_ranks_share_a_gpu_only_where_nccl_has_the_variable(enabled, version, per_gpu) -> None:
+    """NCCL_MULTI_RANK_GPU_ENABLE exists from NCCL 2.30 (2.28 refuses a GPU used twice);
+    two ranks per GPU at most."""
+    from collectives.executors.nccl import MAX_RANKS_PER_GPU, ranks_per_gpu
+    assert ranks_per_gpu(enabled, version) == per_gpu <= MAX_RANKS_PER_GPU
+
+
+def test_bfloat16_reduces_as_a_float_and_nccl_carries_it() -> None:
+    from collectives.executors.nccl import NCCL_DTYPES, NCCL_OPS
+    from collectives.ops import GPU_DTYPES, check_op_dtype
+    assert NCCL_DTYPES["bfloat16"] == "NCCL_BFLOAT16" and NCCL_OPS["avg"] == "NCCL_AVG"
+    assert GPU_DTYPES["bfloat16"] == "f"
+
+    class Bfloat16:  # what ml_dtypes' dtype shows the checks: a name and kind "V"
+        name, kind = "bfloat16", "V"
+    check_op_dtype("max", Bfloat16())
+    with pytest.raises(TypeError, match="op 'bxor' is not defined for dtype bfloat16"):
+        check_op_dtype("bxor", Bfloat16())

@@ -151,7 +151,7 @@ def _shown(dtype: Any) -> str:
 
 
 def _check_dtype(name: str, dtype: Any, xp: Any) -> None:
-    if dtype.name in GPU_DTYPES and dtype.kind == "V":
+    if dtype.name in GPU_DTYPES:
         if xp is not np:
             return
         raise TypeError(f"{name} has dtype {dtype.name!r}, which the collectives take on CuPy "

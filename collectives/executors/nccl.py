@@ -346,6 +346,8 @@ class NcclComm:
         """
         comm = self._live()
         self.runs["nccl"] += 1
+        if not plan.steps:  # one rank: nothing to enqueue
+            return
         with self.device, stream:
             scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
             walk = partial(self._walk, comm, plan, work, scratch, reducer(call.xp, op),
