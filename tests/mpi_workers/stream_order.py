@@ -61,6 +61,15 @@ def one_case(xp: Any, comm: Any, collective: str, algorithm: str, rank: int,
     return None
 
 
+def cases() -> list[tuple[str, str, dict[str, Any]]]:
+    """``(collective, algorithm, parameters)`` per case: every algorithm and native, and
+    recursive doubling (which reduces into what a step sends)."""
+    out: list[tuple[str, str, dict[str, Any]]] = [
+        (collective, algorithm, {}) for algorithm in (*collectives.ALGORITHMS, "native")
+        for collective in collectives.COLLECTIVES]
+    return [*out, ("allreduce", "rhd", {"doubling": True})]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transport", choices=("mpi", "nccl"), default="mpi")
@@ -79,17 +88,14 @@ def main() -> None:
     else:
         xp, comm = np, world
     failures = []
-    cases = [(collective, algorithm, {}) for algorithm in (*collectives.ALGORITHMS, "native")
-             for collective in collectives.COLLECTIVES]
-    cases.append(("allreduce", "rhd", {"doubling": True}))  # reduces into what a step sends
-    for collective, algorithm, params in cases:
+    for collective, algorithm, params in cases():
         failure = one_case(xp, comm, collective, algorithm, rank, nranks, **params)
         if failure:
             failures.append(f"rank {rank}: {failure}")
     merged = [f for per_rank in world.gather(failures) or [] for f in per_rank]
     if rank == 0:
         print("SUMMARY " + json.dumps({"transport": args.transport, "xp": args.xp,
-                                       "nranks": nranks, "cases": len(cases),
+                                       "nranks": nranks, "cases": len(cases()),
                                        "failures": merged[:30]}), flush=True)
     if args.xp == "cupy" and args.transport == "nccl":
         comm.close()
