@@ -54,7 +54,8 @@ from .executors.nccl import NcclComm
 from .executors.buffers import IN_PLACE, Call, lay_input, prepare, take_block
 from .executors.check import agree, check_enabled, signature
 from .executors.plan import get_plan
-from .ops import NCCL_ONLY_OPS, average_input, average_output, check_op, check_op_dtype
+from .ops import (GPU_DTYPES, NCCL_ONLY_OPS, average_input, average_output, check_op,
+                  check_op_dtype)
 
 __all__ = ["IN_PLACE", "ALGORITHM_ENV", "CHOICES", "allreduce", "reduce_scatter", "allgather"]
 
@@ -67,8 +68,8 @@ CHOICES: tuple[str, ...] = (*ALGORITHMS, "native", "auto")
 ACCEPTED: tuple[str, ...] = (*CHOICES, *COMPOSED)
 
 
-def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
-                       params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _resolve_algorithm(algorithm: str, call: Call, nranks: int, params: dict[str, Any],
+                       native_carries: bool) -> tuple[str, dict[str, Any]]:
     forced = os.environ.get(ALGORITHM_ENV, "").strip()
     if forced:
         if forced not in ACCEPTED:
@@ -85,7 +86,7 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
                         f"{sorted(params)}; name an algorithm to tune it")
     if algorithm == "auto":
         algorithm, params = auto.choose(call.collective, call.nbytes, nranks, call.dtype.itemsize)
-        if algorithm == "native" and not call.dtype.isnative:  # MPI has no datatype for it
+        if algorithm == "native" and not native_carries:  # no datatype for it there
             algorithm, params = auto.static_choice(call.collective, call.nbytes, nranks)
     if "channels" in params:
         params = {**params, "channels": clamp_channels(params["channels"])}
@@ -121,7 +122,11 @@ def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
     call = prepare(collective, sendbuf, recvbuf, transport.size)
     if collective != "allgather":
         check_op_dtype(op, call.dtype)
-    algorithm, params = _resolve_algorithm(algorithm, call, transport.size, params)
+    # MPI has no datatype for a byte-swapped dtype, nor for bfloat16 (NCCL has one)
+    native_carries = call.dtype.isnative and (call.dtype.name not in GPU_DTYPES
+                                              or transport.name == "nccl")
+    algorithm, params = _resolve_algorithm(algorithm, call, transport.size, params,
+                                           native_carries)
     native = algorithm == "native"
     transport.validate(call, op, native)
     plan = None if native else get_plan(collective, algorithm, transport.size, transport.rank,

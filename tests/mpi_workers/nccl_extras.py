@@ -10,8 +10,8 @@ GPU where NCCL allows it).  It checks, on CuPy buffers over an ``NcclComm``:
   algorithm and collective, each called four times on the same buffers with new contents,
   give the expected bits each time; the walks were captured once and replayed after
   (:func:`expected_graphs`), and never with ``graphs=False``;
-* bfloat16 (where CuPy has it through ml_dtypes): native and every schedule, on values
-  whose sums are exact;
+* bfloat16 (where CuPy has it through ml_dtypes): native, auto and every schedule, on
+  values whose sums are exact;
 * ranks that disagree on a new call shape raise ``ArgumentMismatchError`` (2 ranks or more).
 """
 
@@ -134,14 +134,15 @@ def replay(comm: Any, xp: Any, nranks: int) -> list[str]:
 
 
 def bfloat16(comm: Any, xp: Any, nranks: int) -> tuple[list[str], bool]:
-    """Native and every schedule on bfloat16 (exact small sums); False if CuPy lacks it."""
+    """Native, auto and every schedule on bfloat16 (exact small sums); False if CuPy lacks
+    it."""
     try:
         import ml_dtypes
         xp.zeros(1, ml_dtypes.bfloat16)
     except (ImportError, TypeError, ValueError):
         return [], False
     failures = []
-    for algorithm in ("native", *collectives.ALGORITHMS):
+    for algorithm in ("native", "auto", *collectives.ALGORITHMS):
         send = xp.full(6, comm.rank + 1, ml_dtypes.bfloat16)
         got = collectives.allreduce(send, comm=comm, algorithm=algorithm).get()
         if not (got.astype(np.float32) == nranks * (nranks + 1) / 2).all():
