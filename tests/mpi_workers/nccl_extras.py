@@ -143,7 +143,7 @@ def bfloat16(comm: Any, xp: Any, nranks: int) -> tuple[list[str], bool]:
         return [], False
     failures = []
     for algorithm in ("native", "auto", *collectives.ALGORITHMS):
-        send = xp.full(6, comm.rank + 1, ml_dtypes.bfloat16)
+        send = xp.asarray(np.full(6, comm.rank + 1, ml_dtypes.bfloat16))
         got = collectives.allreduce(send, comm=comm, algorithm=algorithm).get()
         if not (got.astype(np.float32) == nranks * (nranks + 1) / 2).all():
             failures.append(f"bfloat16 allreduce {algorithm}: {got.astype(np.float32)}")
