@@ -12,7 +12,8 @@
 #      matrix bitwise against collectives.interpret; NCCL at one rank (NCCL's own
 #      collectives, every schedule, a group sending to itself, a failed group, CUDA-graph
 #      replay checked, bfloat16) and at 2 ranks where NCCL allows it (one rank per GPU, or
-#      NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30);
+#      two on one GPU with NCCL >= 2.30: the script sets NCCL_MULTI_RANK_GPU_ENABLE=1 unless
+#      it is set);
 #   3. stream order: inputs made ready late on a non-blocking stream, every algorithm and
 #      collective, over NCCL and over MPI;
 #   4. time per call, 8 B to 256 MiB: native NCCL and every schedule as ratios to it; CuPy
@@ -26,12 +27,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPORT="${1:-out/gpu_check.md}"
+COMMAND="$0 $*"
 WHEELS="${GPU_WHEELS:-gpu-wheels}"
 LIMIT="${GPU_CHECK_SECONDS:-360}"
 STANDIN="${GPU_CHECK_STANDIN:-0}"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe
+# two ranks on one GPU where NCCL has the variable (>= 2.30); older NCCLs and collectives'
+# NcclComm ignore it there (collectives.executors.nccl.ranks_per_gpu)
+export NCCL_MULTI_RANK_GPU_ENABLE="${NCCL_MULTI_RANK_GPU_ENABLE:-1}"
 LOGS="$(mktemp -d)"
 status=0
 
@@ -95,16 +100,24 @@ else:
     print(min(cupy.cuda.runtime.getDeviceCount() * per_gpu, 2) if nccl.available else 0)
 PY
 )
+NCCL_RANKS="${NCCL_RANKS:-0}"
 [ "$STANDIN" = 1 ] || [ "$NCCL_RANKS" -ge 2 ] ||
-    echo "### NCCL at 2 ranks skipped: one GPU, and this NCCL does not let two ranks share it"
+    echo "### NCCL at 2 ranks skipped: NCCL takes $NCCL_RANKS rank(s) here (one GPU, and an NCCL older than 2.30 lets no two ranks share it)"
 
+# the GPU tests in two runs, NCCL's first, so that one running long loses only its own
 GPU_TESTS=(python3 -m pytest tests/test_executors_gpu.py -o addopts="" -p no:cacheprovider -v -rs
-           --durations=8 --junitxml="$LOGS/gpu-tests.xml")
-if [ "$STANDIN" = 1 ]; then  # the module skips itself without a GPU: pytest exits 5
-    step 60 "GPU tests (skipped without a GPU)" bash -c '"$@"; [ $? = 5 ]' _ "${GPU_TESTS[@]}"
-else
-    step 200 "GPU tests" "${GPU_TESTS[@]}"
-fi
+           --durations=5)
+for part in "nccl 100" "mpi 150"; do
+    read -r kind limit <<< "$part"
+    only=(-k "$([ "$kind" = nccl ] && echo nccl || echo 'not nccl')"
+          --junitxml="$LOGS/gpu-tests-$kind.xml")
+    if [ "$STANDIN" = 1 ]; then  # the module skips itself without a GPU: pytest exits 5
+        step 60 "GPU tests, $kind (skipped without a GPU)" bash -c '"$@"; [ $? = 5 ]' _ \
+            "${GPU_TESTS[@]}" "${only[@]}"
+    else
+        step "$limit" "GPU tests, $kind" "${GPU_TESTS[@]}" "${only[@]}"
+    fi
+done
 if [ "$STANDIN" != 1 ] && [ "$NCCL_RANKS" -ge 1 ]; then
     for n in $(seq 1 "$NCCL_RANKS"); do
         step 25 "stream order, NCCL, $n ranks" "${RANKS[@]}" "$n" tests/mpi_workers/stream_order.py \
@@ -114,15 +127,15 @@ fi
 step 30 "stream order, MPI (${XP[1]}), 2 ranks" "${RANKS[@]}" 2 tests/mpi_workers/stream_order.py "${XP[@]}"
 if [ "$STANDIN" != 1 ] && [ "$NCCL_RANKS" -ge 1 ]; then
     for n in $(seq 1 "$NCCL_RANKS"); do
-        step 40 "time per call, NCCL, $n ranks" "${RANKS[@]}" "$n" benchmarks/bench_gpu.py --markdown \
+        step 30 "time per call, NCCL, $n ranks" "${RANKS[@]}" "$n" benchmarks/bench_gpu.py --markdown \
             --xp cupy --transport nccl --max-bytes "$MAX" --budget "$BUDGET"
     done
 fi
-step 50 "time per call, MPI, ${XP[1]} against numpy, 2 ranks" "${RANKS[@]}" 2 benchmarks/bench_gpu.py \
+step 45 "time per call, MPI, ${XP[1]} against numpy, 2 ranks" "${RANKS[@]}" 2 benchmarks/bench_gpu.py \
     --markdown "${XP[@]}" --against numpy --max-bytes "$MPI_MAX" --budget "$BUDGET"
 
 mkdir -p "$(dirname "$REPORT")"
-python3 scripts/gpu_check_report.py "$LOGS" "$STANDIN" "$status" "$0 $*" > "$REPORT"
+python3 scripts/gpu_check_report.py "$LOGS" "$STANDIN" "$status" "$COMMAND" > "$REPORT"
 echo "### report: $REPORT"
 echo "### gpu_check: $([ $status = 0 ] && echo PASSED || echo FAILED)$([ "$STANDIN" = 1 ] && echo ' (stand-in, no GPU)') in $SECONDS s"
 exit $status

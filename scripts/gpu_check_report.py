@@ -2,7 +2,7 @@
 
 ``python3 scripts/gpu_check_report.py LOGS STANDIN STATUS COMMAND``: ``LOGS`` holds
 ``steps.tsv`` (name, exit status or why skipped, seconds, log file per step), the logs, and
-the GPU tests' JUnit XML; ``STANDIN`` is ``1`` for a run without a GPU; ``STATUS`` the
+the GPU tests' JUnit XML (``gpu-tests-*.xml``); ``STANDIN`` is ``1`` for a run without a GPU; ``STATUS`` the
 check's exit status; ``COMMAND`` the command line, printed on top with the date and host.
 """
 
@@ -35,12 +35,13 @@ def step_table(rows: list[tuple[str, str, str, Path]]) -> list[str]:
     return out
 
 
-def test_table(xml: Path) -> list[str]:
-    """Each GPU test's outcome and time, from pytest's JUnit XML."""
-    if not xml.exists():
-        return ["(the GPU tests did not run)"]
+def test_table(xmls: list[Path]) -> list[str]:
+    """Each GPU test's outcome and time, from pytest's JUnit XML files."""
+    if not xmls:
+        return ["(no JUnit report: pytest did not finish, see the steps)"]
     out = ["| test | outcome | seconds |", "|---|---|---|"]
-    for case in ElementTree.parse(xml).getroot().iter("testcase"):
+    cases = [case for xml in xmls for case in ElementTree.parse(xml).getroot().iter("testcase")]
+    for case in cases:
         outcome = "passed"
         for kind in ("failure", "error", "skipped"):
             found = case.find(kind)
@@ -100,7 +101,7 @@ def main() -> None:
     out += [line for line in versions.read_text().splitlines() if line.startswith("|")] \
         if versions is not None else ["(not asked)"]
     out += ["", "## Steps", "", *step_table(rows), "", "## GPU tests", "",
-            *test_table(logs / "gpu-tests.xml"), "", "## Stream order", "",
+            *test_table(sorted(logs.glob("gpu-tests-*.xml"))), "", "## Stream order", "",
             *stream_table(rows), "", "## Time per call", "", *timing_sections(rows)]
     print("\n".join(out))
 
