@@ -5,7 +5,9 @@ rank per GPU, or two per GPU where NCCL allows it), from 8 B to 256 MiB (``--max
 Each time is the slowest rank's mean over iterations that fill about ``--budget``
 seconds, timed from a barrier to the stream's completion; the table gives native's time
 and each algorithm's time as a ratio to it (above 1: slower than native), with
-recursive doubling (``rhd`` ``doubling=True``) for AllReduce.
+recursive doubling (``rhd`` ``doubling=True``) for AllReduce, and over NCCL the ring
+without CUDA graphs (``ring-eager``: an ``NcclComm(graphs=False)``), beside the ring's
+column that replays its graph.
 
 ``--against numpy`` (with ``--transport mpi --xp cupy``) times every column on NumPy
 buffers too, in the same run, and gives CuPy's time as a ratio to NumPy's instead: what
@@ -31,6 +33,9 @@ ALGORITHMS = ("native", *collectives.ALGORITHMS)
 VARIANTS: dict[str, tuple[str, str, dict]] = {
     "doubling": ("allreduce", "rhd", {"doubling": True})}
 COLUMNS = (*ALGORITHMS, *VARIANTS)
+#: over NCCL, the ring without CUDA graphs (every call enqueued step by step): beside the
+#: ring's column, what replaying its graph saves
+EAGER = "ring-eager"
 
 
 def sizes(largest: int, factor: int) -> list[int]:
@@ -83,12 +88,17 @@ def columns_of(collective: str) -> list[tuple[str, str, dict]]:
 
 
 def time_columns(world: Any, function: Any, collective: str, send: Any, recv: Any, comm: Any,
-                 stream: Any, budget_s: float) -> dict[str, float]:
-    """Seconds per call of every column of ``collective`` on these buffers."""
+                 stream: Any, budget_s: float, eager: Any = None) -> dict[str, float]:
+    """Seconds per call of every column of ``collective`` on these buffers (and, given
+    ``eager``, an ``NcclComm(graphs=False)``, of :data:`EAGER` on it)."""
     finish = (lambda: None) if stream is None else stream.synchronize
     times = {}
-    for column, algorithm, params in columns_of(collective):
-        kwargs = {"comm": comm, "algorithm": algorithm, **params}
+    runs = [(column, algorithm, params, comm)
+            for column, algorithm, params in columns_of(collective)]
+    if eager is not None:
+        runs.append((EAGER, "ring", {}, eager))
+    for column, algorithm, params, on in runs:
+        kwargs = {"comm": on, "algorithm": algorithm, **params}
         if stream is not None:
             kwargs["stream"] = stream
         times[column] = time_call(world, lambda: function(send, recv, **kwargs), finish,
@@ -145,6 +155,10 @@ def main() -> None:
         xp, comm = np, world
     base = "native" if args.against == "native" else "numpy native"
     names = COLUMNS[1:] if args.against == "native" else COLUMNS
+    eager = None
+    if args.xp == "cupy" and args.transport == "nccl":
+        eager = collectives.NcclComm(world, graphs=False)
+        names = (*names, EAGER)
     if rank == 0:
         what = ("each algorithm's time / native's" if args.against == "native"
                 else f"each column's time on {args.xp} / on numpy buffers")
@@ -156,7 +170,7 @@ def main() -> None:
         for nbytes in sizes(args.max_bytes, args.factor):
             send, recv = buffers(xp, collective, nbytes, nranks)
             times = time_columns(world, function, collective, send, recv, comm, stream,
-                                 args.budget)
+                                 args.budget, eager)
             if args.against == "numpy":
                 host = buffers(np, collective, nbytes, nranks)
                 baseline = time_columns(world, function, collective, *host, world, None,
@@ -169,8 +183,9 @@ def main() -> None:
             if rank == 0:
                 print(row_text(collective, nbytes, base_us, ratios, names, args.markdown),
                       flush=True)
-    if args.xp == "cupy" and args.transport == "nccl":
+    if eager is not None:
         comm.close()
+        eager.close()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 * :mod:`.buffers` checks and lays out NumPy or CuPy buffers before any communication;
 * :mod:`.mpi` walks plans over MPI, CUDA-aware or staged through host memory;
 * :mod:`.nccl` walks plans through NCCL's grouped send/recv;
+* :mod:`.graphs` captures a repeated NCCL walk as a CUDA graph and replays it;
 * :mod:`.check` makes ranks agree on their arguments (``check=True``);
 * :mod:`.guard` carries each call's signature in its message tags, checks it, and cleans
   up after a failed call;
