@@ -65,6 +65,17 @@ def test_direct_path_on_managed_memory() -> None:
     assert report["failures"] == [], f"{report['failure_count']} failures"
 
 
+def test_staging_mirrors_outlive_their_copies() -> None:
+    """With no workspace kept (COLLSIM_WORKSPACE_BYTES=0) every pinned mirror is the call's
+    own: it must stay alive until its asynchronous host-to-device copies have read it."""
+    argv = [str(WORKERS / "stream_order.py"), "--xp", "cupy", "--transport", "mpi"]
+    report = read_summary(run_mpi(2, argv, timeout_s=300,
+                                  env={"COLLSIM_WORKSPACE_BYTES": "0",
+                                       "COLLSIM_MPI_CUDA_AWARE": "0"}))
+    worker = load_script(WORKERS / "stream_order.py")
+    assert report["cases"] == len(worker.cases()) and report["failures"] == []
+
+
 def nccl_ranks() -> int:
     """Ranks NCCL takes here, up to 4: one per GPU, or two per GPU where NCCL_MULTI_RANK_GPU_ENABLE
     and NCCL (>= 2.30) allow it."""
