@@ -166,7 +166,7 @@ def main() -> None:
     world = MPI.COMM_WORLD
     rank, nranks = world.Get_rank(), world.Get_size()
     failures: list[str] = []
-    with collectives.NcclComm(world) as comm:
+    with collectives.NcclComm(world, graphs=True) as comm:
         comm.device.use()
         failures += self_group(comm, xp)
         failures += run_self_plan(comm, xp)
