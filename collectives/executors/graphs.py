@@ -176,11 +176,13 @@ class Graphs:
         return self._count("captured")
 
     def _remember(self, key: tuple, entry: Any) -> None:
+        """Keep ``entry`` for ``key``, dropping the least recently used past the limit."""
         self._kept[key] = entry
         if len(self._kept) > GRAPHS_KEPT:
             self._kept.popitem(last=False)
 
     def _count(self, how: str) -> str:
+        """Count a walk that ran ``how``; return ``how``."""
         self.runs[how] += 1
         return how
 
