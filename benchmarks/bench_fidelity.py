@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/bench_fidelity.py [--plot fidelity.png] [--data DIR] [--detail]``
 
-Every curve in ``benchmarks/data/nccl-tests/`` (each CSV names its source, hardware, NCCL
+Every curve in ``simulator/data/nccl-tests/`` (each CSV names its source, hardware, NCCL
 version and the algorithm NCCL ran) is predicted on the DGX preset of its GPU and node
 count with the algorithm NCCL ran (:mod:`simulator.fidelity`), and scored over the sizes
 where NCCL ran what the model has: geomean error (``exp(mean |log(predicted /
