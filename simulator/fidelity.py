@@ -308,8 +308,9 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
     channels = channel_count(target)
     tried = [(a, schedule_params(a, (*p, ("channels", channels)), target), _label(a, p))
              for a, p in candidates("allreduce") if a in curve.nccl_algorithms]
-    protocols = tuple(k for k in gpu_protocols(target) if curve.protocol in (None, k))
-    out = []
+    protocols = tuple(k for k in gpu_protocols(target)
+                      if k is not None and curve.protocol in (None, k))
+    out: list[tuple[str, str | None, float]] = []
     for n in curve.nbytes:
         chosen = {a: nccl_choice(curve.gpu, n, curve.ranks, curve.nodes, (a,), protocols)[1]
                   for a in curve.nccl_algorithms}
@@ -403,7 +404,9 @@ def score(curve: Curve, predicted_s: list[float]) -> Score:
     if not logs:
         raise ValueError(f"curve {curve.name} compares no size")
     worst_bytes, worst = max(logs, key=lambda item: abs(item[1]))
-    return Score(_geomean([e for _, e in logs]), _geomean([e for n, e in logs if n < MiB]),
+    overall = _geomean([e for _, e in logs])
+    assert overall is not None, "logs is not empty"
+    return Score(overall, _geomean([e for n, e in logs if n < MiB]),
                  _geomean([e for n, e in logs if n >= 64 * MiB]), worst_bytes,
                  math.expm1(worst), len(logs))
 

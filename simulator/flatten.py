@@ -85,10 +85,9 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
         for step in steps:
             n = 0
             for op in step.ops:
-                cls = op.__class__
-                if cls is Send:
+                if type(op) is Send:
                     kind(0)
-                elif cls is Recv:
+                elif type(op) is Recv:
                     kind(2 if op.reduce else 1)
                 else:
                     continue
@@ -164,11 +163,13 @@ def _lane_kind(lane: Any) -> int:
 def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """What :func:`_ends` returns, read from the schedule's lanes: the operations are
     never built (:func:`collectives.rounds.merge_lanes` is replayed in :func:`_merge`)."""
+    lanes_of = schedule.lanes
+    assert lanes_of is not None, "only a schedule with lanes is read as lanes"
     pool = _Pool()
     lanes_per_rank = array("q")
     table = array("q")  # per lane: first round, kind, peer, lengths' offset, length
     for rank in range(schedule.nranks):
-        lanes = schedule.lanes(rank)
+        lanes = lanes_of(rank)
         lanes_per_rank.append(len(lanes))
         for lane in lanes:
             starts, stops = lane.starts, lane.stops

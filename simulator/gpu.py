@@ -196,6 +196,7 @@ def _effective(topology: Topology, protocol: str, algorithm: str | None,
     ``algorithm`` (None: the model's own figures), with FIFO slots of ``slot_bytes``
     (cached)."""
     model = topology.gpu
+    assert model is not None, "gpu_terms asks only for a topology with a GPU model"
     figures = {f.kind: model.link_terms(f.kind, protocol, algorithm) for f in model.links}
     links = tuple(Link(link.src, link.dst, figures[link.kind][0],
                        link.bandwidth_Bps * figures[link.kind][1], link.kind)

@@ -87,7 +87,11 @@ class _Flows:
 
     def __init__(self, machine: Any, orders: Orders, pairs: Pairs) -> None:
         q = len(orders[0])
-        flow_key, flow_lat, flow_rate, entry_flow, entry_link = [], [], [], [], []
+        flow_key: list[int] = []
+        flow_lat: list[float] = []
+        flow_rate: list[float] = []
+        entry_flow: list[int] = []
+        entry_link: list[int] = []
         ids: dict[int, int] = {}
         for order in orders:
             for u, v in pairs:
@@ -153,7 +157,7 @@ class PairHops:
         self.flows, self.latency = flows, latency
         self.keys, self.latency_s, self.s_per_byte = figures
         self._during: dict[bytes, PairHops] = {}
-        self._runs: dict[tuple[int, float], tuple[Any, list]] = {}
+        self._runs: dict[tuple[int, float, int], tuple[Any, list]] = {}
         self._bytes_only: PairHops | None = None
 
     def __repr__(self) -> str:

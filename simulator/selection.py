@@ -58,9 +58,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from reprlib import repr as brief
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from topology.checks import check_int
 
@@ -283,6 +283,9 @@ class TuningTable:
     ranges: tuple[Range, ...]
     protocols: tuple[str | None, ...] = (None,)
     protocol_times: tuple[tuple[tuple[float, ...], ...], ...] = ()
+    if TYPE_CHECKING:  # set by __post_init__, not fields
+        _starts: list[int] = field(init=False)
+        _protocol_starts: list[tuple[list[int], list[str | None]]] | None = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_starts", [r.min_bytes for r in self.ranges])
