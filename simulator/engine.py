@@ -59,6 +59,7 @@ import simpy
 from simpy.events import Timeout
 
 from topology.checks import check_int, check_number
+from topology.model import Topology
 
 from collectives.errors import DeadlockError, ScheduleError
 from collectives.gcpause import gc_paused
@@ -574,7 +575,7 @@ def _has_operations(schedule: Schedule, least: int) -> bool:
     return False
 
 
-def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
+def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,
              gamma: float | None = None, trace: bool = False,
              engine: str = "auto", protocol: str | None = None) -> SimulationResult:
     """Play ``schedule`` on ``topology`` and return when each rank finishes.

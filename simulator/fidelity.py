@@ -254,7 +254,7 @@ def read_curves(directory: str | Path | Traversable = DATA_DIR) -> list[Curve]:
             if path.name.endswith(".csv")]
 
 
-def machine(curve: Curve) -> Any:
+def machine(curve: Curve) -> topology.Topology:
     """The preset of ``curve``'s GPU and node count, launched as the curve was.
 
     Parameters

@@ -21,6 +21,8 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict, List
 
+from topology.model import Topology
+
 from collectives.rounds import Window
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
@@ -335,7 +337,7 @@ def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, kind: np.nd
     return None if rows is None else (rows, keys)
 
 
-def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule | None:
+def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSchedule | None:
     """Return ``schedule`` on ``topology`` as arrays, or None when its messages do not
     match (a send without its receive, two ends of different lengths, a peer that is not
     one of its ranks): the event engine then diagnoses it.

@@ -58,6 +58,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from topology.checks import check_int
+from topology.model import Topology
 
 from collectives.build import ALGORITHMS, COMPOSED, algorithm_params
 from collectives.schedule import COLLECTIVES
@@ -447,7 +448,7 @@ def _check(collective: str, algorithm: str, params: dict[str, Any]) -> None:
     check_int(params.get("channels", 1), "channels", 1)
 
 
-def machine_costs(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
+def machine_costs(collective: str, algorithm: str, topology: Topology, sizes: Sequence[int],
                   nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
                   pipelined: bool | None = None, **params: Any) -> list[float]:
     """The closed-form time of ``algorithm`` on ``topology`` at each of ``sizes``.
@@ -516,7 +517,7 @@ def machine_costs(collective: str, algorithm: str, topology: Any, sizes: Sequenc
     return out
 
 
-def machine_cost(collective: str, algorithm: str, topology: Any, nbytes: int,
+def machine_cost(collective: str, algorithm: str, topology: Topology, nbytes: int,
                  nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
                  pipelined: bool | None = None, **params: Any) -> float:
     """:func:`machine_costs` at one size (see there for the parameters).
