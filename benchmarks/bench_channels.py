@@ -1,6 +1,8 @@
 """Predicted busbw with channels on DGX-H100 presets, next to each machine's bound.
 
-Run ``python benchmarks/bench_channels.py [--nodes 1 2 4 8 16] [--json out.json]``.
+Run ``python benchmarks/bench_channels.py [--nodes 1 2 4 8 16] [--json out.json]
+[--write docs/results/channels.md]`` (``--write``: also the printed tables as a page of
+``docs/results/``, with the command, date and machine on top).
 
 Table 1: AllReduce of 4 GiB per algorithm (ring, tree, rhd, pipeline, hier) on
 ``dgx_h100(nodes)``, each with the channel count (of
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import topology
 from collectives import build_schedule
@@ -28,7 +31,16 @@ from simulator.busbw import bandwidths
 from simulator.channel_choice import HIER_INNER, channel_counts, schedule_params
 from topology.channels import nics_per_node
 
+from results import Output, write
+
 ALGORITHMS = ("ring", "tree", "rhd", "pipeline", "hier")
+
+#: what the page's figures are
+ABOUT = """Predicted by the simulator (not measured).  Table 1: busbw of a 4 GiB AllReduce
+per algorithm on `dgx_h100(nodes)`, each with the channel count (`c1`, `c8`) and, for
+hier, the inner algorithm it predicts fastest; the bound is NICs per node x the NIC's
+achievable rate (one GPU's achievable NVLink rate on one node).  Table 2: ring, tree and
+hier (best channels) at small and mid sizes on the largest machine, time in us."""
 
 
 def bound_Bps(machine: topology.Topology) -> float:
@@ -70,10 +82,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+",
                         default=[1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20])
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--write", type=Path, help="also write the tables as this page")
     args = parser.parse_args()
     rows, small = [], []
-    print(f"# AllReduce {args.nbytes} B, busbw GB/s (chosen channels; hier: inner algorithm)")
-    print(f"{'nodes':>5} {'bound':>7} " + " ".join(f"{a:>16}" for a in ALGORITHMS))
+    out = Output()
+    out(f"# AllReduce {args.nbytes} B, busbw GB/s (chosen channels; hier: inner algorithm)")
+    out(f"{'nodes':>5} {'bound':>7} " + " ".join(f"{a:>16}" for a in ALGORITHMS))
     for nodes in args.nodes:
         machine = topology.dgx_h100(nodes)
         cells = []
@@ -89,22 +103,23 @@ def main() -> None:
                          "seconds_to_simulate": time.perf_counter() - start})
             tag = f"c{params['channels']}" + (f",{params['inner']}" if "inner" in params else "")
             cells.append(f"{busbw / 1e9:.1f} ({tag})")
-        print(f"{nodes:5d} {bound_Bps(machine) / 1e9:7.1f} " + " ".join(f"{c:>16}" for c in cells),
-              flush=True)
+        out(f"{nodes:5d} {bound_Bps(machine) / 1e9:7.1f} " + " ".join(f"{c:>16}" for c in cells))
     machine = topology.dgx_h100(max(args.nodes))
-    print(f"\n# ring, tree and hier on dgx_h100({max(args.nodes)}), AllReduce time in us")
-    print(f"{'bytes':>10} {'ring':>18} {'tree':>18} {'hier':>22}")
+    out(f"\n# ring, tree and hier on dgx_h100({max(args.nodes)}), AllReduce time in us")
+    out(f"{'bytes':>10} {'ring':>18} {'tree':>18} {'hier':>22}")
     for nbytes in args.sizes:
         (ring_s, ring_p), (tree_s, tree_p), (hier_s, hier_p) = (
             best(algorithm, machine, nbytes) for algorithm in ("ring", "tree", "hier"))
         small.append({"nbytes": nbytes, "ring_s": ring_s, "ring": ring_p, "tree_s": tree_s,
                       "tree": tree_p, "hier_s": hier_s, "hier": hier_p})
-        print(f"{nbytes:10d} {ring_s * 1e6:12.1f} (c{ring_p['channels']}) "
-              f"{tree_s * 1e6:12.1f} (c{tree_p['channels']}) "
-              f"{hier_s * 1e6:12.1f} (c{hier_p['channels']},{hier_p['inner']})", flush=True)
+        out(f"{nbytes:10d} {ring_s * 1e6:12.1f} (c{ring_p['channels']}) "
+            f"{tree_s * 1e6:12.1f} (c{tree_p['channels']}) "
+            f"{hier_s * 1e6:12.1f} (c{hier_p['channels']},{hier_p['inner']})")
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"allreduce_4GiB": rows, "ring_tree_hier": small}, out, indent=1)
+        with open(args.json, "w") as file:
+            json.dump({"allreduce_4GiB": rows, "ring_tree_hier": small}, file, indent=1)
+    if args.write:
+        write(args.write, "Channels: predicted AllReduce on DGX-H100 presets", out.text, ABOUT)
 
 
 if __name__ == "__main__":

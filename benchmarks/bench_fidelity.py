@@ -1,8 +1,10 @@
 """How well the GPU cost model predicts published nccl-tests AllReduce curves.
 
-Run: ``python benchmarks/bench_fidelity.py [--plot fidelity.png] [--data DIR] [--detail]``
+Run: ``python benchmarks/bench_fidelity.py [--plot fidelity.png] [--data DIR] [--detail]
+[--write docs/results/fidelity.md]`` (``--write``: also what it printed as a page of
+``docs/results/``, with the command, date and machine on top).
 
-Every curve in ``benchmarks/data/nccl-tests/`` (each CSV names its source, hardware, NCCL
+Every curve in ``simulator/data/nccl-tests/`` (each CSV names its source, hardware, NCCL
 version and the algorithm NCCL ran) is predicted on the DGX preset of its GPU and node
 count with the algorithm NCCL ran (:mod:`simulator.fidelity`), and scored over the sizes
 where NCCL ran what the model has: geomean error (``exp(mean |log(predicted /
@@ -24,6 +26,8 @@ from rich.table import Table
 
 from simulator.busbw import bandwidths
 from simulator.fidelity import DATA_DIR, Curve, disagreements, predict, read_curves, score
+
+from results import write
 
 
 def _size(nbytes: int) -> str:
@@ -90,6 +94,12 @@ def _used(curve: Curve, predicted: list[tuple[str, str | None, float]]) -> str:
             used.append(name)
     return " > ".join(used)
 
+#: what the page's figures are
+ABOUT = """Each published `all_reduce_perf` curve of `simulator/data/nccl-tests/` (its
+source in the CSV's header) predicted on the preset of its GPU and node count with the
+algorithm and protocol NCCL ran, scored where NCCL ran what the model has: geomean error
+`exp(mean |log(predicted/measured)|) - 1`, below 1 MiB, from 64 MiB, and the worst size."""
+
 
 def _ran(curve: Curve) -> str:
     """What NCCL ran, as the curve's header says (its settings, or "default")."""
@@ -106,8 +116,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA_DIR, help="folder of curve CSVs")
     parser.add_argument("--plot", type=Path, help="write the busbw plots to this PNG")
     parser.add_argument("--detail", action="store_true", help="print every size of every curve")
+    parser.add_argument("--write", type=Path, help="also write the output as this page")
     args = parser.parse_args()
-    console = Console(width=200, highlight=False)
+    console = Console(width=200, highlight=False, record=args.write is not None)
     results = []
     rows = [("curve", "ranks", "NCCL ran", "sizes", "geomean", "<1MiB", ">=64MiB",
              "worst size")]
@@ -140,6 +151,9 @@ def main() -> None:
     if args.plot:
         _plot(results, args.plot)
         console.print(f"plot: {args.plot}")
+    if args.write:
+        write(args.write, "Fidelity: the GPU model against published nccl-tests curves",
+              console.export_text(), ABOUT)
 
 
 if __name__ == "__main__":

@@ -1,26 +1,40 @@
 """Simulator speed: AllReduce of 1 GiB on 128 DGX-H100 nodes (1024 ranks) per algorithm.
 
 Run ``python benchmarks/bench_simulator.py [--nodes 128] [--algorithms ring tree rhd
-pipeline hier] [--channels 8]``; with channels, each channel runs over its order from
-:func:`topology.channels.channel_orders` (hier: ``ranks_per_node`` from the machine).
+pipeline hier] [--channels 1 8] [--write docs/results/simulator.md]``; with channels, each
+channel runs over its order from :func:`topology.channels.channel_orders` (hier:
+``ranks_per_node`` from the machine); several counts run one after another.
 Prints, per algorithm, the seconds from a new schedule to the simulated
 result (wall clock, and CPU seconds of this process, which a loaded machine disturbs
 less): building the schedule, reading every rank's operations (as steps for ring and
 rhd, as lanes for tree and pipeline, see :func:`simulator.flatten.flatten`) and
 simulating them; then the transfers simulated, transfers per second and the predicted
-time.
+time.  ``--write`` also writes what it printed as a page of ``docs/results/`` (with the
+command, date and machine on top, :mod:`results`).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import topology
 from collectives import ALGORITHMS, COMPOSED, build_schedule
 from simulator import simulate
 from simulator.channel_choice import schedule_params
 from topology.channels import ranks_per_node
+
+from results import Output, write
+
+#: what the page's figures are
+ABOUT = """Seconds from a new schedule to the simulated result (wall clock, and CPU seconds
+of the process, which a loaded machine disturbs less): building the schedule, reading
+every rank's operations (steps, or lanes for ring, tree and pipeline) and simulating them
+on the compiled engine; then the transfers simulated, transfers per second and the
+predicted time of the AllReduce.  With channels, each runs over its order from
+`topology.channel_orders`.  The first run in a checkout also compiles the engine's Numba
+code (cached on disk, some 30 s of CPU): these are a later run's figures."""
 
 
 def main() -> None:
@@ -30,27 +44,37 @@ def main() -> None:
     parser.add_argument("--nbytes", type=int, default=1 << 30)
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
                         choices=ALGORITHMS + COMPOSED)
-    parser.add_argument("--channels", type=int, default=1)
+    parser.add_argument("--channels", type=int, nargs="+", default=[1])
+    parser.add_argument("--write", type=Path, help="also write the output as this page")
     args = parser.parse_args()
+    out = Output()
     start = time.perf_counter()
     machine = topology.dgx_h100(nodes=args.nodes)
-    print(f"dgx_h100(nodes={args.nodes}): {machine.nranks} ranks, {len(machine.links)} links, "
-          f"built in {time.perf_counter() - start:.2f} s; {args.channels} channel(s)")
-    print(f"{'algorithm':>10} {'total s':>8} {'cpu s':>8} {'transfers':>10} "
-          f"{'transfers/s':>12} {'predicted ms':>13}")
-    for algorithm in args.algorithms:
-        start, cpu = time.perf_counter(), time.process_time()
-        params = {"channels": args.channels}
-        if algorithm in COMPOSED:
-            params["ranks_per_node"] = ranks_per_node(machine)
-        elif args.channels > 1:
-            params = schedule_params(algorithm, tuple(params.items()), machine)
-        schedule = build_schedule("allreduce", algorithm, machine.nranks, args.nbytes // 4,
-                                  **params)
-        result = simulate(schedule, machine, trace=False)
-        total, cpu = time.perf_counter() - start, time.process_time() - cpu
-        print(f"{algorithm:>10} {total:8.2f} {cpu:8.2f} {result.transfer_count:10d} "
-              f"{result.transfer_count / total:12.0f} {result.time_s * 1e3:13.3f}", flush=True)
+    out(f"dgx_h100(nodes={args.nodes}): {machine.nranks} ranks, {len(machine.links)} links, "
+        f"built in {time.perf_counter() - start:.2f} s; AllReduce of {args.nbytes} B")
+    for channels in args.channels:
+        out(f"\n{channels} channel(s)")
+        out(f"{'algorithm':>10} {'total s':>8} {'cpu s':>8} {'transfers':>10} "
+            f"{'transfers/s':>12} {'predicted ms':>13}")
+        for algorithm in args.algorithms:
+            out(_row(algorithm, machine, channels, args.nbytes))
+    if args.write:
+        write(args.write, "Simulator speed", out.text, ABOUT)
+
+
+def _row(algorithm: str, machine: topology.Topology, channels: int, nbytes: int) -> str:
+    """Build and simulate one AllReduce; its row: seconds, CPU seconds, transfers, time."""
+    start, cpu = time.perf_counter(), time.process_time()
+    params = {"channels": channels}
+    if algorithm in COMPOSED:
+        params["ranks_per_node"] = ranks_per_node(machine)
+    elif channels > 1:
+        params = schedule_params(algorithm, tuple(params.items()), machine)
+    schedule = build_schedule("allreduce", algorithm, machine.nranks, nbytes // 4, **params)
+    result = simulate(schedule, machine, trace=False)
+    total, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return (f"{algorithm:>10} {total:8.2f} {cpu:8.2f} {result.transfer_count:10d} "
+            f"{result.transfer_count / total:12.0f} {result.time_s * 1e3:13.3f}")
 
 
 if __name__ == "__main__":

@@ -49,11 +49,11 @@ from . import auto
 from .calls import Prepared, key, lookup, remember
 from .build import ALGORITHMS, COMPOSED
 from .nchannels import clamp_channels
-from .executors import transport_for
+from .executors import Transport, transport_for
 from .executors.nccl import NcclComm
 from .executors.buffers import IN_PLACE, Call, lay_input, prepare, take_block
 from .executors.check import agree, check_enabled, signature
-from .executors.plan import get_plan
+from .executors.plan import Plan, get_plan
 from .ops import (GPU_DTYPES, NCCL_ONLY_OPS, average_input, average_output, check_op,
                   check_op_dtype)
 
@@ -180,7 +180,7 @@ def _first_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
     return call.result
 
 
-def _run_plan(transport: Any, plan: Any, call: Call, op: str, stream: Any) -> None:
+def _run_plan(transport: Transport, plan: Plan, call: Call, op: str, stream: Any) -> None:
     """Lay the input into the working buffer, walk the plan, and take the output from it
     (NCCL's ``avg`` scaled around the walk as NCCL scales it)."""
     work = lay_input(call.xp, call.collective, call.dtype, call.count, call.send, call.recv,

@@ -165,7 +165,7 @@ class _Shifted:
 
 def _placed(lane: Lane, placement: Placement) -> list[Lane]:
     """``lane`` with its virtual ranges mapped to real ones: a lane per piece."""
-    cut = [None if a is None else placement.ranges(a, b)
+    cut = [None if a is None or b is None else placement.ranges(a, b)
            for a, b in zip(lane.starts, lane.stops)]
     width = max((len(pieces) for pieces in cut if pieces), default=0)
     return [lane._replace(starts=[p[j][0] if p and j < len(p) else None for p in cut],

@@ -68,7 +68,7 @@ def match(schedule: Schedule) -> Matching:
     for rank in range(p):
         rank_keys = []
         for index, step in enumerate(schedule.steps(rank)):
-            step_keys = []
+            step_keys: list[tuple[int, int, int] | None] = []
             for op in step.ops:
                 if not isinstance(op, (Send, Recv)):
                     step_keys.append(None)
@@ -81,7 +81,10 @@ def match(schedule: Schedule) -> Matching:
                 k = counters.get((src, dst, is_send), 0)
                 counters[(src, dst, is_send)] = k + 1
                 key = (src, dst, k)
-                (sends if is_send else recvs)[key] = (rank, index, op)
+                if isinstance(op, Send):
+                    sends[key] = (rank, index, op)
+                else:
+                    recvs[key] = (rank, index, op)
                 step_keys.append(key)
             rank_keys.append(tuple(step_keys))
         keys.append(tuple(rank_keys))
@@ -136,7 +139,7 @@ def completion_order(schedule: Schedule, matching: Matching) -> list[Location]:
     def peers(rank: int, step: int) -> list[tuple[int, int]]:
         ops = schedule.steps(rank)[step].ops
         return [(op.peer, partner) for op, partner in zip(ops, matching.partners[rank][step])
-                if partner >= 0]
+                if partner >= 0 and isinstance(op, (Send, Recv))]
 
     while pending:
         rank = pending.popleft()

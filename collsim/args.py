@@ -274,8 +274,8 @@ def machine(args: argparse.Namespace, nranks: int | None = None) -> topology.Top
     except (OSError, ValueError) as error:
         raise UsageError(f"--topology {name!r} is not allowed: {error}") from None
     if wanted is not None and wanted > model.nranks:
-        given = f"--ranks {wanted}" if nranks is None else f"--topology {name!r}"
-        raise UsageError(f"{given} is not allowed: {model.name} places {model.nranks} ranks "
+        culprit = f"--ranks {wanted}" if nranks is None else f"--topology {name!r}"
+        raise UsageError(f"{culprit} is not allowed: {model.name} places {model.nranks} ranks "
                          f"and {wanted} are needed"
                          + ("; add --nodes" if name in _NODE_PRESETS else ""))
     return model

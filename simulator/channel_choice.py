@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from collectives.nchannels import channel_bounds
 from topology.channels import channel_orders, nics_per_node, ranks_per_node, tree_ranks_per_node
+from topology.model import Topology
 from topology.order import node_groups
 
 __all__ = ["HIER_INNER", "channel_counts", "hier_ranks_per_node", "schedule_params"]
@@ -26,7 +27,7 @@ __all__ = ["HIER_INNER", "channel_counts", "hier_ranks_per_node", "schedule_para
 HIER_INNER: tuple[str, ...] = ("ring", "tree", "rhd")
 
 
-def channel_counts(topology: Any, environ: Any = None) -> tuple[int, ...]:
+def channel_counts(topology: Topology, environ: Any = None) -> tuple[int, ...]:
     """Channel counts selection tries on ``topology``.
 
     Parameters
@@ -58,7 +59,7 @@ def _counts(topology: Any, low: int, high: int | None) -> tuple[int, ...]:
     return tuple(sorted({max(low, c if high is None else min(c, high)) for c in wanted}))
 
 
-def hier_ranks_per_node(topology: Any, nranks: int) -> int | None:
+def hier_ranks_per_node(topology: Topology, nranks: int) -> int | None:
     """Ranks per node if ``hier`` applies to the first ``nranks`` ranks, else None.
 
     Parameters
@@ -89,7 +90,7 @@ def hier_ranks_per_node(topology: Any, nranks: int) -> int | None:
     return size if size > 1 else None
 
 
-def schedule_params(algorithm: str, params: Sequence[tuple[str, Any]], topology: Any,
+def schedule_params(algorithm: str, params: Sequence[tuple[str, Any]], topology: Topology,
                     nranks: int | None = None) -> dict[str, Any]:
     """Return ``params`` with the rank orders of the channels on ``topology`` added.
 

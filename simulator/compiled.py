@@ -42,6 +42,10 @@ from numba.extending import intrinsic
 
 from .flatten import FlatSchedule
 
+#: numba's ``njit``, typed loosely: ``_nrt=False`` (compile without reference counting) is
+#: an option that numba's own type hints do not list
+_njit: Any = njit
+
 __all__ = ["run_compiled"]
 
 # event kinds
@@ -106,14 +110,14 @@ def _bits(typingctx, x):
     return types.int64(types.float64), codegen
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _slot(when, size):
     """The first place to look for the instant at ``when`` in a hash table of ``size``."""
     bits = _bits(when) * -7046029254386353131  # Fibonacci hashing: the high bits mix all
     return (bits >> 32) & (size - 1)
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _rehash(HT, HE, counters, size):
     """Make the hash table ``size`` places (``len(HE)`` at most) and put every instant in."""
     counters[_TABLE_SIZE] = size
@@ -127,7 +131,7 @@ def _rehash(HT, HE, counters, size):
         HE[place, _TABLE] = instant + 1
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _sift_up(HT, HE, i, instant):
     """Put ``instant`` in the heap's hole ``i``, or above it."""
     when = HT[instant]
@@ -140,7 +144,7 @@ def _sift_up(HT, HE, i, instant):
     HE[i, _HEAP_INSTANT] = instant
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _push(HT, HE, counters, when, kind, a, b):
     """Schedule an event: last of its instant's, the instant made if new
     (:func:`_simulate` keeps room)."""
@@ -168,7 +172,7 @@ def _push(HT, HE, counters, when, kind, a, b):
         _rehash(HT, HE, counters, 2 * counters[_TABLE_SIZE])
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _forget(HT, HE, counters, instant):
     """Take ``instant`` out of the hash table (moving back the entries probed past it)."""
     mask = counters[_TABLE_SIZE] - 1
@@ -188,7 +192,7 @@ def _forget(HT, HE, counters, instant):
     HE[hole, _TABLE] = 0
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _pop(HT, HE, counters):
     """Take the first pending event; return its time, kind and arguments."""
     instant = HE[0, _HEAP_INSTANT]
@@ -240,14 +244,14 @@ def _agenda(capacity, HT, HE, counters):
     return grown_T, grown_E
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _request_share(now, HT, HE, counters):
     if counters[_SHARE_PENDING] == 0:
         counters[_SHARE_PENDING] = 1
         _push(HT, HE, counters, now + 0.0, _SHARE, 0, 0)
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _mark_dirty(f, counters, S, D):
     if S[f, _DIRTY_AT] < 0:
         S[f, _DIRTY_AT] = counters[_DIRTY]
@@ -255,7 +259,7 @@ def _mark_dirty(f, counters, S, D):
         counters[_DIRTY] += 1
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI,
                     N):
     """Start message ``t``: put it on its links, at its cap if none of them binds (in a
@@ -308,7 +312,7 @@ def _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, ho
         _request_share(now, HT, HE, counters)
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _spend(rank, now, overhead, RF):
     """Charge ``rank`` one message's overhead; return when its CPU is done."""
     done = max(RF[rank, _CPU_FREE], now) + overhead
@@ -316,7 +320,7 @@ def _spend(rank, now, overhead, RF):
     return done
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _start_at(when, t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI, N):
     delay = when - now
     if delay > 0:
@@ -326,7 +330,7 @@ def _start_at(when, t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, ho
                         N)
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT, hops,
           LF, LI, N, R, RF):
     """Post ``rank``'s current step; move past steps that have nothing to wait for.
@@ -371,7 +375,7 @@ def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_s
         R[rank, _CURRENT] = index + 1
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _op_done(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
              hops, LF, LI, N, R, RF):
     """One operation of ``rank``'s current step is done; advance when all are."""
@@ -382,7 +386,7 @@ def _op_done(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, fre
               hops, LF, LI, N, R, RF)
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _set_rate(f, rate, now, HT, HE, counters, F, S):
     if F[f, _RATE]:
         F[f, _LEFT] = max(F[f, _LEFT] - F[f, _RATE] * (now - F[f, _LAST]), 0.0)
@@ -393,13 +397,13 @@ def _set_rate(f, rate, now, HT, HE, counters, F, S):
         _push(HT, HE, counters, now + F[f, _LEFT] / rate, _FLOW_END, f, S[f, _VERSION])
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _link_before(LK, LQ, i, j):
     """Whether heap entry ``i`` comes before ``j``: smaller fair share, then link index."""
     return LK[i] < LK[j] or (LK[i] == LK[j] and LQ[i, _HEAP_LINK] < LQ[j, _HEAP_LINK])
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _sift_down(LK, LQ, i, n):
     while True:
         child = 2 * i + 1
@@ -414,7 +418,7 @@ def _sift_down(LK, LQ, i, n):
         i = child
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _pop_link(LK, LQ, n):
     """Drop the first entry of the link heap of ``n`` entries; return the new size."""
     n -= 1
@@ -520,7 +524,7 @@ def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
             _set_rate(f, F[f, _NEW_RATE], now, HT, HE, counters, F, S)
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slots, RT, hops,
               LF, LI, N):
     """The last byte of the flow in slot ``f`` left, unless its rate changed since this end
@@ -587,7 +591,7 @@ def _slots(n, hops_per_slot, F, S, N, free_slots, nfree):
     return grown_F, grown_S, grown_N, grown_free, nfree + n - old
 
 
-@njit(cache=True, _nrt=False)
+@_njit(cache=True, _nrt=False)
 def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, HT, HE,
          counters, F, S, W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room

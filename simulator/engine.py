@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from reprlib import repr as brief
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, cast
 
 import heapq
 
@@ -59,6 +59,7 @@ import simpy
 from simpy.events import Timeout
 
 from topology.checks import check_int, check_number
+from topology.model import Topology
 
 from collectives.errors import DeadlockError, ScheduleError
 from collectives.gcpause import gc_paused
@@ -171,7 +172,8 @@ class _Engine:
         self.received: dict[int, int] = {}
         self.send_waiting: dict[int, int] = {}
         self.recv_waiting: dict[int, tuple[int, bool]] = {}
-        self.routes: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
+        # route from src to dst under the key src * p + dst
+        self.routes: dict[int, tuple[tuple[int, ...], float, float]] = {}
         self.bandwidth = list(topology.bandwidths_Bps)
         nlinks = len(self.bandwidth)
         self.link_flows: list[dict[_Flow, None]] = [{} for _ in range(nlinks)]
@@ -209,8 +211,7 @@ class _Engine:
                 return
             pending = 0
             for op in steps[index].ops:
-                cls = op.__class__
-                if cls is Send:
+                if type(op) is Send:
                     pending += 1
                     pair = rank * p + op.peer
                     k = sent.get(pair, 0)
@@ -228,7 +229,7 @@ class _Engine:
                         self.start_at(ready, rank, op.peer, length, partner[1])
                     else:
                         start_transfer(rank, op.peer, length, partner[1])
-                elif cls is Recv:
+                elif type(op) is Recv:
                     pending += 1
                     pair = op.peer * p + rank
                     k = received.get(pair, 0)
@@ -405,6 +406,7 @@ class _Engine:
                     break
             while next_cap < len(by_cap) and by_cap[next_cap] in rates:
                 next_cap += 1
+            fixed: tuple[_Flow, ...]
             if next_cap < len(by_cap) and (not heap or by_cap[next_cap].cap < heap[0][0]):
                 fixed, fair = (by_cap[next_cap],), by_cap[next_cap].cap
             elif heap:
@@ -486,8 +488,8 @@ class _Engine:
         calls.append((callback, argument))
 
     def _instant(self, event: Timeout) -> None:
-        self.now = event.value
-        for callback, argument in self.agenda.pop(event.value):
+        self.now = when = cast(float, event.value)  # the instant the Timeout was made for
+        for callback, argument in self.agenda.pop(when):
             callback(argument)
 
     # run ---------------------------------------------------------------------------
@@ -533,10 +535,11 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
     from .flatten import flatten
 
     flat = flatten(schedule, topology, dtype_size)
+    if flat is None:
+        return None
     overhead = float(getattr(topology, "overhead_s_per_message", 0.0))
     slot = getattr(topology, "slot_bytes", None)
-    out = None if flat is None else run_compiled(flat, gamma, overhead, trace,
-                                                 float("inf") if slot is None else float(slot))
+    out = run_compiled(flat, gamma, overhead, trace, float("inf") if slot is None else float(slot))
     if out is None:
         return None
     count, finish, link_bytes, link_busy, times = out
@@ -546,10 +549,10 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
         hops = [tuple(flat.route_links[a:b].tolist())
                 for a, b in zip(flat.route_ptr[:-1].tolist(), flat.route_ptr[1:].tolist())]
         route, nbytes = (flat.message[:, 0] >> 1).tolist(), flat.message[:, 1].tolist()
-        ranks = flat.route_ranks.tolist()
+        src, dst = flat.route_ranks[:, 0].tolist(), flat.route_ranks[:, 1].tolist()
         start, arrival = start.tolist(), arrival.tolist()
-        transfers = tuple(Transfer(start[t], arrival[t], *ranks[route[t]], nbytes[t],
-                                   hops[route[t]]) for t in order.tolist())
+        transfers = tuple(Transfer(start[t], arrival[t], src[route[t]], dst[route[t]],
+                                   nbytes[t], hops[route[t]]) for t in order.tolist())
     finish = finish.tolist()
     return SimulationResult(
         time_s=max(finish, default=0.0), rank_finish_s=tuple(finish),
@@ -572,7 +575,7 @@ def _has_operations(schedule: Schedule, least: int) -> bool:
     return False
 
 
-def simulate(schedule: Schedule, topology: Any, dtype_size: int = 4,
+def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,
              gamma: float | None = None, trace: bool = False,
              engine: str = "auto", protocol: str | None = None) -> SimulationResult:
     """Play ``schedule`` on ``topology`` and return when each rank finishes.

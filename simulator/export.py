@@ -277,7 +277,7 @@ def to_ompi_rules(tables: Iterable[TuningTable]) -> str:
     lines = ["# collsim tuning table: Open MPI coll/tuned dynamic rules (classic format)",
              f"{len(tables)}  # collectives"]
     for table in tables:
-        rules = []
+        rules: list[tuple[int, int]] = []
         for r in table.ranges:
             algorithm = ompi_algorithm(table.collective, *table.candidates[r.index])
             start = 0 if r.min_bytes == 0 else _ompi_size(table, r.min_bytes)

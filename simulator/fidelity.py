@@ -1,6 +1,6 @@
 """The model against published nccl-tests curves: read them, predict them, score them.
 
-A curve is one ``all_reduce_perf`` table (``benchmarks/data/nccl-tests/*.csv``) with its
+A curve is one ``all_reduce_perf`` table (``simulator/data/nccl-tests/*.csv``) with its
 source, hardware, launch and the algorithm NCCL ran in ``#`` header lines.  Each is
 simulated on the DGX preset of its GPU and node count (one set of figures per machine
 kind, :mod:`topology.gpu_presets`) with the algorithm and protocol NCCL ran: what the
@@ -30,8 +30,9 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import topology
 
@@ -44,12 +45,15 @@ from .gpu import protocols as gpu_protocols
 from .nccl_tuner import nccl_choice
 from .selection import candidates
 
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
 __all__ = ["DATA_DIR", "RULES", "Curve", "Rule", "Score", "read_curve", "read_curves",
            "machine", "predict", "score", "channel_count", "NCCL_ALGORITHMS", "Disagreement",
            "disagreements"]
 
-#: the published curves in a checkout
-DATA_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "nccl-tests"
+#: the published curves, shipped inside the package (``simulator/data/nccl-tests/``)
+DATA_DIR: Traversable = resources.files(__package__) / "data" / "nccl-tests"
 
 #: the algorithms NCCL has among the candidates of :func:`simulator.select`
 NCCL_ALGORITHMS = ("ring", "tree")
@@ -191,13 +195,14 @@ def _forced(algorithm: str, key: str) -> str | None:
     return None
 
 
-def read_curve(path: str | Path) -> Curve:
+def read_curve(path: str | Path | Traversable) -> Curve:
     """Read one curve file.
 
     Parameters
     ----------
-    path : str or Path
-        A CSV with ``#`` header lines and columns ``bytes,time_us,...``.
+    path : str, Path or Traversable
+        A CSV with ``#`` header lines and columns ``bytes,time_us,...`` (a file of
+        :data:`DATA_DIR` is a resource of the installed package).
 
     Returns
     -------
@@ -208,7 +213,7 @@ def read_curve(path: str | Path) -> Curve:
     ValueError
         If the header names no A100 or H100, or lacks ``ranks`` and ``nodes``.
     """
-    path = Path(path)
+    path = Path(path) if isinstance(path, str) else path
     text = path.read_text(encoding="utf-8").splitlines()
     header = _header([line for line in text if line.startswith("#")])
     gpu = next((g for g in ("A100", "H100") if g in header.get("hardware", "")), None)
@@ -223,30 +228,33 @@ def read_curve(path: str | Path) -> Curve:
     per_process = int(launch.split("-g", 1)[1].split()[0]) if "-g" in launch else 1
     algorithm = _forced(header.get("algorithm", ""), "NCCL_ALGO")
     rows = list(csv.DictReader(line for line in text if not line.startswith("#")))
-    return Curve(path.stem, header, gpu, nodes, ranks, per_process,
+    stem = path.name.removesuffix(".csv")
+    return Curve(stem, header, gpu, nodes, ranks, per_process,
                  algorithm.lower() if algorithm else None,
                  _forced(header.get("algorithm", ""), "NCCL_PROTO"),
                  tuple(int(r["bytes"]) for r in rows),
                  tuple(float(r["time_us"]) * 1e-6 for r in rows),
-                 RULES.get(path.stem, Rule()))
+                 RULES.get(stem, Rule()))
 
 
-def read_curves(directory: str | Path = DATA_DIR) -> list[Curve]:
+def read_curves(directory: str | Path | Traversable = DATA_DIR) -> list[Curve]:
     """Every curve in ``directory`` (``*.csv``), by name.
 
     Parameters
     ----------
-    directory : str or Path, optional
-        Default :data:`DATA_DIR`.
+    directory : str, Path or Traversable, optional
+        Default :data:`DATA_DIR`, the curves installed with the package.
 
     Returns
     -------
     list of Curve
     """
-    return [read_curve(path) for path in sorted(Path(directory).glob("*.csv"))]
+    folder = Path(directory) if isinstance(directory, str) else directory
+    return [read_curve(path) for path in sorted(folder.iterdir(), key=lambda p: p.name)
+            if path.name.endswith(".csv")]
 
 
-def machine(curve: Curve) -> Any:
+def machine(curve: Curve) -> topology.Topology:
     """The preset of ``curve``'s GPU and node count, launched as the curve was.
 
     Parameters
@@ -300,8 +308,9 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
     channels = channel_count(target)
     tried = [(a, schedule_params(a, (*p, ("channels", channels)), target), _label(a, p))
              for a, p in candidates("allreduce") if a in curve.nccl_algorithms]
-    protocols = tuple(k for k in gpu_protocols(target) if curve.protocol in (None, k))
-    out = []
+    protocols = tuple(k for k in gpu_protocols(target)
+                      if k is not None and curve.protocol in (None, k))
+    out: list[tuple[str, str | None, float]] = []
     for n in curve.nbytes:
         chosen = {a: nccl_choice(curve.gpu, n, curve.ranks, curve.nodes, (a,), protocols)[1]
                   for a in curve.nccl_algorithms}
@@ -395,7 +404,9 @@ def score(curve: Curve, predicted_s: list[float]) -> Score:
     if not logs:
         raise ValueError(f"curve {curve.name} compares no size")
     worst_bytes, worst = max(logs, key=lambda item: abs(item[1]))
-    return Score(_geomean([e for _, e in logs]), _geomean([e for n, e in logs if n < MiB]),
+    overall = _geomean([e for _, e in logs])
+    assert overall is not None, "logs is not empty"
+    return Score(overall, _geomean([e for n, e in logs if n < MiB]),
                  _geomean([e for n, e in logs if n >= 64 * MiB]), worst_bytes,
                  math.expm1(worst), len(logs))
 

@@ -21,6 +21,8 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict, List
 
+from topology.model import Topology
+
 from collectives.rounds import Window
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
@@ -85,10 +87,9 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
         for step in steps:
             n = 0
             for op in step.ops:
-                cls = op.__class__
-                if cls is Send:
+                if type(op) is Send:
                     kind(0)
-                elif cls is Recv:
+                elif type(op) is Recv:
                     kind(2 if op.reduce else 1)
                 else:
                     continue
@@ -164,11 +165,13 @@ def _lane_kind(lane: Any) -> int:
 def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """What :func:`_ends` returns, read from the schedule's lanes: the operations are
     never built (:func:`collectives.rounds.merge_lanes` is replayed in :func:`_merge`)."""
+    lanes_of = schedule.lanes
+    assert lanes_of is not None, "only a schedule with lanes is read as lanes"
     pool = _Pool()
     lanes_per_rank = array("q")
     table = array("q")  # per lane: first round, kind, peer, lengths' offset, length
     for rank in range(schedule.nranks):
-        lanes = schedule.lanes(rank)
+        lanes = lanes_of(rank)
         lanes_per_rank.append(len(lanes))
         for lane in lanes:
             starts, stops = lane.starts, lane.stops
@@ -334,7 +337,7 @@ def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, kind: np.nd
     return None if rows is None else (rows, keys)
 
 
-def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule | None:
+def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSchedule | None:
     """Return ``schedule`` on ``topology`` as arrays, or None when its messages do not
     match (a send without its receive, two ends of different lengths, a peer that is not
     one of its ranks): the event engine then diagnoses it.

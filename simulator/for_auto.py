@@ -30,7 +30,7 @@ def _load(path: str) -> Any:
     return topology.load(path)
 
 
-def machine(nranks: int) -> Any:
+def machine(nranks: int) -> topology.Topology:
     """The topology the installed predictor selects on for ``nranks`` ranks.
 
     The one given to :func:`use_for_auto`, else the file in ``COLLSIM_TOPOLOGY``, else
@@ -64,7 +64,7 @@ def _predict(collective: str, nbytes: int, nranks: int,
     return choice.algorithm, schedule_params(choice.algorithm, choice.params, found, nranks)
 
 
-def use_for_auto(topology_: Any = None) -> None:
+def use_for_auto(topology_: topology.Topology | str | os.PathLike[str] | None = None) -> None:
     """Install the simulator's selection as ``auto``'s predictor.
 
     Parameters

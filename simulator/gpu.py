@@ -36,7 +36,7 @@ from topology import Link, Topology
 __all__ = ["protocols", "resolve_protocol", "gpu_terms", "hidden_latency"]
 
 
-def protocols(topology: Any) -> tuple[str | None, ...]:
+def protocols(topology: Topology) -> tuple[str | None, ...]:
     """The protocols a call on ``topology`` may use.
 
     Parameters
@@ -59,7 +59,7 @@ def protocols(topology: Any) -> tuple[str | None, ...]:
     return (None,) if model is None else model.protocol_names
 
 
-def resolve_protocol(topology: Any, protocol: str | None) -> str | None:
+def resolve_protocol(topology: Topology, protocol: str | None) -> str | None:
     """``protocol``, or the model's default when None; None without a GPU model.
 
     Parameters
@@ -90,8 +90,8 @@ def resolve_protocol(topology: Any, protocol: str | None) -> str | None:
     return model.protocol(protocol).name
 
 
-def gpu_terms(topology: Any, protocol: str | None = None, algorithm: str | None = None,
-              channels: int = 1) -> tuple[Any, float]:
+def gpu_terms(topology: Topology, protocol: str | None = None, algorithm: str | None = None,
+              channels: int = 1) -> tuple[Topology, float]:
     """The effective topology of ``topology`` under ``protocol`` and the cost per call.
 
     Parameters
@@ -131,10 +131,9 @@ def gpu_terms(topology: Any, protocol: str | None = None, algorithm: str | None 
     >>> [round(gpu_terms(two, "LL", a)[0].alpha(0, 8) * 1e6, 2) for a in ("ring", "tree")]
     [3.7, 6.0]
     """
-    protocol = resolve_protocol(topology, protocol)
-    if protocol is None:
+    protocol, model = resolve_protocol(topology, protocol), getattr(topology, "gpu", None)
+    if protocol is None or model is None:  # both, or neither: a GPU model has a default
         return topology, 0.0
-    model = topology.gpu
     own = model.algorithm_figures(algorithm)
     algorithm = None if own is None else own.algorithm
     slot = model.protocol(protocol).slot_bytes
@@ -196,6 +195,7 @@ def _effective(topology: Topology, protocol: str, algorithm: str | None,
     ``algorithm`` (None: the model's own figures), with FIFO slots of ``slot_bytes``
     (cached)."""
     model = topology.gpu
+    assert model is not None, "gpu_terms asks only for a topology with a GPU model"
     figures = {f.kind: model.link_terms(f.kind, protocol, algorithm) for f in model.links}
     links = tuple(Link(link.src, link.dst, figures[link.kind][0],
                        link.bandwidth_Bps * figures[link.kind][1], link.kind)

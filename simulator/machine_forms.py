@@ -58,6 +58,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from topology.checks import check_int
+from topology.model import Topology
 
 from collectives.build import ALGORITHMS, COMPOSED, algorithm_params
 from collectives.schedule import COLLECTIVES
@@ -87,7 +88,11 @@ class _Flows:
 
     def __init__(self, machine: Any, orders: Orders, pairs: Pairs) -> None:
         q = len(orders[0])
-        flow_key, flow_lat, flow_rate, entry_flow, entry_link = [], [], [], [], []
+        flow_key: list[int] = []
+        flow_lat: list[float] = []
+        flow_rate: list[float] = []
+        entry_flow: list[int] = []
+        entry_link: list[int] = []
         ids: dict[int, int] = {}
         for order in orders:
             for u, v in pairs:
@@ -153,7 +158,7 @@ class PairHops:
         self.flows, self.latency = flows, latency
         self.keys, self.latency_s, self.s_per_byte = figures
         self._during: dict[bytes, PairHops] = {}
-        self._runs: dict[tuple[int, float], tuple[Any, list]] = {}
+        self._runs: dict[tuple[int, float, int], tuple[Any, list]] = {}
         self._bytes_only: PairHops | None = None
 
     def __repr__(self) -> str:
@@ -443,7 +448,7 @@ def _check(collective: str, algorithm: str, params: dict[str, Any]) -> None:
     check_int(params.get("channels", 1), "channels", 1)
 
 
-def machine_costs(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
+def machine_costs(collective: str, algorithm: str, topology: Topology, sizes: Sequence[int],
                   nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
                   pipelined: bool | None = None, **params: Any) -> list[float]:
     """The closed-form time of ``algorithm`` on ``topology`` at each of ``sizes``.
@@ -512,7 +517,7 @@ def machine_costs(collective: str, algorithm: str, topology: Any, sizes: Sequenc
     return out
 
 
-def machine_cost(collective: str, algorithm: str, topology: Any, nbytes: int,
+def machine_cost(collective: str, algorithm: str, topology: Topology, nbytes: int,
                  nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
                  pipelined: bool | None = None, **params: Any) -> float:
     """:func:`machine_costs` at one size (see there for the parameters).

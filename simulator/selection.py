@@ -58,11 +58,12 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from reprlib import repr as brief
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from topology.checks import check_int
+from topology.model import Topology
 
 from collectives.build import ALGORITHMS, COMPOSED, build_schedule
 from collectives.schedule import COLLECTIVES
@@ -283,6 +284,9 @@ class TuningTable:
     ranges: tuple[Range, ...]
     protocols: tuple[str | None, ...] = (None,)
     protocol_times: tuple[tuple[tuple[float, ...], ...], ...] = ()
+    if TYPE_CHECKING:  # set by __post_init__, not fields
+        _starts: list[int] = field(init=False)
+        _protocol_starts: list[tuple[list[int], list[str | None]]] | None = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_starts", [r.min_bytes for r in self.ranges])
@@ -463,7 +467,7 @@ def _argmin(times: tuple[float, ...] | list[float]) -> int:
     return min(range(len(times)), key=times.__getitem__)
 
 
-def closed_form(collective: str, algorithm: str, topology: Any, nbytes: int,
+def closed_form(collective: str, algorithm: str, topology: Topology, nbytes: int,
                 nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
                 **params: Any) -> float:
     """The closed-form time of ``algorithm`` on ``topology``, GPU terms included.
@@ -755,7 +759,7 @@ def _check(collective: Any, topology: Any, nranks: Any, dtype_size: Any, method:
     return nranks
 
 
-def tuning_table(collective: str, topology: Any, nranks: int | None = None,
+def tuning_table(collective: str, topology: Topology, nranks: int | None = None,
                  dtype_size: int = 4, method: str = "auto",
                  algorithms: Any = None) -> TuningTable:
     """Return the (cached) tuning table of ``collective`` on ``topology``.
@@ -796,7 +800,7 @@ def tuning_table(collective: str, topology: Any, nranks: int | None = None,
     return table
 
 
-def select(collective: str, nbytes: int, topology: Any, nranks: int | None = None,
+def select(collective: str, nbytes: int, topology: Topology, nranks: int | None = None,
            dtype_size: int = 4, *, method: str = "auto", algorithms: Any = None) -> Choice:
     """Return the predicted best algorithm for ``collective`` of ``nbytes`` on ``topology``.
 

@@ -45,8 +45,7 @@ def plot_timeline(result: SimulationResult, path: str | Path, by: str = "rank",
 
     bars: dict[int, list[tuple[float, float, int]]] = {}
     for t in result.transfers:
-        rows = (t.src,) if by == "rank" else t.links
-        for row in rows:
+        for row in (t.src,) if by == "rank" else t.links:
             bars.setdefault(row, []).append((t.start_s * 1e6, (t.end_s - t.start_s) * 1e6, t.dst))
     rows = sorted(bars)[:max_rows]
     fig, ax = plt.subplots(figsize=(10, 1.5 + 0.25 * len(rows)))

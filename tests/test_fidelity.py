@@ -86,7 +86,7 @@ def test_prediction_uses_the_forced_algorithm_and_protocol(tmp_path: Path) -> No
 
 def test_every_published_curve_is_read() -> None:
     curves = read_curves()
-    assert len(curves) == len(list(DATA_DIR.glob("*.csv"))) >= 11
+    assert len(curves) == len([f for f in DATA_DIR.iterdir() if f.name.endswith(".csv")]) >= 11
     assert all(curve.header.get("source") and any(curve.compared) for curve in curves)
 
 
@@ -95,16 +95,19 @@ def test_the_benchmark_prints_a_row_per_curve_and_plots(tmp_path: Path) -> None:
     data.mkdir()
     for name in ("a100_1node_nccl2.16.2", "h100_1node_dgx_default_nvls"):
         (data / f"{name}.csv").write_text((DATA_DIR / f"{name}.csv").read_text())
-    plot = tmp_path / "fidelity.png"
+    plot, page = tmp_path / "fidelity.png", tmp_path / "fidelity.md"
     repo = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, str(repo / "benchmarks" / "bench_fidelity.py"),
-                          "--data", str(data), "--plot", str(plot)], capture_output=True,
-                         text=True, check=True, cwd=repo).stdout
+                          "--data", str(data), "--plot", str(plot), "--write", str(page)],
+                         capture_output=True, text=True, check=True, cwd=repo).stdout
     rows = [line for line in out.splitlines() if line.startswith(("a100_", "h100_"))]
     assert [row.split()[0] for row in rows[:2]] == ["a100_1node_nccl2.16.2",
                                                     "h100_1node_dgx_default_nvls"]
     assert all("%" in row for row in rows[:2])
     assert plot.stat().st_size > 10_000
+    head, _, body = page.read_text().partition("```text\n")
+    assert f"--write {page}" in head and "- date: 20" in head and " cores, load " in head
+    assert all(row in body for row in rows[:2])
 
 
 def test_a_multi_node_prediction_runs_a_channel_per_nic(tmp_path: Path) -> None:

@@ -3,8 +3,8 @@
 One set of figures per machine kind (A100 nodes, H100 nodes), whatever the node count.
 "tuning.cc" is NCCL's own cost model, src/graph/tuning.cc (NCCL 2.30.7; the Ampere and
 Hopper rows unchanged since 2.28); "fitted" marks a figure chosen so that the model meets
-published measurements, with the measurements named.  ``benchmarks/data/`` holds the
-published curves and ``benchmarks/data/nccl-model-facts.md`` the constants quoted here.
+published measurements, with the measurements named.  ``simulator/data/nccl-tests/`` holds the
+published curves and ``simulator/data/nccl-model-facts.md`` the constants quoted here.
 
 Protocols (tuning.cc): NCCL's model is ``baseLat + steps * hwLat + bytes / bw``:
 

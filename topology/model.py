@@ -21,10 +21,10 @@ import math
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from reprlib import repr as brief
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from .checks import is_int, is_number
 from .errors import TopologyError
@@ -277,17 +277,20 @@ class Topology:
     overhead_s_per_message: float = 0.0
     gpu: GpuModel | None = None
     slot_bytes: float | None = None
+    if TYPE_CHECKING:  # set by __post_init__, not fields
+        _index: dict[str, int] = field(init=False)
+        _router: _Router | _MeshRouter = field(init=False)
 
     def __post_init__(self) -> None:
-        for field in ("devices", "links", "placement"):
-            if not isinstance(getattr(self, field), FullMesh):
-                object.__setattr__(self, field, tuple(getattr(self, field)))
+        for name in ("devices", "links", "placement"):
+            if not isinstance(getattr(self, name), FullMesh):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         if not isinstance(self.name, str):
             raise TypeError(f"name = {brief(self.name)} is not allowed; it must be a string")
-        for field in ("gamma_s_per_byte", "overhead_s_per_message"):
-            value = getattr(self, field)
+        for name in ("gamma_s_per_byte", "overhead_s_per_message"):
+            value = getattr(self, name)
             if not (is_number(value) and math.isfinite(value) and value >= 0):
-                raise TopologyError(f"{field} = {brief(value)} is not allowed; "
+                raise TopologyError(f"{name} = {brief(value)} is not allowed; "
                                     "it must be a finite number >= 0")
         slot = self.slot_bytes
         if slot is not None and not (is_number(slot) and math.isfinite(slot) and slot > 0):

@@ -446,7 +446,7 @@ def _element_ranges(runs: Sequence[Range], blocks: Sequence[Range]) -> list[Rang
 
 
 def _edge_lanes(first_round: int, make: Callable[..., Op], peer: int,
-                segs: tuple[list[int], list[int]], pieces: Pieces | None,
+                segs: tuple[Sequence[int], Sequence[int]], pieces: Pieces | None,
                 mine: Sequence[Range], *flags: bool) -> list[Lane]:
     """Operations with ``peer`` over one tree edge in one direction, one round per segment.
 
@@ -458,9 +458,11 @@ def _edge_lanes(first_round: int, make: Callable[..., Op], peer: int,
     if pieces is None:
         return [lane(first_round, make, peer, *segs, *flags)]
     cut = [pieces(a, b, mine) for a, b in zip(*segs)]
-    return [Lane(first_round, make, peer, *zip(*[ranges[j] if j < len(ranges) else (None, None)
-                                                 for ranges in cut]), flags)
-            for j in range(max(map(len, cut)))]
+    lanes = []
+    for j in range(max(map(len, cut))):
+        starts, stops = zip(*[ranges[j] if j < len(ranges) else (None, None) for ranges in cut])
+        lanes.append(Lane(first_round, make, peer, starts, stops, flags))
+    return lanes
 
 
 def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,

@@ -10,7 +10,8 @@
   up after a failed call;
 * :mod:`.hello` has MPI's own collectives (``native``) exchange signed hellos first, so
   ranks that disagree, or run a schedule beside them, raise instead of hanging;
-* :mod:`.abort` aborts the job when a rank fails (unless opted out).
+* :mod:`.abort` aborts the job when a rank fails (unless opted out);
+* :mod:`.transport` states what a transport is (:class:`~.transport.Transport`).
 
 Importing this package imports neither mpi4py nor CuPy; the transports do on first use.
 """
@@ -21,11 +22,12 @@ from typing import Any
 
 from .mpi import mpi_transport
 from .nccl import NcclComm
+from .transport import Transport
 
-__all__ = ["transport_for"]
+__all__ = ["Transport", "transport_for"]
 
 
-def transport_for(comm: Any) -> Any:
+def transport_for(comm: Any) -> Transport:
     """Return the transport for ``comm``.
 
     Parameters

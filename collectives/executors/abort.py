@@ -98,7 +98,7 @@ def install() -> None:
         return
     _state.update(installed=True, excepthook=sys.excepthook, exit=sys.exit, status=0)
     sys.excepthook = _excepthook
-    sys.exit = _exit
+    sys.exit = _exit  # type: ignore[assignment]  # returns when the saved exit does
     atexit.register(_at_exit)
 
 

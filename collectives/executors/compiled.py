@@ -43,7 +43,7 @@ import ctypes
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 import numpy as np
 
@@ -163,16 +163,17 @@ class Flat:
             table[steps_at + STEP * index:steps_at + STEP * (index + 1)] = [
                 h0, step.first, nrecvs, step.nsends, reduced, reduced + len(step.reduces),
                 copied, copied + len(step.copies)]
-            for k, row in enumerate(step.receives):
+            for k, receive in enumerate(step.receives):
                 at = requests_at + REQUEST * (h0 + k)
-                table[at:at + REQUEST] = row
+                table[at:at + REQUEST] = receive
             handles[h0:h0 + step.first] = null
             handles[h0 + step.first:h0 + nrecvs + step.nsends] = step.handles
-            for row in step.reduces:
-                table[reduces_at + REDUCE * reduced:reduces_at + REDUCE * (reduced + 1)] = row
+            for reduction in step.reduces:
+                table[reduces_at + REDUCE * reduced:reduces_at + REDUCE * (reduced + 1)] = \
+                    reduction
                 reduced += 1
-            for row in step.copies:
-                table[copies_at + COPY * copied:copies_at + COPY * (copied + 1)] = row
+            for copy in step.copies:
+                table[copies_at + COPY * copied:copies_at + COPY * (copied + 1)] = copy
                 copied += 1
         self.table, self.statuses, self.areas, self.rows = table, statuses, areas, rows
         self.args = (table.ctypes.data, statuses.ctypes.data,
@@ -197,7 +198,7 @@ class Flat:
 
 
 #: the MPI functions and Numba's ``carray``, bound by :func:`kernel` before it compiles
-_startall = _waitall = _mprobe = _get_count = _imrecv = carray = None
+_startall = _waitall = _mprobe = _get_count = _imrecv = carray = cast(Any, None)
 
 
 def _reduce(into: np.ndarray, source: np.ndarray, at: int, start: int, n: int,
@@ -319,7 +320,7 @@ def _run(table: np.ndarray, statuses: np.ndarray, work: np.ndarray, scratch: np.
     return 0
 
 
-def _entry(table_p, statuses_p, work_p, scratch_p, stage_p):  # type: ignore[no-untyped-def]
+def _entry(table_p, statuses_p, work_p, scratch_p, stage_p):
     """The C entry point (compiled by :func:`kernel`): arrays over the pointers, then
     :func:`_run`."""
     head = carray(table_p, HEADER)
@@ -369,7 +370,8 @@ def kernel(mpi: Any, path: str | None) -> Callable[..., int] | None:
     pointers = [types.CPointer(t) for t in (types.int64, types.int32, *[types.uint8] * 3)]
     with _no_terminal_reset_at_exit():
         entry = cfunc(types.int64(*pointers), cache=True)(_entry)
-    return ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * 5)(entry.address)
+    pointer = cast(int, entry.address)  # set once cfunc compiled
+    return ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * 5)(pointer)
 
 
 @contextmanager

@@ -121,7 +121,8 @@ def _overlaps(a: slice, b: slice) -> bool:
     return a.start < b.stop and b.start < a.stop
 
 
-def _copy_rows(copies: tuple[tuple[slice, slice], ...]) -> tuple[list[tuple[int, ...]], int]:
+def _copy_rows(copies: tuple[tuple[slice, slice], ...]
+               ) -> tuple[list[tuple[int, int, int, int, int]], int]:
     """A step's copies as ``(source_in_stage, source, destination_in_stage, destination,
     elements)`` rows, applied in order: directly when no destination overlaps a source,
     else through a staging area (every source copied into it before any destination is
@@ -197,7 +198,7 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
     copies = [_copy_rows(step.copies) for step in plan.steps]
     stage = np.empty(max((staged for _, staged in copies), default=0), work.dtype)
     areas = (work.view(np.uint8), scratch.view(np.uint8))
-    steps, flat = [], []
+    steps, flat_steps = [], []
     for step, signed_step, sources, (rows, _) in zip(plan.steps, signed.steps,
                                                      _send_buffers(plan, work, send), copies):
         first = tuple(areas[into_scratch][span]
@@ -213,16 +214,18 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
         steps.append(BoundStep(receives + sends, first, receives, sends, signed_step.tags,
                                reduces, views))
         if kernel is not None:
-            flat.append(_flat_step(mpi, step, signed_step, areas, receives + sends, rows,
+            flat_steps.append(_flat_step(mpi, step, signed_step, areas, receives + sends, rows,
                                    work.itemsize))
+    flat = None
     if kernel is not None:
         codes = (DTYPE_CODES.get(plan.dtype, 0), OP_CODES.get(op, 0))
-        flat = Flat(mpi, comm, flat, (*areas, stage.view(np.uint8)), *codes)
-    return Binding(plan, getattr(np, ALL_OPS[op]), tuple(steps), flat or None)
+        flat = Flat(mpi, comm, flat_steps, (*areas, stage.view(np.uint8)), *codes)
+    return Binding(plan, getattr(np, ALL_OPS[op]), tuple(steps), flat)
 
 
 def _flat_step(mpi: Any, step: PlanStep, signed: SignedStep, areas: tuple[np.ndarray, ...],
-               requests: list[Any], copies: list[tuple[int, ...]], itemsize: int) -> FlatStep:
+               requests: list[Any], copies: list[tuple[int, int, int, int, int]],
+               itemsize: int) -> FlatStep:
     """A bound step as the compiled walk's table holds it (:mod:`.compiled`)."""
     receives = [(peer, tag, length, areas[into_scratch][span].ctypes.data)
                 for (into_scratch, span, peer, _), tag, length
@@ -388,6 +391,7 @@ class PersistentPlans:
         the requests it left, wrapped back as mpi4py objects, and the statuses it filled
         go to the guard."""
         mpi, flat = self._mpi, binding.flat
+        assert flat is not None, "only the compiled walk stops with a code"
         index, detail = flat.stopped()
         if code == RAISED:
             raise mpi.Exception(detail)

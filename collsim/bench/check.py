@@ -110,7 +110,8 @@ def _reduced(start: int, stop: int, nranks: int, op: str) -> np.ndarray:
     shifts = range(min(nranks, MODULUS))
     parts = [(_value(_residue(start, stop, j), op), full + (j < extra)) for j in shifts]
     if op == "sum":
-        return sum(value * times for value, times in parts)
+        first, *rest = [value * times for value, times in parts]
+        return sum(rest, first)
     if op == "prod":
         return np.prod([value ** times for value, times in parts], axis=0)
     reduce = np.maximum if op == "max" else np.minimum

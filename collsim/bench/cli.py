@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
             results.append((case, rows, measured, skipped))
     if rank != 0:
         return 0
-    print(_banner(args, nranks, ranks, model))
+    print(_banner(args, nranks, ranks or [], model))  # rank 0 gathered every rank's
     docs = [_report(args, nranks, model, *result) for result in results]
     _write(args, docs)
     return 1 if any(doc["out_of_bounds"] for doc in docs) else 0

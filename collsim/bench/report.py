@@ -69,7 +69,7 @@ def document(case: Case, nranks: int, transport: str, buffer: str, rows: Sequenc
         The document: the run's settings, ``rows``, ``skipped``, ``topology``,
         ``predicted``, ``out_of_bounds`` and ``avg_busbw_GBps`` per algorithm.
     """
-    out_rows = [{"algorithm": row.algorithm, "size_B": row.nbytes, "count": row.count,
+    out_rows: list[dict[str, Any]] = [{"algorithm": row.algorithm, "size_B": row.nbytes, "count": row.count,
                  "out_of_place": _placement(row.out_of_place, case.collective, nranks, row.nbytes),
                  "in_place": _placement(row.in_place, case.collective, nranks, row.nbytes)}
                 for row in rows]

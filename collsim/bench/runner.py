@@ -84,10 +84,13 @@ def open_comm(transport: str, buffer: str, mpi_comm: Any) -> tuple[Any, Any]:
         ``cupy``.
     """
     if buffer == "numpy":
-        import numpy as xp
+        import numpy
+        xp: Any = numpy
     else:
-        import cupy as xp
+        import cupy
         from mpi4py import MPI
+
+        xp = cupy
 
         local = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
         xp.cuda.Device(local % xp.cuda.runtime.getDeviceCount()).use()

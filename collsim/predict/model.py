@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from topology.checks import check_int
 
+from collectives.schedule import Recv, Schedule, Send, Step
+
 __all__ = ["IN_PLACE_PARAM", "Job", "TINY", "available_cores", "host_model", "local_copy_bytes",
            "model_terms", "shared_cores_time", "split_params"]
 
@@ -172,7 +174,7 @@ def local_copy_bytes(collective: str, nranks: int, nbytes: int, in_place: bool) 
     return float(nbytes) if collective == "allreduce" else block
 
 
-def shared_cores_time(schedule: Any, work: Callable[[Any], float], cores: int) -> float:
+def shared_cores_time(schedule: Schedule, work: Callable[[Step], float], cores: int) -> float:
     """How long the ranks of ``schedule`` take to do ``work`` per step on shared cores.
 
     Each rank runs its steps in order: first the step's work (posting its messages),
@@ -229,13 +231,14 @@ def shared_cores_time(schedule: Any, work: Callable[[Any], float], cores: int) -
             left[rank] = 0.0 if left[rank] <= done else left[rank] - done
 
 
-def _peer_steps(schedule: Any) -> list[list[list[tuple[int, int]]]]:
+def _peer_steps(schedule: Schedule) -> list[list[list[tuple[int, int]]]]:
     """Per rank and step: the (peer, peer's step) of each message's other end
     (:func:`collectives.progress.match`)."""
     from collectives.progress import match
 
     partners = match(schedule).partners
-    return [[[(op.peer, at) for op, at in zip(step.ops, partners[rank][index]) if at >= 0]
+    return [[[(op.peer, at) for op, at in zip(step.ops, partners[rank][index])
+              if at >= 0 and isinstance(op, (Send, Recv))]
              for index, step in enumerate(schedule.steps(rank))]
             for rank in range(schedule.nranks)]
 
