@@ -156,7 +156,7 @@ class Graphs:
                 self._remember(key, _SEEN)
             walk(apply_copies)
             return self._count("direct")
-        if entry is not _SEEN:
+        if isinstance(entry, tuple):
             self._kept.move_to_end(key)
             entry[0].launch(stream)
             return self._count("replayed")
