@@ -269,8 +269,8 @@ def machine(curve: Curve, model: Any = None) -> Any:
         preset if model is None else model, gpus_per_process=curve.gpus_per_process))
 
 
-def predict(curve: Curve, target: Any = None,
-            only: Sequence[str] | None = None) -> list[tuple[str, str | None, float]]:
+def predict(curve: Curve, target: Any = None, only: Sequence[str] | None = None,
+            engine: str = "auto") -> list[tuple[str, str | None, float]]:
     """Predict the sizes of ``curve`` with what NCCL ran, channels as NCCL's.
 
     Parameters
@@ -283,6 +283,9 @@ def predict(curve: Curve, target: Any = None,
         Per size, the label of the one candidate to simulate (as this function returned
         it, with its protocol: ``"ring x8 LL128"``), in place of trying each: what a fit
         that holds the choice steady needs (default: try each).
+    engine : str, optional
+        :func:`simulator.simulate`'s engine (default ``"auto"``; ``"compiled"`` gives
+        the same times, faster on many ranks once compiled).
 
     Returns
     -------
@@ -318,7 +321,7 @@ def predict(curve: Curve, target: Any = None,
                   for a in curve.nccl_algorithms}
         seconds, label, k = min(
             (simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **params), target,
-                      trace=False, protocol=chosen[a]).time_s, label, chosen[a])
+                      trace=False, protocol=chosen[a], engine=engine).time_s, label, chosen[a])
             for a, params, label in tried
             if only is None or only[i] == f"{named(label)} {chosen[a]}")
         out.append((named(label), k, seconds))
