@@ -138,3 +138,15 @@ def test_the_command_runs_as_a_module(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"geomean [\d.]+% \(<1MiB -, >=64MiB [\d.]+%\)",
                         result.stdout.strip().splitlines()[-1])
+
+
+def test_prediction_held_to_its_candidates_gives_their_times() -> None:
+    curve = curve_of(read_log(LOGS / "a100_2node_roce_default.json"))
+    curve = Curve(curve.name, {}, "A100", 2, 16, 1, None, None, curve.nbytes[16:22],
+                  curve.time_s[16:22], Rule())
+    free = predict(curve)
+    held = predict(curve, only=[f"{label} {k}" for label, k, _ in free], engine="compiled")
+    assert held == free and {label for label, *_ in free} >= {"ring x8"}
+    tree_only = predict(curve, only=["tree(segments=1) x8 LL128"] * 6)
+    assert all(label == "tree(segments=1) x8" for label, *_ in tree_only)
+    assert all(t >= f[2] for (*_, t), f in zip(tree_only, free))
