@@ -23,8 +23,7 @@ LOGS = ROOT / "tests" / "data" / "nccl_logs"
 
 #: figures a one-node H100 cluster might have, away from the preset's
 KNOWN = {"launch": 2e-6, "latency nvlink LL": 1.3, "latency nvlink LL128": 0.8,
-         "latency nvlink Simple": 1.5, "efficiency nvlink": 0.80, "fraction LL": 0.9,
-         "fraction LL128": 0.95}
+         "latency nvlink Simple": 1.5, "efficiency nvlink": 0.80}
 
 
 def _generated(ranks: int, model: topology.GpuModel) -> Curve:
@@ -46,14 +45,13 @@ def test_figures_of_a_curve_the_model_made_are_recovered() -> None:
             "efficiency nvlink"} <= decided
     for name in decided:
         assert result.values[name] == pytest.approx(values[name], rel=0.02), name
-    assert result.values["fraction LL"] == pytest.approx(0.9, rel=0.02)
     # one node says nothing of the network: those figures are the preset's, and said so
     network = {f.name for f in FIGURES if "network" in f.name} | {"efficiency ib"}
     assert network <= set(result.undetermined)
     assert all(result.values[n] == values[n] for n in network)
     fitted, preset = result.scores()[0]
     assert fitted.geomean < 0.01 < preset.geomean
-    assert re.fullmatch(r"Fit\(2 curves, 11 figures, undetermined \[.*\]\)", repr(result))
+    assert re.fullmatch(r"Fit\(2 curves, 9 figures, undetermined \[.*\]\)", repr(result))
 
 
 def test_fitted_figures_stay_within_their_bounds() -> None:

@@ -124,8 +124,6 @@ def _display(name: str, model: topology.GpuModel) -> str:
         return f"{model.launch_s * 1e6:.2f} us"
     if kind == "efficiency":
         return f"{model.figures(rest).efficiency:.3f}"
-    if kind == "fraction":
-        return f"{model.protocol(rest).bandwidth_fraction:.3f}"
     group, protocol = rest.split()
     kinds = ("nvlink",) if group == "nvlink" else ("ib", "pcie")
     return f"{sum(2 * model.figures(k).latency(protocol) for k in kinds) * 1e6:.2f} us/hop"
