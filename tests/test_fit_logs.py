@@ -54,6 +54,7 @@ def test_the_caller_states_what_the_run_was_given() -> None:
     log = read_log(LOGS / "h100_8node_tuned.log", algo="Ring", proto="ll128")
     assert (log.algo, log.proto) == ("Ring", "ll128")
     assert (curve_of(log).algorithm, curve_of(log).protocol) == ("ring", "LL128")
+    assert curve_of(read_log(LOGS / "h100_8node_tuned.log", algo="ring,tree")).algorithm is None
     with pytest.raises(LogError, match=r"h100_8node_tuned.log: NCCL_ALGO='NVLS' is not one"):
         curve_of(read_log(LOGS / "h100_8node_tuned.log", algo="NVLS"))
 

@@ -112,7 +112,8 @@ def preset_of(gpu: str) -> topology.GpuModel:
 
 
 def _one(value: str | None, allowed: dict[str, str], flag: str, path: str) -> str | None:
-    if value is None:
+    """The one value of ``allowed`` that ``value`` names; None for none or all of them."""
+    if value is None or set(value.lower().split(",")) == set(allowed):
         return None
     if value.lower() not in allowed:
         raise LogError(f"{path}: {flag}={value!r} is not one the model runs; it must be one "
