@@ -314,16 +314,23 @@ def predict(curve: Curve, target: Any = None, only: Sequence[str] | None = None,
     tried = [(a, schedule_params(a, (*p, ("channels", channels)), target), _label(a, p))
              for a, p in candidates("allreduce") if a in curve.nccl_algorithms]
     protocols = tuple(k for k in gpu_protocols(target) if curve.protocol in (None, k))
-    named = (lambda label: f"{label} x{channels}" if channels > 1 else label)
+
+    def named(label: str) -> str:
+        return f"{label} x{channels}" if channels > 1 else label
+
     out = []
     for i, n in enumerate(curve.nbytes):
         chosen = {a: nccl_choice(curve.gpu, n, curve.ranks, curve.nodes, (a,), protocols)[1]
                   for a in curve.nccl_algorithms}
+        run = [(a, params, label) for a, params, label in tried
+               if only is None or only[i] == f"{named(label)} {chosen[a]}"]
+        if not run:
+            raise ValueError(f"only[{i}] = {only[i]!r} is not allowed at {n} B; it must be "
+                             f"one of {[f'{named(l)} {chosen[a]}' for a, _, l in tried][:4]}")
         seconds, label, k = min(
             (simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **params), target,
                       trace=False, protocol=chosen[a], engine=engine).time_s, label, chosen[a])
-            for a, params, label in tried
-            if only is None or only[i] == f"{named(label)} {chosen[a]}")
+            for a, params, label in run)
         out.append((named(label), k, seconds))
     return out
 

@@ -148,3 +148,5 @@ def test_prediction_held_to_its_candidates_gives_their_times() -> None:
     tree_only = predict(curve, only=["tree(segments=1) x8 LL128"] * 6)
     assert all(label == "tree(segments=1) x8" for label, *_ in tree_only)
     assert all(t >= f[2] for (*_, t), f in zip(tree_only, free))
+    with pytest.raises(ValueError, match=r"only\[0\] = 'rhd x8 LL' is not allowed at 524288 B"):
+        predict(curve, only=["rhd x8 LL"] * 6)
