@@ -13,8 +13,9 @@ The figures fitted (:data:`FIGURES`), each bounded around the preset's sourced v
 
 The protocols' bandwidth fractions (LL's, LL128's) are left at the preset's: fitted too,
 on one curve they moved to their bounds to meet sizes of one node count and made the
-others worse (``benchmarks/bench_fit.py``: fitted on the 2-node Ring curve, the 8-node
-tuned one was predicted 12.3% off with them, 10.3% without; the preset 7.6%).
+others worse (``benchmarks/bench_fit.py``, every figure free: fitted on the 2-node Ring
+curve, the 8-node tuned one was predicted 12.3% off with them, 10.3% without; the preset
+7.6%).
 
 Each curve is predicted as :func:`simulator.fidelity.predict` predicts the published ones
 (what NCCL ran, a channel per NIC), and the fit minimises the squared log errors of the
