@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("collsim.predict", "under mpirun: calibrate, predict and measure each algorithm"),
     "bench": ("collsim.bench.cli", "time every algorithm beside native under mpirun (nccl-tests)"),
     "tune": ("collsim.tune", "under mpirun: time every candidate, write the table auto reads"),
+    "fit": ("collsim.fit.cli", "fit the GPU model to nccl-tests output; score a machine on a log"),
 }
 
 

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import topology
 
@@ -254,13 +254,16 @@ def read_curves(directory: str | Path | Traversable = DATA_DIR) -> list[Curve]:
             if path.name.endswith(".csv")]
 
 
-def machine(curve: Curve) -> topology.Topology:
+def machine(curve: Curve, model: Any = None) -> topology.Topology:
     """The preset of ``curve``'s GPU and node count, launched as the curve was.
 
     Parameters
     ----------
     curve : Curve
         The curve.
+    model : topology.GpuModel, optional
+        GPU figures in place of the preset's (e.g. fitted to the cluster's own logs,
+        :mod:`collsim.fit`); default the preset's.
 
     Returns
     -------
@@ -268,19 +271,29 @@ def machine(curve: Curve) -> topology.Topology:
         :func:`topology.dgx_a100` or :func:`topology.dgx_h100` of ``curve.nodes`` nodes,
         its GPU model with ``gpus_per_process`` of the curve.
     """
-    build, model = ((topology.dgx_a100, topology.DGX_A100_GPU) if curve.gpu == "A100"
-                    else (topology.dgx_h100, topology.DGX_H100_GPU))
+    build, preset = ((topology.dgx_a100, topology.DGX_A100_GPU) if curve.gpu == "A100"
+                     else (topology.dgx_h100, topology.DGX_H100_GPU))
     return build(curve.nodes, gpu_model=dataclasses.replace(
-        model, gpus_per_process=curve.gpus_per_process))
+        preset if model is None else model, gpus_per_process=curve.gpus_per_process))
 
 
-def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
+def predict(curve: Curve, target: Any = None, only: Sequence[str] | None = None,
+            engine: str = "auto") -> list[tuple[str, str | None, float]]:
     """Predict the sizes of ``curve`` with what NCCL ran, channels as NCCL's.
 
     Parameters
     ----------
     curve : Curve
         The curve.
+    target : topology.Topology, optional
+        The machine (default :func:`machine` of ``curve``: the preset).
+    only : sequence of str, optional
+        Per size, the label of the one candidate to simulate (as this function returned
+        it, with its protocol: ``"ring x8 LL128"``), in place of trying each: what a fit
+        that holds the choice steady needs (default: try each).
+    engine : str, optional
+        :func:`simulator.simulate`'s engine (default ``"auto"``; ``"compiled"`` gives
+        the same times, faster on many ranks once compiled).
 
     Returns
     -------
@@ -304,21 +317,30 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
     channels over :func:`topology.channel_orders`
     (:func:`simulator.channel_choice.schedule_params`), as NCCL runs a channel per NIC.
     """
-    target = machine(curve)
+    target = machine(curve) if target is None else target
     channels = channel_count(target)
     tried = [(a, schedule_params(a, (*p, ("channels", channels)), target), _label(a, p))
              for a, p in candidates("allreduce") if a in curve.nccl_algorithms]
     protocols = tuple(k for k in gpu_protocols(target)
                       if k is not None and curve.protocol in (None, k))
+
+    def named(label: str) -> str:
+        return f"{label} x{channels}" if channels > 1 else label
+
     out: list[tuple[str, str | None, float]] = []
-    for n in curve.nbytes:
+    for i, n in enumerate(curve.nbytes):
         chosen = {a: nccl_choice(curve.gpu, n, curve.ranks, curve.nodes, (a,), protocols)[1]
                   for a in curve.nccl_algorithms}
+        run = [(a, params, label) for a, params, label in tried
+               if only is None or only[i] == f"{named(label)} {chosen[a]}"]
+        if not run:
+            raise ValueError(f"only[{i}] = {only[i]!r} is not allowed at {n} B; it must be "
+                             f"one of {[f'{named(l)} {chosen[a]}' for a, _, l in tried][:4]}")
         seconds, label, k = min(
             (simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **params), target,
-                      trace=False, protocol=chosen[a]).time_s, label, chosen[a])
-            for a, params, label in tried)
-        out.append((f"{label} x{channels}" if channels > 1 else label, k, seconds))
+                      trace=False, protocol=chosen[a], engine=engine).time_s, label, chosen[a])
+            for a, params, label in run)
+        out.append((named(label), k, seconds))
     return out
 
 
