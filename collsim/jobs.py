@@ -113,18 +113,25 @@ def _raise_stopped(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def _stop_signals_raise() -> Iterator[None]:
-    """Turn :data:`STOP_SIGNALS` into :class:`_Stopped` inside the block (main thread
-    only: Python delivers signals there)."""
+def _handled(signals: Sequence[int], handler: Any) -> Iterator[None]:
+    """``handler`` for ``signals`` inside the block, the previous ones after it (main
+    thread only: Python delivers signals there)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, _raise_stopped) for signum in STOP_SIGNALS}
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _end(process: subprocess.Popen[Any]) -> None:
+    """:func:`end_job`, deaf to the signals that asked for it (``prterun`` sends its
+    process group, this process too, ``SIGTERM`` as it ends)."""
+    with _handled((*STOP_SIGNALS, signal.SIGINT), signal.SIG_IGN):
+        end_job(process)
 
 
 def run_job(command: Sequence[str], env: dict[str, str], timeout_s: float,
@@ -162,16 +169,16 @@ def run_job(command: Sequence[str], env: dict[str, str], timeout_s: float,
     """
     pipe = subprocess.PIPE if capture else None
     stopped = None
-    with _stop_signals_raise():
+    with _handled(STOP_SIGNALS, _raise_stopped):
         process = subprocess.Popen(list(command), env=env, text=True, stdout=pipe,
                                    stderr=pipe)
         try:
             out, err = process.communicate(timeout=timeout_s)
         except _Stopped as signal_:
             stopped = signal_.signum
-            end_job(process)
+            _end(process)
         except BaseException:  # the timeout, KeyboardInterrupt: no rank may outlive us
-            end_job(process)
+            _end(process)
             raise
     if stopped is not None:
         signal.raise_signal(stopped)
