@@ -44,7 +44,7 @@ def test_arguments_that_disagree_are_refused_before_launching(tmp_path: Path) ->
     parser = argparse.ArgumentParser()
     tune.add_arguments(parser)
     args = parser.parse_args(["--output", str(tmp_path / "t.json"), "-b", "1M", "-e", "1K"])
-    with pytest.raises(ValueError, match="--minbytes 1048576 is above --maxbytes 1024"):
+    with pytest.raises(ValueError, match="-b 1048576 is larger than -e 1024"):
         tune.check_args(args)
     args = parser.parse_args(["--output", str(tmp_path / "no" / "t.json")])
     with pytest.raises(ValueError, match="--output"):
