@@ -501,7 +501,8 @@ def check_output(flag: str, path: Path | None) -> None:
         When the path is a folder, its folder does not exist, or the file cannot be
         written.
     """
-    if path is None or os.environ.get("OMPI_COMM_WORLD_RANK", "0") != "0":
+    if path is None or os.environ.get("OMPI_COMM_WORLD_RANK",
+                                      os.environ.get("PMIX_RANK", "0")) != "0":
         return
     folder = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
