@@ -123,8 +123,8 @@ def _handled(signals: Sequence[int], handler: Any) -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
 
 
 def _end(process: subprocess.Popen[Any]) -> None:
