@@ -421,19 +421,17 @@ class Schedule:
         Returns
         -------
         Schedule
-            The schedule; list-valued parameters become tuples.
+            The schedule; list-valued parameters become tuples (at every level).
 
         Raises
         ------
         ValueError
-            If the text is not valid JSON or its rank list disagrees with ``nranks``.
-        KeyError
-            If a required field or an op name is missing or unknown.
+            Naming the field and its value: not valid JSON, nested too deeply, a missing
+            or unknown field, a wrong type, a peer that is not a rank of the schedule, a
+            range outside ``count``, a rank list whose length is not ``nranks``
+            (:func:`collectives.schedule_json.decode`).
         """
-        data = json.loads(text)
-        params = {k: tuple(v) if isinstance(v, list) else v for k, v in data["params"].items()}
-        ranks = [[Step(tuple(_OP_TYPES[op[0]](*op[1:]) for op in step)) for step in steps]
-                 for steps in data["ranks"]]
-        if len(ranks) != data["nranks"]:
-            raise ValueError(f"JSON schedule says nranks={data['nranks']} but lists {len(ranks)} ranks")
-        return cls.from_steps(data["collective"], data["algorithm"], data["count"], ranks, params)
+        from .schedule_json import decode
+
+        collective, algorithm, count, params, ranks = decode(text)
+        return cls.from_steps(collective, algorithm, count, ranks, params)

@@ -11,8 +11,10 @@ A :class:`Tuning` is plain data: :class:`Rule` rows, each saying that ``collecti
                 "min_bytes": 0, "max_bytes": 65535, "algorithm": "native", "params": {}},
                ...]}
 
-A rule with ``dtype_size`` 0 holds for every element size.  This module imports nothing
-but the standard library.
+A rule with ``dtype_size`` 0 holds for every element size.  :func:`load_tuning` checks
+a file field by field (collectives and algorithms by name, parameters by the algorithm's,
+``min_bytes <= max_bytes``, no two rules overlapping); its errors name the file, the field
+and the value.
 """
 
 from __future__ import annotations
@@ -21,14 +23,26 @@ import json
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
+from reprlib import repr as brief
 from typing import Any, Iterable
 
 from topology.checks import check_int
+
+from .build import ALGORITHMS, COMPOSED, algorithm_params
+from .schedule import COLLECTIVES
 
 __all__ = ["FORMAT", "Rule", "Tuning", "load_tuning"]
 
 #: the ``format`` field every tuning file carries
 FORMAT = "collsim-tuning"
+
+#: the fields of a rule's JSON object
+_RULE_KEYS = frozenset({"collective", "nranks", "dtype_size", "min_bytes", "max_bytes",
+                        "algorithm", "params"})
+#: what a rule's ``algorithm`` may be: a schedule's algorithm, or MPI's own collective
+_RULE_ALGORITHMS = (*ALGORITHMS, *COMPOSED, "native")
+#: parameters that are counts: an integer >= 1 (or None: chosen by the algorithm)
+_COUNT_PARAMS = frozenset({"channels", "segments", "ranks_per_node"})
 
 Params = tuple[tuple[str, Any], ...]
 
@@ -70,19 +84,47 @@ class Rule:
 
 
 def _rule(item: Any, where: str) -> Rule:
+    """The rule ``item`` (a rule's JSON object) says, checked field by field."""
     if not isinstance(item, dict):
         raise ValueError(f"{where} is {type(item).__name__}; it must be an object")
     missing = {"collective", "nranks", "min_bytes", "max_bytes", "algorithm"} - item.keys()
     if missing:
         raise ValueError(f"{where} lacks {sorted(missing)}")
-    for key in ("nranks", "dtype_size", "min_bytes", "max_bytes"):
+    unknown = sorted(item.keys() - _RULE_KEYS)
+    if unknown:
+        raise ValueError(f"{where} has unknown field {unknown[0]!r}; allowed: "
+                         f"{', '.join(sorted(_RULE_KEYS))}")
+    for key, allowed in (("collective", COLLECTIVES), ("algorithm", _RULE_ALGORITHMS)):
+        if item[key] not in allowed or not isinstance(item[key], str):
+            raise ValueError(f"{where}.{key} = {brief(item[key])} is not allowed; it must be "
+                             f"one of {', '.join(allowed)}")
+    check_int(item["nranks"], f"{where}.nranks", 1)
+    for key in ("dtype_size", "min_bytes", "max_bytes"):
         check_int(item.get(key, 0), f"{where}.{key}", 0)
+    if item["min_bytes"] > item["max_bytes"]:
+        raise ValueError(f"{where}.min_bytes = {item['min_bytes']} is above {where}.max_bytes "
+                         f"= {item['max_bytes']}; a rule covers min_bytes..max_bytes")
     params = item.get("params", {})
     if not isinstance(params, dict):
-        raise ValueError(f"{where}.params={params!r} is not allowed; it must be an object")
-    return Rule(str(item["collective"]), item["nranks"], item.get("dtype_size", 0),
-                item["min_bytes"], item["max_bytes"], str(item["algorithm"]),
+        raise ValueError(f"{where}.params = {brief(params)} is not allowed; it must be an "
+                         "object")
+    _check_params(params, item["algorithm"], f"{where}.params")
+    return Rule(item["collective"], item["nranks"], item.get("dtype_size", 0),
+                item["min_bytes"], item["max_bytes"], item["algorithm"],
                 tuple(sorted(params.items())))
+
+
+def _check_params(params: dict[str, Any], algorithm: str, where: str) -> None:
+    """Raise ValueError for a parameter ``algorithm`` does not take, or a count of
+    :data:`_COUNT_PARAMS` that is not an integer >= 1 (a count's bound by the elements
+    is the schedule's: :func:`collectives.build_schedule`)."""
+    allowed = {} if algorithm == "native" else algorithm_params(algorithm)
+    for name, value in params.items():
+        if name not in allowed:
+            raise ValueError(f"{where}.{name} is not a parameter of {algorithm}; it takes "
+                             f"{', '.join(allowed) or 'none'}")
+        if name in _COUNT_PARAMS and value is not None:
+            check_int(value, f"{where}.{name}", 1)
 
 
 @dataclass(frozen=True)
@@ -182,15 +224,22 @@ def load_tuning(path: str | Path) -> Tuning:
     Raises
     ------
     ValueError
-        If the file is not a tuning file, naming the file and the first bad field.
+        If the file is not UTF-8 JSON or not a tuning file, naming the file, the first bad
+        field and its value.
     OSError
         If it cannot be read.
     """
-    text = Path(path).read_text()
+    data = Path(path).read_bytes()
     try:
-        data = json.loads(text)
+        data = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ValueError(f"tuning file {str(path)!r} is not UTF-8 text: byte "
+                         f"0x{data[error.start]:02x} at offset {error.start}") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"tuning file {str(path)!r} is not JSON: {error}") from None
+    except RecursionError:
+        raise ValueError(f"tuning file {str(path)!r} is not a tuning file: its JSON is "
+                         "nested too deeply") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"tuning file {str(path)!r} lacks \"format\": \"{FORMAT}\"")
     rules = data.get("rules")

@@ -10,8 +10,14 @@ Every ``collsim`` command takes these with one meaning (the README's flag table)
   presets), ``--alpha``/``--beta`` (the flat preset), refused where the preset cannot
   take them.
 
+Every number a flag takes has bounds, stated in its help and checked as it is parsed
+(:class:`Bounded`): sizes at most :data:`MAX_BYTES`, ranks launched at most
+:data:`RANKS_PER_CORE` per core of this machine (:func:`launch_limit`), ranks of a model
+at most :data:`MAX_MODEL_RANKS`, calls at most :data:`MAX_ITERS`, a sweep at most
+:data:`MAX_SWEEP` sizes; every output file is checked writable (:func:`check_output`).
 Values are checked before anything launches or measures; a bad one raises
-:class:`UsageError`, which :func:`collsim.cli.main` prints as one line (exit status 2).
+:class:`UsageError` or argparse's error, which :func:`collsim.cli.main` prints as one line
+naming the flag (exit status 2).
 """
 
 from __future__ import annotations
@@ -19,16 +25,43 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import topology
 
-__all__ = ["UsageError", "parse_size", "DATATYPES", "ITEMSIZES", "add_sweep", "sweep",
-           "datatype", "add_machine", "machine", "check_at_least", "check_output",
-           "check_distinct"]
+__all__ = ["UsageError", "Bounded", "parse_size", "DATATYPES", "ITEMSIZES", "MAX_BYTES",
+           "MAX_ITERS", "MAX_MODEL_RANKS", "MAX_NODES", "MAX_STEPFACTOR", "MAX_SWEEP",
+           "MAX_TIMEOUT_S", "RANKS_PER_CORE", "BUFFERS_PER_RANK", "launch_limit", "whole",
+           "size", "seconds", "add_sweep", "sweep", "datatype", "add_machine", "machine",
+           "model_ranks", "check_at_least", "check_output", "check_distinct", "check_memory"]
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+#: the largest size in bytes any flag takes (1 TiB): ``-b``, ``-e``, ``-i``, ``--sizes``
+MAX_BYTES = 1 << 40
+#: the most calls (timed, untimed) or rounds per size any flag asks for
+MAX_ITERS = 10**6
+#: the most ranks a model holds in ``simulate``, ``select`` and ``schedule`` (the flat
+#: preset's ``--ranks``, a DGX preset's 8 per ``--nodes``): 1024 ranks take minutes there
+#: on a 2-core machine (``simulate --topology flat --ranks 1024``: 130 s; ``select
+#: --topology dgx-h100 --nodes 128``: 590 s, measured with other load)
+MAX_MODEL_RANKS = 1024
+#: the most ``--nodes`` of a DGX preset (8 ranks each)
+MAX_NODES = MAX_MODEL_RANKS // 8
+#: the largest ``-f`` (a factor above the largest size makes a sweep of one size)
+MAX_STEPFACTOR = 1 << 20
+#: the most sizes one ``-b``/``-e`` sweep makes (``-i 1 -e 1G`` would make a billion)
+MAX_SWEEP = 4096
+#: the longest ``--timeout``, seconds (about 11.6 days)
+MAX_TIMEOUT_S = 1e6
+#: ranks a command launches at most per core of this machine (more ranks than cores share
+#: them; past this many each gets too little of a core to answer in time)
+RANKS_PER_CORE = 16
+#: buffers of the largest size each rank of a measuring command holds at most (send,
+#: receive, the expected values, the library's work space), for :func:`check_memory`
+BUFFERS_PER_RANK = 4
 
 #: ``-d`` names -> NumPy-style dtype name (nccl-tests' names, then NumPy's)
 DATATYPES: dict[str, str] = {
@@ -51,13 +84,100 @@ class UsageError(ValueError):
     and what is allowed."""
 
 
+def launch_limit() -> int:
+    """The most ranks a command launches on this machine: :data:`RANKS_PER_CORE` per core.
+
+    Returns
+    -------
+    int
+        ``RANKS_PER_CORE * os.cpu_count()`` (all the machine's cores, not those this
+        process is bound to: a launched rank is bound to one).
+    """
+    return RANKS_PER_CORE * (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """An argparse ``type``: the text as a number from ``minimum`` to ``maximum``.
+
+    Attributes
+    ----------
+    parse : callable
+        Text -> number (``int``, ``float``, :func:`parse_size`); raises ValueError or
+        ``argparse.ArgumentTypeError`` for text it cannot read.
+    minimum, maximum : int or float
+        The bounds, inclusive unless ``above``.
+    what : str
+        What the number is, for the message (``"an integer"``).
+    above : bool
+        The number must be above ``minimum`` (a duration, a latency).
+    note : str
+        Why the bounds are what they are, appended to the message.
+
+    Examples
+    --------
+    >>> whole(1, 10)("3")
+    3
+    >>> whole(1, 10)("11")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 11 is not allowed; it must be an integer from 1 to 10
+    """
+
+    parse: Callable[[str], int | float]
+    minimum: int | float
+    maximum: int | float
+    what: str = "an integer"
+    above: bool = False
+    note: str = ""
+
+    @property
+    def allowed(self) -> str:
+        """The values allowed, in words."""
+        if self.minimum == self.maximum:
+            return f"{self.minimum}"
+        low, high = (f"{bound:.15g}" for bound in (self.minimum, self.maximum))
+        return (f"{self.what} above {low} and at most {high}" if self.above
+                else f"{self.what} from {low} to {high}")
+
+    def __call__(self, text: str) -> int | float:
+        """Parse ``text``; raise ``argparse.ArgumentTypeError`` outside the bounds."""
+        try:
+            value = self.parse(text)
+        except (ValueError, OverflowError, argparse.ArgumentTypeError):
+            value = None
+        inside = value is not None and (value > self.minimum if self.above
+                                        else value >= self.minimum) and value <= self.maximum
+        if not inside:
+            raise argparse.ArgumentTypeError(
+                f"{text} is not allowed; it must be {self.allowed}"
+                + (f" ({self.note})" if self.note else ""))
+        return value
+
+
+def whole(minimum: int, maximum: int, note: str = "") -> Bounded:
+    """An integer flag's type, from ``minimum`` to ``maximum`` (:class:`Bounded`)."""
+    return Bounded(int, minimum, maximum, note=note)
+
+
+def seconds(maximum: float = MAX_TIMEOUT_S) -> Bounded:
+    """A duration's type: seconds above 0, at most ``maximum`` (:class:`Bounded`)."""
+    return Bounded(float, 0, maximum, "a number of seconds", above=True)
+
+
+def size(minimum: int = 0, maximum: int = MAX_BYTES) -> Bounded:
+    """A size's type: bytes with suffix K, M, G or T, from ``minimum`` to ``maximum``."""
+    return Bounded(parse_size, minimum, maximum, "a size in bytes", note="suffix K, M, G "
+                   "or T for powers of 1024, e.g. 64, 8K, 1M")
+
+
 def parse_size(text: str) -> int:
-    """Parse ``"64"``, ``"8K"``, ``"1M"``, ``"1G"`` (powers of 1024) into bytes.
+    """Parse ``"64"``, ``"8K"``, ``"1M"``, ``"1G"``, ``"1T"`` (powers of 1024) into bytes.
 
     Parameters
     ----------
     text : str
-        A whole number with an optional ``K``, ``M`` or ``G`` and ``B`` (any case).
+        A whole number with an optional ``K``, ``M``, ``G`` or ``T`` and ``B`` (any case).
 
     Returns
     -------
@@ -74,7 +194,7 @@ def parse_size(text: str) -> int:
     >>> parse_size("8K"), parse_size("16M"), parse_size("3"), parse_size("1G")
     (8192, 16777216, 3, 1073741824)
     """
-    found = re.fullmatch(r"\s*(\d+)\s*([KMG]?)B?\s*", text.upper())
+    found = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)B?\s*", text.upper())
     if not found:
         raise argparse.ArgumentTypeError(f"size {text!r} is not allowed; use e.g. 64, 8K, 1M, 1G")
     return int(found[1]) * _UNITS[found[2]]
@@ -125,15 +245,17 @@ def add_sweep(parser: argparse.ArgumentParser, minbytes: int, maxbytes: int,
         Default of ``-f``; None for a command whose sizes are fixed (``select``).
     """
     add = parser.add_argument
-    add("-b", "--minbytes", type=parse_size, default=minbytes, metavar="SIZE",
-        help=f"smallest size in bytes, suffix K, M or G (default {minbytes})")
-    add("-e", "--maxbytes", type=parse_size, default=maxbytes, metavar="SIZE",
-        help=f"largest size in bytes (default {maxbytes})")
+    add("-b", "--minbytes", type=size(), default=minbytes, metavar="SIZE",
+        help=f"smallest size in bytes, suffix K, M, G or T, at most 1T (default {minbytes})")
+    add("-e", "--maxbytes", type=size(), default=maxbytes, metavar="SIZE",
+        help=f"largest size in bytes, at most 1T (default {maxbytes})")
     if stepfactor is not None:
-        add("-f", "--stepfactor", type=int, default=None, metavar="F",
-            help=f"multiply the size by F between rows (default {stepfactor})")
-        add("-i", "--stepbytes", type=parse_size, default=None, metavar="SIZE",
-            help="add SIZE bytes between rows instead of multiplying")
+        add("-f", "--stepfactor", type=whole(2, MAX_STEPFACTOR), default=None, metavar="F",
+            help=f"multiply the size by F (2 to {MAX_STEPFACTOR}) between rows (default "
+                 f"{stepfactor})")
+        add("-i", "--stepbytes", type=size(1), default=None, metavar="SIZE",
+            help=f"add SIZE bytes between rows instead of multiplying (at most {MAX_SWEEP} "
+                 "rows)")
         parser.set_defaults(default_stepfactor=stepfactor)
 
 
@@ -156,7 +278,8 @@ def sweep(args: argparse.Namespace) -> list[int]:
     Raises
     ------
     UsageError
-        For ``-b`` above ``-e``, ``-f`` below 2, ``-i`` below 1, or both ``-f`` and ``-i``.
+        For ``-b`` above ``-e``, ``-f`` below 2, ``-i`` below 1, both ``-f`` and ``-i``,
+        or more than :data:`MAX_SWEEP` sizes.
 
     Examples
     --------
@@ -176,6 +299,11 @@ def sweep(args: argparse.Namespace) -> list[int]:
                          "need minbytes <= maxbytes")
     if step is not None:
         check_at_least("-i", step, 1)
+        rows = (args.maxbytes - max(args.minbytes, 1)) // step + 1 + (args.minbytes == 0)
+        if rows > MAX_SWEEP:
+            raise UsageError(f"-i {step} is not allowed with -b {args.minbytes} -e "
+                             f"{args.maxbytes}: it makes {rows} sizes, and a sweep has at "
+                             f"most {MAX_SWEEP}; give a larger -i or use -f")
     else:
         factor = args.default_stepfactor if factor is None else factor
         check_at_least("-f", factor, 2)
@@ -189,7 +317,7 @@ def sweep(args: argparse.Namespace) -> list[int]:
 def add_machine(parser: argparse.ArgumentParser, default: str, extra: Sequence[str] = (),
                 ranks_help: str = "ranks: of the flat preset (default 8), or the first "
                                   "N a larger machine places (default all)",
-                ranks: int | None = None) -> None:
+                ranks: int | None = None, max_ranks: int = MAX_MODEL_RANKS) -> None:
     """Add ``--topology``, ``--nodes``, ``--alpha``, ``--beta`` and ``--ranks``.
 
     Parameters
@@ -204,18 +332,26 @@ def add_machine(parser: argparse.ArgumentParser, default: str, extra: Sequence[s
         What ``--ranks`` means for this command.
     ranks : int or None, optional
         Default of ``--ranks``.
+    max_ranks : int, optional
+        The most ``--ranks`` (:data:`MAX_MODEL_RANKS`; for a command that launches
+        them, :func:`launch_limit`).
     """
     names = ", ".join((*extra, *topology.PRESET_NAMES))
     add = parser.add_argument
     add("--topology", default=default, metavar="NAME",
         help=f"the machine: {names}, or a topology file (default {default})")
-    add("--ranks", type=int, default=ranks, metavar="N", help=ranks_help)
-    add("--nodes", type=int, default=None, metavar="N",
-        help=f"nodes of {' or '.join(_NODE_PRESETS)} (default 1)")
-    add("--alpha", type=float, default=None, metavar="SECONDS",
-        help=f"latency of the flat preset (default {topology.FLAT_ALPHA_S:g})")
-    add("--beta", type=float, default=None, metavar="S_PER_BYTE",
-        help=f"seconds per byte of the flat preset (default {topology.FLAT_BETA_S_PER_BYTE:g})")
+    add("--ranks", type=whole(1, max_ranks), default=ranks, metavar="N",
+        help=f"{ranks_help}; at most {max_ranks}")
+    add("--nodes", type=whole(1, MAX_NODES, f"8 ranks each, {MAX_MODEL_RANKS} at most"),
+        default=None, metavar="N",
+        help=f"nodes of {' or '.join(_NODE_PRESETS)}, at most {MAX_NODES} (default 1)")
+    add("--alpha", type=Bounded(float, 0, 1.0, "a number of seconds", above=True),
+        default=None, metavar="SECONDS",
+        help=f"latency of the flat preset, at most 1 s (default {topology.FLAT_ALPHA_S:g})")
+    add("--beta", type=Bounded(float, 0, 1.0, "a number of seconds per byte", above=True),
+        default=None, metavar="S_PER_BYTE",
+        help="seconds per byte of the flat preset, at most 1 (default "
+             f"{topology.FLAT_BETA_S_PER_BYTE:g})")
 
 
 def _check_machine_options(args: argparse.Namespace) -> None:
@@ -228,12 +364,6 @@ def _check_machine_options(args: argparse.Namespace) -> None:
         if value is not None and name != "flat":
             raise UsageError(f"--{flag} {value:g} is not allowed with --topology {name}; only "
                              "flat takes it")
-        if value is not None and not value > 0:
-            raise UsageError(f"--{flag} {value:g} is not allowed; it must be > 0")
-    if args.nodes is not None:
-        check_at_least("--nodes", args.nodes, 1)
-    if args.ranks is not None:
-        check_at_least("--ranks", args.ranks, 1)
     if name not in topology.PRESET_NAMES and not Path(name).is_file():
         raise UsageError(f"--topology {name!r} is neither a preset "
                          f"({', '.join(topology.PRESET_NAMES)}) nor a file")
@@ -281,6 +411,33 @@ def machine(args: argparse.Namespace, nranks: int | None = None) -> topology.Top
     return model
 
 
+def model_ranks(args: argparse.Namespace, model: topology.Topology) -> int:
+    """The ranks a command models on ``model``: ``--ranks``, else all the machine's.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed with :func:`add_machine`.
+    model : topology.Topology
+        The machine (:func:`machine`).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    UsageError
+        When they are more than :data:`MAX_MODEL_RANKS` (a topology file's).
+    """
+    nranks = args.ranks or model.nranks
+    if nranks > MAX_MODEL_RANKS:
+        raise UsageError(f"--topology {args.topology!r} is not allowed without --ranks: "
+                         f"{model.name} places {nranks} ranks and a model holds at most "
+                         f"{MAX_MODEL_RANKS}; give --ranks N")
+    return nranks
+
+
 def check_at_least(flag: str, value: int | float, minimum: int | float) -> None:
     """Raise UsageError unless ``value >= minimum``.
 
@@ -326,6 +483,11 @@ def check_distinct(flag: str, values: Sequence[str]) -> None:
 def check_output(flag: str, path: Path | None) -> None:
     """Raise UsageError when ``path`` cannot be written (checked before any work is done).
 
+    The check writes: an existing file is opened for appending (its contents are kept),
+    a new one is created and removed again, so that what the file system refuses (a
+    read-only mount, ``/proc``, permissions, also for root) is found now and not after
+    the measurements.  Under ``mpirun`` only rank 0 checks (it writes the files).
+
     Parameters
     ----------
     flag : str
@@ -336,9 +498,11 @@ def check_output(flag: str, path: Path | None) -> None:
     Raises
     ------
     UsageError
-        When the folder does not exist or either it or the file is not writable.
+        When the path is a folder, its folder does not exist, or the file cannot be
+        written.
     """
-    if path is None:
+    if path is None or os.environ.get("OMPI_COMM_WORLD_RANK",
+                                      os.environ.get("PMIX_RANK", "0")) != "0":
         return
     folder = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
@@ -346,6 +510,44 @@ def check_output(flag: str, path: Path | None) -> None:
     if not folder.is_dir():
         raise UsageError(f"{flag} {str(path)!r} is not allowed: folder {str(folder)!r} does "
                          "not exist")
-    if not os.access(path if path.exists() else folder, os.W_OK):
-        raise UsageError(f"{flag} {str(path)!r} is not allowed: it cannot be written")
+    try:
+        if path.exists():
+            path.open("a").close()
+        else:
+            path.open("x").close()
+            path.unlink()
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the name
+        reason = getattr(error, "strerror", None) or str(error)
+        raise UsageError(f"{flag} {str(path)!r} is not allowed: it cannot be written "
+                         f"({reason})") from None
 
+
+def check_memory(flag: str, nbytes: int, nranks: int, buffers: int = BUFFERS_PER_RANK) -> None:
+    """Raise UsageError when ``nranks`` ranks holding ``buffers`` buffers of ``nbytes``
+    bytes each would not fit in this machine's memory.
+
+    Parameters
+    ----------
+    flag : str
+        The flag that asked for the size.
+    nbytes : int
+        Bytes of the largest buffer.
+    nranks : int
+        Ranks on this machine.
+    buffers : int, optional
+        Buffers of that size per rank (:data:`BUFFERS_PER_RANK`).
+
+    Raises
+    ------
+    UsageError
+        Naming the flag, the memory needed and the memory the machine has.
+    """
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):  # not reported: nothing to check against
+        return
+    needed = nbytes * nranks * buffers
+    if needed > memory:
+        raise UsageError(f"{flag} {nbytes} is not allowed with {nranks} ranks: they would "
+                         f"hold {needed / 2**30:.1f} GiB ({buffers} buffers each) and this "
+                         f"machine has {memory / 2**30:.1f} GiB")

@@ -28,10 +28,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from topology.files import save
+from topology.files import dumps, loads, save
 from topology.model import Device, Link, Topology
 
-from .args import UsageError, check_at_least, check_output
+from .args import (MAX_ITERS, MAX_TIMEOUT_S, UsageError, check_at_least, check_memory,
+                   check_output, launch_limit, seconds, size, whole)
+from .launch import in_mpi_job
 
 __all__ = ["add_arguments", "main", "fit_line", "fit_errors", "measure_pair",
            "measure_gamma", "calibrate", "POOR_FIT", "DIGITS"]
@@ -53,33 +55,39 @@ DIGITS = 4
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
-    parser.add_argument("--ranks", type=int, default=2, metavar="N",
-                        help="ranks to launch when not already under mpirun (default 2)")
+    parser.add_argument("--ranks", type=whole(2, launch_limit()), default=2, metavar="N",
+                        help="ranks to launch when not already under mpirun, 2 to "
+                             f"{launch_limit()} (default 2)")
     parser.add_argument("--output", type=Path, default=Path("machine.toml"), metavar="FILE",
                         help="topology file to write (default machine.toml)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES),
-                        metavar="BYTES", help="message sizes in bytes (default 8 .. 2 MiB)")
-    parser.add_argument("--gamma-sizes", type=int, nargs="+",
+    parser.add_argument("--sizes", type=size(1), nargs="+", default=list(DEFAULT_SIZES),
+                        metavar="BYTES", help="message sizes in bytes, suffix K, M, G or T, "
+                        "at most 1T (default 8 .. 2 MiB)")
+    parser.add_argument("--gamma-sizes", type=size(1), nargs="+",
                         default=list(DEFAULT_GAMMA_SIZES), metavar="BYTES",
-                        help="operand sizes for timing the reduction (default 64 KiB .. 4 MiB)")
-    parser.add_argument("-n", "--iters", type=int, default=20,
-                        help="timed round trips per size and pair (default 20)")
-    parser.add_argument("-w", "--warmup_iters", type=int, default=2,
-                        help="untimed round trips first (default 2)")
+                        help="operand sizes for timing the reduction, at most 1T (default "
+                             "64 KiB .. 4 MiB)")
+    parser.add_argument("-n", "--iters", type=whole(1, MAX_ITERS), default=20,
+                        help=f"timed round trips per size and pair, at most {MAX_ITERS} "
+                             "(default 20)")
+    parser.add_argument("-w", "--warmup_iters", type=whole(0, MAX_ITERS), default=2,
+                        help=f"untimed round trips first, at most {MAX_ITERS} (default 2)")
     parser.add_argument("--fit", choices=("pair", "class"), default="pair",
                         help="one line per pair, or per class (same host / across hosts)")
     parser.add_argument("--buffer", choices=("numpy", "cupy"), default="numpy",
                         help="buffers for messages and the reduction (cupy: GPU buffers, "
                              "needs CUDA-aware MPI)")
-    parser.add_argument("--name", default="calibrated", help="the topology's name")
-    parser.add_argument("--timeout", type=float, default=600.0,
-                        help="seconds before a launched job is killed (default 600)")
+    parser.add_argument("--name", default="calibrated",
+                        help="the topology's name: a non-empty string (default calibrated)")
+    parser.add_argument("--timeout", type=seconds(), default=600.0,
+                        help=f"seconds before a launched job is ended, at most "
+                             f"{MAX_TIMEOUT_S:g} (default 600)")
 
 
 def main(args: argparse.Namespace) -> int:
     """Calibrate on this MPI job, or launch one on ``args.ranks`` ranks that does."""
     _check_args(args)
-    from collsim.launch import in_mpi_job, relaunch
+    from collsim.launch import relaunch
 
     if not in_mpi_job():
         return relaunch("calibrate", args, add_arguments, args.ranks, args.timeout)
@@ -100,19 +108,27 @@ def _check_args(args: argparse.Namespace) -> None:
     for name in ("sizes", "gamma_sizes"):
         sizes = getattr(args, name)
         option = "--" + name.replace("_", "-")
-        if any(size < 1 for size in sizes):
-            raise UsageError(f"{option} {sizes} is not allowed; sizes must be >= 1 byte")
         if len(set(sizes)) < 2:
             raise UsageError(f"{option} {sizes} is not allowed; a line needs at least two "
                              "different sizes")
-    check_at_least("-n", args.iters, 1)
-    check_at_least("-w", args.warmup_iters, 0)
-    check_at_least("--ranks", args.ranks, 2)
-    check_at_least("--timeout", args.timeout, 0)
+    if not in_mpi_job() and args.buffer == "numpy":  # every size's buffer at once
+        check_memory("--sizes", sum(args.sizes), args.ranks, 1)
+        check_memory("--gamma-sizes", max(args.gamma_sizes), args.ranks, 2)
+    _check_name(args.name)
     if args.buffer == "cupy" and importlib.util.find_spec("cupy") is None:
         raise UsageError("--buffer cupy is not allowed here: CuPy is not installed "
                          "(pip install cupy-cuda12x)")
     check_output("--output", args.output)
+
+
+def _check_name(name: str) -> None:
+    """Raise UsageError unless a topology file named ``name`` reads back (``load``)."""
+    pair = ("r0", "r1")
+    links = (Link(*pair, 1e-6, 1e9, "host"), Link(*pair[::-1], 1e-6, 1e9, "host"))
+    try:
+        loads(dumps(Topology(name, tuple(Device(i, "cpu") for i in pair), links, pair)))
+    except ValueError as error:
+        raise UsageError(f"--name {name!r} is not allowed: {error}") from None
 
 
 def _array_module(name: str) -> Any:

@@ -85,10 +85,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-
 def _refuse_renamed(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     """Exit with one line when ``argv`` has a flag this command no longer takes."""
     for token in argv:
         if token in RENAMED and token not in parser._option_string_actions:  # no public map
             parser.error(f"{token} is not a flag of {parser.prog}; did you mean "
                          f"{RENAMED[token]}? (see the README's flag table)")
+
+
+if __name__ == "__main__":  # python -m collsim.cli, as python -m collsim
+    sys.exit(main())

@@ -16,8 +16,10 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-__all__ = ["PLACEMENT", "mpirun_path", "mpirun_command", "mpirun_env", "run_mpi", "in_mpi_job",
-           "forwarded_arguments", "relaunch"]
+from .jobs import run_job
+
+__all__ = ["PLACEMENT", "TIMED_OUT", "mpirun_path", "mpirun_command", "mpirun_env", "run_mpi",
+           "in_mpi_job", "forwarded_arguments", "relaunch"]
 
 #: how ``mpirun`` places the ranks: consecutive ranks on the same core, as many per core
 #: as there are ranks per core, each bound to its core (also when there are more ranks
@@ -30,6 +32,9 @@ PLACEMENT = ("--map-by", "core:OVERSUBSCRIBE", "--bind-to", "core:overload-allow
 
 #: the folder that holds ``collsim``, ``collectives``, ``simulator`` and ``topology``
 _PACKAGES_ROOT = str(Path(__file__).resolve().parents[1])
+
+#: exit status of a command whose launched job ran past its ``--timeout`` (``timeout``'s)
+TIMED_OUT = 124
 
 #: variables Open MPI sets in every rank it launches
 _RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
@@ -123,7 +128,7 @@ def run_mpi(nprocs: int, argv: Sequence[str], timeout_s: float = 300.0,
     argv : sequence of str
         Arguments after ``python`` (e.g. ``["-m", "collsim", "bench"]``).
     timeout_s : float
-        The whole job is killed after this many seconds (subprocess.TimeoutExpired).
+        The whole job is ended after this many seconds (subprocess.TimeoutExpired).
     env : dict, optional
         Extra environment variables.
     capture : bool
@@ -133,9 +138,18 @@ def run_mpi(nprocs: int, argv: Sequence[str], timeout_s: float = 300.0,
     -------
     subprocess.CompletedProcess
         With the job's exit status: non-zero when any rank failed.
+
+    Raises
+    ------
+    subprocess.TimeoutExpired
+        When the job ran past ``timeout_s`` (it has been ended, every rank).
+
+    Notes
+    -----
+    SIGTERM, SIGHUP and SIGINT to this process end the whole job before this process
+    ends (:func:`collsim.jobs.run_job`): no rank outlives it.
     """
-    return subprocess.run(mpirun_command(nprocs, argv), env=mpirun_env(env), text=True,
-                          capture_output=capture, timeout=timeout_s, check=False)
+    return run_job(mpirun_command(nprocs, argv), mpirun_env(env), timeout_s, capture)
 
 
 def forwarded_arguments(args: argparse.Namespace,
@@ -198,10 +212,16 @@ def relaunch(command: str, args: argparse.Namespace,
     Returns
     -------
     int
-        The job's exit status: non-zero when any rank failed.
+        The job's exit status: non-zero when any rank failed; :data:`TIMED_OUT` when
+        it ran past ``timeout_s`` and was ended (one line on stderr says so).
     """
     from .terminal import terminal_env
 
     argv = ["-m", "collsim", command, *forwarded_arguments(args, add_arguments)]
-    return run_mpi(nprocs, argv, timeout_s=timeout_s, env=terminal_env(),
-                   capture=False).returncode
+    try:
+        return run_mpi(nprocs, argv, timeout_s=timeout_s, env=terminal_env(),
+                       capture=False).returncode
+    except subprocess.TimeoutExpired:
+        print(f"collsim {command}: the job ran past --timeout {timeout_s:g} s and was ended "
+              "(every rank); give a larger --timeout", file=sys.stderr)
+        return TIMED_OUT

@@ -10,7 +10,7 @@ from collectives.build import ALGORITHMS, build_schedule
 from collectives.schedule import COLLECTIVES
 from collectives.verify import verify
 
-from .args import check_at_least, check_distinct
+from .args import MAX_BYTES, MAX_MODEL_RANKS, check_distinct, whole
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
@@ -22,16 +22,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
                         choices=ALGORITHMS, metavar="ALGO",
                         help=f"algorithms to build (default: {' '.join(ALGORITHMS)})")
-    parser.add_argument("--ranks", type=int, default=8, metavar="N", help="ranks (default 8)")
-    parser.add_argument("--count", type=int, default=1 << 20,
-                        help="elements of the full vector (default 2**20)")
+    parser.add_argument("--ranks", type=whole(1, MAX_MODEL_RANKS), default=8, metavar="N",
+                        help=f"ranks, at most {MAX_MODEL_RANKS} (default 8)")
+    parser.add_argument("--count", type=whole(0, MAX_BYTES), default=1 << 20,
+                        help="elements of the full vector, at most 2**40 (default 2**20)")
     parser.add_argument("--steps", action="store_true", help="print every step of every rank")
 
 
 def main(args: argparse.Namespace) -> int:
     """Print each algorithm's schedule summary (or its steps with ``--steps``)."""
-    check_at_least("--ranks", args.ranks, 1)
-    check_at_least("--count", args.count, 0)
     check_distinct("--algorithms", args.algorithms)
     out = console()
     table = Table(title=f"{args.collective}: {args.ranks} ranks, {args.count} elements")

@@ -17,6 +17,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+import topology
+
 from collectives import ALGORITHMS, COLLECTIVES, COMPOSED
 from collectives.tuning import Tuning
 
@@ -25,11 +27,14 @@ from simulator.export import to_nccl_csv, to_ompi_rules
 from simulator.for_auto import tuning_rules
 from simulator.selection import METHODS, TuningTable, tuning_table
 
-from .args import (ITEMSIZES, UsageError, add_machine, add_sweep, check_at_least,
-                   check_distinct, check_output, datatype, machine)
+from .args import (ITEMSIZES, UsageError, add_machine, add_sweep, check_distinct,
+                   check_output, datatype, machine, model_ranks, whole)
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
+
+#: the most ``--nccl-nnodes`` written to the CSV (above any machine that is built)
+MAX_NCCL_NODES = 1 << 16
 
 #: the export flags and what each writes
 _EXPORTS = {"nccl_csv": "--nccl-csv", "ompi_rules": "--ompi-rules", "tuning_out": "--tuning-out"}
@@ -50,8 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulate, closed_form, or auto (simulate up to 8 ranks)")
     parser.add_argument("--nccl-csv", type=Path, metavar="CSV",
                         help="write the NCCL example tuner plugin's CSV")
-    parser.add_argument("--nccl-nnodes", type=int, default=-1, metavar="N",
-                        help="nNodes column of the NCCL CSV (default -1: any)")
+    parser.add_argument("--nccl-nnodes", type=whole(-1, MAX_NCCL_NODES), default=-1,
+                        metavar="N", help="nNodes column of the NCCL CSV: -1 (any, the "
+                        f"default) or 1 to {MAX_NCCL_NODES}")
     parser.add_argument("--ompi-rules", type=Path, metavar="FILE",
                         help="write an Open MPI coll/tuned dynamic rules file")
     parser.add_argument("--tuning-out", type=Path, metavar="JSON",
@@ -113,24 +119,39 @@ def check(args: argparse.Namespace) -> None:
     if args.minbytes > args.maxbytes:
         raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}; "
                          "need minbytes <= maxbytes")
-    if args.nccl_nnodes != -1:
-        check_at_least("--nccl-nnodes", args.nccl_nnodes, 1)
+    if args.nccl_nnodes == 0:
+        raise UsageError("--nccl-nnodes 0 is not allowed; give -1 (any) or 1 to "
+                         f"{MAX_NCCL_NODES}")
     for dest, flag in _EXPORTS.items():
         check_output(flag, getattr(args, dest))
+
+
+def _table(args: argparse.Namespace, collective: str, model: topology.Topology,
+           itemsize: int) -> TuningTable:
+    """The tuning table; ``--algorithms`` that leave no candidate on this machine (``hier``
+    on one node) are refused before any prediction (tuning_table checks them first)."""
+    try:
+        return tuning_table(collective, model, args.ranks, itemsize, args.method,
+                            args.algorithms)
+    except ValueError as error:
+        if args.algorithms is None:
+            raise
+        raise UsageError(f"--algorithms {' '.join(args.algorithms)} is not allowed here: "
+                         f"{error}") from None
 
 
 def main(args: argparse.Namespace) -> int:
     """Build and print the tuning tables; write the export files asked for."""
     check(args)
     model = machine(args)
+    model_ranks(args, model)
     itemsize = ITEMSIZES[args.datatype]
     out = console()
     tables = []
     with progress(f"select on {model.name}", len(args.collectives)) as advance:
         for collective in args.collectives:
             advance(collective, 0)
-            tables.append(_whole_elements(tuning_table(collective, model, args.ranks, itemsize,
-                                                       args.method, args.algorithms)))
+            tables.append(_whole_elements(_table(args, collective, model, itemsize)))
             advance(collective)
     for table in tables:
         _print(out, table, args.minbytes, args.maxbytes)

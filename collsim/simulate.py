@@ -18,7 +18,7 @@ from simulator.busbw import bandwidths
 from simulator.engine import simulate
 
 from .args import (ITEMSIZES, UsageError, add_machine, add_sweep, check_distinct, check_output,
-                   datatype, machine, sweep)
+                   datatype, machine, model_ranks, sweep)
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
     """Simulate every algorithm at every size and print the nccl-tests style table."""
     sizes = check(args)
     model = machine(args)
-    p = args.ranks or model.nranks
+    p = model_ranks(args, model)
     itemsize = ITEMSIZES[args.datatype]
     table = Table(title=f"{args.collective} on {model.name}: {p} ranks, {args.datatype} "
                         "(simulated)")

@@ -34,7 +34,9 @@ import numpy as np
 from collectives.build import ALGORITHMS
 from collectives.schedule import COLLECTIVES
 
-from .args import parse_size
+from .args import (MAX_ITERS, MAX_STEPFACTOR, MAX_TIMEOUT_S, UsageError, check_distinct,
+                   check_memory, check_output, launch_limit, seconds, size, whole)
+from .launch import in_mpi_job
 
 __all__ = ["add_arguments", "main", "Sweep", "candidates", "sweep_sizes", "measure",
            "slowest_seconds", "tables", "PROGRESS_ENV"]
@@ -47,22 +49,6 @@ PROGRESS_ENV = "COLLSIM_PROGRESS"
 _CANDIDATES = (*ALGORITHMS, "native")
 
 Params = tuple[tuple[str, Any], ...]
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; give an integer >= 1")
-    return value
-
-
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; give an integer >= 0")
-    return int(text)
 
 
 def _dtype(text: str) -> str:
@@ -78,17 +64,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``collsim tune``'s arguments (nccl-tests' ``-b -e -f -n -w``) to ``parser``."""
     parser.add_argument("--output", type=Path, required=True,
                         help="tuning file to write (JSON, collectives.tuning)")
-    parser.add_argument("-b", "--minbytes", type=parse_size, default=8,
-                        help="smallest size, bytes, with suffix K, M or G (default 8)")
-    parser.add_argument("-e", "--maxbytes", type=parse_size, default=16 << 20,
-                        help="largest size (default 16M)")
-    parser.add_argument("-f", "--stepfactor", type=_positive, default=4,
-                        help="multiply the size by this between sizes (default 4)")
-    parser.add_argument("-n", "--iters", type=_positive, default=10,
-                        help="timed calls per candidate, size and round (default 10)")
-    parser.add_argument("-w", "--warmup_iters", type=_count, default=2,
-                        help="untimed calls before them (default 2)")
-    parser.add_argument("--rounds", type=_positive, default=2,
+    parser.add_argument("-b", "--minbytes", type=size(), default=8,
+                        help="smallest size, bytes, with suffix K, M, G or T, at most 1T "
+                             "(default 8)")
+    parser.add_argument("-e", "--maxbytes", type=size(), default=16 << 20,
+                        help="largest size, at most 1T (default 16M)")
+    parser.add_argument("-f", "--stepfactor", type=whole(1, MAX_STEPFACTOR), default=4,
+                        help=f"multiply the size by this between sizes, 1 to {MAX_STEPFACTOR} "
+                             "(1: -b and -e only; default 4)")
+    parser.add_argument("-n", "--iters", type=whole(1, MAX_ITERS), default=10,
+                        help=f"timed calls per candidate, size and round, at most {MAX_ITERS} "
+                             "(default 10)")
+    parser.add_argument("-w", "--warmup_iters", type=whole(0, MAX_ITERS), default=2,
+                        help=f"untimed calls before them, at most {MAX_ITERS} (default 2)")
+    parser.add_argument("--rounds", type=whole(1, MAX_ITERS), default=2,
                         help="rounds over the candidates; the least time counts (default 2)")
     parser.add_argument("--per-call", action="store_true",
                         help="time calls one by one after a barrier; the least counts "
@@ -102,13 +91,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=list(_CANDIDATES), help="candidates (default all, native too)")
     parser.add_argument("--dtypes", nargs="+", type=_dtype, default=["float32"],
                         help="element types; one table per element size (default float32)")
-    parser.add_argument("--ranks", type=_positive, default=4,
-                        help="ranks to launch when not already under mpirun (default 4)")
+    parser.add_argument("--ranks", type=whole(1, launch_limit()), default=4,
+                        help="ranks to launch when not already under mpirun, at most "
+                             f"{launch_limit()} (default 4)")
     parser.add_argument("--nccl-csv", type=Path, help="also write NCCL's example tuner CSV")
     parser.add_argument("--ompi-rules", type=Path,
                         help="also write Open MPI coll/tuned dynamic rules")
-    parser.add_argument("--timeout", type=float, default=3600.0,
-                        help="seconds before a launched job is killed (default 3600)")
+    parser.add_argument("--timeout", type=seconds(), default=3600.0,
+                        help=f"seconds before a launched job is ended, at most "
+                             f"{MAX_TIMEOUT_S:g} (default 3600)")
 
 
 def candidates(collective: str, algorithms: Sequence[str]) -> list[tuple[str, Params]]:
@@ -349,7 +340,7 @@ def _progress(total: int, enabled: bool) -> tuple[Callable[[str], None], Callabl
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Raise ValueError for arguments that disagree, before any job starts.
+    """Raise UsageError for arguments that disagree, before any job starts.
 
     Parameters
     ----------
@@ -358,17 +349,21 @@ def check_args(args: argparse.Namespace) -> None:
 
     Raises
     ------
-    ValueError
-        If ``--minbytes`` exceeds ``--maxbytes``, or an output's folder does not exist.
+    UsageError
+        If ``-b`` exceeds ``-e``, a collective or candidate is named twice, buffers of
+        ``-e`` bytes do not fit in the launched ranks' memory, or an output cannot be
+        written (:func:`collsim.args.check_output`).
     """
     if args.minbytes > args.maxbytes:
-        raise ValueError(f"--minbytes {args.minbytes} is above --maxbytes {args.maxbytes}; "
-                         "give minbytes <= maxbytes")
+        raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}; "
+                         "need minbytes <= maxbytes")
+    for flag in ("--collectives", "--algorithms"):
+        check_distinct(flag, getattr(args, flag[2:]))
+    if not in_mpi_job():
+        check_memory("-e", args.maxbytes, args.ranks)
     for flag, path in (("--output", args.output), ("--nccl-csv", args.nccl_csv),
                        ("--ompi-rules", args.ompi_rules)):
-        if path is not None and not path.resolve().parent.is_dir():
-            raise ValueError(f"{flag} {str(path)!r}: folder {str(path.resolve().parent)!r} "
-                             "does not exist")
+        check_output(flag, path)
 
 
 def _write(args: argparse.Namespace, measured: list[Any]) -> list[str]:
@@ -418,7 +413,7 @@ def main(args: argparse.Namespace) -> int:
     int
         0 on success; the job's exit status when it was launched.
     """
-    from .launch import in_mpi_job, relaunch
+    from .launch import relaunch
     check_args(args)
     if not in_mpi_job():
         if sys.stderr.isatty():

@@ -80,12 +80,12 @@ def test_readme_table_lists_every_flag_of_every_command() -> None:
 
 
 BAD = [
-    (["bench", "-t", "2"], "-t 2 is not allowed"),
-    (["bench", "-g", "4"], "-g 4 is not allowed"),
+    (["bench", "-t", "2"], "argument -t/--nthreads: 2 is not allowed; it must be 1"),
+    (["bench", "-g", "4"], "argument -g/--ngpus: 4 is not allowed"),
     (["bench", "--algorithms", "ring", "tree", "ring"], "'ring' is given twice"),
     (["bench", "-d", "bfloat16"], "-d bfloat16 is not allowed with --buffer numpy"),
     (["bench", "-f", "4", "-i", "1K"], "-f 4 and -i 1024 are both given"),
-    (["bench", "-i", "0"], "-i 0 is not allowed"),
+    (["bench", "-i", "0"], "argument -i/--stepbytes: 0 is not allowed"),
     (["bench", "-o", "avg"], "argument -o/--op: invalid choice: 'avg'"),
     (["bench", "--topology", "flat", "--nodes", "2"], "--nodes 2 is not allowed with --topology flat"),
     (["bench", "--topology", "dgx-h100", "--ranks", "9"], "dgx_h100(1) places 8 ranks"),
@@ -99,10 +99,11 @@ BAD = [
     (["select", "--topology", "pcie", "--beta", "1e-9"], "only flat takes it"),
     (["select", "--nccl-csv", "/no/such/folder/t.csv"], "--nccl-csv"),
     (["select", "allreduce", "allreduce"], "'allreduce' is given twice"),
-    (["calibrate", "--ranks", "1"], "--ranks 1 is not allowed; it must be >= 2"),
+    (["calibrate", "--ranks", "1"], "argument --ranks: 1 is not allowed; it must be an integer "
+                                   "from 2 to"),
     (["calibrate", "--output", "/no/such/folder/m.toml"], "--output"),
-    (["schedule", "--ranks", "0"], "--ranks 0 is not allowed"),
-    (["schedule", "--count", "-1"], "--count -1 is not allowed"),
+    (["schedule", "--ranks", "0"], "argument --ranks: 0 is not allowed"),
+    (["schedule", "--count", "-1"], "argument --count: -1 is not allowed"),
     (["simulate", "-t", "flat"], "-t is not a flag of collsim simulate; did you mean --topology"),
     (["calibrate", "-n", "4", "-o", "m.toml"], "-o is not a flag of collsim calibrate"),
 ]
@@ -130,8 +131,9 @@ def test_bad_arguments_from_a_shell_exit_2_without_traceback() -> None:
                              "--transport", "nccl", "-t", "2"], capture_output=True, text=True,
                             timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == ("collsim bench: error: -t 2 is not allowed; it must be 1 (one "
-                             "thread drives each rank); launch more ranks with --ranks\n")
+    assert result.stderr == ("collsim bench: error: argument -t/--nthreads: 2 is not allowed; it "
+                             "must be 1 (one thread drives each rank; launch more ranks with "
+                             "--ranks)\n")
 
 
 def test_piped_tables_have_no_escape_codes_and_whole_numbers() -> None:
@@ -238,3 +240,140 @@ def test_calibrate_warns_on_a_poor_fit_and_writes_every_figure_with_its_unit() -
     good = {(0, 1): [1e-6 + n * 1e-10 for n in sizes]}
     assert "warning" not in calibrate._model("c", ["h", "h"], sizes, good, "pair",
                                              [(3e-11, 0.01)], np)[1]
+
+
+def _run_refused(argv: list[str], capsys, monkeypatch) -> str:
+    """Run ``collsim argv`` where launching mpirun fails the test; return its stderr after
+    checking it is refused: status 2, one line ``collsim CMD: error: ...``, nothing on
+    stdout."""
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"mpirun was launched for {argv}")
+
+    monkeypatch.setattr(launch, "run_mpi", refuse)
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # argparse's own errors
+        status = exit_.code
+    captured = capsys.readouterr()
+    assert status == 2, (argv, captured.err[-500:])
+    assert captured.err.startswith(f"collsim {argv[0]}: error: "), (argv, captured.err[-500:])
+    assert captured.err.count("\n") == 1 and captured.out == "", (argv, captured.err[-500:])
+    return captured.err
+
+
+HUGE = [  # issue 30, finding 3: each refused at once, naming the flag and the bound
+    (["bench", "--ranks", "100000"], "argument --ranks: 100000 is not allowed; it must be an "
+                                     "integer from 1 to"),
+    (["calibrate", "--ranks", "100000"], "argument --ranks: 100000 is not allowed"),
+    (["predict", "--ranks", "100000"], "argument --ranks: 100000 is not allowed"),
+    (["tune", "--ranks", "100000", "--output", "t.json"], "argument --ranks: 100000 is not"),
+    (["simulate", "--topology", "flat", "--ranks", "100000"],
+     "argument --ranks: 100000 is not allowed; it must be an integer from 1 to 1024"),
+    (["select", "--topology", "flat", "--ranks", "100000"], "argument --ranks: 100000 is not"),
+    (["schedule", "--ranks", "100000"], "argument --ranks: 100000 is not allowed"),
+    (["simulate", "--topology", "dgx-h100", "--nodes", "100000"],
+     "argument --nodes: 100000 is not allowed; it must be an integer from 1 to 128"),
+    (["simulate", "-e", "9223372036854775807"], "argument -e/--maxbytes: 9223372036854775807 "
+                                                "is not allowed; it must be a size in bytes"),
+    (["bench", "-b", "9223372036854775807"], "argument -b/--minbytes: 9223372036854775807"),
+    (["tune", "-e", "9223372036854775807", "--output", "t.json"], "argument -e/--maxbytes"),
+    (["bench", "-e", "1T"], "-e 1099511627776 is not allowed with 4 ranks: they would hold"),
+    (["bench", "-i", "1", "-e", "1G"], "-i 1 is not allowed with -b 8 -e 1073741824: it makes "
+                                       "1073741817 sizes, and a sweep has at most 4096"),
+    (["schedule", "--count", str(1 << 60)], "argument --count: 1152921504606846976 is not"),
+    (["calibrate", "--sizes", "8", str(1 << 50)], "argument --sizes: 1125899906842624 is not"),
+    (["bench", "-n", str(10**12)], "argument -n/--iters: 1000000000000 is not allowed"),
+]
+
+
+@pytest.mark.parametrize("argv, message", HUGE, ids=[" ".join(a) for a, _ in HUGE])
+def test_huge_parameters_are_refused_before_any_work(argv: list[str], message: str, capsys,
+                                                     monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert message in _run_refused(argv, capsys, monkeypatch)
+
+
+def test_late_checks_and_tracebacks_of_issue_30_are_one_line_before_any_work(
+        capsys, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nested.toml").write_text("placement = " + "[" * 5000 + "]" * 5000 + "\n")
+    cases = [
+        (["tune", "--output", str(tmp_path)], f"--output '{tmp_path}' is not allowed: it is a "
+                                              "folder; name a file"),
+        (["tune", "--output", "/nonexistent/d/x.json"], "folder '/nonexistent/d' does not exist"),
+        (["tune", "--output", "t.json", "--nccl-csv", "/nonexistent/x.csv"], "--nccl-csv"),
+        (["tune", "--output", "t.json", "-b", "1M", "-e", "1K"],
+         "-b 1048576 is larger than -e 1024"),
+        (["select", "--algorithms", "hier", "--topology", "flat", "--ranks", "3"],
+         "--algorithms hier is not allowed here: "),
+        (["simulate", "--topology", "nested.toml"], "nested too deeply"),
+        (["calibrate", "--name", ""], "--name '' is not allowed: name = '' is not allowed"),
+    ]
+    if Path("/proc").is_dir():  # a folder even root cannot write in
+        cases.append((["select", "--tuning-out", "/proc/collsim.json"],
+                      "--tuning-out '/proc/collsim.json' is not allowed: it cannot be written"))
+    for command in (["bench"], ["calibrate"], ["predict"], ["tune", "--output", "t.json"]):
+        cases.append(([*command, "--timeout", "0"], "argument --timeout: 0 is not allowed; it "
+                                                    "must be a number of seconds above 0"))
+    for argv, message in cases:
+        assert message in _run_refused(argv, capsys, monkeypatch), argv
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nested.toml"]  # no file left
+
+
+#: what a command needs besides the flag being tried (which comes last, and so wins)
+_NEEDS = {"tune": ["--output", "t.json"]}
+
+
+def _bad_values(action: argparse.Action, folder: Path) -> list[list[str]]:
+    """Values ``action`` must refuse, each as the tokens after the flag, chosen from how
+    it is declared: its bounds, its choices, a file to write, a name."""
+    kind = action.type
+    if action.nargs == 0 or action.dest == "help":
+        return []
+    bad: list[list[str]] = [] if action.nargs not in ("+",) else [[]]
+    if isinstance(kind, cli_args.Bounded):
+        is_int = kind.parse is not float
+        below = kind.minimum if kind.above else kind.minimum - (1 if is_int else 1e-9)
+        above = kind.maximum + 1 if is_int else kind.maximum * 2
+        bad += [[str(below)], [str(above)], ["x"], [""], ["1.5" if is_int else "nan"],
+                [str(10**30)]] + ([] if is_int else [["inf"], ["-inf"]])
+    elif action.choices is not None:
+        bad += [["bogus"]]
+    elif kind is Path:
+        bad += [[str(folder)], ["/nonexistent/d/x"], [""]]
+        if Path("/proc").is_dir():
+            bad.append(["/proc/collsim-x"])
+    elif kind is None:  # a name: a topology, a collective, a machine name
+        bad += [[""], [str(folder)]] if action.dest == "topology" else [[""]]
+    else:
+        assert kind not in (int, float), \
+            f"{action.option_strings} takes a number without stated bounds; declare them " \
+            "with collsim.args.whole, size or seconds"
+        bad += [["bogus"]]
+    return bad
+
+
+def _names(action: argparse.Action) -> list[str]:
+    """How an error may name ``action``: its flags, or a positional's name."""
+    return action.option_strings or [(action.metavar or action.dest).lower().rstrip("s")]
+
+
+def test_every_flag_of_every_command_refuses_bad_values_in_one_line(capsys, monkeypatch,
+                                                                    tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    tried = 0
+    for command in COMMANDS:
+        for action in _parser(command)._actions:  # argparse has no public list
+            for value in _bad_values(action, tmp_path):
+                if action.option_strings:
+                    flag = action.option_strings[-1]
+                    given = [f"{flag}={value[0]}"] if len(value) == 1 else [flag, *value]
+                else:
+                    given = value
+                argv = [command, *given, *_NEEDS.get(command, [])] if not \
+                    action.option_strings else [command, *_NEEDS.get(command, []), *given]
+                err = _run_refused(argv, capsys, monkeypatch)
+                assert any(name in err.lower() for name in _names(action)), (argv, err)
+                tried += 1
+    assert tried > 300, tried
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no output file was left

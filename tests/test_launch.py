@@ -5,12 +5,23 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from collsim.launch import PLACEMENT, forwarded_arguments, mpirun_command, run_mpi
+from collsim.jobs import descendants, end_job
+from collsim.launch import (PLACEMENT, TIMED_OUT, forwarded_arguments, mpirun_command,
+                            run_mpi)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: a benchmark that runs for minutes on 2 ranks unless it is ended
+_LONG_BENCH = [sys.executable, "-m", "collsim.cli", "bench", "--ranks", "2", "-b", "8",
+               "-e", "16M", "-n", "100000", "--topology", "none", "--algorithms", "ring"]
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -59,3 +70,75 @@ def test_consecutive_ranks_share_a_core_each_bound_to_it() -> None:
     assert all(len(affinity) == 1 for affinity in bound.values())
     assert len(set(bound.values())) == cores
     assert all(bound[2 * k] == bound[2 * k + 1] for k in range(cores))
+
+
+def _ranks_of(process: subprocess.Popen[str]) -> list[int]:
+    """Wait until ``process`` has launched its 2 ranks; return it and every process below."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        below = descendants(process.pid)
+        ranks = [pid for pid in below if _cmdline(pid).startswith(sys.executable)]
+        if len(ranks) == 2:
+            time.sleep(1.0)  # inside the benchmark's loop
+            return descendants(process.pid)
+        time.sleep(0.2)
+    process.kill()
+    raise AssertionError("the benchmark launched no ranks in 120 s")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
+
+
+def _alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that still run (zombies excluded), half a second after the end."""
+    time.sleep(0.5)
+    alive = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive
+
+
+def _bench(extra: list[str], signum: int | None) -> tuple[subprocess.Popen[str], str, list[int]]:
+    """Run the long benchmark, send it ``signum`` once its ranks run (None: let it time
+    out); return it, its stderr and the processes of its job still running after it
+    ended (which are then killed, so that a failing test leaves nothing running)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([*_LONG_BENCH, *extra], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    job: list[int] = []
+    try:
+        job = _ranks_of(process)
+        assert any(Path(_cmdline(pid).split("\0")[0]).name in ("prterun", "mpirun")
+                   for pid in job)  # the job ran under mpirun
+        if signum is not None:
+            process.send_signal(signum)
+        err = process.communicate(timeout=120)[1]
+    finally:
+        left = _alive(job)
+        if process.poll() is None:
+            end_job(process, grace_s=5)
+        for pid in _alive(left):
+            os.kill(pid, signal.SIGKILL)
+    return process, err, left
+
+
+@pytest.mark.mpi
+def test_sigterm_sighup_and_the_timeout_end_the_whole_job() -> None:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        process, _, left = _bench([], signum)
+        assert process.returncode == -signum  # ended as the signal ends a command
+        assert left == [], f"outlived {signum.name}"
+    process, err, left = _bench(["--timeout", "8"], None)
+    assert process.returncode == TIMED_OUT and err.endswith(
+        "collsim bench: the job ran past --timeout 8 s and was ended (every rank); give a "
+        "larger --timeout\n")
+    assert left == [], "outlived the timeout"

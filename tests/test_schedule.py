@@ -145,3 +145,48 @@ def test_split_and_block() -> None:
     assert [split(0, 10, 3, i) for i in range(3)] == [(0, 4), (4, 7), (7, 10)]
     assert [block(2, 4, r) for r in range(4)] == [(0, 1), (1, 2), (2, 2), (2, 2)]
     assert split(5, 5, 3, 2) == (5, 5)
+
+
+def _ring_json() -> dict:
+    return json.loads(build_schedule("allreduce", "ring", 3, 9).to_json())
+
+
+JSON_FAULTS = [  # (field path, value, message)
+    (("ranks", 0, 0, 0, 1), "1", "ranks[0][0][0].peer='1' is not allowed; it must be an "
+                                 "integer in [0, 2]"),
+    (("ranks", 0, 0, 0, 1), 3, "ranks[0][0][0].peer=3 is not allowed"),
+    (("ranks", 0, 0, 0, 3), 100, "ranks[0][0][0].stop=100 is not allowed"),
+    (("ranks", 1, 0, 1, 4), "yes", "ranks[1][0][1].reduce = 'yes' is not allowed; it must be "
+                                   "true or false"),
+    (("ranks", 1, 0, 1), ["bogus", 1], "ranks[1][0][1] = ['bogus', 1] is not allowed"),
+    (("ranks", 1, 0, 1), ["send", 0, 1], "a send has 3 fields after its name"),
+    (("ranks", 2), "steps", "ranks[2] = 'steps' is not allowed; it must be a list"),
+    (("nranks",), 4, "ranks lists 3 ranks; nranks = 4"),
+    (("nranks",), True, "nranks=True is not allowed"),
+    (("count",), -1, "count=-1 is not allowed"),
+    (("collective",), "alltoall", "collective = 'alltoall' is not allowed"),
+    (("params",), [1], "params = [1] is not allowed; it must be an object"),
+    (("extra",), 1, "field 'extra' is unknown"),
+]
+
+
+@pytest.mark.parametrize("path, value, message", JSON_FAULTS,
+                         ids=[".".join(map(str, p)) for p, _, _ in JSON_FAULTS])
+def test_schedule_json_is_checked_field_by_field(path: tuple, value: object,
+                                                 message: str) -> None:
+    document = _ring_json()
+    place = document
+    for key in path[:-1]:
+        place = place[key]
+    place[path[-1]] = value
+    with pytest.raises(ValueError) as error:
+        Schedule.from_json(json.dumps(document))
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_deeply_nested_schedule_json_is_one_error() -> None:
+    with pytest.raises(ValueError, match="^not a schedule: its JSON is nested too deeply$"):
+        Schedule.from_json("[" * 100_000 + "]" * 100_000)
+    document = _ring_json()
+    document["params"] = {"order": [[[0, 1, 2]]]}  # lists at every level become tuples
+    assert Schedule.from_json(json.dumps(document)).params == (("order", (((0, 1, 2),),)),)

@@ -208,3 +208,43 @@ def test_mesh_tables_are_checked(text: str, message: str) -> None:
     assert topology.loads(MESH).links == topology.FullMesh(("a", "b"), 1e-6, 1e10, "link")
     with pytest.raises(TopologyError, match=message):
         topology.loads(text)
+
+
+def _gpu_file(tmp_path, algorithms: str) -> str:
+    """A DGX H100 file with ``algorithms`` in place of its ``[[gpu.algorithms]]`` tables."""
+    text = topology.dumps(topology.dgx_h100(1))
+    head, _, rest = text.partition("[[gpu.algorithms]]")
+    tail = rest[rest.index("\n[", 1):] if "\n[" in rest else ""
+    path = tmp_path / "h100.toml"
+    path.write_text(head + algorithms + tail)
+    return str(path)
+
+
+def test_gpu_algorithm_figures_name_a_known_algorithm(tmp_path):
+    from collectives import ALGORITHMS, COMPOSED
+    assert topology.gpu.FIGURE_ALGORITHMS == (*ALGORITHMS, *COMPOSED)
+    path = _gpu_file(tmp_path, '[[gpu.algorithms]]\nname = "butterfly"\n')
+    with pytest.raises(TopologyError) as error:
+        topology.load(path)
+    assert str(error.value) == (f"{path}: gpu.algorithms[0]: algorithm = 'butterfly' is not "
+                                "allowed; it must be one of ring, tree, rhd, pipeline, hier")
+    with pytest.raises(TopologyError, match=r"gpu.algorithms\[0\]: algorithm = 7 is not"):
+        topology.load(_gpu_file(tmp_path, "[[gpu.algorithms]]\nname = 7\n"))
+    text = topology.dumps(topology.dgx_h100(1)).replace('default_protocol = "Simple"',
+                                                        'default_protocol = "Fast"')
+    with pytest.raises(TopologyError, match="gpu.default_protocol = 'Fast' is not allowed; "
+                                            "it must be one of gpu.protocols' names: LL, "):
+        topology.loads(text)
+
+
+def test_files_that_are_not_utf8_or_nest_too_deeply_are_one_error_naming_the_file(tmp_path):
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(GOOD.replace('"pcie"', '"pcie caf\xe9"').encode("latin-1"))
+    with pytest.raises(TopologyError) as error:
+        topology.load(latin)
+    assert str(error.value).startswith(f"{latin}: not UTF-8 text: byte 0xe9 at offset ")
+    nested = tmp_path / "nested.toml"
+    nested.write_text("placement = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(TopologyError) as error:
+        topology.load(nested)
+    assert str(error.value) == f"{nested}: not a topology: arrays or tables nested too deeply"

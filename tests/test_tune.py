@@ -4,6 +4,8 @@ run launching itself on 2 ranks that writes a tuning file ``auto`` reads and the
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +46,7 @@ def test_arguments_that_disagree_are_refused_before_launching(tmp_path: Path) ->
     parser = argparse.ArgumentParser()
     tune.add_arguments(parser)
     args = parser.parse_args(["--output", str(tmp_path / "t.json"), "-b", "1M", "-e", "1K"])
-    with pytest.raises(ValueError, match="--minbytes 1048576 is above --maxbytes 1024"):
+    with pytest.raises(ValueError, match="-b 1048576 is larger than -e 1024"):
         tune.check_args(args)
     args = parser.parse_args(["--output", str(tmp_path / "no" / "t.json")])
     with pytest.raises(ValueError, match="--output"):
@@ -82,3 +84,43 @@ def test_tune_launches_itself_and_writes_what_auto_reads(tmp_path: Path) -> None
         auto.use_tuning(None)
     assert all(row["nRanks"] == 2 for row in read_nccl_csv(csv.read_text()))
     assert set(read_ompi_rules(rules.read_text())) == {0, 2, 13}
+
+
+RULE = {"collective": "allreduce", "nranks": 4, "dtype_size": 4, "min_bytes": 0,
+        "max_bytes": 1023, "algorithm": "tree", "params": {"segments": 2}}
+
+TUNING_FAULTS = [  # (field, value, message after the file's name)
+    ("min_bytes", 2048, "rules[0].min_bytes = 2048 is above rules[0].max_bytes = 1023"),
+    ("algorithm", "butterfly", "rules[0].algorithm = 'butterfly' is not allowed; it must be one "
+                               "of ring, tree, rhd, pipeline, hier, native"),
+    ("collective", "alltoall", "rules[0].collective = 'alltoall' is not allowed"),
+    ("nranks", 0, "rules[0].nranks=0 is not allowed; it must be an integer >= 1"),
+    ("params", {"segments": 0}, "rules[0].params.segments=0 is not allowed"),
+    ("params", {"channels": "8"}, "rules[0].params.channels='8' is not allowed"),
+    ("params", {"doubling": True}, "rules[0].params.doubling is not a parameter of tree"),
+    ("priority", 1, "rules[0] has unknown field 'priority'"),
+]
+
+
+@pytest.mark.parametrize("field, value, message", TUNING_FAULTS,
+                         ids=[f"{f}={v}" for f, v, _ in TUNING_FAULTS])
+def test_tuning_files_are_checked_field_by_field(tmp_path: Path, field: str, value: object,
+                                                 message: str) -> None:
+    path = tmp_path / "t.json"
+    rule = {**RULE, field: value}
+    path.write_text(json.dumps({"format": "collsim-tuning", "version": 1, "rules": [rule]}))
+    with pytest.raises(ValueError) as error:
+        load_tuning(path)
+    assert str(error.value).startswith(f"tuning file {str(path)!r}: {message}")
+
+
+def test_tuning_files_not_utf8_or_nested_too_deeply_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"format": "collsim-tuning", "source": "caf\xe9", "rules": []}')
+    where = re.escape(f"tuning file {str(path)!r}")
+    with pytest.raises(ValueError, match=rf"^{where} is not UTF-8 text: byte 0xe9"):
+        load_tuning(path)
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=rf"^{where} is not a tuning file: its JSON is nested "
+                                         "too deeply$"):
+        load_tuning(path)

@@ -57,7 +57,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 __all__ = ["SWITCH_KINDS", "check_placement", "load", "save", "loads", "dumps", "from_dict",
-           "to_dict"]
+           "to_dict", "read_text"]
 
 #: device kinds that only forward traffic and cannot host a rank (besides ``*switch``)
 SWITCH_KINDS: frozenset[str] = frozenset({"switch", "nvswitch", "pcie_switch", "ib_leaf",
@@ -302,6 +302,8 @@ def loads(text: str, default_name: str = "topology") -> Topology:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise TopologyError(f"not valid TOML: {error}") from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise TopologyError("not a topology: arrays or tables nested too deeply") from None
     return from_dict(document, default_name)
 
 
@@ -340,7 +342,8 @@ def load(path: str | Path) -> Topology:
     Raises
     ------
     TopologyError
-        As :func:`loads`, with the path prefixed to the message.
+        As :func:`loads`, or for a file that is not UTF-8 (:func:`read_text`), with the
+        path prefixed to the message.
     OSError
         When the file cannot be read.
 
@@ -354,9 +357,36 @@ def load(path: str | Path) -> Topology:
     """
     path = Path(path)
     try:
-        return loads(path.read_text(encoding="utf-8"), default_name=path.stem)
+        return loads(read_text(path), default_name=path.stem)
     except TopologyError as error:
         raise TopologyError(f"{path}: {error}") from None
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of ``path``.
+
+    Parameters
+    ----------
+    path : Path
+        The file.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TopologyError
+        When the file is not UTF-8, naming the first byte that is not and where it is.
+    OSError
+        When the file cannot be read.
+    """
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TopologyError(f"not UTF-8 text: byte 0x{data[error.start]:02x} at offset "
+                            f"{error.start} ({error.reason}); save the file as UTF-8") from None
 
 
 def save(topology: Topology, path: str | Path, comment: str | None = None) -> None:

@@ -29,11 +29,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from reprlib import repr as brief
 from typing import Any
 
 from .errors import TopologyError
 
-__all__ = ["Protocol", "LinkFigures", "AlgorithmFigures", "GpuModel"]
+__all__ = ["FIGURE_ALGORITHMS", "Protocol", "LinkFigures", "AlgorithmFigures", "GpuModel"]
+
+#: the algorithms :class:`AlgorithmFigures` can be given for: those of
+#: :func:`collectives.build_schedule` (``collectives.ALGORITHMS`` and ``COMPOSED``; this
+#: layer imports nothing of ours, and tests/test_topology_files.py checks that they
+#: agree)
+FIGURE_ALGORITHMS = ("ring", "tree", "rhd", "pipeline", "hier")
 
 
 def _fraction(value: Any, key: str) -> float:
@@ -191,9 +198,9 @@ class AlgorithmFigures:
     latency_s: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.algorithm, str) or not self.algorithm:
-            raise TopologyError(f"algorithm = {self.algorithm!r} is not allowed; it must be "
-                                "a non-empty string")
+        if self.algorithm not in FIGURE_ALGORITHMS:
+            raise TopologyError(f"algorithm = {brief(self.algorithm)} is not allowed; it must "
+                                f"be one of {', '.join(FIGURE_ALGORITHMS)}")
         where = f"algorithms {self.algorithm}"
         object.__setattr__(self, "call_s", _pairs(self.call_s, f"{where}.call_s"))
         for name, seconds in self.call_s:

@@ -34,7 +34,8 @@ To change one figure of a preset, ``topology.save`` it and edit the file.
 
 from __future__ import annotations
 
-from typing import Any
+from reprlib import repr as brief
+from typing import Any, Callable, TypeVar
 
 from .errors import TopologyError
 from .gpu import AlgorithmFigures, GpuModel, LinkFigures, Protocol
@@ -50,6 +51,8 @@ _PROTOCOL_KEYS = {"name": True, "bandwidth_fraction": True, "call": True, "slot"
 _FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True, "protocol_fraction": False}
 _ALGORITHM_KEYS = {"name": True, "call": False, "bandwidth_fraction": False, "latency": False}
 
+T = TypeVar("T")
+
 
 def _array(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list) or not value:
@@ -58,21 +61,30 @@ def _array(value: Any, where: str) -> list[Any]:
     return value
 
 
+def _at(where: str, build: Callable[[], T]) -> T:
+    """``build()``, its errors prefixed with ``where``, the table's place in the file (the
+    model's own checks name the field and the value)."""
+    try:
+        return build()
+    except (TopologyError, ValueError, TypeError) as error:
+        raise TopologyError(f"{where}: {error}") from None
+
+
 def _protocol(table: Any, where: str) -> Protocol:
     table = check_keys(table, _PROTOCOL_KEYS, where)
     slot = table.get("slot")
-    return Protocol(table["name"], table["bandwidth_fraction"],
-                    parse(table["call"], "latency", f"{where}.call"),
-                    None if slot is None else parse(slot, "size", f"{where}.slot"))
+    call = parse(table["call"], "latency", f"{where}.call")
+    slot = None if slot is None else parse(slot, "size", f"{where}.slot")
+    return _at(where, lambda: Protocol(table["name"], table["bandwidth_fraction"], call, slot))
 
 
 def _figures(table: Any, where: str) -> LinkFigures:
     table = check_keys(table, _FIGURE_KEYS, where)
     fractions = _mapping(table.get("protocol_fraction", {}), f"{where}.protocol_fraction",
                          "protocol = fraction")
-    return LinkFigures(table["kind"], table["efficiency"],
-                       _latencies(table["latency"], f"{where}.latency"),
-                       tuple(fractions.items()))
+    latency = _latencies(table["latency"], f"{where}.latency")
+    return _at(where, lambda: LinkFigures(table["kind"], table["efficiency"], latency,
+                                          tuple(fractions.items())))
 
 
 def _mapping(value: Any, where: str, what: str) -> dict[str, Any]:
@@ -91,12 +103,12 @@ def _algorithm(table: Any, where: str) -> AlgorithmFigures:
     table = check_keys(table, _ALGORITHM_KEYS, where)
     latency = _mapping(table.get("latency", {}), f"{where}.latency",
                        "link kind = { protocol = latency }")
-    return AlgorithmFigures(
-        table["name"], _latencies(table.get("call", {}), f"{where}.call"),
-        tuple(_mapping(table.get("bandwidth_fraction", {}), f"{where}.bandwidth_fraction",
-                       "protocol = fraction").items()),
-        tuple((kind, _latencies(per, f"{where}.latency.{kind}"))
-              for kind, per in latency.items()))
+    call = _latencies(table.get("call", {}), f"{where}.call")
+    fractions = tuple(_mapping(table.get("bandwidth_fraction", {}),
+                               f"{where}.bandwidth_fraction", "protocol = fraction").items())
+    latency_s = tuple((kind, _latencies(per, f"{where}.latency.{kind}"))
+                      for kind, per in latency.items())
+    return _at(where, lambda: AlgorithmFigures(table["name"], call, fractions, latency_s))
 
 
 def gpu_from_dict(table: Any) -> GpuModel:
@@ -125,14 +137,19 @@ def gpu_from_dict(table: Any) -> GpuModel:
     algorithms = tuple(_algorithm(t, f"gpu.algorithms[{i}]")
                        for i, t in enumerate(_array(table["algorithms"], "gpu.algorithms")
                                              if "algorithms" in table else ()))
-    return GpuModel(protocols, links,
-                    reduce_Bps=parse(table["reduce"], "bandwidth", "gpu.reduce"),
-                    launch_s=parse(table.get("launch", 0.0), "latency", "gpu.launch"),
-                    launch_per_gpu_s=parse(table.get("launch_per_gpu", 0.0), "latency",
-                                           "gpu.launch_per_gpu"),
-                    gpus_per_process=table.get("gpus_per_process", 1),
-                    default_protocol=table.get("default_protocol", ""),
-                    algorithms=algorithms, channels=table.get("channels", 1))
+    default = table.get("default_protocol", "")
+    names = [p.name for p in protocols]
+    if default != "" and default not in names:
+        raise TopologyError(f"gpu.default_protocol = {brief(default)} is not allowed; it must "
+                            f"be one of gpu.protocols' names: {', '.join(names)}")
+    times = {key: parse(table.get(key, 0.0), kind, f"gpu.{key}")
+             for key, kind in (("reduce", "bandwidth"), ("launch", "latency"),
+                               ("launch_per_gpu", "latency"))}
+    return _at("gpu", lambda: GpuModel(
+        protocols, links, reduce_Bps=times["reduce"], launch_s=times["launch"],
+        launch_per_gpu_s=times["launch_per_gpu"],
+        gpus_per_process=table.get("gpus_per_process", 1), default_protocol=default,
+        algorithms=algorithms, channels=table.get("channels", 1)))
 
 
 def gpu_to_dict(model: GpuModel) -> dict[str, Any]:

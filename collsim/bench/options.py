@@ -43,8 +43,9 @@ import numpy as np
 from collectives.api import CHOICES
 from collectives.ops import DTYPES, OPS
 from collectives.schedule import COLLECTIVES
-from ..args import (UsageError, add_machine, add_sweep, check_at_least, check_distinct,
-                    check_output, datatype, machine, parse_size, sweep)
+from ..args import (MAX_ITERS, MAX_TIMEOUT_S, UsageError, add_machine, add_sweep,
+                    check_distinct, check_memory, check_output, datatype,
+                    launch_limit, machine, parse_size, seconds, sweep, whole)
 
 __all__ = ["add_arguments", "parse_size", "sizes", "COLLECTIVE_NAMES", "TOPOLOGY_EXTRA",
            "AVERAGE", "check_args", "datatypes", "ops"]
@@ -72,8 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the benchmark's arguments to ``parser``."""
     add = parser.add_argument
     add_sweep(parser, 8, 16 << 20, stepfactor=2)
-    add("-n", "--iters", type=int, default=20, help="timed iterations per size (default 20)")
-    add("-w", "--warmup_iters", type=int, default=1, help="untimed iterations first (default 1)")
+    add("-n", "--iters", type=whole(1, MAX_ITERS), default=20,
+        help=f"timed iterations per size, at most {MAX_ITERS} (default 20)")
+    add("-w", "--warmup_iters", type=whole(0, MAX_ITERS), default=1,
+        help=f"untimed iterations first, at most {MAX_ITERS} (default 1)")
     add("-c", "--check", type=int, choices=(0, 1), default=1,
         help="1: count wrong elements in #wrong (default), 0: do not check")
     add("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
@@ -86,8 +89,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="1: wait for each call to complete before the next (GPU buffers)")
     add("-C", "--report_cputime", type=int, choices=(0, 1), default=0,
         help="1: time until the calls are issued, not until they complete (GPU buffers)")
-    add("-t", "--nthreads", type=int, default=1, help="threads per rank: 1 only")
-    add("-g", "--ngpus", type=int, default=1, help="GPUs per thread: 1 only (one per rank)")
+    add("-t", "--nthreads", type=whole(1, 1, "one thread drives each rank; launch more ranks "
+                                          "with --ranks"), default=1,
+        help="threads per rank: 1 only")
+    add("-g", "--ngpus", type=whole(1, 1, "each rank uses one GPU; launch more ranks with "
+                                      "--ranks"), default=1,
+        help="GPUs per thread: 1 only (one per rank)")
     add("--collective", type=_collective, default="allreduce",
         help="allreduce (all_reduce), reduce_scatter or allgather (all_gather)")
     add("--algorithms", nargs="+", choices=CHOICES, default=list(CHOICES), metavar="ALGO",
@@ -96,12 +103,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="mpi (mpi4py) or nccl (needs --buffer cupy and one GPU per rank)")
     add("--buffer", choices=("numpy", "cupy"), default="numpy", help="array module of the buffers")
     add_machine(parser, "calibrate", TOPOLOGY_EXTRA,
-                ranks_help="ranks to launch when not already under mpirun (default 4)", ranks=4)
+                ranks_help="ranks to launch when not already under mpirun (default 4)", ranks=4,
+                max_ranks=launch_limit())
     add("--json", type=Path, metavar="PATH", help="write every measurement as JSON")
     add("--csv", type=Path, metavar="PATH", help="write one row per size and algorithm as CSV")
     add("--plot", type=Path, metavar="PNG", help="draw measured (and predicted) busbw vs size")
-    add("--timeout", type=float, default=3600.0,
-        help="seconds before a launched job is killed (default 3600)")
+    add("--timeout", type=seconds(), default=3600.0,
+        help=f"seconds before a launched job is ended, at most {MAX_TIMEOUT_S:g} (default "
+             "3600)")
 
 
 def datatypes(args: argparse.Namespace) -> list[str]:
@@ -151,21 +160,14 @@ def check_args(args: argparse.Namespace, nranks: int | None = None) -> None:
     Raises
     ------
     UsageError
-        For a bad sweep, no timed iterations, negative warmup, fewer than 1 rank or node,
-        threads or GPUs other than 1, repeated algorithms, a dtype the buffers lack, NCCL
+        For a bad sweep, repeated algorithms, a dtype the buffers lack, NCCL
         without CuPy buffers, CuPy not installed, a reduction op for AllGather, a machine
         option its topology cannot take, a topology that is neither a preset nor a file
-        nor places the ranks, or an output file that cannot be written.
+        nor places the ranks, buffers of ``-e`` bytes that the launched ranks' memory
+        cannot hold, or an output file that cannot be written.  (Each number's bounds
+        are checked as it is parsed.)
     """
     sweep(args)
-    check_at_least("-n", args.iters, 1)
-    check_at_least("-w", args.warmup_iters, 0)
-    check_at_least("--timeout", args.timeout, 0)
-    for flag, value, meaning in (("-t", args.nthreads, "one thread drives each rank"),
-                                 ("-g", args.ngpus, "each rank uses one GPU")):
-        if value != 1:
-            raise UsageError(f"{flag} {value} is not allowed; it must be 1 ({meaning}); "
-                             "launch more ranks with --ranks")
     check_distinct("--algorithms", args.algorithms)
     if args.datatype not in (*DTYPES, "all"):
         raise UsageError(f"-d {args.datatype} is not allowed with --buffer {args.buffer}: "
@@ -181,7 +183,8 @@ def check_args(args: argparse.Namespace, nranks: int | None = None) -> None:
     if args.plot is not None and len(datatypes(args)) * len(ops(args)) > 1:
         raise UsageError(f"--plot {args.plot} is not allowed with -d all or -o all: a plot "
                          "draws one datatype and op")
-    check_at_least("--ranks", args.ranks, 1)
+    if nranks is None and args.buffer == "numpy":  # the ranks this command launches here
+        check_memory("-e", args.maxbytes, args.ranks)
     _check_model(args, args.ranks if nranks is None else nranks)
     for flag in ("json", "csv", "plot"):
         check_output(f"--{flag}", getattr(args, flag))

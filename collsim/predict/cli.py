@@ -14,7 +14,9 @@ import argparse
 import json
 from pathlib import Path
 
-from ..args import UsageError, add_sweep, check_at_least, check_output, sweep
+from ..args import (MAX_ITERS, MAX_TIMEOUT_S, UsageError, add_sweep, check_memory,
+                    check_output, launch_limit, seconds, sweep, whole)
+from ..launch import in_mpi_job
 from ..terminal import progress
 from .fitting import fit_calibration
 from .measurement import calibration_jobs, candidate_jobs, job_cores, measure_all
@@ -28,30 +30,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
     parser.add_argument("collective", nargs="?", default="allreduce",
                         choices=("allreduce", "reduce_scatter", "allgather"))
-    parser.add_argument("--ranks", type=int, default=4, metavar="N",
-                        help="ranks to launch when not under mpirun (default 4)")
+    parser.add_argument("--ranks", type=whole(2, launch_limit()), default=4, metavar="N",
+                        help=f"ranks to launch when not under mpirun, 2 to {launch_limit()} "
+                             "(default 4)")
     add_sweep(parser, 1 << 10, 16 << 20, stepfactor=2)
-    parser.add_argument("-n", "--iters", type=int, default=30,
-                        help="timed calls per point, one per round (default 30)")
-    parser.add_argument("-w", "--warmup_iters", type=int, default=3,
-                        help="untimed calls first (default 3)")
+    parser.add_argument("-n", "--iters", type=whole(1, MAX_ITERS), default=30,
+                        help=f"timed calls per point, one per round, at most {MAX_ITERS} "
+                             "(default 30)")
+    parser.add_argument("-w", "--warmup_iters", type=whole(0, MAX_ITERS), default=3,
+                        help=f"untimed calls first, at most {MAX_ITERS} (default 3)")
     parser.add_argument("--plot", type=Path, default=None, metavar="PNG",
                         help="draw predicted and measured times")
     parser.add_argument("--json", type=Path, default=None, metavar="FILE",
                         help="write every point and the summary as JSON")
-    parser.add_argument("--timeout", type=float, default=900.0,
-                        help="seconds before a launched job is killed")
+    parser.add_argument("--timeout", type=seconds(), default=900.0,
+                        help=f"seconds before a launched job is ended, at most "
+                             f"{MAX_TIMEOUT_S:g} (default 900)")
 
 
 def _check(args: argparse.Namespace) -> None:
     """Raise UsageError naming the flag when an argument is out of range."""
-    check_at_least("--ranks", args.ranks, 2)
-    check_at_least("-n", args.iters, 1)
-    check_at_least("-w", args.warmup_iters, 0)
-    check_at_least("--timeout", args.timeout, 0)
     if args.minbytes < 1:
         raise UsageError(f"-b {args.minbytes} is not allowed; it must be >= 1")
     sweep(args)
+    if not in_mpi_job():
+        check_memory("-e", args.maxbytes, args.ranks)
     check_output("--plot", args.plot)
     check_output("--json", args.json)
 
@@ -105,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     """Run on this MPI job, or launch one on ``args.ranks`` ranks that does."""
     _check(args)
-    from collsim.launch import in_mpi_job, relaunch
+    from collsim.launch import relaunch
 
     if not in_mpi_job():
         return relaunch("predict", args, add_arguments, args.ranks, args.timeout)
