@@ -148,7 +148,7 @@ class Bounded:
             value = None
         inside = value is not None and (value > self.minimum if self.above
                                         else value >= self.minimum) and value <= self.maximum
-        if not inside:
+        if value is None or not inside:
             raise argparse.ArgumentTypeError(
                 f"{text} is not allowed; it must be {self.allowed}"
                 + (f" ({self.note})" if self.note else ""))

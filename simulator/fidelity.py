@@ -334,6 +334,7 @@ def predict(curve: Curve, target: Any = None, only: Sequence[str] | None = None,
         run = [(a, params, label) for a, params, label in tried
                if only is None or only[i] == f"{named(label)} {chosen[a]}"]
         if not run:
+            assert only is not None  # every candidate runs when only is None
             raise ValueError(f"only[{i}] = {only[i]!r} is not allowed at {n} B; it must be "
                              f"one of {[f'{named(l)} {chosen[a]}' for a, _, l in tried][:4]}")
         seconds, label, k = min(

@@ -184,6 +184,7 @@ def two_node_rule(curve: Curve) -> Rule:
     if curve.nodes != 2 or curve.algorithm is not None:
         return Rule()
     target = machine(curve)
+    assert target.gpu is not None  # a curve's machine is a GPU preset
     limit = channel_count(target) * target.gpu.figures("ib").efficiency * min(
         link.bandwidth_Bps for link in target.links if link.kind == "ib")
     above = [n for n, t in zip(curve.nbytes, curve.time_s)
@@ -216,11 +217,13 @@ def _bounds(preset: topology.GpuModel) -> tuple[np.ndarray, np.ndarray]:
     for f, start in zip(FIGURES, _start(preset)):
         kind = f.name.split()[0]
         if kind == "launch":
-            low.append(0.0), high.append(max(4 * preset.launch_s, 20e-6))
+            bounds = (0.0, max(4 * preset.launch_s, 20e-6))
         elif kind == "latency":
-            low.append(-_LATENCY_BOUND), high.append(_LATENCY_BOUND)
+            bounds = (-_LATENCY_BOUND, _LATENCY_BOUND)
         else:
-            low.append(start + math.log(_EFFICIENCY_LOW)), high.append(0.0)
+            bounds = (start + math.log(_EFFICIENCY_LOW), 0.0)
+        low.append(bounds[0])
+        high.append(bounds[1])
     return np.array(low), np.array(high)
 
 
@@ -321,7 +324,7 @@ class _Problem:
         self._cache.clear()
         return full
 
-    def times(self, theta: np.ndarray, which: Sequence[set[int]] | None = None) -> list[np.ndarray]:
+    def times(self, theta: np.ndarray, which: Sequence[set[int] | None] | None = None) -> list[np.ndarray]:
         """Per curve, seconds at ``theta`` (only the sizes ``which`` names; NaN elsewhere)."""
         model = apply(self.preset, _factors(theta))
         out = []

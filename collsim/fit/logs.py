@@ -220,7 +220,8 @@ def parse_text(text: str, path: str = "<log>") -> Log:
         Naming the file and line: no ``nThread`` header, no device lines, no size rows, a
         row with other columns, a figure that is not a number, settings that disagree.
     """
-    header, devices, rows, avg, program, found = None, [], [], None, None, {}
+    header, devices, rows, avg, program = None, [], [], None, None
+    found: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if program is None and (match := _PROGRAM.search(line)):
