@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rich.table import Table
 
 import topology
 from simulator.fidelity import Curve, Score
 
-from ..args import UsageError, check_at_least, check_output
+from ..args import MAX_NODES, UsageError, check_output, whole
 from ..terminal import console
-from .figures import FIGURES, Fit, check, curve_of, fit, preset_of
+from .figures import FIGURES, NCCL_ALGOS, NCCL_PROTOS, Fit, check, curve_of, fit, preset_of
 from .logs import LogError, read_log
 
 __all__ = ["add_arguments", "main"]
@@ -41,17 +41,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="nccl-tests all_reduce_perf output (printed, or -J JSON) to fit")
     parser.add_argument("--output", type=Path, metavar="FILE",
                         help="write the fitted machine here (a topology file with [gpu])")
-    parser.add_argument("--nodes", type=int, default=None, metavar="N",
-                        help="nodes of the machine written (default the log's)")
-    parser.add_argument("--algo", default=None, metavar="ALGO",
+    parser.add_argument("--nodes", type=whole(1, MAX_NODES), default=None, metavar="N",
+                        help=f"nodes of the machine written, at most {MAX_NODES} "
+                             "(default the log's)")
+    parser.add_argument("--algo", type=_setting(NCCL_ALGOS), default=None, metavar="ALGO",
                         help="NCCL_ALGO the runs were given (default: what the log states, "
                              "else NCCL's default)")
-    parser.add_argument("--proto", default=None, metavar="PROTO",
+    parser.add_argument("--proto", type=_setting(NCCL_PROTOS), default=None, metavar="PROTO",
                         help="NCCL_PROTO the runs were given (default as --algo)")
-    parser.add_argument("--machine", default=None, metavar="FILE",
+    parser.add_argument("--machine", type=_named, default=None, metavar="FILE",
                         help="with --check: a file fit wrote, or dgx-h100 / dgx-a100")
     parser.add_argument("--check", type=Path, default=None, metavar="LOG",
                         help="score --machine on this log")
+
+
+def _named(text: str) -> str:
+    """A name (an NCCL setting, a machine): an empty one is refused as a bad value."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty value is not allowed; give a name")
+    return text
+
+
+def _setting(allowed: dict[str, str]) -> Callable[[str], str]:
+    """The type of an ``NCCL_ALGO`` / ``NCCL_PROTO`` flag: names (comma-separated) in ``allowed``."""
+    def parse(text: str) -> str:
+        if not text or not set(text.lower().split(",")) <= set(allowed):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not allowed; it must be one of {', '.join(allowed.values())} "
+                "(or several, comma-separated)")
+        return text
+    return parse
 
 
 def summary(result: Score) -> str:
@@ -98,8 +117,6 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise UsageError("give LOG [LOG ...] and --output FILE to fit, or --machine FILE "
                          "--check LOG to score")
     check_output("--output", args.output)
-    if args.nodes is not None:
-        check_at_least("--nodes", args.nodes, 1)
 
 
 def _sizes(curve: Curve, predicted: list[Any], baseline: list[Any] | None = None) -> Table:

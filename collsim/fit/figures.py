@@ -114,6 +114,12 @@ def preset_of(gpu: str) -> topology.GpuModel:
     return topology.DGX_A100_GPU if gpu == "A100" else topology.DGX_H100_GPU
 
 
+#: NCCL_ALGO values the model runs (lower case -> ours)
+NCCL_ALGOS = {"ring": "ring", "tree": "tree"}
+#: NCCL_PROTO values the model runs (lower case -> NCCL's spelling)
+NCCL_PROTOS = {p.lower(): p for p in _PROTOCOLS}
+
+
 def _one(value: str | None, allowed: dict[str, str], flag: str, path: str) -> str | None:
     """The one value of ``allowed`` that ``value`` names; None for none or all of them."""
     if value is None or set(value.lower().split(",")) == set(allowed):
@@ -154,8 +160,8 @@ def curve_of(log: Log) -> Curve:
     if log.nodes > 1 and log.ranks_per_node != 8:
         raise LogError(f"{log.path}: {log.ranks_per_node} ranks per node on {log.nodes} "
                        "nodes; the presets have 8 GPUs per node")
-    algorithm = _one(log.algo, {"ring": "ring", "tree": "tree"}, "NCCL_ALGO", log.path)
-    protocol = _one(log.proto, {p.lower(): p for p in _PROTOCOLS}, "NCCL_PROTO", log.path)
+    algorithm = _one(log.algo, NCCL_ALGOS, "NCCL_ALGO", log.path)
+    protocol = _one(log.proto, NCCL_PROTOS, "NCCL_PROTO", log.path)
     curve = Curve(Path(log.path).stem, {"source": log.path, "hardware": log.gpu}, gpu,
                   log.nodes, log.ranks, log.gpus_per_thread, algorithm, protocol,
                   tuple(r.nbytes for r in log.rows), tuple(r.time_s for r in log.rows), Rule())
