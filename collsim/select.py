@@ -23,6 +23,7 @@ from collectives.tuning import Tuning
 from simulator.busbw import bandwidths
 from simulator.export import to_nccl_csv, to_ompi_rules
 from simulator.for_auto import tuning_rules
+from simulator.nccl_algorithms import ALGORITHMS as NCCL_ALGORITHMS
 from simulator.selection import METHODS, TuningTable, tuning_table
 
 from .args import (ITEMSIZES, UsageError, add_machine, add_sweep, check_at_least,
@@ -43,9 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
                         help="element type: float (default), half, bfloat16, double, int8, ...")
     add_sweep(parser, 1, 8 << 30, stepfactor=None)
-    parser.add_argument("--algorithms", nargs="+", default=None, choices=(*ALGORITHMS, *COMPOSED),
-                        metavar="ALGO", help="restrict the candidates, as NCCL_ALGO does "
-                        "(default: all; hier needs several nodes)")
+    parser.add_argument("--algorithms", nargs="+", default=None,
+                        choices=(*ALGORITHMS, *COMPOSED, *NCCL_ALGORITHMS), metavar="ALGO",
+                        help="restrict the candidates, as NCCL_ALGO does (default: every "
+                        "schedule; hier needs several nodes); NCCL's own "
+                        f"{', '.join(NCCL_ALGORITHMS)} join where NCCL runs them")
     parser.add_argument("--method", choices=METHODS, default="auto",
                         help="simulate, closed_form, or auto (simulate up to 8 ranks)")
     parser.add_argument("--nccl-csv", type=Path, metavar="CSV",
