@@ -247,7 +247,7 @@ def nccl_costs(collective: str, algorithm: str, topology: Any, sizes: Sequence[i
     >>> import topology
     >>> t = nccl_costs("allreduce", "nccl-nvls", topology.dgx_h100(), [0, 1 << 30])
     >>> [round(x * 1e6) for x in t]
-    [25, 4741]
+    [25, 4174]
     """
     if not available(collective, algorithm, topology, protocol=protocol):
         raise ValueError(f"algorithm={algorithm!r} is not allowed for {collective} under "
