@@ -191,7 +191,8 @@ class Choice:
     Attributes
     ----------
     algorithm : str
-        ``ring``, ``tree``, ``rhd``, ``pipeline`` or ``hier``.
+        ``ring``, ``tree``, ``rhd``, ``pipeline`` or ``hier``; or one of NCCL's own
+        (``nccl-tree``, ``nccl-nvls``, ...) where ``algorithms=`` named it.
     params : tuple of (str, value)
         Its tuning parameters for :func:`collectives.build_schedule` (``dict(params)``;
         on several nodes or with ``channels`` > 1 the simulated tables ran them over the
