@@ -94,7 +94,8 @@ from .nccl_algorithms import NCCL_NAMES
 from .nccl_tuner import nccl_channels, nccl_choice, tuner_kind
 from .selection import MAX_BYTES, SIZES, TuningTable
 
-__all__ = ["NCCL_COLL", "NCCL_FIELDS", "NcclRange", "nccl_ranges", "to_nccl_csv",
+__all__ = ["NCCL_COLL", "NCCL_FIELDS", "NcclRange", "nccl_ranges", "nccl_pair_times",
+           "to_nccl_csv",
            "read_nccl_csv", "OMPI_COLL_ID", "OMPI_ALGORITHM", "ompi_algorithm",
            "to_ompi_rules", "read_ompi_rules"]
 
@@ -202,11 +203,29 @@ def _grid(dtype_size: int) -> list[int]:
     return sorted(grid | {sizes[-1]})
 
 
-def _ours(collective: str, topology: Any, dtype_size: int, sizes: list[int]
-          ) -> dict[tuple[str, str], np.ndarray]:
-    """Our model's seconds at ``sizes`` of every (NCCL algorithm, protocol) it prices:
-    the ring (one channel per NIC, as NCCL's rings cross every NIC) and
-    :mod:`simulator.nccl_algorithms`."""
+def nccl_pair_times(collective: str, topology: Any, sizes: list[int], dtype_size: int = 4
+                    ) -> dict[tuple[str, str], np.ndarray]:
+    """Our model's seconds at ``sizes`` of every (NCCL algorithm, protocol) it prices.
+
+    The ring (one channel per NIC, as NCCL's rings cross every NIC) and
+    :mod:`simulator.nccl_algorithms`, on all of ``topology``'s ranks.
+
+    Parameters
+    ----------
+    collective : str
+        A key of :data:`NCCL_COLL`.
+    topology : topology.Topology
+        A machine with a GPU model.
+    sizes : list of int
+        Bytes of the working buffer.
+    dtype_size : int, optional
+        Bytes per element (default 4).
+
+    Returns
+    -------
+    dict
+        ``{(NCCL's algorithm, protocol): seconds per size}``, e.g. ``("nvls", "Simple")``.
+    """
     channels = max(1, nics_per_node(topology))
     out = {("ring", p): np.asarray(machine_costs(collective, "ring", topology, sizes,
                                                  topology.nranks, dtype_size, p,
@@ -281,7 +300,7 @@ def nccl_ranges(collective: str, topology: Any, dtype_size: int = 4,
                          f"model of a DGX preset (NCCL's own model is known only there)")
     ranks, nodes = topology.nranks, len(node_groups(topology))
     grid = _grid(dtype_size)
-    times = _ours(collective, topology, dtype_size, grid)
+    times = nccl_pair_times(collective, topology, grid, dtype_size)
     at = {n: i for i, n in enumerate(grid)}
 
     def nccl(n: int) -> tuple[str, str]:
