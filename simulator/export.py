@@ -24,9 +24,12 @@ What the file says (:func:`to_nccl_csv`, :func:`nccl_ranges`):
 * Per (collective, size, nNodes, nRanks) of the machine: the (algorithm, protocol) our
   model predicts fastest among them, written only where it is predicted at least as
   fast as what NCCL's own model would choose there (:func:`simulator.nccl_tuner.nccl_choice`,
-  tuning.cc), that choice priced in our model too, at both ends of the range.  Where it
-  is not, or where NCCL's choice is one our model cannot price, NCCL's own choice is
-  kept.
+  tuning.cc), that choice priced in our model too.  The comparison runs on a grid (the
+  sizes of :data:`simulator.selection.SIZES` from one element, eight steps between
+  each two, and powers of two up to 1 TiB): a pair is written over a step of the grid
+  only if it is at least as fast at both of its ends, and the step is cut where NCCL's
+  choice changes (bisection).  Where no pair of ours is, or where NCCL's choice is one
+  our model cannot price, NCCL's own choice is kept.
 * ``channels``: NCCL's own channel count for the written pair at each size
   (:func:`simulator.nccl_tuner.nccl_channels`, enqueue.cc), ranges split where it
   changes.  Never ``-1``: the plugin starts every call at one channel
