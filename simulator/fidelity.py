@@ -133,14 +133,19 @@ class Curve:
         """The algorithms the prediction may use: the one the curve forced; on one node
         the ring (NCCL's tree inside a node is a chain, no faster than the ring in
         NCCL's own model, not the double binary tree of :mod:`collectives`); otherwise
-        :data:`NCCL_ALGORITHMS`; and, unless an algorithm is forced, NCCL's in-switch
-        ones, ``nccl-nvls`` on one node and ``nccl-nvlstree`` on several
-        (:mod:`simulator.nccl_algorithms`; :func:`predict` keeps those NCCL runs on the
-        curve's machine)."""
+        :data:`NCCL_ALGORITHMS`; and NCCL's in-switch ones, ``nccl-nvls`` on one node
+        and ``nccl-nvlstree`` on several (:mod:`simulator.nccl_algorithms`), where the
+        header's algorithm line says NCCL ran NVLS (``h100_1node_dgx_default_nvls``,
+        ``h100_2node_default_nccl2.26.2``).  Unstated, they are not assumed: on the
+        8-node H100 curves NCCL's model ranks NVLSTree first from 64 MiB, but which
+        algorithm ran there is not published, and the model's NVLSTree, without the
+        fill of NCCL's tree of chunks across 8 nodes, is 19-43% below them at 64-512
+        MiB, where the simulated tree meets them."""
         if self.algorithm is not None:
             return (self.algorithm,)
-        return ("ring", "nccl-nvls") if self.nodes == 1 else (*NCCL_ALGORITHMS,
-                                                              "nccl-nvlstree")
+        switch = ("nccl-nvls",) if self.nodes == 1 else ("nccl-nvlstree",)
+        named = switch if "nvls" in self.header.get("algorithm", "").lower() else ()
+        return ("ring", *named) if self.nodes == 1 else (*NCCL_ALGORITHMS, *named)
 
     @property
     def outliers(self) -> tuple[int, ...]:
@@ -295,8 +300,9 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
     size is simulated; on several nodes every candidate runs :func:`channel_count`
     channels over :func:`topology.channel_orders`
     (:func:`simulator.channel_choice.schedule_params`), as NCCL runs a channel per NIC.
-    NCCL's in-switch algorithms (NVLS, NVLSTree; Simple), which no schedule runs, join
-    by the same rule, priced in closed form (:mod:`simulator.nccl_algorithms`).
+    NCCL's in-switch algorithms (NVLS, NVLSTree; Simple), which no schedule runs,
+    predict the sizes where NCCL's own model ranks them first (NCCL runs them there),
+    priced in closed form (:mod:`simulator.nccl_algorithms`).
     """
     target = machine(curve)
     channels = channel_count(target)
@@ -304,16 +310,21 @@ def predict(curve: Curve) -> list[tuple[str, str | None, float]]:
              for a, p in candidates("allreduce") if a in curve.nccl_algorithms]
     protocols = tuple(k for k in gpu_protocols(target) if curve.protocol in (None, k))
     switch = _switch_predictions(curve, target, protocols)
+    ranked = tuple(nccl_algorithms.NCCL_NAMES.get(a, a) for a in curve.nccl_algorithms)
     out = []
     for i, n in enumerate(curve.nbytes):
+        first = nccl_choice(curve.gpu, n, curve.ranks, curve.nodes, ranked, protocols)[0]
+        runs = [a for a in switch if nccl_algorithms.NCCL_NAMES[a] == first]
+        if runs:
+            out.append((runs[0], "Simple", float(switch[runs[0]][i])))
+            continue
         chosen = {a: nccl_choice(curve.gpu, n, curve.ranks, curve.nodes, (a,), protocols)[1]
                   for a in curve.nccl_algorithms if a in NCCL_ALGORITHMS}
         seconds, label, k = min(
-            [(simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **params), target,
-                       trace=False, protocol=chosen[a]).time_s,
-              f"{label} x{channels}" if channels > 1 else label, chosen[a])
-             for a, params, label in tried]
-            + [(float(times[i]), a, "Simple") for a, times in switch.items()])
+            (simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **params), target,
+                      trace=False, protocol=chosen[a]).time_s,
+             f"{label} x{channels}" if channels > 1 else label, chosen[a])
+            for a, params, label in tried)
         out.append((label, k, seconds))
     return out
 
