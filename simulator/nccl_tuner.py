@@ -29,6 +29,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import topology as presets
+
 __all__ = ["Tuner", "TUNERS", "ALGORITHMS", "COLLECTIVES", "nccl_choice", "nccl_time_us",
            "nccl_channels", "serves", "tuner_kind"]
 
@@ -158,7 +160,6 @@ def tuner_kind(topology: Any) -> str | None:
     >>> tuner_kind(topology.dgx_h100(2)), tuner_kind(topology.flat(4, 1e-6, 1e-9))
     ('H100', None)
     """
-    import topology as presets
     model = getattr(topology, "gpu", None)
     if model is None:
         return None
