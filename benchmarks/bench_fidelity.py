@@ -1,8 +1,7 @@
 """How well the GPU cost model predicts published nccl-tests AllReduce curves.
 
 Run: ``python benchmarks/bench_fidelity.py [--plot fidelity.png] [--data DIR] [--detail]
-[--write docs/results/fidelity.md]`` (``--write``: also what it printed as a page of
-``docs/results/``, with the command, date and machine on top).
+[--write [docs/results/fidelity.md]]``
 
 Every curve in ``simulator/data/nccl-tests/`` (each CSV names its source, hardware, NCCL
 version and the algorithm NCCL ran) is predicted on the DGX preset of its GPU and node
@@ -13,21 +12,40 @@ for curves of the same machine kind, their time ratio at the sizes both compare 
 set of figures per machine kind cannot reconcile).  ``--plot`` draws bus
 bandwidth per size, the predicted line over the measured points (hollow: not compared).
 Multi-node curves are simulated with a channel per NIC; the 1024-GPU curve takes a few
-minutes of the run (every size of it is simulated).
+minutes of the run (every size of it is simulated).  ``--write`` puts what it printed in
+``docs/results/fidelity.md`` (or the page given), with the command, date and machine on
+top, and every prediction, and our best schedule against NCCL's predicted choice (priced
+in the model) per size on 1, 8 and 128 DGX-H100 nodes, in the ``.json`` beside it, which
+``notebooks/fidelity.ipynb`` draws.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+import topology
 from simulator.busbw import bandwidths
+from simulator.export import nccl_pair_times
 from simulator.fidelity import DATA_DIR, Curve, disagreements, predict, read_curves, score
+from simulator.nccl_tuner import nccl_choice, tuner_kind
+from simulator.selection import SIZES, tuning_table
 
-from results import write
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+#: DGX-H100 node counts of the best-schedule-against-NCCL comparison
+BEST_NODES = (1, 8, 128)
+
+from results import command, write  # noqa: E402 - benchmarks/ is the script's folder
+
+#: what the page's figures are
+ABOUT = """Each published `all_reduce_perf` curve of `simulator/data/nccl-tests/` (its
+source in the CSV's header) predicted on the preset of its GPU and node count with the
+algorithm and protocol NCCL ran, scored where NCCL ran what the model has: geomean error
+`exp(mean |log(predicted/measured)|) - 1`, below 1 MiB, from 64 MiB, and the worst size."""
 
 
 def _size(nbytes: int) -> str:
@@ -94,12 +112,6 @@ def _used(curve: Curve, predicted: list[tuple[str, str | None, float]]) -> str:
             used.append(name)
     return " > ".join(used)
 
-#: what the page's figures are
-ABOUT = """Each published `all_reduce_perf` curve of `simulator/data/nccl-tests/` (its
-source in the CSV's header) predicted on the preset of its GPU and node count with the
-algorithm and protocol NCCL ran, scored where NCCL ran what the model has: geomean error
-`exp(mean |log(predicted/measured)|) - 1`, below 1 MiB, from 64 MiB, and the worst size."""
-
 
 def _ran(curve: Curve) -> str:
     """What NCCL ran, as the curve's header says (its settings, or "default")."""
@@ -110,15 +122,47 @@ def _ran(curve: Curve) -> str:
                     if part.startswith(("NCCL_ALGO=", "NCCL_PROTO=")))
 
 
+def best_against_nccl(nodes: int) -> dict[str, list]:
+    """Per size of the sweep (from 4 B), our best schedule (:func:`simulator.select`'s
+    table) and NCCL's predicted choice (:func:`simulator.nccl_tuner.nccl_choice`), both
+    priced in the model, for AllReduce on ``nodes`` DGX-H100 nodes."""
+    machine = topology.dgx_h100(nodes)
+    sizes = [n for n in SIZES if n >= 4]
+    table = tuning_table("allreduce", machine)
+    priced = nccl_pair_times("allreduce", machine, sizes)
+    kind = tuner_kind(machine)
+    nccl = [nccl_choice(kind, n, machine.nranks, nodes) for n in sizes]
+    best = [table.choice(n) for n in sizes]
+    return {"sizes": sizes, "ours": [c.label for c in best],
+            "ours_s": [c.predicted_s for c in best],
+            "nccl": [f"{a} {p}" for a, p in nccl],
+            "nccl_s": [float(priced[pair][i]) for i, pair in enumerate(nccl)]}
+
+
+def _write(page: Path, lines: list[str], results: list[tuple[Curve, list]]) -> None:
+    """``page`` (what was printed, headed by command, date and machine) and its ``.json``."""
+    write(page, "Fidelity: the GPU model against published nccl-tests curves",
+          "\n".join(lines), ABOUT)
+    curves = [{"name": c.name, "ranks": c.ranks, "sizes": list(c.nbytes),
+               "measured_s": list(c.time_s), "predicted_s": [t for _, _, t in p],
+               "with": [f"{label} {k or ''}".strip() for label, k, _ in p],
+               "compared": list(c.compared), "why": c.why} for c, p in results]
+    best = {str(nodes): best_against_nccl(nodes) for nodes in BEST_NODES}
+    page.with_suffix(".json").write_text(json.dumps(
+        {"stamp": command(), "curves": curves, "best_against_nccl": best}, indent=1) + "\n")
+
+
 def main() -> None:
     """Predict and score every curve; print one row per curve (and per size with --detail)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA_DIR, help="folder of curve CSVs")
     parser.add_argument("--plot", type=Path, help="write the busbw plots to this PNG")
     parser.add_argument("--detail", action="store_true", help="print every size of every curve")
-    parser.add_argument("--write", type=Path, help="also write the output as this page")
+    parser.add_argument("--write", type=Path, nargs="?", const=RESULTS / "fidelity.md",
+                        help="also write what it printed as this page (default "
+                        "docs/results/fidelity.md) and the predictions as its .json")
     args = parser.parse_args()
-    console = Console(width=200, highlight=False, record=args.write is not None)
+    console = Console(width=200, highlight=False)
     results = []
     rows = [("curve", "ranks", "NCCL ran", "sizes", "geomean", "<1MiB", ">=64MiB",
              "worst size")]
@@ -136,24 +180,22 @@ def main() -> None:
         if args.detail:
             _detail(console, curve, predicted)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        console.print("  ".join(cell.ljust(w) if i in (0, 2) else cell.rjust(w)
-                                for i, (cell, w) in enumerate(zip(row, widths))))
-    console.print()
-    for note in notes:
-        console.print(note)
-    console.print()
+    lines = ["  ".join(cell.ljust(w) if i in (0, 2) else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths))) for row in rows]
+    lines += [""] + notes + [""]
     for pair in disagreements([curve for curve, _ in results]):
-        console.print(f"same machine kind, {pair.second} / {pair.first} at the sizes both "
-                      f"compare: " + ", ".join(f"{_size(n)} {r:.2f}"
-                                               for n, r in zip(pair.nbytes, pair.ratios))
-                      + f" (up to {pair.spread:.0%} apart)")
+        lines.append(f"same machine kind, {pair.second} / {pair.first} at the sizes both "
+                     f"compare: " + ", ".join(f"{_size(n)} {r:.2f}"
+                                              for n, r in zip(pair.nbytes, pair.ratios))
+                     + f" (up to {pair.spread:.0%} apart)")
+    for line in lines:
+        console.print(line)
+    if args.write:
+        _write(args.write, lines, results)
+        console.print(f"written: {args.write}, {args.write.with_suffix('.json')}")
     if args.plot:
         _plot(results, args.plot)
         console.print(f"plot: {args.plot}")
-    if args.write:
-        write(args.write, "Fidelity: the GPU model against published nccl-tests curves",
-              console.export_text(), ABOUT)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ RENAMED: dict[str, str] = {"-t": "--topology", "-p": "--ranks", "--np": "--ranks
                            "--nprocs": "--ranks", "--nranks": "--ranks", "-a": "--algorithms",
                            "-C": "--collective", "--dtype-size": "-d/--datatype",
                            "--iters": "-n/--iters", "--warmup": "-w/--warmup_iters",
-                           "--array-module": "--buffer", "--nnodes": "--nccl-nnodes",
+                           "--array-module": "--buffer", "--nnodes": "--nodes",
                            "-o": "--output", "-c": "--count"}
 
 

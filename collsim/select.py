@@ -3,9 +3,10 @@
 Prints, for every size of the sweep (1 B .. 8 GiB, powers of two and 1.5x between, or the
 ``-b``/``-e`` part of it), the best algorithm, its predicted time and busbw, and the best
 time of each algorithm family; then the sizes within ``-b``/``-e`` where the choice
-changes.  Sizes below one ``-d`` element are left out of the table and the exports.  ``--nccl-csv``
-and ``--ompi-rules`` write the tables for NCCL's example tuner plugin and Open MPI's
-coll/tuned (see :mod:`simulator.export`).
+changes.  Sizes below one ``-d`` element are left out of the table and the exports.  ``--ompi-rules``
+writes the tables for Open MPI's coll/tuned; ``--nccl-csv`` writes NCCL's example tuner
+plugin's file for the machine, ranking NCCL's own algorithms in the model and never
+choosing what NCCL's own choice would beat (see :mod:`simulator.export`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collectives.tuning import Tuning
 from simulator.busbw import bandwidths
 from simulator.export import to_nccl_csv, to_ompi_rules
 from simulator.for_auto import tuning_rules
+from simulator.nccl_algorithms import ALGORITHMS as NCCL_ALGORITHMS
 from simulator.selection import METHODS, TuningTable, tuning_table
 
 from .args import (ITEMSIZES, UsageError, add_machine, add_sweep, check_distinct,
@@ -48,16 +50,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
                         help="element type: float (default), half, bfloat16, double, int8, ...")
     add_sweep(parser, 1, 8 << 30, stepfactor=None)
-    parser.add_argument("--algorithms", nargs="+", default=None, choices=(*ALGORITHMS, *COMPOSED),
-                        metavar="ALGO", help="restrict the candidates, as NCCL_ALGO does "
-                        "(default: all; hier needs several nodes)")
+    parser.add_argument("--algorithms", nargs="+", default=None,
+                        choices=(*ALGORITHMS, *COMPOSED, *NCCL_ALGORITHMS), metavar="ALGO",
+                        help="restrict the candidates, as NCCL_ALGO does (default: every "
+                        "schedule; hier needs several nodes); NCCL's own "
+                        f"{', '.join(NCCL_ALGORITHMS)} join where NCCL runs them")
     parser.add_argument("--method", choices=METHODS, default="auto",
                         help="simulate, closed_form, or auto (simulate up to 8 ranks)")
     parser.add_argument("--nccl-csv", type=Path, metavar="CSV",
-                        help="write the NCCL example tuner plugin's CSV")
+                        help="write the NCCL example tuner plugin's file (NCCL 2.27.5+) for "
+                        "all of the machine's ranks: NCCL's algorithms only, ours where the "
+                        "model predicts them at least as fast as NCCL's own choice")
     parser.add_argument("--nccl-nnodes", type=whole(-1, MAX_NCCL_NODES), default=-1,
-                        metavar="N", help="nNodes column of the NCCL CSV: -1 (any, the "
-                        f"default) or 1 to {MAX_NCCL_NODES}")
+                        metavar="N", help="the NCCL file's nNodes: the machine's node count "
+                        "(--nodes), the only one its choices hold for; -1 (default) takes it")
     parser.add_argument("--ompi-rules", type=Path, metavar="FILE",
                         help="write an Open MPI coll/tuned dynamic rules file")
     parser.add_argument("--tuning-out", type=Path, metavar="JSON",
@@ -119,9 +125,10 @@ def check(args: argparse.Namespace) -> None:
     if args.minbytes > args.maxbytes:
         raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}; "
                          "need minbytes <= maxbytes")
-    if args.nccl_nnodes == 0:
-        raise UsageError("--nccl-nnodes 0 is not allowed; give -1 (any) or 1 to "
-                         f"{MAX_NCCL_NODES}")
+    if args.nccl_nnodes not in (-1, args.nodes or 1):
+        raise UsageError(f"--nccl-nnodes {args.nccl_nnodes} is not allowed; the NCCL file's "
+                         f"choices hold for the machine's {args.nodes or 1} node(s): give "
+                         f"--nodes {args.nccl_nnodes}, or leave --nccl-nnodes out")
     for dest, flag in _EXPORTS.items():
         check_output(flag, getattr(args, dest))
 
@@ -156,7 +163,7 @@ def main(args: argparse.Namespace) -> int:
     for table in tables:
         _print(out, table, args.minbytes, args.maxbytes)
     if args.nccl_csv is not None:
-        args.nccl_csv.write_text(to_nccl_csv(tables, nnodes=args.nccl_nnodes))
+        args.nccl_csv.write_text(to_nccl_csv(model, args.collectives, itemsize))
         out.print(f"NCCL tuner CSV written to {args.nccl_csv}")
     if args.ompi_rules is not None:
         args.ompi_rules.write_text(to_ompi_rules(tables))

@@ -14,8 +14,9 @@ for predicted tables (:func:`simulator.selection.measured_table`).
 
 Rank 0 writes ``FILE`` as a :class:`collectives.tuning.Tuning` (``COLLSIM_TUNING=FILE``
 or :func:`collectives.auto.use_tuning` make ``auto`` read it), and, when asked, the same
-choices for NCCL's example tuner (``--nccl-csv``) and Open MPI's coll/tuned
-(``--ompi-rules``).  A progress bar goes to rank 0's stderr when it is a terminal.
+choices for Open MPI's coll/tuned (``--ompi-rules``).  (NCCL's tuner file names NCCL's own
+algorithms, which the measured schedules are not: ``collsim select --nccl-csv`` writes it
+from the model.)  A progress bar goes to rank 0's stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -94,7 +95,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ranks", type=whole(1, launch_limit()), default=4,
                         help="ranks to launch when not already under mpirun, at most "
                              f"{launch_limit()} (default 4)")
-    parser.add_argument("--nccl-csv", type=Path, help="also write NCCL's example tuner CSV")
     parser.add_argument("--ompi-rules", type=Path,
                         help="also write Open MPI coll/tuned dynamic rules")
     parser.add_argument("--timeout", type=seconds(), default=3600.0,
@@ -361,24 +361,19 @@ def check_args(args: argparse.Namespace) -> None:
         check_distinct(flag, getattr(args, flag[2:]))
     if not in_mpi_job():
         check_memory("-e", args.maxbytes, args.ranks)
-    for flag, path in (("--output", args.output), ("--nccl-csv", args.nccl_csv),
-                       ("--ompi-rules", args.ompi_rules)):
+    for flag, path in (("--output", args.output), ("--ompi-rules", args.ompi_rules)):
         check_output(flag, path)
 
 
 def _write(args: argparse.Namespace, measured: list[Any]) -> list[str]:
     """Write the tuning file and the exports asked for; return what was written."""
     from collectives.tuning import Tuning
-    from simulator.export import to_nccl_csv, to_ompi_rules
+    from simulator.export import to_ompi_rules
     from simulator.for_auto import tuning_rules
     rules = [rule for table in measured for rule in tuning_rules([table], table.dtype_size)]
     source = f"measured: collsim {' '.join(sys.argv[1:])}"
     Tuning.from_rules(rules, source).save(args.output)
     written = [str(args.output)]
-    if args.nccl_csv is not None:
-        first = [t for t in measured if t.dtype_size == measured[0].dtype_size]
-        args.nccl_csv.write_text(to_nccl_csv(first))
-        written.append(str(args.nccl_csv))
     if args.ompi_rules is not None:
         first = [t for t in measured if t.dtype_size == measured[0].dtype_size]
         args.ompi_rules.write_text(to_ompi_rules(first))

@@ -1,33 +1,47 @@
 """Export tuning tables to the files NCCL's and Open MPI's tuners read.
 
-NCCL example tuner plugin (``NCCL_TUNER_PLUGIN=libnccl-tuner-example.so``,
-``NCCL_TUNER_CONFIG_FILE=...``; source: NCCL ``plugins/tuner/example/plugin.c`` and its
-README): a CSV, one line per size range,
-``coll,min_bytes,max_bytes,algo,proto,channels,nNodes,nRanks``, ``#`` lines are comments.
+NCCL example tuner plugin (NCCL's ``plugins/tuner/example``, ``ext-tuner/example`` before
+2.29; ``NCCL_TUNER_PLUGIN=libnccl-tuner-example.so``, ``NCCL_TUNER_CONFIG_FILE=...``).
+NCCL 2.27.5 through 2.30 read the file (the plugin of 2.27.3 and earlier reads none); one
+line per size range, ``coll,min_bytes,max_bytes,algo,proto,channels,nNodes,nRanks,
+numPipeOps,regBuff`` (the last two optional; ``-1`` matches any).  The plugin's parsing
+rules (plugin.c ``loadConfig``), which :func:`read_nccl_csv` applies: a line starting with
+``#`` in its first column, or empty, is skipped; fields are split at commas and trimmed
+of spaces and tabs; a line of 8 to 10 fields is a configuration, others are ignored; an
+unknown collective, algorithm or protocol silently becomes AllReduce, Ring, Simple; a
+line is read in pieces of at most 255 characters (``MAX_LINE_LENGTH`` 256), so a longer
+one is read as two.  The first line that matches a call (collective, size in
+``[min_bytes, max_bytes]``, nNodes, nRanks, numPipeOps, regBuff) sets that (algorithm,
+protocol)'s cost to 0, so NCCL runs it, unless NCCL cannot run it there (its cost
+``NCCL_ALGO_PROTO_IGNORE``: the plugin tries the next line).
 
-* ``coll``: ``allreduce``, ``allgather``, ``reducescatter``;
-* ``algo``: NCCL has ``ring`` and ``tree`` (trees for AllReduce only); our algorithms map as
+What the file says (:func:`to_nccl_csv`, :func:`nccl_ranges`):
 
-  ======== ================ ============================================================
-  ours     NCCL             why
-  ======== ================ ============================================================
-  ring     ring             the same ring
-  tree     tree             NCCL's double binary tree (AllReduce only)
-  rhd      tree             the log-depth, latency-bound family (AllReduce only)
-  pipeline tree             NCCL's tree is a chain inside a node (AllReduce only)
-  hier     tree             intra-node chain, inter-node tree: NCCL's tree is the
-                            hierarchical one (AllReduce only)
-  ======== ================ ============================================================
-
-  For ReduceScatter and AllGather NCCL has no tree: ranges whose choice is not ``ring``
-  are left out (NCCL then keeps its own choice there) and listed in a comment line, as
-  are ranges of a measured table that choose ``native`` (the library's own);
-* ``proto``: ``simple`` by default; ``model``: the protocol the table chose per size on a
-  topology with a GPU model (:meth:`TuningTable.protocol_ranges`; ranges split where
-  it changes, ``simple`` where the table has none);
-* ``channels``: the chosen candidate's channel count where the table tried channel counts
-  (:func:`simulator.selection.candidates`), else -1 (NCCL's default), unless given;
-  ``nNodes`` as given (-1: any); ``nRanks`` the table's.
+* Only NCCL's algorithms, with NCCL's meaning: ``ring`` is our ring; ``tree``,
+  ``nvls``, ``nvls_tree`` and ``pat`` are NCCL's own (:mod:`simulator.nccl_algorithms`:
+  ``tree`` is a chain in each node and a double binary tree over nodes, which none of
+  our tree, rhd, pipeline or hier is, so none of them is ever written as ``tree``).
+* Per (collective, size, nNodes, nRanks) of the machine: the (algorithm, protocol) our
+  model predicts fastest among them, written only where it is predicted at least as
+  fast as what NCCL's own model would choose there (:func:`simulator.nccl_tuner.nccl_choice`,
+  tuning.cc), that choice priced in our model too.  The comparison runs on a grid (the
+  sizes of :data:`simulator.selection.SIZES` from one element, eight steps between
+  each two, and powers of two up to 1 TiB): a pair is written over a step of the grid
+  only if it is at least as fast at both of its ends, and the step is cut where NCCL's
+  choice changes (bisection).  Where no pair of ours is, or where NCCL's choice is one
+  our model cannot price, NCCL's own choice is kept.
+* ``channels``: NCCL's own channel count for the written pair at each size
+  (:func:`simulator.nccl_tuner.nccl_channels`, enqueue.cc), ranges split where it
+  changes.  Never ``-1``: the plugin starts every call at one channel
+  (``*nChannels = 1`` in ``pluginGetCollInfo``, 2.27.5-2.30) and keeps that where a line
+  says ``-1`` or no line matches, and NCCL takes a plugin's non-zero count as the call's
+  channels (enqueue.cc ``ncclGetAlgoInfo``), its README's "-1 keeps NCCL's default"
+  notwithstanding.  For the same reason the file writes NCCL's own choice, with NCCL's
+  channels, where ours is not faster (``keep_nccl=True``, the default) and covers every
+  size of each collective it names; a collective it does not name (Broadcast, Reduce)
+  runs on one channel under this plugin.
+* ``numPipeOps`` and ``regBuff``: ``-1`` (any): the model prices one collective per
+  call on unregistered buffers.
 
 Open MPI coll/tuned dynamic rules (``--mca coll_tuned_use_dynamic_rules 1 --mca
 coll_tuned_dynamic_rules_filename FILE``; format read by ``ompi/mca/coll/tuned/
@@ -66,26 +80,44 @@ rule is written per table (in the classic reader a single rule covers every comm
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from reprlib import repr as brief
 from typing import Any, Iterable
 
-from .selection import TuningTable
+import numpy as np
 
-__all__ = ["NCCL_COLL", "NCCL_ALGO", "OMPI_COLL_ID", "OMPI_ALGORITHM", "ompi_algorithm",
+from topology.channels import nics_per_node
+from topology.order import node_groups
+
+from . import nccl_algorithms
+from .gpu import protocols as gpu_protocols
+from .machine_forms import machine_costs
+from .nccl_algorithms import NCCL_NAMES
+from .nccl_tuner import nccl_channels, nccl_choice, tuner_kind
+from .selection import MAX_BYTES, SIZES, TuningTable
+
+__all__ = ["NCCL_COLL", "NCCL_FIELDS", "NcclRange", "nccl_ranges", "nccl_pair_times",
            "to_nccl_csv",
-           "read_nccl_csv", "to_ompi_rules", "read_ompi_rules"]
+           "read_nccl_csv", "OMPI_COLL_ID", "OMPI_ALGORITHM", "ompi_algorithm",
+           "to_ompi_rules", "read_ompi_rules"]
 
 #: our collective -> the NCCL tuner CSV's ``coll``
 NCCL_COLL: dict[str, str] = {"allreduce": "allreduce", "allgather": "allgather",
                              "reduce_scatter": "reducescatter"}
-#: (collective, algorithm) -> NCCL algorithm; missing pairs are left out of the CSV
-NCCL_ALGO: dict[tuple[str, str], str] = {
-    ("allreduce", "ring"): "ring", ("allreduce", "tree"): "tree",
-    ("allreduce", "rhd"): "tree", ("allreduce", "pipeline"): "tree",
-    ("allreduce", "hier"): "tree",
-    ("allgather", "ring"): "ring", ("reduce_scatter", "ring"): "ring"}
+#: what the plugin parses (plugin.c parseCollType, parseAlgorithm, parseProtocol)
+NCCL_PLUGIN_COLLECTIVES = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
+NCCL_PLUGIN_ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls",
+                          "nvls_tree", "pat")
 NCCL_PROTOCOLS = ("ll", "ll128", "simple")
-_NCCL_HEADER = "coll,min_bytes,max_bytes,algo,proto,channels,nNodes,nRanks"
+NCCL_FIELDS = ("coll", "min_bytes", "max_bytes", "algo", "proto", "channels", "nNodes",
+               "nRanks", "numPipeOps", "regBuff")
+#: plugin.c MAX_LINE_LENGTH 256: ``fgets`` reads at most 255 characters of a line
+NCCL_LINE_MAX = 255
+#: sub-sizes per step of :data:`simulator.selection.SIZES` at which the export compares,
+#: and the sizes past its 8 GiB up to which it does
+_STEPS_BETWEEN = 8
+_BEYOND = tuple(1 << k for k in range(34, 41))
 
 #: our collective -> Open MPI COLLTYPE id (coll_base_functions.h)
 OMPI_COLL_ID: dict[str, int] = {"allgather": 0, "allreduce": 2, "reduce_scatter": 13}
@@ -109,10 +141,6 @@ OMPI_NAMES: dict[str, dict[int, str]] = {
                   6: "rabenseifner"},
     "allgather": {0: "fixed decision", 3: "recursive_doubling", 4: "ring"},
     "reduce_scatter": {0: "fixed decision", 2: "recursive_doubling"}}
-
-
-def _algorithm(table: TuningTable, index: int) -> str:
-    return table.candidates[index][0]
 
 
 def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
@@ -141,100 +169,284 @@ def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
     return OMPI_ALGORITHM[(collective, algorithm)]
 
 
-def _channels(table: TuningTable, index: int, channels: int | None) -> int:
-    """The ``channels`` column of a range choosing candidate ``index``."""
-    if channels is not None:
-        return channels
-    if not any("channels" in dict(params) for _, params in table.candidates):
-        return -1
-    return dict(table.candidates[index][1]).get("channels", 1)
-def _pieces(table: TuningTable, proto: str) -> list[tuple[int, int, int, str]]:
-    """``(min, max, candidate, NCCL protocol)``: the table's ranges with ``proto``, or
-    split by the table's protocols for ``proto="model"``."""
-    if proto != "model":
-        return [(r.min_bytes, r.max_bytes, r.index, proto) for r in table.ranges]
-    return [(low, high, index, (protocol or "simple").lower())
-            for low, high, index, protocol in table.protocol_ranges()]
+@dataclass(frozen=True)
+class NcclRange:
+    """One line of the NCCL tuner CSV.
 
-
-def to_nccl_csv(tables: Iterable[TuningTable], nnodes: int = -1, proto: str = "simple",
-                channels: int | None = None) -> str:
-    """Write ``tables`` as the NCCL example tuner plugin's CSV (see the module docstring).
-
-    Parameters
+    Attributes
     ----------
-    tables : iterable of TuningTable
-        One per collective (and rank count).
-    nnodes : int
-        The ``nNodes`` column: nodes the job spans, or -1 for any.
-    proto : {"simple", "ll", "ll128", "model"}
-        The protocol of every line, or ``"model"``: the table's choice per range.
-    channels : int or None
-        The ``channels`` column of every line (-1: NCCL's default); None (default): the
-        chosen candidate's channel count where the table tried channel counts, else -1.
-
-    Returns
-    -------
-    str
-        The CSV text, with comment lines naming the source and the ranges left out.
+    collective : str
+        Ours (a key of :data:`NCCL_COLL`).
+    min_bytes, max_bytes : int
+        The sizes, inclusive.
+    algorithm, protocol : str
+        NCCL's names (``"nvls_tree"``, ``"ll128"``).
+    channels : int
+        NCCL's own channel count for them at these sizes.
+    ours : bool
+        True where our model's choice, at least as fast as NCCL's own and not it; False
+        where NCCL's own choice is kept.
     """
-    if proto not in NCCL_PROTOCOLS + ("model",):
-        raise ValueError(f"proto={brief(proto)} is not supported; choose one of "
-                         f"{list(NCCL_PROTOCOLS) + ['model']}")
-    lines = [f"# collsim tuning table; format: {_NCCL_HEADER}"]
-    for table in tables:
-        lines.append(f"# {table.collective} on {table.topology_name}, {table.nranks} ranks, "
-                     f"{table.method}")
-        merged: list[list] = []  # [min, max, nccl algorithm or None, ours, proto, channels]
-        for low, high, index, protocol in _pieces(table, proto):
-            algorithm = _algorithm(table, index)
-            nccl = NCCL_ALGO.get((table.collective, algorithm))
-            count = _channels(table, index, channels)
-            if merged and nccl is not None and merged[-1][2] == nccl \
-                    and merged[-1][4:] == [protocol, count]:
-                merged[-1][1] = high
-            else:
-                merged.append([low, high, nccl, algorithm, protocol, count])
-        for low, high, nccl, algorithm, protocol, count in merged:
-            if nccl is None:
-                lines.append(f"# left out: {table.collective} {low}-{high} chooses "
-                             f"{algorithm}, which NCCL lacks for it")
-            else:
-                lines.append(f"{NCCL_COLL[table.collective]},{low},{high},{nccl},{protocol},"
-                             f"{count},{nnodes},{table.nranks}")
-    return "\n".join(lines) + "\n"
+
+    collective: str
+    min_bytes: int
+    max_bytes: int
+    algorithm: str
+    protocol: str
+    channels: int
+    ours: bool
 
 
-def read_nccl_csv(text: str) -> list[dict[str, object]]:
-    """Parse a tuner CSV into one dict per line (comments and blank lines skipped).
+def _grid(dtype_size: int) -> list[int]:
+    """The sizes compared: :data:`SIZES` from one element, :data:`_STEPS_BETWEEN` steps
+    between each two, and :data:`_BEYOND`."""
+    sizes = [n for n in SIZES if n >= dtype_size] + list(_BEYOND)
+    grid = {n for a, b in zip(sizes, sizes[1:])
+            for n in range(a, b, max(1, (b - a) // _STEPS_BETWEEN))}
+    return sorted(grid | {sizes[-1]})
+
+
+def nccl_pair_times(collective: str, topology: Any, sizes: list[int], dtype_size: int = 4
+                    ) -> dict[tuple[str, str], np.ndarray]:
+    """Our model's seconds at ``sizes`` of every (NCCL algorithm, protocol) it prices.
+
+    The ring (one channel per NIC, as NCCL's rings cross every NIC) and
+    :mod:`simulator.nccl_algorithms`, on all of ``topology``'s ranks.
 
     Parameters
     ----------
-    text : str
-        The CSV's contents.
+    collective : str
+        A key of :data:`NCCL_COLL`.
+    topology : topology.Topology
+        A machine with a GPU model.
+    sizes : list of int
+        Bytes of the working buffer.
+    dtype_size : int, optional
+        Bytes per element (default 4).
 
     Returns
     -------
-    list of dict
-        Per line, the header's fields by name; ``min_bytes``, ``max_bytes``,
-        ``channels``, ``nNodes`` and ``nRanks`` as int, the rest as str.
+    dict
+        ``{(NCCL's algorithm, protocol): seconds per size}``, e.g. ``("nvls", "Simple")``.
+    """
+    channels = max(1, nics_per_node(topology))
+    out = {("ring", p): np.asarray(machine_costs(collective, "ring", topology, sizes,
+                                                 topology.nranks, dtype_size, p,
+                                                 channels=channels))
+           for p in gpu_protocols(topology) if p is not None}
+    for algorithm in nccl_algorithms.ALGORITHMS:
+        for p in nccl_algorithms.nccl_protocols(algorithm, topology):
+            if nccl_algorithms.available(collective, algorithm, topology, protocol=p):
+                out[(NCCL_NAMES[algorithm], p)] = nccl_algorithms.nccl_costs(
+                    collective, algorithm, topology, sizes, p)
+    return out
+
+
+def _first_change(value: Any, low: int, high: int) -> int:
+    """The least size in ``(low, high]`` where ``value`` differs from ``value(low)``
+    (``value(high)`` does), by bisection."""
+    start = value(low)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if value(middle) == start else (low, middle)
+    return high
+
+
+def _pieces(value: Any, low: int, high: int) -> list[tuple[int, int, Any]]:
+    """``[low, high]`` cut where ``value`` changes: ``(first, last, value)``."""
+    out = []
+    while value(low) != value(high):
+        cut = _first_change(value, low, high)
+        out.append((low, cut - 1, value(low)))
+        low = cut
+    return out + [(low, high, value(low))]
+
+
+def nccl_ranges(collective: str, topology: Any, dtype_size: int = 4,
+                keep_nccl: bool = True) -> tuple[NcclRange, ...]:
+    """The NCCL tuner CSV's lines of ``collective`` on all of ``topology``'s ranks.
+
+    Parameters
+    ----------
+    collective : str
+        A key of :data:`NCCL_COLL`.
+    topology : topology.Topology
+        A machine whose GPU generation NCCL's model knows
+        (:func:`simulator.nccl_tuner.tuner_kind`).
+    dtype_size : int, optional
+        Bytes per element (default 4): sizes below one element are not compared.
+    keep_nccl : bool, optional
+        Write NCCL's own choice where ours is not faster (default True; see the module
+        docstring), or leave those ranges out.
+
+    Returns
+    -------
+    tuple of NcclRange
+        From 0 to :data:`MAX_BYTES` with ``keep_nccl``; consecutive, not overlapping.
 
     Raises
     ------
     ValueError
-        For a line without the 8 required fields or with a non-integer number.
+        For a collective NCCL's model here does not rank, or a machine it does not know.
+
+    Examples
+    --------
+    >>> import topology
+    >>> first = nccl_ranges("allreduce", topology.dgx_h100())[0]
+    >>> first.min_bytes, first.algorithm, first.protocol, first.channels, first.ours
+    (0, 'ring', 'll', 1, False)
+    """
+    kind = tuner_kind(topology)
+    if collective not in NCCL_COLL or kind is None:
+        raise ValueError(f"collective={brief(collective)} on {brief(topology)} is not "
+                         f"allowed; give one of {list(NCCL_COLL)} on a machine with the GPU "
+                         f"model of a DGX preset (NCCL's own model is known only there)")
+    ranks, nodes = topology.nranks, len(node_groups(topology))
+    grid = _grid(dtype_size)
+    times = nccl_pair_times(collective, topology, grid, dtype_size)
+    at = {n: i for i, n in enumerate(grid)}
+
+    def nccl(n: int) -> tuple[str, str]:
+        return nccl_choice(kind, n, ranks, nodes, collective=collective)
+
+    lines: list[NcclRange] = []
+    for i, (low, nxt) in enumerate(zip(grid, grid[1:] + [MAX_BYTES])):
+        high = nxt - 1 if i + 1 < len(grid) else MAX_BYTES
+        for first, last, theirs in _pieces(nccl, low, high):
+            pair, ours = _chosen(times, theirs, at[low], min(i + 1, len(grid) - 1))
+            if ours or keep_nccl:
+                lines += _with_channels(collective, kind, pair, ours, first, last, ranks, nodes)
+    if lines and lines[0].min_bytes == grid[0]:  # sizes below one element go with it
+        lines[0] = dataclasses.replace(lines[0], min_bytes=0)
+    return tuple(_merged(lines))
+
+
+def _chosen(times: dict[tuple[str, str], np.ndarray], theirs: tuple[str, str], i: int,
+            j: int) -> tuple[tuple[str, str], bool]:
+    """Ours where some pair is at least as fast as NCCL's ``theirs`` at sizes ``i`` and
+    ``j`` of the grid (the fastest at ``i`` of those), else ``theirs``."""
+    if theirs not in times:
+        return theirs, False
+    bound = times[theirs]
+    fine = [pair for pair, t in times.items() if t[i] <= bound[i] and t[j] <= bound[j]]
+    best = min(fine, key=lambda pair: (times[pair][i], pair != theirs))
+    return (best, True) if best != theirs else (theirs, False)
+
+
+def _with_channels(collective: str, kind: str, pair: tuple[str, str], ours: bool,
+                   low: int, high: int, ranks: int, nodes: int) -> list[NcclRange]:
+    """Lines of ``pair`` over ``[low, high]``, cut where NCCL's channel count changes."""
+    def count(n: int) -> int:
+        return nccl_channels(kind, pair[0], pair[1], n, ranks, nodes)
+
+    return [NcclRange(collective, a, b, pair[0], pair[1].lower(), c, ours)
+            for a, b, c in _pieces(count, low, high)]
+
+
+def _merged(lines: list[NcclRange]) -> list[NcclRange]:
+    """Consecutive lines of one algorithm, protocol, channel count and origin as one."""
+    out: list[NcclRange] = []
+    for line in lines:
+        last = out[-1] if out else None
+        if last is not None and (last.algorithm, last.protocol, last.channels, last.ours) \
+                == (line.algorithm, line.protocol, line.channels, line.ours) \
+                and last.max_bytes + 1 == line.min_bytes:
+            out[-1] = dataclasses.replace(last, max_bytes=line.max_bytes)
+        else:
+            out.append(line)
+    return out
+
+
+def to_nccl_csv(topology: Any, collectives: Iterable[str] = tuple(NCCL_COLL),
+                dtype_size: int = 4, keep_nccl: bool = True) -> str:
+    """The NCCL example tuner plugin's file for ``topology`` (see the module docstring).
+
+    Parameters
+    ----------
+    topology : topology.Topology
+        The machine, all of its ranks.
+    collectives : iterable of str, optional
+        Keys of :data:`NCCL_COLL` (default all three).
+    dtype_size : int, optional
+        Bytes per element (default 4).
+    keep_nccl : bool, optional
+        As :func:`nccl_ranges`.
+
+    Returns
+    -------
+    str
+        Comment lines naming the machine and each line's origin, then the lines; only
+        comments on a machine whose NCCL model is not known here.
+    """
+    collectives = list(collectives)
+    head = [f"# collsim: NCCL example tuner plugin file (NCCL 2.27.5-2.30) for "
+            f"{topology.name}, {topology.nranks} ranks",
+            "# format: " + ",".join(NCCL_FIELDS),
+            "# ours: our model's choice, at least as fast as NCCL's own; kept: NCCL's own"]
+    if tuner_kind(topology) is None:
+        return "\n".join(head + ["# nothing written: NCCL's own model is known only on the "
+                                 "GPU models of the DGX presets"]) + "\n"
+    nodes = len(node_groups(topology))
+    lines = list(head)
+    for collective in collectives:
+        ranges = nccl_ranges(collective, topology, dtype_size, keep_nccl)
+        lines.append(f"# {collective}: {sum(r.ours for r in ranges)} of {len(ranges)} "
+                     f"ranges ours")
+        origin = None
+        for r in ranges:
+            if r.ours != origin:
+                origin = r.ours
+                lines.append("# ours" if r.ours else "# kept")
+            lines.append(f"{NCCL_COLL[r.collective]},{r.min_bytes},{r.max_bytes},"
+                         f"{r.algorithm},{r.protocol},{r.channels},{nodes},{topology.nranks},"
+                         "-1,-1")
+    return "\n".join(lines) + "\n"
+
+
+def read_nccl_csv(text: str) -> list[dict[str, object]]:
+    """Parse a tuner file as the example plugin does, refusing what it would misread.
+
+    Parameters
+    ----------
+    text : str
+        The file's contents.
+
+    Returns
+    -------
+    list of dict
+        Per configuration line, :data:`NCCL_FIELDS` by name; the numbers as int
+        (``numPipeOps`` and ``regBuff`` -1 where the line leaves them out).
+
+    Raises
+    ------
+    ValueError
+        For a line the plugin would read in pieces (longer than :data:`NCCL_LINE_MAX`),
+        a line of fewer than 8 or more than 10 fields, a collective, algorithm or
+        protocol the plugin does not parse (it would run AllReduce, Ring or Simple
+        instead), or a number that is not an integer.
     """
     rows = []
-    names = _NCCL_HEADER.split(",")
     for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
+        if len(line) > NCCL_LINE_MAX:
+            raise ValueError(f"line {number} has {len(line)} characters; the plugin reads "
+                             f"at most {NCCL_LINE_MAX} of a line and the rest as another")
+        if not line or line.startswith("#"):
             continue
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) < len(names):
-            raise ValueError(f"line {number} {brief(line)} has {len(fields)} fields; the NCCL "
-                             f"tuner needs {len(names)}: {_NCCL_HEADER}")
-        row: dict[str, object] = dict(zip(names, fields))
-        for key in ("min_bytes", "max_bytes", "channels", "nNodes", "nRanks"):
+        # strtok: runs of commas are one separator
+        fields = [f.strip(" \t") for f in line.split(",") if f]
+        if not 8 <= len(fields) <= len(NCCL_FIELDS):
+            raise ValueError(f"line {number} {brief(line)} has {len(fields)} fields; the "
+                             f"plugin reads 8 to 10 (and ignores a line of fewer): "
+                             f"{','.join(NCCL_FIELDS)}")
+        row: dict[str, object] = dict(zip(NCCL_FIELDS, fields))
+        row.setdefault("numPipeOps", "-1")
+        row.setdefault("regBuff", "-1")
+        for key, allowed in (("coll", NCCL_PLUGIN_COLLECTIVES), ("algo", NCCL_PLUGIN_ALGORITHMS),
+                             ("proto", NCCL_PROTOCOLS)):
+            if row[key] not in allowed:
+                raise ValueError(f"line {number}: {key}={brief(row[key])} is not allowed; "
+                                 f"the plugin parses {list(allowed)}")
+        for key in NCCL_FIELDS[1:3] + NCCL_FIELDS[5:]:
             try:
                 row[key] = int(str(row[key]))
             except ValueError:

@@ -17,6 +17,7 @@ import topology
 from collectives import auto
 from collectives.tuning import Rule
 
+from . import nccl_algorithms
 from .channel_choice import schedule_params
 from .selection import TuningTable, select
 
@@ -108,6 +109,13 @@ def tuning_rules(tables: Iterable[TuningTable], dtype_size: int = 0) -> list[Rul
     Returns
     -------
     list of Rule
+        A range choosing one of NCCL's own algorithms (:mod:`simulator.nccl_algorithms`),
+        which no schedule runs, chooses ``native`` (NCCL's own call).
     """
     return [Rule(t.collective, t.nranks, dtype_size, r.min_bytes, r.max_bytes,
-                 *t.candidates[r.index]) for t in tables for r in t.ranges]
+                 *_runnable(*t.candidates[r.index])) for t in tables for r in t.ranges]
+
+
+def _runnable(algorithm: str, params: Any) -> tuple[str, Any]:
+    """A candidate as ``auto`` runs it: NCCL's own algorithms by ``native``."""
+    return ("native", ()) if algorithm in nccl_algorithms.ALGORITHMS else (algorithm, params)

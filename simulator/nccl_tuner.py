@@ -1,4 +1,4 @@
-"""What NCCL itself would choose: its own cost model (src/graph/tuning.cc) for AllReduce.
+"""What NCCL itself would choose: its own cost model (src/graph/tuning.cc).
 
 NCCL picks, per call, the (algorithm, protocol) pair with the least time in *its* model,
 ``latency + bytes / bandwidth``, whose figures are constants of the GPU generation and
@@ -9,24 +9,54 @@ Simple's bandwidth, and the published curves (``a100_1node_nccl2.19.3_g8``,
 ``a100_1node_dgx``) show LL128 ran there, at far less.  :func:`simulator.fidelity.predict`
 therefore takes the protocol from this module and the time from the simulator.
 
-Only Ring and Tree (the algorithms the simulator has) are ranked; NVLS, NVLSTree,
-CollNet and PAT are not.
+Ranked, with tuning.cc's conditions: ``ring`` (every collective), ``tree`` (AllReduce),
+``nvls`` (Hopper and later with an NVSwitch, Simple only; on several nodes only with
+CollNet, which no machine here has, so one node), ``nvls_tree`` (AllReduce on several
+nodes, Simple only) and ``pat`` (AllGather and ReduceScatter with one GPU per node,
+Simple only).  CollNet (in-network SHARP) is not ranked: no machine here has it, and
+NCCL disables it without it.  The names are the example tuner plugin's.
+
+The graphs' figures that the topology search finds (``nChannels``, ``bwIntra``,
+``bwInter``) are stated per GPU kind in :data:`TUNERS` with how the search reaches them
+(src/graph/search.cc); the per-call channel count NCCL runs, :func:`nccl_channels`, is
+src/enqueue.cc's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Tuner", "TUNERS", "nccl_choice", "nccl_time_us"]
+import topology as presets
+
+__all__ = ["Tuner", "TUNERS", "ALGORITHMS", "COLLECTIVES", "nccl_choice", "nccl_time_us",
+           "nccl_channels", "serves", "tuner_kind"]
 
 PROTOCOLS = ("LL", "LL128", "Simple")
+#: NCCL's algorithms ranked here, by the example tuner plugin's names
+ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree", "pat")
+#: the collectives ranked here
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
 
-#: tuning.cc baseLatencies (us), {LL, LL128, Simple}
-BASE_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4)}
+#: tuning.cc baseLatencies (us), {LL, LL128, Simple} (NVLS and NVLSTree 0)
+BASE_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0),
+           "nvls_tree": (0.0, 0.0, 0.0), "pat": (8.0, 8.0, 8.0)}
 #: tuning.cc hwLatencies (us) NVLINK and NET rows, {LL, LL128, Simple}
-NVLINK_US = {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4)}
-NET_US = {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0)}
+NVLINK_US = {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0),
+             "nvls_tree": (0.0, 0.0, 25.0), "pat": (0.0, 0.0, 4.0)}
+NET_US = {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0),
+          "nvls_tree": (0.0, 0.0, 20.9), "pat": (0.0, 0.0, 14.0)}
+
+#: enqueue.cc's channel reduction: comm->maxThreads (device.h NCCL_LL_MAX_NTHREADS 512,
+#: NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512, the default on NVLink
+#: machines) and threadThresholds (comm.h NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD 8, 8, 64;
+#: Ring LL's times the rank count), per protocol
+_THREADS = (512, 640, 512)
+_THRESHOLDS = (8, 8, 64)
+#: src/transport/nvls.cc NVLS_NCHANNELS_SM90: NVLS runs 16 channels on Hopper
+NVLS_CHANNELS_SM90 = 16
 
 
 @dataclass(frozen=True)
@@ -46,6 +76,17 @@ class Tuner:
         ``perChMaxTreeLL128Bws`` for 1, 2 and more nodes.
     net_overhead_us : float
         ``getNetOverhead``: the network post cost per ring step (1 us Intel, 2 us AMD).
+    nvls_channels : int, optional
+        Channels (heads) of the NVLS graph; 0 (default): no NVLS (the search finds none
+        below compute capability 9.0 or without an NVSwitch, search.cc).
+    nvls_intra_GBps : float, optional
+        The NVLS graph's ``bwIntra``.
+    nvls_inter_GBps : tuple of float, optional
+        The NVLS graph's ``bwInter`` on one node and across nodes.
+    nvls_efficiency : float, optional
+        tuning.cc ``nvlsEfficiency`` of the GPU generation.
+    nvls_tree_GBps : tuple of float, optional
+        ``perChMaxNVLSTreeBws`` for 1, 2 and more nodes.
     """
 
     channels: int
@@ -56,6 +97,11 @@ class Tuner:
     tree_GBps: tuple[float, float, float]
     tree_ll128_GBps: tuple[float, float, float]
     net_overhead_us: float
+    nvls_channels: int = 0
+    nvls_intra_GBps: float = 0.0
+    nvls_inter_GBps: tuple[float, float] = (0.0, 0.0)
+    nvls_efficiency: float = 0.0
+    nvls_tree_GBps: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 #: per GPU kind.  Channels: 24 on an 8x A100 NVSwitch node (NCCL's log in nccl-tests#100,
@@ -64,11 +110,21 @@ class Tuner:
 #: finds a channel per NIC and NCCL doubles them: 16 channels over 8 NICs, HDR 25 GB/s and
 #: NDR 50 GB/s each (nccl-model-facts.md).  CPUs: DGX A100 and OCI BM.GPU4.8 have AMD EPYC,
 #: DGX H100 and Dell XE9680 Intel Xeon (vendor datasheets): llMaxBws and the net overhead.
+#: NVLS on 8x H100 (search.cc): one head per GPU (NCCL_MAX_NVLS_ARITY 32 >= 8), 8
+#: channels; each GPU's 370.8 GB/s carries the 8 channels and its own head's second share,
+#: so bwIntra is the fastest sm90SpeedArrayIntra speed <= 370.8 / 9: 40 GB/s; pass 2
+#: raises bwInter while it stays < 2 bwIntra: 60 GB/s (the array's top) on one node, the
+#: fastest sm90SpeedArrayInter speed under an NDR NIC's 50 GB/s across nodes: 48 GB/s.
+#: tuning.cc then gives NVLS AllReduce 8 x min(40 x 0.85 x 7/8 x 2, 60) = 476 GB/s
+#: busbw, the ~480 GB/s measured (nccl-model-facts.md), and ranks it above Ring/LL from
+#: ~1.1 MiB, where h100_1node_dgx_default_nvls says NCCL switched.
 TUNERS = {
     "A100": Tuner(24, 10.0, 200.0 / 16, (87.7, 22.5, 19.0), (20.0, 20.0, 20.0),
                   (24.0, 23.6, 17.8), (20.0, 20.0, 20.0), 2.0),
     "H100": Tuner(16, 370.8 / 16, 370.8 / 16, (141.0, 39.0, 20.4), (36.7, 36.7, 36.7),
-                  (38.7, 41.4, 36.0), (36.7, 36.7, 29.0), 1.0),
+                  (38.7, 41.4, 36.0), (36.7, 36.7, 29.0), 1.0,
+                  nvls_channels=8, nvls_intra_GBps=40.0, nvls_inter_GBps=(60.0, 48.0),
+                  nvls_efficiency=0.85, nvls_tree_GBps=(0.0, 57.7, 45.5)),
 }
 
 #: tuning.cc treeCorrectionFactor {LL, LL128, Simple} for 64 B x 2**i, i < 23
@@ -82,94 +138,215 @@ TREE_CORRECTION = (
 )
 
 
-def _bus_GBps(tuner: Tuner, algorithm: str, p: int, nodes: int) -> float:
-    """tuning.cc's bus bandwidth of (algorithm, protocol ``p``) before the per-size factor."""
+def tuner_kind(topology: Any) -> str | None:
+    """The key of :data:`TUNERS` whose GPU a machine has, or None.
+
+    A machine has a kind when its GPU model is a DGX preset's
+    (:data:`topology.DGX_A100_GPU`, :data:`topology.DGX_H100_GPU`), whatever the GPUs one
+    process drives; any other model's NCCL figures are unknown here.
+
+    Parameters
+    ----------
+    topology : topology.Topology
+        The machine.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import topology
+    >>> tuner_kind(topology.dgx_h100(2)), tuner_kind(topology.flat(4, 1e-6, 1e-9))
+    ('H100', None)
+    """
+    model = getattr(topology, "gpu", None)
+    if model is None:
+        return None
+    model = dataclasses.replace(model, gpus_per_process=1)
+    for kind, preset in (("A100", presets.DGX_A100_GPU), ("H100", presets.DGX_H100_GPU)):
+        if model == preset:
+            return kind
+    return None
+
+
+def serves(gpu: str, collective: str, algorithm: str, protocol: str, ranks: int,
+           nodes: int) -> bool:
+    """Whether NCCL ranks ``algorithm`` under ``protocol`` for ``collective`` at all.
+
+    tuning.cc: Tree for AllReduce; NVLS, NVLSTree and PAT under Simple only; NVLS and
+    NVLSTree with an NVLS graph of at least 2 channels, NVLS on one node (on several it
+    needs CollNet), NVLSTree on several; PAT for AllGather and ReduceScatter with one GPU
+    per node; Ring everywhere.
+
+    Parameters
+    ----------
+    gpu : str
+        A key of :data:`TUNERS`.
+    collective : str
+        One of :data:`COLLECTIVES`.
+    algorithm : str
+        One of :data:`ALGORITHMS`.
+    protocol : str
+        ``"LL"``, ``"LL128"`` or ``"Simple"``.
+    ranks, nodes : int
+        Communicator size and node count.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> serves("H100", "allreduce", "nvls", "Simple", 8, 1), serves("A100", "allreduce", "nvls", "Simple", 8, 1)
+    (True, False)
+    """
+    tuner = TUNERS[gpu]
+    if algorithm == "ring":
+        return True
+    if algorithm == "tree":
+        return collective == "allreduce"
+    if protocol != "Simple":
+        return False
+    if algorithm == "pat":
+        return collective != "allreduce" and ranks == nodes and nodes > 1
+    if tuner.nvls_channels < 2 or ranks == nodes:
+        return False
+    return nodes == 1 if algorithm == "nvls" else collective == "allreduce" and nodes > 1
+
+
+def _bus_GBps(tuner: Tuner, collective: str, algorithm: str, p: int, ranks: int,
+              nodes: int) -> float:
+    """tuning.cc's bandwidth of (algorithm, protocol ``p``), converted to algorithm
+    bandwidth where tuning.cc converts it, before the per-size factors."""
     index = min(nodes, 3) - 1
+    if algorithm in ("nvls", "nvls_tree"):
+        return _nvls_GBps(tuner, collective, algorithm, ranks, nodes)
     channels = tuner.channels
     bus = channels * (tuner.intra_GBps if nodes <= 2 else tuner.inter_GBps)
+    if algorithm == "pat":
+        return bus * 0.75  # not converted: tuning.cc converts only Ring for these
     if algorithm == "ring":
         if p == 0:
-            return min(tuner.ll_max_GBps[index], bus * 0.5)
-        if p == 1:
-            return min(bus * 0.92, channels * tuner.ring_ll128_GBps[index])
-        return bus
+            bus = min(tuner.ll_max_GBps[index], bus * 0.5)
+        elif p == 1:
+            bus = min(bus * 0.92, channels * tuner.ring_ll128_GBps[index])
+        return bus * ranks / _steps(collective, ranks)
     bus = min(bus * 0.92, channels * tuner.tree_GBps[index])
     if p == 0:
-        return min(bus / 3.8, tuner.ll_max_GBps[index])
-    if p == 1:
-        return min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0),
-                   channels * tuner.tree_ll128_GBps[index])
-    return bus
+        bus = min(bus / 3.8, tuner.ll_max_GBps[index])
+    elif p == 1:
+        bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0),
+                  channels * tuner.tree_ll128_GBps[index])
+    return bus * 0.5
 
 
-def _latency_us(tuner: Tuner, algorithm: str, p: int, ranks: int, nodes: int) -> float:
-    """tuning.cc's latency of an AllReduce (graphs' ``latencyInter`` taken as 0)."""
+def _nvls_GBps(tuner: Tuner, collective: str, algorithm: str, ranks: int,
+               nodes: int) -> float:
+    """tuning.cc's NVLS and NVLSTree bandwidth (Simple)."""
+    per_node = ranks / nodes
+    intra = tuner.nvls_intra_GBps * tuner.nvls_efficiency * (tuner.nvls_channels - 1) \
+        / tuner.nvls_channels
+    intra *= 2.0 if collective == "allreduce" else (per_node - 1) / per_node
+    inter = tuner.nvls_inter_GBps[0 if nodes == 1 else 1] \
+        * (2 if nodes <= 2 and algorithm == "nvls_tree" else 1)
+    cap = tuner.nvls_tree_GBps[min(nodes, 3) - 1] if algorithm == "nvls_tree" else math.inf
+    bus = tuner.nvls_channels * min(intra, inter, cap)
+    return bus * ranks / _steps(collective, ranks) if collective == "allreduce" else bus
+
+
+def _steps(collective: str, ranks: int) -> int:
+    """tuning.cc's ``nsteps``."""
+    return 2 * (ranks - 1) if collective == "allreduce" else ranks - 1
+
+
+def _latency_us(tuner: Tuner, collective: str, algorithm: str, p: int, ranks: int,
+                nodes: int) -> float:
+    """tuning.cc's latency (graphs' ``latencyInter`` taken as 0)."""
     per_node = ranks // nodes
     intra = NVLINK_US[algorithm][p]
     inter = NET_US["tree" if per_node == 1 else algorithm][p]
+    base = BASE_US[algorithm][p]
+    log_nodes = int(math.log2(nodes))
     if algorithm == "tree":
-        return BASE_US["tree"][p] + 2 * ((per_node - 1) * intra
-                                         + int(math.log2(nodes)) * inter)
-    steps = 2 * (ranks - 1)
+        return base + 2 * ((per_node - 1) * intra + log_nodes * inter)
+    if algorithm == "nvls":
+        return intra + (inter if nodes > 1 else 0.0)
+    if algorithm == "nvls_tree":
+        return base + intra + 2 * log_nodes * inter
+    if algorithm == "pat":
+        return base + log_nodes * inter / 3.5 + ranks * 2.8
+    steps = _steps(collective, ranks)
     if nodes > 1:
         intra = max(intra, tuner.net_overhead_us * (3 if p == 2 else 1))
-    inter_steps = 2 * (nodes - 1)
-    return BASE_US["ring"][p] + (steps - inter_steps) * intra + inter_steps * inter
+    inter_steps = (2 if collective == "allreduce" else 1) * (nodes - 1)
+    return base + (steps - inter_steps) * intra + inter_steps * inter
+
+
+def _check(gpu: str, algorithm: str, protocol: str, collective: str) -> None:
+    for name, value, allowed in (("gpu", gpu, TUNERS), ("algorithm", algorithm, ALGORITHMS),
+                                 ("protocol", protocol, PROTOCOLS),
+                                 ("collective", collective, COLLECTIVES)):
+        if value not in allowed:
+            raise ValueError(f"{name}={value!r} is not allowed; it must be one of "
+                             f"{list(allowed)}")
 
 
 def nccl_time_us(gpu: str, algorithm: str, protocol: str, nbytes: int, ranks: int,
-                 nodes: int) -> float:
-    """NCCL's predicted time of an AllReduce, microseconds (``ncclTopoGetAlgoTime``).
+                 nodes: int, collective: str = "allreduce") -> float:
+    """NCCL's predicted time of a collective, microseconds (``ncclTopoGetAlgoTime``).
 
     Parameters
     ----------
     gpu : {"A100", "H100"}
         A key of :data:`TUNERS`.
-    algorithm : {"ring", "tree"}
-        NCCL_ALGO.
+    algorithm : str
+        One of :data:`ALGORITHMS` (NCCL_ALGO).
     protocol : {"LL", "LL128", "Simple"}
         NCCL_PROTO.
     nbytes : int
-        Bytes per rank.
+        Bytes of the working buffer (NCCL's ``ncclFuncMaxSendRecvCount``: the AllReduce
+        vector, the AllGather output, the ReduceScatter input).
     ranks, nodes : int
         Communicator size and node count (``ranks`` a multiple of ``nodes``).
+    collective : str, optional
+        One of :data:`COLLECTIVES` (default AllReduce).
 
     Returns
     -------
     float
-        Microseconds.
+        Microseconds; ``inf`` where NCCL does not rank the pair (:func:`serves`).
 
     Raises
     ------
     ValueError
-        Naming the parameter, for an unknown GPU, algorithm or protocol.
+        Naming the parameter, for an unknown GPU, algorithm, protocol or collective.
 
     Examples
     --------
     >>> round(nccl_time_us("A100", "ring", "LL", 8, 8, 1), 1)
     15.0
     """
-    for name, value, allowed in (("gpu", gpu, TUNERS), ("algorithm", algorithm, BASE_US),
-                                 ("protocol", protocol, PROTOCOLS)):
-        if value not in allowed:
-            raise ValueError(f"{name}={value!r} is not allowed; it must be one of "
-                             f"{list(allowed)}")
+    _check(gpu, algorithm, protocol, collective)
+    if not serves(gpu, collective, algorithm, protocol, ranks, nodes):
+        return math.inf
     tuner, p = TUNERS[gpu], PROTOCOLS.index(protocol)
-    bw = _bus_GBps(tuner, algorithm, p, nodes) * (
-        ranks / (2 * (ranks - 1)) if algorithm == "ring" else 0.5)
-    lat = _latency_us(tuner, algorithm, p, ranks, nodes)
+    bw = _bus_GBps(tuner, collective, algorithm, p, ranks, nodes)
+    lat = _latency_us(tuner, collective, algorithm, p, ranks, nodes)
     log_size = int(math.log2(nbytes >> 6)) if nbytes >= 64 else -1
+    allreduce = collective == "allreduce"
     if algorithm == "tree" and 0 <= log_size < len(TREE_CORRECTION[p]):
         bw *= TREE_CORRECTION[p][log_size]
-    if algorithm == "ring" and p == 2 and nodes > 1 \
-            and nbytes // (TUNERS[gpu].channels * ranks) >= 64:
+    if algorithm == "ring" and p == 2 and nodes > 1 and allreduce \
+            and nbytes // (tuner.channels * ranks) >= 64:
         lat *= 1.4  # tuning.cc: "plateau effect of ring" (compute capability >= 8.0)
     return lat + nbytes / (1000.0 * bw)
 
 
 def nccl_choice(gpu: str, nbytes: int, ranks: int, nodes: int,
-                algorithms: tuple[str, ...] = ("ring", "tree"),
-                protocols: tuple[str, ...] = PROTOCOLS) -> tuple[str, str]:
+                algorithms: tuple[str, ...] = ALGORITHMS,
+                protocols: tuple[str, ...] = PROTOCOLS,
+                collective: str = "allreduce") -> tuple[str, str]:
     """The (algorithm, protocol) NCCL runs: the least :func:`nccl_time_us`.
 
     Parameters
@@ -177,22 +354,79 @@ def nccl_choice(gpu: str, nbytes: int, ranks: int, nodes: int,
     gpu : {"A100", "H100"}
         A key of :data:`TUNERS`.
     nbytes : int
-        Bytes per rank.
+        Bytes of the working buffer.
     ranks, nodes : int
         Communicator size and node count.
     algorithms, protocols : tuple of str, optional
-        What NCCL_ALGO and NCCL_PROTO leave (default all of Ring, Tree and the three
-        protocols); ties go to the first.
+        What NCCL_ALGO and NCCL_PROTO leave (default all of :data:`ALGORITHMS` and the
+        three protocols); ties go to the first.
+    collective : str, optional
+        One of :data:`COLLECTIVES` (default AllReduce).
 
     Returns
     -------
     tuple of (str, str)
         ``(algorithm, protocol)``.
 
+    Raises
+    ------
+    ValueError
+        If ``algorithms`` and ``protocols`` leave NCCL nothing to run.
+
     Examples
     --------
     >>> [nccl_choice("A100", n << 20, 8, 1)[1] for n in (1, 4, 64)]
     ['LL', 'LL128', 'Simple']
+    >>> [nccl_choice("H100", n << 20, 8, 1)[0] for n in (1, 2)]
+    ['ring', 'nvls']
     """
-    return min(((a, k) for a in algorithms for k in protocols),
-               key=lambda pair: nccl_time_us(gpu, pair[0], pair[1], nbytes, ranks, nodes))
+    times = {(a, k): nccl_time_us(gpu, a, k, nbytes, ranks, nodes, collective)
+             for a in algorithms for k in protocols}
+    best = min(times, key=times.__getitem__)
+    if math.isinf(times[best]):
+        raise ValueError(f"algorithms={algorithms!r} with protocols={protocols!r} leave NCCL "
+                         f"nothing to run for {collective} on {ranks} ranks of {nodes} nodes")
+    return best
+
+
+def nccl_channels(gpu: str, algorithm: str, protocol: str, nbytes: int, ranks: int,
+                  nodes: int) -> int:
+    """The channels NCCL runs a call on (src/enqueue.cc, ``topoGetAlgoInfo``).
+
+    NVLS and NVLSTree run ``nvlsChannels`` (:data:`NVLS_CHANNELS_SM90`, at most the ring's
+    channels for NVLS on several nodes); every other algorithm starts from the ring's
+    channels and drops one while ``nbytes < channels * threads * threshold``.
+
+    Parameters
+    ----------
+    gpu : str
+        A key of :data:`TUNERS`.
+    algorithm : str
+        One of :data:`ALGORITHMS`.
+    protocol : str
+        ``"LL"``, ``"LL128"`` or ``"Simple"``.
+    nbytes : int
+        Bytes of the working buffer.
+    ranks, nodes : int
+        Communicator size and node count.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> [nccl_channels("H100", "ring", "Simple", n, 8, 1) for n in (1 << 10, 1 << 22)]
+    [1, 16]
+    """
+    _check(gpu, algorithm, protocol, "allreduce")
+    tuner = TUNERS[gpu]
+    if algorithm in ("nvls", "nvls_tree"):
+        return min(NVLS_CHANNELS_SM90, tuner.channels) if nodes > 1 and algorithm == "nvls" \
+            else NVLS_CHANNELS_SM90
+    p = PROTOCOLS.index(protocol)
+    threshold = _THRESHOLDS[p] * (ranks if (algorithm, p) == ("ring", 0) else 1)
+    channels = tuner.channels
+    while channels >= 2 and nbytes < channels * _THREADS[p] * threshold:
+        channels -= 1
+    return channels

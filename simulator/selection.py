@@ -15,7 +15,10 @@ The table
   deterministic.  Tables on all of a machine's ranks try each at every count of
   :func:`simulator.channel_choice.channel_counts` (1 and the NICs per node), over the
   orders of :func:`topology.channels.channel_orders`, and then ``hier`` on several nodes;
-  ``algorithms=`` keeps only the named algorithms' candidates (as ``NCCL_ALGO``).
+  ``algorithms=`` keeps only the named algorithms' candidates (as ``NCCL_ALGO``), and
+  adds NCCL's own algorithms it names (``nccl-tree``, ``nccl-nvls``, ``nccl-nvlstree``,
+  ``nccl-pat``: :mod:`simulator.nccl_algorithms`, priced in closed form by either method
+  where NCCL runs them; no schedule runs them, ``native`` over NCCL does).
 * Predictions (``method="auto"``, the rule):
 
   - ``"simulate"`` when ``nranks <= SIMULATE_MAX_RANKS``: every candidate's schedule is
@@ -72,6 +75,7 @@ from .channel_choice import HIER_INNER, channel_counts, hier_ranks_per_node, sch
 from .engine import simulate
 from .gpu import protocols
 from .machine_forms import machine_cost, machine_costs
+from . import nccl_algorithms
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
            "SIMULATE_MAX_RANKS", "Candidate", "Choice", "Range", "TuningTable", "select",
@@ -188,7 +192,8 @@ class Choice:
     Attributes
     ----------
     algorithm : str
-        ``ring``, ``tree``, ``rhd``, ``pipeline`` or ``hier``.
+        ``ring``, ``tree``, ``rhd``, ``pipeline`` or ``hier``; or one of NCCL's own
+        (``nccl-tree``, ``nccl-nvls``, ...) where ``algorithms=`` named it.
     params : tuple of (str, value)
         Its tuning parameters for :func:`collectives.build_schedule` (``dict(params)``;
         on several nodes or with ``channels`` > 1 the simulated tables ran them over the
@@ -657,13 +662,29 @@ def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
     predict = _simulated if method == "simulate" else _closed_form
     tables = []
     for protocol in protocols(topology):
-        columns = [predict(collective, nranks, dtype_size, topology, protocol, a, p)
+        columns = [_nccl_priced(collective, topology, protocol, a)
+                   if a in nccl_algorithms.ALGORITHMS
+                   else predict(collective, nranks, dtype_size, topology, protocol, a, p)
                    for a, p in tried]
         tables.append(tuple(tuple(row) for row in zip(*columns)))
     times = [[min(t) for t in zip(*rows)] for rows in zip(*tables)]
     return TuningTable(collective, topology.name, nranks, dtype_size, method, tried, SIZES,
                        tuple(tuple(row) for row in times), _ranges(SIZES, times),
                        protocols(topology), tuple(tables) if len(tables) > 1 else ())
+
+
+#: the time a table gives NCCL's algorithm under a protocol NCCL does not run it with
+#: (finite, so that the tables' interpolation stays arithmetic; no choice takes it)
+UNRUN_S = 1e9
+
+
+def _nccl_priced(collective: str, topology: Any, protocol: str | None,
+                 algorithm: str) -> list[float]:
+    """NCCL's own ``algorithm`` over :data:`SIZES` (:mod:`simulator.nccl_algorithms`)."""
+    if protocol not in nccl_algorithms.nccl_protocols(algorithm, topology):
+        return [UNRUN_S] * len(SIZES)
+    return nccl_algorithms.nccl_costs(collective, algorithm, topology, SIZES,
+                                      protocol).tolist()
 
 
 def _tried(collective: str, topology: Any, nranks: int, method: str,
@@ -676,10 +697,14 @@ def _tried(collective: str, topology: Any, nranks: int, method: str,
     else:
         tried = candidates(collective)
     kept = tuple(c for c in tried if algorithms is None or c[0] in algorithms)
+    kept += tuple((a, ()) for a in nccl_algorithms.ALGORITHMS
+                  if algorithms is not None and a in algorithms
+                  and nccl_algorithms.available(collective, a, topology, nranks))
     if not kept:
         raise ValueError(f"algorithms={algorithms!r} leaves no candidate with method={method!r} "
                          f"on {nranks} ranks of {topology.name!r}; hier needs several nodes "
-                         f"and all of the machine's ranks")
+                         f"and all of the machine's ranks, NCCL's algorithms all of them "
+                         f"where NCCL runs them")
     return kept
 
 
@@ -687,7 +712,7 @@ def _check_algorithms(algorithms: Any) -> tuple[str, ...] | None:
     if algorithms is None:
         return None
     names = (algorithms,) if isinstance(algorithms, str) else tuple(algorithms)
-    allowed = (*ALGORITHMS, *COMPOSED)
+    allowed = (*ALGORITHMS, *COMPOSED, *nccl_algorithms.ALGORITHMS)
     for name in names:
         if name not in allowed:
             raise ValueError(f"algorithms={algorithms!r} is not allowed; each must be one of "

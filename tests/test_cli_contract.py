@@ -200,7 +200,7 @@ def test_select_keeps_crossovers_and_exports_within_what_was_asked(capsys,
                  "-b", "64K", "-e", "1M", "-d", "double", "--nccl-csv", str(csv)]) == 0
     out = capsys.readouterr().out
     assert "ring -> tree" in out and "rhd -> ring" not in out  # that one is at 43642 B
-    assert all(row["max_bytes"] >= 8 for row in read_nccl_csv(csv.read_text()))
+    assert read_nccl_csv(csv.read_text()) == []  # flat: no NCCL model, comments only
 
 
 def _doc() -> dict:

@@ -145,3 +145,20 @@ def test_curves_of_one_machine_kind_are_set_side_by_side(tmp_path: Path) -> None
     [pair] = disagreements([a, b, other, ring])
     assert (pair.first, pair.second, pair.nbytes) == ("a", "b", (1 << 20,))
     assert pair.ratios == (pytest.approx(1.3),) and pair.spread == pytest.approx(0.3)
+
+
+def test_where_nccl_reduced_in_the_switch_the_models_nvls_predicts_it(tmp_path: Path) -> None:
+    sizes = [1 << 10, 1 << 30]
+    h100 = read_curve(_curve(tmp_path, [(n, 100.0) for n in sizes], name="h",
+                             algorithm="NCCL default (Ring/LL, NVLS above ~1 MB)"))
+    assert [(label, k) for label, k, _ in predict(h100)] == [("ring", "LL"),
+                                                             ("nccl-nvls", "Simple")]
+    a100 = read_curve(_curve(tmp_path, [(n, 100.0) for n in sizes], name="a",
+                             hardware="8x A100-SXM4-80GB", algorithm="NCCL default, NVLS"))
+    assert [label for label, _, _ in predict(a100)] == ["ring", "ring"]  # no NVLS on A100
+    forced = read_curve(_curve(tmp_path, [(1 << 30, 100.0)], name="r",
+                               algorithm="NCCL_ALGO=Ring"))
+    unstated = read_curve(_curve(tmp_path, [(1 << 30, 100.0)], name="u"))
+    assert [label for label, _, _ in predict(forced) + predict(unstated)] == ["ring"] * 2
+    for name in ("h100_1node_dgx_default_nvls", "h100_2node_default_nccl2.26.2"):
+        assert read_curve(DATA_DIR / f"{name}.csv").compared[-1]  # the NVLS sizes too

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.nccl_tuner import TUNERS, nccl_choice, nccl_time_us
+from simulator.nccl_tuner import TUNERS, nccl_channels, nccl_choice, nccl_time_us
 
 
 def test_ring_latency_and_bandwidth_are_tuning_cc_on_one_node() -> None:
@@ -58,3 +58,42 @@ def test_unknown_inputs_are_named() -> None:
         nccl_time_us("A100", "rhd", "LL", 8, 8, 1)
     with pytest.raises(ValueError, match="protocol='LL64'"):
         nccl_time_us("A100", "ring", "LL64", 8, 8, 1)
+
+
+def test_nvls_is_ranked_as_tuning_cc_ranks_it_on_one_h100_node() -> None:
+    # 8 heads x min(40 x 0.85 x 7/8 x 2, 60) = 476 GB/s busbw, algbw x 8/14; hwLat 25 us
+    n = 1 << 30
+    assert nccl_time_us("H100", "nvls", "Simple", n, 8, 1) == pytest.approx(
+        25.0 + n / (1000 * 476.0 * 8 / 14))
+    assert nccl_time_us("H100", "nvls", "LL", n, 8, 1) == float("inf")  # Simple only
+    assert nccl_time_us("A100", "nvls", "Simple", n, 8, 1) == float("inf")  # Hopper on
+    assert nccl_time_us("H100", "nvls", "Simple", n, 16, 2) == float("inf")  # CollNet only
+    # AllGather: 8 x 40 x 0.85 x 7/8 x 7/8, not converted to algorithm bandwidth
+    assert nccl_time_us("H100", "nvls", "Simple", n, 8, 1, "allgather") == pytest.approx(
+        25.0 + n / (1000 * 8 * 40 * 0.85 * 7 / 8 * 7 / 8))
+    switch = next(n for n in (1 << k for k in range(10, 30))
+                  if nccl_choice("H100", n, 8, 1)[0] == "nvls")
+    assert switch == 1 << 21  # h100_1node_dgx_default_nvls: "NVLS above ~1 MB"
+
+
+def test_nvls_tree_and_pat_take_their_caps_and_conditions() -> None:
+    n = 1 << 30
+    # 2 nodes: min(59.5, 48 x 2, cap 57.7) x 8 heads, algbw x 16/30; 25 + 2 x 20.9 us
+    assert nccl_time_us("H100", "nvls_tree", "Simple", n, 16, 2) == pytest.approx(
+        25.0 + 2 * 20.9 + n / (1000 * 57.7 * 8 * 16 / 30))
+    assert nccl_time_us("H100", "nvls_tree", "Simple", n, 8, 1) == float("inf")
+    # PAT: one GPU per node, the ring's bandwidth x 0.75, 8 + log2(N) x 14/3.5 + N x 2.8 us
+    bw = TUNERS["H100"].channels * TUNERS["H100"].inter_GBps * 0.75
+    assert nccl_time_us("H100", "pat", "Simple", n, 4, 4, "reduce_scatter") == pytest.approx(
+        8.0 + 2 * 14.0 / 3.5 + 4 * 2.8 + n / (1000 * bw))
+    assert nccl_time_us("H100", "pat", "Simple", n, 16, 2, "allgather") == float("inf")
+    assert nccl_time_us("H100", "pat", "Simple", n, 4, 4) == float("inf")  # not AllReduce
+
+
+def test_channels_drop_below_the_thread_thresholds_as_enqueue_cc_drops_them() -> None:
+    # Simple: one channel per 512 threads x 64 B; Ring LL's threshold x the ranks
+    assert [nccl_channels("H100", "ring", "Simple", k << 15, 8, 1) for k in (1, 5, 16, 99)] \
+        == [1, 5, 16, 16]
+    assert nccl_channels("H100", "ring", "LL", 5 << 15, 16, 2) == 2  # 512 x 8 x 16 B each
+    assert nccl_channels("H100", "tree", "LL", 5 << 12, 16, 2) == 5
+    assert nccl_channels("H100", "nvls", "Simple", 8, 8, 1) == 16

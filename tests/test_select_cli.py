@@ -19,8 +19,19 @@ def test_select_prints_crossovers_and_writes_exports(tmp_path: Path, capsys) -> 
     assert "allreduce on flat(6): 6 ranks" in out and "allgather on flat(6)" in out
     assert "crossovers:" in out and "rhd -> ring" in out
     assert "1024" in out and "1048576" in out and "2097152" not in out
-    assert {row["coll"] for row in read_nccl_csv(csv.read_text())} == {"allreduce", "allgather"}
+    assert read_nccl_csv(csv.read_text()) == []  # NCCL's own model is not known on flat
     assert set(read_ompi_rules(rules.read_text())) == {0, 2}
+
+
+def test_select_writes_nccls_tuner_file_for_the_machine(tmp_path: Path) -> None:
+    csv = tmp_path / "tuner.csv"
+    assert main(["select", "allreduce", "allgather", "--topology", "dgx-h100", "--nodes", "2",
+                 "-d", "double", "-b", "1K", "-e", "1M", "--nccl-csv", str(csv)]) == 0
+    rows = read_nccl_csv(csv.read_text())
+    assert {row["coll"] for row in rows} == {"allreduce", "allgather"}
+    assert {(row["nNodes"], row["nRanks"]) for row in rows} == {(2, 16)}
+    assert all(row["max_bytes"] >= 8 for row in rows)  # none below one double
+    assert {row["algo"] for row in rows} <= {"ring", "tree", "nvls_tree"}
 
 
 def test_select_refuses_an_unknown_collective(capsys) -> None:
