@@ -301,7 +301,7 @@ def test_late_checks_and_tracebacks_of_issue_30_are_one_line_before_any_work(
         (["tune", "--output", str(tmp_path)], f"--output '{tmp_path}' is not allowed: it is a "
                                               "folder; name a file"),
         (["tune", "--output", "/nonexistent/d/x.json"], "folder '/nonexistent/d' does not exist"),
-        (["tune", "--output", "t.json", "--nccl-csv", "/nonexistent/x.csv"], "--nccl-csv"),
+        (["select", "-e", "64K", "--nccl-csv", "/nonexistent/x.csv"], "--nccl-csv"),
         (["tune", "--output", "t.json", "-b", "1M", "-e", "1K"],
          "-b 1048576 is larger than -e 1024"),
         (["select", "--algorithms", "hier", "--topology", "flat", "--ranks", "3"],
