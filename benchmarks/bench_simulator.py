@@ -9,13 +9,15 @@ result (wall clock, and CPU seconds of this process, which a loaded machine dist
 less): building the schedule, reading every rank's operations (as steps for ring and
 rhd, as lanes for tree and pipeline, see :func:`simulator.flatten.flatten`) and
 simulating them; then the transfers simulated, transfers per second and the predicted
-time.  ``--write`` also writes what it printed as a page of ``docs/results/`` (with the
+time and the process's peak memory so far.  The engine is compiled (or loaded from
+Numba's cache) before the first timing (:func:`simulator.jit.prepare`).  ``--write`` also writes what it printed as a page of ``docs/results/`` (with the
 command, date and machine on top, :mod:`results`).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import topology
 from collectives import ALGORITHMS, COMPOSED, build_schedule
 from simulator import simulate
 from simulator.channel_choice import schedule_params
+from simulator.jit import prepare
 from topology.channels import ranks_per_node
 
 from results import Output, write
@@ -48,6 +51,7 @@ def main() -> None:
     parser.add_argument("--write", type=Path, help="also write the output as this page")
     args = parser.parse_args()
     out = Output()
+    prepare()
     start = time.perf_counter()
     machine = topology.dgx_h100(nodes=args.nodes)
     out(f"dgx_h100(nodes={args.nodes}): {machine.nranks} ranks, {len(machine.links)} links, "
@@ -55,7 +59,7 @@ def main() -> None:
     for channels in args.channels:
         out(f"\n{channels} channel(s)")
         out(f"{'algorithm':>10} {'total s':>8} {'cpu s':>8} {'transfers':>10} "
-            f"{'transfers/s':>12} {'predicted ms':>13}")
+            f"{'transfers/s':>12} {'predicted ms':>13} {'peak MB':>8}")
         for algorithm in args.algorithms:
             out(_row(algorithm, machine, channels, args.nbytes))
     if args.write:
@@ -73,8 +77,9 @@ def _row(algorithm: str, machine: topology.Topology, channels: int, nbytes: int)
     schedule = build_schedule("allreduce", algorithm, machine.nranks, nbytes // 4, **params)
     result = simulate(schedule, machine, trace=False)
     total, cpu = time.perf_counter() - start, time.process_time() - cpu
+    peak_MB = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
     return (f"{algorithm:>10} {total:8.2f} {cpu:8.2f} {result.transfer_count:10d} "
-            f"{result.transfer_count / total:12.0f} {result.time_s * 1e3:13.3f}")
+            f"{result.transfer_count / total:12.0f} {result.time_s * 1e3:13.3f} {peak_MB:8.0f}")
 
 
 if __name__ == "__main__":

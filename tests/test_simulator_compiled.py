@@ -10,7 +10,7 @@ from collectives import ALGORITHMS, DeadlockError, Recv, Schedule, ScheduleError
 from simulator import simulate
 from topology import Topology
 
-from .reference import explicit_flat
+from .reference import explicit_mesh
 
 pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) the engine
 
@@ -43,8 +43,8 @@ def test_both_engines_give_the_same_result(machine: str, collective: str) -> Non
                 assert compiled == events, (algorithm, p, count)
 
 
-def test_flat_runs_compiled_as_the_explicit_full_mesh() -> None:
-    mesh, explicit = topology.flat(6, ALPHA, BETA), explicit_flat(6, ALPHA, BETA)
+def test_mesh_runs_compiled_as_the_explicit_full_mesh() -> None:
+    mesh, explicit = topology.mesh(6, ALPHA, BETA), explicit_mesh(6, ALPHA, BETA)
     for algorithm in ALGORITHMS:
         schedule = build_schedule("allreduce", algorithm, 6, 1 << 16)
         assert simulate(schedule, mesh, trace=True, engine="compiled") == \
@@ -83,3 +83,29 @@ def test_an_unknown_engine_is_named() -> None:
     schedule = build_schedule("allreduce", "ring", 2, 8)
     with pytest.raises(ValueError, match="engine='gpu'.*auto, events, compiled"):
         simulate(schedule, topology.flat(2, ALPHA, BETA), engine="gpu")
+
+
+def test_a_cold_cache_compiles_once_and_says_so(monkeypatch, tmp_path) -> None:
+    import io
+    import os
+    import subprocess
+    import sys
+
+    from simulator import jit
+
+    jit.prepare()  # compiled or loaded, in this process
+    assert jit.uncached() == [] and jit.prepare() is None  # the cache holds it: silent
+    said = io.StringIO()
+    monkeypatch.setattr(jit, "_prepared", False)
+    monkeypatch.setattr(jit, "_cached", lambda dispatcher: False)  # as after an install
+    seconds = jit.prepare(said)
+    lines = said.getvalue().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("collsim: compiling the simulator's engine")
+    assert lines[1] == f"collsim: compiled the simulator's engine in {seconds:.1f} s"
+    assert jit.prepare(said) is None and len(said.getvalue().splitlines()) == 2  # once
+    # a fresh cache holds none of the functions: the first run would compile every one
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", "from simulator import jit; "
+                          "print(len(jit.uncached()))"], env=env, capture_output=True,
+                         text=True, check=True, timeout=120).stdout
+    assert int(out) > 20
