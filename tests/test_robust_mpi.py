@@ -56,6 +56,28 @@ def test_mismatched_calls_raise_on_every_rank() -> None:
     assert all(row["fresh"]["outcome"] == "returned" for row in ranks)
 
 
+@pytest.mark.parametrize("nranks", [2, 3, 4])
+def test_ranks_that_choose_different_schedules_raise_on_every_rank(nranks: int) -> None:
+    """Every ordered pair of algorithms (and of parameters), every collective, ranks split
+    one apart, in halves and alternating: one launch per rank count."""
+    report = read_summary(run_mpi(nranks, [str(WORKERS / "divergent.py")], timeout_s=240,
+                                  env={"COLLSIM_ABORT_ON_ERROR": "0"}))
+    assert report["nranks"] == nranks
+    ranks = report["ranks"]
+    assert len(ranks[0]) >= 64
+    for case in ranks[0]:
+        outcomes = [row[case] for row in ranks]
+        assert {o["outcome"] for o in outcomes} == {"ArgumentMismatchError"}, (case, outcomes)
+        assert max(o["seconds"] for o in outcomes) < 10, (case, outcomes)
+        if not case.startswith("params"):  # "<collective> <a>/<b> <pattern>"
+            a, b = case.split(" ")[1].split("/")
+            assert any(f"algorithm: {a} here, {b} at the sender" in o["message"]
+                       or f"algorithm: {b} here, {a} at the sender" in o["message"]
+                       for o in outcomes), (case, outcomes)
+    named = [row[case]["message"] for row in ranks for case in row if "'channels'" in case]
+    assert any("ring channels=2 (float32" in message for message in named), named
+
+
 @pytest.mark.parametrize("how", ["raise", "exit"])
 def test_a_failing_rank_aborts_a_plain_script(how: str, tmp_path: Path) -> None:
     command = [mpirun_path(), *PLACEMENT, "-n", "3", sys.executable,

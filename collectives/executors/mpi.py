@@ -39,7 +39,7 @@ from .hello import Hellos
 from .persistent import PersistentPlans
 from .plan import Plan, PlanStep, apply_copies, apply_reduces, describe_step
 
-__all__ = ["CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
+__all__ = ["AGREED_PER_COMM", "CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
            "mpi_transport", "close", "post_step"]
 
 CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
@@ -54,6 +54,9 @@ _BROKEN: list[Any] = []
 
 #: reduction name -> mpi4py's ``MPI.Op``, filled when mpi4py is first imported
 _MPI_OPS: dict[str, Any] = {}
+
+#: signatures of agreed calls kept per communicator (all forgotten together when full)
+AGREED_PER_COMM = 4096
 
 #: every live transport, so that :func:`release_bindings` reaches their persistent requests
 _TRANSPORTS: "weakref.WeakSet[MpiTransport]" = weakref.WeakSet()
@@ -270,6 +273,8 @@ class MpiTransport:
         self.persistent = PersistentPlans(_MPI, self.comm, self.guard, compiled_walk())
         #: native calls announce themselves first, so that ranks that disagree raise
         self.hellos = Hellos(_MPI, self.comm, self.guard)
+        #: the signatures of the schedules' calls the ranks agreed on (:meth:`agree`)
+        self.agreed: set[int] = set()
         _TRANSPORTS.add(self)
 
     def allgather_object(self, obj: Any) -> list[Any]:
@@ -354,8 +359,8 @@ class MpiTransport:
         if call.xp is np:
             self.run_host(plan, signed, op, work, call.send)
             return
-        if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
-            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
+        if signed.signature not in self.agreed:
+            self.agree(plan, signed, op)
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
         try:
             staged = self._staged(call)
@@ -385,8 +390,8 @@ class MpiTransport:
         send : numpy.ndarray or None
             The input just copied into ``work`` (None in place).
         """
-        if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
-            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
+        if signed.signature not in self.agreed:
+            self.agree(plan, signed, op)
         scratch = workspace(np, work.dtype, plan.scratch_count, "scratch")
         self.runs["persistent"] += 1
         try:
@@ -394,6 +399,39 @@ class MpiTransport:
         except BaseException as error:
             self.interrupted(plan, error)
             raise
+
+    def agree(self, plan: Plan, signed: SignedPlan, op: str) -> None:
+        """Agree on a schedule's call with every rank, the first time this communicator
+        runs it (:meth:`~.hello.Hellos.agree`); a call with no elements exchanges a native
+        call's hellos every time instead (nothing moves, but a peer with elements must
+        not wait for ever).
+
+        Every rank of a program that calls alike agrees at the same calls: each keeps the
+        same set of signatures (emptied when it holds :data:`AGREED_PER_COMM`).
+
+        Parameters
+        ----------
+        plan : Plan
+            The rank's plan.
+        signed : SignedPlan
+            Its steps with the call's tags.
+        op : str
+            The call's reduction.
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When a rank chose another algorithm, parameters or call (the communicator is
+            then broken).
+        """
+        if not plan.count:
+            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
+            return
+        self.hellos.agree(plan.collective, plan.count, plan.dtype, op, plan.algorithm,
+                          plan.params)
+        if len(self.agreed) >= AGREED_PER_COMM:
+            self.agreed.clear()
+        self.agreed.add(signed.signature)
 
     def interrupted(self, plan: Plan, error: BaseException) -> None:
         """Mark the communicator broken after ``error`` stopped a walk of ``plan``.
