@@ -5,6 +5,8 @@
   collective that disagree, or beside ranks in a schedule (``auto`` deciding differently);
 * a rank that raises or calls ``sys.exit(3)`` in a plain ``mpirun -n 3 python app.py``
   makes the job exit non-zero within seconds;
+* ranks that choose different algorithms or parameters raise on every rank, for every pair
+  at 2, 3 and 4 ranks; a rank that catches an interrupt inside a call tells the others;
 * 100,000 Dup/collective/Free cycles pass on 2 ranks, ``close`` works, and ``release`` gives the
   workspace's memory back.
 """
@@ -76,6 +78,17 @@ def test_ranks_that_choose_different_schedules_raise_on_every_rank(nranks: int) 
                        for o in outcomes), (case, outcomes)
     named = [row[case]["message"] for row in ranks for case in row if "'channels'" in case]
     assert any("ring channels=2 (float32" in message for message in named), named
+
+
+def test_an_interrupt_caught_on_one_rank_reaches_the_others() -> None:
+    report = read_summary(run_mpi(3, [str(WORKERS / "interrupted.py")], timeout_s=120, env={
+        "COLLSIM_ABORT_ON_ERROR": "0", "COLLSIM_MPI_COMPILED": "0"}))
+    ranks = report["ranks"]
+    assert ranks[1]["outcome"] == "KeyboardInterrupt", ranks
+    for rank in (0, 2):
+        assert ranks[rank]["outcome"] == "ArgumentMismatchError", ranks
+        assert "failed in this or an earlier call" in ranks[rank]["message"], ranks
+        assert ranks[rank]["seconds"] < 30, ranks
 
 
 @pytest.mark.parametrize("how", ["raise", "exit"])

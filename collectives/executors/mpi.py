@@ -434,15 +434,20 @@ class MpiTransport:
         self.agreed.add(signed.signature)
 
     def interrupted(self, plan: Plan, error: BaseException) -> None:
-        """Mark the communicator broken after ``error`` stopped a walk of ``plan``.
+        """Mark the communicator broken after ``error`` stopped a walk of ``plan``, and
+        tell every other rank.
 
         A failure between steps (a reduction, an interrupt) leaves the other ranks
-        mid-schedule: the communicator cannot be trusted any more.  A reason the guard
-        gave already is kept.
+        mid-schedule: the communicator cannot be trusted any more, and they would wait
+        for this rank's messages for ever, so each gets the guard's failure message
+        (:meth:`~.guard.Guard.settle`) and raises too, whether the abort hooks are on or
+        not.  A reason the guard gave already is kept (it told the ranks then).
         """
         if self.guard.broken is None:
-            self.guard.broken = (f"rank {self.rank}, {plan.collective} {plan.algorithm} was "
-                                 f"interrupted by {type(error).__name__}: {error}")
+            others = tuple(peer for peer in range(self.size) if peer != self.rank)
+            self.guard.settle(_MPI, [], 0, others, (), (
+                f"rank {self.rank}, {plan.collective} {plan.algorithm} was interrupted by "
+                f"{type(error).__name__}: {error}"))
 
     def native(self, call: Call, op: str, stream: Any, signed: bool = True) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
