@@ -49,6 +49,7 @@ from .nchannels import clamp_channels
 from .executors import transport_for
 from .executors.buffers import IN_PLACE, Call, lay_input, prepare, take_block
 from .executors.check import agree, check_enabled, signature
+from .executors.extrema import keyed_dtype
 from .executors.plan import get_plan
 from .ops import NCCL_ONLY_OPS, average_input, average_output, check_op, check_op_dtype
 
@@ -63,7 +64,7 @@ CHOICES: tuple[str, ...] = (*ALGORITHMS, "native", "auto")
 ACCEPTED: tuple[str, ...] = (*CHOICES, *COMPOSED)
 
 
-def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
+def _resolve_algorithm(algorithm: str, call: Call, nranks: int, op: str,
                        params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     forced = os.environ.get(ALGORITHM_ENV, "").strip()
     if forced:
@@ -81,7 +82,8 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int,
                         f"{sorted(params)}; name an algorithm to tune it")
     if algorithm == "auto":
         algorithm, params = auto.choose(call.collective, call.nbytes, nranks, call.dtype.itemsize)
-        if algorithm == "native" and not call.dtype.isnative:  # MPI has no datatype for it
+        if algorithm == "native" and (not call.dtype.isnative  # MPI has no datatype for it
+                                      or keyed_dtype(op, call.dtype) is None):  # nor keys
             algorithm, params = auto.static_choice(call.collective, call.nbytes, nranks)
     if "channels" in params:
         params = {**params, "channels": clamp_channels(params["channels"])}
@@ -117,7 +119,7 @@ def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
     call = prepare(collective, sendbuf, recvbuf, transport.size)
     if collective != "allgather":
         check_op_dtype(op, call.dtype)
-    algorithm, params = _resolve_algorithm(algorithm, call, transport.size, params)
+    algorithm, params = _resolve_algorithm(algorithm, call, transport.size, op, params)
     native = algorithm == "native"
     transport.validate(call, op, native)
     plan = None if native else get_plan(collective, algorithm, transport.size, transport.rank,

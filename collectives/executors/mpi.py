@@ -34,6 +34,7 @@ import numpy as np
 from ..ops import ALL_OPS, NCCL_ONLY_OPS, check_dtype, reducer
 from . import abort
 from .buffers import Call, staged_done, staging, workspace
+from .extrema import keyed, keyed_dtype
 from .guard import Guard, SignedPlan, signed_plan
 from .hello import Hellos
 from .persistent import PersistentPlans
@@ -486,7 +487,7 @@ class MpiTransport:
             return
         if stream is not None:
             stream.synchronize()
-        staged = self._staged(call)
+        staged = self._staged(call) or bool(keyed_dtype(op, call.dtype))  # keys on the host
         send = MPI.IN_PLACE if call.send is None else (call.send.get() if staged else call.send)
         recv = call.recv.get() if staged and call.send is None else (
             np.empty(call.recv.size, np.dtype(call.dtype.name)) if staged else call.recv)
@@ -525,7 +526,7 @@ class MpiTransport:
         """
         exchange, runs, in_place, name = self.hellos.exchange, self.runs, _MPI.IN_PLACE, \
             check_dtype(dtype)
-        method, tail = self._mpi_collective(collective, op)
+        method, tail = self._mpi_collective(collective, op, dtype)
         mpi_op = tail[0] if tail else None  # called without unpacking: this is a hot path
 
         def run(send: np.ndarray | None, recv: np.ndarray) -> None:
@@ -557,22 +558,26 @@ class MpiTransport:
         callable
             Runs the collective on the buffers' current contents.
         """
-        method, tail = self._mpi_collective(call.collective, op)
+        method, tail = self._mpi_collective(call.collective, op, call.dtype)
         return partial(method, _MPI.IN_PLACE if call.send is None else call.send, call.recv,
                        *tail)
 
-    def _mpi_collective(self, collective: str, op: str) -> tuple[Callable[..., None], tuple]:
+    def _mpi_collective(self, collective: str, op: str,
+                        dtype: Any) -> tuple[Callable[..., None], tuple]:
         """MPI's own ``collective`` on this communicator, as ``(method, arguments after
-        send and receive buffers)``: ``Allreduce`` and ``Reduce_scatter_block`` take the op."""
+        send and receive buffers)``: ``Allreduce`` and ``Reduce_scatter_block`` take the op,
+        and reduce the keys of floats for ``max`` and ``min`` (:mod:`.extrema`)."""
         if collective == "allgather":
             return self.comm.Allgather, ()
         comm = self.comm
         method = comm.Allreduce if collective == "allreduce" else comm.Reduce_scatter_block
+        if keyed_dtype(op, np.dtype(dtype)):
+            method = keyed(method, collective, self.size, op, _MPI.IN_PLACE)
         return method, (_MPI_OPS[op],)
 
     def _native(self, collective: str, send: Any, recv: Any, op: str) -> None:
         """Call MPI's own ``collective`` on host or device buffers MPI can read."""
-        method, tail = self._mpi_collective(collective, op)
+        method, tail = self._mpi_collective(collective, op, recv.dtype)
         method(send, recv, *tail)
 
     def close(self) -> None:

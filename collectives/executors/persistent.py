@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import ALL_OPS
+from ..ops import reducer
 from .compiled import (DTYPE_CODES, FIRST_MISMATCH, OP_CODES, RAISED, TAG_MISMATCH, Flat,
                        FlatStep, supports)
 from .guard import Guard, SignedPlan, SignedStep
@@ -218,7 +218,7 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
     if kernel is not None:
         codes = (DTYPE_CODES.get(plan.dtype, 0), OP_CODES.get(op, 0))
         flat = Flat(mpi, comm, flat, (*areas, stage.view(np.uint8)), *codes)
-    return Binding(plan, getattr(np, ALL_OPS[op]), tuple(steps), flat or None)
+    return Binding(plan, reducer(np, op), tuple(steps), flat or None)
 
 
 def _flat_step(mpi: Any, step: PlanStep, signed: SignedStep, areas: tuple[np.ndarray, ...],
