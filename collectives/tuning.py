@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from topology.checks import check_int
+from .build import check_sizes
 
 __all__ = ["FORMAT", "Rule", "Tuning", "load_tuning"]
 
@@ -80,6 +81,7 @@ def _rule(item: Any, where: str) -> Rule:
     params = item.get("params", {})
     if not isinstance(params, dict):
         raise ValueError(f"{where}.params={params!r} is not allowed; it must be an object")
+    check_sizes(params, where=f"{where}.params.")
     return Rule(str(item["collective"]), item["nranks"], item.get("dtype_size", 0),
                 item["min_bytes"], item["max_bytes"], str(item["algorithm"]),
                 tuple(sorted(params.items())))
