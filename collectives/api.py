@@ -50,6 +50,7 @@ from .executors import transport_for
 from .executors.buffers import IN_PLACE, Call, lay_input, prepare, take_block
 from .executors.check import agree, check_enabled, signature
 from .executors.extrema import keyed_dtype
+from .executors.mpi import MPI_COUNT_MAX
 from .executors.plan import get_plan
 from .ops import NCCL_ONLY_OPS, average_input, average_output, check_op, check_op_dtype
 
@@ -83,7 +84,9 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int, op: str,
     if algorithm == "auto":
         algorithm, params = auto.choose(call.collective, call.nbytes, nranks, call.dtype.itemsize)
         if algorithm == "native" and (not call.dtype.isnative  # MPI has no datatype for it
-                                      or keyed_dtype(op, call.dtype) is None):  # nor keys
+                                      or keyed_dtype(op, call.dtype) is None  # nor keys
+                                      or call.collective != "allreduce"
+                                      and call.part > MPI_COUNT_MAX):  # nor such a count
             algorithm, params = auto.static_choice(call.collective, call.nbytes, nranks)
     if "channels" in params:
         params = {**params, "channels": clamp_channels(params["channels"])}

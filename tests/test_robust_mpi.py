@@ -1,4 +1,4 @@
-"""Never wrong, never stuck, nothing leaked, under the pip-installed mpirun (9 launches).
+"""Never wrong, never stuck, nothing leaked, under the pip-installed mpirun (10 launches).
 
 * ranks that disagree (op, dtype, count, collective, algorithm) raise on every rank, and
   the communicator then says it is broken while a new one works; so do ranks in MPI's own
@@ -7,6 +7,7 @@
   makes the job exit non-zero within seconds;
 * ranks that choose different algorithms or parameters raise on every rank, for every pair
   at 2, 3 and 4 ranks; a rank that catches an interrupt inside a call tells the others;
+* ``native`` past 2**31 elements runs an AllReduce in parts and refuses larger blocks;
 * ``max`` and ``min`` of floats answer alike on every algorithm and ``native`` (NaN, signed
   zeros, infinities);
 * 100,000 Dup/collective/Free cycles pass on 2 ranks, ``close`` works, and ``release`` gives the
@@ -98,6 +99,14 @@ def test_max_and_min_give_one_answer_with_nan_signed_zeros_and_inf_on_every_algo
     report = run_worker(3, WORKERS / "extremes.py", timeout_s=180)
     for row in report["ranks"]:
         assert row["cases"] >= 60 and row["wrong"] == [], row
+
+
+def test_native_past_two_to_the_31_elements_runs_in_parts_or_is_refused() -> None:
+    report = run_worker(1, WORKERS / "large_count.py", timeout_s=180)
+    assert report["allreduce"] == "returned" and report["intact"], report
+    for collective in ("reduce_scatter", "allgather"):
+        assert report[collective].startswith("ValueError: a block of 2147483656 elements"), report
+    assert report["usable"] == "returned", report
 
 
 @pytest.mark.parametrize("how", ["raise", "exit"])

@@ -40,7 +40,7 @@ from .hello import Hellos
 from .persistent import PersistentPlans
 from .plan import Plan, PlanStep, apply_copies, apply_reduces, describe_step
 
-__all__ = ["AGREED_PER_COMM", "CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
+__all__ = ["AGREED_PER_COMM", "MPI_COUNT_MAX", "CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
            "mpi_transport", "close", "post_step"]
 
 CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
@@ -55,6 +55,10 @@ _BROKEN: list[Any] = []
 
 #: reduction name -> mpi4py's ``MPI.Op``, filled when mpi4py is first imported
 _MPI_OPS: dict[str, Any] = {}
+
+#: the most elements one of MPI's collectives is handed: its counts are C ints (Open MPI
+#: 5.0.11 answers MPI_ERR_ARG beyond, even through the large-count functions mpi4py calls)
+MPI_COUNT_MAX = 2**31 - 1
 
 #: signatures of agreed calls kept per communicator (all forgotten together when full)
 AGREED_PER_COMM = 4096
@@ -317,7 +321,9 @@ class MpiTransport:
         Raises
         ------
         ValueError
-            If ``op`` is NCCL's own (``avg``), which MPI does not have.
+            If ``op`` is NCCL's own (``avg``), which MPI does not have, or ``native`` of
+            a ReduceScatter or AllGather with a block of more than :data:`MPI_COUNT_MAX`
+            elements (an AllReduce runs in parts).
         TypeError
             If ``native`` and the MPI library has no datatype for ``call.dtype``.
         """
@@ -325,6 +331,11 @@ class MpiTransport:
             raise ValueError(f"op {op!r} is NCCL's (ncclAvg) and runs over an NcclComm only; "
                              f"MPI has no average: choose one of {list(ALL_OPS)} (e.g. 'sum', "
                              f"then divide by the number of ranks)")
+        if native and call.collective != "allreduce" and call.part > MPI_COUNT_MAX:
+            raise ValueError(f"a block of {call.part} elements is more than MPI's "
+                             f"{call.collective} takes ({MPI_COUNT_MAX}, its counts are C "
+                             f"ints); algorithm='native' cannot run it, choose one of ring, "
+                             f"tree, rhd, pipeline")
         if native and not _has_mpi_datatype(call.dtype):
             order = "" if call.dtype.isnative else " (MPI's datatypes are in native byte order)"
             raise TypeError(f"dtype {call.dtype.str!r} has no MPI datatype in this MPI "
@@ -526,7 +537,7 @@ class MpiTransport:
         """
         exchange, runs, in_place, name = self.hellos.exchange, self.runs, _MPI.IN_PLACE, \
             check_dtype(dtype)
-        method, tail = self._mpi_collective(collective, op, dtype)
+        method, tail = self._mpi_collective(collective, op, dtype, count)
         mpi_op = tail[0] if tail else None  # called without unpacking: this is a hot path
 
         def run(send: np.ndarray | None, recv: np.ndarray) -> None:
@@ -558,26 +569,30 @@ class MpiTransport:
         callable
             Runs the collective on the buffers' current contents.
         """
-        method, tail = self._mpi_collective(call.collective, op, call.dtype)
+        method, tail = self._mpi_collective(call.collective, op, call.dtype, call.count)
         return partial(method, _MPI.IN_PLACE if call.send is None else call.send, call.recv,
                        *tail)
 
-    def _mpi_collective(self, collective: str, op: str,
-                        dtype: Any) -> tuple[Callable[..., None], tuple]:
+    def _mpi_collective(self, collective: str, op: str, dtype: Any,
+                        count: int) -> tuple[Callable[..., None], tuple]:
         """MPI's own ``collective`` on this communicator, as ``(method, arguments after
         send and receive buffers)``: ``Allreduce`` and ``Reduce_scatter_block`` take the op,
-        and reduce the keys of floats for ``max`` and ``min`` (:mod:`.extrema`)."""
+        and reduce the keys of floats for ``max`` and ``min`` (:mod:`.extrema`); an
+        ``Allreduce`` of more than :data:`MPI_COUNT_MAX` elements runs in parts of at most
+        that many."""
         if collective == "allgather":
             return self.comm.Allgather, ()
         comm = self.comm
         method = comm.Allreduce if collective == "allreduce" else comm.Reduce_scatter_block
+        if collective == "allreduce" and count > MPI_COUNT_MAX:
+            method = partial(_in_parts, method, _MPI.IN_PLACE)
         if keyed_dtype(op, np.dtype(dtype)):
             method = keyed(method, collective, self.size, op, _MPI.IN_PLACE)
         return method, (_MPI_OPS[op],)
 
     def _native(self, collective: str, send: Any, recv: Any, op: str) -> None:
         """Call MPI's own ``collective`` on host or device buffers MPI can read."""
-        method, tail = self._mpi_collective(collective, op, recv.dtype)
+        method, tail = self._mpi_collective(collective, op, recv.dtype, recv.size)
         method(send, recv, *tail)
 
     def close(self) -> None:
@@ -594,6 +609,15 @@ class MpiTransport:
             self.hellos.free()
             self.comm.Free()
         self.guard.broken = self.guard.broken or "the communicator was closed"
+
+
+def _in_parts(method: Callable[..., None], in_place: Any, send: Any, recv: np.ndarray,
+              mpi_op: Any) -> None:
+    """``method(send, recv, mpi_op)`` (an ``Allreduce``) on parts of at most
+    :data:`MPI_COUNT_MAX` elements, one after another."""
+    for start in range(0, recv.size, MPI_COUNT_MAX):
+        part = slice(start, start + MPI_COUNT_MAX)
+        method(in_place if send is in_place else send[part], recv[part], mpi_op)
 
 
 def release_bindings() -> None:
