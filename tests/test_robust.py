@@ -161,3 +161,16 @@ def test_simulate_verifies_what_it_plays_unless_told_not_to():
     with pytest.raises(ScheduleError, match="write overlapping ranges"):
         simulate(two_into_one, machine)
     assert simulate(two_into_one, machine, verify=False).time_s > 0
+
+
+def test_a_cupy_like_buffer_without_cupy_is_a_clear_error():
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("CuPy is installed here")
+    fake = type("ndarray", (), {"__module__": "cupy._core.core"})()
+    with pytest.raises(TypeError, match=r"sendbuf is a cupy\._core\.core\.ndarray but CuPy "
+                                        r"cannot be imported"):
+        collectives.executors.buffers.array_module("sendbuf", fake)
