@@ -174,3 +174,10 @@ def test_a_cupy_like_buffer_without_cupy_is_a_clear_error():
     with pytest.raises(TypeError, match=r"sendbuf is a cupy\._core\.core\.ndarray but CuPy "
                                         r"cannot be imported"):
         collectives.executors.buffers.array_module("sendbuf", fake)
+
+
+def test_channel_bounds_from_the_environment_are_bounded_too():
+    from collectives.nchannels import channel_bounds
+    with pytest.raises(ValueError, match=r"COLLSIM_MIN_NCHANNELS='100000' is not allowed; "
+                                         r"it must be an integer in \[1, 256\]"):
+        channel_bounds({"COLLSIM_MIN_NCHANNELS": "100000"})
