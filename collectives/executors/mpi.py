@@ -275,7 +275,8 @@ class MpiTransport:
         #: collectives run, by path: "persistent" (NumPy), "direct" (CUDA-aware CuPy),
         #: "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
-        self.persistent = PersistentPlans(_MPI, self.comm, self.guard, compiled_walk())
+        self.persistent = PersistentPlans(_MPI, self.comm, self.guard, compiled_walk(),
+                                          self.agree)
         #: native calls announce themselves first, so that ranks that disagree raise
         self.hellos = Hellos(_MPI, self.comm, self.guard)
         #: the signatures of the schedules' calls the ranks agreed on (:meth:`agree`)
@@ -371,7 +372,9 @@ class MpiTransport:
         if call.xp is np:
             self.run_host(plan, signed, op, work, call.send)
             return
-        if signed.signature not in self.agreed:
+        if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
+            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
+        else:
             self.agree(plan, signed, op)
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
         try:
@@ -402,8 +405,8 @@ class MpiTransport:
         send : numpy.ndarray or None
             The input just copied into ``work`` (None in place).
         """
-        if signed.signature not in self.agreed:
-            self.agree(plan, signed, op)
+        if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
+            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
         scratch = workspace(np, work.dtype, plan.scratch_count, "scratch")
         self.runs["persistent"] += 1
         try:
@@ -413,18 +416,20 @@ class MpiTransport:
             raise
 
     def agree(self, plan: Plan, signed: SignedPlan, op: str) -> None:
-        """Agree on a schedule's call with every rank, the first time this communicator
-        runs it (:meth:`~.hello.Hellos.agree`); a call with no elements exchanges a native
-        call's hellos every time instead (nothing moves, but a peer with elements must
-        not wait for ever).
+        """Agree on a schedule's call with every rank (:meth:`~.hello.Hellos.agree`) unless
+        this communicator agreed on its signature before.
 
-        Every rank of a program that calls alike agrees at the same calls: each keeps the
-        same set of signatures (emptied when it holds :data:`AGREED_PER_COMM`).
+        Every rank of a program that calls alike asks at the same calls, the first of each
+        signature: a CuPy call every time, a NumPy call when its plan is bound to buffers
+        (:meth:`~.persistent.PersistentPlans.run`, whose bindings were all bound after
+        their signature was agreed), a persistent handle when it is made.  The set of
+        signatures is emptied when it holds :data:`AGREED_PER_COMM`, and the bindings are
+        freed with it, so that every rank asks again.
 
         Parameters
         ----------
         plan : Plan
-            The rank's plan.
+            The rank's plan (with elements).
         signed : SignedPlan
             Its steps with the call's tags.
         op : str
@@ -436,13 +441,13 @@ class MpiTransport:
             When a rank chose another algorithm, parameters or call (the communicator is
             then broken).
         """
-        if not plan.count:
-            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
+        if signed.signature in self.agreed:
             return
         self.hellos.agree(plan.collective, plan.count, plan.dtype, op, plan.algorithm,
                           plan.params)
         if len(self.agreed) >= AGREED_PER_COMM:
             self.agreed.clear()
+            self.persistent.free()
         self.agreed.add(signed.signature)
 
     def interrupted(self, plan: Plan, error: BaseException) -> None:
