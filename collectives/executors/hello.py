@@ -25,6 +25,11 @@ are bound once per communicator, the sends once per signature.  A call with no e
 exchanges hellos whatever its algorithm (a schedule has no message to carry its signature
 then, and MPI's collectives return at once), so that a rank with elements beside it raises
 instead of waiting.
+Schedules agree the same way once per communicator and call signature
+(:meth:`Hellos.agree`, asked by :meth:`~.mpi.MpiTransport.agree`): their hellos carry the
+schedule's algorithm and parameters in the tag, so ranks that chose different schedules,
+which may otherwise each wait for a peer that waits for another with no message between
+them, raise on the first call instead.
 ``benchmarks/bench_native_guard.py`` measures what the hellos add per call.  Watching for
 point-to-point messages beside a non-blocking native collective instead would be cheaper
 but wrong: in a correct program a peer that finished first sends its next call's message

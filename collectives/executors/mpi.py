@@ -12,7 +12,12 @@ messages through page-locked host memory and still reduces on the GPU.  The envi
 variable ``COLLSIM_MPI_CUDA_AWARE`` (``1`` or ``0``) overrides the detection.
 
 Every message's tag carries the call's signature and receives check it (:mod:`.guard`), so
-ranks that disagree raise instead of exchanging wrong data.  The private duplicate is
+ranks that disagree raise instead of exchanging wrong data; the first call of each
+signature on a communicator is agreed on first (:meth:`MpiTransport.agree`), so ranks that
+chose different schedules raise instead of waiting for each other.  A walk that stops for
+any reason tells every other rank (:meth:`MpiTransport.interrupted`).  MPI's own ``max``
+and ``min`` of floats reduce integer keys (:mod:`.extrema`), and its AllReduce of more than
+:data:`MPI_COUNT_MAX` elements runs in parts.  The private duplicate is
 freed with the user's communicator (an attribute delete callback, run by ``comm.Free()``)
 or by :func:`collectives.close`.  The first transport installs the abort-on-failure hooks
 (:mod:`.abort`).
