@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from reprlib import repr as brief
 from typing import Any
 
 from ..build import build_schedule
@@ -261,4 +262,4 @@ def choice(algorithm: str, params: tuple[tuple[str, Any], ...]) -> str:
     >>> choice("ring", (("channels", 2),))
     'ring channels=2'
     """
-    return " ".join([algorithm, *(f"{name}={value!r}" for name, value in params)])
+    return " ".join([algorithm, *(f"{name}={brief(value)}" for name, value in params)])
