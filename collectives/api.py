@@ -53,6 +53,8 @@ from .executors import Transport, transport_for
 from .executors.nccl import NcclComm
 from .executors.buffers import IN_PLACE, Call, lay_input, prepare, take_block
 from .executors.check import agree, check_enabled, signature
+from .executors.extrema import keyed_dtype
+from .executors.mpi import MPI_COUNT_MAX
 from .executors.plan import Plan, get_plan
 from .ops import (GPU_DTYPES, NCCL_ONLY_OPS, average_input, average_output, check_op,
                   check_op_dtype)
@@ -68,8 +70,9 @@ CHOICES: tuple[str, ...] = (*ALGORITHMS, "native", "auto")
 ACCEPTED: tuple[str, ...] = (*CHOICES, *COMPOSED)
 
 
-def _resolve_algorithm(algorithm: str, call: Call, nranks: int, params: dict[str, Any],
-                       native_carries: bool) -> tuple[str, dict[str, Any]]:
+def _resolve_algorithm(algorithm: str, call: Call, nranks: int, op: str,
+                       params: dict[str, Any], native_carries: bool
+                       ) -> tuple[str, dict[str, Any]]:
     forced = os.environ.get(ALGORITHM_ENV, "").strip()
     if forced:
         if forced not in ACCEPTED:
@@ -86,7 +89,10 @@ def _resolve_algorithm(algorithm: str, call: Call, nranks: int, params: dict[str
                         f"{sorted(params)}; name an algorithm to tune it")
     if algorithm == "auto":
         algorithm, params = auto.choose(call.collective, call.nbytes, nranks, call.dtype.itemsize)
-        if algorithm == "native" and not native_carries:  # no datatype for it there
+        if algorithm == "native" and (not native_carries  # no datatype for it there
+                                      or keyed_dtype(op, call.dtype) is None  # nor keys
+                                      or call.collective != "allreduce"
+                                      and call.part > MPI_COUNT_MAX):  # nor such a count
             algorithm, params = auto.static_choice(call.collective, call.nbytes, nranks)
     if "channels" in params:
         params = {**params, "channels": clamp_channels(params["channels"])}
@@ -125,7 +131,7 @@ def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
     # MPI has no datatype for a byte-swapped dtype, nor for bfloat16 (NCCL has one)
     native_carries = call.dtype.isnative and (call.dtype.name not in GPU_DTYPES
                                               or transport.name == "nccl")
-    algorithm, params = _resolve_algorithm(algorithm, call, transport.size, params,
+    algorithm, params = _resolve_algorithm(algorithm, call, transport.size, op, params,
                                            native_carries)
     native = algorithm == "native"
     transport.validate(call, op, native)

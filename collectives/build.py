@@ -7,14 +7,23 @@ from functools import lru_cache
 from reprlib import repr as brief
 from typing import Any, Callable
 
-from topology.checks import check_int
+from topology.checks import check_int, is_int
 from .compose import channel_parts, composed, identity_orders
 from .layout import block
 from .placement import Placement
 from .rounds import Lane
 from .schedule import COLLECTIVES, RankSteps, Schedule
 
-__all__ = ["ALGORITHMS", "COMPOSED", "build_schedule", "algorithm_params"]
+__all__ = ["ALGORITHMS", "COMPOSED", "MAX_CHANNELS", "MAX_SEGMENTS", "SEGMENTS_ANY_COUNT",
+           "build_schedule", "algorithm_params", "check_sizes"]
+
+#: the most channels a schedule is cut into (NCCL keeps at most 32, MAXCHANNELS in its
+#: src/include/devcomm.h; more only multiplies the steps)
+MAX_CHANNELS = 256
+#: the most segments of any vector (tree and pipeline): each adds steps, whatever the count
+MAX_SEGMENTS = 65536
+#: segments any vector may be cut into; beyond them, at most one per element
+SEGMENTS_ANY_COUNT = 1024
 
 #: algorithms that build schedules (``native`` and ``auto`` are executor choices)
 ALGORITHMS: tuple[str, ...] = ("ring", "tree", "rhd", "pipeline")
@@ -56,6 +65,49 @@ def algorithm_params(algorithm: str) -> dict[str, Any]:
     module = _module(algorithm)
     generic = {"channels": 1} if hasattr(module, "phases") else {"channels": 1, "order": None}
     return {**module.PARAMS, **generic}
+
+
+def check_sizes(params: dict[str, Any], count: int | None = None, where: str = "") -> None:
+    """Raise if a size-like parameter is beyond its bound, before any work is done.
+
+    ``channels`` is at most :data:`MAX_CHANNELS`; ``segments`` (None: chosen) at most
+    ``max(count, SEGMENTS_ANY_COUNT)`` and never more than :data:`MAX_SEGMENTS`.
+    :func:`build_schedule` checks every call's; a tuning file's rules, which hold no
+    count, are checked against the absolute bounds (:mod:`collectives.tuning`).
+
+    Parameters
+    ----------
+    params : dict
+        Tuning parameters, as passed to :func:`build_schedule`.
+    count : int, optional
+        Elements of the vector; None where it is not known.
+    where : str, optional
+        Prefixed to the parameter's name in the message (e.g. ``"rules[3].params."``).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, its value and the bound.
+
+    Examples
+    --------
+    >>> check_sizes({"segments": 2000}, count=100)
+    Traceback (most recent call last):
+    ...
+    ValueError: segments=2000 is not allowed; it must be an integer in [1, 1024] (at most one segment per element of the 100, or 1024 segments)
+    """
+    channels = params.get("channels")
+    if is_int(channels) and channels > MAX_CHANNELS:  # the algorithms check the rest
+        check_int(channels, f"{where}channels", 1, MAX_CHANNELS,
+                  note=" (more channels only multiply the steps)")
+    segments = params.get("segments")
+    most = MAX_SEGMENTS if count is None else min(max(count, SEGMENTS_ANY_COUNT), MAX_SEGMENTS)
+    if is_int(segments) and segments > most:
+        why = (f" (at most {MAX_SEGMENTS})" if count is None else
+               f" (at most one segment per element of the {count}, or "
+               f"{SEGMENTS_ANY_COUNT} segments)" if most < MAX_SEGMENTS else
+               f" (at most {MAX_SEGMENTS} segments of any vector)")
+        check_int(segments, f"{where}segments", 1, most, note=why)
 
 
 def _check_order(order: Any, nranks: int) -> tuple[int, ...] | None:
@@ -166,6 +218,7 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     module = _module(algorithm)
     check_int(nranks, "nranks", 1)
     check_int(count, "count", 0)
+    check_sizes(params, count)
     channels = params.pop("channels", 1)
     check_int(channels, "channels", 1)
     unknown = sorted(set(params) - set(algorithm_params(algorithm)))

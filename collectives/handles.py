@@ -83,6 +83,8 @@ class PersistentCollective:
             self._before = ((call.send, self._work[plan.input]),)
         self._scratch = np.empty(plan.scratch_count, call.dtype)
         self._signed = signed_plan(plan, prepared.op, transport.guard.codec)
+        if plan.count:  # collective, as init is
+            transport.agree(plan, self._signed, prepared.op)
         if plan.steps:
             from mpi4py import MPI as mpi  # loaded already: the transport runs on it
             self._binding.append(transport.persistent.bind(plan, self._signed, prepared.op,

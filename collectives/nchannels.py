@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
+from .build import MAX_CHANNELS
+
 __all__ = ["MIN_ENV", "MAX_ENV", "channel_bounds", "clamp_channels"]
 
 #: environment variable: the fewest channels (as ``NCCL_MIN_NCHANNELS``)
@@ -27,8 +29,9 @@ def _read(environ: Mapping[str, str], name: str) -> int | None:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise ValueError(f"{name}={text!r} is not allowed; it must be an integer >= 1")
+    if not 1 <= value <= MAX_CHANNELS:
+        raise ValueError(f"{name}={text!r} is not allowed; it must be an integer in "
+                         f"[1, {MAX_CHANNELS}]")
     return value
 
 

@@ -23,8 +23,8 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["OPS", "DTYPES", "ALL_OPS", "ALL_DTYPES", "OP_KINDS", "NCCL_ONLY_OPS", "check_op",
-           "GPU_DTYPES", "check_dtype", "check_op_dtype", "dtype_kind", "reducer", "average_input",
-           "average_output"]
+           "GPU_DTYPES", "check_dtype", "check_op_dtype", "dtype_kind", "Extremum", "reducer",
+           "average_input", "average_output"]
 
 #: reduction name -> ufunc name in NumPy and CuPy, for every MPI predefined reduction
 ALL_OPS: dict[str, str] = {
@@ -188,6 +188,48 @@ def dtype_kind(dtype: Any) -> str:
     return GPU_DTYPES.get(dtype.name, dtype.kind)
 
 
+class Extremum:
+    """``max`` or ``min`` as IEEE 754-2019's ``maximum`` and ``minimum`` on floats.
+
+    The one semantics of every schedule and of ``native`` (:mod:`.executors.extrema`):
+    a NaN in any rank's input gives NaN (as NumPy's ``maximum`` and ``minimum`` do; which
+    NaN's payload is unspecified), ``-0.0`` is less than ``+0.0`` (NumPy's loops return
+    either), infinities are ordinary values.  Other dtypes go straight to the ufunc.
+
+    Parameters
+    ----------
+    xp : module
+        ``numpy`` or ``cupy``.
+    op : {"max", "min"}
+        The reduction.
+
+    Examples
+    --------
+    >>> Extremum(np, "max")(np.array([0.0, -0.0, np.nan]), np.array([-0.0, -0.0, 1.0]))
+    array([ 0., -0., nan])
+    """
+
+    __slots__ = ("_xp", "_ufunc", "_ties")
+
+    def __init__(self, xp: Any, op: str) -> None:
+        self._xp = xp
+        self._ufunc = getattr(xp, ALL_OPS[op])
+        #: where two zeros tie, the bits of the result: -0.0 only if both are (max), or
+        #: if either is (min)
+        self._ties = xp.bitwise_and if op == "max" else xp.bitwise_or
+
+    def __call__(self, a: Any, b: Any, out: Any = None) -> Any:
+        """``op(a, b)`` into ``out`` (which may be ``a`` or ``b``), elementwise."""
+        if dtype_kind(a.dtype) != "f":
+            return self._ufunc(a, b, out=out)
+        xp, width = self._xp, a.dtype.itemsize
+        tie = (a == b).reshape(-1, 1)  # equal values: their bits differ only for zeros
+        bits = self._ties(a.view(xp.uint8), b.view(xp.uint8)).reshape(-1, width)
+        result = self._ufunc(a, b, out=out)
+        xp.copyto(result.view(xp.uint8).reshape(-1, width), bits, where=tie)
+        return result
+
+
 def reducer(xp: Any, op: Any) -> Callable[..., Any]:
     """Return the ufunc of array module ``xp`` (numpy or cupy) that applies ``op``.
 
@@ -201,14 +243,18 @@ def reducer(xp: Any, op: Any) -> Callable[..., Any]:
     Returns
     -------
     callable
-        The ufunc, e.g. ``xp.add`` for ``"sum"``.
+        The ufunc, e.g. ``xp.add`` for ``"sum"``; for ``max`` and ``min`` an
+        :class:`Extremum`, called as the ufunc is (``reduce(a, b, out=a)``).
 
     Raises
     ------
     ValueError
         If ``op`` is not a reduction (:func:`check_op`).
     """
-    return getattr(xp, _UFUNCS[check_op(op)])
+    name = check_op(op)
+    if name in ("max", "min"):
+        return Extremum(xp, name)
+    return getattr(xp, _UFUNCS[name])
 
 
 def average_input(xp: Any, work: Any, nranks: int) -> None:

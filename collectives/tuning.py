@@ -27,8 +27,7 @@ from reprlib import repr as brief
 from typing import Any, Iterable
 
 from topology.checks import check_int
-
-from .build import ALGORITHMS, COMPOSED, algorithm_params
+from .build import ALGORITHMS, COMPOSED, algorithm_params, check_sizes
 from .schedule import COLLECTIVES
 
 __all__ = ["FORMAT", "Rule", "Tuning", "load_tuning"]
@@ -109,8 +108,9 @@ def _rule(item: Any, where: str) -> Rule:
         raise ValueError(f"{where}.params = {brief(params)} is not allowed; it must be an "
                          "object")
     _check_params(params, item["algorithm"], f"{where}.params")
-    return Rule(item["collective"], item["nranks"], item.get("dtype_size", 0),
-                item["min_bytes"], item["max_bytes"], item["algorithm"],
+    check_sizes(params, where=f"{where}.params.")
+    return Rule(str(item["collective"]), item["nranks"], item.get("dtype_size", 0),
+                item["min_bytes"], item["max_bytes"], str(item["algorithm"]),
                 tuple(sorted(params.items())))
 
 

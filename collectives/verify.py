@@ -33,7 +33,7 @@ def _check_step(rank: int, index: int, step: Step, count: int) -> None:
         if not 0 <= op.start <= op.stop <= count:
             raise _bounds_error(rank, index, op, count)
         (writes if isinstance(op, Recv) else reads).append((op.start, op.stop, op))
-    writes = sorted(w for w in writes if w[0] < w[1])
+    writes = sorted((w for w in writes if w[0] < w[1]), key=lambda w: w[:2])
     for (_, stop, first), (start, _, second) in zip(writes, writes[1:]):
         if start < stop:
             raise ScheduleError(f"rank {rank} step {index}: {first} and {second} write "

@@ -66,10 +66,15 @@ from collectives.errors import DeadlockError, ScheduleError
 from collectives.gcpause import gc_paused
 from collectives.progress import completion_order, match
 from collectives.schedule import Recv, Schedule, Send
+from collectives.verify import verify as check_schedule
 
 from .gpu import gpu_terms, hidden_latency
 
-__all__ = ["Transfer", "SimulationResult", "simulate", "ENGINES",
+#: the most ranks a simulation plays (every message is an event: ring's AllReduce on
+#: 4096 ranks is 33 million of them)
+MAX_SIMULATED_RANKS = 4096
+
+__all__ = ["Transfer", "SimulationResult", "simulate", "ENGINES", "MAX_SIMULATED_RANKS",
            "COMPILED_FROM_OPERATIONS"]
 
 #: ``engine=`` choices of :func:`simulate`
@@ -580,7 +585,8 @@ def _has_operations(schedule: Schedule, least: int) -> bool:
 
 def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,
              gamma: float | None = None, trace: bool = False,
-             engine: str = "auto", protocol: str | None = None) -> SimulationResult:
+             engine: str = "auto", protocol: str | None = None,
+             verify: bool = True) -> SimulationResult:
     """Play ``schedule`` on ``topology`` and return when each rank finishes.
 
     Parameters
@@ -609,6 +615,10 @@ def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,
         topology of :func:`simulator.gpu.gpu_terms` for it and the schedule's algorithm
         and channels, and every time is delayed by the call's fixed cost.  Must be None
         on a topology without a GPU model.
+    verify : bool, optional
+        Check the schedule first (:func:`collectives.verify`), as every executor's
+        schedule is; default True.  False plays it as it is (what a schedule that
+        :func:`collectives.build_schedule` made, and the tests verify, can skip).
 
     Returns
     -------
@@ -616,11 +626,15 @@ def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,
 
     Raises
     ------
+    TypeError
+        For a ``schedule`` or ``topology`` of another type.
     ValueError
-        For a schedule with more ranks than the topology places, a bad ``dtype_size``,
-        a negative ``gamma``, an unknown ``engine`` or ``protocol``.
+        For a schedule with more ranks than the topology places, or than
+        :data:`MAX_SIMULATED_RANKS`, a bad ``dtype_size``, a negative ``gamma``, an
+        unknown ``engine`` or ``protocol``.
     ScheduleError, DeadlockError
-        For a schedule that cannot complete (unmatched or mismatched messages, deadlock).
+        For a schedule that cannot complete (unmatched or mismatched messages, deadlock),
+        or, with ``verify``, that :func:`collectives.verify` rejects.
 
     Examples
     --------
@@ -635,6 +649,14 @@ def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,
     """
     if not isinstance(schedule, Schedule):
         raise TypeError(f"schedule must be a collectives Schedule, not {type(schedule).__name__}")
+    check_int(schedule.nranks, "schedule.nranks", 1, MAX_SIMULATED_RANKS,
+              note=" (the events of every message are played: build a smaller schedule, or "
+                   "price it with simulator.select's closed forms)")
+    if not hasattr(topology, "placement") or not hasattr(topology, "gamma_s_per_byte"):
+        raise TypeError(f"topology={brief(topology)} is not allowed; pass a topology.Topology "
+                        f"(e.g. topology.flat(4), topology.dgx_h100())")
+    if verify:
+        check_schedule(schedule)
     topology, call_s = gpu_terms(topology, protocol, schedule.algorithm,
                                  dict(schedule.params).get("channels", 1))
     gamma = _check(schedule, topology, dtype_size, gamma, engine)

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from reprlib import repr as brief
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from topology.checks import check_int
+from topology.checks import check_int, is_int
 from topology.model import Topology
 
 from collectives.build import ALGORITHMS, COMPOSED, build_schedule
@@ -78,7 +78,8 @@ from .machine_forms import machine_cost, machine_costs
 from . import nccl_algorithms
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
-           "SIMULATE_MAX_RANKS", "Candidate", "Choice", "Range", "TuningTable", "select",
+           "SIMULATE_MAX_RANKS", "MAX_SELECTED_RANKS", "Candidate", "Choice", "Range",
+           "TuningTable", "select",
            "tuning_table", "measured_table", "closed_form", "clear_cache"]
 
 #: the size sweep in bytes: powers of two from 1 B to 8 GiB and 1.5 times each in between
@@ -162,6 +163,9 @@ METHODS: tuple[str, ...] = ("auto", "simulate", "closed_form")
 #: largest rank count whose tables ``method="auto"`` simulates (8: one DGX node; a table
 #: of 8 ranks simulates in 0.2-0.5 s, see ``benchmarks/bench_select.py``)
 SIMULATE_MAX_RANKS = 8
+#: the most ranks a tuning table (and :func:`select`) is built for: four times the 16k
+#: GPUs of the largest machines selection is meant for (DESIGN.md)
+MAX_SELECTED_RANKS = 65536
 
 #: linear read-off starts once every message carries about this many elements
 LINEAR_MIN_ELEMENTS = 64
@@ -536,7 +540,7 @@ def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
     def run(n: int) -> float:
         schedule = build_schedule(collective, algorithm, nranks, n // dtype_size,
                                   **schedule_params(algorithm, params, topology, nranks))
-        return simulate(schedule, topology, dtype_size, trace=False,
+        return simulate(schedule, topology, dtype_size, trace=False, verify=False,
                         protocol=protocol).time_s
 
     start = LINEAR_MIN_ELEMENTS * _pieces(collective, algorithm, nranks, params) * dtype_size
@@ -769,6 +773,14 @@ def clear_cache() -> None:
     _TABLES.clear()
 
 
+def _check_scale(nranks: Any) -> None:
+    """Raise if ``nranks`` (an int) is above :data:`MAX_SELECTED_RANKS`, before anything
+    looks at a machine that large (hashing it alone takes minutes)."""
+    if is_int(nranks) and nranks > MAX_SELECTED_RANKS:
+        raise ValueError(f"nranks={nranks} is not allowed; selection prices at most "
+                         f"{MAX_SELECTED_RANKS} ranks (pass a smaller topology, or nranks=)")
+
+
 def _check(collective: Any, topology: Any, nranks: Any, dtype_size: Any, method: Any) -> int:
     if collective not in COLLECTIVES:
         raise ValueError(f"collective={brief(collective)} is not supported; choose one of "
@@ -778,6 +790,7 @@ def _check(collective: Any, topology: Any, nranks: Any, dtype_size: Any, method:
     nranks = topology.nranks if nranks is None else nranks
     check_int(nranks, "nranks", 1, topology.nranks,
               note=f" (the ranks topology {topology.name!r} places)")
+    _check_scale(nranks)
     check_int(dtype_size, "dtype_size", 1)
     if method not in METHODS:
         raise ValueError(f"method={brief(method)} is not supported; choose one of {list(METHODS)}")
@@ -864,6 +877,7 @@ def select(collective: str, nbytes: int, topology: Topology, nranks: int | None 
     >>> choice.label, round(choice.predicted_s, 3), len(choice.candidates)
     ('rhd', 0.805, 9)
     """
+    _check_scale(getattr(topology, "nranks", None) if nranks is None else nranks)
     try:
         table = _TABLES.get((topology, collective,
                              topology.nranks if nranks is None else nranks, dtype_size, method,

@@ -217,12 +217,13 @@ def test_a_file_with_a_bad_gpu_table_names_the_key() -> None:
 
 
 def _pairs(pairs: list[tuple[int, int]], count: int, p: int = 16) -> Schedule:
-    """One step per rank: each ``(src, dst)`` pair moves ``count`` elements."""
+    """One step per rank: each ``(src, dst)`` pair moves ``count`` elements (a range of
+    its own)."""
     ranks: list[list] = [[] for _ in range(p)]
-    for src, dst in pairs:
-        ranks[src].append(Send(dst, 0, count))
-        ranks[dst].append(Recv(src, 0, count))
-    return Schedule.from_steps("allgather", "hand", count,
+    for k, (src, dst) in enumerate(pairs):
+        ranks[src].append(Send(dst, k * count, (k + 1) * count))
+        ranks[dst].append(Recv(src, k * count, (k + 1) * count))
+    return Schedule.from_steps("allgather", "hand", count * len(pairs),
                                [[Step(tuple(ops))] if ops else [] for ops in ranks])
 
 

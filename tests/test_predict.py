@@ -47,8 +47,8 @@ def test_host_model_inner_tree_rank_shares_with_the_others() -> None:
     beta, n = 1e-9, 1 << 18  # elements, 1 MiB per message
     machine = host_model(4, 1e-6, beta, 0.0)
     # rank 1 receives from 0 and sends to 2 and 3 at once: three messages through the host
-    inner = Schedule.from_steps("allgather", "hand", n, [
-        [Step((Send(1, 0, n),))], [Step((Recv(0, 0, n), Send(2, 0, n), Send(3, 0, n)))],
+    inner = Schedule.from_steps("allgather", "hand", 2 * n, [
+        [Step((Send(1, 0, n),))], [Step((Recv(0, 0, n), Send(2, n, 2 * n), Send(3, n, 2 * n)))],
         [Step((Recv(1, 0, n),))], [Step((Recv(1, 0, n),))]])
     assert simulate(inner, machine, trace=False).time_s == \
         pytest.approx(1e-6 + 3 * 4 * n * beta, rel=1e-3)

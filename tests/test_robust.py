@@ -3,6 +3,7 @@ without MPI (tests/test_robust_mpi.py runs them under mpirun)."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -109,3 +110,74 @@ def test_abort_hooks_install_and_opt_out(monkeypatch):
     monkeypatch.setenv(abort.ABORT_ENV, "maybe")
     with pytest.raises(ValueError, match="COLLSIM_ABORT_ON_ERROR='maybe' is not allowed"):
         abort.install()
+
+
+@pytest.mark.parametrize("algorithm, params, named", [
+    ("ring", {"channels": 10**9}, r"channels=1000000000 is not allowed; .*\[1, 256\]"),
+    ("pipeline", {"segments": 10**9}, r"segments=1000000000 is not allowed; .*\[1, 1024\]"),
+    ("tree", {"segments": 1025}, r"segments=1025 is not allowed"),
+])
+def test_size_parameters_beyond_their_bound_are_refused_up_front(algorithm, params, named):
+    with pytest.raises(ValueError, match=named):
+        collectives.build_schedule("allreduce", algorithm, 3, 100, **params)
+    from collectives.build import MAX_SEGMENTS as big
+    assert collectives.build_schedule("allreduce", "pipeline", 2, big, segments=big).params
+
+
+def test_a_tuning_file_with_a_parameter_beyond_its_bound_is_refused(tmp_path):
+    from collectives.tuning import FORMAT, load_tuning
+    rule = {"collective": "allreduce", "nranks": 4, "min_bytes": 0, "max_bytes": 64,
+            "algorithm": "ring", "params": {"channels": 10**9}}
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"format": FORMAT, "version": 1, "rules": [rule]}))
+    with pytest.raises(ValueError, match=r"params\.channels=1000000000 is not allowed"):
+        load_tuning(path)
+
+
+def test_simulate_and_select_refuse_what_they_cannot_finish():
+    import topology
+    from simulator import select, simulate
+    from simulator.engine import MAX_SIMULATED_RANKS
+    from simulator.selection import MAX_SELECTED_RANKS
+    with pytest.raises(ValueError, match=f"at most {MAX_SELECTED_RANKS} ranks"):
+        select("allreduce", 8, topology.flat(MAX_SELECTED_RANKS + 1, 1e-6, 1e-9))
+    huge = collectives.build_schedule("allreduce", "ring", MAX_SIMULATED_RANKS + 1, 8)
+    with pytest.raises(ValueError, match=r"schedule.nranks=4097 is not allowed"):
+        simulate(huge, topology.flat(MAX_SIMULATED_RANKS + 1, 1e-6, 1e-9))
+    small = collectives.build_schedule("allreduce", "ring", 3, 8)
+    with pytest.raises(TypeError, match="topology=None is not allowed"):
+        simulate(small, None)
+
+
+def test_simulate_verifies_what_it_plays_unless_told_not_to():
+    import topology
+    from collectives.errors import ScheduleError
+    from collectives.schedule import Recv, Schedule, Send, Step
+    from simulator import simulate
+    two_into_one = Schedule.from_steps("allreduce", "hand", 8, [
+        [Step((Send(2, 0, 4),))], [Step((Send(2, 0, 4),))],
+        [Step((Recv(0, 0, 4, True), Recv(1, 0, 4, True)))]])
+    machine = topology.flat(3, 1e-6, 1e-9)
+    with pytest.raises(ScheduleError, match="write overlapping ranges"):
+        simulate(two_into_one, machine)
+    assert simulate(two_into_one, machine, verify=False).time_s > 0
+
+
+def test_a_cupy_like_buffer_without_cupy_is_a_clear_error():
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("CuPy is installed here")
+    fake = type("ndarray", (), {"__module__": "cupy._core.core"})()
+    with pytest.raises(TypeError, match=r"sendbuf is a cupy\._core\.core\.ndarray but CuPy "
+                                        r"cannot be imported"):
+        collectives.executors.buffers.array_module("sendbuf", fake)
+
+
+def test_channel_bounds_from_the_environment_are_bounded_too():
+    from collectives.nchannels import channel_bounds
+    with pytest.raises(ValueError, match=r"COLLSIM_MIN_NCHANNELS='100000' is not allowed; "
+                                         r"it must be an integer in \[1, 256\]"):
+        channel_bounds({"COLLSIM_MIN_NCHANNELS": "100000"})

@@ -43,6 +43,8 @@ def test_hand_made_schedule_verifies_and_runs() -> None:
      r"rank 1 step 0: .* write overlapping ranges in the same step"),
     (hand_made([[Send(1, 0, 4), Recv(1, 2, 6)]], [[Recv(0, 0, 4), Send(0, 0, 4)]]),
      r"rank 0 step 0: send \[0:4\) -> 1 reads a range that recv \[2:6\) <- 1 writes"),
+    (hand_made([[Send(2, 0, 4)]], [[Send(2, 0, 4)]], [[Recv(0, 0, 4, True), Recv(1, 0, 4, True)]]),
+     r"rank 2 step 0: reduce \[0:4\) <- 0 and reduce \[0:4\) <- 1 write overlapping ranges"),
     (hand_made([[Send(0, 0, 4)]], [[]]), r"peer 0 must be another rank"),
     (hand_made([[Send(5, 0, 4)]], [[]]), r"peer 5 must be another rank in 0..1"),
 ])

@@ -34,8 +34,10 @@ def _pairwise(base: Topology) -> Topology:
 
 
 def _steps(*ranks: list[list]) -> Schedule:
-    return Schedule.from_steps("allgather", "hand", 64, [[Step(tuple(ops)) for ops in r]
-                                                         for r in ranks])
+    """A hand-made schedule over a buffer of 64 elements, or as many as its ranges reach."""
+    count = max([64, *(op.stop for r in ranks for ops in r for op in ops)])
+    return Schedule.from_steps("allgather", "hand", count, [[Step(tuple(ops)) for ops in r]
+                                                            for r in ranks])
 
 
 def test_two_flows_on_one_link_each_take_twice_as_long() -> None:
@@ -138,7 +140,9 @@ def test_mesh_simulates_as_the_explicit_full_mesh(nranks: int) -> None:
     crowded = _steps(*[[[*(Send((r + k) % nranks, 0, 32) for k in range(1, nranks)),
                          *(Recv((r - k) % nranks, 32, 64) for k in range(1, nranks))]]
                        for r in range(nranks)])  # every ordered pair at once
-    assert simulate(crowded, mesh, trace=True) == simulate(crowded, explicit, trace=True)
+    # timing only: every receive lands in one range, which verify rejects
+    assert simulate(crowded, mesh, trace=True, verify=False) == \
+        simulate(crowded, explicit, trace=True, verify=False)
 
 
 def test_reduction_pays_gamma_at_the_receiver() -> None:
@@ -238,7 +242,7 @@ def test_overheads_of_one_rank_run_one_after_another() -> None:
     # rank 0 receives two messages arriving together (sharing its link: 2 x 64 bytes):
     # it completes them one after another
     gather = _steps([[Recv(1, 0, n), Recv(2, 0, n)]], [[Send(0, 0, n)]], [[Send(0, 0, n)]])
-    done = simulate(gather, machine).rank_finish_s[0]
+    done = simulate(gather, machine, verify=False).rank_finish_s[0]  # two into one range
     assert done == pytest.approx(o + ALPHA + 2 * 64 * BETA + 2 * o)
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 from reprlib import repr as brief
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["is_int", "is_number", "check_int", "check_number"]
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     """Return True for an ``int`` that is not a ``bool``.
 
     Parameters

@@ -85,12 +85,18 @@ def array_module(name: str, buf: Any) -> Any:
     Raises
     ------
     TypeError
-        If ``buf`` is neither a NumPy nor a CuPy array.
+        If ``buf`` is neither a NumPy nor a CuPy array, or looks like a CuPy array where
+        CuPy cannot be imported.
     """
     if isinstance(buf, np.ndarray):
         return np
     if type(buf).__module__.startswith("cupy"):
-        import cupy
+        try:
+            import cupy
+        except ImportError as error:
+            raise TypeError(f"{name} is a {type(buf).__module__}.{type(buf).__name__} but "
+                            f"CuPy cannot be imported here ({error}); install CuPy for GPU "
+                            f"buffers, or pass a numpy.ndarray") from None
         if isinstance(buf, cupy.ndarray):
             return cupy
     raise TypeError(f"{name} is a {type(buf).__module__}.{type(buf).__name__}; "

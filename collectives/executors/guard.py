@@ -206,10 +206,14 @@ class SignedPlan:
     others : tuple of int
         Every other rank: a failing call sends each an empty message
         (:meth:`Guard.settle`).
+    signature : int
+        The tag of the call's first message (:meth:`TagCodec.base`): what the ranks agree
+        on the first time a communicator runs the call (:mod:`.hello`).
     """
 
     steps: tuple[SignedStep, ...]
     others: tuple[int, ...]
+    signature: int = 0
 
 
 _signed: dict[tuple[int, str], tuple[Plan, SignedPlan]] = {}
@@ -247,7 +251,8 @@ def signed_plan(plan: Plan, op: str, codec: TagCodec) -> SignedPlan:
                              tuple((span, peer, base | (tag & mask))
                                    for span, peer, tag in step.sends))
                   for step in plan.steps)
-    signed = SignedPlan(steps, tuple(peer for peer in range(plan.nranks) if peer != plan.rank))
+    signed = SignedPlan(steps, tuple(peer for peer in range(plan.nranks) if peer != plan.rank),
+                        base)
     if len(_signed) >= _SIGNED_CACHE_SIZE:
         _signed.clear()
     _signed[key] = (plan, signed)

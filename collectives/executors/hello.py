@@ -25,6 +25,11 @@ are bound once per communicator, the sends once per signature.  A call with no e
 exchanges hellos whatever its algorithm (a schedule has no message to carry its signature
 then, and MPI's collectives return at once), so that a rank with elements beside it raises
 instead of waiting.
+Schedules agree the same way once per communicator and call signature
+(:meth:`Hellos.agree`, asked by :meth:`~.mpi.MpiTransport.agree`): their hellos carry the
+schedule's algorithm and parameters in the tag, so ranks that chose different schedules,
+which may otherwise each wait for a peer that waits for another with no message between
+them, raise on the first call instead.
 ``benchmarks/bench_native_guard.py`` measures what the hellos add per call.  Watching for
 point-to-point messages beside a non-blocking native collective instead would be cheaper
 but wrong: in a correct program a peer that finished first sends its next call's message
@@ -42,7 +47,8 @@ from typing import Any
 import numpy as np
 
 from .check import ArgumentMismatchError
-from .guard import Guard
+from .guard import SEQUENCE_BITS, Guard
+from .plan import choice
 
 __all__ = ["HELLO_BYTES", "SIGNATURES_PER_COMM", "Hellos"]
 
@@ -51,6 +57,10 @@ HELLO_BYTES = 16
 
 #: signatures whose persistent sends are kept per communicator (least recently used freed)
 SIGNATURES_PER_COMM = 64
+
+#: the sequence bits of a schedule's hello (the last: a schedule's first message has 0)
+_LAST = (1 << SEQUENCE_BITS) - 1
+
 
 @dataclass(frozen=True, slots=True)
 class _Signature:
@@ -94,7 +104,7 @@ class Hellos:
         #: per peer, ``(peer, the bytes its hello goes to)``
         self._slots = tuple((peer, memoryview(self._inbox[i]).cast("B"))
                             for i, peer in enumerate(self.peers))
-        self._signatures: OrderedDict[tuple[str, int, str, str], _Signature] = OrderedDict()
+        self._signatures: OrderedDict[tuple, _Signature] = OrderedDict()
         self._status = mpi.Status()
 
     def exchange(self, collective: str, count: int, dtype: str, op: str,
@@ -122,6 +132,46 @@ class Hellos:
         signature = self._signatures.get(key)
         if signature is None:
             signature = self._bind(key)
+        self._swap(key, signature, algorithm)
+
+    def agree(self, collective: str, count: int, dtype: str, op: str, algorithm: str,
+              params: tuple[tuple[str, Any], ...]) -> None:
+        """Exchange hellos signed with a schedule's signature (its algorithm and parameters).
+
+        What a communicator does the first time it runs a schedule's call (the transport
+        keeps which it agreed on): ranks that chose different schedules may otherwise
+        each wait for a peer that waits for another, with no message sent between them
+        that could show it.  A hello's tag is the signature of the call's first message
+        with the last sequence number (a schedule's first message has the first), so a
+        rank that runs the call's steps without agreeing (or another call) is caught by
+        the hello it takes first.
+
+        Parameters
+        ----------
+        collective, dtype, op : str
+            The call.
+        count : int
+            Elements of the working buffer.
+        algorithm : str
+            The schedule.
+        params : tuple of (str, value)
+            Its resolved parameters (:attr:`~.plan.Plan.params`).
+
+        Raises
+        ------
+        ArgumentMismatchError
+            As :meth:`exchange`.
+        """
+        if not self.peers:
+            return
+        key = (collective, count, dtype, op, algorithm, params)
+        signature = self._signatures.get(key)
+        if signature is None:
+            signature = self._bind(key)
+        self._swap(key, signature, algorithm)
+
+    def _swap(self, key: tuple, signature: _Signature, algorithm: str) -> None:
+        """Send the hellos of ``signature``, take in every peer's, raise if any differs."""
         mpi, status = self._mpi, self._status
         improbe, any_tag, tag = self._comm.Improbe, mpi.ANY_TAG, signature.tag
         mpi.Prequest.Startall(signature.sends)
@@ -144,10 +194,14 @@ class Hellos:
         if self._inbox.tobytes() != signature.expected:
             self._fail(key, signature, algorithm, self._differences(signature.payload))
 
-    def _bind(self, key: tuple[str, int, str, str]) -> _Signature:
-        """Bind the persistent sends of one call's hello."""
-        collective, count, dtype, op = key
-        tag = self._guard.codec.base(collective, count, dtype, op, "native", ())
+    def _bind(self, key: tuple) -> _Signature:
+        """Bind the persistent sends of one call's hello: ``(collective, count, dtype, op)``
+        for a native call's, with ``(algorithm, params)`` after them for a schedule's."""
+        collective, count, dtype, op = key[:4]
+        if len(key) == 4:
+            tag = self._guard.codec.base(collective, count, dtype, op, "native", ())
+        else:
+            tag = self._guard.codec.base(collective, count, dtype, op, *key[4:]) | _LAST
         payload = np.array([count, zlib.crc32(f"{collective} {dtype} {op}".encode())],
                            np.int64)
         signature = self._signatures[key] = _Signature(
@@ -168,13 +222,13 @@ class Hellos:
                 out.append(f"rank {peer} called another collective, dtype or op")
         return "; ".join(out)
 
-    def _fail(self, key: tuple[str, int, str, str], signature: _Signature, algorithm: str,
-              problem: str) -> None:
+    def _fail(self, key: tuple, signature: _Signature, algorithm: str, problem: str) -> None:
         """Mark the communicator broken, tell every rank, take in what peers still send
         (:meth:`~.guard.Guard.settle`), and raise saying why."""
-        collective, count, dtype, op = key
+        collective, count, dtype, op = key[:4]
         del self._signatures[key]  # its sends may still be active: never start them again
-        reason = (f"rank {self._comm.Get_rank()}, {collective} {algorithm} ({dtype}, {op}, "
+        chosen = choice(algorithm, key[5]) if len(key) > 4 else algorithm
+        reason = (f"rank {self._comm.Get_rank()}, {collective} {chosen} ({dtype}, {op}, "
                   f"count {count}): {problem}")
         self._guard.settle(self._mpi, list(signature.sends), 0, self.peers,
                            (self._inbox, signature.payload), reason)

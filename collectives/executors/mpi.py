@@ -12,7 +12,12 @@ messages through page-locked host memory and still reduces on the GPU.  The envi
 variable ``COLLSIM_MPI_CUDA_AWARE`` (``1`` or ``0``) overrides the detection.
 
 Every message's tag carries the call's signature and receives check it (:mod:`.guard`), so
-ranks that disagree raise instead of exchanging wrong data.  The private duplicate is
+ranks that disagree raise instead of exchanging wrong data; the first call of each
+signature on a communicator is agreed on first (:meth:`MpiTransport.agree`), so ranks that
+chose different schedules raise instead of waiting for each other.  A walk that stops for
+any reason tells every other rank (:meth:`MpiTransport.interrupted`).  MPI's own ``max``
+and ``min`` of floats reduce integer keys (:mod:`.extrema`), and its AllReduce of more than
+:data:`MPI_COUNT_MAX` elements runs in parts.  The private duplicate is
 freed with the user's communicator (an attribute delete callback, run by ``comm.Free()``)
 or by :func:`collectives.close`.  The first transport installs the abort-on-failure hooks
 (:mod:`.abort`).
@@ -34,12 +39,13 @@ import numpy as np
 from ..ops import ALL_OPS, NCCL_ONLY_OPS, check_dtype, reducer
 from . import abort
 from .buffers import Call, staged_done, staging, workspace
+from .extrema import keyed, keyed_dtype
 from .guard import Guard, SignedPlan, signed_plan
 from .hello import Hellos
 from .persistent import PersistentPlans
 from .plan import Plan, PlanStep, apply_copies, apply_reduces, describe_step
 
-__all__ = ["CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
+__all__ = ["AGREED_PER_COMM", "MPI_COUNT_MAX", "CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
            "mpi_transport", "close", "post_step"]
 
 CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
@@ -54,6 +60,13 @@ _BROKEN: list[Any] = []
 
 #: reduction name -> mpi4py's ``MPI.Op``, filled when mpi4py is first imported
 _MPI_OPS: dict[str, Any] = {}
+
+#: the most elements one of MPI's collectives is handed: its counts are C ints (Open MPI
+#: 5.0.11 answers MPI_ERR_ARG beyond, even through the large-count functions mpi4py calls)
+MPI_COUNT_MAX = 2**31 - 1
+
+#: signatures of agreed calls kept per communicator (all forgotten together when full)
+AGREED_PER_COMM = 4096
 
 #: every live transport, so that :func:`release_bindings` reaches their persistent requests
 _TRANSPORTS: "weakref.WeakSet[MpiTransport]" = weakref.WeakSet()
@@ -267,9 +280,12 @@ class MpiTransport:
         #: collectives run, by path: "persistent" (NumPy), "direct" (CUDA-aware CuPy),
         #: "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
-        self.persistent = PersistentPlans(_MPI, self.comm, self.guard, compiled_walk())
+        self.persistent = PersistentPlans(_MPI, self.comm, self.guard, compiled_walk(),
+                                          self.agree)
         #: native calls announce themselves first, so that ranks that disagree raise
         self.hellos = Hellos(_MPI, self.comm, self.guard)
+        #: the signatures of the schedules' calls the ranks agreed on (:meth:`agree`)
+        self.agreed: set[int] = set()
         _TRANSPORTS.add(self)
 
     def allgather_object(self, obj: Any) -> list[Any]:
@@ -311,7 +327,9 @@ class MpiTransport:
         Raises
         ------
         ValueError
-            If ``op`` is NCCL's own (``avg``), which MPI does not have.
+            If ``op`` is NCCL's own (``avg``), which MPI does not have, or ``native`` of
+            a ReduceScatter or AllGather with a block of more than :data:`MPI_COUNT_MAX`
+            elements (an AllReduce runs in parts).
         TypeError
             If ``native`` and the MPI library has no datatype for ``call.dtype``.
         """
@@ -319,6 +337,11 @@ class MpiTransport:
             raise ValueError(f"op {op!r} is NCCL's (ncclAvg) and runs over an NcclComm only; "
                              f"MPI has no average: choose one of {list(ALL_OPS)} (e.g. 'sum', "
                              f"then divide by the number of ranks)")
+        if native and call.collective != "allreduce" and call.part > MPI_COUNT_MAX:
+            raise ValueError(f"a block of {call.part} elements is more than MPI's "
+                             f"{call.collective} takes ({MPI_COUNT_MAX}, its counts are C "
+                             f"ints); algorithm='native' cannot run it, choose one of ring, "
+                             f"tree, rhd, pipeline")
         if native and not _has_mpi_datatype(call.dtype):
             order = "" if call.dtype.isnative else " (MPI's datatypes are in native byte order)"
             raise TypeError(f"dtype {call.dtype.str!r} has no MPI datatype in this MPI "
@@ -356,6 +379,8 @@ class MpiTransport:
             return
         if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
             self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
+        else:
+            self.agree(plan, signed, op)
         scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
         try:
             staged = self._staged(call)
@@ -395,16 +420,56 @@ class MpiTransport:
             self.interrupted(plan, error)
             raise
 
+    def agree(self, plan: Plan, signed: SignedPlan, op: str) -> None:
+        """Agree on a schedule's call with every rank (:meth:`~.hello.Hellos.agree`) unless
+        this communicator agreed on its signature before.
+
+        Every rank of a program that calls alike asks at the same calls, the first of each
+        signature: a CuPy call every time, a NumPy call when its plan is bound to buffers
+        (:meth:`~.persistent.PersistentPlans.run`, whose bindings were all bound after
+        their signature was agreed), a persistent handle when it is made.  The set of
+        signatures is emptied when it holds :data:`AGREED_PER_COMM`, and the bindings are
+        freed with it, so that every rank asks again.
+
+        Parameters
+        ----------
+        plan : Plan
+            The rank's plan (with elements).
+        signed : SignedPlan
+            Its steps with the call's tags.
+        op : str
+            The call's reduction.
+
+        Raises
+        ------
+        ArgumentMismatchError
+            When a rank chose another algorithm, parameters or call (the communicator is
+            then broken).
+        """
+        if signed.signature in self.agreed:
+            return
+        self.hellos.agree(plan.collective, plan.count, plan.dtype, op, plan.algorithm,
+                          plan.params)
+        if len(self.agreed) >= AGREED_PER_COMM:
+            self.agreed.clear()
+            self.persistent.free()
+        self.agreed.add(signed.signature)
+
     def interrupted(self, plan: Plan, error: BaseException) -> None:
-        """Mark the communicator broken after ``error`` stopped a walk of ``plan``.
+        """Mark the communicator broken after ``error`` stopped a walk of ``plan``, and
+        tell every other rank.
 
         A failure between steps (a reduction, an interrupt) leaves the other ranks
-        mid-schedule: the communicator cannot be trusted any more.  A reason the guard
-        gave already is kept.
+        mid-schedule: the communicator cannot be trusted any more, and they would wait
+        for this rank's messages for ever, so each gets the guard's failure message
+        (:meth:`~.guard.Guard.settle`) and raises too, whether the abort hooks are on or
+        not.  A reason the guard gave already is kept (it told the ranks then).
         """
         if self.guard.broken is None:
-            self.guard.broken = (f"rank {self.rank}, {plan.collective} {plan.algorithm} was "
-                                 f"interrupted by {type(error).__name__}: {error}")
+            others = tuple(peer for peer in range(self.size) if peer != self.rank)
+            self.guard.settle(_MPI, [], 0, others, (), (
+                f"rank {self.rank}, {plan.collective} {plan.algorithm} was interrupted by "
+                f"{type(error).__name__}: {error}"))
 
     def native(self, call: Call, op: str, stream: Any, signed: bool = True) -> None:
         """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
@@ -443,7 +508,7 @@ class MpiTransport:
             return
         if stream is not None:
             stream.synchronize()
-        staged = self._staged(call)
+        staged = self._staged(call) or bool(keyed_dtype(op, call.dtype))  # keys on the host
         send = MPI.IN_PLACE if call.send is None else (call.send.get() if staged else call.send)
         recv = call.recv.get() if staged and call.send is None else (
             np.empty(call.recv.size, np.dtype(call.dtype.name)) if staged else call.recv)
@@ -482,7 +547,7 @@ class MpiTransport:
         """
         exchange, runs, in_place, name = self.hellos.exchange, self.runs, _MPI.IN_PLACE, \
             check_dtype(dtype)
-        method, tail = self._mpi_collective(collective, op)
+        method, tail = self._mpi_collective(collective, op, dtype, count)
         mpi_op = tail[0] if tail else None  # called without unpacking: this is a hot path
 
         def run(send: np.ndarray | None, recv: np.ndarray) -> None:
@@ -514,22 +579,30 @@ class MpiTransport:
         callable
             Runs the collective on the buffers' current contents.
         """
-        method, tail = self._mpi_collective(call.collective, op)
+        method, tail = self._mpi_collective(call.collective, op, call.dtype, call.count)
         return partial(method, _MPI.IN_PLACE if call.send is None else call.send, call.recv,
                        *tail)
 
-    def _mpi_collective(self, collective: str, op: str) -> tuple[Callable[..., None], tuple]:
+    def _mpi_collective(self, collective: str, op: str, dtype: Any,
+                        count: int) -> tuple[Callable[..., None], tuple]:
         """MPI's own ``collective`` on this communicator, as ``(method, arguments after
-        send and receive buffers)``: ``Allreduce`` and ``Reduce_scatter_block`` take the op."""
+        send and receive buffers)``: ``Allreduce`` and ``Reduce_scatter_block`` take the op,
+        and reduce the keys of floats for ``max`` and ``min`` (:mod:`.extrema`); an
+        ``Allreduce`` of more than :data:`MPI_COUNT_MAX` elements runs in parts of at most
+        that many."""
         if collective == "allgather":
             return self.comm.Allgather, ()
         comm = self.comm
         method = comm.Allreduce if collective == "allreduce" else comm.Reduce_scatter_block
+        if collective == "allreduce" and count > MPI_COUNT_MAX:
+            method = partial(_in_parts, method, _MPI.IN_PLACE)
+        if keyed_dtype(op, np.dtype(dtype)):
+            method = keyed(method, collective, self.size, op, _MPI.IN_PLACE)
         return method, (_MPI_OPS[op],)
 
     def _native(self, collective: str, send: Any, recv: Any, op: str) -> None:
         """Call MPI's own ``collective`` on host or device buffers MPI can read."""
-        method, tail = self._mpi_collective(collective, op)
+        method, tail = self._mpi_collective(collective, op, recv.dtype, recv.size)
         method(send, recv, *tail)
 
     def close(self) -> None:
@@ -546,6 +619,15 @@ class MpiTransport:
             self.hellos.free()
             self.comm.Free()
         self.guard.broken = self.guard.broken or "the communicator was closed"
+
+
+def _in_parts(method: Callable[..., None], in_place: Any, send: Any, recv: np.ndarray,
+              mpi_op: Any) -> None:
+    """``method(send, recv, mpi_op)`` (an ``Allreduce``) on parts of at most
+    :data:`MPI_COUNT_MAX` elements, one after another."""
+    for start in range(0, recv.size, MPI_COUNT_MAX):
+        part = slice(start, start + MPI_COUNT_MAX)
+        method(in_place if send is in_place else send[part], recv[part], mpi_op)
 
 
 def release_bindings() -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import ALL_OPS
+from ..ops import reducer
 from .compiled import (DTYPE_CODES, FIRST_MISMATCH, OP_CODES, RAISED, TAG_MISMATCH, Flat,
                        FlatStep, supports)
 from .guard import Guard, SignedPlan, SignedStep
@@ -220,7 +220,7 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
     if kernel is not None:
         codes = (DTYPE_CODES.get(plan.dtype, 0), OP_CODES.get(op, 0))
         flat = Flat(mpi, comm, flat_steps, (*areas, stage.view(np.uint8)), *codes)
-    return Binding(plan, getattr(np, ALL_OPS[op]), tuple(steps), flat)
+    return Binding(plan, reducer(np, op), tuple(steps), flat)
 
 
 def _flat_step(mpi: Any, step: PlanStep, signed: SignedStep, areas: tuple[np.ndarray, ...],
@@ -251,10 +251,15 @@ class PersistentPlans:
     kernel : ctypes function, optional
         The compiled walk (:func:`~.compiled.kernel`): it runs every binding whose
         reductions it has (:func:`~.compiled.supports`); the Python walk runs the others.
+    agree : callable, optional
+        ``agree(plan, signed, op)``, called before a plan is bound
+        (:meth:`~.mpi.MpiTransport.agree`): every binding runs a call the ranks agreed on.
     """
 
-    def __init__(self, mpi: Any, comm: Any, guard: Guard, kernel: Any = None) -> None:
+    def __init__(self, mpi: Any, comm: Any, guard: Guard, kernel: Any = None,
+                 agree: Any = None) -> None:
         self._mpi, self._comm, self._guard, self._kernel = mpi, comm, guard, kernel
+        self._agree = agree
         self._startall, self._address = mpi.Prequest.Startall, mpi.Get_address
         self._bindings: OrderedDict[tuple, Binding] = OrderedDict()
 
@@ -297,6 +302,9 @@ class PersistentPlans:
         bindings = self._bindings
         binding = bindings.get(key)
         if binding is None or binding.plan is not plan:
+            if self._agree is not None:
+                self._agree(plan, signed, op)  # may free every binding
+            binding = bindings.pop(key, None)
             if binding is not None:
                 binding.free()
             binding = bindings[key] = self.bind(plan, signed, op, work, scratch, send)

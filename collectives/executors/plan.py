@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from reprlib import repr as brief
 from typing import Any
 
 from ..build import build_schedule
@@ -26,7 +27,7 @@ from ..layout import input_range, output_range
 from ..schedule import Copy, Recv, Send, Step
 
 __all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_reduces", "apply_copies",
-           "PLAN_CACHE_SIZE", "release_plans", "describe_step"]
+           "PLAN_CACHE_SIZE", "release_plans", "describe_step", "choice"]
 
 #: plans kept per process (least recently used dropped first)
 PLAN_CACHE_SIZE = 256
@@ -249,5 +250,16 @@ def describe_step(plan: Plan, op: str, index: int) -> str:
     >>> describe_step(get_plan("allreduce", "ring", 2, 0, 4, np.dtype("float32"), {}), "sum", 1)
     'allreduce ring (float32, sum, count 4) step 1'
     """
-    return (f"{plan.collective} {plan.algorithm} ({plan.dtype}, {op}, count {plan.count}) "
-            f"step {index}")
+    return (f"{plan.collective} {choice(plan.algorithm, plan.params)} ({plan.dtype}, {op}, "
+            f"count {plan.count}) step {index}")
+
+
+def choice(algorithm: str, params: tuple[tuple[str, Any], ...]) -> str:
+    """An algorithm with its resolved parameters, in a few words (for error messages).
+
+    Examples
+    --------
+    >>> choice("ring", (("channels", 2),))
+    'ring channels=2'
+    """
+    return " ".join([algorithm, *(f"{name}={brief(value)}" for name, value in params)])
