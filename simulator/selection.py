@@ -26,11 +26,10 @@ The table
     sizes are read
     off that line, and the largest size is simulated to check it (all of them are
     simulated when the check fails);
-  - ``"closed_form"`` otherwise: :func:`closed_form`, the forms of
-    :func:`simulator.cost` on the routes and shared links of the same orders, channels
-    and ``hier`` (:mod:`simulator.machine_forms`).  On :func:`topology.flat` the two
-    methods agree (the simulator's tests check it); on the DGX presets the tests state
-    how closely.
+  - ``"closed_form"`` otherwise: :func:`closed_form`, the analytic model
+    (:mod:`simulator.analytic`) on the routes and shared links of the same orders,
+    channels and ``hier``.  On :func:`topology.flat` the two methods agree (the
+    simulator's tests check it); on the DGX presets the tests state how closely.
 
 * Protocols: on a topology with a GPU model (``topology.gpu``) every candidate is
   predicted under each of the model's protocols (:mod:`simulator.gpu`) and takes the
@@ -70,7 +69,7 @@ from collectives.schedule import COLLECTIVES
 from .channel_choice import HIER_INNER, channel_counts, hier_ranks_per_node, schedule_params
 from .engine import simulate
 from .gpu import protocols
-from .machine_forms import machine_cost, machine_costs
+from .analytic import price, price_one
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
            "SIMULATE_MAX_RANKS", "Candidate", "Choice", "Range", "TuningTable", "select",
@@ -468,11 +467,10 @@ def closed_form(collective: str, algorithm: str, topology: Any, nbytes: int,
                 **params: Any) -> float:
     """The closed-form time of ``algorithm`` on ``topology``, GPU terms included.
 
-    :func:`simulator.machine_forms.machine_cost`: the forms of :func:`simulator.cost` on
-    the routes and shared links of the orders the simulated tables use (channels and
-    ``hier`` included), on the effective topology under ``protocol`` when it has a GPU
-    model (:func:`simulator.gpu.gpu_terms`), plus the call's fixed cost.  On a
-    contention-free topology it is what :func:`simulator.simulate` gives.
+    :func:`simulator.analytic.price`: what the algorithm describes, priced on the routes
+    and shared links of the orders the simulated tables use (channels and ``hier``
+    included), on the effective topology under ``protocol`` when it has a GPU model
+    (:func:`simulator.gpu.gpu_terms`), plus the call's fixed cost.
 
     Parameters
     ----------
@@ -511,14 +509,14 @@ def closed_form(collective: str, algorithm: str, topology: Any, nbytes: int,
     if nbytes % dtype_size:
         raise ValueError(f"nbytes={nbytes} is not allowed; it must be a multiple of "
                          f"dtype_size={dtype_size}")
-    return machine_cost(collective, algorithm, topology, nbytes, nranks, dtype_size, protocol,
-                        **params)
+    return price_one(collective, algorithm, topology, nbytes, nranks, dtype_size, protocol,
+                     **params)
 
 
 def _closed_form(collective: str, nranks: int, dtype_size: int, topology: Any,
                  protocol: str | None, algorithm: str, params: Params) -> list[float]:
-    return machine_costs(collective, algorithm, topology, SIZES, nranks, dtype_size, protocol,
-                         **dict(params))
+    return price(collective, algorithm, topology, SIZES, nranks, dtype_size, protocol,
+                 **dict(params)).tolist()
 
 
 def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,

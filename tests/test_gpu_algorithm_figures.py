@@ -15,7 +15,7 @@ from collectives import build_schedule
 from collectives.schedule import Recv, Schedule, Send, Step
 from simulator import simulate
 from simulator.gpu import gpu_terms
-from simulator.machine_forms import machine_cost
+from simulator.analytic import price_one as machine_cost
 from topology import AlgorithmFigures, GpuModel, LinkFigures, Protocol, TopologyError
 
 TWO = topology.dgx_h100(2)

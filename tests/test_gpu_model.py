@@ -17,7 +17,7 @@ from collectives import build_schedule
 from collectives.schedule import Recv, Schedule, Send, Step
 from simulator import select, simulate, tuning_table
 from simulator.gpu import gpu_terms, protocols
-from simulator.machine_forms import machine_cost
+from simulator.analytic import price_one as machine_cost
 from simulator.selection import closed_form
 from topology import GpuModel, LinkFigures, Protocol, TopologyError
 

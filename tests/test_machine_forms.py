@@ -12,7 +12,7 @@ from simulator import cost, simulate
 from simulator.channel_choice import schedule_params
 from simulator.export import read_nccl_csv, to_nccl_csv
 from simulator.gpu import gpu_terms
-from simulator.machine_forms import machine_cost
+from simulator.analytic import price_one as machine_cost
 from simulator.selection import _label, tuning_table
 
 FLAT = [("ring", {}), ("rhd", {}), ("tree", {"segments": 2}), ("pipeline", {"segments": 2})]

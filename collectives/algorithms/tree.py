@@ -93,15 +93,19 @@ from functools import lru_cache
 from reprlib import repr as brief
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from topology.checks import check_int
 
 from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, split, splits
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Op, Step, new_recv, new_send
+from ..traffic import Messages, Round, largest_part, nested_part, register
 
 __all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_lanes",
-           "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks"]
+           "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks", "tree_edges",
+           "traffic"]
 
 PARAMS: dict[str, Any] = {"segments": None, "ranks_per_node": None}
 
@@ -537,3 +541,87 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequ
     """
     return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks, segments,
                                   ranks_per_node))
+
+
+@lru_cache(maxsize=64)
+def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarray, ...]:
+    """The edges of both trees, tree 0's first, as arrays over the edges.
+
+    Parameters
+    ----------
+    nranks : int
+        Number of ranks.
+    ranks_per_node : int or None, optional
+        As in :func:`tree_node`.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The child, its parent, the child's depth, the rounds in which the child sends
+        segment 0 up when the trees reduce and when they gather (:func:`tree_layout`), and
+        the ranks in the child's subtree.
+    """
+    rows = []
+    for which in (0, 1):
+        nodes, reduce = tree_layout(which, nranks, ranks_per_node, True)
+        gather = tree_layout(which, nranks, ranks_per_node, False)[1]
+        for rank, node in enumerate(nodes):
+            if node.parent >= 0:
+                runs = subtree_ranks(which, nranks, rank, ranks_per_node)
+                rows.append((rank, node.parent, node.depth, reduce[rank], gather[rank],
+                             sum(hi - lo + 1 for lo, hi in runs)))
+    return tuple(np.array(column, dtype=np.int64) for column in zip(*rows))
+
+
+@register("tree")
+def traffic(collective: str, q: int, segments: int = 1,
+            ranks_per_node: int | None = None) -> list[Round]:
+    """The double binary tree's messages (:mod:`collectives.traffic`), round by round.
+
+    Every edge carries two streams of ``segments`` consecutive rounds: up from the child
+    from its round of segment 0 (reduced at the parent by AllReduce and ReduceScatter),
+    and down to it from round ``depth - 1``.  The rounds in which the same streams are in
+    flight form one :class:`Round`; AllGather's streams carry the part of a segment
+    inside the child's subtree up (a class per subtree size) and the rest down.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    q : int
+        Positions.
+    segments : int, optional
+        Segments per half of the vector.
+    ranks_per_node : int or None, optional
+        Trees over nodes of so many positions, a chain in each.
+
+    Returns
+    -------
+    list of Round
+    """
+    if q < 2:
+        return []
+    child, parent, depth, reduce, gather, sub = tree_edges(q, ranks_per_node)
+    segment = nested_part(2, segments)
+    gathers = collective == "allgather"
+    start = np.concatenate([gather if gathers else reduce, depth - 1])
+    src, dst = np.concatenate([child, parent]), np.concatenate([parent, child])
+    up = np.arange(len(start)) < len(child)
+    # a class per (direction, subtree size): AllGather sends up what its subtree holds
+    kind = np.where(up, np.concatenate([sub, sub]) if gathers else 0, -1)
+
+    def elements(size: int) -> Callable[[np.ndarray], np.ndarray]:
+        if size < 0 or not gathers:
+            return segment
+        return lambda count: np.minimum(segment(count), largest_part(q, size)(count))
+
+    edges = np.unique(np.concatenate([start, start + segments]))
+    rounds = []
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        active = (start <= lo) & (start + segments > lo)
+        if active.any():
+            rounds.append(Round(hi - lo, tuple(
+                Messages(src[active & (kind == k)], dst[active & (kind == k)], elements(int(k)),
+                         bool(k >= 0 and not gathers))
+                for k in np.unique(kind[active]).tolist())))
+    return rounds
