@@ -125,11 +125,12 @@ def test_simulator_and_closed_forms_agree_with_the_gpu_terms_on(
     machine = _flat_with_gpu(p)
     schedule = build_schedule(collective, algorithm, p, count, **params)
     simulated = simulate(schedule, machine, protocol=protocol).time_s
-    # the engine charges every step its latency (pipelined=False); NCCL's pipelining of it
-    # (the closed forms' default under a GPU model) is tested in tests/test_machine_forms.py
     formula = machine_cost(collective, algorithm, machine, count * 4, protocol=protocol,
-                           pipelined=False, **params)
-    assert simulated == pytest.approx(formula, rel=1e-9)
+                           **params)
+    if algorithm == "tree" and collective == "allgather":  # lock-step rounds: an upper bound
+        assert simulated * (1 - 1e-9) <= formula <= 2 * simulated
+    else:
+        assert simulated == pytest.approx(formula, rel=1e-9)
     assert simulated > simulate(schedule, topology.flat(p, 1e-6, 1e-10)).time_s
 
 
