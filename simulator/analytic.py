@@ -111,8 +111,27 @@ def _priced_rounds(topology: Any, machine: Any, orders: Orders,
     found = _ROUNDS.get(key)
     if found is not None and found[0] is rounds:
         return found[1]
-    sampled = _sample(topology)
     latency, bandwidth = _links(machine)
+    out = [(round_.repeat, round_.chain,
+            _classes(round_, *messages, latency, bandwidth))
+           for round_, messages in zip(rounds, _routed(topology, orders, rounds))]
+    if len(_ROUNDS) > 4096:
+        _ROUNDS.clear()
+    _ROUNDS[key] = (rounds, out)
+    return out
+
+
+_ROUTED: dict[tuple[Any, ...], tuple[Any, list]] = {}
+
+
+def _routed(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> list[tuple[list, ...]]:
+    """Every round's sampled messages as their classes, routes and keys of the messages
+    in flight together (the same under every protocol; cached)."""
+    key = (topology, orders, id(rounds))
+    found = _ROUTED.get(key)
+    if found is not None and found[0] is rounds:
+        return found[1]
+    sampled = _sample(topology)
     ranks = [np.asarray(order) for order in orders]
     out = []
     for round_ in rounds:
@@ -127,11 +146,10 @@ def _priced_rounds(topology: Any, machine: Any, orders: Orders,
                 # a chain's hops are in flight one index at a time, in every order at once
                 together += (keep + c * (1 + len(messages.src)) if round_.chain
                              else np.zeros(len(keep), dtype=np.int64)).tolist()
-        out.append((round_.repeat, round_.chain,
-                    _classes(round_, owners, routes, together, latency, bandwidth)))
-    if len(_ROUNDS) > 4096:
-        _ROUNDS.clear()
-    _ROUNDS[key] = (rounds, out)
+        out.append((owners, routes, together))
+    if len(_ROUTED) > 4096:
+        _ROUTED.clear()
+    _ROUTED[key] = (rounds, out)
     return out
 
 
