@@ -18,13 +18,14 @@ a dictionary lookup; installing a table or a predictor clears the cache and adva
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable
 
 from .tuning import Tuning, load_tuning
 
-__all__ = ["TUNING_ENV", "TOPOLOGY_ENV", "STATIC_TREE_FROM", "STATIC_DOUBLING_UPTO",
+__all__ = ["TUNING_ENV", "TOPOLOGY_ENV", "STATIC_DOUBLING_UPTO", "STATIC_FOLD_UPTO",
            "Predictor", "use_tuning",
            "use_predictor", "static_choice", "choose", "source", "epoch"]
 
@@ -37,19 +38,24 @@ TOPOLOGY_ENV = "COLLSIM_TOPOLOGY"
 #: a predictor: ``(collective, nbytes, nranks, dtype_size) -> (algorithm, params)``
 Predictor = Callable[[str, int, int, int], tuple[str, dict[str, Any]]]
 
-#: static rule: from these (ranks, working-buffer bytes) on the double binary tree with 16
-#: segments, below them recursive halving-doubling (ReduceScatter: always).  Read off the
-#: simulator's tuning tables on the host model :func:`topology.default_flat` (alpha 3 us,
-#: 5 GB/s per pair, 0.1 ns/B reduction), where the rule's choice is within 10% of the best
-#: at 4-64 ranks from 256 B to 256 MiB (``tests/test_auto.py`` holds it there)
-STATIC_TREE_FROM = {"allreduce": (4, 256 << 10), "allgather": (8, 4 << 20)}
-
 #: static rule: an AllReduce of at most this many bytes runs recursive doubling (rhd
 #: ``doubling=True``: ``lg p`` exchanges of the whole vector) on 2 ranks and from 4 on.  On
 #: the host model the rule's choice stays within 10% of the best at 4-64 ranks (doubling
 #: wins up to 14-27 KiB there, from 64 to 4 ranks); on 3 ranks the ring's four steps
 #: catch up with the fold's three well before (about 6 KiB), so 3 ranks keep the ring
 STATIC_DOUBLING_UPTO = 16 << 10
+
+#: static rule: on a count of ranks that is not a power of two, recursive halving-doubling
+#: while ``nbytes <= STATIC_FOLD_UPTO[collective] * nranks * log2(nranks)``, the ring beyond
+#: (rhd's fold of the ranks beyond a power of two sends whole vectors, so the ring's
+#: ``2 (p - 1)`` steps catch up as the buffer grows); on a power of two, rhd at every size.
+#: Read off the simulator's tuning tables on the host model :func:`topology.default_flat`
+#: (one port per rank, alpha 3 us, 5 GB/s, 0.1 ns/B reduction): the ring and rhd cross
+#: there at 30-550 KiB on 6-48 ranks (ReduceScatter at about half), and the rule's choice
+#: is within 10% of the best at 4-64 ranks from 256 B to 256 MiB (``tests/test_auto.py``
+#: holds it there).  On one port the tree never wins: a parent sends to two children
+#: through it
+STATIC_FOLD_UPTO = {"allreduce": 2048, "allgather": 1536, "reduce_scatter": 1024}
 
 #: below this many ranks the static rule runs the ring (2 ranks: recursive doubling on
 #: small AllReduces, see :data:`STATIC_DOUBLING_UPTO`)
@@ -136,7 +142,8 @@ def _table() -> Tuning | None:
 
 def static_choice(collective: str, nbytes: int, nranks: int) -> tuple[str, dict[str, Any]]:
     """The static rule: recursive doubling for small AllReduces (except on 3 ranks), else
-    ring below 4 ranks, else rhd, or the tree on large buffers.
+    rhd from 4 ranks on (on a count that is not a power of two, up to
+    :data:`STATIC_FOLD_UPTO`), else the ring.
 
     Parameters
     ----------
@@ -155,18 +162,19 @@ def static_choice(collective: str, nbytes: int, nranks: int) -> tuple[str, dict[
     Examples
     --------
     >>> static_choice("allreduce", 1024, 8), static_choice("allreduce", 1 << 28, 6)
-    (('rhd', {'doubling': True}), ('tree', {'segments': 16}))
+    (('rhd', {'doubling': True}), ('ring', {}))
     >>> static_choice("allgather", 1024, 8), static_choice("allreduce", 64 << 10, 8)
     (('rhd', {}), ('rhd', {}))
+    >>> static_choice("allgather", 1024, 6), static_choice("allgather", 64 << 10, 6)
+    (('rhd', {}), ('ring', {}))
     """
     if (collective == "allreduce" and nbytes <= STATIC_DOUBLING_UPTO
             and (nranks == 2 or nranks >= _STATIC_RING_BELOW)):
         return "rhd", {"doubling": True}
-    if nranks < _STATIC_RING_BELOW:
+    if nranks < _STATIC_RING_BELOW or (
+            nranks & (nranks - 1)
+            and nbytes > STATIC_FOLD_UPTO.get(collective, 0) * nranks * math.log2(nranks)):
         return "ring", {}
-    ranks, nbytes_from = STATIC_TREE_FROM.get(collective, (nranks + 1, 0))
-    if nranks >= ranks and nbytes >= nbytes_from:
-        return "tree", {"segments": 16}
     return "rhd", {}
 
 
@@ -212,7 +220,7 @@ def choose(collective: str, nbytes: int, nranks: int,
     Examples
     --------
     >>> choose("allreduce", 1024, 8)[0], choose("allreduce", 1 << 28, 6)[0]
-    ('rhd', 'tree')
+    ('rhd', 'ring')
     """
     key = (collective, nbytes, nranks, dtype_size)
     given = _tuning is not None and _tuning_path is None  # use_tuning's table: no variable

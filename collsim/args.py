@@ -7,7 +7,7 @@ Every ``collsim`` command takes these with one meaning (the README's flag table)
 * ``-d/--datatype``: nccl-tests' type names (``float``, ``half``, ``bfloat16``, ...) or
   NumPy's;
 * the machine: ``--topology`` (a preset or a topology file), ``--ranks``, ``--nodes`` (DGX
-  presets), ``--alpha``/``--beta`` (the flat preset), refused where the preset cannot
+  presets), ``--alpha``/``--beta`` (the flat and mesh presets), refused where the preset cannot
   take them.
 
 Values are checked before anything launches or measures; a bad one raises
@@ -42,8 +42,9 @@ ITEMSIZES: dict[str, int] = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "in
                              "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4,
                              "float64": 8}
 
-#: presets that take ``--nodes``, and the one that takes ``--alpha``/``--beta``
+#: presets that take ``--nodes``, and those that take ``--alpha``/``--beta``
 _NODE_PRESETS = ("dgx-h100", "dgx-a100")
+_ALPHA_BETA_PRESETS = ("flat", "mesh")
 
 
 class UsageError(ValueError):
@@ -187,7 +188,7 @@ def sweep(args: argparse.Namespace) -> list[int]:
 
 
 def add_machine(parser: argparse.ArgumentParser, default: str, extra: Sequence[str] = (),
-                ranks_help: str = "ranks: of the flat preset (default 8), or the first "
+                ranks_help: str = "ranks: of the flat or mesh preset (default 8), or the first "
                                   "N a larger machine places (default all)",
                 ranks: int | None = None) -> None:
     """Add ``--topology``, ``--nodes``, ``--alpha``, ``--beta`` and ``--ranks``.
@@ -213,9 +214,9 @@ def add_machine(parser: argparse.ArgumentParser, default: str, extra: Sequence[s
     add("--nodes", type=int, default=None, metavar="N",
         help=f"nodes of {' or '.join(_NODE_PRESETS)} (default 1)")
     add("--alpha", type=float, default=None, metavar="SECONDS",
-        help=f"latency of the flat preset (default {topology.FLAT_ALPHA_S:g})")
+        help=f"latency of the flat and mesh presets (default {topology.FLAT_ALPHA_S:g})")
     add("--beta", type=float, default=None, metavar="S_PER_BYTE",
-        help=f"seconds per byte of the flat preset (default {topology.FLAT_BETA_S_PER_BYTE:g})")
+        help=f"seconds per byte of the flat and mesh presets (default {topology.FLAT_BETA_S_PER_BYTE:g})")
 
 
 def _check_machine_options(args: argparse.Namespace) -> None:
@@ -225,9 +226,9 @@ def _check_machine_options(args: argparse.Namespace) -> None:
                          f"{' and '.join(_NODE_PRESETS)} take it")
     for flag in ("alpha", "beta"):
         value = getattr(args, flag)
-        if value is not None and name != "flat":
+        if value is not None and name not in _ALPHA_BETA_PRESETS:
             raise UsageError(f"--{flag} {value:g} is not allowed with --topology {name}; only "
-                             "flat takes it")
+                             f"{' and '.join(_ALPHA_BETA_PRESETS)} take it")
         if value is not None and not value > 0:
             raise UsageError(f"--{flag} {value:g} is not allowed; it must be > 0")
     if args.nodes is not None:
@@ -247,7 +248,7 @@ def machine(args: argparse.Namespace, nranks: int | None = None) -> topology.Top
     args : argparse.Namespace
         Parsed with :func:`add_machine`.
     nranks : int or None, optional
-        Ranks the machine must place (the flat preset's size); ``--ranks`` (flat: 8) when
+        Ranks the machine must place (the flat or mesh preset's size); ``--ranks`` (flat: 8) when
         None.
 
     Returns

@@ -4,9 +4,10 @@ Every pair of ranks ping-pongs messages of several sizes; a least-squares line
 ``t(n) = alpha + beta * n`` through the one-way times gives the pair's latency and inverse
 bandwidth (per pair, or per class of pair: same host or across hosts). Every rank times the
 local reduction ``a += b`` of its array module (NumPy, or CuPy for GPU buffers) and the median
-slope is gamma. The result is a flat-like topology, one device per rank and one link per
-ordered pair, written as a topology file; the fit's error on every measured point is printed
-and written into the file's header.
+slope is gamma. The result is a ported machine (:func:`ported`): every pair's measured
+latency and bandwidth, through one port per rank that the rank's concurrent messages share,
+as on :func:`topology.flat`; it is written as a topology file, and the fit's error on every
+measured point is printed and written into the file's header.
 
 Run it as ``collsim calibrate --ranks 4 --output machine.toml``: outside ``mpirun`` it
 launches itself on ``--ranks`` ranks; under ``mpirun`` (``mpirun -n 4 python -m collsim
@@ -34,7 +35,7 @@ from topology.model import Device, Link, Topology
 from .args import UsageError, check_at_least, check_output
 
 __all__ = ["add_arguments", "main", "fit_line", "fit_errors", "measure_pair",
-           "measure_gamma", "calibrate", "POOR_FIT", "DIGITS"]
+           "measure_gamma", "calibrate", "ported", "POOR_FIT", "DIGITS"]
 
 #: the fit never returns a latency below 1 ns or a bandwidth above 1 PB/s, so the written
 #: file stays valid (latency and bandwidth > 0) when noise drives the fit to 0 or below
@@ -381,16 +382,58 @@ def _model(name: str, hosts: list[str], sizes: list[int],
         lines.append(f"warning: poor fit (error above {POOR_FIT:.0%} at some size): "
                      f"{', '.join(poor)}; the times are noisy (other load, more ranks than "
                      "cores) or not a line in the size; try more --iters or other --sizes")
-    kind = "gpu" if xp is not np else "cpu"
-    ids = [f"rank{r}" for r in range(len(hosts))]
-    links = []
+    pairs = {}
     for a, b in sorted(measured):
         alpha, beta = fits[group((a, b))]
-        link_kind = "host" if hosts[a] == hosts[b] else "net"
-        bandwidth = float(f"{1 / beta:.{DIGITS}g}")
-        links += [Link(ids[a], ids[b], alpha, bandwidth, link_kind),
-                  Link(ids[b], ids[a], alpha, bandwidth, link_kind)]
-    topology = Topology(name, tuple(Device(i, kind) for i in ids), tuple(links), tuple(ids),
-                        gamma)
+        pairs[a, b] = (alpha, float(f"{1 / beta:.{DIGITS}g}"),
+                       "host" if hosts[a] == hosts[b] else "net")
+    topology = ported(name, "gpu" if xp is not np else "cpu", len(hosts), pairs, gamma)
     return topology, "\n".join(lines)
+
+
+def ported(name: str, kind: str, nranks: int,
+           pairs: dict[tuple[int, int], tuple[float, float, str]],
+           gamma: float = 0.0) -> Topology:
+    """The measured machine: every pair's latency and bandwidth, through one port per rank.
+
+    A rank sends one message and receives one at a time at full rate, and messages it
+    sends (or receives) at once share its port, as on :func:`topology.flat` (the single-port
+    model of Thakur, Rabenseifner and Gropp, 2005; a ping-pong measures one message at a
+    time, so it cannot tell a port from a link per pair).  Rank ``r`` reaches rank ``s``
+    through ``rank{r} -> rank{r}.port -> rank{s}.port -> rank{s}``: the ports' links carry
+    a quarter of the least measured latency each and the rank's fastest pair's bandwidth,
+    the link between the two ports the rest of the pair's latency and its bandwidth, so
+    every route has its pair's measured latency (to rounding) and bandwidth.
+
+    Parameters
+    ----------
+    name : str
+        The topology's name.
+    kind : str
+        The ranks' device kind (``"cpu"``, ``"gpu"``).
+    nranks : int
+        Ranks (>= 2): devices ``rank0 ..``, and their ports ``rank0.port ..``.
+    pairs : dict
+        ``(a, b) -> (alpha_s, bandwidth_Bps, link_kind)`` with ``a < b``, for every pair: the
+        fit of both directions.
+    gamma : float, optional
+        Seconds per byte reduced.
+
+    Returns
+    -------
+    Topology
+    """
+    ids = [f"rank{r}" for r in range(nranks)]
+    ports = [f"{i}.port" for i in ids]
+    edge = min(alpha for alpha, _, _ in pairs.values()) / 4
+    fastest = [0.0] * nranks
+    links = []
+    for (a, b), (alpha, bandwidth, link_kind) in pairs.items():
+        fastest[a], fastest[b] = max(fastest[a], bandwidth), max(fastest[b], bandwidth)
+        links += [Link(ports[a], ports[b], alpha - 2 * edge, bandwidth, link_kind),
+                  Link(ports[b], ports[a], alpha - 2 * edge, bandwidth, link_kind)]
+    for i, port, bandwidth in zip(ids, ports, fastest):
+        links += [Link(i, port, edge, bandwidth, "port"), Link(port, i, edge, bandwidth, "port")]
+    devices = tuple(Device(i, kind) for i in ids) + tuple(Device(p, "port") for p in ports)
+    return Topology(name, devices, tuple(links), tuple(ids), gamma)
 

@@ -62,11 +62,11 @@ def check_outputs(collective: str, outputs: list[np.ndarray], full: np.ndarray, 
         assert all(out.tobytes() == first for out in outputs), "ranks differ bitwise"
 
 
-def explicit_flat(nranks: int, alpha: float, beta: float) -> topology.Topology:
-    """:func:`topology.flat`'s machine built link by link: one :class:`topology.Link` per
+def explicit_mesh(nranks: int, alpha: float, beta: float) -> topology.Topology:
+    """:func:`topology.mesh`'s machine built link by link: one :class:`topology.Link` per
     ordered pair of ranks, in the order of :class:`topology.FullMesh`."""
     ids = tuple(f"r{r}" for r in range(nranks))
     links = tuple(topology.Link(a, b, alpha, 1 / beta, "flat") for a in ids for b in ids
                   if a != b)
-    return topology.Topology(f"flat({nranks})", tuple(topology.Device(i, "rank") for i in ids),
+    return topology.Topology(f"mesh({nranks})", tuple(topology.Device(i, "rank") for i in ids),
                              links, ids)

@@ -92,7 +92,7 @@ def test_placement_maps_ranges_piece_by_piece() -> None:
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_channels_on_one_order_cost_one_channel_on_a_flat_model(algorithm: str,
                                                                  collective: str) -> None:
-    machine = topology.flat(4, 2e-6, 1e-10)
+    machine = topology.mesh(4, 2e-6, 1e-10)  # cost's forms: the mesh's
     count = 4 * 3 * 5 * (1 << 17)  # even splits into channels, blocks and 2^17-element segments
     for channels in (1, 3, 5):
         schedule = build_schedule(collective, algorithm, 4, count, channels=channels)

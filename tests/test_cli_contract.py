@@ -96,7 +96,7 @@ BAD = [
     (["simulate", "--topology", "flat", "--nodes", "2"], "--nodes 2 is not allowed"),
     (["simulate", "--topology", "dgx-a100", "--ranks", "12"], "--ranks 12 is not allowed"),
     (["simulate", "-d", "float", "-b", "1", "-e", "3"], "no size holds one 4-byte element"),
-    (["select", "--topology", "pcie", "--beta", "1e-9"], "only flat takes it"),
+    (["select", "--topology", "pcie", "--beta", "1e-9"], "only flat and mesh take it"),
     (["select", "--nccl-csv", "/no/such/folder/t.csv"], "--nccl-csv"),
     (["select", "allreduce", "allreduce"], "'allreduce' is given twice"),
     (["calibrate", "--ranks", "1"], "--ranks 1 is not allowed; it must be >= 2"),

@@ -41,7 +41,7 @@ def _bounded(simulated: float, predicted: float) -> bool:
 def test_simulation_on_flat_reproduces_cost(collective: str, algorithm: str) -> None:
     checked = 0
     for p in RANKS:
-        flat = topology.flat(p, ALPHA, BETA)
+        flat = topology.mesh(p, ALPHA, BETA)  # cost's forms: the mesh's
         for count, params in _counts(collective, algorithm, p):
             schedule = build_schedule(collective, algorithm, p, count, **params)
             simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
@@ -55,7 +55,7 @@ def test_simulation_on_flat_reproduces_cost(collective: str, algorithm: str) -> 
 def test_tree_cost_is_exact_on_flat(collective: str) -> None:
     """Every p of the grid, one to p segments (shared-link rounds included), two sizes."""
     for p in RANKS:
-        flat = topology.flat(p, ALPHA, BETA)
+        flat = topology.mesh(p, ALPHA, BETA)  # cost's forms: the mesh's
         depth = (p - 1).bit_length()
         for segments in sorted({1, 2, 3, 3 * depth, 3 * depth + 4, p}):
             for count in (2 * segments * p * 16, 2 * segments * p * 1024):
@@ -70,7 +70,7 @@ def test_tree_cost_is_exact_on_flat(collective: str) -> None:
 def test_tree_over_nodes_cost_is_exact_on_flat(collective: str) -> None:
     """Trees over 2, 3 (tree 1 shifted) and 4 nodes of chains; shared-link rounds included."""
     for p, size in ((4, 2), (6, 2), (9, 3), (16, 4)):
-        flat = topology.flat(p, ALPHA, BETA)
+        flat = topology.mesh(p, ALPHA, BETA)  # cost's forms: the mesh's
         for segments in (1, 3, 12):
             count = 2 * segments * p * 16
             schedule = build_schedule(collective, "tree", p, count, segments=segments,
@@ -93,7 +93,7 @@ def test_tree_shared_links_cost_a_second_segment() -> None:
 def test_tree_allgather_cost_is_exact_on_flat() -> None:
     """Every p of the grid, one to p segments, even and uneven counts (all exact)."""
     for p in RANKS:
-        flat = topology.flat(p, ALPHA, BETA)
+        flat = topology.mesh(p, ALPHA, BETA)  # cost's forms: the mesh's
         depth = (p - 1).bit_length()
         for segments in sorted({1, 3, 2 * depth + 3, p}):
             for count in (2 * segments * p * 16, 2 * segments * p * 5 + 3):

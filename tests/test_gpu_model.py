@@ -110,7 +110,7 @@ FLAT_GPU = GpuModel((Protocol("LL", 0.4, 5e-6), Protocol("Simple", 1.0, 8e-6)),
 
 
 def _flat_with_gpu(p: int) -> topology.Topology:
-    t = topology.flat(p, 1e-6, 1e-10)
+    t = topology.mesh(p, 1e-6, 1e-10)  # the closed forms': the mesh's
     return dataclasses.replace(t, gpu=FLAT_GPU)
 
 
@@ -131,7 +131,7 @@ def test_simulator_and_closed_forms_agree_with_the_gpu_terms_on(
         assert simulated * (1 - 1e-9) <= formula <= 2 * simulated
     else:
         assert simulated == pytest.approx(formula, rel=1e-9)
-    assert simulated > simulate(schedule, topology.flat(p, 1e-6, 1e-10)).time_s
+    assert simulated > simulate(schedule, topology.mesh(p, 1e-6, 1e-10)).time_s
 
 
 @pytest.mark.parametrize("algorithm", ["ring", "tree", "pipeline"])

@@ -18,8 +18,9 @@ def test_topology_repr_is_a_summary() -> None:
     flat = topology.flat(64, 5e-6, 4e-11)
     text = repr(flat)
     assert len(text) < 300 and "\n" not in text
-    assert "'flat(64)'" in text and "64 ranks" in text and "4032 links" in text
-    assert "5 us" in text and "25 GB/s" in text
+    assert "'flat(64)'" in text and "64 ranks" in text and "128 links" in text
+    assert "2.5 us" in text and "25 GB/s" in text  # per port link: alpha in all
+    assert "4032 links" in repr(topology.mesh(64, 5e-6, 4e-11))
     cluster = repr(topology.dgx_h100(nodes=128))
     assert len(cluster) < SUMMARY_CHARS
     assert "1024 ranks on 1024 gpu" in cluster and "2048 nvlink (0.25 us, 450 GB/s)" in cluster
@@ -29,7 +30,7 @@ def test_topology_repr_is_a_summary() -> None:
 
 def test_simulation_result_repr_is_a_summary_even_with_a_trace() -> None:
     schedule = build_schedule("allreduce", "ring", 64, 1 << 20)
-    result = simulate(schedule, topology.flat(64, 5e-6, 4e-11), trace=True)
+    result = simulate(schedule, topology.mesh(64, 5e-6, 4e-11), trace=True)
     assert len(result.transfers) == result.transfer_count == 64 * 2 * 63
     text = repr(result)
     assert len(text) < SUMMARY_CHARS and "\n" not in text

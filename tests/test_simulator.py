@@ -10,7 +10,7 @@ from collectives import (ALGORITHMS, COLLECTIVES, DeadlockError, Recv, Schedule,
 from simulator import simulate
 from topology import Device, Link, Topology
 
-from .reference import explicit_flat
+from .reference import explicit_mesh
 
 ALPHA, BETA = 1e-6, 1e-9
 
@@ -95,9 +95,41 @@ def test_a_trunk_limits_flows_only_when_their_bottlenecks_exceed_it(trunk_beta: 
         pytest.approx([ALPHA + 4 * n * BETA / share] * 2, rel=1e-12)
 
 
+def test_flat_is_single_ported_and_the_mesh_is_not() -> None:
+    n = 250  # elements: 1000 bytes per message
+    fan_out = _steps([[Send(1, 0, n), Send(2, n, 2 * n)]], [[Recv(0, 0, n)]], [[Recv(0, 0, n)]])
+    flat, mesh = topology.flat(3, ALPHA, BETA), topology.mesh(3, ALPHA, BETA)
+    # two sends at once share the sender's port; on the mesh each has its own link
+    assert simulate(fan_out, flat).time_s == pytest.approx(ALPHA + 2 * 4 * n * BETA, rel=1e-12)
+    assert simulate(fan_out, mesh).time_s == pytest.approx(ALPHA + 4 * n * BETA, rel=1e-12)
+    # one send and one receive at once both run at the port's full rate
+    swap = _steps([[Send(1, 0, n), Recv(1, n, 2 * n)]], [[Send(0, 0, n), Recv(0, n, 2 * n)]])
+    assert simulate(swap, flat).time_s == pytest.approx(ALPHA + 4 * n * BETA, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["events", "compiled"])
+def test_no_allreduce_beats_the_single_port_bound_on_flat(engine: str) -> None:
+    # Thakur, Rabenseifner and Gropp (2005): an AllReduce moves at least 2 (p - 1) / p of
+    # the vector in and out of every port; ring meets it, with 2 (p - 1) latencies
+    p, count = 8, 1 << 18
+    nbytes = 4 * count
+    bound = 2 * (p - 1) / p * nbytes * BETA
+    flat, mesh = topology.flat(p, ALPHA, BETA), topology.mesh(p, ALPHA, BETA)
+    ring = simulate(build_schedule("allreduce", "ring", p, count), flat, engine=engine)
+    assert ring.time_s == pytest.approx(bound + 2 * (p - 1) * ALPHA, rel=1e-12)
+    for algorithm in ALGORITHMS:
+        for segments in ((1, 16) if algorithm in ("tree", "pipeline") else (None,)):
+            params = {} if segments is None else {"segments": segments}
+            schedule = build_schedule("allreduce", algorithm, p, count, **params)
+            assert simulate(schedule, flat, engine=engine).time_s >= bound * (1 - 1e-12), \
+                (algorithm, segments)
+    tree = build_schedule("allreduce", "tree", p, count, segments=16)
+    assert simulate(tree, mesh, engine=engine).time_s < bound  # many peers at once
+
+
 @pytest.mark.parametrize("nranks", [2, 3, 5, 8])
-def test_flat_simulates_as_the_explicit_full_mesh(nranks: int) -> None:
-    mesh, explicit = topology.flat(nranks, ALPHA, BETA), explicit_flat(nranks, ALPHA, BETA)
+def test_mesh_simulates_as_the_explicit_full_mesh(nranks: int) -> None:
+    mesh, explicit = topology.mesh(nranks, ALPHA, BETA), explicit_mesh(nranks, ALPHA, BETA)
     for collective in COLLECTIVES:
         for algorithm in ALGORITHMS:
             schedule = build_schedule(collective, algorithm, nranks, 1000)
@@ -123,8 +155,11 @@ def test_trace_and_link_bytes_account_for_every_byte() -> None:
     schedule = build_schedule("allreduce", "ring", p, count)
     result = simulate(schedule, flat, trace=True)
     assert result.transfer_count == len(result.transfers) == p * 2 * (p - 1)
-    assert sum(t.nbytes for t in result.transfers) == sum(result.link_bytes) \
+    assert sum(t.nbytes for t in result.transfers) \
         == 4 * sum(schedule.sent_elements(r) for r in range(p))
+    # every byte crosses its sender's port and its receiver's
+    assert sum(result.link_bytes) == sum(t.nbytes * len(t.links) for t in result.transfers) \
+        == 2 * sum(t.nbytes for t in result.transfers)
     assert all(t.links == flat.route(t.src, t.dst) and t.end_s > t.start_s
                for t in result.transfers)
     assert max(result.rank_finish_s) == result.time_s

@@ -10,7 +10,7 @@ from collectives import ALGORITHMS, DeadlockError, Recv, Schedule, ScheduleError
 from simulator import simulate
 from topology import Topology
 
-from .reference import explicit_flat
+from .reference import explicit_mesh
 
 pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) the engine
 
@@ -43,8 +43,8 @@ def test_both_engines_give_the_same_result(machine: str, collective: str) -> Non
                 assert compiled == events, (algorithm, p, count)
 
 
-def test_flat_runs_compiled_as_the_explicit_full_mesh() -> None:
-    mesh, explicit = topology.flat(6, ALPHA, BETA), explicit_flat(6, ALPHA, BETA)
+def test_mesh_runs_compiled_as_the_explicit_full_mesh() -> None:
+    mesh, explicit = topology.mesh(6, ALPHA, BETA), explicit_mesh(6, ALPHA, BETA)
     for algorithm in ALGORITHMS:
         schedule = build_schedule("allreduce", algorithm, 6, 1 << 16)
         assert simulate(schedule, mesh, trace=True, engine="compiled") == \

@@ -53,6 +53,32 @@ def test_arguments_are_checked(argv, message):
         calibrate.main(parser.parse_args(argv))
 
 
+def test_ported_machine_keeps_each_pair_and_shares_each_port() -> None:
+    from collectives import Recv, Schedule, Send, Step
+    from simulator import simulate
+
+    pairs = {(0, 1): (2e-6, 10e9, "host"), (0, 2): (3e-6, 5e9, "host"),
+             (1, 2): (1e-6, 8e9, "net")}
+    t = calibrate.ported("measured", "cpu", 3, pairs, 1e-10)
+    for (a, b), (alpha, bandwidth, _) in pairs.items():
+        for src, dst in ((a, b), (b, a)):
+            assert t.alpha(src, dst) == pytest.approx(alpha, rel=1e-12)
+            assert t.beta(src, dst) == pytest.approx(1 / bandwidth, rel=1e-12)
+            assert t.hops(src, dst) == 3
+    assert t.gamma_s_per_byte == 1e-10
+    n = 250_000  # 1 MB each: rank 0 sends to 1 and 2 at once, through its 10 GB/s port
+    both = Schedule.from_steps("allgather", "hand", 2 * n, [
+        [Step((Send(1, 0, n), Send(2, n, 2 * n)))], [Step((Recv(0, 0, n),))],
+        [Step((Recv(0, 0, n),))]])
+    alone = Schedule.from_steps("allgather", "hand", n, [
+        [Step((Send(1, 0, n),))], [Step((Recv(0, 0, n),))], [Step(())]])
+    # alone 0 -> 1 runs at 10 GB/s; with 0 -> 2 at once (5 GB/s) it gets the port's other half
+    assert simulate(alone, t).time_s == pytest.approx(2e-6 + 4 * n / 10e9, rel=1e-9)
+    ends = {(x.src, x.dst): x.end_s for x in simulate(both, t, trace=True).transfers}
+    assert ends == pytest.approx({(0, 1): 2e-6 + 4 * n / 5e9, (0, 2): 3e-6 + 4 * n / 5e9},
+                                 rel=1e-9)
+
+
 @pytest.mark.mpi
 def test_calibrate_command_under_mpirun(tmp_path, capfd):
     """``collsim calibrate -n 3`` relaunches itself under mpirun and writes a file that loads."""
@@ -64,8 +90,8 @@ def test_calibrate_command_under_mpirun(tmp_path, capfd):
     assert "3 ranks on 1 host(s)" in out  # printed by rank 0 of the launched job
     assert "max |error|" in out and f"wrote {path}" in out
     t = topology.load(path)
-    assert t.nranks == 3 and len(t.links) == 6
-    assert all(link.kind == "host" for link in t.links)
+    assert t.nranks == 3 and len(t.links) == 12  # a port per rank, a link per pair of ports
+    assert sorted({link.kind for link in t.links}) == ["host", "port"]
     assert t.gamma_s_per_byte > 0
     assert all(t.alpha(a, b) > 0 and t.beta(a, b) > 0
                for a in range(3) for b in range(3) if a != b)

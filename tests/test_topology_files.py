@@ -176,11 +176,20 @@ def test_save_load_round_trip(tmp_path, make):
     assert [loaded.route(a, b) for a, b in pairs] == [original.route(a, b) for a, b in pairs]
 
 
-def test_a_flat_machine_is_written_as_a_mesh_table() -> None:
-    text = topology.dumps(topology.flat(1024, 5e-6, 4e-11))
+def test_a_mesh_machine_is_written_as_a_mesh_table() -> None:
+    text = topology.dumps(topology.mesh(1024, 5e-6, 4e-11))
     assert "[mesh]" in text and "[[links]]" not in text and len(text) < 100_000  # O(nranks)
     assert 'latency = "5 us"' in text and 'bandwidth = "25 GB/s"' in text
-    assert topology.loads(text) == topology.flat(1024, 5e-6, 4e-11)
+    assert topology.loads(text) == topology.mesh(1024, 5e-6, 4e-11)
+
+
+def test_a_flat_machine_round_trips_with_its_ports() -> None:
+    original = topology.flat(64, 5e-6, 4e-11)
+    text = topology.dumps(original)
+    assert text.count("src = ") == 128 and text.count('latency = "2.5 us"') == 128
+    loaded = topology.loads(text)
+    assert loaded == original and loaded.alpha(3, 60) == 5e-6
+    assert [loaded.route(0, b) for b in range(64)] == [original.route(0, b) for b in range(64)]
 
 
 MESH = """

@@ -9,7 +9,7 @@ from topology.presets import (HDR_Bps, IB_LATENCY_S, NDR_Bps, NVLINK3_Bps, NVLIN
                               NVLINK_LATENCY_S, PCIE4_X16_Bps, PCIE_LATENCY_S, UPI_Bps,
                               UPI_LATENCY_S)
 
-from .reference import explicit_flat
+from .reference import explicit_mesh
 
 
 def _path(t: topology.Topology, a: int, b: int) -> list[str]:
@@ -18,8 +18,29 @@ def _path(t: topology.Topology, a: int, b: int) -> list[str]:
     return [t.links[route[0]].src] + [t.links[i].dst for i in route] if route else []
 
 
-def test_flat_every_pair_its_own_link():
+def test_flat_gives_every_rank_one_port_into_a_switch():
     t = topology.flat(5, 3e-6, 2e-10)
+    assert len(t.links) == 10 and t.devices[-1] == topology.Device("switch", "switch")
+    for a in range(5):
+        for b in range(5):
+            if a != b:  # up a's port, down b's: every route is two links, alpha in all
+                assert _path(t, a, b) == [f"r{a}", "switch", f"r{b}"]
+                assert t.route(a, b) == (2 * a, 2 * b + 1)
+                assert (t.alpha(a, b), t.hops(a, b)) == (3e-6, 2)
+                assert t.beta(a, b) == pytest.approx(2e-10, rel=1e-15)
+    assert {link.kind for link in t.links} == {"flat"}
+    assert t.route(3, 3) == () and t.alpha(3, 3) == 0.0 and t.beta(3, 3) == 0.0
+    assert pickle.loads(pickle.dumps(t)) == t
+
+
+@pytest.mark.parametrize("alpha", [3e-6, 1e-7, 7.3e-6, 1.1e-5])
+def test_flat_routes_sum_to_alpha_exactly(alpha: float) -> None:
+    t = topology.flat(3, alpha, 1e-9)  # halves are exact in binary floating point
+    assert t.alpha(0, 2) == alpha and t.costs(0)[2] == (2, alpha)
+
+
+def test_mesh_every_pair_its_own_link():
+    t = topology.mesh(5, 3e-6, 2e-10)
     routes = {(a, b): t.route(a, b) for a in range(5) for b in range(5) if a != b}
     assert all(len(r) == 1 for r in routes.values())
     assert len({r[0] for r in routes.values()}) == 20  # no two pairs share a link
@@ -30,8 +51,8 @@ def test_flat_every_pair_its_own_link():
     assert t.route(3, 3) == () and t.alpha(3, 3) == 0.0 and t.beta(3, 3) == 0.0
 
 
-def test_flat_holds_no_link_objects() -> None:
-    t = topology.flat(1024, 5e-6, 4e-11)
+def test_mesh_holds_no_link_objects() -> None:
+    t = topology.mesh(1024, 5e-6, 4e-11)
     assert isinstance(t.links, topology.FullMesh) and len(t.links) == 1024 * 1023
     assert len(pickle.dumps(t)) < 100_000  # a million links would take tens of megabytes
     assert pickle.loads(pickle.dumps(t)) == t
@@ -43,8 +64,8 @@ def test_flat_holds_no_link_objects() -> None:
 
 
 @pytest.mark.parametrize("nranks", [1, 2, 3, 6])
-def test_flat_is_the_full_mesh_it_stands_for(nranks: int) -> None:
-    mesh, explicit = topology.flat(nranks, 3e-6, 2e-10), explicit_flat(nranks, 3e-6, 2e-10)
+def test_mesh_is_the_full_mesh_it_stands_for(nranks: int) -> None:
+    mesh, explicit = topology.mesh(nranks, 3e-6, 2e-10), explicit_mesh(nranks, 3e-6, 2e-10)
     assert tuple(mesh.links) == mesh.links[:] == explicit.links
     assert [mesh.links[i] for i in range(-len(mesh.links), len(mesh.links))] == \
         list(explicit.links) * 2
@@ -153,6 +174,8 @@ def test_pcie_node_hops():
     (lambda: topology.dgx_a100(nodes=1.5), "nodes=1.5"),
     (lambda: topology.pcie_node(2, gpus_per_switch=2, sockets=2), "sockets=2"),
     (lambda: topology.flat(2, 1e-6, 1e-9).route(0, 2), "b=2"),
+    (lambda: topology.mesh(0, 1e-6, 1e-9), "nranks=0"),
+    (lambda: topology.mesh(2, 1e-6, 0.0), "beta=0.0"),
 ])
 def test_preset_arguments_are_checked(call, match):
     with pytest.raises(ValueError, match=match):
@@ -198,9 +221,12 @@ def test_routes_are_shortest_and_valid_on_random_graphs(seed):
 def test_preset_resolves_every_command_line_name() -> None:
     assert topology.preset("flat", nranks=3, alpha=1e-6, beta=2e-9).name == "flat(3)"
     assert topology.preset("flat", nranks=3, alpha=1e-6, beta=2e-9).alpha(0, 2) == 1e-6
+    assert topology.preset("mesh", nranks=3, alpha=1e-6, beta=2e-9) == \
+        topology.mesh(3, 1e-6, 2e-9)
     assert topology.preset("dgx-h100", nodes=2) == topology.dgx_h100(nodes=2)
     assert topology.preset("dgx-a100") == topology.dgx_a100()
     assert topology.preset("pcie") == topology.pcie_node()
-    assert set(topology.PRESET_NAMES) == {"flat", "dgx-h100", "dgx-a100", "pcie"}
+    assert set(topology.PRESET_NAMES) == {"flat", "mesh", "dgx-h100", "dgx-a100",
+                                         "pcie"}
     with pytest.raises(ValueError, match="name='dgx-b200' is not a preset; it must be one of"):
         topology.preset("dgx-b200")

@@ -12,7 +12,7 @@ from .model import Device, FullMesh, Link, Topology
 from .order import ring_order
 from .presets import (DEFAULT_ALPHA_S, DEFAULT_BETA_S_PER_BYTE, DEFAULT_GAMMA_S_PER_BYTE,
                       FLAT_ALPHA_S, FLAT_BETA_S_PER_BYTE, PRESET_NAMES, default_flat, dgx_a100,
-                      dgx_h100, flat, pcie_node, preset, rail_fat_tree)
+                      dgx_h100, flat, mesh, pcie_node, preset, rail_fat_tree)
 
 __all__ = [
     "AlgorithmFigures", "DEFAULT_ALPHA_S", "DEFAULT_BETA_S_PER_BYTE",
@@ -20,6 +20,6 @@ __all__ = [
     "FLAT_BETA_S_PER_BYTE", "FullMesh", "GpuModel", "Link", "LinkFigures", "PRESET_NAMES",
     "Protocol", "Topology",
     "TopologyError", "channel_orders", "dgx_a100", "dgx_h100", "default_flat", "dumps", "flat",
-    "load", "loads", "pcie_node", "preset", "rail_fat_tree", "ranks_per_node", "ring_order",
+    "load", "loads", "mesh", "pcie_node", "preset", "rail_fat_tree", "ranks_per_node", "ring_order",
     "save",
 ]

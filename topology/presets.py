@@ -1,4 +1,4 @@
-"""Named machines: the flat alpha-beta model, DGX nodes, rail-optimized fat-trees, PCIe nodes.
+"""Named machines: the flat alpha-beta model (and the per-pair mesh), DGX nodes, rail-optimized fat-trees, PCIe nodes.
 
 Figures and their sources (line rate = the signalling rate of the link; effective = what a
 benchmark measures, lower by protocol overheads; every default below is a LINE RATE unless it
@@ -40,7 +40,7 @@ from .gpu import GpuModel
 from .gpu_presets import DGX_A100_GPU, DGX_H100_GPU
 from .model import Device, FullMesh, Link, Topology
 
-__all__ = ["flat", "default_flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node",
+__all__ = ["flat", "mesh", "default_flat", "rail_fat_tree", "dgx_a100", "dgx_h100", "pcie_node",
            "PRESET_NAMES", "FLAT_ALPHA_S", "FLAT_BETA_S_PER_BYTE", "DEFAULT_ALPHA_S",
            "DEFAULT_BETA_S_PER_BYTE", "DEFAULT_GAMMA_S_PER_BYTE", "preset"]
 
@@ -65,12 +65,27 @@ def _duplex(a: str, b: str, latency_s: float, bandwidth_Bps: float,
     return Link(a, b, latency_s, bandwidth_Bps, kind), Link(b, a, latency_s, bandwidth_Bps, kind)
 
 
-def flat(nranks: int, alpha: float, beta: float) -> Topology:
-    """The textbook alpha-beta model: a dedicated link for every ordered pair of ranks.
+def _alpha_beta_ranks(nranks: int, alpha: float,
+                      beta: float) -> tuple[tuple[str, ...], float, float]:
+    """The rank ids ``r0 ..``, alpha and the bandwidth ``1 / beta``, checked."""
+    check_int(nranks, "nranks", 1)
+    alpha = check_number(alpha, "alpha", positive=True)
+    bandwidth = 1.0 / check_number(beta, "beta", positive=True)
+    return tuple(f"r{r}" for r in range(nranks)), alpha, bandwidth
 
-    Contention-free: no two pairs share a link, so the simulator reproduces closed forms.
-    The links are a :class:`~topology.model.FullMesh`: four numbers, not ``nranks**2``
-    objects (1024 ranks build in a few milliseconds).
+
+def flat(nranks: int, alpha: float, beta: float) -> Topology:
+    """The textbook single-port alpha-beta machine (Thakur, Rabenseifner and Gropp, 2005).
+
+    Each rank has one port: it sends one message and receives one at a time at the full
+    rate ``1 / beta``, and messages it sends (or receives) at once share that rate
+    (R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of collective communication
+    operations in MPICH", IJHPCA 19(1), 2005: the cost ``alpha + n * beta`` of a message,
+    one send and one receive per process at a time).  Built as a star: every rank's
+    uplink into one non-blocking ``switch`` and downlink out of it, each ``alpha / 2``
+    long (a route's latency is exactly ``alpha``) and ``1 / beta`` wide.  On this machine
+    ring is bandwidth-optimal, as the literature states; :func:`mesh` is the machine
+    where every ordered pair has a link of its own.
 
     Parameters
     ----------
@@ -79,19 +94,60 @@ def flat(nranks: int, alpha: float, beta: float) -> Topology:
     alpha : float
         Latency of every pair, seconds (> 0).
     beta : float
-        Seconds per byte of every pair (> 0): the bandwidth is ``1 / beta``.
+        Seconds per byte of every port (> 0): the bandwidth is ``1 / beta``.
+
+    Returns
+    -------
+    Topology
+        ``2 * nranks`` links of kind ``"flat"``: ``r{i} -> switch`` is link ``2 * i``,
+        ``switch -> r{i}`` link ``2 * i + 1``.
+
+    Raises
+    ------
+    ValueError
+        If ``nranks`` is not an int >= 1, or ``alpha`` or ``beta`` is not > 0.
 
     Examples
     --------
     >>> t = flat(4, 2e-6, 1e-10)
     >>> t.route(1, 3), t.alpha(1, 3), t.beta(1, 3)
+    ((2, 7), 2e-06, 1e-10)
+    """
+    ids, alpha, bandwidth = _alpha_beta_ranks(nranks, alpha, beta)
+    links = [link for i in ids for link in _duplex(i, "switch", alpha / 2, bandwidth, "flat")]
+    devices = tuple(Device(i, "rank") for i in ids) + (Device("switch", "switch"),)
+    return Topology(f"flat({nranks})", devices, tuple(links), ids)
+
+
+def mesh(nranks: int, alpha: float, beta: float) -> Topology:
+    """The contention-free alpha-beta model: a dedicated link for every ordered pair.
+
+    A rank sends to any number of peers at once, each at the full rate ``1 / beta``
+    (:func:`flat` is the single-port machine).  No two pairs share a link, so the
+    simulator reproduces closed forms that count every message alone.  The links are a
+    :class:`~topology.model.FullMesh`: four numbers, not ``nranks**2`` objects (1024
+    ranks build in a few milliseconds).
+
+    Parameters
+    ----------
+    nranks, alpha : int, float
+        As for :func:`flat`.
+    beta : float
+        Seconds per byte of every pair (> 0).
+
+    Returns
+    -------
+    Topology
+        Named ``"mesh(nranks)"``; ``ValueError`` for the figures :func:`flat` refuses.
+
+    Examples
+    --------
+    >>> t = mesh(4, 2e-6, 1e-10)
+    >>> t.route(1, 3), t.alpha(1, 3), t.beta(1, 3)
     ((5,), 2e-06, 1e-10)
     """
-    check_int(nranks, "nranks", 1)
-    alpha = check_number(alpha, "alpha", positive=True)
-    bandwidth = 1.0 / check_number(beta, "beta", positive=True)
-    ids = tuple(f"r{r}" for r in range(nranks))
-    return Topology(f"flat({nranks})", tuple(Device(i, "rank") for i in ids),
+    ids, alpha, bandwidth = _alpha_beta_ranks(nranks, alpha, beta)
+    return Topology(f"mesh({nranks})", tuple(Device(i, "rank") for i in ids),
                     FullMesh(ids, alpha, bandwidth, "flat"), ids)
 
 
@@ -350,14 +406,14 @@ def pcie_node(gpus: int = 8, *, gpus_per_switch: int = 2, sockets: int = 2,
                     tuple(f"gpu{g}" for g in range(gpus)))
 
 
-#: the command lines' ``--topology flat`` figures unless given: the default machine's
+#: the command lines' ``--topology flat`` (and ``mesh``) figures unless given: the default machine's
 #: (:func:`default_flat`; ``collsim bench --topology calibrate`` and ``collsim predict``
 #: measure the real one)
 FLAT_ALPHA_S = DEFAULT_ALPHA_S
 FLAT_BETA_S_PER_BYTE = DEFAULT_BETA_S_PER_BYTE
 
 #: the names :func:`preset` accepts (the command lines' ``--topology`` presets)
-PRESET_NAMES = ("flat", "dgx-h100", "dgx-a100", "pcie")
+PRESET_NAMES = ("flat", "mesh", "dgx-h100", "dgx-a100", "pcie")
 
 
 def preset(name: str, *, nranks: int = 8, nodes: int = 1, alpha: float = FLAT_ALPHA_S,
@@ -366,19 +422,20 @@ def preset(name: str, *, nranks: int = 8, nodes: int = 1, alpha: float = FLAT_AL
 
     Parameters
     ----------
-    name : {"flat", "dgx-h100", "dgx-a100", "pcie"}
+    name : {"flat", "mesh", "dgx-h100", "dgx-a100", "pcie"}
         The preset (:data:`PRESET_NAMES`).
     nranks : int
-        Ranks of ``flat`` (ignored by the others).
+        Ranks of ``flat`` and ``mesh`` (ignored by the others).
     nodes : int
         Nodes of a DGX preset (ignored by the others).
     alpha, beta : float
-        Latency (s) and seconds per byte of ``flat`` (ignored by the others).
+        Latency (s) and seconds per byte of ``flat`` and ``mesh`` (ignored by the others).
 
     Returns
     -------
     Topology
-        :func:`flat`, :func:`dgx_h100`, :func:`dgx_a100` or :func:`pcie_node` (default size).
+        :func:`flat`, :func:`mesh`, :func:`dgx_h100`, :func:`dgx_a100` or :func:`pcie_node`
+        (default size).
 
     Raises
     ------
@@ -394,6 +451,8 @@ def preset(name: str, *, nranks: int = 8, nodes: int = 1, alpha: float = FLAT_AL
     """
     if name == "flat":
         return flat(nranks, alpha, beta)
+    if name == "mesh":
+        return mesh(nranks, alpha, beta)
     if name == "dgx-h100":
         return dgx_h100(nodes=nodes)
     if name == "dgx-a100":
