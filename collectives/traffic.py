@@ -43,12 +43,17 @@ class Messages:
         Element counts of the vector (array) -> elements of the class's largest message.
     reduce : bool
         Whether the receiver reduces what it receives.
+    pieced : bool
+        Whether a message spanning several runs of the buffer is received as several
+        receives, reduced side by side (rhd's windows, a tree's segments), rather than as
+        one (a ring's or chain's block, laid out as one).
     """
 
     src: np.ndarray
     dst: np.ndarray
     elements: Elements
     reduce: bool
+    pieced: bool = True
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"

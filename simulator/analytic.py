@@ -20,8 +20,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   sum over the rounds, plus the GPU model's cost per call (:func:`simulator.gpu.gpu_terms`).
 
 **Sample.**  The messages priced are those with an end on a sampled rank: every rank up
-to :data:`SAMPLE_ALL_RANKS` ranks, else every rank of a few nodes (the first four, the
-middle one, the last four), which on a machine whose nodes are alike meet every kind of
+to :data:`SAMPLE_ALL_RANKS` ranks, else every rank of a few nodes (the first two, the
+middle one, the last), which on a machine whose nodes are alike meet every kind of
 route and link load a round has.  The model's cost therefore grows with the number of
 classes (and by a numpy pass over each class's positions), not with rank pairs: a table
 on 16,384 GPUs takes well under a second (``benchmarks/bench_select.py``).
@@ -51,7 +51,7 @@ from collectives.schedule import COLLECTIVES
 from collectives.traffic import Phase, describe
 
 from .channel_choice import schedule_params
-from .gpu import gpu_terms, hidden_latency
+from .gpu import hidden_latency, link_figures
 
 __all__ = ["price", "price_one", "SAMPLE_ALL_RANKS"]
 
@@ -74,108 +74,129 @@ def _sample(topology: Any) -> np.ndarray:
         return sampled
     groups = node_groups(topology)
     n = len(groups)
-    for g in {0, 1, 2, 3, n // 2, n - 4, n - 3, n - 2, n - 1} & set(range(n)):
+    for g in {0, 1, n // 2, n - 1}:
         sampled[groups[g]] = True
     return sampled
-
-
-@functools.lru_cache(maxsize=64)
-def _links(machine: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Every link's latency (s) and bandwidth (B/s)."""
-    return (np.array([link.latency_s for link in machine.links]),
-            np.array(machine.bandwidths_Bps, dtype=float))
 
 
 class _Priced:
     """One class's sampled messages as distinct rows of latency, seconds per byte and
     nominal rate."""
 
-    __slots__ = ("latency", "per_byte", "rate", "weight", "elements", "reduce")
+    __slots__ = ("latency", "per_byte", "rate", "weight", "elements", "reduce", "pieced")
 
     def __init__(self, rows: np.ndarray, counts: np.ndarray, hops: int, elements: Any,
-                 reduce: bool) -> None:
+                 reduce: bool, pieced: bool) -> None:
         self.latency, self.per_byte, self.rate = (rows[:, k:k + 1] for k in range(3))
         # a chain's hops: each row stands for this many of one order's messages
         self.weight = (counts * hops / counts.sum())[:, None]
-        self.elements, self.reduce = elements, reduce
+        self.elements, self.reduce, self.pieced = elements, reduce, pieced
 
 
 _ROUNDS: dict[tuple[Any, ...], tuple[Any, list]] = {}
 
 
-def _priced_rounds(topology: Any, machine: Any, orders: Orders,
+def _priced_rounds(topology: Any, links: tuple[np.ndarray, np.ndarray], orders: Orders,
                    rounds: tuple[Any, ...]) -> list[tuple[int, int, list[_Priced]]]:
-    """Every round of ``rounds`` as its classes' figures on ``machine`` (routes of
-    ``topology``), its messages of every order in flight together (cached)."""
-    key = (topology, machine, orders, id(rounds))
+    """Every round of ``rounds`` as its classes' figures on the routes of ``topology``
+    whose links have the latencies and bandwidths ``links``, its messages of every order
+    in flight together (cached)."""
+    key = (topology, id(links[0]), id(links[1]), orders, id(rounds))
     found = _ROUNDS.get(key)
-    if found is not None and found[0] is rounds:
+    if found is not None and found[0] == (rounds, *links):
         return found[1]
-    latency, bandwidth = _links(machine)
+    latency, bandwidth = links
     out = [(round_.repeat, round_.chain,
             _classes(round_, *messages, latency, bandwidth))
            for round_, messages in zip(rounds, _routed(topology, orders, rounds))]
     if len(_ROUNDS) > 4096:
         _ROUNDS.clear()
-    _ROUNDS[key] = (rounds, out)
+    _ROUNDS[key] = ((rounds, *links), out)
     return out
 
 
 _ROUTED: dict[tuple[Any, ...], tuple[Any, list]] = {}
 
 
-def _routed(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> list[tuple[list, ...]]:
-    """Every round's sampled messages as their classes, routes and keys of the messages
+def _routed(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> list[tuple[np.ndarray, ...]]:
+    """Every round's sampled messages: their classes, the links of their routes (CSR:
+    every message's first entry and its entries' links) and the keys of the messages
     in flight together (the same under every protocol; cached)."""
     key = (topology, orders, id(rounds))
     found = _ROUTED.get(key)
     if found is not None and found[0] is rounds:
         return found[1]
     sampled = _sample(topology)
-    ranks = [np.asarray(order) for order in orders]
+    ranks = np.asarray(orders)
     out = []
     for round_ in rounds:
-        owners, routes, together = [], [], []
+        owner, pair, together = [], [], []
         for c, messages in enumerate(round_.messages):
-            for order in ranks:
-                src, dst = order[messages.src], order[messages.dst]
-                keep = np.flatnonzero(sampled[src] | sampled[dst])
-                for a, b in zip(src[keep].tolist(), dst[keep].tolist()):
-                    routes.append(topology.route(a, b))
-                    owners.append(c)
-                # a chain's hops are in flight one index at a time, in every order at once
-                together += (keep + c * (1 + len(messages.src)) if round_.chain
-                             else np.zeros(len(keep), dtype=np.int64)).tolist()
-        out.append((owners, routes, together))
+            src, dst = ranks[:, messages.src], ranks[:, messages.dst]
+            keep = sampled[src] | sampled[dst]
+            if len(messages.src) and not keep.any():  # a class far from the sample: one
+                keep[0, 0] = True
+            owner.append(np.full(int(keep.sum()), c))
+            pair.append(src[keep] * topology.nranks + dst[keep])
+            # a chain's hops are in flight one index at a time, in every order at once
+            index = np.broadcast_to(np.arange(len(messages.src)), keep.shape)[keep]
+            together.append(index + c * (1 + len(messages.src)) if round_.chain
+                            else np.zeros(len(index), dtype=np.int64))
+        pairs = np.concatenate(pair)
+        out.append((np.concatenate(owner), *_entries(topology, pairs),
+                    np.concatenate(together)))
     if len(_ROUTED) > 4096:
         _ROUTED.clear()
     _ROUTED[key] = (rounds, out)
     return out
 
 
-def _classes(round_: Any, owners: list[int], routes: list[tuple[int, ...]],
-             together: list[int], latency: np.ndarray, bandwidth: np.ndarray) -> list[_Priced]:
-    """The figures of one round's messages (``routes``, of classes ``owners``): links
-    shared equally by the messages crossing them that are in flight ``together`` (equal
-    keys)."""
+_ROUTES: dict[Any, dict[int, tuple[int, ...]]] = {}
+
+
+def _entries(topology: Any, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The routes of ``pairs`` (``src * nranks + dst``) as every pair's number of links
+    and their links, one after another."""
+    known = _ROUTES.setdefault(topology, {})
+    if len(_ROUTES) > 16:
+        _ROUTES.clear()
+        known = _ROUTES.setdefault(topology, {})
+    unique, inverse = np.unique(pairs, return_inverse=True)
+    routes = []
+    for key in unique.tolist():
+        route = known.get(key)
+        if route is None:
+            route = known[key] = topology.route(*divmod(key, topology.nranks))
+        routes.append(route)
     lengths = np.array([len(r) for r in routes], dtype=np.int64)
+    flat = np.fromiter((i for r in routes for i in r), dtype=np.int64, count=int(lengths.sum()))
+    first = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    length = lengths[inverse]
+    message = np.repeat(np.arange(len(pairs)), length)
+    offset = np.arange(len(message)) - np.repeat(np.cumsum(length) - length, length)
+    return length, flat[first[inverse][message] + offset]
+
+
+def _classes(round_: Any, owners: np.ndarray, lengths: np.ndarray, links: np.ndarray,
+             together: np.ndarray, latency: np.ndarray, bandwidth: np.ndarray) -> list[_Priced]:
+    """The figures of one round's messages (of classes ``owners``, routes of ``lengths``
+    links ``links``): links shared equally by the messages crossing them that are in
+    flight ``together`` (equal keys)."""
     routed = lengths > 0
-    links = np.fromiter((i for r in routes for i in r), dtype=np.int64, count=int(lengths.sum()))
-    group = np.repeat(np.array(together, dtype=np.int64), lengths)
+    group = np.repeat(together, lengths)
     _, inverse, counts = np.unique(group * len(bandwidth) + links, return_inverse=True,
                                    return_counts=True)
     load = counts[inverse]  # messages in flight together on each entry's link
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[routed]
-    figures = np.zeros((len(routes), 3))
+    starts = (np.cumsum(lengths) - lengths)[routed]
+    figures = np.zeros((len(lengths), 3))
     figures[:, 2] = np.inf
     if len(links):
         figures[routed, 0] = np.add.reduceat(latency[links], starts)
         figures[routed, 1] = np.maximum.reduceat(load / bandwidth[links], starts)
         figures[routed, 2] = np.minimum.reduceat(bandwidth[links], starts)
-    owners_ = np.array(owners, dtype=np.int64)
-    return [_Priced(*np.unique(figures[owners_ == c], axis=0, return_counts=True),
-                    len(messages.src), messages.elements, messages.reduce)
-            for c, messages in enumerate(round_.messages) if (owners_ == c).any()]
+    return [_Priced(*np.unique(figures[owners == c], axis=0, return_counts=True),
+                    len(messages.src), messages.elements, messages.reduce, messages.pieced)
+            for c, messages in enumerate(round_.messages) if (owners == c).any()]
 
 
 def _rounds_time(priced: list[tuple[int, int, list[_Priced]]], counts: np.ndarray, ds: int,
@@ -188,7 +209,8 @@ def _rounds_time(priced: list[tuple[int, int, list[_Priced]]], counts: np.ndarra
             nbytes = (c.elements(counts) * ds).astype(float)[None, :]
             time = hidden_latency(c.latency, nbytes, c.rate, slot) + nbytes * c.per_byte
             if c.reduce and gamma:
-                time = time + gamma * (nbytes if piece is None else np.minimum(nbytes, piece))
+                whole = piece is None or not c.pieced
+                time = time + gamma * (nbytes if whole else np.minimum(nbytes, piece))
             slowest = np.maximum(slowest, time.max(axis=0))
             if chain:
                 crossing += (c.weight * time).sum(axis=0)
@@ -201,7 +223,7 @@ def _resolved(module: Any, collective: str, q: int, count: int,
     return tuple(sorted(module.resolve_params(collective, q, count, **params).items()))
 
 
-def _flat_time(collective: str, algorithm: str, topology: Any, machine: Any, orders: Orders,
+def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, orders: Orders,
                counts: np.ndarray, ds: int, params: dict[str, Any],
                piece: np.ndarray | None) -> np.ndarray:
     """One flat algorithm over ``orders`` (its channels and groups), each order carrying
@@ -214,11 +236,11 @@ def _flat_time(collective: str, algorithm: str, topology: Any, machine: Any, ord
     module = importlib.import_module(f"collectives.algorithms.{algorithm}")
     resolved = [_resolved(module, collective, q, int(n), params) for n in counts.tolist()]
     out = np.zeros(len(counts))
-    gamma, slot = float(machine.gamma_s_per_byte), getattr(machine, "slot_bytes", None)
+    latency, bandwidth, slot, gamma = terms
     for key in dict.fromkeys(resolved):
         at = np.array([r == key for r in resolved])
         rounds = describe(collective, algorithm, q, key)
-        priced = _priced_rounds(topology, machine, orders, rounds)
+        priced = _priced_rounds(topology, (latency, bandwidth), orders, rounds)
         out[at] = _rounds_time(priced, counts[at], ds, gamma, slot,
                                None if piece is None else piece[at])
     if algorithm == "tree":  # an empty vector sends nothing
@@ -244,7 +266,7 @@ def _piece(parts: int, counts: np.ndarray, channels: int, ds: int) -> np.ndarray
     return _ceil_div(_ceil_div(counts, parts), channels) * ds
 
 
-def _time(collective: str, algorithm: str, topology: Any, machine: Any, nranks: int,
+def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: int,
           counts: np.ndarray, ds: int, params: dict[str, Any]) -> np.ndarray:
     """Seconds of ``algorithm`` at every count, without the cost per call."""
     channels = params.pop("channels", 1)
@@ -253,23 +275,23 @@ def _time(collective: str, algorithm: str, topology: Any, machine: Any, nranks: 
         phases = describe(collective, algorithm, nranks, tuple(sorted(params.items())))
         total = np.zeros(len(counts))
         for phase in phases:
-            total += _phase_time(collective, phase, topology, machine, counts, ds, channels)
+            total += _phase_time(collective, phase, topology, terms, counts, ds, channels)
         return total
     orders, added = _placed(algorithm, channels, topology, nranks)
     piece = _piece(nranks, counts, channels, ds) \
         if collective == "reduce_scatter" and channels > 1 else None
-    return _flat_time(collective, algorithm, topology, machine, orders,
+    return _flat_time(collective, algorithm, topology, terms, orders,
                       _ceil_div(counts, channels), ds, {**params, **dict(added)}, piece)
 
 
-def _phase_time(collective: str, phase: Phase, topology: Any, machine: Any,
+def _phase_time(collective: str, phase: Phase, topology: Any, terms: tuple,
                 counts: np.ndarray, ds: int, channels: int) -> np.ndarray:
     """One phase of a composed algorithm: every group ``channels`` times side by side."""
     orders = tuple(group for group in phase.groups for _ in range(channels))
     cut = phase.piece is not None and (channels > 1 or collective == "reduce_scatter")
     piece = _piece(phase.piece, counts, channels, ds) if cut else None
     elements = _ceil_div(_ceil_div(counts, phase.fraction), channels)
-    return _flat_time(phase.collective, phase.algorithm, topology, machine, orders, elements,
+    return _flat_time(phase.collective, phase.algorithm, topology, terms, orders, elements,
                       ds, {}, piece)
 
 
@@ -336,12 +358,12 @@ def price(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
     """
     _check(collective, algorithm, params)
     check_int(dtype_size, "dtype_size", 1)
-    machine, call_s = gpu_terms(topology, protocol, algorithm, params.get("channels", 1))
-    nranks = machine.nranks if nranks is None else nranks
-    check_int(nranks, "nranks", 1, machine.nranks,
-              note=f" (the ranks topology {machine.name!r} places)")
+    *terms, call_s = link_figures(topology, protocol, algorithm, params.get("channels", 1))
+    nranks = topology.nranks if nranks is None else nranks
+    check_int(nranks, "nranks", 1, topology.nranks,
+              note=f" (the ranks topology {topology.name!r} places)")
     counts = np.asarray(sizes, dtype=np.int64) // dtype_size
-    return call_s + _time(collective, algorithm, topology, machine, nranks, counts, dtype_size,
+    return call_s + _time(collective, algorithm, topology, tuple(terms), nranks, counts, dtype_size,
                           dict(params))
 
 

@@ -4,6 +4,8 @@ tolerances on the DGX presets; select's closed-form tables try channels and hier
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import topology
@@ -30,36 +32,54 @@ def _simulated(collective: str, algorithm: str, machine, nbytes: int, params: di
     return simulate(schedule, machine, protocol=protocol, trace=False).time_s
 
 
+def _machines() -> list[tuple[str, topology.Topology]]:
+    """The single-port flat machine and the per-pair mesh, of the same figures."""
+    star = topology.default_flat(8)
+    mesh = dataclasses.replace(topology.mesh(8, star.alpha(0, 1), star.beta(0, 1)),
+                               gamma_s_per_byte=star.gamma_s_per_byte)
+    return [("flat", star), ("mesh", mesh)]
+
+
+#: where lock-step rounds are not the critical path on flat machines, the largest relative
+#: error measured: a tree AllGather's class is priced at its largest message (and on the
+#: single port its up and down streams share the port while one of them is short); a
+#: chain's ReduceScatter and AllGather hold both directions' streams on every inner port
+#: for all rounds; hier's tree AllGather adds its phases' drift
+LOCKSTEP, HIER_TREE = 0.05, 0.25
+
+
+def _flat_tolerance(collective: str, algorithm: str, inner: str | None = None) -> float:
+    if collective == "allgather" and "tree" in (algorithm, inner):
+        return HIER_TREE if algorithm == "hier" else LOCKSTEP
+    if algorithm == "pipeline" and collective != "allreduce":
+        return LOCKSTEP
+    return 1e-9
+
+
+@pytest.mark.parametrize("name, flat", _machines())
 @pytest.mark.parametrize("collective", COLLECTIVES)
-def test_flat_forms_are_the_simulator_exactly(collective: str) -> None:
-    """Channels over one order share every link; hier's groups share none."""
-    flat = topology.default_flat(8)
+def test_flat_forms_are_the_simulator(collective: str, name: str, flat) -> None:
+    """Channels over one order share every link; hier's groups share none; on the mesh the
+    model is simulator.cost."""
     count = 8 * 3 * 4 * 2 * 8  # even blocks and segments in every channel
     for algorithm, params in _flat_algorithms(collective):
         for channels in (1, 3):
             both = {**params, "channels": channels}
             formula = machine_cost(collective, algorithm, flat, 4 * count, **both)
             assert formula == pytest.approx(_simulated(collective, algorithm, flat, 4 * count,
-                                                       both), rel=_flat_tolerance(algorithm)), \
+                                                       both),
+                                            rel=_flat_tolerance(collective, algorithm)), \
                 (algorithm, channels)
-        alpha, beta = flat.alpha(0, 1), flat.beta(0, 1)
-        assert machine_cost(collective, algorithm, flat, 4 * count, **params) == pytest.approx(
-            cost(collective, algorithm, 8, 4 * count, alpha, beta, flat.gamma_s_per_byte,
-                 **params), rel=1e-12)
+        if name == "mesh":
+            alpha, beta = flat.alpha(0, 1), flat.beta(0, 1)
+            assert machine_cost(collective, algorithm, flat, 4 * count, **params) == \
+                pytest.approx(cost(collective, algorithm, 8, 4 * count, alpha, beta,
+                                   flat.gamma_s_per_byte, **params), rel=1e-12)
     for inner in ("ring", "rhd", "tree"):
         hier = {"ranks_per_node": 4, "inner": inner, "channels": 2}
         assert machine_cost(collective, "hier", flat, 4 * count, **hier) == pytest.approx(
             _simulated(collective, "hier", flat, 4 * count, hier),
-            rel=HIER_TREE if inner == "tree" else LOCKSTEP), inner
-
-
-#: where lock-step rounds are not the critical path on flat (trees, and hier's phases, whose
-#: groups the simulator lets drift apart): the largest relative error measured
-LOCKSTEP = 0.02
-
-
-def _flat_tolerance(algorithm: str) -> float:
-    return LOCKSTEP if algorithm == "tree" else 1e-9
+            rel=_flat_tolerance(collective, "hier", inner)), inner
 
 
 #: relative error of the closed forms against the simulator on the DGX presets at line

@@ -279,10 +279,12 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     v = np.arange(q - 1)
     if collective == "allreduce":
         part = largest_part(segments)
-        right, left = Messages(v, v + 1, part, True), Messages(v + 1, v, part, False)
+        right = Messages(v, v + 1, part, True, pieced=False)
+        left = Messages(v + 1, v, part, False, pieced=False)
         return [Round(1, (right, left), chain=segments)]
     part = nested_part(q, segments)
     reduce = collective == "reduce_scatter"
     late = int(reduce and (q == 3 or (q > 3 and segments == 1)))
     return [Round((q - 1) * segments + late,
-                  (Messages(v, v + 1, part, reduce), Messages(v + 1, v, part, reduce)))]
+                  (Messages(v, v + 1, part, reduce, pieced=False),
+                   Messages(v + 1, v, part, reduce, pieced=False)))]

@@ -145,4 +145,4 @@ def traffic(collective: str, q: int) -> list[Round]:
     v = np.arange(q)
     hops = (v, (v + 1) % q, largest_part(q))
     phases = {"reduce_scatter": (True,), "allgather": (False,)}.get(collective, (True, False))
-    return [Round(q - 1, (Messages(*hops, reduce),)) for reduce in phases]
+    return [Round(q - 1, (Messages(*hops, reduce, pieced=False),)) for reduce in phases]
