@@ -64,11 +64,14 @@ class Round:
     """``repeat`` lock-step rounds, each carrying every class of ``messages`` at once; or,
     with ``chain`` segments, the hops of a chain that ``chain`` segments cross one after
     another (every class's hops in turn, each hop one message of a segment): the
-    critical path crosses every hop once and waits ``chain - 1`` times at the slowest."""
+    critical path crosses every hop once and waits ``chain - 1`` times at the slowest,
+    ``overlap`` of those times with every hop of every class in flight at once (the
+    steady state of a pipeline whose streams run both ways)."""
 
     repeat: int
     messages: tuple[Messages, ...]
     chain: int = 0
+    overlap: int = 0
 
     def __repr__(self) -> str:
         kind = f"chain of {self.chain} segments" if self.chain else f"x{self.repeat}"

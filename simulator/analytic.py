@@ -103,12 +103,16 @@ def _priced_rounds(topology: Any, links: tuple[np.ndarray, np.ndarray], orders: 
     in flight together (cached)."""
     key = (topology, id(links[0]), id(links[1]), orders, id(rounds))
     found = _ROUNDS.get(key)
-    if found is not None and found[0] == (rounds, *links):
+    if found is not None and all(a is b for a, b in zip(found[0], (rounds, *links))):
         return found[1]
     latency, bandwidth = links
-    out = [(round_.repeat, round_.chain,
-            _classes(round_, *messages, latency, bandwidth))
-           for round_, messages in zip(rounds, _routed(topology, orders, rounds))]
+    out = []
+    for round_, (owners, lengths, links, together) in zip(rounds,
+                                                           _routed(topology, orders, rounds)):
+        alone = _classes(round_, owners, lengths, links, together, latency, bandwidth)
+        shared = _classes(round_, owners, lengths, links, 0 * together, latency, bandwidth) \
+            if round_.overlap else alone
+        out.append((round_.repeat, round_.chain, round_.overlap, alone, shared))
     if len(_ROUNDS) > 4096:
         _ROUNDS.clear()
     _ROUNDS[key] = ((rounds, *links), out)
@@ -199,23 +203,37 @@ def _classes(round_: Any, owners: np.ndarray, lengths: np.ndarray, links: np.nda
             for c, messages in enumerate(round_.messages) if (owners == c).any()]
 
 
-def _rounds_time(priced: list[tuple[int, int, list[_Priced]]], counts: np.ndarray, ds: int,
+def _rounds_time(priced: list[tuple[Any, ...]], counts: np.ndarray, ds: int,
                  gamma: float, slot: float | None, piece: np.ndarray | None) -> np.ndarray:
     """Sum over the rounds of each round's slowest message at every count (elements)."""
     total = np.zeros(len(counts))
-    for repeat, chain, classes in priced:
-        slowest, crossing = np.zeros(len(counts)), np.zeros(len(counts))
-        for c in classes:
-            nbytes = (c.elements(counts) * ds).astype(float)[None, :]
-            time = hidden_latency(c.latency, nbytes, c.rate, slot) + nbytes * c.per_byte
-            if c.reduce and gamma:
-                whole = piece is None or not c.pieced
-                time = time + gamma * (nbytes if whole else np.minimum(nbytes, piece))
-            slowest = np.maximum(slowest, time.max(axis=0))
-            if chain:
-                crossing += (c.weight * time).sum(axis=0)
-        total += crossing + (chain - 1) * slowest if chain else repeat * slowest
+    for repeat, chain, overlap, alone, shared in priced:
+        slowest, crossing = _slowest(alone, counts, ds, gamma, slot, piece, bool(chain))
+        if not chain:
+            total += repeat * slowest
+            continue
+        total += crossing + (chain - 1 - overlap) * slowest
+        if overlap:
+            total += overlap * _slowest(shared, counts, ds, gamma, slot, piece, False)[0]
     return total
+
+
+def _slowest(classes: list[_Priced], counts: np.ndarray, ds: int, gamma: float,
+             slot: float | None, piece: np.ndarray | None,
+             crossed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The slowest message of ``classes`` at every count and, if ``crossed``, the sum
+    over a chain's hops."""
+    slowest, crossing = np.zeros(len(counts)), np.zeros(len(counts))
+    for c in classes:
+        nbytes = (c.elements(counts) * ds).astype(float)[None, :]
+        time = hidden_latency(c.latency, nbytes, c.rate, slot) + nbytes * c.per_byte
+        if c.reduce and gamma:
+            whole = piece is None or not c.pieced
+            time = time + gamma * (nbytes if whole else np.minimum(nbytes, piece))
+        slowest = np.maximum(slowest, time.max(axis=0))
+        if crossed:
+            crossing += (c.weight * time).sum(axis=0)
+    return slowest, crossing
 
 
 def _resolved(module: Any, collective: str, q: int, count: int,

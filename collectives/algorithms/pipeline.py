@@ -281,7 +281,9 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
         part = largest_part(segments)
         right = Messages(v, v + 1, part, True, pieced=False)
         left = Messages(v + 1, v, part, False, pieced=False)
-        return [Round(1, (right, left), chain=segments)]
+        # rank q-2 sends segment k right in round k + q - 2 and forwards it left in
+        # round k + q: both ways at once for S - 2 rounds
+        return [Round(1, (right, left), chain=segments, overlap=max(0, segments - 2))]
     part = nested_part(q, segments)
     reduce = collective == "reduce_scatter"
     late = int(reduce and (q == 3 or (q > 3 and segments == 1)))
