@@ -287,6 +287,11 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     part = nested_part(q, segments)
     reduce = collective == "reduce_scatter"
     late = int(reduce and (q == 3 or (q > 3 and segments == 1)))
-    return [Round((q - 1) * segments + late,
-                  (Messages(v, v + 1, part, reduce, pieced=False),
-                   Messages(v + 1, v, part, reduce, pieced=False)))]
+    right = Messages(v, v + 1, part, reduce, pieced=False)
+    left = Messages(v + 1, v, part, reduce, pieced=False)
+    # rank r streams (p-1-r) m segments right and r m left (ReduceScatter; AllGather
+    # (r+1) m and (p-r) m): some rank sends both ways in the first ``both`` rounds
+    both = ((q - 1) // 2 if reduce else (q + 1) // 2) * segments
+    rounds = (q - 1) * segments + late
+    return [Round(min(both, rounds), (right, left)),
+            *([Round(rounds - both, (right,))] if rounds > both else [])]
