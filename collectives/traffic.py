@@ -47,6 +47,9 @@ class Messages:
         Whether a message spanning several runs of the buffer is received as several
         receives, reduced side by side (rhd's windows, a tree's segments), rather than as
         one (a ring's or chain's block, laid out as one).
+    skip_empty : bool
+        Whether a message of no elements is left out (it costs nothing) rather than sent
+        (it costs its latency).
     """
 
     src: np.ndarray
@@ -54,6 +57,7 @@ class Messages:
     elements: Elements
     reduce: bool
     pieced: bool = True
+    skip_empty: bool = False
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"

@@ -83,14 +83,15 @@ class _Priced:
     """One class's sampled messages as distinct rows of latency, seconds per byte and
     nominal rate."""
 
-    __slots__ = ("latency", "per_byte", "rate", "weight", "elements", "reduce", "pieced")
+    __slots__ = ("latency", "per_byte", "rate", "weight", "elements", "reduce", "pieced",
+                 "skip_empty")
 
-    def __init__(self, rows: np.ndarray, counts: np.ndarray, hops: int, elements: Any,
-                 reduce: bool, pieced: bool) -> None:
+    def __init__(self, rows: np.ndarray, counts: np.ndarray, hops: int, messages: Any) -> None:
         self.latency, self.per_byte, self.rate = (rows[:, k:k + 1] for k in range(3))
         # a chain's hops: each row stands for this many of one order's messages
         self.weight = (counts * hops / counts.sum())[:, None]
-        self.elements, self.reduce, self.pieced = elements, reduce, pieced
+        self.elements, self.reduce = messages.elements, messages.reduce
+        self.pieced, self.skip_empty = messages.pieced, messages.skip_empty
 
 
 _ROUNDS: dict[tuple[Any, ...], tuple[Any, list]] = {}
@@ -199,7 +200,7 @@ def _classes(round_: Any, owners: np.ndarray, lengths: np.ndarray, links: np.nda
         figures[routed, 1] = np.maximum.reduceat(load / bandwidth[links], starts)
         figures[routed, 2] = np.minimum.reduceat(bandwidth[links], starts)
     return [_Priced(*np.unique(figures[owners == c], axis=0, return_counts=True),
-                    len(messages.src), messages.elements, messages.reduce, messages.pieced)
+                    len(messages.src), messages)
             for c, messages in enumerate(round_.messages) if (owners == c).any()]
 
 
@@ -230,6 +231,8 @@ def _slowest(classes: list[_Priced], counts: np.ndarray, ds: int, gamma: float,
         if c.reduce and gamma:
             whole = piece is None or not c.pieced
             time = time + gamma * (nbytes if whole else np.minimum(nbytes, piece))
+        if c.skip_empty:
+            time = np.where(nbytes > 0, time, 0.0)
         slowest = np.maximum(slowest, time.max(axis=0))
         if crossed:
             crossing += (c.weight * time).sum(axis=0)

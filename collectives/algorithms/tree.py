@@ -101,7 +101,7 @@ from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, split, splits
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Op, Step, new_recv, new_send
-from ..traffic import Messages, Round, largest_part, nested_part, register
+from ..traffic import Messages, Round, nested_part, register
 
 __all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_lanes",
            "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks", "tree_edges",
@@ -559,17 +559,20 @@ def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarr
     tuple of numpy.ndarray
         The child, its parent, the child's depth, the rounds in which the child sends
         segment 0 up when the trees reduce and when they gather (:func:`tree_layout`), and
-        the ranks in the child's subtree.
+        twice the number of ranks of the child's subtree that lie in its tree's half of
+        the vector (tree 0's ranks ``[0, p/2)``, tree 1's ``[p/2, p)``).
     """
     rows = []
     for which in (0, 1):
         nodes, reduce = tree_layout(which, nranks, ranks_per_node, True)
         gather = tree_layout(which, nranks, ranks_per_node, False)[1]
+        half = (0, nranks) if which == 0 else (nranks, 2 * nranks)  # doubled ranks
         for rank, node in enumerate(nodes):
             if node.parent >= 0:
                 runs = subtree_ranks(which, nranks, rank, ranks_per_node)
-                rows.append((rank, node.parent, node.depth, reduce[rank], gather[rank],
-                             sum(hi - lo + 1 for lo, hi in runs)))
+                inside = sum(max(0, min(2 * hi + 2, half[1]) - max(2 * lo, half[0]))
+                             for lo, hi in runs)
+                rows.append((rank, node.parent, node.depth, reduce[rank], gather[rank], inside))
     return tuple(np.array(column, dtype=np.int64) for column in zip(*rows))
 
 
@@ -581,8 +584,10 @@ def traffic(collective: str, q: int, segments: int = 1,
     Every edge carries two streams of ``segments`` consecutive rounds: up from the child
     from its round of segment 0 (reduced at the parent by AllReduce and ReduceScatter),
     and down to it from round ``depth - 1``.  The rounds in which the same streams are in
-    flight form one :class:`Round`; AllGather's streams carry the part of a segment
-    inside the child's subtree up (a class per subtree size) and the rest down.
+    flight form one :class:`Round`.  AllGather's streams carry up the part of a segment
+    that the child's subtree holds (a class per share of the tree's half it holds: at
+    most that share of the vector), and down the rest (nothing where the subtree holds
+    the whole half); empty messages are not sent.
 
     Parameters
     ----------
@@ -601,19 +606,23 @@ def traffic(collective: str, q: int, segments: int = 1,
     """
     if q < 2:
         return []
-    child, parent, depth, reduce, gather, sub = tree_edges(q, ranks_per_node)
+    child, parent, depth, reduce, gather, inside = tree_edges(q, ranks_per_node)
     segment = nested_part(2, segments)
     gathers = collective == "allgather"
     start = np.concatenate([gather if gathers else reduce, depth - 1])
     src, dst = np.concatenate([child, parent]), np.concatenate([parent, child])
-    up = np.arange(len(start)) < len(child)
-    # a class per (direction, subtree size): AllGather sends up what its subtree holds
-    kind = np.where(up, np.concatenate([sub, sub]) if gathers else 0, -1)
+    # classes: AllGather's up streams by the doubled ranks held (>= 0), down streams -1
+    # (a segment) or -2 (nothing: the subtree holds the whole half); one class each way
+    # otherwise (0 up, -1 down)
+    down = np.where(gathers & (inside >= q), -2, -1)
+    kind = np.concatenate([inside if gathers else 0 * inside, down])
 
-    def elements(size: int) -> Callable[[np.ndarray], np.ndarray]:
-        if size < 0 or not gathers:
+    def elements(key: int) -> Callable[[np.ndarray], np.ndarray]:
+        if key == -2:
+            return lambda count: 0 * count
+        if key == -1 or not gathers:
             return segment
-        return lambda count: np.minimum(segment(count), largest_part(q, size)(count))
+        return lambda count: np.minimum(segment(count), -(-count * key // (2 * q)))
 
     edges = np.unique(np.concatenate([start, start + segments]))
     rounds = []
@@ -621,7 +630,7 @@ def traffic(collective: str, q: int, segments: int = 1,
         active = (start <= lo) & (start + segments > lo)
         if active.any():
             rounds.append(Round(hi - lo, tuple(
-                Messages(src[active & (kind == k)], dst[active & (kind == k)], elements(int(k)),
-                         bool(k >= 0 and not gathers))
+                Messages(src[active & (kind == k)], dst[active & (kind == k)], elements(k),
+                         k >= 0 and not gathers, skip_empty=True)
                 for k in np.unique(kind[active]).tolist())))
     return rounds
