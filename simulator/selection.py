@@ -69,6 +69,7 @@ from collectives.schedule import COLLECTIVES
 from .channel_choice import HIER_INNER, channel_counts, hier_ranks_per_node, schedule_params
 from .engine import simulate
 from .gpu import protocols
+from .sweeps import run_jobs
 from .analytic import price, price_one
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
@@ -648,12 +649,14 @@ def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
     if method == "auto":
         method = "simulate" if nranks <= SIMULATE_MAX_RANKS else "closed_form"
     tried = _tried(collective, topology, nranks, method, algorithms)
-    predict = _simulated if method == "simulate" else _closed_form
-    tables = []
-    for protocol in protocols(topology):
-        columns = [predict(collective, nranks, dtype_size, topology, protocol, a, p)
-                   for a, p in tried]
-        tables.append(tuple(tuple(row) for row in zip(*columns)))
+    jobs = [(collective, nranks, dtype_size, topology, protocol, a, p)
+            for protocol in protocols(topology) for a, p in tried]
+    if method == "simulate":
+        columns = run_jobs(_simulated, jobs, nranks, f"simulating {collective} on {topology.name}")
+    else:
+        columns = [_closed_form(*job) for job in jobs]
+    tables = [tuple(tuple(row) for row in zip(*columns[k:k + len(tried)]))
+              for k in range(0, len(columns), len(tried))]
     times = [[min(t) for t in zip(*rows)] for rows in zip(*tables)]
     return TuningTable(collective, topology.name, nranks, dtype_size, method, tried, SIZES,
                        tuple(tuple(row) for row in times), _ranges(SIZES, times),
