@@ -148,3 +148,18 @@ def test_closed_form_tables_try_channels_and_hier_and_fill_the_channels_column()
     assert table.choice(64 << 10).algorithm == "hier"
     rows = read_nccl_csv(to_nccl_csv([table]))
     assert rows[-1]["algo"] == "ring" and rows[-1]["channels"] == 8
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_model_and_simulator_choose_alike_on_two_dgx_nodes(collective: str) -> None:
+    """The analytic model's best candidate is, by the simulator's times, within 2% of the
+    simulator's best (the default protocol, a latency-bound and a bandwidth-bound size)."""
+    machine = topology.dgx_h100(2)
+    tried = [(a, dict(p)) for a, p in tuning_table(collective, machine,
+                                                  method="closed_form").candidates]
+    for nbytes in (1 << 14, 1 << 24):
+        simulated = [_simulated(collective, a, machine, nbytes, p) for a, p in tried]
+        model = [machine_cost(collective, a, machine, nbytes, **p) for a, p in tried]
+        chosen = simulated[model.index(min(model))]
+        assert chosen <= 1.02 * min(simulated), (nbytes, tried[model.index(min(model))],
+                                                 tried[simulated.index(min(simulated))])
