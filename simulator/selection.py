@@ -46,11 +46,11 @@ Examples
 >>> import topology
 >>> flat = topology.flat(64, alpha=5e-6, beta=1e-10)
 >>> select("allreduce", 1024, flat).algorithm, select("allreduce", 1 << 30, flat).algorithm
-('rhd', 'tree')
+('rhd', 'rhd')
 
-(On :func:`topology.flat` a rank sends to several peers at full bandwidth at once, so the
-segmented double binary tree beats the ring on large vectors; on machines with one link
-per rank, e.g. :func:`topology.dgx_h100` with 6 ranks, the ring wins them.)
+(On :func:`topology.flat` every rank has one port, so the bandwidth-optimal algorithms
+win large vectors, as the literature says: recursive halving-doubling here, on 64 ranks,
+with ``lg p`` steps against the ring's ``p - 1``.)
 """
 
 from __future__ import annotations
