@@ -70,12 +70,15 @@ class Round:
     another (every class's hops in turn, each hop one message of a segment): the
     critical path crosses every hop once and waits ``chain - 1`` times at the slowest,
     ``overlap`` of those times with every hop of every class in flight at once (the
-    steady state of a pipeline whose streams run both ways)."""
+    steady state of a pipeline whose streams run both ways).  With ``path`` each class is
+    one hop of the path (its slowest message), as a tree's streams that start in one round
+    are."""
 
     repeat: int
     messages: tuple[Messages, ...]
     chain: int = 0
     overlap: int = 0
+    path: bool = False
 
     def __repr__(self) -> str:
         kind = f"chain of {self.chain} segments" if self.chain else f"x{self.repeat}"

@@ -113,7 +113,7 @@ def _priced_rounds(topology: Any, links: tuple[np.ndarray, np.ndarray], orders: 
         alone = _classes(round_, owners, lengths, links, together, latency, bandwidth)
         shared = _classes(round_, owners, lengths, links, 0 * together, latency, bandwidth) \
             if round_.overlap else alone
-        out.append((round_.repeat, round_.chain, round_.overlap, alone, shared))
+        out.append((round_.repeat, round_.chain, round_.overlap, round_.path, alone, shared))
     if len(_ROUNDS) > 4096:
         _ROUNDS.clear()
     _ROUNDS[key] = ((rounds, *links), out)
@@ -208,22 +208,22 @@ def _rounds_time(priced: list[tuple[Any, ...]], counts: np.ndarray, ds: int,
                  gamma: float, slot: float | None, piece: np.ndarray | None) -> np.ndarray:
     """Sum over the rounds of each round's slowest message at every count (elements)."""
     total = np.zeros(len(counts))
-    for repeat, chain, overlap, alone, shared in priced:
-        slowest, crossing = _slowest(alone, counts, ds, gamma, slot, piece, bool(chain))
+    for repeat, chain, overlap, path, alone, shared in priced:
+        slowest, crossing = _slowest(alone, counts, ds, gamma, slot, piece, bool(chain), path)
         if not chain:
             total += repeat * slowest
             continue
         total += crossing + (chain - 1 - overlap) * slowest
         if overlap:
-            total += overlap * _slowest(shared, counts, ds, gamma, slot, piece, False)[0]
+            total += overlap * _slowest(shared, counts, ds, gamma, slot, piece, False, False)[0]
     return total
 
 
 def _slowest(classes: list[_Priced], counts: np.ndarray, ds: int, gamma: float,
              slot: float | None, piece: np.ndarray | None,
-             crossed: bool) -> tuple[np.ndarray, np.ndarray]:
+             crossed: bool, path: bool) -> tuple[np.ndarray, np.ndarray]:
     """The slowest message of ``classes`` at every count and, if ``crossed``, the sum
-    over a chain's hops."""
+    over a chain's hops (with ``path``, each class's slowest message one hop)."""
     slowest, crossing = np.zeros(len(counts)), np.zeros(len(counts))
     for c in classes:
         nbytes = (c.elements(counts) * ds).astype(float)[None, :]
@@ -235,7 +235,7 @@ def _slowest(classes: list[_Priced], counts: np.ndarray, ds: int, gamma: float,
             time = np.where(nbytes > 0, time, 0.0)
         slowest = np.maximum(slowest, time.max(axis=0))
         if crossed:
-            crossing += (c.weight * time).sum(axis=0)
+            crossing += time.max(axis=0) if path else (c.weight * time).sum(axis=0)
     return slowest, crossing
 
 

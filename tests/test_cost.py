@@ -26,10 +26,15 @@ def _counts(collective: str, algorithm: str, p: int) -> list[tuple[int, dict]]:
 EXACT = [a for a in ALGORITHMS if a != "tree"]
 
 #: where the lock-step rounds of the analytic model are an upper bound rather than the
-#: critical path (trees over nodes: a chain inside a node runs ahead of the rounds;
-#: AllGather: a round's largest message need not lie on the critical path, and a class is
-#: priced at its largest message): the largest relative excess measured over this grid
+#: critical path (a tree AllGather: a round's largest message need not lie on the critical
+#: path, and a class is priced at its largest message): the largest relative excess
+#: measured over this grid
 TREE_LOCKSTEP = 1.0
+
+
+#: trees over nodes are priced as the path of their streams (chains run ahead of the
+#: rounds): the largest relative error measured over this grid
+OVER_NODES = {"allreduce": 0.05, "reduce_scatter": 0.05, "allgather": 0.7}
 
 
 def _bounded(simulated: float, predicted: float) -> bool:
@@ -78,7 +83,8 @@ def test_tree_over_nodes_cost_is_exact_on_flat(collective: str) -> None:
             simulated = simulate(schedule, flat, gamma=GAMMA, trace=False).time_s
             predicted = cost(collective, "tree", p, count * 4, ALPHA, BETA, GAMMA,
                              segments=segments, ranks_per_node=size)
-            assert _bounded(simulated, predicted), (p, size, segments, predicted / simulated)
+            assert predicted == pytest.approx(simulated, rel=OVER_NODES[collective]), \
+                (p, size, segments, predicted / simulated)
 
 
 def test_tree_shared_links_cost_a_second_segment() -> None:

@@ -624,6 +624,12 @@ def traffic(collective: str, q: int, segments: int = 1,
             return segment
         return lambda count: np.minimum(segment(count), -(-count * key // (2 * q)))
 
+    if ranks_per_node:  # chains run ahead of the rounds: the path of the streams' starts
+        return [Round(1, tuple(
+            Messages(src[(start == t) & (kind == k)], dst[(start == t) & (kind == k)],
+                     elements(k), k >= 0 and not gathers, skip_empty=True)
+            for t in np.unique(start).tolist() for k in np.unique(kind[start == t]).tolist()),
+            chain=segments, overlap=segments - 1, path=True)]
     edges = np.unique(np.concatenate([start, start + segments]))
     rounds = []
     for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
