@@ -29,9 +29,10 @@ run it and never looks at which algorithm produced it:
   arrived and before it is reduced or the receive is done; a rank's overheads run one
   after another (one CPU per rank; ranks that share cores show it as a larger ``o``).
 
-On a contention-free topology (:func:`topology.flat`) a transfer of ``n`` bytes takes
+On a contention-free topology (:func:`topology.mesh`) a transfer of ``n`` bytes takes
 ``alpha + n * beta`` and the simulation reproduces the closed forms of
-:func:`simulator.cost`.
+:func:`simulator.cost`; on :func:`topology.flat` a rank's concurrent messages share its
+port.
 
 This module is the reference engine.  :mod:`simulator.compiled` runs the same events,
 in the same order and with the same arithmetic, compiled with Numba, for schedules of
@@ -531,7 +532,9 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
     engine then raises the precise error)."""
     from .compiled import run_compiled
     from .flatten import flatten
+    from .jit import prepare
 
+    prepare()  # the first time after an install: compiles, and says so on stderr
     flat = flatten(schedule, topology, dtype_size)
     overhead = float(getattr(topology, "overhead_s_per_message", 0.0))
     slot = getattr(topology, "slot_bytes", None)

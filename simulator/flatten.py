@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict, List
+from numba import njit
 
 from collectives.rounds import Window
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
@@ -233,45 +232,67 @@ def _offsets(counts: Any) -> np.ndarray:
 
 
 #: up to this many ordered pairs of ranks, pairs are numbered through an array indexed by
-#: pair (4 bytes each) rather than a hash table
-_DENSE_PAIRS = 1 << 22
+#: pair (4 bytes each: 64 MiB at 4096 ranks, less than a twentieth of what their ring's
+#: ends take); beyond, by sorting the ends' pairs (:func:`_sparse_pair_ids`)
+_DENSE_PAIRS = 1 << 25
+
+
+def _end_keys(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
+              peer: np.ndarray) -> np.ndarray:
+    """Each end's ordered pair, ``src * p + dst``."""
+    per_rank = end_ptr[step_ptr[1:]] - end_ptr[step_ptr[:-1]]
+    rank = np.repeat(np.arange(p, dtype=np.int64), per_rank)
+    return np.where(kind == 0, rank * p + peer, peer.astype(np.int64) * p + rank)
 
 
 @njit(cache=True)
-def _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense):
-    """Number the ordered pairs that exchange messages and each end's place among its
-    pair's sends or receives (program order: the k-th send matches the k-th receive).
-    ``dense``: -1 per ordered pair, looked up instead of a hash table, or empty."""
-    index = Dict.empty(key_type=types.int64, value_type=types.int64)
-    keys = List.empty_list(types.int64)
+def _dense_pair_ids(p, step_ptr, end_ptr, kind, peer, dense):
+    """Number the ordered pairs that exchange messages as they are met, through ``dense``
+    (-1 per ordered pair); return each end's pair and the pairs (``src * p + dst``)."""
     end_pair = np.empty(len(kind), dtype=np.int32)  # int32: less memory to touch
-    end_k = np.empty(len(kind), dtype=np.int32)
-    counts = np.zeros((max(16, 4 * p), 2), dtype=np.int64)  # sends, receives per pair
+    keys = np.empty(max(16, 4 * p), dtype=np.int64)
+    n = 0
     for r in range(p):
         for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
-            side = 0 if kind[e] == 0 else 1
-            key = r * p + peer[e] if side == 0 else peer[e] * p + r
-            if len(dense):
-                i = np.int64(dense[key])
-            elif key in index:
-                i = index[key]
-            else:
-                i = -1
+            key = r * p + peer[e] if kind[e] == 0 else peer[e] * p + r
+            i = np.int64(dense[key])
             if i < 0:
-                i = len(keys)
-                if len(dense):
-                    dense[key] = i
-                else:
-                    index[key] = i
-                keys.append(key)
-                if i == len(counts):
-                    grown = np.zeros((2 * len(counts), 2), dtype=np.int64)
-                    grown[:i] = counts
-                    counts = grown
+                i = n
+                dense[key] = n
+                if n == len(keys):
+                    grown = np.empty(2 * n, dtype=np.int64)
+                    grown[:n] = keys
+                    keys = grown
+                keys[n] = key
+                n += 1
             end_pair[e] = i
-            end_k[e] = counts[i, side]
-            counts[i, side] += 1
-    return end_pair, end_k, counts[:len(keys)], np.array(list(keys), dtype=np.int64)
+    return end_pair, keys[:n].copy()
+
+
+def _sparse_pair_ids(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
+                     peer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`_dense_pair_ids` returns, by sorting the ends' pairs (too many ranks
+    for an array per ordered pair): pairs numbered in the order first met."""
+    found, first, inverse = np.unique(_end_keys(p, step_ptr, end_ptr, kind, peer),
+                                      return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    number = np.empty(len(order), dtype=np.int32)
+    number[order] = np.arange(len(order), dtype=np.int32)
+    return number[inverse.ravel()], found[order]
+
+
+@njit(cache=True)
+def _order_in_pairs(kind, end_pair, npairs):
+    """Each end's place among its pair's sends or receives (program order: the k-th send
+    matches the k-th receive), and the sends and receives per pair."""
+    end_k = np.empty(len(kind), dtype=np.int32)
+    counts = np.zeros((npairs, 2), dtype=np.int64)
+    for e in range(len(kind)):
+        side = 0 if kind[e] == 0 else 1
+        i = end_pair[e]
+        end_k[e] = counts[i, side]
+        counts[i, side] += 1
+    return end_k, counts
 
 
 @njit(cache=True)
@@ -320,17 +341,24 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype
     return rows
 
 
-def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, kind: np.ndarray,
-                     peer: np.ndarray, length: np.ndarray,
+def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, columns: list[np.ndarray],
                      dtype_size: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Match every send with its receive and number the messages (:func:`_messages`):
     the ends' codes go after their offsets in ``ends``; return the messages' rows and the
-    ordered pairs (``src * p + dst``, a route each), or None."""
+    ordered pairs (``src * p + dst``, a route each), or None.  ``columns``, the ends' kinds,
+    peers and lengths, is emptied as they are read, so that each goes as soon as it is
+    done with (a 4096-rank ring has 67 million ends)."""
+    kind = columns[0]
     end_ptr = ends[:len(ends) - len(kind)]
-    dense = np.full(p * p if p * p <= _DENSE_PAIRS else 0, -1, dtype=np.int32)
-    end_pair, end_k, counts, keys = _pairs_and_order(p, step_ptr, end_ptr, kind, peer, dense)
-    rows = _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype_size,
-                     ends[len(end_ptr):])
+    if p * p <= _DENSE_PAIRS:
+        end_pair, keys = _dense_pair_ids(p, step_ptr, end_ptr, kind, columns.pop(1),
+                                         np.full(p * p, -1, dtype=np.int32))
+    else:
+        end_pair, keys = _sparse_pair_ids(p, step_ptr, end_ptr, kind, columns.pop(1))
+    end_k, counts = _order_in_pairs(kind, end_pair, len(keys))
+    rows = _messages(p, step_ptr, end_ptr, kind, columns.pop(1), end_pair, end_k, counts,
+                     dtype_size, ends[len(end_ptr):])
+    columns.clear()
     return None if rows is None else (rows, keys)
 
 
@@ -355,16 +383,19 @@ def flatten(schedule: Schedule, topology: Any, dtype_size: int) -> FlatSchedule 
     p = schedule.nranks
     read = _ends if schedule.lanes is None else _lane_ends
     try:
-        steps_per_rank, ends_per_step, kind, peer, length = read(schedule)
+        steps_per_rank, ends_per_step, *columns = read(schedule)
     except OverflowError:  # a peer beyond int32 is not one of its ranks
         return None
+    peer = columns[1]
     if len(peer) and not (0 <= peer.min() and peer.max() < p):
         return None  # a peer outside the schedule's ranks
+    del peer
     step_ptr = _offsets(steps_per_rank)
-    ends = np.empty(len(ends_per_step) + 1 + len(kind), dtype=np.int64)
+    ends = np.empty(len(ends_per_step) + 1 + len(columns[0]), dtype=np.int64)
     ends[0] = 0
     np.cumsum(ends_per_step, out=ends[1:len(ends_per_step) + 1])
-    numbered = _number_messages(p, step_ptr, ends, kind, peer, length, dtype_size)
+    del steps_per_rank, ends_per_step
+    numbered = _number_messages(p, step_ptr, ends, columns, dtype_size)
     if numbered is None:
         return None
     rows, pairs = numbered

@@ -73,7 +73,7 @@ def test_hier_reads_as_its_steps(collective: str) -> None:
         assert schedule.lanes is not None and _same(schedule)
 
 
-def test_pairs_numbered_through_a_hash_table_as_through_an_array(monkeypatch) -> None:
+def test_pairs_numbered_by_sorting_as_through_an_array(monkeypatch) -> None:
     machine = topology.dgx_h100(nodes=2)
     schedule = build_schedule("allreduce", "tree", 16, 1000, channels=2)
     dense = flatten(schedule, machine, 4)

@@ -83,3 +83,29 @@ def test_an_unknown_engine_is_named() -> None:
     schedule = build_schedule("allreduce", "ring", 2, 8)
     with pytest.raises(ValueError, match="engine='gpu'.*auto, events, compiled"):
         simulate(schedule, topology.flat(2, ALPHA, BETA), engine="gpu")
+
+
+def test_a_cold_cache_compiles_once_and_says_so(monkeypatch, tmp_path) -> None:
+    import io
+    import os
+    import subprocess
+    import sys
+
+    from simulator import jit
+
+    jit.prepare()  # compiled or loaded, in this process
+    assert jit.uncached() == [] and jit.prepare() is None  # the cache holds it: silent
+    said = io.StringIO()
+    monkeypatch.setattr(jit, "_prepared", False)
+    monkeypatch.setattr(jit, "_cached", lambda dispatcher: False)  # as after an install
+    seconds = jit.prepare(said)
+    lines = said.getvalue().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("collsim: compiling the simulator's engine")
+    assert lines[1] == f"collsim: compiled the simulator's engine in {seconds:.1f} s"
+    assert jit.prepare(said) is None and len(said.getvalue().splitlines()) == 2  # once
+    # a fresh cache holds none of the functions: the first run would compile every one
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", "from simulator import jit; "
+                          "print(len(jit.uncached()))"], env=env, capture_output=True,
+                         text=True, check=True, timeout=120).stdout
+    assert int(out) > 20
