@@ -74,7 +74,7 @@ def _sample(topology: Any) -> np.ndarray:
         return sampled
     groups = node_groups(topology)
     n = len(groups)
-    for g in {0, 1, n // 2, n - 1}:
+    for g in {0, 1, n // 2, n - 1} & set(range(n)):
         sampled[groups[g]] = True
     return sampled
 
