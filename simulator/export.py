@@ -92,7 +92,7 @@ from topology.order import node_groups
 
 from . import nccl_algorithms
 from .gpu import protocols as gpu_protocols
-from .machine_forms import machine_costs
+from .analytic import price
 from .nccl_algorithms import NCCL_NAMES
 from .nccl_tuner import nccl_channels, nccl_choice, tuner_kind
 from .selection import MAX_BYTES, SIZES, TuningTable
@@ -230,9 +230,8 @@ def nccl_pair_times(collective: str, topology: Any, sizes: list[int], dtype_size
         ``{(NCCL's algorithm, protocol): seconds per size}``, e.g. ``("nvls", "Simple")``.
     """
     channels = max(1, nics_per_node(topology))
-    out = {("ring", p): np.asarray(machine_costs(collective, "ring", topology, sizes,
-                                                 topology.nranks, dtype_size, p,
-                                                 channels=channels))
+    out = {("ring", p): np.asarray(price(collective, "ring", topology, sizes,
+                                         topology.nranks, dtype_size, p, channels=channels))
            for p in gpu_protocols(topology) if p is not None}
     for algorithm in nccl_algorithms.ALGORITHMS:
         for p in nccl_algorithms.nccl_protocols(algorithm, topology):

@@ -33,7 +33,7 @@ import numpy as np
 
 from topology import Link, Topology
 
-__all__ = ["protocols", "resolve_protocol", "gpu_terms", "hidden_latency"]
+__all__ = ["protocols", "resolve_protocol", "gpu_terms", "link_figures", "hidden_latency"]
 
 
 def protocols(topology: Topology) -> tuple[str | None, ...]:
@@ -131,15 +131,86 @@ def gpu_terms(topology: Topology, protocol: str | None = None, algorithm: str | 
     >>> [round(gpu_terms(two, "LL", a)[0].alpha(0, 8) * 1e6, 2) for a in ("ring", "tree")]
     [3.7, 6.0]
     """
-    protocol, model = resolve_protocol(topology, protocol), getattr(topology, "gpu", None)
-    if protocol is None or model is None:  # both, or neither: a GPU model has a default
+    terms = _terms(topology, protocol, algorithm, channels)
+    if terms is None:
         return topology, 0.0
+    protocol, algorithm, slot, call_s = terms
+    return _effective(topology, protocol, algorithm, slot), call_s
+
+
+def _terms(topology: Any, protocol: str | None, algorithm: str | None,
+           channels: int) -> tuple[str, str | None, float | None, float] | None:
+    """The resolved protocol, the algorithm whose figures apply (None: the model's), the
+    slot bytes and the call's cost; None without a GPU model."""
+    protocol = resolve_protocol(topology, protocol)
+    if protocol is None:
+        return None
+    model = topology.gpu
     own = model.algorithm_figures(algorithm)
     algorithm = None if own is None else own.algorithm
     slot = model.protocol(protocol).slot_bytes
     if slot is not None:
         slot *= max(1.0, model.channels / channels)
-    return _effective(topology, protocol, algorithm, slot), model.call_s(protocol, algorithm)
+    return protocol, algorithm, slot, model.call_s(protocol, algorithm)
+
+
+def link_figures(topology: Any, protocol: str | None = None, algorithm: str | None = None,
+                 channels: int = 1) -> tuple[np.ndarray, np.ndarray, float | None, float, float]:
+    """Every link's latency and bandwidth on the effective topology of :func:`gpu_terms`,
+    without building it (the analytic model reads only these).
+
+    Parameters
+    ----------
+    topology, protocol, algorithm, channels
+        As :func:`gpu_terms`.
+
+    Returns
+    -------
+    tuple
+        Latency (s) and bandwidth (B/s) per link (arrays indexed like
+        ``topology.links``), the FIFO slot in bytes (or None), seconds per byte reduced,
+        and the call's fixed cost in seconds.
+
+    Raises
+    ------
+    ValueError
+        As :func:`resolve_protocol`.
+    """
+    terms = _terms(topology, protocol, algorithm, channels)
+    if terms is None:
+        latency, bandwidth = _line(topology)
+        return latency, bandwidth, getattr(topology, "slot_bytes", None), \
+            float(topology.gamma_s_per_byte), 0.0
+    protocol, algorithm, slot, call_s = terms
+    latency, bandwidth = _scaled(topology, protocol, algorithm)
+    return latency, bandwidth, slot, 1.0 / topology.gpu.reduce_Bps, call_s
+
+
+@functools.lru_cache(maxsize=16)
+def _line(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """Every link's latency and line rate."""
+    return (np.array([link.latency_s for link in topology.links]),
+            np.array(topology.bandwidths_Bps, dtype=float))
+
+
+@functools.lru_cache(maxsize=16)
+def _kinds(topology: Topology) -> tuple[tuple[str, ...], np.ndarray]:
+    """The link kinds of ``topology`` and every link's index among them."""
+    kinds = tuple(sorted({link.kind for link in topology.links}))
+    index = {kind: k for k, kind in enumerate(kinds)}
+    return kinds, np.array([index[link.kind] for link in topology.links], dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=64)
+def _scaled(topology: Topology, protocol: str,
+            algorithm: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """Every link's latency and bandwidth under ``protocol`` (and ``algorithm``'s figures)."""
+    model = topology.gpu
+    assert model is not None  # a protocol resolved: the machine has a GPU model
+    kinds, index = _kinds(topology)
+    figures = [model.link_terms(kind, protocol, algorithm) for kind in kinds]
+    latency = np.array([f[0] for f in figures])[index]
+    return latency, _line(topology)[1] * np.array([f[1] for f in figures])[index]
 
 
 def hidden_latency(latency_s: Any, nbytes: Any, rate_Bps: Any, slot_bytes: float | None) -> Any:

@@ -29,11 +29,10 @@ The table
     sizes are read
     off that line, and the largest size is simulated to check it (all of them are
     simulated when the check fails);
-  - ``"closed_form"`` otherwise: :func:`closed_form`, the forms of
-    :func:`simulator.cost` on the routes and shared links of the same orders, channels
-    and ``hier`` (:mod:`simulator.machine_forms`).  On :func:`topology.flat` the two
-    methods agree (the simulator's tests check it); on the DGX presets the tests state
-    how closely.
+  - ``"closed_form"`` otherwise: :func:`closed_form`, the analytic model
+    (:mod:`simulator.analytic`) on the routes and shared links of the same orders,
+    channels and ``hier``.  On :func:`topology.flat` the two methods agree (the
+    simulator's tests check it); on the DGX presets the tests state how closely.
 
 * Protocols: on a topology with a GPU model (``topology.gpu``) every candidate is
   predicted under each of the model's protocols (:mod:`simulator.gpu`) and takes the
@@ -50,11 +49,11 @@ Examples
 >>> import topology
 >>> flat = topology.flat(64, alpha=5e-6, beta=1e-10)
 >>> select("allreduce", 1024, flat).algorithm, select("allreduce", 1 << 30, flat).algorithm
-('rhd', 'tree')
+('rhd', 'rhd')
 
-(On :func:`topology.flat` a rank sends to several peers at full bandwidth at once, so the
-segmented double binary tree beats the ring on large vectors; on machines with one link
-per rank, e.g. :func:`topology.dgx_h100` with 6 ranks, the ring wins them.)
+(On :func:`topology.flat` every rank has one port, so the bandwidth-optimal algorithms
+win large vectors, as the literature says: recursive halving-doubling here, on 64 ranks,
+with ``lg p`` steps against the ring's ``p - 1``.)
 """
 
 from __future__ import annotations
@@ -74,8 +73,9 @@ from collectives.schedule import COLLECTIVES
 from .channel_choice import HIER_INNER, channel_counts, hier_ranks_per_node, schedule_params
 from .engine import simulate
 from .gpu import protocols
-from .machine_forms import machine_cost, machine_costs
 from . import nccl_algorithms
+from .sweeps import run_jobs
+from .analytic import price, price_one
 
 __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
            "SIMULATE_MAX_RANKS", "MAX_SELECTED_RANKS", "Candidate", "Choice", "Range",
@@ -481,11 +481,10 @@ def closed_form(collective: str, algorithm: str, topology: Topology, nbytes: int
                 **params: Any) -> float:
     """The closed-form time of ``algorithm`` on ``topology``, GPU terms included.
 
-    :func:`simulator.machine_forms.machine_cost`: the forms of :func:`simulator.cost` on
-    the routes and shared links of the orders the simulated tables use (channels and
-    ``hier`` included), on the effective topology under ``protocol`` when it has a GPU
-    model (:func:`simulator.gpu.gpu_terms`), plus the call's fixed cost.  On a
-    contention-free topology it is what :func:`simulator.simulate` gives.
+    :func:`simulator.analytic.price`: what the algorithm describes, priced on the routes
+    and shared links of the orders the simulated tables use (channels and ``hier``
+    included), on the effective topology under ``protocol`` when it has a GPU model
+    (:func:`simulator.gpu.gpu_terms`), plus the call's fixed cost.
 
     Parameters
     ----------
@@ -524,14 +523,14 @@ def closed_form(collective: str, algorithm: str, topology: Topology, nbytes: int
     if nbytes % dtype_size:
         raise ValueError(f"nbytes={nbytes} is not allowed; it must be a multiple of "
                          f"dtype_size={dtype_size}")
-    return machine_cost(collective, algorithm, topology, nbytes, nranks, dtype_size, protocol,
-                        **params)
+    return price_one(collective, algorithm, topology, nbytes, nranks, dtype_size, protocol,
+                     **params)
 
 
 def _closed_form(collective: str, nranks: int, dtype_size: int, topology: Any,
                  protocol: str | None, algorithm: str, params: Params) -> list[float]:
-    return machine_costs(collective, algorithm, topology, SIZES, nranks, dtype_size, protocol,
-                         **dict(params))
+    return price(collective, algorithm, topology, SIZES, nranks, dtype_size, protocol,
+                 **dict(params)).tolist()
 
 
 def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
@@ -663,14 +662,19 @@ def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
     if method == "auto":
         method = "simulate" if nranks <= SIMULATE_MAX_RANKS else "closed_form"
     tried = _tried(collective, topology, nranks, method, algorithms)
-    predict = _simulated if method == "simulate" else _closed_form
-    tables = []
-    for protocol in protocols(topology):
-        columns = [_nccl_priced(collective, topology, protocol, a)
-                   if a in nccl_algorithms.ALGORITHMS
-                   else predict(collective, nranks, dtype_size, topology, protocol, a, p)
-                   for a, p in tried]
-        tables.append(tuple(tuple(row) for row in zip(*columns)))
+    jobs = [(collective, nranks, dtype_size, topology, protocol, a, p)
+            for protocol in protocols(topology) for a, p in tried]
+    nccl = [job[5] in nccl_algorithms.ALGORITHMS for job in jobs]  # NCCL's: priced apart
+    ours = [job for job, theirs in zip(jobs, nccl) if not theirs]
+    if method == "simulate":
+        priced = run_jobs(_simulated, ours, nranks, f"simulating {collective} on {topology.name}")
+    else:
+        priced = [_closed_form(*job) for job in ours]
+    left = iter(priced)
+    columns = [_nccl_priced(collective, topology, job[4], job[5]) if theirs else next(left)
+               for job, theirs in zip(jobs, nccl)]
+    tables = [tuple(tuple(row) for row in zip(*columns[k:k + len(tried)]))
+              for k in range(0, len(columns), len(tried))]
     times = [[min(t) for t in zip(*rows)] for rows in zip(*tables)]
     return TuningTable(collective, topology.name, nranks, dtype_size, method, tried, SIZES,
                        tuple(tuple(row) for row in times), _ranges(SIZES, times),

@@ -13,7 +13,7 @@ import topology
 from simulator import nccl_algorithms
 from simulator.export import (NCCL_COLL, NCCL_FIELDS, NCCL_LINE_MAX, nccl_ranges,
                               read_nccl_csv, to_nccl_csv)
-from simulator.machine_forms import machine_costs
+from simulator.analytic import price
 from simulator.nccl_tuner import nccl_channels, nccl_choice, tuner_kind
 from simulator.selection import MAX_BYTES
 from topology.channels import nics_per_node
@@ -34,8 +34,8 @@ def _priced(collective, machine, pair, sizes) -> np.ndarray:
     """Our model's seconds of NCCL's (algorithm, protocol) ``pair`` at ``sizes``."""
     algorithm, protocol = OURS[pair[0]], pair[1]
     if algorithm == "ring":
-        return np.asarray(machine_costs(collective, "ring", machine, sizes, machine.nranks, 4,
-                                        protocol, channels=max(1, nics_per_node(machine))))
+        return np.asarray(price(collective, "ring", machine, sizes, machine.nranks, 4,
+                                protocol, channels=max(1, nics_per_node(machine))))
     return nccl_algorithms.nccl_costs(collective, algorithm, machine, sizes, protocol)
 
 

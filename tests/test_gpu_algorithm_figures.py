@@ -15,7 +15,7 @@ from collectives import build_schedule
 from collectives.schedule import Recv, Schedule, Send, Step
 from simulator import simulate
 from simulator.gpu import gpu_terms
-from simulator.machine_forms import machine_cost
+from simulator.analytic import price_one as machine_cost
 from topology import AlgorithmFigures, GpuModel, LinkFigures, Protocol, TopologyError
 
 TWO = topology.dgx_h100(2)
@@ -70,7 +70,7 @@ def test_engines_and_closed_form_agree_under_an_algorithms_figures() -> None:
     assert simulate(schedule, machine, protocol="LL", engine="compiled") == events
     assert events.time_s == pytest.approx(
         machine_cost("allreduce", "tree", machine, 6 * 400 * 4, protocol="LL",
-                     pipelined=False, segments=2), rel=1e-9)
+                     segments=2), rel=1e-9)
     assert events.time_s > simulate(schedule, plain, protocol="LL").time_s
     assert simulate(schedule, machine, protocol="Simple") == \
         simulate(schedule, plain, protocol="Simple")

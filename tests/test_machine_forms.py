@@ -1,8 +1,10 @@
-"""Closed forms on a machine (simulator.machine_forms) against the simulator: exact on a
-contention-free topology, within stated tolerances on the DGX presets; select's
-closed-form tables try channels and hier."""
+"""The analytic model on a machine (simulator.analytic) against the simulator: exact on a
+contention-free topology where its lock-step rounds are the critical path, within stated
+tolerances on the DGX presets; select's closed-form tables try channels and hier."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
@@ -11,8 +13,7 @@ from collectives import COLLECTIVES, build_schedule
 from simulator import cost, simulate
 from simulator.channel_choice import schedule_params
 from simulator.export import read_nccl_csv, to_nccl_csv
-from simulator.gpu import gpu_terms
-from simulator.machine_forms import machine_cost
+from simulator.analytic import price_one as machine_cost
 from simulator.selection import _label, tuning_table
 
 FLAT = [("ring", {}), ("rhd", {}), ("tree", {"segments": 2}), ("pipeline", {"segments": 2})]
@@ -31,30 +32,59 @@ def _simulated(collective: str, algorithm: str, machine, nbytes: int, params: di
     return simulate(schedule, machine, protocol=protocol, trace=False).time_s
 
 
+def _machines() -> list[tuple[str, topology.Topology]]:
+    """The single-port flat machine and the per-pair mesh, of the same figures."""
+    star = topology.default_flat(8)
+    mesh = dataclasses.replace(topology.mesh(8, star.alpha(0, 1), star.beta(0, 1)),
+                               gamma_s_per_byte=star.gamma_s_per_byte)
+    return [("flat", star), ("mesh", mesh)]
+
+
+#: where lock-step rounds are not the critical path on flat machines, the largest relative
+#: error measured: a tree AllGather's class is priced at its largest message (and on the
+#: single port its up and down streams share the port while one of them is short); a
+#: chain's ReduceScatter and AllGather hold both directions' streams on every inner port
+#: for all rounds; hier's tree AllGather adds its phases' drift
+LOCKSTEP, HIER_TREE = 0.05, 0.25
+
+
+def _flat_tolerance(collective: str, algorithm: str, inner: str | None = None) -> float:
+    if collective == "allgather" and "tree" in (algorithm, inner):
+        return HIER_TREE if algorithm == "hier" else LOCKSTEP
+    if algorithm == "pipeline" and collective != "allreduce":
+        return LOCKSTEP
+    return 1e-9
+
+
+@pytest.mark.parametrize("name, flat", _machines())
 @pytest.mark.parametrize("collective", COLLECTIVES)
-def test_flat_forms_are_the_simulator_exactly(collective: str) -> None:
-    """Channels over one order share every link; hier's groups share none."""
-    flat = topology.default_flat(8)
+def test_flat_forms_are_the_simulator(collective: str, name: str, flat) -> None:
+    """Channels over one order share every link; hier's groups share none; on the mesh the
+    model is simulator.cost."""
     count = 8 * 3 * 4 * 2 * 8  # even blocks and segments in every channel
     for algorithm, params in _flat_algorithms(collective):
         for channels in (1, 3):
             both = {**params, "channels": channels}
             formula = machine_cost(collective, algorithm, flat, 4 * count, **both)
             assert formula == pytest.approx(_simulated(collective, algorithm, flat, 4 * count,
-                                                       both), rel=1e-9), (algorithm, channels)
-        alpha, beta = flat.alpha(0, 1), flat.beta(0, 1)
-        assert machine_cost(collective, algorithm, flat, 4 * count, **params) == pytest.approx(
-            cost(collective, algorithm, 8, 4 * count, alpha, beta, flat.gamma_s_per_byte,
-                 **params), rel=1e-12)
+                                                       both),
+                                            rel=_flat_tolerance(collective, algorithm)), \
+                (algorithm, channels)
+        if name == "mesh":
+            alpha, beta = flat.alpha(0, 1), flat.beta(0, 1)
+            assert machine_cost(collective, algorithm, flat, 4 * count, **params) == \
+                pytest.approx(cost(collective, algorithm, 8, 4 * count, alpha, beta,
+                                   flat.gamma_s_per_byte, **params), rel=1e-12)
     for inner in ("ring", "rhd", "tree"):
         hier = {"ranks_per_node": 4, "inner": inner, "channels": 2}
         assert machine_cost(collective, "hier", flat, 4 * count, **hier) == pytest.approx(
-            _simulated(collective, "hier", flat, 4 * count, hier), rel=1e-9), inner
+            _simulated(collective, "hier", flat, 4 * count, hier),
+            rel=_flat_tolerance(collective, "hier", inner)), inner
 
 
 #: relative error of the closed forms against the simulator on the DGX presets at line
 #: rates, where it is not 0 (see _tolerance)
-TREE_ALLGATHER, TREE_CHANNELS, HIER_TREE, CHAIN = 0.2, 0.2, 0.35, 0.7
+TREE_ALLGATHER, TREE_CHANNELS, HIER_TREE, CHAIN = 1.2, 0.8, 0.4, 0.7
 
 
 def _tolerance(collective: str, algorithm: str, params: dict) -> float:
@@ -72,7 +102,7 @@ def _tolerance(collective: str, algorithm: str, params: dict) -> float:
         return TREE_CHANNELS
     if algorithm == "hier" and params["inner"] == "tree":
         return HIER_TREE
-    if algorithm == "pipeline" and collective == "allreduce":
+    if algorithm == "pipeline" or algorithm == "tree":
         return CHAIN
     return 1e-6
 
@@ -97,20 +127,16 @@ def test_dgx_forms_are_the_simulator_within_the_tolerance(nodes: int, collective
                                                                              nbytes, error)
 
 
-def test_gpu_figures_match_and_latency_pipelines_along_the_ring() -> None:
+def test_gpu_figures_match_the_simulator() -> None:
+    """The model charges every message what the simulator plays: its route's latency less
+    what the FIFO slots hide, at every size (0 included)."""
     machine = topology.dgx_h100(2)
-    effective, call_s = gpu_terms(machine, "Simple")
-    for algorithm, params in (("ring", {"channels": 8}),
+    for algorithm, params in (("ring", {"channels": 8}), ("ring", {}),
                               ("hier", {"ranks_per_node": 8, "inner": "rhd", "channels": 8})):
-        simulated = _simulated("allreduce", algorithm, machine, 1 << 20, params, "Simple")
-        assert machine_cost("allreduce", algorithm, machine, 1 << 20, protocol="Simple",
-                            pipelined=False, **params) == pytest.approx(simulated, rel=1e-9)
-    order = schedule_params("ring", (), machine)["order"][0]
-    hops = [effective.alpha(order[i], order[(i + 1) % 16]) for i in range(16)]
-    chain = max(sum(hops[(s + j) % 16] for j in range(30)) for s in range(16))
-    pipelined = machine_cost("allreduce", "ring", machine, 0, protocol="Simple")
-    assert pipelined == pytest.approx(call_s + chain, rel=1e-12)
-    assert pipelined < _simulated("allreduce", "ring", machine, 0, {}, "Simple")
+        for nbytes in (0, 1 << 20):
+            simulated = _simulated("allreduce", algorithm, machine, nbytes, params, "Simple")
+            assert machine_cost("allreduce", algorithm, machine, nbytes, protocol="Simple",
+                                **params) == pytest.approx(simulated, rel=1e-9), (algorithm, nbytes)
 
 
 def test_closed_form_tables_try_channels_and_hier_and_fill_the_channels_column() -> None:
@@ -122,3 +148,18 @@ def test_closed_form_tables_try_channels_and_hier_and_fill_the_channels_column()
     assert table.choice(64 << 10).algorithm == "hier"
     rows = read_nccl_csv(to_nccl_csv([table]))
     assert rows[-1]["algo"] == "ring" and rows[-1]["channels"] == 8
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_model_and_simulator_choose_alike_on_two_dgx_nodes(collective: str) -> None:
+    """The analytic model's best candidate is, by the simulator's times, within 2% of the
+    simulator's best (the default protocol, a latency-bound and a bandwidth-bound size)."""
+    machine = topology.dgx_h100(2)
+    tried = [(a, dict(p)) for a, p in tuning_table(collective, machine,
+                                                  method="closed_form").candidates]
+    for nbytes in (1 << 14, 1 << 24):
+        simulated = [_simulated(collective, a, machine, nbytes, p) for a, p in tried]
+        model = [machine_cost(collective, a, machine, nbytes, **p) for a, p in tried]
+        chosen = simulated[model.index(min(model))]
+        assert chosen <= 1.02 * min(simulated), (nbytes, tried[model.index(min(model))],
+                                                 tried[simulated.index(min(simulated))])

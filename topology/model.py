@@ -304,9 +304,12 @@ class Topology:
         router = _MeshRouter if isinstance(self.links, FullMesh) else _Router
         object.__setattr__(self, "_router", router(self, index))
         self._router.check_reachable()
+        # hashed once: caches keyed by a machine of 16,384 ranks look it up often
+        object.__setattr__(self, "_hash", hash((self.name, len(self.devices), len(self.links),
+                                                 self.placement)))
 
     def __hash__(self) -> int:
-        return hash((self.name, len(self.devices), len(self.links), self.placement))
+        return self._hash  # type: ignore[attr-defined]  # set once in __post_init__
 
     def __repr__(self) -> str:
         hosts = (self.devices[self._index[d]].kind for d in dict.fromkeys(self.placement))

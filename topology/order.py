@@ -8,6 +8,7 @@ leaf with the NIC of the GPU it enters the next node by, as NCCL's rings do.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from reprlib import repr as brief
 from typing import Callable, Sequence
 
@@ -33,8 +34,14 @@ def node_groups(topology: Topology) -> list[list[int]]:
     Returns
     -------
     list of list of int
-        Per node, its ranks in increasing order.
+        Per node, its ranks in increasing order (a new list; the grouping is cached per
+        topology).
     """
+    return [list(ranks) for ranks in _node_groups(topology)]
+
+
+@lru_cache(maxsize=16)
+def _node_groups(topology: Topology) -> tuple[tuple[int, ...], ...]:
     parent = {d.id: d.id for d in topology.devices}
 
     def root(x: str) -> str:
@@ -49,7 +56,7 @@ def node_groups(topology: Topology) -> list[list[int]]:
     groups: dict[str, list[int]] = {}
     for rank, device in enumerate(topology.placement):
         groups.setdefault(root(device), []).append(rank)
-    return list(groups.values())
+    return tuple(tuple(ranks) for ranks in groups.values())
 
 
 def ring_order(topology: Topology) -> tuple[int, ...]:

@@ -25,9 +25,10 @@ from typing import Any, Sequence
 from ..compose import Part, channel_parts, identity_orders
 from ..layout import block
 from ..placement import Placement
+from ..traffic import Phase, register
 from . import pipeline, rhd, ring, tree
 
-__all__ = ["PARAMS", "phases"]
+__all__ = ["PARAMS", "phases", "traffic"]
 
 PARAMS: dict[str, Any] = {"ranks_per_node": None, "inner": "ring", "intra": "ring"}
 
@@ -120,3 +121,38 @@ def phases(collective: str, nranks: int, count: int, channels: int, ranks_per_no
                                                        [[blocks[r]] for r in ranks], channels)]
     return [intra_phase, inter_phase] if collective == "reduce_scatter" else \
         [inter_phase, intra_phase]
+
+
+@register("hier")
+def traffic(collective: str, q: int, ranks_per_node: Any = None, inner: Any = "ring",
+            intra: Any = "ring") -> list[Phase]:
+    """hier's communication (:mod:`collectives.traffic`): the phases of :func:`phases`,
+    each a flat algorithm on every node (intra) or every rail (inner) side by side.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    q : int
+        Ranks.
+    ranks_per_node, inner, intra
+        As in :func:`phases`.
+
+    Returns
+    -------
+    list of Phase
+    """
+    size = _ranks_per_node(ranks_per_node, q)
+    _algorithm("inner", inner), _algorithm("intra", intra)
+    nodes = q // size
+    node = tuple(tuple(range(k * size, (k + 1) * size)) for k in range(nodes))
+    rail = tuple(tuple(range(local, q, size)) for local in range(size))
+    # a ReduceScatter's blocks are those of the ranks of one local rank: apart in the buffer
+    apart = q if collective == "reduce_scatter" else size
+    within = {c: Phase(c, intra, node, 1, apart if c == "reduce_scatter" else None)
+              for c in ("reduce_scatter", "allgather")}
+    across = Phase(collective, inner, rail, size, apart if collective == "reduce_scatter"
+                   else None)
+    return {"allreduce": [within["reduce_scatter"], across, within["allgather"]],
+            "reduce_scatter": [within["reduce_scatter"], across],
+            "allgather": [across, within["allgather"]]}[collective]

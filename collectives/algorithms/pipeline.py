@@ -56,14 +56,17 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from topology.checks import check_int
 
 from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, splits
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Op, Step, new_recv, new_send
+from ..traffic import Messages, Round, largest_part, nested_part, register
 
-__all__ = ["PARAMS", "WITHIN_BLOCKS", "SEGMENT_ELEMENTS", "resolve_params", "rank_lanes",
+__all__ = ["PARAMS", "WITHIN_BLOCKS", "SEGMENT_ELEMENTS", "resolve_params", "rank_lanes", "traffic",
            "rank_steps"]
 
 #: collectives whose every operation lies in one rank's block and reads nothing but
@@ -250,3 +253,45 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Bloc
         Only ``rank``'s steps, in order; rounds in which it does nothing are left out.
     """
     return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks, segments))
+
+
+@register("pipeline")
+def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
+    """The chain's messages (:mod:`collectives.traffic`): AllReduce's ``S`` segments down
+    the chain (reduced) and back; ReduceScatter's and AllGather's rounds of the module
+    docstring, both directions in flight.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    q : int
+        Positions.
+    segments : int, optional
+        Segments (of the vector for AllReduce, of each block otherwise).
+
+    Returns
+    -------
+    list of Round
+    """
+    if q < 2:
+        return []
+    v = np.arange(q - 1)
+    if collective == "allreduce":
+        part = largest_part(segments)
+        right = Messages(v, v + 1, part, True, pieced=False)
+        left = Messages(v + 1, v, part, False, pieced=False)
+        # rank q-2 sends segment k right in round k + q - 2 and forwards it left in
+        # round k + q: both ways at once for S - 2 rounds
+        return [Round(1, (right, left), chain=segments, overlap=max(0, segments - 2))]
+    part = nested_part(q, segments)
+    reduce = collective == "reduce_scatter"
+    late = int(reduce and (q == 3 or (q > 3 and segments == 1)))
+    right = Messages(v, v + 1, part, reduce, pieced=False)
+    left = Messages(v + 1, v, part, reduce, pieced=False)
+    # rank r streams (p-1-r) m segments right and r m left (ReduceScatter; AllGather
+    # (r+1) m and (p-r) m): some rank sends both ways in the first ``both`` rounds
+    both = ((q - 1) // 2 if reduce else (q + 1) // 2) * segments
+    rounds = (q - 1) * segments + late
+    return [Round(min(both, rounds), (right, left)),
+            *([Round(rounds - both, (right,))] if rounds > both else [])]

@@ -78,11 +78,14 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..layout import blocks_of
 from ..layout import split
 from ..schedule import Recv, Send, Step
+from ..traffic import Messages, Round, largest_part, register
 
-__all__ = ["PARAMS", "resolve_params", "rank_steps", "step_rounds"]
+__all__ = ["PARAMS", "resolve_params", "rank_steps", "step_rounds", "traffic"]
 
 PARAMS: dict[str, Any] = {"doubling": False}
 
@@ -321,3 +324,71 @@ def step_rounds(collective: str, rank: int, nranks: int, doubling: bool = False)
     if rank == fold.first(i):
         return [0, core + 1]
     return list(range(core + 2))
+
+
+def _whole(count: np.ndarray) -> np.ndarray:
+    return count
+
+
+@register("rhd")
+def traffic(collective: str, q: int, doubling: bool = False) -> list[Round]:
+    """rhd's messages (:mod:`collectives.traffic`): the fold-in of the extra ranks, one
+    class per mask of the halving and of the doubling (or of recursive doubling, the
+    whole vector each way), the fold-out.
+
+    A window of ``mask`` core ranks covers ``mask`` of the core's ``p'`` chunks
+    (AllReduce) or the blocks of the ranks they stand for (ReduceScatter, AllGather:
+    the largest such run of ranks); a class is priced at its largest message.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    q : int
+        Positions.
+    doubling : bool, optional
+        Recursive doubling (AllReduce only).
+
+    Returns
+    -------
+    list of Round
+    """
+    if q < 2:
+        return []
+    fold = _Fold.of(q)
+    core = fold.core
+    first = np.array([fold.first(i) for i in range(core + 1)])
+    survivor, lone = first[1:] - 1, first[:-1]
+    paired = np.flatnonzero(first[1:] - first[:-1] == 2)
+    i = np.arange(core)
+    reduces = collective != "allgather"
+
+    def window(mask: int) -> Callable[[np.ndarray], np.ndarray]:
+        if collective == "allreduce":
+            return largest_part(core, mask)
+        ranks = int((first[mask::mask] - first[:-mask:mask]).max())
+        return largest_part(q, ranks)
+
+    def exchange(mask: int, elements: Callable[[np.ndarray], np.ndarray], reduce: bool) -> Round:
+        return Round(1, (Messages(survivor, survivor[i ^ mask], elements, reduce),))
+
+    fold_in = _whole if reduces else largest_part(q)
+    last = int(lone[paired].max()) if len(paired) else 0
+
+    def rest(count: np.ndarray) -> np.ndarray:  # the vector less the smallest extra block
+        return count - count // q - (last < count % q)
+
+    fold_out = {"allreduce": _whole, "reduce_scatter": largest_part(q)}.get(collective, rest)
+    rounds = [Round(1, (Messages(lone[paired], survivor[paired], fold_in, reduces),))] \
+        if len(paired) else []
+    masks = [1 << k for k in range(core.bit_length() - 1)]
+    if doubling:
+        rounds += [exchange(mask, _whole, True) for mask in masks]
+    else:
+        if collective != "allgather":
+            rounds += [exchange(mask, window(mask), True) for mask in reversed(masks)]
+        if collective != "reduce_scatter":
+            rounds += [exchange(mask, window(mask), False) for mask in masks]
+    if len(paired):
+        rounds.append(Round(1, (Messages(survivor[paired], lone[paired], fold_out, False),)))
+    return rounds

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..gcpause import gc_paused
 from ..rounds import Lane, Window, lane, merge_lanes
 from ..schedule import Step, new_recv, new_send
+from ..traffic import Messages, Round, largest_part, register
 
-__all__ = ["PARAMS", "WITHIN_BLOCKS", "resolve_params", "rank_lanes", "rank_steps"]
+__all__ = ["PARAMS", "WITHIN_BLOCKS", "resolve_params", "rank_lanes", "rank_steps", "traffic"]
 
 #: collectives whose every operation lies in one rank's block and reads nothing but
 #: ``blocks``, so that :mod:`collectives.compose` may hand it blocks anywhere in the buffer
@@ -119,3 +122,27 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
         ``nranks - 1`` steps per phase, each a send and a receive.
     """
     return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks))
+
+
+@register("ring")
+def traffic(collective: str, q: int) -> list[Round]:
+    """The ring's messages (:mod:`collectives.traffic`): ``q - 1`` rounds per phase, every
+    position sending its largest block to the next (reduced there in the reduce-scatter).
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    q : int
+        Positions.
+
+    Returns
+    -------
+    list of Round
+    """
+    if q < 2:
+        return []
+    v = np.arange(q)
+    hops = (v, (v + 1) % q, largest_part(q))
+    phases = {"reduce_scatter": (True,), "allgather": (False,)}.get(collective, (True, False))
+    return [Round(q - 1, (Messages(*hops, reduce, pieced=False),)) for reduce in phases]

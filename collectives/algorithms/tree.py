@@ -93,15 +93,19 @@ from functools import lru_cache
 from reprlib import repr as brief
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from topology.checks import check_int
 
 from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, split, splits
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import Op, Step, new_recv, new_send
+from ..traffic import Messages, Round, nested_part, register
 
 __all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_lanes",
-           "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks"]
+           "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks", "tree_edges",
+           "traffic"]
 
 PARAMS: dict[str, Any] = {"segments": None, "ranks_per_node": None}
 
@@ -539,3 +543,102 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Sequ
     """
     return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks, segments,
                                   ranks_per_node))
+
+
+@lru_cache(maxsize=64)
+def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarray, ...]:
+    """The edges of both trees, tree 0's first, as arrays over the edges.
+
+    Parameters
+    ----------
+    nranks : int
+        Number of ranks.
+    ranks_per_node : int or None, optional
+        As in :func:`tree_node`.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The child, its parent, the child's depth, the rounds in which the child sends
+        segment 0 up when the trees reduce and when they gather (:func:`tree_layout`), and
+        twice the number of ranks of the child's subtree that lie in its tree's half of
+        the vector (tree 0's ranks ``[0, p/2)``, tree 1's ``[p/2, p)``).
+    """
+    rows = []
+    for which in (0, 1):
+        nodes, reduce = tree_layout(which, nranks, ranks_per_node, True)
+        gather = tree_layout(which, nranks, ranks_per_node, False)[1]
+        half = (0, nranks) if which == 0 else (nranks, 2 * nranks)  # doubled ranks
+        for rank, node in enumerate(nodes):
+            if node.parent >= 0:
+                runs = subtree_ranks(which, nranks, rank, ranks_per_node)
+                inside = sum(max(0, min(2 * hi + 2, half[1]) - max(2 * lo, half[0]))
+                             for lo, hi in runs)
+                rows.append((rank, node.parent, node.depth, reduce[rank], gather[rank], inside))
+    return tuple(np.array(column, dtype=np.int64) for column in zip(*rows))
+
+
+@register("tree")
+def traffic(collective: str, q: int, segments: int = 1,
+            ranks_per_node: int | None = None) -> list[Round]:
+    """The double binary tree's messages (:mod:`collectives.traffic`), round by round.
+
+    Every edge carries two streams of ``segments`` consecutive rounds: up from the child
+    from its round of segment 0 (reduced at the parent by AllReduce and ReduceScatter),
+    and down to it from round ``depth - 1``.  The rounds in which the same streams are in
+    flight form one :class:`Round`.  AllGather's streams carry up the part of a segment
+    that the child's subtree holds (a class per share of the tree's half it holds: at
+    most that share of the vector), and down the rest (nothing where the subtree holds
+    the whole half); empty messages are not sent.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    q : int
+        Positions.
+    segments : int, optional
+        Segments per half of the vector.
+    ranks_per_node : int or None, optional
+        Trees over nodes of so many positions, a chain in each.
+
+    Returns
+    -------
+    list of Round
+    """
+    if q < 2:
+        return []
+    child, parent, depth, reduce, gather, inside = tree_edges(q, ranks_per_node)
+    segment = nested_part(2, segments)
+    gathers = collective == "allgather"
+    start = np.concatenate([gather if gathers else reduce, depth - 1])
+    src, dst = np.concatenate([child, parent]), np.concatenate([parent, child])
+    # classes: AllGather's up streams by the doubled ranks held (>= 0), down streams -1
+    # (a segment) or -2 (nothing: the subtree holds the whole half); one class each way
+    # otherwise (0 up, -1 down)
+    down = np.where(gathers & (inside >= q), -2, -1)
+    kind = np.concatenate([inside if gathers else 0 * inside, down])
+
+    def elements(key: int) -> Callable[[np.ndarray], np.ndarray]:
+        if key == -2:
+            return lambda count: 0 * count
+        if key == -1 or not gathers:
+            return segment
+        return lambda count: np.minimum(segment(count), -(-count * key // (2 * q)))
+
+    if ranks_per_node:  # chains run ahead of the rounds: the path of the streams' starts
+        return [Round(1, tuple(
+            Messages(src[(start == t) & (kind == k)], dst[(start == t) & (kind == k)],
+                     elements(k), k >= 0 and not gathers, skip_empty=True)
+            for t in np.unique(start).tolist() for k in np.unique(kind[start == t]).tolist()),
+            chain=segments, overlap=segments - 1, path=True)]
+    edges = np.unique(np.concatenate([start, start + segments]))
+    rounds = []
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        active = (start <= lo) & (start + segments > lo)
+        if active.any():
+            rounds.append(Round(hi - lo, tuple(
+                Messages(src[active & (kind == k)], dst[active & (kind == k)], elements(k),
+                         k >= 0 and not gathers, skip_empty=True)
+                for k in np.unique(kind[active]).tolist())))
+    return rounds

@@ -1,0 +1,164 @@
+"""What an algorithm's communication looks like, for the analytic model to price.
+
+Every algorithm module registers (:func:`register`) a function that describes its
+messages on ``q`` positions as lock-step :class:`Round` s, each a few :class:`Messages`
+classes in flight together: a ring's every hop alike, one class per mask of recursive
+halving-doubling and its folds, a tree's streams by depth, a chain's segments, or,
+for a composed algorithm, its :class:`Phase` s (a flat algorithm on groups of ranks).
+Positions are those of the algorithm's rank order; the pricing function
+(:mod:`simulator.analytic`) maps them to ranks per channel, reads the machine's routes
+for a sample of them and sums, round by round, the slowest message of each round.
+
+The classes hold positions as NumPy arrays and the size of their largest message as a
+function of the vector's element count (vectorised over counts), so that the description
+is made once per algorithm, collective, rank count and parameters, and priced at every
+size at once.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["Messages", "Round", "Phase", "register", "describe", "largest_part",
+           "nested_part"]
+
+#: counts (elements of the vector, one per size) -> elements of a class's largest message
+Elements = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True, eq=False)
+class Messages:
+    """A class of messages sent together: ``src[i] -> dst[i]`` (positions).
+
+    Attributes
+    ----------
+    src, dst : numpy.ndarray
+        Positions of the senders and receivers (int arrays of one length).
+    elements : callable
+        Element counts of the vector (array) -> elements of the class's largest message.
+    reduce : bool
+        Whether the receiver reduces what it receives.
+    pieced : bool
+        Whether a message spanning several runs of the buffer is received as several
+        receives, reduced side by side (rhd's windows, a tree's segments), rather than as
+        one (a ring's or chain's block, laid out as one).
+    skip_empty : bool
+        Whether a message of no elements is left out (it costs nothing) rather than sent
+        (it costs its latency).
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    elements: Elements
+    reduce: bool
+    pieced: bool = True
+    skip_empty: bool = False
+
+    def __repr__(self) -> str:
+        return f"Messages({len(self.src)} messages, reduce={self.reduce})"
+
+
+@dataclass(frozen=True, eq=False)
+class Round:
+    """``repeat`` lock-step rounds, each carrying every class of ``messages`` at once; or,
+    with ``chain`` segments, the hops of a chain that ``chain`` segments cross one after
+    another (every class's hops in turn, each hop one message of a segment): the
+    critical path crosses every hop once and waits ``chain - 1`` times at the slowest,
+    ``overlap`` of those times with every hop of every class in flight at once (the
+    steady state of a pipeline whose streams run both ways).  With ``path`` each class is
+    one hop of the path (its slowest message), as a tree's streams that start in one round
+    are."""
+
+    repeat: int
+    messages: tuple[Messages, ...]
+    chain: int = 0
+    overlap: int = 0
+    path: bool = False
+
+    def __repr__(self) -> str:
+        kind = f"chain of {self.chain} segments" if self.chain else f"x{self.repeat}"
+        return f"Round({kind}, {len(self.messages)} classes)"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a composed algorithm: ``collective`` by ``algorithm`` on each of
+    ``groups`` (tuples of ranks) side by side, over ``fraction`` of the vector's
+    elements (``count -> ceil(count / fraction)``), ``piece``: the number of blocks a
+    ReduceScatter's vector lies in apart in the buffer (or None)."""
+
+    collective: str
+    algorithm: str
+    groups: tuple[tuple[int, ...], ...]
+    fraction: int
+    piece: int | None = None
+
+
+_DESCRIBERS: dict[str, Callable[..., Any]] = {}
+
+
+def register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``function(collective, q, **resolved)`` as algorithm ``name``'s description.
+
+    Parameters
+    ----------
+    name : str
+        The algorithm's name (its module under :mod:`collectives.algorithms`).
+
+    Returns
+    -------
+    callable
+        A decorator that records the function and returns it unchanged.
+    """
+    def record(function: Callable[..., Any]) -> Callable[..., Any]:
+        _DESCRIBERS[name] = function
+        return function
+    return record
+
+
+@lru_cache(maxsize=512)
+def describe(collective: str, algorithm: str, q: int,
+             params: tuple[tuple[str, Any], ...] = ()) -> tuple[Any, ...]:
+    """The rounds (or phases) of ``algorithm`` for ``collective`` on ``q`` positions.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    algorithm : str
+        An algorithm of :mod:`collectives.algorithms` (its module is imported, which
+        registers it).
+    q : int
+        Positions (ranks of one channel's order), at least 1.
+    params : tuple of (str, value)
+        The algorithm's resolved parameters (``resolve_params``), sorted.
+
+    Returns
+    -------
+    tuple of Round, or tuple of Phase
+        Empty for one position.
+    """
+    if algorithm not in _DESCRIBERS:
+        importlib.import_module(f"{__package__}.algorithms.{algorithm}")
+    return tuple(_DESCRIBERS[algorithm](collective, q, **dict(params)))
+
+
+def largest_part(parts: int, units: int = 1) -> Elements:
+    """Elements of ``units`` consecutive parts of the vector cut into ``parts`` near-equal
+    parts (:func:`collectives.layout.split`), the largest such run."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        size, extra = np.divmod(count, parts)
+        return units * size + np.minimum(units, extra)
+    return elements
+
+
+def nested_part(outer: int, inner: int, units: int = 1) -> Elements:
+    """Elements of ``units`` of the ``inner`` parts of the largest of ``outer`` parts."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        return largest_part(inner, units)(-(-count // outer))
+    return elements
