@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 import topology
 
 __all__ = ["UsageError", "Bounded", "parse_size", "DATATYPES", "ITEMSIZES", "MAX_BYTES",
-           "MAX_ITERS", "MAX_MODEL_RANKS", "MAX_NODES", "MAX_STEPFACTOR", "MAX_SWEEP",
+           "MAX_ITERS", "MAX_MODEL_RANKS", "MAX_SIMULATE_RANKS", "MAX_SELECT_RANKS", "MAX_NODES", "MAX_STEPFACTOR", "MAX_SWEEP",
            "MAX_TIMEOUT_S", "RANKS_PER_CORE", "BUFFERS_PER_RANK", "launch_limit", "whole",
            "size", "seconds", "add_sweep", "sweep", "datatype", "add_machine", "machine",
            "model_ranks", "check_at_least", "check_output", "check_distinct", "check_memory"]
@@ -43,13 +43,17 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_BYTES = 1 << 40
 #: the most calls (timed, untimed) or rounds per size any flag asks for
 MAX_ITERS = 10**6
-#: the most ranks a model holds in ``simulate``, ``select`` and ``schedule`` (the flat
-#: preset's ``--ranks``, a DGX preset's 8 per ``--nodes``): 1024 ranks take minutes there
-#: on a 2-core machine (``simulate --topology flat --ranks 1024``: 130 s; ``select
-#: --topology dgx-h100 --nodes 128``: 590 s, measured with other load)
+#: the most ranks ``schedule`` prints (the flat preset's ``--ranks``): 1024 ranks of
+#: steps take minutes to print on a 2-core machine (``schedule --ranks 1024``: 209 s)
 MAX_MODEL_RANKS = 1024
-#: the most ``--nodes`` of a DGX preset (8 ranks each)
-MAX_NODES = MAX_MODEL_RANKS // 8
+#: the most ranks ``simulate`` plays (:data:`simulator.MAX_SIMULATED_RANKS`: the DES of
+#: a 4,096-rank ring takes some 40 s and 3 GB)
+MAX_SIMULATE_RANKS = 4096
+#: the most ranks ``select`` prices: 2,048 DGX nodes, which the analytic model answers in
+#: seconds (``benchmarks/bench_select.py``)
+MAX_SELECT_RANKS = 16384
+#: the most ``--nodes`` of a DGX preset (8 ranks each) any command takes
+MAX_NODES = MAX_SELECT_RANKS // 8
 #: the largest ``-f`` (a factor above the largest size makes a sweep of one size)
 MAX_STEPFACTOR = 1 << 20
 #: the most sizes one ``-b``/``-e`` sweep makes (``-i 1 -e 1G`` would make a billion)
@@ -343,9 +347,10 @@ def add_machine(parser: argparse.ArgumentParser, default: str, extra: Sequence[s
         help=f"the machine: {names}, or a topology file (default {default})")
     add("--ranks", type=whole(1, max_ranks), default=ranks, metavar="N",
         help=f"{ranks_help}; at most {max_ranks}")
-    add("--nodes", type=whole(1, MAX_NODES, f"8 ranks each, {MAX_MODEL_RANKS} at most"),
+    most = max(1, min(MAX_NODES, max_ranks // 8))
+    add("--nodes", type=whole(1, most, f"8 ranks each, {max_ranks} at most"),
         default=None, metavar="N",
-        help=f"nodes of {' or '.join(_NODE_PRESETS)}, at most {MAX_NODES} (default 1)")
+        help=f"nodes of {' or '.join(_NODE_PRESETS)}, at most {most} (default 1)")
     add("--alpha", type=Bounded(float, 0, 1.0, "a number of seconds", above=True),
         default=None, metavar="SECONDS",
         help=f"latency of the flat and mesh presets, at most 1 s (default {topology.FLAT_ALPHA_S:g})")
@@ -412,7 +417,8 @@ def machine(args: argparse.Namespace, nranks: int | None = None) -> topology.Top
     return model
 
 
-def model_ranks(args: argparse.Namespace, model: topology.Topology) -> int:
+def model_ranks(args: argparse.Namespace, model: topology.Topology,
+                limit: int = MAX_MODEL_RANKS) -> int:
     """The ranks a command models on ``model``: ``--ranks``, else all the machine's.
 
     Parameters
@@ -421,6 +427,9 @@ def model_ranks(args: argparse.Namespace, model: topology.Topology) -> int:
         Parsed with :func:`add_machine`.
     model : topology.Topology
         The machine (:func:`machine`).
+    limit : int, optional
+        The most ranks the command models (:data:`MAX_SIMULATE_RANKS`,
+        :data:`MAX_SELECT_RANKS`).
 
     Returns
     -------
@@ -429,13 +438,13 @@ def model_ranks(args: argparse.Namespace, model: topology.Topology) -> int:
     Raises
     ------
     UsageError
-        When they are more than :data:`MAX_MODEL_RANKS` (a topology file's).
+        When they are more than ``limit`` (a topology file's).
     """
     nranks = args.ranks or model.nranks
-    if nranks > MAX_MODEL_RANKS:
+    if nranks > limit:
         raise UsageError(f"--topology {args.topology!r} is not allowed without --ranks: "
-                         f"{model.name} places {nranks} ranks and a model holds at most "
-                         f"{MAX_MODEL_RANKS}; give --ranks N")
+                         f"{model.name} places {nranks} ranks and this command models at "
+                         f"most {limit}; give --ranks N")
     return nranks
 
 

@@ -29,8 +29,8 @@ from simulator.for_auto import tuning_rules
 from simulator.nccl_algorithms import ALGORITHMS as NCCL_ALGORITHMS
 from simulator.selection import METHODS, TuningTable, tuning_table
 
-from .args import (ITEMSIZES, UsageError, add_machine, add_sweep, check_distinct,
-                   check_output, datatype, machine, model_ranks, whole)
+from .args import (ITEMSIZES, MAX_SELECT_RANKS, UsageError, add_machine, add_sweep,
+                   check_distinct, check_output, datatype, machine, model_ranks, whole)
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
     parser.add_argument("collectives", nargs="*", default=["allreduce"], metavar="COLLECTIVE",
                         help=f"one or more of {', '.join(COLLECTIVES)} (default allreduce)")
-    add_machine(parser, "dgx-h100")
+    add_machine(parser, "dgx-h100", max_ranks=MAX_SELECT_RANKS)
     parser.add_argument("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
                         help="element type: float (default), half, bfloat16, double, int8, ...")
     add_sweep(parser, 1, 8 << 30, stepfactor=None)
@@ -151,7 +151,7 @@ def main(args: argparse.Namespace) -> int:
     """Build and print the tuning tables; write the export files asked for."""
     check(args)
     model = machine(args)
-    model_ranks(args, model)
+    model_ranks(args, model, MAX_SELECT_RANKS)
     itemsize = ITEMSIZES[args.datatype]
     out = console()
     tables = []

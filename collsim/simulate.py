@@ -17,8 +17,8 @@ from collectives import ALGORITHMS, COLLECTIVES, build_schedule
 from simulator.busbw import bandwidths
 from simulator.engine import simulate
 
-from .args import (ITEMSIZES, UsageError, add_machine, add_sweep, check_distinct, check_output,
-                   datatype, machine, model_ranks, sweep)
+from .args import (ITEMSIZES, MAX_SIMULATE_RANKS, UsageError, add_machine, add_sweep,
+                   check_distinct, check_output, datatype, machine, model_ranks, sweep)
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sweep(parser, 8 << 10, 64 << 20, stepfactor=8)
     parser.add_argument("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
                         help="element type: float (default), half, bfloat16, double, int8, ...")
-    add_machine(parser, "dgx-h100")
+    add_machine(parser, "dgx-h100", max_ranks=MAX_SIMULATE_RANKS)
     parser.add_argument("--timeline", type=Path, metavar="PNG",
                         help="draw the largest size's first algorithm per rank")
 
@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
     """Simulate every algorithm at every size and print the nccl-tests style table."""
     sizes = check(args)
     model = machine(args)
-    p = model_ranks(args, model)
+    p = model_ranks(args, model, MAX_SIMULATE_RANKS)
     itemsize = ITEMSIZES[args.datatype]
     table = Table(title=f"{args.collective} on {model.name}: {p} ranks, {args.datatype} "
                         "(simulated)")
