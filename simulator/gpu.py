@@ -274,4 +274,5 @@ def _effective(topology: Topology, protocol: str, algorithm: str | None,
     name = protocol if algorithm is None else f"{protocol}, {algorithm}"
     return Topology(f"{topology.name}[{name}]", topology.devices, links,
                     topology.placement, 1.0 / model.reduce_Bps,
-                    topology.overhead_s_per_message, slot_bytes=slot_bytes)
+                    topology.overhead_s_per_message, slot_bytes=slot_bytes,
+                    fabric=topology.fabric)

@@ -141,6 +141,20 @@ def test_fat_tree_groups_oversubscription_and_ecmp():
     assert spines == {f"spine{k}" for k in range(4)}  # pairs spread over all spines
 
 
+@pytest.mark.parametrize("shape", [
+    dict(nodes=5, gpus_per_node=3, nodes_per_leaf=2, spines=3),
+    dict(nodes=3, gpus_per_node=1, nodes_per_leaf=1, spines=2),
+    dict(nodes=4, gpus_per_node=8, nodes_per_leaf=32, spines=8, oversubscription=2.0),
+])
+def test_fat_tree_routes_in_closed_form_are_the_searched_routes(shape):
+    t = topology.rail_fat_tree(**shape)
+    searched = topology.Topology(t.name, t.devices, t.links, t.placement, gpu=t.gpu)
+    assert t.fabric is not None and searched.fabric is None
+    pairs = [(a, b) for a in range(t.nranks) for b in range(t.nranks)]
+    assert [t.route(a, b) for a, b in pairs] == [searched.route(a, b) for a, b in pairs]
+    assert t.costs(1) == searched.costs(1)
+
+
 def test_routes_are_deterministic_and_cached():
     a, b = topology.dgx_h100(4), topology.dgx_h100(4)
     assert [a.route(r, 31 - r) for r in range(32)] == [b.route(r, 31 - r) for r in range(32)]

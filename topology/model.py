@@ -24,13 +24,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from reprlib import repr as brief
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .checks import is_int, is_number
 from .errors import TopologyError
 from .gpu import GpuModel
 
-__all__ = ["Device", "Link", "FullMesh", "Topology", "NON_TRANSIT_KINDS"]
+__all__ = ["Device", "Link", "FullMesh", "Fabric", "Topology", "NON_TRANSIT_KINDS"]
 
 #: device kinds that never forward traffic (besides every device that hosts a rank)
 NON_TRANSIT_KINDS: frozenset[str] = frozenset({"gpu"})
@@ -221,6 +221,14 @@ def _link_kinds(links: Sequence[Link]) -> str:
                      for kind, (lat, bw, n) in groups.items())
 
 
+class Fabric(Protocol):
+    """A machine's routes in closed form (:class:`topology.fat_tree.RailFatTree`): the
+    routes the search of :class:`Topology` finds, computed from the devices' indices."""
+
+    def route(self, s: int, d: int) -> tuple[int, ...]:
+        """Link indices from host device ``s`` to host device ``d`` (device indices)."""
+
+
 @dataclass(frozen=True)
 class Topology:
     """Devices, directed links and the placement of ranks on devices.
@@ -252,6 +260,11 @@ class Topology:
         (:func:`simulator.gpu.hidden_latency`); the effective topology of a GPU model
         carries its protocol's :attr:`~topology.Protocol.slot_bytes` here.  None (the
         default): every message pays its route's full latency.
+    fabric : Fabric or None
+        The routes in closed form, from the preset that laid the devices and links out
+        (:class:`topology.fat_tree.RailFatTree`); the preset vouches that they are the
+        search's routes and that every rank reaches every other, so neither is searched.
+        None (the default): routes are searched (and cached per pair).
 
     Raises
     ------
@@ -277,9 +290,10 @@ class Topology:
     overhead_s_per_message: float = 0.0
     gpu: GpuModel | None = None
     slot_bytes: float | None = None
+    fabric: Fabric | None = field(default=None, compare=False)
     if TYPE_CHECKING:  # set by __post_init__, not fields
         _index: dict[str, int] = field(init=False)
-        _router: _Router | _MeshRouter = field(init=False)
+        _router: _Router | _MeshRouter | _FabricRouter = field(init=False)
 
     def __post_init__(self) -> None:
         for name in ("devices", "links", "placement"):
@@ -301,7 +315,11 @@ class Topology:
         self._check_placement(index)
         self._check_gpu()
         object.__setattr__(self, "_index", index)
-        router = _MeshRouter if isinstance(self.links, FullMesh) else _Router
+        if self.fabric is not None and not callable(getattr(self.fabric, "route", None)):
+            raise TypeError(f"fabric = {type(self.fabric).__name__} is not allowed; it must "
+                            "have a route(s, d) method, or be None")
+        router = _MeshRouter if isinstance(self.links, FullMesh) else \
+            _Router if self.fabric is None else _FabricRouter
         object.__setattr__(self, "_router", router(self, index))
         self._router.check_reachable()
         # hashed once: caches keyed by a machine of 16,384 ranks look it up often
@@ -324,7 +342,8 @@ class Topology:
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
         # pickle the fields only; the route cache is rebuilt on the other side
         return Topology, (self.name, self.devices, self.links, self.placement,
-                          self.gamma_s_per_byte, self.overhead_s_per_message, self.gpu)
+                          self.gamma_s_per_byte, self.overhead_s_per_message, self.gpu,
+                          self.slot_bytes, self.fabric)
 
     def _check_gpu(self) -> None:
         if self.gpu is None:
@@ -687,6 +706,26 @@ class _Router:
             raise TopologyError(f"placement[{self.placement.index(a)}] = {a!r} cannot reach "
                                 f"placement[{self.placement.index(b)}] = {b!r}; every rank "
                                 "must reach every other")
+
+
+class _FabricRouter:
+    """Routes from a :class:`Fabric` (cached per pair, as the search's); distances
+    (:meth:`Topology.costs`) from a search, built on first use."""
+
+    def __init__(self, topology: Topology, index: dict[str, int]) -> None:
+        assert topology.fabric is not None
+        self.route = lru_cache(maxsize=1 << 20)(topology.fabric.route)
+        self._topology, self._index = topology, index
+        self._search: _Router | None = None
+
+    def costs(self, s: int, reverse: bool) -> dict[int, tuple[int, float]]:
+        """As :meth:`_Router.costs`."""
+        if self._search is None:
+            self._search = _Router(self._topology, self._index)
+        return self._search.costs(s, reverse)
+
+    def check_reachable(self) -> None:
+        """Nothing to check: the fabric's preset joins every rank to every other."""
 
 
 class _MeshRouter:

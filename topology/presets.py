@@ -36,6 +36,7 @@ from __future__ import annotations
 from reprlib import repr as brief
 
 from .checks import check_int, check_number
+from .fat_tree import RailFatTree
 from .gpu import GpuModel
 from .gpu_presets import DGX_A100_GPU, DGX_H100_GPU
 from .model import Device, FullMesh, Link, Topology
@@ -246,30 +247,12 @@ def rail_fat_tree(nodes: int = 1, *, gpus_per_node: int = 8, nvlink_Bps: float =
     check_int(nodes_per_leaf, "nodes_per_leaf", 1)
     check_int(spines, "spines", 1)
     oversubscription = check_number(oversubscription, "oversubscription", positive=True)
-    groups = -(-nodes // nodes_per_leaf)
     uplink_Bps = nodes_per_leaf * nic_Bps / oversubscription / spines
-    devices: list[Device] = []
-    links: list[Link] = []
-    placement: list[str] = []
-    for n in range(nodes):
-        switch = f"n{n}.nvswitch"
-        devices.append(Device(switch, "nvswitch"))
-        for g in range(gpus_per_node):
-            gpu, nic = f"n{n}.gpu{g}", f"n{n}.nic{g}"
-            devices += [Device(gpu, "gpu"), Device(nic, "nic")]
-            placement.append(gpu)
-            links += _duplex(gpu, switch, nvlink_latency_s, nvlink_Bps, "nvlink")
-            links += _duplex(gpu, nic, pcie_latency_s, pcie_Bps, "pcie")
-            links += _duplex(nic, f"leaf{n // nodes_per_leaf}.rail{g}", ib_latency_s, nic_Bps,
-                             "ib")
-    devices += [Device(f"spine{k}", "ib_spine") for k in range(spines)]
-    for j in range(groups):
-        for g in range(gpus_per_node):
-            leaf = f"leaf{j}.rail{g}"
-            devices.append(Device(leaf, "ib_leaf"))
-            for k in range(spines):
-                links += _duplex(leaf, f"spine{k}", ib_latency_s, uplink_Bps, "ib")
-    return Topology(name, tuple(devices), tuple(links), tuple(placement), gpu=gpu_model)
+    shape = RailFatTree(nodes, gpus_per_node, nodes_per_leaf, spines)
+    links = shape.links((nvlink_latency_s, nvlink_Bps), (pcie_latency_s, pcie_Bps),
+                        (ib_latency_s, nic_Bps), (ib_latency_s, uplink_Bps))
+    return Topology(name, shape.devices(), links, shape.placement(), gpu=gpu_model,
+                    fabric=shape)
 
 
 def dgx_a100(nodes: int = 1, *, oversubscription: float = 1.0, nodes_per_leaf: int = 20,

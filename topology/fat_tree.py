@@ -1,0 +1,129 @@
+"""The rail-optimized fat-tree's layout, and its routes in closed form.
+
+:func:`topology.rail_fat_tree` lays its devices and links out in a fixed order
+(:class:`RailFatTree`), so the route between two GPUs is arithmetic on their indices:
+the one the breadth-first search of :class:`topology.model.Topology` finds (fewest hops,
+then lowest latency, equal spines chosen by the same CRC of the endpoint ids), in a few
+microseconds instead of a millisecond at 16,384 GPUs.  ``tests/test_topology_presets.py``
+holds the two equal over every pair of small machines.
+
+Layout (``N`` nodes of ``G`` GPUs, ``K`` spines, ``J`` leaf groups of ``nodes_per_leaf``):
+
+* devices: per node ``n``, ``n{n}.nvswitch`` then ``n{n}.gpu{g}``, ``n{n}.nic{g}`` for each
+  ``g``; then ``spine{k}``; then ``leaf{j}.rail{g}``;
+* links: per node and GPU, six: GPU -> NVSwitch, NVSwitch -> GPU, GPU -> NIC, NIC -> GPU,
+  NIC -> leaf, leaf -> NIC; then per leaf and spine two: leaf -> spine, spine -> leaf.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from .model import Device, Link
+
+__all__ = ["RailFatTree", "Figures"]
+
+#: a link kind's latency (s) and bandwidth (B/s)
+Figures = tuple[float, float]
+
+_GPU_LINKS = 6  # per GPU: to and from the NVSwitch, the NIC, and the NIC's leaf
+
+
+@dataclass(frozen=True)
+class RailFatTree:
+    """The shape of a rail-optimized two-level fat-tree (see the module docstring).
+
+    Parameters
+    ----------
+    nodes, gpus_per_node, nodes_per_leaf, spines : int
+        As :func:`topology.rail_fat_tree` (checked there).
+    """
+
+    nodes: int
+    gpus_per_node: int
+    nodes_per_leaf: int
+    spines: int
+
+    @property
+    def groups(self) -> int:
+        """Leaf groups (``ceil(nodes / nodes_per_leaf)``)."""
+        return -(-self.nodes // self.nodes_per_leaf)
+
+    def devices(self) -> tuple[Device, ...]:
+        """Every device, in the layout's order."""
+        out = []
+        for n in range(self.nodes):
+            out.append(Device(f"n{n}.nvswitch", "nvswitch"))
+            for g in range(self.gpus_per_node):
+                out += [Device(f"n{n}.gpu{g}", "gpu"), Device(f"n{n}.nic{g}", "nic")]
+        out += [Device(f"spine{k}", "ib_spine") for k in range(self.spines)]
+        out += [Device(f"leaf{j}.rail{g}", "ib_leaf")
+                for j in range(self.groups) for g in range(self.gpus_per_node)]
+        return tuple(out)
+
+    def placement(self) -> tuple[str, ...]:
+        """Rank ``r`` on GPU ``r % gpus_per_node`` of node ``r // gpus_per_node``."""
+        return tuple(f"n{n}.gpu{g}" for n in range(self.nodes)
+                     for g in range(self.gpus_per_node))
+
+    def links(self, nvlink: Figures, pcie: Figures, ib: Figures,
+              uplink: Figures) -> tuple[Link, ...]:
+        """Every link, in the layout's order, with each kind's ``(latency_s, bandwidth_Bps)``
+        (``uplink``: the leaf-spine links, of kind ``ib``)."""
+        out = []
+        for n in range(self.nodes):
+            switch, leaf = f"n{n}.nvswitch", n // self.nodes_per_leaf
+            for g in range(self.gpus_per_node):
+                gpu, nic, rail = f"n{n}.gpu{g}", f"n{n}.nic{g}", f"leaf{leaf}.rail{g}"
+                out += [Link(gpu, switch, *nvlink, "nvlink"), Link(switch, gpu, *nvlink, "nvlink"),
+                        Link(gpu, nic, *pcie, "pcie"), Link(nic, gpu, *pcie, "pcie"),
+                        Link(nic, rail, *ib, "ib"), Link(rail, nic, *ib, "ib")]
+        for j in range(self.groups):
+            for g in range(self.gpus_per_node):
+                for k in range(self.spines):
+                    out += [Link(f"leaf{j}.rail{g}", f"spine{k}", *uplink, "ib"),
+                            Link(f"spine{k}", f"leaf{j}.rail{g}", *uplink, "ib")]
+        return tuple(out)
+
+    def _gpu(self, device: int) -> tuple[int, int]:
+        """Node and local index of the GPU at device index ``device``."""
+        node, at = divmod(device, 1 + 2 * self.gpus_per_node)
+        if at % 2 == 0 or node >= self.nodes:
+            raise ValueError(f"device {device} is not a GPU of this fat-tree")
+        return node, (at - 1) // 2
+
+    def route(self, s: int, d: int) -> tuple[int, ...]:
+        """The links from GPU device ``s`` to GPU device ``d`` (device indices).
+
+        Parameters
+        ----------
+        s, d : int
+            Indices of two GPUs in :meth:`devices`.
+
+        Returns
+        -------
+        tuple of int
+            Link indices into :meth:`links`: none on one GPU, through the NVSwitch in a
+            node, through the rail's leaf within a leaf group on one rail, else up to the
+            spine the CRC of ``"<src id>><dst id>"`` picks (as the search's tie-break).
+
+        Raises
+        ------
+        ValueError
+            If ``s`` or ``d`` is not a GPU.
+        """
+        if s == d:
+            return ()
+        (na, ga), (nb, gb) = self._gpu(s), self._gpu(d)
+        G = self.gpus_per_node
+        a, b = _GPU_LINKS * (na * G + ga), _GPU_LINKS * (nb * G + gb)
+        if na == nb:
+            return a, b + 1
+        ja, jb = na // self.nodes_per_leaf, nb // self.nodes_per_leaf
+        if ja == jb and ga == gb:
+            return a + 2, a + 4, b + 5, b + 3
+        k = zlib.crc32(f"n{na}.gpu{ga}>n{nb}.gpu{gb}".encode()) % self.spines
+        up = _GPU_LINKS * self.nodes * G + 2 * k
+        return (a + 2, a + 4, up + 2 * self.spines * (ja * G + ga),
+                up + 2 * self.spines * (jb * G + gb) + 1, b + 5, b + 3)
