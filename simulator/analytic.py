@@ -44,6 +44,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from topology.checks import check_int
+from topology.model import FullMesh
 from topology.order import node_groups
 
 from collectives.build import ALGORITHMS, COMPOSED, algorithm_params
@@ -79,81 +80,103 @@ def _sample(topology: Any) -> np.ndarray:
     return sampled
 
 
-class _Priced:
-    """One class's sampled messages as distinct rows of latency, seconds per byte and
-    nominal rate."""
-
-    __slots__ = ("latency", "per_byte", "rate", "weight", "elements", "reduce", "pieced",
-                 "skip_empty")
-
-    def __init__(self, rows: np.ndarray, counts: np.ndarray, hops: int, messages: Any) -> None:
-        self.latency, self.per_byte, self.rate = (rows[:, k:k + 1] for k in range(3))
-        # a chain's hops: each row stands for this many of one order's messages
-        self.weight = (counts * hops / counts.sum())[:, None]
-        self.elements, self.reduce = messages.elements, messages.reduce
-        self.pieced, self.skip_empty = messages.pieced, messages.skip_empty
+_KEPT = 4096  # entries of each cache below before it is emptied
 
 
-_ROUNDS: dict[tuple[Any, ...], tuple[Any, list]] = {}
-
-
-def _priced_rounds(topology: Any, links: tuple[np.ndarray, np.ndarray], orders: Orders,
-                   rounds: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    """Every round of ``rounds`` as its classes' figures on the routes of ``topology``
-    whose links have the latencies and bandwidths ``links``, its messages of every order
-    in flight together (cached)."""
-    key = (topology, id(links[0]), id(links[1]), orders, id(rounds))
-    found = _ROUNDS.get(key)
-    if found is not None and all(a is b for a, b in zip(found[0], (rounds, *links))):
+def _cached(cache: dict[Any, tuple[tuple[Any, ...], Any]], key: Any, held: tuple[Any, ...],
+            make: Any) -> Any:
+    """``cache[key]``, made by ``make()`` unless there; ``key`` holds ids, ``held`` the
+    objects they are of (kept alive with the entry, and checked)."""
+    found = cache.get(key)
+    if found is not None and all(a is b for a, b in zip(found[0], held)):
         return found[1]
-    latency, bandwidth = links
-    out: list[tuple[Any, ...]] = []
-    for round_, (owners, lengths, crossed, together) in zip(rounds,
-                                                            _routed(topology, orders, rounds)):
-        alone = _classes(round_, owners, lengths, crossed, together, latency, bandwidth)
-        shared = _classes(round_, owners, lengths, crossed, 0 * together, latency, bandwidth) \
-            if round_.overlap else alone
-        out.append((round_.repeat, round_.chain, round_.overlap, round_.path, alone, shared))
-    if len(_ROUNDS) > 4096:
-        _ROUNDS.clear()
-    _ROUNDS[key] = ((rounds, *links), out)
-    return out
+    if len(cache) > _KEPT:
+        cache.clear()
+    value = make()
+    cache[key] = (held, value)
+    return value
 
 
-_ROUTED: dict[tuple[Any, ...], tuple[Any, list]] = {}
+@functools.lru_cache(maxsize=16)
+def _link_classes(topology: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every link's class and one link of each class: links of one kind, latency and line
+    rate are alike under every protocol (:func:`simulator.gpu.link_figures` scales a
+    link's figures by its kind)."""
+    if isinstance(topology.links, FullMesh):
+        return np.zeros(len(topology.links), dtype=np.int64), np.zeros(1, dtype=np.int64)
+    found: dict[tuple[str, float, float], int] = {}
+    first: list[int] = []
+    classes = np.empty(len(topology.links), dtype=np.int64)
+    for i, link in enumerate(topology.links):
+        key = (link.kind, link.latency_s, link.bandwidth_Bps)
+        if key not in found:
+            found[key] = len(first)
+            first.append(i)
+        classes[i] = found[key]
+    return classes, np.array(first, dtype=np.int64)
 
 
-def _routed(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> list[tuple[np.ndarray, ...]]:
-    """Every round's sampled messages: their classes, the links of their routes (CSR:
-    every message's first entry and its entries' links) and the keys of the messages
-    in flight together (the same under every protocol; cached)."""
-    key = (topology, orders, id(rounds))
-    found = _ROUTED.get(key)
-    if found is not None and found[0] is rounds:
-        return found[1]
+_RANKS: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
+
+
+def _ranks(orders: Orders) -> np.ndarray:
+    """``orders`` as an array (cached by the orders' identity)."""
+    return _cached(_RANKS, tuple(map(id, orders)), orders, lambda: np.asarray(orders))
+
+
+class _Rows:
+    """One round's sampled messages, alike ones merged: each row a class, the messages it
+    stands for and the classes and loads of its route's links (padded with class
+    ``pad``, load 1)."""
+
+    __slots__ = ("owner", "count", "links", "load")
+
+    def __init__(self, owner: np.ndarray, count: np.ndarray, links: np.ndarray,
+                 load: np.ndarray) -> None:
+        self.owner, self.count, self.links, self.load = owner, count, links, load
+
+
+_ROUTED: dict[Any, tuple[tuple[Any, ...], _Rows]] = {}
+
+
+def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
+    """The rows of one round's sampled messages on ``orders``; with ``chained``, a chain's
+    hops are in flight one index at a time (in every order at once), else all at once
+    (the same under every protocol; cached by the classes' positions)."""
+    arrays = tuple(a for m in round_.messages for a in (m.src, m.dst))
+    key = (topology, tuple(map(id, orders)), chained, tuple(map(id, arrays)))
+    return _cached(_ROUTED, key, (*orders, *arrays),
+                   lambda: _route_rows(topology, _ranks(orders), round_, chained))
+
+
+def _route_rows(topology: Any, ranks: np.ndarray, round_: Any, chained: bool) -> _Rows:
     sampled = _sample(topology)
-    ranks = np.asarray(orders)
-    out: list[tuple[np.ndarray, ...]] = []
-    for round_ in rounds:
-        owner, pair, together = [], [], []
-        for c, messages in enumerate(round_.messages):
-            src, dst = ranks[:, messages.src], ranks[:, messages.dst]
-            keep = sampled[src] | sampled[dst]
-            if len(messages.src) and not keep.any():  # a class far from the sample: one
-                keep[0, 0] = True
-            owner.append(np.full(int(keep.sum()), c))
-            pair.append(src[keep] * topology.nranks + dst[keep])
-            # a chain's hops are in flight one index at a time, in every order at once
-            index = np.broadcast_to(np.arange(len(messages.src)), keep.shape)[keep]
-            together.append(index + c * (1 + len(messages.src)) if round_.chain
-                            else np.zeros(len(index), dtype=np.int64))
-        pairs = np.concatenate(pair)
-        out.append((np.concatenate(owner), *_entries(topology, pairs),
-                    np.concatenate(together)))
-    if len(_ROUTED) > 4096:
-        _ROUTED.clear()
-    _ROUTED[key] = (rounds, out)
-    return out
+    owner, pair, together = [], [], []
+    for c, messages in enumerate(round_.messages):
+        src, dst = ranks[:, messages.src], ranks[:, messages.dst]
+        keep = sampled[src] | sampled[dst]
+        if len(messages.src) and not keep.any():  # a class far from the sample: one
+            keep[0, 0] = True
+        owner.append(np.full(int(keep.sum()), c))
+        pair.append(src[keep] * topology.nranks + dst[keep])
+        index = np.broadcast_to(np.arange(len(messages.src)), keep.shape)[keep]
+        together.append(index + c * (1 + len(messages.src)) if chained
+                        else np.zeros(len(index), dtype=np.int64))
+    owners = np.concatenate(owner)
+    lengths, links = _entries(topology, np.concatenate(pair))
+    nlinks = len(topology.links)
+    _, inverse, counts = np.unique(np.repeat(np.concatenate(together), lengths) * nlinks + links,
+                                   return_inverse=True, return_counts=True)
+    classes, first = _link_classes(topology)
+    top = int(counts.max()) + 1 if len(counts) else 2
+    width = max(1, int(lengths.max()) if len(lengths) else 1)
+    codes = np.full((len(owners), width), len(first) * top + 1, dtype=np.int64)  # the pad
+    row = np.repeat(np.arange(len(owners)), lengths)
+    column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    codes[row, column] = classes[links] * top + counts[inverse].reshape(-1)
+    codes.sort(axis=1)  # a route's figures do not depend on the order of its links
+    rows, merged = np.unique(np.column_stack([owners, codes]), axis=0, return_counts=True)
+    return _Rows(rows[:, 0], merged, rows[:, 1:] // top, rows[:, 1:] % top)
 
 
 _ROUTES: dict[Any, dict[int, tuple[int, ...]]] = {}
@@ -182,61 +205,90 @@ def _entries(topology: Any, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return length, flat[first[inverse][message] + offset]
 
 
-def _classes(round_: Any, owners: np.ndarray, lengths: np.ndarray, links: np.ndarray,
-             together: np.ndarray, latency: np.ndarray, bandwidth: np.ndarray) -> list[_Priced]:
-    """The figures of one round's messages (of classes ``owners``, routes of ``lengths``
-    links ``links``): links shared equally by the messages crossing them that are in
-    flight ``together`` (equal keys)."""
-    routed = lengths > 0
-    group = np.repeat(together, lengths)
-    _, inverse, counts = np.unique(group * len(bandwidth) + links, return_inverse=True,
-                                   return_counts=True)
-    load = counts[inverse]  # messages in flight together on each entry's link
-    starts = (np.cumsum(lengths) - lengths)[routed]
-    figures = np.zeros((len(lengths), 3))
-    figures[:, 2] = np.inf
-    if len(links):
-        figures[routed, 0] = np.add.reduceat(latency[links], starts)
-        figures[routed, 1] = np.maximum.reduceat(load / bandwidth[links], starts)
-        figures[routed, 2] = np.minimum.reduceat(bandwidth[links], starts)
-    return [_Priced(*np.unique(figures[owners == c], axis=0, return_counts=True),
-                    len(messages.src), messages)
-            for c, messages in enumerate(round_.messages) if (owners == c).any()]
+class _Described:
+    """A description's rounds on one machine's orders, as arrays over all their rows:
+    per round one block of rows (a second where a chain's hops overlap, every message in
+    flight at once); per block its coefficients of the slowest message and of the
+    chain's crossing; per class its messages and first row; per row its class."""
+
+    __slots__ = ("messages", "class_rows", "class_block", "block_classes", "slow", "cross",
+                 "path", "row_class", "weight", "links", "load")
+
+    def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
+        blocks: list[tuple[_Rows, Any, float, float, bool]] = []
+        for r in rounds:
+            if not r.chain:
+                blocks.append((_routed(topology, orders, r, False), r, r.repeat, 0.0, False))
+                continue
+            blocks.append((_routed(topology, orders, r, True), r, r.chain - 1 - r.overlap,
+                           1.0, r.path))
+            if r.overlap:
+                blocks.append((_routed(topology, orders, r, False), r, r.overlap, 0.0, False))
+        blocks = [b for b in blocks if len(b[0].owner)]
+        width = max([b[0].links.shape[1] for b in blocks], default=1)
+        pad = len(_link_classes(topology)[1])
+        messages, class_block, row_class, weight, links, load = [], [], [], [], [], []
+        for k, (rows, round_, _, _, _) in enumerate(blocks):
+            owners, at = np.unique(rows.owner, return_inverse=True)
+            sampled = np.bincount(at, weights=rows.count)
+            sizes = np.array([len(round_.messages[c].src) for c in owners.tolist()])
+            row_class.append(at + len(messages))
+            weight.append(rows.count * (sizes / sampled)[at])
+            messages += [round_.messages[c] for c in owners.tolist()]
+            class_block += [k] * len(owners)
+            more = width - rows.links.shape[1]
+            links.append(np.pad(rows.links, ((0, 0), (0, more)), constant_values=pad))
+            load.append(np.pad(rows.load, ((0, 0), (0, more)), constant_values=1))
+        self.messages = messages
+        self.row_class = np.concatenate(row_class) if blocks else np.zeros(0, dtype=np.int64)
+        self.class_rows = np.searchsorted(self.row_class, np.arange(len(messages)))
+        self.class_block = np.array(class_block, dtype=np.int64)
+        self.block_classes = np.searchsorted(self.class_block, np.arange(len(blocks)))
+        self.slow = np.array([b[2] for b in blocks], dtype=float)
+        self.cross = np.array([b[3] for b in blocks], dtype=float)
+        self.path = np.array([b[4] for b in blocks], dtype=bool)
+        self.weight = np.concatenate(weight) if blocks else np.zeros(0)
+        self.links = np.concatenate(links) if blocks else np.zeros((0, 1), dtype=np.int64)
+        self.load = np.concatenate(load) if blocks else np.zeros((0, 1), dtype=np.int64)
+
+    def time(self, topology: Any, links: tuple[np.ndarray, np.ndarray], counts: np.ndarray,
+             ds: int, gamma: float, slot: float | None, piece: np.ndarray | None) -> np.ndarray:
+        """Seconds at every count (elements): over the blocks, the slowest message times
+        its coefficient plus the chain's crossing (the sum over its hops, or with
+        ``path`` over its classes' slowest) times its."""
+        if not self.messages:
+            return np.zeros(len(counts))
+        first = _link_classes(topology)[1]
+        latency = np.append(links[0][first], 0.0)[self.links].sum(axis=1)[:, None]
+        bandwidth = np.append(links[1][first], np.inf)[self.links]
+        per_byte = (self.load / bandwidth).max(axis=1)[:, None]
+        rate = bandwidth.min(axis=1)[:, None]
+        elements = np.array([m.elements(counts) for m in self.messages], dtype=float) * ds
+        nbytes = elements[self.row_class]
+        time = hidden_latency(latency, nbytes, rate, slot) + nbytes * per_byte
+        flags = np.array([(m.reduce and bool(gamma), m.pieced, m.skip_empty)
+                          for m in self.messages]).reshape(-1, 3)[self.row_class]
+        if flags[:, 0].any():
+            reduced = nbytes if piece is None else \
+                np.where(flags[:, 1:2], np.minimum(nbytes, piece[None, :]), nbytes)
+            time = time + np.where(flags[:, 0:1], gamma * reduced, 0.0)
+        time = np.where(flags[:, 2:3] & (nbytes <= 0), 0.0, time)
+        slowest = np.maximum.reduceat(time, self.class_rows, axis=0)
+        summed = np.add.reduceat(self.weight[:, None] * time, self.class_rows, axis=0)
+        crossing = np.where(self.path[self.class_block][:, None], slowest, summed)
+        blocks = np.maximum(0.0, np.maximum.reduceat(slowest, self.block_classes, axis=0))
+        crossed = np.add.reduceat(crossing, self.block_classes, axis=0)
+        return self.slow @ blocks + self.cross @ crossed
 
 
-def _rounds_time(priced: list[tuple[Any, ...]], counts: np.ndarray, ds: int,
-                 gamma: float, slot: float | None, piece: np.ndarray | None) -> np.ndarray:
-    """Sum over the rounds of each round's slowest message at every count (elements)."""
-    total = np.zeros(len(counts))
-    for repeat, chain, overlap, path, alone, shared in priced:
-        slowest, crossing = _slowest(alone, counts, ds, gamma, slot, piece, bool(chain), path)
-        if not chain:
-            total += repeat * slowest
-            continue
-        total += crossing + (chain - 1 - overlap) * slowest
-        if overlap:
-            total += overlap * _slowest(shared, counts, ds, gamma, slot, piece, False, False)[0]
-    return total
+_DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
 
 
-def _slowest(classes: list[_Priced], counts: np.ndarray, ds: int, gamma: float,
-             slot: float | None, piece: np.ndarray | None,
-             crossed: bool, path: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The slowest message of ``classes`` at every count and, if ``crossed``, the sum
-    over a chain's hops (with ``path``, each class's slowest message one hop)."""
-    slowest, crossing = np.zeros(len(counts)), np.zeros(len(counts))
-    for c in classes:
-        nbytes = (c.elements(counts) * ds).astype(float)[None, :]
-        time = hidden_latency(c.latency, nbytes, c.rate, slot) + nbytes * c.per_byte
-        if c.reduce and gamma:
-            reduced = np.minimum(nbytes, piece) if piece is not None and c.pieced else nbytes
-            time = time + gamma * reduced
-        if c.skip_empty:
-            time = np.where(nbytes > 0, time, 0.0)
-        slowest = np.maximum(slowest, time.max(axis=0))
-        if crossed:
-            crossing += time.max(axis=0) if path else (c.weight * time).sum(axis=0)
-    return slowest, crossing
+def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Described:
+    """:class:`_Described` of ``rounds`` on ``orders`` of ``topology`` (cached)."""
+    key = (topology, tuple(map(id, orders)), id(rounds))
+    return _cached(_DESCRIBED, key, (*orders, rounds),
+                   lambda: _Described(topology, orders, rounds))
 
 
 def _resolved(module: Any, collective: str, q: int, count: int,
@@ -260,10 +312,9 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, ord
     latency, bandwidth, slot, gamma = terms
     for key in dict.fromkeys(resolved):
         at = np.array([r == key for r in resolved])
-        rounds = describe(collective, algorithm, q, key)
-        priced = _priced_rounds(topology, (latency, bandwidth), orders, rounds)
-        out[at] = _rounds_time(priced, counts[at], ds, gamma, slot,
-                               None if piece is None else piece[at])
+        described = _described(topology, orders, describe(collective, algorithm, q, key))
+        out[at] = described.time(topology, (latency, bandwidth), counts[at], ds, gamma, slot,
+                                 None if piece is None else piece[at])
     if algorithm == "tree":  # an empty vector sends nothing
         out[counts == 0] = 0.0
     return out
