@@ -38,6 +38,7 @@ the worst error against :func:`simulator.simulate` per algorithm.
 from __future__ import annotations
 
 import functools
+import hashlib
 from reprlib import repr as brief
 from typing import Any, Sequence
 
@@ -142,38 +143,43 @@ _ROUTED: dict[Any, tuple[tuple[Any, ...], _Rows]] = {}
 def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
     """The rows of one round's sampled messages on ``orders``; with ``chained``, a chain's
     hops are in flight one index at a time (in every order at once), else all at once
-    (the same under every protocol; cached by the classes' positions)."""
-    arrays = tuple(a for m in round_.messages for a in (m.src, m.dst))
-    key = (topology, tuple(map(id, orders)), chained, tuple(map(id, arrays)))
-    return _cached(_ROUTED, key, (*orders, *arrays),
-                   lambda: _route_rows(topology, _ranks(orders), round_, chained))
+    (the same under every protocol; cached by the classes' positions, so that rounds
+    described apart, a tree's at each segment count, share it)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for m in round_.messages:
+        digest.update(np.int64(len(m.src)).tobytes())
+        digest.update(np.ascontiguousarray(m.src, dtype=np.int64).tobytes())
+        digest.update(np.ascontiguousarray(m.dst, dtype=np.int64).tobytes())
+    key = (topology, tuple(map(id, orders)), chained, digest.digest())
+    return _cached(_ROUTED, key, orders,
+                   lambda: _route_rows(topology, _ranks(orders), round_.messages, chained))
 
 
-def _route_rows(topology: Any, ranks: np.ndarray, round_: Any, chained: bool) -> _Rows:
+def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
+                chained: bool) -> _Rows:
+    sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
+    owner = np.repeat(np.arange(len(classes)), sizes)
+    src = ranks[:, np.concatenate([m.src for m in classes]).astype(np.int64)]
+    dst = ranks[:, np.concatenate([m.dst for m in classes]).astype(np.int64)]
     sampled = _sample(topology)
-    owner, pair, together = [], [], []
-    for c, messages in enumerate(round_.messages):
-        src, dst = ranks[:, messages.src], ranks[:, messages.dst]
-        keep = sampled[src] | sampled[dst]
-        if len(messages.src) and not keep.any():  # a class far from the sample: one
-            keep[0, 0] = True
-        owner.append(np.full(int(keep.sum()), c))
-        pair.append(src[keep] * topology.nranks + dst[keep])
-        index = np.broadcast_to(np.arange(len(messages.src)), keep.shape)[keep]
-        together.append(index + c * (1 + len(messages.src)) if chained
-                        else np.zeros(len(index), dtype=np.int64))
-    owners = np.concatenate(owner)
-    lengths, links = _entries(topology, np.concatenate(pair))
+    keep = sampled[src] | sampled[dst]
+    starts = np.cumsum(sizes) - sizes
+    far = (sizes > 0) & (np.bincount(owner, keep.sum(axis=0), len(classes)) == 0)
+    keep[0, starts[far]] = True  # a class far from the sample: one of its messages
+    index = np.arange(len(owner)) - starts[owner]  # a message's place in its class
+    together = (index + owner * (1 + sizes[owner])) if chained else 0 * index
+    owners = np.broadcast_to(owner, keep.shape)[keep]
+    lengths, links = _entries(topology, src[keep] * topology.nranks + dst[keep])
     nlinks = len(topology.links)
-    _, inverse, counts = np.unique(np.repeat(np.concatenate(together), lengths) * nlinks + links,
-                                   return_inverse=True, return_counts=True)
-    classes, first = _link_classes(topology)
+    keys = np.repeat(np.broadcast_to(together, keep.shape)[keep], lengths) * nlinks + links
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    link_class, first = _link_classes(topology)
     top = int(counts.max()) + 1 if len(counts) else 2
     width = max(1, int(lengths.max()) if len(lengths) else 1)
     codes = np.full((len(owners), width), len(first) * top + 1, dtype=np.int64)  # the pad
     row = np.repeat(np.arange(len(owners)), lengths)
     column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    codes[row, column] = classes[links] * top + counts[inverse].reshape(-1)
+    codes[row, column] = link_class[links] * top + counts[inverse].reshape(-1)
     codes.sort(axis=1)  # a route's figures do not depend on the order of its links
     rows, merged = np.unique(np.column_stack([owners, codes]), axis=0, return_counts=True)
     return _Rows(rows[:, 0], merged, rows[:, 1:] // top, rows[:, 1:] % top)

@@ -206,15 +206,14 @@ def _check_tree(tree: int, nranks: int, rank: int) -> None:
         raise ValueError(f"rank={brief(rank)} is not allowed; it must be in 0..{nranks - 1}")
 
 
+@lru_cache(maxsize=1 << 17)
 def _flat_node(tree: int, nranks: int, rank: int) -> TreeNode:
-    """``rank``'s place in tree ``tree`` over all ``nranks`` ranks."""
-    virtual = _to_virtual(tree, nranks, rank)
-    parent, children = _btree(nranks, virtual)
-    depth, up = 0, parent
-    while up >= 0:
-        depth, up = depth + 1, _btree(nranks, up)[0]
-    return TreeNode(_to_real(tree, nranks, parent),
-                    tuple(_to_real(tree, nranks, c) for c in children), depth)
+    """``rank``'s place in tree ``tree`` over all ``nranks`` ranks (cached: a node's depth
+    is its parent's plus one, and every rank of a node over nodes asks for the node's)."""
+    parent, children = _btree(nranks, _to_virtual(tree, nranks, rank))
+    above = _to_real(tree, nranks, parent)
+    depth = _flat_node(tree, nranks, above).depth + 1 if above >= 0 else 0
+    return TreeNode(above, tuple(_to_real(tree, nranks, c) for c in children), depth)
 
 
 def _chained_node(tree: int, nranks: int, rank: int, size: int) -> TreeNode:
@@ -430,8 +429,7 @@ def tree_layout(tree: int, nranks: int, ranks_per_node: int | None,
     """
     _check_tree(tree, nranks, 0)
     size = _node_size(ranks_per_node, nranks)
-    nodes = tuple(_chained_node(tree, nranks, r, size) if size else _flat_node(tree, nranks, r)
-                  for r in range(nranks))
+    nodes = _tree_nodes(tree, nranks, size)
     base, up = [0] * nranks, [0] * nranks
     todo = [next(r for r, node in enumerate(nodes) if node.parent < 0)]
     while todo:
@@ -443,6 +441,13 @@ def tree_layout(tree: int, nranks: int, ranks_per_node: int | None,
             up[child] = base[child] + (index if reduce else 0)
         todo.extend(children)
     return nodes, tuple(up)
+
+
+@lru_cache(maxsize=64)
+def _tree_nodes(tree: int, nranks: int, size: int | None) -> tuple[TreeNode, ...]:
+    """Every rank's node in tree ``tree`` (over nodes of ``size`` ranks, or all ranks)."""
+    return tuple(_chained_node(tree, nranks, r, size) if size else _flat_node(tree, nranks, r)
+                 for r in range(nranks))
 
 
 def _element_ranges(runs: Sequence[Range], blocks: Sequence[Range]) -> list[Range]:
