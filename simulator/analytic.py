@@ -126,18 +126,35 @@ def _ranks(orders: Orders) -> np.ndarray:
 
 
 class _Rows:
-    """One round's sampled messages, alike ones merged: each row a class, the messages it
-    stands for and the classes and loads of its route's links (padded with class
-    ``pad``, load 1)."""
+    """One round's sampled messages, alike ones merged: per row its class (``owner``, and
+    ``local``: its place among ``owners``, the classes with rows), the messages it stands
+    for (``weight``: of its class's messages per order) and the classes and loads of its
+    route's links (padded with the class after the last, load 1)."""
 
-    __slots__ = ("owner", "count", "links", "load")
+    __slots__ = ("owners", "local", "weight", "links", "load")
 
-    def __init__(self, owner: np.ndarray, count: np.ndarray, links: np.ndarray,
-                 load: np.ndarray) -> None:
-        self.owner, self.count, self.links, self.load = owner, count, links, load
+    def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
+                 links: np.ndarray, load: np.ndarray) -> None:
+        self.owners, self.local = np.unique(owner, return_inverse=True)
+        sampled = np.bincount(self.local, weights=count)
+        self.weight = count * (sizes[self.owners] / sampled)[self.local]
+        self.links, self.load = links, load
 
 
 _ROUTED: dict[Any, tuple[tuple[Any, ...], _Rows]] = {}
+_DIGESTS: dict[tuple[int, int], tuple[tuple[Any, ...], bytes]] = {}
+
+
+def _digest(messages: Any) -> bytes:
+    """A digest of the positions of a class (cached by its arrays' identity)."""
+    def make() -> bytes:
+        digest = hashlib.blake2b(digest_size=16)
+        for a in (messages.src, messages.dst):
+            digest.update(np.int64(len(a)).tobytes())
+            digest.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+        return digest.digest()
+    return _cached(_DIGESTS, (id(messages.src), id(messages.dst)),
+                   (messages.src, messages.dst), make)
 
 
 def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
@@ -145,12 +162,7 @@ def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
     hops are in flight one index at a time (in every order at once), else all at once
     (the same under every protocol; cached by the classes' positions, so that rounds
     described apart, a tree's at each segment count, share it)."""
-    digest = hashlib.blake2b(digest_size=16)
-    for m in round_.messages:
-        digest.update(np.int64(len(m.src)).tobytes())
-        digest.update(np.ascontiguousarray(m.src, dtype=np.int64).tobytes())
-        digest.update(np.ascontiguousarray(m.dst, dtype=np.int64).tobytes())
-    key = (topology, tuple(map(id, orders)), chained, digest.digest())
+    key = (topology, tuple(map(id, orders)), chained, tuple(map(_digest, round_.messages)))
     return _cached(_ROUTED, key, orders,
                    lambda: _route_rows(topology, _ranks(orders), round_.messages, chained))
 
@@ -182,7 +194,7 @@ def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
     codes[row, column] = link_class[links] * top + counts[inverse].reshape(-1)
     codes.sort(axis=1)  # a route's figures do not depend on the order of its links
     rows, merged = np.unique(np.column_stack([owners, codes]), axis=0, return_counts=True)
-    return _Rows(rows[:, 0], merged, rows[:, 1:] // top, rows[:, 1:] % top)
+    return _Rows(rows[:, 0], merged, sizes, rows[:, 1:] // top, rows[:, 1:] % top)
 
 
 _ROUTES: dict[Any, dict[int, tuple[int, ...]]] = {}
@@ -218,7 +230,7 @@ class _Described:
     chain's crossing; per class its messages and first row; per row its class."""
 
     __slots__ = ("messages", "class_rows", "class_block", "block_classes", "slow", "cross",
-                 "path", "row_class", "weight", "links", "load")
+                 "path", "row_class", "weight", "links", "load", "sizes", "row_size", "flags")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
         blocks: list[tuple[_Rows, Any, float, float, bool]] = []
@@ -230,21 +242,19 @@ class _Described:
                            1.0, r.path))
             if r.overlap:
                 blocks.append((_routed(topology, orders, r, False), r, r.overlap, 0.0, False))
-        blocks = [b for b in blocks if len(b[0].owner)]
+        blocks = [b for b in blocks if len(b[0].owners)]
         width = max([b[0].links.shape[1] for b in blocks], default=1)
         pad = len(_link_classes(topology)[1])
-        messages, class_block, row_class, weight, links, load = [], [], [], [], [], []
+        messages, class_block, row_class, links, load = [], [], [], [], []
         for k, (rows, round_, _, _, _) in enumerate(blocks):
-            owners, at = np.unique(rows.owner, return_inverse=True)
-            sampled = np.bincount(at, weights=rows.count)
-            sizes = np.array([len(round_.messages[c].src) for c in owners.tolist()])
-            row_class.append(at + len(messages))
-            weight.append(rows.count * (sizes / sampled)[at])
-            messages += [round_.messages[c] for c in owners.tolist()]
-            class_block += [k] * len(owners)
+            row_class.append(rows.local + len(messages))
+            messages += [round_.messages[c] for c in rows.owners.tolist()]
+            class_block += [k] * len(rows.owners)
             more = width - rows.links.shape[1]
-            links.append(np.pad(rows.links, ((0, 0), (0, more)), constant_values=pad))
-            load.append(np.pad(rows.load, ((0, 0), (0, more)), constant_values=1))
+            links.append(np.pad(rows.links, ((0, 0), (0, more)), constant_values=pad)
+                         if more else rows.links)
+            load.append(np.pad(rows.load, ((0, 0), (0, more)), constant_values=1)
+                        if more else rows.load)
         self.messages = messages
         self.row_class = np.concatenate(row_class) if blocks else np.zeros(0, dtype=np.int64)
         self.class_rows = np.searchsorted(self.row_class, np.arange(len(messages)))
@@ -252,10 +262,18 @@ class _Described:
         self.block_classes = np.searchsorted(self.class_block, np.arange(len(blocks)))
         self.slow = np.array([b[2] for b in blocks], dtype=float)
         self.cross = np.array([b[3] for b in blocks], dtype=float)
-        self.path = np.array([b[4] for b in blocks], dtype=bool)
-        self.weight = np.concatenate(weight) if blocks else np.zeros(0)
+        self.path = np.array([b[4] for b in blocks], dtype=bool)[self.class_block][:, None]
+        self.weight = np.concatenate([b[0].weight for b in blocks])[:, None] if blocks \
+            else np.zeros((0, 1))
         self.links = np.concatenate(links) if blocks else np.zeros((0, 1), dtype=np.int64)
         self.load = np.concatenate(load) if blocks else np.zeros((0, 1), dtype=np.int64)
+        sizes = {id(m.elements): m.elements for m in messages}  # each evaluated once
+        at = {key: k for k, key in enumerate(sizes)}
+        self.sizes = list(sizes.values())
+        self.row_size = np.array([at[id(m.elements)] for m in messages],
+                                 dtype=np.int64)[self.row_class]
+        self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in messages],
+                              dtype=bool).reshape(-1, 3)[self.row_class][:, :, None]
 
     def time(self, topology: Any, links: tuple[np.ndarray, np.ndarray], counts: np.ndarray,
              ds: int, gamma: float, slot: float | None, piece: np.ndarray | None) -> np.ndarray:
@@ -269,19 +287,18 @@ class _Described:
         bandwidth = np.append(links[1][first], np.inf)[self.links]
         per_byte = (self.load / bandwidth).max(axis=1)[:, None]
         rate = bandwidth.min(axis=1)[:, None]
-        elements = np.array([m.elements(counts) for m in self.messages], dtype=float) * ds
-        nbytes = elements[self.row_class]
+        elements = np.array([size(counts) for size in self.sizes], dtype=float) * ds
+        nbytes = elements[self.row_size]
         time = hidden_latency(latency, nbytes, rate, slot) + nbytes * per_byte
-        flags = np.array([(m.reduce and bool(gamma), m.pieced, m.skip_empty)
-                          for m in self.messages]).reshape(-1, 3)[self.row_class]
-        if flags[:, 0].any():
+        reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
+        if gamma and reduce.any():
             reduced = nbytes if piece is None else \
-                np.where(flags[:, 1:2], np.minimum(nbytes, piece[None, :]), nbytes)
-            time = time + np.where(flags[:, 0:1], gamma * reduced, 0.0)
-        time = np.where(flags[:, 2:3] & (nbytes <= 0), 0.0, time)
+                np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
+            time = time + np.where(reduce, gamma * reduced, 0.0)
+        time = np.where(skip_empty & (nbytes <= 0), 0.0, time)
         slowest = np.maximum.reduceat(time, self.class_rows, axis=0)
-        summed = np.add.reduceat(self.weight[:, None] * time, self.class_rows, axis=0)
-        crossing = np.where(self.path[self.class_block][:, None], slowest, summed)
+        summed = np.add.reduceat(self.weight * time, self.class_rows, axis=0)
+        crossing = np.where(self.path, slowest, summed)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, self.block_classes, axis=0))
         crossed = np.add.reduceat(crossing, self.block_classes, axis=0)
         return self.slow @ blocks + self.cross @ crossed

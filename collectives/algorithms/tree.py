@@ -613,8 +613,55 @@ def traffic(collective: str, q: int, segments: int = 1,
     """
     if q < 2:
         return []
-    child, parent, depth, reduce, gather, inside = tree_edges(q, ranks_per_node)
+    start, _, _, _ = _streams(collective, q, ranks_per_node)
     segment = nested_part(2, segments)
+    gathers = collective == "allgather"
+    sizes: dict[int, Callable[[np.ndarray], np.ndarray]] = {-1: segment, -2: lambda n: 0 * n}
+
+    def elements(key: int) -> Callable[[np.ndarray], np.ndarray]:
+        if key not in sizes:
+            sizes[key] = segment if not gathers else \
+                lambda count: np.minimum(segment(count), -(-count * key // (2 * q)))
+        return sizes[key]
+
+    def classes(first: int, last: int) -> tuple[Messages, ...]:  # started first .. last
+        first, last = max(first, int(start.min())), min(last, int(start.max()))
+        return tuple(Messages(src, dst, elements(k), k >= 0 and not gathers, skip_empty=True)
+                     for k, src, dst in _started(collective, q, ranks_per_node, first, last))
+
+    if ranks_per_node:  # chains run ahead of the rounds: the path of the streams' starts
+        return [Round(1, tuple(m for t in np.unique(start).tolist() for m in classes(t, t)),
+                      chain=segments, overlap=segments - 1, path=True)]
+    edges = np.unique(np.concatenate([start, start + segments]))
+    rounds = []
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        # the streams in flight: those started in rounds lo - segments + 1 .. lo
+        active = classes(lo - segments + 1, lo)
+        if active:
+            rounds.append(Round(hi - lo, active))
+    return rounds
+
+
+@lru_cache(maxsize=1024)
+def _started(collective: str, q: int, ranks_per_node: int | None, first: int,
+             last: int) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:
+    """The streams that start (segment 0) in rounds ``first .. last``, by class: the
+    class, its senders and its receivers (the same arrays at every segment count)."""
+    start, src, dst, kind = _streams(collective, q, ranks_per_node)
+    streams = np.flatnonzero((start >= first) & (start <= last))
+    keys = kind[streams]
+    order = np.argsort(keys, kind="stable")
+    values, at = np.unique(keys[order], return_index=True)
+    return tuple((k, src[group], dst[group])
+                 for k, group in zip(values.tolist(), np.split(streams[order], at[1:])))
+
+
+@lru_cache(maxsize=64)
+def _streams(collective: str, q: int,
+             ranks_per_node: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every stream of the trees (up then down, per edge): the round it starts in (of
+    segment 0), its sender, its receiver and its class (:func:`traffic`)."""
+    child, parent, depth, reduce, gather, inside = tree_edges(q, ranks_per_node)
     gathers = collective == "allgather"
     start = np.concatenate([gather if gathers else reduce, depth - 1])
     src, dst = np.concatenate([child, parent]), np.concatenate([parent, child])
@@ -623,27 +670,4 @@ def traffic(collective: str, q: int, segments: int = 1,
     # otherwise (0 up, -1 down)
     down = np.where(gathers & (inside >= q), -2, -1)
     kind = np.concatenate([inside if gathers else 0 * inside, down])
-
-    def elements(key: int) -> Callable[[np.ndarray], np.ndarray]:
-        if key == -2:
-            return lambda count: 0 * count
-        if key == -1 or not gathers:
-            return segment
-        return lambda count: np.minimum(segment(count), -(-count * key // (2 * q)))
-
-    if ranks_per_node:  # chains run ahead of the rounds: the path of the streams' starts
-        return [Round(1, tuple(
-            Messages(src[(start == t) & (kind == k)], dst[(start == t) & (kind == k)],
-                     elements(k), k >= 0 and not gathers, skip_empty=True)
-            for t in np.unique(start).tolist() for k in np.unique(kind[start == t]).tolist()),
-            chain=segments, overlap=segments - 1, path=True)]
-    edges = np.unique(np.concatenate([start, start + segments]))
-    rounds = []
-    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
-        active = (start <= lo) & (start + segments > lo)
-        if active.any():
-            rounds.append(Round(hi - lo, tuple(
-                Messages(src[active & (kind == k)], dst[active & (kind == k)], elements(k),
-                         k >= 0 and not gathers, skip_empty=True)
-                for k in np.unique(kind[active]).tolist())))
-    return rounds
+    return start, src, dst, kind
