@@ -122,7 +122,7 @@ _RANKS: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
 
 def _ranks(orders: Orders) -> np.ndarray:
     """``orders`` as an array (cached by the orders' identity)."""
-    return _cached(_RANKS, tuple(map(id, orders)), orders, lambda: np.asarray(orders))
+    return _cached(_RANKS, id(orders), (orders,), lambda: np.asarray(orders))
 
 
 class _Rows:
@@ -162,8 +162,8 @@ def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
     hops are in flight one index at a time (in every order at once), else all at once
     (the same under every protocol; cached by the classes' positions, so that rounds
     described apart, a tree's at each segment count, share it)."""
-    key = (topology, tuple(map(id, orders)), chained, tuple(map(_digest, round_.messages)))
-    return _cached(_ROUTED, key, orders,
+    key = (topology, id(orders), chained, tuple(map(_digest, round_.messages)))
+    return _cached(_ROUTED, key, (orders,),
                    lambda: _route_rows(topology, _ranks(orders), round_.messages, chained))
 
 
@@ -309,8 +309,8 @@ _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
 
 def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Described:
     """:class:`_Described` of ``rounds`` on ``orders`` of ``topology`` (cached)."""
-    key = (topology, tuple(map(id, orders)), id(rounds))
-    return _cached(_DESCRIBED, key, (*orders, rounds),
+    key = (topology, id(orders), id(rounds))
+    return _cached(_DESCRIBED, key, (orders, rounds),
                    lambda: _Described(topology, orders, rounds))
 
 
@@ -379,10 +379,14 @@ def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: 
                       _ceil_div(counts, channels), ds, {**params, **dict(added)}, piece)
 
 
+_PHASE_ORDERS: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
+
+
 def _phase_time(collective: str, phase: Phase, topology: Any, terms: tuple,
                 counts: np.ndarray, ds: int, channels: int) -> np.ndarray:
     """One phase of a composed algorithm: every group ``channels`` times side by side."""
-    orders = tuple(group for group in phase.groups for _ in range(channels))
+    orders = _cached(_PHASE_ORDERS, (id(phase), channels), (phase,), lambda: tuple(
+        group for group in phase.groups for _ in range(channels)))
     cut = channels > 1 or collective == "reduce_scatter"
     piece = _piece(phase.piece, counts, channels, ds) \
         if phase.piece is not None and cut else None
