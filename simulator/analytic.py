@@ -128,17 +128,21 @@ def _ranks(orders: Orders) -> np.ndarray:
 class _Rows:
     """One round's sampled messages, alike ones merged: per row its class (``owner``, and
     ``local``: its place among ``owners``, the classes with rows), the messages it stands
-    for (``weight``: of its class's messages per order) and the classes and loads of its
-    route's links (padded with the class after the last, load 1)."""
+    for (``weight``: of its class's messages per order) and, per link of its route, the
+    link's class and its load (``profile``: a row of ``profiles``, how many messages of
+    each of ``owners`` cross the link with it; padded with the link class after the
+    last and the empty profile, the last)."""
 
-    __slots__ = ("owners", "local", "weight", "links", "load")
+    __slots__ = ("owners", "local", "weight", "links", "profile", "profiles")
 
     def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
-                 links: np.ndarray, load: np.ndarray) -> None:
+                 links: np.ndarray, profile: np.ndarray, profiles: np.ndarray) -> None:
         self.owners, self.local = np.unique(owner, return_inverse=True)
         sampled = np.bincount(self.local, weights=count)
         self.weight = count * (sizes[self.owners] / sampled)[self.local]
-        self.links, self.load = links, load
+        self.links, self.profile = links, profile
+        self.profiles = np.vstack([profiles[:, self.owners],
+                                   np.zeros((1, len(self.owners)), dtype=np.int64)])
 
 
 _ROUTED: dict[Any, tuple[tuple[Any, ...], _Rows]] = {}
@@ -184,17 +188,22 @@ def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
     lengths, links = _entries(topology, src[keep] * topology.nranks + dst[keep])
     nlinks = len(topology.links)
     keys = np.repeat(np.broadcast_to(together, keep.shape)[keep], lengths) * nlinks + links
-    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    # the messages in flight together on each link, by class
+    shared, at = np.unique(keys, return_inverse=True)
+    profiles = np.zeros((len(shared), len(classes)), dtype=np.int64)
+    np.add.at(profiles, (at.reshape(-1), np.repeat(owners, lengths)), 1)
+    profiles, profile = np.unique(profiles, axis=0, return_inverse=True)
     link_class, first = _link_classes(topology)
-    top = int(counts.max()) + 1 if len(counts) else 2
+    top = len(profiles) + 1  # the last: the pad's
     width = max(1, int(lengths.max()) if len(lengths) else 1)
-    codes = np.full((len(owners), width), len(first) * top + 1, dtype=np.int64)  # the pad
+    codes = np.full((len(owners), width), len(first) * top + top - 1, dtype=np.int64)  # pad
     row = np.repeat(np.arange(len(owners)), lengths)
     column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    codes[row, column] = link_class[links] * top + counts[inverse].reshape(-1)
+    codes[row, column] = link_class[links] * top + profile.reshape(-1)[at.reshape(-1)]
     codes.sort(axis=1)  # a route's figures do not depend on the order of its links
     rows, merged = np.unique(np.column_stack([owners, codes]), axis=0, return_counts=True)
-    return _Rows(rows[:, 0], merged, sizes, rows[:, 1:] // top, rows[:, 1:] % top)
+    return _Rows(rows[:, 0], merged, sizes, rows[:, 1:] // top, rows[:, 1:] % top,
+                 profiles)
 
 
 _ROUTES: dict[Any, dict[int, tuple[int, ...]]] = {}
@@ -227,10 +236,14 @@ class _Described:
     """A description's rounds on one machine's orders, as arrays over all their rows:
     per round one block of rows (a second where a chain's hops overlap, every message in
     flight at once); per block its coefficients of the slowest message and of the
-    chain's crossing; per class its messages and first row; per row its class."""
+    chain's crossing; per class its messages and first row; per row its class; per link
+    of a row's route its class and the load it shares the link with (``pair``: a
+    profile of the messages crossing it by class, and the row's class: ``expanded``
+    lists each pair's profile's classes and counts)."""
 
     __slots__ = ("messages", "class_rows", "class_block", "block_classes", "slow", "cross",
-                 "path", "row_class", "weight", "links", "load", "sizes", "row_size", "flags")
+                 "path", "row_class", "weight", "links", "pair", "expanded", "pair_rows",
+                 "sizes", "class_size", "flags")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
         blocks: list[tuple[_Rows, Any, float, float, bool]] = []
@@ -245,16 +258,24 @@ class _Described:
         blocks = [b for b in blocks if len(b[0].owners)]
         width = max([b[0].links.shape[1] for b in blocks], default=1)
         pad = len(_link_classes(topology)[1])
-        messages, class_block, row_class, links, load = [], [], [], [], []
+        messages, class_block, row_class, links, profile, triples = [], [], [], [], [], []
+        profiles = 0
         for k, (rows, round_, _, _, _) in enumerate(blocks):
             row_class.append(rows.local + len(messages))
-            messages += [round_.messages[c] for c in rows.owners.tolist()]
-            class_block += [k] * len(rows.owners)
             more = width - rows.links.shape[1]
             links.append(np.pad(rows.links, ((0, 0), (0, more)), constant_values=pad)
                          if more else rows.links)
-            load.append(np.pad(rows.load, ((0, 0), (0, more)), constant_values=1)
-                        if more else rows.load)
+            pad_profile = len(rows.profiles) - 1
+            profile.append(profiles + (np.pad(rows.profile, ((0, 0), (0, more)),
+                                              constant_values=pad_profile)
+                                       if more else rows.profile))
+            p, c = np.nonzero(rows.profiles)
+            triples.append(np.column_stack([np.append(p, pad_profile) + profiles,
+                                            np.append(c, 0) + len(messages),
+                                            np.append(rows.profiles[p, c], 0)]))
+            profiles += len(rows.profiles)
+            messages += [round_.messages[c] for c in rows.owners.tolist()]
+            class_block += [k] * len(rows.owners)
         self.messages = messages
         self.row_class = np.concatenate(row_class) if blocks else np.zeros(0, dtype=np.int64)
         self.class_rows = np.searchsorted(self.row_class, np.arange(len(messages)))
@@ -266,14 +287,31 @@ class _Described:
         self.weight = np.concatenate([b[0].weight for b in blocks])[:, None] if blocks \
             else np.zeros((0, 1))
         self.links = np.concatenate(links) if blocks else np.zeros((0, 1), dtype=np.int64)
-        self.load = np.concatenate(load) if blocks else np.zeros((0, 1), dtype=np.int64)
+        self._pairs(np.concatenate(profile) if blocks else np.zeros((0, 1), dtype=np.int64),
+                    np.concatenate(triples) if blocks else np.zeros((0, 3), dtype=np.int64))
         sizes = {id(m.elements): m.elements for m in messages}  # each evaluated once
         at = {key: k for k, key in enumerate(sizes)}
         self.sizes = list(sizes.values())
-        self.row_size = np.array([at[id(m.elements)] for m in messages],
-                                 dtype=np.int64)[self.row_class]
+        self.class_size = np.array([at[id(m.elements)] for m in messages], dtype=np.int64)
         self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in messages],
                               dtype=bool).reshape(-1, 3)[self.row_class][:, :, None]
+
+    def _pairs(self, profile: np.ndarray, triples: np.ndarray) -> None:
+        """Every distinct (profile, row class) of the rows' links, and each one's
+        profile's ``(pair, class, count)`` in ``expanded`` (pairs' first at
+        ``pair_rows``)."""
+        nclasses = max(1, len(self.messages))
+        pairs, self.pair = np.unique(profile * nclasses + self.row_class[:, None],
+                                     return_inverse=True)
+        self.pair = self.pair.reshape(profile.shape)
+        of_pair, class_of_pair = np.divmod(pairs, nclasses)
+        triples = triples[np.argsort(triples[:, 0], kind="stable")]
+        first = np.searchsorted(triples[:, 0], np.arange(int(of_pair.max(initial=-1)) + 2))
+        many = (first[1:] - first[:-1])[of_pair]
+        self.pair_rows = np.cumsum(many) - many
+        taken = np.repeat(first[:-1][of_pair] - self.pair_rows, many) + np.arange(many.sum())
+        self.expanded = np.column_stack([np.repeat(class_of_pair, many), triples[taken, 1],
+                                         triples[taken, 2]])
 
     def time(self, topology: Any, links: tuple[np.ndarray, np.ndarray], counts: np.ndarray,
              ds: int, gamma: float, slot: float | None, piece: np.ndarray | None) -> np.ndarray:
@@ -285,11 +323,17 @@ class _Described:
         first = _link_classes(topology)[1]
         latency = np.append(links[0][first], 0.0)[self.links].sum(axis=1)[:, None]
         bandwidth = np.append(links[1][first], np.inf)[self.links]
-        per_byte = (self.load / bandwidth).max(axis=1)[:, None]
         rate = bandwidth.min(axis=1)[:, None]
         elements = np.array([size(counts) for size in self.sizes], dtype=float) * ds
-        nbytes = elements[self.row_size]
-        time = hidden_latency(latency, nbytes, rate, slot) + nbytes * per_byte
+        sized = elements[self.class_size]
+        nbytes = sized[self.row_class]
+        # a link shared by messages of b_i bytes (max-min, as the simulator shares it)
+        # carries one of b bytes in sum_i min(b_i, b) / bandwidth
+        mine, theirs, many = self.expanded.T
+        shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
+                                 self.pair_rows, axis=0)
+        carried = (shared[self.pair] / bandwidth[:, :, None]).max(axis=1)
+        time = hidden_latency(latency, nbytes, rate, slot) + carried
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
         if gamma and reduce.any():
             reduced = nbytes if piece is None else \
