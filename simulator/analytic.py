@@ -192,7 +192,7 @@ def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
     shared, at = np.unique(keys, return_inverse=True)
     profiles = np.zeros((len(shared), len(classes)), dtype=np.int64)
     np.add.at(profiles, (at.reshape(-1), np.repeat(owners, lengths)), 1)
-    profiles, profile = np.unique(profiles, axis=0, return_inverse=True)
+    profiles, profile, _ = _unique_rows(profiles)
     link_class, first = _link_classes(topology)
     top = len(profiles) + 1  # the last: the pad's
     width = max(1, int(lengths.max()) if len(lengths) else 1)
@@ -201,9 +201,22 @@ def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
     column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     codes[row, column] = link_class[links] * top + profile.reshape(-1)[at.reshape(-1)]
     codes.sort(axis=1)  # a route's figures do not depend on the order of its links
-    rows, merged = np.unique(np.column_stack([owners, codes]), axis=0, return_counts=True)
+    rows, _, merged = _unique_rows(np.column_stack([owners, codes]))
     return _Rows(rows[:, 0], merged, sizes, rows[:, 1:] // top, rows[:, 1:] % top,
                  profiles)
+
+
+def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of a matrix of integers >= 0 (sorted), each row's among them and
+    their counts: one number per row where they fit in 63 bits, else row by row."""
+    bases = matrix.max(axis=0, initial=0) + 1
+    if np.sum(np.log2(bases.astype(float))) < 62:
+        weights = np.concatenate([np.cumprod(bases[::-1])[::-1][1:], [1]])
+        keys, first, inverse, counts = np.unique(matrix @ weights, return_index=True,
+                                                 return_inverse=True, return_counts=True)
+        return matrix[first], inverse.reshape(-1), counts
+    rows, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
+    return rows, inverse.reshape(-1), counts
 
 
 _ROUTES: dict[Any, dict[int, tuple[int, ...]]] = {}
