@@ -271,7 +271,9 @@ class _Described:
         blocks = [b for b in blocks if len(b[0].owners)]
         width = max([b[0].links.shape[1] for b in blocks], default=1)
         pad = len(_link_classes(topology)[1])
-        messages, class_block, row_class, links, profile, triples = [], [], [], [], [], []
+        messages: list[Any] = []
+        class_block: list[int] = []
+        row_class, links, profile, triples = [], [], [], []
         profiles = 0
         for k, (rows, round_, _, _, _) in enumerate(blocks):
             row_class.append(rows.local + len(messages))
