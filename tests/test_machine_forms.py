@@ -40,11 +40,10 @@ def _machines() -> list[tuple[str, topology.Topology]]:
 
 
 #: where lock-step rounds are not the critical path on flat machines, the largest relative
-#: error measured: a tree AllGather's class is priced at its largest message (and on the
-#: single port its up and down streams share the port while one of them is short); a
+#: error measured: a tree AllGather's class is priced at its largest message (2.0%); a
 #: chain's ReduceScatter and AllGather hold both directions' streams on every inner port
-#: for all rounds; hier's tree AllGather adds its phases' drift
-LOCKSTEP, HIER_TREE = 0.05, 0.25
+#: for all rounds (0.3%); hier's tree AllGather adds its phases' drift
+LOCKSTEP, HIER_TREE = 0.025, 0.25
 
 
 def _flat_tolerance(collective: str, algorithm: str, inner: str | None = None) -> float:
@@ -83,24 +82,24 @@ def test_flat_forms_are_the_simulator(collective: str, name: str, flat) -> None:
 
 #: relative error of the closed forms against the simulator on the DGX presets at line
 #: rates, where it is not 0 (see _tolerance)
-TREE_ALLGATHER, TREE_CHANNELS, HIER_TREE, CHAIN = 1.2, 0.8, 0.4, 0.7
+TREE_ALLGATHER, TREE_CHANNELS, CHAIN = 0.2, 0.3, 0.7
 
 
 def _tolerance(collective: str, algorithm: str, params: dict) -> float:
-    """Why the forms cannot be exact there: a tree AllGather's messages differ in size,
-    so a short one ends early and max-min sharing gives the rest more than the equal
-    share the form charges; the trees of several channels over nodes cross each GPU's
-    NVLink port at different depths, and the form charges a round's messages as if they
-    shared it at once, while the simulated channels drift apart; a tree of many segments (hier's inner default) keeps streams
-    of both trees on one NIC that the simulator lets drift apart; a pipeline AllReduce
-    whose chain crosses several nodes is charged, round by round, its slowest hop,
-    while the simulated critical path sits at one crossing at a time."""
+    """Why the forms cannot be exact there: a tree AllGather's round is charged its
+    largest message, while the simulated ranks with less to do run ahead (17% measured;
+    links are shared as the simulator shares them, max-min, so short messages on a link
+    no longer slow the long ones down: 48% before); the trees of several channels over
+    nodes cross each GPU's NVLink port at different depths, and the form charges a
+    round's messages as if they shared it at once, while the simulated channels drift
+    apart (27%); a chain whose hops differ is charged, round by round, its slowest hop,
+    while in the simulator the hops inside a node run at their own pace and only the
+    ranks at a network crossing wait for it (67% on two nodes: the crossing carries 8
+    of the 15 rounds' segments)."""
     if algorithm == "tree" and collective == "allgather":
         return TREE_ALLGATHER
     if algorithm == "tree" and params["channels"] > 1:
         return TREE_CHANNELS
-    if algorithm == "hier" and params["inner"] == "tree":
-        return HIER_TREE
     if algorithm == "pipeline" or algorithm == "tree":
         return CHAIN
     return 1e-6
