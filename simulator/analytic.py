@@ -8,9 +8,11 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   (:func:`simulator.channel_choice.schedule_params`, as the simulated tables run them); a
   phase runs every group of ranks ``C`` times side by side.
 * **Messages on links.**  A round's classes of every channel and group are in flight
-  together: each message takes its route (:meth:`topology.Topology.route`), a link
-  carrying ``k`` of them gives each ``1/k`` of its bandwidth, and a message pays per byte
-  the most any link of its route charges it.  Its latency is its route's (the sum of its
+  together: each message takes its route (:meth:`topology.Topology.route`), the messages
+  on a link share it as the simulator's max-min sharing does (equally, until the shorter
+  end: one of ``b`` bytes among messages of ``b_i`` bytes is through after
+  ``sum_i min(b_i, b)`` bytes' time), and a message takes the longest any link of its
+  route keeps it.  Its latency is its route's (the sum of its
   links', by link kind under a GPU model), less what the protocol's FIFO slots hide of it
   (:func:`simulator.gpu.hidden_latency`, at the route's nominal bottleneck rate).
 * **Rounds.**  A round lasts as long as its slowest message plus the receiver's reduction
@@ -23,8 +25,14 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
 to :data:`SAMPLE_ALL_RANKS` ranks, else every rank of a few nodes (the first two, the
 middle one, the last), which on a machine whose nodes are alike meet every kind of
 route and link load a round has.  The model's cost therefore grows with the number of
-classes (and by a numpy pass over each class's positions), not with rank pairs: a table
-on 16,384 GPUs takes well under a second (``benchmarks/bench_select.py``).
+classes (and by a numpy pass over each class's positions), not with rank pairs.
+
+**Cost.**  A round's sampled messages are routed once for every protocol (links alike in
+kind, latency and line rate are alike under every protocol) and merged into rows of
+alike messages (a class, and per link of the route its class and the messages sharing
+it by class); rounds of the same positions share them, however they were described (a
+tree's at every segment count).  A description's rows are then priced at every size in
+one numpy pass, under each protocol.  ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
 message lies on the critical path (ring at every count; rhd on powers of two with even
