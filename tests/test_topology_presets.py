@@ -155,6 +155,16 @@ def test_fat_tree_routes_in_closed_form_are_the_searched_routes(shape):
     assert t.costs(1) == searched.costs(1)
 
 
+def test_a_fabric_is_refused_where_the_links_are_not_its_layout():
+    t, other = topology.dgx_h100(3), topology.dgx_h100(2)
+    with pytest.raises(topology.TopologyError, match="fabric = RailFatTree"):
+        topology.Topology("reversed", t.devices, t.links[::-1], t.placement, fabric=t.fabric)
+    with pytest.raises(topology.TopologyError, match="not laid out"):
+        topology.Topology("other", t.devices, t.links, t.placement, fabric=other.fabric)
+    with pytest.raises(TypeError, match="fabric = int"):
+        topology.Topology("int", t.devices, t.links, t.placement, fabric=3)
+
+
 def test_routes_are_deterministic_and_cached():
     a, b = topology.dgx_h100(4), topology.dgx_h100(4)
     assert [a.route(r, 31 - r) for r in range(32)] == [b.route(r, 31 - r) for r in range(32)]

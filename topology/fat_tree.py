@@ -20,6 +20,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from .errors import TopologyError
 from .model import Device, Link
 
 __all__ = ["RailFatTree", "Figures"]
@@ -85,6 +86,42 @@ class RailFatTree:
                     out += [Link(f"leaf{j}.rail{g}", f"spine{k}", *uplink, "ib"),
                             Link(f"spine{k}", f"leaf{j}.rail{g}", *uplink, "ib")]
         return tuple(out)
+
+    def check(self, devices: tuple[Device, ...], links: tuple[Link, ...],
+              placement: tuple[str, ...]) -> None:
+        """Raise TopologyError unless ``devices``, ``links`` and ``placement`` have this
+        layout: their counts and the placement, and the ends of the links of the first
+        and last GPU and of the first and last leaf-spine pair (a check, not a proof)."""
+        G, K = self.gpus_per_node, self.spines
+        gpus = self.nodes * G
+        count = _GPU_LINKS * gpus + 2 * self.groups * G * K
+        shown = [*range(_GPU_LINKS), *range(_GPU_LINKS * (gpus - 1), _GPU_LINKS * gpus),
+                 _GPU_LINKS * gpus, count - 1]
+        head = [f"n0.{name}" for g in range(G) for name in (f"gpu{g}", f"nic{g}")]
+        tail = [f"leaf{self.groups - 1}.rail{g}" for g in range(G)]
+        if len(devices) != self.nodes * (1 + 2 * G) + K + self.groups * G \
+                or len(links) != count or tuple(placement) != self.placement() \
+                or [d.id for d in devices[:1 + 2 * G]] != ["n0.nvswitch", *head] \
+                or [d.id for d in devices[-G:]] != tail \
+                or any((links[i].src, links[i].dst) != self._ends(i) for i in shown):
+            raise TopologyError(f"fabric = {self!r} is not allowed; the devices, links and "
+                                "placement are not laid out as it lays them out "
+                                "(topology.rail_fat_tree does)")
+
+    def _ends(self, i: int) -> tuple[str, str]:
+        """The ids of the ends of link ``i``."""
+        G, K = self.gpus_per_node, self.spines
+        gpus = self.nodes * G
+        if i >= _GPU_LINKS * gpus:
+            pair, up = divmod(i - _GPU_LINKS * gpus, 2)
+            (j, g), k = divmod(pair // K, G), pair % K
+            leaf, spine = f"leaf{j}.rail{g}", f"spine{k}"
+            return (spine, leaf) if up else (leaf, spine)
+        (n, g), kind = divmod(i // _GPU_LINKS, G), i % _GPU_LINKS
+        gpu, other = f"n{n}.gpu{g}", (f"n{n}.nvswitch", f"n{n}.nic{g}")[min(kind // 2, 1)]
+        if kind >= 4:
+            gpu, other = f"n{n}.nic{g}", f"leaf{n // self.nodes_per_leaf}.rail{g}"
+        return (other, gpu) if kind % 2 else (gpu, other)
 
     def _gpu(self, device: int) -> tuple[int, int]:
         """Node and local index of the GPU at device index ``device``."""

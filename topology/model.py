@@ -228,6 +228,10 @@ class Fabric(Protocol):
     def route(self, s: int, d: int) -> tuple[int, ...]:
         """Link indices from host device ``s`` to host device ``d`` (device indices)."""
 
+    def check(self, devices: tuple[Device, ...], links: tuple[Link, ...],
+              placement: tuple[str, ...]) -> None:
+        """Raise TopologyError unless the topology is laid out as the fabric lays it."""
+
 
 @dataclass(frozen=True)
 class Topology:
@@ -315,9 +319,14 @@ class Topology:
         self._check_placement(index)
         self._check_gpu()
         object.__setattr__(self, "_index", index)
-        if self.fabric is not None and not callable(getattr(self.fabric, "route", None)):
-            raise TypeError(f"fabric = {type(self.fabric).__name__} is not allowed; it must "
-                            "have a route(s, d) method, or be None")
+        if self.fabric is not None:
+            if not all(callable(getattr(self.fabric, m, None)) for m in ("route", "check")):
+                raise TypeError(f"fabric = {type(self.fabric).__name__} is not allowed; it "
+                                "must have route(s, d) and check(devices, links, placement) "
+                                "methods, or be None")
+            if isinstance(self.links, FullMesh):
+                raise TopologyError("fabric is not allowed with a FullMesh of links")
+            self.fabric.check(self.devices, self.links, self.placement)
         router = _MeshRouter if isinstance(self.links, FullMesh) else \
             _Router if self.fabric is None else _FabricRouter
         object.__setattr__(self, "_router", router(self, index))
