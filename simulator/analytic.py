@@ -181,6 +181,8 @@ def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
 
 def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
                 chained: bool) -> _Rows:
+    """:class:`_Rows` of ``classes`` on every order of ``ranks`` (orders x positions),
+    their messages with an end on a sampled rank (see :func:`_routed`)."""
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
     owner = np.repeat(np.arange(len(classes)), sizes)
     src = ranks[:, np.concatenate([m.src for m in classes]).astype(np.int64)]
@@ -220,8 +222,8 @@ def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     bases = matrix.max(axis=0, initial=0) + 1
     if np.sum(np.log2(bases.astype(float))) < 62:
         weights = np.concatenate([np.cumprod(bases[::-1])[::-1][1:], [1]])
-        keys, first, inverse, counts = np.unique(matrix @ weights, return_index=True,
-                                                 return_inverse=True, return_counts=True)
+        _, first, inverse, counts = np.unique(matrix @ weights, return_index=True,
+                                              return_inverse=True, return_counts=True)
         return matrix[first], inverse.reshape(-1), counts
     rows, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
     return rows, inverse.reshape(-1), counts
