@@ -255,38 +255,35 @@ def _entries(topology: Any, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return length, flat[first[inverse][message] + offset]
 
 
-class _Described:
-    """A description's rounds on one machine's orders, as arrays over all their rows:
-    per round one block of rows (a second where a chain's hops overlap, every message in
-    flight at once); per block its coefficients of the slowest message and of the
-    chain's crossing; per class its messages and first row; per row its class; per link
-    of a row's route its class and the load it shares the link with (``pair``: a
-    profile of the messages crossing it by class, and the row's class: ``expanded``
-    lists each pair's profile's classes and counts)."""
+class _Layout:
+    """A description's rounds on one machine's orders, as arrays over all their rows
+    (the same for every description of the same positions: a tree's at every segment
+    count whose rounds carry the same streams): per round one block of rows (a second
+    where a chain's hops overlap, every message in flight at once), each with the round
+    it is of, its role and its classes; per class its first row and its block; per row
+    its class and weight; per link of a row's route its class and the load it shares the
+    link with (``pair``: a profile of the messages crossing it by class, and the row's
+    class: ``expanded`` lists each pair's profile's classes and counts)."""
 
-    __slots__ = ("messages", "class_rows", "class_block", "block_classes", "slow", "cross",
-                 "path", "row_class", "weight", "links", "pair", "expanded", "pair_rows",
-                 "sizes", "class_size", "flags")
+    __slots__ = ("blocks", "class_rows", "class_block", "block_classes", "row_class",
+                 "weight", "links", "pair", "expanded", "pair_rows")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
-        blocks: list[tuple[_Rows, Any, float, float, bool]] = []
-        for r in rounds:
-            if not r.chain:
-                blocks.append((_routed(topology, orders, r, False), r, r.repeat, 0.0, False))
-                continue
-            blocks.append((_routed(topology, orders, r, True), r, r.chain - 1 - r.overlap,
-                           1.0, r.path))
-            if r.overlap:
-                blocks.append((_routed(topology, orders, r, False), r, r.overlap, 0.0, False))
-        blocks = [b for b in blocks if len(b[0].owners)]
-        width = max([b[0].links.shape[1] for b in blocks], default=1)
+        routed = []
+        for i, r in enumerate(rounds):
+            routed.append((_routed(topology, orders, r, bool(r.chain)), i,
+                           "chain" if r.chain else "repeat"))
+            if r.chain and r.overlap:
+                routed.append((_routed(topology, orders, r, False), i, "overlap"))
+        routed = [b for b in routed if len(b[0].owners)]
+        self.blocks = [(i, role, rows.owners.tolist()) for rows, i, role in routed]
+        width = max([rows.links.shape[1] for rows, _, _ in routed], default=1)
         pad = len(_link_classes(topology)[1])
-        messages: list[Any] = []
         class_block: list[int] = []
-        row_class, links, profile, triples = [], [], [], []
+        row_class, links, profile, triples, weight = [], [], [], [], []
         profiles = 0
-        for k, (rows, round_, _, _, _) in enumerate(blocks):
-            row_class.append(rows.local + len(messages))
+        for k, (rows, _, _) in enumerate(routed):
+            row_class.append(rows.local + len(class_block))
             more = width - rows.links.shape[1]
             links.append(np.pad(rows.links, ((0, 0), (0, more)), constant_values=pad)
                          if more else rows.links)
@@ -296,36 +293,26 @@ class _Described:
                                        if more else rows.profile))
             p, c = np.nonzero(rows.profiles)
             triples.append(np.column_stack([np.append(p, pad_profile) + profiles,
-                                            np.append(c, 0) + len(messages),
+                                            np.append(c, 0) + len(class_block),
                                             np.append(rows.profiles[p, c], 0)]))
             profiles += len(rows.profiles)
-            messages += [round_.messages[c] for c in rows.owners.tolist()]
+            weight.append(rows.weight)
             class_block += [k] * len(rows.owners)
-        self.messages = messages
-        self.row_class = np.concatenate(row_class) if blocks else np.zeros(0, dtype=np.int64)
-        self.class_rows = np.searchsorted(self.row_class, np.arange(len(messages)))
+        self.row_class = np.concatenate(row_class) if routed else np.zeros(0, dtype=np.int64)
+        self.class_rows = np.searchsorted(self.row_class, np.arange(len(class_block)))
         self.class_block = np.array(class_block, dtype=np.int64)
-        self.block_classes = np.searchsorted(self.class_block, np.arange(len(blocks)))
-        self.slow = np.array([b[2] for b in blocks], dtype=float)
-        self.cross = np.array([b[3] for b in blocks], dtype=float)
-        self.path = np.array([b[4] for b in blocks], dtype=bool)[self.class_block][:, None]
-        self.weight = np.concatenate([b[0].weight for b in blocks])[:, None] if blocks \
-            else np.zeros((0, 1))
-        self.links = np.concatenate(links) if blocks else np.zeros((0, 1), dtype=np.int64)
-        self._pairs(np.concatenate(profile) if blocks else np.zeros((0, 1), dtype=np.int64),
-                    np.concatenate(triples) if blocks else np.zeros((0, 3), dtype=np.int64))
-        sizes = {id(m.elements): m.elements for m in messages}  # each evaluated once
-        at = {key: k for k, key in enumerate(sizes)}
-        self.sizes = list(sizes.values())
-        self.class_size = np.array([at[id(m.elements)] for m in messages], dtype=np.int64)
-        self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in messages],
-                              dtype=bool).reshape(-1, 3)[self.row_class][:, :, None]
+        self.block_classes = np.searchsorted(self.class_block, np.arange(len(routed)))
+        self.weight = np.concatenate(weight)[:, None] if routed else np.zeros((0, 1))
+        self.links = np.concatenate(links) if routed else np.zeros((0, 1), dtype=np.int64)
+        self._pairs(np.concatenate(profile) if routed else np.zeros((0, 1), dtype=np.int64),
+                    np.concatenate(triples) if routed else np.zeros((0, 3), dtype=np.int64),
+                    len(class_block))
 
-    def _pairs(self, profile: np.ndarray, triples: np.ndarray) -> None:
+    def _pairs(self, profile: np.ndarray, triples: np.ndarray, nclasses: int) -> None:
         """Every distinct (profile, row class) of the rows' links, and each one's
         profile's ``(pair, class, count)`` in ``expanded`` (pairs' first at
         ``pair_rows``)."""
-        nclasses = max(1, len(self.messages))
+        nclasses = max(1, nclasses)
         pairs, self.pair = np.unique(profile * nclasses + self.row_class[:, None],
                                      return_inverse=True)
         self.pair = self.pair.reshape(profile.shape)
@@ -338,6 +325,47 @@ class _Described:
         self.expanded = np.column_stack([np.repeat(class_of_pair, many), triples[taken, 1],
                                          triples[taken, 2]])
 
+
+_LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
+
+
+def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Layout:
+    """:class:`_Layout` of ``rounds`` on ``orders`` (cached by the rounds' kinds and their
+    classes' positions)."""
+    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap),
+                                        tuple(map(_digest, r.messages))) for r in rounds))
+    return _cached(_LAYOUTS, key, (orders,), lambda: _Layout(topology, orders, rounds))
+
+
+class _Described:
+    """A description on one machine's orders: its :class:`_Layout`, every class's
+    messages, and per block its coefficients of the slowest message and of the chain's
+    crossing (a chain's: its hops once, its slowest ``chain - 1 - overlap`` times, and
+    with every message in flight ``overlap`` times; ``repeat`` rounds: their slowest)."""
+
+    __slots__ = ("layout", "messages", "slow", "cross", "path", "sizes", "class_size",
+                 "flags")
+
+    def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
+        self.layout = layout = _layout(topology, orders, rounds)
+        self.messages = [rounds[i].messages[c] for i, _, owners in layout.blocks
+                         for c in owners]
+        coefficients = [{"repeat": (r.repeat, 0.0, False),
+                         "chain": (r.chain - 1 - r.overlap, 1.0, r.path),
+                         "overlap": (r.overlap, 0.0, False)}[role]
+                        for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
+        self.slow = np.array([c[0] for c in coefficients], dtype=float)
+        self.cross = np.array([c[1] for c in coefficients], dtype=float)
+        self.path = np.array([c[2] for c in coefficients],
+                             dtype=bool)[layout.class_block][:, None]
+        sizes = {id(m.elements): m.elements for m in self.messages}  # each evaluated once
+        at = {key: k for k, key in enumerate(sizes)}
+        self.sizes = list(sizes.values())
+        self.class_size = np.array([at[id(m.elements)] for m in self.messages],
+                                   dtype=np.int64)
+        self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in self.messages],
+                              dtype=bool).reshape(-1, 3)[layout.row_class][:, :, None]
+
     def time(self, topology: Any, links: tuple[np.ndarray, np.ndarray], counts: np.ndarray,
              ds: int, gamma: float, slot: float | None, piece: np.ndarray | None) -> np.ndarray:
         """Seconds at every count (elements): over the blocks, the slowest message times
@@ -345,19 +373,20 @@ class _Described:
         ``path`` over its classes' slowest) times its."""
         if not self.messages:
             return np.zeros(len(counts))
+        layout = self.layout
         first = _link_classes(topology)[1]
-        latency = np.append(links[0][first], 0.0)[self.links].sum(axis=1)[:, None]
-        bandwidth = np.append(links[1][first], np.inf)[self.links]
+        latency = np.append(links[0][first], 0.0)[layout.links].sum(axis=1)[:, None]
+        bandwidth = np.append(links[1][first], np.inf)[layout.links]
         rate = bandwidth.min(axis=1)[:, None]
         elements = np.array([size(counts) for size in self.sizes], dtype=float) * ds
         sized = elements[self.class_size]
-        nbytes = sized[self.row_class]
+        nbytes = sized[layout.row_class]
         # a link shared by messages of b_i bytes (max-min, as the simulator shares it)
         # carries one of b bytes in sum_i min(b_i, b) / bandwidth
-        mine, theirs, many = self.expanded.T
+        mine, theirs, many = layout.expanded.T
         shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
-                                 self.pair_rows, axis=0)
-        carried = (shared[self.pair] / bandwidth[:, :, None]).max(axis=1)
+                                 layout.pair_rows, axis=0)
+        carried = (shared[layout.pair] / bandwidth[:, :, None]).max(axis=1)
         time = hidden_latency(latency, nbytes, rate, slot) + carried
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
         if gamma and reduce.any():
@@ -365,11 +394,11 @@ class _Described:
                 np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
             time = time + np.where(reduce, gamma * reduced, 0.0)
         time = np.where(skip_empty & (nbytes <= 0), 0.0, time)
-        slowest = np.maximum.reduceat(time, self.class_rows, axis=0)
-        summed = np.add.reduceat(self.weight * time, self.class_rows, axis=0)
+        slowest = np.maximum.reduceat(time, layout.class_rows, axis=0)
+        summed = np.add.reduceat(layout.weight * time, layout.class_rows, axis=0)
         crossing = np.where(self.path, slowest, summed)
-        blocks = np.maximum(0.0, np.maximum.reduceat(slowest, self.block_classes, axis=0))
-        crossed = np.add.reduceat(crossing, self.block_classes, axis=0)
+        blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
+        crossed = np.add.reduceat(crossing, layout.block_classes, axis=0)
         return self.slow @ blocks + self.cross @ crossed
 
 
