@@ -143,7 +143,8 @@ def _write(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
         f"- command: `{command.strip()}`",
         f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
         f"- machine: {platform.node()}, {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}", "",
+        f"{os.cpu_count()} cores, Python {platform.python_version()}; load average at the "
+        f"end {os.getloadavg()[0]:.1f} (a shared machine: compare the CPU column)", "",
         "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     OUT.parent.mkdir(parents=True, exist_ok=True)
