@@ -139,22 +139,17 @@ def test_check_enabled_reads_the_environment(monkeypatch) -> None:
         check_enabled(None)
 
 
-def test_call_key_changes_with_what_the_checks_depend_on(monkeypatch) -> None:
+def test_call_key_changes_with_what_the_checks_depend_on() -> None:
     from collectives import calls
     send, recv = np.zeros(4, np.float32), np.zeros(4, np.float32)
     args = ("allreduce", send, recv, None, "sum", "ring", None, None, {})
     base = calls.key(*args)
     assert base is not None and calls.key(*args) == base
-    monkeypatch.setenv("COLLSIM_ALGO", "native")
-    assert calls.key(*args) != base
-    monkeypatch.delenv("COLLSIM_ALGO")
     recv.flags.writeable = False
     assert calls.key(*args) != base
     recv.flags.writeable = True
     assert calls.key("allreduce", send, recv.reshape(2, 2), *args[3:]) != base
     assert calls.key("allreduce", IN_PLACE, recv, *args[3:]) != base
-    collectives.auto.use_tuning(None)  # a new epoch: auto's decisions may have changed
-    assert calls.key(*args) != base
     doubling = calls.key(*args[:-1], {"doubling": True})
     assert doubling not in (None, base) and calls.key(*args[:-1], {"doubling": True}) == doubling
     assert calls.key(*args[:-1], {"doubling": 1}) not in (None, doubling)  # checked apart
@@ -164,6 +159,34 @@ def test_call_key_changes_with_what_the_checks_depend_on(monkeypatch) -> None:
         named = dict(zip(("collective", "sendbuf", "recvbuf", "comm", "op", "algorithm",
                           "check", "stream", "params"), args)) | uncovered
         assert calls.key(**named) is None, uncovered
+
+
+@pytest.mark.parametrize("change", ["COLLSIM_ALGO", "COLLSIM_MAX_NCHANNELS", "use_tuning",
+                                    "use_predictor"])
+def test_what_a_decision_depends_on_forgets_the_bound_calls(monkeypatch, change) -> None:
+    """A watched variable set or removed (through ``os.environ``), and a new ``auto`` table
+    or predictor, forget the bound calls; another variable keeps them."""
+    from collectives.executors.runtime import RUNTIME
+    for name in ("COLLSIM_ALGO", "COLLSIM_MAX_NCHANNELS"):
+        monkeypatch.delenv(name, raising=False)
+
+    def fill() -> None:
+        RUNTIME.calls[("a call",)] = object()
+        RUNTIME.decisions[("a decision",)] = ("ring", ())
+
+    fill()
+    monkeypatch.setenv("COLLSIM_UNWATCHED", "1")
+    assert RUNTIME.calls
+    if change.startswith("COLLSIM"):
+        monkeypatch.setenv(change, "2")
+        assert not RUNTIME.calls and RUNTIME.decisions  # the variable is read at the check
+        fill()
+        monkeypatch.delenv(change)
+    else:
+        getattr(collectives.auto, change)(None)
+        assert not RUNTIME.decisions
+    assert not RUNTIME.calls
+    RUNTIME.decisions.clear()
 
 
 def test_graph_copies_match_apply_copies_without_allocating() -> None:
