@@ -149,9 +149,11 @@ class BoundCall:
         #: the result is recvbuf's first block (an in-place ReduceScatter), else recvbuf
         self._cut = shape.part if prepared.in_place and self._scatter else None
         self._agree: Callable[[], Any] | None = None
-        if prepared.signature is not None:
-            self._agree = partial(transport.agree_once, prepared.signature) if prepared.once \
-                else partial(agree, prepared.signature, transport.allgather_object)
+        if prepared.once:  # an NcclComm's
+            nccl: Any = transport
+            self._agree = partial(nccl.agree_once, prepared.signature)
+        elif prepared.signature is not None:
+            self._agree = partial(agree, prepared.signature, transport.allgather_object)
         self._average = prepared.op in NCCL_ONLY_OPS and shape.collective != "allgather"
         if plan is None:
             self._native = transport.native_runner(shape, prepared.op, prepared.signed)

@@ -316,11 +316,11 @@ class MpiTransport:
         scratch = workspace(xp, work.dtype, plan.scratch_count, "scratch", stream)
         staged = self._staged(xp)
         self.runs["staged" if staged else "direct"] += 1
-        buffers = (work, scratch)
+        buffers: tuple[Any, ...] = (work, scratch)
+        strategy: Staged | Direct
         if staged:
-            strategy: Staged | Direct = Staged(work, scratch, plan.count, plan.scratch_count,
-                                               stream)
-            areas = strategy.mirrors
+            mirrors = Staged(work, scratch, plan.count, plan.scratch_count, stream)
+            strategy, areas = mirrors, mirrors.mirrors
             buffers += areas
         else:
             strategy = Direct(stream)

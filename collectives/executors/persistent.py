@@ -445,7 +445,7 @@ class HeldPlan:
     """
 
     __slots__ = ("_transport", "_plan", "_work", "_scratch", "_before", "_after", "_binding",
-                 "_free", "__weakref__")
+                 "_kernel", "_args", "_free", "__weakref__")
 
     def __init__(self, transport: Any, plan: Plan, signed: SignedPlan, op: str,
                  call: Any) -> None:
@@ -467,10 +467,15 @@ class HeldPlan:
         #: requests active: they are then never started, nor freed)
         self._binding: list[Binding] = []
         self._free: Any = None
+        #: the compiled walk and its arguments, where it runs the binding
+        self._kernel: Any = None
+        self._args: tuple = ()
         if plan.steps:
-            self._binding.append(transport.persistent.bind(plan, signed, op, work,
-                                                           self._scratch, call.send))
+            binding = transport.persistent.bind(plan, signed, op, work, self._scratch, call.send)
+            self._binding.append(binding)
             self._free = weakref.finalize(self, _free, self._binding, transport.persistent.mpi)
+            if binding.flat is not None:
+                self._kernel, self._args = transport.persistent.kernel, binding.flat.args
 
     def run(self) -> None:
         """Run the plan on the buffers' current contents.
@@ -484,14 +489,13 @@ class HeldPlan:
         for source, destination in self._before:
             copyto(destination, source)
         if self._binding:
-            binding = self._binding[0]
             try:
-                if binding.flat is None:
-                    self._transport.persistent.walk(binding, self._work, self._scratch)
+                if self._kernel is None:
+                    self._transport.persistent.walk(self._binding[0], self._work, self._scratch)
                 else:
-                    code = self._transport.persistent.kernel(*binding.flat.args)
+                    code = self._kernel(*self._args)
                     if code:
-                        self._transport.persistent.stopped(binding, code, self._work,
+                        self._transport.persistent.stopped(self._binding[0], code, self._work,
                                                            self._scratch)
             except BaseException as error:
                 self._binding.clear()  # its requests may still be active: never free them
