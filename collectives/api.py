@@ -16,7 +16,9 @@ One signature for all three, in the manner of mpi4py and CuPy::
 * ``algorithm`` is ``ring``, ``tree``, ``rhd``, ``pipeline``, ``hier`` (with
   ``ranks_per_node=``), ``native`` (the library's own collective) or ``auto`` (:func:`collectives.auto.choose`).  The environment variable
   ``COLLSIM_ALGO`` overrides it for every call, as ``NCCL_ALGO`` does for NCCL; ``params``
-  are then kept only if the forced algorithm is the one asked for.  ``params`` include
+  are then kept only if the forced algorithm is the one asked for.  The ``COLLSIM_*``
+  variables are read when a call of a new shape is checked (:mod:`collectives.calls`): a
+  change while the program runs counts from :func:`collectives.release` on.  ``params`` include
   ``channels=C`` for every algorithm, bounded by ``COLLSIM_MIN_NCHANNELS`` and
   ``COLLSIM_MAX_NCHANNELS`` (:mod:`collectives.nchannels`).
 * Ranks that disagree raise :class:`ArgumentMismatchError` by default: every message's

@@ -67,6 +67,8 @@ _STATIC_RING_BELOW = 4
 _tuning: Tuning | None = None
 _tuning_path: str | None = None
 _predictor: Predictor | None = None
+#: ``RUNTIME.decisions`` (one look-up less per call)
+_decisions = RUNTIME.decisions
 
 
 def use_tuning(table: Tuning | str | Path | None) -> None:
@@ -211,10 +213,9 @@ def choose(collective: str, nbytes: int, nranks: int,
     given = _tuning is not None and _tuning_path is None  # use_tuning's table: no variable
     if not given and _tuning_path != (os.environ.get(TUNING_ENV, "").strip() or None):
         _table()
-    decisions = RUNTIME.decisions
-    found = decisions.get(key)
+    found = _decisions.get(key)
     if found is None:
-        found = decisions[key] = _decide(collective, nbytes, nranks, dtype_size)
+        found = _decisions[key] = _decide(collective, nbytes, nranks, dtype_size)
     return found[0], dict(found[1])
 
 

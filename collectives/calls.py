@@ -14,18 +14,17 @@ facts its checks depend on (:func:`key`): the collective, the communicator, the 
 algorithm named, ``check``, each buffer's shape, dtype and flags, and the tuning
 parameters (None for a call it does not cover: CuPy buffers, a stream, a parameter that is
 not a bool, int, str or None, such as ``order``, ``recvbuf=None``, an ``mpi4py.MPI.Op``).
-What depends on where the buffers are (their overlap) is checked on every call.  What
-else a decision depends on forgets the cache when it changes: ``auto``'s tables and
-predictors (:meth:`~.executors.runtime.Runtime.forget_decisions`) and the variables of
-:data:`WATCHED_ENV`, watched through the interpreter's audit events of ``os.putenv`` and
-``os.unsetenv`` (``sys.addaudithook``, PEP 578), which every change made through
-``os.environ`` raises, so that a call reads no variable at all.
+What depends on where the buffers are (their overlap) is checked on every call.  A new
+``auto`` table or predictor forgets the cache
+(:meth:`~.executors.runtime.Runtime.forget_decisions`).  The variables of
+:data:`WATCHED_ENV` are read (through ``os.environ``) when a call is checked in full, and a
+bound call keeps what they said, as NCCL reads its variables when a communicator is
+created: a call reads no variable, and a variable changed while the program runs counts
+from :func:`collectives.release` on, which forgets every bound call.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable
@@ -51,19 +50,6 @@ WATCHED_ENV = ("COLLSIM_ALGO", "COLLSIM_CHECK", "COLLSIM_TUNING", "COLLSIM_MIN_N
 #: bound calls kept per process (the oldest dropped first)
 CALLS_KEPT = 256
 
-#: the names as ``os.putenv`` and ``os.unsetenv`` report them (bytes on POSIX, str on Windows)
-_WATCHED = frozenset((*WATCHED_ENV, *(os.fsencode(name) for name in WATCHED_ENV)))
-_ENV_EVENTS = frozenset({"os.putenv", "os.unsetenv"})
-
-
-def _watch(event: str, args: tuple) -> None:
-    """Audit hook: a watched variable set or removed forgets the bound calls."""
-    if event in _ENV_EVENTS and args and args[0] in _WATCHED:
-        RUNTIME.forget_calls()
-
-
-sys.addaudithook(_watch)
-
 _NDARRAY = np.ndarray
 #: the types of parameter values a key covers (each value is keyed with its type: a call
 #: with ``doubling=1`` is checked in full, not taken for one with ``doubling=True``)
@@ -80,7 +66,7 @@ class Prepared:
     Attributes
     ----------
     comm : Any
-        The communicator passed (kept so that its handle in the key stays its own).
+        The communicator passed (kept so that its ``id`` in the key stays its own).
     transport : Transport
         The transport it resolved to.
     shape : Call
@@ -131,7 +117,7 @@ class BoundCall:
     Attributes
     ----------
     prepared : Prepared
-        As given (it keeps the communicator, whose handle is in the key, alive).
+        As given (it keeps the communicator, whose ``id`` is in the key, alive).
     guard : Guard or NcclComm
         What says whether the transport still works (its ``broken``): :func:`lookup` gives
         up the bound call once it broke.
@@ -297,10 +283,7 @@ def key(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorit
         shape, dtype, flags = sendbuf.shape, sendbuf.dtype, sendbuf.flags.num
     else:
         return None
-    # the communicator by its MPI handle (mpi4py's are not hashable; an id() would raise
-    # an audit event, which :func:`_watch` would hear)
-    handle = None if comm is None else getattr(comm, "handle", None)
-    return (collective, handle, op, algorithm, check, shape, dtype, flags, recvbuf.shape,
+    return (collective, id(comm), op, algorithm, check, shape, dtype, flags, recvbuf.shape,
             recvbuf.dtype, recvbuf.flags.num, tuning)
 
 
@@ -313,6 +296,10 @@ def _params_key(params: dict[str, Any]) -> tuple | None:
             return None
         out.append((name, type(value), value))
     return tuple(out)
+
+
+#: ``RUNTIME.calls`` (one look-up less per call)
+_calls = RUNTIME.calls
 
 
 def lookup(facts: tuple | None) -> BoundCall | None:
@@ -331,7 +318,7 @@ def lookup(facts: tuple | None) -> BoundCall | None:
     """
     if facts is None:
         return None
-    found = RUNTIME.calls.get(facts)
+    found = _calls.get(facts)
     if found is None or found.guard.broken is not None:
         return None
     return found

@@ -62,7 +62,7 @@ class PersistentCollective:
         self._guard: Any = bound.guard
         held = bound.hold(call)
         self._held = held if isinstance(held, HeldPlan) else None
-        self._run: Callable[[], Any] = held.run if isinstance(held, HeldPlan) else held
+        self._run: Callable[[], Any] = held.runner() if isinstance(held, HeldPlan) else held
 
     def __call__(self) -> np.ndarray:
         """Run the collective on the buffers' current contents.

@@ -161,31 +161,23 @@ def test_call_key_changes_with_what_the_checks_depend_on() -> None:
         assert calls.key(**named) is None, uncovered
 
 
-@pytest.mark.parametrize("change", ["COLLSIM_ALGO", "COLLSIM_MAX_NCHANNELS", "use_tuning",
-                                    "use_predictor"])
+@pytest.mark.parametrize("change", ["release", "use_tuning", "use_predictor", "COLLSIM_ALGO"])
 def test_what_a_decision_depends_on_forgets_the_bound_calls(monkeypatch, change) -> None:
-    """A watched variable set or removed (through ``os.environ``), and a new ``auto`` table
-    or predictor, forget the bound calls; another variable keeps them."""
+    """A new ``auto`` table or predictor forgets the bound calls and ``auto``'s decisions,
+    :func:`collectives.release` the bound calls; a variable set while the program runs
+    forgets nothing (it counts from the next release on)."""
     from collectives.executors.runtime import RUNTIME
-    for name in ("COLLSIM_ALGO", "COLLSIM_MAX_NCHANNELS"):
-        monkeypatch.delenv(name, raising=False)
-
-    def fill() -> None:
-        RUNTIME.calls[("a call",)] = object()
-        RUNTIME.decisions[("a decision",)] = ("ring", ())
-
-    fill()
-    monkeypatch.setenv("COLLSIM_UNWATCHED", "1")
-    assert RUNTIME.calls
-    if change.startswith("COLLSIM"):
-        monkeypatch.setenv(change, "2")
-        assert not RUNTIME.calls and RUNTIME.decisions  # the variable is read at the check
-        fill()
-        monkeypatch.delenv(change)
+    RUNTIME.calls[("a call",)] = object()
+    RUNTIME.decisions[("a decision",)] = ("ring", ())
+    if change == "COLLSIM_ALGO":
+        monkeypatch.setenv(change, "native")
+    elif change == "release":
+        collectives.release()
     else:
         getattr(collectives.auto, change)(None)
-        assert not RUNTIME.decisions
-    assert not RUNTIME.calls
+    assert bool(RUNTIME.calls) == (change == "COLLSIM_ALGO")
+    assert bool(RUNTIME.decisions) == (change in ("release", "COLLSIM_ALGO"))
+    RUNTIME.calls.clear()
     RUNTIME.decisions.clear()
 
 

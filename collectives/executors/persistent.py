@@ -27,7 +27,8 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import numpy as np
 
@@ -476,6 +477,14 @@ class HeldPlan:
             self._free = weakref.finalize(self, _free, self._binding, transport.persistent.mpi)
             if binding.flat is not None:
                 self._kernel, self._args = transport.persistent.kernel, binding.flat.args
+
+    def runner(self) -> Callable[[], Any]:
+        """Return what runs the plan: :meth:`run`, or, for a plan with no step whose run is
+        one copy (an out-of-place call on one rank), NumPy's copy bound to its buffers."""
+        if not self._binding and len(self._before) + len(self._after) == 1:
+            source, destination = (*self._before, *self._after)[0]
+            return partial(np.copyto, destination, source)
+        return self.run
 
     def run(self) -> None:
         """Run the plan on the buffers' current contents.

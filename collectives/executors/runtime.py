@@ -6,9 +6,7 @@ consistent by hand: the remembered calls (:mod:`collectives.calls`), ``auto``'s 
 workspace and the staging events (:mod:`.buffers`), and the live MPI transports whose
 persistent requests (bindings, hellos) it frees (:mod:`.mpi`).  What depends on what is
 said once, here: forgetting ``auto``'s decisions (a new table or predictor) forgets the
-calls that were checked under them (:meth:`Runtime.forget_decisions`), and a change of a
-variable the call path reads forgets the calls too (:meth:`Runtime.forget_calls`, which
-:mod:`collectives.calls` asks for).
+calls that were checked under them (:meth:`Runtime.forget_decisions`).
 
 Importing this module imports neither mpi4py nor CuPy.
 """
@@ -23,9 +21,12 @@ from typing import Any
 __all__ = ["Runtime", "RUNTIME"]
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Runtime:
     """The per-process state of the collectives.
+
+    Its containers are never replaced, only emptied, so a hot path may hold one of them
+    (``auto``'s decisions, the bound calls) under a name of its own.
 
     Attributes
     ----------
@@ -52,10 +53,6 @@ class Runtime:
     workspace: dict[tuple, Any] = field(default_factory=dict)
     staging: dict[int, Any] = field(default_factory=dict)
     transports: "weakref.WeakSet[Any]" = field(default_factory=weakref.WeakSet)
-
-    def forget_calls(self) -> None:
-        """Forget the remembered calls: the next call of each shape is checked in full."""
-        self.calls.clear()
 
     def forget_decisions(self) -> None:
         """Forget ``auto``'s decisions, and the calls checked under them."""

@@ -324,6 +324,7 @@ def run_errors(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
         expect_error(failures, ValueError, "unequal size", ar, x, comm=comm, algorithm="hier",
                      ranks_per_node=nranks + 1)
     os.environ["COLLSIM_MAX_NCHANNELS"] = "0"
+    collectives.release()  # a variable changed counts from the next release on
     expect_error(failures, ValueError, "COLLSIM_MAX_NCHANNELS='0'", ar, x, comm=comm,
                  algorithm="ring", channels=2)
     del os.environ["COLLSIM_MAX_NCHANNELS"]
@@ -336,6 +337,7 @@ def run_errors(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
     if xp is not np:
         expect_error(failures, TypeError, "numpy array", ar, x, np.ones(8, "float32"), comm=comm)
     os.environ["COLLSIM_ALGO"] = "bogus"
+    collectives.release()
     expect_error(failures, ValueError, "COLLSIM_ALGO='bogus'", ar, x, comm=comm)
     del os.environ["COLLSIM_ALGO"]
     if nranks > 1:
@@ -343,9 +345,11 @@ def run_errors(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
         expect_error(failures, collectives.ArgumentMismatchError, "count differs", ar, mismatched,
                      comm=comm, algorithm="ring", check=True)
         os.environ["COLLSIM_CHECK"] = "1"
+        collectives.release()
         expect_error(failures, collectives.ArgumentMismatchError, "algorithm differs", ar, x,
                      comm=comm, algorithm="ring" if rank else "rhd")
         del os.environ["COLLSIM_CHECK"]
+        collectives.release()
     return failures
 
 
@@ -378,8 +382,10 @@ def run_isolation(xp: Any, comm: Any, rank: int, nranks: int, transport: Any) ->
         failures.append(f"rank {rank}: world allreduce gave {host(world_sum)}")
     before = transport.runs["native"]
     os.environ["COLLSIM_ALGO"] = "native"
+    collectives.release()
     collectives.allreduce(x, comm=comm, algorithm="ring")
     del os.environ["COLLSIM_ALGO"]
+    collectives.release()
     if transport.runs["native"] != before + 1:
         failures.append("COLLSIM_ALGO=native did not run the native collective")
     sub.Free()
@@ -417,7 +423,8 @@ def run_tuned_auto(xp: Any, comm: Any, nranks: int, transport: Any) -> list[str]
 
 def run_call_cache(comm: Any, nranks: int, transport: Any) -> list[str]:
     """A repeated call skips the checks it passed (:mod:`collectives.calls`), but not those
-    that depend on where the buffers are, nor a changed flag, environment or tuning table."""
+    that depend on where the buffers are, nor a changed flag, tuning table, or environment
+    (from the next :func:`collectives.release` on)."""
     from collectives.tuning import Rule, Tuning
     failures: list[str] = []
     memory, recv = np.zeros(10), np.zeros(4)
@@ -434,11 +441,13 @@ def run_call_cache(comm: Any, nranks: int, transport: Any) -> list[str]:
         before = transport.runs["native"]
         if change == "COLLSIM_ALGO":
             os.environ["COLLSIM_ALGO"] = "native"
+            collectives.release()  # a variable changed counts from the next release on
         else:
             collectives.auto.use_tuning(Tuning.from_rules(
                 [Rule("allreduce", nranks, 8, 0, 1 << 40, "native")], "cache"))
         collectives.allreduce(memory[0:4], recv, comm=comm)
         os.environ.pop("COLLSIM_ALGO", None)
+        collectives.release()
         collectives.auto.use_tuning(None)
         if transport.runs["native"] != before + 1:
             failures.append(f"after {change}, the repeated call did not run native")
