@@ -6,10 +6,13 @@ communicators), so the collectives' messages never meet the user's own or anothe
 communicator's.  Collectives issued back to back cannot mix either: tags number the
 messages between each pair of ranks, and MPI delivers messages between a pair in order.
 
-CuPy buffers go to MPI directly when the library is CUDA-aware (asked through Open MPI's
+NumPy buffers run as persistent requests (:mod:`.persistent`).  CuPy buffers go to MPI
+directly when the library is CUDA-aware (asked through Open MPI's
 ``MPIX_Query_cuda_support``); otherwise, or when that cannot be known, each step stages its
-messages through page-locked host memory and still reduces on the GPU.  The environment
-variable ``COLLSIM_MPI_CUDA_AWARE`` (``1`` or ``0``) overrides the detection.
+messages through page-locked host memory and still reduces on the GPU: the staging is a
+strategy of the one step walk (:mod:`.walk`).  The environment variable
+``COLLSIM_MPI_CUDA_AWARE`` (``1`` or ``0``) overrides the detection.  MPI's own
+collectives (``native``) are one table, :data:`NATIVE_MPI`.
 
 Every message's tag carries the call's signature and receives check it (:mod:`.guard`), so
 ranks that disagree raise instead of exchanging wrong data; the first call of each
@@ -318,15 +321,15 @@ class MpiTransport:
         self.runs["staged" if staged else "direct"] += 1
         buffers: tuple[Any, ...] = (work, scratch)
         strategy: Staged | Direct
-        if staged:
-            mirrors = Staged(work, scratch, plan.count, plan.scratch_count, stream)
-            strategy, areas = mirrors, mirrors.mirrors
-            buffers += areas
-        else:
-            strategy = Direct(stream)
-            areas = (DeviceBytes(_MPI, work), DeviceBytes(_MPI, scratch))
-        posting = Posted(_MPI, self.comm, plan, areas, work, scratch, reducer(xp, op))
         try:
+            if staged:
+                mirrors = Staged(work, scratch, plan.count, plan.scratch_count, stream)
+                strategy, areas = mirrors, mirrors.mirrors
+                buffers += areas
+            else:
+                strategy = Direct(stream)
+                areas = (DeviceBytes(_MPI, work), DeviceBytes(_MPI, scratch))
+            posting = Posted(_MPI, self.comm, plan, areas, work, scratch, reducer(xp, op))
             with stream:
                 walk(self.guard, CallContext(plan, signed, op, buffers), posting, strategy)
         except BaseException as error:
@@ -443,7 +446,10 @@ class MpiTransport:
                 send, recv = device.copy(), device[:shape.part]
             stream.synchronize()
         method, mpi_op = self._mpi_collective(shape.collective, op, recv.dtype, recv.size)
-        method(send, recv) if mpi_op is None else method(send, recv, mpi_op)
+        if mpi_op is None:
+            method(send, recv)
+        else:
+            method(send, recv, mpi_op)
         if staged:
             device.set(recv, stream=stream)
 

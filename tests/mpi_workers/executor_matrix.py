@@ -514,6 +514,34 @@ def run_handles(comm: Any, rank: int, nranks: int) -> list[str]:
     return failures
 
 
+def run_posted(comm: Any, rank: int, nranks: int) -> list[str]:
+    """The walk CuPy buffers take (:func:`~collectives.executors.walk.walk` posting
+    non-blocking requests per step, :class:`~collectives.executors.walk.Posted`), run here
+    on NumPy buffers with no staging, gives the bytes the persistent walk gives."""
+    from mpi4py import MPI
+
+    from collectives.executors.guard import CallContext, signed_plan
+    from collectives.executors.plan import get_plan
+    from collectives.executors.walk import Posted, walk
+    failures: list[str] = []
+    transport = transport_for(comm)
+    count = 3 * nranks + 1
+    for algorithm in collectives.ALGORITHMS:
+        plan = get_plan("allreduce", algorithm, nranks, rank, count, np.dtype("float64"), {})
+        work = np.arange(count, dtype="float64") * (rank + 1)
+        want = collectives.allreduce(work, comm=comm, algorithm=algorithm)
+        scratch = np.empty(plan.scratch_count)
+        signed = signed_plan(plan, "sum", transport.guard.codec)
+        transport.agree(plan, signed, "sum")
+        posting = Posted(MPI, transport.comm, plan, (work.view(np.uint8), scratch.view(np.uint8)),
+                         work, scratch, np.add)
+        walk(transport.guard, CallContext(plan, signed, "sum", (work, scratch)), posting, None)
+        if bits(work) != bits(want):
+            failures.append(f"rank {rank} {algorithm}: the posted walk gave {work[:4]}, the "
+                            f"persistent one {want[:4]}")
+    return failures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--xp", choices=("numpy", "cupy"), default="numpy")
@@ -546,6 +574,7 @@ def main() -> None:
     if args.transport == "mpi" and xp is np:
         failures += run_call_cache(comm, nranks, transport)
         failures += run_handles(comm, rank, nranks)
+        failures += run_posted(comm, rank, nranks)
     all_failures = world.gather(failures, root=0)
     all_digests = world.gather(digests, root=0)
     if rank == 0:
