@@ -16,7 +16,9 @@ One signature for all three, in the manner of mpi4py and CuPy::
 * ``algorithm`` is ``ring``, ``tree``, ``rhd``, ``pipeline``, ``hier`` (with
   ``ranks_per_node=``), ``native`` (the library's own collective) or ``auto`` (:func:`collectives.auto.choose`).  The environment variable
   ``COLLSIM_ALGO`` overrides it for every call, as ``NCCL_ALGO`` does for NCCL; ``params``
-  are then kept only if the forced algorithm is the one asked for.  ``params`` include
+  are then kept only if the forced algorithm is the one asked for.  The ``COLLSIM_*``
+  variables are read when a call of a new shape is checked (:mod:`collectives.calls`): a
+  change while the program runs counts from :func:`collectives.release` on.  ``params`` include
   ``channels=C`` for every algorithm, bounded by ``COLLSIM_MIN_NCHANNELS`` and
   ``COLLSIM_MAX_NCHANNELS`` (:mod:`collectives.nchannels`).
 * Ranks that disagree raise :class:`ArgumentMismatchError` by default: every message's
@@ -40,24 +42,24 @@ from __future__ import annotations
 
 import os
 from contextlib import nullcontext
+from dataclasses import replace
 from reprlib import repr as brief
 from typing import Any
 
 import numpy as np
 
 from . import auto
-from .calls import Prepared, key, lookup, remember
+from .calls import BoundCall, Prepared, key, lookup, remember
 from .build import ALGORITHMS, COMPOSED
 from .nchannels import clamp_channels
-from .executors import Transport, transport_for
+from .executors import transport_for
 from .executors.nccl import NcclComm
-from .executors.buffers import IN_PLACE, Call, lay_input, prepare, take_block
-from .executors.check import agree, check_enabled, signature
+from .executors.buffers import IN_PLACE, Call, prepare
+from .executors.check import check_enabled, signature
 from .executors.extrema import keyed_dtype
 from .executors.mpi import MPI_COUNT_MAX
-from .executors.plan import Plan, get_plan
-from .ops import (GPU_DTYPES, NCCL_ONLY_OPS, average_input, average_output, check_op,
-                  check_op_dtype)
+from .executors.plan import get_plan
+from .ops import GPU_DTYPES, check_op, check_op_dtype
 
 __all__ = ["IN_PLACE", "ALGORITHM_ENV", "CHOICES", "allreduce", "reduce_scatter", "allgather"]
 
@@ -114,7 +116,7 @@ def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
     Returns
     -------
     prepared : Prepared
-        What was decided, to replay on buffers of the same kind (:mod:`collectives.calls`).
+        What was decided, to bind (:class:`~collectives.calls.BoundCall`).
     call : Call
         The buffers, laid out.
 
@@ -140,19 +142,24 @@ def check_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any,
     if plan is not None and collective == "reduce_scatter":
         block = plan.output
         assert block.stop - block.start == call.part, "layout.block must cut equal blocks"
+    # over an NcclComm, which has no tags, the ranks agree once per call shape unless
+    # check=False (NcclComm.agree_once); with check on, every call agrees
+    checked = check_enabled(check)
+    once = not checked and check is not False and transport.name == "nccl"
     agreed = (signature(collective, call.count, call.dtype.name, op, algorithm, params)
-              if check_enabled(check) else None)
-    return Prepared(comm, transport, collective, op, algorithm, call.dtype, call.count,
-                    call.part, call.send is None, plan, agreed, check is not False), call
+              if checked or once else None)
+    shape = replace(call, send=None, recv=None, result=None)
+    return Prepared(comm, transport, shape, op, algorithm, call.send is None, plan, agreed,
+                    once, check is not False), call
 
 
 def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
                 algorithm: str, check: bool | None, stream: Any,
                 params: dict[str, Any]) -> Any:
     facts = key(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream, params)
-    repeat = lookup(facts)
-    if repeat is not None:
-        return repeat.run(sendbuf, recvbuf)
+    bound = lookup(facts)
+    if bound is not None:
+        return bound(sendbuf, recvbuf)
     device = comm.device if isinstance(comm, NcclComm) else None
     if device is None and stream is None:
         return _first_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream,
@@ -168,37 +175,13 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
 def _first_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
                 algorithm: str, check: bool | None, stream: Any, params: dict[str, Any],
                 facts: tuple | None) -> Any:
-    """Check the call in full, remember it, agree where asked, and run it."""
+    """Check the call in full, bind it, remember it, and run it."""
     prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, params)
-    remember(facts, prepared)
-    transport, plan = prepared.transport, prepared.plan
-    if prepared.signature is not None:
-        agree(prepared.signature, transport.allgather_object)
-    elif check is not False and isinstance(transport, NcclComm):
-        transport.agree_once(signature(collective, call.count, call.dtype.name, prepared.op,
-                                       prepared.algorithm, params))
+    bound = BoundCall(prepared)
+    remember(facts, bound)
     if call.xp is not np and stream is None:
         stream = call.xp.cuda.get_current_stream()
-    if plan is None:
-        transport.native(call, prepared.op, stream, prepared.signed)
-    else:
-        _run_plan(transport, plan, call, prepared.op, stream)
-    return call.result
-
-
-def _run_plan(transport: Transport, plan: Plan, call: Call, op: str, stream: Any) -> None:
-    """Lay the input into the working buffer, walk the plan, and take the output from it
-    (NCCL's ``avg`` scaled around the walk as NCCL scales it)."""
-    work = lay_input(call.xp, call.collective, call.dtype, call.count, call.send, call.recv,
-                     plan.input, stream)
-    average = op in NCCL_ONLY_OPS and call.collective != "allgather"
-    if average:
-        average_input(call.xp, work, transport.size)
-    transport.run(plan, call, work, op, stream)
-    if call.collective == "reduce_scatter":
-        take_block(call.recv, work, plan.output, call.part)
-    if average:
-        average_output(call.xp, call.result, transport.size)
+    return bound.first(call, stream)
 
 
 def allreduce(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: str = "sum",

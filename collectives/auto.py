@@ -11,9 +11,11 @@
    one given) with the simulator; this package never imports the simulator itself;
 3. the static rule (:func:`static_choice`).
 
-A decision is cached per (collective, bytes, ranks, element size), so a repeated call costs
-a dictionary lookup; installing a table or a predictor clears the cache and advances
-:func:`epoch`, by which callers that keep decisions of their own know to drop them.
+A decision is cached per (collective, bytes, ranks, element size) in
+:attr:`~collectives.executors.runtime.Runtime.decisions`, so a repeated call costs a
+dictionary lookup; installing a table or a predictor, or naming another file in
+``COLLSIM_TUNING``, forgets the decisions and the calls checked under them
+(:meth:`~collectives.executors.runtime.Runtime.forget_decisions`).
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from .executors.runtime import RUNTIME
 from .tuning import Tuning, load_tuning
 
 __all__ = ["TUNING_ENV", "TOPOLOGY_ENV", "STATIC_DOUBLING_UPTO", "STATIC_FOLD_UPTO",
            "Predictor", "use_tuning",
-           "use_predictor", "static_choice", "choose", "source", "epoch"]
+           "use_predictor", "static_choice", "choose", "source"]
 
 #: environment variable naming a tuning file for ``auto``
 TUNING_ENV = "COLLSIM_TUNING"
@@ -64,24 +67,8 @@ _STATIC_RING_BELOW = 4
 _tuning: Tuning | None = None
 _tuning_path: str | None = None
 _predictor: Predictor | None = None
-_decisions: dict[tuple[str, int, int, int], tuple[str, tuple[tuple[str, Any], ...]]] = {}
-#: advanced whenever the decisions are forgotten (see :func:`epoch`)
-_epoch = 0
-
-
-def _forget() -> None:
-    global _epoch
-    _decisions.clear()
-    _epoch += 1
-
-
-def epoch() -> int:
-    """Return a number that changes whenever ``auto``'s earlier decisions may no longer hold.
-
-    It advances when a table or a predictor is installed and when ``COLLSIM_TUNING`` names
-    another file; a decision taken under one epoch is valid while :func:`epoch` returns it.
-    """
-    return _epoch
+#: ``RUNTIME.decisions`` (one look-up less per call)
+_decisions = RUNTIME.decisions
 
 
 def use_tuning(table: Tuning | str | Path | None) -> None:
@@ -104,7 +91,7 @@ def use_tuning(table: Tuning | str | Path | None) -> None:
         raise TypeError(f"table={type(table).__name__} is not allowed; pass a "
                         "collectives.tuning.Tuning, a tuning file path, or None")
     _tuning = load_tuning(table) if isinstance(table, (str, Path)) else table
-    _forget()
+    RUNTIME.forget_decisions()
 
 
 def use_predictor(predictor: Predictor | None) -> None:
@@ -126,7 +113,7 @@ def use_predictor(predictor: Predictor | None) -> None:
         raise TypeError(f"predictor={type(predictor).__name__} is not allowed; pass a "
                         "callable or None")
     _predictor = predictor
-    _forget()
+    RUNTIME.forget_decisions()
 
 
 def _table() -> Tuning | None:
@@ -136,7 +123,7 @@ def _table() -> Tuning | None:
     path = os.environ.get(TUNING_ENV, "").strip() or None
     if path != _tuning_path:
         _tuning_path, _tuning = path, (load_tuning(path) if path else None)
-        _forget()
+        RUNTIME.forget_decisions()
     return _tuning
 
 

@@ -1,50 +1,55 @@
-"""Checked calls remembered, so that a repeated collective skips what it already checked.
+"""The one call path: a checked call bound once to what it runs, then run as often as asked.
 
-A call's checks and decisions (the buffers' types, dtypes, sizes and flags, the op, the
-algorithm ``auto`` or ``COLLSIM_ALGO`` resolves to, the plan) depend only on a few cheap
-facts: the collective, the communicator, the op and algorithm named, ``check``, each
-buffer's shape, dtype and flags, the variables the call path reads from the environment
-and :func:`collectives.auto.epoch`, and the tuning parameters.  :func:`key` gathers them
-into one tuple (None for a call it does not cover: CuPy buffers, a stream, a parameter
-that is not a bool, int, str or None, such as ``order``, ``recvbuf=None``, an
-``mpi4py.MPI.Op``); the public functions keep a :class:`Repeat` per key, bound to what it
-runs (MPI's collective, or the plan with its signed tags).  What depends
-on where the buffers are (their overlap) is checked on every call.
+The first call of a shape checks it in full (:func:`collectives.api.check_call`) and
+builds a :class:`BoundCall` from what the checks decided (:class:`Prepared`): the
+agreement across ranks where asked, the transport's walk of the rank's plan
+(:meth:`~.executors.transport.Transport.walker`) or its library's own collective
+(:meth:`~.executors.transport.Transport.native_runner`), and the input's and output's
+layout around it.  Every call runs through one: the first call, a repeated one the call
+cache finds, and a persistent handle (:mod:`collectives.handles`), which holds one bound
+to its buffers (:meth:`BoundCall.hold`).
 
-The environment is read through ``os.environ``'s own dictionary of encoded names and
-values, one lookup per variable, so that a variable set or removed between calls (as tests
-do) changes the key at a fraction of the cost of ``os.environ.get``.
+The call cache (:attr:`~.executors.runtime.Runtime.calls`) keeps a bound call under the
+facts its checks depend on (:func:`key`): the collective, the communicator, the op and
+algorithm named, ``check``, each buffer's shape, dtype and flags, and the tuning
+parameters (None for a call it does not cover: CuPy buffers, a stream, a parameter that is
+not a bool, int, str or None, such as ``order``, ``recvbuf=None``, an ``mpi4py.MPI.Op``).
+What depends on where the buffers are (their overlap) is checked on every call.  A new
+``auto`` table or predictor forgets the cache
+(:meth:`~.executors.runtime.Runtime.forget_decisions`).  The variables of
+:data:`WATCHED_ENV` are read (through ``os.environ``) when a call is checked in full, and a
+bound call keeps what they said, as NCCL reads its variables when a communicator is
+created: a call reads no variable, and a variable changed while the program runs counts
+from :func:`collectives.release` on, which forgets every bound call.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from . import auto
-from .executors.buffers import IN_PLACE, check_overlap, lay_input, take_block
+from .executors.buffers import IN_PLACE, Call, check_overlap, lay_input, take_block
 from .executors.check import agree
 from .executors.guard import signed_plan
+from .executors.persistent import HeldPlan
+from .executors.plan import Plan
+from .executors.runtime import RUNTIME
+from .executors.transport import Transport
+from .ops import NCCL_ONLY_OPS, average_input, average_output
 
-__all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "Repeat", "key", "lookup", "remember",
-           "release_calls"]
+__all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "BoundCall", "key", "lookup", "remember"]
 
 #: the environment variables that decide what a call runs (:mod:`collectives.api`,
 #: :mod:`collectives.executors.check`, :mod:`collectives.auto`, :mod:`collectives.nchannels`)
 WATCHED_ENV = ("COLLSIM_ALGO", "COLLSIM_CHECK", "COLLSIM_TUNING", "COLLSIM_MIN_NCHANNELS",
                "COLLSIM_MAX_NCHANNELS")
 
-#: prepared calls kept per process (the oldest dropped first)
+#: bound calls kept per process (the oldest dropped first)
 CALLS_KEPT = 256
 
-_ALGO, _CHECK, _TUNING, _MIN, _MAX = (os.environ.encodekey(name) for name in WATCHED_ENV)
-#: ``os.environ``'s own dictionary (encoded names to encoded values): every change made
-#: through ``os.environ`` (``monkeypatch.setenv`` included) lands in it
-_ENVIRON: dict = os.environ._data  # type: ignore[attr-defined]
 _NDARRAY = np.ndarray
 #: the types of parameter values a key covers (each value is keyed with its type: a call
 #: with ``doubling=1`` is checked in full, not taken for one with ``doubling=True``)
@@ -56,88 +61,93 @@ _may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """What a checked call decided, to run again on buffers of the same kind.
+    """What a checked call decided, to bind (:class:`BoundCall`).
 
     Attributes
     ----------
     comm : Any
         The communicator passed (kept so that its ``id`` in the key stays its own).
-    transport : MpiTransport
+    transport : Transport
         The transport it resolved to.
-    collective, op, algorithm : str
-        The call, with the algorithm resolved (``native`` or a schedule's name).
-    dtype : numpy.dtype
-        The buffers' dtype.
-    count, part : int
-        Elements of the working buffer and of one rank's block.
+    shape : Call
+        The call laid out, without its buffers: collective, array module, dtype, count
+        and part.
+    op, algorithm : str
+        The reduction, and the algorithm resolved (``native`` or a schedule's name).
     in_place : bool
         Whether the input is taken from ``recvbuf``.
     plan : Plan or None
         The rank's plan (None for ``native``).
     signature : tuple or None
-        What the ranks agree on before each call, when ``check`` is on; else None.
+        What the ranks agree on (:func:`~.executors.check.signature`): before each call
+        when ``check`` is on, once per shape over an ``NcclComm`` (``once``); else None.
+    once : bool
+        Agree on ``signature`` once per communicator (:meth:`~.executors.nccl.NcclComm.
+        agree_once`), not before each call.
     signed : bool
         Whether ``native`` exchanges hellos first (False for ``check=False``).
     """
 
     comm: Any
-    transport: Any
-    collective: str
+    transport: Transport
+    shape: Call
     op: str
     algorithm: str
-    dtype: Any
-    count: int
-    part: int
     in_place: bool
-    plan: Any
+    plan: Plan | None
     signature: tuple | None
+    once: bool
     signed: bool
 
 
-class Repeat:
-    """A remembered call bound to what it runs: :meth:`run` replays it on new buffers.
+class BoundCall:
+    """A checked call bound to what it runs.
 
-    What every call still checks is where the buffers are (their overlap), and, with
-    ``check`` on, the agreement across ranks; the rest was decided once, in ``prepared``:
-    ``native`` calls MPI's collective (after its hellos when signed) through
-    :meth:`~.executors.mpi.MpiTransport.native_host`, a schedule lays the input into its
-    working buffer, walks the plan with its signed tags
-    (:meth:`~.executors.mpi.MpiTransport.run_host`) and takes the output.
+    What every call still does is check where the buffers are (their overlap) and, with
+    ``check`` on, agree across ranks; the rest was decided once, in ``prepared``: the
+    library's own collective, or the input laid into the working buffer, the transport's
+    walk of the plan, and the output taken from it (NCCL's ``avg`` scaled around the walk
+    as NCCL scales it).
 
     Parameters
     ----------
     prepared : Prepared
-        What the full check decided, for an MPI transport's call on NumPy buffers.
+        What the full check decided.
 
     Attributes
     ----------
     prepared : Prepared
         As given (it keeps the communicator, whose ``id`` is in the key, alive).
-    guard : Guard
-        The transport's guard: :func:`lookup` gives up the repeat once it broke.
+    guard : Guard or NcclComm
+        What says whether the transport still works (its ``broken``): :func:`lookup` gives
+        up the bound call once it broke.
     """
 
-    __slots__ = ("prepared", "guard", "_in_place", "_cut", "_agree", "_native", "_plan",
-                 "_signed", "_op", "_scatter", "_run_host")
+    __slots__ = ("prepared", "guard", "_xp", "_cut", "_agree", "_native", "_plan", "_walk",
+                 "_scatter", "_average", "_size")
 
     def __init__(self, prepared: Prepared) -> None:
-        transport, plan = prepared.transport, prepared.plan
-        self.prepared, self.guard, self._plan = prepared, transport.guard, plan
-        self._in_place, self._op = prepared.in_place, prepared.op
-        self._scatter = prepared.collective == "reduce_scatter"
+        transport, plan, shape = prepared.transport, prepared.plan, prepared.shape
+        self.prepared, self.guard, self._plan = prepared, getattr(transport, "guard", transport), \
+            plan
+        self._xp, self._size = shape.xp, transport.size
+        self._scatter = shape.collective == "reduce_scatter"
         #: the result is recvbuf's first block (an in-place ReduceScatter), else recvbuf
-        self._cut = prepared.part if prepared.in_place and self._scatter else None
-        self._agree = None if prepared.signature is None else partial(
-            agree, prepared.signature, transport.allgather_object)
+        self._cut = shape.part if prepared.in_place and self._scatter else None
+        self._agree: Callable[[], Any] | None = None
+        if prepared.once:  # an NcclComm's
+            nccl: Any = transport
+            self._agree = partial(nccl.agree_once, prepared.signature)
+        elif prepared.signature is not None:
+            self._agree = partial(agree, prepared.signature, transport.allgather_object)
+        self._average = prepared.op in NCCL_ONLY_OPS and shape.collective != "allgather"
         if plan is None:
-            self._native = transport.native_host(prepared.collective, prepared.count,
-                                                 prepared.dtype, prepared.op, prepared.signed)
+            self._native = transport.native_runner(shape, prepared.op, prepared.signed)
         else:
-            self._signed = signed_plan(plan, prepared.op, transport.guard.codec)
-            self._run_host = transport.run_host
+            self._walk = transport.walker(plan, prepared.op, shape.xp)
 
-    def run(self, sendbuf: Any, recvbuf: Any) -> Any:
-        """Run the call on buffers of the kind :func:`key` described.
+    def __call__(self, sendbuf: Any, recvbuf: Any) -> Any:
+        """Run the call on NumPy buffers of the kind :func:`key` described.
 
         Parameters
         ----------
@@ -158,26 +168,92 @@ class Repeat:
         """
         recv = recvbuf if recvbuf.ndim == 1 else recvbuf.reshape(-1)
         send = None
-        if not self._in_place:
+        if not self.prepared.in_place:
             send = sendbuf if sendbuf.ndim == 1 else sendbuf.reshape(-1)
             if _may_share_memory(send, recv):
                 check_overlap(np, send, recv)  # raises
-        if self._agree is not None:
-            self._agree()
-        if self._plan is None:
-            self._native(send, recv)
-        else:
-            self._walk(send, recv)
+        self.run(send, recv, None)
         return recvbuf if self._cut is None else recv[:self._cut]
 
-    def _walk(self, send: Any, recv: Any) -> None:
-        """Lay the input into the working buffer, walk the plan, take the output."""
-        plan, prepared = self._plan, self.prepared
-        work = lay_input(np, prepared.collective, prepared.dtype, prepared.count, send, recv,
-                         plan.input)
-        self._run_host(plan, self._signed, self._op, work, send)
+    def first(self, call: Call, stream: Any) -> Any:
+        """Run the call on the buffers its full check laid out (a first call, or one the
+        cache does not cover), after checking that the transport still works.
+
+        Parameters
+        ----------
+        call : Call
+            The checked call's buffers.
+        stream : cupy.cuda.Stream or None
+            The stream for CuPy buffers.
+
+        Returns
+        -------
+        array
+            What the public collective returns.
+        """
+        self.prepared.transport.check_usable()
+        self.run(call.send, call.recv, stream)
+        return call.result
+
+    def run(self, send: Any, recv: Any, stream: Any) -> None:
+        """Agree where asked, then run the library's collective or the plan.
+
+        Parameters
+        ----------
+        send : array or None
+            The input, flat (None in place).
+        recv : array
+            The output, flat.
+        stream : cupy.cuda.Stream or None
+            The stream for CuPy buffers.
+        """
+        if self._agree is not None:
+            self._agree()
+        plan = self._plan
+        if plan is None:
+            self._native(send, recv, stream)
+            return
+        xp, shape = self._xp, self.prepared.shape
+        work = lay_input(xp, shape.collective, shape.dtype, shape.count, send, recv,
+                         plan.input, stream)
+        if self._average:
+            average_input(xp, work, self._size)
+        self._walk(work, send, stream)
         if self._scatter:
-            take_block(recv, work, plan.output, self.prepared.part)
+            take_block(recv, work, plan.output, shape.part)
+        if self._average:
+            average_output(xp, recv if self._cut is None else recv[:self._cut], self._size)
+
+    def hold(self, call: Call) -> HeldPlan | Callable[[], Any]:
+        """Bind this call to ``call``'s buffers for good, as a persistent handle holds it
+        (NumPy buffers over MPI).
+
+        A handle for a schedule owns its scratch (and, for an out-of-place ReduceScatter,
+        its working buffer) and its persistent requests (:class:`~.executors.persistent.
+        HeldPlan`); one for ``native`` calls MPI's own collective after its hellos, or,
+        unsigned, mpi4py's method bound to the buffers.  Collective, as the handle's
+        creation is: ranks agree on a schedule here.
+
+        Parameters
+        ----------
+        call : Call
+            The checked call's buffers.
+
+        Returns
+        -------
+        HeldPlan or callable
+            A schedule's held plan (its ``run`` runs it, its ``free`` frees its requests),
+            or the native collective bound to the buffers; the handle checks that the
+            transport still works before each call.
+        """
+        prepared, plan = self.prepared, self._plan
+        transport: Any = prepared.transport
+        if plan is None:
+            if not prepared.signed:
+                return transport.native_call(call, prepared.op)
+            return partial(self._native, call.send, call.recv, None)
+        return HeldPlan(transport, plan, signed_plan(plan, prepared.op, transport.guard.codec),
+                        prepared.op, call)
 
 
 def key(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorithm: Any,
@@ -207,10 +283,8 @@ def key(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorit
         shape, dtype, flags = sendbuf.shape, sendbuf.dtype, sendbuf.flags.num
     else:
         return None
-    get = _ENVIRON.get
     return (collective, id(comm), op, algorithm, check, shape, dtype, flags, recvbuf.shape,
-            recvbuf.dtype, recvbuf.flags.num, auto.epoch(), get(_ALGO), get(_CHECK),
-            get(_TUNING), get(_MIN), get(_MAX), tuning)
+            recvbuf.dtype, recvbuf.flags.num, tuning)
 
 
 def _params_key(params: dict[str, Any]) -> tuple | None:
@@ -224,11 +298,12 @@ def _params_key(params: dict[str, Any]) -> tuple | None:
     return tuple(out)
 
 
-_repeats: dict[tuple, Repeat] = {}
+#: ``RUNTIME.calls`` (one look-up less per call)
+_calls = RUNTIME.calls
 
 
-def lookup(facts: tuple | None) -> Repeat | None:
-    """Return the remembered call for ``facts`` if its transport can still run it.
+def lookup(facts: tuple | None) -> BoundCall | None:
+    """Return the bound call for ``facts`` if its transport can still run it.
 
     Parameters
     ----------
@@ -237,36 +312,33 @@ def lookup(facts: tuple | None) -> Repeat | None:
 
     Returns
     -------
-    Repeat or None
+    BoundCall or None
         None on a miss, or when the transport was closed or failed since (the caller then
         checks the call in full, which says why).
     """
     if facts is None:
         return None
-    found = _repeats.get(facts)
+    found = _calls.get(facts)
     if found is None or found.guard.broken is not None:
         return None
     return found
 
 
-def remember(facts: tuple | None, prepared: Prepared) -> None:
-    """Keep ``prepared``, bound to what it runs, under ``facts`` (nothing when ``facts`` is
-    None or the transport is not MPI's).
+def remember(facts: tuple | None, bound: BoundCall) -> None:
+    """Keep ``bound`` under ``facts`` (nothing when ``facts`` is None or the call is not on
+    NumPy buffers over MPI).
 
     Parameters
     ----------
     facts : tuple or None
         From :func:`key`, taken before the call was checked.
-    prepared : Prepared
-        What the check decided.
+    bound : BoundCall
+        The call the check bound.
     """
-    if facts is None or getattr(prepared.transport, "name", None) != "mpi":
+    prepared = bound.prepared
+    if facts is None or prepared.transport.name != "mpi" or prepared.shape.xp is not np:
         return
-    _repeats[facts] = Repeat(prepared)
-    if len(_repeats) > CALLS_KEPT:
-        del _repeats[next(iter(_repeats))]
-
-
-def release_calls() -> None:
-    """Forget every remembered call (:func:`collectives.release`)."""
-    _repeats.clear()
+    calls = RUNTIME.calls
+    calls[facts] = bound
+    if len(calls) > CALLS_KEPT:
+        del calls[next(iter(calls))]

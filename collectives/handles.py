@@ -23,26 +23,17 @@ disagree still raise :class:`~collectives.ArgumentMismatchError`.
 
 from __future__ import annotations
 
-import weakref
-from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .api import check_call
-from .calls import Prepared
+from .calls import BoundCall
 from .executors.buffers import Call
-from .executors.guard import signed_plan
 from .executors.check import agree
-from .executors.persistent import Binding
+from .executors.persistent import HeldPlan
 
 __all__ = ["PersistentCollective", "allreduce_init", "reduce_scatter_init", "allgather_init"]
-
-
-def _free(binding: list[Binding], mpi: Any) -> None:
-    """Free a handle's requests, unless a failed walk may have left them active."""
-    if binding and not mpi.Is_finalized():
-        binding.pop().free()
 
 
 class PersistentCollective:
@@ -52,44 +43,26 @@ class PersistentCollective:
 
     Parameters
     ----------
-    prepared : Prepared
-        The checked call (:func:`collectives.api.check_call`).
+    bound : BoundCall
+        The checked call (:func:`collectives.api.check_call`), bound.
     call : Call
-        Its buffers, laid out.
+        Its buffers, laid out: the handle holds ``bound`` to them
+        (:meth:`~collectives.calls.BoundCall.hold`).
+
+    Attributes
+    ----------
+    bound : BoundCall
+        As given.
     """
 
-    __slots__ = ("_prepared", "_call", "_guard", "_work", "_scratch", "_signed", "_binding",
-                 "_before", "_after", "_free", "_native", "__weakref__")
+    __slots__ = ("bound", "_run", "_held", "_result", "_guard")
 
-    def __init__(self, prepared: Prepared, call: Call) -> None:
-        transport, plan = prepared.transport, prepared.plan
-        self._prepared, self._call, self._guard = prepared, call, transport.guard
-        self._binding: list[Binding] = []
-        self._before: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
-        self._after: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
-        if plan is None:  # MPI's own collective bound to the buffers (after its hellos)
-            self._native = transport.native_call(call, prepared.op) if not prepared.signed \
-                else partial(transport.native_host(call.collective, call.count, call.dtype,
-                                                   prepared.op, True), call.send, call.recv)
-            return
-        self._native = None
-        self._work = call.recv
-        if call.collective == "reduce_scatter" and call.send is not None:
-            self._work = np.empty(call.count, call.dtype)
-            self._after = ((self._work[plan.output], call.recv),)
-        elif call.collective == "reduce_scatter" and plan.output.start:
-            self._after = ((self._work[plan.output], call.recv[:call.part]),)
-        if call.send is not None:
-            self._before = ((call.send, self._work[plan.input]),)
-        self._scratch = np.empty(plan.scratch_count, call.dtype)
-        self._signed = signed_plan(plan, prepared.op, transport.guard.codec)
-        if plan.count:  # collective, as init is
-            transport.agree(plan, self._signed, prepared.op)
-        if plan.steps:
-            from mpi4py import MPI as mpi  # loaded already: the transport runs on it
-            self._binding.append(transport.persistent.bind(plan, self._signed, prepared.op,
-                                                           self._work, self._scratch, call.send))
-            self._free = weakref.finalize(self, _free, self._binding, mpi)
+    def __init__(self, bound: BoundCall, call: Call) -> None:
+        self.bound, self._result = bound, call.result
+        self._guard: Any = bound.guard
+        held = bound.hold(call)
+        self._held = held if isinstance(held, HeldPlan) else None
+        self._run: Callable[[], Any] = held.runner() if isinstance(held, HeldPlan) else held
 
     def __call__(self) -> np.ndarray:
         """Run the collective on the buffers' current contents.
@@ -106,38 +79,22 @@ class PersistentCollective:
         CommunicatorBrokenError
             When a collective failed on the communicator before, or it was closed.
         """
-        native, guard = self._native, self._guard
-        if guard.broken is not None:
-            guard.check_usable()
-        if native is not None:
-            native()
-            return self._call.result
-        prepared, call = self._prepared, self._call
-        copyto = np.copyto
-        for source, destination in self._before:
-            copyto(destination, source)
-        if self._binding:
-            try:
-                prepared.transport.persistent.walk(self._binding[0], self._signed, prepared.op,
-                                                   self._work, self._scratch)
-            except BaseException as error:
-                self._binding.clear()  # its requests may still be active: never free them
-                prepared.transport.interrupted(prepared.plan, error)
-                raise
-        for source, destination in self._after:
-            copyto(destination, source)
-        return call.result
+        if self._guard.broken is not None:
+            self._guard.check_usable()
+        self._run()
+        return self._result
 
     def free(self) -> None:
         """Free the persistent requests now (the handle cannot run afterwards)."""
-        if self._binding:
-            self._free()
+        if self._held is not None:
+            self._held.free()
         self._guard = _Freed()
 
     def __repr__(self) -> str:
-        prepared = self._prepared
-        return (f"<PersistentCollective {prepared.collective} {prepared.algorithm} "
-                f"({prepared.dtype}, {prepared.op}, count {prepared.count})>")
+        prepared = self.bound.prepared
+        shape = prepared.shape
+        return (f"<PersistentCollective {shape.collective} {prepared.algorithm} "
+                f"({shape.dtype}, {prepared.op}, count {shape.count})>")
 
 
 class _Freed:
@@ -153,13 +110,13 @@ class _Freed:
 def _init(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorithm: str,
           check: bool | None, params: dict[str, Any]) -> PersistentCollective:
     prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, params)
-    if call.xp is not np or getattr(prepared.transport, "name", None) != "mpi":
+    if call.xp is not np or prepared.transport.name != "mpi":
         raise TypeError(f"{collective}_init takes NumPy buffers over an mpi4py communicator; "
                         f"for CuPy buffers or an NcclComm call collectives.{collective}")
     if prepared.signature is not None:
         agree(prepared.signature, prepared.transport.allgather_object)
-    prepared.transport.guard.check_usable()
-    return PersistentCollective(prepared, call)
+    prepared.transport.check_usable()
+    return PersistentCollective(BoundCall(prepared), call)
 
 
 def allreduce_init(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, op: Any = "sum",

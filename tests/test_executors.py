@@ -139,22 +139,17 @@ def test_check_enabled_reads_the_environment(monkeypatch) -> None:
         check_enabled(None)
 
 
-def test_call_key_changes_with_what_the_checks_depend_on(monkeypatch) -> None:
+def test_call_key_changes_with_what_the_checks_depend_on() -> None:
     from collectives import calls
     send, recv = np.zeros(4, np.float32), np.zeros(4, np.float32)
     args = ("allreduce", send, recv, None, "sum", "ring", None, None, {})
     base = calls.key(*args)
     assert base is not None and calls.key(*args) == base
-    monkeypatch.setenv("COLLSIM_ALGO", "native")
-    assert calls.key(*args) != base
-    monkeypatch.delenv("COLLSIM_ALGO")
     recv.flags.writeable = False
     assert calls.key(*args) != base
     recv.flags.writeable = True
     assert calls.key("allreduce", send, recv.reshape(2, 2), *args[3:]) != base
     assert calls.key("allreduce", IN_PLACE, recv, *args[3:]) != base
-    collectives.auto.use_tuning(None)  # a new epoch: auto's decisions may have changed
-    assert calls.key(*args) != base
     doubling = calls.key(*args[:-1], {"doubling": True})
     assert doubling not in (None, base) and calls.key(*args[:-1], {"doubling": True}) == doubling
     assert calls.key(*args[:-1], {"doubling": 1}) not in (None, doubling)  # checked apart
@@ -164,6 +159,26 @@ def test_call_key_changes_with_what_the_checks_depend_on(monkeypatch) -> None:
         named = dict(zip(("collective", "sendbuf", "recvbuf", "comm", "op", "algorithm",
                           "check", "stream", "params"), args)) | uncovered
         assert calls.key(**named) is None, uncovered
+
+
+@pytest.mark.parametrize("change", ["release", "use_tuning", "use_predictor", "COLLSIM_ALGO"])
+def test_what_a_decision_depends_on_forgets_the_bound_calls(monkeypatch, change) -> None:
+    """A new ``auto`` table or predictor forgets the bound calls and ``auto``'s decisions,
+    :func:`collectives.release` the bound calls; a variable set while the program runs
+    forgets nothing (it counts from the next release on)."""
+    from collectives.executors.runtime import RUNTIME
+    RUNTIME.calls[("a call",)] = object()
+    RUNTIME.decisions[("a decision",)] = ("ring", ())
+    if change == "COLLSIM_ALGO":
+        monkeypatch.setenv(change, "native")
+    elif change == "release":
+        collectives.release()
+    else:
+        getattr(collectives.auto, change)(None)
+    assert bool(RUNTIME.calls) == (change == "COLLSIM_ALGO")
+    assert bool(RUNTIME.decisions) == (change in ("release", "COLLSIM_ALGO"))
+    RUNTIME.calls.clear()
+    RUNTIME.decisions.clear()
 
 
 def test_graph_copies_match_apply_copies_without_allocating() -> None:

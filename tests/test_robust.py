@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 import collectives
 from collectives.executors import abort
 from collectives.executors.buffers import WORKSPACE_ENV, workspace, workspace_bytes
-from collectives.executors.guard import SEQUENCE_BITS, TagCodec, signed_plan
+from collectives.executors.guard import SEQUENCE_BITS, Guard, TagCodec, signed_plan
 from collectives.executors.plan import get_plan
 
 TAG_UB = 2**31 - 1
@@ -49,7 +50,8 @@ def test_first_receive_from_each_peer_is_probed_and_the_note_goes_to_every_rank(
     plan = get_plan("allreduce", "ring", 4, 1, 1000, np.dtype("float32"), {})
     signed = signed_plan(plan, "sum", TagCodec(TAG_UB))
     assert [s.first for s in signed.steps] == [1] + [0] * (len(plan.steps) - 1)
-    assert signed.others == (0, 2, 3)
+    comm = SimpleNamespace(Get_rank=lambda: 1, Get_size=lambda: 4)
+    assert Guard(SimpleNamespace(Status=lambda: None), comm, TAG_UB).others == (0, 2, 3)
     rhd = signed_plan(get_plan("allreduce", "rhd", 4, 0, 1000, np.dtype("float32"), {}),
                       "sum", TagCodec(TAG_UB))
     assert sum(s.first for s in rhd.steps) == 2  # peers 1 and 2, each first met once

@@ -2,6 +2,10 @@
 
 * :mod:`.plan` compiles one rank's steps once and caches the plan;
 * :mod:`.buffers` checks and lays out NumPy or CuPy buffers before any communication;
+* :mod:`.runtime` holds what the collectives keep between calls, in one object;
+* :mod:`.walk` is the MPI step walk, with its postings and stagings as strategies;
+* :mod:`.persistent` binds plans to buffers as persistent requests, which
+  :mod:`.compiled` also walks in one native call;
 * :mod:`.mpi` walks plans over MPI, CUDA-aware or staged through host memory;
 * :mod:`.nccl` walks plans through NCCL's grouped send/recv;
 * :mod:`.graphs` captures a repeated NCCL walk as a CUDA graph and replays it;

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..ops import ALL_DTYPES, GPU_DTYPES, check_dtype
+from .runtime import RUNTIME
 
 __all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place",
-           "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "release_workspace",
-           "staging", "staged_done", "check_overlap", "lay_input", "take_block"]
+           "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "staging", "staged_done", "check_overlap", "lay_input", "take_block"]
 
 #: environment variable: bytes of workspace kept between calls (default 64 MiB)
 WORKSPACE_ENV = "COLLSIM_WORKSPACE_BYTES"
@@ -345,9 +345,6 @@ def take_block(recv: Any, work: Any, output: slice, part: int) -> None:
         recv[:part] = work[output]
 
 
-_workspace: dict[tuple, Any] = {}
-
-
 def workspace_limit() -> int:
     """Return the bytes of workspace kept between calls: ``COLLSIM_WORKSPACE_BYTES`` or 64 MiB.
 
@@ -372,7 +369,7 @@ def workspace_limit() -> int:
 
 def workspace_bytes() -> int:
     """Return the bytes the workspace cache holds now."""
-    return sum(array.nbytes for array in _workspace.values())
+    return sum(array.nbytes for array in RUNTIME.workspace.values())
 
 
 def discard(array: Any) -> None:
@@ -387,25 +384,10 @@ def discard(array: Any) -> None:
         A workspace array or a view of one; anything else is ignored.
     """
     base = array if getattr(array, "base", None) is None else array.base
-    for key, cached in list(_workspace.items()):
+    cache = RUNTIME.workspace
+    for key, cached in list(cache.items()):
         if cached is array or cached is base:
-            del _workspace[key]
-
-
-def release_workspace() -> None:
-    """Drop every cached workspace array; memory returns once no caller holds a view.
-
-    Pending host-to-device copies from pinned staging areas are waited for first.
-    """
-    _wait_staged()
-    _workspace.clear()
-
-
-def _wait_staged() -> None:
-    """Wait for every host-to-device copy that may still read a pinned staging area."""
-    for event, _ in _staging_events.values():
-        event.synchronize()
-    _staging_events.clear()
+            del cache[key]
 
 
 def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None) -> Any:
@@ -444,10 +426,11 @@ def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None)
         key = (xp, dtype, purpose, cupy.cuda.Device().id, on)
     else:
         key = (xp.__name__, dtype, purpose, xp.cuda.Device().id, on)
-    array = _workspace.get(key)
+    cache = RUNTIME.workspace
+    array = cache.get(key)
     if array is not None and array.size >= count:
         return array[:count]
-    _workspace.pop(key, None)
+    cache.pop(key, None)
     if xp == "pinned":
         import cupyx
         array = cupyx.empty_pinned(count, dtype)
@@ -456,16 +439,10 @@ def workspace(xp: Any, dtype: Any, count: int, purpose: str, stream: Any = None)
     limit = workspace_limit()
     if array.nbytes <= limit:
         if workspace_bytes() + array.nbytes > limit:
-            _wait_staged()
-            _workspace.clear()
-        _workspace[key] = array
+            RUNTIME.wait_staged()
+            cache.clear()
+        cache[key] = array
     return array[:count]
-
-
-#: stream pointer -> (CUDA event recorded after the last copy that read its staging areas,
-#: those areas): held until the event is reached, so that a mirror the workspace did not
-#: keep (larger than its limit) is not freed while a copy still reads it
-_staging_events: dict[int, tuple[Any, tuple[Any, ...]]] = {}
 
 
 def staging(dtype: Any, count: int, scratch_count: int, stream: Any) -> tuple[Any, Any]:
@@ -489,7 +466,7 @@ def staging(dtype: Any, count: int, scratch_count: int, stream: Any) -> tuple[An
     host, host_scratch : numpy.ndarray
         Pinned arrays of ``count`` and ``scratch_count`` elements.
     """
-    pending = _staging_events.pop(stream.ptr, None)
+    pending = RUNTIME.staging.pop(stream.ptr, None)
     if pending is not None:
         pending[0].synchronize()
     return (workspace("pinned", dtype, count, "mpi-stage-work", stream),
@@ -515,4 +492,6 @@ def staged_done(stream: Any, *mirrors: Any) -> None:
     import cupy
     event = cupy.cuda.Event(block=False, disable_timing=True)
     event.record(stream)
-    _staging_events[stream.ptr] = (event, mirrors)
+    # held until the event is reached, so that a mirror the workspace did not keep (larger
+    # than its limit) is not freed while a copy still reads it
+    RUNTIME.staging[stream.ptr] = (event, mirrors)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..build import ALGORITHMS, COMPOSED
 from ..errors import CollectivesError
@@ -44,10 +44,11 @@ from ..ops import DTYPES, OPS
 from ..schedule import COLLECTIVES
 from .buffers import discard
 from .check import ArgumentMismatchError
-from .plan import Plan, PlanStep
+from .plan import Plan, describe_step
+from .runtime import RUNTIME
 
 __all__ = ["CommunicatorBrokenError", "TagCodec", "SignedStep", "SignedPlan", "signed_plan",
-           "Guard", "release_signed", "SEQUENCE_BITS"]
+           "CallContext", "Guard", "SEQUENCE_BITS"]
 
 #: low tag bits that number a pair's messages within a call (modulo 2**SEQUENCE_BITS)
 SEQUENCE_BITS = 6
@@ -203,20 +204,13 @@ class SignedPlan:
     ----------
     steps : tuple of SignedStep
         One per plan step.
-    others : tuple of int
-        Every other rank: a failing call sends each an empty message
-        (:meth:`Guard.settle`).
     signature : int
         The tag of the call's first message (:meth:`TagCodec.base`): what the ranks agree
         on the first time a communicator runs the call (:mod:`.hello`).
     """
 
     steps: tuple[SignedStep, ...]
-    others: tuple[int, ...]
     signature: int = 0
-
-
-_signed: dict[tuple[int, str], tuple[Plan, SignedPlan]] = {}
 
 #: signed plans kept (the same bound as the plan cache)
 _SIGNED_CACHE_SIZE = 256
@@ -237,12 +231,14 @@ def signed_plan(plan: Plan, op: str, codec: TagCodec) -> SignedPlan:
     Returns
     -------
     SignedPlan
-        Cached per (plan, op): a repeated call costs one dictionary look-up.
+        Cached per (plan, op) in :attr:`~.runtime.Runtime.signed`: a repeated call costs
+        one dictionary look-up.
     """
-    key = (id(plan), op)
-    hit = _signed.get(key)
-    if hit is not None and hit[0] is plan:
-        return hit[1]
+    key = (plan, op)
+    cache = RUNTIME.signed
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
     base = codec.base(plan.collective, plan.count, plan.dtype, op, plan.algorithm, plan.params)
     mask = (1 << SEQUENCE_BITS) - 1
     steps = tuple(SignedStep(step.first,
@@ -251,37 +247,62 @@ def signed_plan(plan: Plan, op: str, codec: TagCodec) -> SignedPlan:
                              tuple((span, peer, base | (tag & mask))
                                    for span, peer, tag in step.sends))
                   for step in plan.steps)
-    signed = SignedPlan(steps, tuple(peer for peer in range(plan.nranks) if peer != plan.rank),
-                        base)
-    if len(_signed) >= _SIGNED_CACHE_SIZE:
-        _signed.clear()
-    _signed[key] = (plan, signed)
+    signed = SignedPlan(steps, base)
+    if len(cache) >= _SIGNED_CACHE_SIZE:
+        cache.clear()
+    cache[key] = signed
     return signed
 
 
-def release_signed() -> None:
-    """Forget every signed plan (:func:`collectives.release`)."""
-    _signed.clear()
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """What the guard needs of the call whose step it completes: one per walk of a plan
+    (a persistent binding keeps its own).
+
+    Attributes
+    ----------
+    plan : Plan
+        The rank's plan (the peer of each receive; the call, named in errors).
+    signed : SignedPlan
+        Its tags.
+    op : str
+        The call's reduction (named in errors).
+    buffers : tuple of arrays
+        Every buffer the call's requests read or write (kept alive if they cannot
+        complete).
+    """
+
+    plan: Plan
+    signed: SignedPlan
+    op: str
+    buffers: tuple[Any, ...]
+
+    def describe(self, index: int) -> str:
+        """Say which call and step ``index`` is, in a few words (for errors)."""
+        return describe_step(self.plan, self.op, index)
 
 
 class Guard:
     """Waits for a step, checks what arrived, and on failure cleans up and says why.
 
-    One per transport (:class:`~.mpi.MpiTransport`).
+    One per transport (:class:`~.mpi.MpiTransport`).  The methods about a step take the
+    call's :class:`CallContext` and the step's index.
 
     Parameters
     ----------
+    mpi : module
+        ``mpi4py.MPI`` (``Status`` is all it asks of it here).
     comm : mpi4py.MPI.Intracomm
         The private communicator the steps run on.
     tag_ub : int
         ``MPI.TAG_UB``.
-    status : mpi4py.MPI.Status
-        A status of its own, filled by each matched probe (:meth:`take_first`).
 
     Attributes
     ----------
     codec : TagCodec
         Packs signatures into tags.
+    others : tuple of int
+        Every other rank: a failing call sends each an empty message (:meth:`settle`).
     broken : str or None
         Why the communicator can no longer be used; None while it can.
     orphans : list
@@ -290,17 +311,19 @@ class Guard:
     statuses : list of mpi4py.MPI.Status
         Filled by each step's ``Waitall``, reused from step to step; :meth:`fail` reads
         them.
+    status : mpi4py.MPI.Status
+        Filled by each matched probe (:meth:`take_first`).
     """
 
-    def __init__(self, comm: Any, tag_ub: int, status: Any) -> None:
-        self.comm = comm
+    def __init__(self, mpi: Any, comm: Any, tag_ub: int) -> None:
+        self.mpi, self.comm = mpi, comm
         self.codec = TagCodec(tag_ub)
         self.rank = comm.Get_rank()
+        self.others = tuple(peer for peer in range(comm.Get_size()) if peer != self.rank)
         self.broken: str | None = None
         self.orphans: list[tuple[list[Any], tuple[Any, ...]]] = []
         self.statuses: list[Any] = []
-        #: the status of each matched probe (:meth:`take_first`)
-        self.status = status
+        self.status = mpi.Status()
 
     def check_usable(self) -> None:
         """Raise :class:`CommunicatorBrokenError` if a collective failed here before."""
@@ -310,9 +333,8 @@ class Guard:
                 f"still hold that call's messages, so no further collective can run on it: "
                 f"use a new communicator (e.g. comm.Dup()) after handling the error")
 
-    def take_first(self, mpi: Any, into: list[Any], plan_step: PlanStep, signed: SignedPlan,
-                   index: int, sends: list[Any], buffers: tuple[Any, ...],
-                   describe: Callable[[int], str]) -> list[Any]:
+    def take_first(self, into: list[Any], sends: list[Any], call: CallContext,
+                   index: int) -> list[Any]:
         """Take the step's first messages from new peers through matched probes.
 
         Each of the step's first :attr:`PlanStep.first` receives is matched with
@@ -321,12 +343,14 @@ class Guard:
 
         Parameters
         ----------
-        mpi, plan_step, signed, index, buffers, describe
-            As for :meth:`complete`.
         into : list
             The buffer of each of those receives, in order.
         sends : list of mpi4py.MPI.Request
             The step's sends, already started (completed or kept on failure).
+        call : CallContext
+            The call.
+        index : int
+            The step's index in the plan.
 
         Returns
         -------
@@ -339,29 +363,25 @@ class Guard:
             When a message carries another call's signature or length (it is received
             whole into a buffer of its own size first); the communicator is then broken.
         """
-        step, status = signed.steps[index], self.status
-        mprobe, any_tag = self.comm.Mprobe, mpi.ANY_TAG
+        step, status = call.signed.steps[index], self.status
+        mprobe, any_tag = self.comm.Mprobe, self.mpi.ANY_TAG
         taken = []
-        for buffer, (_, _, peer, _), tag, length in zip(into, plan_step.recvs, step.tags,
-                                                        step.lengths):
+        for buffer, (_, _, peer, _), tag, length in zip(into, call.plan.steps[index].recvs,
+                                                        step.tags, step.lengths):
             message = mprobe(peer, any_tag, status)
             if status.tag == tag and status.Get_count() == length:
                 taken.append(message.Irecv(buffer))
                 continue
-            self.reject(mpi, message, len(taken), plan_step, signed, index, taken + sends,
-                        len(taken), buffers, describe)
+            self.reject(message, len(taken), taken + sends, len(taken), call, index)
         return taken
 
-    def reject(self, mpi: Any, message: Any, k: int, plan_step: PlanStep, signed: SignedPlan,
-               index: int, requests: list[Any], nrecvs: int, buffers: tuple[Any, ...],
-               describe: Callable[[int], str]) -> None:
+    def reject(self, message: Any, k: int, requests: list[Any], nrecvs: int,
+               call: CallContext, index: int) -> None:
         """Receive whole a first message that carries another call's tag or length (its
         probe's status in :attr:`status`), clean up (:meth:`settle`) and raise.
 
         Parameters
         ----------
-        mpi, plan_step, signed, index, buffers, describe
-            As for :meth:`complete`.
         message : mpi4py.MPI.Message
             The message matched by the probe.
         k : int
@@ -370,6 +390,8 @@ class Guard:
             The step's receives taken before it, then its sends (started).
         nrecvs : int
             How many of ``requests`` are receives.
+        call, index
+            As for :meth:`complete`.
 
         Raises
         ------
@@ -378,14 +400,13 @@ class Guard:
         """
         got, nbytes = self.status.tag, self.status.Get_count()
         message.Recv(bytearray(nbytes))
-        reason = f"rank {self.rank}, {describe(index)}: " + self.stranger(
-            plan_step.recvs[k][2], got, signed.steps[index].tags[k], nbytes,
-            signed.steps[index].lengths[k])
-        self.settle(mpi, requests, nrecvs, signed.others, buffers, reason)
+        step = call.signed.steps[index]
+        reason = f"rank {self.rank}, {call.describe(index)}: " + self.stranger(
+            call.plan.steps[index].recvs[k][2], got, step.tags[k], nbytes, step.lengths[k])
+        self.settle(requests, nrecvs, call.buffers, reason)
         raise ArgumentMismatchError(reason + _HINT)
 
-    def complete(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
-                 index: int, buffers: tuple[Any, ...], describe: Callable[[int], str]) -> None:
+    def complete(self, requests: list[Any], call: CallContext, index: int) -> None:
         """Wait for a step's requests (its receives first) and check what arrived.
 
         Every step waits for its receives with statuses (Open MPI 5.0.11's ``MPI_Waitall``
@@ -396,20 +417,12 @@ class Guard:
 
         Parameters
         ----------
-        mpi : module
-            ``mpi4py.MPI``.
         requests : list of mpi4py.MPI.Request
-            The step's receives, in ``plan_step.recvs`` order, then its sends.
-        plan_step : PlanStep
-            The step (the peer of each receive).
-        signed : SignedPlan
-            The call's tags.
+            The step's receives, in the plan step's ``recvs`` order, then its sends.
+        call : CallContext
+            The call (its plan, tags, op and buffers).
         index : int
             The step's index in the plan.
-        buffers : tuple of arrays
-            Every buffer the requests read or write (kept alive if they cannot complete).
-        describe : callable
-            Says, given ``index``, which call and step this is (only on failure).
 
         Raises
         ------
@@ -419,11 +432,11 @@ class Guard:
         CommunicatorBrokenError
             When MPI failed otherwise; the communicator is then broken.
         """
-        problem = self.wait(mpi, requests, signed.steps[index].tags)
+        problem = self.wait(requests, call.signed.steps[index].tags)
         if problem is not None:
-            self.fail(mpi, requests, plan_step, signed, index, buffers, describe, problem or None)
+            self.fail(requests, call, index, problem or None)
 
-    def wait(self, mpi: Any, requests: list[Any], tags: tuple[int, ...]) -> Any:
+    def wait(self, requests: list[Any], tags: tuple[int, ...]) -> Any:
         """Wait for a step's receives with statuses, compare ``tags``, then wait for its sends.
 
         The fast half of :meth:`complete`, for walks that keep each step's tags: on a
@@ -431,8 +444,6 @@ class Guard:
 
         Parameters
         ----------
-        mpi : module
-            ``mpi4py.MPI``.
         requests : list of mpi4py.MPI.Request
             The step's receives, then its sends.
         tags : tuple of int
@@ -444,25 +455,25 @@ class Guard:
             None when every request completed and every tag matched; else what MPI
             raised, or False for a tag that did not match.
         """
-        statuses, nrecvs = self.statuses, len(tags)
+        mpi, statuses, nrecvs = self.mpi, self.statuses, len(tags)
         try:
-            mpi.Request.Waitall(requests[:nrecvs], statuses)
-            for status, tag in zip(statuses, tags):
-                if status.tag != tag:
-                    return False
-            mpi.Request.Waitall(requests[nrecvs:])
+            if nrecvs:
+                mpi.Request.Waitall(requests[:nrecvs], statuses)
+                for status, tag in zip(statuses, tags):
+                    if status.tag != tag:
+                        return False
+            if len(requests) > nrecvs:
+                mpi.Request.Waitall(requests[nrecvs:])
         except mpi.Exception as error:
             return error
         return None
 
-    def fail(self, mpi: Any, requests: list[Any], plan_step: PlanStep, signed: SignedPlan,
-              index: int, buffers: tuple[Any, ...], describe: Callable[[int], str],
-              error: Any) -> None:
+    def fail(self, requests: list[Any], call: CallContext, index: int, error: Any) -> None:
         """Clean up after a failed step (:meth:`settle`) and raise, saying what arrived.
 
         Parameters
         ----------
-        mpi, requests, plan_step, signed, index, buffers, describe
+        requests, call, index
             As for :meth:`complete`.
         error : mpi4py.MPI.Exception or None
             What MPI raised; None when the tags did not match.
@@ -475,25 +486,25 @@ class Guard:
         CommunicatorBrokenError
             When MPI failed otherwise.
         """
-        step = signed.steps[index]
-        peers = tuple(peer for _, _, peer, _ in plan_step.recvs)
-        problems = self._problems(mpi, self.statuses, peers, step)
+        mpi, step = self.mpi, call.signed.steps[index]
+        peers = tuple(peer for _, _, peer, _ in call.plan.steps[index].recvs)
+        problems = self._problems(self.statuses, peers, step)
         if not problems and error is not None and error.Get_error_class() in (
                 mpi.ERR_TRUNCATE, mpi.ERR_IN_STATUS):
             problems = [f"a message from rank {' or '.join(map(str, sorted(set(peers))))} "
                         f"did not fit its receive (MPI_ERR_TRUNCATE): that rank failed, or "
                         f"called differently"]
-        reason = f"rank {self.rank}, {describe(index)}: " + (
+        reason = f"rank {self.rank}, {call.describe(index)}: " + (
             "; ".join(problems) or f"MPI failed: {error.Get_error_string()}")
-        self.settle(mpi, requests, len(peers), signed.others, buffers, reason)
+        self.settle(requests, len(peers), call.buffers, reason)
         if problems:
             raise ArgumentMismatchError(reason + _HINT) from None
         raise CommunicatorBrokenError(reason) from error
 
-    def _problems(self, mpi: Any, statuses: list[Any], peers: tuple[int, ...],
+    def _problems(self, statuses: list[Any], peers: tuple[int, ...],
                   step: SignedStep) -> list[str]:
         """What is wrong with each receive that completed, in words."""
-        out = []
+        mpi, out = self.mpi, []
         for status, peer, tag, length in zip(statuses, peers, step.tags, step.lengths):
             error = status.Get_error()
             if error == mpi.ERR_TRUNCATE:
@@ -511,7 +522,8 @@ class Guard:
         Examples
         --------
         >>> from types import SimpleNamespace
-        >>> guard = Guard(SimpleNamespace(Get_rank=lambda: 0), 2**31 - 1, None)
+        >>> comm = SimpleNamespace(Get_rank=lambda: 0, Get_size=lambda: 2)
+        >>> guard = Guard(SimpleNamespace(Status=lambda: None), comm, 2**31 - 1)
         >>> tag = guard.codec.base("allreduce", 4, "float32", "sum", "ring", ())
         >>> guard.stranger(1, guard.codec.base("allreduce", 4, "float32", "max", "ring", ()),
         ...                tag, 16, 16)
@@ -532,38 +544,35 @@ class Guard:
             return ""
         return f" (sent by another call: {', '.join(self.codec.differences(tag, status.tag))})"
 
-    def settle(self, mpi: Any, requests: list[Any], nrecvs: int, others: tuple[int, ...],
-               buffers: tuple[Any, ...], reason: str) -> None:
+    def settle(self, requests: list[Any], nrecvs: int, buffers: tuple[Any, ...],
+               reason: str) -> None:
         """Mark broken, tell every other rank, cancel the receives, complete what completes,
         take in what peers still send.
 
-        Every other rank gets an empty message with the tag :attr:`TagCodec.poison`: it
-        fits any receive, and the rank that takes it (at a probe, or at a step's tag
-        comparison) raises too instead of waiting forever when the abort hooks are off.
-        Requests that do not complete within a second are kept, with their buffers.
-        Then every message that arrives is received whole into a buffer of its own size,
-        until none has for :data:`_QUIET_S` (at most :data:`_DRAIN_S`): a peer's send to
-        this rank completes, even a long one, so that peer reaches its own receive of the
-        empty message.
+        Every other rank (:attr:`others`) gets an empty message with the tag
+        :attr:`TagCodec.poison`: it fits any receive, and the rank that takes it (at a
+        probe, or at a step's tag comparison) raises too instead of waiting forever when
+        the abort hooks are off.  Requests that do not complete within a second are kept,
+        with their buffers.  Then every message that arrives is received whole into a
+        buffer of its own size, until none has for :data:`_QUIET_S` (at most
+        :data:`_DRAIN_S`): a peer's send to this rank completes, even a long one, so that
+        peer reaches its own receive of the empty message.
 
         Parameters
         ----------
-        mpi : module
-            ``mpi4py.MPI``.
         requests : list of mpi4py.MPI.Request
             The failed call's requests, its ``nrecvs`` receives first.
         nrecvs : int
             How many of ``requests`` are receives (cancelled if still pending).
-        others : tuple of int
-            The ranks to tell.
         buffers : tuple of arrays
             What the requests read or write (kept alive if they do not complete).
         reason : str
             Why the communicator is broken (:attr:`broken`).
         """
+        mpi = self.mpi
         self.broken = reason
         comm, poison, empty = self.comm, self.codec.poison, bytearray()
-        requests = requests + [comm.Isend(empty, peer, poison) for peer in others]
+        requests = requests + [comm.Isend(empty, peer, poison) for peer in self.others]
         for request in requests[:nrecvs]:
             try:
                 if request != mpi.REQUEST_NULL and not request.Get_status():
@@ -578,12 +587,12 @@ class Guard:
             self.orphans.append((pending, buffers))
             for buffer in buffers:
                 discard(buffer)
-        self._drain(mpi)
+        self._drain()
 
-    def _drain(self, mpi: Any) -> None:
+    def _drain(self) -> None:
         """Receive whole whatever arrives, until none has for :data:`_QUIET_S` (at most
         :data:`_DRAIN_S`)."""
-        status, improbe = self.status, self.comm.Improbe
+        mpi, status, improbe = self.mpi, self.status, self.comm.Improbe
         now = time.monotonic()
         quiet_until, deadline = now + _QUIET_S, now + _DRAIN_S
         while now < min(quiet_until, deadline):

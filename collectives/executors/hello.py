@@ -230,8 +230,7 @@ class Hellos:
         chosen = choice(algorithm, key[5]) if len(key) > 4 else algorithm
         reason = (f"rank {self._comm.Get_rank()}, {collective} {chosen} ({dtype}, {op}, "
                   f"count {count}): {problem}")
-        self._guard.settle(self._mpi, list(signature.sends), 0, self.peers,
-                           (self._inbox, signature.payload), reason)
+        self._guard.settle(list(signature.sends), 0, (self._inbox, signature.payload), reason)
         raise ArgumentMismatchError(reason + _HINT)
 
     def free(self) -> None:

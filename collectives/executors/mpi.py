@@ -6,10 +6,13 @@ communicators), so the collectives' messages never meet the user's own or anothe
 communicator's.  Collectives issued back to back cannot mix either: tags number the
 messages between each pair of ranks, and MPI delivers messages between a pair in order.
 
-CuPy buffers go to MPI directly when the library is CUDA-aware (asked through Open MPI's
+NumPy buffers run as persistent requests (:mod:`.persistent`).  CuPy buffers go to MPI
+directly when the library is CUDA-aware (asked through Open MPI's
 ``MPIX_Query_cuda_support``); otherwise, or when that cannot be known, each step stages its
-messages through page-locked host memory and still reduces on the GPU.  The environment
-variable ``COLLSIM_MPI_CUDA_AWARE`` (``1`` or ``0``) overrides the detection.
+messages through page-locked host memory and still reduces on the GPU: the staging is a
+strategy of the one step walk (:mod:`.walk`).  The environment variable
+``COLLSIM_MPI_CUDA_AWARE`` (``1`` or ``0``) overrides the detection.  MPI's own
+collectives (``native``) are one table, :data:`NATIVE_MPI`.
 
 Every message's tag carries the call's signature and receives check it (:mod:`.guard`), so
 ranks that disagree raise instead of exchanging wrong data; the first call of each
@@ -27,9 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-import weakref
 from collections import Counter
-from contextlib import nullcontext
 from functools import lru_cache, partial
 from reprlib import repr as brief
 from typing import Any, Callable
@@ -38,15 +39,19 @@ import numpy as np
 
 from ..ops import ALL_OPS, NCCL_ONLY_OPS, check_dtype, reducer
 from . import abort
-from .buffers import Call, staged_done, staging, workspace
+from .buffers import Call, workspace
 from .extrema import keyed, keyed_dtype
-from .guard import Guard, SignedPlan, signed_plan
+from .guard import CallContext, Guard, SignedPlan, signed_plan
 from .hello import Hellos
 from .persistent import PersistentPlans
-from .plan import Plan, PlanStep, apply_copies, apply_reduces, describe_step
+from .plan import Plan
+from .runtime import RUNTIME
+from .transport import Native, Walker
+from .walk import DeviceBytes, Direct, Posted, Staged, walk
 
-__all__ = ["AGREED_PER_COMM", "MPI_COUNT_MAX", "CUDA_AWARE_ENV", "COMPILED_ENV", "MpiTransport", "compiled_walk", "cuda_aware",
-           "mpi_transport", "close", "post_step"]
+__all__ = ["AGREED_PER_COMM", "MPI_COUNT_MAX", "CUDA_AWARE_ENV", "COMPILED_ENV", "NATIVE_MPI",
+           "MpiTransport", "compiled_walk", "cuda_aware", "mpi_transport",
+           "close"]
 
 CUDA_AWARE_ENV = "COLLSIM_MPI_CUDA_AWARE"
 #: ``0`` runs NumPy calls through the Python walk instead of the compiled one
@@ -67,10 +72,6 @@ MPI_COUNT_MAX = 2**31 - 1
 
 #: signatures of agreed calls kept per communicator (all forgotten together when full)
 AGREED_PER_COMM = 4096
-
-#: every live transport, so that :func:`release_bindings` reaches their persistent requests
-_TRANSPORTS: "weakref.WeakSet[MpiTransport]" = weakref.WeakSet()
-
 
 
 @lru_cache(maxsize=1)
@@ -131,133 +132,15 @@ def _has_mpi_datatype(dtype: Any) -> bool:
         return False
 
 
-class _DeviceBytes:
-    """A device array's bytes, sliced into MPI buffers over its raw address.
-
-    mpi4py would otherwise take each CuPy slice through DLPack (an exception and a capsule
-    per message); ``MPI.buffer.fromaddress`` costs neither.  Only a CUDA-aware MPI reads
-    these addresses.
-
-    Parameters
-    ----------
-    array : cupy.ndarray
-        A contiguous device array.
-    """
-
-    __slots__ = ("ptr",)
-
-    def __init__(self, array: Any) -> None:
-        self.ptr = array.data.ptr
-
-    def __getitem__(self, span: slice) -> Any:
-        """Return the bytes ``span`` as an ``MPI.buffer``."""
-        return _MPI.buffer.fromaddress(self.ptr + span.start, span.stop - span.start)
-
-
-def post_step(transport: "MpiTransport", step: PlanStep, signed: SignedPlan, index: int,
-          areas: tuple[Any, Any], source: Any, buffers: tuple[Any, ...],
-          describe: Any) -> list[Any]:
-    """Post a step's receives (into ``areas[into_scratch]``) and sends (from ``source``).
-
-    A step with the call's first messages from some peers posts its sends, takes those
-    through :meth:`~.guard.Guard.take_first`, then posts the other receives.
-
-    Parameters
-    ----------
-    transport : MpiTransport
-        Its private communicator and guard.
-    step : PlanStep
-        The step.
-    signed : SignedPlan
-        The call's tags.
-    index : int
-        The step's index in the plan.
-    areas : tuple
-        The working and the scratch buffer's bytes (sliced by byte ranges).
-    source : array or _DeviceBytes
-        The bytes the sends read.
-    buffers : tuple of arrays
-        Every buffer the requests use (kept alive if a failure leaves them pending).
-    describe : callable
-        Names the step in errors.
-
-    Returns
-    -------
-    list of mpi4py.MPI.Request
-        The receives, in ``step.recvs`` order, then the sends.
-    """
-    irecv, isend, any_tag = transport.comm.Irecv, transport.comm.Isend, _MPI.ANY_TAG
-    first = step.first
-    if not first:
-        requests = [irecv(areas[into_scratch][span], peer, any_tag)
-                    for into_scratch, span, peer, _ in step.recvs]
-        return requests + [isend(source[span], peer, tag)
-                           for span, peer, tag in signed.steps[index].sends]
-    sends = [isend(source[span], peer, tag) for span, peer, tag in signed.steps[index].sends]
-    requests = transport.guard.take_first(
-        _MPI, [areas[into_scratch][span] for into_scratch, span, _, _ in step.recvs[:first]],
-        step, signed, index, sends, buffers, describe)
-    requests += [irecv(areas[into_scratch][span], peer, any_tag)
-                 for into_scratch, span, peer, _ in step.recvs[first:]]
-    return requests + sends
-
-
-def _walk(transport: "MpiTransport", plan: Plan, signed: SignedPlan, work: Any,
-          scratch: Any, reduce: Any, op: str, stream: Any) -> None:
-    """Run the plan with the buffers handed straight to MPI (host, or CUDA-aware).
-
-    With device buffers the stream is synchronized before a step's messages are posted
-    only when GPU work was queued since the last time (the input's layout, reductions,
-    copies).
-    """
-    complete = transport.guard.complete
-    describe = partial(describe_step, plan, op)
-    if stream is None:
-        work_bytes = work.view("uint8")
-        areas = (work_bytes, scratch.view(work_bytes.dtype))
-    else:
-        work_bytes = _DeviceBytes(work)
-        areas = (work_bytes, _DeviceBytes(scratch))
-    queued = stream is not None
-    for index, step in enumerate(plan.steps):
-        if queued:
-            stream.synchronize()
-        requests = post_step(transport, step, signed, index, areas, work_bytes, (work, scratch),
-                         describe)
-        complete(_MPI, requests, step, signed, index, (work, scratch), describe)
-        apply_reduces(work, scratch, step.reduces, reduce)
-        if step.copies:
-            apply_copies(work, step.copies)
-        queued = stream is not None and bool(step.reduces or step.copies)
-
-
-def _walk_staged(transport: "MpiTransport", plan: Plan, signed: SignedPlan,
-                 work: Any, scratch: Any, reduce: Any, op: str, stream: Any) -> None:
-    """Run the plan on GPU buffers through page-locked host mirrors of work and scratch.
-
-    The mirrors belong to ``stream`` (:func:`~.buffers.staging`): the copies of a call
-    read them on that stream, and the next call on it waits for the event recorded after
-    the last of them before writing them again.
-    """
-    complete = transport.guard.complete
-    describe = partial(describe_step, plan, op)
-    host, host_scratch = staging(work.dtype, plan.count, plan.scratch_count, stream)
-    host, host_scratch = host.view(np.uint8), host_scratch.view(np.uint8)
-    device = (work.view("uint8"), scratch.view("uint8"))
-    areas = (host, host_scratch)
-    buffers = (host, host_scratch, work, scratch)
-    for index, step in enumerate(plan.steps):
-        for span, _, _ in step.sends:
-            device[0][span].get(stream=stream, out=host[span])
-        stream.synchronize()
-        requests = post_step(transport, step, signed, index, areas, host, buffers, describe)
-        complete(_MPI, requests, step, signed, index, buffers, describe)
-        for into_scratch, span, _, _ in step.recvs:
-            device[into_scratch][span].set(areas[into_scratch][span], stream=stream)
-        apply_reduces(work, scratch, step.reduces, reduce)
-        if step.copies:
-            apply_copies(work, step.copies)
-    staged_done(stream, host, host_scratch)
+#: MPI's own collective for each collective: ``entry(comm) -> (method, reduces)``, the
+#: mpi4py method called as ``method(send, recv)``, or ``method(send, recv, mpi_op)`` where
+#: ``reduces``.  Adding a collective (``"broadcast": lambda comm: (partial(_bcast, comm),
+#: False)``, ...) is one entry here and one in :data:`~.nccl.NATIVE_NCCL`
+NATIVE_MPI: dict[str, Callable[[Any], tuple[Callable[..., None], bool]]] = {
+    "allreduce": lambda comm: (comm.Allreduce, True),
+    "reduce_scatter": lambda comm: (comm.Reduce_scatter_block, True),
+    "allgather": lambda comm: (comm.Allgather, False),
+}
 
 
 class MpiTransport:
@@ -276,7 +159,7 @@ class MpiTransport:
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         #: waits for steps, checks signatures, cleans up after failures
-        self.guard = Guard(self.comm, _MPI.COMM_WORLD.Get_attr(_MPI.TAG_UB), _MPI.Status())
+        self.guard = Guard(_MPI, self.comm, _MPI.COMM_WORLD.Get_attr(_MPI.TAG_UB))
         #: collectives run, by path: "persistent" (NumPy), "direct" (CUDA-aware CuPy),
         #: "staged" (CuPy through host) or "native"
         self.runs: Counter[str] = Counter()
@@ -286,7 +169,7 @@ class MpiTransport:
         self.hellos = Hellos(_MPI, self.comm, self.guard)
         #: the signatures of the schedules' calls the ranks agreed on (:meth:`agree`)
         self.agreed: set[int] = set()
-        _TRANSPORTS.add(self)
+        RUNTIME.transports.add(self)
 
     def allgather_object(self, obj: Any) -> list[Any]:
         """All-gather a small picklable object (used by the agreement check).
@@ -308,6 +191,10 @@ class MpiTransport:
         """
         self.guard.check_usable()
         return self.comm.allgather(obj)
+
+    def check_usable(self) -> None:
+        """Raise :class:`~.guard.CommunicatorBrokenError` if a collective failed here before."""
+        self.guard.check_usable()
 
     def validate(self, call: Call, op: str, native: bool) -> None:
         """Raise before any communication if MPI cannot run ``op`` or carry ``call.dtype``.
@@ -348,54 +235,40 @@ class MpiTransport:
                             f"library{order}; algorithm='native' cannot run it, choose one of "
                             f"ring, tree, rhd, pipeline")
 
-    def _staged(self, call: Call) -> bool:
-        return call.xp is not np and not cuda_aware()
+    def _staged(self, xp: Any) -> bool:
+        return xp is not np and not cuda_aware()
 
-    def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
-        """Walk ``plan`` on the working buffer ``work`` (``plan.count`` elements).
+    def walker(self, plan: Plan, op: str, xp: Any) -> Walker:
+        """Return the walk of ``plan`` with ``op`` on ``xp``'s buffers, bound once.
 
-        NumPy buffers run as persistent requests (:mod:`.persistent`); CuPy buffers go
-        through host copies unless MPI is CUDA-aware.  Any exception leaves the
-        communicator marked broken (:class:`~.guard.CommunicatorBrokenError` on the next
-        call).
+        NumPy buffers run as persistent requests (:mod:`.persistent`, :meth:`run_host`);
+        CuPy buffers go through :func:`~.walk.walk`, staged through host memory unless MPI
+        is CUDA-aware (:meth:`run_device`).  The caller found the communicator usable.
 
         Parameters
         ----------
         plan : Plan
             The rank's compiled steps.
-        call : Call
-            The checked call (array module and dtype).
-        work : numpy.ndarray or cupy.ndarray
-            The working buffer, updated in place.
         op : str
             The reduction, one of :data:`~collectives.ops.OPS`.
-        stream : cupy.cuda.Stream or None
-            The CuPy stream to run on; None for NumPy or the current stream.
+        xp : module
+            ``numpy`` or ``cupy``.
+
+        Returns
+        -------
+        callable
+            ``walk(work, send, stream)``: the working buffer (updated in place), the input
+            just laid into it (None in place), the CuPy stream (None for NumPy).
         """
-        self.guard.check_usable()
         signed = signed_plan(plan, op, self.guard.codec)
-        if call.xp is np:
-            self.run_host(plan, signed, op, work, call.send)
-            return
-        if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
-            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
-        else:
-            self.agree(plan, signed, op)
-        scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
-        try:
-            staged = self._staged(call)
-            self.runs["staged" if staged else "direct"] += 1
-            walk = _walk_staged if staged else _walk
-            with nullcontext() if stream is None else stream:
-                walk(self, plan, signed, work, scratch, reducer(call.xp, op), op, stream)
-        except BaseException as error:
-            self.interrupted(plan, error)
-            raise
+        if xp is np:
+            return partial(self.run_host, plan, signed, op)
+        return partial(self.run_device, plan, signed, op, xp)
 
     def run_host(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
-                 send: np.ndarray | None) -> None:
-        """:meth:`run` on NumPy buffers, as persistent requests, once the communicator was
-        found usable; what a repeated call runs (:mod:`collectives.calls`).
+                 send: np.ndarray | None, stream: Any = None) -> None:
+        """Walk ``plan`` on NumPy buffers, as persistent requests (what :meth:`walker`
+        returns for them).
 
         Parameters
         ----------
@@ -409,6 +282,8 @@ class MpiTransport:
             The working buffer, updated in place.
         send : numpy.ndarray or None
             The input just copied into ``work`` (None in place).
+        stream : None
+            Unused (NumPy buffers).
         """
         if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
             self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
@@ -416,6 +291,47 @@ class MpiTransport:
         self.runs["persistent"] += 1
         try:
             self.persistent.run(plan, signed, op, work, scratch, send)
+        except BaseException as error:
+            self.interrupted(plan, error)
+            raise
+
+    def run_device(self, plan: Plan, signed: SignedPlan, op: str, xp: Any, work: Any,
+                   send: Any, stream: Any) -> None:
+        """Walk ``plan`` on CuPy buffers on ``stream`` (what :meth:`walker` returns for them).
+
+        Parameters
+        ----------
+        plan, signed, op
+            As for :meth:`run_host`.
+        xp : module
+            ``cupy``.
+        work : cupy.ndarray
+            The working buffer, updated in place.
+        send : cupy.ndarray or None
+            Unused (the sends read ``work``).
+        stream : cupy.cuda.Stream
+            The stream to run on.
+        """
+        if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
+            self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
+        else:
+            self.agree(plan, signed, op)
+        scratch = workspace(xp, work.dtype, plan.scratch_count, "scratch", stream)
+        staged = self._staged(xp)
+        self.runs["staged" if staged else "direct"] += 1
+        buffers: tuple[Any, ...] = (work, scratch)
+        strategy: Staged | Direct
+        try:
+            if staged:
+                mirrors = Staged(work, scratch, plan.count, plan.scratch_count, stream)
+                strategy, areas = mirrors, mirrors.mirrors
+                buffers += areas
+            else:
+                strategy = Direct(stream)
+                areas = (DeviceBytes(_MPI, work), DeviceBytes(_MPI, scratch))
+            posting = Posted(_MPI, self.comm, plan, areas, work, scratch, reducer(xp, op))
+            with stream:
+                walk(self.guard, CallContext(plan, signed, op, buffers), posting, strategy)
         except BaseException as error:
             self.interrupted(plan, error)
             raise
@@ -466,99 +382,76 @@ class MpiTransport:
         not.  A reason the guard gave already is kept (it told the ranks then).
         """
         if self.guard.broken is None:
-            others = tuple(peer for peer in range(self.size) if peer != self.rank)
-            self.guard.settle(_MPI, [], 0, others, (), (
+            self.guard.settle([], 0, (), (
                 f"rank {self.rank}, {plan.collective} {plan.algorithm} was interrupted by "
                 f"{type(error).__name__}: {error}"))
 
-    def native(self, call: Call, op: str, stream: Any, signed: bool = True) -> None:
-        """Run MPI's own collective: Allreduce, Reduce_scatter_block or Allgather.
+    def native_runner(self, shape: Call, op: str, signed: bool) -> Native:
+        """Return MPI's own collective for calls shaped as ``shape``, bound once.
 
-        The ranks exchange hellos first (:mod:`.hello`): ranks that disagree on the call,
-        or run a schedule instead, raise before MPI's collective is posted.
+        The ranks exchange hellos first (:mod:`.hello`) when ``signed``: ranks that
+        disagree on the call, or run a schedule instead, raise before MPI's collective is
+        posted.  The caller found the communicator usable.
 
         Parameters
         ----------
-        call : Call
-            The checked call (``send`` None for in place).
+        shape : Call
+            The checked call (its buffers are not read).
         op : str
             The reduction, one of :data:`~collectives.ops.OPS` (ignored by AllGather).
-        stream : cupy.cuda.Stream or None
-            Synchronised first, when given; CuPy results staged through the host are copied
-            back on it.
         signed : bool
             Exchange the hellos first; False (``check=False``) calls MPI's collective bare,
             as mpi4py does: ranks that disagree then get whatever MPI makes of it.
 
-        Raises
-        ------
-        ArgumentMismatchError
-            When the ranks disagree (the communicator is then broken).
-        CommunicatorBrokenError
-            If a collective failed on this communicator before.
-        """
-        MPI = _MPI
-        self.guard.check_usable()
-        if signed:
-            self.hellos.exchange(call.collective, call.count, check_dtype(call.dtype), op)
-        self.runs["native"] += 1
-        if call.xp is np and stream is None:
-            send, recv = MPI.IN_PLACE if call.send is None else call.send, call.recv
-            self._native(call.collective, send, recv, op)
-            return
-        if stream is not None:
-            stream.synchronize()
-        staged = self._staged(call) or bool(keyed_dtype(op, call.dtype))  # keys on the host
-        send = MPI.IN_PLACE if call.send is None else (call.send.get() if staged else call.send)
-        recv = call.recv.get() if staged and call.send is None else (
-            np.empty(call.recv.size, np.dtype(call.dtype.name)) if staged else call.recv)
-        if call.collective == "reduce_scatter" and send is MPI.IN_PLACE and not staged:
-            # CUDA-aware Open MPI up to 5.0.10 (and 4.x) reads past recvbuf in an in-place
-            # Reduce_scatter_block on device memory (open-mpi/ompi#14249): go out of place
-            with stream:
-                send, recv = call.recv.copy(), call.recv[:call.part]
-            stream.synchronize()
-        self._native(call.collective, send, recv, op)
-        if staged:
-            call.recv.set(recv, stream=stream)
-
-    def native_host(self, collective: str, count: int, dtype: Any, op: str,
-                    signed: bool) -> Callable[[np.ndarray | None, np.ndarray], None]:
-        """Return :meth:`native` on NumPy buffers for a repeated call (:mod:`collectives.calls`),
-        whose caller found the communicator usable: its hellos' key and MPI's method bound.
-
-        Parameters
-        ----------
-        collective : str
-            The collective.
-        count : int
-            Elements of the working buffer.
-        dtype : numpy.dtype
-            The buffers' dtype (one MPI has a datatype for).
-        op : str
-            The reduction, one of :data:`~collectives.ops.ALL_OPS` (ignored by AllGather).
-        signed : bool
-            Exchange the hellos first, as :meth:`native` does.
-
         Returns
         -------
         callable
-            ``run(send, recv)`` on flat buffers, ``send`` None in place.
+            ``run(send, recv, stream)`` on flat buffers, ``send`` None in place.
         """
+        if shape.xp is not np:
+            return partial(self._native_device, shape, op, signed)
         exchange, runs, in_place, name = self.hellos.exchange, self.runs, _MPI.IN_PLACE, \
-            check_dtype(dtype)
-        method, tail = self._mpi_collective(collective, op, dtype, count)
-        mpi_op = tail[0] if tail else None  # called without unpacking: this is a hot path
+            check_dtype(shape.dtype)
+        collective, count = shape.collective, shape.count
+        method, mpi_op = self._mpi_collective(collective, op, shape.dtype, count)
 
-        def run(send: np.ndarray | None, recv: np.ndarray) -> None:
+        def run(send: np.ndarray | None, recv: np.ndarray, stream: Any = None) -> None:
             if signed:
                 exchange(collective, count, name, op)
             runs["native"] += 1
-            if mpi_op is None:
+            if mpi_op is None:  # called without unpacking: this is a hot path
                 method(in_place if send is None else send, recv)
             else:
                 method(in_place if send is None else send, recv, mpi_op)
         return run
+
+    def _native_device(self, shape: Call, op: str, signed: bool, send: Any, recv: Any,
+                       stream: Any) -> None:
+        """MPI's own collective on CuPy buffers (staged through the host where MPI cannot
+        read them, or where the keys of :mod:`.extrema` are computed)."""
+        if signed:
+            self.hellos.exchange(shape.collective, shape.count, check_dtype(shape.dtype), op)
+        self.runs["native"] += 1
+        MPI = _MPI
+        stream.synchronize()
+        staged = self._staged(shape.xp) or bool(keyed_dtype(op, shape.dtype))  # keys on host
+        device = recv
+        send = MPI.IN_PLACE if send is None else (send.get() if staged else send)
+        recv = device.get() if staged and send is MPI.IN_PLACE else (
+            np.empty(device.size, np.dtype(shape.dtype.name)) if staged else device)
+        if shape.collective == "reduce_scatter" and send is MPI.IN_PLACE and not staged:
+            # CUDA-aware Open MPI up to 5.0.10 (and 4.x) reads past recvbuf in an in-place
+            # Reduce_scatter_block on device memory (open-mpi/ompi#14249): go out of place
+            with stream:
+                send, recv = device.copy(), device[:shape.part]
+            stream.synchronize()
+        method, mpi_op = self._mpi_collective(shape.collective, op, recv.dtype, recv.size)
+        if mpi_op is None:
+            method(send, recv)
+        else:
+            method(send, recv, mpi_op)
+        if staged:
+            device.set(recv, stream=stream)
 
     def native_call(self, call: Call, op: str) -> Callable[[], Any]:
         """Return MPI's own collective on host buffers, bound to them (no hellos).
@@ -579,31 +472,33 @@ class MpiTransport:
         callable
             Runs the collective on the buffers' current contents.
         """
-        method, tail = self._mpi_collective(call.collective, op, call.dtype, call.count)
-        return partial(method, _MPI.IN_PLACE if call.send is None else call.send, call.recv,
-                       *tail)
+        method, mpi_op = self._mpi_collective(call.collective, op, call.dtype, call.count)
+        send = _MPI.IN_PLACE if call.send is None else call.send
+        return partial(method, send, call.recv) if mpi_op is None else partial(
+            method, send, call.recv, mpi_op)
 
     def _mpi_collective(self, collective: str, op: str, dtype: Any,
-                        count: int) -> tuple[Callable[..., None], tuple]:
-        """MPI's own ``collective`` on this communicator, as ``(method, arguments after
-        send and receive buffers)``: ``Allreduce`` and ``Reduce_scatter_block`` take the op,
-        and reduce the keys of floats for ``max`` and ``min`` (:mod:`.extrema`); an
-        ``Allreduce`` of more than :data:`MPI_COUNT_MAX` elements runs in parts of at most
-        that many."""
-        if collective == "allgather":
-            return self.comm.Allgather, ()
-        comm = self.comm
-        method = comm.Allreduce if collective == "allreduce" else comm.Reduce_scatter_block
+                        count: int) -> tuple[Callable[..., None], Any]:
+        """MPI's own ``collective`` on this communicator (:data:`NATIVE_MPI`), as
+        ``(method, mpi_op)``, ``mpi_op`` None for a collective that does not reduce; a
+        reducing one reduces the keys of floats for ``max`` and ``min`` (:mod:`.extrema`),
+        and an ``Allreduce`` of more than :data:`MPI_COUNT_MAX` elements runs in parts of
+        at most that many."""
+        method, reduces = NATIVE_MPI[collective](self.comm)
+        if not reduces:
+            return method, None
         if collective == "allreduce" and count > MPI_COUNT_MAX:
             method = partial(_in_parts, method, _MPI.IN_PLACE)
         if keyed_dtype(op, np.dtype(dtype)):
             method = keyed(method, collective, self.size, op, _MPI.IN_PLACE)
-        return method, (_MPI_OPS[op],)
+        return method, _MPI_OPS[op]
 
-    def _native(self, collective: str, send: Any, recv: Any, op: str) -> None:
-        """Call MPI's own ``collective`` on host or device buffers MPI can read."""
-        method, tail = self._mpi_collective(collective, op, recv.dtype, recv.size)
-        method(send, recv, *tail)
+    def release(self) -> None:
+        """Free the persistent requests, unless a collective failed here
+        (:func:`collectives.release`)."""
+        if self.guard.broken is None:
+            self.persistent.free()
+            self.hellos.free()
 
     def close(self) -> None:
         """Free the private duplicate (no collective may run on this transport after).
@@ -628,14 +523,6 @@ def _in_parts(method: Callable[..., None], in_place: Any, send: Any, recv: np.nd
     for start in range(0, recv.size, MPI_COUNT_MAX):
         part = slice(start, start + MPI_COUNT_MAX)
         method(in_place if send is in_place else send[part], recv[part], mpi_op)
-
-
-def release_bindings() -> None:
-    """Free the persistent requests of every usable transport (:func:`collectives.release`)."""
-    for transport in list(_TRANSPORTS):
-        if transport.guard.broken is None:
-            transport.persistent.free()
-            transport.hellos.free()
 
 
 def _delete_transport(comm: Any, keyval: int, transport: MpiTransport) -> None:

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 from ..ops import reducer
 from .buffers import Call, workspace
@@ -35,8 +36,9 @@ from .check import agree
 from .graphs import Graphs, graphs_enabled
 from .guard import CommunicatorBrokenError
 from .plan import Plan, apply_reduces
+from .transport import Native, Walker
 
-__all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS", "SHARED_GPU_ENV", "SHARED_GPU_VERSION",
+__all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS", "NATIVE_NCCL", "SHARED_GPU_ENV", "SHARED_GPU_VERSION",
            "MAX_RANKS_PER_GPU", "ranks_per_gpu", "local_device"]
 
 #: NCCL's variable that lets several ranks of a communicator share a GPU
@@ -322,7 +324,15 @@ class NcclComm:
             raise ValueError(f"recvbuf is on GPU {call.recv.device.id} but this NcclComm "
                              f"drives GPU {device}")
 
-    def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
+    def check_usable(self) -> None:
+        """Raise if the communicator was aborted or closed."""
+        self._live()
+
+    def walker(self, plan: Plan, op: str, xp: Any) -> Walker:
+        """Return :meth:`run` bound to ``plan`` and ``op``: ``walk(work, send, stream)``."""
+        return partial(self.run, plan, op, xp)
+
+    def run(self, plan: Plan, op: str, xp: Any, work: Any, send: Any, stream: Any) -> None:
         """Enqueue ``plan`` on ``stream``: grouped send/recv per step, CuPy reductions; a
         repeated walk as one CUDA graph launch (:class:`~.graphs.Graphs`).
 
@@ -330,12 +340,14 @@ class NcclComm:
         ----------
         plan : Plan
             The rank's compiled steps.
-        call : Call
-            The checked call (array module and dtype).
-        work : cupy.ndarray
-            The working buffer, updated in place.
         op : str
             The reduction, one of :data:`~collectives.ops.OPS`.
+        xp : module
+            ``cupy``.
+        work : cupy.ndarray
+            The working buffer, updated in place.
+        send : cupy.ndarray or None
+            Unused (the sends read ``work``).
         stream : cupy.cuda.Stream
             The stream to enqueue on.
 
@@ -349,12 +361,11 @@ class NcclComm:
         if not plan.steps:  # one rank: nothing to enqueue
             return
         with self.device, stream:
-            scratch = workspace(call.xp, call.dtype, plan.scratch_count, "scratch", stream)
-            walk = partial(self._walk, comm, plan, work, scratch, reducer(call.xp, op),
-                           stream.ptr)
+            scratch = workspace(xp, work.dtype, plan.scratch_count, "scratch", stream)
+            walk = partial(self._walk, comm, plan, work, scratch, reducer(xp, op), stream.ptr)
             try:
                 self.graphs.run(Graphs.key(plan, op, work, scratch, stream), stream, walk,
-                                plan, call.xp, call.dtype)
+                                plan, xp, work.dtype)
             except BaseException as error:
                 self._abort(error)
                 raise
@@ -398,20 +409,25 @@ class NcclComm:
             except nccl.NcclError:
                 pass  # expected: both report the error that discards the group
 
-    def native(self, call: Call, op: str, stream: Any, signed: bool = True) -> None:
-        """Enqueue NCCL's own ncclAllReduce, ncclReduceScatter or ncclAllGather.
+    def native_runner(self, shape: Call, op: str, signed: bool) -> Native:
+        """Return NCCL's own collective for calls shaped as ``shape`` (:data:`NATIVE_NCCL`):
+        ``run(send, recv, stream)``; NCCL's collectives are enqueued without hellos whatever
+        ``signed`` says (the shapes are agreed on by :meth:`agree_once`)."""
+        return partial(self.native, shape, op)
+
+    def native(self, shape: Call, op: str, send: Any, recv: Any, stream: Any) -> None:
+        """Enqueue NCCL's own collective of a call shaped as ``shape`` on ``stream``.
 
         Parameters
         ----------
-        call : Call
-            The checked call (``send`` None for in place).
+        shape : Call
+            The checked call (its buffers are not read).
         op : str
             The reduction, one of :data:`~collectives.ops.OPS` (ignored by AllGather).
+        send, recv : cupy.ndarray
+            The flat buffers (``send`` None in place).
         stream : cupy.cuda.Stream
             The stream to enqueue on.
-        signed : bool
-            Unused: NCCL's collectives are enqueued without hellos either way (the
-            shapes are agreed on by :meth:`agree_once`).
 
         Raises
         ------
@@ -420,34 +436,60 @@ class NcclComm:
         """
         nccl, comm = self._lib, self._live()
         self.runs["native"] += 1
+        datatype = getattr(nccl, NCCL_DTYPES[shape.dtype.name])
         with self.device, stream:
             try:
-                self._native(nccl, comm, call, op, stream)
+                NATIVE_NCCL[shape.collective](
+                    _NcclCall(nccl, comm, self.rank, shape, datatype,
+                              getattr(nccl, NCCL_OPS[op]), send, recv, stream.ptr))
             except BaseException as error:
                 self._abort(error)
                 raise
 
-    def _native(self, nccl: Any, comm: Any, call: Call, op: str, stream: Any) -> None:
-        """Enqueue the NCCL collective of ``call`` (under this communicator's device and
-        ``stream``)."""
-        datatype = getattr(nccl, NCCL_DTYPES[call.dtype.name])
-        recv = call.recv.data.ptr
-        itemsize = call.dtype.itemsize
-        if call.collective == "allreduce":
-            send = recv if call.send is None else call.send.data.ptr
-            comm.allReduce(send, recv, call.count, datatype, getattr(nccl, NCCL_OPS[op]),
-                           stream.ptr)
-        elif call.collective == "reduce_scatter":
-            # NCCL in place: recvbuff = sendbuff + rank * recvcount; MPI's (ours) puts the
-            # block first, so move it there afterwards (the ranges are disjoint for rank > 0)
-            send = recv if call.send is None else call.send.data.ptr
-            into = recv + self.rank * call.part * itemsize if call.send is None else recv
-            comm.reduceScatter(send, into, call.part, datatype, getattr(nccl, NCCL_OPS[op]),
-                               stream.ptr)
-            if call.send is None and self.rank:
-                block = call.recv[self.rank * call.part:(self.rank + 1) * call.part]
-                call.recv[:call.part] = block
-        else:
-            send = (recv + self.rank * call.part * itemsize if call.send is None
-                    else call.send.data.ptr)
-            comm.allGather(send, recv, call.part, datatype, stream.ptr)
+
+@dataclass(frozen=True, slots=True)
+class _NcclCall:
+    """What one of NCCL's collectives is enqueued with (an entry of :data:`NATIVE_NCCL`)."""
+
+    nccl: Any
+    comm: Any
+    rank: int
+    shape: Call
+    datatype: int
+    op: int
+    send: Any
+    recv: Any
+    stream: int
+
+
+def _allreduce(call: _NcclCall) -> None:
+    recv = call.recv.data.ptr
+    send = recv if call.send is None else call.send.data.ptr
+    call.comm.allReduce(send, recv, call.shape.count, call.datatype, call.op, call.stream)
+
+
+def _reduce_scatter(call: _NcclCall) -> None:
+    # NCCL in place: recvbuff = sendbuff + rank * recvcount; MPI's (ours) puts the block
+    # first, so move it there afterwards (the ranges are disjoint for rank > 0)
+    part, rank = call.shape.part, call.rank
+    recv = call.recv.data.ptr
+    send = recv if call.send is None else call.send.data.ptr
+    into = recv + rank * part * call.shape.dtype.itemsize if call.send is None else recv
+    call.comm.reduceScatter(send, into, part, call.datatype, call.op, call.stream)
+    if call.send is None and rank:
+        call.recv[:part] = call.recv[rank * part:(rank + 1) * part]
+
+
+def _allgather(call: _NcclCall) -> None:
+    part = call.shape.part
+    recv = call.recv.data.ptr
+    send = (recv + call.rank * part * call.shape.dtype.itemsize if call.send is None
+            else call.send.data.ptr)
+    call.comm.allGather(send, recv, part, call.datatype, call.stream)
+
+
+#: NCCL's own collective for each collective, enqueued under the communicator's device and
+#: the call's stream; adding a collective is one entry here and one in
+#: :data:`~.mpi.NATIVE_MPI`
+NATIVE_NCCL: dict[str, Callable[[_NcclCall], None]] = {
+    "allreduce": _allreduce, "reduce_scatter": _reduce_scatter, "allgather": _allgather}

@@ -24,20 +24,22 @@ bindings are freed first (their requests with ``Request.Free``).
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..ops import reducer
 from .compiled import (DTYPE_CODES, FIRST_MISMATCH, OP_CODES, RAISED, TAG_MISMATCH, Flat,
                        FlatStep, supports)
-from .guard import Guard, SignedPlan, SignedStep
-from .plan import Plan, PlanStep, describe_step
+from .guard import CallContext, Guard, SignedPlan, SignedStep
+from .plan import Plan, PlanStep
+from .walk import walk
 
-__all__ = ["BINDINGS_PER_COMM", "Binding", "BoundStep", "PersistentPlans", "bind"]
+__all__ = ["BINDINGS_PER_COMM", "Binding", "BoundStep", "PersistentPlans", "HeldPlan", "bind"]
 
 #: bindings kept per communicator (least recently used freed first)
 BINDINGS_PER_COMM = 64
@@ -51,22 +53,56 @@ Reductions = tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
 class Binding:
     """A plan bound to buffers: per step, its persistent requests, reductions and copies.
 
+    The posting of :func:`~.walk.walk` (:class:`~.walk.Posting`) for NumPy buffers.
+
     Attributes
     ----------
     plan : Plan
-        The plan bound (kept so the cache can tell a recycled ``id`` from the same plan).
+        The plan bound.
+    signed : SignedPlan
+        Its tags.
+    op : str
+        The reduction's name.
     reduce : numpy.ufunc
         The reduction.
     steps : tuple of BoundStep
         One per plan step.
+    startall : callable
+        ``MPI.Prequest.Startall``.
     flat : Flat or None
         The same steps as the compiled walk's table, when it runs them.
     """
 
     plan: Plan
+    signed: SignedPlan
+    op: str
     reduce: Any
     steps: tuple["BoundStep", ...]
+    startall: Any
     flat: Flat | None = None
+
+    def post(self, index: int, guard: Guard, call: CallContext) -> list[Any]:
+        """Start step ``index``'s requests; at a step that first hears from some peers, its
+        sends, then its first receives through the guard's probes, then the others."""
+        step = self.steps[index]
+        if not step.first:
+            if step.requests:
+                self.startall(step.requests)
+            return step.requests
+        if step.sends:
+            self.startall(step.sends)
+        taken = guard.take_first(list(step.first), step.sends, call, index)
+        if step.receives:
+            self.startall(step.receives)
+        return taken + step.requests
+
+    def apply(self, index: int) -> None:
+        """Apply step ``index``'s reductions (in place, on the bound views) and copies."""
+        step, reduce = self.steps[index], self.reduce
+        for left, right, into in step.reduces:
+            reduce(left, right, out=into)
+        for source, destination in step.copies:
+            np.copyto(destination, source)
 
     def free(self) -> None:
         """Free every persistent request (the binding must not be run afterwards)."""
@@ -220,7 +256,7 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
     if kernel is not None:
         codes = (DTYPE_CODES.get(plan.dtype, 0), OP_CODES.get(op, 0))
         flat = Flat(mpi, comm, flat_steps, (*areas, stage.view(np.uint8)), *codes)
-    return Binding(plan, reducer(np, op), tuple(steps), flat)
+    return Binding(plan, signed, op, reducer(np, op), tuple(steps), mpi.Prequest.Startall, flat)
 
 
 def _flat_step(mpi: Any, step: PlanStep, signed: SignedStep, areas: tuple[np.ndarray, ...],
@@ -250,7 +286,7 @@ class PersistentPlans:
         Its guard: each step completes through it (signed tags, the failure message).
     kernel : ctypes function, optional
         The compiled walk (:func:`~.compiled.kernel`): it runs every binding whose
-        reductions it has (:func:`~.compiled.supports`); the Python walk runs the others.
+        reductions it has (:func:`~.compiled.supports`); :func:`~.walk.walk` runs the others.
     agree : callable, optional
         ``agree(plan, signed, op)``, called before a plan is bound
         (:meth:`~.mpi.MpiTransport.agree`): every binding runs a call the ranks agreed on.
@@ -258,9 +294,9 @@ class PersistentPlans:
 
     def __init__(self, mpi: Any, comm: Any, guard: Guard, kernel: Any = None,
                  agree: Any = None) -> None:
-        self._mpi, self._comm, self._guard, self._kernel = mpi, comm, guard, kernel
+        self.mpi, self._comm, self._guard, self.kernel = mpi, comm, guard, kernel
         self._agree = agree
-        self._startall, self._address = mpi.Prequest.Startall, mpi.Get_address
+        self._address = mpi.Get_address
         self._bindings: OrderedDict[tuple, Binding] = OrderedDict()
 
     def __len__(self) -> int:
@@ -274,10 +310,6 @@ class PersistentPlans:
     def run(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
             scratch: np.ndarray, send: np.ndarray | None = None) -> None:
         """Run ``plan`` on ``work`` (updated in place), binding it first on a cache miss.
-
-        Each step waits as :meth:`~.guard.Guard.wait` does; on a failure
-        :meth:`~.guard.Guard.fail` cancels the receives, marks the communicator broken and
-        raises.
 
         Parameters
         ----------
@@ -293,27 +325,29 @@ class PersistentPlans:
             Scratch of at least ``plan.scratch_count`` elements.
         send : numpy.ndarray, optional
             The input just copied into ``work`` (out of place), for :func:`bind`.
+
+        Raises
+        ------
+        ArgumentMismatchError, CommunicatorBrokenError
+            From the guard, when a step fails (the communicator is then broken).
         """
         if not plan.steps:
             return
         address = self._address
-        key = (id(plan), op, address(work), address(scratch),
+        key = (plan, op, address(work), address(scratch),
                None if send is None else address(send))
         bindings = self._bindings
         binding = bindings.get(key)
-        if binding is None or binding.plan is not plan:
+        if binding is None:
             if self._agree is not None:
                 self._agree(plan, signed, op)  # may free every binding
-            binding = bindings.pop(key, None)
-            if binding is not None:
-                binding.free()
             binding = bindings[key] = self.bind(plan, signed, op, work, scratch, send)
             if len(bindings) > BINDINGS_PER_COMM:
                 bindings.popitem(last=False)[1].free()
         else:
             bindings.move_to_end(key)
         try:
-            self.walk(binding, signed, op, work, scratch)
+            self.walk(binding, work, scratch)
         except BaseException:
             del bindings[key]  # its requests may still be active: never start them again
             raise
@@ -322,21 +356,20 @@ class PersistentPlans:
              scratch: np.ndarray, send: np.ndarray | None = None) -> Binding:
         """:func:`bind` on this communicator, laid out for the compiled walk where it runs
         the plan's reductions (every plan without any)."""
-        kernel = self._kernel if self._kernel is not None and (
+        kernel = self.kernel if self.kernel is not None and (
             supports(work.dtype, op) or not any(step.reduces for step in plan.steps)) else None
-        return bind(self._mpi, self._comm, plan, signed, op, work, scratch, send, kernel)
+        return bind(self.mpi, self._comm, plan, signed, op, work, scratch, send, kernel)
 
-    def walk(self, binding: Binding, signed: SignedPlan, op: str, work: np.ndarray,
-             scratch: np.ndarray) -> None:
+    def walk(self, binding: Binding, work: np.ndarray, scratch: np.ndarray) -> None:
         """Run a binding's steps, in one call of the compiled walk where it has a table,
-        else in Python (:meth:`walk_python`).
+        else through :func:`~.walk.walk`.
 
         Parameters
         ----------
         binding : Binding
             Created by :meth:`bind`.
-        signed, op, work, scratch
-            What it was bound with (``work`` and ``scratch`` only for the failure path).
+        work, scratch : numpy.ndarray
+            What it was bound to (kept alive on a failure that leaves requests pending).
 
         Raises
         ------
@@ -344,62 +377,21 @@ class PersistentPlans:
             From the guard, when a step fails.
         """
         if binding.flat is None:
-            self.walk_python(binding, signed, op, work, scratch)
+            walk(self._guard, CallContext(binding.plan, binding.signed, binding.op,
+                                          (work, scratch)), binding, None)
             return
-        code = self._kernel(*binding.flat.args)
+        code = self.kernel(*binding.flat.args)
         if code:
-            self._flat_failed(binding, signed, op, code, work, scratch)
+            self.stopped(binding, code, work, scratch)
 
-    def walk_python(self, binding: Binding, signed: SignedPlan, op: str, work: np.ndarray,
-                    scratch: np.ndarray) -> None:
-        """:meth:`walk` in Python: per step ``Startall`` (with the guard's probes at steps
-        that first hear from a peer), the guard's wait, the reductions and copies."""
-        mpi, startall, copyto = self._mpi, self._startall, np.copyto
-        # Guard.wait, inlined: a call per step is a tenth of a small step's cost
-        waitall, statuses, reduce = mpi.Request.Waitall, self._guard.statuses, binding.reduce
-        for index, step in enumerate(binding.steps):
-            receives, sends = step.receives, step.sends
-            if step.first:
-                receives = self._take_first(binding, signed, op, index, work, scratch)
-            elif step.requests:
-                startall(step.requests)
-            try:
-                if receives:
-                    waitall(receives, statuses)
-                    for status, tag in zip(statuses, step.tags):
-                        if status.tag != tag:
-                            self._fail(binding, signed, op, index, receives + sends,
-                                       (work, scratch))
-                if sends:
-                    waitall(sends)
-            except mpi.Exception as error:
-                self._fail(binding, signed, op, index, receives + sends, (work, scratch), error)
-            for left, right, into in step.reduces:
-                reduce(left, right, out=into)
-            for source, destination in step.copies:
-                copyto(destination, source)
-
-    def _take_first(self, binding: Binding, signed: SignedPlan, op: str, index: int,
-                    work: np.ndarray, scratch: np.ndarray) -> list[Any]:
-        """Start a step's sends, take its first receives through the guard's probes,
-        start its other receives; return the receives."""
-        step = binding.steps[index]
-        if step.sends:
-            self._startall(step.sends)
-        taken = self._guard.take_first(self._mpi, list(step.first), binding.plan.steps[index],
-                                       signed, index, step.sends, (work, scratch),
-                                       partial(describe_step, binding.plan, op))
-        if step.receives:
-            self._startall(step.receives)
-        return taken + step.receives
-
-    def _flat_failed(self, binding: Binding, signed: SignedPlan, op: str, code: int,
-                     work: np.ndarray, scratch: np.ndarray) -> None:
-        """Raise as the Python walk would where the compiled walk stopped with ``code``:
+    def stopped(self, binding: Binding, code: int, work: np.ndarray,
+                scratch: np.ndarray) -> None:
+        """Raise as :func:`~.walk.walk` would where the compiled walk stopped with ``code``:
         the requests it left, wrapped back as mpi4py objects, and the statuses it filled
         go to the guard."""
-        mpi, flat = self._mpi, binding.flat
+        mpi, flat, guard = self.mpi, binding.flat, self._guard
         assert flat is not None, "only the compiled walk stops with a code"
+        call = CallContext(binding.plan, binding.signed, binding.op, (work, scratch))
         index, detail = flat.stopped()
         if code == RAISED:
             raise mpi.Exception(detail)
@@ -407,25 +399,121 @@ class PersistentPlans:
         taken = [mpi.Request.fromhandle(handle) for handle in
                  flat.handles(h0, detail if code == FIRST_MISMATCH else h0 + len(step.first))]
         if code == FIRST_MISMATCH:
-            flat.status_into(detail, self._guard.status, mpi)
-            self._guard.reject(mpi, flat.message(mpi), detail - h0, binding.plan.steps[index],
-                               signed, index, taken + step.sends, len(taken), (work, scratch),
-                               partial(describe_step, binding.plan, op))
+            flat.status_into(detail, guard.status, mpi)
+            guard.reject(flat.message(mpi), detail - h0, taken + step.sends, len(taken), call,
+                         index)
         receives = taken + step.receives
-        statuses = self._guard.statuses
+        statuses = guard.statuses
         statuses.extend(mpi.Status() for _ in range(len(receives) - len(statuses)))
         for row, status in zip(range(h0, h0 + len(receives)), statuses):
             flat.status_into(row, status, mpi)
-        self._fail(binding, signed, op, index, receives + step.sends, (work, scratch),
+        guard.fail(receives + step.sends, call, index,
                    None if code == TAG_MISMATCH else mpi.Exception(detail))
-
-    def _fail(self, binding: Binding, signed: SignedPlan, op: str, index: int,
-              requests: list[Any], buffers: tuple[np.ndarray, ...], error: Any = None) -> None:
-        """Hand a failed step to :meth:`~.guard.Guard.fail`, which cleans up and raises."""
-        self._guard.fail(self._mpi, requests, binding.plan.steps[index], signed, index, buffers,
-                         partial(describe_step, binding.plan, op), error)
 
     def free(self) -> None:
         """Free every binding's requests."""
         while self._bindings:
             self._bindings.popitem()[1].free()
+
+
+def _free(binding: list[Binding], mpi: Any) -> None:
+    """Free a held plan's requests, unless a failed walk may have left them active."""
+    if binding and not mpi.Is_finalized():
+        binding.pop().free()
+
+
+class HeldPlan:
+    """A plan bound for good to a persistent handle's buffers (:meth:`~collectives.calls.
+    BoundCall.hold`).
+
+    It owns its scratch (and, for an out-of-place ReduceScatter, its working buffer) and
+    its binding, made here once the ranks agreed on the call (collective, as a handle's
+    creation is).  :meth:`run` copies the input into the working buffer, walks the binding
+    (the compiled walk in one call where it has a table) and copies the output out.
+
+    Parameters
+    ----------
+    transport : MpiTransport
+        The transport (its agreement, bindings and failure path).
+    plan : Plan
+        The rank's plan.
+    signed : SignedPlan
+        Its tags.
+    op : str
+        The reduction.
+    call : Call
+        The handle's buffers, NumPy, laid out.
+    """
+
+    __slots__ = ("_transport", "_plan", "_work", "_scratch", "_before", "_after", "_binding",
+                 "_kernel", "_args", "_free", "__weakref__")
+
+    def __init__(self, transport: Any, plan: Plan, signed: SignedPlan, op: str,
+                 call: Any) -> None:
+        self._transport, self._plan = transport, plan
+        work = self._work = call.recv
+        self._before: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+        self._after: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+        if call.collective == "reduce_scatter" and call.send is not None:
+            work = self._work = np.empty(call.count, call.dtype)
+            self._after = ((work[plan.output], call.recv),)
+        elif call.collective == "reduce_scatter" and plan.output.start:
+            self._after = ((work[plan.output], call.recv[:call.part]),)
+        if call.send is not None:
+            self._before = ((call.send, work[plan.input]),)
+        self._scratch = np.empty(plan.scratch_count, call.dtype)
+        if plan.count:
+            transport.agree(plan, signed, op)
+        #: the binding, while it can run (emptied when a failed walk may have left its
+        #: requests active: they are then never started, nor freed)
+        self._binding: list[Binding] = []
+        self._free: Any = None
+        #: the compiled walk and its arguments, where it runs the binding
+        self._kernel: Any = None
+        self._args: tuple = ()
+        if plan.steps:
+            binding = transport.persistent.bind(plan, signed, op, work, self._scratch, call.send)
+            self._binding.append(binding)
+            self._free = weakref.finalize(self, _free, self._binding, transport.persistent.mpi)
+            if binding.flat is not None:
+                self._kernel, self._args = transport.persistent.kernel, binding.flat.args
+
+    def runner(self) -> Callable[[], Any]:
+        """Return what runs the plan: :meth:`run`, or, for a plan with no step whose run is
+        one copy (an out-of-place call on one rank), NumPy's copy bound to its buffers."""
+        if not self._binding and len(self._before) + len(self._after) == 1:
+            source, destination = (*self._before, *self._after)[0]
+            return partial(np.copyto, destination, source)
+        return self.run
+
+    def run(self) -> None:
+        """Run the plan on the buffers' current contents.
+
+        Raises
+        ------
+        ArgumentMismatchError, CommunicatorBrokenError
+            When a step fails (the communicator is then broken).
+        """
+        copyto = np.copyto
+        for source, destination in self._before:
+            copyto(destination, source)
+        if self._binding:
+            try:
+                if self._kernel is None:
+                    self._transport.persistent.walk(self._binding[0], self._work, self._scratch)
+                else:
+                    code = self._kernel(*self._args)
+                    if code:
+                        self._transport.persistent.stopped(self._binding[0], code, self._work,
+                                                           self._scratch)
+            except BaseException as error:
+                self._binding.clear()  # its requests may still be active: never free them
+                self._transport.interrupted(self._plan, error)
+                raise
+        for source, destination in self._after:
+            copyto(destination, source)
+
+    def free(self) -> None:
+        """Free the persistent requests now (:meth:`run` must not be called afterwards)."""
+        if self._free is not None:
+            self._free()

@@ -3,7 +3,8 @@
 A :class:`Plan` holds, per step, the byte ranges of the working buffer (or of the scratch
 buffer, for receives that reduce) to post, each with its peer and message tag, then the
 reductions and local copies to apply once the step completes.  Plans are cached by
-``(collective, algorithm, nranks, rank, count, dtype, params)``: a repeated call finds its
+``(collective, algorithm, nranks, rank, count, dtype, params)`` in
+:attr:`~.runtime.Runtime.plans`: a repeated call finds its
 plan in the cache and builds nothing.
 
 Zero-length transfers are left out on both sides (a matched pair always has equal
@@ -17,7 +18,6 @@ in order whatever is probed.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from reprlib import repr as brief
 from typing import Any
@@ -25,9 +25,10 @@ from typing import Any
 from ..build import build_schedule
 from ..layout import input_range, output_range
 from ..schedule import Copy, Recv, Send, Step
+from .runtime import RUNTIME
 
 __all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_reduces", "apply_copies",
-           "PLAN_CACHE_SIZE", "release_plans", "describe_step", "choice"]
+           "PLAN_CACHE_SIZE", "describe_step", "choice"]
 
 #: plans kept per process (least recently used dropped first)
 PLAN_CACHE_SIZE = 256
@@ -66,9 +67,11 @@ class PlanStep:
     first: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Plan:
     """One rank's compiled steps of one collective.
+
+    Compared and hashed by identity (the caches of signed plans and bindings key on it).
 
     Attributes
     ----------
@@ -172,9 +175,6 @@ def _firsts(recvs: list[tuple[bool, slice, int, int]], heard: set[int]) -> int:
     return len(first)
 
 
-_cache: OrderedDict[tuple, Plan] = OrderedDict()
-
-
 def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int,
              dtype: Any, params: dict[str, Any]) -> Plan:
     """Return the cached plan of ``rank``, building the schedule and compiling on a miss.
@@ -202,24 +202,20 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
     frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
                           for k, v in params.items())) if params else ()
     key = (collective, algorithm, nranks, rank, count, dtype, frozen)
-    plan = _cache.get(key)
+    cache = RUNTIME.plans
+    plan = cache.get(key)
     if plan is not None:
-        _cache.move_to_end(key)
+        cache.move_to_end(key)
         return plan
     schedule = build_schedule(collective, algorithm, nranks, count, **params)
     steps, scratch_count = compile_steps(schedule.steps(rank), dtype.itemsize)
     plan = Plan(collective, algorithm, nranks, rank, count, dtype.name, schedule.params, steps,
                 scratch_count, slice(*input_range(collective, count, nranks, rank)),
                 slice(*output_range(collective, count, nranks, rank)))
-    _cache[key] = plan
-    if len(_cache) > PLAN_CACHE_SIZE:
-        _cache.popitem(last=False)
+    cache[key] = plan
+    if len(cache) > PLAN_CACHE_SIZE:
+        cache.popitem(last=False)
     return plan
-
-
-def release_plans() -> None:
-    """Forget every cached plan (:func:`collectives.release`)."""
-    _cache.clear()
 
 
 def apply_reduces(work: Any, scratch: Any, reduces: tuple[tuple[slice, slice, bool], ...],

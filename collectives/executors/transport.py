@@ -3,18 +3,28 @@
 :class:`~.mpi.MpiTransport` (over an mpi4py communicator) and
 :class:`~.nccl.NcclComm` (over NCCL) are the two transports; :func:`~collectives.executors.
 transport_for` returns one of them for a call's ``comm``.  Neither inherits from
-:class:`Transport`: it is a structural type that the type checker holds both to.
+:class:`Transport`: it is a structural type that the type checker holds both to.  A call
+binds what it runs once (:class:`~collectives.calls.BoundCall`): the transport's walk of
+its plan (:meth:`Transport.walker`) or its library's own collective
+(:meth:`Transport.native_runner`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
     from .buffers import Call
     from .plan import Plan
 
-__all__ = ["Transport"]
+__all__ = ["Transport", "Walker", "Native"]
+
+#: a plan's walk bound once: ``walk(work, send, stream)``, the working buffer updated in
+#: place, the input just laid into it (None in place), the CuPy stream (None for NumPy)
+Walker = Callable[[Any, Any, Any], None]
+#: the library's own collective bound once: ``run(send, recv, stream)`` on flat buffers,
+#: ``send`` None in place
+Native = Callable[[Any, Any, Any], None]
 
 
 class Transport(Protocol):
@@ -35,11 +45,15 @@ class Transport(Protocol):
     def validate(self, call: Call, op: str, native: bool) -> None:
         """Raise, before any communication, for buffers, dtype or op it cannot run."""
 
+    def check_usable(self) -> None:
+        """Raise if a collective failed on it before, or it was closed."""
+
     def allgather_object(self, obj: Any) -> list[Any]:
         """Every rank's ``obj``, in rank order (the agreement of ``check=True``)."""
 
-    def run(self, plan: Plan, call: Call, work: Any, op: str, stream: Any) -> None:
-        """Walk ``plan`` on the working buffer ``work``, reducing with ``op``."""
+    def walker(self, plan: Plan, op: str, xp: Any) -> Walker:
+        """The walk of ``plan`` reducing with ``op`` on ``xp``'s buffers, bound once."""
 
-    def native(self, call: Call, op: str, stream: Any, signed: bool = True) -> None:
-        """Run the library's own collective for ``call`` (after hellos when ``signed``)."""
+    def native_runner(self, shape: Call, op: str, signed: bool) -> Native:
+        """The library's own collective for calls shaped as ``shape`` (its buffers are not
+        read), after hellos when ``signed``, bound once."""

@@ -324,6 +324,7 @@ def run_errors(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
         expect_error(failures, ValueError, "unequal size", ar, x, comm=comm, algorithm="hier",
                      ranks_per_node=nranks + 1)
     os.environ["COLLSIM_MAX_NCHANNELS"] = "0"
+    collectives.release()  # a variable changed counts from the next release on
     expect_error(failures, ValueError, "COLLSIM_MAX_NCHANNELS='0'", ar, x, comm=comm,
                  algorithm="ring", channels=2)
     del os.environ["COLLSIM_MAX_NCHANNELS"]
@@ -336,6 +337,7 @@ def run_errors(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
     if xp is not np:
         expect_error(failures, TypeError, "numpy array", ar, x, np.ones(8, "float32"), comm=comm)
     os.environ["COLLSIM_ALGO"] = "bogus"
+    collectives.release()
     expect_error(failures, ValueError, "COLLSIM_ALGO='bogus'", ar, x, comm=comm)
     del os.environ["COLLSIM_ALGO"]
     if nranks > 1:
@@ -343,9 +345,11 @@ def run_errors(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
         expect_error(failures, collectives.ArgumentMismatchError, "count differs", ar, mismatched,
                      comm=comm, algorithm="ring", check=True)
         os.environ["COLLSIM_CHECK"] = "1"
+        collectives.release()
         expect_error(failures, collectives.ArgumentMismatchError, "algorithm differs", ar, x,
                      comm=comm, algorithm="ring" if rank else "rhd")
         del os.environ["COLLSIM_CHECK"]
+        collectives.release()
     return failures
 
 
@@ -378,8 +382,10 @@ def run_isolation(xp: Any, comm: Any, rank: int, nranks: int, transport: Any) ->
         failures.append(f"rank {rank}: world allreduce gave {host(world_sum)}")
     before = transport.runs["native"]
     os.environ["COLLSIM_ALGO"] = "native"
+    collectives.release()
     collectives.allreduce(x, comm=comm, algorithm="ring")
     del os.environ["COLLSIM_ALGO"]
+    collectives.release()
     if transport.runs["native"] != before + 1:
         failures.append("COLLSIM_ALGO=native did not run the native collective")
     sub.Free()
@@ -417,7 +423,8 @@ def run_tuned_auto(xp: Any, comm: Any, nranks: int, transport: Any) -> list[str]
 
 def run_call_cache(comm: Any, nranks: int, transport: Any) -> list[str]:
     """A repeated call skips the checks it passed (:mod:`collectives.calls`), but not those
-    that depend on where the buffers are, nor a changed flag, environment or tuning table."""
+    that depend on where the buffers are, nor a changed flag, tuning table, or environment
+    (from the next :func:`collectives.release` on)."""
     from collectives.tuning import Rule, Tuning
     failures: list[str] = []
     memory, recv = np.zeros(10), np.zeros(4)
@@ -434,11 +441,13 @@ def run_call_cache(comm: Any, nranks: int, transport: Any) -> list[str]:
         before = transport.runs["native"]
         if change == "COLLSIM_ALGO":
             os.environ["COLLSIM_ALGO"] = "native"
+            collectives.release()  # a variable changed counts from the next release on
         else:
             collectives.auto.use_tuning(Tuning.from_rules(
                 [Rule("allreduce", nranks, 8, 0, 1 << 40, "native")], "cache"))
         collectives.allreduce(memory[0:4], recv, comm=comm)
         os.environ.pop("COLLSIM_ALGO", None)
+        collectives.release()
         collectives.auto.use_tuning(None)
         if transport.runs["native"] != before + 1:
             failures.append(f"after {change}, the repeated call did not run native")
@@ -505,6 +514,34 @@ def run_handles(comm: Any, rank: int, nranks: int) -> list[str]:
     return failures
 
 
+def run_posted(comm: Any, rank: int, nranks: int) -> list[str]:
+    """The walk CuPy buffers take (:func:`~collectives.executors.walk.walk` posting
+    non-blocking requests per step, :class:`~collectives.executors.walk.Posted`), run here
+    on NumPy buffers with no staging, gives the bytes the persistent walk gives."""
+    from mpi4py import MPI
+
+    from collectives.executors.guard import CallContext, signed_plan
+    from collectives.executors.plan import get_plan
+    from collectives.executors.walk import Posted, walk
+    failures: list[str] = []
+    transport = transport_for(comm)
+    count = 3 * nranks + 1
+    for algorithm in collectives.ALGORITHMS:
+        plan = get_plan("allreduce", algorithm, nranks, rank, count, np.dtype("float64"), {})
+        work = np.arange(count, dtype="float64") * (rank + 1)
+        want = collectives.allreduce(work, comm=comm, algorithm=algorithm)
+        scratch = np.empty(plan.scratch_count)
+        signed = signed_plan(plan, "sum", transport.guard.codec)
+        transport.agree(plan, signed, "sum")
+        posting = Posted(MPI, transport.comm, plan, (work.view(np.uint8), scratch.view(np.uint8)),
+                         work, scratch, np.add)
+        walk(transport.guard, CallContext(plan, signed, "sum", (work, scratch)), posting, None)
+        if bits(work) != bits(want):
+            failures.append(f"rank {rank} {algorithm}: the posted walk gave {work[:4]}, the "
+                            f"persistent one {want[:4]}")
+    return failures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--xp", choices=("numpy", "cupy"), default="numpy")
@@ -537,6 +574,7 @@ def main() -> None:
     if args.transport == "mpi" and xp is np:
         failures += run_call_cache(comm, nranks, transport)
         failures += run_handles(comm, rank, nranks)
+        failures += run_posted(comm, rank, nranks)
     all_failures = world.gather(failures, root=0)
     all_digests = world.gather(digests, root=0)
     if rank == 0:

@@ -24,7 +24,6 @@ import numpy as np
 
 import collectives
 from collectives import COLLECTIVES, build_schedule, interpret
-from collectives.executors.buffers import prepare
 from collectives.executors.plan import Plan, PlanStep, get_plan
 
 #: calls per case in the replay check: the first runs directly, the second is captured
@@ -78,8 +77,7 @@ def run_self_plan(comm: Any, xp: Any) -> list[str]:
     for round_ in range(ROUNDS):
         mine = np.arange(8, dtype=np.float32) * (round_ + 1)
         work.set(mine, stream=stream)
-        call = prepare("allreduce", collectives.IN_PLACE, work, comm.size)
-        comm.run(plan, call, work, "sum", stream)
+        comm.walker(plan, "sum", xp)(work, None, stream)
         stream.synchronize()
         want = np.tile(mine[:4] + mine[4:], 2)
         if work.get().tobytes() != want.tobytes():

@@ -10,15 +10,15 @@ import numpy as np
 from mpi4py import MPI
 
 import collectives
-from collectives.executors import plan as plans
+from collectives.executors.runtime import RUNTIME
 
 comm = MPI.COMM_WORLD
 ran = {}
 for nbytes in map(int, sys.argv[1:]):
     count = nbytes // 4
-    before = set(plans._cache)
+    before = set(RUNTIME.plans)
     out = collectives.allreduce(np.full(count, comm.Get_rank() + 1, dtype=np.float32))
-    new = [key for key in plans._cache if key not in before and key[4] == count]
+    new = [key for key in RUNTIME.plans if key not in before and key[4] == count]
     p = comm.Get_size()
     ran[nbytes] = {"algorithms": sorted({key[1] for key in new}),
                    "correct": bool(np.all(out == p * (p + 1) / 2))}
