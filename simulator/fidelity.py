@@ -318,8 +318,10 @@ def predict(curve: Curve, target: Any = None, only: Sequence[str] | None = None,
     binary tree over all ranks, taking NCCL's algorithm too made the 8-node H100 curves
     fall from 12% to 22%; not measured again since the tree is NCCL's over nodes, with a
     chain in each, which ``schedule_params`` gives it on several nodes).  Each
-    size is simulated; on several nodes every candidate runs :func:`channel_count`
-    channels over :func:`topology.channel_orders`
+    size is simulated, unverified (:func:`collectives.build_schedule` made the schedule
+    and the tests verify what it makes; verifying the 1,024-rank ring of 8 channels takes
+    about three times as long as simulating it); on several nodes every candidate runs
+    :func:`channel_count` channels over :func:`topology.channel_orders`
     (:func:`simulator.channel_choice.schedule_params`), as NCCL runs a channel per NIC.
     NCCL's in-switch algorithms (NVLS, NVLSTree; Simple), which no schedule runs,
     predict the sizes where NCCL's own model ranks them first (NCCL runs them there),
@@ -354,7 +356,7 @@ def predict(curve: Curve, target: Any = None, only: Sequence[str] | None = None,
                              f"one of {[f'{named(l)} {chosen[a]}' for a, _, l in tried][:4]}")
         seconds, label, k = min(
             (simulate(build_schedule("allreduce", a, curve.ranks, n // 4, **params), target,
-                      trace=False, protocol=chosen[a], engine=engine).time_s,
+                      trace=False, protocol=chosen[a], engine=engine, verify=False).time_s,
              named(label), chosen[a])
             for a, params, label in run)
         out.append((label, k, seconds))
