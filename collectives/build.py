@@ -13,9 +13,11 @@ from .layout import block
 from .placement import Placement
 from .rounds import Lane
 from .schedule import COLLECTIVES, RankSteps, Schedule
+from .vcounts import check_counts
 
 __all__ = ["ALGORITHMS", "COMPOSED", "MAX_CHANNELS", "MAX_SEGMENTS", "SEGMENTS_ANY_COUNT",
-           "build_schedule", "algorithm_params", "check_sizes"]
+           "BASE_COLLECTIVES", "build_schedule", "algorithm_params", "check_sizes", "serves",
+           "algorithms_for"]
 
 #: the most channels a schedule is cut into (NCCL keeps at most 32, MAXCHANNELS in its
 #: src/include/devcomm.h; more only multiplies the steps)
@@ -26,7 +28,11 @@ MAX_SEGMENTS = 65536
 SEGMENTS_ANY_COUNT = 1024
 
 #: algorithms that build schedules (``native`` and ``auto`` are executor choices)
-ALGORITHMS: tuple[str, ...] = ("ring", "tree", "rhd", "pipeline")
+ALGORITHMS: tuple[str, ...] = ("ring", "tree", "rhd", "pipeline", "chain", "binomial",
+                               "scatter_allgather", "rabenseifner", "pairwise", "bruck",
+                               "linear")
+#: the collectives an algorithm module serves when it does not say (``SERVES``)
+BASE_COLLECTIVES: frozenset[str] = frozenset({"allreduce", "reduce_scatter", "allgather"})
 #: algorithms composed of the ones above (they need ``ranks_per_node``)
 COMPOSED: tuple[str, ...] = ("hier",)
 
@@ -36,6 +42,33 @@ def _module(algorithm: str) -> Any:
         raise ValueError(f"algorithm {brief(algorithm)} is not supported; choose one of "
                          f"{list(ALGORITHMS + COMPOSED)}")
     return importlib.import_module(f"{__package__}.algorithms.{algorithm}")
+
+
+def serves(algorithm: str) -> frozenset[str]:
+    """The collectives ``algorithm`` builds schedules for.
+
+    Examples
+    --------
+    >>> sorted(serves("binomial"))
+    ['broadcast', 'reduce']
+    """
+    return frozenset(getattr(_module(algorithm), "SERVES", BASE_COLLECTIVES))
+
+
+def algorithms_for(collective: str) -> tuple[str, ...]:
+    """The algorithms of :data:`ALGORITHMS` that serve ``collective``, in that order.
+
+    Examples
+    --------
+    >>> algorithms_for("alltoall")
+    ('pairwise', 'bruck', 'linear')
+    """
+    return tuple(a for a in ALGORITHMS if collective in serves(a))
+
+
+def _one_channel(module: Any) -> bool:
+    """Whether ``module`` runs on one channel in the ranks' own order only."""
+    return not getattr(module, "CHANNELED", True)
 
 
 def algorithm_params(algorithm: str) -> dict[str, Any]:
@@ -63,7 +96,8 @@ def algorithm_params(algorithm: str) -> dict[str, Any]:
         If ``algorithm`` is not in :data:`ALGORITHMS`.
     """
     module = _module(algorithm)
-    generic = {"channels": 1} if hasattr(module, "phases") else {"channels": 1, "order": None}
+    generic = {"channels": 1} if hasattr(module, "phases") or _one_channel(module) else \
+        {"channels": 1, "order": None}
     return {**module.PARAMS, **generic}
 
 
@@ -135,6 +169,16 @@ def _check_orders(order: Any, nranks: int, channels: int) -> tuple[tuple[int, ..
     return None if all(each == tuple(range(nranks)) for each in orders) else orders
 
 
+def _check_peer_counts(counts: Any, nranks: int, count: int) -> tuple[tuple[int, ...], ...]:
+    """AllToAllv's matrix as tuples, checked, its largest entry ``count``."""
+    matrix = check_counts(counts, nranks)
+    largest = max(max(row) for row in matrix)
+    if largest != count:
+        raise ValueError(f"count={count} is not allowed with counts=: an AllToAllv's count is "
+                         f"the largest of its counts, here {largest}")
+    return matrix
+
+
 @lru_cache(maxsize=512)
 def _build(collective: str, algorithm: str, nranks: int, count: int,
            params: tuple[tuple[str, Any], ...], channels: int,
@@ -163,8 +207,10 @@ def _build(collective: str, algorithm: str, nranks: int, count: int,
     if hasattr(module, "rank_lanes"):
         def lanes(rank: int) -> list[Lane]:
             return module.rank_lanes(collective, rank, nranks, count, blocks, **resolved)
+    working = module.working(collective, nranks, count, **resolved) \
+        if hasattr(module, "working") else None
     return Schedule(collective, algorithm, nranks, count, tuple(sorted(resolved.items())),
-                    generate, lanes)
+                    generate, lanes, working)
 
 
 def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
@@ -173,21 +219,29 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
 
     Parameters
     ----------
-    collective : {"allreduce", "reduce_scatter", "allgather"}
-        The collective.
-    algorithm : {"ring", "tree", "rhd", "pipeline", "hier"}
-        Ring, double binary tree, recursive halving-doubling, chunked pipeline, or the
-        hierarchical composition of them (:mod:`collectives.algorithms.hier`).
+    collective : str
+        One of :data:`~collectives.schedule.COLLECTIVES`.
+    algorithm : str
+        One of :data:`ALGORITHMS` that serves ``collective`` (:func:`algorithms_for`) or
+        ``hier``: for AllReduce, ReduceScatter and AllGather ring, double binary tree,
+        recursive halving-doubling, chunked pipeline, or the hierarchical composition of
+        them (:mod:`collectives.algorithms.hier`); for Broadcast and Reduce ``chain``,
+        ``binomial``, ``scatter_allgather`` (Broadcast) and ``rabenseifner`` (Reduce);
+        for AllToAll ``pairwise``, ``bruck`` and ``linear``.
     nranks : int
         Number of ranks, at least 1.
     count : int
-        Elements of the full vector (the AllReduce buffer, the ReduceScatter input, the
-        AllGather output), at least 0; it need not divide by ``nranks``.
+        Elements of the full vector (the AllReduce, Broadcast or Reduce buffer, the
+        ReduceScatter input, the AllGather output), at least 0; it need not divide by
+        ``nranks``.  For AllToAll, the elements every rank sends every rank; with
+        per-peer ``counts`` (AllToAllv), the largest of them.
     **params
         The algorithm's tuning parameters (see :func:`algorithm_params`), e.g.
-        ``segments`` for tree and pipeline, ``channels`` (parts of the vector run side by
-        side, each over its own rank order) for every algorithm, and ``order`` (a
-        permutation of the ranks, or one per channel) for all but ``hier``.
+        ``segments`` for tree, pipeline and chain, ``root`` for Broadcast and Reduce,
+        ``counts`` (``counts[i][j]`` elements from rank ``i`` to rank ``j``) for
+        AllToAll, ``channels`` (parts of the vector run side by side, each over its own
+        rank order) for the first four algorithms and hier, and ``order`` (a
+        permutation of the ranks, or one per channel) for ring, tree, rhd and pipeline.
 
     Returns
     -------
@@ -216,16 +270,24 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
         raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
                          f"{list(COLLECTIVES)}")
     module = _module(algorithm)
+    if collective not in serves(algorithm):
+        raise ValueError(f"algorithm {algorithm!r} does not run {collective}; for {collective} "
+                         f"choose one of {list(algorithms_for(collective))}")
     check_int(nranks, "nranks", 1)
     check_int(count, "count", 0)
     check_sizes(params, count)
     channels = params.pop("channels", 1)
     check_int(channels, "channels", 1)
+    if _one_channel(module) and channels > 1:
+        raise ValueError(f"channels={channels} is not allowed; algorithm {algorithm!r} runs "
+                         "on one channel")
     unknown = sorted(set(params) - set(algorithm_params(algorithm)))
     if unknown:
         raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {brief(algorithm)}; "
                         f"it takes {sorted(algorithm_params(algorithm))}")
     orders = _check_orders(params.pop("order", None), nranks, channels)
+    if params.get("counts") is not None:
+        params["counts"] = _check_peer_counts(params["counts"], nranks, count)
     merged = {**module.PARAMS, **params}
     return _build(collective, algorithm, nranks, count, tuple(sorted(merged.items())), channels,
                   orders)

@@ -208,9 +208,11 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
         return plan
     schedule = build_schedule(collective, algorithm, nranks, count, **params)
     steps, scratch_count = compile_steps(schedule.steps(rank), dtype.itemsize)
-    plan = Plan(collective, algorithm, nranks, rank, count, dtype.name, schedule.params, steps,
-                scratch_count, slice(*input_range(collective, count, nranks, rank)),
-                slice(*output_range(collective, count, nranks, rank)))
+    given = schedule.param_dict
+    plan = Plan(collective, algorithm, nranks, rank, schedule.elements, dtype.name,
+                schedule.params, steps, scratch_count,
+                slice(*input_range(collective, count, nranks, rank, given)),
+                slice(*output_range(collective, count, nranks, rank, given)))
     _cache[key] = plan
     if len(_cache) > PLAN_CACHE_SIZE:
         _cache.popitem(last=False)
