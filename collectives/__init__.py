@@ -7,6 +7,7 @@ from .api import IN_PLACE, allgather, allreduce, reduce_scatter
 from .build import ALGORITHMS, COMPOSED, algorithm_params, build_schedule
 from .errors import CollectivesError, DeadlockError, ScheduleError
 from .interpret import interpret
+from .registry import Algorithm, channel_orders
 from .resources import abort_on_error, close, release, workspace_bytes
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
 from .executors.check import ArgumentMismatchError
@@ -16,11 +17,12 @@ from .handles import PersistentCollective, allgather_init, allreduce_init, reduc
 from .verify import verify
 
 __all__ = [
-    "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "COMPOSED", "CollectivesError",
+    "ALGORITHMS", "Algorithm", "ArgumentMismatchError", "COLLECTIVES", "COMPOSED", "CollectivesError",
     "CommunicatorBrokenError", "IN_PLACE", "abort_on_error", "close", "release",
     "workspace_bytes",
     "NcclComm", "allgather", "allreduce", "reduce_scatter", "allgather_init",
     "allreduce_init", "reduce_scatter_init", "PersistentCollective", "Copy", "DeadlockError", "Recv",
     "Schedule", "ScheduleError", "Send", "Step", "algorithm_params", "build_schedule",
+    "channel_orders",
     "interpret", "verify",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from functools import lru_cache
 from reprlib import repr as brief
 from typing import Any, Callable
@@ -11,6 +10,8 @@ from topology.checks import check_int, is_int
 from .compose import channel_parts, composed, identity_orders
 from .layout import block
 from .placement import Placement
+from .registry import algorithm as registered
+from .registry import names
 from .rounds import Lane
 from .schedule import COLLECTIVES, RankSteps, Schedule
 
@@ -25,17 +26,11 @@ MAX_SEGMENTS = 65536
 #: segments any vector may be cut into; beyond them, at most one per element
 SEGMENTS_ANY_COUNT = 1024
 
-#: algorithms that build schedules (``native`` and ``auto`` are executor choices)
-ALGORITHMS: tuple[str, ...] = ("ring", "tree", "rhd", "pipeline")
-#: algorithms composed of the ones above (they need ``ranks_per_node``)
-COMPOSED: tuple[str, ...] = ("hier",)
-
-
-def _module(algorithm: str) -> Any:
-    if algorithm not in ALGORITHMS + COMPOSED:
-        raise ValueError(f"algorithm {brief(algorithm)} is not supported; choose one of "
-                         f"{list(ALGORITHMS + COMPOSED)}")
-    return importlib.import_module(f"{__package__}.algorithms.{algorithm}")
+#: the flat algorithms of the registry (:mod:`collectives.registry`; ``native`` and
+#: ``auto`` are executor choices)
+ALGORITHMS: tuple[str, ...] = names(composed=False)
+#: the algorithms composed of flat ones (they need ``ranks_per_node``)
+COMPOSED: tuple[str, ...] = names(composed=True)
 
 
 def algorithm_params(algorithm: str) -> dict[str, Any]:
@@ -50,7 +45,7 @@ def algorithm_params(algorithm: str) -> dict[str, Any]:
     Parameters
     ----------
     algorithm : str
-        One of :data:`ALGORITHMS` or :data:`COMPOSED`.
+        A registered algorithm (:data:`ALGORITHMS` or :data:`COMPOSED`).
 
     Returns
     -------
@@ -60,11 +55,9 @@ def algorithm_params(algorithm: str) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        If ``algorithm`` is not in :data:`ALGORITHMS`.
+        If ``algorithm`` is not registered.
     """
-    module = _module(algorithm)
-    generic = {"channels": 1} if hasattr(module, "phases") else {"channels": 1, "order": None}
-    return {**module.PARAMS, **generic}
+    return dict(registered(algorithm).defaults)
 
 
 def check_sizes(params: dict[str, Any], count: int | None = None, where: str = "") -> None:
@@ -139,8 +132,8 @@ def _check_orders(order: Any, nranks: int, channels: int) -> tuple[tuple[int, ..
 def _build(collective: str, algorithm: str, nranks: int, count: int,
            params: tuple[tuple[str, Any], ...], channels: int,
            orders: tuple[tuple[int, ...], ...] | None) -> Schedule:
-    module = _module(algorithm)
-    if hasattr(module, "phases"):
+    module = registered(algorithm)
+    if module.phases is not None:
         phases = module.phases(collective, nranks, count, channels, **dict(params))
         recorded = {**dict(params), **({"channels": channels} if channels > 1 else {})}
         return composed(collective, algorithm, nranks, count, recorded, phases)
@@ -153,16 +146,18 @@ def _build(collective: str, algorithm: str, nranks: int, count: int,
         if orders is not None:
             recorded["order"] = orders[0] if len(set(orders)) == 1 else orders
         return composed(collective, algorithm, nranks, count, recorded, [parts])
-    resolved = module.resolve_params(collective, nranks, count, **dict(params))
+    assert module.resolve is not None and module.steps is not None  # a flat algorithm
+    resolved = module.resolve(collective, nranks, count, **dict(params))
     blocks = tuple(block(count, nranks, r) for r in range(nranks))
     lanes: Callable[[int], list[Lane]] | None = None
+    steps, rank_lanes = module.steps, module.lanes
 
     def generate(rank: int) -> RankSteps:
-        return tuple(module.rank_steps(collective, rank, nranks, count, blocks, **resolved))
+        return tuple(steps(collective, rank, nranks, count, blocks, **resolved))
 
-    if hasattr(module, "rank_lanes"):
+    if rank_lanes is not None:
         def lanes(rank: int) -> list[Lane]:
-            return module.rank_lanes(collective, rank, nranks, count, blocks, **resolved)
+            return rank_lanes(collective, rank, nranks, count, blocks, **resolved)
     return Schedule(collective, algorithm, nranks, count, tuple(sorted(resolved.items())),
                     generate, lanes)
 
@@ -175,9 +170,11 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     ----------
     collective : {"allreduce", "reduce_scatter", "allgather"}
         The collective.
-    algorithm : {"ring", "tree", "rhd", "pipeline", "hier"}
-        Ring, double binary tree, recursive halving-doubling, chunked pipeline, or the
-        hierarchical composition of them (:mod:`collectives.algorithms.hier`).
+    algorithm : str
+        A registered algorithm (:mod:`collectives.registry`): ``ring``, ``tree`` (double
+        binary tree), ``rhd`` (recursive halving-doubling), ``pipeline`` (chunked chain),
+        ``hier`` (the hierarchical composition of them, :mod:`collectives.algorithms.hier`),
+        ...; it must serve ``collective``.
     nranks : int
         Number of ranks, at least 1.
     count : int
@@ -198,7 +195,8 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     Raises
     ------
     ValueError
-        For an unknown collective or algorithm, or a parameter value out of range.
+        For an unknown collective or algorithm, an algorithm that does not serve the
+        collective, or a parameter value out of range.
     TypeError
         For a parameter the algorithm does not take.
 
@@ -215,7 +213,8 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     if collective not in COLLECTIVES:
         raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
                          f"{list(COLLECTIVES)}")
-    module = _module(algorithm)
+    module = registered(algorithm)
+    module.check_collective(collective)
     check_int(nranks, "nranks", 1)
     check_int(count, "count", 0)
     check_sizes(params, count)
@@ -226,6 +225,6 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
         raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {brief(algorithm)}; "
                         f"it takes {sorted(algorithm_params(algorithm))}")
     orders = _check_orders(params.pop("order", None), nranks, channels)
-    merged = {**module.PARAMS, **params}
+    merged = {**module.params, **params}
     return _build(collective, algorithm, nranks, count, tuple(sorted(merged.items())), channels,
                   orders)
