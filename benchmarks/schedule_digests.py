@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any, Callable, Iterator
 
-from collectives import ALGORITHMS, COLLECTIVES, build_schedule
+from collectives import BLOCK_ALGORITHMS, BLOCK_COLLECTIVES, build_schedule
 from collectives.build import _build
 
 RANKS = (1, 2, 3, 5, 8, 13, 16, 17, 33)
@@ -27,8 +27,8 @@ PARAMS: dict[str, list[dict[str, Any]]] = {"ring": [{}], "rhd": [{}], "tree": SE
 
 def cases() -> Iterator[tuple[str, str, int, int, dict[str, Any]]]:
     """Yield ``(algorithm, collective, nranks, count, params)`` for every case."""
-    for algorithm in ALGORITHMS:
-        for collective in COLLECTIVES:
+    for algorithm in BLOCK_ALGORITHMS:
+        for collective in BLOCK_COLLECTIVES:
             for nranks in RANKS:
                 for count in COUNTS:
                     for params in PARAMS[algorithm]:

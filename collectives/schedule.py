@@ -35,10 +35,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union, cast
 
-__all__ = ["Send", "Recv", "Copy", "Op", "Step", "Schedule", "COLLECTIVES", "ROOTED", "EDGE_ITEMS",
+__all__ = ["Send", "Recv", "Copy", "Op", "Step", "Schedule", "COLLECTIVES", "BLOCK_COLLECTIVES", "ROOTED", "EDGE_ITEMS",
            "new_send", "new_recv"]
 
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall")
+#: the collectives whose vector the ranks cut into one block each (ring, rhd, tree,
+#: pipeline and hier serve these)
+BLOCK_COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
 #: the collectives with a ``root`` parameter: the rank whose vector is broadcast, or the
 #: rank that receives the reduction
 ROOTED = ("broadcast", "reduce")

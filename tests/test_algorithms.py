@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from collectives import ALGORITHMS, COLLECTIVES, build_schedule, interpret, verify
+from collectives import BLOCK_ALGORITHMS, BLOCK_COLLECTIVES, build_schedule, interpret, verify
 
 from .reference import DTYPES, OPS, check_outputs, rank_inputs
 
@@ -36,8 +36,8 @@ def _check(algorithm: str, collective: str, nranks: int, **params: object) -> No
 
 
 @pytest.mark.parametrize("nranks", RANKS)
-@pytest.mark.parametrize("collective", COLLECTIVES)
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("collective", BLOCK_COLLECTIVES)
+@pytest.mark.parametrize("algorithm", BLOCK_ALGORITHMS)
 def test_matches_numpy(algorithm: str, collective: str, nranks: int) -> None:
     _check(algorithm, collective, nranks)
 

@@ -44,7 +44,7 @@ def test_compile_drops_steps_with_nothing_to_do() -> None:
     assert compiled == () and scratch == 0
 
 
-@pytest.mark.parametrize("algorithm", collectives.ALGORITHMS)
+@pytest.mark.parametrize("algorithm", collectives.BLOCK_ALGORITHMS)
 def test_plan_scratch_covers_every_reduce_and_sends_match_schedule(algorithm: str) -> None:
     schedule = build_schedule("allreduce", algorithm, 5, 23)
     for rank in range(5):

@@ -236,7 +236,8 @@ def test_gpu_algorithm_figures_name_a_known_algorithm(tmp_path):
     with pytest.raises(TopologyError) as error:
         topology.load(path)
     assert str(error.value) == (f"{path}: gpu.algorithms[0]: algorithm = 'butterfly' is not "
-                                "allowed; it must be one of ring, tree, rhd, pipeline, hier")
+                                "allowed; it must be one of "
+                                + ", ".join(topology.gpu.FIGURE_ALGORITHMS))
     with pytest.raises(TopologyError, match=r"gpu.algorithms\[0\]: algorithm = 7 is not"):
         topology.load(_gpu_file(tmp_path, "[[gpu.algorithms]]\nname = 7\n"))
     text = topology.dumps(topology.dgx_h100(1)).replace('default_protocol = "Simple"',

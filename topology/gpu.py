@@ -40,7 +40,8 @@ __all__ = ["FIGURE_ALGORITHMS", "Protocol", "LinkFigures", "AlgorithmFigures", "
 #: :func:`collectives.build_schedule` (``collectives.ALGORITHMS`` and ``COMPOSED``; this
 #: layer imports nothing of ours, and tests/test_topology_files.py checks that they
 #: agree)
-FIGURE_ALGORITHMS = ("ring", "tree", "rhd", "pipeline", "hier")
+FIGURE_ALGORITHMS = ("ring", "rhd", "tree", "pipeline", "chain", "binomial", "scatter_allgather",
+                     "rabenseifner", "pairwise", "bruck", "linear", "hier")
 
 
 def _fraction(value: Any, key: str) -> float:

@@ -17,17 +17,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..rooted import check_root, levels, lowbit, real, virtual
 from ..schedule import Step, new_recv, new_send
-from ..traffic import Messages, Round, register
+from ..traffic import Messages, Round
 
-__all__ = ["SERVES", "CHANNELED", "PARAMS", "resolve_params", "rank_steps", "traffic",
+__all__ = ["ALGORITHM", "resolve_params", "rank_steps", "traffic",
            "children"]
-
-SERVES: frozenset[str] = frozenset({"broadcast", "reduce"})
-CHANNELED = False
-PARAMS: dict[str, Any] = {"root": 0}
-
 
 def resolve_params(collective: str, nranks: int, count: int, root: int = 0) -> dict[str, Any]:
     """Check the root.
@@ -107,7 +103,6 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     return [Step((op,)) for op in ops]
 
 
-@register("binomial")
 def traffic(collective: str, q: int, root: int = 0) -> list[Round]:
     """The tree's messages (:mod:`collectives.traffic`): one round per level, every
     message the whole vector.
@@ -139,3 +134,11 @@ def traffic(collective: str, q: int, root: int = 0) -> list[Round]:
 def _whole(count: np.ndarray) -> np.ndarray:
     """Every message of the tree: the whole vector."""
     return np.asarray(count)
+
+
+ALGORITHM = register(Algorithm(
+    name="binomial", collectives=frozenset({"broadcast", "reduce"}), params={"root": 0},
+    resolve=resolve_params, traffic=traffic, steps=rank_steps, channeled=False,
+    candidates=one_candidate, empty_sends=False,
+    # coll_tuned_bcast_decision.c: 6 is "binomial"; coll_tuned_reduce_decision.c: 5
+    ompi=ompi_ids({"broadcast": (6, "binomial"), "reduce": (5, "binomial")})))

@@ -22,17 +22,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..rooted import levels
 from ..schedule import Copy, Step, new_recv, new_send
-from ..traffic import Messages, Round, register
+from ..traffic import Messages, Round
 
-__all__ = ["SERVES", "CHANNELED", "PARAMS", "resolve_params", "working", "rank_steps",
+__all__ = ["ALGORITHM", "resolve_params", "working", "rank_steps",
            "traffic", "moving"]
-
-SERVES: frozenset[str] = frozenset({"alltoall"})
-CHANNELED = False
-PARAMS: dict[str, Any] = {"counts": None}
-
 
 def resolve_params(collective: str, nranks: int, count: int,
                    counts: tuple[tuple[int, ...], ...] | None = None) -> dict[str, Any]:
@@ -131,7 +127,6 @@ def _pack(where: list[int], moved: list[int], packed: int, m: int) -> list[Copy]
     return [Copy(where[i], where[i] + m, packed + k * m) for k, i in enumerate(moved)]
 
 
-@register("bruck")
 def traffic(collective: str, q: int, counts: None = None) -> list[Round]:
     """One round per bit, every rank sending ``h_b`` blocks in one message to
     ``r + 2**b`` (:mod:`collectives.traffic`).
@@ -163,3 +158,11 @@ def _blocks(units: int) -> Any:
     def elements(count: np.ndarray) -> np.ndarray:
         return units * np.asarray(count)
     return elements
+
+
+ALGORITHM = register(Algorithm(
+    name="bruck", collectives=frozenset({"alltoall"}), params={"counts": None},
+    resolve=resolve_params, traffic=traffic, steps=rank_steps, channeled=False,
+    working=working, candidates=one_candidate,
+    # coll_tuned_alltoall_decision.c: 3 is "modified_bruck"
+    ompi=ompi_ids({"alltoall": (3, "modified_bruck")})))

@@ -23,17 +23,17 @@ import numpy as np
 from topology.checks import check_int
 
 from ..layout import SEGMENT_ELEMENTS, splits
+from ..registry import Algorithm, Params, ompi_ids, register
 from ..rooted import check_root, real, virtual
 from ..rounds import lane, merge_lanes
 from ..schedule import Step, new_recv, new_send
-from ..traffic import Messages, Round, largest_part, register
+from ..traffic import Messages, Round, largest_part
 
-__all__ = ["SERVES", "CHANNELED", "PARAMS", "resolve_params", "rank_steps", "traffic"]
+__all__ = ["ALGORITHM", "SEGMENTS_TRIED", "resolve_params", "rank_steps", "traffic",
+           "candidates", "pieces"]
 
-SERVES: frozenset[str] = frozenset({"broadcast", "reduce"})
-CHANNELED = False
-PARAMS: dict[str, Any] = {"root": 0, "segments": None}
-
+#: segments selection tries (the default, chosen from the size, among them)
+SEGMENTS_TRIED: tuple[int | None, ...] = (None, 1, 4, 16, 64)
 
 def resolve_params(collective: str, nranks: int, count: int, root: int = 0,
                    segments: int | None = None) -> dict[str, Any]:
@@ -112,7 +112,6 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     return merge_lanes(lanes)
 
 
-@register("chain")
 def traffic(collective: str, q: int, root: int = 0, segments: int = 1) -> list[Round]:
     """The chain's messages (:mod:`collectives.traffic`): ``segments`` segments over its
     ``q - 1`` hops, one after another.
@@ -138,3 +137,51 @@ def traffic(collective: str, q: int, root: int = 0, segments: int = 1) -> list[R
     src, dst = (far, near) if reduce else (near, far)
     hops = Messages(src, dst, largest_part(segments), reduce, pieced=False, skip_empty=True)
     return [Round(1, (hops,), chain=segments)]
+
+
+def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
+    """What selection tries: :data:`SEGMENTS_TRIED` segments, on one channel.
+
+    Parameters
+    ----------
+    collective : str
+        The collective (unused).
+    channels : int
+        Channels: none at more than one.
+    ranks_per_node : int or None
+        Unused.
+
+    Returns
+    -------
+    tuple of Params
+    """
+    if channels > 1:
+        return ()
+    return tuple((("segments", s),) if s else () for s in SEGMENTS_TRIED)
+
+
+def pieces(collective: str, nranks: int, params: Any) -> int:
+    """Messages' worth the chain cuts its vector into: its ``segments`` (default 1).
+
+    Parameters
+    ----------
+    collective : str
+        The collective (unused).
+    nranks : int
+        Ranks (unused).
+    params : mapping
+        The candidate's parameters.
+
+    Returns
+    -------
+    int
+    """
+    return params.get("segments") or 1
+
+
+ALGORITHM = register(Algorithm(
+    name="chain", collectives=frozenset({"broadcast", "reduce"}), params={"root": 0, "segments": None},
+    resolve=resolve_params, traffic=traffic, steps=rank_steps, channeled=False,
+    candidates=candidates, pieces=pieces, empty_sends=False, nccl="ring",
+    # coll_tuned_{bcast,reduce}_decision.c: 3 is "pipeline" (a chain of fanout 1, segmented)
+    ompi=ompi_ids({"broadcast": (3, "pipeline"), "reduce": (3, "pipeline")})))

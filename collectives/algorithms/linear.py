@@ -14,17 +14,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..layout import alltoall_blocks, peer_counts
+from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..schedule import Step, new_recv, new_send
-from ..traffic import Messages, Round, register
+from ..traffic import Messages, Round
 from .pairwise import largest_of, own_copy, resolve_params, working
 
-__all__ = ["SERVES", "CHANNELED", "PARAMS", "resolve_params", "working", "rank_steps",
+__all__ = ["ALGORITHM", "resolve_params", "working", "rank_steps",
            "traffic"]
-
-SERVES: frozenset[str] = frozenset({"alltoall"})
-CHANNELED = False
-PARAMS: dict[str, Any] = {"counts": None}
-
 
 def rank_steps(collective: str, rank: int, nranks: int, count: int,
                blocks: Sequence[tuple[int, int]],
@@ -41,7 +37,6 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     return [Step(tuple(ops))]
 
 
-@register("linear")
 def traffic(collective: str, q: int,
             counts: tuple[tuple[int, ...], ...] | None = None) -> list[Round]:
     """One round carrying every message, a class per distance (:mod:`collectives.traffic`).
@@ -65,3 +60,11 @@ def traffic(collective: str, q: int,
     classes = tuple(Messages(v, (v + s) % q, largest_of(counts, np.stack([v, (v + s) % q], 1)),
                              False, pieced=False) for s in range(1, q))
     return [Round(1, classes)]
+
+
+ALGORITHM = register(Algorithm(
+    name="linear", collectives=frozenset({"alltoall"}), params={"counts": None},
+    resolve=resolve_params, traffic=traffic, steps=rank_steps, channeled=False,
+    working=working, candidates=one_candidate,
+    # coll_tuned_alltoall_decision.c: 1 is "linear"
+    ompi=ompi_ids({"alltoall": (1, "linear")})))

@@ -15,16 +15,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..layout import alltoall_blocks, alltoall_elements, peer_counts
+from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..schedule import Copy, Step, new_recv, new_send
-from ..traffic import Messages, Round, register
+from ..traffic import Messages, Round
 
-__all__ = ["SERVES", "CHANNELED", "PARAMS", "resolve_params", "working", "rank_steps",
+__all__ = ["ALGORITHM", "resolve_params", "working", "rank_steps",
            "traffic", "own_copy", "largest_of"]
-
-SERVES: frozenset[str] = frozenset({"alltoall"})
-CHANNELED = False
-PARAMS: dict[str, Any] = {"counts": None}
-
 
 def resolve_params(collective: str, nranks: int, count: int,
                    counts: tuple[tuple[int, ...], ...] | None = None) -> dict[str, Any]:
@@ -91,7 +87,6 @@ def largest_of(counts: tuple[tuple[int, ...], ...] | None, pairs: Any) -> Any:
     return lambda count: np.minimum(np.asarray(count), largest)
 
 
-@register("pairwise")
 def traffic(collective: str, q: int,
             counts: tuple[tuple[int, ...], ...] | None = None) -> list[Round]:
     """One round per distance ``s``, every rank sending to ``r + s``
@@ -117,3 +112,11 @@ def traffic(collective: str, q: int,
         rounds.append(Round(1, (Messages(v, dst, largest_of(counts, np.stack([v, dst], 1)),
                                          False, pieced=False),)))
     return rounds
+
+
+ALGORITHM = register(Algorithm(
+    name="pairwise", collectives=frozenset({"alltoall"}), params={"counts": None},
+    resolve=resolve_params, traffic=traffic, steps=rank_steps, channeled=False,
+    working=working, candidates=one_candidate,
+    # coll_tuned_alltoall_decision.c: 2 is "pairwise"
+    ompi=ompi_ids({"alltoall": (2, "pairwise")})))

@@ -15,19 +15,15 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..rooted import check_root, lowbit, real, virtual
 from ..rounds import merge_lanes
 from ..schedule import Step, new_recv, new_send
-from ..traffic import Round, register
+from ..traffic import Round
 from .binomial import children
 from .scatter_allgather import ring_lanes, ring_rounds, subtree, tree_rounds
 
-__all__ = ["SERVES", "CHANNELED", "PARAMS", "resolve_params", "rank_steps", "traffic"]
-
-SERVES: frozenset[str] = frozenset({"reduce"})
-CHANNELED = False
-PARAMS: dict[str, Any] = {"root": 0}
-
+__all__ = ["ALGORITHM", "resolve_params", "rank_steps", "traffic"]
 
 def resolve_params(collective: str, nranks: int, count: int, root: int = 0) -> dict[str, Any]:
     """Check the root (the only parameter): ``{"root": int}``; ValueError if not a rank."""
@@ -64,7 +60,6 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
         [Step((op,)) for op in ops]
 
 
-@register("rabenseifner")
 def traffic(collective: str, q: int, root: int = 0) -> list[Round]:
     """The ring's rounds (reduced), then the gather's (:mod:`collectives.traffic`).
 
@@ -84,3 +79,12 @@ def traffic(collective: str, q: int, root: int = 0) -> list[Round]:
     if q < 2:
         return []
     return ring_rounds(q, root, True) + tree_rounds(q, root, True)
+
+
+ALGORITHM = register(Algorithm(
+    name="rabenseifner", collectives=frozenset({"reduce"}), params={"root": 0},
+    resolve=resolve_params, traffic=traffic, steps=rank_steps, channeled=False,
+    candidates=one_candidate, empty_sends=False,
+    # coll_tuned_reduce_decision.c: 7 is "rabenseifner" (its reduce-scatter halves
+    # recursively where ours is a ring; both then gather over a binomial tree)
+    ompi=ompi_ids({"reduce": (7, "rabenseifner")})))

@@ -19,20 +19,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..layout import splits
+from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..rooted import check_root, levels, lowbit, real, virtual
 from ..rounds import merge_lanes
 from ..schedule import Step, new_recv, new_send
-from ..traffic import Messages, Round, largest_part, register
+from ..traffic import Messages, Round, largest_part
 from . import ring
 from .binomial import children
 
-__all__ = ["SERVES", "CHANNELED", "PARAMS", "resolve_params", "rank_steps", "traffic",
+__all__ = ["ALGORITHM", "resolve_params", "rank_steps", "traffic",
            "subtree", "ring_lanes"]
-
-SERVES: frozenset[str] = frozenset({"broadcast"})
-CHANNELED = False
-PARAMS: dict[str, Any] = {"root": 0}
-
 
 def resolve_params(collective: str, nranks: int, count: int, root: int = 0) -> dict[str, Any]:
     """Check the root (the only parameter): ``{"root": int}``; ValueError if not a rank."""
@@ -108,7 +104,6 @@ def ring_rounds(q: int, root: int, reduce: bool) -> list[Round]:
     return [Round(q - 1, (hops,))]
 
 
-@register("scatter_allgather")
 def traffic(collective: str, q: int, root: int = 0) -> list[Round]:
     """The scatter's rounds, then the ring's (:mod:`collectives.traffic`).
 
@@ -128,3 +123,11 @@ def traffic(collective: str, q: int, root: int = 0) -> list[Round]:
     if q < 2:
         return []
     return tree_rounds(q, root, False) + ring_rounds(q, root, False)
+
+
+ALGORITHM = register(Algorithm(
+    name="scatter_allgather", collectives=frozenset({"broadcast"}), params={"root": 0},
+    resolve=resolve_params, traffic=traffic, steps=rank_steps, channeled=False,
+    candidates=one_candidate, empty_sends=False,
+    # coll_tuned_bcast_decision.c: 9 is "scatter_allgather_ring" (binomial scatter, ring)
+    ompi=ompi_ids({"broadcast": (9, "scatter_allgather_ring")})))

@@ -29,7 +29,7 @@ N = 40  # elements per rank's block
 
 Choice = tuple[str, dict[str, Any]]
 #: every algorithm the executors run without a machine description
-CHOICES: tuple[Choice, ...] = tuple((name, {}) for name in (*collectives.ALGORITHMS, "native"))
+CHOICES: tuple[Choice, ...] = tuple((name, {}) for name in (*collectives.BLOCK_ALGORITHMS, "native"))
 #: choices of one algorithm that differ only in a parameter
 PARAMETERS: tuple[tuple[str, Choice, Choice], ...] = (
     ("allreduce", ("ring", {"channels": 1}), ("ring", {"channels": 2})),
@@ -55,7 +55,7 @@ def run(collective: str, choice: Choice, comm: Any) -> None:
 
 def cases() -> list[tuple[str, str, tuple[Choice, Choice], tuple[int, ...]]]:
     out = []
-    for collective in collectives.COLLECTIVES:
+    for collective in collectives.BLOCK_COLLECTIVES:
         for a, b in itertools.permutations(CHOICES, 2):
             for pattern in patterns(SIZE):
                 out.append((f"{collective} {a[0]}/{b[0]} {pattern}", collective, (a, b),

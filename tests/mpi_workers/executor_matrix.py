@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 import collectives
-from collectives import COLLECTIVES, build_schedule, interpret
+from collectives import BLOCK_COLLECTIVES, build_schedule, interpret
 from collectives.executors import transport_for
 from collectives.executors.compiled import supports
 from collectives.ops import ALL_DTYPES, ALL_OPS, DTYPES, OP_KINDS, OPS
@@ -60,13 +60,13 @@ def extra_cases(nranks: int) -> list[Case]:
              if np.dtype(dtype).kind in OP_KINDS[op] and not (dtype in DTYPES and op in OPS)]
     out = []
     for i, (dtype, op) in enumerate(pairs):
-        algorithm = collectives.ALGORITHMS[i % len(collectives.ALGORITHMS)]
+        algorithm = collectives.BLOCK_ALGORITHMS[i % len(collectives.BLOCK_ALGORITHMS)]
         out += [Case("allreduce", algorithm, 2 * nranks + 3, dtype, op, "out"),
                 Case("reduce_scatter", algorithm, 3, dtype, op, "out")]
     for i, dtype in enumerate(d for d in (*ALL_DTYPES, *SWAPPED) if d not in DTYPES):
-        out.append(Case("allgather", collectives.ALGORITHMS[i % 4], 5, dtype, "sum", "out"))
+        out.append(Case("allgather", collectives.BLOCK_ALGORITHMS[i % 4], 5, dtype, "sum", "out"))
     for i, op in enumerate(ALL_OPS):
-        out.append(Case("allreduce", collectives.ALGORITHMS[i % 4], 7, "int32", op, "out",
+        out.append(Case("allreduce", collectives.BLOCK_ALGORITHMS[i % 4], 7, "int32", op, "out",
                         mpi_op=True))
     return out
 
@@ -76,7 +76,7 @@ def nccl_cases() -> list[Case]:
     (exact: summed, then divided) and floats (premultiplied: NCCL's own not bitwise)."""
     return [Case(collective, algorithm, 7, dtype, "avg", "out",
                  exact=dtype == "int32" or algorithm != "native")
-            for algorithm in (*collectives.ALGORITHMS, "native")
+            for algorithm in (*collectives.BLOCK_ALGORITHMS, "native")
             for collective in ("allreduce", "reduce_scatter") for dtype in ("int32", "float32")]
 
 
@@ -100,10 +100,10 @@ def cases(nranks: int, xp: str = "numpy", transport: str = "mpi") -> list[Case]:
     """Return the matrix for ``nranks`` ranks on ``xp`` buffers over ``transport`` (the
     pytest side counts it too); NumPy's adds :func:`extra_cases`, NCCL's
     :func:`nccl_cases`."""
-    algorithms = (*collectives.ALGORITHMS, "native")
+    algorithms = (*collectives.BLOCK_ALGORITHMS, "native")
     out = []
     for algorithm in algorithms:
-        for collective in COLLECTIVES:
+        for collective in BLOCK_COLLECTIVES:
             sizes = SIZES_ALLREDUCE(nranks) if collective == "allreduce" else SIZES_PART
             for i, n in enumerate(sizes):
                 out.append(Case(collective, algorithm, n, "float32", "sum", MODES[i % 3]))
@@ -123,15 +123,15 @@ def cases(nranks: int, xp: str = "numpy", transport: str = "mpi") -> list[Case]:
         if "segments" in collectives.algorithm_params(algorithm):
             variants.append((("segments", 3),))
         out += [Case(collective, algorithm, n, "float64", "sum", "out", params=variant)
-                for collective in COLLECTIVES for variant in variants for n in (2, 50)]
+                for collective in BLOCK_COLLECTIVES for variant in variants for n in (2, 50)]
     if nranks % 2 == 0:  # hier (every inner algorithm) and tree, two ranks per node
         out += [Case(collective, "hier", n, "float64", "sum", "out",
                      params=(("channels", channels), ("inner", inner), ("ranks_per_node", 2)))
-                for collective in COLLECTIVES for inner in ("ring", "tree", "rhd")
+                for collective in BLOCK_COLLECTIVES for inner in ("ring", "tree", "rhd")
                 for channels, n in ((1, 50), (2, 3))]
         out += [Case(collective, "tree", n, "float64", "sum", "out",  # trees over nodes of 2
                      params=(("channels", channels), ("ranks_per_node", 2), ("segments", 3)))
-                for collective in COLLECTIVES for channels, n in ((1, 50), (2, 3))]
+                for collective in BLOCK_COLLECTIVES for channels, n in ((1, 50), (2, 3))]
     return (out + doubling_cases(nranks) + (extra_cases(nranks) if xp == "numpy" else [])
             + (nccl_cases() if transport == "nccl" else []))
 
@@ -477,7 +477,7 @@ def run_handles(comm: Any, rank: int, nranks: int) -> list[str]:
     new contents of the same buffers, give the bytes the plain call gives; a freed one raises.
     ``check=False`` (native without hellos, bound once in a handle) gives the same bytes."""
     failures: list[str] = []
-    for collective in COLLECTIVES:
+    for collective in BLOCK_COLLECTIVES:
         part = 3
         whole = part if collective == "allreduce" else part * nranks
         size = part if collective == "allgather" else whole

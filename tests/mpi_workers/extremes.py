@@ -20,7 +20,7 @@ import collectives
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 PART = 41  # elements per rank's block
-CHOICES = (*((name, {}) for name in (*collectives.ALGORITHMS, "native", "auto")),
+CHOICES = (*((name, {}) for name in (*collectives.BLOCK_ALGORITHMS, "native", "auto")),
            ("rhd", {"doubling": True}), ("ring", {"channels": 2}))
 
 

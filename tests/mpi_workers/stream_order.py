@@ -65,8 +65,8 @@ def cases() -> list[tuple[str, str, dict[str, Any]]]:
     """``(collective, algorithm, parameters)`` per case: every algorithm and native, and
     recursive doubling (which reduces into what a step sends)."""
     out: list[tuple[str, str, dict[str, Any]]] = [
-        (collective, algorithm, {}) for algorithm in (*collectives.ALGORITHMS, "native")
-        for collective in collectives.COLLECTIVES]
+        (collective, algorithm, {}) for algorithm in (*collectives.BLOCK_ALGORITHMS, "native")
+        for collective in collectives.BLOCK_COLLECTIVES]
     return [*out, ("allreduce", "rhd", {"doubling": True})]
 
 
