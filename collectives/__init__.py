@@ -4,6 +4,7 @@ Importing this package needs neither MPI, nor a GPU, nor CuPy.
 """
 
 from .api import IN_PLACE, allgather, allreduce, reduce_scatter
+from .api_exchange import alltoall, alltoallv, broadcast, reduce
 from .build import ALGORITHMS, BLOCK_ALGORITHMS, COMPOSED, algorithm_params, build_schedule
 from .errors import CollectivesError, DeadlockError, ScheduleError
 from .interpret import interpret
@@ -21,7 +22,8 @@ __all__ = [
     "COLLECTIVES", "COMPOSED", "CollectivesError",
     "CommunicatorBrokenError", "IN_PLACE", "abort_on_error", "close", "release",
     "workspace_bytes",
-    "NcclComm", "allgather", "allreduce", "reduce_scatter", "allgather_init",
+    "NcclComm", "allgather", "allreduce", "alltoall", "alltoallv", "broadcast", "reduce",
+    "reduce_scatter", "allgather_init",
     "allreduce_init", "reduce_scatter_init", "PersistentCollective", "Copy", "DeadlockError", "Recv",
     "Schedule", "ScheduleError", "Send", "Step", "algorithm_params", "build_schedule",
     "channel_orders",

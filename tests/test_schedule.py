@@ -166,7 +166,7 @@ JSON_FAULTS = [  # (field path, value, message)
     (("nranks",), 4, "ranks lists 3 ranks; nranks = 4"),
     (("nranks",), True, "nranks=True is not allowed"),
     (("count",), -1, "count=-1 is not allowed"),
-    (("collective",), "alltoall", "collective = 'alltoall' is not allowed"),
+    (("collective",), "scan", "collective = 'scan' is not allowed"),
     (("params",), [1], "params = [1] is not allowed; it must be an object"),
     (("extra",), 1, "field 'extra' is unknown"),
 ]

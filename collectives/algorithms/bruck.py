@@ -24,7 +24,7 @@ import numpy as np
 
 from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..rooted import levels
-from ..schedule import Copy, Step, new_recv, new_send
+from ..schedule import Copy, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round
 
 __all__ = ["ALGORITHM", "resolve_params", "working", "rank_steps",
@@ -104,7 +104,7 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     if rounds == 0:
         return [Step((Copy(0, m, recv),))]
     first = [Copy(r * m, p * m, rotated), Copy(0, r * m, rotated + (p - r) * m)]
-    steps = [first + _pack(where, moving(p, 0), packed, m)]
+    steps: list[list[Op]] = [[*first, *_pack(where, moving(p, 0), packed, m)]]
     where = [rotated + i * m for i in range(p)]
     for b in range(rounds):
         moved = moving(p, b)
@@ -115,7 +115,7 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
         if b + 1 < rounds:
             copies = [Copy(landed[i], landed[i] + m, where[i]) for i in moved]
             now = [landed.get(i, where[i]) for i in range(p)]
-            steps.append(copies + _pack(now, moving(p, b + 1), packed, m))
+            steps.append([*copies, *_pack(now, moving(p, b + 1), packed, m)])
         else:
             steps.append([Copy(landed.get(i, where[i]), landed.get(i, where[i]) + m,
                                recv + (r - i) % p * m) for i in range(p)])

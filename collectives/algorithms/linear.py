@@ -15,7 +15,7 @@ import numpy as np
 
 from ..layout import alltoall_blocks, peer_counts
 from ..registry import Algorithm, ompi_ids, one_candidate, register
-from ..schedule import Step, new_recv, new_send
+from ..schedule import Op, Step, new_recv, new_send
 from ..traffic import Messages, Round
 from .pairwise import largest_of, own_copy, resolve_params, working
 
@@ -31,7 +31,7 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     matrix = peer_counts(count, nranks, counts)
     sends, recvs = alltoall_blocks(matrix, rank)
     peers = range(1, nranks)
-    ops = [own_copy(matrix, rank)]
+    ops: list[Op] = [own_copy(matrix, rank)]
     ops += [new_send((rank + s) % nranks, *sends[(rank + s) % nranks]) for s in peers]
     ops += [new_recv((rank - s) % nranks, *recvs[(rank - s) % nranks]) for s in peers]
     return [Step(tuple(ops))]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..layout import alltoall_blocks, alltoall_elements, peer_counts
 from ..registry import Algorithm, ompi_ids, one_candidate, register
-from ..schedule import Copy, Step, new_recv, new_send
+from ..schedule import Copy, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round
 
 __all__ = ["ALGORITHM", "resolve_params", "working", "rank_steps",
@@ -67,7 +67,7 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     """
     matrix = peer_counts(count, nranks, counts)
     sends, recvs = alltoall_blocks(matrix, rank)
-    steps = []
+    steps: list[list[Op]] = []
     for s in range(1, nranks):
         to, of = (rank + s) % nranks, (rank - s) % nranks
         steps.append([new_send(to, *sends[to]), new_recv(of, *recvs[of])])

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..rooted import check_root, lowbit, real, virtual
 from ..rounds import merge_lanes
-from ..schedule import Step, new_recv, new_send
+from ..schedule import Op, Step, new_recv, new_send
 from ..traffic import Round
 from .binomial import children
 from .scatter_allgather import ring_lanes, ring_rounds, subtree, tree_rounds
@@ -54,7 +54,8 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     if count == 0:
         return []
     p, v = nranks, virtual(rank, root, nranks)
-    ops = [new_recv(real(c, root, p), *subtree(c, p, count)) for c in reversed(children(v, p))]
+    ops: list[Op] = [new_recv(real(c, root, p), *subtree(c, p, count))
+                     for c in reversed(children(v, p))]
     ops += [new_send(real(v - lowbit(v, p), root, p), *subtree(v, p, count))] if v else []
     return merge_lanes(ring_lanes("reduce_scatter", v, p, count, root)) + \
         [Step((op,)) for op in ops]

@@ -22,7 +22,7 @@ from ..layout import splits
 from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..rooted import check_root, levels, lowbit, real, virtual
 from ..rounds import merge_lanes
-from ..schedule import Step, new_recv, new_send
+from ..schedule import Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part
 from . import ring
 from .binomial import children
@@ -78,7 +78,8 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     if count == 0:
         return []
     p, v = nranks, virtual(rank, root, nranks)
-    ops = [new_recv(real(v - lowbit(v, p), root, p), *subtree(v, p, count))] if v else []
+    ops: list[Op] = [new_recv(real(v - lowbit(v, p), root, p), *subtree(v, p, count))] \
+        if v else []
     ops += [new_send(real(c, root, p), *subtree(c, p, count)) for c in children(v, p)]
     return [Step((op,)) for op in ops] + merge_lanes(ring_lanes("allgather", v, p, count, root))
 
@@ -98,9 +99,11 @@ def tree_rounds(q: int, root: int, reduce: bool) -> list[Round]:
 
 
 def ring_rounds(q: int, root: int, reduce: bool) -> list[Round]:
-    """The ring's ``q - 1`` rounds of one block, over the virtual ranks."""
+    """The ring's ``q - 1`` rounds of one block, over the virtual ranks (none for an
+    empty vector, which sends nothing)."""
     v = np.arange(q)
-    hops = Messages((v + root) % q, (v + 1 + root) % q, largest_part(q), reduce, pieced=False)
+    hops = Messages((v + root) % q, (v + 1 + root) % q, largest_part(q), reduce, pieced=False,
+                    skip_empty=True)
     return [Round(q - 1, (hops,))]
 
 
