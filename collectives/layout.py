@@ -18,7 +18,7 @@ from itertools import accumulate
 from typing import Any, Mapping, Sequence
 
 __all__ = ["SEGMENT_ELEMENTS", "split", "splits", "block", "blocks_of", "input_range",
-           "output_range", "peer_counts", "alltoall_blocks", "alltoall_elements"]
+           "output_range", "peer_counts", "alltoall_blocks", "alltoall_elements", "count_of"]
 
 Counts = tuple[tuple[int, ...], ...]
 _NONE: Mapping[str, Any] = {}
@@ -181,6 +181,35 @@ def output_range(collective: str, count: int, nranks: int, rank: int,
         _, recvs = alltoall_blocks(peer_counts(count, nranks, params.get("counts")), rank)
         return recvs[0][0], recvs[-1][1]
     return 0, count
+
+
+def count_of(collective: str, nbytes: Any, itemsize: int, nranks: int) -> Any:
+    """The ``count`` of a call of ``nbytes`` as nccl-tests sizes it: the full vector's bytes
+    (the AllReduce, Broadcast or Reduce buffer, the ReduceScatter input, the AllGather
+    output), for AllToAll every rank's whole send buffer, ``nranks`` blocks.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    nbytes : int or numpy.ndarray
+        Bytes (one size or an array of them), rounded down to whole elements (blocks).
+    itemsize : int
+        Bytes per element.
+    nranks : int
+        Ranks.
+
+    Returns
+    -------
+    int or numpy.ndarray
+        Elements of the vector; for AllToAll of each block.
+
+    Examples
+    --------
+    >>> count_of("allreduce", 4096, 4, 8), count_of("alltoall", 4096, 4, 8)
+    (1024, 128)
+    """
+    return nbytes // itemsize // (nranks if collective == "alltoall" else 1)
 
 
 def peer_counts(count: int, nranks: int, counts: Counts | None = None) -> Counts:

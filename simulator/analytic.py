@@ -47,6 +47,7 @@ from topology.checks import check_int
 from topology.order import node_groups
 
 from collectives.build import ALGORITHMS, COMPOSED, algorithm_params
+from collectives.layout import count_of
 from collectives.schedule import COLLECTIVES
 from collectives.traffic import Phase, describe
 
@@ -346,7 +347,8 @@ def price(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
     topology : topology.Topology
         The machine.
     sizes : sequence of int
-        Bytes of the working buffer; each is rounded down to whole elements.
+        Bytes of the vector, for AllToAll of every rank's send buffer
+        (:func:`collectives.layout.count_of`); each is rounded down to whole elements.
     nranks : int, optional
         Ranks, from rank 0 (default all of the topology's).
     dtype_size : int, optional
@@ -384,7 +386,7 @@ def price(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
     nranks = topology.nranks if nranks is None else nranks
     check_int(nranks, "nranks", 1, topology.nranks,
               note=f" (the ranks topology {topology.name!r} places)")
-    counts = np.asarray(sizes, dtype=np.int64) // dtype_size
+    counts = count_of(collective, np.asarray(sizes, dtype=np.int64), dtype_size, nranks)
     return call_s + _time(collective, algorithm, topology, tuple(terms), nranks, counts, dtype_size,
                           dict(params))
 

@@ -69,6 +69,7 @@ from topology.checks import check_int, is_int
 from topology.model import Topology
 
 from collectives.build import ALGORITHMS, COMPOSED, build_schedule
+from collectives.layout import count_of
 from collectives.registry import algorithm as registered
 from collectives.registry import algorithms
 from collectives.schedule import COLLECTIVES
@@ -526,7 +527,8 @@ def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
                protocol: str | None, algorithm: str, params: Params) -> list[float]:
     """Simulated times over :data:`SIZES`, the linear tail read off and checked."""
     def run(n: int) -> float:
-        schedule = build_schedule(collective, algorithm, nranks, n // dtype_size,
+        schedule = build_schedule(collective, algorithm, nranks,
+                                  count_of(collective, n, dtype_size, nranks),
                                   **schedule_params(algorithm, params, topology, nranks))
         return simulate(schedule, topology, dtype_size, trace=False, verify=False,
                         protocol=protocol).time_s
