@@ -22,7 +22,8 @@ from simulator.busbw import bandwidths
 from simulator.engine import simulate
 
 from .args import (ITEMSIZES, MAX_SIMULATE_RANKS, UsageError, add_machine, add_sweep,
-                   check_distinct, check_output, datatype, machine, model_ranks, sweep)
+                   check_distinct, check_output, datatype, machine, model_ranks, sweep,
+                   whole)
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="algorithms to simulate (default: every one that serves the "
                              "collective; for allreduce "
                              f"{' '.join(names(collective='allreduce', composed=False))})")
-    parser.add_argument("-r", "--root", type=int, default=0,
+    parser.add_argument("-r", "--root", type=whole(0, MAX_SIMULATE_RANKS - 1), default=0,
                         help="the root of broadcast and reduce (nccl-tests' -r; default 0)")
     add_sweep(parser, 8 << 10, 64 << 20, stepfactor=8)
     parser.add_argument("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",

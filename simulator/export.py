@@ -54,11 +54,16 @@ comments::
     <message size> <algorithm> <faninout> <segsize>     (first message size must be 0)
 
 Collective ids are Open MPI's ``COLLTYPE`` (``ompi/mca/coll/base/coll_base_functions.h``):
-ALLGATHER 0, ALLREDUCE 2, REDUCESCATTERBLOCK 13 (our ReduceScatter is
-``MPI_Reduce_scatter_block``).  Message sizes are Open MPI's ``dsize * count`` of the call:
-the whole vector for Allreduce, one rank's block for Reduce_scatter_block, and
-``dsize * count * comm size`` (the whole gathered vector) for Allgather
-(``coll_tuned_*_decision_dynamic``), so ReduceScatter ranges are divided by ``nranks``.
+ALLGATHER 0, ALLREDUCE 2, ALLTOALL 3, BCAST 7, REDUCE 11, REDUCESCATTERBLOCK 13 (our
+ReduceScatter is ``MPI_Reduce_scatter_block``).  Message sizes are Open MPI's ``dsize *
+count`` of the call: the whole vector for Allreduce, Bcast and Reduce, one rank's block for
+Reduce_scatter_block, and ``dsize * count * comm size`` (the whole gathered vector, every
+rank's whole send buffer) for Allgather and Alltoall (``coll_tuned_*_decision_dynamic``),
+so ReduceScatter ranges are divided by ``nranks``.  Broadcast, Reduce and AllToAll take
+the ids their algorithms' registry entries give (``coll_tuned_bcast_decision.c``: 3
+pipeline, 6 binomial, 9 scatter_allgather_ring; ``coll_tuned_reduce_decision.c``: 3
+pipeline, 5 binomial, 7 rabenseifner; ``coll_tuned_alltoall_decision.c``: 1 linear, 2
+pairwise, 3 modified_bruck), with segsize 0 (the chain's segments are not written).
 Algorithm ids (``coll_tuned_allreduce_decision.c``, ``coll_tuned_allgather_decision.c``,
 ``coll_tuned_reduce_scatter_block_decision.c``):
 
@@ -87,6 +92,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from collectives.registry import algorithm as registered
 from topology.channels import nics_per_node
 from topology.order import node_groups
 
@@ -120,7 +126,8 @@ _STEPS_BETWEEN = 8
 _BEYOND = tuple(1 << k for k in range(34, 41))
 
 #: our collective -> Open MPI COLLTYPE id (coll_base_functions.h)
-OMPI_COLL_ID: dict[str, int] = {"allgather": 0, "allreduce": 2, "reduce_scatter": 13}
+OMPI_COLL_ID: dict[str, int] = {"allgather": 0, "allreduce": 2, "alltoall": 3, "broadcast": 7,
+                                "reduce": 11, "reduce_scatter": 13}
 #: (collective, algorithm) -> Open MPI coll/tuned algorithm id (0: fixed decision)
 OMPI_ALGORITHM: dict[tuple[str, str], int] = {
     ("allreduce", "ring"): 4, ("allreduce", "rhd"): 6, ("allreduce", "tree"): 2,
@@ -140,7 +147,13 @@ OMPI_NAMES: dict[str, dict[int, str]] = {
     "allreduce": {0: "fixed decision", 2: "nonoverlapping", 3: "recursive_doubling", 4: "ring",
                   6: "rabenseifner"},
     "allgather": {0: "fixed decision", 3: "recursive_doubling", 4: "ring"},
-    "reduce_scatter": {0: "fixed decision", 2: "recursive_doubling"}}
+    "reduce_scatter": {0: "fixed decision", 2: "recursive_doubling"},
+    # coll_tuned_bcast_decision.c, coll_tuned_reduce_decision.c,
+    # coll_tuned_alltoall_decision.c (the ids the algorithms' registry entries give)
+    "broadcast": {0: "fixed decision", 3: "pipeline", 6: "binomial",
+                  9: "scatter_allgather_ring"},
+    "reduce": {0: "fixed decision", 3: "pipeline", 5: "binomial", 7: "rabenseifner"},
+    "alltoall": {0: "fixed decision", 1: "linear", 2: "pairwise", 3: "modified_bruck"}}
 
 
 def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
@@ -151,7 +164,8 @@ def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
     collective : str
         The collective.
     algorithm : str
-        Ours (a key of :data:`OMPI_ALGORITHM` with ``collective``).
+        Ours (a key of :data:`OMPI_ALGORITHM` with ``collective``, or an algorithm whose
+        registry entry names its id, :attr:`collectives.registry.Algorithm.ompi`).
     params : dict or tuple of (str, value), optional
         Its parameters: rhd with ``doubling=True`` is Open MPI's recursive doubling.
 
@@ -163,10 +177,16 @@ def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
     --------
     >>> ompi_algorithm("allreduce", "rhd"), ompi_algorithm("allreduce", "rhd", {"doubling": True})
     (6, 3)
+    >>> ompi_algorithm("broadcast", "scatter_allgather"), ompi_algorithm("alltoall", "bruck")
+    (9, 3)
     """
     if (collective, algorithm) == ("allreduce", "rhd") and dict(params).get("doubling"):
         return OMPI_ALLREDUCE_DOUBLING
-    return OMPI_ALGORITHM[(collective, algorithm)]
+    if (collective, algorithm) in OMPI_ALGORITHM:
+        return OMPI_ALGORITHM[(collective, algorithm)]
+    if algorithm == "native":
+        return 0
+    return registered(algorithm).ompi(collective, dict(params))[0]
 
 
 @dataclass(frozen=True)

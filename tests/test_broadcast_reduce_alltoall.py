@@ -246,3 +246,27 @@ def test_analytic_model_is_the_simulator_on_flat(collective: str, algorithm: str
         assert price_one(collective, algorithm, flat, 0, **params) == \
             simulate(build_schedule(collective, algorithm, p, 0, **params), flat,
                      trace=False).time_s
+
+
+def test_open_mpi_rules_name_coll_tuned_ids() -> None:
+    """Open MPI's COLLTYPE ids and its coll/tuned algorithm ids for our algorithms, read
+    back by the rules reader."""
+    from simulator.export import ompi_algorithm, read_ompi_rules, to_ompi_rules
+    from simulator.selection import tuning_table
+
+    ids = {(c, a): ompi_algorithm(c, a) for c in ("broadcast", "reduce", "alltoall")
+           for a in names(collective=c)}
+    assert ids == {("broadcast", "chain"): 3, ("broadcast", "binomial"): 6,
+                   ("broadcast", "scatter_allgather"): 9, ("reduce", "chain"): 3,
+                   ("reduce", "binomial"): 5, ("reduce", "rabenseifner"): 7,
+                   ("alltoall", "pairwise"): 2, ("alltoall", "bruck"): 3,
+                   ("alltoall", "linear"): 1}
+    flat = topology.default_flat(8)
+    tables = [tuning_table(c, flat, method="closed_form")
+              for c in ("broadcast", "reduce", "alltoall")]
+    rules = read_ompi_rules(to_ompi_rules(tables))
+    assert sorted(rules) == [3, 7, 11]
+    for table, collective_id in zip(tables, (7, 11, 3)):
+        chosen = {ompi_algorithm(table.collective, *table.candidates[r.index])
+                  for r in table.ranges}
+        assert {rule[1] for rule in rules[collective_id][8]} == chosen
