@@ -48,6 +48,7 @@ from topology.order import node_groups
 
 from collectives.build import ALGORITHMS, COMPOSED, algorithm_params
 from collectives.layout import count_of
+from collectives.registry import algorithm as registered
 from collectives.schedule import COLLECTIVES
 from collectives.traffic import Phase, describe
 
@@ -325,6 +326,7 @@ def _check(collective: str, algorithm: str, params: dict[str, Any]) -> None:
     if algorithm not in ALGORITHMS + COMPOSED:
         raise ValueError(f"algorithm {brief(algorithm)} is not supported; choose one of "
                          f"{list(ALGORITHMS + COMPOSED)}")
+    registered(algorithm).check_collective(collective)
     taken = algorithm_params(algorithm)
     unknown = sorted(set(params) - set(taken))
     if unknown:

@@ -38,8 +38,10 @@ What the file says (:func:`to_nccl_csv`, :func:`nccl_ranges`):
   channels (enqueue.cc ``ncclGetAlgoInfo``), its README's "-1 keeps NCCL's default"
   notwithstanding.  For the same reason the file writes NCCL's own choice, with NCCL's
   channels, where ours is not faster (``keep_nccl=True``, the default) and covers every
-  size of each collective it names; a collective it does not name (Broadcast, Reduce)
-  runs on one channel under this plugin.
+  size of each collective it names; a collective it does not name runs on one channel
+  under this plugin.  Broadcast and Reduce (NCCL runs them on Ring only) are named
+  ``ring``, priced in our model as our chain on one channel (NCCL's ring opened at the
+  root): where NCCL's own choice is faster the line keeps it, protocol and channels.
 * ``numPipeOps`` and ``regBuff``: ``-1`` (any): the model prices one collective per
   call on unregistered buffers.
 
@@ -93,6 +95,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from collectives.registry import algorithm as registered
+from collectives.registry import algorithms
 from topology.channels import nics_per_node
 from topology.order import node_groups
 
@@ -103,14 +106,15 @@ from .nccl_algorithms import NCCL_NAMES
 from .nccl_tuner import nccl_channels, nccl_choice, tuner_kind
 from .selection import MAX_BYTES, SIZES, TuningTable
 
-__all__ = ["NCCL_COLL", "NCCL_FIELDS", "NcclRange", "nccl_ranges", "nccl_pair_times",
+__all__ = ["NCCL_COLL", "NCCL_FIELDS", "NcclRange", "nccl_ranges", "nccl_pair_times", "ring_of",
            "to_nccl_csv",
            "read_nccl_csv", "OMPI_COLL_ID", "OMPI_ALGORITHM", "ompi_algorithm",
            "to_ompi_rules", "read_ompi_rules"]
 
 #: our collective -> the NCCL tuner CSV's ``coll``
 NCCL_COLL: dict[str, str] = {"allreduce": "allreduce", "allgather": "allgather",
-                             "reduce_scatter": "reducescatter"}
+                             "reduce_scatter": "reducescatter", "broadcast": "broadcast",
+                             "reduce": "reduce"}
 #: what the plugin parses (plugin.c parseCollType, parseAlgorithm, parseProtocol)
 NCCL_PLUGIN_COLLECTIVES = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
 NCCL_PLUGIN_ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls",
@@ -230,8 +234,9 @@ def nccl_pair_times(collective: str, topology: Any, sizes: list[int], dtype_size
                     ) -> dict[tuple[str, str], np.ndarray]:
     """Our model's seconds at ``sizes`` of every (NCCL algorithm, protocol) it prices.
 
-    The ring (one channel per NIC, as NCCL's rings cross every NIC) and
-    :mod:`simulator.nccl_algorithms`, on all of ``topology``'s ranks.
+    The ring (one channel per NIC, as NCCL's rings cross every NIC; for Broadcast and
+    Reduce the chain, on one channel) and :mod:`simulator.nccl_algorithms`, on all of
+    ``topology``'s ranks.
 
     Parameters
     ----------
@@ -249,9 +254,11 @@ def nccl_pair_times(collective: str, topology: Any, sizes: list[int], dtype_size
     dict
         ``{(NCCL's algorithm, protocol): seconds per size}``, e.g. ``("nvls", "Simple")``.
     """
-    channels = max(1, nics_per_node(topology))
-    out = {("ring", p): np.asarray(price(collective, "ring", topology, sizes,
-                                         topology.nranks, dtype_size, p, channels=channels))
+    ring = ring_of(collective)
+    channels = {"channels": max(1, nics_per_node(topology))} if registered(ring).channeled \
+        else {}
+    out = {("ring", p): np.asarray(price(collective, ring, topology, sizes,
+                                         topology.nranks, dtype_size, p, **channels))
            for p in gpu_protocols(topology) if p is not None}
     for algorithm in nccl_algorithms.ALGORITHMS:
         for p in nccl_algorithms.nccl_protocols(algorithm, topology):
@@ -259,6 +266,19 @@ def nccl_pair_times(collective: str, topology: Any, sizes: list[int], dtype_size
                 out[(NCCL_NAMES[algorithm], p)] = nccl_algorithms.nccl_costs(
                     collective, algorithm, topology, sizes, p)
     return out
+
+
+def ring_of(collective: str) -> str:
+    """Our algorithm that is NCCL's Ring for ``collective`` (its registry entry's ``nccl``):
+    the ring, or for Broadcast and Reduce the chain (NCCL's ring opened at the root).
+
+    Examples
+    --------
+    >>> ring_of("allreduce"), ring_of("broadcast")
+    ('ring', 'chain')
+    """
+    return next(a.name for a in algorithms(composed=False, collective=collective)
+                if a.nccl == "ring")
 
 
 def _first_change(value: Any, low: int, high: int) -> int:

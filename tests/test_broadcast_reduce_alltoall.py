@@ -238,7 +238,8 @@ def test_analytic_model_is_the_simulator_on_flat(collective: str, algorithm: str
             both = {**params, **({} if root is None else {"root": root})}
             schedule = build_schedule(collective, algorithm, p, count, **both)
             simulated = simulate(schedule, flat, trace=False).time_s
-            priced = price_one(collective, algorithm, flat, 4 * count, **both)
+            nbytes = 4 * count * (p if collective == "alltoall" else 1)  # nccl-tests' size
+            priced = price_one(collective, algorithm, flat, nbytes, **both)
             if p & (p - 1) and algorithm in ("scatter_allgather", "rabenseifner"):
                 assert simulated <= priced <= simulated * (1 + NOT_LOCKSTEP), (p, root)
             else:
@@ -270,3 +271,26 @@ def test_open_mpi_rules_name_coll_tuned_ids() -> None:
         chosen = {ompi_algorithm(table.collective, *table.candidates[r.index])
                   for r in table.ranges}
         assert {rule[1] for rule in rules[collective_id][8]} == chosen
+
+
+def test_nccl_tuner_csv_has_broadcast_and_reduce_rows_of_ring_only() -> None:
+    """NCCL's model ranks Ring only for Broadcast and Reduce, with ``nRanks`` steps
+    (tuning.cc): their rows name ring, cover every size, and read back."""
+    from simulator.export import nccl_ranges, read_nccl_csv, to_nccl_csv
+    from simulator.nccl_tuner import nccl_time_us
+
+    assert nccl_time_us("H100", "nvls", "Simple", 1 << 20, 8, 1, "broadcast") == float("inf")
+    def per_byte(collective: str) -> float:  # the bandwidth term: nRanks / nsteps
+        return nccl_time_us("H100", "ring", "Simple", 2 << 28, 8, 1, collective) - \
+            nccl_time_us("H100", "ring", "Simple", 1 << 28, 8, 1, collective)
+
+    assert per_byte("broadcast") / per_byte("allgather") == pytest.approx(8 / 7, rel=1e-12)
+    assert per_byte("reduce") == pytest.approx(per_byte("broadcast"), rel=1e-12)
+    machine = topology.dgx_h100(2)
+    for collective in ("broadcast", "reduce"):
+        lines = nccl_ranges(collective, machine)
+        assert {line.algorithm for line in lines} == {"ring"}
+        assert lines[0].min_bytes == 0 and all(a.max_bytes + 1 == b.min_bytes
+                                               for a, b in zip(lines, lines[1:]))
+    rows = read_nccl_csv(to_nccl_csv(machine, ("broadcast", "reduce")))
+    assert {row["coll"] for row in rows} == {"broadcast", "reduce"}
