@@ -18,7 +18,7 @@ from simulator.busbw import bandwidths
 from simulator.engine import simulate
 
 from .args import (ITEMSIZES, MAX_SIMULATE_RANKS, UsageError, add_machine, add_sweep,
-                   check_distinct, check_output, datatype, machine, model_ranks, sweep)
+                   check_output, datatype, machine, model_ranks, served, sweep)
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
@@ -27,9 +27,9 @@ __all__ = ["add_arguments", "main"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
     parser.add_argument("collective", nargs="?", default="allreduce", choices=COLLECTIVES)
-    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
-                        choices=ALGORITHMS, metavar="ALGO",
-                        help=f"algorithms to simulate (default: {' '.join(ALGORITHMS)})")
+    parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, metavar="ALGO",
+                        help=f"algorithms to simulate, of {' '.join(ALGORITHMS)} (default: "
+                             f"those that run the collective)")
     add_sweep(parser, 8 << 10, 64 << 20, stepfactor=8)
     parser.add_argument("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
                         help="element type: float (default), half, bfloat16, double, int8, ...")
@@ -66,7 +66,7 @@ def check(args: argparse.Namespace) -> list[int]:
     if args.datatype == "all":
         raise UsageError("-d all is not allowed here; the simulator needs one element size "
                          "(float, half, bfloat16, double, ...)")
-    check_distinct("--algorithms", args.algorithms)
+    args.algorithms = served("--algorithms", args.collective, args.algorithms, ALGORITHMS)
     check_output("--timeline", args.timeline)
     sizes = _sizes(args)
     if not sizes:

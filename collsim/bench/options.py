@@ -19,7 +19,8 @@ flag                        meaning                                             
 ``-g/--ngpus``              GPUs per thread (1 only: one GPU per rank)           1
 ``--collective``            allreduce, reduce_scatter, allgather (also the       allreduce
                             nccl-tests names all_reduce, all_gather)
-``--algorithms``            ring tree rhd pipeline auto native                   all six
+``--algorithms``            ring rhd tree pipeline ... native auto (those that   all
+                            run the collective)
 ``--transport``             mpi or nccl                                          mpi
 ``--buffer``                numpy or cupy                                        numpy
 ``--ranks``                 ranks to launch when not already under mpirun        4
@@ -44,7 +45,7 @@ from collectives.api import CHOICES
 from collectives.ops import DTYPES, OPS
 from collectives.schedule import COLLECTIVES
 from ..args import (MAX_ITERS, MAX_TIMEOUT_S, UsageError, add_machine, add_sweep,
-                    check_distinct, check_memory, check_output, datatype,
+                    check_memory, check_output, datatype, served,
                     launch_limit, machine, parse_size, seconds, sweep, whole)
 
 __all__ = ["add_arguments", "parse_size", "sizes", "COLLECTIVE_NAMES", "TOPOLOGY_EXTRA",
@@ -97,8 +98,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="GPUs per thread: 1 only (one per rank)")
     add("--collective", type=_collective, default="allreduce",
         help="allreduce (all_reduce), reduce_scatter or allgather (all_gather)")
-    add("--algorithms", nargs="+", choices=CHOICES, default=list(CHOICES), metavar="ALGO",
-        help=f"algorithms to run, each with its own table (default: {' '.join(CHOICES)})")
+    add("--algorithms", nargs="+", choices=CHOICES, metavar="ALGO",
+        help=f"algorithms to run, each with its own table, of {' '.join(CHOICES)} (default: "
+             f"those that run the collective)")
     add("--transport", choices=("mpi", "nccl"), default="mpi",
         help="mpi (mpi4py) or nccl (needs --buffer cupy and one GPU per rank)")
     add("--buffer", choices=("numpy", "cupy"), default="numpy", help="array module of the buffers")
@@ -168,7 +170,7 @@ def check_args(args: argparse.Namespace, nranks: int | None = None) -> None:
         are checked as it is parsed.)
     """
     sweep(args)
-    check_distinct("--algorithms", args.algorithms)
+    args.algorithms = served("--algorithms", args.collective, args.algorithms, CHOICES)
     if args.datatype not in (*DTYPES, "all"):
         raise UsageError(f"-d {args.datatype} is not allowed with --buffer {args.buffer}: "
                          f"its arrays have no {args.datatype}; choose one of "
