@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from collectives import ALGORITHMS, COLLECTIVES, build_schedule
+from collectives.registry import names
 from collectives.build import _build
 from collectives.gcpause import gc_paused
 from collectives.schedule import Schedule
@@ -69,7 +70,7 @@ def main() -> None:
         table.add_column(column, justify="right")
     shape = (args.nranks, args.count)
     for algorithm in args.algorithms:
-        for collective in args.collectives:
+        for collective in (c for c in args.collectives if algorithm in names(collective=c)):
             _build.cache_clear()
             one, schedule = _time(_one_rank, collective, algorithm, *shape)
             every = paused = float("nan")

@@ -17,7 +17,8 @@ from .handles import PersistentCollective, allgather_init, allreduce_init, reduc
 from .verify import verify
 
 __all__ = [
-    "ALGORITHMS", "Algorithm", "ArgumentMismatchError", "COLLECTIVES", "COMPOSED", "CollectivesError",
+    "ALGORITHMS", "Algorithm", "ArgumentMismatchError", "COLLECTIVES", "COMPOSED",
+    "CollectivesError",
     "CommunicatorBrokenError", "IN_PLACE", "abort_on_error", "close", "release",
     "workspace_bytes",
     "NcclComm", "allgather", "allreduce", "reduce_scatter", "allgather_init",

@@ -60,7 +60,8 @@ Params = tuple[tuple[str, Any], ...]
 FIXED_DECISION: tuple[int, str] = (0, "fixed decision")
 
 
-def _no_candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
+def _no_candidates(collective: str, channels: int,
+                   ranks_per_node: int | None) -> tuple[Params, ...]:
     return ()
 
 
@@ -186,6 +187,45 @@ class Algorithm:
     def composed(self) -> bool:
         """Whether it is made of other algorithms' phases (it then takes no ``order``)."""
         return self.phases is not None
+
+    def resolve_params(self, collective: str, nranks: int, count: int,
+                       **params: Any) -> dict[str, Any]:
+        """Its ``resolve``: the parameters filled in and checked (a composed algorithm's
+        are passed on as given: its phases check them).
+
+        Parameters
+        ----------
+        collective : str
+            The collective.
+        nranks, count : int
+            Ranks and elements of the vector.
+        **params
+            The parameters given.
+
+        Returns
+        -------
+        dict
+        """
+        if self.resolve is None:
+            return dict(params)
+        return self.resolve(collective, nranks, count, **params)
+
+    def rank_steps(self, collective: str, rank: int, nranks: int, count: int,
+                   blocks: Sequence[tuple[int, int]], **resolved: Any) -> Sequence[Any]:
+        """Its ``steps`` for ``rank`` (the arguments of the module docstring).
+
+        Returns
+        -------
+        sequence of Step
+
+        Raises
+        ------
+        TypeError
+            For a composed algorithm (it has phases, not steps).
+        """
+        if self.steps is None:
+            raise TypeError(f"algorithm {self.name!r} is composed: it has phases, not steps")
+        return self.steps(collective, rank, nranks, count, blocks, **resolved)
 
     def check_collective(self, collective: str) -> None:
         """Raise ValueError if this algorithm does not serve ``collective``.

@@ -242,7 +242,7 @@ def _slowest(classes: list[_Priced], counts: np.ndarray, ds: int, gamma: float,
 
 def _resolved(entry: Algorithm, collective: str, q: int, count: int,
               params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(entry.resolve(collective, q, count, **params).items()))  # type: ignore[misc]
+    return tuple(sorted(entry.resolve_params(collective, q, count, **params).items()))
 
 
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, orders: Orders,
