@@ -8,4 +8,4 @@ __all__ = ["MODULES"]
 
 #: the algorithm modules, in the order selection tries them (ties go to the earlier);
 #: a new algorithm is a module here and its name in this list
-MODULES: tuple[str, ...] = ("ring", "rhd", "tree", "pipeline", "hier")
+MODULES: tuple[str, ...] = ("ring", "rhd", "tree", "pipeline", "hier", "bruck")
