@@ -40,7 +40,14 @@ The functions an algorithm gives, with the arguments they are called with:
 * ``pieces(collective, nranks, params) -> int``: into how many messages' worth one channel
   cuts the vector (the size from which selection reads the time off a line);
 * ``ompi(collective, params) -> (id, name)``: Open MPI coll/tuned's algorithm id and name
-  for it (``(0, "fixed decision")`` where Open MPI has none).
+  for it (``(0, "fixed decision")`` where Open MPI has none; :func:`ompi_ids` makes one
+  from a table).
+
+Besides them: ``collectives`` (those it serves: :func:`collectives.build_schedule`, the
+analytic model and tuning files refuse the others, and tools and tests enumerate the
+pairs with ``names(collective=...)``), ``params`` (its parameters' defaults),
+``within_blocks`` (collectives whose operations each lie in one rank's block) and
+``empty_sends`` (False where an empty vector sends nothing at all).
 """
 
 from __future__ import annotations
