@@ -75,12 +75,12 @@ def main() -> None:
         schedule = build_schedule("alltoall", algorithm, gpus, largest, counts=matrix)
         result = simulate(schedule, machine, BF16, trace=False, verify=False)
         _row(out, f"{algorithm} (alltoallv)", result.time_s, per_gpu)
-    for algorithm in ("pairwise", "linear", "bruck"):
+    for algorithm in ("pairwise", "linear", "bruck_alltoall"):
         schedule = build_schedule("alltoall", algorithm, gpus, largest)
         result = simulate(schedule, machine, BF16, trace=False, verify=False)
         _row(out, f"{algorithm} (padded to the largest)", result.time_s, per_gpu)
     even = total // (gpus * gpus)
-    for algorithm in ("pairwise", "linear", "bruck"):
+    for algorithm in ("pairwise", "linear", "bruck_alltoall"):
         schedule = build_schedule("alltoall", algorithm, gpus, even)
         result = simulate(schedule, machine, BF16, trace=False, verify=False)
         _row(out, f"{algorithm} (uniform, same bytes)", result.time_s, per_gpu)

@@ -21,7 +21,8 @@ from typing import Any, Iterator
 from schedule_digests import record_or_compare  # this script's folder
 
 import topology
-from collectives import BLOCK_ALGORITHMS, BLOCK_COLLECTIVES, COMPOSED, build_schedule
+from collectives import BLOCK_COLLECTIVES, COMPOSED, build_schedule
+from collectives.registry import names
 from simulator import simulate
 from simulator.channel_choice import hier_ranks_per_node, schedule_params
 from simulator.gpu import protocols
@@ -51,7 +52,7 @@ def cases() -> Iterator[tuple[str, str, str, int, int, str | None]]:
     for name, machine in machines().items():
         collectives = BLOCK_COLLECTIVES if name == "h100x2" else ("allreduce",)
         for collective in collectives:
-            for algorithm in BLOCK_ALGORITHMS + COMPOSED:
+            for algorithm in names(collective=collective):
                 if algorithm in COMPOSED and (
                         collective != "allreduce"
                         or hier_ranks_per_node(machine, machine.nranks) is None):

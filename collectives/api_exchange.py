@@ -64,7 +64,7 @@ def _auto(collective: str, nbytes: int, nranks: int) -> str:
     """``auto``'s algorithm (:data:`AUTO`) for a call of ``nbytes`` (a block's, AllToAll)."""
     if collective == "alltoall":
         if nbytes < _ALLTOALL_SHORT and nranks >= _ALLTOALL_MIN_RANKS:
-            return "bruck"
+            return "bruck_alltoall"
         return "linear" if nbytes < _ALLTOALL_MEDIUM else "pairwise"
     short, few, small, large = AUTO[collective]
     return small if nbytes < short or nranks < few else large

@@ -161,14 +161,13 @@ def _build(collective: str, algorithm: str, nranks: int, count: int,
         if orders is not None:
             recorded["order"] = orders[0] if len(set(orders)) == 1 else orders
         return composed(collective, algorithm, nranks, count, recorded, [parts])
-    assert module.resolve is not None and module.steps is not None  # a flat algorithm
-    resolved = module.resolve(collective, nranks, count, **dict(params))
+    resolved = module.resolve_params(collective, nranks, count, **dict(params))
     blocks = tuple(block(count, nranks, r) for r in range(nranks))
     lanes: Callable[[int], list[Lane]] | None = None
-    steps, rank_lanes = module.steps, module.lanes
+    rank_lanes = module.lanes
 
     def generate(rank: int) -> RankSteps:
-        return tuple(steps(collective, rank, nranks, count, blocks, **resolved))
+        return tuple(module.rank_steps(collective, rank, nranks, count, blocks, **resolved))
 
     if rank_lanes is not None:
         def lanes(rank: int) -> list[Lane]:

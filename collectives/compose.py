@@ -114,7 +114,7 @@ def channel_parts(module: Algorithm, collective: str, ranks: Sequence[int], plac
             sub = placement.take(pieces)
             edges = list(accumulate((hi - lo for lo, hi in pieces), initial=0))
             m, vblocks = edges[-1], tuple(zip(edges[:-1], edges[1:]))
-        resolved = module.resolve(collective, q, m, **params)  # type: ignore[misc]
+        resolved = module.resolve_params(collective, q, m, **params)
         parts.append(Part(module, collective, tuple(ranks[v] for v in order), vblocks, sub,
                           resolved))
     return parts
@@ -125,7 +125,7 @@ def _module_lanes(part: Part, v: int, blocks: Sequence[Range]) -> list[Lane]:
     module, q, m = part.module, len(part.ranks), part.placement.size
     if module.lanes is not None:
         return module.lanes(part.collective, v, q, m, blocks, **part.params)
-    steps = module.steps(part.collective, v, q, m, blocks, **part.params)  # type: ignore[misc]
+    steps = module.rank_steps(part.collective, v, q, m, blocks, **part.params)
     rounds = (module.step_rounds(part.collective, v, q, **part.params)
               if module.step_rounds is not None else range(len(steps)))
     lanes = []

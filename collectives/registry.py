@@ -40,10 +40,18 @@ The functions an algorithm gives, with the arguments they are called with:
 * ``pieces(collective, nranks, params) -> int``: into how many messages' worth one channel
   cuts the vector (the size from which selection reads the time off a line);
 * ``ompi(collective, params) -> (id, name)``: Open MPI coll/tuned's algorithm id and name
-  for it (``(0, "fixed decision")`` where Open MPI has none);
+  for it (``(0, "fixed decision")`` where Open MPI has none; :func:`ompi_ids` makes one
+  from a table);
 * ``working(collective, nranks, count, **resolved) -> int``: the elements of the working
   buffer where they are not ``count`` (AllToAll: what a rank sends and receives, and any
   scratch).
+
+Besides them: ``collectives`` (those it serves: :func:`collectives.build_schedule`, the
+analytic model and tuning files refuse the others, and tools and tests enumerate the
+pairs with ``names(collective=...)``), ``params`` (its parameters' defaults),
+``within_blocks`` (collectives whose operations each lie in one rank's block),
+``empty_sends`` (False where an empty vector sends nothing at all) and ``channeled``
+(False where it runs on one channel over the ranks in their own order).
 """
 
 from __future__ import annotations
@@ -63,7 +71,8 @@ Params = tuple[tuple[str, Any], ...]
 FIXED_DECISION: tuple[int, str] = (0, "fixed decision")
 
 
-def _no_candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
+def _no_candidates(collective: str, channels: int,
+                   ranks_per_node: int | None) -> tuple[Params, ...]:
     return ()
 
 
@@ -210,6 +219,45 @@ class Algorithm:
     def composed(self) -> bool:
         """Whether it is made of other algorithms' phases (it then takes no ``order``)."""
         return self.phases is not None
+
+    def resolve_params(self, collective: str, nranks: int, count: int,
+                       **params: Any) -> dict[str, Any]:
+        """Its ``resolve``: the parameters filled in and checked (a composed algorithm's
+        are passed on as given: its phases check them).
+
+        Parameters
+        ----------
+        collective : str
+            The collective.
+        nranks, count : int
+            Ranks and elements of the vector.
+        **params
+            The parameters given.
+
+        Returns
+        -------
+        dict
+        """
+        if self.resolve is None:
+            return dict(params)
+        return self.resolve(collective, nranks, count, **params)
+
+    def rank_steps(self, collective: str, rank: int, nranks: int, count: int,
+                   blocks: Sequence[tuple[int, int]], **resolved: Any) -> Sequence[Any]:
+        """Its ``steps`` for ``rank`` (the arguments of the module docstring).
+
+        Returns
+        -------
+        sequence of Step
+
+        Raises
+        ------
+        TypeError
+            For a composed algorithm (it has phases, not steps).
+        """
+        if self.steps is None:
+            raise TypeError(f"algorithm {self.name!r} is composed: it has phases, not steps")
+        return self.steps(collective, rank, nranks, count, blocks, **resolved)
 
     def check_collective(self, collective: str) -> None:
         """Raise ValueError if this algorithm does not serve ``collective``.

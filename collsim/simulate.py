@@ -14,7 +14,6 @@ from rich.table import Table
 
 from collectives import ALGORITHMS, COLLECTIVES, build_schedule
 from collectives.layout import count_of
-from collectives.registry import algorithm as registered
 from collectives.registry import names
 from collectives.schedule import ROOTED
 
@@ -22,8 +21,7 @@ from simulator.busbw import bandwidths
 from simulator.engine import simulate
 
 from .args import (ITEMSIZES, MAX_SIMULATE_RANKS, UsageError, add_machine, add_sweep,
-                   check_distinct, check_output, datatype, machine, model_ranks, sweep,
-                   whole)
+                   check_output, datatype, machine, model_ranks, served, sweep, whole)
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
@@ -75,13 +73,7 @@ def check(args: argparse.Namespace) -> list[int]:
     if args.datatype == "all":
         raise UsageError("-d all is not allowed here; the simulator needs one element size "
                          "(float, half, bfloat16, double, ...)")
-    if args.algorithms is None:
-        args.algorithms = list(names(collective=args.collective, composed=False))
-    check_distinct("--algorithms", args.algorithms)
-    wrong = [a for a in args.algorithms if args.collective not in registered(a).collectives]
-    if wrong:
-        raise UsageError(f"--algorithms {wrong[0]} is not allowed with {args.collective}; "
-                         f"choose among {' '.join(names(collective=args.collective))}")
+    args.algorithms = served("--algorithms", args.collective, args.algorithms, ALGORITHMS)
     if args.collective in ROOTED and not 0 <= args.root < model_ranks(args, machine(args),
                                                                       MAX_SIMULATE_RANKS):
         raise UsageError(f"-r {args.root} is not allowed: the root must be one of the ranks")

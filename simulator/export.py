@@ -17,7 +17,8 @@ protocol)'s cost to 0, so NCCL runs it, unless NCCL cannot run it there (its cos
 
 What the file says (:func:`to_nccl_csv`, :func:`nccl_ranges`):
 
-* Only NCCL's algorithms, with NCCL's meaning: ``ring`` is our ring; ``tree``,
+* Only NCCL's algorithms, with NCCL's meaning: ``ring`` is our ring (the algorithms
+  whose ``nccl`` names one, :mod:`collectives.registry`); ``tree``,
   ``nvls``, ``nvls_tree`` and ``pat`` are NCCL's own (:mod:`simulator.nccl_algorithms`:
   ``tree`` is a chain in each node and a double binary tree over nodes, which none of
   our tree, rhd, pipeline or hier is, so none of them is ever written as ``tree``).
@@ -66,8 +67,9 @@ the ids their algorithms' registry entries give (``coll_tuned_bcast_decision.c``
 pipeline, 6 binomial, 9 scatter_allgather_ring; ``coll_tuned_reduce_decision.c``: 3
 pipeline, 5 binomial, 7 rabenseifner; ``coll_tuned_alltoall_decision.c``: 1 linear, 2
 pairwise, 3 modified_bruck), with segsize 0 (the chain's segments are not written).
-Algorithm ids (``coll_tuned_allreduce_decision.c``, ``coll_tuned_allgather_decision.c``,
-``coll_tuned_reduce_scatter_block_decision.c``):
+Algorithm ids: each algorithm's ``ompi`` (:mod:`collectives.registry`), from
+``coll_tuned_allreduce_decision.c``, ``coll_tuned_allgather_decision.c`` and
+``coll_tuned_reduce_scatter_block_decision.c``; today:
 
 =============== ====================== ======================= =============================
 ours            allreduce              allgather               reduce_scatter_block
@@ -77,7 +79,7 @@ rhd             6 rabenseifner         3 recursive_doubling    2 recursive_doubl
 rhd, doubling   3 recursive_doubling   (AllReduce only)        (AllReduce only)
 tree            2 nonoverlapping       0 (none)                0 (none)
 pipeline        2 nonoverlapping       0 (none)                0 (none)
-native          0 (none)               0 (none)                0 (none)
+hier, native    0 (none)               0 (none)                0 (none)
 =============== ====================== ======================= =============================
 
 ``nonoverlapping`` is a reduce then a broadcast, each on coll/tuned's segmented trees or
@@ -94,8 +96,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from collectives.registry import FIXED_DECISION, algorithms
 from collectives.registry import algorithm as registered
-from collectives.registry import algorithms
 from topology.channels import nics_per_node
 from topology.order import node_groups
 
@@ -108,7 +110,7 @@ from .selection import MAX_BYTES, SIZES, TuningTable
 
 __all__ = ["NCCL_COLL", "NCCL_FIELDS", "NcclRange", "nccl_ranges", "nccl_pair_times", "ring_of",
            "to_nccl_csv",
-           "read_nccl_csv", "OMPI_COLL_ID", "OMPI_ALGORITHM", "ompi_algorithm",
+           "read_nccl_csv", "OMPI_COLL_ID", "ompi_algorithm",
            "to_ompi_rules", "read_ompi_rules"]
 
 #: our collective -> the NCCL tuner CSV's ``coll``
@@ -132,32 +134,13 @@ _BEYOND = tuple(1 << k for k in range(34, 41))
 #: our collective -> Open MPI COLLTYPE id (coll_base_functions.h)
 OMPI_COLL_ID: dict[str, int] = {"allgather": 0, "allreduce": 2, "alltoall": 3, "broadcast": 7,
                                 "reduce": 11, "reduce_scatter": 13}
-#: (collective, algorithm) -> Open MPI coll/tuned algorithm id (0: fixed decision)
-OMPI_ALGORITHM: dict[tuple[str, str], int] = {
-    ("allreduce", "ring"): 4, ("allreduce", "rhd"): 6, ("allreduce", "tree"): 2,
-    ("allreduce", "pipeline"): 2,
-    ("allgather", "ring"): 4, ("allgather", "rhd"): 3, ("allgather", "tree"): 0,
-    ("allgather", "pipeline"): 0,
-    ("reduce_scatter", "ring"): 0, ("reduce_scatter", "rhd"): 2,
-    ("reduce_scatter", "tree"): 0, ("reduce_scatter", "pipeline"): 0,
-    ("allreduce", "hier"): 0, ("allgather", "hier"): 0, ("reduce_scatter", "hier"): 0,
-    **{(collective, "native"): 0 for collective in ("allreduce", "allgather", "reduce_scatter")}}
 
-#: Open MPI's allreduce id of rhd with ``doubling=True`` (recursive doubling)
-OMPI_ALLREDUCE_DOUBLING = 3
 
-#: Open MPI's names of the algorithm ids used above, per collective
-OMPI_NAMES: dict[str, dict[int, str]] = {
-    "allreduce": {0: "fixed decision", 2: "nonoverlapping", 3: "recursive_doubling", 4: "ring",
-                  6: "rabenseifner"},
-    "allgather": {0: "fixed decision", 3: "recursive_doubling", 4: "ring"},
-    "reduce_scatter": {0: "fixed decision", 2: "recursive_doubling"},
-    # coll_tuned_bcast_decision.c, coll_tuned_reduce_decision.c,
-    # coll_tuned_alltoall_decision.c (the ids the algorithms' registry entries give)
-    "broadcast": {0: "fixed decision", 3: "pipeline", 6: "binomial",
-                  9: "scatter_allgather_ring"},
-    "reduce": {0: "fixed decision", 3: "pipeline", 5: "binomial", 7: "rabenseifner"},
-    "alltoall": {0: "fixed decision", 1: "linear", 2: "pairwise", 3: "modified_bruck"}}
+def _ompi(collective: str, algorithm: str, params: Any = ()) -> tuple[int, str]:
+    """Open MPI's id and name of a candidate (``native``: Open MPI's fixed decision)."""
+    if algorithm == "native":  # an executor choice, not an algorithm of the registry
+        return FIXED_DECISION
+    return registered(algorithm).ompi(collective, dict(params))
 
 
 def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
@@ -168,8 +151,7 @@ def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
     collective : str
         The collective.
     algorithm : str
-        Ours (a key of :data:`OMPI_ALGORITHM` with ``collective``, or an algorithm whose
-        registry entry names its id, :attr:`collectives.registry.Algorithm.ompi`).
+        A registered algorithm (its ``ompi``), or ``native``.
     params : dict or tuple of (str, value), optional
         Its parameters: rhd with ``doubling=True`` is Open MPI's recursive doubling.
 
@@ -181,16 +163,10 @@ def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
     --------
     >>> ompi_algorithm("allreduce", "rhd"), ompi_algorithm("allreduce", "rhd", {"doubling": True})
     (6, 3)
-    >>> ompi_algorithm("broadcast", "scatter_allgather"), ompi_algorithm("alltoall", "bruck")
-    (9, 3)
+    >>> ompi_algorithm("broadcast", "scatter_allgather"), ompi_algorithm("alltoall", "pairwise")
+    (9, 2)
     """
-    if (collective, algorithm) == ("allreduce", "rhd") and dict(params).get("doubling"):
-        return OMPI_ALLREDUCE_DOUBLING
-    if (collective, algorithm) in OMPI_ALGORITHM:
-        return OMPI_ALGORITHM[(collective, algorithm)]
-    if algorithm == "native":
-        return 0
-    return registered(algorithm).ompi(collective, dict(params))[0]
+    return _ompi(collective, algorithm, params)[0]
 
 
 @dataclass(frozen=True)
@@ -254,12 +230,13 @@ def nccl_pair_times(collective: str, topology: Any, sizes: list[int], dtype_size
     dict
         ``{(NCCL's algorithm, protocol): seconds per size}``, e.g. ``("nvls", "Simple")``.
     """
-    ring = ring_of(collective)
-    channels = {"channels": max(1, nics_per_node(topology))} if registered(ring).channeled \
-        else {}
-    out = {("ring", p): np.asarray(price(collective, ring, topology, sizes,
-                                         topology.nranks, dtype_size, p, **channels))
-           for p in gpu_protocols(topology) if p is not None}
+    channels = max(1, nics_per_node(topology))
+    out = {(entry.nccl, p): np.asarray(price(collective, entry.name, topology, sizes,
+                                             topology.nranks, dtype_size, p,
+                                             **({"channels": channels} if entry.channeled
+                                                else {})))
+           for entry in algorithms(composed=False, collective=collective)
+           if entry.nccl is not None for p in gpu_protocols(topology) if p is not None}
     for algorithm in nccl_algorithms.ALGORITHMS:
         for p in nccl_algorithms.nccl_protocols(algorithm, topology):
             if nccl_algorithms.available(collective, algorithm, topology, protocol=p):
@@ -528,21 +505,20 @@ def to_ompi_rules(tables: Iterable[TuningTable]) -> str:
     lines = ["# collsim tuning table: Open MPI coll/tuned dynamic rules (classic format)",
              f"{len(tables)}  # collectives"]
     for table in tables:
-        rules: list[tuple[int, int]] = []
+        rules: list[tuple[int, tuple[int, str]]] = []
         for r in table.ranges:
-            algorithm = ompi_algorithm(table.collective, *table.candidates[r.index])
+            algorithm = _ompi(table.collective, *table.candidates[r.index])
             start = 0 if r.min_bytes == 0 else _ompi_size(table, r.min_bytes)
             if rules and rules[-1][0] == start:
                 rules.pop()
-            if not rules or rules[-1][1] != algorithm:
+            if not rules or rules[-1][1][0] != algorithm[0]:
                 rules.append((start, algorithm))
         lines += [f"{OMPI_COLL_ID[table.collective]}  # {table.collective} on "
                   f"{table.topology_name} ({table.method})",
                   "1  # comm sizes",
                   f"{table.nranks} {len(rules)}  # comm size, message sizes"]
-        names = OMPI_NAMES[table.collective]
-        lines += [f"{start} {algorithm} 0 0  # from {start} B: {names[algorithm]}"
-                  for start, algorithm in rules]
+        lines += [f"{start} {number} 0 0  # from {start} B: {name}"
+                  for start, (number, name) in rules]
     return "\n".join(lines) + "\n"
 
 

@@ -157,7 +157,7 @@ def test_crossovers() -> None:
 @pytest.mark.parametrize("nranks", [1, 2, 3, 5])
 @pytest.mark.parametrize("collective, algorithm", [("broadcast", "scatter_allgather"),
                                                    ("reduce", "rabenseifner"),
-                                                   ("alltoall", "bruck")])
+                                                   ("alltoall", "bruck_alltoall")])
 def test_expected_broadcast_reduce_alltoall_is_what_the_schedule_computes(
         collective: str, algorithm: str, nranks: int) -> None:
     """The benchmark's inputs through the interpreter give exactly :func:`check.expected`
@@ -193,7 +193,7 @@ def test_broadcast_reduce_alltoall_flags() -> None:
     (["--collective", "broadcast", "-r", "4"], "-r 4 is not allowed: the root must be one "
                                                 "of the 4 ranks"),
     (["--collective", "reduce", "--algorithms", "ring"], "--algorithms ring is not allowed "
-                                                         "with --collective reduce"),
+                                                         "with reduce: it does not run reduce"),
     (["--collective", "alltoall", "-o", "max"], "-o max is not allowed for alltoall"),
     (["--collective", "alltoall", "--transport", "nccl", "--buffer", "cupy"],
      "it runs over mpi on numpy buffers")])

@@ -158,8 +158,9 @@ def test_alltoall_layout_sends_then_receives() -> None:
      r"channels=2 is not allowed; algorithm 'chain' runs on one channel"),
     (lambda: build_schedule("broadcast", "binomial", 4, 8, order=(1, 0, 2, 3)), TypeError,
      r"parameter 'order' is not taken by algorithm 'binomial'"),
-    (lambda: build_schedule("alltoall", "bruck", 2, 2, counts=((1, 2), (2, 2))), ValueError,
-     r"counts= with unequal entries is not allowed with algorithm 'bruck'"),
+    (lambda: build_schedule("alltoall", "bruck_alltoall", 2, 2, counts=((1, 2), (2, 2))),
+     ValueError,
+     r"counts= with unequal entries is not allowed with algorithm 'bruck_alltoall'"),
     (lambda: build_schedule("alltoall", "pairwise", 2, 3, counts=((1, 2), (2, 2))), ValueError,
      r"count=3 is not allowed with counts=: an AllToAllv's count is the largest of its "
      r"counts, here 2"),
@@ -221,7 +222,8 @@ def test_pack_and_unpack_follow_the_displacements() -> None:
 CASES = [("broadcast", "chain", {"segments": 4}), ("broadcast", "binomial", {}),
          ("broadcast", "scatter_allgather", {}), ("reduce", "chain", {"segments": 4}),
          ("reduce", "binomial", {}), ("reduce", "rabenseifner", {}),
-         ("alltoall", "pairwise", {}), ("alltoall", "bruck", {}), ("alltoall", "linear", {})]
+         ("alltoall", "pairwise", {}), ("alltoall", "bruck_alltoall", {}),
+         ("alltoall", "linear", {})]
 #: the scatter (and gather) of van de Geijn and Rabenseifner on a rank count that is not a
 #: power of two: some ranks finish their tree early and start the ring, which the lock-step
 #: rounds charge as a whole round (an upper bound); the largest excess measured
@@ -260,7 +262,7 @@ def test_open_mpi_rules_name_coll_tuned_ids() -> None:
     assert ids == {("broadcast", "chain"): 3, ("broadcast", "binomial"): 6,
                    ("broadcast", "scatter_allgather"): 9, ("reduce", "chain"): 3,
                    ("reduce", "binomial"): 5, ("reduce", "rabenseifner"): 7,
-                   ("alltoall", "pairwise"): 2, ("alltoall", "bruck"): 3,
+                   ("alltoall", "pairwise"): 2, ("alltoall", "bruck_alltoall"): 3,
                    ("alltoall", "linear"): 1}
     flat = topology.default_flat(8)
     tables = [tuning_table(c, flat, method="closed_form")

@@ -8,5 +8,6 @@ __all__ = ["MODULES"]
 
 #: the algorithm modules, in the order selection tries them (ties go to the earlier);
 #: a new algorithm is a module here and its name in this list
-MODULES: tuple[str, ...] = ("ring", "rhd", "tree", "pipeline", "hier", "chain", "binomial",
-                            "scatter_allgather", "rabenseifner", "pairwise", "bruck", "linear")
+MODULES: tuple[str, ...] = ("ring", "rhd", "tree", "pipeline", "hier", "bruck", "chain",
+                            "binomial", "scatter_allgather", "rabenseifner", "pairwise",
+                            "bruck_alltoall", "linear")

@@ -1,19 +1,26 @@
-"""Bruck AllToAll: ``ceil(log2 p)`` rounds for small messages (Open MPI's modified Bruck).
+"""Bruck's AllGather: ``ceil(lg p)`` rounds on any number of ranks.
 
-Rank ``r`` first rotates its blocks so that position ``i`` holds its block for
-``r + i``.  In round ``b`` it sends every position whose bit ``b`` is set to ``r + 2**b``
-in one message and receives the same positions from ``r - 2**b``; after the last round
-position ``i`` holds the block that rank ``r - i`` sent ``r``, and is copied there.
-Positions are packed into a send area before each round and unpacked from a receive
-area after it (local copies, which cost nothing on the model).  ``h_b`` positions move in
-round ``b`` (about ``p / 2``), so on the single-port alpha-beta model, ``n`` elements a
-block::
+The small-message AllGather of MPICH (for short messages and non-powers of two: Thakur,
+Rabenseifner & Gropp, "Optimization of Collective Communication Operations in MPICH",
+IJHPCA 19(1), 2005, section 4.1) and of Open MPI (coll/tuned allgather algorithm 2,
+``ompi_coll_base_allgather_intra_bruck``), after Bruck, Ho, Kipnis, Upfal & Weathersby,
+IEEE TPDS 8(11), 1997.
 
-    T = sum_b (alpha + h_b * n * beta)
+In round ``k = 0 .. ceil(lg p) - 1``, at distance ``d = 2**k``, rank ``i`` sends the
+blocks of ranks ``i, i + 1, ..., i + c - 1`` (mod ``p``), ``c = min(d, p - d)``, to rank
+``i - d`` and receives those of ranks ``i + d .. i + d + c - 1`` from rank ``i + d``;
+after round ``k`` it holds the ``min(2d, p)`` blocks from its own on.  The textbook
+algorithm gathers into a buffer that starts at the rank's own block and rotates it into
+place at the end; here every block is received straight into its place in the output,
+so there is no local copy, and a run of blocks that wraps past rank ``p - 1`` is sent as
+two messages (its part up to the end of the vector, then its part from the start),
+received in the same order.  ``blocks`` must lie in rank order one after another, as
+:func:`collectives.build_schedule` and :mod:`collectives.compose` lay them.
 
-Per-peer counts must all be equal (the blocks travel through other ranks' positions).
-The working buffer holds, after the ``p`` blocks sent and the ``p`` received, the rotated
-blocks and the two packing areas.
+Cost (alpha-beta, ``n`` bytes of the gathered vector, blocks dividing evenly):
+``ceil(lg p) alpha + (p - 1)/p n beta``: the rounds carry 1, 2, 4, ... blocks, the last
+``p - 2**(ceil(lg p) - 1)`` of them; a rank whose run wraps sends its two messages side
+by side, as long together as one.
 """
 
 from __future__ import annotations
@@ -22,147 +29,112 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..registry import Algorithm, ompi_ids, one_candidate, register
-from ..rooted import levels
-from ..schedule import Copy, Op, Step, new_recv, new_send
-from ..traffic import Messages, Round
+from topology.channels import node_minor
 
-__all__ = ["ALGORITHM", "resolve_params", "working", "rank_steps",
-           "traffic", "moving"]
+from ..registry import Algorithm, Params, ompi_ids, register
+from ..schedule import Recv, Send, Step
+from ..traffic import Messages, Round, largest_part
 
-def resolve_params(collective: str, nranks: int, count: int,
-                   counts: tuple[tuple[int, ...], ...] | None = None) -> dict[str, Any]:
-    """Accept per-peer counts only when they are all equal (to ``count``).
+__all__ = ["ALGORITHM", "resolve_params", "rank_steps", "traffic", "candidates"]
 
-    Returns
-    -------
-    dict
-        ``{"counts": None}``.
-
-    Raises
-    ------
-    ValueError
-        For unequal per-peer counts.
-    """
-    if counts is not None and any(c != count for row in counts for c in row):
-        raise ValueError("counts= with unequal entries is not allowed with algorithm "
-                         "'bruck', whose blocks travel through other ranks' positions; use "
-                         "'pairwise' or 'linear' for an AllToAllv")
-    return {"counts": None}
+Range = tuple[int, int]
 
 
-def moving(nranks: int, b: int) -> list[int]:
-    """The positions that move in round ``b``: those with bit ``b`` set.
-
-    Examples
-    --------
-    >>> moving(6, 1)
-    [2, 3]
-    """
-    return [i for i in range(nranks) if i >> b & 1]
-
-
-def _widest(nranks: int) -> int:
-    return max((len(moving(nranks, b)) for b in range(levels(nranks))), default=0)
-
-
-def working(collective: str, nranks: int, count: int,
-            counts: tuple[tuple[int, ...], ...] | None = None) -> int:
-    """Elements of the working buffer: sent, received and rotated blocks, and the
-    two packing areas of the widest round."""
-    return (3 * nranks + 2 * _widest(nranks)) * count
-
-
-def rank_steps(collective: str, rank: int, nranks: int, count: int,
-               blocks: Sequence[tuple[int, int]],
-               counts: tuple[tuple[int, ...], ...] | None = None) -> list[Step]:
-    """Return ``rank``'s steps: rotate and pack, then per round an exchange and the
-    copies that unpack it and pack the next (the last round's place every block).
+def resolve_params(collective: str, nranks: int, count: int) -> dict[str, Any]:
+    """Bruck takes no tuning parameters.
 
     Parameters
     ----------
-    collective : {"alltoall"}
+    collective : str
+        The collective (unused: AllGather, checked by :func:`collectives.build_schedule`).
+    nranks, count : int
+        Ranks and elements of the vector (unused).
+
+    Returns
+    -------
+    dict[str, Any]
+        Always empty.
+    """
+    return {}
+
+
+def _rounds(nranks: int) -> list[tuple[int, int]]:
+    """``(distance, blocks sent)`` of every round."""
+    return [(1 << k, min(1 << k, nranks - (1 << k))) for k in range((nranks - 1).bit_length())]
+
+
+def _run(blocks: Sequence[Range], first: int, c: int) -> list[Range]:
+    """The element ranges of the ``c`` blocks from block ``first`` on (mod ``len(blocks)``):
+    one range, or two where they wrap past the last block."""
+    p = len(blocks)
+    last = first + c - 1
+    if last < p:
+        return [(blocks[first][0], blocks[last][1])]
+    return [(blocks[first][0], blocks[p - 1][1]), (blocks[0][0], blocks[last - p][1])]
+
+
+def rank_steps(collective: str, rank: int, nranks: int, count: int,
+               blocks: Sequence[Range]) -> list[Step]:
+    """Return the steps of ``rank``: one per round (see the module docstring).
+
+    Parameters
+    ----------
+    collective : {"allgather"}
         The collective.
-    rank, nranks, count : int
-        The rank, the number of ranks and the elements of every block.
+    rank : int
+        The rank whose steps to make.
+    nranks : int
+        Number of ranks.
+    count : int
+        Elements of the vector (unused: ``blocks`` carries the layout).
     blocks : sequence of (int, int)
-        Unused.
-    counts : None
-        Resolved to None (all equal).
+        ``blocks[r]``: the element range ``[start, stop)`` rank ``r`` owns, in rank order.
 
     Returns
     -------
     list of Step
-        ``2 ceil(log2 p) + 1`` steps; one copy for one rank.
+        ``ceil(lg nranks)`` steps, each sending to ``rank - d`` and receiving from
+        ``rank + d`` (one or two ranges each way).
+
+    Examples
+    --------
+    >>> from collectives.layout import block
+    >>> blocks = [block(6, 3, r) for r in range(3)]
+    >>> for step in rank_steps("allgather", 2, 3, 6, blocks):
+    ...     print(step)
+    send [4:6) -> 1; recv [0:2) <- 0
+    send [4:6) -> 0; recv [2:4) <- 1
     """
-    p, m, r = nranks, count, rank
-    send, recv, rotated = 0, p * m, 2 * p * m
-    packed = 3 * p * m
-    unpacked = packed + _widest(p) * m
-    where = [send + (r + i) % p * m for i in range(p)]  # position i, before the rotation
-    rounds = levels(p)
-    if rounds == 0:
-        return [Step((Copy(0, m, recv),))]
-    first = [Copy(r * m, p * m, rotated), Copy(0, r * m, rotated + (p - r) * m)]
-    steps: list[list[Op]] = [[*first, *_pack(where, moving(p, 0), packed, m)]]
-    where = [rotated + i * m for i in range(p)]
-    for b in range(rounds):
-        moved = moving(p, b)
-        size = len(moved) * m
-        steps.append([new_send((r + (1 << b)) % p, packed, packed + size),
-                      new_recv((r - (1 << b)) % p, unpacked, unpacked + size)])
-        landed = {i: unpacked + k * m for k, i in enumerate(moved)}
-        if b + 1 < rounds:
-            copies = [Copy(landed[i], landed[i] + m, where[i]) for i in moved]
-            now = [landed.get(i, where[i]) for i in range(p)]
-            steps.append([*copies, *_pack(now, moving(p, b + 1), packed, m)])
-        else:
-            steps.append([Copy(landed.get(i, where[i]), landed.get(i, where[i]) + m,
-                               recv + (r - i) % p * m) for i in range(p)])
-    return [Step(tuple(ops)) for ops in steps]
+    steps = []
+    for d, c in _rounds(nranks):
+        give = _run(blocks, rank, c)
+        take = _run(blocks, (rank + d) % nranks, c)
+        steps.append(Step((*(Send((rank - d) % nranks, lo, hi) for lo, hi in give),
+                           *(Recv((rank + d) % nranks, lo, hi) for lo, hi in take))))
+    return steps
 
 
-def _pack(where: list[int], moved: list[int], packed: int, m: int) -> list[Copy]:
-    """Copies of the positions ``moved`` (at ``where``) into the packing area, in order."""
-    return [Copy(where[i], where[i] + m, packed + k * m) for k, i in enumerate(moved)]
-
-
-def traffic(collective: str, q: int, counts: None = None) -> list[Round]:
-    """One round per bit, every rank sending ``h_b`` blocks in one message to
-    ``r + 2**b`` (:mod:`collectives.traffic`).
-
-    Parameters
-    ----------
-    collective : {"alltoall"}
-        The collective.
-    q : int
-        Positions.
-    counts : None
-        Resolved to None.
-
-    Returns
-    -------
-    list of Round
-    """
+def traffic(collective: str, q: int) -> list[Round]:
+    """Bruck's messages (:mod:`collectives.traffic`): a round per distance ``d``, every
+    position sending its run of ``c`` blocks to the position ``d`` before it (a wrapped
+    run's two messages share its links, as long together as one of the whole run); the
+    arguments of :mod:`collectives.registry`."""
     v = np.arange(q)
-    rounds = []
-    for b in range(levels(q)):
-        units = len(moving(q, b))
-        rounds.append(Round(1, (Messages(v, (v + (1 << b)) % q, _blocks(units), False,
-                                         pieced=False),)))
-    return rounds
+    return [Round(1, (Messages(v, (v - d) % q, largest_part(q, c), False, pieced=False),))
+            for d, c in _rounds(q)]
 
 
-def _blocks(units: int) -> Any:
-    """Elements of ``units`` blocks of ``count`` elements."""
-    def elements(count: np.ndarray) -> np.ndarray:
-        return units * np.asarray(count)
-    return elements
+def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
+    """What selection tries (the arguments of :mod:`collectives.registry`): Bruck on one
+    channel, a small-message algorithm whose messages channels would only cut smaller."""
+    return ((),) if channels == 1 else ()
 
 
 ALGORITHM = register(Algorithm(
-    name="bruck", collectives=frozenset({"alltoall"}), params={"counts": None},
-    resolve=resolve_params, traffic=traffic, steps=rank_steps, channeled=False,
-    working=working, candidates=one_candidate,
-    # coll_tuned_alltoall_decision.c: 3 is "modified_bruck"
-    ompi=ompi_ids({"alltoall": (3, "modified_bruck")})))
+    name="bruck", collectives=frozenset({"allgather"}), params={}, traffic=traffic,
+    resolve=resolve_params, steps=rank_steps, candidates=candidates,
+    # partners at distances below the node count cross the network on one rail, the large
+    # late rounds stay inside the nodes (as rhd's small masks)
+    orders=node_minor,
+    # coll_tuned_allgather_decision.c: allgather_algorithms[] {2, "bruck"}
+    ompi=ompi_ids({"allgather": (2, "bruck")})))

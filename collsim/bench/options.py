@@ -48,14 +48,13 @@ import numpy as np
 from collectives.api import CHOICES
 from collectives.build import ALGORITHMS
 from collectives.ops import DTYPES, OPS
-from collectives.registry import names
 from collectives.schedule import BLOCK_COLLECTIVES, COLLECTIVES, ROOTED
 from ..args import (MAX_ITERS, MAX_TIMEOUT_S, UsageError, add_machine, add_sweep,
-                    check_distinct, check_memory, check_output, datatype,
+                    check_memory, check_output, datatype, served,
                     launch_limit, machine, parse_size, seconds, sweep, whole)
 
 __all__ = ["add_arguments", "parse_size", "sizes", "COLLECTIVE_NAMES", "TOPOLOGY_EXTRA",
-           "AVERAGE", "check_args", "datatypes", "ops", "choices_for"]
+           "AVERAGE", "check_args", "datatypes", "ops"]
 
 #: accepted ``--collective`` names -> collective (nccl-tests binaries are all_reduce_perf, ...)
 COLLECTIVE_NAMES: dict[str, str] = {"all_reduce": "allreduce", "all_gather": "allgather",
@@ -71,20 +70,6 @@ AVERAGE = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
 
 #: collectives that reduce nothing (``-o`` is ``sum`` only, shown as ``none``)
 NO_OP = ("allgather", "broadcast", "alltoall")
-
-
-def choices_for(collective: str) -> list[str]:
-    """The algorithms ``--algorithms`` runs by default for ``collective``: every schedule
-    that serves it, ``native`` and ``auto``.
-
-    Examples
-    --------
-    >>> choices_for("broadcast")
-    ['chain', 'binomial', 'scatter_allgather', 'native', 'auto']
-    """
-    if collective in BLOCK_COLLECTIVES:
-        return list(CHOICES)
-    return [*names(collective=collective, composed=False), "native", "auto"]
 
 
 def _collective(text: str) -> str:
@@ -198,9 +183,8 @@ def check_args(args: argparse.Namespace, nranks: int | None = None) -> None:
         are checked as it is parsed.)
     """
     sweep(args)
-    if args.algorithms is None:
-        args.algorithms = choices_for(args.collective)
-    check_distinct("--algorithms", args.algorithms)
+    args.algorithms = served("--algorithms", args.collective, args.algorithms,
+                             (*ALGORITHMS, "native", "auto"))
     _check_collective(args, args.ranks if nranks is None else nranks)
     if args.datatype not in (*DTYPES, "all"):
         raise UsageError(f"-d {args.datatype} is not allowed with --buffer {args.buffer}: "
@@ -225,13 +209,7 @@ def check_args(args: argparse.Namespace, nranks: int | None = None) -> None:
 
 
 def _check_collective(args: argparse.Namespace, nranks: int) -> None:
-    """The algorithms serve the collective; Broadcast, Reduce and AllToAll run over MPI on
-    NumPy buffers; the root is a rank."""
-    allowed = choices_for(args.collective)
-    wrong = [a for a in args.algorithms if a not in allowed]
-    if wrong:
-        raise UsageError(f"--algorithms {wrong[0]} is not allowed with --collective "
-                         f"{args.collective}; choose among {' '.join(allowed)}")
+    """Broadcast, Reduce and AllToAll run over MPI on NumPy buffers; the root is a rank."""
     if args.collective not in BLOCK_COLLECTIVES and (args.transport, args.buffer) != \
             ("mpi", "numpy"):
         raise UsageError(f"--collective {args.collective} is not allowed with --transport "

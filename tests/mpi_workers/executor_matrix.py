@@ -26,8 +26,8 @@ import collectives
 from collectives import BLOCK_COLLECTIVES, build_schedule, interpret
 from collectives.executors import transport_for
 from collectives.executors.compiled import supports
-from collectives.registry import names
 from collectives.ops import ALL_DTYPES, ALL_OPS, DTYPES, OP_KINDS, OPS
+from collectives.registry import names
 
 SIZES_ALLREDUCE = lambda p: (0, 1, p - 1 if p > 2 else 2, 2 * p + 1, 1031)  # noqa: E731
 SIZES_PART = (0, 1, 3, 130)
@@ -60,14 +60,15 @@ def extra_cases(nranks: int) -> list[Case]:
     pairs = [(dtype, op) for dtype in (*ALL_DTYPES, *SWAPPED) for op in ALL_OPS
              if np.dtype(dtype).kind in OP_KINDS[op] and not (dtype in DTYPES and op in OPS)]
     out = []
+    reducing, gathering = (names(composed=False, collective=c) for c in ("allreduce", "allgather"))
     for i, (dtype, op) in enumerate(pairs):
-        algorithm = collectives.BLOCK_ALGORITHMS[i % len(collectives.BLOCK_ALGORITHMS)]
+        algorithm = reducing[i % len(reducing)]
         out += [Case("allreduce", algorithm, 2 * nranks + 3, dtype, op, "out"),
                 Case("reduce_scatter", algorithm, 3, dtype, op, "out")]
     for i, dtype in enumerate(d for d in (*ALL_DTYPES, *SWAPPED) if d not in DTYPES):
-        out.append(Case("allgather", collectives.BLOCK_ALGORITHMS[i % 4], 5, dtype, "sum", "out"))
+        out.append(Case("allgather", gathering[i % len(gathering)], 5, dtype, "sum", "out"))
     for i, op in enumerate(ALL_OPS):
-        out.append(Case("allreduce", collectives.BLOCK_ALGORITHMS[i % 4], 7, "int32", op, "out",
+        out.append(Case("allreduce", reducing[i % len(reducing)], 7, "int32", op, "out",
                         mpi_op=True))
     return out
 
@@ -77,8 +78,9 @@ def nccl_cases() -> list[Case]:
     (exact: summed, then divided) and floats (premultiplied: NCCL's own not bitwise)."""
     return [Case(collective, algorithm, 7, dtype, "avg", "out",
                  exact=dtype == "int32" or algorithm != "native")
-            for algorithm in (*collectives.BLOCK_ALGORITHMS, "native")
-            for collective in ("allreduce", "reduce_scatter") for dtype in ("int32", "float32")]
+            for collective in ("allreduce", "reduce_scatter")
+            for algorithm in (*names(composed=False, collective=collective), "native")
+            for dtype in ("int32", "float32")]
 
 
 def doubling_cases(nranks: int) -> list[Case]:
@@ -101,10 +103,12 @@ def cases(nranks: int, xp: str = "numpy", transport: str = "mpi") -> list[Case]:
     """Return the matrix for ``nranks`` ranks on ``xp`` buffers over ``transport`` (the
     pytest side counts it too); NumPy's adds :func:`extra_cases`, NCCL's
     :func:`nccl_cases`."""
-    algorithms = (*collectives.BLOCK_ALGORITHMS, "native")
+    algorithms = (*collectives.ALGORITHMS, "native")
     out = []
     for algorithm in algorithms:
-        for collective in BLOCK_COLLECTIVES:
+        served = [c for c in BLOCK_COLLECTIVES
+                  if algorithm == "native" or algorithm in names(collective=c)]
+        for collective in served:
             sizes = SIZES_ALLREDUCE(nranks) if collective == "allreduce" else SIZES_PART
             for i, n in enumerate(sizes):
                 out.append(Case(collective, algorithm, n, "float32", "sum", MODES[i % 3]))
@@ -124,7 +128,7 @@ def cases(nranks: int, xp: str = "numpy", transport: str = "mpi") -> list[Case]:
         if "segments" in collectives.algorithm_params(algorithm):
             variants.append((("segments", 3),))
         out += [Case(collective, algorithm, n, "float64", "sum", "out", params=variant)
-                for collective in BLOCK_COLLECTIVES for variant in variants for n in (2, 50)]
+                for collective in served for variant in variants for n in (2, 50)]
     if nranks % 2 == 0:  # hier (every inner algorithm) and tree, two ranks per node
         out += [Case(collective, "hier", n, "float64", "sum", "out",
                      params=(("channels", channels), ("inner", inner), ("ranks_per_node", 2)))
