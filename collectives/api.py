@@ -47,7 +47,7 @@ import numpy as np
 
 from . import auto
 from .calls import Prepared, key, lookup, remember
-from .build import BLOCK_ALGORITHMS, COMPOSED
+from .build import ALGORITHMS, COMPOSED
 from .nchannels import clamp_channels
 from .executors import Transport, transport_for
 from .executors.nccl import NcclComm
@@ -65,7 +65,7 @@ __all__ = ["IN_PLACE", "ALGORITHM_ENV", "CHOICES", "allreduce", "reduce_scatter"
 ALGORITHM_ENV = "COLLSIM_ALGO"
 
 #: the algorithms that run with no parameters (tools that run every choice take these)
-CHOICES: tuple[str, ...] = (*BLOCK_ALGORITHMS, "native", "auto")
+CHOICES: tuple[str, ...] = (*ALGORITHMS, "native", "auto")
 #: what ``algorithm=`` accepts: also the composed ones, which need ``ranks_per_node=``
 ACCEPTED: tuple[str, ...] = (*CHOICES, *COMPOSED)
 

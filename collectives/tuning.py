@@ -29,7 +29,7 @@ from typing import Any, Iterable
 from topology.checks import check_int
 from .build import ALGORITHMS, COMPOSED, algorithm_params, check_sizes
 from .registry import algorithm as registered
-from .schedule import COLLECTIVES
+from .schedule import BLOCK_COLLECTIVES as COLLECTIVES
 
 __all__ = ["FORMAT", "Rule", "Tuning", "load_tuning"]
 
