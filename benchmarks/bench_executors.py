@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 import collectives
+from collectives.registry import algorithm as algorithm_named
 from collsim.launch import in_mpi_job, run_mpi
 from collsim.tune import slowest_seconds
 
@@ -78,7 +79,9 @@ def buffers(collective: str, nbytes: int, nranks: int) -> tuple[np.ndarray, np.n
 
 def applies(collective: str, algorithm: str) -> bool:
     """Whether ``algorithm`` (a name or a label of :data:`VARIANTS`) runs ``collective``."""
-    return algorithm not in VARIANTS or VARIANTS[algorithm][0] == collective
+    if algorithm in VARIANTS:
+        return VARIANTS[algorithm][0] == collective
+    return algorithm in ("native", MPI_OWN) or collective in algorithm_named(algorithm).collectives
 
 
 def caller(comm, collective: str, algorithm: str, send: np.ndarray, recv: np.ndarray,

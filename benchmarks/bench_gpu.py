@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 import collectives
+from collectives.registry import names
 
 ALGORITHMS = ("native", *collectives.ALGORITHMS)
 #: label -> (the collective it runs, algorithm, parameters): columns beside the algorithms
@@ -82,7 +83,7 @@ def columns_of(collective: str) -> list[tuple[str, str, dict]]:
     out = []
     for column in COLUMNS:
         runs, algorithm, params = VARIANTS.get(column, (collective, column, {}))
-        if runs == collective:
+        if runs == collective and (algorithm == "native" or algorithm in names(collective=runs)):
             out.append((column, algorithm, params))
     return out
 

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
                                  capture=False).returncode)
     from mpi4py import MPI
 
-    from collectives import ALGORITHMS
+    from collectives.registry import names
     from collectives.executors.guard import signed_plan
     from collectives.executors.mpi import mpi_transport
     from collectives.executors.plan import PlanStep, get_plan
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"step, later       {t_later:8.2f} us")
     print(f"per call          {t_call:8.2f} us   (the walk's own {t_walk:.2f}, the signed plan's "
           f"look-up {t_look_up:.2f})")
-    for algorithm in ALGORITHMS:
+    for algorithm in names(composed=False, collective="allreduce"):
         steps = signed_plan(get_plan("allreduce", algorithm, 8, 0, 1 << 20,
                                      np.dtype("float32"), {}), "sum", guard.codec).steps
         first = sum(bool(s.first) for s in steps)

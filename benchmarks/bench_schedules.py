@@ -19,7 +19,8 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.table import Table
 
-from collectives import ALGORITHMS, COLLECTIVES, build_schedule
+from collectives import ALGORITHMS, BLOCK_COLLECTIVES, build_schedule
+from collectives.registry import names
 from collectives.build import _build
 from collectives.gcpause import gc_paused
 from collectives.schedule import Schedule
@@ -61,7 +62,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1 << 28, help="elements (default 2**28)")
     parser.add_argument("--all-ranks", action="store_true", help="also build every rank's steps")
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=ALGORITHMS)
-    parser.add_argument("--collectives", nargs="+", default=list(COLLECTIVES), choices=COLLECTIVES)
+    parser.add_argument("--collectives", nargs="+", default=list(BLOCK_COLLECTIVES), choices=BLOCK_COLLECTIVES)
     args = parser.parse_args()
     table = Table(title=f"schedule build time, {args.nranks} ranks, {args.count} elements")
     for column in ("algorithm", "collective", "steps", "build + one rank (ms)", "every rank (s)",
@@ -69,7 +70,7 @@ def main() -> None:
         table.add_column(column, justify="right")
     shape = (args.nranks, args.count)
     for algorithm in args.algorithms:
-        for collective in args.collectives:
+        for collective in (c for c in args.collectives if algorithm in names(collective=c)):
             _build.cache_clear()
             one, schedule = _time(_one_rank, collective, algorithm, *shape)
             every = paused = float("nan")

@@ -37,7 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 import topology
-from collectives import COLLECTIVES, build_schedule
+from collectives import BLOCK_COLLECTIVES, build_schedule
 from simulator import simulate
 from simulator.channel_choice import schedule_params
 from simulator.gpu import protocols
@@ -50,7 +50,7 @@ OUT = Path(__file__).resolve().parents[1] / "docs" / "results" / "select.md"
 
 
 def _tables(machine: topology.Topology) -> None:
-    for collective in COLLECTIVES:
+    for collective in BLOCK_COLLECTIVES:
         tuning_table(collective, machine, method="closed_form")
 
 
@@ -86,7 +86,7 @@ def _timings(machine: topology.Topology) -> tuple[float, float, float, float, fl
 def _worst(machine: topology.Topology) -> dict[str, tuple[float, str]]:
     """Per algorithm, the worst relative error of the model against the DES, and where."""
     worst: dict[str, tuple[float, str]] = {}
-    for collective in COLLECTIVES:
+    for collective in BLOCK_COLLECTIVES:
         for algorithm, params in _tried(collective, machine, machine.nranks, "closed_form", None):
             full = schedule_params(algorithm, params, machine)
             for protocol in protocols(machine):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import topology
 from collectives import ALGORITHMS, COMPOSED, build_schedule
+from collectives.registry import names
 from simulator import simulate
 from simulator.channel_choice import schedule_params
 from simulator.jit import prepare
@@ -45,7 +46,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=128)
     parser.add_argument("--nbytes", type=int, default=1 << 30)
-    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
+    parser.add_argument("--algorithms", nargs="+",
+                        default=list(names(composed=False, collective="allreduce")),
                         choices=ALGORITHMS + COMPOSED)
     parser.add_argument("--channels", type=int, nargs="+", default=[1])
     parser.add_argument("--write", type=Path, help="also write the output as this page")

@@ -21,7 +21,8 @@ from typing import Any, Iterator
 from schedule_digests import record_or_compare  # this script's folder
 
 import topology
-from collectives import ALGORITHMS, COLLECTIVES, COMPOSED, build_schedule
+from collectives import BLOCK_COLLECTIVES, COMPOSED, build_schedule
+from collectives.registry import names
 from simulator import simulate
 from simulator.channel_choice import hier_ranks_per_node, schedule_params
 from simulator.gpu import protocols
@@ -49,9 +50,9 @@ def machines() -> dict[str, Any]:
 def cases() -> Iterator[tuple[str, str, str, int, int, str | None]]:
     """Yield ``(machine, collective, algorithm, channels, nbytes, protocol)``."""
     for name, machine in machines().items():
-        collectives = COLLECTIVES if name == "h100x2" else ("allreduce",)
+        collectives = BLOCK_COLLECTIVES if name == "h100x2" else ("allreduce",)
         for collective in collectives:
-            for algorithm in ALGORITHMS + COMPOSED:
+            for algorithm in names(collective=collective):
                 if algorithm in COMPOSED and (
                         collective != "allreduce"
                         or hier_ranks_per_node(machine, machine.nranks) is None):

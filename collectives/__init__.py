@@ -4,11 +4,13 @@ Importing this package needs neither MPI, nor a GPU, nor CuPy.
 """
 
 from .api import IN_PLACE, allgather, allreduce, reduce_scatter
-from .build import ALGORITHMS, COMPOSED, algorithm_params, build_schedule
+from .api_exchange import alltoall, alltoallv, broadcast, reduce
+from .build import ALGORITHMS, BLOCK_ALGORITHMS, COMPOSED, algorithm_params, build_schedule
 from .errors import CollectivesError, DeadlockError, ScheduleError
 from .interpret import interpret
+from .registry import Algorithm, channel_orders
 from .resources import abort_on_error, close, release, workspace_bytes
-from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
+from .schedule import BLOCK_COLLECTIVES, COLLECTIVES, Copy, Recv, Schedule, Send, Step
 from .executors.check import ArgumentMismatchError
 from .executors.guard import CommunicatorBrokenError
 from .executors.nccl import NcclComm
@@ -16,11 +18,14 @@ from .handles import PersistentCollective, allgather_init, allreduce_init, reduc
 from .verify import verify
 
 __all__ = [
-    "ALGORITHMS", "ArgumentMismatchError", "COLLECTIVES", "COMPOSED", "CollectivesError",
+    "ALGORITHMS", "Algorithm", "ArgumentMismatchError", "BLOCK_ALGORITHMS", "BLOCK_COLLECTIVES",
+    "COLLECTIVES", "COMPOSED", "CollectivesError",
     "CommunicatorBrokenError", "IN_PLACE", "abort_on_error", "close", "release",
     "workspace_bytes",
-    "NcclComm", "allgather", "allreduce", "reduce_scatter", "allgather_init",
+    "NcclComm", "allgather", "allreduce", "alltoall", "alltoallv", "broadcast", "reduce",
+    "reduce_scatter", "allgather_init",
     "allreduce_init", "reduce_scatter_init", "PersistentCollective", "Copy", "DeadlockError", "Recv",
     "Schedule", "ScheduleError", "Send", "Step", "algorithm_params", "build_schedule",
+    "channel_orders",
     "interpret", "verify",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from functools import lru_cache
 from reprlib import repr as brief
 from typing import Any, Callable
@@ -11,10 +10,13 @@ from topology.checks import check_int, is_int
 from .compose import channel_parts, composed, identity_orders
 from .layout import block
 from .placement import Placement
+from .registry import algorithm as registered
+from .registry import names
 from .rounds import Lane
-from .schedule import COLLECTIVES, RankSteps, Schedule
+from .schedule import BLOCK_COLLECTIVES, COLLECTIVES, RankSteps, Schedule
+from .vcounts import check_counts
 
-__all__ = ["ALGORITHMS", "COMPOSED", "MAX_CHANNELS", "MAX_SEGMENTS", "SEGMENTS_ANY_COUNT",
+__all__ = ["ALGORITHMS", "BLOCK_ALGORITHMS", "COMPOSED", "MAX_CHANNELS", "MAX_SEGMENTS", "SEGMENTS_ANY_COUNT",
            "build_schedule", "algorithm_params", "check_sizes"]
 
 #: the most channels a schedule is cut into (NCCL keeps at most 32, MAXCHANNELS in its
@@ -25,17 +27,15 @@ MAX_SEGMENTS = 65536
 #: segments any vector may be cut into; beyond them, at most one per element
 SEGMENTS_ANY_COUNT = 1024
 
-#: algorithms that build schedules (``native`` and ``auto`` are executor choices)
-ALGORITHMS: tuple[str, ...] = ("ring", "tree", "rhd", "pipeline")
-#: algorithms composed of the ones above (they need ``ranks_per_node``)
-COMPOSED: tuple[str, ...] = ("hier",)
-
-
-def _module(algorithm: str) -> Any:
-    if algorithm not in ALGORITHMS + COMPOSED:
-        raise ValueError(f"algorithm {brief(algorithm)} is not supported; choose one of "
-                         f"{list(ALGORITHMS + COMPOSED)}")
-    return importlib.import_module(f"{__package__}.algorithms.{algorithm}")
+#: the flat algorithms of the registry (:mod:`collectives.registry`; ``native`` and
+#: ``auto`` are executor choices)
+ALGORITHMS: tuple[str, ...] = names(composed=False)
+#: the algorithms composed of flat ones (they need ``ranks_per_node``)
+COMPOSED: tuple[str, ...] = names(composed=True)
+#: the flat algorithms that serve every one of AllReduce, ReduceScatter and AllGather
+#: (those the public calls and the tools that run every choice of them take)
+BLOCK_ALGORITHMS: tuple[str, ...] = tuple(
+    a for a in ALGORITHMS if set(BLOCK_COLLECTIVES) <= registered(a).collectives)
 
 
 def algorithm_params(algorithm: str) -> dict[str, Any]:
@@ -50,7 +50,7 @@ def algorithm_params(algorithm: str) -> dict[str, Any]:
     Parameters
     ----------
     algorithm : str
-        One of :data:`ALGORITHMS` or :data:`COMPOSED`.
+        A registered algorithm (:data:`ALGORITHMS` or :data:`COMPOSED`).
 
     Returns
     -------
@@ -60,11 +60,9 @@ def algorithm_params(algorithm: str) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        If ``algorithm`` is not in :data:`ALGORITHMS`.
+        If ``algorithm`` is not registered.
     """
-    module = _module(algorithm)
-    generic = {"channels": 1} if hasattr(module, "phases") else {"channels": 1, "order": None}
-    return {**module.PARAMS, **generic}
+    return dict(registered(algorithm).defaults)
 
 
 def check_sizes(params: dict[str, Any], count: int | None = None, where: str = "") -> None:
@@ -135,12 +133,22 @@ def _check_orders(order: Any, nranks: int, channels: int) -> tuple[tuple[int, ..
     return None if all(each == tuple(range(nranks)) for each in orders) else orders
 
 
+def _check_peer_counts(counts: Any, nranks: int, count: int) -> tuple[tuple[int, ...], ...]:
+    """AllToAllv's matrix as tuples, checked, its largest entry ``count``."""
+    matrix = check_counts(counts, nranks)
+    largest = max(max(row) for row in matrix)
+    if largest != count:
+        raise ValueError(f"count={count} is not allowed with counts=: an AllToAllv's count is "
+                         f"the largest of its counts, here {largest}")
+    return matrix
+
+
 @lru_cache(maxsize=512)
 def _build(collective: str, algorithm: str, nranks: int, count: int,
            params: tuple[tuple[str, Any], ...], channels: int,
            orders: tuple[tuple[int, ...], ...] | None) -> Schedule:
-    module = _module(algorithm)
-    if hasattr(module, "phases"):
+    module = registered(algorithm)
+    if module.phases is not None:
         phases = module.phases(collective, nranks, count, channels, **dict(params))
         recorded = {**dict(params), **({"channels": channels} if channels > 1 else {})}
         return composed(collective, algorithm, nranks, count, recorded, phases)
@@ -156,15 +164,18 @@ def _build(collective: str, algorithm: str, nranks: int, count: int,
     resolved = module.resolve_params(collective, nranks, count, **dict(params))
     blocks = tuple(block(count, nranks, r) for r in range(nranks))
     lanes: Callable[[int], list[Lane]] | None = None
+    rank_lanes = module.lanes
 
     def generate(rank: int) -> RankSteps:
         return tuple(module.rank_steps(collective, rank, nranks, count, blocks, **resolved))
 
-    if hasattr(module, "rank_lanes"):
+    if rank_lanes is not None:
         def lanes(rank: int) -> list[Lane]:
-            return module.rank_lanes(collective, rank, nranks, count, blocks, **resolved)
+            return rank_lanes(collective, rank, nranks, count, blocks, **resolved)
+    working = None if module.working is None else \
+        module.working(collective, nranks, count, **resolved)
     return Schedule(collective, algorithm, nranks, count, tuple(sorted(resolved.items())),
-                    generate, lanes)
+                    generate, lanes, working)
 
 
 def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
@@ -173,21 +184,30 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
 
     Parameters
     ----------
-    collective : {"allreduce", "reduce_scatter", "allgather"}
-        The collective.
-    algorithm : {"ring", "tree", "rhd", "pipeline", "hier"}
-        Ring, double binary tree, recursive halving-doubling, chunked pipeline, or the
-        hierarchical composition of them (:mod:`collectives.algorithms.hier`).
+    collective : str
+        One of :data:`~collectives.schedule.COLLECTIVES`.
+    algorithm : str
+        A registered algorithm (:mod:`collectives.registry`) that serves ``collective``:
+        for AllReduce, ReduceScatter and AllGather ``ring``, ``tree`` (double binary
+        tree), ``rhd`` (recursive halving-doubling), ``pipeline`` (chunked chain),
+        ``hier`` (the hierarchical composition of them,
+        :mod:`collectives.algorithms.hier`); for Broadcast and Reduce ``chain``,
+        ``binomial``, ``scatter_allgather`` (Broadcast) and ``rabenseifner`` (Reduce);
+        for AllToAll ``pairwise``, ``bruck`` and ``linear``.
     nranks : int
         Number of ranks, at least 1.
     count : int
-        Elements of the full vector (the AllReduce buffer, the ReduceScatter input, the
-        AllGather output), at least 0; it need not divide by ``nranks``.
+        Elements of the full vector (the AllReduce, Broadcast or Reduce buffer, the
+        ReduceScatter input, the AllGather output), at least 0; it need not divide by
+        ``nranks``.  For AllToAll, the elements every rank sends every rank; with
+        per-peer ``counts`` (AllToAllv), the largest of them.
     **params
         The algorithm's tuning parameters (see :func:`algorithm_params`), e.g.
-        ``segments`` for tree and pipeline, ``channels`` (parts of the vector run side by
-        side, each over its own rank order) for every algorithm, and ``order`` (a
-        permutation of the ranks, or one per channel) for all but ``hier``.
+        ``segments`` for tree, pipeline and chain, ``root`` for Broadcast and Reduce,
+        ``counts`` (``counts[i][j]`` elements from rank ``i`` to rank ``j``) for
+        AllToAll, ``channels`` (parts of the vector run side by side, each over its own
+        rank order) for ring, tree, rhd, pipeline and hier, and ``order`` (a
+        permutation of the ranks, or one per channel) for the first four.
 
     Returns
     -------
@@ -198,7 +218,8 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     Raises
     ------
     ValueError
-        For an unknown collective or algorithm, or a parameter value out of range.
+        For an unknown collective or algorithm, an algorithm that does not serve the
+        collective, or a parameter value out of range.
     TypeError
         For a parameter the algorithm does not take.
 
@@ -215,7 +236,8 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     if collective not in COLLECTIVES:
         raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
                          f"{list(COLLECTIVES)}")
-    module = _module(algorithm)
+    module = registered(algorithm)
+    module.check_collective(collective)
     check_int(nranks, "nranks", 1)
     check_int(count, "count", 0)
     check_sizes(params, count)
@@ -225,7 +247,12 @@ def build_schedule(collective: str, algorithm: str, nranks: int, count: int,
     if unknown:
         raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {brief(algorithm)}; "
                         f"it takes {sorted(algorithm_params(algorithm))}")
+    if not module.channeled and channels > 1:
+        raise ValueError(f"channels={channels} is not allowed; algorithm {algorithm!r} runs "
+                         "on one channel")
     orders = _check_orders(params.pop("order", None), nranks, channels)
-    merged = {**module.PARAMS, **params}
+    if params.get("counts") is not None:
+        params["counts"] = _check_peer_counts(params["counts"], nranks, count)
+    merged = {**module.params, **params}
     return _build(collective, algorithm, nranks, count, tuple(sorted(merged.items())), channels,
                   orders)

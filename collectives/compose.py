@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 from .gcpause import gc_paused
 from .layout import block, split
 from .placement import Placement
+from .registry import Algorithm
 from .rounds import Lane, merge_lanes
 from .schedule import Recv, Schedule, Send, new_recv, new_send
 
@@ -39,9 +40,8 @@ class Part:
 
     Parameters
     ----------
-    module : module
-        An algorithm module of :mod:`collectives.algorithms` with ``rank_lanes`` or
-        ``rank_steps``.
+    module : Algorithm
+        A flat algorithm of the registry (:mod:`collectives.registry`).
     collective : str
         The collective.
     ranks : tuple of int
@@ -54,7 +54,7 @@ class Part:
         The algorithm's resolved parameters.
     """
 
-    module: Any
+    module: Algorithm
     collective: str
     ranks: tuple[int, ...]
     blocks: tuple[Range, ...]
@@ -66,12 +66,12 @@ class Part:
     def __post_init__(self) -> None:
         object.__setattr__(self, "position", {r: v for v, r in enumerate(self.ranks)})
         real = [self.placement.ranges(lo, hi) for lo, hi in self.blocks]
-        within = self.collective in getattr(self.module, "WITHIN_BLOCKS", ())
+        within = self.collective in self.module.within_blocks
         object.__setattr__(self, "real_blocks", tuple(r[0] for r in real)
                            if within and all(len(r) == 1 for r in real) else None)
 
 
-def channel_parts(module: Any, collective: str, ranks: Sequence[int], placement: Placement,
+def channel_parts(module: Algorithm, collective: str, ranks: Sequence[int], placement: Placement,
                   blocks: Sequence[Range], orders: Sequence[Sequence[int]],
                   params: dict[str, Any]) -> list[Part]:
     """Cut a vector into ``len(orders)`` channels, channel ``c`` run over ``orders[c]``.
@@ -82,8 +82,8 @@ def channel_parts(module: Any, collective: str, ranks: Sequence[int], placement:
 
     Parameters
     ----------
-    module : module
-        The algorithm of every channel.
+    module : Algorithm
+        The flat algorithm of every channel.
     collective : str
         The collective.
     ranks : sequence of int
@@ -123,11 +123,11 @@ def channel_parts(module: Any, collective: str, ranks: Sequence[int], placement:
 def _module_lanes(part: Part, v: int, blocks: Sequence[Range]) -> list[Lane]:
     """The algorithm's lanes of rank ``v`` (steps become one-entry lanes at their rounds)."""
     module, q, m = part.module, len(part.ranks), part.placement.size
-    if hasattr(module, "rank_lanes"):
-        return module.rank_lanes(part.collective, v, q, m, blocks, **part.params)
+    if module.lanes is not None:
+        return module.lanes(part.collective, v, q, m, blocks, **part.params)
     steps = module.rank_steps(part.collective, v, q, m, blocks, **part.params)
     rounds = (module.step_rounds(part.collective, v, q, **part.params)
-              if hasattr(module, "step_rounds") else range(len(steps)))
+              if module.step_rounds is not None else range(len(steps)))
     lanes = []
     for round_, step in zip(rounds, steps):
         for op in step.ops:

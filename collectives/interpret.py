@@ -21,7 +21,7 @@ __all__ = ["interpret", "compile_program"]
 
 def _working_buffers(schedule: Schedule, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Check ``inputs`` against the collective's input layout and lay them out."""
-    p, count = schedule.nranks, schedule.count
+    p, count, params = schedule.nranks, schedule.count, schedule.param_dict
     if len(inputs) != p:
         raise ValueError(f"inputs holds {len(inputs)} arrays; the schedule has {p} ranks")
     dtype = np.asarray(inputs[0]).dtype if p else np.dtype("float64")
@@ -29,17 +29,20 @@ def _working_buffers(schedule: Schedule, inputs: Sequence[np.ndarray]) -> list[n
     buffers = []
     for rank, data in enumerate(inputs):
         data = np.asarray(data)
-        start, stop = input_range(schedule.collective, count, p, rank)
+        start, stop = input_range(schedule.collective, count, p, rank, params)
         if data.dtype != dtype:
             raise TypeError(f"inputs[{rank}] has dtype {data.dtype}; inputs[0] has {dtype}")
         if data.shape != (stop - start,):
             raise ValueError(f"inputs[{rank}] has shape {data.shape}; a {schedule.collective} "
                              f"of {count} elements on {p} ranks needs ({stop - start},)")
-        buffer = np.zeros(count, dtype)
+        buffer = np.zeros(schedule.elements, dtype)
         buffer[start:stop] = data
         buffers.append(buffer)
     return buffers
 
+
+#: the collectives that reduce (the others move data and ignore ``op``)
+_REDUCING = frozenset({"allreduce", "reduce_scatter", "reduce"})
 
 _POST, _RECV, _REDUCE, _COPY, _REDUCE_SWAPPED = range(5)
 Program = tuple[tuple[int, int, int, int, int], ...]
@@ -108,19 +111,24 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
     schedule : Schedule
         A schedule; it is matched and ordered as :func:`~collectives.verify` does.
     inputs : sequence of numpy.ndarray
-        One 1-D array per rank, in the layout of the collective's input: ``count``
-        elements for AllReduce and ReduceScatter, the rank's block
-        (:func:`collectives.layout.block`) for AllGather.
+        One 1-D array per rank, in the layout of the collective's input
+        (:func:`collectives.layout.input_range`): ``count`` elements for AllReduce,
+        ReduceScatter and Reduce, the rank's block (:func:`collectives.layout.block`) for
+        AllGather, ``count`` at Broadcast's root and none elsewhere, the blocks the rank
+        sends in rank order for AllToAll.
     op : str or mpi4py.MPI.Op
         Reduction operator, one of :data:`collectives.ops.ALL_OPS` defined for the
         inputs' dtype (:data:`collectives.ops.OP_KINDS`), or NCCL's ``avg`` (scaled as
-        NCCL does: :func:`collectives.ops.average_input`); AllGather ignores it.
+        NCCL does: :func:`collectives.ops.average_input`); AllGather, Broadcast and
+        AllToAll ignore it.
 
     Returns
     -------
     list of numpy.ndarray
-        Each rank's output: ``count`` elements for AllReduce and AllGather, the rank's
-        block for ReduceScatter.
+        Each rank's output (:func:`collectives.layout.output_range`): ``count``
+        elements for AllReduce, AllGather and Broadcast, the rank's block for
+        ReduceScatter, ``count`` at Reduce's root and none elsewhere, the blocks it
+        receives in rank order for AllToAll.
 
     Raises
     ------
@@ -140,8 +148,9 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
     """
     op = check_op(op)
     buffers = _working_buffers(schedule, inputs)
-    average = op in NCCL_ONLY_OPS and schedule.collective != "allgather"
-    if buffers and schedule.collective != "allgather":
+    reduces = schedule.collective in _REDUCING
+    average = op in NCCL_ONLY_OPS and reduces
+    if buffers and reduces:
         check_op_dtype(op, buffers[0].dtype)
     for buffer in buffers if average else ():
         average_input(np, buffer, schedule.nranks)
@@ -163,7 +172,8 @@ def interpret(schedule: Schedule, inputs: Sequence[np.ndarray], op: str = "sum")
             buffer[arg:arg + stop - start] = buffer[start:stop]
     outputs = []
     for rank, buffer in enumerate(buffers):
-        start, stop = output_range(schedule.collective, schedule.count, schedule.nranks, rank)
+        start, stop = output_range(schedule.collective, schedule.count, schedule.nranks, rank,
+                                   schedule.param_dict)
         outputs.append(buffer[start:stop].copy())
         if average:
             average_output(np, outputs[-1], schedule.nranks)

@@ -16,8 +16,10 @@ operations see the buffer as it was when the step was posted, and receives and c
 write when it completes; a step may send a range that it reduces into (recursive
 doubling), never one that it receives or copies into (:func:`~collectives.verify`).
 
-The working buffer of every rank holds ``count`` elements: the AllReduce vector, the
-ReduceScatter input or the AllGather output (see :mod:`collectives.layout`).
+The working buffer of every rank holds ``count`` elements: the AllReduce, Broadcast or
+Reduce vector, the ReduceScatter input or the AllGather output; an AllToAll's holds
+:attr:`Schedule.elements` (what the rank sends, then what it receives, then any scratch
+the algorithm needs; see :mod:`collectives.layout`).
 
 Steps are generated per rank, lazily, and cached: a rank of a 1024-rank job that only
 runs its own part never builds the other 1023 ranks' steps.  Operations are slotted
@@ -33,10 +35,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union, cast
 
-__all__ = ["Send", "Recv", "Copy", "Op", "Step", "Schedule", "COLLECTIVES", "EDGE_ITEMS",
+__all__ = ["Send", "Recv", "Copy", "Op", "Step", "Schedule", "COLLECTIVES", "BLOCK_COLLECTIVES", "ROOTED", "EDGE_ITEMS",
            "new_send", "new_recv"]
 
-COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall")
+#: the collectives whose vector the ranks cut into one block each (ring, rhd, tree,
+#: pipeline and hier serve these)
+BLOCK_COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
+#: the collectives with a ``root`` parameter: the rank whose vector is broadcast, or the
+#: rank that receives the reduction
+ROOTED = ("broadcast", "reduce")
 
 #: ``str(schedule)`` shows the first this many ranks, and of a rank with more than twice
 #: this many steps the first and last this many (as NumPy's ``edgeitems``)
@@ -172,13 +180,14 @@ class Schedule:
     Parameters
     ----------
     collective : str
-        ``"allreduce"``, ``"reduce_scatter"`` or ``"allgather"``.
+        One of :data:`COLLECTIVES`.
     algorithm : str
         Name of the algorithm that generated the steps.
     nranks : int
         Number of ranks, at least 1.
     count : int
-        Elements in the full vector, at least 0.
+        Elements in the full vector, at least 0; for AllToAll the elements a rank sends
+        each peer (the most any rank sends any peer, with per-peer ``counts``).
     params : tuple of (str, value) pairs
         The algorithm's tuning parameters, sorted by name.
     generate : callable
@@ -189,6 +198,9 @@ class Schedule:
         then merges them with :func:`~collectives.rounds.merge_lanes`).  A consumer that
         reads millions of operations as arrays uses them to skip building the
         operations; None when the steps are only available as steps.
+    working : int or None, optional
+        Elements of every rank's working buffer when they are not ``count`` (AllToAll);
+        read it as :attr:`elements`.
     """
 
     collective: str
@@ -198,12 +210,14 @@ class Schedule:
     params: tuple[tuple[str, Any], ...]
     generate: Callable[[int], RankSteps] = field(repr=False)
     lanes: Callable[[int], Sequence[Any]] | None = field(default=None, repr=False)
+    working: int | None = field(default=None, repr=False)
     _cache: dict[int, RankSteps] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_steps(cls, collective: str, algorithm: str, count: int,
                    ranks: list[list[Step]] | tuple[RankSteps, ...],
-                   params: dict[str, Any] | None = None) -> "Schedule":
+                   params: dict[str, Any] | None = None,
+                   working: int | None = None) -> "Schedule":
         """Build a schedule from explicit per-rank steps (hand-made or loaded).
 
         Parameters
@@ -218,6 +232,8 @@ class Schedule:
             ``ranks[r]``: the steps of rank ``r``; the number of ranks is ``len(ranks)``.
         params : dict[str, Any] or None, optional
             The tuning parameters recorded with the schedule.
+        working : int or None, optional
+            Elements of the working buffer when they are not ``count`` (AllToAll).
 
         Returns
         -------
@@ -226,7 +242,7 @@ class Schedule:
         """
         frozen = tuple(tuple(steps) for steps in ranks)
         return cls(collective, algorithm, len(frozen), count,
-                   tuple(sorted((params or {}).items())), frozen.__getitem__)
+                   tuple(sorted((params or {}).items())), frozen.__getitem__, working=working)
 
     def steps(self, rank: int) -> RankSteps:
         """Return the steps of ``rank``, generating them on first use.
@@ -253,6 +269,11 @@ class Schedule:
                                  f"{self.nranks} ranks (0..{self.nranks - 1})")
             steps = self._cache[rank] = self.generate(rank)
         return steps
+
+    @property
+    def elements(self) -> int:
+        """Elements of every rank's working buffer: ``count``, or ``working`` when set."""
+        return self.count if self.working is None else self.working
 
     @property
     def ranks(self) -> tuple[RankSteps, ...]:
@@ -406,6 +427,7 @@ class Schedule:
         return json.dumps({
             "collective": self.collective, "algorithm": self.algorithm,
             "nranks": self.nranks, "count": self.count, "params": dict(self.params),
+            **({} if self.working is None else {"elements": self.working}),
             "ranks": [[[encode(op) for op in step.ops] for step in steps] for steps in self],
         })
 
@@ -433,5 +455,5 @@ class Schedule:
         """
         from .schedule_json import decode
 
-        collective, algorithm, count, params, ranks = decode(text)
-        return cls.from_steps(collective, algorithm, count, ranks, params)
+        collective, algorithm, count, params, ranks, working = decode(text)
+        return cls.from_steps(collective, algorithm, count, ranks, params, working)

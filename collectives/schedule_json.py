@@ -9,7 +9,8 @@ A schedule file is what :meth:`~collectives.Schedule.to_json` writes::
 stop]``, ``["recv", peer, start, stop, reduce]`` (with ``true`` after it for a swapped
 reduction) or ``["copy", start, stop, dst]``.  Every error names the field as a path into
 the document (``ranks[1][0][0].peer``) and its value: peers must be other ranks of the
-schedule, ranges within ``count`` elements, flags ``true`` or ``false``.
+schedule, ranges within ``count`` elements (within ``elements``, where an AllToAll's
+working buffer holds more than ``count``), flags ``true`` or ``false``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ __all__ = ["decode"]
 
 #: the fields of a schedule's JSON object
 _KEYS = ("collective", "algorithm", "nranks", "count", "params", "ranks")
+#: the fields a schedule's JSON object may hold besides :data:`_KEYS`
+_OPTIONAL = ("elements",)
 
 
 def _list(value: Any, where: str) -> list[Any]:
@@ -74,7 +77,7 @@ def _op(item: Any, nranks: int, count: int, where: str) -> Op:
     return Recv(peer, start, stop, *flags)
 
 
-def decode(text: str) -> tuple[str, str, int, dict[str, Any], list[list[Step]]]:
+def decode(text: str) -> tuple[str, str, int, dict[str, Any], list[list[Step]], int | None]:
     """Parse and check a schedule's JSON text.
 
     Parameters
@@ -85,8 +88,9 @@ def decode(text: str) -> tuple[str, str, int, dict[str, Any], list[list[Step]]]:
     Returns
     -------
     tuple
-        ``(collective, algorithm, count, params, ranks)``: ``ranks[r]`` the steps of
-        rank ``r``; list-valued parameters become tuples.
+        ``(collective, algorithm, count, params, ranks, elements)``: ``ranks[r]`` the
+        steps of rank ``r``; list-valued parameters become tuples; ``elements`` the
+        working buffer's elements where the file says (else None: ``count``).
 
     Raises
     ------
@@ -101,7 +105,7 @@ def decode(text: str) -> tuple[str, str, int, dict[str, Any], list[list[Step]]]:
         raise ValueError("not a schedule: its JSON is nested too deeply") from None
 
 
-def _decode(text: str) -> tuple[str, str, int, dict[str, Any], list[list[Step]]]:
+def _decode(text: str) -> tuple[str, str, int, dict[str, Any], list[list[Step]], int | None]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -109,7 +113,7 @@ def _decode(text: str) -> tuple[str, str, int, dict[str, Any], list[list[Step]]]
     if not isinstance(data, dict):
         raise ValueError(f"not a schedule: {brief(data)} is not a JSON object")
     missing = [key for key in _KEYS if key not in data]
-    unknown = [key for key in data if key not in _KEYS]
+    unknown = [key for key in data if key not in _KEYS + _OPTIONAL]
     if missing or unknown:
         raise ValueError(f"not a schedule: field {(missing or unknown)[0]!r} is "
                          f"{'missing' if missing else 'unknown'}; it has {', '.join(_KEYS)}")
@@ -121,6 +125,8 @@ def _decode(text: str) -> tuple[str, str, int, dict[str, Any], list[list[Step]]]
                          "a non-empty string")
     nranks = check_int(data["nranks"], "nranks", 1)
     count = check_int(data["count"], "count", 0)
+    working = None if "elements" not in data else check_int(data["elements"], "elements", 0)
+    bound = count if working is None else working
     if not isinstance(data["params"], dict):
         raise ValueError(f"params = {brief(data['params'])} is not allowed; it must be an "
                          "object")
@@ -129,8 +135,8 @@ def _decode(text: str) -> tuple[str, str, int, dict[str, Any], list[list[Step]]]
     if len(ranks) != nranks:
         raise ValueError(f"ranks lists {len(ranks)} ranks; nranks = {nranks} says how many "
                          "it must list")
-    steps = [[Step(tuple(_op(op, nranks, count, f"ranks[{r}][{s}][{o}]")
+    steps = [[Step(tuple(_op(op, nranks, bound, f"ranks[{r}][{s}][{o}]")
                          for o, op in enumerate(_list(step, f"ranks[{r}][{s}]"))))
               for s, step in enumerate(_list(rank, f"ranks[{r}]"))]
              for r, rank in enumerate(ranks)]
-    return data["collective"], data["algorithm"], count, params, steps
+    return data["collective"], data["algorithm"], count, params, steps, working

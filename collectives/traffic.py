@@ -1,6 +1,6 @@
 """What an algorithm's communication looks like, for the analytic model to price.
 
-Every algorithm module registers (:func:`register`) a function that describes its
+Every algorithm (:mod:`collectives.registry`) has a ``traffic`` function that describes its
 messages on ``q`` positions as lock-step :class:`Round` s, each a few :class:`Messages`
 classes in flight together: a ring's every hop alike, one class per mask of recursive
 halving-doubling and its folds, a tree's streams by depth, a chain's segments, or,
@@ -17,14 +17,15 @@ size at once.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Messages", "Round", "Phase", "register", "describe", "largest_part",
+from .registry import algorithm as registered
+
+__all__ = ["Messages", "Round", "Phase", "describe", "largest_part",
            "nested_part"]
 
 #: counts (elements of the vector, one per size) -> elements of a class's largest message
@@ -99,28 +100,6 @@ class Phase:
     piece: int | None = None
 
 
-_DESCRIBERS: dict[str, Callable[..., Any]] = {}
-
-
-def register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``function(collective, q, **resolved)`` as algorithm ``name``'s description.
-
-    Parameters
-    ----------
-    name : str
-        The algorithm's name (its module under :mod:`collectives.algorithms`).
-
-    Returns
-    -------
-    callable
-        A decorator that records the function and returns it unchanged.
-    """
-    def record(function: Callable[..., Any]) -> Callable[..., Any]:
-        _DESCRIBERS[name] = function
-        return function
-    return record
-
-
 @lru_cache(maxsize=512)
 def describe(collective: str, algorithm: str, q: int,
              params: tuple[tuple[str, Any], ...] = ()) -> tuple[Any, ...]:
@@ -131,8 +110,7 @@ def describe(collective: str, algorithm: str, q: int,
     collective : str
         The collective.
     algorithm : str
-        An algorithm of :mod:`collectives.algorithms` (its module is imported, which
-        registers it).
+        A registered algorithm (:mod:`collectives.registry`).
     q : int
         Positions (ranks of one channel's order), at least 1.
     params : tuple of (str, value)
@@ -143,9 +121,7 @@ def describe(collective: str, algorithm: str, q: int,
     tuple of Round, or tuple of Phase
         Empty for one position.
     """
-    if algorithm not in _DESCRIBERS:
-        importlib.import_module(f"{__package__}.algorithms.{algorithm}")
-    return tuple(_DESCRIBERS[algorithm](collective, q, **dict(params)))
+    return tuple(registered(algorithm).traffic(collective, q, **dict(params)))
 
 
 def largest_part(parts: int, units: int = 1) -> Elements:

@@ -28,7 +28,8 @@ from typing import Any, Iterable
 
 from topology.checks import check_int
 from .build import ALGORITHMS, COMPOSED, algorithm_params, check_sizes
-from .schedule import COLLECTIVES
+from .registry import algorithm as registered
+from .schedule import BLOCK_COLLECTIVES as COLLECTIVES
 
 __all__ = ["FORMAT", "Rule", "Tuning", "load_tuning"]
 
@@ -97,6 +98,10 @@ def _rule(item: Any, where: str) -> Rule:
         if item[key] not in allowed or not isinstance(item[key], str):
             raise ValueError(f"{where}.{key} = {brief(item[key])} is not allowed; it must be "
                              f"one of {', '.join(allowed)}")
+    if item["algorithm"] != "native" \
+            and item["collective"] not in registered(item["algorithm"]).collectives:
+        raise ValueError(f"{where}.algorithm = {item['algorithm']!r} is not allowed with "
+                         f"collective {item['collective']!r}: it does not run it")
     check_int(item["nranks"], f"{where}.nranks", 1)
     for key in ("dtype_size", "min_bytes", "max_bytes"):
         check_int(item.get(key, 0), f"{where}.{key}", 0)

@@ -50,7 +50,7 @@ def verify(schedule: Schedule) -> None:
     """Raise :class:`~collectives.errors.ScheduleError` if ``schedule`` is malformed.
 
     Checks, without running anything: every operation's range lies inside the working
-    buffer; in each step, no receive or copy writes a range that another operation of the
+    buffer (:attr:`~collectives.Schedule.elements`); in each step, no receive or copy writes a range that another operation of the
     step reads or writes (but a reducing receive may reduce into a range that a send of
     the step sends: every executor reduces once the step's sends completed); every send has a matching receive of the same length and vice
     versa; and the schedule completes under synchronous-send semantics (no deadlock).
@@ -74,9 +74,10 @@ def verify(schedule: Schedule) -> None:
     """
     if schedule.collective not in COLLECTIVES:
         raise ScheduleError(f"collective {brief(schedule.collective)} is not one of {COLLECTIVES}")
-    if schedule.nranks < 1 or schedule.count < 0:
-        raise ScheduleError(f"nranks={schedule.nranks} must be >= 1 and count={schedule.count} >= 0")
+    if schedule.nranks < 1 or schedule.count < 0 or schedule.elements < 0:
+        raise ScheduleError(f"nranks={schedule.nranks} must be >= 1 and count={schedule.count} "
+                            f"and elements={schedule.elements} >= 0")
     for rank in range(schedule.nranks):
         for index, step in enumerate(schedule.steps(rank)):
-            _check_step(rank, index, step, schedule.count)
+            _check_step(rank, index, step, schedule.elements)
     completion_order(schedule, match(schedule))

@@ -35,7 +35,7 @@ __all__ = ["UsageError", "Bounded", "parse_size", "DATATYPES", "ITEMSIZES", "MAX
            "MAX_ITERS", "MAX_MODEL_RANKS", "MAX_SIMULATE_RANKS", "MAX_SELECT_RANKS", "MAX_NODES", "MAX_STEPFACTOR", "MAX_SWEEP",
            "MAX_TIMEOUT_S", "RANKS_PER_CORE", "BUFFERS_PER_RANK", "launch_limit", "whole",
            "size", "seconds", "add_sweep", "sweep", "datatype", "add_machine", "machine",
-           "model_ranks", "check_at_least", "check_output", "check_distinct", "check_memory"]
+           "model_ranks", "check_at_least", "check_output", "check_distinct", "served", "check_memory"]
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -488,6 +488,51 @@ def check_distinct(flag: str, values: Sequence[str]) -> None:
     if repeated:
         raise UsageError(f"{flag} {' '.join(values)} is not allowed: {repeated[0]!r} is given "
                          "twice; name each once")
+
+
+def served(flag: str, collective: str, requested: Sequence[str] | None,
+           choices: Sequence[str]) -> list[str]:
+    """The algorithms a command runs for ``collective``: ``requested``, or by default those
+    of ``choices`` that run it (``native`` and ``auto``, executor choices, run every one).
+
+    Parameters
+    ----------
+    flag : str
+        The flag that took ``requested``.
+    collective : str
+        The collective.
+    requested : sequence of str or None
+        The names given (None: the default).
+    choices : sequence of str
+        The names the flag accepts.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    UsageError
+        For a repeated name, or a named algorithm that does not run ``collective``.
+
+    Examples
+    --------
+    >>> served("--algorithms", "allgather", None, ("ring", "native"))
+    ['ring', 'native']
+    """
+    from collectives.registry import algorithm
+
+    def runs(name: str) -> bool:
+        return name in ("native", "auto") or collective in algorithm(name).collectives
+
+    if requested is None:
+        return [name for name in choices if runs(name)]
+    check_distinct(flag, requested)
+    wrong = [name for name in requested if not runs(name)]
+    if wrong:
+        raise UsageError(f"{flag} {wrong[0]} is not allowed with {collective}: it does not run "
+                         f"{collective}; choose among {' '.join(n for n in choices if runs(n))}")
+    return list(requested)
 
 
 def check_output(flag: str, path: Path | None) -> None:

@@ -10,7 +10,7 @@ from collectives.build import ALGORITHMS, build_schedule
 from collectives.schedule import COLLECTIVES
 from collectives.verify import verify
 
-from .args import MAX_BYTES, MAX_MODEL_RANKS, check_distinct, whole
+from .args import MAX_BYTES, MAX_MODEL_RANKS, served, whole
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
@@ -19,9 +19,9 @@ __all__ = ["add_arguments", "main"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
     parser.add_argument("collective", nargs="?", default="allreduce", choices=COLLECTIVES)
-    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
-                        choices=ALGORITHMS, metavar="ALGO",
-                        help=f"algorithms to build (default: {' '.join(ALGORITHMS)})")
+    parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, metavar="ALGO",
+                        help=f"algorithms to build, of {' '.join(ALGORITHMS)} (default: "
+                             f"those that run the collective)")
     parser.add_argument("--ranks", type=whole(1, MAX_MODEL_RANKS), default=8, metavar="N",
                         help=f"ranks, at most {MAX_MODEL_RANKS} (default 8)")
     parser.add_argument("--count", type=whole(0, MAX_BYTES), default=1 << 20,
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Print each algorithm's schedule summary (or its steps with ``--steps``)."""
-    check_distinct("--algorithms", args.algorithms)
+    args.algorithms = served("--algorithms", args.collective, args.algorithms, ALGORITHMS)
     out = console()
     table = Table(title=f"{args.collective}: {args.ranks} ranks, {args.count} elements")
     for column in ("algorithm", "params", "steps", "max elements sent by a rank", "operations"):

@@ -13,12 +13,15 @@ from pathlib import Path
 from rich.table import Table
 
 from collectives import ALGORITHMS, COLLECTIVES, build_schedule
+from collectives.layout import count_of
+from collectives.registry import names
+from collectives.schedule import ROOTED
 
 from simulator.busbw import bandwidths
 from simulator.engine import simulate
 
 from .args import (ITEMSIZES, MAX_SIMULATE_RANKS, UsageError, add_machine, add_sweep,
-                   check_distinct, check_output, datatype, machine, model_ranks, sweep)
+                   check_output, datatype, machine, model_ranks, served, sweep, whole)
 from .terminal import console, progress
 
 __all__ = ["add_arguments", "main"]
@@ -27,9 +30,13 @@ __all__ = ["add_arguments", "main"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this command's arguments to ``parser``."""
     parser.add_argument("collective", nargs="?", default="allreduce", choices=COLLECTIVES)
-    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
+    parser.add_argument("--algorithms", nargs="+", default=None,
                         choices=ALGORITHMS, metavar="ALGO",
-                        help=f"algorithms to simulate (default: {' '.join(ALGORITHMS)})")
+                        help="algorithms to simulate (default: every one that serves the "
+                             "collective; for allreduce "
+                             f"{' '.join(names(collective='allreduce', composed=False))})")
+    parser.add_argument("-r", "--root", type=whole(0, MAX_SIMULATE_RANKS - 1), default=0,
+                        help="the root of broadcast and reduce (nccl-tests' -r; default 0)")
     add_sweep(parser, 8 << 10, 64 << 20, stepfactor=8)
     parser.add_argument("-d", "--datatype", type=datatype, default="float32", metavar="TYPE",
                         help="element type: float (default), half, bfloat16, double, int8, ...")
@@ -66,7 +73,10 @@ def check(args: argparse.Namespace) -> list[int]:
     if args.datatype == "all":
         raise UsageError("-d all is not allowed here; the simulator needs one element size "
                          "(float, half, bfloat16, double, ...)")
-    check_distinct("--algorithms", args.algorithms)
+    args.algorithms = served("--algorithms", args.collective, args.algorithms, ALGORITHMS)
+    if args.collective in ROOTED and not 0 <= args.root < model_ranks(args, machine(args),
+                                                                      MAX_SIMULATE_RANKS):
+        raise UsageError(f"-r {args.root} is not allowed: the root must be one of the ranks")
     check_output("--timeline", args.timeline)
     sizes = _sizes(args)
     if not sizes:
@@ -89,9 +99,10 @@ def main(args: argparse.Namespace) -> int:
     last = None
     with progress("simulate", len(sizes) * len(args.algorithms)) as advance:
         for nbytes in sizes:
-            count = nbytes // itemsize
+            count = count_of(args.collective, nbytes, itemsize, p)
             for algorithm in args.algorithms:
-                schedule = build_schedule(args.collective, algorithm, p, count)
+                rooted = {"root": args.root} if args.collective in ROOTED else {}
+                schedule = build_schedule(args.collective, algorithm, p, count, **rooted)
                 result = simulate(schedule, model, itemsize, trace=args.timeline is not None)
                 algbw, busbw = bandwidths(args.collective, p, nbytes, result.time_s)
                 table.add_row(str(nbytes), str(count), algorithm, f"{result.time_s * 1e6:.2f}",

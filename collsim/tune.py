@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from collectives.build import ALGORITHMS
-from collectives.schedule import COLLECTIVES
+from collectives.schedule import BLOCK_COLLECTIVES as COLLECTIVES
 
 from .args import (MAX_ITERS, MAX_STEPFACTOR, MAX_TIMEOUT_S, UsageError, check_distinct,
                    check_memory, check_output, launch_limit, seconds, size, whole)
@@ -87,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="time every candidate with check=False (native without its "
                              "hellos), for a job that calls them so")
     parser.add_argument("--collectives", nargs="+", choices=COLLECTIVES,
-                        default=list(COLLECTIVES), help="collectives to tune (default all)")
+                        default=list(COLLECTIVES), help="collectives to tune (default all; auto reads tables of these three)")
     parser.add_argument("--algorithms", nargs="+", choices=_CANDIDATES,
                         default=list(_CANDIDATES), help="candidates (default all, native too)")
     parser.add_argument("--dtypes", nargs="+", type=_dtype, default=["float32"],

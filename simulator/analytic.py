@@ -56,7 +56,9 @@ from topology.checks import check_int
 from topology.model import FullMesh
 from topology.order import node_groups
 
-from collectives.build import ALGORITHMS, COMPOSED, algorithm_params
+from collectives.layout import count_of
+from collectives.registry import Algorithm
+from collectives.registry import algorithm as registered
 from collectives.schedule import COLLECTIVES
 from collectives.traffic import Phase, describe
 
@@ -412,9 +414,9 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Descr
                    lambda: _Described(topology, orders, rounds))
 
 
-def _resolved(module: Any, collective: str, q: int, count: int,
+def _resolved(entry: Algorithm, collective: str, q: int, count: int,
               params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(module.resolve_params(collective, q, count, **params).items()))
+    return tuple(sorted(entry.resolve_params(collective, q, count, **params).items()))
 
 
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, orders: Orders,
@@ -422,13 +424,11 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, ord
                piece: np.ndarray | None) -> np.ndarray:
     """One flat algorithm over ``orders`` (its channels and groups), each order carrying
     ``counts`` elements (one per size)."""
-    import importlib
-
     q = len(orders[0])
     if q < 2:
         return np.zeros(len(counts))
-    module = importlib.import_module(f"collectives.algorithms.{algorithm}")
-    resolved = [_resolved(module, collective, q, int(n), params) for n in counts.tolist()]
+    entry = registered(algorithm)
+    resolved = [_resolved(entry, collective, q, int(n), params) for n in counts.tolist()]
     out = np.zeros(len(counts))
     latency, bandwidth, slot, gamma = terms
     for key in dict.fromkeys(resolved):
@@ -436,7 +436,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, ord
         described = _described(topology, orders, describe(collective, algorithm, q, key))
         out[at] = described.time(topology, (latency, bandwidth), counts[at], ds, gamma, slot,
                                  None if piece is None else piece[at])
-    if algorithm == "tree":  # an empty vector sends nothing
+    if not entry.empty_sends:  # an empty vector sends nothing
         out[counts == 0] = 0.0
     return out
 
@@ -464,7 +464,7 @@ def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: 
     """Seconds of ``algorithm`` at every count, without the cost per call."""
     channels = params.pop("channels", 1)
     params.pop("order", None)
-    if algorithm in COMPOSED:
+    if registered(algorithm).composed:
         phases = describe(collective, algorithm, nranks, tuple(sorted(params.items())))
         total = np.zeros(len(counts))
         for phase in phases:
@@ -497,10 +497,9 @@ def _check(collective: str, algorithm: str, params: dict[str, Any]) -> None:
     if collective not in COLLECTIVES:
         raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
                          f"{list(COLLECTIVES)}")
-    if algorithm not in ALGORITHMS + COMPOSED:
-        raise ValueError(f"algorithm {brief(algorithm)} is not supported; choose one of "
-                         f"{list(ALGORITHMS + COMPOSED)}")
-    taken = algorithm_params(algorithm)
+    entry = registered(algorithm)
+    entry.check_collective(collective)
+    taken = entry.defaults
     unknown = sorted(set(params) - set(taken))
     if unknown:
         raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {brief(algorithm)}; "
@@ -517,12 +516,14 @@ def price(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
     ----------
     collective : {"allreduce", "reduce_scatter", "allgather"}
         The collective.
-    algorithm : {"ring", "tree", "rhd", "pipeline", "hier"}
-        The algorithm (``hier`` needs ``ranks_per_node``).
+    algorithm : str
+        A registered algorithm that serves ``collective`` (``hier`` needs
+        ``ranks_per_node``).
     topology : topology.Topology
         The machine.
     sizes : sequence of int
-        Bytes of the working buffer; each is rounded down to whole elements.
+        Bytes of the vector, for AllToAll of every rank's send buffer
+        (:func:`collectives.layout.count_of`); each is rounded down to whole elements.
     nranks : int, optional
         Ranks, from rank 0 (default all of the topology's).
     dtype_size : int, optional
@@ -533,7 +534,7 @@ def price(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
         some (:func:`simulator.gpu.gpu_terms`).
     **params
         The algorithm's parameters, ``channels`` included (``order`` is taken from the
-        machine, :func:`topology.channel_orders`).
+        machine, the algorithm's ``orders``).
 
     Returns
     -------
@@ -560,7 +561,7 @@ def price(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
     nranks = topology.nranks if nranks is None else nranks
     check_int(nranks, "nranks", 1, topology.nranks,
               note=f" (the ranks topology {topology.name!r} places)")
-    counts = np.asarray(sizes, dtype=np.int64) // dtype_size
+    counts = count_of(collective, np.asarray(sizes, dtype=np.int64), dtype_size, nranks)
     return call_s + _time(collective, algorithm, topology, tuple(terms), nranks, counts, dtype_size,
                           dict(params))
 

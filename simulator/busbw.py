@@ -2,7 +2,8 @@
 
 ``algbw = nbytes / time``; ``busbw = algbw * factor`` with the factor that makes busbw
 comparable to the hardware's link bandwidth (nccl-tests ``doc/PERFORMANCE.md``):
-AllReduce ``2 (n-1) / n``, ReduceScatter and AllGather ``(n-1) / n``.
+AllReduce ``2 (n-1) / n``, ReduceScatter, AllGather and AllToAll ``(n-1) / n``, Broadcast
+and Reduce 1.
 """
 
 from __future__ import annotations
@@ -10,10 +11,14 @@ from __future__ import annotations
 from topology.checks import check_int
 from reprlib import repr as brief
 
-__all__ = ["BUS_FACTORS", "bus_factor", "bandwidths"]
+__all__ = ["BUS_FACTORS", "WHOLE", "bus_factor", "bandwidths"]
 
 #: collective -> multiplier in ``multiplier * (n - 1) / n``
-BUS_FACTORS: dict[str, int] = {"allreduce": 2, "reduce_scatter": 1, "allgather": 1}
+BUS_FACTORS: dict[str, int] = {"allreduce": 2, "reduce_scatter": 1, "allgather": 1,
+                               "alltoall": 1}
+#: collectives whose busbw is their algbw (nccl-tests: every byte crosses the busiest link
+#: once, whatever the rank count)
+WHOLE = ("broadcast", "reduce")
 
 
 def bus_factor(collective: str, nranks: int) -> float:
@@ -21,15 +26,15 @@ def bus_factor(collective: str, nranks: int) -> float:
 
     Parameters
     ----------
-    collective : {"allreduce", "reduce_scatter", "allgather"}
-        The collective.
+    collective : str
+        A collective of :data:`BUS_FACTORS` or :data:`WHOLE`.
     nranks : int
         Number of ranks (>= 1).
 
     Returns
     -------
     float
-        ``BUS_FACTORS[collective] * (nranks - 1) / nranks``.
+        ``BUS_FACTORS[collective] * (nranks - 1) / nranks``, or 1 for :data:`WHOLE`.
 
     Raises
     ------
@@ -38,13 +43,15 @@ def bus_factor(collective: str, nranks: int) -> float:
 
     Examples
     --------
-    >>> bus_factor("allreduce", 8), bus_factor("allgather", 4)
-    (1.75, 0.75)
+    >>> bus_factor("allreduce", 8), bus_factor("allgather", 4), bus_factor("broadcast", 4)
+    (1.75, 0.75, 1.0)
     """
-    if collective not in BUS_FACTORS:
+    if collective not in (*BUS_FACTORS, *WHOLE):
         raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
-                         f"{list(BUS_FACTORS)}")
+                         f"{[*BUS_FACTORS, *WHOLE]}")
     check_int(nranks, "nranks", 1)
+    if collective in WHOLE:
+        return 1.0
     return BUS_FACTORS[collective] * (nranks - 1) / nranks
 
 
@@ -53,13 +60,13 @@ def bandwidths(collective: str, nranks: int, nbytes: int, time_s: float) -> tupl
 
     Parameters
     ----------
-    collective : {"allreduce", "reduce_scatter", "allgather"}
+    collective : str
         The collective.
     nranks : int
         Number of ranks.
     nbytes : int
-        Bytes of the working buffer (the AllReduce vector, the ReduceScatter input, the
-        AllGather output), the size nccl-tests reports.
+        The size nccl-tests reports: bytes of the AllReduce, Broadcast or Reduce vector,
+        the ReduceScatter input, the AllGather output, every rank's AllToAll send buffer.
     time_s : float
         Seconds per call.
 

@@ -6,9 +6,9 @@
 * :func:`hier_ranks_per_node`: the ranks per node when ``hier`` is worth trying (several
   nodes of several equal ranks).
 * :func:`schedule_params`: a candidate's parameters plus what the machine decides: the
-  channels' rank orders (:func:`topology.channels.channel_orders`) and, for the tree on
-  several nodes, ``ranks_per_node`` (NCCL's trees over nodes with a chain in each node,
-  :mod:`collectives.algorithms.tree`).
+  channels' rank orders (the algorithm's ``orders``, :mod:`collectives.registry`) and
+  the parameters it adds with them (its ``node_params``: for the tree on several nodes,
+  ``ranks_per_node``, NCCL's trees over nodes with a chain in each node).
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from collectives.nchannels import channel_bounds
-from topology.channels import channel_orders, nics_per_node, ranks_per_node, tree_ranks_per_node
+from collectives.registry import algorithm as registered
+from topology.channels import nics_per_node, ranks_per_node
 from topology.model import Topology
 from topology.order import node_groups
 
-__all__ = ["HIER_INNER", "channel_counts", "hier_ranks_per_node", "schedule_params"]
-
-#: inter-node algorithms ``hier`` is tried with
-HIER_INNER: tuple[str, ...] = ("ring", "tree", "rhd")
+__all__ = ["channel_counts", "hier_ranks_per_node", "schedule_params"]
 
 
 def channel_counts(topology: Topology, environ: Any = None) -> tuple[int, ...]:
@@ -95,9 +93,9 @@ def schedule_params(algorithm: str, params: Sequence[tuple[str, Any]], topology:
     """Return ``params`` with the rank orders of the channels on ``topology`` added.
 
     Orders are added for all of the topology's ranks, with several channels or on several
-    nodes (one node with one channel keeps the algorithm's own order, as before channels);
-    with them the tree gets the ``ranks_per_node`` of
-    :func:`topology.channels.tree_ranks_per_node` where it is not None (several nodes).
+    nodes (one node with one channel keeps the algorithm's own order, as before channels),
+    for an algorithm that takes them (not a composed one); with them the parameters its
+    ``node_params`` adds (the tree's ``ranks_per_node`` on several nodes).
 
     Parameters
     ----------
@@ -118,9 +116,10 @@ def schedule_params(algorithm: str, params: Sequence[tuple[str, Any]], topology:
     out = dict(params)
     channels = out.get("channels", 1)
     everyone = nranks is None or nranks == topology.nranks
-    if everyone and algorithm != "hier" and (channels > 1 or len(node_groups(topology)) > 1):
-        out["order"] = channel_orders(topology, channels, algorithm)
-        size = tree_ranks_per_node(topology) if algorithm == "tree" else None
-        if size is not None:
-            out["ranks_per_node"] = size
+    entry = registered(algorithm)
+    if everyone and entry.orders is not None \
+            and (channels > 1 or len(node_groups(topology)) > 1):
+        out["order"] = entry.orders(topology, channels)
+        if entry.node_params is not None:
+            out.update(entry.node_params(topology))
     return out

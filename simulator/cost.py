@@ -47,8 +47,9 @@ def cost(collective: str, algorithm: str, nranks: int, nbytes: int, alpha: float
     ----------
     collective : {"allreduce", "reduce_scatter", "allgather"}
         The collective.
-    algorithm : {"ring", "tree", "rhd", "pipeline"}
-        The algorithm; its schedule is the one :func:`collectives.build_schedule` makes.
+    algorithm : str
+        A flat algorithm of :data:`collectives.ALGORITHMS` that serves ``collective``; its
+        schedule is the one :func:`collectives.build_schedule` makes.
     nranks : int
         Ranks, at least 1.
     nbytes : int

@@ -17,7 +17,8 @@ protocol)'s cost to 0, so NCCL runs it, unless NCCL cannot run it there (its cos
 
 What the file says (:func:`to_nccl_csv`, :func:`nccl_ranges`):
 
-* Only NCCL's algorithms, with NCCL's meaning: ``ring`` is our ring; ``tree``,
+* Only NCCL's algorithms, with NCCL's meaning: ``ring`` is our ring (the algorithms
+  whose ``nccl`` names one, :mod:`collectives.registry`); ``tree``,
   ``nvls``, ``nvls_tree`` and ``pat`` are NCCL's own (:mod:`simulator.nccl_algorithms`:
   ``tree`` is a chain in each node and a double binary tree over nodes, which none of
   our tree, rhd, pipeline or hier is, so none of them is ever written as ``tree``).
@@ -38,8 +39,10 @@ What the file says (:func:`to_nccl_csv`, :func:`nccl_ranges`):
   channels (enqueue.cc ``ncclGetAlgoInfo``), its README's "-1 keeps NCCL's default"
   notwithstanding.  For the same reason the file writes NCCL's own choice, with NCCL's
   channels, where ours is not faster (``keep_nccl=True``, the default) and covers every
-  size of each collective it names; a collective it does not name (Broadcast, Reduce)
-  runs on one channel under this plugin.
+  size of each collective it names; a collective it does not name runs on one channel
+  under this plugin.  Broadcast and Reduce (NCCL runs them on Ring only) are named
+  ``ring``, priced in our model as our chain on one channel (NCCL's ring opened at the
+  root): where NCCL's own choice is faster the line keeps it, protocol and channels.
 * ``numPipeOps`` and ``regBuff``: ``-1`` (any): the model prices one collective per
   call on unregistered buffers.
 
@@ -54,13 +57,19 @@ comments::
     <message size> <algorithm> <faninout> <segsize>     (first message size must be 0)
 
 Collective ids are Open MPI's ``COLLTYPE`` (``ompi/mca/coll/base/coll_base_functions.h``):
-ALLGATHER 0, ALLREDUCE 2, REDUCESCATTERBLOCK 13 (our ReduceScatter is
-``MPI_Reduce_scatter_block``).  Message sizes are Open MPI's ``dsize * count`` of the call:
-the whole vector for Allreduce, one rank's block for Reduce_scatter_block, and
-``dsize * count * comm size`` (the whole gathered vector) for Allgather
-(``coll_tuned_*_decision_dynamic``), so ReduceScatter ranges are divided by ``nranks``.
-Algorithm ids (``coll_tuned_allreduce_decision.c``, ``coll_tuned_allgather_decision.c``,
-``coll_tuned_reduce_scatter_block_decision.c``):
+ALLGATHER 0, ALLREDUCE 2, ALLTOALL 3, BCAST 7, REDUCE 11, REDUCESCATTERBLOCK 13 (our
+ReduceScatter is ``MPI_Reduce_scatter_block``).  Message sizes are Open MPI's ``dsize *
+count`` of the call: the whole vector for Allreduce, Bcast and Reduce, one rank's block for
+Reduce_scatter_block, and ``dsize * count * comm size`` (the whole gathered vector, every
+rank's whole send buffer) for Allgather and Alltoall (``coll_tuned_*_decision_dynamic``),
+so ReduceScatter ranges are divided by ``nranks``.  Broadcast, Reduce and AllToAll take
+the ids their algorithms' registry entries give (``coll_tuned_bcast_decision.c``: 3
+pipeline, 6 binomial, 9 scatter_allgather_ring; ``coll_tuned_reduce_decision.c``: 3
+pipeline, 5 binomial, 7 rabenseifner; ``coll_tuned_alltoall_decision.c``: 1 linear, 2
+pairwise, 3 modified_bruck), with segsize 0 (the chain's segments are not written).
+Algorithm ids: each algorithm's ``ompi`` (:mod:`collectives.registry`), from
+``coll_tuned_allreduce_decision.c``, ``coll_tuned_allgather_decision.c`` and
+``coll_tuned_reduce_scatter_block_decision.c``; today:
 
 =============== ====================== ======================= =============================
 ours            allreduce              allgather               reduce_scatter_block
@@ -70,7 +79,7 @@ rhd             6 rabenseifner         3 recursive_doubling    2 recursive_doubl
 rhd, doubling   3 recursive_doubling   (AllReduce only)        (AllReduce only)
 tree            2 nonoverlapping       0 (none)                0 (none)
 pipeline        2 nonoverlapping       0 (none)                0 (none)
-native          0 (none)               0 (none)                0 (none)
+hier, native    0 (none)               0 (none)                0 (none)
 =============== ====================== ======================= =============================
 
 ``nonoverlapping`` is a reduce then a broadcast, each on coll/tuned's segmented trees or
@@ -87,6 +96,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from collectives.registry import FIXED_DECISION, algorithms
+from collectives.registry import algorithm as registered
 from topology.channels import nics_per_node
 from topology.order import node_groups
 
@@ -97,14 +108,15 @@ from .nccl_algorithms import NCCL_NAMES
 from .nccl_tuner import nccl_channels, nccl_choice, tuner_kind
 from .selection import MAX_BYTES, SIZES, TuningTable
 
-__all__ = ["NCCL_COLL", "NCCL_FIELDS", "NcclRange", "nccl_ranges", "nccl_pair_times",
+__all__ = ["NCCL_COLL", "NCCL_FIELDS", "NcclRange", "nccl_ranges", "nccl_pair_times", "ring_of",
            "to_nccl_csv",
-           "read_nccl_csv", "OMPI_COLL_ID", "OMPI_ALGORITHM", "ompi_algorithm",
+           "read_nccl_csv", "OMPI_COLL_ID", "ompi_algorithm",
            "to_ompi_rules", "read_ompi_rules"]
 
 #: our collective -> the NCCL tuner CSV's ``coll``
 NCCL_COLL: dict[str, str] = {"allreduce": "allreduce", "allgather": "allgather",
-                             "reduce_scatter": "reducescatter"}
+                             "reduce_scatter": "reducescatter", "broadcast": "broadcast",
+                             "reduce": "reduce"}
 #: what the plugin parses (plugin.c parseCollType, parseAlgorithm, parseProtocol)
 NCCL_PLUGIN_COLLECTIVES = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
 NCCL_PLUGIN_ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls",
@@ -120,27 +132,15 @@ _STEPS_BETWEEN = 8
 _BEYOND = tuple(1 << k for k in range(34, 41))
 
 #: our collective -> Open MPI COLLTYPE id (coll_base_functions.h)
-OMPI_COLL_ID: dict[str, int] = {"allgather": 0, "allreduce": 2, "reduce_scatter": 13}
-#: (collective, algorithm) -> Open MPI coll/tuned algorithm id (0: fixed decision)
-OMPI_ALGORITHM: dict[tuple[str, str], int] = {
-    ("allreduce", "ring"): 4, ("allreduce", "rhd"): 6, ("allreduce", "tree"): 2,
-    ("allreduce", "pipeline"): 2,
-    ("allgather", "ring"): 4, ("allgather", "rhd"): 3, ("allgather", "tree"): 0,
-    ("allgather", "pipeline"): 0,
-    ("reduce_scatter", "ring"): 0, ("reduce_scatter", "rhd"): 2,
-    ("reduce_scatter", "tree"): 0, ("reduce_scatter", "pipeline"): 0,
-    ("allreduce", "hier"): 0, ("allgather", "hier"): 0, ("reduce_scatter", "hier"): 0,
-    **{(collective, "native"): 0 for collective in ("allreduce", "allgather", "reduce_scatter")}}
+OMPI_COLL_ID: dict[str, int] = {"allgather": 0, "allreduce": 2, "alltoall": 3, "broadcast": 7,
+                                "reduce": 11, "reduce_scatter": 13}
 
-#: Open MPI's allreduce id of rhd with ``doubling=True`` (recursive doubling)
-OMPI_ALLREDUCE_DOUBLING = 3
 
-#: Open MPI's names of the algorithm ids used above, per collective
-OMPI_NAMES: dict[str, dict[int, str]] = {
-    "allreduce": {0: "fixed decision", 2: "nonoverlapping", 3: "recursive_doubling", 4: "ring",
-                  6: "rabenseifner"},
-    "allgather": {0: "fixed decision", 3: "recursive_doubling", 4: "ring"},
-    "reduce_scatter": {0: "fixed decision", 2: "recursive_doubling"}}
+def _ompi(collective: str, algorithm: str, params: Any = ()) -> tuple[int, str]:
+    """Open MPI's id and name of a candidate (``native``: Open MPI's fixed decision)."""
+    if algorithm == "native":  # an executor choice, not an algorithm of the registry
+        return FIXED_DECISION
+    return registered(algorithm).ompi(collective, dict(params))
 
 
 def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
@@ -151,7 +151,7 @@ def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
     collective : str
         The collective.
     algorithm : str
-        Ours (a key of :data:`OMPI_ALGORITHM` with ``collective``).
+        A registered algorithm (its ``ompi``), or ``native``.
     params : dict or tuple of (str, value), optional
         Its parameters: rhd with ``doubling=True`` is Open MPI's recursive doubling.
 
@@ -163,10 +163,10 @@ def ompi_algorithm(collective: str, algorithm: str, params: Any = ()) -> int:
     --------
     >>> ompi_algorithm("allreduce", "rhd"), ompi_algorithm("allreduce", "rhd", {"doubling": True})
     (6, 3)
+    >>> ompi_algorithm("broadcast", "scatter_allgather"), ompi_algorithm("alltoall", "pairwise")
+    (9, 2)
     """
-    if (collective, algorithm) == ("allreduce", "rhd") and dict(params).get("doubling"):
-        return OMPI_ALLREDUCE_DOUBLING
-    return OMPI_ALGORITHM[(collective, algorithm)]
+    return _ompi(collective, algorithm, params)[0]
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,9 @@ def nccl_pair_times(collective: str, topology: Any, sizes: list[int], dtype_size
                     ) -> dict[tuple[str, str], np.ndarray]:
     """Our model's seconds at ``sizes`` of every (NCCL algorithm, protocol) it prices.
 
-    The ring (one channel per NIC, as NCCL's rings cross every NIC) and
-    :mod:`simulator.nccl_algorithms`, on all of ``topology``'s ranks.
+    The ring (one channel per NIC, as NCCL's rings cross every NIC; for Broadcast and
+    Reduce the chain, on one channel) and :mod:`simulator.nccl_algorithms`, on all of
+    ``topology``'s ranks.
 
     Parameters
     ----------
@@ -230,15 +231,31 @@ def nccl_pair_times(collective: str, topology: Any, sizes: list[int], dtype_size
         ``{(NCCL's algorithm, protocol): seconds per size}``, e.g. ``("nvls", "Simple")``.
     """
     channels = max(1, nics_per_node(topology))
-    out = {("ring", p): np.asarray(price(collective, "ring", topology, sizes,
-                                         topology.nranks, dtype_size, p, channels=channels))
-           for p in gpu_protocols(topology) if p is not None}
+    out = {(entry.nccl, p): np.asarray(price(collective, entry.name, topology, sizes,
+                                             topology.nranks, dtype_size, p,
+                                             **({"channels": channels} if entry.channeled
+                                                else {})))
+           for entry in algorithms(composed=False, collective=collective)
+           if entry.nccl is not None for p in gpu_protocols(topology) if p is not None}
     for algorithm in nccl_algorithms.ALGORITHMS:
         for p in nccl_algorithms.nccl_protocols(algorithm, topology):
             if nccl_algorithms.available(collective, algorithm, topology, protocol=p):
                 out[(NCCL_NAMES[algorithm], p)] = nccl_algorithms.nccl_costs(
                     collective, algorithm, topology, sizes, p)
     return out
+
+
+def ring_of(collective: str) -> str:
+    """Our algorithm that is NCCL's Ring for ``collective`` (its registry entry's ``nccl``):
+    the ring, or for Broadcast and Reduce the chain (NCCL's ring opened at the root).
+
+    Examples
+    --------
+    >>> ring_of("allreduce"), ring_of("broadcast")
+    ('ring', 'chain')
+    """
+    return next(a.name for a in algorithms(composed=False, collective=collective)
+                if a.nccl == "ring")
 
 
 def _first_change(value: Any, low: int, high: int) -> int:
@@ -488,21 +505,20 @@ def to_ompi_rules(tables: Iterable[TuningTable]) -> str:
     lines = ["# collsim tuning table: Open MPI coll/tuned dynamic rules (classic format)",
              f"{len(tables)}  # collectives"]
     for table in tables:
-        rules: list[tuple[int, int]] = []
+        rules: list[tuple[int, tuple[int, str]]] = []
         for r in table.ranges:
-            algorithm = ompi_algorithm(table.collective, *table.candidates[r.index])
+            algorithm = _ompi(table.collective, *table.candidates[r.index])
             start = 0 if r.min_bytes == 0 else _ompi_size(table, r.min_bytes)
             if rules and rules[-1][0] == start:
                 rules.pop()
-            if not rules or rules[-1][1] != algorithm:
+            if not rules or rules[-1][1][0] != algorithm[0]:
                 rules.append((start, algorithm))
         lines += [f"{OMPI_COLL_ID[table.collective]}  # {table.collective} on "
                   f"{table.topology_name} ({table.method})",
                   "1  # comm sizes",
                   f"{table.nranks} {len(rules)}  # comm size, message sizes"]
-        names = OMPI_NAMES[table.collective]
-        lines += [f"{start} {algorithm} 0 0  # from {start} B: {names[algorithm]}"
-                  for start, algorithm in rules]
+        lines += [f"{start} {number} 0 0  # from {start} B: {name}"
+                  for start, (number, name) in rules]
     return "\n".join(lines) + "\n"
 
 

@@ -31,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from collectives.registry import names
 from topology import Link, Topology
+from topology.errors import TopologyError
 
 __all__ = ["protocols", "resolve_protocol", "gpu_terms", "link_figures", "hidden_latency"]
 
@@ -138,6 +140,15 @@ def gpu_terms(topology: Topology, protocol: str | None = None, algorithm: str | 
     return _effective(topology, protocol, algorithm, slot), call_s
 
 
+def _check_figures(model: Any) -> None:
+    """Raise TopologyError if ``model`` has figures for an algorithm that is not registered."""
+    known = names()
+    for figures in model.algorithms:
+        if figures.algorithm not in known:
+            raise TopologyError(f"gpu.algorithms: algorithm = {figures.algorithm!r} is not "
+                                f"allowed; it must be one of {', '.join(known)}")
+
+
 def _terms(topology: Any, protocol: str | None, algorithm: str | None,
            channels: int) -> tuple[str, str | None, float | None, float] | None:
     """The resolved protocol, the algorithm whose figures apply (None: the model's), the
@@ -146,6 +157,7 @@ def _terms(topology: Any, protocol: str | None, algorithm: str | None,
     if protocol is None:
         return None
     model = topology.gpu
+    _check_figures(model)
     own = model.algorithm_figures(algorithm)
     algorithm = None if own is None else own.algorithm
     slot = model.protocol(protocol).slot_bytes

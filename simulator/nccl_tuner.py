@@ -37,8 +37,8 @@ __all__ = ["Tuner", "TUNERS", "ALGORITHMS", "COLLECTIVES", "nccl_choice", "nccl_
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: NCCL's algorithms ranked here, by the example tuner plugin's names
 ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree", "pat")
-#: the collectives ranked here
-COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
+#: the collectives ranked here (Broadcast and Reduce: Ring only, tuning.cc)
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce")
 
 #: tuning.cc baseLatencies (us), {LL, LL128, Simple} (NVLS and NVLSTree 0)
 BASE_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0),
@@ -174,7 +174,8 @@ def serves(gpu: str, collective: str, algorithm: str, protocol: str, ranks: int,
            nodes: int) -> bool:
     """Whether NCCL ranks ``algorithm`` under ``protocol`` for ``collective`` at all.
 
-    tuning.cc: Tree for AllReduce; NVLS, NVLSTree and PAT under Simple only; NVLS and
+    tuning.cc: Ring only for Broadcast and Reduce; Tree for AllReduce; NVLS, NVLSTree
+    and PAT under Simple only; NVLS and
     NVLSTree with an NVLS graph of at least 2 channels, NVLS on one node (on several it
     needs CollNet), NVLSTree on several; PAT for AllGather and ReduceScatter with one GPU
     per node; Ring everywhere.
@@ -204,6 +205,8 @@ def serves(gpu: str, collective: str, algorithm: str, protocol: str, ranks: int,
     tuner = TUNERS[gpu]
     if algorithm == "ring":
         return True
+    if collective in ("broadcast", "reduce"):  # tuning.cc: "a != NCCL_ALGO_RING) continue"
+        return False
     if algorithm == "tree":
         return collective == "allreduce"
     if protocol != "Simple":
@@ -256,7 +259,9 @@ def _nvls_GBps(tuner: Tuner, collective: str, algorithm: str, ranks: int,
 
 
 def _steps(collective: str, ranks: int) -> int:
-    """tuning.cc's ``nsteps``."""
+    """tuning.cc's ``nsteps``: ``nRanks`` for Broadcast and Reduce."""
+    if collective in ("broadcast", "reduce"):
+        return ranks
     return 2 * (ranks - 1) if collective == "allreduce" else ranks - 1
 
 
@@ -279,7 +284,8 @@ def _latency_us(tuner: Tuner, collective: str, algorithm: str, p: int, ranks: in
     steps = _steps(collective, ranks)
     if nodes > 1:
         intra = max(intra, tuner.net_overhead_us * (3 if p == 2 else 1))
-    inter_steps = (2 if collective == "allreduce" else 1) * (nodes - 1)
+    inter_steps = nodes if collective in ("broadcast", "reduce") else \
+        (2 if collective == "allreduce" else 1) * (nodes - 1)  # tuning.cc nInterSteps
     return base + (steps - inter_steps) * intra + inter_steps * inter
 
 

@@ -9,12 +9,13 @@ The table
 ---------
 * Sizes: :data:`SIZES`, 1 B to 8 GiB, the powers of two and 1.5 times each (1, 2, 3, 4,
   6, 8, 12, ...); a size is rounded down to whole elements of ``dtype_size`` bytes.
-* Candidates: :func:`candidates`, ring, recursive halving-doubling (and, for AllReduce,
-  recursive doubling: rhd ``doubling=True``), and the double binary tree and chunked pipeline at each segment count of :data:`TREE_SEGMENTS` and
-  :data:`PIPELINE_SEGMENTS`.  Ties are broken by this fixed order, so every answer is
-  deterministic.  Tables on all of a machine's ranks try each at every count of
+* Candidates: :func:`candidates`, what each registered algorithm offers
+  (:mod:`collectives.registry`): ring, recursive halving-doubling (and, for AllReduce,
+  recursive doubling: rhd ``doubling=True``), and the double binary tree and chunked
+  pipeline at a few segment counts.  Ties are broken by this fixed order, so every
+  answer is deterministic.  Tables on all of a machine's ranks try each at every count of
   :func:`simulator.channel_choice.channel_counts` (1 and the NICs per node), over the
-  orders of :func:`topology.channels.channel_orders`, and then ``hier`` on several nodes;
+  algorithms' orders on the machine, and then ``hier`` on several nodes;
   ``algorithms=`` keeps only the named algorithms' candidates (as ``NCCL_ALGO``), and
   adds NCCL's own algorithms it names (``nccl-tree``, ``nccl-nvls``, ``nccl-nvlstree``,
   ``nccl-pat``: :mod:`simulator.nccl_algorithms`, priced in closed form by either method
@@ -68,16 +69,19 @@ from topology.checks import check_int, is_int
 from topology.model import Topology
 
 from collectives.build import ALGORITHMS, COMPOSED, build_schedule
+from collectives.layout import count_of
+from collectives.registry import algorithm as registered
+from collectives.registry import algorithms
 from collectives.schedule import COLLECTIVES
 
-from .channel_choice import HIER_INNER, channel_counts, hier_ranks_per_node, schedule_params
+from .channel_choice import channel_counts, hier_ranks_per_node, schedule_params
 from .engine import simulate
 from .gpu import protocols
 from . import nccl_algorithms
 from .sweeps import run_jobs
 from .analytic import price, price_one
 
-__all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS",
+__all__ = ["SIZES", "candidates", "METHODS",
            "SIMULATE_MAX_RANKS", "MAX_SELECTED_RANKS", "Candidate", "Choice", "Range",
            "TuningTable", "select",
            "tuning_table", "measured_table", "closed_form", "clear_cache"]
@@ -86,13 +90,6 @@ __all__ = ["SIZES", "candidates", "TREE_SEGMENTS", "PIPELINE_SEGMENTS", "METHODS
 SIZES: tuple[int, ...] = tuple(sorted({1 << k for k in range(34)}
                                       | {3 << (k - 1) for k in range(1, 33)}))
 
-#: segments per half-vector of the double binary tree tried by the tables
-TREE_SEGMENTS: tuple[int, ...] = (1, 4, 16)
-#: segments of the chunked pipeline tried by the tables: of the whole vector for
-#: AllReduce, of each rank's block for ReduceScatter and AllGather
-PIPELINE_SEGMENTS: dict[str, tuple[int, ...]] = {
-    "allreduce": (1, 4, 16, 64), "reduce_scatter": (1, 2, 4, 8), "allgather": (1, 2, 4, 8)}
-
 Params = tuple[tuple[str, Any], ...]
 
 
@@ -100,35 +97,39 @@ def candidates(collective: str, channel_counts: tuple[int, ...] = (1,),
                ranks_per_node: int | None = None) -> tuple[tuple[str, Params], ...]:
     """Every candidate of ``collective`` as ``(algorithm, params)``, in tie-breaking order.
 
+    What each registered algorithm offers (its ``candidates``, :mod:`collectives.registry`):
+    the flat algorithms in the registry's order at one channel and each larger count, then
+    the composed ones at each count.
+
     Parameters
     ----------
     collective : {"allreduce", "reduce_scatter", "allgather"}
-        The collective (a key of :data:`PIPELINE_SEGMENTS`).
+        The collective.
     channel_counts : tuple of int, optional
         Channel counts to try (1: no ``channels`` parameter).  With ``C > 1`` channels:
-        ring, and tree and pipeline at the segment counts above divided by ``C`` (rounded
+        ring, and tree and pipeline at their segment counts divided by ``C`` (rounded
         up), so that the vector is cut into as many pieces as with one channel; not rhd,
         whose channels share its pairs (its orders already give every GPU its own NIC).
     ranks_per_node : int or None, optional
-        When given, ``hier`` follows: with each of
-        :data:`~simulator.channel_choice.HIER_INNER` at one channel, and with an inner ring
-        or rhd at each larger count.
+        When given, ``hier`` follows: with an inner ring, tree or rhd at one channel, and
+        with an inner ring or rhd at each larger count.
 
     Returns
     -------
     tuple of (str, Params)
         Ring, rhd, for AllReduce rhd with ``doubling=True`` (recursive doubling), tree at
-        each of :data:`TREE_SEGMENTS`, then pipeline at each of
-        ``PIPELINE_SEGMENTS[collective]``; the channel variants; then ``hier``.
+        1, 4 and 16 segments per half, then pipeline at four segment counts; the channel
+        variants; then ``hier``.
 
     Examples
     --------
     >>> [_label(a, p) for a, p in candidates("allreduce")][:4]
     ['ring', 'rhd', 'rhd(doubling=True)', 'tree(segments=1)']
-    >>> [a for a, _ in candidates("allgather")]
+    >>> [a for a, _ in candidates("allgather")][:9]
     ['ring', 'rhd', 'tree', 'tree', 'tree', 'pipeline', 'pipeline', 'pipeline', 'pipeline']
-    >>> for algorithm, params in candidates("allgather", (1, 8), 8)[9:]:
-    ...     print(_label(algorithm, params))
+    >>> for algorithm, params in candidates("allgather", (1, 8), 8):
+    ...     if "channels" in dict(params):
+    ...         print(_label(algorithm, params))
     ring(channels=8)
     tree(channels=8,segments=1)
     tree(channels=8,segments=2)
@@ -139,22 +140,11 @@ def candidates(collective: str, channel_counts: tuple[int, ...] = (1,),
     hier(channels=8,inner=ring,ranks_per_node=8)
     hier(channels=8,inner=rhd,ranks_per_node=8)
     """
-    out: list[tuple[str, Params]] = [
-        ("ring", ()), ("rhd", ()),
-        *((("rhd", (("doubling", True),)),) if collective == "allreduce" else ()),
-        *(("tree", (("segments", s),)) for s in TREE_SEGMENTS),
-        *(("pipeline", (("segments", s),)) for s in PIPELINE_SEGMENTS[collective])]
-    for c in (c for c in channel_counts if c > 1):
-        out.append(("ring", (("channels", c),)))
-        for algorithm, counts in (("tree", TREE_SEGMENTS),
-                                  ("pipeline", PIPELINE_SEGMENTS[collective])):
-            out += [(algorithm, (("channels", c), ("segments", s)))
-                    for s in sorted({-(-s // c) for s in counts})]
-    if ranks_per_node is not None:
-        out += [("hier", (("channels", c), ("inner", inner), ("ranks_per_node", ranks_per_node)))
-                for c in channel_counts for inner in HIER_INNER
-                if c == 1 or inner != "tree"]
-    return tuple(out)
+    flat = (1, *(c for c in channel_counts if c > 1))  # one channel whatever the counts
+    return tuple((entry.name, params)
+                 for composed, counts in ((False, flat), (True, channel_counts))
+                 for c in counts for entry in algorithms(composed, collective)
+                 for params in entry.candidates(collective, c, ranks_per_node))
 
 
 #: how predictions are made; ``auto`` applies the rule of the module docstring
@@ -537,7 +527,8 @@ def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
                protocol: str | None, algorithm: str, params: Params) -> list[float]:
     """Simulated times over :data:`SIZES`, the linear tail read off and checked."""
     def run(n: int) -> float:
-        schedule = build_schedule(collective, algorithm, nranks, n // dtype_size,
+        schedule = build_schedule(collective, algorithm, nranks,
+                                  count_of(collective, n, dtype_size, nranks),
                                   **schedule_params(algorithm, params, topology, nranks))
         return simulate(schedule, topology, dtype_size, trace=False, verify=False,
                         protocol=protocol).time_s
@@ -593,13 +584,10 @@ def _two_lines(run: Any, known: int, line: list[float], last: float) -> list[flo
 
 
 def _pieces(collective: str, algorithm: str, nranks: int, params: Params) -> int:
-    """Into how many messages' worth ``algorithm`` cuts the vector (blocks or segments)."""
-    segments, channels = dict(params).get("segments", 1), dict(params).get("channels", 1)
-    if algorithm == "tree":
-        return 2 * segments * channels
-    if algorithm == "pipeline":
-        return segments * (1 if collective == "allreduce" else nranks) * channels
-    return nranks * channels
+    """Into how many messages' worth ``algorithm`` cuts the vector (its ``pieces`` per
+    channel)."""
+    named = dict(params)
+    return registered(algorithm).pieces(collective, nranks, named) * named.get("channels", 1)
 
 
 def _extrapolate(sizes: tuple[int, ...], times: list[float], i: int, n: int) -> float:

@@ -6,7 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 import topology
+from collectives import ALGORITHMS, BLOCK_COLLECTIVES
 from collectives.layout import block, input_range
+from collectives.registry import names
+
+#: every (flat algorithm, collective it runs) of the registry
+SERVED: tuple[tuple[str, str], ...] = tuple((a, c) for a in ALGORITHMS for c in BLOCK_COLLECTIVES
+                                            if a in names(collective=c))
+#: the flat algorithms that run AllReduce
+ALLREDUCE: tuple[str, ...] = names(composed=False, collective="allreduce")
 
 DTYPES = ("float16", "float32", "float64", "int32", "int64")
 OPS = ("sum", "prod", "max", "min")

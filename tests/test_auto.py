@@ -16,7 +16,7 @@ from collectives.tuning import Rule, Tuning, load_tuning
 from collsim.launch import run_mpi
 from simulator.for_auto import machine, tuning_rules
 from simulator.selection import select, tuning_table
-from topology.channels import channel_orders
+from collectives import channel_orders
 
 WORKER = Path(__file__).parent / "mpi_workers" / "select_auto.py"
 

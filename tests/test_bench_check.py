@@ -152,3 +152,56 @@ def test_crossovers() -> None:
     assert crossovers([1, 2, 4, 8], ["a", "b", "b", "a"]) == [(2, "a", "b"), (8, "b", "a")]
     with pytest.raises(ValueError, match="sizes has 1"):
         crossovers([1], [])
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 3, 5])
+@pytest.mark.parametrize("collective, algorithm", [("broadcast", "scatter_allgather"),
+                                                   ("reduce", "rabenseifner"),
+                                                   ("alltoall", "bruck_alltoall")])
+def test_expected_broadcast_reduce_alltoall_is_what_the_schedule_computes(
+        collective: str, algorithm: str, nranks: int) -> None:
+    """The benchmark's inputs through the interpreter give exactly :func:`check.expected`
+    (for every op of Reduce), from every root."""
+    from collectives import build_schedule, interpret
+    from collectives.layout import input_range
+
+    count = 11
+    for root in sorted({0, nranks - 1}):
+        for op in sorted(OPS) if collective == "reduce" else ["sum"]:
+            params = {} if collective == "alltoall" else {"root": root}
+            schedule = build_schedule(collective, algorithm, nranks, count, **params)
+            inputs = [check.rank_input(collective, r, nranks, count, "int32", op, root)
+                      for r in range(nranks)]
+            inputs = [x[slice(*input_range(collective, count, nranks, r, params))]
+                      for r, x in enumerate(inputs)]
+            for rank, out in enumerate(interpret(schedule, inputs, op)):
+                want = check.expected(collective, rank, nranks, count, "int32", op, root)
+                assert check.count_wrong(out, want) == 0 and out.size == want.size
+
+
+def test_broadcast_reduce_alltoall_flags() -> None:
+    args = _parse(["--collective", "broadcast", "-r", "2", "--ranks", "3"])
+    options.check_args(args)
+    assert args.algorithms == ["chain", "binomial", "scatter_allgather", "native", "auto"]
+    assert options.ops(args) == ["sum"]
+    assert options.sizes(8, 64, 2, "alltoall", 4, "float32") == \
+        [(0, 0), (16, 1), (32, 2), (64, 4)]
+    assert options.sizes(8, 16, 2, "reduce", 4, "float32") == [(8, 2), (16, 4)]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--collective", "broadcast", "-r", "4"], "-r 4 is not allowed: the root must be one "
+                                                "of the 4 ranks"),
+    (["--collective", "reduce", "--algorithms", "ring"], "--algorithms ring is not allowed "
+                                                         "with reduce: it does not run reduce"),
+    (["--collective", "alltoall", "-o", "max"], "-o max is not allowed for alltoall"),
+    (["--collective", "alltoall", "--transport", "nccl", "--buffer", "cupy"],
+     "it runs over mpi on numpy buffers")])
+def test_broadcast_reduce_alltoall_bad_flags(argv: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        options.check_args(_parse(argv))
+
+
+def test_busbw_factors_follow_nccl_tests() -> None:
+    from simulator.busbw import bus_factor
+    assert [bus_factor(c, 4) for c in ("broadcast", "reduce", "alltoall")] == [1.0, 1.0, 0.75]

@@ -16,6 +16,8 @@ from collectives.executors.check import ArgumentMismatchError, agree, check_enab
 from collectives.executors.plan import compile_steps, get_plan
 from collectives.schedule import Copy, Recv, Send, Step
 
+from .reference import SERVED
+
 
 def test_importing_needs_neither_mpi4py_nor_cupy() -> None:
     code = ("import sys, collectives; collectives.allreduce; "
@@ -44,11 +46,12 @@ def test_compile_drops_steps_with_nothing_to_do() -> None:
     assert compiled == () and scratch == 0
 
 
-@pytest.mark.parametrize("algorithm", collectives.ALGORITHMS)
-def test_plan_scratch_covers_every_reduce_and_sends_match_schedule(algorithm: str) -> None:
-    schedule = build_schedule("allreduce", algorithm, 5, 23)
+@pytest.mark.parametrize("algorithm, collective", SERVED)
+def test_plan_scratch_covers_every_reduce_and_sends_match_schedule(algorithm: str,
+                                                                   collective: str) -> None:
+    schedule = build_schedule(collective, algorithm, 5, 23)
     for rank in range(5):
-        plan = get_plan("allreduce", algorithm, 5, rank, 23, np.dtype("float64"), {})
+        plan = get_plan(collective, algorithm, 5, rank, 23, np.dtype("float64"), {})
         sent = sum(span.stop - span.start for step in plan.steps for span, _, _ in step.sends)
         assert sent == 8 * schedule.sent_elements(rank)
         for step in plan.steps:

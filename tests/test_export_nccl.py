@@ -12,7 +12,7 @@ import pytest
 import topology
 from simulator import nccl_algorithms
 from simulator.export import (NCCL_COLL, NCCL_FIELDS, NCCL_LINE_MAX, nccl_ranges,
-                              read_nccl_csv, to_nccl_csv)
+                              read_nccl_csv, ring_of, to_nccl_csv)
 from simulator.analytic import price
 from simulator.nccl_tuner import nccl_channels, nccl_choice, tuner_kind
 from simulator.selection import MAX_BYTES
@@ -33,9 +33,11 @@ def _machine(name: str, nodes: int):
 def _priced(collective, machine, pair, sizes) -> np.ndarray:
     """Our model's seconds of NCCL's (algorithm, protocol) ``pair`` at ``sizes``."""
     algorithm, protocol = OURS[pair[0]], pair[1]
-    if algorithm == "ring":
-        return np.asarray(price(collective, "ring", machine, sizes, machine.nranks, 4,
-                                protocol, channels=max(1, nics_per_node(machine))))
+    if algorithm == "ring":  # our chain for Broadcast and Reduce, on one channel
+        ours = ring_of(collective)
+        channels = {"channels": max(1, nics_per_node(machine))} if ours == "ring" else {}
+        return np.asarray(price(collective, ours, machine, sizes, machine.nranks, 4,
+                                protocol, **channels))
     return nccl_algorithms.nccl_costs(collective, algorithm, machine, sizes, protocol)
 
 

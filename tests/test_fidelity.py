@@ -15,7 +15,7 @@ from simulator.fidelity import (DATA_DIR, GROUP_LAUNCH_FROM_BYTES, channel_count
                                 disagreements, machine, predict, read_curve, read_curves,
                                 score)
 from simulator.nccl_tuner import nccl_choice
-from topology import channel_orders
+from collectives import channel_orders
 from topology.channels import nics_per_node
 
 HEADER = """# all_reduce_perf (nccl-tests), out-of-place columns, float32 sum; GB = 1e9 bytes

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 import topology
-from collectives import COLLECTIVES, build_schedule
+from collectives import BLOCK_COLLECTIVES, build_schedule
 from simulator import cost, simulate
 from simulator.channel_choice import schedule_params
 from simulator.analytic import price_one as machine_cost
@@ -55,7 +55,7 @@ def _flat_tolerance(collective: str, algorithm: str, inner: str | None = None) -
 
 
 @pytest.mark.parametrize("name, flat", _machines())
-@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("collective", BLOCK_COLLECTIVES)
 def test_flat_forms_are_the_simulator(collective: str, name: str, flat) -> None:
     """Channels over one order share every link; hier's groups share none; on the mesh the
     model is simulator.cost."""
@@ -105,7 +105,7 @@ def _tolerance(collective: str, algorithm: str, params: dict) -> float:
     return 1e-6
 
 
-GRID = [(nodes, collective) for nodes in (1, 2) for collective in COLLECTIVES] \
+GRID = [(nodes, collective) for nodes in (1, 2) for collective in BLOCK_COLLECTIVES] \
     + [(4, "allreduce")]
 
 
@@ -147,7 +147,7 @@ def test_closed_form_tables_try_channels_and_hier() -> None:
     assert table.choice(64 << 10).algorithm == "hier"
 
 
-@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("collective", BLOCK_COLLECTIVES)
 def test_model_and_simulator_choose_alike_on_two_dgx_nodes(collective: str) -> None:
     """The analytic model's best candidate is, by the simulator's times, within 2% of the
     simulator's best (the default protocol, a latency-bound and a bandwidth-bound size)."""

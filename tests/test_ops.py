@@ -9,7 +9,7 @@ import zlib
 import numpy as np
 import pytest
 
-from collectives import ALGORITHMS, build_schedule, interpret
+from collectives import BLOCK_ALGORITHMS, build_schedule, interpret
 from collectives.layout import block, input_range
 from collectives.ops import (ALL_DTYPES, ALL_OPS, DTYPES, OP_KINDS, check_dtype, check_op,
                              check_op_dtype)
@@ -43,7 +43,7 @@ def _full(nranks: int, count: int, dtype: str, op: str) -> np.ndarray:
 @pytest.mark.parametrize("nranks", RANKS)
 def test_interpret_matches_numpy_bitwise_for_every_dtype_and_op(nranks: int) -> None:
     for i, (dtype, op) in enumerate(PAIRS):
-        algorithm = ALGORITHMS[(i + nranks) % len(ALGORITHMS)]
+        algorithm = BLOCK_ALGORITHMS[(i + nranks) % len(BLOCK_ALGORITHMS)]
         collective = ("allreduce", "reduce_scatter")[i % 2]
         for count in _counts(nranks):
             full = _full(nranks, count, dtype, op)
@@ -63,7 +63,7 @@ def test_allgather_moves_every_dtype_bitwise(dtype: str) -> None:
     for nranks in RANKS:
         count = 5 * nranks
         full = _full(nranks, count, dtype, "sum")
-        algorithm = ALGORITHMS[nranks % len(ALGORITHMS)]
+        algorithm = BLOCK_ALGORITHMS[nranks % len(BLOCK_ALGORITHMS)]
         schedule = build_schedule("allgather", algorithm, nranks, count)
         inputs = [full[r, slice(*block(count, nranks, r))].copy() for r in range(nranks)]
         want = np.concatenate(inputs).astype(full.dtype)  # concatenate makes native order
@@ -97,7 +97,7 @@ def test_avg_scales_as_nccl_does_and_every_rank_gets_the_same_bits(nranks: int) 
                 sums = full.astype(object).sum(axis=0)
                 want = np.array([int(total / nranks) if total < 0 else total // nranks
                                  for total in np.atleast_1d(sums)][:count], dtype)
-            for j, algorithm in enumerate(ALGORITHMS):
+            for j, algorithm in enumerate(BLOCK_ALGORITHMS):
                 collective = ("allreduce", "reduce_scatter")[(i + j) % 2]
                 schedule = build_schedule(collective, algorithm, nranks, count)
                 inputs = [full[r, slice(*input_range(collective, count, nranks, r))].copy()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import topology
-from collectives import build_schedule
+from collectives import build_schedule, channel_orders
 from simulator import cost, select, simulate, tuning_table
 
 #: the most characters a one-line summary of a big object may take
@@ -97,7 +97,7 @@ def test_errors_quote_values_briefly(call, message: str) -> None:
 
 def test_schedule_repr_shortens_one_order_per_channel() -> None:
     machine = topology.dgx_h100(nodes=16)
-    orders = topology.channel_orders(machine, 8, "ring")
+    orders = channel_orders(machine, 8, "ring")
     schedule = build_schedule("allreduce", "ring", 128, 1 << 20, channels=8, order=orders)
     text = repr(schedule)
     assert len(text) < 400 and text.count("...") >= 3 and "channels=8" in text, text

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 import topology
-from collectives import (ALGORITHMS, COLLECTIVES, DeadlockError, Recv, Schedule, ScheduleError,
+from collectives import (DeadlockError, Recv, Schedule, ScheduleError,
                          Send, Step, build_schedule)
 from simulator import simulate
 from topology import Device, Link, Topology
 
-from .reference import explicit_mesh
+from .reference import ALLREDUCE, SERVED, explicit_mesh
 
 ALPHA, BETA = 1e-6, 1e-9
 
@@ -119,7 +119,7 @@ def test_no_allreduce_beats_the_single_port_bound_on_flat(engine: str) -> None:
     flat, mesh = topology.flat(p, ALPHA, BETA), topology.mesh(p, ALPHA, BETA)
     ring = simulate(build_schedule("allreduce", "ring", p, count), flat, engine=engine)
     assert ring.time_s == pytest.approx(bound + 2 * (p - 1) * ALPHA, rel=1e-12)
-    for algorithm in ALGORITHMS:
+    for algorithm in ALLREDUCE:
         for segments in ((1, 16) if algorithm in ("tree", "pipeline") else (None,)):
             params = {} if segments is None else {"segments": segments}
             schedule = build_schedule("allreduce", algorithm, p, count, **params)
@@ -132,11 +132,10 @@ def test_no_allreduce_beats_the_single_port_bound_on_flat(engine: str) -> None:
 @pytest.mark.parametrize("nranks", [2, 3, 5, 8])
 def test_mesh_simulates_as_the_explicit_full_mesh(nranks: int) -> None:
     mesh, explicit = topology.mesh(nranks, ALPHA, BETA), explicit_mesh(nranks, ALPHA, BETA)
-    for collective in COLLECTIVES:
-        for algorithm in ALGORITHMS:
-            schedule = build_schedule(collective, algorithm, nranks, 1000)
-            assert simulate(schedule, mesh, gamma=2e-10, trace=True, engine="events") == \
-                simulate(schedule, explicit, gamma=2e-10, trace=True, engine="events")
+    for algorithm, collective in SERVED:
+        schedule = build_schedule(collective, algorithm, nranks, 1000)
+        assert simulate(schedule, mesh, gamma=2e-10, trace=True, engine="events") == \
+            simulate(schedule, explicit, gamma=2e-10, trace=True, engine="events")
     crowded = _steps(*[[[*(Send((r + k) % nranks, 0, 32) for k in range(1, nranks)),
                          *(Recv((r - k) % nranks, 32, 64) for k in range(1, nranks))]]
                        for r in range(nranks)])  # every ordered pair at once

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 import topology
-from collectives import ALGORITHMS, DeadlockError, Recv, Schedule, ScheduleError, Send, Step, \
+from collectives import DeadlockError, Recv, Schedule, ScheduleError, Send, Step, \
     build_schedule
 from simulator import simulate
 from topology import Topology
 
-from .reference import explicit_mesh
+from .reference import ALLREDUCE, SERVED, explicit_mesh
 
 pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) the engine
 
@@ -33,7 +33,7 @@ MACHINES = {
 @pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
 def test_both_engines_give_the_same_result(machine: str, collective: str) -> None:
     topo = MACHINES[machine]
-    for algorithm in ALGORITHMS:
+    for algorithm in (a for a, c in SERVED if c == collective):
         for p in sorted({1, 2, 3, 5, topo.nranks}):
             for count in (0, 1, 1000, 1 << 20):
                 schedule = build_schedule(collective, algorithm, p, count)
@@ -45,7 +45,7 @@ def test_both_engines_give_the_same_result(machine: str, collective: str) -> Non
 
 def test_mesh_runs_compiled_as_the_explicit_full_mesh() -> None:
     mesh, explicit = topology.mesh(6, ALPHA, BETA), explicit_mesh(6, ALPHA, BETA)
-    for algorithm in ALGORITHMS:
+    for algorithm in ALLREDUCE:
         schedule = build_schedule("allreduce", algorithm, 6, 1 << 16)
         assert simulate(schedule, mesh, trace=True, engine="compiled") == \
             simulate(schedule, explicit, trace=True, engine="compiled")

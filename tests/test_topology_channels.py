@@ -8,12 +8,12 @@ import dataclasses
 import pytest
 
 import topology
-from collectives import Send, build_schedule
+from collectives import Send, build_schedule, channel_orders
 from collectives.algorithms.tree import tree_node
 from simulator import simulate
 from simulator.busbw import bandwidths
 from simulator.channel_choice import schedule_params
-from topology.channels import channel_orders, nics_per_node, ranks_per_node, tree_ranks_per_node
+from topology.channels import equal_node_size, nics_per_node, ranks_per_node
 
 
 def _crossings(order: tuple[int, ...], size: int) -> list[tuple[int, int]]:
@@ -60,7 +60,7 @@ def test_trees_over_the_tree_orders_cross_nodes_on_the_channels_rail(nodes: int)
     """Channel c's trees leave and enter every node at GPU c (NIC c), so the 8 channels'
     network traffic is spread over the 8 NICs of every node."""
     machine = topology.dgx_h100(nodes)
-    size = tree_ranks_per_node(machine)
+    size = equal_node_size(machine)
     assert size == 8
     orders = channel_orders(machine, 8, "tree")
     for c, order in enumerate(orders):
@@ -80,7 +80,7 @@ def test_trees_over_the_tree_orders_cross_nodes_on_the_channels_rail(nodes: int)
 
 def test_trees_are_over_nodes_only_on_several_nodes() -> None:
     flat, one = topology.flat(5, 1e-6, 1e-9), topology.dgx_h100(1)
-    assert tree_ranks_per_node(flat) is tree_ranks_per_node(one) is None
+    assert equal_node_size(flat) is equal_node_size(one) is None
     assert "ranks_per_node" not in schedule_params("tree", (("channels", 8),), one)
     assert schedule_params("tree", (), topology.dgx_h100(2))["ranks_per_node"] == 8
     assert "ranks_per_node" not in schedule_params("tree", (), topology.dgx_h100(2), nranks=8)

@@ -230,13 +230,17 @@ def _gpu_file(tmp_path, algorithms: str) -> str:
 
 
 def test_gpu_algorithm_figures_name_a_known_algorithm(tmp_path):
-    from collectives import ALGORITHMS, COMPOSED
-    assert topology.gpu.FIGURE_ALGORITHMS == (*ALGORITHMS, *COMPOSED)
-    path = _gpu_file(tmp_path, '[[gpu.algorithms]]\nname = "butterfly"\n')
-    with pytest.raises(TopologyError) as error:
-        topology.load(path)
-    assert str(error.value) == (f"{path}: gpu.algorithms[0]: algorithm = 'butterfly' is not "
-                                "allowed; it must be one of ring, tree, rhd, pipeline, hier")
+    from collectives.registry import names
+    from simulator.analytic import price_one
+
+    machine = topology.load(_gpu_file(tmp_path, '[[gpu.algorithms]]\nname = "butterfly"\n'))
+    with pytest.raises(TopologyError) as error:  # the simulator knows the algorithms
+        price_one("allreduce", "ring", machine, 1024)
+    assert str(error.value) == ("gpu.algorithms: algorithm = 'butterfly' is not allowed; it "
+                                f"must be one of {', '.join(names())}")
+    with pytest.raises(TopologyError, match="algorithm = 'Ring!' is not allowed; it must be "
+                                            "an algorithm's name"):
+        topology.load(_gpu_file(tmp_path, '[[gpu.algorithms]]\nname = "Ring!"\n'))
     with pytest.raises(TopologyError, match=r"gpu.algorithms\[0\]: algorithm = 7 is not"):
         topology.load(_gpu_file(tmp_path, "[[gpu.algorithms]]\nname = 7\n"))
     text = topology.dumps(topology.dgx_h100(1)).replace('default_protocol = "Simple"',

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collectives import auto
+from collectives import ALGORITHMS, COMPOSED, auto
 from collectives.tuning import load_tuning
 from collsim import tune
 from simulator.export import read_ompi_rules
@@ -91,7 +91,7 @@ RULE = {"collective": "allreduce", "nranks": 4, "dtype_size": 4, "min_bytes": 0,
 TUNING_FAULTS = [  # (field, value, message after the file's name)
     ("min_bytes", 2048, "rules[0].min_bytes = 2048 is above rules[0].max_bytes = 1023"),
     ("algorithm", "butterfly", "rules[0].algorithm = 'butterfly' is not allowed; it must be one "
-                               "of ring, tree, rhd, pipeline, hier, native"),
+                               f"of {', '.join((*ALGORITHMS, *COMPOSED))}, native"),
     ("collective", "alltoall", "rules[0].collective = 'alltoall' is not allowed"),
     ("nranks", 0, "rules[0].nranks=0 is not allowed; it must be an integer >= 1"),
     ("params", {"segments": 0}, "rules[0].params.segments=0 is not allowed"),

@@ -3,7 +3,7 @@
 Importing this package needs neither MPI, nor SimPy, nor a GPU.
 """
 
-from .channels import channel_orders, ranks_per_node
+from .channels import ranks_per_node
 from .errors import TopologyError
 from .files import dumps, load, loads, save
 from .gpu import AlgorithmFigures, GpuModel, LinkFigures, Protocol
@@ -19,7 +19,7 @@ __all__ = [
     "DEFAULT_GAMMA_S_PER_BYTE", "DGX_A100_GPU", "DGX_H100_GPU", "Device", "FLAT_ALPHA_S",
     "FLAT_BETA_S_PER_BYTE", "FullMesh", "GpuModel", "Link", "LinkFigures", "PRESET_NAMES",
     "Protocol", "Topology",
-    "TopologyError", "channel_orders", "dgx_a100", "dgx_h100", "default_flat", "dumps", "flat",
+    "TopologyError", "dgx_a100", "dgx_h100", "default_flat", "dumps", "flat",
     "load", "loads", "mesh", "pcie_node", "preset", "rail_fat_tree", "ranks_per_node", "ring_order",
     "save",
 ]

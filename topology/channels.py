@@ -1,32 +1,30 @@
 """Rank orders per channel that use every NIC of a node, as NCCL's channels do.
 
-Pass the result as ``order=`` with ``channels=len(orders)`` to
-:func:`collectives.build_schedule`.  On a machine of ``N > 1`` nodes of ``L`` ranks, where
-local rank ``l`` of every node uses NIC (rail) ``l`` (as in :func:`topology.rail_fat_tree`
-and the DGX presets):
+The shapes an algorithm picks its channels' orders from (its ``orders``, see
+:mod:`collectives.registry`; :func:`collectives.channel_orders` gives them for an
+algorithm); pass them as ``order=`` with ``channels=len(orders)`` to
+:func:`collectives.build_schedule`.  On a machine of ``N > 1`` nodes of ``L`` ranks,
+where local rank ``l`` of every node uses NIC (rail) ``l`` (as in
+:func:`topology.rail_fat_tree` and the DGX presets):
 
-* **ring** and **pipeline**: the ring keeps each node's ranks together and crosses every
-  node boundary once, from the exit rank of one node to the entry rank of the next *on the
+* :func:`rail_rings`: the ring keeps each node's ranks together and crosses every node
+  boundary once, from the exit rank of one node to the entry rank of the next *on the
   same rail*, so the crossing turns at that rail's leaf switch.  Channel ``c`` enters node
   0 on rail ``c`` and leaves on rail ``c + 1`` (the next node enters on it and leaves on
   rail ``c``, and so on; with an odd number of nodes one node leaves on rail ``c + 2`` to
   close the ring).  For ``C = L`` channels every NIC of every node then sends for exactly
   one channel and receives for exactly one.
-* **tree**: each node's ranks stay together, rotated by ``c`` in channel ``c``: node
-  ``k`` fills positions ``kL .. kL + L - 1`` from local rank ``c``.  The tree algorithm
-  with ``ranks_per_node=L`` (:func:`tree_ranks_per_node`) builds NCCL's trees over them:
-  a double binary tree over the nodes whose edges join the nodes' first positions, and a
-  chain through each node from there, so channel ``c`` crosses between nodes only on
-  rail ``c``, from and to GPU ``c`` (NCCL's tree pattern ``NCCL_TOPO_PATTERN_TREE``, all
-  of a node's network traffic on one GPU).
-* **rhd**: node-minor: position ``l * N + k`` is local rank ``l + c`` (mod ``L``) of node
-  ``k``, so the exchanges at the small masks (the last halving steps and the first
-  doubling steps, which move the least data) cross the network between equal local ranks,
-  on one rail, and the large exchanges stay on NVLink.
+* :func:`node_major`: each node's ranks stay together, rotated by ``c`` in channel ``c``:
+  node ``k`` fills positions ``kL .. kL + L - 1`` from local rank ``c``.  Trees built over
+  nodes of ``L`` (:func:`equal_node_size`) join the nodes' first positions, so channel
+  ``c`` crosses between nodes only on rail ``c``, from and to GPU ``c`` (NCCL's tree
+  pattern ``NCCL_TOPO_PATTERN_TREE``, all of a node's network traffic on one GPU).
+* :func:`node_minor`: position ``l * N + k`` is local rank ``l + c`` (mod ``L``) of node
+  ``k``, so partners at distances below ``N`` cross the network between equal local
+  ranks, on one rail, and those at larger distances stay on NVLink.
 
-A single node, or a machine without nodes (:func:`topology.flat`), gets the order it has
-today in every channel (:func:`topology.ring_order` for ring and pipeline, the identity
-otherwise).
+A single node, or a machine without nodes (:func:`topology.flat`), gets one order in every
+channel: :func:`topology.ring_order` from :func:`rail_rings`, the identity otherwise.
 """
 
 from __future__ import annotations
@@ -34,11 +32,8 @@ from __future__ import annotations
 from .model import Topology
 from .order import node_groups, ring_order
 
-__all__ = ["CHANNEL_ALGORITHMS", "channel_orders", "ranks_per_node", "nics_per_node",
-           "tree_ranks_per_node"]
-
-#: algorithms :func:`channel_orders` makes orders for
-CHANNEL_ALGORITHMS: tuple[str, ...] = ("ring", "pipeline", "tree", "rhd")
+__all__ = ["rail_rings", "node_major", "node_minor", "ranks_per_node", "nics_per_node",
+           "equal_node_size"]
 
 
 def ranks_per_node(topology: Topology) -> int:
@@ -105,8 +100,8 @@ def _node_size(groups: list[list[int]]) -> int | None:
     return None if len(groups) < 2 or len(sizes) > 1 or sizes == {1} else sizes.pop()
 
 
-def tree_ranks_per_node(topology: Topology) -> int | None:
-    """Return the ``ranks_per_node`` of the trees over :func:`channel_orders`'s tree orders.
+def equal_node_size(topology: Topology) -> int | None:
+    """Return the ranks per node where :func:`node_major` groups each node's ranks.
 
     Parameters
     ----------
@@ -117,12 +112,12 @@ def tree_ranks_per_node(topology: Topology) -> int | None:
     -------
     int or None
         The ranks per node when the machine has several nodes of one size above 1 (the
-        orders then group each node's ranks); None otherwise (the trees over all ranks).
+        orders then group each node's ranks); None otherwise.
 
     Examples
     --------
     >>> import topology
-    >>> tree_ranks_per_node(topology.dgx_h100(2)), tree_ranks_per_node(topology.dgx_h100(1))
+    >>> equal_node_size(topology.dgx_h100(2)), equal_node_size(topology.dgx_h100(1))
     (8, None)
     """
     return _node_size(node_groups(topology))
@@ -147,9 +142,20 @@ def _ring(groups: list[list[int]], c: int) -> list[int]:
     return order
 
 
-def channel_orders(topology: Topology, channels: int,
-                   algorithm: str) -> tuple[tuple[int, ...], ...]:
-    """Return a rank order per channel for ``algorithm`` on ``topology``.
+def _check(topology: Topology, channels: int) -> list[list[int]] | None:
+    """The nodes when they are several of one size above 1, else None (after checking the
+    arguments)."""
+    if not isinstance(topology, Topology):
+        raise TypeError(f"topology={topology!r} is not allowed; it must be a Topology")
+    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+        raise ValueError(f"channels={channels!r} is not allowed; it must be an integer >= 1")
+    groups = node_groups(topology)
+    return None if _node_size(groups) is None else groups
+
+
+def rail_rings(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]:
+    """One ring per channel, crossing every node boundary once on one rail (see the module
+    docstring).
 
     Parameters
     ----------
@@ -157,8 +163,6 @@ def channel_orders(topology: Topology, channels: int,
         The machine.
     channels : int
         Number of channels, at least 1.
-    algorithm : {"ring", "pipeline", "tree", "rhd"}
-        The algorithm every channel runs (see the module docstring).
 
     Returns
     -------
@@ -170,35 +174,54 @@ def channel_orders(topology: Topology, channels: int,
     TypeError
         If ``topology`` is not a Topology.
     ValueError
-        If ``channels`` is not an integer >= 1 or ``algorithm`` is not one of
-        :data:`CHANNEL_ALGORITHMS`.
+        If ``channels`` is not an integer >= 1.
 
     Examples
     --------
     >>> import topology
-    >>> orders = channel_orders(topology.dgx_h100(2), 8, "ring")
+    >>> orders = rail_rings(topology.dgx_h100(2), 8)
     >>> orders[0]
     (0, 2, 3, 4, 5, 6, 7, 1, 9, 10, 11, 12, 13, 14, 15, 8)
     >>> sorted(o[7] % 8 for o in orders) == sorted(o[8] % 8 for o in orders) == list(range(8))
     True
     """
-    if not isinstance(topology, Topology):
-        raise TypeError(f"topology={topology!r} is not allowed; it must be a Topology")
-    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
-        raise ValueError(f"channels={channels!r} is not allowed; it must be an integer >= 1")
-    if algorithm not in CHANNEL_ALGORITHMS:
-        raise ValueError(f"algorithm={algorithm!r} is not allowed; choose one of "
-                         f"{list(CHANNEL_ALGORITHMS)}")
-    groups = node_groups(topology)
-    size = _node_size(groups)
-    if size is None:
-        one = ring_order(topology) if algorithm in ("ring", "pipeline") else \
-            tuple(range(topology.nranks))
-        return (one,) * channels
-    if algorithm in ("ring", "pipeline"):
-        return tuple(tuple(_ring(groups, c)) for c in range(channels))
-    if algorithm == "rhd":
-        return tuple(tuple(group[(i + c) % size] for i in range(size) for group in groups)
-                     for c in range(channels))
+    groups = _check(topology, channels)
+    if groups is None:
+        return (ring_order(topology),) * channels
+    return tuple(tuple(_ring(groups, c)) for c in range(channels))
+
+
+def node_major(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]:
+    """Each node's ranks together, rotated by the channel (see the module docstring);
+    parameters, results and errors as :func:`rail_rings`.
+
+    Examples
+    --------
+    >>> import topology
+    >>> node_major(topology.dgx_h100(2), 2)[1][:9]
+    (1, 2, 3, 4, 5, 6, 7, 0, 9)
+    """
+    groups = _check(topology, channels)
+    if groups is None:
+        return (tuple(range(topology.nranks)),) * channels
+    size = len(groups[0])
     return tuple(tuple(group[(i + c) % size] for group in groups for i in range(size))
+                 for c in range(channels))
+
+
+def node_minor(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]:
+    """Equal local ranks of every node together, rotated by the channel (see the module
+    docstring); parameters, results and errors as :func:`rail_rings`.
+
+    Examples
+    --------
+    >>> import topology
+    >>> node_minor(topology.dgx_h100(2), 1)[0][:4]
+    (0, 8, 1, 9)
+    """
+    groups = _check(topology, channels)
+    if groups is None:
+        return (tuple(range(topology.nranks)),) * channels
+    size = len(groups[0])
+    return tuple(tuple(group[(i + c) % size] for i in range(size) for group in groups)
                  for c in range(channels))

@@ -25,23 +25,25 @@ from typing import Any, Sequence
 from ..compose import Part, channel_parts, identity_orders
 from ..layout import block
 from ..placement import Placement
-from ..traffic import Phase, register
-from . import pipeline, rhd, ring, tree
+from ..registry import Algorithm, Params, algorithms, register
+from ..schedule import BLOCK_COLLECTIVES
+from ..traffic import Phase
 
-__all__ = ["PARAMS", "phases", "traffic"]
+__all__ = ["ALGORITHM", "INNER_TRIED", "phases", "traffic", "candidates"]
 
-PARAMS: dict[str, Any] = {"ranks_per_node": None, "inner": "ring", "intra": "ring"}
-
-#: the algorithms a phase may run
-_FLAT = {"ring": ring, "tree": tree, "rhd": rhd, "pipeline": pipeline}
+#: inter-node algorithms selection tries (at more than one channel all but the tree)
+INNER_TRIED: tuple[str, ...] = ("ring", "tree", "rhd")
 
 Range = tuple[int, int]
 
 
-def _algorithm(name: str, value: Any) -> Any:
-    if value not in _FLAT:
-        raise ValueError(f"{name}={value!r} is not allowed; choose one of {sorted(_FLAT)}")
-    return _FLAT[value]
+def _algorithm(name: str, value: Any, *served: str) -> Algorithm:
+    """The flat algorithm ``value`` that phase ``name`` runs, serving ``served``."""
+    allowed = {a.name: a for a in algorithms(composed=False)
+               if all(c in a.collectives for c in served)}
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not allowed; choose one of {sorted(allowed)}")
+    return allowed[value]
 
 
 def _ranks_per_node(value: Any, nranks: int) -> int:
@@ -57,7 +59,7 @@ def _ranks_per_node(value: Any, nranks: int) -> int:
     return value
 
 
-def _group(module: Any, collective: str, ranks: Sequence[int], pieces: Sequence[Sequence[Range]],
+def _group(module: Algorithm, collective: str, ranks: Sequence[int], pieces: Sequence[Sequence[Range]],
            channels: int) -> list[Part]:
     """``collective`` among ``ranks``, rank ``ranks[v]`` owning the real ranges ``pieces[v]``."""
     placement = Placement.of([r for owned in pieces for r in owned])
@@ -98,7 +100,8 @@ def phases(collective: str, nranks: int, count: int, channels: int, ranks_per_no
         name is unknown.
     """
     size = _ranks_per_node(ranks_per_node, nranks)
-    across, within = _algorithm("inner", inner), _algorithm("intra", intra)
+    across = _algorithm("inner", inner, collective)
+    within = _algorithm("intra", intra, "reduce_scatter", "allgather")
     nodes = nranks // size
     node = [list(range(k * size, (k + 1) * size)) for k in range(nodes)]
     rail = [list(range(local, nranks, size)) for local in range(size)]
@@ -123,7 +126,6 @@ def phases(collective: str, nranks: int, count: int, channels: int, ranks_per_no
         [inter_phase, intra_phase]
 
 
-@register("hier")
 def traffic(collective: str, q: int, ranks_per_node: Any = None, inner: Any = "ring",
             intra: Any = "ring") -> list[Phase]:
     """hier's communication (:mod:`collectives.traffic`): the phases of :func:`phases`,
@@ -143,7 +145,8 @@ def traffic(collective: str, q: int, ranks_per_node: Any = None, inner: Any = "r
     list of Phase
     """
     size = _ranks_per_node(ranks_per_node, q)
-    _algorithm("inner", inner), _algorithm("intra", intra)
+    _algorithm("inner", inner, collective), _algorithm("intra", intra, "reduce_scatter",
+                                                       "allgather")
     nodes = q // size
     node = tuple(tuple(range(k * size, (k + 1) * size)) for k in range(nodes))
     rail = tuple(tuple(range(local, q, size)) for local in range(size))
@@ -156,3 +159,32 @@ def traffic(collective: str, q: int, ranks_per_node: Any = None, inner: Any = "r
     return {"allreduce": [within["reduce_scatter"], across, within["allgather"]],
             "reduce_scatter": [within["reduce_scatter"], across],
             "allgather": [across, within["allgather"]]}[collective]
+
+
+def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
+    """What selection tries on nodes of ``ranks_per_node`` ranks: an inner algorithm of
+    :data:`INNER_TRIED` (the tree on one channel only) and a ring in each node.
+
+    Parameters
+    ----------
+    collective : str
+        The collective (unused).
+    channels : int
+        Channels.
+    ranks_per_node : int or None
+        The nodes' size; None: hier does not apply.
+
+    Returns
+    -------
+    tuple of Params
+    """
+    if ranks_per_node is None:
+        return ()
+    return tuple((("channels", channels), ("inner", inner), ("ranks_per_node", ranks_per_node))
+                 for inner in INNER_TRIED if channels == 1 or inner != "tree")
+
+
+ALGORITHM = register(Algorithm(
+    name="hier", collectives=frozenset(BLOCK_COLLECTIVES),
+    params={"ranks_per_node": None, "inner": "ring", "intra": "ring"},
+    traffic=traffic, phases=phases, candidates=candidates))

@@ -58,22 +58,23 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from topology.channels import rail_rings
 from topology.checks import check_int
 
 from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, splits
+from ..registry import Algorithm, Params, ompi_ids, register, with_channels
 from ..rounds import Lane, lane, merge_lanes
-from ..schedule import Op, Step, new_recv, new_send
-from ..traffic import Messages, Round, largest_part, nested_part, register
+from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
+from ..traffic import Messages, Round, largest_part, nested_part
 
-__all__ = ["PARAMS", "WITHIN_BLOCKS", "SEGMENT_ELEMENTS", "resolve_params", "rank_lanes", "traffic",
-           "rank_steps"]
+__all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "resolve_params", "rank_lanes",
+           "traffic", "rank_steps", "candidates", "pieces"]
 
-#: collectives whose every operation lies in one rank's block and reads nothing but
-#: ``blocks``, so that :mod:`collectives.compose` may hand it blocks anywhere in the buffer
-WITHIN_BLOCKS: frozenset[str] = frozenset({"reduce_scatter", "allgather"})
-
-PARAMS: dict[str, Any] = {"segments": None}
+#: segments selection tries, of the whole vector for AllReduce, of each rank's block for
+#: ReduceScatter and AllGather (divided by the channels, rounded up)
+SEGMENTS_TRIED: dict[str, tuple[int, ...]] = {
+    "allreduce": (1, 4, 16, 64), "reduce_scatter": (1, 2, 4, 8), "allgather": (1, 2, 4, 8)}
 
 Blocks = Sequence[tuple[int, int]]
 
@@ -255,7 +256,6 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Bloc
     return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks, segments))
 
 
-@register("pipeline")
 def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     """The chain's messages (:mod:`collectives.traffic`): AllReduce's ``S`` segments down
     the chain (reduced) and back; ReduceScatter's and AllGather's rounds of the module
@@ -295,3 +295,54 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     rounds = (q - 1) * segments + late
     return [Round(min(both, rounds), (right, left)),
             *([Round(rounds - both, (right,))] if rounds > both else [])]
+
+
+def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
+    """What selection tries: ``SEGMENTS_TRIED[collective]`` segments, divided by the
+    channels (rounded up), so that the vector is cut into as many pieces at any channel
+    count.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    channels : int
+        Channels.
+    ranks_per_node : int or None
+        Unused.
+
+    Returns
+    -------
+    tuple of Params
+    """
+    return tuple(with_channels(channels, (("segments", s),))
+                 for s in sorted({-(-s // channels) for s in SEGMENTS_TRIED[collective]}))
+
+
+def pieces(collective: str, nranks: int, params: Any) -> int:
+    """Messages' worth a channel cuts its vector into: ``segments`` of the vector
+    (AllReduce) or of every rank's block.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    nranks : int
+        Ranks.
+    params : mapping
+        The candidate's parameters.
+
+    Returns
+    -------
+    int
+    """
+    return params.get("segments", 1) * (1 if collective == "allreduce" else nranks)
+
+
+ALGORITHM = register(Algorithm(
+    name="pipeline", collectives=frozenset(BLOCK_COLLECTIVES), params={"segments": None},
+    resolve=resolve_params, traffic=traffic, steps=rank_steps, lanes=rank_lanes,
+    within_blocks=frozenset({"reduce_scatter", "allgather"}), candidates=candidates,
+    orders=rail_rings, pieces=pieces,
+    # coll_tuned_allreduce_decision.c: 2 is "nonoverlapping" (a reduce, then a broadcast)
+    ompi=ompi_ids({"allreduce": (2, "nonoverlapping")})))

@@ -76,18 +76,20 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from topology.channels import node_minor
+
 from ..layout import blocks_of
 from ..layout import split
-from ..schedule import Recv, Send, Step
-from ..traffic import Messages, Round, largest_part, register
+from ..registry import Algorithm, Params, ompi_ids, register
+from ..schedule import BLOCK_COLLECTIVES, Recv, Send, Step
+from ..traffic import Messages, Round, largest_part
 
-__all__ = ["PARAMS", "resolve_params", "rank_steps", "step_rounds", "traffic"]
-
-PARAMS: dict[str, Any] = {"doubling": False}
+__all__ = ["ALGORITHM", "resolve_params", "rank_steps", "step_rounds", "traffic", "candidates",
+           "ompi"]
 
 Range = tuple[int, int]
 Chunks = Callable[[int, int], list[Range]]
@@ -330,7 +332,6 @@ def _whole(count: np.ndarray) -> np.ndarray:
     return count
 
 
-@register("rhd")
 def traffic(collective: str, q: int, doubling: bool = False) -> list[Round]:
     """rhd's messages (:mod:`collectives.traffic`): the fold-in of the extra ranks, one
     class per mask of the halving and of the doubling (or of recursive doubling, the
@@ -392,3 +393,63 @@ def traffic(collective: str, q: int, doubling: bool = False) -> list[Round]:
     if len(paired):
         rounds.append(Round(1, (Messages(survivor[paired], lone[paired], fold_out, False),)))
     return rounds
+
+
+def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
+    """What selection tries: halving-doubling, and for AllReduce recursive doubling, on one
+    channel (channels would share its pairs; its orders already give every GPU its own
+    NIC).
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    channels : int
+        Channels.
+    ranks_per_node : int or None
+        Unused.
+
+    Returns
+    -------
+    tuple of Params
+    """
+    if channels > 1:
+        return ()
+    return ((), *(((("doubling", True),),) if collective == "allreduce" else ()))
+
+
+#: Open MPI coll/tuned's ids (coll_tuned_allreduce_decision.c,
+#: coll_tuned_allgather_decision.c, coll_tuned_reduce_scatter_block_decision.c)
+_OMPI = ompi_ids({"allreduce": (6, "rabenseifner"), "allgather": (3, "recursive_doubling"),
+                  "reduce_scatter": (2, "recursive_doubling")})
+
+
+def ompi(collective: str, params: Mapping[str, Any]) -> tuple[int, str]:
+    """Open MPI's id and name: Rabenseifner's algorithm, or with ``doubling=True`` Open
+    MPI's recursive doubling (allreduce algorithm 3).
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    params : mapping
+        The candidate's parameters.
+
+    Returns
+    -------
+    (int, str)
+
+    Examples
+    --------
+    >>> ompi("allreduce", {}), ompi("allreduce", {"doubling": True})
+    ((6, 'rabenseifner'), (3, 'recursive_doubling'))
+    """
+    if collective == "allreduce" and params.get("doubling"):
+        return 3, "recursive_doubling"
+    return _OMPI(collective, params)
+
+
+ALGORITHM = register(Algorithm(
+    name="rhd", collectives=frozenset(BLOCK_COLLECTIVES), params={"doubling": False},
+    resolve=resolve_params, traffic=traffic, steps=rank_steps, step_rounds=step_rounds,
+    candidates=candidates, orders=node_minor, ompi=ompi))

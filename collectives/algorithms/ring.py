@@ -13,18 +13,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from topology.channels import rail_rings
+
 from ..gcpause import gc_paused
+from ..registry import Algorithm, Params, ompi_ids, register, with_channels
 from ..rounds import Lane, Window, lane, merge_lanes
-from ..schedule import Step, new_recv, new_send
-from ..traffic import Messages, Round, largest_part, register
+from ..schedule import BLOCK_COLLECTIVES, Step, new_recv, new_send
+from ..traffic import Messages, Round, largest_part
 
-__all__ = ["PARAMS", "WITHIN_BLOCKS", "resolve_params", "rank_lanes", "rank_steps", "traffic"]
-
-#: collectives whose every operation lies in one rank's block and reads nothing but
-#: ``blocks``, so that :mod:`collectives.compose` may hand it blocks anywhere in the buffer
-WITHIN_BLOCKS: frozenset[str] = frozenset({"allreduce", "reduce_scatter", "allgather"})
-
-PARAMS: dict[str, Any] = {}
+__all__ = ["ALGORITHM", "resolve_params", "rank_lanes", "rank_steps", "traffic", "candidates"]
 
 
 def resolve_params(collective: str, nranks: int, count: int) -> dict[str, Any]:
@@ -124,7 +121,6 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
     return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks))
 
 
-@register("ring")
 def traffic(collective: str, q: int) -> list[Round]:
     """The ring's messages (:mod:`collectives.traffic`): ``q - 1`` rounds per phase, every
     position sending its largest block to the next (reduced there in the reduce-scatter).
@@ -146,3 +142,30 @@ def traffic(collective: str, q: int) -> list[Round]:
     hops = (v, (v + 1) % q, largest_part(q))
     phases = {"reduce_scatter": (True,), "allgather": (False,)}.get(collective, (True, False))
     return [Round(q - 1, (Messages(*hops, reduce, pieced=False),)) for reduce in phases]
+
+
+def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
+    """What selection tries: the ring, at any channel count (one ring per channel).
+
+    Parameters
+    ----------
+    collective : str
+        The collective (unused: the ring serves every one alike).
+    channels : int
+        Channels.
+    ranks_per_node : int or None
+        Unused.
+
+    Returns
+    -------
+    tuple of Params
+    """
+    return (with_channels(channels),)
+
+
+ALGORITHM = register(Algorithm(
+    name="ring", collectives=frozenset(BLOCK_COLLECTIVES), params={}, resolve=resolve_params,
+    traffic=traffic, steps=rank_steps, lanes=rank_lanes, within_blocks=frozenset(BLOCK_COLLECTIVES),
+    candidates=candidates, orders=rail_rings,
+    # coll_tuned_allreduce_decision.c, coll_tuned_allgather_decision.c: 4 is "ring"
+    ompi=ompi_ids({"allreduce": (4, "ring"), "allgather": (4, "ring")}), nccl="ring"))

@@ -73,7 +73,7 @@ then the heads of node ``k``'s children (NCCL's ``down[0..2]``: a rank has up to
 children). Rank ``km + i`` has the depth of its node plus ``i``, so both trees have depth
 ``m - 1 + ceil(log2 N)`` (NCCL's estimate ``nRanks/nNodes - 1 + log2i(nNodes)``). Every
 node-crossing edge joins two heads, so a rank order that puts each channel's own rail GPU
-first in each node (:func:`topology.channels.channel_orders`) has the channel cross
+first in each node (:func:`topology.channels.node_major`) has the channel cross
 between nodes on its own NIC only. ``ranks_per_node`` of None or 1 is the trees above
 over all ranks; ``m = p`` (one node) is a chain.
 
@@ -95,19 +95,22 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from topology.channels import equal_node_size, node_major
 from topology.checks import check_int
 
 from ..gcpause import gc_paused
 from ..layout import SEGMENT_ELEMENTS, split, splits
+from ..registry import Algorithm, Params, ompi_ids, register, with_channels
 from ..rounds import Lane, lane, merge_lanes
-from ..schedule import Op, Step, new_recv, new_send
-from ..traffic import Messages, Round, nested_part, register
+from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
+from ..traffic import Messages, Round, nested_part
 
-__all__ = ["PARAMS", "SEGMENT_ELEMENTS", "TreeNode", "resolve_params", "rank_lanes",
-           "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks", "tree_edges",
-           "traffic"]
+__all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
+           "rank_lanes", "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks",
+           "tree_edges", "traffic", "candidates", "node_params", "pieces"]
 
-PARAMS: dict[str, Any] = {"segments": None, "ranks_per_node": None}
+#: segments per half-vector selection tries (divided by the channels, rounded up)
+SEGMENTS_TRIED: tuple[int, ...] = (1, 4, 16)
 
 Range = tuple[int, int]
 
@@ -583,7 +586,6 @@ def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarr
     return tuple(np.array(column, dtype=np.int64) for column in zip(*rows))
 
 
-@register("tree")
 def traffic(collective: str, q: int, segments: int = 1,
             ranks_per_node: int | None = None) -> list[Round]:
     """The double binary tree's messages (:mod:`collectives.traffic`), round by round.
@@ -671,3 +673,70 @@ def _streams(collective: str, q: int,
     down = np.where(gathers & (inside >= q), -2, -1)
     kind = np.concatenate([inside if gathers else 0 * inside, down])
     return start, src, dst, kind
+
+
+def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
+    """What selection tries: :data:`SEGMENTS_TRIED` segments per half, divided by the
+    channels (rounded up), so that the vector is cut into as many pieces at any channel
+    count.
+
+    Parameters
+    ----------
+    collective : str
+        The collective (unused).
+    channels : int
+        Channels.
+    ranks_per_node : int or None
+        Unused (the machine's orders add it: :func:`node_params`).
+
+    Returns
+    -------
+    tuple of Params
+    """
+    return tuple(with_channels(channels, (("segments", s),))
+                 for s in sorted({-(-s // channels) for s in SEGMENTS_TRIED}))
+
+
+def node_params(topology: Any) -> dict[str, Any]:
+    """With :func:`topology.channels.node_major`'s orders on several nodes: the trees over
+    nodes (``ranks_per_node``), NCCL's trees with a chain in each node.
+
+    Parameters
+    ----------
+    topology : Topology
+        The machine.
+
+    Returns
+    -------
+    dict
+    """
+    size = equal_node_size(topology)
+    return {} if size is None else {"ranks_per_node": size}
+
+
+def pieces(collective: str, nranks: int, params: Any) -> int:
+    """Messages' worth a channel cuts its vector into: ``segments`` per half.
+
+    Parameters
+    ----------
+    collective : str
+        The collective.
+    nranks : int
+        Ranks (unused).
+    params : mapping
+        The candidate's parameters.
+
+    Returns
+    -------
+    int
+    """
+    return 2 * params.get("segments", 1)
+
+
+ALGORITHM = register(Algorithm(
+    name="tree", collectives=frozenset(BLOCK_COLLECTIVES),
+    params={"segments": None, "ranks_per_node": None}, resolve=resolve_params, traffic=traffic,
+    steps=rank_steps, lanes=rank_lanes, candidates=candidates, orders=node_major,
+    node_params=node_params, pieces=pieces, empty_sends=False,
+    # coll_tuned_allreduce_decision.c: 2 is "nonoverlapping" (a reduce, then a broadcast)
+    ompi=ompi_ids({"allreduce": (2, "nonoverlapping")})))

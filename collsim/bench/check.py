@@ -75,32 +75,38 @@ def values(rank: int, start: int, stop: int, op: str = "sum") -> np.ndarray:
 
 
 def rank_input(collective: str, rank: int, nranks: int, count: int, dtype: Any,
-               op: str = "sum") -> np.ndarray:
+               op: str = "sum", root: int = 0) -> np.ndarray:
     """The input rank ``rank`` passes to ``collective``, as a NumPy array of ``dtype``.
 
     Parameters
     ----------
-    collective : {"allreduce", "reduce_scatter", "allgather"}
+    collective : str
         The collective.
     rank, nranks : int
         This rank and the number of ranks.
     count : int
-        Elements per rank in the nccl-tests sense: the AllReduce vector, the
-        ReduceScatter output block, the AllGather input block.
+        Elements per rank in the nccl-tests sense: the AllReduce, Broadcast or Reduce
+        vector, the ReduceScatter output block, the AllGather input block, the AllToAll
+        block to each peer.
     dtype : numpy dtype or str
         The element type.
     op : {"sum", "prod", "max", "min"}
-        The reduction (AllGather ignores it).
+        The reduction (AllGather, Broadcast and AllToAll ignore it).
+    root : int, optional
+        Broadcast's root, whose vector every rank's buffer starts as at the root.
 
     Returns
     -------
     numpy.ndarray
-        ``count`` elements (AllReduce, AllGather) or ``nranks * count`` (ReduceScatter).
+        ``count`` elements (AllReduce, AllGather, Broadcast, Reduce) or ``nranks * count``
+        (ReduceScatter, AllToAll).
     """
     dtype = np.dtype(check_dtype(np.dtype(dtype)))
     if collective == "allgather":
         return values(rank, rank * count, (rank + 1) * count).astype(dtype)
-    whole = count * nranks if collective == "reduce_scatter" else count
+    if collective == "broadcast":
+        return values(root, 0, count).astype(dtype)
+    whole = count * nranks if collective in ("reduce_scatter", "alltoall") else count
     return values(rank, 0, whole, op).astype(dtype)
 
 
@@ -119,12 +125,14 @@ def _reduced(start: int, stop: int, nranks: int, op: str) -> np.ndarray:
 
 
 def expected(collective: str, rank: int, nranks: int, count: int, dtype: Any,
-             op: str = "sum") -> np.ndarray:
+             op: str = "sum", root: int = 0) -> np.ndarray:
     """What rank ``rank`` must hold after ``collective`` on the :func:`rank_input` inputs.
 
     AllReduce: the reduction of all ``count`` elements; ReduceScatter: block ``rank``
     of the reduction (``count`` elements); AllGather: every rank's input in rank order
-    (``nranks * count`` elements).  Integers wrap as the dtype does.
+    (``nranks * count`` elements); Broadcast: the root's vector; Reduce: the reduction at
+    the root, nothing elsewhere; AllToAll: block ``rank`` of every rank's input, in rank
+    order.  Integers wrap as the dtype does.
 
     Parameters
     ----------
@@ -139,7 +147,9 @@ def expected(collective: str, rank: int, nranks: int, count: int, dtype: Any,
     dtype : numpy dtype or str
         The element type.
     op : {"sum", "prod", "max", "min"}, optional
-        The reduction (AllGather ignores it).
+        The reduction (AllGather, Broadcast and AllToAll ignore it).
+    root : int, optional
+        The root of Broadcast and Reduce.
 
     Returns
     -------
@@ -158,10 +168,16 @@ def expected(collective: str, rank: int, nranks: int, count: int, dtype: Any,
     """
     dtype = np.dtype(check_dtype(np.dtype(dtype)))
     check_op(op)
-    if collective == "allgather":
-        blocks = [values(r, r * count, (r + 1) * count) for r in range(nranks)]
+    if collective in ("allgather", "alltoall"):
+        blocks = [values(r, (r if collective == "allgather" else rank) * count,
+                         ((r if collective == "allgather" else rank) + 1) * count)
+                  for r in range(nranks)]
         whole = np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
         return whole.astype(dtype)
+    if collective == "broadcast":
+        return values(root, 0, count).astype(dtype)
+    if collective == "reduce" and rank != root:
+        return np.zeros(0, dtype)
     start = rank * count if collective == "reduce_scatter" else 0
     reduced = _reduced(start, start + count, nranks, op)
     if dtype.kind in "iu":

@@ -94,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
         for dtype, op in runs:
             case = Case(args.collective, dtype, op, args.iters, args.warmup_iters,
                         bool(args.check), args.average, bool(args.blocking),
-                        bool(args.report_cputime))
+                        bool(args.report_cputime), args.root)
             rows = _rows(args, nranks, dtype)
             measured, skipped = sweep(case, args.algorithms, rows, comm, xp, world,
                                       lambda name, size: advance(f"{dtype} {op} {name} {size} B"))

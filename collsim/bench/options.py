@@ -17,17 +17,22 @@ flag                        meaning                                             
 ``-C/--report_cputime``     1: time until the calls are issued, not completed    0
 ``-t/--nthreads``           threads per rank (1 only: one thread drives a rank)  1
 ``-g/--ngpus``              GPUs per thread (1 only: one GPU per rank)           1
-``--collective``            allreduce, reduce_scatter, allgather (also the       allreduce
-                            nccl-tests names all_reduce, all_gather)
-``--algorithms``            ring tree rhd pipeline auto native                   all six
+``--collective``            allreduce, reduce_scatter, allgather, broadcast,     allreduce
+                            reduce, alltoall (also the nccl-tests names
+                            all_reduce, all_gather)
+``-r/--root``               the root of broadcast and reduce                     0
+``--algorithms``            those that serve the collective, auto, native        all
 ``--transport``             mpi or nccl                                          mpi
 ``--buffer``                numpy or cupy                                        numpy
 ``--ranks``                 ranks to launch when not already under mpirun        4
 ``--topology``              preset, topology file, ``calibrate`` or ``none``     calibrate
 ==========================  ===================================================  ==========
 
-Sizes follow nccl-tests: the full vector's bytes (the AllReduce buffer, the
-ReduceScatter input, the AllGather output), rounded down to whole elements on every rank.
+Sizes follow nccl-tests: the full vector's bytes (the AllReduce, Broadcast or Reduce
+buffer, the ReduceScatter input, the AllGather output, every rank's AllToAll send
+buffer), rounded down to whole elements on every rank.  Broadcast, Reduce and AllToAll run
+over MPI on NumPy buffers; Broadcast is in place and Reduce and AllToAll out of place, so
+their in-place columns repeat the out-of-place measurement.
 ``-a`` defaults to 3 (the slowest rank, as the OSU benchmarks report); nccl-tests'
 default is 1.
 """
@@ -41,10 +46,11 @@ from pathlib import Path
 import numpy as np
 
 from collectives.api import CHOICES
+from collectives.build import ALGORITHMS
 from collectives.ops import DTYPES, OPS
-from collectives.schedule import COLLECTIVES
+from collectives.schedule import BLOCK_COLLECTIVES, COLLECTIVES, ROOTED
 from ..args import (MAX_ITERS, MAX_TIMEOUT_S, UsageError, add_machine, add_sweep,
-                    check_distinct, check_memory, check_output, datatype,
+                    check_memory, check_output, datatype, served,
                     launch_limit, machine, parse_size, seconds, sweep, whole)
 
 __all__ = ["add_arguments", "parse_size", "sizes", "COLLECTIVE_NAMES", "TOPOLOGY_EXTRA",
@@ -60,6 +66,10 @@ TOPOLOGY_EXTRA = ("calibrate", "none")
 
 #: ``-a`` values: how the time of a row is made from the ranks' times (nccl-tests')
 AVERAGE = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
+
+
+#: collectives that reduce nothing (``-o`` is ``sum`` only, shown as ``none``)
+NO_OP = ("allgather", "broadcast", "alltoall")
 
 
 def _collective(text: str) -> str:
@@ -96,9 +106,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                       "--ranks"), default=1,
         help="GPUs per thread: 1 only (one per rank)")
     add("--collective", type=_collective, default="allreduce",
-        help="allreduce (all_reduce), reduce_scatter or allgather (all_gather)")
-    add("--algorithms", nargs="+", choices=CHOICES, default=list(CHOICES), metavar="ALGO",
-        help=f"algorithms to run, each with its own table (default: {' '.join(CHOICES)})")
+        help="allreduce (all_reduce), reduce_scatter, allgather (all_gather), broadcast, "
+             "reduce or alltoall")
+    add("-r", "--root", type=whole(0, launch_limit()), default=0,
+        help="the root rank of broadcast and reduce (default 0)")
+    add("--algorithms", nargs="+", choices=(*ALGORITHMS, "native", "auto"), default=None,
+        metavar="ALGO", help="algorithms to run, each with its own table (default: every "
+                             f"one that serves the collective; for allreduce "
+                             f"{' '.join(CHOICES)})")
     add("--transport", choices=("mpi", "nccl"), default="mpi",
         help="mpi (mpi4py) or nccl (needs --buffer cupy and one GPU per rank)")
     add("--buffer", choices=("numpy", "cupy"), default="numpy", help="array module of the buffers")
@@ -142,7 +157,7 @@ def ops(args: argparse.Namespace) -> list[str]:
     -------
     list of str
     """
-    if args.collective == "allgather":
+    if args.collective in NO_OP:
         return ["sum"]
     return sorted(OPS) if args.op == "all" else [args.op]
 
@@ -168,7 +183,9 @@ def check_args(args: argparse.Namespace, nranks: int | None = None) -> None:
         are checked as it is parsed.)
     """
     sweep(args)
-    check_distinct("--algorithms", args.algorithms)
+    args.algorithms = served("--algorithms", args.collective, args.algorithms,
+                             (*ALGORITHMS, "native", "auto"))
+    _check_collective(args, args.ranks if nranks is None else nranks)
     if args.datatype not in (*DTYPES, "all"):
         raise UsageError(f"-d {args.datatype} is not allowed with --buffer {args.buffer}: "
                          f"its arrays have no {args.datatype}; choose one of "
@@ -178,8 +195,9 @@ def check_args(args: argparse.Namespace, nranks: int | None = None) -> None:
     if args.buffer == "cupy" and importlib.util.find_spec("cupy") is None:
         raise UsageError("--buffer cupy is not allowed here: CuPy is not installed "
                          "(pip install cupy-cuda12x)")
-    if args.collective == "allgather" and args.op not in ("sum", "all"):
-        raise UsageError(f"-o {args.op} is not allowed for allgather, which reduces nothing")
+    if args.collective in NO_OP and args.op not in ("sum", "all"):
+        raise UsageError(f"-o {args.op} is not allowed for {args.collective}, which reduces "
+                         "nothing")
     if args.plot is not None and len(datatypes(args)) * len(ops(args)) > 1:
         raise UsageError(f"--plot {args.plot} is not allowed with -d all or -o all: a plot "
                          "draws one datatype and op")
@@ -188,6 +206,18 @@ def check_args(args: argparse.Namespace, nranks: int | None = None) -> None:
     _check_model(args, args.ranks if nranks is None else nranks)
     for flag in ("json", "csv", "plot"):
         check_output(f"--{flag}", getattr(args, flag))
+
+
+def _check_collective(args: argparse.Namespace, nranks: int) -> None:
+    """Broadcast, Reduce and AllToAll run over MPI on NumPy buffers; the root is a rank."""
+    if args.collective not in BLOCK_COLLECTIVES and (args.transport, args.buffer) != \
+            ("mpi", "numpy"):
+        raise UsageError(f"--collective {args.collective} is not allowed with --transport "
+                         f"{args.transport} --buffer {args.buffer}: it runs over mpi on numpy "
+                         "buffers")
+    if args.collective in ROOTED and args.root >= nranks:
+        raise UsageError(f"-r {args.root} is not allowed: the root must be one of the "
+                         f"{nranks} ranks")
 
 
 def _check_model(args: argparse.Namespace, nranks: int) -> None:
@@ -219,7 +249,8 @@ def sizes(minbytes: int, maxbytes: int, stepfactor: int, collective: str, nranks
     stepfactor : int
         Multiplier between sizes (>= 2).
     collective : str
-        The collective; only ``"allreduce"`` keeps sizes per rank unsplit.
+        The collective; AllReduce, Broadcast and Reduce keep sizes per rank unsplit,
+        the others count elements per rank's block (AllToAll: per peer).
     nranks : int
         Number of ranks.
     dtype : str
@@ -242,7 +273,7 @@ def sizes(minbytes: int, maxbytes: int, stepfactor: int, collective: str, nranks
     [(8, 2), (24, 6), (40, 10)]
     """
     itemsize = np.dtype(dtype).itemsize
-    per_count = itemsize * (1 if collective == "allreduce" else nranks)
+    per_count = itemsize * (1 if collective in ("allreduce", "broadcast", "reduce") else nranks)
     asked = sweep(argparse.Namespace(minbytes=minbytes, maxbytes=maxbytes,
                                      stepfactor=None if stepbytes else stepfactor,
                                      stepbytes=stepbytes, default_stepfactor=stepfactor))

@@ -129,7 +129,7 @@ def predict(collective: str, rows: Sequence[tuple[int, int]], nranks: int, dtype
     table = tuning_table(collective, model.topology, nranks, itemsize)
     predicted = []
     for nbytes, count in rows:
-        whole = count if collective == "allreduce" else count * nranks
+        whole = count if collective in ("allreduce", "broadcast", "reduce") else count * nranks
         choice = table.choice(whole * itemsize)
         best = {name: min((c for c in choice.candidates if c.algorithm == name),
                           key=lambda c: c.predicted_s) for name in names}

@@ -80,7 +80,9 @@ def document(case: Case, nranks: int, transport: str, buffer: str, rows: Sequenc
         mine = [row[key]["busbw_GBps"] for row in out_rows if row["algorithm"] == algorithm
                 for key in ("out_of_place", "in_place")]
         average[algorithm] = sum(mine) / len(mine)
+    rooted = {"root": case.root} if case.collective in ("broadcast", "reduce") else {}
     return {"collective": case.collective, "nranks": nranks, "dtype": case.dtype, "op": case.op,
+            **rooted,
             "transport": transport, "buffer": buffer, "iters": case.iters,
             "warmup": case.warmup, "check": case.check, "rows": out_rows, "skipped": skipped,
             "topology": topology, "predicted": predicted or [],
@@ -128,14 +130,15 @@ def table(doc: dict[str, Any], algorithm: str) -> str:
         The table, without a trailing newline.
     """
     type_name = TYPE_NAMES.get(doc["dtype"], doc["dtype"])
-    redop = "none" if doc["collective"] == "allgather" else doc["op"]
+    redop = "none" if doc["collective"] in ("allgather", "broadcast", "alltoall") else doc["op"]
+    root = doc.get("root", -1)
     lines = [f"# Algorithm: {algorithm}", _HEADER]
     wrong = 0
     for row in doc["rows"]:
         if row["algorithm"] != algorithm:
             continue
         lines.append(f"{row['size_B']:12d}  {row['count']:12d}  {type_name:>8}  {redop:>6}  "
-                     f"{-1:6d}" + _half(row["out_of_place"]) + _half(row["in_place"]))
+                     f"{root:6d}" + _half(row["out_of_place"]) + _half(row["in_place"]))
         wrong += (row["out_of_place"]["wrong"] or 0) + (row["in_place"]["wrong"] or 0)
     lines += [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
               f"# Avg bus bandwidth    : {doc['avg_busbw_GBps'].get(algorithm, 0.0):g} ",

@@ -12,7 +12,8 @@ back to back, under the same conditions), out of place and then in place:
    With ``report_cputime`` the time stops when the calls are issued, before the wait.
 
 This is nccl-tests' loop (its ``-n``/``-w``/``-c``/``-a``/``-z``/``-C``), with a barrier
-before every timed batch as in the OSU micro-benchmarks.
+before every timed batch as in the OSU micro-benchmarks.  Broadcast (in place), Reduce and
+AllToAll (out of place) have one placement each, which both columns show.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import collectives
 from collectives import api
+from collectives.schedule import BLOCK_COLLECTIVES
 from .check import count_wrong, expected, rank_input
 
 __all__ = ["Timing", "Row", "Case", "open_comm", "measure_row", "sweep"]
@@ -48,8 +51,8 @@ class Row:
 
 @dataclass(frozen=True)
 class Case:
-    """What every row of a run shares (``average``, ``blocking`` and ``report_cputime``
-    as nccl-tests' ``-a``, ``-z`` and ``-C``)."""
+    """What every row of a run shares (``average``, ``blocking``, ``report_cputime`` and
+    ``root`` as nccl-tests' ``-a``, ``-z``, ``-C`` and ``-r``)."""
 
     collective: str
     dtype: str
@@ -60,6 +63,7 @@ class Case:
     average: int = 3
     blocking: bool = False
     report_cputime: bool = False
+    root: int = 0
 
 
 def open_comm(transport: str, buffer: str, mpi_comm: Any) -> tuple[Any, Any]:
@@ -103,8 +107,20 @@ def open_comm(transport: str, buffer: str, mpi_comm: Any) -> tuple[Any, Any]:
 
 def _buffers(case: Case, xp: Any, rank: int, nranks: int, count: int,
              in_place: bool) -> tuple[Any, Any, Any]:
-    """``(sendbuf, recvbuf, result view)`` holding this rank's input, on ``xp``."""
-    mine = xp.asarray(rank_input(case.collective, rank, nranks, count, case.dtype, case.op))
+    """``(sendbuf, recvbuf, result view)`` holding this rank's input, on ``xp``: for
+    Broadcast the one buffer (the root's vector at the root, -1 elsewhere) twice."""
+    mine = xp.asarray(rank_input(case.collective, rank, nranks, count, case.dtype, case.op,
+                                 case.root))
+    if case.collective == "broadcast":
+        if rank != case.root:
+            mine[...] = -1
+        return mine, mine, mine
+    if case.collective == "reduce":
+        recv = xp.empty(count if rank == case.root else 0, dtype=mine.dtype)
+        return mine, recv, recv
+    if case.collective == "alltoall":
+        recv = xp.empty(mine.size, dtype=mine.dtype)
+        return mine, recv, recv
     if not in_place:
         out = count * nranks if case.collective == "allgather" else count
         recv = xp.empty(out, dtype=mine.dtype)
@@ -130,7 +146,7 @@ def _measure(case: Case, call: Callable[[Any, Any], Any], xp: Any, mpi_comm: Any
     call(send, recv)
     wrong = None
     if case.check:
-        want = expected(case.collective, rank, nranks, count, case.dtype, case.op)
+        want = expected(case.collective, rank, nranks, count, case.dtype, case.op, case.root)
         wrong = mpi_comm.allreduce(count_wrong(result, want), op=MPI.SUM)
     for _ in range(case.warmup):
         call(send, recv)
@@ -191,14 +207,29 @@ def measure_row(case: Case, algorithm: str, comm: Any, xp: Any, mpi_comm: Any,
         From the collective, on every rank alike and before any communication, when the
         algorithm cannot run this dtype or op (e.g. ``native`` on a dtype MPI lacks).
     """
+    call = _caller(case, algorithm, comm)
+    out_of_place = _measure(case, call, xp, mpi_comm, count, False)
+    if case.collective not in BLOCK_COLLECTIVES:  # one placement only (module docstring)
+        return Row(algorithm, nbytes, count, out_of_place, out_of_place)
+    return Row(algorithm, nbytes, count, out_of_place,
+               _measure(case, call, xp, mpi_comm, count, True))
+
+
+def _caller(case: Case, algorithm: str, comm: Any) -> Callable[[Any, Any], Any]:
+    """``call(sendbuf, recvbuf)``: one call of the case's collective."""
+    if case.collective == "broadcast":
+        return lambda send, recv: collectives.broadcast(recv, root=case.root, comm=comm,
+                                                        algorithm=algorithm)
+    if case.collective == "reduce":
+        return lambda send, recv: collectives.reduce(
+            send, recv if recv.size else None, root=case.root, op=case.op, comm=comm,
+            algorithm=algorithm)
+    if case.collective == "alltoall":
+        return lambda send, recv: collectives.alltoall(send, recv, comm=comm,
+                                                       algorithm=algorithm)
     function = getattr(api, case.collective)
     options = {} if case.collective == "allgather" else {"op": case.op}
-
-    def call(send: Any, recv: Any) -> Any:
-        return function(send, recv, comm=comm, algorithm=algorithm, **options)
-
-    return Row(algorithm, nbytes, count, _measure(case, call, xp, mpi_comm, count, False),
-               _measure(case, call, xp, mpi_comm, count, True))
+    return lambda send, recv: function(send, recv, comm=comm, algorithm=algorithm, **options)
 
 
 def sweep(case: Case, algorithms: Sequence[str], rows: Sequence[tuple[int, int]], comm: Any,

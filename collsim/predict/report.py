@@ -59,12 +59,12 @@ def compare(table: Any, sizes: list[int], measured: dict[tuple[int, str, str], f
     KeyError
         When ``measured`` lacks a point the table needs.
     """
-    from collectives import ALGORITHMS
+    from collectives.registry import names
 
     points = []
     for nbytes in sizes:
         choice = table.choice(nbytes)
-        for family in ALGORITHMS:
+        for family in names(composed=False, collective=table.collective):
             best = min((c for c in choice.candidates if c.algorithm == family),
                        key=lambda c: c.predicted_s)
             points.append({"nbytes": nbytes, "algorithm": family, "label": best.label,

@@ -21,6 +21,7 @@ import numpy as np
 from mpi4py import MPI
 
 import collectives
+from collectives.registry import names
 from collectives.executors import abort
 
 WORLD = MPI.COMM_WORLD
@@ -30,6 +31,11 @@ N = 40  # elements per rank's block
 Choice = tuple[str, dict[str, Any]]
 #: every algorithm the executors run without a machine description
 CHOICES: tuple[Choice, ...] = tuple((name, {}) for name in (*collectives.ALGORITHMS, "native"))
+
+
+def runs(choice: Choice, collective: str) -> bool:
+    """Whether ``choice`` runs ``collective`` (``native`` runs every one)."""
+    return choice[0] == "native" or choice[0] in names(collective=collective)
 #: choices of one algorithm that differ only in a parameter
 PARAMETERS: tuple[tuple[str, Choice, Choice], ...] = (
     ("allreduce", ("ring", {"channels": 1}), ("ring", {"channels": 2})),
@@ -55,8 +61,8 @@ def run(collective: str, choice: Choice, comm: Any) -> None:
 
 def cases() -> list[tuple[str, str, tuple[Choice, Choice], tuple[int, ...]]]:
     out = []
-    for collective in collectives.COLLECTIVES:
-        for a, b in itertools.permutations(CHOICES, 2):
+    for collective in collectives.BLOCK_COLLECTIVES:
+        for a, b in itertools.permutations([c for c in CHOICES if runs(c, collective)], 2):
             for pattern in patterns(SIZE):
                 out.append((f"{collective} {a[0]}/{b[0]} {pattern}", collective, (a, b),
                             pattern))

@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 
 import collectives
-from collectives import COLLECTIVES, build_schedule, interpret
+from collectives import BLOCK_COLLECTIVES, build_schedule, interpret
 from collectives.executors import transport_for
 from collectives.executors.compiled import supports
 from collectives.ops import ALL_DTYPES, ALL_OPS, DTYPES, OP_KINDS, OPS
+from collectives.registry import names
 
 SIZES_ALLREDUCE = lambda p: (0, 1, p - 1 if p > 2 else 2, 2 * p + 1, 1031)  # noqa: E731
 SIZES_PART = (0, 1, 3, 130)
@@ -59,14 +60,15 @@ def extra_cases(nranks: int) -> list[Case]:
     pairs = [(dtype, op) for dtype in (*ALL_DTYPES, *SWAPPED) for op in ALL_OPS
              if np.dtype(dtype).kind in OP_KINDS[op] and not (dtype in DTYPES and op in OPS)]
     out = []
+    reducing, gathering = (names(composed=False, collective=c) for c in ("allreduce", "allgather"))
     for i, (dtype, op) in enumerate(pairs):
-        algorithm = collectives.ALGORITHMS[i % len(collectives.ALGORITHMS)]
+        algorithm = reducing[i % len(reducing)]
         out += [Case("allreduce", algorithm, 2 * nranks + 3, dtype, op, "out"),
                 Case("reduce_scatter", algorithm, 3, dtype, op, "out")]
     for i, dtype in enumerate(d for d in (*ALL_DTYPES, *SWAPPED) if d not in DTYPES):
-        out.append(Case("allgather", collectives.ALGORITHMS[i % 4], 5, dtype, "sum", "out"))
+        out.append(Case("allgather", gathering[i % len(gathering)], 5, dtype, "sum", "out"))
     for i, op in enumerate(ALL_OPS):
-        out.append(Case("allreduce", collectives.ALGORITHMS[i % 4], 7, "int32", op, "out",
+        out.append(Case("allreduce", reducing[i % len(reducing)], 7, "int32", op, "out",
                         mpi_op=True))
     return out
 
@@ -76,8 +78,9 @@ def nccl_cases() -> list[Case]:
     (exact: summed, then divided) and floats (premultiplied: NCCL's own not bitwise)."""
     return [Case(collective, algorithm, 7, dtype, "avg", "out",
                  exact=dtype == "int32" or algorithm != "native")
-            for algorithm in (*collectives.ALGORITHMS, "native")
-            for collective in ("allreduce", "reduce_scatter") for dtype in ("int32", "float32")]
+            for collective in ("allreduce", "reduce_scatter")
+            for algorithm in (*names(composed=False, collective=collective), "native")
+            for dtype in ("int32", "float32")]
 
 
 def doubling_cases(nranks: int) -> list[Case]:
@@ -103,7 +106,9 @@ def cases(nranks: int, xp: str = "numpy", transport: str = "mpi") -> list[Case]:
     algorithms = (*collectives.ALGORITHMS, "native")
     out = []
     for algorithm in algorithms:
-        for collective in COLLECTIVES:
+        served = [c for c in BLOCK_COLLECTIVES
+                  if algorithm == "native" or algorithm in names(collective=c)]
+        for collective in served:
             sizes = SIZES_ALLREDUCE(nranks) if collective == "allreduce" else SIZES_PART
             for i, n in enumerate(sizes):
                 out.append(Case(collective, algorithm, n, "float32", "sum", MODES[i % 3]))
@@ -123,15 +128,15 @@ def cases(nranks: int, xp: str = "numpy", transport: str = "mpi") -> list[Case]:
         if "segments" in collectives.algorithm_params(algorithm):
             variants.append((("segments", 3),))
         out += [Case(collective, algorithm, n, "float64", "sum", "out", params=variant)
-                for collective in COLLECTIVES for variant in variants for n in (2, 50)]
+                for collective in served for variant in variants for n in (2, 50)]
     if nranks % 2 == 0:  # hier (every inner algorithm) and tree, two ranks per node
         out += [Case(collective, "hier", n, "float64", "sum", "out",
                      params=(("channels", channels), ("inner", inner), ("ranks_per_node", 2)))
-                for collective in COLLECTIVES for inner in ("ring", "tree", "rhd")
+                for collective in BLOCK_COLLECTIVES for inner in ("ring", "tree", "rhd")
                 for channels, n in ((1, 50), (2, 3))]
         out += [Case(collective, "tree", n, "float64", "sum", "out",  # trees over nodes of 2
                      params=(("channels", channels), ("ranks_per_node", 2), ("segments", 3)))
-                for collective in COLLECTIVES for channels, n in ((1, 50), (2, 3))]
+                for collective in BLOCK_COLLECTIVES for channels, n in ((1, 50), (2, 3))]
     return (out + doubling_cases(nranks) + (extra_cases(nranks) if xp == "numpy" else [])
             + (nccl_cases() if transport == "nccl" else []))
 
@@ -486,7 +491,7 @@ def run_handles(comm: Any, rank: int, nranks: int) -> list[str]:
     new contents of the same buffers, give the bytes the plain call gives; a freed one raises.
     ``check=False`` (native without hellos, bound once in a handle) gives the same bytes."""
     failures: list[str] = []
-    for collective in COLLECTIVES:
+    for collective in BLOCK_COLLECTIVES:
         part = 3
         whole = part if collective == "allreduce" else part * nranks
         size = part if collective == "allgather" else whole
@@ -526,7 +531,7 @@ def run_posted(comm: Any, rank: int, nranks: int) -> list[str]:
     failures: list[str] = []
     transport = transport_for(comm)
     count = 3 * nranks + 1
-    for algorithm in collectives.ALGORITHMS:
+    for algorithm in names(collective="allreduce", composed=False):
         plan = get_plan("allreduce", algorithm, nranks, rank, count, np.dtype("float64"), {})
         work = np.arange(count, dtype="float64") * (rank + 1)
         want = collectives.allreduce(work, comm=comm, algorithm=algorithm)
@@ -539,6 +544,111 @@ def run_posted(comm: Any, rank: int, nranks: int) -> list[str]:
         if bits(work) != bits(want):
             failures.append(f"rank {rank} {algorithm}: the posted walk gave {work[:4]}, the "
                             f"persistent one {want[:4]}")
+    return failures
+
+
+def exchange_cases(nranks: int) -> list[tuple[str, str, int, str, str, int]]:
+    """Broadcast, Reduce and AllToAll calls: ``(collective, algorithm, count, dtype, op,
+    root)``, every algorithm and MPI's own at two of the counts 0, 1 and a prime (a
+    block's for AllToAll) in turn, int32 and float64 in turn, the root (first, middle,
+    last) and Reduce's op in turn; the pytest side counts them too."""
+    roots = sorted({0, nranks // 2, nranks - 1})
+    out = []
+    for collective in ("broadcast", "reduce", "alltoall"):
+        for j, algorithm in enumerate((*names(collective=collective), "native")):
+            for i, count in enumerate(((0, 1, 97) * 2)[j % 3:j % 3 + 2]):
+                root = roots[(i + j) % len(roots)] if collective != "alltoall" else 0
+                op = ("sum", "max", "prod", "min")[(i + j) % 4] if collective == "reduce" \
+                    else "sum"
+                out.append((collective, algorithm, count, ("int32", "float64")[(i + j) % 2],
+                            op, root))
+    return out
+
+
+def _exchange_inputs(collective: str, count: int, dtype: str, nranks: int) -> list[np.ndarray]:
+    """Every rank's input, small integers (every reduction order exact)."""
+    size = count * nranks if collective == "alltoall" else count
+    return [np.random.default_rng([count, r, len(collective)]).integers(-3, 5, size).astype(dtype)
+            for r in range(nranks)]
+
+
+def _exchange_one(comm: Any, rank: int, nranks: int, case: tuple) -> np.ndarray | None:
+    collective, algorithm, count, dtype, op, root = case
+    mine = _exchange_inputs(collective, count, dtype, nranks)[rank]
+    if collective == "broadcast":
+        buf = mine.copy() if rank == root else np.full(count, 7, dtype)
+        return collectives.broadcast(buf, root=root, comm=comm, algorithm=algorithm)
+    if collective == "reduce":
+        return collectives.reduce(mine, root=root, op=op, comm=comm, algorithm=algorithm)
+    return collectives.alltoall(mine, comm=comm, algorithm=algorithm)
+
+
+def _exchange_expected(rank: int, nranks: int, case: tuple) -> np.ndarray | None:
+    collective, algorithm, count, dtype, op, root = case
+    data = _exchange_inputs(collective, count, dtype, nranks)
+    if collective == "reduce" and rank != root:
+        return None
+    name = "binomial" if algorithm == "native" else algorithm
+    name = "pairwise" if algorithm == "native" and collective == "alltoall" else name
+    schedule = build_schedule(collective, name, nranks, count,
+                              **({} if collective == "alltoall" else {"root": root}))
+    inputs = [d if collective != "broadcast" or r == root else d[:0] for r, d in enumerate(data)]
+    return interpret(schedule, inputs, op)[rank]
+
+
+def _skewed(nranks: int, seed: int) -> np.ndarray:
+    """An AllToAllv's counts, ``counts[i][j]`` from rank ``i`` to ``j``: a few heavy pairs,
+    some empty (a MoE dispatch's shape)."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 9, (nranks, nranks)) * (rng.random((nranks, nranks)) < 0.6)
+
+
+def run_exchange(comm: Any, rank: int, nranks: int) -> list[str]:
+    """Every :func:`exchange_cases` call bitwise against the interpreter and against MPI's
+    own (MPI_Bcast, MPI_Reduce, MPI_Alltoall); AllToAllv with skewed counts and gapped
+    displacements against the interpreter and MPI_Alltoallv; disagreeing counts raise on
+    every rank, a bad root before any communication."""
+    failures: list[str] = []
+    for case in exchange_cases(nranks):
+        try:
+            got = _exchange_one(comm, rank, nranks, case)
+            want = _exchange_expected(rank, nranks, case)
+            if (got is None) != (want is None) or \
+                    (want is not None and bits(np.asarray(got)) != bits(want)):
+                failures.append(f"rank {rank} {case}: {got} != {want}")
+        except Exception as error:
+            failures.append(f"rank {rank} {case}: {type(error).__name__}: {error}")
+    for seed in range(1):
+        counts = _skewed(nranks, seed)
+        sends, recvs = counts[rank], counts[:, rank]
+        sdispls = np.cumsum(sends + 1) - sends - 1  # one element of gap before each block
+        rdispls = np.cumsum(recvs + 2) - recvs - 2
+        send = np.arange(sends.sum() + nranks, dtype="float32") + 100 * rank
+        results = []
+        for algorithm in ("pairwise", "linear", "native"):
+            recv = np.full(recvs.sum() + 2 * nranks, -1, "float32")
+            collectives.alltoallv(send, sends.tolist(), sdispls.tolist(), recv, recvs.tolist(),
+                                  rdispls.tolist(), comm=comm, algorithm=algorithm)
+            results.append(recv)
+        want = np.full_like(results[0], -1)
+        for i in range(nranks):
+            theirs = np.cumsum(counts[i] + 1) - counts[i] - 1
+            block = (np.arange(counts[i].sum() + nranks, dtype="float32") + 100 * i)[
+                theirs[rank]:theirs[rank] + counts[i][rank]]
+            want[rdispls[i]:rdispls[i] + counts[i][rank]] = block
+        for algorithm, got in zip(("pairwise", "linear", "native"), results):
+            if bits(got) != bits(want):
+                failures.append(f"rank {rank} alltoallv {algorithm} seed {seed}: {got} != {want}")
+    if nranks > 1:
+        spaced = [2 * i for i in range(nranks)]  # rank 1 expects 2 from rank 0, sent 1
+        expect_error(failures, collectives.ArgumentMismatchError,
+                     "alltoallv: rank 1 expects 2 elements from rank 0", collectives.alltoallv,
+                     np.ones(nranks, "float32"), [1] * nranks, list(range(nranks)),
+                     np.ones(2 * nranks, "float32"), [1 + (rank == 1 and i == 0)
+                                                       for i in range(nranks)],
+                     spaced, comm=comm)
+    expect_error(failures, ValueError, f"root={nranks} is not allowed", collectives.broadcast,
+                 np.ones(4), root=nranks, comm=comm, algorithm="binomial")
     return failures
 
 
@@ -575,6 +685,7 @@ def main() -> None:
         failures += run_call_cache(comm, nranks, transport)
         failures += run_handles(comm, rank, nranks)
         failures += run_posted(comm, rank, nranks)
+        failures += run_exchange(comm, rank, nranks)
     all_failures = world.gather(failures, root=0)
     all_digests = world.gather(digests, root=0)
     if rank == 0:
@@ -587,6 +698,8 @@ def main() -> None:
         summary = {"transport": transport.name, "xp": args.xp, "managed": args.managed,
                    "nranks": nranks,
                    "cases": len(matrix), "runs": runs, "walks": walks,
+                   "exchange_cases": len(exchange_cases(nranks))
+                   if args.transport == "mpi" and xp is np else 0,
                    "failures": merged[:30],
                    "failure_count": len(merged),
                    "cuda_aware": cuda_aware() if args.xp == "cupy" else None}

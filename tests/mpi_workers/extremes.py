@@ -16,11 +16,14 @@ import numpy as np
 from mpi4py import MPI
 
 import collectives
+from collectives.registry import names
 
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 PART = 41  # elements per rank's block
-CHOICES = (*((name, {}) for name in (*collectives.ALGORITHMS, "native", "auto")),
+#: every reducing algorithm (those that run AllReduce run ReduceScatter too)
+CHOICES = (*((name, {}) for name in (*names(composed=False, collective="allreduce"), "native",
+                                     "auto")),
            ("rhd", {"doubling": True}), ("ring", {"channels": 2}))
 
 

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 import collectives
-from collectives import COLLECTIVES, build_schedule, interpret
+from collectives import BLOCK_COLLECTIVES, build_schedule, interpret
 from collectives.executors.plan import Plan, PlanStep, get_plan
+from collectives.registry import names
 
 #: calls per case in the replay check: the first runs directly, the second is captured
 ROUNDS = 4
@@ -88,12 +89,12 @@ def run_self_plan(comm: Any, xp: Any) -> list[str]:
 def replay_cases(nranks: int) -> list[tuple[str, str, int, int, int]]:
     """``(algorithm, collective, working count, input size, output size)`` per replay case."""
     part, out = 5, []
-    for algorithm in collectives.ALGORITHMS:
-        for collective in COLLECTIVES:
-            whole = part * nranks if collective != "allreduce" else part * nranks + 1
-            size = part if collective == "allgather" else whole
-            result = {"allreduce": whole, "reduce_scatter": part, "allgather": whole}[collective]
-            out.append((algorithm, collective, whole, size, result))
+    for algorithm, collective in ((a, c) for a in collectives.ALGORITHMS for c in BLOCK_COLLECTIVES
+                                  if a in names(collective=c)):
+        whole = part * nranks if collective != "allreduce" else part * nranks + 1
+        size = part if collective == "allgather" else whole
+        result = {"allreduce": whole, "reduce_scatter": part, "allgather": whole}[collective]
+        out.append((algorithm, collective, whole, size, result))
     return out
 
 
@@ -140,7 +141,7 @@ def bfloat16(comm: Any, xp: Any, nranks: int) -> tuple[list[str], bool]:
     except (ImportError, TypeError, ValueError):
         return [], False
     failures = []
-    for algorithm in ("native", "auto", *collectives.ALGORITHMS):
+    for algorithm in ("native", "auto", *names(composed=False, collective="allreduce")):
         send = xp.asarray(np.full(6, comm.rank + 1, ml_dtypes.bfloat16))
         got = collectives.allreduce(send, comm=comm, algorithm=algorithm).get()
         if not (got.astype(np.float32) == nranks * (nranks + 1) / 2).all():

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import collectives
+from collectives.registry import names
 
 #: AllReduce elements; ReduceScatter and AllGather use blocks of COUNT // nranks + 1
 COUNT = 6720
@@ -65,8 +66,8 @@ def cases() -> list[tuple[str, str, dict[str, Any]]]:
     """``(collective, algorithm, parameters)`` per case: every algorithm and native, and
     recursive doubling (which reduces into what a step sends)."""
     out: list[tuple[str, str, dict[str, Any]]] = [
-        (collective, algorithm, {}) for algorithm in (*collectives.ALGORITHMS, "native")
-        for collective in collectives.COLLECTIVES]
+        (collective, algorithm, {}) for collective in collectives.BLOCK_COLLECTIVES
+        for algorithm in (*names(composed=False, collective=collective), "native")]
     return [*out, ("allreduce", "rhd", {"doubling": True})]
 
 
