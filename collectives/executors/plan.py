@@ -209,23 +209,14 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
         return plan
     schedule = build_schedule(collective, algorithm, nranks, count, **params)
     steps, scratch_count = compile_steps(schedule.steps(rank), dtype.itemsize)
-<<<<<<< HEAD
-    plan = Plan(collective, algorithm, nranks, rank, count, dtype.name, schedule.params, steps,
-                scratch_count, slice(*input_range(collective, count, nranks, rank)),
-                slice(*output_range(collective, count, nranks, rank)))
-    cache[key] = plan
-    if len(cache) > PLAN_CACHE_SIZE:
-        cache.popitem(last=False)
-=======
     given = schedule.param_dict
     plan = Plan(collective, algorithm, nranks, rank, schedule.elements, dtype.name,
                 schedule.params, steps, scratch_count,
                 slice(*input_range(collective, count, nranks, rank, given)),
                 slice(*output_range(collective, count, nranks, rank, given)))
-    _cache[key] = plan
-    if len(_cache) > PLAN_CACHE_SIZE:
-        _cache.popitem(last=False)
->>>>>>> coll25
+    cache[key] = plan
+    if len(cache) > PLAN_CACHE_SIZE:
+        cache.popitem(last=False)
     return plan
 
 
