@@ -300,15 +300,19 @@ def register(entry: Algorithm) -> Algorithm:
     return entry
 
 
+_LOADED: dict[str, Algorithm] = {}
+
+
 def _loaded() -> dict[str, Algorithm]:
     """The registry with every module of :data:`collectives.algorithms.MODULES` imported,
-    in that order."""
-    from .algorithms import MODULES
+    in that order (imported once)."""
+    if not _LOADED:
+        from .algorithms import MODULES
 
-    for module in MODULES:
-        if module not in _REGISTRY:
+        for module in MODULES:
             importlib.import_module(f"{__package__}.algorithms.{module}")
-    return {name: _REGISTRY[name] for name in MODULES}
+        _LOADED.update((name, _REGISTRY[name]) for name in MODULES)
+    return _LOADED
 
 
 def algorithms(composed: bool | None = None, collective: str | None = None

@@ -11,6 +11,7 @@ import pytest
 
 import topology
 from collectives.api import CHOICES
+from collsim.args import served
 from collsim.bench.options import sizes
 from collsim.launch import run_mpi
 from simulator import select
@@ -57,7 +58,8 @@ def test_plain_command_launches_mpirun_for_every_algorithm(tmp_path: Path) -> No
                             capture_output=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     doc = json.loads(out.read_text())
-    _check_run(result.stdout, doc, list(CHOICES), 2, sizes(8, 4096, 8, "allreduce", 2, "float32"))
+    ran = served("--algorithms", "allreduce", None, CHOICES)  # every one that runs AllReduce
+    _check_run(result.stdout, doc, ran, 2, sizes(8, 4096, 8, "allreduce", 2, "float32"))
     assert [entry["size_B"] for entry in doc["predicted"]] == [8, 64, 512, 4096]
     assert "predicted on flat" in result.stdout
     for entry in doc["predicted"]:  # the predicted column is select's choice on the model

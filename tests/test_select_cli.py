@@ -17,7 +17,7 @@ def test_select_prints_crossovers_and_writes_exports(tmp_path: Path, capsys) -> 
     out = capsys.readouterr().out
     assert status == 0
     assert "allreduce on flat(6): 6 ranks" in out and "allgather on flat(6)" in out
-    assert "crossovers:" in out and "rhd -> ring" in out
+    assert "crossovers:" in out and "rhd(doubling=True) -> ring" in out  # the AllReduce's
     assert "1024" in out and "1048576" in out and "2097152" not in out
     assert read_nccl_csv(csv.read_text()) == []  # NCCL's own model is not known on flat
     assert set(read_ompi_rules(rules.read_text())) == {0, 2}

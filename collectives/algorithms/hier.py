@@ -165,18 +165,7 @@ def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tu
     """What selection tries on nodes of ``ranks_per_node`` ranks: an inner algorithm of
     :data:`INNER_TRIED` (the tree on one channel only) and a ring in each node.
 
-    Parameters
-    ----------
-    collective : str
-        The collective (unused).
-    channels : int
-        Channels.
-    ranks_per_node : int or None
-        The nodes' size; None: hier does not apply.
-
-    Returns
-    -------
-    tuple of Params
+    Its arguments are those :mod:`collectives.registry` describes.
     """
     if ranks_per_node is None:
         return ()

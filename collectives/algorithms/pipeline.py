@@ -302,18 +302,7 @@ def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tu
     channels (rounded up), so that the vector is cut into as many pieces at any channel
     count.
 
-    Parameters
-    ----------
-    collective : str
-        The collective.
-    channels : int
-        Channels.
-    ranks_per_node : int or None
-        Unused.
-
-    Returns
-    -------
-    tuple of Params
+    Its arguments are those :mod:`collectives.registry` describes.
     """
     return tuple(with_channels(channels, (("segments", s),))
                  for s in sorted({-(-s // channels) for s in SEGMENTS_TRIED[collective]}))
@@ -323,18 +312,7 @@ def pieces(collective: str, nranks: int, params: Any) -> int:
     """Messages' worth a channel cuts its vector into: ``segments`` of the vector
     (AllReduce) or of every rank's block.
 
-    Parameters
-    ----------
-    collective : str
-        The collective.
-    nranks : int
-        Ranks.
-    params : mapping
-        The candidate's parameters.
-
-    Returns
-    -------
-    int
+    Its arguments are those :mod:`collectives.registry` describes.
     """
     return params.get("segments", 1) * (1 if collective == "allreduce" else nranks)
 

@@ -400,18 +400,7 @@ def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tu
     channel (channels would share its pairs; its orders already give every GPU its own
     NIC).
 
-    Parameters
-    ----------
-    collective : str
-        The collective.
-    channels : int
-        Channels.
-    ranks_per_node : int or None
-        Unused.
-
-    Returns
-    -------
-    tuple of Params
+    Its arguments are those :mod:`collectives.registry` describes.
     """
     if channels > 1:
         return ()

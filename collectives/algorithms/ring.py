@@ -147,18 +147,7 @@ def traffic(collective: str, q: int) -> list[Round]:
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
     """What selection tries: the ring, at any channel count (one ring per channel).
 
-    Parameters
-    ----------
-    collective : str
-        The collective (unused: the ring serves every one alike).
-    channels : int
-        Channels.
-    ranks_per_node : int or None
-        Unused.
-
-    Returns
-    -------
-    tuple of Params
+    Its arguments are those :mod:`collectives.registry` describes.
     """
     return (with_channels(channels),)
 

@@ -680,18 +680,7 @@ def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tu
     channels (rounded up), so that the vector is cut into as many pieces at any channel
     count.
 
-    Parameters
-    ----------
-    collective : str
-        The collective (unused).
-    channels : int
-        Channels.
-    ranks_per_node : int or None
-        Unused (the machine's orders add it: :func:`node_params`).
-
-    Returns
-    -------
-    tuple of Params
+    Its arguments are those :mod:`collectives.registry` describes.
     """
     return tuple(with_channels(channels, (("segments", s),))
                  for s in sorted({-(-s // channels) for s in SEGMENTS_TRIED}))
@@ -717,18 +706,7 @@ def node_params(topology: Any) -> dict[str, Any]:
 def pieces(collective: str, nranks: int, params: Any) -> int:
     """Messages' worth a channel cuts its vector into: ``segments`` per half.
 
-    Parameters
-    ----------
-    collective : str
-        The collective.
-    nranks : int
-        Ranks (unused).
-    params : mapping
-        The candidate's parameters.
-
-    Returns
-    -------
-    int
+    Its arguments are those :mod:`collectives.registry` describes.
     """
     return 2 * params.get("segments", 1)
 
