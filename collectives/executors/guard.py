@@ -54,9 +54,14 @@ __all__ = ["CommunicatorBrokenError", "TagCodec", "SignedStep", "SignedPlan", "s
 SEQUENCE_BITS = 6
 
 #: (field, known values, bits) packed above the sequence number, lowest first
+#: (op and dtype leave room for values the call may name beyond the known ones; the
+#: collective and the algorithm take as many bits as the registry's names need, so that
+#: each has its own code and a mismatch names it)
 _FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
-    ("collective", COLLECTIVES, 2), ("op", tuple(OPS), 4), ("dtype", DTYPES, 5),
-    ("algorithm", (*ALGORITHMS, "native", *COMPOSED), 3))
+    ("collective", COLLECTIVES, max(2, (len(COLLECTIVES) - 1).bit_length())),
+    ("op", tuple(OPS), 4), ("dtype", DTYPES, 5),
+    ("algorithm", (*ALGORITHMS, "native", *COMPOSED),
+     max(3, (len(ALGORITHMS) + len(COMPOSED)).bit_length())))
 
 #: bits of the checksum of count and parameters (the rest of a 31-bit tag)
 _CHECKSUM_BITS = 31 - SEQUENCE_BITS - sum(bits for _, _, bits in _FIELDS)
