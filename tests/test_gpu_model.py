@@ -259,10 +259,12 @@ def test_nccl_settings_set_the_flows_a_nic_carries() -> None:
         cluster = topology.dgx_h100(2, gpu_model=with_settings(MODEL, env))
         assert nic_flows(cluster) == flows, env
         effective, _ = gpu_terms(cluster, "Simple")
-        nic = next(link for link in effective.links if link.src == "n0.nic0")
+        nic = next(link for link in effective.links
+                   if link.src == "n0.nic0" and link.kind == "ib")
         assert nic.bandwidth_Bps == pytest.approx(min(50e9 * ib.efficiency, flows * ib.flow_Bps),
                                                   rel=1e-12), env
-        spine = max(effective.links, key=lambda link: link.bandwidth_Bps)
+        spine = max((link for link in effective.links if link.kind == "ib"),
+                    key=lambda link: link.bandwidth_Bps)
         assert spine.bandwidth_Bps == pytest.approx(200e9 * ib.efficiency, rel=1e-12)
     assert nic_flows(topology.dgx_h100(1)) == 0
     for env in ({"NCCL_MIN_CTAS": "0"}, {"NCCL_IB_QPS_PER_CONNECTION": "two"},
