@@ -44,7 +44,8 @@ from topology.channels import nics_per_node
 __all__ = ["SETTINGS", "protocols", "resolve_protocol", "gpu_terms", "link_figures",
            "hidden_latency", "nic_flows", "with_settings"]
 
-#: NCCL's environment variables the model prices -> (the GpuModel field, bounds, how).
+#: NCCL's environment variables the model prices -> (the GpuModel field, bounds, how:
+#: a lower or upper bound of the channels, or the value).
 #: NCCL docs (user-guide/docs/env.html): NCCL_MIN_CTAS / NCCL_MAX_CTAS (since 2.17; the
 #: older NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS) bound the CTAs of a kernel, one CTA per
 #: channel, up to MAXCHANNELS (64, src/include/device.h); NCCL_IB_QPS_PER_CONNECTION
@@ -252,11 +253,9 @@ def _flow_caps(topology: Topology) -> np.ndarray:
     assert model is not None
     nics = {d.id for d in topology.devices if d.kind == "nic"}
     flows = nic_flows(topology)
-    rates = {f.kind: f.flow_Bps for f in model.links}
-    return np.array([flows * rates[link.kind]
-                     if rates.get(link.kind) is not None and flows
-                     and (link.src in nics or link.dst in nics) else np.inf
-                     for link in topology.links])
+    caps = {f.kind: flows * f.flow_Bps for f in model.links if f.flow_Bps is not None}
+    return np.array([caps.get(link.kind, np.inf) if flows and nics & {link.src, link.dst}
+                     else np.inf for link in topology.links])
 
 
 def nic_flows(topology: Any) -> int:
@@ -321,12 +320,12 @@ def with_settings(model: GpuModel, settings: Mapping[str, str]) -> GpuModel:
     >>> tuned.channels, tuned.qps_per_connection
     (24, 2)
     """
-    fields = {"channels": model.channels, "qps_per_connection": model.qps_per_connection}
+    channels, qps = model.channels, model.qps_per_connection
     low_ctas, high_ctas = 1, 64
     for name, value in settings.items():
         if name not in SETTINGS:
             continue
-        field, low, high, how = SETTINGS[name]
+        _, low, high, how = SETTINGS[name]
         text = str(value).strip()
         if not text.isdigit() or not low <= int(text) <= high:
             raise ValueError(f"{name}={value!r} is not allowed; it must be a whole number "
@@ -336,9 +335,9 @@ def with_settings(model: GpuModel, settings: Mapping[str, str]) -> GpuModel:
         elif how == "max":
             high_ctas = min(high_ctas, int(text))
         else:
-            fields[field] = int(text)
-    fields["channels"] = min(max(fields["channels"], low_ctas), high_ctas)
-    return dataclasses.replace(model, **fields)
+            qps = int(text)
+    return dataclasses.replace(model, channels=min(max(channels, low_ctas), high_ctas),
+                               qps_per_connection=qps)
 
 
 def hidden_latency(latency_s: Any, nbytes: Any, rate_Bps: Any, slot_bytes: float | None) -> Any:
