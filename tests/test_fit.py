@@ -13,6 +13,7 @@ import pytest
 
 import topology
 from collsim.cli import main
+from collsim.fit.cli import summary
 from collsim.fit.figures import FIGURES, apply, check, curve_of, fit, preset_of
 from collsim.fit.logs import read_log
 from simulator.fidelity import Curve, Rule, machine, predict
@@ -129,11 +130,18 @@ def test_fit_writes_a_machine_select_and_check_take(tmp_path: Path,
     assert float(re.fullmatch(pattern, fitted)[1]) < float(re.fullmatch(pattern, preset)[1])
 
 
-def test_check_scores_as_the_model_predicts() -> None:
+def test_check_scores_as_the_model_predicts(capsys: pytest.CaptureFixture) -> None:
     curve = curve_of(read_log(LOGS / "h100_2node_ring.log"))
     predicted, score = check(curve, preset_of("H100"))
     assert [t for *_, t in predicted] == [t for *_, t in predict(curve)]
     assert score.compared == len(curve.nbytes) and score.geomean_small is None
+    # the log's settings are the run's; --env states others in their place
+    log = str(LOGS / "h100_2node_ring.log")
+    lines = {}
+    for env in ([], ["--env", "NCCL_IB_QPS_PER_CONNECTION=1", "--env", "NCCL_MIN_CTAS=16"]):
+        assert main(["fit", "--machine", "dgx-h100", "--check", log, *env]) == 0
+        lines[len(env)] = capsys.readouterr().out.strip().splitlines()[-1]
+    assert lines[0] == summary(score) != lines[4]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -149,6 +157,12 @@ def test_check_scores_as_the_model_predicts() -> None:
      "ran on H100; --machine 'dgx-a100' is an A100 machine"),
     (["fit", "LOGS/h100_2node_ring.log", "--output", "OUT", "--proto", "LL64"],
      "argument --proto: 'LL64' is not allowed; it must be one of LL, LL128, Simple"),
+    (["fit", "LOGS/h100_2node_ring.log", "--output", "OUT", "--env", "MIN_CTAS=4"],
+     "argument --env: 'MIN_CTAS=4' is not allowed; it must be NCCL_NAME=VALUE"),
+    (["fit", "--machine", "dgx-h100", "--check", "LOGS/h100_2node_ring.log", "--env",
+      "NCCL_IB_QPS_PER_CONNECTION=0"],
+     "h100_2node_ring.log: NCCL_IB_QPS_PER_CONNECTION='0' is not allowed; it must be a "
+     "whole number from 1 to 128"),
 ])
 def test_bad_arguments_end_in_one_line(argv: list[str], message: str, tmp_path: Path,
                                        capsys: pytest.CaptureFixture) -> None:
