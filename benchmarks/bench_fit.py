@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from collsim.fit.figures import FIGURES, check, fit, preset_of
-from simulator.fidelity import DATA_DIR, Curve, read_curve
+from simulator.fidelity import DATA_DIR, read_curve
 
 #: curves of one cluster: (group, why, curve stems)
 GROUPS = (
@@ -37,13 +37,6 @@ GROUPS = (
 
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
-
-
-def _settings(curve: Curve) -> set[str]:
-    """The NCCL settings a curve was run with, besides the algorithm and protocol."""
-    return {part for part in curve.header.get("algorithm", "").replace(",", " ").split()
-            if part.startswith("NCCL_") and "=" in part
-            and not part.startswith(("NCCL_ALGO=", "NCCL_PROTO="))}
 
 
 def _figure(name: str, value: float, determined: float) -> str:
@@ -79,7 +72,8 @@ def main() -> None:
                     continue
                 _, fitted = check(curves[other], result.model)
                 _, preset = check(curves[other], preset_of(curves[other].gpu))
-                same = "yes" if _settings(curves[other]) == _settings(curves[fitted_on]) else "no"
+                same = "yes" if curves[other].priced_settings == curves[fitted_on].priced_settings \
+                    else "no"
                 rows.append(f"| {fitted_on} | {other} | {same} | {_percent(fitted.geomean)} | "
                             f"{_percent(fitted.geomean_small)} | "
                             f"{_percent(fitted.geomean_large)} | {_percent(preset.geomean)} | "

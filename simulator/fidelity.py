@@ -9,7 +9,10 @@ curve forced (``NCCL_ALGO=Ring``, ``NCCL_PROTO``), the ring on one node (see
 under the protocol NCCL's own cost model ranks first for it
 (:func:`simulator.nccl_tuner.nccl_choice`: NCCL runs what tuning.cc ranks first, not
 what is fastest on the machine; see :func:`predict`).  A curve launched with one
-process driving 8 GPUs (``-g 8``) is predicted with ``gpus_per_process=8``.  On several
+process driving 8 GPUs (``-g 8``) is predicted with ``gpus_per_process=8``, and one run
+with NCCL settings the GPU model prices (``NCCL_MIN_CTAS``, ``NCCL_IB_QPS_PER_CONNECTION``,
+...: :data:`simulator.gpu.SETTINGS`, named in the header's algorithm line) with those
+settings (:attr:`Curve.settings`, :func:`machine`).  On several
 nodes every candidate runs one channel per NIC of a node over
 :func:`topology.channel_orders`, as NCCL's rings and trees use every NIC
 (:func:`channel_count`).
@@ -43,6 +46,7 @@ from topology.channels import nics_per_node
 from . import nccl_algorithms
 from .channel_choice import schedule_params
 from .engine import simulate
+from .gpu import SETTINGS, with_settings
 from .gpu import protocols as gpu_protocols
 from .nccl_tuner import nccl_choice
 from .selection import candidates
@@ -51,6 +55,7 @@ if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
 __all__ = ["DATA_DIR", "RULES", "Curve", "Rule", "Score", "read_curve", "read_curves",
+           "settings_of",
            "machine", "predict", "score", "channel_count", "NCCL_ALGORITHMS", "Disagreement",
            "disagreements"]
 
@@ -118,6 +123,9 @@ class Curve:
         Measured time per size (out of place).
     rule : Rule
         What is compared.
+    settings : tuple of (str, str), optional
+        The NCCL environment the run was given besides ``NCCL_ALGO`` / ``NCCL_PROTO``
+        (``("NCCL_MIN_CTAS", "24")``, ...), sorted; default none (NCCL's defaults).
     """
 
     name: str
@@ -131,6 +139,12 @@ class Curve:
     nbytes: tuple[int, ...]
     time_s: tuple[float, ...]
     rule: Rule
+    settings: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def priced_settings(self) -> tuple[tuple[str, str], ...]:
+        """The :attr:`settings` the GPU model prices (:data:`simulator.gpu.SETTINGS`)."""
+        return tuple((k, v) for k, v in self.settings if k in SETTINGS)
 
     @property
     def nccl_algorithms(self) -> tuple[str, ...]:
@@ -190,6 +204,31 @@ def _header(lines: list[str]) -> dict[str, str]:
     return header
 
 
+_SETTING = re.compile(r"\b(NCCL_[A-Z0-9_]+)=([^\s,;]+)")
+
+
+def settings_of(text: str) -> tuple[tuple[str, str], ...]:
+    """The ``NCCL_X=value`` settings ``text`` names, besides ``NCCL_ALGO`` and
+    ``NCCL_PROTO``, sorted (the last value of a name repeated).
+
+    Parameters
+    ----------
+    text : str
+        E.g. a curve's algorithm line or a command line.
+
+    Returns
+    -------
+    tuple of (str, str)
+
+    Examples
+    --------
+    >>> settings_of("NCCL_ALGO=Ring, NCCL_MIN_CTAS=24, NCCL_IB_QPS_PER_CONNECTION=2")
+    (('NCCL_IB_QPS_PER_CONNECTION', '2'), ('NCCL_MIN_CTAS', '24'))
+    """
+    found = {k: v for k, v in _SETTING.findall(text) if k not in ("NCCL_ALGO", "NCCL_PROTO")}
+    return tuple(sorted(found.items()))
+
+
 def _forced(algorithm: str, key: str) -> str | None:
     """The value of ``key=`` in an algorithm line that starts with the settings."""
     if algorithm.startswith("NCCL default"):
@@ -239,7 +278,7 @@ def read_curve(path: str | Path | Traversable) -> Curve:
                  _forced(header.get("algorithm", ""), "NCCL_PROTO"),
                  tuple(int(r["bytes"]) for r in rows),
                  tuple(float(r["time_us"]) * 1e-6 for r in rows),
-                 RULES.get(stem, Rule()))
+                 RULES.get(stem, Rule()), settings_of(header.get("algorithm", "")))
 
 
 def read_curves(directory: str | Path | Traversable = DATA_DIR) -> list[Curve]:
@@ -260,7 +299,7 @@ def read_curves(directory: str | Path | Traversable = DATA_DIR) -> list[Curve]:
 
 
 def machine(curve: Curve, model: Any = None) -> topology.Topology:
-    """The preset of ``curve``'s GPU and node count, launched as the curve was.
+    """The preset of ``curve``'s GPU and node count, launched and set as the curve was.
 
     Parameters
     ----------
@@ -268,18 +307,25 @@ def machine(curve: Curve, model: Any = None) -> topology.Topology:
         The curve.
     model : topology.GpuModel, optional
         GPU figures in place of the preset's (e.g. fitted to the cluster's own logs,
-        :mod:`collsim.fit`); default the preset's.
+        :mod:`collsim.fit`), with NCCL's default settings; default the preset's.
 
     Returns
     -------
     topology.Topology
         :func:`topology.dgx_a100` or :func:`topology.dgx_h100` of ``curve.nodes`` nodes,
-        its GPU model with ``gpus_per_process`` of the curve.
+        its GPU model with ``gpus_per_process`` of the curve and the curve's settings
+        (:func:`simulator.gpu.with_settings`).
+
+    Raises
+    ------
+    ValueError
+        As :func:`simulator.gpu.with_settings`, for a setting out of NCCL's range.
     """
     build, preset = ((topology.dgx_a100, topology.DGX_A100_GPU) if curve.gpu == "A100"
                      else (topology.dgx_h100, topology.DGX_H100_GPU))
+    chosen = with_settings(preset if model is None else model, dict(curve.settings))
     return build(curve.nodes, gpu_model=dataclasses.replace(
-        preset if model is None else model, gpus_per_process=curve.gpus_per_process))
+        chosen, gpus_per_process=curve.gpus_per_process))
 
 
 def predict(curve: Curve, target: Any = None, only: Sequence[str] | None = None,

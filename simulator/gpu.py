@@ -18,6 +18,12 @@ what the transport's FIFO hides (:func:`hidden_latency`; the effective topology'
 channels, :attr:`topology.GpuModel.channels`, that each simulated channel stands for,
 whose slots move side by side).
 
+A link at a NIC whose kind has a flow rate (:attr:`topology.LinkFigures.flow_Bps`)
+carries at most its flows times that rate (:func:`nic_flows`: NCCL's channels on the NIC,
+each a connection, times the queue pairs of a connection).  The channels and queue pairs
+are settings of the run, not figures of the machine: :func:`with_settings` reads them
+from NCCL's environment variables (:data:`SETTINGS`).
+
 Both engines and the closed forms read the same effective topology and add the same
 call cost, so they agree with the GPU terms on exactly as they do without them; a
 topology without a GPU model (``flat``, host models, files without ``[gpu]``) is played
@@ -26,16 +32,37 @@ as it is.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from collectives.registry import names
-from topology import Link, Topology
+from topology import GpuModel, Link, Topology
+from topology.channels import nics_per_node
 from topology.errors import TopologyError
 
-__all__ = ["protocols", "resolve_protocol", "gpu_terms", "link_figures", "hidden_latency"]
+__all__ = ["SETTINGS", "protocols", "resolve_protocol", "gpu_terms", "link_figures",
+           "hidden_latency", "nic_flows", "with_settings"]
+
+#: NCCL's environment variables the model prices -> (the GpuModel field, bounds, how:
+#: a lower or upper bound of the channels, or the value).
+#: NCCL docs (user-guide/docs/env.html): NCCL_MIN_CTAS / NCCL_MAX_CTAS (since 2.17; the
+#: older NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS) bound the CTAs of a kernel, one CTA per
+#: channel, up to MAXCHANNELS (64, src/include/device.h); NCCL_IB_QPS_PER_CONNECTION
+#: (default 1, at most NCCL_IB_MAX_QPS 128, src/transport/net_ib) opens that many queue
+#: pairs per connection, "useful on multi-level fabrics which need multiple queue pairs to
+#: have good routing entropy"; with NCCL_IB_SPLIT_DATA_ON_QPS=0 (the default in
+#: src/transport/net_ib) messages go to them in turn, with 1 each is split over all of
+#: them, so either way every queue pair carries its share of a connection's data
+SETTINGS: dict[str, tuple[str, int, int, str]] = {
+    "NCCL_MIN_CTAS": ("channels", 1, 64, "min"),
+    "NCCL_MIN_NCHANNELS": ("channels", 1, 64, "min"),
+    "NCCL_MAX_CTAS": ("channels", 1, 64, "max"),
+    "NCCL_MAX_NCHANNELS": ("channels", 1, 64, "max"),
+    "NCCL_IB_QPS_PER_CONNECTION": ("qps_per_connection", 1, 128, "set"),
+}
 
 
 def protocols(topology: Topology) -> tuple[str | None, ...]:
@@ -216,13 +243,113 @@ def _kinds(topology: Topology) -> tuple[tuple[str, ...], np.ndarray]:
 @functools.lru_cache(maxsize=64)
 def _scaled(topology: Topology, protocol: str,
             algorithm: str | None) -> tuple[np.ndarray, np.ndarray]:
-    """Every link's latency and bandwidth under ``protocol`` (and ``algorithm``'s figures)."""
+    """Every link's latency and bandwidth under ``protocol`` (and ``algorithm``'s figures),
+    a link at a NIC at most its flows times its kind's flow rate."""
     model = topology.gpu
     assert model is not None  # a protocol resolved: the machine has a GPU model
     kinds, index = _kinds(topology)
     figures = [model.link_terms(kind, protocol, algorithm) for kind in kinds]
     latency = np.array([f[0] for f in figures])[index]
-    return latency, _line(topology)[1] * np.array([f[1] for f in figures])[index]
+    line = _line(topology)[1]
+    fraction = np.array([f[1] for f in figures])[index]
+    efficiency = np.array([model.figures(kind).efficiency for kind in kinds])[index]
+    cap = _flow_caps(topology)
+    # the protocol's share of what the link reaches: its efficiency, or its flows' rate
+    return latency, np.minimum(line * efficiency, cap) * (fraction / efficiency)
+
+
+@functools.lru_cache(maxsize=16)
+def _flow_caps(topology: Topology) -> np.ndarray:
+    """Per link, the most its flows carry (B/s; infinite where no flow rate applies)."""
+    model = topology.gpu
+    assert model is not None
+    nics = {d.id for d in topology.devices if d.kind == "nic"}
+    flows = nic_flows(topology)
+    caps = {f.kind: flows * f.flow_Bps for f in model.links if f.flow_Bps is not None}
+    return np.array([caps.get(link.kind, np.inf) if flows and nics & {link.src, link.dst}
+                     else np.inf for link in topology.links])
+
+
+def nic_flows(topology: Any) -> int:
+    """The flows one NIC of ``topology`` carries each way: NCCL's channels on it (each a
+    connection to the next node) times the queue pairs of a connection.
+
+    NCCL runs a channel's rings and trees across the nodes on one NIC, the channels spread
+    evenly over the NICs of a node (nccl-model-facts.md: 16 channels over 8 NICs on DGX
+    H100); a ring moves in lock step, so the NIC with the fewest channels sets the pace:
+    ``max(1, channels // NICs)`` connections.
+
+    Parameters
+    ----------
+    topology : Topology
+        The machine (with a GPU model).
+
+    Returns
+    -------
+    int
+        0 on one node or without a GPU model.
+
+    Examples
+    --------
+    >>> import topology
+    >>> nic_flows(topology.dgx_h100(2)), nic_flows(topology.dgx_h100(1))
+    (2, 0)
+    """
+    model = getattr(topology, "gpu", None)
+    nics = nics_per_node(topology)
+    if model is None or not nics:
+        return 0
+    return max(1, model.channels // nics) * model.qps_per_connection
+
+
+def with_settings(model: GpuModel, settings: Mapping[str, str]) -> GpuModel:
+    """``model`` run with NCCL's environment ``settings`` (those of :data:`SETTINGS`; the
+    others are not priced and left out).
+
+    Parameters
+    ----------
+    model : topology.GpuModel
+        The machine's figures, its ``channels`` NCCL's own count.
+    settings : mapping of str to str
+        ``NCCL_X -> value`` as the run was given them.
+
+    Returns
+    -------
+    topology.GpuModel
+        With ``channels`` raised to ``NCCL_MIN_CTAS`` and lowered to ``NCCL_MAX_CTAS``
+        (NCCL clamps its channel count between them) and ``qps_per_connection``.
+
+    Raises
+    ------
+    ValueError
+        Naming the setting and value when it is not a whole number in NCCL's range.
+
+    Examples
+    --------
+    >>> import topology
+    >>> tuned = with_settings(topology.DGX_H100_GPU, {"NCCL_MIN_CTAS": "24",
+    ...                                               "NCCL_IB_QPS_PER_CONNECTION": "2"})
+    >>> tuned.channels, tuned.qps_per_connection
+    (24, 2)
+    """
+    channels, qps = model.channels, model.qps_per_connection
+    low_ctas, high_ctas = 1, 64
+    for name, value in settings.items():
+        if name not in SETTINGS:
+            continue
+        _, low, high, how = SETTINGS[name]
+        text = str(value).strip()
+        if not text.isdigit() or not low <= int(text) <= high:
+            raise ValueError(f"{name}={value!r} is not allowed; it must be a whole number "
+                             f"from {low} to {high}")
+        if how == "min":
+            low_ctas = max(low_ctas, int(text))
+        elif how == "max":
+            high_ctas = min(high_ctas, int(text))
+        else:
+            qps = int(text)
+    return dataclasses.replace(model, channels=min(max(channels, low_ctas), high_ctas),
+                               qps_per_connection=qps)
 
 
 def hidden_latency(latency_s: Any, nbytes: Any, rate_Bps: Any, slot_bytes: float | None) -> Any:
@@ -279,10 +406,9 @@ def _effective(topology: Topology, protocol: str, algorithm: str | None,
     (cached)."""
     model = topology.gpu
     assert model is not None, "gpu_terms asks only for a topology with a GPU model"
-    figures = {f.kind: model.link_terms(f.kind, protocol, algorithm) for f in model.links}
-    links = tuple(Link(link.src, link.dst, figures[link.kind][0],
-                       link.bandwidth_Bps * figures[link.kind][1], link.kind)
-                  for link in topology.links)
+    latency, bandwidth = _scaled(topology, protocol, algorithm)
+    links = tuple(Link(link.src, link.dst, float(latency[i]), float(bandwidth[i]), link.kind)
+                  for i, link in enumerate(topology.links))
     name = protocol if algorithm is None else f"{protocol}, {algorithm}"
     return Topology(f"{topology.name}[{name}]", topology.devices, links,
                     topology.placement, 1.0 / model.reduce_Bps,

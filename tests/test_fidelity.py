@@ -41,12 +41,16 @@ def _curve(tmp_path: Path, rows: list[tuple[int, float]], *, hardware: str = "8x
 def test_header_says_machine_launch_and_forced_algorithm(tmp_path: Path) -> None:
     curve = read_curve(_curve(tmp_path, [(1024, 20.0)], hardware="2 x 8 A100-SXM4-40GB",
                               launch="one process, -g 8", ranks=16, nodes=2,
-                              algorithm="NCCL_ALGO=Ring, NCCL_PROTO=LL128"))
+                              algorithm="NCCL_ALGO=Ring, NCCL_PROTO=LL128, NCCL_MIN_CTAS=32, "
+                                        "NCCL_IB_QPS_PER_CONNECTION=4, NCCL_DEBUG=INFO"))
     assert (curve.gpu, curve.ranks, curve.nodes, curve.gpus_per_process) == ("A100", 16, 2, 8)
     assert (curve.algorithm, curve.protocol, curve.nccl_algorithms) == ("ring", "LL128",
                                                                          ("ring",))
+    assert curve.settings == (("NCCL_DEBUG", "INFO"), ("NCCL_IB_QPS_PER_CONNECTION", "4"),
+                              ("NCCL_MIN_CTAS", "32"))
     target = machine(curve)
     assert target.nranks == 16 and target.gpu.gpus_per_process == 8
+    assert (target.gpu.channels, target.gpu.qps_per_connection) == (32, 4)
     assert curve.time_s == (pytest.approx(20e-6),)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import topology
 from collsim.cli import main
+from collsim.fit.cli import summary
 from collsim.fit.figures import FIGURES, apply, check, curve_of, fit, preset_of
 from collsim.fit.logs import read_log
 from simulator.fidelity import Curve, Rule, machine, predict
@@ -46,12 +47,43 @@ def test_figures_of_a_curve_the_model_made_are_recovered() -> None:
     for name in decided:
         assert result.values[name] == pytest.approx(values[name], rel=0.02), name
     # one node says nothing of the network: those figures are the preset's, and said so
-    network = {f.name for f in FIGURES if "network" in f.name} | {"efficiency ib"}
+    network = {f.name for f in FIGURES if "network" in f.name} | {"efficiency ib", "flow ib"}
     assert network <= set(result.undetermined)
     assert all(result.values[n] == values[n] for n in network)
     fitted, preset = result.scores()[0]
     assert fitted.geomean < 0.01 < preset.geomean
-    assert re.fullmatch(r"Fit\(2 curves, 9 figures, undetermined \[.*\]\)", repr(result))
+    assert re.fullmatch(r"Fit\(2 curves, 10 figures, undetermined \[.*\]\)", repr(result))
+
+
+#: NCCL's defaults and the tuned run's settings (h100_8node_tuned): 2 and 6 flows a NIC
+TUNED = (("NCCL_IB_QPS_PER_CONNECTION", "2"), ("NCCL_MIN_CTAS", "24"))
+
+
+def _two_nodes(model: topology.GpuModel, settings: tuple[tuple[str, str], ...]) -> Curve:
+    """The Ring curve ``model`` predicts on two H100 nodes run with ``settings``, 256 MiB to
+    1 GiB (where the network's rate sets the time)."""
+    sizes = tuple(256 << (20 + k) for k in range(3))
+    blank = Curve("made", {}, "H100", 2, 16, 1, "ring", None, sizes, (1.0,) * 3, Rule(),
+                  settings)
+    times = tuple(t for *_, t in predict(blank, machine(blank, model), engine="compiled"))
+    return Curve("made", {}, "H100", 2, 16, 1, "ring", None, sizes, times, Rule(), settings)
+
+
+def test_fit_to_nccl_s_defaults_predicts_the_tuned_run() -> None:
+    """The flow rate is the machine's, the flows a setting: a curve with NCCL's defaults
+    (2 flows a NIC, where they bind) decides the flow rate within 2% and not the NIC's
+    efficiency, and the fit predicts the tuned run (6 flows, the NIC binds) within 1%."""
+    values = {f.name: 1.0 for f in FIGURES} | {"efficiency ib": 0.98, "flow ib": 0.6,
+                                               "efficiency nvlink": 0.87, "launch": 0.0}
+    model = apply(topology.DGX_H100_GPU, values)
+    default, tuned = _two_nodes(model, ()), _two_nodes(model, TUNED)
+    result = fit([default], max_evaluations=4)
+    assert result.values["flow ib"] == pytest.approx(0.6, rel=0.02)
+    assert "efficiency ib" in result.undetermined
+    _, predicted = check(tuned, result.model)
+    assert predicted.geomean < 0.01
+    _, before = check(default, topology.DGX_H100_GPU)
+    assert before.geomean > 0.3  # the preset's flows are far from these
 
 
 def test_fitted_figures_stay_within_their_bounds() -> None:
@@ -98,11 +130,18 @@ def test_fit_writes_a_machine_select_and_check_take(tmp_path: Path,
     assert float(re.fullmatch(pattern, fitted)[1]) < float(re.fullmatch(pattern, preset)[1])
 
 
-def test_check_scores_as_the_model_predicts() -> None:
+def test_check_scores_as_the_model_predicts(capsys: pytest.CaptureFixture) -> None:
     curve = curve_of(read_log(LOGS / "h100_2node_ring.log"))
     predicted, score = check(curve, preset_of("H100"))
     assert [t for *_, t in predicted] == [t for *_, t in predict(curve)]
     assert score.compared == len(curve.nbytes) and score.geomean_small is None
+    # the log's settings are the run's; --env states others in their place
+    log = str(LOGS / "h100_2node_ring.log")
+    lines = {}
+    for env in ([], ["--env", "NCCL_IB_QPS_PER_CONNECTION=1", "--env", "NCCL_MIN_CTAS=16"]):
+        assert main(["fit", "--machine", "dgx-h100", "--check", log, *env]) == 0
+        lines[len(env)] = capsys.readouterr().out.strip().splitlines()[-1]
+    assert lines[0] == summary(score) != lines[4]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -118,6 +157,12 @@ def test_check_scores_as_the_model_predicts() -> None:
      "ran on H100; --machine 'dgx-a100' is an A100 machine"),
     (["fit", "LOGS/h100_2node_ring.log", "--output", "OUT", "--proto", "LL64"],
      "argument --proto: 'LL64' is not allowed; it must be one of LL, LL128, Simple"),
+    (["fit", "LOGS/h100_2node_ring.log", "--output", "OUT", "--env", "MIN_CTAS=4"],
+     "argument --env: 'MIN_CTAS=4' is not allowed; it must be NCCL_NAME=VALUE"),
+    (["fit", "--machine", "dgx-h100", "--check", "LOGS/h100_2node_ring.log", "--env",
+      "NCCL_IB_QPS_PER_CONNECTION=0"],
+     "h100_2node_ring.log: NCCL_IB_QPS_PER_CONNECTION='0' is not allowed; it must be a "
+     "whole number from 1 to 128"),
 ])
 def test_bad_arguments_end_in_one_line(argv: list[str], message: str, tmp_path: Path,
                                        capsys: pytest.CaptureFixture) -> None:

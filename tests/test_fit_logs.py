@@ -70,6 +70,29 @@ def test_settings_on_a_command_line_and_in_json_env_are_read(tmp_path: Path) -> 
     assert read_log(path).algo == "Tree" and curve_of(read_log(path)).algorithm == "tree"
 
 
+def test_nccl_settings_are_read_and_priced_as_the_published_curve_s(tmp_path: Path) -> None:
+    """The tuned run's -x NCCL_MIN_CTAS / NCCL_IB_QPS_PER_CONNECTION are its settings, as
+    the published curve's header states them; INFO lines and --env state them too; a
+    priced setting out of NCCL's range or stated twice differently is refused by name."""
+    tuned = read_log(LOGS / "h100_8node_tuned.log")
+    published = read_curve(DATA_DIR / "h100_8node_tuned.csv")
+    assert dict(tuned.settings) == {"NCCL_MIN_CTAS": "24", "NCCL_IB_QPS_PER_CONNECTION": "2"}
+    assert curve_of(tuned).priced_settings == published.priced_settings != ()
+    assert read_log(LOGS / "h100_8node_default.log").settings == ()
+    text = (LOGS / "h100_8node_default.log").read_text()
+    info = "gpu-a01:41000:41100 [0] NCCL INFO NCCL_IB_QPS_PER_CONNECTION set by environment to 4."
+    path = _broken(tmp_path, info + "\n" + info + "\n" + text, "info.log")
+    assert dict(read_log(path).settings) == {"NCCL_IB_QPS_PER_CONNECTION": "4"}
+    stated = read_log(path, env={"NCCL_IB_QPS_PER_CONNECTION": "1", "NCCL_MAX_CTAS": "8"})
+    assert dict(stated.settings) == {"NCCL_IB_QPS_PER_CONNECTION": "1", "NCCL_MAX_CTAS": "8"}
+    other = info.replace("to 4.", "to 8.")
+    with pytest.raises(LogError, match=r"line 2: NCCL_IB_QPS_PER_CONNECTION=8 here but 4"):
+        read_log(_broken(tmp_path, info + "\n" + other + "\n" + text))
+    with pytest.raises(LogError, match=r"bad.log: NCCL_MIN_CTAS='0' is not allowed; it must "
+                                       r"be a whole number from 1 to 64"):
+        curve_of(read_log(_broken(tmp_path, "-x NCCL_MIN_CTAS=0\n" + text)))
+
+
 def _broken(tmp_path: Path, text: str, name: str = "bad.log") -> Path:
     path = tmp_path / name
     path.write_text(text)

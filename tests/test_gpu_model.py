@@ -16,7 +16,7 @@ import topology
 from collectives import build_schedule
 from collectives.schedule import Recv, Schedule, Send, Step
 from simulator import select, simulate, tuning_table
-from simulator.gpu import gpu_terms, protocols
+from simulator.gpu import gpu_terms, nic_flows, protocols, with_settings
 from simulator.analytic import price_one as machine_cost
 from simulator.selection import closed_form
 from topology import GpuModel, LinkFigures, Protocol, TopologyError
@@ -235,7 +235,8 @@ def test_more_channels_over_more_nics_carry_more() -> None:
     two_nics = simulate(_pairs([(0, 8), (1, 9)], count), cluster, protocol="Simple").time_s
     one_nic = simulate(_pairs([(0, 8), (0, 8)], count // 2), cluster,
                        protocol="Simple").time_s
-    nic_Bps = 50e9 * cluster.gpu.figures("ib").efficiency
+    ib = cluster.gpu.figures("ib")
+    nic_Bps = min(50e9 * ib.efficiency, nic_flows(cluster) * ib.flow_Bps)
     assert one == pytest.approx(two_nics, rel=1e-12)
     assert one_nic == pytest.approx(one, rel=1e-12)  # half each, sharing one NIC
     effective, call_s = gpu_terms(cluster, "Simple")
@@ -243,6 +244,34 @@ def test_more_channels_over_more_nics_carry_more() -> None:
     assert one == pytest.approx(
         call_s + max(nbytes / nic_Bps, effective.alpha(0, 8) + min(nbytes, slot) / nic_Bps),
         rel=1e-9)
+
+
+def test_nccl_settings_set_the_flows_a_nic_carries() -> None:
+    """NCCL_MIN_CTAS / NCCL_MAX_CTAS clamp the channels and NCCL_IB_QPS_PER_CONNECTION sets
+    the queue pairs: a NIC link carries at most its flows (channels on it x queue pairs)
+    times the flow rate, the line rate times the efficiency once they are enough."""
+    ib = MODEL.figures("ib")
+    assert ib.flow_Bps is not None
+    for env, flows in (({}, 2), ({"NCCL_MIN_CTAS": "24"}, 3),
+                       ({"NCCL_MIN_CTAS": "24", "NCCL_IB_QPS_PER_CONNECTION": "2"}, 6),
+                       ({"NCCL_MAX_CTAS": "4", "NCCL_MIN_NCHANNELS": "2"}, 1),
+                       ({"NCCL_MIN_CTAS": "40", "NCCL_MAX_NCHANNELS": "32"}, 4)):
+        cluster = topology.dgx_h100(2, gpu_model=with_settings(MODEL, env))
+        assert nic_flows(cluster) == flows, env
+        effective, _ = gpu_terms(cluster, "Simple")
+        nic = next(link for link in effective.links
+                   if link.src == "n0.nic0" and link.kind == "ib")
+        assert nic.bandwidth_Bps == pytest.approx(min(50e9 * ib.efficiency, flows * ib.flow_Bps),
+                                                  rel=1e-12), env
+        spine = max((link for link in effective.links if link.kind == "ib"),
+                    key=lambda link: link.bandwidth_Bps)
+        assert spine.bandwidth_Bps == pytest.approx(200e9 * ib.efficiency, rel=1e-12)
+    assert nic_flows(topology.dgx_h100(1)) == 0
+    for env in ({"NCCL_MIN_CTAS": "0"}, {"NCCL_IB_QPS_PER_CONNECTION": "two"},
+                {"NCCL_MAX_CTAS": "65"}):
+        with pytest.raises(ValueError, match=f"{next(iter(env))}=.* is not allowed"):
+            with_settings(MODEL, env)
+    assert with_settings(MODEL, {"NCCL_DEBUG": "INFO"}) == MODEL
 
 
 @pytest.mark.parametrize("protocol", MODEL.protocol_names)
@@ -286,7 +315,9 @@ def test_ring_over_two_nodes_reaches_the_nic_bound_at_4_gib() -> None:
     from simulator.channel_choice import schedule_params
     from topology.channels import nics_per_node
 
-    cluster = topology.dgx_h100(nodes=2)
+    # with the flows to fill a NIC: h100_2node_ring's settings (6 flows a NIC)
+    cluster = topology.dgx_h100(nodes=2, gpu_model=with_settings(MODEL, {
+        "NCCL_MIN_CTAS": "24", "NCCL_IB_QPS_PER_CONNECTION": "2"}))
     nbytes, p = 4 << 30, cluster.nranks
     schedule = build_schedule("allreduce", "ring", p, nbytes // 4,
                               **schedule_params("ring", (("channels", 8),), cluster))

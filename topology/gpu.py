@@ -110,12 +110,17 @@ class LinkFigures:
         ``(protocol name, fraction in (0, 1])``: what a protocol reaches on links of this
         kind in place of its :attr:`Protocol.bandwidth_fraction` (default none: every
         protocol reaches its own fraction here).
+    flow_Bps : float or None, optional
+        The rate one flow (a queue pair of a network connection) reaches on a link of this
+        kind at a NIC, bytes per second (> 0): such a link carries at most its flows times
+        this (:func:`simulator.gpu.nic_flows`).  None (the default): no such limit.
     """
 
     kind: str
     efficiency: float
     latency_s: tuple[tuple[str, float], ...]
     protocol_fraction: tuple[tuple[str, float], ...] = ()
+    flow_Bps: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind:
@@ -129,6 +134,8 @@ class LinkFigures:
                            tuple(tuple(pair) for pair in self.protocol_fraction))
         for name, fraction in self.protocol_fraction:
             _fraction(fraction, f"links {self.kind}.protocol_fraction[{name!r}]")
+        if self.flow_Bps is not None:
+            _number(self.flow_Bps, f"links {self.kind}.flow_Bps", positive=True)
 
     def latency(self, protocol: str) -> float:
         """Seconds per link of this kind under ``protocol``.
@@ -249,7 +256,11 @@ class GpuModel:
     channels : int, optional
         Channels NCCL runs per GPU (``nChannels``; default 1), each with a FIFO of its own
         to every peer: a simulated channel that stands for several of them moves their
-        slots side by side (:func:`simulator.gpu.gpu_terms`).
+        slots side by side (:func:`simulator.gpu.gpu_terms`).  A setting of the run
+        (``NCCL_MIN_CTAS``, ...; :func:`simulator.gpu.with_settings`).
+    qps_per_connection : int, optional
+        Queue pairs of every network connection (``NCCL_IB_QPS_PER_CONNECTION``; default
+        1), each a flow of its own (:attr:`LinkFigures.flow_Bps`).  A setting of the run.
 
     Raises
     ------
@@ -268,6 +279,7 @@ class GpuModel:
     default_protocol: str = ""
     algorithms: tuple[AlgorithmFigures, ...] = ()
     channels: int = 1
+    qps_per_connection: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "protocols", tuple(self.protocols))
@@ -293,7 +305,7 @@ class GpuModel:
         _number(self.reduce_Bps, "reduce_Bps", positive=True)
         _number(self.launch_s, "launch_s")
         _number(self.launch_per_gpu_s, "launch_per_gpu_s")
-        for key in ("gpus_per_process", "channels"):
+        for key in ("gpus_per_process", "channels", "qps_per_connection"):
             g = getattr(self, key)
             if isinstance(g, bool) or not isinstance(g, int) or g < 1:
                 raise TopologyError(f"{key} = {g!r} is not allowed; it must be an int >= 1")

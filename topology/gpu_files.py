@@ -8,6 +8,7 @@
     launch_per_gpu = "2.1 us"         # optional: per GPU after the first of a process
     gpus_per_process = 1              # optional (nccl-tests -g)
     channels = 16                     # optional: NCCL's channels per GPU (default 1)
+    qps_per_connection = 1            # optional: NCCL_IB_QPS_PER_CONNECTION (default 1)
     default_protocol = "Simple"       # optional (default the last protocol)
 
     [[gpu.protocols]]                 # one per protocol
@@ -22,6 +23,7 @@
     efficiency = 0.87                 # achievable fraction of the line rate
     latency = { LL = "0.3 us", LL128 = "0.95 us", Simple = "1.7 us" }   # per link crossed
     protocol_fraction = { LL128 = 0.55 }   # optional: a protocol's fraction on this kind
+    flow = "20 GB/s"                  # optional: one queue pair's rate at a NIC (default none)
 
     [[gpu.algorithms]]                # optional: figures of one algorithm, each key optional
     name = "tree"
@@ -45,10 +47,12 @@ from .units import format_quantity, parse
 __all__ = ["gpu_from_dict", "gpu_to_dict"]
 
 _GPU_KEYS = {"reduce": True, "launch": False, "launch_per_gpu": False,
-             "gpus_per_process": False, "channels": False, "default_protocol": False,
+             "gpus_per_process": False, "channels": False, "qps_per_connection": False,
+             "default_protocol": False,
              "protocols": True, "links": True, "algorithms": False}
 _PROTOCOL_KEYS = {"name": True, "bandwidth_fraction": True, "call": True, "slot": False}
-_FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True, "protocol_fraction": False}
+_FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True, "protocol_fraction": False,
+                "flow": False}
 _ALGORITHM_KEYS = {"name": True, "call": False, "bandwidth_fraction": False, "latency": False}
 
 T = TypeVar("T")
@@ -83,8 +87,9 @@ def _figures(table: Any, where: str) -> LinkFigures:
     fractions = _mapping(table.get("protocol_fraction", {}), f"{where}.protocol_fraction",
                          "protocol = fraction")
     latency = _latencies(table["latency"], f"{where}.latency")
+    flow = None if "flow" not in table else parse(table["flow"], "bandwidth", f"{where}.flow")
     return _at(where, lambda: LinkFigures(table["kind"], table["efficiency"], latency,
-                                          tuple(fractions.items())))
+                                          tuple(fractions.items()), flow))
 
 
 def _mapping(value: Any, where: str, what: str) -> dict[str, Any]:
@@ -149,7 +154,8 @@ def gpu_from_dict(table: Any) -> GpuModel:
         protocols, links, reduce_Bps=times["reduce"], launch_s=times["launch"],
         launch_per_gpu_s=times["launch_per_gpu"],
         gpus_per_process=table.get("gpus_per_process", 1), default_protocol=default,
-        algorithms=algorithms, channels=table.get("channels", 1)))
+        algorithms=algorithms, channels=table.get("channels", 1),
+        qps_per_connection=table.get("qps_per_connection", 1)))
 
 
 def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
@@ -171,6 +177,7 @@ def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
         "launch_per_gpu": format_quantity(model.launch_per_gpu_s, "latency"),
         "gpus_per_process": model.gpus_per_process,
         "channels": model.channels,
+        "qps_per_connection": model.qps_per_connection,
         "default_protocol": model.default_protocol,
         "protocols": [{"name": p.name, "bandwidth_fraction": p.bandwidth_fraction,
                        "call": format_quantity(p.call_s, "latency"),
@@ -180,7 +187,9 @@ def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
         "links": [{"kind": f.kind, "efficiency": f.efficiency,
                    "latency": {name: format_quantity(s, "latency") for name, s in f.latency_s},
                    **({"protocol_fraction": dict(f.protocol_fraction)}
-                      if f.protocol_fraction else {})}
+                      if f.protocol_fraction else {}),
+                   **({} if f.flow_Bps is None
+                      else {"flow": format_quantity(f.flow_Bps, "bandwidth")})}
                   for f in model.links],
         **({"algorithms": [_algorithm_dict(a) for a in model.algorithms]}
            if model.algorithms else {}),

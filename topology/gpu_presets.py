@@ -78,9 +78,10 @@ def _by_protocol(values: tuple[float, float, float]) -> tuple[tuple[str, float],
 
 
 def _per_link(kind: str, efficiency: float, latency_s: tuple[float, float, float],
-              protocol_fraction: tuple[tuple[str, float], ...] = ()) -> LinkFigures:
+              protocol_fraction: tuple[tuple[str, float], ...] = (),
+              flow_Bps: float | None = None) -> LinkFigures:
     """Figures of ``kind`` with per-link {LL, LL128, Simple} latencies."""
-    return LinkFigures(kind, efficiency, _by_protocol(latency_s), protocol_fraction)
+    return LinkFigures(kind, efficiency, _by_protocol(latency_s), protocol_fraction, flow_Bps)
 
 
 _NVLINK_S = (0.3e-6, 0.95e-6, 1.7e-6)  # tuning.cc hwLat NVLink Ring 0.6, 1.9, 3.4 us, halved
@@ -155,11 +156,18 @@ DGX_H100_GPU = GpuModel(
         _per_link("nvlink", 0.87, _NVLINK_S),
         # GPU <-> NIC, PCIe Gen5 x16 (63 GB/s) is never the bottleneck ahead of a 50 GB/s NIC
         _per_link("pcie", 1.0, _PCIE_S),
-        # fitted to every multi-node H100 curve with a channel per NIC: Ring busbw at
-        # >= 1 GiB is 393 GB/s on 2 nodes (h100_2node_ring), 391 and 321 on 8 (h100_8node_tuned,
-        # _default), 368 on 128 under LL128 (h100_128node_ring_ll128, 16 GiB): ~49 GB/s per
-        # NIC over 8 NICs, 0.98 x 50 GB/s (46-48 measured alone, nccl-tests#290, #319)
-        _per_link("ib", 0.98, _IB_S),
+        # fitted to the multi-node H100 curves whose NICs carry enough flows (below): Ring
+        # busbw at >= 1 GiB is 393 GB/s on 2 nodes (h100_2node_ring), 391 on 8
+        # (h100_8node_tuned), 368 on 128 under LL128 (h100_128node_ring_ll128, 16 GiB):
+        # ~49 GB/s per NIC over 8 NICs, 0.98 x 50 GB/s (46-48 measured alone,
+        # nccl-tests#290, #319).
+        # flow: fitted to the one curve whose NICs carry 2 flows each (NCCL's 16 channels
+        # over 8 NICs, one queue pair per connection), h100_8node_default: 319-321 GB/s Ring
+        # busbw at >= 2 GiB, 40.4 GB/s per NIC, 20.2 GB/s a flow; the curves above carry 6
+        # (NCCL_MIN_CTAS=24, NCCL_IB_QPS_PER_CONNECTION=2) and 4 (NCCL_MIN_NCHANNELS=32)
+        # and reach the NIC's 0.98 (NCCL's docs: several queue pairs give a multi-level
+        # fabric routing entropy)
+        _per_link("ib", 0.98, _IB_S, flow_Bps=20.2e9),
     ),
     # H100 SXM HBM3: 3.35 TB/s (NVIDIA H100 datasheet)
     reduce_Bps=3.35e12,

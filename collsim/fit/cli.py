@@ -23,6 +23,7 @@ from rich.table import Table
 
 import topology
 from simulator.fidelity import Curve, Score
+from simulator.gpu import SETTINGS
 
 from ..args import MAX_NODES, UsageError, check_output, whole
 from ..terminal import console
@@ -49,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "else NCCL's default)")
     parser.add_argument("--proto", type=_setting(NCCL_PROTOS), default=None, metavar="PROTO",
                         help="NCCL_PROTO the runs were given (default as --algo)")
+    parser.add_argument("--env", type=_env, action="append", default=[], metavar="NAME=VALUE",
+                        help="an NCCL setting the runs were given (repeat for more; default: "
+                             "what the logs state); the model prices "
+                             f"{', '.join(SETTINGS)}")
     parser.add_argument("--machine", type=_named, default=None, metavar="FILE",
                         help="with --check: a file fit wrote, or dgx-h100 / dgx-a100")
     parser.add_argument("--check", type=Path, default=None, metavar="LOG",
@@ -60,6 +65,17 @@ def _named(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty value is not allowed; give a name")
     return text
+
+
+def _env(text: str) -> tuple[str, str]:
+    """The type of ``--env``: ``NCCL_X=VALUE``."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.startswith("NCCL_") or not value.strip() \
+            or name in ("NCCL_ALGO", "NCCL_PROTO"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed; it must be NCCL_NAME=VALUE (NCCL_ALGO and NCCL_PROTO "
+            "have --algo and --proto)")
+    return name, value.strip()
 
 
 def _setting(allowed: dict[str, str]) -> Callable[[str], str]:
@@ -99,7 +115,7 @@ def summary(result: Score) -> str:
 
 def _curves(paths: list[Path], args: argparse.Namespace) -> list[Curve]:
     try:
-        return [curve_of(read_log(p, args.algo, args.proto)) for p in paths]
+        return [curve_of(read_log(p, args.algo, args.proto, dict(args.env))) for p in paths]
     except LogError as error:
         raise UsageError(str(error)) from None
 
@@ -141,6 +157,9 @@ def _display(name: str, model: topology.GpuModel) -> str:
         return f"{model.launch_s * 1e6:.2f} us"
     if kind == "efficiency":
         return f"{model.figures(rest).efficiency:.3f}"
+    if kind == "flow":
+        flow = model.figures(rest).flow_Bps
+        return "none" if flow is None else f"{flow / 1e9:.1f} GB/s"
     group, protocol = rest.split()
     kinds = ("nvlink",) if group == "nvlink" else ("ib", "pcie")
     return f"{sum(2 * model.figures(k).latency(protocol) for k in kinds) * 1e6:.2f} us/hop"

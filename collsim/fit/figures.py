@@ -9,7 +9,15 @@ The figures fitted (:data:`FIGURES`), each bounded around the preset's sourced v
   protocol, for ``nvlink`` and for ``network`` (the ``ib`` links and the ``pcie`` post
   overhead together: every network hop crosses both, so no log tells them apart), the
   tree's own latencies on those kinds scaled alike;
-* ``efficiency <kind>``: the achievable fraction of the ``nvlink`` and ``ib`` line rates.
+* ``efficiency <kind>``: the achievable fraction of the ``nvlink`` and ``ib`` line rates;
+* ``flow ib``: a factor on the preset's rate of one network flow at a NIC
+  (:attr:`topology.LinkFigures.flow_Bps`; held where the preset has none).
+
+These are figures of the machine, held across NCCL's settings: a curve run with
+``NCCL_MIN_CTAS`` or ``NCCL_IB_QPS_PER_CONNECTION`` (:attr:`simulator.fidelity.Curve.settings`)
+is predicted with those settings applied to the figures (:func:`simulator.gpu.with_settings`:
+more channels and queue pairs are more flows per NIC), so a fit to a run with NCCL's
+defaults predicts a tuned run, and the other way round.
 
 The protocols' bandwidth fractions (LL's, LL128's) are left at the preset's: fitted too,
 on one curve they moved to their bounds to meet sizes of one node count and made the
@@ -42,6 +50,7 @@ import numpy as np
 
 import topology
 from simulator.busbw import bandwidths
+from simulator.gpu import with_settings
 from simulator.fidelity import (Curve, Rule, Score, channel_count, machine, predict,
                                 score)
 
@@ -93,9 +102,10 @@ FIGURES: tuple[Figure, ...] = (
       for kind in ("nvlink", "network") for p in _PROTOCOLS),
     Figure("efficiency nvlink", "log", math.log(1.25)),
     Figure("efficiency ib", "log", math.log(1.25)),
+    Figure("flow ib", "log", math.log(2)),
 )
 
-_LATENCY_BOUND = math.log(4.0)  # latencies: a quarter to four times the preset's
+_LATENCY_BOUND = math.log(4.0)  # latencies, flows: a quarter to four times the preset's
 _EFFICIENCY_LOW = 0.5  # efficiencies: half the preset's to 1
 
 
@@ -142,12 +152,14 @@ def curve_of(log: Log) -> Curve:
     Returns
     -------
     simulator.fidelity.Curve
-        Named by the file's stem; ``gpus_per_process`` is nGpus (``-g``).
+        Named by the file's stem; ``gpus_per_process`` is nGpus (``-g``); the log's NCCL
+        settings (:attr:`Log.settings`), which the prediction applies.
 
     Raises
     ------
     LogError
-        Naming the file and what the model does not cover.
+        Naming the file and what the model does not cover, or a priced setting
+        (:data:`simulator.gpu.SETTINGS`) out of NCCL's range.
     """
     if log.collective != "allreduce":
         raise LogError(f"{log.path}: {log.program} is not fitted; the model's choice of what "
@@ -164,7 +176,12 @@ def curve_of(log: Log) -> Curve:
     protocol = _one(log.proto, NCCL_PROTOS, "NCCL_PROTO", log.path)
     curve = Curve(Path(log.path).stem, {"source": log.path, "hardware": log.gpu}, gpu,
                   log.nodes, log.ranks, log.gpus_per_thread, algorithm, protocol,
-                  tuple(r.nbytes for r in log.rows), tuple(r.time_s for r in log.rows), Rule())
+                  tuple(r.nbytes for r in log.rows), tuple(r.time_s for r in log.rows), Rule(),
+                  log.settings)
+    try:
+        with_settings(preset_of(gpu), dict(log.settings))
+    except ValueError as error:
+        raise LogError(f"{log.path}: {error}") from None
     return dataclasses.replace(curve, rule=two_node_rule(curve))
 
 
@@ -224,7 +241,7 @@ def _bounds(preset: topology.GpuModel) -> tuple[np.ndarray, np.ndarray]:
         kind = f.name.split()[0]
         if kind == "launch":
             bounds = (0.0, max(4 * preset.launch_s, 20e-6))
-        elif kind == "latency":
+        elif kind in ("latency", "flow"):
             bounds = (-_LATENCY_BOUND, _LATENCY_BOUND)
         else:
             bounds = (start + math.log(_EFFICIENCY_LOW), 0.0)
@@ -246,7 +263,7 @@ def apply(preset: topology.GpuModel, values: dict[str, float]) -> topology.GpuMo
         The preset's figures.
     values : dict[str, float]
         Per name of :data:`FIGURES`: launch in seconds, efficiencies as fractions, the
-        latencies as factors on the preset's.
+        latencies and the flow rate as factors on the preset's.
 
     Returns
     -------
@@ -255,8 +272,12 @@ def apply(preset: topology.GpuModel, values: dict[str, float]) -> topology.GpuMo
     def latency(kind: str, pairs: Any) -> tuple[tuple[str, float], ...]:
         return tuple((p, s * values[f"latency {_group(kind)} {p}"]) for p, s in pairs)
 
+    def flow(figures: topology.LinkFigures) -> float | None:
+        factor = values.get(f"flow {figures.kind}", 1.0)
+        return None if figures.flow_Bps is None else figures.flow_Bps * factor
+
     links = tuple(dataclasses.replace(
-        f, latency_s=latency(f.kind, f.latency_s),
+        f, latency_s=latency(f.kind, f.latency_s), flow_Bps=flow(f),
         efficiency=values.get(f"efficiency {f.kind}", f.efficiency)) for f in preset.links)
     algorithms = tuple(dataclasses.replace(
         a, latency_s=tuple((kind, latency(kind, per)) for kind, per in a.latency_s))
@@ -455,11 +476,13 @@ def fit(curves: Sequence[Curve], max_evaluations: int = 12) -> Fit:
     low, high = _bounds(preset)
     start = np.clip(problem.start, low, high)
     preset_predicted = tuple(predict(c, machine(c, preset), engine=ENGINE) for c in curves)
-    every = np.ones(len(FIGURES), dtype=bool)
+    every = np.array([f.name != "flow ib" or preset.figures("ib").flow_Bps is not None
+                      for f in FIGURES])
     problem.choose(start)
     theta = _rounds(problem, start, low, high, every, max_evaluations)
-    determined = _resolution(problem.jacobian(theta, high, every), sizes)
-    decided = determined >= 0.5
+    determined = np.zeros(len(FIGURES))
+    determined[every] = _resolution(problem.jacobian(theta, high, every)[:, every], sizes)
+    decided = (determined >= 0.5) & every
     if not decided.all():  # refit what the curves decide, the rest at the preset's
         problem.choose(start)
         theta = _rounds(problem, start, low, high, decided, max_evaluations)

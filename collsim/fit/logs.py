@@ -18,9 +18,11 @@ Printed output (``all_reduce_perf``, ``all_gather_perf``, ``reduce_scatter_perf`
 (``-J FILE``, nccl-tests ``jsonOutputInit``) holds ``args``, ``env``, ``config`` (with
 ``nthreads``, ``ngpus`` and ``devices``) and ``results`` (``size``, ``count``, ``type``,
 ``redop``, ``out_of_place``/``in_place`` with ``time``, ``alg_bw``, ``bus_bw``,
-``nwrong``).  ``NCCL_ALGO``/``NCCL_PROTO`` are read from ``NCCL INFO ... set by
-environment to`` lines, ``-x NCCL_ALGO=...`` on a command line in the log, or the JSON's
-``env``; the caller may state them instead (:func:`read_log`).
+``nwrong``).  ``NCCL_ALGO``/``NCCL_PROTO`` and every other NCCL setting
+(``NCCL_MIN_CTAS``, ``NCCL_IB_QPS_PER_CONNECTION``, ...: :attr:`Log.settings`) are read from
+``NCCL INFO NCCL_X set by environment to V`` lines, ``NCCL_X=V`` on a command line in the
+log (``-x NCCL_X=V``, ``export NCCL_X=V``), or the JSON's ``env``; the caller may state them
+instead (:func:`read_log`).
 
 Every error is a :class:`LogError` that names the file and, where one is at fault, the
 line.
@@ -33,6 +35,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from simulator.gpu import SETTINGS
 
 __all__ = ["COLLECTIVES", "LogError", "Device", "Row", "Log", "read_log", "parse_text",
            "parse_json"]
@@ -47,8 +51,11 @@ _HEADER = re.compile(r"#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _DEVICE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+"
                      r"device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
 _PROGRAM = re.compile(r"\b(" + "|".join(COLLECTIVES) + r")\b")
-_ENV_INFO = re.compile(r"NCCL INFO (NCCL_ALGO|NCCL_PROTO) set by environment to (\S+)")
-_ENV_ARG = re.compile(r"\b(NCCL_ALGO|NCCL_PROTO)=([A-Za-z0-9_,^]+)")
+_ENV_INFO = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?\s*$")
+_ENV_ARG = re.compile(r"\b(NCCL_[A-Z0-9_]+)=([A-Za-z0-9_,^.:=/-]+)")
+#: settings a run has one value of (two lines that disagree are an error): the algorithm,
+#: the protocol and those the GPU model prices
+_ONE_VALUE = ("NCCL_ALGO", "NCCL_PROTO", *SETTINGS)
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 
 
@@ -106,6 +113,9 @@ class Log:
         The ``# Avg bus bandwidth`` line.
     algo, proto : str or None
         ``NCCL_ALGO`` and ``NCCL_PROTO`` as the run was given them (None: NCCL's default).
+    settings : tuple of (str, str)
+        The other NCCL settings the log states, sorted by name (``("NCCL_MIN_CTAS",
+        "24")``, ...).
     """
 
     path: str
@@ -117,6 +127,7 @@ class Log:
     avg_busbw_GBps: float | None
     algo: str | None
     proto: str | None
+    settings: tuple[tuple[str, str], ...] = ()
 
     @property
     def collective(self) -> str | None:
@@ -192,12 +203,19 @@ def _row(tokens: list[str], path: str, line: int) -> Row:
 
 
 def _settings(text: str, found: dict[str, str], path: str, line: int) -> None:
-    """Record NCCL_ALGO/NCCL_PROTO ``text`` states; raise where two lines disagree."""
+    """Record the NCCL settings ``text`` states; raise where two lines disagree on one of
+    :data:`_ONE_VALUE` (of the others the last stands)."""
     for pattern in (_ENV_INFO, _ENV_ARG):
-        for key, value in pattern.findall(text):
-            if found.setdefault(key, value).lower() != value.lower():
+        for key, value in pattern.findall(text.strip()):
+            if key in _ONE_VALUE and found.setdefault(key, value).lower() != value.lower():
                 raise _fail(path, line, f"{key}={value} here but {found[key]} earlier; a run "
                                         "has one")
+            found[key] = value
+
+
+def _others(found: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The settings besides NCCL_ALGO and NCCL_PROTO, sorted."""
+    return tuple(sorted((k, v) for k, v in found.items() if k not in ("NCCL_ALGO", "NCCL_PROTO")))
 
 
 def parse_text(text: str, path: str = "<log>") -> Log:
@@ -239,7 +257,7 @@ def parse_text(text: str, path: str = "<log>") -> Log:
     if header is None:
         raise _fail(path, None, "no '# nThread N nGpus G' header line: not nccl-tests output")
     return _checked(Log(path, program, *header, tuple(devices), tuple(rows), avg,
-                        found.get("NCCL_ALGO"), found.get("NCCL_PROTO")))
+                        found.get("NCCL_ALGO"), found.get("NCCL_PROTO"), _others(found)))
 
 
 def _json_row(result: Any, path: str, index: int) -> Row:
@@ -302,7 +320,7 @@ def parse_json(text: str, path: str = "<log>") -> Log:
     return _checked(Log(path, program[1] if program else None, threads, gpus, devices,
                         tuple(_json_row(r, path, i) for i, r in enumerate(results)),
                         None if avg is None else float(avg), found.get("NCCL_ALGO"),
-                        found.get("NCCL_PROTO")))
+                        found.get("NCCL_PROTO"), _others(found)))
 
 
 def _checked(log: Log) -> Log:
@@ -323,7 +341,8 @@ def _checked(log: Log) -> Log:
     return log
 
 
-def read_log(path: str | Path, algo: str | None = None, proto: str | None = None) -> Log:
+def read_log(path: str | Path, algo: str | None = None, proto: str | None = None,
+             env: dict[str, str] | None = None) -> Log:
     """Read one nccl-tests log, printed or JSON (by its first character).
 
     Parameters
@@ -332,6 +351,9 @@ def read_log(path: str | Path, algo: str | None = None, proto: str | None = None
         The file.
     algo, proto : str or None, optional
         ``NCCL_ALGO`` / ``NCCL_PROTO`` the run was given, in place of what the log states.
+    env : dict of str to str, optional
+        Other NCCL settings the run was given (``{"NCCL_MIN_CTAS": "24"}``), in place of
+        what the log states of them.
 
     Returns
     -------
@@ -350,7 +372,8 @@ def read_log(path: str | Path, algo: str | None = None, proto: str | None = None
     if not text.strip():
         raise _fail(path, None, "the file is empty")
     log = parse_json(text, path) if text.lstrip()[0] == "{" else parse_text(text, path)
-    if algo is None and proto is None:
+    if algo is None and proto is None and not env:
         return log
     return Log(log.path, log.program, log.threads, log.gpus_per_thread, log.devices, log.rows,
-               log.avg_busbw_GBps, algo or log.algo, proto or log.proto)
+               log.avg_busbw_GBps, algo or log.algo, proto or log.proto,
+               tuple(sorted({**dict(log.settings), **(env or {})}.items())))
