@@ -14,7 +14,7 @@ whole past the buffer from about 8 KiB up).  Later receives take any tag: MPI ma
 pair's messages in order (the non-overtaking rule), so once a peer's first message carried
 this call's signature, its k-th message is this call's k-th message to this rank, and
 every step still compares the tags it received.  (Equal tags with unequal counts or
-parameters need an 11-bit checksum collision, and equal first lengths too.)
+parameters need a 10-bit checksum collision, and equal first lengths too.)
 
 On any failure the rank sends every other rank an empty message with a reserved tag
 (so that a rank waiting on it sees that tag, at a probe or at a step's tag comparison,
@@ -55,7 +55,7 @@ SEQUENCE_BITS = 6
 
 #: (field, known values, bits) packed above the sequence number, lowest first
 _FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
-    ("collective", COLLECTIVES, 2), ("op", tuple(OPS), 4), ("dtype", DTYPES, 5),
+    ("collective", COLLECTIVES, 3), ("op", tuple(OPS), 4), ("dtype", DTYPES, 5),
     ("algorithm", (*ALGORITHMS, "native", *COMPOSED), 3))
 
 #: bits of the checksum of count and parameters (the rest of a 31-bit tag)
