@@ -10,15 +10,19 @@ keywords of :mod:`collectives.api`::
 
 ``algorithm`` is one of the schedules that serve the collective
 (:func:`collectives.registry.names`), ``native`` (MPI's own: ``MPI_Bcast``,
-``MPI_Reduce``, ``MPI_Alltoall``, ``MPI_Alltoallv``) or ``auto``, which chooses as
-MPICH's defaults do (:data:`AUTO`).  Every argument is checked before any communication;
-``alltoallv``'s counts are exchanged first (one allgather of every rank's counts) and
-checked for agreement, so that every rank raises the same
-:class:`~collectives.ArgumentMismatchError` or builds the same schedule.  Ranks that
-disagree on anything else raise as the other collectives' schedules do (every message's
-tag carries the call's signature, root and counts included); ``check=True`` makes them
-agree on the whole call first, ``native`` included.  The call path of
-:mod:`collectives.api` (CuPy buffers, NCCL, persistent handles, tuning tables) does not
+``MPI_Reduce``, ``MPI_Alltoall``, ``MPI_Alltoallv``, entries of
+:data:`~collectives.executors.mpi.NATIVE_MPI`) or ``auto``, which chooses as MPICH's
+defaults do (:func:`collectives.auto.mpich_choice`).  Every argument is checked before
+any communication; ``alltoallv``'s counts are exchanged first (one allgather of every
+rank's counts) and checked for agreement, so that every rank raises the same
+:class:`~collectives.ArgumentMismatchError` or builds the same schedule.  A checked call
+then runs through the one call path (:mod:`collectives.calls`): it binds a
+:class:`~collectives.calls.BoundCall`, which the call cache keeps (not an AllToAllv's,
+whose counts are agreed on every call, nor a Reduce's off its root).  Ranks that disagree
+on anything else raise as the other collectives' schedules do (every message's tag
+carries the call's signature, root and counts included); ``check=True`` (or
+``COLLSIM_CHECK=1``) makes them agree on the whole call first, ``native`` included, which
+otherwise runs bare, without hellos.  CuPy buffers, NCCL and persistent handles do not
 yet run these collectives: a CuPy buffer or an :class:`~collectives.NcclComm` raises
 TypeError.
 
@@ -27,47 +31,26 @@ Importing this module imports neither mpi4py nor CuPy.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from reprlib import repr as brief
 from typing import Any, Sequence
 
 import numpy as np
 
+from .auto import mpich_choice
+from .calls import BoundCall, Prepared, key, lookup, remember
 from .executors import transport_for
-from .executors.check import ArgumentMismatchError
-from .executors.guard import signed_plan
-from .executors.plan import Plan, get_plan
+from .executors.buffers import IN_PLACE, Call
+from .executors.check import check_enabled, signature
+from .executors.plan import get_plan
+from .executors.transport import Transport
 from .layout import peer_counts
 from .ops import check_dtype, check_op, check_op_dtype
 from .registry import names
 from .rooted import check_root
-from .vcounts import agree_counts, check_vector, pack, unpack
+from .vcounts import agree_counts, check_vector
 
-__all__ = ["AUTO", "broadcast", "reduce", "alltoall", "alltoallv"]
-
-#: ``auto``'s choice, as MPICH's defaults (src/mpi/coll/mpir_coll.c and the cvars of
-#: src/mpi/coll/{bcast,reduce,alltoall}): (collective, bytes below which, fewest ranks
-#: from which) -> the algorithm for small messages, and the one otherwise.  Broadcast:
-#: binomial below MPIR_CVAR_BCAST_SHORT_MSG_SIZE = 12288 bytes or under
-#: MPIR_CVAR_BCAST_MIN_PROCS = 8 ranks, else scatter + ring allgather; Reduce: binomial
-#: below MPIR_CVAR_REDUCE_SHORT_MSG_SIZE = 2048 bytes, else reduce-scatter + gather;
-#: AllToAll: Bruck below MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE = 256 bytes a block with at
-#: least 8 ranks, all posted at once below MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE = 32768,
-#: pairwise above.
-AUTO: dict[str, tuple[int, int, str, str]] = {
-    "broadcast": (12288, 8, "binomial", "scatter_allgather"),
-    "reduce": (2048, 1, "binomial", "rabenseifner"),
-}
-_ALLTOALL_SHORT, _ALLTOALL_MEDIUM, _ALLTOALL_MIN_RANKS = 256, 32768, 8
-
-
-def _auto(collective: str, nbytes: int, nranks: int) -> str:
-    """``auto``'s algorithm (:data:`AUTO`) for a call of ``nbytes`` (a block's, AllToAll)."""
-    if collective == "alltoall":
-        if nbytes < _ALLTOALL_SHORT and nranks >= _ALLTOALL_MIN_RANKS:
-            return "bruck_alltoall"
-        return "linear" if nbytes < _ALLTOALL_MEDIUM else "pairwise"
-    short, few, small, large = AUTO[collective]
-    return small if nbytes < short or nranks < few else large
+__all__ = ["broadcast", "reduce", "alltoall", "alltoallv"]
 
 
 def _array(name: str, buf: Any) -> np.ndarray:
@@ -83,7 +66,7 @@ def _array(name: str, buf: Any) -> np.ndarray:
     return buf.reshape(-1)
 
 
-def _transport(comm: Any) -> Any:
+def _transport(comm: Any) -> Transport:
     """The MPI transport of ``comm`` (None: ``MPI.COMM_WORLD``); TypeError for NCCL."""
     if comm is None:
         from mpi4py import MPI
@@ -95,7 +78,9 @@ def _transport(comm: Any) -> Any:
     return transport
 
 
-def _algorithm(collective: str, algorithm: Any, params: dict[str, Any]) -> None:
+def _algorithm(collective: str, algorithm: Any, params: dict[str, Any], nbytes: int,
+               nranks: int) -> str:
+    """Check ``algorithm`` and its ``params``; return the one to run (``auto`` resolved)."""
     allowed = (*names(collective=collective), "native", "auto")
     if algorithm not in allowed:
         raise ValueError(f"algorithm={brief(algorithm)} is not supported for {collective}; "
@@ -103,36 +88,37 @@ def _algorithm(collective: str, algorithm: Any, params: dict[str, Any]) -> None:
     if algorithm in ("native", "auto") and params:
         raise TypeError(f"algorithm={algorithm!r} takes no parameters, got {sorted(params)}; "
                         "name an algorithm to tune it")
+    return mpich_choice(collective, nbytes, nranks) if algorithm == "auto" else algorithm
 
 
-def _agree(transport: Any, what: tuple[Any, ...]) -> None:
-    """``check=True``: every rank's call shape, compared on every rank alike."""
-    everyone = transport.allgather_object(what)
-    for rank, theirs in enumerate(everyone):
-        if theirs != everyone[0]:
-            fields = ("collective", "count", "dtype", "op", "algorithm", "root")
-            differ = [f for f, a, b in zip(fields, everyone[0], theirs) if a != b]
-            raise ArgumentMismatchError(f"{what[0]}: rank {rank} differs from rank 0 in "
-                                        f"{', '.join(differ)}")
+def _cached(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorithm: Any,
+            check: bool | None, params: dict[str, Any]) -> tuple[tuple | None, BoundCall | None]:
+    """The call cache's facts for a call (None where the send buffer is not an array of
+    its own), and the bound call kept under them, if any."""
+    if type(sendbuf) is not np.ndarray or sendbuf is recvbuf:
+        return None, None
+    facts = key(collective, sendbuf, recvbuf, comm, op, algorithm, check, None, params)
+    return facts, lookup(facts)
 
 
-def _decide(transport: Any, collective: str, count: int, dtype: Any, op: str, algorithm: str,
-            root: int, check: bool | None, nbytes: int) -> str:
-    """The algorithm to run, once the ranks agreed on the call where ``check`` asks."""
-    if check:
-        _agree(transport, (collective, count, dtype.str, op, algorithm, root))
-    return _auto(collective, nbytes, transport.size) if algorithm == "auto" else algorithm
-
-
-def _run(transport: Any, collective: str, algorithm: str, count: int, dtype: Any, op: str,
-         source: np.ndarray, params: dict[str, Any]) -> tuple[Plan, np.ndarray]:
-    """Walk the schedule on a working buffer holding ``source`` at its input range."""
-    plan = get_plan(collective, algorithm, transport.size, transport.rank, count, dtype, params)
-    work = np.zeros(plan.count, dtype)
-    work[plan.input] = source[:plan.input.stop - plan.input.start]
-    transport.guard.check_usable()
-    transport.run_host(plan, signed_plan(plan, op, transport.guard.codec), op, work, None)
-    return plan, work
+def _first(facts: tuple | None, comm: Any, transport: Transport, call: Call, op: str,
+           algorithm: str, params: dict[str, Any], check: bool | None) -> Any:
+    """Bind a checked call (:class:`~collectives.calls.BoundCall`), remember it under
+    ``facts`` (where it has an output here), and run it.  MPI's own collective runs bare,
+    without hellos: ``check`` is what makes the ranks agree before it."""
+    native = algorithm == "native"
+    transport.validate(call, op, native)
+    planned = "alltoall" if call.collective == "alltoallv" else call.collective
+    plan = None if native else get_plan(planned, algorithm, transport.size, transport.rank,
+                                        call.count, call.dtype, params)
+    agreed = (signature(call.collective, call.count, call.dtype.name, op, algorithm, params)
+              if check_enabled(check) else None)
+    shape = replace(call, send=None, recv=None, result=None)
+    bound = BoundCall(Prepared(comm, transport, shape, op, algorithm, call.send is None, plan,
+                               agreed, False, False))
+    if call.recv is not None:
+        remember(facts, bound)
+    return bound.first(call, None)
 
 
 def broadcast(buf: Any, *, root: int = 0, comm: Any = None, algorithm: str = "auto",
@@ -167,19 +153,17 @@ def broadcast(buf: Any, *, root: int = 0, comm: Any = None, algorithm: str = "au
     ArgumentMismatchError
         When the ranks disagree.
     """
+    rooted = {**params, "root": root}
+    facts = key("broadcast", IN_PLACE, buf, comm, "sum", algorithm, check, None, rooted)
+    bound = lookup(facts)
+    if bound is not None:
+        return bound(IN_PLACE, buf)
     flat = _array("buf", buf)
     transport = _transport(comm)
     check_root(root, transport.size)
-    _algorithm("broadcast", algorithm, params)
-    algorithm = _decide(transport, "broadcast", flat.size, flat.dtype, "", algorithm, root,
-                        check, flat.nbytes)
-    if algorithm == "native":
-        transport.comm.Bcast(flat, root)
-        return buf
-    plan, work = _run(transport, "broadcast", algorithm, flat.size, flat.dtype, "sum", flat,
-                      {**params, "root": root})
-    flat[...] = work[:flat.size]
-    return buf
+    chosen = _algorithm("broadcast", algorithm, params, flat.nbytes, transport.size)
+    call = Call("broadcast", np, flat.dtype, flat.size, flat.size, None, flat, buf, root)
+    return _first(facts, comm, transport, call, "sum", chosen, rooted, check)
 
 
 def reduce(sendbuf: Any, recvbuf: Any = None, *, root: int = 0, op: str = "sum",
@@ -213,12 +197,16 @@ def reduce(sendbuf: Any, recvbuf: Any = None, *, root: int = 0, op: str = "sum",
     ArgumentMismatchError
         When the ranks disagree.
     """
+    rooted = {**params, "root": root}
+    facts, bound = _cached("reduce", sendbuf, recvbuf, comm, op, algorithm, check, rooted)
+    if bound is not None:
+        return bound(sendbuf, recvbuf)
     send = _array("sendbuf", sendbuf)
     transport = _transport(comm)
     check_root(root, transport.size)
     op = check_op(op)
     check_op_dtype(op, send.dtype)
-    _algorithm("reduce", algorithm, params)
+    chosen = _algorithm("reduce", algorithm, params, send.nbytes, transport.size)
     mine = transport.rank == root
     recv = None
     if mine:
@@ -226,19 +214,9 @@ def reduce(sendbuf: Any, recvbuf: Any = None, *, root: int = 0, op: str = "sum",
         if recv.size != send.size or recv.dtype != send.dtype:
             raise ValueError(f"recvbuf has {recv.size} elements of {recv.dtype}; sendbuf has "
                              f"{send.size} of {send.dtype}")
-    algorithm = _decide(transport, "reduce", send.size, send.dtype, op, algorithm, root, check,
-                        send.nbytes)
-    if algorithm == "native":
-        from .executors.mpi import _MPI_OPS
-        transport.comm.Reduce(send, recv, _MPI_OPS[op], root)
-    else:
-        plan, work = _run(transport, "reduce", algorithm, send.size, send.dtype, op, send,
-                          {**params, "root": root})
-        if recv is not None:
-            recv[...] = work[plan.output]
-    if not mine:
-        return None
-    return recv if recvbuf is None else recvbuf
+    call = Call("reduce", np, send.dtype, send.size, send.size, send, recv,
+                recvbuf if recvbuf is not None and mine else recv, root)
+    return _first(facts, comm, transport, call, op, chosen, rooted, check)
 
 
 def alltoall(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, algorithm: str = "auto",
@@ -267,6 +245,9 @@ def alltoall(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, algorithm: 
         For a bad argument (a ``sendbuf`` that does not cut into ``nranks`` blocks), before
         any communication.
     """
+    facts, bound = _cached("alltoall", sendbuf, recvbuf, comm, "sum", algorithm, check, {})
+    if bound is not None:
+        return bound(sendbuf, recvbuf)
     send = _array("sendbuf", sendbuf)
     transport = _transport(comm)
     p = transport.size
@@ -277,16 +258,11 @@ def alltoall(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None, algorithm: 
     if recv.size != send.size or recv.dtype != send.dtype:
         raise ValueError(f"recvbuf has {recv.size} elements of {recv.dtype}; sendbuf has "
                          f"{send.size} of {send.dtype}")
-    _algorithm("alltoall", algorithm, {})
     block = send.size // p
-    algorithm = _decide(transport, "alltoall", block, send.dtype, "", algorithm, 0, check,
-                        block * send.itemsize)
-    if algorithm == "native":
-        transport.comm.Alltoall(send, recv)
-    else:
-        plan, work = _run(transport, "alltoall", algorithm, block, send.dtype, "sum", send, {})
-        recv[...] = work[plan.output]
-    return recv if recvbuf is None else recvbuf
+    chosen = _algorithm("alltoall", algorithm, {}, block * send.itemsize, p)
+    call = Call("alltoall", np, send.dtype, block, block, send, recv,
+                recv if recvbuf is None else recvbuf)
+    return _first(facts, comm, transport, call, "sum", chosen, {}, check)
 
 
 def alltoallv(sendbuf: Any, sendcounts: Sequence[int], sdispls: Sequence[int], recvbuf: Any,
@@ -331,19 +307,9 @@ def alltoallv(sendbuf: Any, sendcounts: Sequence[int], sdispls: Sequence[int], r
         raise ValueError(f"algorithm={brief(algorithm)} is not supported for alltoallv; choose "
                          f"one of {list(allowed)}")
     counts = agree_counts(transport.allgather_object, transport.rank, sendcounts, recvcounts)
-    if algorithm == "native":
-        from mpi4py.util.dtlib import from_numpy_dtype
-        kind = from_numpy_dtype(send.dtype)
-        transport.comm.Alltoallv([send, (list(sendcounts), list(sdispls)), kind],
-                                 [recv, (list(recvcounts), list(rdispls)), kind])
-        return recvbuf
     count = max(max(row) for row in counts)
     uniform = counts == peer_counts(count, p)
-    plan = get_plan("alltoall", algorithm, p, transport.rank, count, send.dtype,
-                    {} if uniform else {"counts": counts})
-    work = np.zeros(plan.count, send.dtype)
-    pack(work, send, sdispls, counts, transport.rank)
-    transport.guard.check_usable()
-    transport.run_host(plan, signed_plan(plan, "sum", transport.guard.codec), "sum", work, None)
-    unpack(recv, work, rdispls, counts, transport.rank)
-    return recvbuf
+    vector = (list(sendcounts), list(sdispls), list(recvcounts), list(rdispls), counts)
+    call = Call("alltoallv", np, send.dtype, count, count, send, recv, recvbuf, 0, vector)
+    return _first(None, comm, transport, call, "sum", algorithm,
+                  {} if uniform or algorithm == "native" else {"counts": counts}, False)

@@ -11,6 +11,9 @@
    one given) with the simulator; this package never imports the simulator itself;
 3. the static rule (:func:`static_choice`).
 
+Broadcast, Reduce and AllToAll, which no table or predictor covers, take MPICH's defaults
+at once (:func:`mpich_choice`).
+
 A decision is cached per (collective, bytes, ranks, element size) in
 :attr:`~collectives.executors.runtime.Runtime.decisions`, so a repeated call costs a
 dictionary lookup; installing a table or a predictor, or naming another file in
@@ -29,7 +32,7 @@ from .executors.runtime import RUNTIME
 from .tuning import Tuning, load_tuning
 
 __all__ = ["TUNING_ENV", "TOPOLOGY_ENV", "STATIC_DOUBLING_UPTO", "STATIC_FOLD_UPTO",
-           "Predictor", "use_tuning",
+           "MPICH_DEFAULTS", "MPICH_ALLTOALL", "Predictor", "use_tuning",
            "use_predictor", "static_choice", "choose", "source"]
 
 #: environment variable naming a tuning file for ``auto``
@@ -69,6 +72,23 @@ _tuning_path: str | None = None
 _predictor: Predictor | None = None
 #: ``RUNTIME.decisions`` (one look-up less per call)
 _decisions = RUNTIME.decisions
+
+
+#: ``auto``'s choice for Broadcast and Reduce, as MPICH's defaults (src/mpi/coll/mpir_coll.c
+#: and the cvars of src/mpi/coll/{bcast,reduce,alltoall}): collective -> (bytes below
+#: which, fewest ranks from which, the algorithm for small messages, the one otherwise).
+#: Broadcast: binomial below MPIR_CVAR_BCAST_SHORT_MSG_SIZE = 12288 bytes or under
+#: MPIR_CVAR_BCAST_MIN_PROCS = 8 ranks, else scatter + ring allgather; Reduce: binomial
+#: below MPIR_CVAR_REDUCE_SHORT_MSG_SIZE = 2048 bytes, else reduce-scatter + gather.
+#: AllToAll (:data:`MPICH_ALLTOALL`) is chosen on a block's bytes
+MPICH_DEFAULTS: dict[str, tuple[int, int, str, str]] = {
+    "broadcast": (12288, 8, "binomial", "scatter_allgather"),
+    "reduce": (2048, 1, "binomial", "rabenseifner"),
+}
+#: AllToAll as MPICH: Bruck below MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE = 256 bytes a block
+#: with at least 8 ranks, all posted at once below MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE =
+#: 32768, pairwise above: (short, medium, fewest ranks for Bruck)
+MPICH_ALLTOALL = (256, 32768, 8)
 
 
 def use_tuning(table: Tuning | str | Path | None) -> None:
@@ -165,6 +185,25 @@ def static_choice(collective: str, nbytes: int, nranks: int) -> tuple[str, dict[
     return "rhd", {}
 
 
+def mpich_choice(collective: str, nbytes: int, nranks: int) -> str:
+    """``auto``'s algorithm for a Broadcast or Reduce of ``nbytes``, or an AllToAll of
+    ``nbytes`` a block, as MPICH's defaults (:data:`MPICH_DEFAULTS`,
+    :data:`MPICH_ALLTOALL`).
+
+    Examples
+    --------
+    >>> mpich_choice("broadcast", 1 << 20, 8), mpich_choice("alltoall", 64, 8)
+    ('scatter_allgather', 'bruck_alltoall')
+    """
+    if collective == "alltoall":
+        short, medium, few = MPICH_ALLTOALL
+        if nbytes < short and nranks >= few:
+            return "bruck_alltoall"
+        return "linear" if nbytes < medium else "pairwise"
+    short, few, small, large = MPICH_DEFAULTS[collective]
+    return small if nbytes < short or nranks < few else large
+
+
 def source(nranks: int) -> str:
     """Say in a few words where ``auto`` takes its decisions from for ``nranks`` ranks."""
     table = _table()
@@ -182,11 +221,11 @@ def choose(collective: str, nbytes: int, nranks: int,
 
     Parameters
     ----------
-    collective : {"allreduce", "reduce_scatter", "allgather"}
+    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"}
         The collective.
     nbytes : int
         Bytes of the working buffer (the AllReduce vector, the ReduceScatter input, the
-        AllGather output).
+        AllGather output, the Broadcast or Reduce vector, an AllToAll's block).
     nranks : int
         Number of ranks.
     dtype_size : int, optional
@@ -221,6 +260,8 @@ def choose(collective: str, nbytes: int, nranks: int,
 
 def _decide(collective: str, nbytes: int, nranks: int,
             dtype_size: int) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    if collective in MPICH_DEFAULTS or collective == "alltoall":
+        return mpich_choice(collective, nbytes, nranks), ()
     if nranks == 1:
         return "ring", ()
     table = _table()

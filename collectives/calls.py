@@ -39,8 +39,11 @@ from .executors.plan import Plan
 from .executors.runtime import RUNTIME
 from .executors.transport import Transport
 from .ops import NCCL_ONLY_OPS, average_input, average_output
+from .schedule import BLOCK_COLLECTIVES
+from .vcounts import pack, unpack
 
-__all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "BoundCall", "key", "lookup", "remember"]
+__all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "BoundCall", "lay_exchange",
+           "take_exchange", "key", "lookup", "remember"]
 
 #: the environment variables that decide what a call runs (:mod:`collectives.api`,
 #: :mod:`collectives.executors.check`, :mod:`collectives.auto`, :mod:`collectives.nchannels`)
@@ -124,7 +127,7 @@ class BoundCall:
     """
 
     __slots__ = ("prepared", "guard", "_xp", "_cut", "_agree", "_native", "_plan", "_walk",
-                 "_scatter", "_average", "_size")
+                 "_scatter", "_average", "_size", "_exchange")
 
     def __init__(self, prepared: Prepared) -> None:
         transport, plan, shape = prepared.transport, prepared.plan, prepared.shape
@@ -132,6 +135,9 @@ class BoundCall:
             plan
         self._xp, self._size = shape.xp, transport.size
         self._scatter = shape.collective == "reduce_scatter"
+        #: a Broadcast, Reduce or AllToAll(v): the plan works on a buffer of its own
+        #: (:func:`lay_exchange`), which the input's and output's overlap cannot harm
+        self._exchange = shape.collective not in BLOCK_COLLECTIVES
         #: the result is recvbuf's first block (an in-place ReduceScatter), else recvbuf
         self._cut = shape.part if prepared.in_place and self._scatter else None
         self._agree: Callable[[], Any] | None = None
@@ -170,7 +176,7 @@ class BoundCall:
         send = None
         if not self.prepared.in_place:
             send = sendbuf if sendbuf.ndim == 1 else sendbuf.reshape(-1)
-            if _may_share_memory(send, recv):
+            if _may_share_memory(send, recv) and not self._exchange:
                 check_overlap(np, send, recv)  # raises
         self.run(send, recv, None)
         return recvbuf if self._cut is None else recv[:self._cut]
@@ -214,6 +220,11 @@ class BoundCall:
             self._native(send, recv, stream)
             return
         xp, shape = self._xp, self.prepared.shape
+        if self._exchange:
+            work = lay_exchange(plan, shape, send, recv)
+            self._walk(work, None, stream)
+            take_exchange(plan, shape, work, recv)
+            return
         work = lay_input(xp, shape.collective, shape.dtype, shape.count, send, recv,
                          plan.input, stream)
         if self._average:
@@ -254,6 +265,52 @@ class BoundCall:
             return partial(self._native, call.send, call.recv, None)
         return HeldPlan(transport, plan, signed_plan(plan, prepared.op, transport.guard.codec),
                         prepared.op, call)
+
+
+def lay_exchange(plan: Plan, shape: Call, send: np.ndarray | None,
+                 recv: np.ndarray | None) -> np.ndarray:
+    """The working buffer of a Broadcast, Reduce or AllToAll(v): zeros holding the input
+    (``recv`` for a Broadcast, in place) at the plan's input range, or an AllToAllv's blocks
+    packed (:func:`~.vcounts.pack`).
+
+    Parameters
+    ----------
+    plan : Plan
+        The rank's plan.
+    shape : Call
+        The call (its ``vector`` for an AllToAllv).
+    send, recv : numpy.ndarray or None
+        The input (None in place) and the output (None off a Reduce's root), flat.
+
+    Returns
+    -------
+    numpy.ndarray
+        The working buffer, ``plan.count`` elements.
+    """
+    work = np.zeros(plan.count, shape.dtype)
+    if shape.vector is not None:
+        pack(work, send, shape.vector[1], shape.vector[4], plan.rank)
+    else:
+        source: Any = recv if send is None else send
+        work[plan.input] = source[:plan.input.stop - plan.input.start]
+    return work
+
+
+def take_exchange(plan: Plan, shape: Call, work: np.ndarray, recv: np.ndarray | None) -> None:
+    """Copy the result of a Broadcast, Reduce or AllToAll(v) from ``work`` into ``recv``
+    (nothing off a Reduce's root), an AllToAllv's blocks unpacked (:func:`~.vcounts.unpack`).
+
+    Parameters
+    ----------
+    plan, shape, recv
+        As for :func:`lay_exchange`.
+    work : numpy.ndarray
+        The working buffer the plan ran on.
+    """
+    if shape.vector is not None:
+        unpack(recv, work, shape.vector[3], shape.vector[4], plan.rank)
+    elif recv is not None:
+        recv[...] = work[plan.output]
 
 
 def key(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorithm: Any,

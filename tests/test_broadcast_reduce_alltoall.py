@@ -296,3 +296,23 @@ def test_nccl_tuner_csv_has_broadcast_and_reduce_rows_of_ring_only() -> None:
                                                for a, b in zip(lines, lines[1:]))
     rows = read_nccl_csv(to_nccl_csv(machine, ("broadcast", "reduce")))
     assert {row["coll"] for row in rows} == {"broadcast", "reduce"}
+
+
+def test_tags_tell_the_six_collectives_apart() -> None:
+    from collectives.executors.guard import TagCodec
+    from collectives.schedule import COLLECTIVES
+    codec = TagCodec(2**31 - 1)
+    bases = {c: codec.base(c, 8, "float32", "sum", "ring", ()) for c in COLLECTIVES}
+    assert len(set(bases.values())) == len(COLLECTIVES)
+    assert codec.differences(bases["broadcast"], bases["alltoall"]) == [
+        "collective: broadcast here, alltoall at the sender"]
+
+
+def test_auto_takes_mpichs_defaults_through_choose() -> None:
+    from collectives import auto
+    assert auto.choose("broadcast", 1 << 20, 8) == ("scatter_allgather", {})
+    assert auto.choose("broadcast", 1 << 20, 4) == ("binomial", {})
+    assert auto.choose("reduce", 4096, 1) == ("rabenseifner", {})
+    assert auto.choose("alltoall", 64, 8) == ("bruck_alltoall", {})
+    assert auto.choose("alltoall", 64, 4) == ("linear", {})
+    assert auto.choose("alltoall", 1 << 16, 4) == ("pairwise", {})

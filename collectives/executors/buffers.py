@@ -127,6 +127,12 @@ class Call:
     result : array
         What the call returns: ``recvbuf`` as passed or allocated (for an in-place
         ReduceScatter, the first ``part`` elements of it).
+    root : int
+        The root of a Broadcast or Reduce (0 for the others).
+    vector : tuple or None
+        An AllToAllv's ``(sendcounts, sdispls, recvcounts, rdispls, counts)``: the
+        caller's lists and the agreed matrix (:func:`collectives.vcounts.agree_counts`);
+        None for the others.
     """
 
     collective: str
@@ -137,6 +143,8 @@ class Call:
     send: Any
     recv: Any
     result: Any
+    root: int = 0
+    vector: tuple | None = None
 
     @property
     def nbytes(self) -> int:

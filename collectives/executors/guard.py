@@ -14,7 +14,7 @@ whole past the buffer from about 8 KiB up).  Later receives take any tag: MPI ma
 pair's messages in order (the non-overtaking rule), so once a peer's first message carried
 this call's signature, its k-th message is this call's k-th message to this rank, and
 every step still compares the tags it received.  (Equal tags with unequal counts or
-parameters need an 11-bit checksum collision, and equal first lengths too.)
+parameters need a 9-bit checksum collision, and equal first lengths too.)
 
 On any failure the rank sends every other rank an empty message with a reserved tag
 (so that a rank waiting on it sees that tag, at a probe or at a step's tag comparison,

@@ -132,15 +132,44 @@ def _has_mpi_datatype(dtype: Any) -> bool:
         return False
 
 
-#: MPI's own collective for each collective: ``entry(comm) -> (method, reduces)``, the
-#: mpi4py method called as ``method(send, recv)``, or ``method(send, recv, mpi_op)`` where
-#: ``reduces``.  Adding a collective (``"broadcast": lambda comm: (partial(_bcast, comm),
-#: False)``, ...) is one entry here and one in :data:`~.nccl.NATIVE_NCCL`
-NATIVE_MPI: dict[str, Callable[[Any], tuple[Callable[..., None], bool]]] = {
-    "allreduce": lambda comm: (comm.Allreduce, True),
-    "reduce_scatter": lambda comm: (comm.Reduce_scatter_block, True),
-    "allgather": lambda comm: (comm.Allgather, False),
+#: MPI's own collective for each collective: ``entry(comm, shape) -> (method, reduces)``,
+#: the mpi4py method (bound to what the call's shape fixes: a root, an AllToAllv's counts)
+#: called as ``method(send, recv)``, or ``method(send, recv, mpi_op)`` where ``reduces``.
+#: Adding a collective is one entry here and one in :data:`~.nccl.NATIVE_NCCL`
+NATIVE_MPI: dict[str, Callable[[Any, Call], tuple[Callable[..., None], bool]]] = {
+    "allreduce": lambda comm, shape: (comm.Allreduce, True),
+    "reduce_scatter": lambda comm, shape: (comm.Reduce_scatter_block, True),
+    "allgather": lambda comm, shape: (comm.Allgather, False),
+    "broadcast": lambda comm, shape: (partial(_bcast, comm.Bcast, shape.root), False),
+    "reduce": lambda comm, shape: (partial(_reduce, comm.Reduce, shape.root), True),
+    "alltoall": lambda comm, shape: (comm.Alltoall, False),
+    "alltoallv": lambda comm, shape: (partial(_alltoallv, comm.Alltoallv, shape.vector), False),
 }
+
+#: the collectives whose ``max`` and ``min`` of floats MPI reduces on keys (:mod:`.extrema`)
+_KEYED = ("allreduce", "reduce_scatter")
+
+
+def _bcast(bcast: Callable[..., None], root: int, send: Any, recv: np.ndarray) -> None:
+    """``MPI_Bcast`` of ``recv`` (the buffer, in place) from ``root``."""
+    bcast(recv, root)
+
+
+def _reduce(reduce: Callable[..., None], root: int, send: np.ndarray, recv: np.ndarray | None,
+            mpi_op: Any) -> None:
+    """``MPI_Reduce`` of ``send`` into the root's ``recv`` (None elsewhere)."""
+    reduce(send, recv, mpi_op, root)
+
+
+def _alltoallv(alltoallv: Callable[..., None], vector: tuple[Any, ...] | None,
+               send: np.ndarray, recv: np.ndarray) -> None:
+    """``MPI_Alltoallv`` with the counts and displacements of ``vector``
+    (:attr:`~.buffers.Call.vector`)."""
+    assert vector is not None, "an AllToAllv's call carries its vector"
+    from mpi4py.util.dtlib import from_numpy_dtype
+    kind = from_numpy_dtype(send.dtype)
+    sendcounts, sdispls, recvcounts, rdispls = vector[:4]
+    alltoallv([send, (sendcounts, sdispls), kind], [recv, (recvcounts, rdispls), kind])
 
 
 class MpiTransport:
@@ -227,13 +256,13 @@ class MpiTransport:
         if native and call.collective != "allreduce" and call.part > MPI_COUNT_MAX:
             raise ValueError(f"a block of {call.part} elements is more than MPI's "
                              f"{call.collective} takes ({MPI_COUNT_MAX}, its counts are C "
-                             f"ints); algorithm='native' cannot run it, choose one of ring, "
-                             f"tree, rhd, pipeline")
+                             f"ints); algorithm='native' cannot run it, choose one of "
+                             f"{_schedules(call.collective)}")
         if native and not _has_mpi_datatype(call.dtype):
             order = "" if call.dtype.isnative else " (MPI's datatypes are in native byte order)"
             raise TypeError(f"dtype {call.dtype.str!r} has no MPI datatype in this MPI "
                             f"library{order}; algorithm='native' cannot run it, choose one of "
-                            f"ring, tree, rhd, pipeline")
+                            f"{_schedules(call.collective)}")
 
     def _staged(self, xp: Any) -> bool:
         return xp is not np and not cuda_aware()
@@ -413,7 +442,7 @@ class MpiTransport:
         exchange, runs, in_place, name = self.hellos.exchange, self.runs, _MPI.IN_PLACE, \
             check_dtype(shape.dtype)
         collective, count = shape.collective, shape.count
-        method, mpi_op = self._mpi_collective(collective, op, shape.dtype, count)
+        method, mpi_op = self._mpi_collective(shape, op, shape.dtype, count)
 
         def run(send: np.ndarray | None, recv: np.ndarray, stream: Any = None) -> None:
             if signed:
@@ -445,7 +474,7 @@ class MpiTransport:
             with stream:
                 send, recv = device.copy(), device[:shape.part]
             stream.synchronize()
-        method, mpi_op = self._mpi_collective(shape.collective, op, recv.dtype, recv.size)
+        method, mpi_op = self._mpi_collective(shape, op, recv.dtype, recv.size)
         if mpi_op is None:
             method(send, recv)
         else:
@@ -472,24 +501,25 @@ class MpiTransport:
         callable
             Runs the collective on the buffers' current contents.
         """
-        method, mpi_op = self._mpi_collective(call.collective, op, call.dtype, call.count)
+        method, mpi_op = self._mpi_collective(call, op, call.dtype, call.count)
         send = _MPI.IN_PLACE if call.send is None else call.send
         return partial(method, send, call.recv) if mpi_op is None else partial(
             method, send, call.recv, mpi_op)
 
-    def _mpi_collective(self, collective: str, op: str, dtype: Any,
+    def _mpi_collective(self, shape: Call, op: str, dtype: Any,
                         count: int) -> tuple[Callable[..., None], Any]:
         """MPI's own ``collective`` on this communicator (:data:`NATIVE_MPI`), as
         ``(method, mpi_op)``, ``mpi_op`` None for a collective that does not reduce; a
         reducing one reduces the keys of floats for ``max`` and ``min`` (:mod:`.extrema`),
         and an ``Allreduce`` of more than :data:`MPI_COUNT_MAX` elements runs in parts of
         at most that many."""
-        method, reduces = NATIVE_MPI[collective](self.comm)
+        collective = shape.collective
+        method, reduces = NATIVE_MPI[collective](self.comm, shape)
         if not reduces:
             return method, None
         if collective == "allreduce" and count > MPI_COUNT_MAX:
             method = partial(_in_parts, method, _MPI.IN_PLACE)
-        if keyed_dtype(op, np.dtype(dtype)):
+        if collective in _KEYED and keyed_dtype(op, np.dtype(dtype)):
             method = keyed(method, collective, self.size, op, _MPI.IN_PLACE)
         return method, _MPI_OPS[op]
 
@@ -514,6 +544,12 @@ class MpiTransport:
             self.hellos.free()
             self.comm.Free()
         self.guard.broken = self.guard.broken or "the communicator was closed"
+
+
+def _schedules(collective: str) -> str:
+    """The schedules that run ``collective``, named for an error message."""
+    from ..registry import names
+    return ", ".join(names(collective=collective))
 
 
 def _in_parts(method: Callable[..., None], in_place: Any, send: Any, recv: np.ndarray,
