@@ -150,7 +150,9 @@ def _table() -> Tuning | None:
 def static_choice(collective: str, nbytes: int, nranks: int) -> tuple[str, dict[str, Any]]:
     """The static rule: recursive doubling for small AllReduces (except on 3 ranks), else
     rhd from 4 ranks on (on a count that is not a power of two, up to
-    :data:`STATIC_FOLD_UPTO`), else the ring.
+    :data:`STATIC_FOLD_UPTO`), else the ring; an AllGather off powers of two takes
+    Bruck's (MPICH's default there for short messages; on the single-port host model it
+    sends what the ring sends in ``ceil(lg p)`` steps, so it is best at every size).
 
     Parameters
     ----------
@@ -173,11 +175,13 @@ def static_choice(collective: str, nbytes: int, nranks: int) -> tuple[str, dict[
     >>> static_choice("allgather", 1024, 8), static_choice("allreduce", 64 << 10, 8)
     (('rhd', {}), ('rhd', {}))
     >>> static_choice("allgather", 1024, 6), static_choice("allgather", 64 << 10, 6)
-    (('rhd', {}), ('ring', {}))
+    (('bruck', {}), ('bruck', {}))
     """
     if (collective == "allreduce" and nbytes <= STATIC_DOUBLING_UPTO
             and (nranks == 2 or nranks >= _STATIC_RING_BELOW)):
         return "rhd", {"doubling": True}
+    if collective == "allgather" and nranks >= _STATIC_RING_BELOW and nranks & (nranks - 1):
+        return "bruck", {}
     if nranks < _STATIC_RING_BELOW or (
             nranks & (nranks - 1)
             and nbytes > STATIC_FOLD_UPTO.get(collective, 0) * nranks * math.log2(nranks)):
