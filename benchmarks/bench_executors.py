@@ -48,7 +48,7 @@ from collsim.tune import slowest_seconds
 #: that takes it, algorithm, parameters)
 VARIANTS: dict[str, tuple[str, str, dict]] = {
     "rhd doubling": ("allreduce", "rhd", {"doubling": True})}
-OURS = (*collectives.ALGORITHMS, *VARIANTS)
+OURS = (*collectives.BLOCK_ALGORITHMS, *VARIANTS)
 #: MPI's own collective called directly through mpi4py: the baseline of every ratio
 MPI_OWN = "MPI"
 ALGORITHMS = (*OURS, "native", MPI_OWN)
@@ -240,8 +240,8 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=0.1, help="seconds per measurement")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds over the algorithms; the least time counts")
-    parser.add_argument("--collectives", nargs="+", default=list(collectives.COLLECTIVES),
-                        choices=collectives.COLLECTIVES)
+    parser.add_argument("--collectives", nargs="+", default=list(collectives.BLOCK_COLLECTIVES),
+                        choices=collectives.BLOCK_COLLECTIVES)
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--tuning", type=Path,
                         help="a tuning file (collsim tune): also time auto reading it")

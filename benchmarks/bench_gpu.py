@@ -29,7 +29,7 @@ import numpy as np
 import collectives
 from collectives.registry import names
 
-ALGORITHMS = ("native", *collectives.ALGORITHMS)
+ALGORITHMS = ("native", *collectives.BLOCK_ALGORITHMS)
 #: label -> (the collective it runs, algorithm, parameters): columns beside the algorithms
 VARIANTS: dict[str, tuple[str, str, dict]] = {
     "doubling": ("allreduce", "rhd", {"doubling": True})}
@@ -166,7 +166,7 @@ def main() -> None:
         print(f"{'' if args.markdown else '# '}{args.transport} on {args.xp} buffers, "
               f"{nranks} ranks, float32; time of {base} (us) and {what}\n")
         print(header(names, args.markdown, base), flush=True)
-    for collective in collectives.COLLECTIVES:
+    for collective in collectives.BLOCK_COLLECTIVES:
         function = getattr(collectives, collective)
         for nbytes in sizes(args.max_bytes, args.factor):
             send, recv = buffers(xp, collective, nbytes, nranks)

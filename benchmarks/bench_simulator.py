@@ -37,7 +37,7 @@ of the process, which a loaded machine disturbs less): building the schedule, re
 every rank's operations (steps, or lanes for ring, tree and pipeline) and simulating them
 on the compiled engine; then the transfers simulated, transfers per second and the
 predicted time of the AllReduce.  With channels, each runs over its order from
-`topology.channel_orders`.  The first run in a checkout also compiles the engine's Numba
+`collectives.channel_orders`.  The first run in a checkout also compiles the engine's Numba
 code (cached on disk, some 30 s of CPU): these are a later run's figures."""
 
 

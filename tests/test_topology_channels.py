@@ -100,7 +100,7 @@ def test_rhd_orders_cross_nodes_at_the_small_masks_on_one_rail() -> None:
 def test_ranks_and_nics_per_node() -> None:
     assert ranks_per_node(topology.dgx_h100(3)) == 8
     assert nics_per_node(topology.dgx_h100(3)) == 8 and nics_per_node(topology.dgx_a100(1)) == 0
-    uneven = dataclasses.replace(topology.rail_fat_tree(2, gpus_per_node=2),
+    uneven = dataclasses.replace(topology.rail_fat_tree(2, gpus_per_node=2), fabric=None,
                                  placement=("n0.gpu0", "n0.gpu1", "n1.gpu0"))
     with pytest.raises(ValueError, match="unequal size"):
         ranks_per_node(uneven)
