@@ -67,10 +67,8 @@ def _array(name: str, buf: Any) -> np.ndarray:
 
 
 def _transport(comm: Any) -> Transport:
-    """The MPI transport of ``comm`` (None: ``MPI.COMM_WORLD``); TypeError for NCCL."""
-    if comm is None:
-        from mpi4py import MPI
-        comm = MPI.COMM_WORLD
+    """The MPI transport of ``comm`` (None: ``MPI.COMM_WORLD``, as
+    :func:`~.executors.transport_for` takes it); TypeError for NCCL."""
     transport = transport_for(comm)
     if transport.name != "mpi":
         raise TypeError("comm is an NcclComm; Broadcast, Reduce and AllToAll run over an "
