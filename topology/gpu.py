@@ -114,6 +114,14 @@ class LinkFigures:
         The rate one flow (a queue pair of a network connection) reaches on a link of this
         kind at a NIC, bytes per second (> 0): such a link carries at most its flows times
         this (:func:`simulator.gpu.nic_flows`).  None (the default): no such limit.
+    in_step : bool, optional
+        Whether NCCL's channels cross links of this kind in step with one another (the
+        default): a simulated channel that stands for several moves their messages side
+        by side, so one step pays the route's latency and then all of their bytes.
+        False: out of step, each channel's message pays the latency and its own bytes
+        while the other channels' bytes keep the link busy, so a route through a link of
+        this kind hides its latency behind all but one channel's share of a message
+        (:func:`simulator.gpu.hidden_latency`).
     """
 
     kind: str
@@ -121,6 +129,7 @@ class LinkFigures:
     latency_s: tuple[tuple[str, float], ...]
     protocol_fraction: tuple[tuple[str, float], ...] = ()
     flow_Bps: float | None = None
+    in_step: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind:
@@ -136,6 +145,9 @@ class LinkFigures:
             _fraction(fraction, f"links {self.kind}.protocol_fraction[{name!r}]")
         if self.flow_Bps is not None:
             _number(self.flow_Bps, f"links {self.kind}.flow_Bps", positive=True)
+        if not isinstance(self.in_step, bool):
+            raise TopologyError(f"links {self.kind}.in_step = {brief(self.in_step)} is not "
+                                "allowed; it must be True or False")
 
     def latency(self, protocol: str) -> float:
         """Seconds per link of this kind under ``protocol``.
