@@ -11,9 +11,10 @@ collectives run on GPUs rather than how fast the wires are:
   the data one slot of its FIFO holds (:attr:`Protocol.slot_bytes`: a message longer
   than a slot hides its route's latency behind its data, :func:`simulator.gpu.hidden_latency`);
 * per link kind (:class:`LinkFigures`): the achievable fraction of the line rate, where a
-  protocol reaches another fraction of it on that kind than elsewhere, and the latency a
+  protocol reaches another fraction of it on that kind than elsewhere, the latency a
   message pays per link of that kind it crosses, per protocol (NCCL's per-hop
-  ``hwLat`` spread over the links of a hop, and the network's per-message overhead);
+  ``hwLat`` spread over the links of a hop, and the network's per-message overhead), and
+  whether NCCL's channels cross it in step (:attr:`LinkFigures.in_step`);
 * per algorithm (:class:`AlgorithmFigures`), where NCCL's model gives an algorithm figures
   of its own (Tree's per-hop latencies, protocol setup and bandwidth factors): they replace
   the protocol's and the link kinds' figures when that algorithm runs; every other
