@@ -34,16 +34,19 @@ Channels in and out of step (:attr:`topology.LinkFigures.in_step`): over NVLink 
 channel's step is its own SM's stores, and the channels of a node move side by side (the
 one-node curves, every size NCCL ran the ring: a step pays its latency and then all of
 its channels' bytes).  Over the network a channel's step is a message its proxy posts
-when that channel's GPU work has finished it (src/transport/net.cc,
-``sendProxyProgress``: one ``isend`` per step and channel) and the NIC serves its
-connections' messages as they come, so the channels of a NIC drift out of step and one
-channel's latency passes while the others' bytes fill the link: ``ib`` is out of step.
-The published ring curves over the network say which: each step of the 1,024-GPU ring
-(h100_128node_ring_ll128) takes ~9.5 us at 1 GiB and 9.9 us at 2 GiB, twice the bytes
-(no more than the latency of a route through a spine, 9 us under LL128 here, then a
-channel's share of its bytes, 0.7 us and 1.5 us); in step, the preset charged
-9 + 2.9 and 9 + 5.8 us (+26%, +50%); the 2-node ring (h100_2node_ring_nccl2.26) from
-8 to 32 MiB and the 8-node default ring at 256-512 MiB alike.
+once that channel's GPU work has filled it (src/transport/net.cc,
+``sendProxyProgress``: each channel's connection, a "sub", posts, transmits and
+completes its own steps, one ``isend`` a step) and the NIC serves its connections'
+messages as they come, so the channels of a NIC drift out of step and one channel's
+latency passes while the others' bytes fill the link: ``ib`` is out of step.  The
+published rings across nodes say which (``benchmarks/bench_pipelining.py``): a step of
+the 1,024-GPU ring (h100_128node_ring_ll128) takes 9.5 us at 1 GiB and 9.9 us at 2 GiB,
+twice the bytes: the latency of a route through a spine (9 us under LL128 here) and a
+channel's share of the bytes (0.7 and 1.5 us), where in step the preset charged
+9 + 2.9 and 9 + 5.8 us (+26%, +50% for the curve); the 2-node ring
+(h100_2node_ring_nccl2.26) lies between the two from 16 to 128 MiB.  Against it:
+h100_8node_tuned from 16 to 512 MiB (more channels than h100_8node_default, so more of
+the latency hidden, where it measured 10-35% slower than h100_8node_default).
 
 The tree (:data:`TREE`) has figures of its own in tuning.cc, in place of the Ring's above;
 every other algorithm (ring, rhd, pipeline) runs on the Ring's, tuning.cc having none for
