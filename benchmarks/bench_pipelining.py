@@ -1,30 +1,30 @@
-"""What the published curves say of how far LL128 pipelines a step's latency behind its data.
+"""What the published curves say of how far a ring step's latency hides behind its data.
 
 Run: ``python benchmarks/bench_pipelining.py [--write [docs/results/pipelining.md]]``
 
 A message of ``b`` bytes over a route of latency ``lat`` and rate ``r`` takes
 ``max(b / r, lat + min(b, u) / r)`` when its receiver forwards it in units of ``u`` bytes
-(:func:`simulator.gpu.hidden_latency`).  Today ``u`` is the protocol's FIFO slot (for
-LL128 562.5 KiB a channel: NCCL's buffer over ``NCCL_STEPS``), so a ring step of up to
-one slot pays its whole latency on top of its data.  Within a step NCCL's LL128 forwards
-less: every warp of the channel's 640 threads polls the flags of its own 2 KiB of lines
-and passes them on (``src/device/prims_ll128.h``: ``WireWordPerSlice`` = 32 threads x
-``NCCL_LL128_SHMEM_ELEMS_PER_THREAD`` = 8 words), so one pass of the 20 warps moves
-20 x 1,920 B = 38,400 B of data; this benchmark prices every curve with that unit too,
-and with NCCL's own model (:func:`simulator.nccl_tuner.nccl_time_us`, tuning.cc), which
-charges the latency of every hop once, ``baseLat + nsteps x hwLat + bytes / bw``: the
-ring's latency pipelined behind no step of data, and no step gated by another.
+(:func:`simulator.gpu.hidden_latency`).  A simulated channel stands for ``k`` of NCCL's
+channels.  In step (:attr:`topology.LinkFigures.in_step`, the presets' NVLink), the unit
+is their FIFO slots side by side, ``k`` slots, so a ring step of up to that pays its
+whole latency and then all of its bytes.  Out of step (the presets' network since issue
+29), the unit is one channel's share, ``min(b, k slots) / k``: each channel's step pays
+the latency and its own bytes while the others' bytes fill the link.
 
-Last, the curves on more than a leaf's nodes (the 1,024-GPU one) once more with every
-leaf-spine link at a switch's own latency (:data:`SWITCH_S`) in place of half of
-tuning.cc's network hop: the preset charges a route through a spine 9 us under LL128
-against 5 us within a leaf, where the spine adds one switch and two cables.
-
-Each compared size of every curve is priced with the analytic model
+Each curve's compared sizes are priced with the analytic model
 (:func:`simulator.analytic.price`) for the candidate the fidelity page chose there
 (``docs/results/fidelity.json``, written by ``benchmarks/bench_fidelity.py --write``),
-so the choice is held steady and only the unit moves; NCCL's in-switch algorithms keep
-the page's prediction (they run Simple).  Scores as :func:`simulator.fidelity.score`.
+so the choice is held steady and only the rule moves: the network in step (the presets
+before issue 29), out of step (now), and NCCL's own model of the same algorithm and
+protocol (:func:`simulator.nccl_tuner.nccl_time_us`, tuning.cc), which charges the
+latency of every hop once, ``baseLat + nsteps x hwLat + bytes / bw``: the ring's latency
+pipelined behind no step of data, no step gated by another.  NCCL's in-switch algorithms
+keep the page's prediction (they run Simple).  Scores as :func:`simulator.fidelity.score`.
+
+Last, the measured time of each step of the rings NCCL was told to run across nodes,
+``(time - call) / 2(p - 1)``, beside the latency of the ring's slowest route (through the
+network), its step's bytes over that route's rate, all of a simulated channel's and one
+NCCL channel's share, and what a step over that route costs in step and out of step.
 """
 
 from __future__ import annotations
@@ -37,59 +37,39 @@ from pathlib import Path
 from typing import Any
 
 from simulator.analytic import price
-from simulator.fidelity import Curve, machine, read_curves, score
+from simulator.channel_choice import schedule_params
+from simulator.fidelity import Curve, channel_count, machine, read_curves, score
+from simulator.gpu import gpu_terms, hidden_latency
 from simulator.nccl_tuner import nccl_time_us
-from topology import Link, Topology
-from topology.channels import ranks_per_node
-from topology.gpu import GpuModel, LinkFigures
-from topology.gpu_presets import DGX_A100_GPU, DGX_H100_GPU
+from topology.gpu import GpuModel
 
 from results import write  # noqa: E402 - benchmarks/ is the script's folder
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
-#: one pass of an LL128 channel's warps: 640 threads / 32 x 32 x 8 words x 8 B, 15/16 data
-#: (NCCL_LL128_MAX_NTHREADS, NCCL_LL128_SHMEM_ELEMS_PER_THREAD, NCCL_LL128_DATAELEMS)
-LL128_PASS_BYTES = 640 * 8 * 8 * 15 // 16
-#: a leaf-spine link: NDR switch port-to-port latency, "<150 ns" to "~330 ns" in
-#: NVIDIA Quantum-2 (QM9700) summaries (router-switch.com, yobitel.com); 150 ns a link
-SWITCH_S = 150e-9
 _LABEL = re.compile(r"^(\w+)(?:\(segments=(\d+)\))?(?: x(\d+))? (\w+)$")
 
 ABOUT = """Each curve's compared sizes priced by the analytic model with the candidate
-`docs/results/fidelity.json` chose, the LL128 forwarding unit being the FIFO slot (today)
-or one pass of a channel's warps (38,400 B), and NCCL's own model (tuning.cc) of the same
-algorithm and protocol; geomean error as the fidelity page."""
+`docs/results/fidelity.json` chose, NCCL's channels crossing the network in step (the
+presets before issue 29) or out of step (now), and NCCL's own model (tuning.cc) of the same
+algorithm and protocol; geomean error as the fidelity page.  Then the measured time of a
+step of each ring NCCL was told to run across nodes, beside the route latency and bytes
+the model charges it."""
 
 
-def _with_unit(model: GpuModel, unit: float | None) -> GpuModel:
-    """``model`` with LL128's slot set to ``unit`` (None: as it is)."""
-    if unit is None:
-        return model
-    return dataclasses.replace(model, protocols=tuple(
-        dataclasses.replace(p, slot_bytes=unit) if p.name == "LL128" else p
-        for p in model.protocols))
+def _in_step(model: GpuModel) -> GpuModel:
+    """``model`` with NCCL's channels in step on every link kind."""
+    return dataclasses.replace(model, links=tuple(dataclasses.replace(f, in_step=True)
+                                                  for f in model.links))
 
 
-def _switch_spines(target: Topology) -> Topology:
-    """``target`` with its leaf-spine links of a kind of their own at :data:`SWITCH_S`."""
-    model = target.gpu
-    assert model is not None, "the presets have a GPU model"
-    spine = LinkFigures("ib_spine", 0.98, tuple((p.name, SWITCH_S) for p in model.protocols))
-    links = tuple(Link(k.src, k.dst, k.latency_s, k.bandwidth_Bps,
-                       "ib_spine" if "spine" in k.src + k.dst else k.kind)
-                  for k in target.links)
-    return Topology(target.name, target.devices, links, target.placement,
-                    gpu=dataclasses.replace(model, links=model.links + (spine,)))
-
-
-def _priced(curve: Curve, chosen: list[str], kept: list[float],
-            unit: float | None | str, spines: bool = False) -> list[float]:
-    """Seconds per size of ``curve`` for the chosen candidates, under ``unit`` (``"nccl"``:
-    NCCL's own model of the same algorithm and protocol), with ``spines`` at
-    :data:`SWITCH_S`."""
-    preset = DGX_A100_GPU if curve.gpu == "A100" else DGX_H100_GPU
-    target = machine(curve, _with_unit(preset, unit if isinstance(unit, float) else None))
-    target = _switch_spines(target) if spines else target
+def _priced(curve: Curve, chosen: list[str], kept: list[float], rule: str) -> list[float]:
+    """Seconds per size of ``curve`` for the chosen candidates under ``rule``: ``"in step"``,
+    ``"out of step"`` (the preset) or ``"nccl"`` (NCCL's own model of the same algorithm
+    and protocol)."""
+    target = machine(curve)
+    if rule == "in step":
+        assert target.gpu is not None, "the presets have a GPU model"
+        target = dataclasses.replace(target, gpu=_in_step(target.gpu))
     out = []
     for n, label, old in zip(curve.nbytes, chosen, kept):
         found = _LABEL.match(label)
@@ -97,7 +77,7 @@ def _priced(curve: Curve, chosen: list[str], kept: list[float],
             out.append(old)  # NCCL's in-switch algorithms: Simple, unchanged
             continue
         algorithm, segments, channels, protocol = found.groups()
-        if unit == "nccl":
+        if rule == "nccl":
             out.append(1e-6 * nccl_time_us(curve.gpu, algorithm, protocol, n, curve.ranks,
                                            curve.nodes))
             continue
@@ -109,8 +89,35 @@ def _priced(curve: Curve, chosen: list[str], kept: list[float],
     return out
 
 
+def _steps(curve: Curve, chosen: list[str]) -> list[str]:
+    """Per size of a ring curve across nodes: the measured time of a step, and what the
+    model charges a step over its slowest route under the protocol of the fidelity page's
+    ``chosen`` candidate (microseconds)."""
+    target = machine(curve)
+    assert target.gpu is not None, "the presets have a GPU model"
+    channels = channel_count(target)
+    share = max(1.0, target.gpu.channels / channels)  # NCCL channels a simulated one is
+    order = schedule_params("ring", (("channels", channels),), target)["order"][0]
+    hops = list(zip(order, order[1:] + order[:1]))
+    steps = 2 * (curve.ranks - 1)
+    lines = []
+    for n, t, label in zip(curve.nbytes, curve.time_s, chosen):
+        protocol = label.split()[-1]
+        effective, call_s = gpu_terms(target, protocol, "ring", channels)
+        slowest = max(hops, key=lambda h: effective.alpha(*h))
+        lat, rate = effective.alpha(*slowest), 1 / effective.beta(*slowest)
+        step = n / channels / curve.ranks  # a simulated channel's step
+        charged = [step / rate + hidden_latency(lat, step, rate, effective.slot_bytes, k)
+                   for k in (1.0, share)]  # in step, out of step
+        lines.append(f"{curve.name:<28}{n / 2**20:>9.0f}{protocol:>8}"
+                     f"{(t - call_s) / steps * 1e6:>10.1f}{lat * 1e6:>9.1f}"
+                     f"{step / rate * 1e6:>9.1f}{step / share / rate * 1e6:>7.1f}"
+                     + f"{charged[0] * 1e6:>11.1f}{charged[1] * 1e6:>12.1f}")
+    return lines
+
+
 def main() -> None:
-    """Print (and with --write, keep) every curve's scores under both units."""
+    """Print (and with --write, keep) every curve's scores under each rule, and the steps."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", type=Path, nargs="?", const=RESULTS / "pipelining.md",
                         help="also write the table to this page (default "
@@ -118,35 +125,30 @@ def main() -> None:
     args = parser.parse_args()
     page = json.loads((RESULTS / "fidelity.json").read_text())
     chosen = {c["name"]: c for c in page["curves"]}
-    units: tuple[tuple[str, float | None | str], ...] = (
-        ("FIFO slot (today)", None), ("CTA pass 38,400 B", float(LL128_PASS_BYTES)),
-        ("NCCL's tuning.cc", "nccl"))
-    head = f"{'curve':<30}" + "".join(f"{name:>26}" for name, _ in units)
-    lines = [head, f"{'':<30}" + "    geomean  >=64MiB  worst" * len(units)]
-    for curve in read_curves():
+    rules = (("network in step (before)", "in step"), ("out of step (now)", "out of step"),
+             ("NCCL's tuning.cc", "nccl"))
+    head = f"{'curve':<30}" + "".join(f"{name:>26}" for name, _ in rules)
+    lines = [head, f"{'':<30}" + "    geomean  >=64MiB  worst" * len(rules)]
+    curves = read_curves()
+    for curve in curves:
         row = chosen[curve.name]
         cells = []
-        for _, unit in units:
-            result = score(curve, _priced(curve, row["with"], row["predicted_s"], unit))
+        for _, rule in rules:
+            result = score(curve, _priced(curve, row["with"], row["predicted_s"], rule))
             large = "-" if result.geomean_large is None else f"{result.geomean_large:.1%}"
             cells.append(f"{result.geomean:>11.1%}{large:>9}{result.worst:>+7.0%}")
         lines.append(f"{curve.name:<30}" + "".join(cells))
-    lines.append("")
-    for curve in read_curves():
-        target = machine(curve)
-        rail = target.route(0, target.nranks - ranks_per_node(target))  # GPU 0 to GPU 0
-        if not any("spine" in target.links[i].src + target.links[i].dst for i in rail):
-            continue  # a rail's traffic stays within its leaf
-        row = chosen[curve.name]
-        for name, unit in units[:2]:
-            predicted = _priced(curve, row["with"], row["predicted_s"], unit, spines=True)
-            result = score(curve, predicted)
-            lines.append(f"{curve.name}, spine links at {SWITCH_S * 1e9:.0f} ns, {name}: "
-                         f"geomean {result.geomean:.1%}; per size "
-                         + " ".join(f"{p / m - 1:+.0%}" for p, m in zip(predicted, curve.time_s)))
+    lines += ["", "a step of the rings across nodes (us): measured; the slowest route's latency, "
+              "a simulated channel's bytes over its rate and one NCCL channel's share of "
+              "them; what a step over it costs in step (before) and out of step (now)",
+              f"{'curve':<28}{'MiB':>9}{'proto':>8}{'measured':>10}{'latency':>9}"
+              f"{'bytes':>9}{'share':>7}{'in step':>11}{'out of step':>12}"]
+    for curve in curves:
+        if curve.algorithm == "ring" and curve.nodes > 1:
+            lines += _steps(curve, chosen[curve.name]["with"])
     print("\n".join(lines))
     if args.write:
-        write(args.write, "Pipelining: how far LL128 hides a step's latency",
+        write(args.write, "Pipelining: how far a ring step's latency hides behind its data",
               "\n".join(lines), ABOUT)
         print(f"written: {args.write}")
 

@@ -368,8 +368,9 @@ class _Described:
         self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in self.messages],
                               dtype=bool).reshape(-1, 3)[layout.row_class][:, :, None]
 
-    def time(self, topology: Any, links: tuple[np.ndarray, np.ndarray], counts: np.ndarray,
-             ds: int, gamma: float, slot: float | None, piece: np.ndarray | None) -> np.ndarray:
+    def time(self, topology: Any, links: tuple[np.ndarray, np.ndarray, np.ndarray | None],
+             counts: np.ndarray, ds: int, gamma: float, slot: float | None,
+             piece: np.ndarray | None) -> np.ndarray:
         """Seconds at every count (elements): over the blocks, the slowest message times
         its coefficient plus the chain's crossing (the sum over its hops, or with
         ``path`` over its classes' slowest) times its."""
@@ -380,6 +381,9 @@ class _Described:
         latency = np.append(links[0][first], 0.0)[layout.links].sum(axis=1)[:, None]
         bandwidth = np.append(links[1][first], np.inf)[layout.links]
         rate = bandwidth.min(axis=1)[:, None]
+        # a route's shares (simulator.gpu.route_shares): the most of its links'
+        shares = 1.0 if links[2] is None else \
+            np.append(links[2][first], 1.0)[layout.links].max(axis=1)[:, None]
         elements = np.array([size(counts) for size in self.sizes], dtype=float) * ds
         sized = elements[self.class_size]
         nbytes = sized[layout.row_class]
@@ -389,7 +393,7 @@ class _Described:
         shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
                                  layout.pair_rows, axis=0)
         carried = (shared[layout.pair] / bandwidth[:, :, None]).max(axis=1)
-        time = hidden_latency(latency, nbytes, rate, slot) + carried
+        time = hidden_latency(latency, nbytes, rate, slot, shares) + carried
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
         if gamma and reduce.any():
             reduced = nbytes if piece is None else \
@@ -430,11 +434,12 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, ord
     entry = registered(algorithm)
     resolved = [_resolved(entry, collective, q, int(n), params) for n in counts.tolist()]
     out = np.zeros(len(counts))
-    latency, bandwidth, slot, gamma = terms
+    latency, bandwidth, slot, shares, gamma = terms
     for key in dict.fromkeys(resolved):
         at = np.array([r == key for r in resolved])
         described = _described(topology, orders, describe(collective, algorithm, q, key))
-        out[at] = described.time(topology, (latency, bandwidth), counts[at], ds, gamma, slot,
+        out[at] = described.time(topology, (latency, bandwidth, shares), counts[at], ds, gamma,
+                                 slot,
                                  None if piece is None else piece[at])
     if not entry.empty_sends:  # an empty vector sends nothing
         out[counts == 0] = 0.0

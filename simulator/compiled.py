@@ -83,8 +83,8 @@ _LEFT, _RATE, _LAST, _NEW_RATE = range(4)
 _MESSAGE, _FLOW_ROUTE, _VERSION, _DIRTY_AT, _IN_COMPONENT, _FIXED = range(6)
 # W, int64 per flow slot: scratch lists of the sharing (component, stack, fixing order)
 _COMPONENT, _STACK, _ORDER = range(3)
-# RT, float64 per route: latency, bottleneck bandwidth
-_LATENCY, _CAP = range(2)
+# RT, float64 per route: latency, bottleneck bandwidth, shares (simulator.gpu.route_shares)
+_LATENCY, _CAP, _SHARES = range(3)
 # LF, float64 per link: summed caps of its flows, busy since, busy time, bandwidth,
 # capacity left while sharing
 _LOAD, _SINCE, _BUSY, _BANDWIDTH, _CAPACITY = range(5)
@@ -529,8 +529,8 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slo
               LF, LI, N):
     """The last byte of the flow in slot ``f`` left, unless its rate changed since this end
     was scheduled; the slot is free again.  The message arrives after the route's latency
-    less what FIFO slots of ``fifo_slot`` bytes hide (:func:`simulator.gpu.hidden_latency`,
-    the same operations; ``fifo_slot`` inf: none)."""
+    less what FIFO slots of ``fifo_slot`` bytes hide, the route's shares of a slot
+    (:func:`simulator.gpu.hidden_latency`, the same operations; ``fifo_slot`` inf: none)."""
     if version != S[f, _VERSION]:
         return
     counters[_ON_LINKS] -= 1
@@ -569,7 +569,9 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slo
     counters[_FREE] += 1
     if shared:
         _request_share(now, HT, HE, counters)
-    latency = max(0.0, RT[route, _LATENCY] - max(0.0, M[t, _BYTES] - fifo_slot) / cap)
+    nbytes = M[t, _BYTES]
+    unit = nbytes if fifo_slot == np.inf else min(nbytes, fifo_slot) / RT[route, _SHARES]
+    latency = max(0.0, RT[route, _LATENCY] - max(0.0, nbytes - unit) / cap)
     _push(HT, HE, counters, now + latency, _ARRIVE, t, 0)
 
 
@@ -729,7 +731,7 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     messages = len(flat.message)
     MF = np.empty((messages if trace or overhead else 0, 3))
     P = np.zeros(messages, dtype=np.int8)
-    RT = np.stack((flat.route_latency, flat.route_cap), axis=1)
+    RT = np.stack((flat.route_latency, flat.route_cap, flat.route_shares), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
     LF = np.zeros((len(flat.bandwidth), 5))
     LF[:, _BANDWIDTH] = flat.bandwidth

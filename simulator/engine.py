@@ -68,7 +68,7 @@ from collectives.progress import completion_order, match
 from collectives.schedule import Recv, Schedule, Send
 from collectives.verify import verify as check_schedule
 
-from .gpu import gpu_terms, hidden_latency
+from .gpu import gpu_terms, hidden_latency, route_shares
 
 #: the most ranks a simulation plays (every message is an event: ring's AllReduce on
 #: 4096 ranks is 33 million of them)
@@ -141,13 +141,13 @@ class SimulationResult:
 class _Flow:
     """A transfer in flight: its route, and its progress at the current rate."""
 
-    __slots__ = ("src", "dst", "nbytes", "reduce", "links", "latency", "cap",
+    __slots__ = ("src", "dst", "nbytes", "reduce", "links", "latency", "cap", "shares",
                  "start", "remaining", "rate", "last", "version", "active")
 
     def __init__(self, src: int, dst: int, nbytes: int, reduce: bool,
-                 route: tuple[tuple[int, ...], float, float], start: float) -> None:
+                 route: tuple[tuple[int, ...], float, float, float], start: float) -> None:
         self.src, self.dst, self.nbytes, self.reduce = src, dst, nbytes, reduce
-        self.links, self.latency, self.cap = route
+        self.links, self.latency, self.cap, self.shares = route
         self.start = start
         self.remaining = float(nbytes)
         self.rate = 0.0
@@ -179,7 +179,7 @@ class _Engine:
         self.send_waiting: dict[int, int] = {}
         self.recv_waiting: dict[int, tuple[int, bool]] = {}
         # route from src to dst under the key src * p + dst
-        self.routes: dict[int, tuple[tuple[int, ...], float, float]] = {}
+        self.routes: dict[int, tuple[tuple[int, ...], float, float, float]] = {}
         self.bandwidth = list(topology.bandwidths_Bps)
         nlinks = len(self.bandwidth)
         self.link_flows: list[dict[_Flow, None]] = [{} for _ in range(nlinks)]
@@ -299,14 +299,16 @@ class _Engine:
             self.op_done(flow.dst)
 
     # transfers ---------------------------------------------------------------------
-    def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
-        """Links, latency and bottleneck bandwidth from ``src`` to ``dst`` (cached)."""
+    def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float, float]:
+        """Links, latency, bottleneck bandwidth and shares (:func:`simulator.gpu.route_shares`)
+        from ``src`` to ``dst`` (cached)."""
         key = src * self.schedule.nranks + dst
         found = self.routes.get(key)
         if found is None:
             links = tuple(self.topology.route(src, dst))
             cap = min((self.bandwidth[link] for link in links), default=float("inf"))
-            found = self.routes[key] = (links, float(self.topology.alpha(src, dst)), cap)
+            found = self.routes[key] = (links, float(self.topology.alpha(src, dst)), cap,
+                                        route_shares(self.topology, links))
         return found
 
     def start_transfer(self, src: int, dst: int, length: int, reduce: bool) -> None:
@@ -457,7 +459,7 @@ class _Engine:
     def inject_done(self, flow: _Flow) -> None:
         """The last byte left the sender: it arrives after the route's latency (what of
         it the FIFO slots do not hide)."""
-        latency = hidden_latency(flow.latency, flow.nbytes, flow.cap, self.slot)
+        latency = hidden_latency(flow.latency, flow.nbytes, flow.cap, self.slot, flow.shares)
         if latency:
             self.at(latency, self.arrive, flow)
         else:

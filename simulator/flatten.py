@@ -25,6 +25,8 @@ from topology.model import Topology
 from collectives.rounds import Window
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
+from .gpu import route_shares
+
 __all__ = ["FlatSchedule", "flatten"]
 
 
@@ -50,8 +52,9 @@ class FlatSchedule:
         Route ``i``'s links are ``route_links[route_ptr[i]:route_ptr[i + 1]]``.
     route_links : ndarray of int64
         Link indices, in order along each route.
-    route_latency, route_cap : ndarray of float64
-        Each route's latency (the sum of its links') and bottleneck bandwidth.
+    route_latency, route_cap, route_shares : ndarray of float64
+        Each route's latency (the sum of its links'), bottleneck bandwidth and shares
+        (:func:`simulator.gpu.route_shares`).
     bandwidth : ndarray of float64
         Each link's bandwidth in bytes per second.
     """
@@ -64,6 +67,7 @@ class FlatSchedule:
     route_links: np.ndarray
     route_latency: np.ndarray
     route_cap: np.ndarray
+    route_shares: np.ndarray
     bandwidth: np.ndarray
 
 
@@ -402,7 +406,7 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
     if numbered is None:
         return None
     rows, pairs = numbered
-    links, latency, cap = [], [], []
+    links, latency, cap, shares = [], [], [], []
     bandwidth = topology.bandwidths_Bps
     for key in pairs.tolist():  # one route per ordered pair that exchanges messages
         a, b = divmod(key, p)
@@ -410,6 +414,7 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
         links.append(hops)
         latency.append(float(topology.alpha(a, b)))
         cap.append(min((bandwidth[link] for link in hops), default=float("inf")))
+        shares.append(route_shares(topology, hops))
     return FlatSchedule(
         step_ptr=step_ptr, ends=ends, message=rows,
         route_ranks=np.stack((pairs // p, pairs % p), axis=1),
@@ -417,4 +422,5 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
         route_links=np.array([link for hops in links for link in hops], dtype=np.int64),
         route_latency=np.array(latency, dtype=np.float64),
         route_cap=np.array(cap, dtype=np.float64),
+        route_shares=np.array(shares, dtype=np.float64),
         bandwidth=np.array(bandwidth, dtype=np.float64))

@@ -16,7 +16,10 @@ Every message pays its route's latency on top of its bytes over the route's rate
 what the transport's FIFO hides (:func:`hidden_latency`; the effective topology's
 ``slot_bytes``: the protocol's :attr:`topology.Protocol.slot_bytes` times the NCCL
 channels, :attr:`topology.GpuModel.channels`, that each simulated channel stands for,
-whose slots move side by side).
+whose slots move side by side).  On a route through a link whose kind NCCL's channels
+cross out of step (:attr:`topology.LinkFigures.in_step` False; the effective topology's
+``out_of_step``, :func:`route_shares`), the latency hides behind all but one of those
+channels' shares of the message.
 
 A link at a NIC whose kind has a flow rate (:attr:`topology.LinkFigures.flow_Bps`)
 carries at most its flows times that rate (:func:`nic_flows`: NCCL's channels on the NIC,
@@ -44,7 +47,7 @@ from topology.channels import nics_per_node
 from topology.errors import TopologyError
 
 __all__ = ["SETTINGS", "protocols", "resolve_protocol", "gpu_terms", "link_figures",
-           "hidden_latency", "nic_flows", "with_settings"]
+           "hidden_latency", "route_shares", "link_shares", "nic_flows", "with_settings"]
 
 #: NCCL's environment variables the model prices -> (the GpuModel field, bounds, how:
 #: a lower or upper bound of the channels, or the value).
@@ -135,7 +138,8 @@ def gpu_terms(topology: Topology, protocol: str | None = None, algorithm: str | 
     channels : int, optional
         The channels the schedule runs (default 1): each stands for
         ``max(1, topology.gpu.channels / channels)`` of NCCL's, so its slot is as many
-        of the protocol's.
+        of the protocol's, and a message on a route through a link kind crossed out of
+        step is as many shares (the effective topology's ``out_of_step``).
 
     Returns
     -------
@@ -163,8 +167,9 @@ def gpu_terms(topology: Topology, protocol: str | None = None, algorithm: str | 
     terms = _terms(topology, protocol, algorithm, channels)
     if terms is None:
         return topology, 0.0
-    protocol, algorithm, slot, call_s = terms
-    return _effective(topology, protocol, algorithm, slot), call_s
+    protocol, algorithm, slot, shares, call_s = terms
+    return _effective(topology, protocol, algorithm, slot, _out_of_step(topology.gpu, shares)), \
+        call_s
 
 
 def _check_figures(model: Any) -> None:
@@ -177,9 +182,10 @@ def _check_figures(model: Any) -> None:
 
 
 def _terms(topology: Any, protocol: str | None, algorithm: str | None,
-           channels: int) -> tuple[str, str | None, float | None, float] | None:
+           channels: int) -> tuple[str, str | None, float | None, float, float] | None:
     """The resolved protocol, the algorithm whose figures apply (None: the model's), the
-    slot bytes and the call's cost; None without a GPU model."""
+    slot bytes, the NCCL channels a simulated channel stands for and the call's cost;
+    None without a GPU model."""
     protocol = resolve_protocol(topology, protocol)
     if protocol is None:
         return None
@@ -187,14 +193,21 @@ def _terms(topology: Any, protocol: str | None, algorithm: str | None,
     _check_figures(model)
     own = model.algorithm_figures(algorithm)
     algorithm = None if own is None else own.algorithm
+    shares = max(1.0, model.channels / channels)
     slot = model.protocol(protocol).slot_bytes
     if slot is not None:
-        slot *= max(1.0, model.channels / channels)
-    return protocol, algorithm, slot, model.call_s(protocol, algorithm)
+        slot *= shares
+    return protocol, algorithm, slot, shares, model.call_s(protocol, algorithm)
+
+
+def _out_of_step(model: Any, shares: float) -> tuple[tuple[str, float], ...]:
+    """``(kind, shares)`` for every link kind of ``model`` its channels cross out of step."""
+    return tuple((f.kind, shares) for f in model.links if not f.in_step)
 
 
 def link_figures(topology: Any, protocol: str | None = None, algorithm: str | None = None,
-                 channels: int = 1) -> tuple[np.ndarray, np.ndarray, float | None, float, float]:
+                 channels: int = 1) -> tuple[np.ndarray, np.ndarray, float | None,
+                                             np.ndarray | None, float, float]:
     """Every link's latency and bandwidth on the effective topology of :func:`gpu_terms`,
     without building it (the analytic model reads only these).
 
@@ -207,8 +220,10 @@ def link_figures(topology: Any, protocol: str | None = None, algorithm: str | No
     -------
     tuple
         Latency (s) and bandwidth (B/s) per link (arrays indexed like
-        ``topology.links``), the FIFO slot in bytes (or None), seconds per byte reduced,
-        and the call's fixed cost in seconds.
+        ``topology.links``), the FIFO slot in bytes (or None), the shares per link
+        (:func:`link_shares` of the effective topology, or None: all 1), seconds per
+        byte reduced, and
+        the call's fixed cost in seconds.
 
     Raises
     ------
@@ -219,10 +234,66 @@ def link_figures(topology: Any, protocol: str | None = None, algorithm: str | No
     if terms is None:
         latency, bandwidth = _line(topology)
         return latency, bandwidth, getattr(topology, "slot_bytes", None), \
+            link_shares(topology, getattr(topology, "out_of_step", ())), \
             float(topology.gamma_s_per_byte), 0.0
-    protocol, algorithm, slot, call_s = terms
+    protocol, algorithm, slot, shares, call_s = terms
     latency, bandwidth = _scaled(topology, protocol, algorithm)
-    return latency, bandwidth, slot, 1.0 / topology.gpu.reduce_Bps, call_s
+    return latency, bandwidth, slot, link_shares(topology, _out_of_step(topology.gpu, shares)), \
+        1.0 / topology.gpu.reduce_Bps, call_s
+
+
+@functools.lru_cache(maxsize=16)
+def link_shares(topology: Any, out_of_step: tuple[tuple[str, float], ...]) -> np.ndarray | None:
+    """Per link of ``topology``, the shares of a message on it (1 where its kind is not in
+    ``out_of_step``; see :func:`route_shares`).
+
+    Parameters
+    ----------
+    topology : Topology
+        The machine.
+    out_of_step : tuple of (str, float)
+        ``(link kind, shares)`` (:attr:`topology.Topology.out_of_step`).
+
+    Returns
+    -------
+    numpy.ndarray or None
+        Indexed like ``topology.links``; None when ``out_of_step`` is empty (every link 1).
+    """
+    if not out_of_step:
+        return None
+    kinds, index = _kinds(topology)
+    per_kind = dict(out_of_step)
+    return np.array([per_kind.get(kind, 1.0) for kind in kinds])[index]
+
+
+def route_shares(topology: Any, links: Any) -> float:
+    """The shares of a message over ``links`` of ``topology``: the most of any link's
+    (:attr:`topology.Topology.out_of_step`; 1 where none is crossed out of step), the
+    ``shares`` argument of :func:`hidden_latency`.
+
+    Parameters
+    ----------
+    topology : Topology
+        The (effective) machine.
+    links : sequence of int
+        The route's link indices.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import topology
+    >>> two = gpu_terms(topology.dgx_h100(2), "LL128", channels=8)[0]
+    >>> route_shares(two, two.route(0, 1)), route_shares(two, two.route(0, 8))
+    (1.0, 2.0)
+    """
+    out_of_step = getattr(topology, "out_of_step", ())
+    if not out_of_step:
+        return 1.0
+    per_kind = dict(out_of_step)
+    return max((per_kind.get(topology.links[i].kind, 1.0) for i in links), default=1.0)
 
 
 @functools.lru_cache(maxsize=16)
@@ -352,7 +423,8 @@ def with_settings(model: GpuModel, settings: Mapping[str, str]) -> GpuModel:
                                qps_per_connection=qps)
 
 
-def hidden_latency(latency_s: Any, nbytes: Any, rate_Bps: Any, slot_bytes: float | None) -> Any:
+def hidden_latency(latency_s: Any, nbytes: Any, rate_Bps: Any, slot_bytes: float | None,
+                   shares: Any = 1.0) -> Any:
     """The latency a message of ``nbytes`` still pays once its FIFO slots hide the rest.
 
     NCCL moves a step's data through a FIFO of ``NCCL_STEPS`` slots of ``s`` bytes each
@@ -365,6 +437,11 @@ def hidden_latency(latency_s: Any, nbytes: Any, rate_Bps: Any, slot_bytes: float
     ``b / r`` plus the effective latency ``max(0, lat - max(0, b - s) / r)``: the full
     latency up to one slot, none once the bytes past the first slot outlast it.
 
+    A message that stands for ``shares`` channels' messages crossing out of step (each
+    of ``b / shares`` bytes, its own FIFO's slots ``s / shares``) ends when the link has
+    carried all of them, ``b / r``, and no sooner than one of them alone could,
+    ``lat + min(b, s) / (shares r)``: the unit the latency waits for is one share.
+
     Parameters
     ----------
     latency_s : float or numpy.ndarray
@@ -375,6 +452,9 @@ def hidden_latency(latency_s: Any, nbytes: Any, rate_Bps: Any, slot_bytes: float
         The route's bottleneck rate (nominal, not a share of it), bytes per second.
     slot_bytes : float or None
         Bytes of one slot; None: no slots, the full latency.
+    shares : float or numpy.ndarray, optional
+        The out-of-step channels' messages the message stands for (>= 1; default 1:
+        in step, or one channel).
 
     Returns
     -------
@@ -389,21 +469,24 @@ def hidden_latency(latency_s: Any, nbytes: Any, rate_Bps: Any, slot_bytes: float
     6.0
     >>> hidden_latency(10e-6, 1 << 22, 1e9, 1 << 19), hidden_latency(10e-6, 1 << 22, 1e9, None)
     (0.0, 1e-05)
+    >>> round(hidden_latency(10e-6, 8000, 1e9, 1 << 19, shares=4) * 1e6, 6)  # 6 us hidden
+    4.0
     """
     if slot_bytes is None:
         return latency_s
-    if isinstance(latency_s, np.ndarray) or isinstance(nbytes, np.ndarray) \
-            or isinstance(rate_Bps, np.ndarray):
-        return np.maximum(0.0, latency_s - np.maximum(0.0, nbytes - slot_bytes) / rate_Bps)
-    return max(0.0, latency_s - max(0.0, nbytes - slot_bytes) / rate_Bps)
+    if any(isinstance(x, np.ndarray) for x in (latency_s, nbytes, rate_Bps, shares)):
+        unit = np.minimum(nbytes, slot_bytes) / shares
+        return np.maximum(0.0, latency_s - np.maximum(0.0, nbytes - unit) / rate_Bps)
+    unit = min(nbytes, slot_bytes) / shares
+    return max(0.0, latency_s - max(0.0, nbytes - unit) / rate_Bps)
 
 
 @functools.lru_cache(maxsize=64)
 def _effective(topology: Topology, protocol: str, algorithm: str | None,
-               slot_bytes: float | None) -> Topology:
+               slot_bytes: float | None, out_of_step: tuple[tuple[str, float], ...]) -> Topology:
     """The links of ``topology`` at what ``protocol`` reaches on them under
     ``algorithm`` (None: the model's own figures), with FIFO slots of ``slot_bytes``
-    (cached)."""
+    and the link kinds crossed ``out_of_step`` (cached)."""
     model = topology.gpu
     assert model is not None, "gpu_terms asks only for a topology with a GPU model"
     latency, bandwidth = _scaled(topology, protocol, algorithm)
@@ -413,4 +496,4 @@ def _effective(topology: Topology, protocol: str, algorithm: str | None,
     return Topology(f"{topology.name}[{name}]", topology.devices, links,
                     topology.placement, 1.0 / model.reduce_Bps,
                     topology.overhead_s_per_message, slot_bytes=slot_bytes,
-                    fabric=topology.fabric)
+                    fabric=topology.fabric, out_of_step=out_of_step)

@@ -16,7 +16,7 @@ import topology
 from collectives import build_schedule
 from collectives.schedule import Recv, Schedule, Send, Step
 from simulator import select, simulate, tuning_table
-from simulator.gpu import gpu_terms, nic_flows, protocols, with_settings
+from simulator.gpu import gpu_terms, nic_flows, protocols, route_shares, with_settings
 from simulator.analytic import price_one as machine_cost
 from simulator.selection import closed_form
 from topology import GpuModel, LinkFigures, Protocol, TopologyError
@@ -166,6 +166,7 @@ def test_a_model_must_cover_every_link_kind() -> None:
     (lambda: Protocol("LL", 1.5, 1e-6), "bandwidth_fraction = 1.5"),
     (lambda: Protocol("LL", 0.5, 1e-6, 0), "LL.slot_bytes = 0 is not allowed"),
     (lambda: LinkFigures("nvlink", 0.9, (("LL", -1.0),)), "latency_s\\['LL'\\] = -1.0"),
+    (lambda: LinkFigures("ib", 0.9, (("LL", 1e-6),), in_step="no"), "ib.in_step = 'no'"),
     (lambda: dataclasses.replace(MODEL, gpus_per_process=0), "gpus_per_process = 0"),
     (lambda: dataclasses.replace(MODEL, default_protocol="LL64"), "protocol='LL64'"),
     (lambda: dataclasses.replace(MODEL, links=MODEL.links[:1] + MODEL.links[:1]),
@@ -241,9 +242,10 @@ def test_more_channels_over_more_nics_carry_more() -> None:
     assert one_nic == pytest.approx(one, rel=1e-12)  # half each, sharing one NIC
     effective, call_s = gpu_terms(cluster, "Simple")
     nbytes, slot = 4 * count, cluster.gpu.protocol("Simple").slot_bytes * cluster.gpu.channels
-    assert one == pytest.approx(
-        call_s + max(nbytes / nic_Bps, effective.alpha(0, 8) + min(nbytes, slot) / nic_Bps),
-        rel=1e-9)
+    shares = route_shares(effective, effective.route(0, 8))  # NCCL's channels, out of step
+    assert shares == cluster.gpu.channels and not cluster.gpu.figures("ib").in_step
+    assert one == pytest.approx(call_s + max(nbytes / nic_Bps, effective.alpha(0, 8)
+                                             + min(nbytes, slot) / shares / nic_Bps), rel=1e-9)
 
 
 def test_nccl_settings_set_the_flows_a_nic_carries() -> None:
@@ -274,9 +276,15 @@ def test_nccl_settings_set_the_flows_a_nic_carries() -> None:
     assert with_settings(MODEL, {"NCCL_DEBUG": "INFO"}) == MODEL
 
 
+def _in_step(model: GpuModel) -> GpuModel:
+    """``model`` with NCCL's channels in step on every link kind."""
+    return dataclasses.replace(model, links=tuple(dataclasses.replace(f, in_step=True)
+                                                  for f in model.links))
+
+
 @pytest.mark.parametrize("protocol", MODEL.protocol_names)
 def test_fifo_slots_hide_a_long_message_s_latency_never_more(protocol: str) -> None:
-    cluster = topology.dgx_h100(nodes=2)
+    cluster = topology.dgx_h100(nodes=2, gpu_model=_in_step(MODEL))
     effective, call_s = gpu_terms(cluster, protocol)
     lat, rate = effective.alpha(0, 8), 1 / effective.beta(0, 8)
     slot = int(cluster.gpu.protocol(protocol).slot_bytes) * cluster.gpu.channels  # 1 channel
@@ -296,6 +304,38 @@ def test_fifo_slots_hide_a_long_message_s_latency_never_more(protocol: str) -> N
     assert past[2] > past[3] > past[4] == pytest.approx(0.0, abs=1e-15)
     assert past[3] == pytest.approx(lat / 2, abs=8 / rate)  # bytes rounded to elements
     assert past[5] == pytest.approx(0.0, abs=1e-15)
+
+
+#: slots of 4 KiB, and 4 NCCL channels that cross the mesh's links out of step
+OUT_OF_STEP_GPU = dataclasses.replace(
+    FLAT_GPU, protocols=tuple(dataclasses.replace(x, slot_bytes=4096.0)
+                              for x in FLAT_GPU.protocols),
+    links=(dataclasses.replace(FLAT_GPU.links[0], in_step=False),), channels=4)
+
+
+@pytest.mark.parametrize("count", [6, 6 * 256, 6 * 1024, 6 * 3000, 6 * 65536])
+@pytest.mark.parametrize("in_step", [True, False])
+def test_channels_out_of_step_hide_a_step_s_latency_behind_all_but_their_share(
+        count: int, in_step: bool) -> None:
+    """A ring step of ``b`` bytes over a route of latency ``lat`` and rate ``r`` takes
+    ``max(b / r, lat + min(b, slot) / (shares r))``: shares 1 with the channels in step,
+    the channels a simulated one stands for (4) out of step; both engines and the closed
+    form price it alike."""
+    p = 6
+    model = _in_step(OUT_OF_STEP_GPU) if in_step else OUT_OF_STEP_GPU
+    machine = dataclasses.replace(topology.mesh(p, 1e-6, 1e-10), gpu=model)
+    effective, call_s = gpu_terms(machine, "Simple")
+    assert effective.out_of_step == (() if in_step else (("flat", 4.0),))
+    lat, rate, shares = effective.alpha(0, 1), 1 / effective.beta(0, 1), 1 if in_step else 4
+    block = 4 * count / p
+    step = max(block / rate, lat + min(block, 4 * 4096) / shares / rate)
+    expected = call_s + 2 * (p - 1) * step + (p - 1) * block / model.reduce_Bps
+    schedule = build_schedule("allreduce", "ring", p, count)
+    times = [simulate(schedule, machine, engine=engine, protocol="Simple").time_s
+             for engine in ("events", "compiled")]
+    formula = machine_cost("allreduce", "ring", machine, 4 * count, protocol="Simple")
+    assert times[0] == times[1] == pytest.approx(expected, rel=1e-9)
+    assert formula == pytest.approx(expected, rel=1e-9)
 
 
 @pytest.mark.parametrize("channels", [1, 3, 8, 16, 32])
@@ -338,6 +378,9 @@ def test_ring_over_two_nodes_reaches_the_nic_bound_at_4_gib() -> None:
 def test_a_topology_with_a_gpu_model_pickles() -> None:
     cluster = topology.dgx_a100(2)
     assert pickle.loads(pickle.dumps(cluster)) == cluster
+    effective = gpu_terms(cluster, "LL128", channels=8)[0]
+    assert effective.out_of_step == (("ib", 3.0),)  # 24 NCCL channels over 8
+    assert pickle.loads(pickle.dumps(effective)).out_of_step == effective.out_of_step
 
 
 def test_table_protocols_are_the_fastest_of_the_interpolated_lines() -> None:

@@ -11,9 +11,10 @@ collectives run on GPUs rather than how fast the wires are:
   the data one slot of its FIFO holds (:attr:`Protocol.slot_bytes`: a message longer
   than a slot hides its route's latency behind its data, :func:`simulator.gpu.hidden_latency`);
 * per link kind (:class:`LinkFigures`): the achievable fraction of the line rate, where a
-  protocol reaches another fraction of it on that kind than elsewhere, and the latency a
+  protocol reaches another fraction of it on that kind than elsewhere, the latency a
   message pays per link of that kind it crosses, per protocol (NCCL's per-hop
-  ``hwLat`` spread over the links of a hop, and the network's per-message overhead);
+  ``hwLat`` spread over the links of a hop, and the network's per-message overhead), and
+  whether NCCL's channels cross it in step (:attr:`LinkFigures.in_step`);
 * per algorithm (:class:`AlgorithmFigures`), where NCCL's model gives an algorithm figures
   of its own (Tree's per-hop latencies, protocol setup and bandwidth factors): they replace
   the protocol's and the link kinds' figures when that algorithm runs; every other
@@ -114,6 +115,14 @@ class LinkFigures:
         The rate one flow (a queue pair of a network connection) reaches on a link of this
         kind at a NIC, bytes per second (> 0): such a link carries at most its flows times
         this (:func:`simulator.gpu.nic_flows`).  None (the default): no such limit.
+    in_step : bool, optional
+        Whether NCCL's channels cross links of this kind in step with one another (the
+        default): a simulated channel that stands for several moves their messages side
+        by side, so one step pays the route's latency and then all of their bytes.
+        False: out of step, each channel's message pays the latency and its own bytes
+        while the other channels' bytes keep the link busy, so a route through a link of
+        this kind hides its latency behind all but one channel's share of a message
+        (:func:`simulator.gpu.hidden_latency`).
     """
 
     kind: str
@@ -121,6 +130,7 @@ class LinkFigures:
     latency_s: tuple[tuple[str, float], ...]
     protocol_fraction: tuple[tuple[str, float], ...] = ()
     flow_Bps: float | None = None
+    in_step: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind:
@@ -136,6 +146,9 @@ class LinkFigures:
             _fraction(fraction, f"links {self.kind}.protocol_fraction[{name!r}]")
         if self.flow_Bps is not None:
             _number(self.flow_Bps, f"links {self.kind}.flow_Bps", positive=True)
+        if not isinstance(self.in_step, bool):
+            raise TopologyError(f"links {self.kind}.in_step = {brief(self.in_step)} is not "
+                                "allowed; it must be True or False")
 
     def latency(self, protocol: str) -> float:
         """Seconds per link of this kind under ``protocol``.

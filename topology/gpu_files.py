@@ -24,6 +24,8 @@
     latency = { LL = "0.3 us", LL128 = "0.95 us", Simple = "1.7 us" }   # per link crossed
     protocol_fraction = { LL128 = 0.55 }   # optional: a protocol's fraction on this kind
     flow = "20 GB/s"                  # optional: one queue pair's rate at a NIC (default none)
+    in_step = true                    # optional: NCCL's channels cross this kind in step
+                                      # (default true; false: out of step, see LinkFigures)
 
     [[gpu.algorithms]]                # optional: figures of one algorithm, each key optional
     name = "tree"
@@ -52,7 +54,7 @@ _GPU_KEYS = {"reduce": True, "launch": False, "launch_per_gpu": False,
              "protocols": True, "links": True, "algorithms": False}
 _PROTOCOL_KEYS = {"name": True, "bandwidth_fraction": True, "call": True, "slot": False}
 _FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True, "protocol_fraction": False,
-                "flow": False}
+                "flow": False, "in_step": False}
 _ALGORITHM_KEYS = {"name": True, "call": False, "bandwidth_fraction": False, "latency": False}
 
 T = TypeVar("T")
@@ -89,7 +91,8 @@ def _figures(table: Any, where: str) -> LinkFigures:
     latency = _latencies(table["latency"], f"{where}.latency")
     flow = None if "flow" not in table else parse(table["flow"], "bandwidth", f"{where}.flow")
     return _at(where, lambda: LinkFigures(table["kind"], table["efficiency"], latency,
-                                          tuple(fractions.items()), flow))
+                                          tuple(fractions.items()), flow,
+                                          table.get("in_step", True)))
 
 
 def _mapping(value: Any, where: str, what: str) -> dict[str, Any]:
@@ -189,7 +192,8 @@ def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
                    **({"protocol_fraction": dict(f.protocol_fraction)}
                       if f.protocol_fraction else {}),
                    **({} if f.flow_Bps is None
-                      else {"flow": format_quantity(f.flow_Bps, "bandwidth")})}
+                      else {"flow": format_quantity(f.flow_Bps, "bandwidth")}),
+                   **({} if f.in_step else {"in_step": False})}
                   for f in model.links],
         **({"algorithms": [_algorithm_dict(a) for a in model.algorithms]}
            if model.algorithms else {}),

@@ -30,6 +30,24 @@ and two ``ib`` links, so each carries half of a hop's figure):
 * ``pcie`` (GPU <-> NIC): the network's per-message post overhead, ~1 us, x3 for Simple
   (tuning.cc), per hop.
 
+Channels in and out of step (:attr:`topology.LinkFigures.in_step`): over NVLink a
+channel's step is its own SM's stores, and the channels of a node move side by side (the
+one-node curves, every size NCCL ran the ring: a step pays its latency and then all of
+its channels' bytes).  Over the network a channel's step is a message its proxy posts
+once that channel's GPU work has filled it (src/transport/net.cc,
+``sendProxyProgress``: each channel's connection, a "sub", posts, transmits and
+completes its own steps, one ``isend`` a step) and the NIC serves its connections'
+messages as they come, so the channels of a NIC drift out of step and one channel's
+latency passes while the others' bytes fill the link: ``ib`` is out of step.  The
+published rings across nodes say which (``benchmarks/bench_pipelining.py``): a step of
+the 1,024-GPU ring (h100_128node_ring_ll128) takes 9.5 us at 1 GiB and 9.9 us at 2 GiB,
+twice the bytes: the latency of a route through a spine (9 us under LL128 here) and a
+channel's share of the bytes (0.7 and 1.5 us), where in step the preset charged
+9 + 2.9 and 9 + 5.8 us (+26%, +50% for the curve); the 2-node ring
+(h100_2node_ring_nccl2.26) lies between the two from 16 to 128 MiB.  Against it:
+h100_8node_tuned from 16 to 512 MiB (more channels than h100_8node_default, so more of
+the latency hidden, where it measured 10-35% slower than h100_8node_default).
+
 The tree (:data:`TREE`) has figures of its own in tuning.cc, in place of the Ring's above;
 every other algorithm (ring, rhd, pipeline) runs on the Ring's, tuning.cc having none for
 them.  Left out, with the reason:
@@ -79,9 +97,10 @@ def _by_protocol(values: tuple[float, float, float]) -> tuple[tuple[str, float],
 
 def _per_link(kind: str, efficiency: float, latency_s: tuple[float, float, float],
               protocol_fraction: tuple[tuple[str, float], ...] = (),
-              flow_Bps: float | None = None) -> LinkFigures:
+              flow_Bps: float | None = None, in_step: bool = True) -> LinkFigures:
     """Figures of ``kind`` with per-link {LL, LL128, Simple} latencies."""
-    return LinkFigures(kind, efficiency, _by_protocol(latency_s), protocol_fraction, flow_Bps)
+    return LinkFigures(kind, efficiency, _by_protocol(latency_s), protocol_fraction, flow_Bps,
+                       in_step)
 
 
 _NVLINK_S = (0.3e-6, 0.95e-6, 1.7e-6)  # tuning.cc hwLat NVLink Ring 0.6, 1.9, 3.4 us, halved
@@ -129,7 +148,7 @@ DGX_A100_GPU = GpuModel(
         _per_link("pcie", 1.0, _PCIE_S),
         # ~20-23.7 GB/s per HDR NIC measured (nccl#320; 189.6 GB/s Ring busbw over 8 NICs,
         # a100_2node_ring): 0.92 x 25 GB/s
-        _per_link("ib", 0.92, _IB_S),
+        _per_link("ib", 0.92, _IB_S, in_step=False),
     ),
     # A100 SXM4 80GB HBM2e: 2,039 GB/s (NVIDIA A100 datasheet); 40GB: 1,555 GB/s
     reduce_Bps=2.0e12,
@@ -167,7 +186,7 @@ DGX_H100_GPU = GpuModel(
         # (NCCL_MIN_CTAS=24, NCCL_IB_QPS_PER_CONNECTION=2) and 4 (NCCL_MIN_NCHANNELS=32)
         # and reach the NIC's 0.98 (NCCL's docs: several queue pairs give a multi-level
         # fabric routing entropy)
-        _per_link("ib", 0.98, _IB_S, flow_Bps=20.2e9),
+        _per_link("ib", 0.98, _IB_S, flow_Bps=20.2e9, in_step=False),
     ),
     # H100 SXM HBM3: 3.35 TB/s (NVIDIA H100 datasheet)
     reduce_Bps=3.35e12,

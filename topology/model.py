@@ -264,6 +264,12 @@ class Topology:
         (:func:`simulator.gpu.hidden_latency`); the effective topology of a GPU model
         carries its protocol's :attr:`~topology.Protocol.slot_bytes` here.  None (the
         default): every message pays its route's full latency.
+    out_of_step : tuple of (str, float)
+        ``(link kind, shares)``: a message on a route through a link of that kind stands
+        for ``shares`` (>= 1) messages side by side of channels that cross it out of step
+        with one another (:attr:`topology.LinkFigures.in_step`), so it hides its latency
+        behind all but one share (:func:`simulator.gpu.hidden_latency`; the effective
+        topology of a GPU model carries them here).  Default none.
     fabric : Fabric or None
         The routes in closed form, from the preset that laid the devices and links out
         (:class:`topology.fat_tree.RailFatTree`); the preset vouches that they are the
@@ -295,6 +301,7 @@ class Topology:
     gpu: GpuModel | None = None
     slot_bytes: float | None = None
     fabric: Fabric | None = field(default=None, compare=False)
+    out_of_step: tuple[tuple[str, float], ...] = ()
     if TYPE_CHECKING:  # set by __post_init__, not fields
         _index: dict[str, int] = field(init=False)
         _router: _Router | _MeshRouter | _FabricRouter = field(init=False)
@@ -314,6 +321,12 @@ class Topology:
         if slot is not None and not (is_number(slot) and math.isfinite(slot) and slot > 0):
             raise TopologyError(f"slot_bytes = {brief(slot)} is not allowed; it must be None "
                                 "or a finite number > 0")
+        object.__setattr__(self, "out_of_step", tuple(tuple(p) for p in self.out_of_step))
+        for pair in self.out_of_step:
+            if not (len(pair) == 2 and isinstance(pair[0], str) and is_number(pair[1])
+                    and math.isfinite(pair[1]) and pair[1] >= 1):
+                raise TopologyError(f"out_of_step = {brief(self.out_of_step)} is not allowed; "
+                                    "it must be (link kind, shares >= 1) pairs")
         index = self._check_devices()
         self._check_links(index)
         self._check_placement(index)
@@ -352,7 +365,7 @@ class Topology:
         # pickle the fields only; the route cache is rebuilt on the other side
         return Topology, (self.name, self.devices, self.links, self.placement,
                           self.gamma_s_per_byte, self.overhead_s_per_message, self.gpu,
-                          self.slot_bytes, self.fabric)
+                          self.slot_bytes, self.fabric, self.out_of_step)
 
     def _check_gpu(self) -> None:
         if self.gpu is None:
