@@ -1,6 +1,6 @@
 """The executors under the pip-installed mpirun: one launch per rank count runs the whole
 matrix of tests/mpi_workers/executor_matrix.py (Broadcast, Reduce and AllToAll(v) against
-MPI's own included); one launch proves a raising rank aborts."""
+MPI's own included, and their persistent handles); one launch proves a raising rank aborts."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def test_matrix_matches_interpret_and_native(nranks: int) -> None:
     if nranks > 1:  # the last bindings cached: float32 sums compiled, float16 in Python
         assert report["walks"]["compiled"] > 0 and report["walks"]["python"] > 0, report["walks"]
     assert report["exchange_cases"] == len(worker.exchange_cases(nranks)) > 0
+    # a persistent handle for every exchange case and every AllToAllv algorithm ran twice
+    assert report["exchange_handles"] == report["exchange_cases"] + 3
     assert report["failures"] == [], f"{report['failure_count']} failures"
 
 
