@@ -566,6 +566,13 @@ def exchange_cases(nranks: int) -> list[tuple[str, str, int, str, str, int]]:
     return out
 
 
+def exchange_count(nranks: int) -> int:
+    """The exchange calls :func:`run_exchange` makes and checks (and
+    :func:`run_exchange_handles` makes handles for): every case, and one AllToAllv per
+    algorithm."""
+    return len(exchange_cases(nranks)) + len(ALLTOALLV_ALGORITHMS)
+
+
 def _exchange_inputs(collective: str, count: int, dtype: str, nranks: int,
                      round_: int = 0) -> list[np.ndarray]:
     """Every rank's input, small integers (every reduction order exact), shifted by
@@ -662,17 +669,20 @@ def _alltoallv_layout(nranks: int, rank: int, seed: int) -> tuple:
     return [sends.tolist(), sdispls.tolist(), recvs.tolist(), rdispls.tolist()], send, want
 
 
-def run_exchange(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
+def run_exchange(xp: Any, comm: Any, rank: int, nranks: int) -> tuple[list[str], int]:
     """Every :func:`exchange_cases` call bitwise against the interpreter and against the
     transport's own (MPI_Bcast, MPI_Reduce, MPI_Alltoall; ncclBroadcast, ncclReduce,
     grouped ncclSend/ncclRecv); AllToAllv with skewed counts and gapped displacements
     against the interpreter and the transport's own; disagreeing counts raise on every
-    rank, a bad root before any communication."""
+    rank, a bad root before any communication.  Returns the failures and the number of
+    calls that returned (the cases and one AllToAllv per algorithm)."""
     failures: list[str] = []
+    ran = 0
     for case in exchange_cases(nranks):
         try:
             _check(failures, f"rank {rank} {case}", _exchange_one(xp, comm, rank, nranks, case),
                    _exchange_expected(rank, nranks, case))
+            ran += 1
         except Exception as error:
             failures.append(f"rank {rank} {case}: {type(error).__name__}: {error}")
     (sends, sdispls, recvs, rdispls), send, want = _alltoallv_layout(nranks, rank, 0)
@@ -681,6 +691,7 @@ def run_exchange(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
         collectives.alltoallv(xp.asarray(send), sends, sdispls, recv, recvs, rdispls, comm=comm,
                               algorithm=algorithm)
         _check(failures, f"rank {rank} alltoallv {algorithm}", recv, want)
+        ran += 1
     if nranks > 1:
         spaced = [2 * i for i in range(nranks)]  # rank 1 expects 2 from rank 0, sent 1
         expect_error(failures, collectives.ArgumentMismatchError,
@@ -691,7 +702,7 @@ def run_exchange(xp: Any, comm: Any, rank: int, nranks: int) -> list[str]:
                      spaced, comm=comm)
     expect_error(failures, ValueError, f"root={nranks} is not allowed", collectives.broadcast,
                  xp.ones(4), root=nranks, comm=comm, algorithm="binomial")
-    return failures
+    return failures, ran
 
 
 def run_exchange_handles(comm: Any, rank: int, nranks: int) -> tuple[list[str], int]:
@@ -772,7 +783,8 @@ def main() -> None:
         failures += run_posted(comm, rank, nranks)
         handle_failures, handles = run_exchange_handles(comm, rank, nranks)
         failures += handle_failures
-    failures += run_exchange(xp, comm, rank, nranks)
+    exchange_failures, exchanges = run_exchange(xp, comm, rank, nranks)
+    failures += exchange_failures
     all_failures = world.gather(failures, root=0)
     all_digests = world.gather(digests, root=0)
     if rank == 0:
@@ -785,7 +797,7 @@ def main() -> None:
         summary = {"transport": transport.name, "xp": args.xp, "managed": args.managed,
                    "nranks": nranks,
                    "cases": len(matrix), "runs": runs, "walks": walks,
-                   "exchange_cases": len(exchange_cases(nranks)),
+                   "exchange_cases": exchanges,
                    "exchange_handles": handles,
                    "failures": merged[:30],
                    "failure_count": len(merged),
