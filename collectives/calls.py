@@ -38,9 +38,9 @@ from .executors.persistent import HeldPlan, Views
 from .executors.plan import Plan
 from .executors.runtime import RUNTIME
 from .executors.transport import Transport
+from .layout import alltoall_blocks
 from .ops import NCCL_ONLY_OPS, average_input, average_output
 from .schedule import BLOCK_COLLECTIVES
-from .layout import alltoall_blocks
 from .vcounts import pack, unpack
 
 __all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "BoundCall", "lay_exchange",
@@ -327,7 +327,7 @@ def held_exchange(plan: Plan, call: Call) -> tuple[np.ndarray, Views, Views]:
     """
     work = np.zeros(plan.count, call.dtype)
     if call.vector is not None:
-        sendcounts, sdispls, recvcounts, rdispls, counts = call.vector
+        _, sdispls, _, rdispls, counts = call.vector
         sends, recvs = alltoall_blocks(counts, plan.rank)
         before = tuple((call.send[start:start + hi - lo], work[lo:hi])
                        for (lo, hi), start in zip(sends, sdispls) if hi > lo)
