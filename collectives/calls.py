@@ -277,9 +277,11 @@ def lay_exchange(plan: Plan, shape: Call, send: Any, recv: Any, stream: Any = No
     for a Broadcast, in place) at the plan's input range, or an AllToAllv's blocks packed
     (:func:`~.vcounts.pack`).
 
-    The buffer is the workspace's (:func:`~.executors.buffers.workspace`), so that calls
-    of one shape reuse it (and, over MPI on NumPy buffers, the requests bound to it); the
-    rest of it is not cleared: a schedule writes every element of its output range.
+    A Broadcast works on its buffer itself (in place: its input and output are the whole
+    of it, so nothing is copied).  The others' buffer is the workspace's
+    (:func:`~.executors.buffers.workspace`), so that calls of one shape reuse it (and, over
+    MPI on NumPy buffers, the requests bound to it); the rest of it is not cleared: a
+    schedule writes every element of its output range.
 
     Parameters
     ----------
@@ -297,6 +299,8 @@ def lay_exchange(plan: Plan, shape: Call, send: Any, recv: Any, stream: Any = No
     array
         The working buffer, ``plan.count`` elements.
     """
+    if shape.collective == "broadcast":
+        return recv
     work = workspace(shape.xp, shape.dtype, plan.count, "exchange-work", stream)
     if shape.vector is not None:
         pack(work, send, shape.vector[1], shape.vector[4], plan.rank)
@@ -321,10 +325,12 @@ def held_exchange(plan: Plan, call: Call) -> tuple[np.ndarray, Views, Views]:
     Returns
     -------
     work : numpy.ndarray
-        Zeros, ``plan.count`` elements.
+        Zeros, ``plan.count`` elements (a Broadcast's buffer itself, with no copies).
     before, after : tuple of (numpy.ndarray, numpy.ndarray)
         ``(source, destination)`` views, copied before and after each walk.
     """
+    if call.collective == "broadcast":
+        return call.recv, (), ()
     work = np.zeros(plan.count, call.dtype)
     if call.vector is not None:
         _, sdispls, _, rdispls, counts = call.vector
@@ -354,7 +360,7 @@ def take_exchange(plan: Plan, shape: Call, work: Any, recv: Any) -> None:
     """
     if shape.vector is not None:
         unpack(recv, work, shape.vector[3], shape.vector[4], plan.rank)
-    elif recv is not None:
+    elif recv is not None and work is not recv:  # a Broadcast's result is in place
         recv[...] = work[plan.output]
 
 
