@@ -14,6 +14,10 @@ buffers too, in the same run, and gives CuPy's time as a ratio to NumPy's instea
 staging through the host (or a CUDA-aware MPI) costs over MPI on host memory.
 ``--markdown`` prints the table as a markdown table (rank 0; a title line first).
 
+``--collectives`` picks the collectives timed (all six by default: the block ones, then
+Broadcast and Reduce from rank 0 and AllToAll, whose native baselines over NCCL are
+``ncclBroadcast``, ``ncclReduce`` and grouped ``ncclSend``/``ncclRecv``).
+
 ``--xp numpy --transport mpi`` runs the same loop on NumPy buffers over MPI: a stand-in
 that tests the plumbing on machines without a GPU, not a GPU figure.
 """
@@ -29,7 +33,13 @@ import numpy as np
 import collectives
 from collectives.registry import names
 
-ALGORITHMS = ("native", *collectives.BLOCK_ALGORITHMS)
+#: the collectives timed, in order
+TIMED = (*collectives.BLOCK_COLLECTIVES, "broadcast", "reduce", "alltoall")
+#: the algorithms of the others that the block collectives' do not include
+EXCHANGE_ALGORITHMS = tuple(dict.fromkeys(
+    name for collective in TIMED[3:] for name in names(collective=collective)
+    if name not in collectives.BLOCK_ALGORITHMS))
+ALGORITHMS = ("native", *collectives.BLOCK_ALGORITHMS, *EXCHANGE_ALGORITHMS)
 #: label -> (the collective it runs, algorithm, parameters): columns beside the algorithms
 VARIANTS: dict[str, tuple[str, str, dict]] = {
     "doubling": ("allreduce", "rhd", {"doubling": True})}
@@ -48,13 +58,28 @@ def sizes(largest: int, factor: int) -> list[int]:
 
 
 def buffers(xp: Any, collective: str, nbytes: int, nranks: int) -> tuple[Any, Any]:
-    """float32 send and receive buffers whose full vector has about ``nbytes`` bytes."""
+    """float32 send and receive buffers whose full vector has about ``nbytes`` bytes (a
+    Broadcast's one buffer is the receive buffer, the send buffer None)."""
+    if collective in ("broadcast", "reduce"):
+        whole = max(nbytes // 4, 1)
+        return (None if collective == "broadcast" else xp.ones(whole, xp.float32),
+                xp.ones(whole, xp.float32))
     part = max(nbytes // 4 // nranks, 1)
     if collective == "allreduce":
         return xp.ones(part * nranks, xp.float32), xp.empty(part * nranks, xp.float32)
     if collective == "reduce_scatter":
         return xp.ones(part * nranks, xp.float32), xp.empty(part, xp.float32)
+    if collective == "alltoall":
+        return xp.ones(part * nranks, xp.float32), xp.empty(part * nranks, xp.float32)
     return xp.ones(part, xp.float32), xp.empty(part * nranks, xp.float32)
+
+
+def caller(collective: str) -> Callable[..., Any]:
+    """``call(send, recv, **kwargs)`` of ``collective`` (a Broadcast's buffer is ``recv``)."""
+    if collective == "broadcast":
+        return lambda send, recv, **kwargs: collectives.broadcast(recv, **kwargs)
+    function: Callable[..., Any] = getattr(collectives, collective)
+    return function
 
 
 def time_call(world: Any, call: Callable[[], Any], finish: Callable[[], Any],
@@ -96,7 +121,7 @@ def time_columns(world: Any, function: Any, collective: str, send: Any, recv: An
     times = {}
     runs = [(column, algorithm, params, comm)
             for column, algorithm, params in columns_of(collective)]
-    if eager is not None:
+    if eager is not None and "ring" in names(collective=collective):
         runs.append((EAGER, "ring", {}, eager))
     for column, algorithm, params, on in runs:
         kwargs = {"comm": on, "algorithm": algorithm, **params}
@@ -137,6 +162,8 @@ def main() -> None:
     parser.add_argument("--factor", type=int, default=8)
     parser.add_argument("--budget", type=float, default=0.05, help="seconds per measurement")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--collectives", nargs="+", choices=TIMED, default=list(TIMED),
+                        help="the collectives to time (all by default)")
     args = parser.parse_args()
     if args.against == "numpy" and args.transport != "mpi":
         parser.error("--against numpy is not allowed with --transport nccl; NCCL takes "
@@ -155,9 +182,11 @@ def main() -> None:
     else:
         xp, comm = np, world
     base = "native" if args.against == "native" else "numpy native"
-    names = COLUMNS[1:] if args.against == "native" else COLUMNS
+    timed = {column for collective in args.collectives for column, _, _ in columns_of(collective)}
+    names = tuple(column for column in (COLUMNS[1:] if args.against == "native" else COLUMNS)
+                  if column in timed)
     eager = None
-    if args.xp == "cupy" and args.transport == "nccl":
+    if args.xp == "cupy" and args.transport == "nccl" and "ring" in timed:
         eager = collectives.NcclComm(world, graphs=False)
         names = (*names, EAGER)
     if rank == 0:
@@ -166,8 +195,8 @@ def main() -> None:
         print(f"{'' if args.markdown else '# '}{args.transport} on {args.xp} buffers, "
               f"{nranks} ranks, float32; time of {base} (us) and {what}\n")
         print(header(names, args.markdown, base), flush=True)
-    for collective in collectives.BLOCK_COLLECTIVES:
-        function = getattr(collectives, collective)
+    for collective in args.collectives:
+        function = caller(collective)
         for nbytes in sizes(args.max_bytes, args.factor):
             send, recv = buffers(xp, collective, nbytes, nranks)
             times = time_columns(world, function, collective, send, recv, comm, stream,
@@ -184,8 +213,9 @@ def main() -> None:
             if rank == 0:
                 print(row_text(collective, nbytes, base_us, ratios, names, args.markdown),
                       flush=True)
-    if eager is not None:
+    if args.xp == "cupy" and args.transport == "nccl":
         comm.close()
+    if eager is not None:
         eager.close()
 
 

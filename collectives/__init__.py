@@ -14,7 +14,8 @@ from .schedule import BLOCK_COLLECTIVES, COLLECTIVES, Copy, Recv, Schedule, Send
 from .executors.check import ArgumentMismatchError
 from .executors.guard import CommunicatorBrokenError
 from .executors.nccl import NcclComm
-from .handles import PersistentCollective, allgather_init, allreduce_init, reduce_scatter_init
+from .handles import (PersistentCollective, allgather_init, allreduce_init, alltoall_init,
+                      alltoallv_init, broadcast_init, reduce_init, reduce_scatter_init)
 from .verify import verify
 
 __all__ = [
@@ -24,7 +25,8 @@ __all__ = [
     "workspace_bytes",
     "NcclComm", "allgather", "allreduce", "alltoall", "alltoallv", "broadcast", "reduce",
     "reduce_scatter", "allgather_init",
-    "allreduce_init", "reduce_scatter_init", "PersistentCollective", "Copy", "DeadlockError", "Recv",
+    "allreduce_init", "reduce_scatter_init", "broadcast_init", "reduce_init", "alltoall_init",
+    "alltoallv_init", "PersistentCollective", "Copy", "DeadlockError", "Recv",
     "Schedule", "ScheduleError", "Send", "Step", "algorithm_params", "build_schedule",
     "channel_orders",
     "interpret", "verify",

@@ -41,10 +41,10 @@ Importing this module imports neither mpi4py nor CuPy.
 from __future__ import annotations
 
 import os
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from reprlib import repr as brief
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -160,16 +160,31 @@ def _collective(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,
     bound = lookup(facts)
     if bound is not None:
         return bound(sendbuf, recvbuf)
-    device = comm.device if isinstance(comm, NcclComm) else None
-    if device is None and stream is None:
+    if stream is None and not isinstance(comm, NcclComm):
         return _first_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream,
                            params, facts)
-    # the communicator's GPU, then the stream, are current while the call is prepared:
-    # recvbuf, the input's copy, the scratch and the default stream are theirs
+    with on_device(comm, stream):
+        return _first_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream,
+                           params, facts)
+
+
+@contextmanager
+def on_device(comm: Any, stream: Any) -> Iterator[None]:
+    """Make the communicator's GPU (an ``NcclComm``'s), then ``stream``, current while a
+    call is prepared and run: ``recvbuf``, the input's copy, the scratch and the default
+    stream are theirs.
+
+    Parameters
+    ----------
+    comm : Any
+        The call's communicator.
+    stream : cupy.cuda.Stream or None
+        The call's stream.
+    """
+    device = comm.device if isinstance(comm, NcclComm) else None
     with nullcontext() if device is None else device, \
             nullcontext() if stream is None else stream:
-        return _first_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, stream,
-                           params, facts)
+        yield
 
 
 def _first_call(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: str,

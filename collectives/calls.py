@@ -31,19 +31,20 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .executors.buffers import IN_PLACE, Call, check_overlap, lay_input, take_block
+from .executors.buffers import IN_PLACE, Call, check_overlap, lay_input, take_block, workspace
 from .executors.check import agree
 from .executors.guard import signed_plan
-from .executors.persistent import HeldPlan
+from .executors.persistent import HeldPlan, Views
 from .executors.plan import Plan
 from .executors.runtime import RUNTIME
 from .executors.transport import Transport
+from .layout import alltoall_blocks
 from .ops import NCCL_ONLY_OPS, average_input, average_output
 from .schedule import BLOCK_COLLECTIVES
 from .vcounts import pack, unpack
 
 __all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "BoundCall", "lay_exchange",
-           "take_exchange", "key", "lookup", "remember"]
+           "take_exchange", "held_exchange", "key", "lookup", "remember"]
 
 #: the environment variables that decide what a call runs (:mod:`collectives.api`,
 #: :mod:`collectives.executors.check`, :mod:`collectives.auto`, :mod:`collectives.nchannels`)
@@ -221,9 +222,13 @@ class BoundCall:
             return
         xp, shape = self._xp, self.prepared.shape
         if self._exchange:
-            work = lay_exchange(plan, shape, send, recv)
+            work = lay_exchange(plan, shape, send, recv, stream)
+            if self._average:  # a Reduce's avg over an NcclComm
+                average_input(xp, work, self._size)
             self._walk(work, None, stream)
             take_exchange(plan, shape, work, recv)
+            if self._average and recv is not None:
+                average_output(xp, recv, self._size)
             return
         work = lay_input(xp, shape.collective, shape.dtype, shape.count, send, recv,
                          plan.input, stream)
@@ -264,30 +269,39 @@ class BoundCall:
                 return transport.native_call(call, prepared.op)
             return partial(self._native, call.send, call.recv, None)
         return HeldPlan(transport, plan, signed_plan(plan, prepared.op, transport.guard.codec),
-                        prepared.op, call)
+                        prepared.op, call, held_exchange(plan, call) if self._exchange else None)
 
 
-def lay_exchange(plan: Plan, shape: Call, send: np.ndarray | None,
-                 recv: np.ndarray | None) -> np.ndarray:
-    """The working buffer of a Broadcast, Reduce or AllToAll(v): zeros holding the input
-    (``recv`` for a Broadcast, in place) at the plan's input range, or an AllToAllv's blocks
-    packed (:func:`~.vcounts.pack`).
+def lay_exchange(plan: Plan, shape: Call, send: Any, recv: Any, stream: Any = None) -> Any:
+    """The working buffer of a Broadcast, Reduce or AllToAll(v), holding the input (``recv``
+    for a Broadcast, in place) at the plan's input range, or an AllToAllv's blocks packed
+    (:func:`~.vcounts.pack`).
+
+    A Broadcast works on its buffer itself (in place: its input and output are the whole
+    of it, so nothing is copied).  The others' buffer is the workspace's
+    (:func:`~.executors.buffers.workspace`), so that calls of one shape reuse it (and, over
+    MPI on NumPy buffers, the requests bound to it); the rest of it is not cleared: a
+    schedule writes every element of its output range.
 
     Parameters
     ----------
     plan : Plan
         The rank's plan.
     shape : Call
-        The call (its ``vector`` for an AllToAllv).
-    send, recv : numpy.ndarray or None
+        The call (its array module, and its ``vector`` for an AllToAllv).
+    send, recv : array or None
         The input (None in place) and the output (None off a Reduce's root), flat.
+    stream : cupy.cuda.Stream, optional
+        The stream of CuPy buffers (current while the call runs).
 
     Returns
     -------
-    numpy.ndarray
+    array
         The working buffer, ``plan.count`` elements.
     """
-    work = np.zeros(plan.count, shape.dtype)
+    if shape.collective == "broadcast":
+        return recv
+    work = workspace(shape.xp, shape.dtype, plan.count, "exchange-work", stream)
     if shape.vector is not None:
         pack(work, send, shape.vector[1], shape.vector[4], plan.rank)
     else:
@@ -296,7 +310,44 @@ def lay_exchange(plan: Plan, shape: Call, send: np.ndarray | None,
     return work
 
 
-def take_exchange(plan: Plan, shape: Call, work: np.ndarray, recv: np.ndarray | None) -> None:
+def held_exchange(plan: Plan, call: Call) -> tuple[np.ndarray, Views, Views]:
+    """A persistent handle's own working buffer for a Broadcast, Reduce or AllToAll(v), and
+    the copies around each run: the input into it, the output out of it (an AllToAllv's
+    blocks one by one, as :func:`lay_exchange` and :func:`take_exchange` copy them).
+
+    Parameters
+    ----------
+    plan : Plan
+        The rank's plan.
+    call : Call
+        The handle's buffers, NumPy, laid out.
+
+    Returns
+    -------
+    work : numpy.ndarray
+        Zeros, ``plan.count`` elements (a Broadcast's buffer itself, with no copies).
+    before, after : tuple of (numpy.ndarray, numpy.ndarray)
+        ``(source, destination)`` views, copied before and after each walk.
+    """
+    if call.collective == "broadcast":
+        return call.recv, (), ()
+    work = np.zeros(plan.count, call.dtype)
+    if call.vector is not None:
+        _, sdispls, _, rdispls, counts = call.vector
+        sends, recvs = alltoall_blocks(counts, plan.rank)
+        before = tuple((call.send[start:start + hi - lo], work[lo:hi])
+                       for (lo, hi), start in zip(sends, sdispls) if hi > lo)
+        after = tuple((work[lo:hi], call.recv[start:start + hi - lo])
+                      for (lo, hi), start in zip(recvs, rdispls) if hi > lo)
+        return work, before, after
+    source = call.recv if call.send is None else call.send
+    size = plan.input.stop - plan.input.start
+    before = ((source[:size], work[plan.input]),) if size else ()
+    has_output = call.recv is not None and plan.output.stop > plan.output.start
+    return work, before, ((work[plan.output], call.recv),) if has_output else ()
+
+
+def take_exchange(plan: Plan, shape: Call, work: Any, recv: Any) -> None:
     """Copy the result of a Broadcast, Reduce or AllToAll(v) from ``work`` into ``recv``
     (nothing off a Reduce's root), an AllToAllv's blocks unpacked (:func:`~.vcounts.unpack`).
 
@@ -304,12 +355,12 @@ def take_exchange(plan: Plan, shape: Call, work: np.ndarray, recv: np.ndarray | 
     ----------
     plan, shape, recv
         As for :func:`lay_exchange`.
-    work : numpy.ndarray
+    work : array
         The working buffer the plan ran on.
     """
     if shape.vector is not None:
         unpack(recv, work, shape.vector[3], shape.vector[4], plan.rank)
-    elif recv is not None:
+    elif recv is not None and work is not recv:  # a Broadcast's result is in place
         recv[...] = work[plan.output]
 
 

@@ -1,9 +1,11 @@
 """Persistent collectives: check and bind a call once, then run it as often as needed.
 
-As MPI-4's ``MPI_Allreduce_init``: :func:`allreduce_init`, :func:`reduce_scatter_init` and
-:func:`allgather_init` take the arguments of :func:`collectives.allreduce` etc. (NumPy
+As MPI-4's ``MPI_Allreduce_init``: :func:`allreduce_init`, :func:`reduce_scatter_init`,
+:func:`allgather_init`, :func:`broadcast_init`, :func:`reduce_init`, :func:`alltoall_init`
+and :func:`alltoallv_init` take the arguments of :func:`collectives.allreduce` etc. (NumPy
 buffers over MPI), check them, agree on them across ranks when ``check`` is on, resolve
-``auto``, and bind the rank's plan to the buffers as persistent requests, once.  They are
+``auto``, and bind the rank's plan to the buffers as persistent requests, once (an
+AllToAllv's counts are agreed here, once, not at every call).  They are
 collective: every rank calls them in the same order.  The returned
 :class:`PersistentCollective` runs the collective on the buffers' current contents each
 time it is called, with no argument checked again; all ranks call their handles in the
@@ -11,7 +13,7 @@ same order, as they would call the collectives.
 
 The buffers are fixed at init (as for MPI's persistent requests) and the handle keeps them
 alive; a handle for a schedule also owns its scratch (and, for an out-of-place
-ReduceScatter, its working buffer).  A call costs one ``Startall`` and one ``Waitall`` per
+ReduceScatter, a Broadcast, Reduce or AllToAll(v), its working buffer).  A call costs one ``Startall`` and one ``Waitall`` per
 step plus the reductions, the copies of the input and output, and a look at whether the
 communicator still works; ``native`` calls MPI's own collective after its hellos (with
 ``check=False``, mpi4py's method bound to the buffers once: a call costs what mpi4py's
@@ -23,23 +25,25 @@ disagree still raise :class:`~collectives.ArgumentMismatchError`.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .api import check_call
-from .calls import BoundCall
+from .calls import BoundCall, Prepared
+from .exchange_calls import check_alltoall, check_alltoallv, check_broadcast, check_reduce
 from .executors.buffers import Call
 from .executors.check import agree
 from .executors.persistent import HeldPlan
 
-__all__ = ["PersistentCollective", "allreduce_init", "reduce_scatter_init", "allgather_init"]
+__all__ = ["PersistentCollective", "allreduce_init", "reduce_scatter_init", "allgather_init",
+           "broadcast_init", "reduce_init", "alltoall_init", "alltoallv_init"]
 
 
 class PersistentCollective:
     """One collective checked and bound to its buffers; call it to run it.
 
-    Made by :func:`allreduce_init`, :func:`reduce_scatter_init` or :func:`allgather_init`.
+    Made by :func:`allreduce_init` and the other ``*_init`` functions of this module.
 
     Parameters
     ----------
@@ -64,13 +68,14 @@ class PersistentCollective:
         self._held = held if isinstance(held, HeldPlan) else None
         self._run: Callable[[], Any] = held.runner() if isinstance(held, HeldPlan) else held
 
-    def __call__(self) -> np.ndarray:
+    def __call__(self) -> np.ndarray | None:
         """Run the collective on the buffers' current contents.
 
         Returns
         -------
-        numpy.ndarray
-            ``recvbuf`` (for an in-place ReduceScatter, its first block).
+        numpy.ndarray or None
+            ``recvbuf`` (for an in-place ReduceScatter, its first block; for a Broadcast,
+            ``buf``; for a Reduce off its root, None).
 
         Raises
         ------
@@ -104,12 +109,19 @@ class _Freed:
 
     def check_usable(self) -> None:
         raise ValueError("this PersistentCollective was freed; create another with "
-                         "collectives.allreduce_init (or reduce_scatter_init, allgather_init)")
+                         "collectives.allreduce_init (or another *_init)")
 
 
 def _init(collective: str, sendbuf: Any, recvbuf: Any, comm: Any, op: Any, algorithm: str,
           check: bool | None, params: dict[str, Any]) -> PersistentCollective:
-    prepared, call = check_call(collective, sendbuf, recvbuf, comm, op, algorithm, check, params)
+    return _hold(collective, check_call(collective, sendbuf, recvbuf, comm, op, algorithm,
+                                        check, params))
+
+
+def _hold(collective: str, checked: tuple[Prepared, Call]) -> PersistentCollective:
+    """A handle for a checked call: NumPy buffers over MPI only; the ranks agree on it here
+    where ``check`` asked."""
+    prepared, call = checked
     if call.xp is not np or prepared.transport.name != "mpi":
         raise TypeError(f"{collective}_init takes NumPy buffers over an mpi4py communicator; "
                         f"for CuPy buffers or an NcclComm call collectives.{collective}")
@@ -166,3 +178,53 @@ def allgather_init(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None,
     As :func:`allreduce_init`, with the buffers of :func:`collectives.allgather`.
     """
     return _init("allgather", sendbuf, recvbuf, comm, "sum", algorithm, check, params)
+
+
+def broadcast_init(buf: Any, *, root: int = 0, comm: Any = None, algorithm: str = "auto",
+                   check: bool | None = None, **params: Any) -> PersistentCollective:
+    """Check a Broadcast once and return a handle that runs it (as ``MPI_Bcast_init``).
+
+    As :func:`allreduce_init`, with the arguments of :func:`collectives.broadcast`; the
+    handle broadcasts the root's ``buf`` into every other rank's, and returns ``buf``.
+    """
+    return _hold("broadcast", check_broadcast(buf, root, comm, algorithm, check, params))
+
+
+def reduce_init(sendbuf: Any, recvbuf: Any = None, *, root: int = 0, op: Any = "sum",
+                comm: Any = None, algorithm: str = "auto", check: bool | None = None,
+                **params: Any) -> PersistentCollective:
+    """Check a Reduce once and return a handle that runs it (as ``MPI_Reduce_init``).
+
+    As :func:`allreduce_init`, with the arguments of :func:`collectives.reduce`; the handle
+    returns the result at the root (``recvbuf``, allocated here when None) and None
+    elsewhere.
+    """
+    return _hold("reduce", check_reduce(sendbuf, recvbuf, root, op, comm, algorithm, check,
+                                        params))
+
+
+def alltoall_init(sendbuf: Any, recvbuf: Any = None, *, comm: Any = None,
+                  algorithm: str = "auto", check: bool | None = None) -> PersistentCollective:
+    """Check an AllToAll once and return a handle that runs it (as ``MPI_Alltoall_init``).
+
+    As :func:`allreduce_init`, with the arguments of :func:`collectives.alltoall`.
+    """
+    return _hold("alltoall", check_alltoall(sendbuf, recvbuf, comm, algorithm, check))
+
+
+def alltoallv_init(sendbuf: Any, sendcounts: Sequence[int], sdispls: Sequence[int],
+                   recvbuf: Any, recvcounts: Sequence[int], rdispls: Sequence[int], *,
+                   comm: Any = None, algorithm: str = "pairwise") -> PersistentCollective:
+    """Check an AllToAllv once, agreeing on its counts, and return a handle that runs it
+    (as ``MPI_Alltoallv_init``).
+
+    As :func:`allreduce_init`, with the arguments of :func:`collectives.alltoallv`: the
+    counts and displacements are fixed with the buffers.
+
+    Raises
+    ------
+    ArgumentMismatchError
+        On every rank, when a rank's ``recvcounts`` are not what the others send it.
+    """
+    return _hold("alltoallv", check_alltoallv(sendbuf, sendcounts, sdispls, recvbuf,
+                                              recvcounts, rdispls, comm, algorithm))

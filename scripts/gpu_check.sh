@@ -9,7 +9,8 @@
 #      and MPI's CUDA-awareness;
 #   2. the GPU tests (tests/test_executors_gpu.py): CuPy over MPI at 2 and 3 ranks (the
 #      staged path with a non-CUDA-aware MPI), the direct path on managed memory, the whole
-#      matrix bitwise against collectives.interpret; NCCL at one rank (NCCL's own
+#      matrix bitwise against collectives.interpret (Broadcast, Reduce and AllToAll(v)
+#      included, against their native baselines too); NCCL at one rank (NCCL's own
 #      collectives, every schedule, a group sending to itself, a failed group, CUDA-graph
 #      replay checked, bfloat16) and at 2 ranks where NCCL allows it (one rank per GPU, or
 #      two on one GPU with NCCL >= 2.30: the script sets NCCL_MULTI_RANK_GPU_ENABLE=1 unless
@@ -17,7 +18,9 @@
 #   3. stream order: inputs made ready late on a non-blocking stream, every algorithm and
 #      collective, over NCCL and over MPI;
 #   4. time per call, 8 B to 256 MiB: native NCCL and every schedule as ratios to it; CuPy
-#      over MPI as a ratio to NumPy over MPI (to 16 MiB), in the same run.
+#      over MPI as a ratio to NumPy over MPI (to 16 MiB), in the same run; the block
+#      collectives, then Broadcast, Reduce and AllToAll (ncclBroadcast, ncclReduce and
+#      grouped ncclSend/ncclRecv the NCCL baselines), each group a step of its own.
 # Every step has a time limit and is skipped when the 6 minutes (GPU_CHECK_SECONDS) would
 # not fit it.  The report (markdown tables) goes to REPORT.md when given, else to
 # out/gpu_check.md; the exit status is 0 only when every step that ran passed.
@@ -125,14 +128,24 @@ if [ "$STANDIN" != 1 ] && [ "$NCCL_RANKS" -ge 1 ]; then
     done
 fi
 step 30 "stream order, MPI (${XP[1]}), 2 ranks" "${RANKS[@]}" 2 tests/mpi_workers/stream_order.py "${XP[@]}"
+# the block collectives, then Broadcast, Reduce and AllToAll (ncclBroadcast, ncclReduce and
+# grouped ncclSend/ncclRecv their baselines over NCCL), each group a step of its own
+BLOCK=(--collectives allreduce reduce_scatter allgather)
+EXCHANGE=(--collectives broadcast reduce alltoall)
 if [ "$STANDIN" != 1 ] && [ "$NCCL_RANKS" -ge 1 ]; then
     for n in $(seq 1 "$NCCL_RANKS"); do
         step 30 "time per call, NCCL, $n ranks" "${RANKS[@]}" "$n" benchmarks/bench_gpu.py --markdown \
-            --xp cupy --transport nccl --max-bytes "$MAX" --budget "$BUDGET"
+            --xp cupy --transport nccl --max-bytes "$MAX" --budget "$BUDGET" "${BLOCK[@]}"
+        step 30 "time per call, NCCL, broadcast/reduce/alltoall, $n ranks" "${RANKS[@]}" "$n" \
+            benchmarks/bench_gpu.py --markdown --xp cupy --transport nccl --max-bytes "$MAX" \
+            --budget "$BUDGET" "${EXCHANGE[@]}"
     done
 fi
 step 45 "time per call, MPI, ${XP[1]} against numpy, 2 ranks" "${RANKS[@]}" 2 benchmarks/bench_gpu.py \
-    --markdown "${XP[@]}" --against numpy --max-bytes "$MPI_MAX" --budget "$BUDGET"
+    --markdown "${XP[@]}" --against numpy --max-bytes "$MPI_MAX" --budget "$BUDGET" "${BLOCK[@]}"
+step 45 "time per call, MPI, broadcast/reduce/alltoall, ${XP[1]} against numpy, 2 ranks" \
+    "${RANKS[@]}" 2 benchmarks/bench_gpu.py --markdown "${XP[@]}" --against numpy \
+    --max-bytes "$MPI_MAX" --budget "$BUDGET" "${EXCHANGE[@]}"
 
 mkdir -p "$(dirname "$REPORT")"
 python3 scripts/gpu_check_report.py "$LOGS" "$STANDIN" "$status" "$COMMAND" > "$REPORT"

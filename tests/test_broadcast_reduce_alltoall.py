@@ -3,6 +3,8 @@ NumPy through ``verify`` and the reference interpreter; their checks; their pric
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -316,3 +318,16 @@ def test_auto_takes_mpichs_defaults_through_choose() -> None:
     assert auto.choose("alltoall", 64, 8) == ("bruck_alltoall", {})
     assert auto.choose("alltoall", 64, 4) == ("linear", {})
     assert auto.choose("alltoall", 1 << 16, 4) == ("pairwise", {})
+
+
+def test_nccl_alltoall_posts_the_blocks_mpi_alltoall_takes() -> None:
+    """NCCL's AllToAll(v) baseline (grouped ncclSend/ncclRecv) sends and receives at MPI's
+    counts and displacements: equal blocks in rank order, or an AllToAllv's as given."""
+    from collectives.executors.buffers import Call
+    from collectives.executors.nccl import _displacements
+    block = Call("alltoall", np, np.dtype("float32"), 3, 3, None, None, None)
+    assert _displacements(block, 4) == ([3] * 4, [0, 3, 6, 9], [3] * 4, [0, 3, 6, 9])
+    assert _displacements(replace(block, count=0), 2) == ([0, 0], [0, 0], [0, 0], [0, 0])
+    vector = ([1, 0, 2], [0, 5, 1], [2, 2, 0], [4, 0, 9], ((0, 0, 0),) * 3)
+    uneven = Call("alltoallv", np, np.dtype("float32"), 2, 2, None, None, None, 0, vector)
+    assert _displacements(uneven, 3) == tuple(vector[:4])

@@ -1,4 +1,5 @@
-"""The executors on CuPy buffers: over MPI (CUDA-aware, staged through host memory, and the
+"""The executors on CuPy buffers, every collective (Broadcast, Reduce and AllToAll(v) with
+their native baselines included): over MPI (CUDA-aware, staged through host memory, and the
 direct path on managed memory) and over NCCL, at one rank on any GPU and at more where
 there are GPUs for them (or NCCL lets two ranks share one). Skipped without CuPy or a CUDA
 GPU; scripts/gpu_check.sh runs them.
@@ -54,6 +55,7 @@ def test_cupy_over_mpi(nranks: int) -> None:
     assert report["transport"] == "mpi" and report["xp"] == "cupy"
     path = "direct" if report["cuda_aware"] else "staged"
     assert report["runs"] == worker.expected_runs(worker.cases(nranks, "cupy", "mpi"), path)
+    assert report["exchange_cases"] == worker.exchange_count(nranks)  # Broadcast, Reduce, ...
     assert report["failures"] == [], f"{report['failure_count']} failures"
 
 
@@ -62,6 +64,7 @@ def test_direct_path_on_managed_memory() -> None:
     report, worker = run_matrix(2, "mpi", "--managed", env={"COLLSIM_MPI_CUDA_AWARE": "1"})
     assert report["managed"] is True and report["cuda_aware"] is True
     assert report["runs"] == worker.expected_runs(worker.cases(2, "cupy", "mpi"), "direct")
+    assert report["exchange_cases"] == worker.exchange_count(2)
     assert report["failures"] == [], f"{report['failure_count']} failures"
 
 
@@ -91,6 +94,9 @@ def check_nccl_matrix(nranks: int) -> None:
     assert report["transport"] == "nccl" and report["xp"] == "cupy"
     assert report["nranks"] == nranks
     assert report["runs"] == worker.expected_runs(worker.cases(nranks, "cupy", "nccl"), "nccl")
+    # Broadcast, Reduce, AllToAll(v): every schedule, and ncclBroadcast, ncclReduce and
+    # grouped ncclSend/ncclRecv, bitwise against the interpreter
+    assert report["exchange_cases"] == worker.exchange_count(nranks)
     assert report["failures"] == [], f"{report['failure_count']} failures"
 
 

@@ -1,6 +1,6 @@
 """The executors under the pip-installed mpirun: one launch per rank count runs the whole
 matrix of tests/mpi_workers/executor_matrix.py (Broadcast, Reduce and AllToAll(v) against
-MPI's own included); one launch proves a raising rank aborts."""
+MPI's own included, and their persistent handles); one launch proves a raising rank aborts."""
 
 from __future__ import annotations
 
@@ -28,7 +28,10 @@ def test_matrix_matches_interpret_and_native(nranks: int) -> None:
     assert report["runs"] == worker.expected_runs(matrix, "persistent")
     if nranks > 1:  # the last bindings cached: float32 sums compiled, float16 in Python
         assert report["walks"]["compiled"] > 0 and report["walks"]["python"] > 0, report["walks"]
-    assert report["exchange_cases"] == len(worker.exchange_cases(nranks)) > 0
+    # every exchange case, and an AllToAllv per algorithm, returned (rank 0's count)
+    assert report["exchange_cases"] == worker.exchange_count(nranks)
+    # and ran twice as a persistent handle
+    assert report["exchange_handles"] == worker.exchange_count(nranks)
     assert report["failures"] == [], f"{report['failure_count']} failures"
 
 

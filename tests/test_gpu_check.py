@@ -1,7 +1,7 @@
 """The CPU-runnable plumbing of scripts/gpu_check.sh: the whole script in its stand-in mode
 (NumPy over MPI, no GPU: its steps, the stream-order worker's cases and results, the
-benchmark's tables and the markdown report; not stream order, which needs a GPU), its
-shell syntax, and the wheels script's."""
+benchmark's tables, Broadcast's, Reduce's and AllToAll's included, and the markdown
+report; not stream order, which needs a GPU), its shell syntax, and the wheels script's."""
 
 from __future__ import annotations
 
@@ -35,10 +35,11 @@ def test_stand_in_run_writes_every_section_of_the_report(tmp_path: Path) -> None
     assert "| MPI CUDA-aware | no (staged path) |" in text or "| MPI CUDA-aware | yes" in text
     cases = len(load_script(ROOT / "tests" / "mpi_workers" / "stream_order.py").cases())
     assert f"| mpi on numpy | 2 | {cases} | none |" in text
+    timed = (*collectives.BLOCK_COLLECTIVES, "broadcast", "reduce", "alltoall")
     rows = [line for line in text.splitlines() if line.startswith("| ")
-            and line.split(" | ")[0] in {f"| {c}" for c in collectives.BLOCK_COLLECTIVES}]
-    assert [row.split(" | ")[:2] for row in rows] == [[f"| {c}", "8"]
-                                                      for c in collectives.BLOCK_COLLECTIVES]
+            and line.split(" | ")[0] in {f"| {c}" for c in timed}]
+    assert [row.split(" | ")[:2] for row in rows] == [[f"| {c}", "8"] for c in timed]
+    assert "### time per call, MPI, broadcast/reduce/alltoall, numpy against numpy" in text
     assert "FAILED" not in text
 
 

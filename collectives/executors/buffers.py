@@ -17,7 +17,8 @@ from ..ops import ALL_DTYPES, GPU_DTYPES, check_dtype
 from .runtime import RUNTIME
 
 __all__ = ["IN_PLACE", "Call", "array_module", "prepare", "workspace", "is_in_place",
-           "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "staging", "staged_done", "check_overlap", "lay_input", "take_block"]
+           "WORKSPACE_ENV", "workspace_limit", "workspace_bytes", "discard", "staging", "staged_done", "check_overlap", "lay_input", "take_block",
+           "flat_buffer"]
 
 #: environment variable: bytes of workspace kept between calls (default 64 MiB)
 WORKSPACE_ENV = "COLLSIM_WORKSPACE_BYTES"
@@ -180,6 +181,59 @@ def _check_dtype(name: str, dtype: Any, xp: Any) -> None:
                         f"{list(ALL_DTYPES)}{gpu}") from None
 
 
+def flat_buffer(name: str, buf: Any, writeable: bool = False) -> tuple[Any, Any]:
+    """Check one buffer of a collective and return its array module and a flat view.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    buf : numpy.ndarray or cupy.ndarray
+        The buffer: C-contiguous, of a supported dtype (bfloat16 on CuPy only).
+    writeable : bool
+        Whether the collective writes it (a read-only NumPy array is refused).
+
+    Returns
+    -------
+    xp : module
+        ``numpy`` or ``cupy``.
+    flat : array
+        ``buf`` as a 1-D view.
+
+    Raises
+    ------
+    TypeError
+        For a buffer that is neither a NumPy nor a CuPy array, or an unsupported dtype.
+    ValueError
+        For a non-contiguous buffer, or a read-only one that is written.
+    """
+    xp = array_module(name, buf)
+    _check_dtype(name, buf.dtype, xp)
+    flat = _flat(name, buf)
+    if writeable and xp is np and not flat.flags.writeable:
+        raise ValueError(f"{name} is read-only; pass a writeable array")
+    return xp, flat
+
+
+def check_pair(send: Any, recv: Any, xp: Any, xp_recv: Any) -> None:
+    """Raise unless ``send`` and ``recv`` (flat) share an array module, a dtype and a GPU.
+
+    Raises
+    ------
+    TypeError
+        For NumPy and CuPy mixed, or dtypes that differ.
+    ValueError
+        For CuPy buffers on different GPUs.
+    """
+    if xp_recv is not xp:
+        raise TypeError(f"sendbuf is a {xp.__name__} array but recvbuf is a "
+                        f"{xp_recv.__name__} array; pass both from the same array module")
+    if send.dtype != recv.dtype:
+        raise TypeError(f"sendbuf has dtype {_shown(send.dtype)} but recvbuf has "
+                        f"{_shown(recv.dtype)}; both must have the same dtype")
+    _check_device(xp, send, recv)
+
+
 def _check_device(xp: Any, send: Any, recv: Any) -> None:
     if xp is not np and send.device != recv.device:
         raise ValueError(f"sendbuf is on {send.device} but recvbuf is on {recv.device}; "
@@ -263,9 +317,7 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
                          "input from recvbuf, so pass recvbuf")
     send = None
     if not in_place:
-        xp = array_module("sendbuf", sendbuf)
-        _check_dtype("sendbuf", sendbuf.dtype, xp)
-        send = _flat("sendbuf", sendbuf)
+        xp, send = flat_buffer("sendbuf", sendbuf)
         if recvbuf is None:
             if collective == "reduce_scatter" and send.size % nranks:
                 raise ValueError(f"sendbuf has {send.size} elements; a reduce_scatter on "
@@ -273,18 +325,10 @@ def prepare(collective: str, sendbuf: Any, recvbuf: Any, nranks: int) -> Call:
             recvbuf = _allocate(collective, xp, sendbuf, nranks)
     xp_recv = array_module("recvbuf", recvbuf)
     if send is not None and xp_recv is not xp:
-        raise TypeError(f"sendbuf is a {xp.__name__} array but recvbuf is a "
-                        f"{xp_recv.__name__} array; pass both from the same array module")
-    xp = xp_recv
-    _check_dtype("recvbuf", recvbuf.dtype, xp)
-    recv = _flat("recvbuf", recvbuf)
-    if xp is np and not recv.flags.writeable:
-        raise ValueError("recvbuf is read-only; pass a writeable array")
+        check_pair(send, recvbuf, xp, xp_recv)  # raises
+    xp, recv = flat_buffer("recvbuf", recvbuf, writeable=True)
     if send is not None:
-        if send.dtype != recv.dtype:
-            raise TypeError(f"sendbuf has dtype {_shown(send.dtype)} but recvbuf has "
-                            f"{_shown(recv.dtype)}; both must have the same dtype")
-        _check_device(xp, send, recv)
+        check_pair(send, recv, xp, xp)
         check_overlap(xp, send, recv)
     count, part = _sizes(collective, None if send is None else send.size, recv.size, nranks)
     result = recvbuf

@@ -466,7 +466,13 @@ class MpiTransport:
         staged = self._staged(shape.xp) or bool(keyed_dtype(op, shape.dtype))  # keys on host
         device = recv
         send = MPI.IN_PLACE if send is None else (send.get() if staged else send)
-        recv = device.get() if staged and send is MPI.IN_PLACE else (
+        if device is None:  # a Reduce off its root: nothing comes back
+            method, mpi_op = self._mpi_collective(shape, op, shape.dtype, shape.count)
+            method(send, None, mpi_op)
+            return
+        # in place, or an AllToAllv (whose gaps MPI leaves as they are), recv starts as recvbuf
+        kept = send is MPI.IN_PLACE or shape.vector is not None
+        recv = device.get() if staged and kept else (
             np.empty(device.size, np.dtype(shape.dtype.name)) if staged else device)
         if shape.collective == "reduce_scatter" and send is MPI.IN_PLACE and not staged:
             # CUDA-aware Open MPI up to 5.0.10 (and 4.x) reads past recvbuf in an in-place

@@ -28,7 +28,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..ops import reducer
 from .buffers import Call, workspace
@@ -38,7 +38,7 @@ from .guard import CommunicatorBrokenError
 from .plan import Plan, apply_reduces
 from .transport import Native, Walker
 
-__all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS", "NATIVE_NCCL", "SHARED_GPU_ENV", "SHARED_GPU_VERSION",
+__all__ = ["NcclComm", "NCCL_DTYPES", "NCCL_OPS", "NATIVE_NCCL", "fail_group", "SHARED_GPU_ENV", "SHARED_GPU_VERSION",
            "MAX_RANKS_PER_GPU", "ranks_per_gpu", "local_device"]
 
 #: NCCL's variable that lets several ranks of a communicator share a GPU
@@ -304,8 +304,8 @@ class NcclComm:
         TypeError
             If the buffers are not CuPy arrays or NCCL has no datatype for ``call.dtype``.
         ValueError
-            If ``recvbuf`` is on another GPU than this communicator's, or ``native`` with
-            an op NCCL does not have.
+            If ``recvbuf`` (a Reduce's ``sendbuf`` off its root) is on another GPU than this
+            communicator's, or ``native`` with an op NCCL does not have.
         CommunicatorBrokenError
             If the communicator was aborted.
         """
@@ -320,8 +320,9 @@ class NcclComm:
             raise TypeError(f"dtype {call.dtype.name!r} is not carried by NCCL; choose one of "
                             f"{sorted(NCCL_DTYPES)}")
         device = self._live().device_id()
-        if call.recv.device.id != device:
-            raise ValueError(f"recvbuf is on GPU {call.recv.device.id} but this NcclComm "
+        name, buf = ("recvbuf", call.recv) if call.recv is not None else ("sendbuf", call.send)
+        if buf.device.id != device:
+            raise ValueError(f"{name} is on GPU {buf.device.id} but this NcclComm "
                              f"drives GPU {device}")
 
     def check_usable(self) -> None:
@@ -399,15 +400,8 @@ class NcclComm:
         nccl.groupEnd()
 
     def _fail_group(self, comm: Any, stream_ptr: int) -> None:
-        """End the open group without launching what it holds: a send to peer -1 fails
-        NCCL's argument check, which sets the group's error (``ncclGroupErrCheck``), and
-        ``ncclGroupEnd`` then cleans the group up instead of launching it."""
-        nccl = self._lib
-        for end in (partial(comm.send, 0, 0, nccl.NCCL_UINT8, -1, stream_ptr), nccl.groupEnd):
-            try:
-                end()
-            except nccl.NcclError:
-                pass  # expected: both report the error that discards the group
+        """End the open group without launching what it holds (:func:`fail_group`)."""
+        fail_group(self._lib, comm, stream_ptr)
 
     def native_runner(self, shape: Call, op: str, signed: bool) -> Native:
         """Return NCCL's own collective for calls shaped as ``shape`` (:data:`NATIVE_NCCL`):
@@ -440,11 +434,32 @@ class NcclComm:
         with self.device, stream:
             try:
                 NATIVE_NCCL[shape.collective](
-                    _NcclCall(nccl, comm, self.rank, shape, datatype,
+                    _NcclCall(nccl, comm, self.rank, self.size, shape, datatype,
                               getattr(nccl, NCCL_OPS[op]), send, recv, stream.ptr))
             except BaseException as error:
                 self._abort(error)
                 raise
+
+
+def fail_group(nccl: Any, comm: Any, stream_ptr: int) -> None:
+    """End the open group without launching what it holds: a send to peer -1 fails NCCL's
+    argument check, which sets the group's error (``ncclGroupErrCheck``), and
+    ``ncclGroupEnd`` then cleans the group up instead of launching it.
+
+    Parameters
+    ----------
+    nccl : module
+        ``cupy.cuda.nccl``.
+    comm : cupy.cuda.nccl.NcclCommunicator
+        The communicator the group posts on.
+    stream_ptr : int
+        The group's stream.
+    """
+    for end in (partial(comm.send, 0, 0, nccl.NCCL_UINT8, -1, stream_ptr), nccl.groupEnd):
+        try:
+            end()
+        except nccl.NcclError:
+            pass  # expected: both report the error that discards the group
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,6 +469,7 @@ class _NcclCall:
     nccl: Any
     comm: Any
     rank: int
+    size: int
     shape: Call
     datatype: int
     op: int
@@ -488,8 +504,57 @@ def _allgather(call: _NcclCall) -> None:
     call.comm.allGather(send, recv, part, call.datatype, call.stream)
 
 
+def _broadcast(call: _NcclCall) -> None:
+    """``ncclBroadcast`` in place (``sendbuff == recvbuff``): the root's buffer is sent."""
+    buf = call.recv.data.ptr
+    call.comm.broadcast(buf, buf, call.shape.count, call.datatype, call.shape.root,
+                        call.stream)
+
+
+def _reduce(call: _NcclCall) -> None:
+    """``ncclReduce``; off the root, which has no ``recvbuf``, NCCL ignores ``recvbuff``
+    and is given ``sendbuff`` there."""
+    send = call.send.data.ptr
+    recv = send if call.recv is None else call.recv.data.ptr
+    call.comm.reduce(send, recv, call.shape.count, call.datatype, call.op, call.shape.root,
+                     call.stream)
+
+
+def _exchange(call: _NcclCall) -> None:
+    """An AllToAll(v) as grouped ``ncclSend``/``ncclRecv`` with every rank, this one
+    included (nccl-tests' ``alltoall_perf`` before ``ncclAlltoAll``): block ``j`` of the
+    send buffer to rank ``j``, rank ``i``'s into block ``i`` (an AllToAllv's at its
+    counts and displacements).  On an error none of the group is launched."""
+    nccl, comm, itemsize = call.nccl, call.comm, call.shape.dtype.itemsize
+    sendcounts, sdispls, recvcounts, rdispls = _displacements(call.shape, call.size)
+    send, recv = call.send.data.ptr, call.recv.data.ptr
+    nccl.groupStart()
+    try:
+        for peer in range(call.size):  # empty blocks are not posted (on neither side)
+            if sendcounts[peer]:
+                comm.send(send + sdispls[peer] * itemsize, sendcounts[peer], call.datatype,
+                          peer, call.stream)
+            if recvcounts[peer]:
+                comm.recv(recv + rdispls[peer] * itemsize, recvcounts[peer], call.datatype,
+                          peer, call.stream)
+    except BaseException:
+        fail_group(nccl, comm, call.stream)
+        raise
+    nccl.groupEnd()
+
+
+def _displacements(shape: Call, size: int) -> tuple[Sequence[int], ...]:
+    """An AllToAll(v)'s ``(sendcounts, sdispls, recvcounts, rdispls)`` in elements: an
+    AllToAllv's as given, an AllToAll's ``size`` equal blocks in rank order."""
+    if shape.vector is not None:
+        return tuple(shape.vector[:4])
+    counts, displs = [shape.count] * size, [peer * shape.count for peer in range(size)]
+    return counts, displs, counts, displs
+
+
 #: NCCL's own collective for each collective, enqueued under the communicator's device and
 #: the call's stream; adding a collective is one entry here and one in
 #: :data:`~.mpi.NATIVE_MPI`
 NATIVE_NCCL: dict[str, Callable[[_NcclCall], None]] = {
-    "allreduce": _allreduce, "reduce_scatter": _reduce_scatter, "allgather": _allgather}
+    "allreduce": _allreduce, "reduce_scatter": _reduce_scatter, "allgather": _allgather,
+    "broadcast": _broadcast, "reduce": _reduce, "alltoall": _exchange, "alltoallv": _exchange}

@@ -39,11 +39,13 @@ from .guard import CallContext, Guard, SignedPlan, SignedStep
 from .plan import Plan, PlanStep
 from .walk import walk
 
-__all__ = ["BINDINGS_PER_COMM", "Binding", "BoundStep", "PersistentPlans", "HeldPlan", "bind"]
+__all__ = ["BINDINGS_PER_COMM", "Binding", "BoundStep", "PersistentPlans", "HeldPlan", "Views",
+           "bind"]
 
 #: bindings kept per communicator (least recently used freed first)
 BINDINGS_PER_COMM = 64
 
+#: ``(source, destination)`` array views, copied in order
 Views = tuple[tuple[np.ndarray, np.ndarray], ...]
 #: per reduction ``(left, right, into)``: ``reduce(left, right, out=into)``
 Reductions = tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
@@ -443,23 +445,29 @@ class HeldPlan:
         The reduction.
     call : Call
         The handle's buffers, NumPy, laid out.
+    exchange : tuple, optional
+        A Broadcast's, Reduce's or AllToAll(v)'s own working buffer and the copies into and
+        out of it (:func:`collectives.calls.held_exchange`); None for the other collectives.
     """
 
     __slots__ = ("_transport", "_plan", "_work", "_scratch", "_before", "_after", "_binding",
                  "_kernel", "_args", "_free", "__weakref__")
 
     def __init__(self, transport: Any, plan: Plan, signed: SignedPlan, op: str,
-                 call: Any) -> None:
+                 call: Any, exchange: tuple[np.ndarray, Views, Views] | None = None) -> None:
         self._transport, self._plan = transport, plan
         work = self._work = call.recv
-        self._before: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
-        self._after: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
-        if call.collective == "reduce_scatter" and call.send is not None:
+        self._before: Views = ()
+        self._after: Views = ()
+        if exchange is not None:
+            work, self._before, self._after = exchange
+            self._work = work
+        elif call.collective == "reduce_scatter" and call.send is not None:
             work = self._work = np.empty(call.count, call.dtype)
             self._after = ((work[plan.output], call.recv),)
         elif call.collective == "reduce_scatter" and plan.output.start:
             self._after = ((work[plan.output], call.recv[:call.part]),)
-        if call.send is not None:
+        if call.send is not None and exchange is None:
             self._before = ((call.send, work[plan.input]),)
         self._scratch = np.empty(plan.scratch_count, call.dtype)
         if plan.count:
@@ -472,7 +480,8 @@ class HeldPlan:
         self._kernel: Any = None
         self._args: tuple = ()
         if plan.steps:
-            binding = transport.persistent.bind(plan, signed, op, work, self._scratch, call.send)
+            binding = transport.persistent.bind(plan, signed, op, work, self._scratch,
+                                                None if exchange is not None else call.send)
             self._binding.append(binding)
             self._free = weakref.finalize(self, _free, self._binding, transport.persistent.mpi)
             if binding.flat is not None:

@@ -26,6 +26,7 @@ import collectives
 from collectives import BLOCK_COLLECTIVES, build_schedule, interpret
 from collectives.executors import transport_for
 from collectives.executors.compiled import supports
+from collectives.exchange_calls import ALLTOALLV_ALGORITHMS
 from collectives.ops import ALL_DTYPES, ALL_OPS, DTYPES, OP_KINDS, OPS
 from collectives.registry import names
 
@@ -565,27 +566,63 @@ def exchange_cases(nranks: int) -> list[tuple[str, str, int, str, str, int]]:
     return out
 
 
-def _exchange_inputs(collective: str, count: int, dtype: str, nranks: int) -> list[np.ndarray]:
-    """Every rank's input, small integers (every reduction order exact)."""
+def exchange_count(nranks: int) -> int:
+    """The exchange calls :func:`run_exchange` makes and checks (and
+    :func:`run_exchange_handles` makes handles for): every case, and one AllToAllv per
+    algorithm."""
+    return len(exchange_cases(nranks)) + len(ALLTOALLV_ALGORITHMS)
+
+
+def _exchange_inputs(collective: str, count: int, dtype: str, nranks: int,
+                     round_: int = 0) -> list[np.ndarray]:
+    """Every rank's input, small integers (every reduction order exact), shifted by
+    ``round_`` (a handle's later runs)."""
     size = count * nranks if collective == "alltoall" else count
-    return [np.random.default_rng([count, r, len(collective)]).integers(-3, 5, size).astype(dtype)
-            for r in range(nranks)]
+    return [(np.random.default_rng([count, r, len(collective)]).integers(-3, 5, size)
+             + round_).astype(dtype) for r in range(nranks)]
 
 
-def _exchange_one(comm: Any, rank: int, nranks: int, case: tuple) -> np.ndarray | None:
-    collective, algorithm, count, dtype, op, root = case
-    mine = _exchange_inputs(collective, count, dtype, nranks)[rank]
+def _exchange_args(xp: Any, rank: int, nranks: int, case: tuple,
+                   round_: int = 0) -> tuple[Any, Any]:
+    """This rank's ``(send, recv)`` for a case: a Broadcast's buffer (the root's input,
+    sevens elsewhere) with ``recv`` None, else the input and an output of nines (None off
+    a Reduce's root)."""
+    collective, _, count, dtype, _, root = case
+    mine = xp.asarray(_exchange_inputs(collective, count, dtype, nranks, round_)[rank])
+    if collective == "broadcast" and rank == root:
+        return mine, None
     if collective == "broadcast":
-        buf = mine.copy() if rank == root else np.full(count, 7, dtype)
-        return collectives.broadcast(buf, root=root, comm=comm, algorithm=algorithm)
-    if collective == "reduce":
-        return collectives.reduce(mine, root=root, op=op, comm=comm, algorithm=algorithm)
-    return collectives.alltoall(mine, comm=comm, algorithm=algorithm)
+        return xp.full(count, 7, dtype), None
+    mine_out = collective == "alltoall" or rank == root
+    return mine, (xp.full(mine.size, 9, dtype) if mine_out else None)
 
 
-def _exchange_expected(rank: int, nranks: int, case: tuple) -> np.ndarray | None:
+def _exchange_one(xp: Any, comm: Any, rank: int, nranks: int, case: tuple,
+                  round_: int = 0) -> Any:
     collective, algorithm, count, dtype, op, root = case
-    data = _exchange_inputs(collective, count, dtype, nranks)
+    send, recv = _exchange_args(xp, rank, nranks, case, round_)
+    if collective == "broadcast":
+        return collectives.broadcast(send, root=root, comm=comm, algorithm=algorithm)
+    if collective == "reduce":
+        return collectives.reduce(send, recv, root=root, op=op, comm=comm, algorithm=algorithm)
+    return collectives.alltoall(send, recv, comm=comm, algorithm=algorithm)
+
+
+def _exchange_init(comm: Any, rank: int, nranks: int, case: tuple) -> tuple[Any, Any]:
+    """A persistent handle for a case, and its input buffer (refilled between runs)."""
+    collective, algorithm, count, dtype, op, root = case
+    send, recv = _exchange_args(np, rank, nranks, case)
+    if collective == "broadcast":
+        return collectives.broadcast_init(send, root=root, comm=comm, algorithm=algorithm), send
+    if collective == "reduce":
+        return collectives.reduce_init(send, recv, root=root, op=op, comm=comm,
+                                       algorithm=algorithm), send
+    return collectives.alltoall_init(send, recv, comm=comm, algorithm=algorithm), send
+
+
+def _exchange_expected(rank: int, nranks: int, case: tuple, round_: int = 0) -> np.ndarray | None:
+    collective, algorithm, count, dtype, op, root = case
+    data = _exchange_inputs(collective, count, dtype, nranks, round_)
     if collective == "reduce" and rank != root:
         return None
     name = "binomial" if algorithm == "native" else algorithm
@@ -603,53 +640,111 @@ def _skewed(nranks: int, seed: int) -> np.ndarray:
     return rng.integers(0, 9, (nranks, nranks)) * (rng.random((nranks, nranks)) < 0.6)
 
 
-def run_exchange(comm: Any, rank: int, nranks: int) -> list[str]:
-    """Every :func:`exchange_cases` call bitwise against the interpreter and against MPI's
-    own (MPI_Bcast, MPI_Reduce, MPI_Alltoall); AllToAllv with skewed counts and gapped
-    displacements against the interpreter and MPI_Alltoallv; disagreeing counts raise on
-    every rank, a bad root before any communication."""
+def _host(array: Any) -> np.ndarray | None:
+    """A result on the host (None stays None)."""
+    return None if array is None else np.asarray(array.get() if hasattr(array, "get") else array)
+
+
+def _check(failures: list[str], label: str, got: Any, want: np.ndarray | None) -> None:
+    """Record a failure unless ``got`` holds ``want``'s bytes (or both are None)."""
+    got = _host(got)
+    if (got is None) != (want is None) or (want is not None and bits(got) != bits(want)):
+        failures.append(f"{label}: {got} != {want}")
+
+
+def _alltoallv_layout(nranks: int, rank: int, seed: int) -> tuple:
+    """A skewed AllToAllv (:func:`_skewed`) with a gap before every block: this rank's
+    ``(sends, sdispls, recvs, rdispls, send)`` and the result it must receive."""
+    counts = _skewed(nranks, seed)
+    sends, recvs = counts[rank], counts[:, rank]
+    sdispls = np.cumsum(sends + 1) - sends - 1  # one element of gap before each block
+    rdispls = np.cumsum(recvs + 2) - recvs - 2
+    send = np.arange(sends.sum() + nranks, dtype="float32") + 100 * rank
+    want = np.full(recvs.sum() + 2 * nranks, -1, "float32")
+    for i in range(nranks):
+        theirs = np.cumsum(counts[i] + 1) - counts[i] - 1
+        block = (np.arange(counts[i].sum() + nranks, dtype="float32") + 100 * i)[
+            theirs[rank]:theirs[rank] + counts[i][rank]]
+        want[rdispls[i]:rdispls[i] + counts[i][rank]] = block
+    return [sends.tolist(), sdispls.tolist(), recvs.tolist(), rdispls.tolist()], send, want
+
+
+def run_exchange(xp: Any, comm: Any, rank: int, nranks: int) -> tuple[list[str], int]:
+    """Every :func:`exchange_cases` call bitwise against the interpreter and against the
+    transport's own (MPI_Bcast, MPI_Reduce, MPI_Alltoall; ncclBroadcast, ncclReduce,
+    grouped ncclSend/ncclRecv); AllToAllv with skewed counts and gapped displacements
+    against the interpreter and the transport's own; disagreeing counts raise on every
+    rank, a bad root before any communication.  Returns the failures and the number of
+    calls that returned (the cases and one AllToAllv per algorithm)."""
     failures: list[str] = []
+    ran = 0
     for case in exchange_cases(nranks):
         try:
-            got = _exchange_one(comm, rank, nranks, case)
-            want = _exchange_expected(rank, nranks, case)
-            if (got is None) != (want is None) or \
-                    (want is not None and bits(np.asarray(got)) != bits(want)):
-                failures.append(f"rank {rank} {case}: {got} != {want}")
+            _check(failures, f"rank {rank} {case}", _exchange_one(xp, comm, rank, nranks, case),
+                   _exchange_expected(rank, nranks, case))
+            ran += 1
         except Exception as error:
             failures.append(f"rank {rank} {case}: {type(error).__name__}: {error}")
-    for seed in range(1):
-        counts = _skewed(nranks, seed)
-        sends, recvs = counts[rank], counts[:, rank]
-        sdispls = np.cumsum(sends + 1) - sends - 1  # one element of gap before each block
-        rdispls = np.cumsum(recvs + 2) - recvs - 2
-        send = np.arange(sends.sum() + nranks, dtype="float32") + 100 * rank
-        results = []
-        for algorithm in ("pairwise", "linear", "native"):
-            recv = np.full(recvs.sum() + 2 * nranks, -1, "float32")
-            collectives.alltoallv(send, sends.tolist(), sdispls.tolist(), recv, recvs.tolist(),
-                                  rdispls.tolist(), comm=comm, algorithm=algorithm)
-            results.append(recv)
-        want = np.full_like(results[0], -1)
-        for i in range(nranks):
-            theirs = np.cumsum(counts[i] + 1) - counts[i] - 1
-            block = (np.arange(counts[i].sum() + nranks, dtype="float32") + 100 * i)[
-                theirs[rank]:theirs[rank] + counts[i][rank]]
-            want[rdispls[i]:rdispls[i] + counts[i][rank]] = block
-        for algorithm, got in zip(("pairwise", "linear", "native"), results):
-            if bits(got) != bits(want):
-                failures.append(f"rank {rank} alltoallv {algorithm} seed {seed}: {got} != {want}")
+    (sends, sdispls, recvs, rdispls), send, want = _alltoallv_layout(nranks, rank, 0)
+    for algorithm in ALLTOALLV_ALGORITHMS:
+        recv = xp.full(want.size, -1, "float32")
+        collectives.alltoallv(xp.asarray(send), sends, sdispls, recv, recvs, rdispls, comm=comm,
+                              algorithm=algorithm)
+        _check(failures, f"rank {rank} alltoallv {algorithm}", recv, want)
+        ran += 1
     if nranks > 1:
         spaced = [2 * i for i in range(nranks)]  # rank 1 expects 2 from rank 0, sent 1
         expect_error(failures, collectives.ArgumentMismatchError,
                      "alltoallv: rank 1 expects 2 elements from rank 0", collectives.alltoallv,
-                     np.ones(nranks, "float32"), [1] * nranks, list(range(nranks)),
-                     np.ones(2 * nranks, "float32"), [1 + (rank == 1 and i == 0)
+                     xp.ones(nranks, "float32"), [1] * nranks, list(range(nranks)),
+                     xp.ones(2 * nranks, "float32"), [1 + (rank == 1 and i == 0)
                                                        for i in range(nranks)],
                      spaced, comm=comm)
     expect_error(failures, ValueError, f"root={nranks} is not allowed", collectives.broadcast,
-                 np.ones(4), root=nranks, comm=comm, algorithm="binomial")
-    return failures
+                 xp.ones(4), root=nranks, comm=comm, algorithm="binomial")
+    return failures, ran
+
+
+def run_exchange_handles(comm: Any, rank: int, nranks: int) -> tuple[list[str], int]:
+    """A persistent handle (``broadcast_init``, ``reduce_init``, ``alltoall_init``,
+    ``alltoallv_init``) for every :func:`exchange_cases` call, run on new contents of its
+    buffers, gives the interpreter's bytes each time and the plain call's with MPI's own;
+    a freed one raises.  Returns the failures and the number of handles that ran twice."""
+    failures: list[str] = []
+    ran = 0
+    for case in exchange_cases(nranks):
+        collective, _, count, dtype, op, root = case
+        try:
+            handle, send = _exchange_init(comm, rank, nranks, case)
+            label = f"rank {rank} {collective}_init {case}"
+            for round_ in (1, 2):
+                if collective != "broadcast" or rank == root:
+                    send[...] = _exchange_inputs(collective, count, dtype, nranks, round_)[rank]
+                got = handle()
+                got = None if got is None else got.copy()
+                _check(failures, f"{label} round {round_}", got,
+                       _exchange_expected(rank, nranks, case, round_))
+                native = _exchange_one(np, comm, rank, nranks, (collective, "native",
+                                                                *case[2:]), round_)
+                _check(failures, f"{label} round {round_} against native", got, _host(native))
+            handle.free()
+            ran += 1
+            expect_error(failures, ValueError, "freed", handle)
+        except Exception as error:
+            failures.append(f"rank {rank} {collective}_init {case}: {type(error).__name__}: "
+                            f"{error}")
+    (sends, sdispls, recvs, rdispls), send, want = _alltoallv_layout(nranks, rank, 1)
+    for algorithm in ALLTOALLV_ALGORITHMS:
+        buffer, recv = np.zeros_like(send), np.full(want.size, -1, "float32")
+        handle = collectives.alltoallv_init(buffer, sends, sdispls, recv, recvs, rdispls,
+                                            comm=comm, algorithm=algorithm)
+        for round_ in (1, 2):  # the gaps keep their -1s; every element sent is >= 0
+            buffer[...] = send + round_
+            _check(failures, f"rank {rank} alltoallv_init {algorithm} round {round_}",
+                   handle().copy(), np.where(want == -1, want, want + round_))
+        handle.free()
+        ran += 1
+    return failures, ran
 
 
 def main() -> None:
@@ -677,6 +772,7 @@ def main() -> None:
     failures, digests = run_matrix(xp, comm, rank, nranks, matrix)
     runs = dict(transport.runs)
     walks = transport.persistent.walks() if args.transport == "mpi" and xp is np else None
+    handles = 0
     failures += run_errors(xp, comm, rank, nranks)
     failures += run_isolation(xp, comm, rank, nranks, transport)
     if xp is np:
@@ -685,7 +781,10 @@ def main() -> None:
         failures += run_call_cache(comm, nranks, transport)
         failures += run_handles(comm, rank, nranks)
         failures += run_posted(comm, rank, nranks)
-        failures += run_exchange(comm, rank, nranks)
+        handle_failures, handles = run_exchange_handles(comm, rank, nranks)
+        failures += handle_failures
+    exchange_failures, exchanges = run_exchange(xp, comm, rank, nranks)
+    failures += exchange_failures
     all_failures = world.gather(failures, root=0)
     all_digests = world.gather(digests, root=0)
     if rank == 0:
@@ -698,8 +797,8 @@ def main() -> None:
         summary = {"transport": transport.name, "xp": args.xp, "managed": args.managed,
                    "nranks": nranks,
                    "cases": len(matrix), "runs": runs, "walks": walks,
-                   "exchange_cases": len(exchange_cases(nranks))
-                   if args.transport == "mpi" and xp is np else 0,
+                   "exchange_cases": exchanges,
+                   "exchange_handles": handles,
                    "failures": merged[:30],
                    "failure_count": len(merged),
                    "cuda_aware": cuda_aware() if args.xp == "cupy" else None}

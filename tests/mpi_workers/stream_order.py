@@ -1,5 +1,6 @@
-"""Inputs made ready late on a non-blocking stream: every algorithm and collective must wait
-for them.  Rank 0 prints one ``SUMMARY {json}`` line.
+"""Inputs made ready late on a non-blocking stream: every algorithm and collective (Broadcast
+and Reduce from the last rank, AllToAll, beside the block ones) must wait for them.  Rank 0
+prints one ``SUMMARY {json}`` line.
 
 Run under ``mpirun -n P python -m mpi4py stream_order.py --transport mpi|nccl``.  For each
 case the send buffer is zeroed and synchronised, then, on a new non-blocking stream, a
@@ -22,8 +23,11 @@ import numpy as np
 import collectives
 from collectives.registry import names
 
-#: AllReduce elements; ReduceScatter and AllGather use blocks of COUNT // nranks + 1
+#: AllReduce, Broadcast and Reduce elements; ReduceScatter, AllGather and AllToAll use
+#: blocks of COUNT // nranks + 1
 COUNT = 6720
+#: the collectives run, each with every algorithm and native
+COLLECTIVES = (*collectives.BLOCK_COLLECTIVES, "broadcast", "reduce", "alltoall")
 
 
 def slow(xp: Any) -> None:
@@ -37,10 +41,14 @@ def one_case(xp: Any, comm: Any, collective: str, algorithm: str, rank: int,
              nranks: int, **params: Any) -> str | None:
     """Run one case (``params``: the algorithm's); return a failure message or None."""
     part = COUNT // nranks + 1
-    count = {"allreduce": COUNT, "reduce_scatter": part * nranks, "allgather": part}[collective]
+    count = {"reduce_scatter": part * nranks, "allgather": part,
+             "alltoall": part * nranks}.get(collective, COUNT)
     send = xp.zeros(count, xp.float32)
     function = getattr(collectives, collective)
     kwargs: dict[str, Any] = {"comm": comm, "algorithm": algorithm, **params}
+    root = nranks - 1  # Broadcast's and Reduce's: the last rank
+    if collective in ("broadcast", "reduce"):
+        kwargs["root"] = root
     if xp is np:
         send[...] = rank + 1
         result = function(send, **kwargs)
@@ -53,8 +61,13 @@ def one_case(xp: Any, comm: Any, collective: str, algorithm: str, rank: int,
         result = function(send, stream=stream, **kwargs)
         stream.synchronize()
     total = nranks * (nranks + 1) / 2
+    ranks = np.repeat(np.arange(1, nranks + 1, dtype=np.float32), part)
     want = {"allreduce": np.full(count, total), "reduce_scatter": np.full(part, total),
-            "allgather": np.repeat(np.arange(1, nranks + 1, dtype=np.float32), part)}[collective]
+            "allgather": ranks, "alltoall": ranks, "broadcast": np.full(count, root + 1),
+            "reduce": np.full(count, total) if rank == root else None}[collective]
+    if want is None or result is None:
+        return None if want is None and result is None else (
+            f"{collective} {algorithm}: returned {type(result).__name__} off the root")
     got = result.get() if xp is not np else result
     if not np.array_equal(got, want):
         return (f"{collective} {algorithm} {params or ''}: {int((got != want).sum())} wrong of "
@@ -66,7 +79,7 @@ def cases() -> list[tuple[str, str, dict[str, Any]]]:
     """``(collective, algorithm, parameters)`` per case: every algorithm and native, and
     recursive doubling (which reduces into what a step sends)."""
     out: list[tuple[str, str, dict[str, Any]]] = [
-        (collective, algorithm, {}) for collective in collectives.BLOCK_COLLECTIVES
+        (collective, algorithm, {}) for collective in COLLECTIVES
         for algorithm in (*names(composed=False, collective=collective), "native")]
     return [*out, ("allreduce", "rhd", {"doubling": True})]
 
