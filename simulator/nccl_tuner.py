@@ -24,12 +24,9 @@ src/enqueue.cc's.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
-
-import topology as presets
 
 __all__ = ["Tuner", "TUNERS", "ALGORITHMS", "COLLECTIVES", "nccl_choice", "nccl_time_us",
            "nccl_channels", "serves", "tuner_kind"]
@@ -141,9 +138,9 @@ TREE_CORRECTION = (
 def tuner_kind(topology: Any) -> str | None:
     """The key of :data:`TUNERS` whose GPU a machine has, or None.
 
-    A machine has a kind when its GPU model is a DGX preset's
-    (:data:`topology.DGX_A100_GPU`, :data:`topology.DGX_H100_GPU`), whatever the GPUs one
-    process drives; any other model's NCCL figures are unknown here.
+    A machine has a kind when its GPU model names one (:attr:`topology.GpuModel.nccl_kind`:
+    the DGX presets do, and figures fitted to a cluster or a run's settings keep it);
+    any other model's NCCL figures are unknown here.
 
     Parameters
     ----------
@@ -161,13 +158,8 @@ def tuner_kind(topology: Any) -> str | None:
     ('H100', None)
     """
     model = getattr(topology, "gpu", None)
-    if model is None:
-        return None
-    model = dataclasses.replace(model, gpus_per_process=1)
-    for kind, preset in (("A100", presets.DGX_A100_GPU), ("H100", presets.DGX_H100_GPU)):
-        if model == preset:
-            return kind
-    return None
+    kind = getattr(model, "nccl_kind", "")
+    return kind if kind in TUNERS else None
 
 
 def serves(gpu: str, collective: str, algorithm: str, protocol: str, ranks: int,

@@ -136,3 +136,23 @@ def test_the_reader_reads_what_the_plugin_reads() -> None:
                          "allgather,0,10,pat,simple,-1,-1,-1,2\n")
     assert [(r["min_bytes"], r["max_bytes"], r["channels"], r["numPipeOps"], r["regBuff"])
             for r in rows] == [(0, 10, 4, -1, -1), (0, 10, -1, 2, -1)]
+
+
+def test_a_fitted_machine_saved_and_loaded_keeps_nccl_s_model(tmp_path) -> None:
+    """Figures fitted to a cluster (or a run's settings) leave it an H100 to NCCL: the
+    file says so, NCCL's algorithms stay available and the tuner file is written."""
+    import dataclasses
+
+    machine = _machine("dgx-h100", 2)
+    fitted = dataclasses.replace(machine, gpu=dataclasses.replace(
+        machine.gpu, launch_s=3e-6, channels=24, qps_per_connection=2))
+    path = tmp_path / "cluster.toml"
+    topology.save(fitted, path)
+    loaded = topology.load(path)
+    assert 'nccl_kind = "H100"' in path.read_text()
+    assert tuner_kind(loaded) == "H100"
+    assert nccl_algorithms.available("allreduce", "nccl-nvlstree", loaded)
+    assert sum(not line.startswith("#") for line in to_nccl_csv(loaded).splitlines()) > 0
+    unknown = dataclasses.replace(machine, gpu=dataclasses.replace(machine.gpu, nccl_kind=""))
+    assert tuner_kind(unknown) is None
+    assert "nothing written" in to_nccl_csv(unknown)

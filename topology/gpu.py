@@ -36,7 +36,11 @@ from typing import Any
 
 from .errors import TopologyError
 
-__all__ = ["Protocol", "LinkFigures", "AlgorithmFigures", "GpuModel"]
+__all__ = ["Protocol", "LinkFigures", "AlgorithmFigures", "GpuModel", "NCCL_KINDS"]
+
+#: GPUs whose NCCL tuning tables are known (tuning.cc keeps its latencies and bandwidths
+#: per compute capability: Ampere A100, Hopper H100)
+NCCL_KINDS = ("A100", "H100")
 
 #: what an algorithm's name looks like; this layer knows no algorithm, and the simulator
 #: refuses figures for one that is not registered (:func:`simulator.gpu.gpu_terms`)
@@ -274,6 +278,10 @@ class GpuModel:
     qps_per_connection : int, optional
         Queue pairs of every network connection (``NCCL_IB_QPS_PER_CONNECTION``; default
         1), each a flow of its own (:attr:`LinkFigures.flow_Bps`).  A setting of the run.
+    nccl_kind : str, optional
+        The GPU whose NCCL tuning tables apply, one of :data:`NCCL_KINDS` (the presets set
+        it; figures fitted to a cluster or settings of a run keep it), or ``""`` (default):
+        NCCL's own model of this machine is unknown.
 
     Raises
     ------
@@ -293,6 +301,7 @@ class GpuModel:
     algorithms: tuple[AlgorithmFigures, ...] = ()
     channels: int = 1
     qps_per_connection: int = 1
+    nccl_kind: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "protocols", tuple(self.protocols))
@@ -322,6 +331,9 @@ class GpuModel:
             g = getattr(self, key)
             if isinstance(g, bool) or not isinstance(g, int) or g < 1:
                 raise TopologyError(f"{key} = {g!r} is not allowed; it must be an int >= 1")
+        if self.nccl_kind not in ("", *NCCL_KINDS):
+            raise TopologyError(f"nccl_kind = {brief(self.nccl_kind)} is not allowed; it must "
+                                f"be one of {list(NCCL_KINDS)} or empty (NCCL's model unknown)")
         if not self.default_protocol:
             object.__setattr__(self, "default_protocol", names[-1])
         self.protocol(self.default_protocol)

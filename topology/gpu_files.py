@@ -9,6 +9,8 @@
     gpus_per_process = 1              # optional (nccl-tests -g)
     channels = 16                     # optional: NCCL's channels per GPU (default 1)
     qps_per_connection = 1            # optional: NCCL_IB_QPS_PER_CONNECTION (default 1)
+    nccl_kind = "H100"                # optional: the GPU whose NCCL tuning tables apply
+                                      # ("A100", "H100"; default none: NCCL's model unknown)
     default_protocol = "Simple"       # optional (default the last protocol)
 
     [[gpu.protocols]]                 # one per protocol
@@ -50,7 +52,7 @@ __all__ = ["gpu_from_dict", "gpu_to_dict"]
 
 _GPU_KEYS = {"reduce": True, "launch": False, "launch_per_gpu": False,
              "gpus_per_process": False, "channels": False, "qps_per_connection": False,
-             "default_protocol": False,
+             "nccl_kind": False, "default_protocol": False,
              "protocols": True, "links": True, "algorithms": False}
 _PROTOCOL_KEYS = {"name": True, "bandwidth_fraction": True, "call": True, "slot": False}
 _FIGURE_KEYS = {"kind": True, "efficiency": True, "latency": True, "protocol_fraction": False,
@@ -158,7 +160,8 @@ def gpu_from_dict(table: Any) -> GpuModel:
         launch_per_gpu_s=times["launch_per_gpu"],
         gpus_per_process=table.get("gpus_per_process", 1), default_protocol=default,
         algorithms=algorithms, channels=table.get("channels", 1),
-        qps_per_connection=table.get("qps_per_connection", 1)))
+        qps_per_connection=table.get("qps_per_connection", 1),
+        nccl_kind=table.get("nccl_kind", "")))
 
 
 def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
@@ -181,6 +184,7 @@ def gpu_to_dict(model: GpuModel) -> dict[str, Any]:
         "gpus_per_process": model.gpus_per_process,
         "channels": model.channels,
         "qps_per_connection": model.qps_per_connection,
+        **({"nccl_kind": model.nccl_kind} if model.nccl_kind else {}),
         "default_protocol": model.default_protocol,
         "protocols": [{"name": p.name, "bandwidth_fraction": p.bandwidth_fraction,
                        "call": format_quantity(p.call_s, "latency"),

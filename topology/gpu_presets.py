@@ -163,6 +163,7 @@ DGX_A100_GPU = GpuModel(
     # NCCL's log on one 8x A100 node, "Channel 23/24" (nccl-tests#100); across nodes it
     # runs 16 (a channel per NIC, doubled; nccl-model-facts.md): the one-node figure
     channels=24,
+    nccl_kind="A100",
 )
 
 #: 8x H100 SXM on NVLink4/NVSwitch, NDR 400 Gb/s NICs
@@ -199,4 +200,5 @@ DGX_H100_GPU = GpuModel(
     # 16 on one node (18 NVLinks x 20.6 GB/s over 16) and across nodes (a channel per
     # NIC, doubled): nccl-model-facts.md, simulator/nccl_tuner.py
     channels=16,
+    nccl_kind="H100",
 )
