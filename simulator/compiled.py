@@ -404,14 +404,21 @@ def _link_before(LK, LQ, i, j):
 
 
 @_njit(cache=True, _nrt=False)
+def _earlier_child(LK, LQ, i, n):
+    """The earlier child of heap entry ``i`` in a heap of ``n`` entries; ``n`` if none."""
+    child = 2 * i + 1
+    if child >= n:
+        return n
+    if child + 1 < n and _link_before(LK, LQ, child + 1, child):
+        return child + 1
+    return child
+
+
+@_njit(cache=True, _nrt=False)
 def _sift_down(LK, LQ, i, n):
     while True:
-        child = 2 * i + 1
-        if child >= n:
-            return
-        if child + 1 < n and _link_before(LK, LQ, child + 1, child):
-            child += 1
-        if not _link_before(LK, LQ, child, i):
+        child = _earlier_child(LK, LQ, i, n)
+        if child == n or not _link_before(LK, LQ, child, i):
             return
         LK[i], LK[child] = LK[child], LK[i]
         LQ[i, _HEAP_LINK], LQ[child, _HEAP_LINK] = LQ[child, _HEAP_LINK], LQ[i, _HEAP_LINK]
@@ -430,11 +437,9 @@ def _pop_link(LK, LQ, n):
     n -= 1
     hole = 0
     while True:
-        child = 2 * hole + 1
-        if child >= n:
+        child = _earlier_child(LK, LQ, hole, n)
+        if child == n:
             break
-        if child + 1 < n and _link_before(LK, LQ, child + 1, child):
-            child += 1
         LK[hole], LQ[hole, _HEAP_LINK] = LK[child], LQ[child, _HEAP_LINK]
         hole = child
     LK[hole], LQ[hole, _HEAP_LINK] = LK[n], LQ[n, _HEAP_LINK]
