@@ -9,9 +9,13 @@ result (wall clock, and CPU seconds of this process, which a loaded machine dist
 less): building the schedule, reading every rank's operations (as steps for ring and
 rhd, as lanes for tree and pipeline, see :func:`simulator.flatten.flatten`) and
 simulating them; then the transfers simulated, transfers per second and the predicted
-time and the process's peak memory so far.  The engine is compiled (or loaded from
-Numba's cache) before the first timing (:func:`simulator.jit.prepare`).  ``--write`` also writes what it printed as a page of ``docs/results/`` (with the
-command, date and machine on top, :mod:`results`).
+time and the process's peak memory so far.  The schedule is not verified again
+(``verify=False``: :func:`collectives.build_schedule` made it, and
+:func:`collectives.verify` builds every operation, which at 1024 ranks and 8 channels
+takes minutes and gigabytes: a cost of the collectives layer, not of the simulator).
+The engine is compiled (or loaded from Numba's cache) before the first timing
+(:func:`simulator.jit.prepare`).  ``--write`` also writes what it printed as a page of
+``docs/results/`` (with the command, date and machine on top, :mod:`results`).
 """
 
 from __future__ import annotations
@@ -35,10 +39,11 @@ from results import Output, write
 ABOUT = """Seconds from a new schedule to the simulated result (wall clock, and CPU seconds
 of the process, which a loaded machine disturbs less): building the schedule, reading
 every rank's operations (steps, or lanes for ring, tree and pipeline) and simulating them
-on the compiled engine; then the transfers simulated, transfers per second and the
-predicted time of the AllReduce.  With channels, each runs over its order from
-`collectives.channel_orders`.  The first run in a checkout also compiles the engine's Numba
-code (cached on disk, some 30 s of CPU): these are a later run's figures."""
+on the compiled engine (unverified: `build_schedule` made the schedule); then the
+transfers simulated, transfers per second and the predicted time of the AllReduce.  With
+channels, each runs over its order from `collectives.channel_orders`.  The first run in a
+checkout also compiles the engine's Numba code (cached on disk, some 30 s of CPU): these
+are a later run's figures."""
 
 
 def main() -> None:
@@ -77,7 +82,7 @@ def _row(algorithm: str, machine: topology.Topology, channels: int, nbytes: int)
     elif channels > 1:
         params = schedule_params(algorithm, tuple(params.items()), machine)
     schedule = build_schedule("allreduce", algorithm, machine.nranks, nbytes // 4, **params)
-    result = simulate(schedule, machine, trace=False)
+    result = simulate(schedule, machine, trace=False, verify=False)
     total, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak_MB = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
     return (f"{algorithm:>10} {total:8.2f} {cpu:8.2f} {result.transfer_count:10d} "

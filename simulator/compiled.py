@@ -404,14 +404,21 @@ def _link_before(LK, LQ, i, j):
 
 
 @_njit(cache=True, _nrt=False)
+def _earlier_child(LK, LQ, i, n):
+    """The earlier child of heap entry ``i`` in a heap of ``n`` entries; ``n`` if none."""
+    child = 2 * i + 1
+    if child >= n:
+        return n
+    if child + 1 < n and _link_before(LK, LQ, child + 1, child):
+        return child + 1
+    return child
+
+
+@_njit(cache=True, _nrt=False)
 def _sift_down(LK, LQ, i, n):
     while True:
-        child = 2 * i + 1
-        if child >= n:
-            return
-        if child + 1 < n and _link_before(LK, LQ, child + 1, child):
-            child += 1
-        if not _link_before(LK, LQ, child, i):
+        child = _earlier_child(LK, LQ, i, n)
+        if child == n or not _link_before(LK, LQ, child, i):
             return
         LK[i], LK[child] = LK[child], LK[i]
         LQ[i, _HEAP_LINK], LQ[child, _HEAP_LINK] = LQ[child, _HEAP_LINK], LQ[i, _HEAP_LINK]
@@ -420,11 +427,38 @@ def _sift_down(LK, LQ, i, n):
 
 @_njit(cache=True, _nrt=False)
 def _pop_link(LK, LQ, n):
-    """Drop the first entry of the link heap of ``n`` entries; return the new size."""
+    """Drop the first entry of the link heap of ``n`` entries; return the new size.
+
+    Floyd's way: the hole goes down to a leaf along the earlier children (one comparison
+    a level, where sifting the last entry down from the top takes two), and the last
+    entry goes up from there (rarely far).  The heap's layout may differ from a sift
+    down's, but not what it yields: its first entry is always the earliest (fair share,
+    then link index, and no two entries share a link)."""
     n -= 1
-    LK[0], LQ[0, _HEAP_LINK] = LK[n], LQ[n, _HEAP_LINK]
-    _sift_down(LK, LQ, 0, n)
+    hole = 0
+    while True:
+        child = _earlier_child(LK, LQ, hole, n)
+        if child == n:
+            break
+        LK[hole], LQ[hole, _HEAP_LINK] = LK[child], LQ[child, _HEAP_LINK]
+        hole = child
+    LK[hole], LQ[hole, _HEAP_LINK] = LK[n], LQ[n, _HEAP_LINK]
+    while hole and _link_before(LK, LQ, hole, (hole - 1) >> 1):
+        parent = (hole - 1) >> 1
+        LK[hole], LK[parent] = LK[parent], LK[hole]
+        LQ[hole, _HEAP_LINK], LQ[parent, _HEAP_LINK] = LQ[parent, _HEAP_LINK], \
+            LQ[hole, _HEAP_LINK]
+        hole = parent
     return n
+
+
+@njit(cache=True)
+def _by_cap(component, S, RT):
+    """The flow slots of ``component`` by their route's bottleneck bandwidth (stable)."""
+    caps = np.empty(len(component))
+    for i in range(len(component)):
+        caps[i] = RT[S[component[i], _FLOW_ROUTE], _CAP]
+    return component[np.argsort(caps, kind="mergesort")]
 
 
 @njit(cache=True)
@@ -471,11 +505,10 @@ def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
     heap = nbinding
     for i in range(heap // 2 - 1, -1, -1):
         _sift_down(LK, LQ, i, heap)
-    component = W[:ncomp, _COMPONENT].copy()
-    caps = np.empty(ncomp)
+    least_cap = np.inf
     for i in range(ncomp):
-        caps[i] = RT[S[component[i], _FLOW_ROUTE], _CAP]
-    by_cap = component[np.argsort(caps, kind="mergesort")]
+        least_cap = min(least_cap, RT[S[W[i, _COMPONENT], _FLOW_ROUTE], _CAP])
+    by_cap = np.empty(0, dtype=np.int64)  # sorted when first read: most sharings never are
     nfixed = 0
     next_cap = 0
     while True:
@@ -489,10 +522,18 @@ def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
                 _sift_down(LK, LQ, 0, heap)
             else:
                 break
-        while next_cap < ncomp and S[by_cap[next_cap], _FIXED] == stamp:
-            next_cap += 1
+        # whether a flow's cap may come before the fair share (else by_cap is not read)
+        by_caps = not heap or least_cap < LK[0]
+        if by_caps:
+            if not heap and nfixed == ncomp:  # every flow fixed
+                break
+            if len(by_cap) < ncomp:
+                by_cap = _by_cap(W[:ncomp, _COMPONENT], S, RT)
+            while next_cap < ncomp and S[by_cap[next_cap], _FIXED] == stamp:
+                next_cap += 1
         first = nfixed
-        if next_cap < ncomp and (not heap or RT[S[by_cap[next_cap], _FLOW_ROUTE], _CAP] < LK[0]):
+        if by_caps and next_cap < ncomp and (
+                not heap or RT[S[by_cap[next_cap], _FLOW_ROUTE], _CAP] < LK[0]):
             fair = RT[S[by_cap[next_cap], _FLOW_ROUTE], _CAP]
             W[nfixed, _ORDER] = by_cap[next_cap]
             nfixed += 1

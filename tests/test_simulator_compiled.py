@@ -109,3 +109,22 @@ def test_a_cold_cache_compiles_once_and_says_so(monkeypatch, tmp_path) -> None:
                           "print(len(jit.uncached()))"], env=env, capture_output=True,
                          text=True, check=True, timeout=120).stdout
     assert int(out) > 20
+
+
+def test_a_flow_held_by_its_own_slow_link_leaves_the_shared_link_to_the_other() -> None:
+    # r0 -> r2 and r1 -> r2 share the switch's link to r2; r1's own link is a quarter of
+    # it, so r1 runs at its route's bottleneck and r0 gets the rest (progressive filling
+    # fixes a flow by its cap before the shared link's fair share)
+    ids = ("r0", "r1", "r2")
+    links = tuple(topology.Link(a, b, ALPHA, 1e9 if a == "r1" else 4e9, "wire")
+                  for r in ids for a, b in ((r, "s"), ("s", r)))
+    star = Topology("star", tuple(topology.Device(i, "rank") for i in ids)
+                    + (topology.Device("s", "switch"),), links, ids)
+    schedule = _steps([[Send(2, 0, 32)]], [[Send(2, 32, 64)]],
+                      [[Recv(0, 0, 32), Recv(1, 32, 64)]])
+    events = simulate(schedule, star, trace=True, engine="events")
+    assert simulate(schedule, star, trace=True, engine="compiled") == events
+    by_source = {t.src: t.end_s for t in events.transfers}
+    # r1: 128 B at 1 GB/s; r0: 128 B at 3 GB/s (its link's 4 less r1's 1); two hops each
+    assert by_source[1] == pytest.approx(2 * ALPHA + 128 / 1e9)
+    assert by_source[0] == pytest.approx(2 * ALPHA + 128 / 3e9)
