@@ -51,6 +51,9 @@ class Messages:
     skip_empty : bool
         Whether a message of no elements is left out (it costs nothing) rather than sent
         (it costs its latency).
+    units : numpy.ndarray or None
+        For a stream (:attr:`Round.stream`): how many messages of ``elements`` each hop
+        ``src[i] -> dst[i]`` carries, the hops listed in the order the stream crosses them.
     """
 
     src: np.ndarray
@@ -59,6 +62,7 @@ class Messages:
     reduce: bool
     pieced: bool = True
     skip_empty: bool = False
+    units: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"
@@ -73,13 +77,20 @@ class Round:
     ``overlap`` of those times with every hop of every class in flight at once (the
     steady state of a pipeline whose streams run both ways).  With ``path`` each class is
     one hop of the path (its slowest message), as a tree's streams that start in one round
-    are."""
+    are.  With ``stream`` the classes with ``units`` are streams whose hops run at their
+    own pace: a hop of ``n`` units of ``t`` each is busy ``n t``, and the others add one
+    unit's time each, ``"fill"`` those before it (a unit crosses them first: a reduction
+    along the chain) or ``"drain"`` those after it (a rank's own units go first, the last
+    one then crosses the rest); the rounds are charged their slowest message less what
+    the busiest hop, so timed, saves on the slowest.  Rounds of one stream that carry no
+    ``units`` are its other lock-step rounds."""
 
     repeat: int
     messages: tuple[Messages, ...]
     chain: int = 0
     overlap: int = 0
     path: bool = False
+    stream: str = ""
 
     def __repr__(self) -> str:
         kind = f"chain of {self.chain} segments" if self.chain else f"x{self.repeat}"

@@ -287,14 +287,20 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     part = nested_part(q, segments)
     reduce = collective == "reduce_scatter"
     late = int(reduce and (q == 3 or (q > 3 and segments == 1)))
-    right = Messages(v, v + 1, part, reduce, pieced=False)
-    left = Messages(v + 1, v, part, reduce, pieced=False)
     # rank r streams (p-1-r) m segments right and r m left (ReduceScatter; AllGather
-    # (r+1) m and (p-r) m): some rank sends both ways in the first ``both`` rounds
+    # (r+1) m and (p-r) m): the i-th hop either stream crosses carries (q-1-i) m
+    # segments (AllGather (i+1) m), and some rank sends both ways in the first ``both``
+    # rounds
+    hop = np.arange(1, q) if reduce else np.arange(q - 1, 0, -1)
+    units = (q - hop) * segments
+    right = Messages(v, v + 1, part, reduce, pieced=False, units=units)
+    left = Messages(v[::-1] + 1, v[::-1], part, reduce, pieced=False, units=units)
     both = ((q - 1) // 2 if reduce else (q + 1) // 2) * segments
     rounds = (q - 1) * segments + late
-    return [Round(min(both, rounds), (right, left)),
-            *([Round(rounds - both, (right,))] if rounds > both else [])]
+    stream = "fill" if reduce else "drain"
+    return [Round(min(both, rounds), (right, left), stream=stream),
+            *([Round(rounds - both, (Messages(v, v + 1, part, reduce, pieced=False),),
+                     stream=stream)] if rounds > both else [])]
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
