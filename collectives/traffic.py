@@ -51,9 +51,10 @@ class Messages:
     skip_empty : bool
         Whether a message of no elements is left out (it costs nothing) rather than sent
         (it costs its latency).
-    units : numpy.ndarray or None
-        For a stream (:attr:`Round.stream`): how many messages of ``elements`` each hop
-        ``src[i] -> dst[i]`` carries, the hops listed in the order the stream crosses them.
+    rounds : numpy.ndarray or None
+        For a paced round (:attr:`Round.paced`): per message the first round it is in
+        flight and the round after its last (``(n, 2)`` ints), one message of
+        ``elements`` in each round between.
     """
 
     src: np.ndarray
@@ -62,7 +63,7 @@ class Messages:
     reduce: bool
     pieced: bool = True
     skip_empty: bool = False
-    units: np.ndarray | None = None
+    rounds: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"
@@ -77,20 +78,18 @@ class Round:
     ``overlap`` of those times with every hop of every class in flight at once (the
     steady state of a pipeline whose streams run both ways).  With ``path`` each class is
     one hop of the path (its slowest message), as a tree's streams that start in one round
-    are.  With ``stream`` the classes with ``units`` are streams whose hops run at their
-    own pace: a hop of ``n`` units of ``t`` each is busy ``n t``, and the others add one
-    unit's time each, ``"fill"`` those before it (a unit crosses them first: a reduction
-    along the chain) or ``"drain"`` those after it (a rank's own units go first, the last
-    one then crosses the rest); the rounds are charged their slowest message less what
-    the busiest hop, so timed, saves on the slowest.  Rounds of one stream that carry no
-    ``units`` are its other lock-step rounds."""
+    are.  The ``paced`` rounds of a description are one stretch of rounds whose messages
+    each say in which rounds they are in flight (:attr:`Messages.rounds`): every round
+    of the stretch lasts as long as the slowest message then in flight, each message
+    priced as in flight with the classes of its own ``Round`` (a class alone, or with
+    the messages that share a rank's ports with it in those rounds)."""
 
     repeat: int
     messages: tuple[Messages, ...]
     chain: int = 0
     overlap: int = 0
     path: bool = False
-    stream: str = ""
+    paced: bool = False
 
     def __repr__(self) -> str:
         kind = f"chain of {self.chain} segments" if self.chain else f"x{self.repeat}"

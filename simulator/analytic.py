@@ -141,19 +141,19 @@ class _Rows:
     for (``weight``: of its class's messages per order) and, per link of its route, the
     link's class and its load (``profile``: a row of ``profiles``, how many messages of
     each of ``owners`` cross the link with it; padded with the link class after the
-    last and the empty profile, the last); of a stream's hops (``stream``, else 0) the
-    most units a message of the row carries and the hops that add one unit's time to
-    it (``lead``: before it with ``"fill"``, after it with ``"drain"``)."""
+    last and the empty profile, the last); of a paced round (else 0, 0) the rounds in
+    which the row's messages are in flight (``paced``: the first, the one after the
+    last)."""
 
-    __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "stream")
+    __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced")
 
     def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
                  links: np.ndarray, profile: np.ndarray, profiles: np.ndarray,
-                 stream: np.ndarray) -> None:
+                 paced: np.ndarray) -> None:
         self.owners, self.local = np.unique(owner, return_inverse=True)
         sampled = np.bincount(self.local, weights=count)
         self.weight = count * (sizes[self.owners] / sampled)[self.local]
-        self.links, self.profile, self.stream = links, profile, stream
+        self.links, self.profile, self.paced = links, profile, paced
         self.profiles = np.vstack([profiles[:, self.owners],
                                    np.zeros((1, len(self.owners)), dtype=np.int64)])
 
@@ -166,8 +166,8 @@ def _digest(messages: Any) -> bytes:
     """A digest of the positions of a class (cached by its arrays' identity)."""
     def make() -> bytes:
         digest = hashlib.blake2b(digest_size=16)
-        for a in (messages.src, messages.dst, *(() if messages.units is None
-                                                  else (messages.units,))):
+        for a in (messages.src, messages.dst, *(() if messages.rounds is None
+                                                  else (messages.rounds,))):
             digest.update(np.int64(len(a)).tobytes())
             digest.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
         return digest.digest()
@@ -180,29 +180,13 @@ def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
     hops are in flight one index at a time (in every order at once), else all at once
     (the same under every protocol; cached by the classes' positions, so that rounds
     described apart, a tree's at each segment count, share it)."""
-    key = (topology, id(orders), chained, round_.stream, tuple(map(_digest, round_.messages)))
+    key = (topology, id(orders), chained, tuple(map(_digest, round_.messages)))
     return _cached(_ROUTED, key, (orders,),
-                   lambda: _route_rows(topology, _ranks(orders), round_.messages, chained,
-                                       round_.stream))
-
-
-def _stream_units(classes: tuple[Any, ...], stream: str, owner: np.ndarray,
-                  index: np.ndarray) -> np.ndarray:
-    """Per message (of class ``owner``, ``index`` in it) the units it carries and the
-    hops its stream adds one unit's time of (before it with ``"fill"``, after it with
-    ``"drain"``), as two columns; zeros for classes without units."""
-    units = np.zeros((len(owner), 2), dtype=np.int64)
-    for c, m in enumerate(classes):
-        if m.units is None:
-            continue
-        at = owner == c
-        units[at, 0] = m.units[index[at]]
-        units[at, 1] = index[at] if stream == "fill" else len(m.src) - 1 - index[at]
-    return units
+                   lambda: _route_rows(topology, _ranks(orders), round_.messages, chained))
 
 
 def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
-                chained: bool, stream: str = "") -> _Rows:
+                chained: bool) -> _Rows:
     """:class:`_Rows` of ``classes`` on every order of ``ranks`` (orders x positions),
     their messages with an end on a sampled rank (see :func:`_routed`)."""
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
@@ -235,18 +219,25 @@ def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
     codes.sort(axis=1)  # a route's figures do not depend on the order of its links
     rows, row, merged = _unique_rows(np.column_stack([owners, codes]))
     return _Rows(rows[:, 0], merged, sizes, rows[:, 1:] // top, rows[:, 1:] % top,
-                 profiles, _row_streams(row, len(rows), _stream_units(
-                     classes, stream, owners, np.broadcast_to(index, keep.shape)[keep])))
+                 profiles, _paced_rows(classes, owners, np.broadcast_to(index, keep.shape)[keep],
+                                       row, len(rows)))
 
 
-def _row_streams(row: np.ndarray, nrows: int, units: np.ndarray) -> np.ndarray:
-    """Per row the units and lead (:func:`_stream_units`) of its message that carries
-    the most units (of those, the one with the fewest hops to add)."""
-    chosen = np.zeros((nrows, 2), dtype=np.int64)
-    best = np.lexsort((-units[:, 1], units[:, 0], row))  # by row, the best last
-    last = np.r_[row[best][1:] != row[best][:-1], True]
-    chosen[row[best][last]] = units[best][last]
-    return chosen
+def _paced_rows(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray,
+                row: np.ndarray, nrows: int) -> np.ndarray:
+    """Per row the rounds its messages (of class ``owner``, ``index`` in it) are in
+    flight (:attr:`collectives.traffic.Messages.rounds`), from the earliest first to the
+    latest last; ``(0, 0)`` for classes that do not say."""
+    rounds = np.zeros((len(owner), 2), dtype=np.int64)
+    for c, m in enumerate(classes):
+        if m.rounds is not None:
+            rounds[owner == c] = m.rounds[index[owner == c]]
+    paced = np.zeros((nrows, 2), dtype=np.int64)
+    if rounds.any():
+        paced[:, 0] = np.iinfo(np.int64).max
+        np.minimum.at(paced[:, 0], row, rounds[:, 0])
+        np.maximum.at(paced[:, 1], row, rounds[:, 1])
+    return paced
 
 
 def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -299,7 +290,7 @@ class _Layout:
     class: ``expanded`` lists each pair's profile's classes and counts)."""
 
     __slots__ = ("blocks", "class_rows", "class_block", "block_classes", "row_class",
-                 "weight", "links", "pair", "expanded", "pair_rows", "stream")
+                 "weight", "links", "pair", "expanded", "pair_rows", "paced")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
         routed = []
@@ -313,7 +304,7 @@ class _Layout:
         width = max([rows.links.shape[1] for rows, _, _ in routed], default=1)
         pad = len(_link_classes(topology)[1])
         class_block: list[int] = []
-        row_class, links, profile, triples, weight, stream = [], [], [], [], [], []
+        row_class, links, profile, triples, weight, paced = [], [], [], [], [], []
         profiles = 0
         for k, (rows, _, _) in enumerate(routed):
             row_class.append(rows.local + len(class_block))
@@ -330,14 +321,14 @@ class _Layout:
                                             np.append(rows.profiles[p, c], 0)]))
             profiles += len(rows.profiles)
             weight.append(rows.weight)
-            stream.append(rows.stream)
+            paced.append(rows.paced)
             class_block += [k] * len(rows.owners)
         self.row_class = np.concatenate(row_class) if routed else np.zeros(0, dtype=np.int64)
         self.class_rows = np.searchsorted(self.row_class, np.arange(len(class_block)))
         self.class_block = np.array(class_block, dtype=np.int64)
         self.block_classes = np.searchsorted(self.class_block, np.arange(len(routed)))
         self.weight = np.concatenate(weight)[:, None] if routed else np.zeros((0, 1))
-        self.stream = np.concatenate(stream) if routed else np.zeros((0, 2), dtype=np.int64)
+        self.paced = np.concatenate(paced) if routed else np.zeros((0, 2), dtype=np.int64)
         self.links = np.concatenate(links) if routed else np.zeros((0, 1), dtype=np.int64)
         self._pairs(np.concatenate(profile) if routed else np.zeros((0, 1), dtype=np.int64),
                     np.concatenate(triples) if routed else np.zeros((0, 3), dtype=np.int64),
@@ -367,7 +358,7 @@ _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
 def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Layout:
     """:class:`_Layout` of ``rounds`` on ``orders`` (cached by the rounds' kinds and their
     classes' positions)."""
-    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap), r.stream,
+    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap),
                                         tuple(map(_digest, r.messages))) for r in rounds))
     return _cached(_LAYOUTS, key, (orders,), lambda: _Layout(topology, orders, rounds))
 
@@ -385,7 +376,7 @@ class _Described:
         self.layout = layout = _layout(topology, orders, rounds)
         self.messages = [rounds[i].messages[c] for i, _, owners in layout.blocks
                          for c in owners]
-        coefficients = [{"repeat": (r.repeat, 0.0, False),
+        coefficients = [{"repeat": (0 if r.paced else r.repeat, 0.0, False),
                          "chain": (r.chain - 1 - r.overlap, 1.0, r.path),
                          "overlap": (r.overlap, 0.0, False)}[role]
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
@@ -434,22 +425,18 @@ class _Described:
         crossing = np.where(self.path, slowest, summed)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(crossing, layout.block_classes, axis=0)
-        return self.slow @ blocks + self.cross @ crossed + self._streams(time, blocks)
+        return self.slow @ blocks + self.cross @ crossed + self._paced(time)
 
-    def _streams(self, time: np.ndarray, blocks: np.ndarray) -> np.ndarray:
-        """What the streams' hops at their own pace save on their rounds charged their
-        slowest message (:class:`collectives.traffic.Round`): per block the busiest hop,
-        the others a unit each at the block's fastest, less the same at its slowest."""
-        layout = self.layout
-        units, lead = layout.stream[:, :1], layout.stream[:, 1:]
-        if not units.any():
+    def _paced(self, time: np.ndarray) -> np.ndarray:
+        """The paced rounds (:class:`collectives.traffic.Round`): every round as long as
+        the slowest row then in flight."""
+        first, end = self.layout.paced.T
+        if not end.any():
             return np.zeros(time.shape[1])
-        first = layout.class_rows[layout.block_classes]
-        fastest = np.minimum.reduceat(time, first, axis=0)
-        block = layout.class_block[layout.row_class]
-        paced = np.maximum.reduceat(units * time + lead * fastest[block], first, axis=0)
-        lockstep = np.maximum.reduceat((units + lead) * blocks[block], first, axis=0)
-        return (paced - lockstep).sum(axis=0)
+        bounds = np.unique(np.concatenate([first[end > first], end[end > first]]))
+        inside = (first[:, None] <= bounds[None, :-1]) & (bounds[None, :-1] < end[:, None])
+        slowest = np.where(inside[:, :, None], time[:, None, :], 0.0).max(axis=0)
+        return np.diff(bounds) @ slowest
 
 
 _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}

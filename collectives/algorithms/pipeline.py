@@ -286,21 +286,45 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
         return [Round(1, (right, left), chain=segments, overlap=max(0, segments - 2))]
     part = nested_part(q, segments)
     reduce = collective == "reduce_scatter"
-    late = int(reduce and (q == 3 or (q > 3 and segments == 1)))
-    # rank r streams (p-1-r) m segments right and r m left (ReduceScatter; AllGather
-    # (r+1) m and (p-r) m): the i-th hop either stream crosses carries (q-1-i) m
-    # segments (AllGather (i+1) m), and some rank sends both ways in the first ``both``
-    # rounds
-    hop = np.arange(1, q) if reduce else np.arange(q - 1, 0, -1)
-    units = (q - hop) * segments
-    right = Messages(v, v + 1, part, reduce, pieced=False, units=units)
-    left = Messages(v[::-1] + 1, v[::-1], part, reduce, pieced=False, units=units)
-    both = ((q - 1) // 2 if reduce else (q + 1) // 2) * segments
-    rounds = (q - 1) * segments + late
-    stream = "fill" if reduce else "drain"
-    return [Round(min(both, rounds), (right, left), stream=stream),
-            *([Round(rounds - both, (Messages(v, v + 1, part, reduce, pieced=False),),
-                     stream=stream)] if rounds > both else [])]
+    right, left = _in_flight(collective, q, segments)
+    classes = [Round(1, (Messages(v, v + 1, part, reduce, pieced=False, rounds=right),),
+                     paced=True),
+               Round(1, (Messages(v + 1, v, part, reduce, pieced=False, rounds=left),),
+                     paced=True)]
+    # a rank sending both ways, or receiving from both sides, shares its ports then
+    shared = []
+    for rounds, (src, dst) in ((_with_partners(right, left), (v, v + 1)),
+                               (_with_partners(left, right), (v + 1, v))):
+        at = rounds[:, 0] < rounds[:, 1]
+        if at.any():
+            shared.append(Messages(src[at], dst[at], part, reduce, pieced=False,
+                                   rounds=rounds[at]))
+    return classes + ([Round(1, tuple(shared), paced=True)] if shared else [])
+
+
+def _in_flight(collective: str, q: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rounds in which each hop ``v -> v + 1`` (right) and ``v + 1 -> v`` (left)
+    carries its segments (``(q - 1, 2)``: first round, round after the last), as
+    :func:`rank_lanes` posts them: ReduceScatter's rank ``r`` sends right from round
+    ``r`` and left from round ``p - 1 - r`` (a round later where it travels late)."""
+    v = np.arange(q - 1)
+    if collective == "reduce_scatter":
+        late = np.array([_late(q, owner, m) for owner in v.tolist()], dtype=np.int64)
+        start = q - 2 - v
+        return (np.column_stack([v, v + (q - 1 - v) * m]),
+                np.column_stack([start, start + (v + 1) * m + late]))
+    return (np.column_stack([0 * v, (v + 1) * m]),
+            np.column_stack([0 * v, (q - 1 - v) * m]))
+
+
+def _with_partners(own: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """The rounds in which hop ``i`` of one direction is in flight with a hop of the
+    other that leaves its sender or enters its receiver (``other[i - 1]``,
+    ``other[i + 1]``): from the later start to the earlier end."""
+    none = np.array([[np.iinfo(np.int64).max, -1]])
+    before, after = np.vstack([none, other[:-1]]), np.vstack([other[1:], none])
+    return np.column_stack([np.maximum(own[:, 0], np.minimum(before[:, 0], after[:, 0])),
+                            np.minimum(own[:, 1], np.maximum(before[:, 1], after[:, 1]))])
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
