@@ -70,6 +70,10 @@ __all__ = ["price", "price_one", "SAMPLE_ALL_RANKS"]
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
 
+#: a message sharing a link is counted in so many parts: a paced round's message by the
+#: share of the other's rounds it is in flight in (:func:`_overlapping`)
+PROFILE_UNIT = 1 << 12
+
 Orders = tuple[tuple[int, ...], ...]
 
 
@@ -141,9 +145,9 @@ class _Rows:
     for (``weight``: of its class's messages per order) and, per link of its route, the
     link's class and its load (``profile``: a row of ``profiles``, how many messages of
     each of ``owners`` cross the link with it; padded with the link class after the
-    last and the empty profile, the last); of a paced round (else 0, 0) the rounds in
-    which the row's messages are in flight (``paced``: the first, the one after the
-    last)."""
+    last and the empty profile, the last); of a paced round the rounds in which the
+    row's messages are in flight (``paced``: ``(row, first, end)`` of disjoint runs of
+    rounds, none for other rounds)."""
 
     __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced")
 
@@ -204,40 +208,75 @@ def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
     lengths, links = _entries(topology, src[keep] * topology.nranks + dst[keep])
     nlinks = len(topology.links)
     keys = np.repeat(np.broadcast_to(together, keep.shape)[keep], lengths) * nlinks + links
-    # the messages in flight together on each link, by class
-    shared, at = np.unique(keys, return_inverse=True)
-    profiles = np.zeros((len(shared), len(classes)), dtype=np.int64)
-    np.add.at(profiles, (at.reshape(-1), np.repeat(owners, lengths)), 1)
-    profiles, profile, _ = _unique_rows(profiles)
+    message = np.repeat(np.arange(len(owners)), lengths)
+    rounds = _in_flight(classes, owners, np.broadcast_to(index, keep.shape)[keep])
+    if rounds.any():
+        profiles, profile = _overlapping(keys, owners[message], rounds[message], len(classes))
+    else:  # the messages in flight together on each link, by class
+        shared, at = np.unique(keys, return_inverse=True)
+        profiles = np.zeros((len(shared), len(classes)), dtype=np.int64)
+        np.add.at(profiles, (at.reshape(-1), owners[message]), 1)
+        profiles, unique, _ = _unique_rows(profiles)
+        profiles, profile = profiles * PROFILE_UNIT, unique[at.reshape(-1)]
     link_class, first = _link_classes(topology)
     top = len(profiles) + 1  # the last: the pad's
     width = max(1, int(lengths.max()) if len(lengths) else 1)
     codes = np.full((len(owners), width), len(first) * top + top - 1, dtype=np.int64)  # pad
-    row = np.repeat(np.arange(len(owners)), lengths)
     column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    codes[row, column] = link_class[links] * top + profile.reshape(-1)[at.reshape(-1)]
+    codes[message, column] = link_class[links] * top + profile
     codes.sort(axis=1)  # a route's figures do not depend on the order of its links
     rows, row, merged = _unique_rows(np.column_stack([owners, codes]))
     return _Rows(rows[:, 0], merged, sizes, rows[:, 1:] // top, rows[:, 1:] % top,
-                 profiles, _paced_rows(classes, owners, np.broadcast_to(index, keep.shape)[keep],
-                                       row, len(rows)))
+                 profiles, _runs(row[rounds[:, 1] > rounds[:, 0]],
+                                 rounds[rounds[:, 1] > rounds[:, 0]]))
 
 
-def _paced_rows(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray,
-                row: np.ndarray, nrows: int) -> np.ndarray:
-    """Per row the rounds its messages (of class ``owner``, ``index`` in it) are in
-    flight (:attr:`collectives.traffic.Messages.rounds`), from the earliest first to the
-    latest last; ``(0, 0)`` for classes that do not say."""
+def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
+    """The union of the rounds ``[first, end)`` of each group, as ``(group, first,
+    end)`` of disjoint runs, by group and first round."""
+    if not len(group):
+        return np.zeros((0, 3), dtype=np.int64)
+    order = np.lexsort((rounds[:, 0], group))
+    group, (first, end) = group[order], rounds[order].T
+    shift = (int(end.max(initial=0)) + 1) * group  # keeps each group's runs apart
+    reach = np.maximum.accumulate(end + shift)
+    new = np.r_[True, first[1:] + shift[1:] > reach[:-1]]
+    starts = np.flatnonzero(new)
+    return np.column_stack([group[starts], first[starts], np.maximum.reduceat(end, starts)])
+
+
+def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The rounds in which each message (of class ``owner``, ``index`` in it) is in
+    flight (:attr:`collectives.traffic.Messages.rounds`); ``(0, 0)`` for classes that do
+    not say."""
     rounds = np.zeros((len(owner), 2), dtype=np.int64)
     for c, m in enumerate(classes):
         if m.rounds is not None:
             rounds[owner == c] = m.rounds[index[owner == c]]
-    paced = np.zeros((nrows, 2), dtype=np.int64)
-    if rounds.any():
-        paced[:, 0] = np.iinfo(np.int64).max
-        np.minimum.at(paced[:, 0], row, rounds[:, 0])
-        np.maximum.at(paced[:, 1], row, rounds[:, 1])
-    return paced
+    return rounds
+
+
+def _overlapping(keys: np.ndarray, owner: np.ndarray, rounds: np.ndarray,
+                 nclasses: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry (a message of class ``owner`` in flight in ``rounds`` on link ``keys``)
+    the messages on its link by class, each counted by the share of the entry's rounds
+    in which it is in flight too (in :data:`PROFILE_UNIT` s): the distinct profiles and
+    each entry's."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    start = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    size = np.diff(np.r_[start, len(keys)])
+    many = np.repeat(size, size)  # per entry in key order: the entries on its link
+    offset = np.arange(many.sum()) - np.repeat(np.cumsum(many) - many, many)
+    mine = np.repeat(order, many)
+    theirs = order[np.repeat(np.repeat(start, size), many) + offset]
+    (first, end), (their_first, their_end) = rounds[mine].T, rounds[theirs].T
+    share = np.maximum(0, np.minimum(end, their_end) - np.maximum(first, their_first)) \
+        / np.maximum(1, end - first)
+    profiles = np.zeros((len(keys), nclasses), dtype=np.int64)
+    np.add.at(profiles, (mine, owner[theirs]), np.rint(share * PROFILE_UNIT).astype(np.int64))
+    profiles, profile, _ = _unique_rows(profiles)
+    return profiles, profile
 
 
 def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -328,7 +367,9 @@ class _Layout:
         self.class_block = np.array(class_block, dtype=np.int64)
         self.block_classes = np.searchsorted(self.class_block, np.arange(len(routed)))
         self.weight = np.concatenate(weight)[:, None] if routed else np.zeros((0, 1))
-        self.paced = np.concatenate(paced) if routed else np.zeros((0, 2), dtype=np.int64)
+        self.paced = np.concatenate([runs + np.array([offset, 0, 0]) for runs, offset in zip(
+            paced, np.cumsum([0] + [len(rows.weight) for rows, _, _ in routed[:-1]]))]) \
+            if routed else np.zeros((0, 3), dtype=np.int64)
         self.links = np.concatenate(links) if routed else np.zeros((0, 1), dtype=np.int64)
         self._pairs(np.concatenate(profile) if routed else np.zeros((0, 1), dtype=np.int64),
                     np.concatenate(triples) if routed else np.zeros((0, 3), dtype=np.int64),
@@ -370,7 +411,7 @@ class _Described:
     with every message in flight ``overlap`` times; ``repeat`` rounds: their slowest)."""
 
     __slots__ = ("layout", "messages", "slow", "cross", "path", "sizes", "class_size",
-                 "flags")
+                 "flags", "span")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
         self.layout = layout = _layout(topology, orders, rounds)
@@ -381,6 +422,10 @@ class _Described:
                          "overlap": (r.overlap, 0.0, False)}[role]
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
         self.slow = np.array([c[0] for c in coefficients], dtype=float)
+        paced = [m.rounds for m in self.messages if m.rounds is not None]
+        runs = _runs(np.zeros(sum(map(len, paced)), dtype=np.int64),
+                     np.concatenate(paced)) if paced else np.zeros((0, 3), dtype=np.int64)
+        self.span = int((runs[:, 2] - runs[:, 1]).sum())  # rounds a paced message is in
         self.cross = np.array([c[1] for c in coefficients], dtype=float)
         self.path = np.array([c[2] for c in coefficients],
                              dtype=bool)[layout.class_block][:, None]
@@ -410,7 +455,8 @@ class _Described:
         # a link shared by messages of b_i bytes (max-min, as the simulator shares it)
         # carries one of b bytes in sum_i min(b_i, b) / bandwidth
         mine, theirs, many = layout.expanded.T
-        shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
+        shared = np.add.reduceat(many[:, None] / PROFILE_UNIT
+                                 * np.minimum(sized[theirs], sized[mine]),
                                  layout.pair_rows, axis=0)
         carried = (shared[layout.pair] / bandwidth[:, :, None]).max(axis=1)
         time = hidden_latency(latency, nbytes, rate, slot) + carried
@@ -429,14 +475,20 @@ class _Described:
 
     def _paced(self, time: np.ndarray) -> np.ndarray:
         """The paced rounds (:class:`collectives.traffic.Round`): every round as long as
-        the slowest row then in flight."""
-        first, end = self.layout.paced.T
-        if not end.any():
+        the slowest row then in flight; the rounds in which no sampled message is (far
+        from the sample) as long as those in which one is, on average."""
+        row, first, end = self.layout.paced.T
+        if not len(row):
             return np.zeros(time.shape[1])
-        bounds = np.unique(np.concatenate([first[end > first], end[end > first]]))
-        inside = (first[:, None] <= bounds[None, :-1]) & (bounds[None, :-1] < end[:, None])
-        slowest = np.where(inside[:, :, None], time[:, None, :], 0.0).max(axis=0)
-        return np.diff(bounds) @ slowest
+        rows, row = np.unique(row, return_inverse=True)
+        bounds = np.unique(np.concatenate([first, end]))
+        inside = np.zeros((len(rows), len(bounds)), dtype=np.int64)
+        np.add.at(inside, (row, np.searchsorted(bounds, first)), 1)
+        np.add.at(inside, (row, np.searchsorted(bounds, end)), -1)
+        inside = np.cumsum(inside, axis=1)[:, :-1] > 0
+        slowest = np.where(inside[:, :, None], time[rows][:, None, :], 0.0).max(axis=0)
+        rounds = np.diff(bounds) * inside.any(axis=0)
+        return (rounds @ slowest) * (self.span / rounds.sum())
 
 
 _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
