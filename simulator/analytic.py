@@ -482,10 +482,10 @@ class _Described:
             return np.zeros(time.shape[1])
         rows, row = np.unique(row, return_inverse=True)
         bounds = np.unique(np.concatenate([first, end]))
-        inside = np.zeros((len(rows), len(bounds)), dtype=np.int64)
-        np.add.at(inside, (row, np.searchsorted(bounds, first)), 1)
-        np.add.at(inside, (row, np.searchsorted(bounds, end)), -1)
-        inside = np.cumsum(inside, axis=1)[:, :-1] > 0
+        starts = np.zeros((len(rows), len(bounds)), dtype=np.int64)
+        np.add.at(starts, (row, np.searchsorted(bounds, first)), 1)
+        np.add.at(starts, (row, np.searchsorted(bounds, end)), -1)
+        inside = np.cumsum(starts, axis=1)[:, :-1] > 0
         slowest = np.where(inside[:, :, None], time[rows][:, None, :], 0.0).max(axis=0)
         rounds = np.diff(bounds) * inside.any(axis=0)
         return (rounds @ slowest) * (self.span / rounds.sum())
