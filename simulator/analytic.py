@@ -18,8 +18,10 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
 * **Rounds.**  A round lasts as long as its slowest message plus the receiver's reduction
   of it (``gamma`` a byte, at most ``piece`` bytes at once where a ReduceScatter's vector
   lies in the buffer in pieces); a chain of ``S`` segments takes the sum over its hops
-  plus ``S - 1`` times its slowest hop (the critical path of a pipeline); the time is the
-  sum over the rounds, plus the GPU model's cost per call (:func:`simulator.gpu.gpu_terms`).
+  plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's) the sum
+  over its rounds of the slowest message then in flight (:meth:`_Described._paced`); the
+  time is the sum over the rounds, plus the GPU model's cost per call
+  (:func:`simulator.gpu.gpu_terms`).
 
 **Sample.**  The messages priced are those with an end on a sampled rank: every rank up
 to :data:`SAMPLE_ALL_RANKS` ranks, else every rank of a few nodes (the first two, the
