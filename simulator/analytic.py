@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 from reprlib import repr as brief
 from typing import Any, Sequence
 
@@ -138,7 +139,9 @@ _RANKS: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
 
 def _ranks(orders: Orders) -> np.ndarray:
     """``orders`` as an array (cached by the orders' identity)."""
-    return _cached(_RANKS, id(orders), (orders,), lambda: np.asarray(orders))
+    return _cached(_RANKS, id(orders), (orders,), lambda: np.fromiter(
+        itertools.chain.from_iterable(orders), dtype=np.int64,
+        count=len(orders) * len(orders[0])).reshape(len(orders), -1))
 
 
 class _Rows:
@@ -188,30 +191,42 @@ def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
     described apart, a tree's at each segment count, share it)."""
     key = (topology, id(orders), chained, tuple(map(_digest, round_.messages)))
     return _cached(_ROUTED, key, (orders,),
-                   lambda: _route_rows(topology, _ranks(orders), round_.messages, chained))
+                   lambda: _route_rows(topology, _ranks(orders), _sampled(topology, orders),
+                                       round_.messages, chained))
 
 
-def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
-                chained: bool) -> _Rows:
+_SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
+
+
+def _sampled(topology: Any, orders: Orders) -> np.ndarray:
+    """Whether each position of each of ``orders`` holds a sampled rank (cached)."""
+    return _cached(_SAMPLED, (topology, id(orders)), (orders,),
+                   lambda: _sample(topology)[_ranks(orders)])
+
+
+def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
+                classes: tuple[Any, ...], chained: bool) -> _Rows:
     """:class:`_Rows` of ``classes`` on every order of ``ranks`` (orders x positions),
-    their messages with an end on a sampled rank (see :func:`_routed`)."""
+    their messages with an end on a sampled rank (``sampled``, by order and position;
+    see :func:`_routed`)."""
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
     owner = np.repeat(np.arange(len(classes)), sizes)
-    src = ranks[:, np.concatenate([m.src for m in classes]).astype(np.int64)]
-    dst = ranks[:, np.concatenate([m.dst for m in classes]).astype(np.int64)]
-    sampled = _sample(topology)
-    keep = sampled[src] | sampled[dst]
+    src = np.concatenate([m.src for m in classes]).astype(np.int64)
+    dst = np.concatenate([m.dst for m in classes]).astype(np.int64)
+    keep = sampled[:, src] | sampled[:, dst]
     starts = np.cumsum(sizes) - sizes
     far = (sizes > 0) & (np.bincount(owner, keep.sum(axis=0), len(classes)) == 0)
     keep[0, starts[far]] = True  # a class far from the sample: one of its messages
+    order, kept = np.nonzero(keep)
     index = np.arange(len(owner)) - starts[owner]  # a message's place in its class
     together = (index + owner * (1 + sizes[owner])) if chained else 0 * index
-    owners = np.broadcast_to(owner, keep.shape)[keep]
-    lengths, links = _entries(topology, src[keep] * topology.nranks + dst[keep])
+    owners = owner[kept]
+    lengths, links = _entries(topology, ranks[order, src[kept]] * topology.nranks
+                              + ranks[order, dst[kept]])
     nlinks = len(topology.links)
-    keys = np.repeat(np.broadcast_to(together, keep.shape)[keep], lengths) * nlinks + links
+    keys = np.repeat(together[kept], lengths) * nlinks + links
     message = np.repeat(np.arange(len(owners)), lengths)
-    rounds = _in_flight(classes, owners, np.broadcast_to(index, keep.shape)[keep])
+    rounds = _in_flight(classes, owners, index[kept])
     if rounds.any():
         profiles, profile = _overlapping(keys, owners[message], rounds[message], len(classes))
     else:  # the messages in flight together on each link, by class
