@@ -587,8 +587,8 @@ _PHASE_ORDERS: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
 def _phase_time(collective: str, phase: Phase, topology: Any, terms: tuple,
                 counts: np.ndarray, ds: int, channels: int) -> np.ndarray:
     """One phase of a composed algorithm: every group ``channels`` times side by side."""
-    orders = _cached(_PHASE_ORDERS, (id(phase), channels), (phase,), lambda: tuple(
-        group for group in phase.groups for _ in range(channels)))
+    orders = _cached(_PHASE_ORDERS, (id(phase.groups), channels), (phase.groups,),
+                     lambda: tuple(group for group in phase.groups for _ in range(channels)))
     cut = channels > 1 or collective == "reduce_scatter"
     piece = _piece(phase.piece, counts, channels, ds) \
         if phase.piece is not None and cut else None
