@@ -73,10 +73,6 @@ __all__ = ["price", "price_one", "SAMPLE_ALL_RANKS"]
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
 
-#: a message sharing a link is counted in so many parts: a paced round's message by the
-#: share of the other's rounds it is in flight in (:func:`_overlapping`)
-PROFILE_UNIT = 1 << 12
-
 Orders = tuple[tuple[int, ...], ...]
 
 
@@ -227,14 +223,17 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     keys = np.repeat(together[kept], lengths) * nlinks + links
     message = np.repeat(np.arange(len(owners)), lengths)
     rounds = _in_flight(classes, owners, index[kept])
-    if rounds.any():
-        profiles, profile = _overlapping(keys, owners[message], rounds[message], len(classes))
+    if rounds.any():  # pieces of messages, in flight with the same others throughout
+        piece, rounds, entry, profiles, profile = _pieces(keys, message, owners, rounds,
+                                                          len(classes))
+        owners, lengths, links = owners[piece], lengths[piece], links[entry]
+        message = np.repeat(np.arange(len(piece)), lengths)
     else:  # the messages in flight together on each link, by class
         shared, at = np.unique(keys, return_inverse=True)
         profiles = np.zeros((len(shared), len(classes)), dtype=np.int64)
         np.add.at(profiles, (at.reshape(-1), owners[message]), 1)
         profiles, unique, _ = _unique_rows(profiles)
-        profiles, profile = profiles * PROFILE_UNIT, unique[at.reshape(-1)]
+        profile = unique[at.reshape(-1)]
     link_class, first = _link_classes(topology)
     top = len(profiles) + 1  # the last: the pad's
     width = max(1, int(lengths.max()) if len(lengths) else 1)
@@ -273,27 +272,49 @@ def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -
     return rounds
 
 
-def _overlapping(keys: np.ndarray, owner: np.ndarray, rounds: np.ndarray,
-                 nclasses: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per entry (a message of class ``owner`` in flight in ``rounds`` on link ``keys``)
-    the messages on its link by class, each counted by the share of the entry's rounds
-    in which it is in flight too (in :data:`PROFILE_UNIT` s): the distinct profiles and
-    each entry's."""
+def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np.ndarray,
+            nclasses: int) -> tuple[np.ndarray, ...]:
+    """Every message (in flight in ``rounds``; its route's links are the entries of
+    ``message`` with link ``keys``) cut where another message on one of its links
+    starts or ends, so that each piece shares every link with the same messages
+    throughout: per piece its message and rounds, per piece's link its entry, and the
+    distinct profiles (messages on the link by class) and each piece's link's."""
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     start = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
     size = np.diff(np.r_[start, len(keys)])
     many = np.repeat(size, size)  # per entry in key order: the entries on its link
-    offset = np.arange(many.sum()) - np.repeat(np.cumsum(many) - many, many)
     mine = np.repeat(order, many)
-    theirs = order[np.repeat(np.repeat(start, size), many) + offset]
-    (first, end), (their_first, their_end) = rounds[mine].T, rounds[theirs].T
-    share = np.maximum(0, np.minimum(end, their_end) - np.maximum(first, their_first)) \
-        / np.maximum(1, end - first)
-    profiles = np.zeros((len(keys), nclasses), dtype=np.int64)
-    np.add.at(profiles, (mine, owner[theirs]), np.rint(share * PROFILE_UNIT).astype(np.int64))
+    theirs = order[np.repeat(np.repeat(start, size), many) + _within(many)]
+    by_entry = np.argsort(mine, kind="stable")
+    mine, theirs = mine[by_entry], theirs[by_entry]
+    ours, other = message[mine], rounds[message[theirs]]
+    count = len(rounds)
+    at = np.concatenate([np.tile(np.arange(count), 2), ours, ours])
+    cut = np.concatenate([rounds[:, 0], rounds[:, 1], other[:, 0], other[:, 1]])
+    inside = (rounds[at, 0] <= cut) & (cut <= rounds[at, 1])
+    cuts = np.unique(at[inside] * (int(rounds.max()) + 1) + cut[inside])
+    at, cut = np.divmod(cuts, int(rounds.max()) + 1)
+    same = at[1:] == at[:-1]
+    piece, first, end = at[:-1][same], cut[:-1][same], cut[1:][same]
+    lengths = np.bincount(message, minlength=count)
+    entries = lengths[piece]
+    entry = np.repeat((np.cumsum(lengths) - lengths)[piece], entries) + _within(entries)
+    at_piece = np.repeat(np.arange(len(piece)), entries)
+    partners = np.bincount(mine, minlength=len(keys))[entry]
+    pairs = np.repeat(np.searchsorted(mine, entry), partners) + _within(partners)
+    pair_piece, j = np.repeat(at_piece, partners), message[theirs[pairs]]
+    covers = (rounds[j, 0] <= first[pair_piece]) & (rounds[j, 1] >= end[pair_piece])
+    profiles = np.zeros((len(entry), nclasses), dtype=np.int64)
+    np.add.at(profiles, (np.repeat(np.arange(len(entry)), partners)[covers], owner[j[covers]]),
+              1)
     profiles, profile, _ = _unique_rows(profiles)
-    return profiles, profile
+    return piece, np.column_stack([first, end]), entry, profiles, profile
+
+
+def _within(lengths: np.ndarray) -> np.ndarray:
+    """``0 .. n - 1`` for each ``n`` of ``lengths``, one after another."""
+    return np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -472,8 +493,7 @@ class _Described:
         # a link shared by messages of b_i bytes (max-min, as the simulator shares it)
         # carries one of b bytes in sum_i min(b_i, b) / bandwidth
         mine, theirs, many = layout.expanded.T
-        shared = np.add.reduceat(many[:, None] / PROFILE_UNIT
-                                 * np.minimum(sized[theirs], sized[mine]),
+        shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
                                  layout.pair_rows, axis=0)
         carried = (shared[layout.pair] / bandwidth[:, :, None]).max(axis=1)
         time = hidden_latency(latency, nbytes, rate, slot) + carried

@@ -83,10 +83,10 @@ def test_flat_forms_are_the_simulator(collective: str, name: str, flat) -> None:
 #: relative error of the closed forms against the simulator on the DGX presets at line
 #: rates, where it is not 0 (the largest measured over the grid; see _tolerance)
 TREE_ALLGATHER, TREE_CHANNELS, TREE_NODES = 0.18, 0.28, 0.12
-CHAIN_CHANNELS, CHAIN_DATAFLOW = 0.09, 0.26
+CHAIN_ALLREDUCE, CHAIN_DATAFLOW = 0.011, 0.26
 
 
-def _tolerance(collective: str, algorithm: str, params: dict) -> float:
+def _tolerance(collective: str, algorithm: str, params: dict, nodes: int) -> float:
     """Why the forms cannot be exact there: a tree AllGather's round is charged its
     largest message, while the simulated ranks with less to do run ahead (17.2%
     measured); the trees of several channels over nodes cross each GPU's NVLink port at
@@ -94,11 +94,10 @@ def _tolerance(collective: str, algorithm: str, params: dict) -> float:
     once, while the simulated channels drift apart (26.8%); a tree over nodes is charged
     the path of its streams, while its chains inside a node run ahead (11.8%).  A
     chain is priced round by round, each round its slowest hop then in flight: exact for
-    one channel's ReduceScatter and AllGather, whose ranks' steps hold every hop to the
-    rounds; its channels cross each GPU's port at different rounds and are charged the
-    share of the rounds they overlap (8.4%); AllReduce's few segments run ahead of the
-    rounds behind a network crossing (the simulator's dataflow, 24.9% on four nodes
-    with two segments)."""
+    ReduceScatter and AllGather, whose ranks' steps hold every hop to the rounds, at one
+    channel and eight; AllReduce's few segments run ahead of the rounds behind a network
+    crossing (the simulator's dataflow: 24.9% on four nodes with two segments, 1.04% on
+    two)."""
     if algorithm == "tree" and collective == "allgather":
         return TREE_ALLGATHER
     if algorithm == "tree" and params["channels"] > 1:
@@ -106,9 +105,7 @@ def _tolerance(collective: str, algorithm: str, params: dict) -> float:
     if algorithm == "tree":
         return TREE_NODES
     if algorithm == "pipeline" and collective == "allreduce":
-        return CHAIN_DATAFLOW
-    if algorithm == "pipeline" and params["channels"] > 1:
-        return CHAIN_CHANNELS
+        return CHAIN_DATAFLOW if nodes > 2 else CHAIN_ALLREDUCE
     return 1e-6
 
 
@@ -128,20 +125,22 @@ def test_dgx_forms_are_the_simulator_within_the_tolerance(nodes: int, collective
         for algorithm, params in tried:
             simulated = _simulated(collective, algorithm, machine, nbytes, params)
             error = machine_cost(collective, algorithm, machine, nbytes, **params) / simulated - 1
-            assert abs(error) <= _tolerance(collective, algorithm, params), (algorithm, params,
-                                                                             nbytes, error)
+            assert abs(error) <= _tolerance(collective, algorithm, params, nodes), \
+                (algorithm, params, nbytes, error)
 
 
 @pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
 def test_chain_across_nodes_is_paced_by_the_network(collective: str) -> None:
     """Two DGX nodes under LL: only the hop across the network carries half of the
-    chain's segments at its own pace (the lock-step rounds charged it every round: +72%)."""
+    chain's segments at its own pace (the lock-step rounds charged it every round: +72%);
+    8 channels share each GPU's port only in the rounds their chains overlap there
+    (+57% before: 2.2% measured)."""
     machine = topology.dgx_h100(2)
-    for segments in (1, 2):
-        params = {"segments": segments}
+    for params, within in (({"segments": 1}, 0.01), ({"segments": 2}, 0.01),
+                           ({"segments": 1, "channels": 8}, 0.025)):
         simulated = _simulated(collective, "pipeline", machine, 1 << 26, params, "LL")
         assert machine_cost(collective, "pipeline", machine, 1 << 26, protocol="LL",
-                            **params) == pytest.approx(simulated, rel=0.01), segments
+                            **params) == pytest.approx(simulated, rel=within), params
 
 
 def test_gpu_figures_match_the_simulator() -> None:
