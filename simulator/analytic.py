@@ -254,7 +254,7 @@ def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
         return np.zeros((0, 3), dtype=np.int64)
     order = np.lexsort((rounds[:, 0], group))
     group, (first, end) = group[order], rounds[order].T
-    shift = (int(end.max(initial=0)) + 1) * group  # keeps each group's runs apart
+    shift = (int(end.max()) - int(first.min()) + 1) * group  # keeps each group's runs apart
     reach = np.maximum.accumulate(end + shift)
     new = np.r_[True, first[1:] + shift[1:] > reach[:-1]]
     starts = np.flatnonzero(new)
@@ -289,7 +289,8 @@ def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np
     by_entry = np.argsort(mine, kind="stable")
     mine, theirs = mine[by_entry], theirs[by_entry]
     ours, other = message[mine], rounds[message[theirs]]
-    count = len(rounds)
+    count, low = len(rounds), int(rounds.min())
+    rounds = rounds - low  # from 0, for the cuts' keys
     at = np.concatenate([np.tile(np.arange(count), 2), ours, ours])
     cut = np.concatenate([rounds[:, 0], rounds[:, 1], other[:, 0], other[:, 1]])
     inside = (rounds[at, 0] <= cut) & (cut <= rounds[at, 1])
@@ -309,7 +310,7 @@ def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np
     np.add.at(profiles, (np.repeat(np.arange(len(entry)), partners)[covers], owner[j[covers]]),
               1)
     profiles, profile, _ = _unique_rows(profiles)
-    return piece, np.column_stack([first, end]), entry, profiles, profile
+    return piece, np.column_stack([first, end]) + low, entry, profiles, profile
 
 
 def _within(lengths: np.ndarray) -> np.ndarray:
