@@ -279,6 +279,8 @@ def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np
     starts or ends, so that each piece shares every link with the same messages
     throughout: per piece its message and rounds, per piece's link its entry, and the
     distinct profiles (messages on the link by class) and each piece's link's."""
+    low = int(rounds.min())
+    rounds = rounds - low  # from 0, for the cuts' keys
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     start = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
@@ -289,8 +291,7 @@ def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np
     by_entry = np.argsort(mine, kind="stable")
     mine, theirs = mine[by_entry], theirs[by_entry]
     ours, other = message[mine], rounds[message[theirs]]
-    count, low = len(rounds), int(rounds.min())
-    rounds = rounds - low  # from 0, for the cuts' keys
+    count = len(rounds)
     at = np.concatenate([np.tile(np.arange(count), 2), ours, ours])
     cut = np.concatenate([rounds[:, 0], rounds[:, 1], other[:, 0], other[:, 1]])
     inside = (rounds[at, 0] <= cut) & (cut <= rounds[at, 1])
