@@ -637,7 +637,10 @@ def traffic(collective: str, q: int, segments: int = 1,
     flight form one :class:`Round`.  AllGather's streams carry up the part of a segment
     that the child's subtree holds (a class per share of the tree's half it holds: at
     most that share of the vector), and down the rest (nothing where the subtree holds
-    the whole half); empty messages are not sent.
+    the whole half); empty messages are not sent.  Over nodes, AllReduce's and
+    ReduceScatter's streams are paced rounds (each in flight in its own rounds, as the
+    ranks' steps hold them); AllGather's are the path of the streams' starts (its chains,
+    carrying less the deeper they are, run ahead of the rounds).
 
     Parameters
     ----------
@@ -672,6 +675,12 @@ def traffic(collective: str, q: int, segments: int = 1,
         return tuple(Messages(src, dst, elements(k), k >= 0 and not gathers, skip_empty=True)
                      for k, src, dst in _started(collective, q, ranks_per_node, first, last))
 
+    if ranks_per_node and not gathers:  # every stream in flight in its own rounds
+        _, src, dst, kind = _streams(collective, q, ranks_per_node)
+        return [Round(1, tuple(
+            Messages(src[kind == k], dst[kind == k], elements(k), k >= 0, skip_empty=True,
+                     rounds=np.column_stack([start[kind == k], start[kind == k] + segments]))
+            for k in np.unique(kind).tolist()), paced=True)]
     if ranks_per_node:  # chains run ahead of the rounds: the path of the streams' starts
         return [Round(1, tuple(m for t in np.unique(start).tolist() for m in classes(t, t)),
                       chain=segments, overlap=segments - 1, path=True)]
