@@ -51,6 +51,10 @@ class Messages:
     skip_empty : bool
         Whether a message of no elements is left out (it costs nothing) rather than sent
         (it costs its latency).
+    rounds : numpy.ndarray or None
+        For a paced round (:attr:`Round.paced`): per message the first round it is in
+        flight and the round after its last (``(n, 2)`` ints), one message of
+        ``elements`` in each round between.
     """
 
     src: np.ndarray
@@ -59,6 +63,7 @@ class Messages:
     reduce: bool
     pieced: bool = True
     skip_empty: bool = False
+    rounds: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"
@@ -73,13 +78,18 @@ class Round:
     ``overlap`` of those times with every hop of every class in flight at once (the
     steady state of a pipeline whose streams run both ways).  With ``path`` each class is
     one hop of the path (its slowest message), as a tree's streams that start in one round
-    are."""
+    are.  The ``paced`` rounds of a description are one stretch of rounds whose messages
+    each say in which rounds they are in flight (:attr:`Messages.rounds`): every round
+    of the stretch lasts as long as the slowest message then in flight, each message
+    priced as in flight with the classes of its own ``Round`` (a class alone, or with
+    the messages that share a rank's ports with it in those rounds)."""
 
     repeat: int
     messages: tuple[Messages, ...]
     chain: int = 0
     overlap: int = 0
     path: bool = False
+    paced: bool = False
 
     def __repr__(self) -> str:
         kind = f"chain of {self.chain} segments" if self.chain else f"x{self.repeat}"

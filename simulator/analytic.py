@@ -18,8 +18,10 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
 * **Rounds.**  A round lasts as long as its slowest message plus the receiver's reduction
   of it (``gamma`` a byte, at most ``piece`` bytes at once where a ReduceScatter's vector
   lies in the buffer in pieces); a chain of ``S`` segments takes the sum over its hops
-  plus ``S - 1`` times its slowest hop (the critical path of a pipeline); the time is the
-  sum over the rounds, plus the GPU model's cost per call (:func:`simulator.gpu.gpu_terms`).
+  plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's) the sum
+  over its rounds of the slowest message then in flight (:meth:`_Described._paced`); the
+  time is the sum over the rounds, plus the GPU model's cost per call
+  (:func:`simulator.gpu.gpu_terms`).
 
 **Sample.**  The messages priced are those with an end on a sampled rank: every rank up
 to :data:`SAMPLE_ALL_RANKS` ranks, else every rank of a few nodes (the first two, the
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 from reprlib import repr as brief
 from typing import Any, Sequence
 
@@ -132,7 +135,9 @@ _RANKS: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
 
 def _ranks(orders: Orders) -> np.ndarray:
     """``orders`` as an array (cached by the orders' identity)."""
-    return _cached(_RANKS, id(orders), (orders,), lambda: np.asarray(orders))
+    return _cached(_RANKS, id(orders), (orders,), lambda: np.fromiter(
+        itertools.chain.from_iterable(orders), dtype=np.int64,
+        count=len(orders) * len(orders[0])).reshape(len(orders), -1))
 
 
 class _Rows:
@@ -141,16 +146,19 @@ class _Rows:
     for (``weight``: of its class's messages per order) and, per link of its route, the
     link's class and its load (``profile``: a row of ``profiles``, how many messages of
     each of ``owners`` cross the link with it; padded with the link class after the
-    last and the empty profile, the last)."""
+    last and the empty profile, the last); of a paced round the rounds in which the
+    row's messages are in flight (``paced``: ``(row, first, end)`` of disjoint runs of
+    rounds, none for other rounds)."""
 
-    __slots__ = ("owners", "local", "weight", "links", "profile", "profiles")
+    __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced")
 
     def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
-                 links: np.ndarray, profile: np.ndarray, profiles: np.ndarray) -> None:
+                 links: np.ndarray, profile: np.ndarray, profiles: np.ndarray,
+                 paced: np.ndarray) -> None:
         self.owners, self.local = np.unique(owner, return_inverse=True)
         sampled = np.bincount(self.local, weights=count)
         self.weight = count * (sizes[self.owners] / sampled)[self.local]
-        self.links, self.profile = links, profile
+        self.links, self.profile, self.paced = links, profile, paced
         self.profiles = np.vstack([profiles[:, self.owners],
                                    np.zeros((1, len(self.owners)), dtype=np.int64)])
 
@@ -163,7 +171,8 @@ def _digest(messages: Any) -> bytes:
     """A digest of the positions of a class (cached by its arrays' identity)."""
     def make() -> bytes:
         digest = hashlib.blake2b(digest_size=16)
-        for a in (messages.src, messages.dst):
+        for a in (messages.src, messages.dst, *(() if messages.rounds is None
+                                                  else (messages.rounds,))):
             digest.update(np.int64(len(a)).tobytes())
             digest.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
         return digest.digest()
@@ -178,44 +187,136 @@ def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
     described apart, a tree's at each segment count, share it)."""
     key = (topology, id(orders), chained, tuple(map(_digest, round_.messages)))
     return _cached(_ROUTED, key, (orders,),
-                   lambda: _route_rows(topology, _ranks(orders), round_.messages, chained))
+                   lambda: _route_rows(topology, _ranks(orders), _sampled(topology, orders),
+                                       round_.messages, chained))
 
 
-def _route_rows(topology: Any, ranks: np.ndarray, classes: tuple[Any, ...],
-                chained: bool) -> _Rows:
+_SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
+
+
+def _sampled(topology: Any, orders: Orders) -> np.ndarray:
+    """Whether each position of each of ``orders`` holds a sampled rank (cached)."""
+    return _cached(_SAMPLED, (topology, id(orders)), (orders,),
+                   lambda: _sample(topology)[_ranks(orders)])
+
+
+def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
+                classes: tuple[Any, ...], chained: bool) -> _Rows:
     """:class:`_Rows` of ``classes`` on every order of ``ranks`` (orders x positions),
-    their messages with an end on a sampled rank (see :func:`_routed`)."""
+    their messages with an end on a sampled rank (``sampled``, by order and position;
+    see :func:`_routed`)."""
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
     owner = np.repeat(np.arange(len(classes)), sizes)
-    src = ranks[:, np.concatenate([m.src for m in classes]).astype(np.int64)]
-    dst = ranks[:, np.concatenate([m.dst for m in classes]).astype(np.int64)]
-    sampled = _sample(topology)
-    keep = sampled[src] | sampled[dst]
+    src = np.concatenate([m.src for m in classes]).astype(np.int64)
+    dst = np.concatenate([m.dst for m in classes]).astype(np.int64)
+    keep = sampled[:, src] | sampled[:, dst]
     starts = np.cumsum(sizes) - sizes
     far = (sizes > 0) & (np.bincount(owner, keep.sum(axis=0), len(classes)) == 0)
     keep[0, starts[far]] = True  # a class far from the sample: one of its messages
+    order, kept = np.nonzero(keep)
     index = np.arange(len(owner)) - starts[owner]  # a message's place in its class
     together = (index + owner * (1 + sizes[owner])) if chained else 0 * index
-    owners = np.broadcast_to(owner, keep.shape)[keep]
-    lengths, links = _entries(topology, src[keep] * topology.nranks + dst[keep])
+    owners = owner[kept]
+    lengths, links = _entries(topology, ranks[order, src[kept]] * topology.nranks
+                              + ranks[order, dst[kept]])
     nlinks = len(topology.links)
-    keys = np.repeat(np.broadcast_to(together, keep.shape)[keep], lengths) * nlinks + links
-    # the messages in flight together on each link, by class
-    shared, at = np.unique(keys, return_inverse=True)
-    profiles = np.zeros((len(shared), len(classes)), dtype=np.int64)
-    np.add.at(profiles, (at.reshape(-1), np.repeat(owners, lengths)), 1)
-    profiles, profile, _ = _unique_rows(profiles)
+    keys = np.repeat(together[kept], lengths) * nlinks + links
+    message = np.repeat(np.arange(len(owners)), lengths)
+    rounds = _in_flight(classes, owners, index[kept])
+    if rounds.any():  # pieces of messages, in flight with the same others throughout
+        piece, rounds, entry, profiles, profile = _pieces(keys, message, owners, rounds,
+                                                          len(classes))
+        owners, lengths, links = owners[piece], lengths[piece], links[entry]
+        message = np.repeat(np.arange(len(piece)), lengths)
+    else:  # the messages in flight together on each link, by class
+        shared, at = np.unique(keys, return_inverse=True)
+        profiles = np.zeros((len(shared), len(classes)), dtype=np.int64)
+        np.add.at(profiles, (at.reshape(-1), owners[message]), 1)
+        profiles, unique, _ = _unique_rows(profiles)
+        profile = unique[at.reshape(-1)]
     link_class, first = _link_classes(topology)
     top = len(profiles) + 1  # the last: the pad's
     width = max(1, int(lengths.max()) if len(lengths) else 1)
     codes = np.full((len(owners), width), len(first) * top + top - 1, dtype=np.int64)  # pad
-    row = np.repeat(np.arange(len(owners)), lengths)
     column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    codes[row, column] = link_class[links] * top + profile.reshape(-1)[at.reshape(-1)]
+    codes[message, column] = link_class[links] * top + profile
     codes.sort(axis=1)  # a route's figures do not depend on the order of its links
-    rows, _, merged = _unique_rows(np.column_stack([owners, codes]))
+    rows, row, merged = _unique_rows(np.column_stack([owners, codes]))
     return _Rows(rows[:, 0], merged, sizes, rows[:, 1:] // top, rows[:, 1:] % top,
-                 profiles)
+                 profiles, _runs(row[rounds[:, 1] > rounds[:, 0]],
+                                 rounds[rounds[:, 1] > rounds[:, 0]]))
+
+
+def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
+    """The union of the rounds ``[first, end)`` of each group, as ``(group, first,
+    end)`` of disjoint runs, by group and first round."""
+    if not len(group):
+        return np.zeros((0, 3), dtype=np.int64)
+    order = np.lexsort((rounds[:, 0], group))
+    group, (first, end) = group[order], rounds[order].T
+    shift = (int(end.max()) - int(first.min()) + 1) * group  # keeps each group's runs apart
+    reach = np.maximum.accumulate(end + shift)
+    new = np.r_[True, first[1:] + shift[1:] > reach[:-1]]
+    starts = np.flatnonzero(new)
+    return np.column_stack([group[starts], first[starts], np.maximum.reduceat(end, starts)])
+
+
+def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The rounds in which each message (of class ``owner``, ``index`` in it) is in
+    flight (:attr:`collectives.traffic.Messages.rounds`); ``(0, 0)`` for classes that do
+    not say."""
+    rounds = np.zeros((len(owner), 2), dtype=np.int64)
+    for c, m in enumerate(classes):
+        if m.rounds is not None:
+            rounds[owner == c] = m.rounds[index[owner == c]]
+    return rounds
+
+
+def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np.ndarray,
+            nclasses: int) -> tuple[np.ndarray, ...]:
+    """Every message (in flight in ``rounds``; its route's links are the entries of
+    ``message`` with link ``keys``) cut where another message on one of its links
+    starts or ends, so that each piece shares every link with the same messages
+    throughout: per piece its message and rounds, per piece's link its entry, and the
+    distinct profiles (messages on the link by class) and each piece's link's."""
+    low = int(rounds.min())
+    rounds = rounds - low  # from 0, for the cuts' keys
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    start = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    size = np.diff(np.r_[start, len(keys)])
+    many = np.repeat(size, size)  # per entry in key order: the entries on its link
+    mine = np.repeat(order, many)
+    theirs = order[np.repeat(np.repeat(start, size), many) + _within(many)]
+    by_entry = np.argsort(mine, kind="stable")
+    mine, theirs = mine[by_entry], theirs[by_entry]
+    ours, other = message[mine], rounds[message[theirs]]
+    count = len(rounds)
+    at = np.concatenate([np.tile(np.arange(count), 2), ours, ours])
+    cut = np.concatenate([rounds[:, 0], rounds[:, 1], other[:, 0], other[:, 1]])
+    inside = (rounds[at, 0] <= cut) & (cut <= rounds[at, 1])
+    cuts = np.unique(at[inside] * (int(rounds.max()) + 1) + cut[inside])
+    at, cut = np.divmod(cuts, int(rounds.max()) + 1)
+    same = at[1:] == at[:-1]
+    piece, first, end = at[:-1][same], cut[:-1][same], cut[1:][same]
+    lengths = np.bincount(message, minlength=count)
+    entries = lengths[piece]
+    entry = np.repeat((np.cumsum(lengths) - lengths)[piece], entries) + _within(entries)
+    at_piece = np.repeat(np.arange(len(piece)), entries)
+    partners = np.bincount(mine, minlength=len(keys))[entry]
+    pairs = np.repeat(np.searchsorted(mine, entry), partners) + _within(partners)
+    pair_piece, j = np.repeat(at_piece, partners), message[theirs[pairs]]
+    covers = (rounds[j, 0] <= first[pair_piece]) & (rounds[j, 1] >= end[pair_piece])
+    profiles = np.zeros((len(entry), nclasses), dtype=np.int64)
+    np.add.at(profiles, (np.repeat(np.arange(len(entry)), partners)[covers], owner[j[covers]]),
+              1)
+    profiles, profile, _ = _unique_rows(profiles)
+    return piece, np.column_stack([first, end]) + low, entry, profiles, profile
+
+
+def _within(lengths: np.ndarray) -> np.ndarray:
+    """``0 .. n - 1`` for each ``n`` of ``lengths``, one after another."""
+    return np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -268,7 +369,7 @@ class _Layout:
     class: ``expanded`` lists each pair's profile's classes and counts)."""
 
     __slots__ = ("blocks", "class_rows", "class_block", "block_classes", "row_class",
-                 "weight", "links", "pair", "expanded", "pair_rows")
+                 "weight", "links", "pair", "expanded", "pair_rows", "paced")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
         routed = []
@@ -282,7 +383,7 @@ class _Layout:
         width = max([rows.links.shape[1] for rows, _, _ in routed], default=1)
         pad = len(_link_classes(topology)[1])
         class_block: list[int] = []
-        row_class, links, profile, triples, weight = [], [], [], [], []
+        row_class, links, profile, triples, weight, paced = [], [], [], [], [], []
         profiles = 0
         for k, (rows, _, _) in enumerate(routed):
             row_class.append(rows.local + len(class_block))
@@ -299,12 +400,16 @@ class _Layout:
                                             np.append(rows.profiles[p, c], 0)]))
             profiles += len(rows.profiles)
             weight.append(rows.weight)
+            paced.append(rows.paced)
             class_block += [k] * len(rows.owners)
         self.row_class = np.concatenate(row_class) if routed else np.zeros(0, dtype=np.int64)
         self.class_rows = np.searchsorted(self.row_class, np.arange(len(class_block)))
         self.class_block = np.array(class_block, dtype=np.int64)
         self.block_classes = np.searchsorted(self.class_block, np.arange(len(routed)))
         self.weight = np.concatenate(weight)[:, None] if routed else np.zeros((0, 1))
+        self.paced = np.concatenate([runs + np.array([offset, 0, 0]) for runs, offset in zip(
+            paced, np.cumsum([0] + [len(rows.weight) for rows, _, _ in routed[:-1]]))]) \
+            if routed else np.zeros((0, 3), dtype=np.int64)
         self.links = np.concatenate(links) if routed else np.zeros((0, 1), dtype=np.int64)
         self._pairs(np.concatenate(profile) if routed else np.zeros((0, 1), dtype=np.int64),
                     np.concatenate(triples) if routed else np.zeros((0, 3), dtype=np.int64),
@@ -346,17 +451,21 @@ class _Described:
     with every message in flight ``overlap`` times; ``repeat`` rounds: their slowest)."""
 
     __slots__ = ("layout", "messages", "slow", "cross", "path", "sizes", "class_size",
-                 "flags")
+                 "flags", "span")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
         self.layout = layout = _layout(topology, orders, rounds)
         self.messages = [rounds[i].messages[c] for i, _, owners in layout.blocks
                          for c in owners]
-        coefficients = [{"repeat": (r.repeat, 0.0, False),
+        coefficients = [{"repeat": (0 if r.paced else r.repeat, 0.0, False),
                          "chain": (r.chain - 1 - r.overlap, 1.0, r.path),
                          "overlap": (r.overlap, 0.0, False)}[role]
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
         self.slow = np.array([c[0] for c in coefficients], dtype=float)
+        paced = [m.rounds for m in self.messages if m.rounds is not None]
+        runs = _runs(np.zeros(sum(map(len, paced)), dtype=np.int64),
+                     np.concatenate(paced)) if paced else np.zeros((0, 3), dtype=np.int64)
+        self.span = int((runs[:, 2] - runs[:, 1]).sum())  # rounds a paced message is in
         self.cross = np.array([c[1] for c in coefficients], dtype=float)
         self.path = np.array([c[2] for c in coefficients],
                              dtype=bool)[layout.class_block][:, None]
@@ -405,7 +514,24 @@ class _Described:
         crossing = np.where(self.path, slowest, summed)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(crossing, layout.block_classes, axis=0)
-        return self.slow @ blocks + self.cross @ crossed
+        return self.slow @ blocks + self.cross @ crossed + self._paced(time)
+
+    def _paced(self, time: np.ndarray) -> np.ndarray:
+        """The paced rounds (:class:`collectives.traffic.Round`): every round as long as
+        the slowest row then in flight; the rounds in which no sampled message is (far
+        from the sample) as long as those in which one is, on average."""
+        row, first, end = self.layout.paced.T
+        if not len(row):
+            return np.zeros(time.shape[1])
+        rows, row = np.unique(row, return_inverse=True)
+        bounds = np.unique(np.concatenate([first, end]))
+        starts = np.zeros((len(rows), len(bounds)), dtype=np.int64)
+        np.add.at(starts, (row, np.searchsorted(bounds, first)), 1)
+        np.add.at(starts, (row, np.searchsorted(bounds, end)), -1)
+        inside = np.cumsum(starts, axis=1)[:, :-1] > 0
+        slowest = np.where(inside[:, :, None], time[rows][:, None, :], 0.0).max(axis=0)
+        rounds = np.diff(bounds) * inside.any(axis=0)
+        return (rounds @ slowest) * (self.span / rounds.sum())
 
 
 _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
@@ -488,8 +614,8 @@ _PHASE_ORDERS: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
 def _phase_time(collective: str, phase: Phase, topology: Any, terms: tuple,
                 counts: np.ndarray, ds: int, channels: int) -> np.ndarray:
     """One phase of a composed algorithm: every group ``channels`` times side by side."""
-    orders = _cached(_PHASE_ORDERS, (id(phase), channels), (phase,), lambda: tuple(
-        group for group in phase.groups for _ in range(channels)))
+    orders = _cached(_PHASE_ORDERS, (id(phase.groups), channels), (phase.groups,),
+                     lambda: tuple(group for group in phase.groups for _ in range(channels)))
     cut = channels > 1 or collective == "reduce_scatter"
     piece = _piece(phase.piece, counts, channels, ds) \
         if phase.piece is not None and cut else None

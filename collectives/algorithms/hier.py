@@ -20,6 +20,7 @@ end bitwise identical.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 from ..compose import Part, channel_parts, identity_orders
@@ -126,6 +127,14 @@ def phases(collective: str, nranks: int, count: int, channels: int, ranks_per_no
         [inter_phase, intra_phase]
 
 
+@lru_cache(maxsize=16)
+def _groups(q: int, size: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """The ranks of every node and of every rail (each local rank's), as tuples: one
+    object per rank count and node size, so that every description shares them."""
+    return (tuple(tuple(range(k * size, (k + 1) * size)) for k in range(q // size)),
+            tuple(tuple(range(local, q, size)) for local in range(size)))
+
+
 def traffic(collective: str, q: int, ranks_per_node: Any = None, inner: Any = "ring",
             intra: Any = "ring") -> list[Phase]:
     """hier's communication (:mod:`collectives.traffic`): the phases of :func:`phases`,
@@ -147,9 +156,7 @@ def traffic(collective: str, q: int, ranks_per_node: Any = None, inner: Any = "r
     size = _ranks_per_node(ranks_per_node, q)
     _algorithm("inner", inner, collective), _algorithm("intra", intra, "reduce_scatter",
                                                        "allgather")
-    nodes = q // size
-    node = tuple(tuple(range(k * size, (k + 1) * size)) for k in range(nodes))
-    rail = tuple(tuple(range(local, q, size)) for local in range(size))
+    node, rail = _groups(q, size)
     # a ReduceScatter's blocks are those of the ranks of one local rank: apart in the buffer
     apart = q if collective == "reduce_scatter" else size
     within = {c: Phase(c, intra, node, 1, apart if c == "reduce_scatter" else None)

@@ -277,24 +277,50 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     if q < 2:
         return []
     v = np.arange(q - 1)
+    part = largest_part(segments) if collective == "allreduce" else nested_part(q, segments)
+    right, left = _in_flight(collective, q, segments)
+    ways = (((v, v + 1), right, left, collective != "allgather"),
+            ((v + 1, v), left, right, collective == "reduce_scatter"))
+    rounds = [Round(1, (Messages(src, dst, part, reduce, pieced=False, rounds=own),),
+                    paced=True) for (src, dst), own, _, reduce in ways]
+    # a rank sending both ways, or receiving from both sides, shares its ports then
+    shared = []
+    for (src, dst), own, other, reduce in ways:
+        both = _with_partners(own, other)
+        at = both[:, 0] < both[:, 1]
+        if at.any():
+            shared.append(Messages(src[at], dst[at], part, reduce, pieced=False,
+                                   rounds=both[at]))
+    return rounds + ([Round(1, tuple(shared), paced=True)] if shared else [])
+
+
+def _in_flight(collective: str, q: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rounds in which each hop ``v -> v + 1`` (right) and ``v + 1 -> v`` (left)
+    carries its segments (``(q - 1, 2)``: first round, round after the last), as
+    :func:`rank_lanes` posts them: AllReduce's rank ``r`` sends right from round ``r``
+    and left from round ``2p - 2 - r``; ReduceScatter's right from round ``r`` and left
+    from round ``p - 1 - r`` (a round later where it travels late)."""
+    v = np.arange(q - 1)
     if collective == "allreduce":
-        part = largest_part(segments)
-        right = Messages(v, v + 1, part, True, pieced=False)
-        left = Messages(v + 1, v, part, False, pieced=False)
-        # rank q-2 sends segment k right in round k + q - 2 and forwards it left in
-        # round k + q: both ways at once for S - 2 rounds
-        return [Round(1, (right, left), chain=segments, overlap=max(0, segments - 2))]
-    part = nested_part(q, segments)
-    reduce = collective == "reduce_scatter"
-    late = int(reduce and (q == 3 or (q > 3 and segments == 1)))
-    right = Messages(v, v + 1, part, reduce, pieced=False)
-    left = Messages(v + 1, v, part, reduce, pieced=False)
-    # rank r streams (p-1-r) m segments right and r m left (ReduceScatter; AllGather
-    # (r+1) m and (p-r) m): some rank sends both ways in the first ``both`` rounds
-    both = ((q - 1) // 2 if reduce else (q + 1) // 2) * segments
-    rounds = (q - 1) * segments + late
-    return [Round(min(both, rounds), (right, left)),
-            *([Round(rounds - both, (right,))] if rounds > both else [])]
+        return (np.column_stack([v, v + m]),
+                np.column_stack([2 * q - 3 - v, 2 * q - 3 - v + m]))
+    if collective == "reduce_scatter":
+        late = ((0 < v) & ((q - 1 - 2 * v) * (m - 1) == 0)).astype(np.int64)  # _late
+        start = q - 2 - v
+        return (np.column_stack([v, v + (q - 1 - v) * m]),
+                np.column_stack([start, start + (v + 1) * m + late]))
+    return (np.column_stack([0 * v, (v + 1) * m]),
+            np.column_stack([0 * v, (q - 1 - v) * m]))
+
+
+def _with_partners(own: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """The rounds in which hop ``i`` of one direction is in flight with a hop of the
+    other that leaves its sender or enters its receiver (``other[i - 1]``,
+    ``other[i + 1]``): from the later start to the earlier end."""
+    none = np.array([[np.iinfo(np.int64).max, -1]])
+    before, after = np.vstack([none, other[:-1]]), np.vstack([other[1:], none])
+    return np.column_stack([np.maximum(own[:, 0], np.minimum(before[:, 0], after[:, 0])),
+                            np.minimum(own[:, 1], np.maximum(before[:, 1], after[:, 1]))])
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:

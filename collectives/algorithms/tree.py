@@ -572,6 +572,10 @@ def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarr
         twice the number of ranks of the child's subtree that lie in its tree's half of
         the vector (tree 0's ranks ``[0, p/2)``, tree 1's ``[p/2, p)``).
     """
+    size = _node_size(ranks_per_node, nranks)
+    if size:
+        return tuple(np.concatenate(both) for both in zip(
+            *(_edges_over_nodes(which, nranks, size) for which in (0, 1))))
     rows = []
     for which in (0, 1):
         nodes, reduce = tree_layout(which, nranks, ranks_per_node, True)
@@ -586,6 +590,43 @@ def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarr
     return tuple(np.array(column, dtype=np.int64) for column in zip(*rows))
 
 
+def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, ...]:
+    """:func:`tree_edges` of tree ``which`` over nodes of ``size`` ranks: the tree over
+    the nodes node by node, its chains as arrays (:func:`tree_layout`'s rounds: reducing,
+    a head spaces its children by their number, the chain's next rank first, a chain by
+    one; gathering, every edge by one)."""
+    nodes = nranks // size
+    flat = [_flat_node(which, nodes, k) for k in range(nodes)]
+    base, order = np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.int64)
+    todo = [next(k for k, node in enumerate(flat) if node.parent < 0)]
+    while todo:
+        k = todo.pop()
+        for index, child in enumerate(flat[k].children):
+            base[child] = base[k] - 1 - len(flat[k].children)
+            order[child] = 1 + index
+        todo.extend(flat[k].children)
+    spacing = np.array([1 + len(node.children) for node in flat], dtype=np.int64)
+    above = np.array([node.parent for node in flat], dtype=np.int64)
+    depth = np.array([node.depth for node in flat], dtype=np.int64)
+    node, position = np.divmod(np.arange(nranks), size)
+    head = position == 0
+    parent = np.where(head, np.where(above[node] >= 0, above[node] * size, -1),
+                      np.arange(nranks) - 1)
+    chained = base[node] - spacing[node] - (position - 1)  # below the head: a chain
+    reduce = np.where(head, base[node] + order[node], chained)
+    halves = (0, nranks) if which == 0 else (nranks, 2 * nranks)  # doubled ranks
+    last = np.where(head, 0, node * size + size - 1)
+    inside = np.maximum(0, np.minimum(2 * last + 2, halves[1])
+                        - np.maximum(2 * np.arange(nranks), halves[0]))
+    for k in range(nodes):
+        inside[k * size] = sum(max(0, min(2 * b * size + 2 * size, halves[1])
+                                   - max(2 * a * size, halves[0]))
+                               for a, b in _flat_subtree(which, nodes, k))
+    kept, depth = parent >= 0, depth[node] + position
+    return (np.arange(nranks)[kept], parent[kept], depth[kept], reduce[kept],
+            -depth[kept], inside[kept])  # gathering, every edge one round apart
+
+
 def traffic(collective: str, q: int, segments: int = 1,
             ranks_per_node: int | None = None) -> list[Round]:
     """The double binary tree's messages (:mod:`collectives.traffic`), round by round.
@@ -596,7 +637,10 @@ def traffic(collective: str, q: int, segments: int = 1,
     flight form one :class:`Round`.  AllGather's streams carry up the part of a segment
     that the child's subtree holds (a class per share of the tree's half it holds: at
     most that share of the vector), and down the rest (nothing where the subtree holds
-    the whole half); empty messages are not sent.
+    the whole half); empty messages are not sent.  Over nodes, AllReduce's and
+    ReduceScatter's streams are paced rounds (each in flight in its own rounds, as the
+    ranks' steps hold them); AllGather's are the path of the streams' starts (its chains,
+    carrying less the deeper they are, run ahead of the rounds).
 
     Parameters
     ----------
@@ -631,6 +675,12 @@ def traffic(collective: str, q: int, segments: int = 1,
         return tuple(Messages(src, dst, elements(k), k >= 0 and not gathers, skip_empty=True)
                      for k, src, dst in _started(collective, q, ranks_per_node, first, last))
 
+    if ranks_per_node and not gathers:  # every stream in flight in its own rounds
+        _, src, dst, kind = _streams(collective, q, ranks_per_node)
+        return [Round(1, tuple(
+            Messages(src[kind == k], dst[kind == k], elements(k), k >= 0, skip_empty=True,
+                     rounds=np.column_stack([start[kind == k], start[kind == k] + segments]))
+            for k in np.unique(kind).tolist()), paced=True)]
     if ranks_per_node:  # chains run ahead of the rounds: the path of the streams' starts
         return [Round(1, tuple(m for t in np.unique(start).tolist() for m in classes(t, t)),
                       chain=segments, overlap=segments - 1, path=True)]
