@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 from reprlib import repr as brief
+from types import ModuleType
+from typing import NamedTuple
 
-from .errors import ScheduleError
-from .progress import completion_order, match
+import numpy as np
+
+from .errors import DeadlockError, ScheduleError
+from .progress import describe as _describe
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
 
 __all__ = ["verify"]
+
+
+class _Ends(NamedTuple):
+    """Every send and receive of a schedule, rank by rank and step by step: rank ``r``'s
+    steps are the global steps ``step_ptr[r]:step_ptr[r + 1]``, global step ``g``'s ends
+    ``end_ptr[g]:end_ptr[g + 1]``; per end, whether it sends, its peer and its length."""
+
+    step_ptr: np.ndarray
+    end_ptr: np.ndarray
+    is_send: np.ndarray
+    peer: np.ndarray
+    length: np.ndarray
 
 
 def _bounds_error(rank: int, index: int, op: object, count: int) -> ScheduleError:
@@ -77,7 +93,87 @@ def verify(schedule: Schedule) -> None:
     if schedule.nranks < 1 or schedule.count < 0 or schedule.elements < 0:
         raise ScheduleError(f"nranks={schedule.nranks} must be >= 1 and count={schedule.count} "
                             f"and elements={schedule.elements} >= 0")
+    from . import verify_arrays as arrays  # imports Numba: only once a schedule is checked
+
+    ends = _read_ends(schedule, arrays)
+    partner_step = _match(schedule, ends, arrays)
+    step_ptr, end_ptr, _, peer, _ = ends
+    current = arrays.progress(step_ptr, end_ptr, peer, partner_step)
+    if np.array_equal(current, np.diff(step_ptr)):
+        return
+    stuck = np.flatnonzero(current < np.diff(step_ptr)).tolist()
+    details = "; ".join(
+        f"rank {r} at step {current[r]} waits for "
+        + ", ".join(f"rank {peer[e]} to reach step {partner_step[e]}"
+                    for e in range(end_ptr[step_ptr[r] + current[r]],
+                                   end_ptr[step_ptr[r] + current[r] + 1])
+                    if current[peer[e]] < partner_step[e])
+        for r in stuck[:4])
+    raise DeadlockError(f"schedule deadlocks: {len(stuck)} rank(s) stuck: {details}")
+
+
+def _read_ends(schedule: Schedule, arrays: ModuleType) -> _Ends:
+    """Read every rank's operations, run the step checks on them and return every send
+    and receive; raise the first step check's error, rank by rank, step by step."""
+    values = arrays.Values()
+    steps_per_rank = np.zeros(schedule.nranks, dtype=np.int64)
+    per_step, is_send, peer, length = [], [], [], []
     for rank in range(schedule.nranks):
-        for index, step in enumerate(schedule.steps(rank)):
-            _check_step(rank, index, step, schedule.elements)
-    completion_order(schedule, match(schedule))
+        ops = arrays.rank_ops(schedule, rank, values)
+        if arrays.first_faulty_step(*ops, schedule.elements) >= 0:
+            for index, step in enumerate(schedule.steps(rank)):
+                _check_step(rank, index, step, schedule.elements)
+        steps_per_rank[rank] = len(ops.step_ptr) - 1
+        for column, read in zip((per_step, is_send, peer, length), arrays.ends_of(ops)):
+            column.append(read)
+    return _Ends(_offsets(steps_per_rank), _offsets(np.concatenate(per_step)),
+                 np.concatenate(is_send), np.concatenate(peer), np.concatenate(length))
+
+
+def _op(schedule: Schedule, ends: _Ends, end: int) -> tuple[int, int, Send | Recv]:
+    """The rank, step and operation of message end ``end``."""
+    step = int(np.searchsorted(ends.end_ptr, end, side="right")) - 1
+    rank = int(np.searchsorted(ends.step_ptr, step, side="right")) - 1
+    index = step - int(ends.step_ptr[rank])
+    ops = [op for op in schedule.steps(rank)[index].ops if not isinstance(op, Copy)]
+    return rank, index, ops[end - int(ends.end_ptr[step])]
+
+
+def _match(schedule: Schedule, ends: _Ends, arrays: ModuleType) -> np.ndarray:
+    """Pair every send with its receive as :func:`collectives.progress.match` does and
+    raise its first error; return each end's partner's step (at the partner's rank)."""
+    p = schedule.nranks
+    rank = np.repeat(np.arange(p, dtype=np.int64), np.diff(ends.end_ptr[ends.step_ptr]))
+    bad = np.flatnonzero((ends.peer < 0) | (ends.peer >= p) | (ends.peer == rank))
+    if len(bad):
+        at, index, op = _op(schedule, ends, int(bad[0]))
+        raise ScheduleError(f"{_describe(at, index, op)}: peer {op.peer} must be "
+                            f"another rank in 0..{p - 1}")
+    src = np.where(ends.is_send, rank, ends.peer)
+    pair, npairs = arrays.pair_ids(src * p + (rank + ends.peer - src), p)
+    del src
+    partner, k = arrays.match_ends(ends.is_send, pair, npairs)
+    del pair
+    unmatched = partner < 0
+    wrong = ends.is_send & (unmatched | (ends.length != ends.length[partner]))
+    for end in np.flatnonzero(wrong)[:1].tolist() + np.flatnonzero(unmatched)[:1].tolist():
+        at, index, op = _op(schedule, ends, end)
+        src, dst = (at, op.peer) if isinstance(op, Send) else (op.peer, at)
+        if not unmatched[end]:
+            other = _op(schedule, ends, int(partner[end]))
+            raise ScheduleError(f"{_describe(at, index, op)}: length {op.stop - op.start} does "
+                                f"not match {_describe(*other)} of length "
+                                f"{other[2].stop - other[2].start}")
+        raise ScheduleError(f"{_describe(at, index, op)}: unmatched send (message {k[end]} "
+                            f"from {src} to {dst} has no receive)" if isinstance(op, Send) else
+                            f"{_describe(at, index, op)}: unmatched receive (message {k[end]} "
+                            f"from {src} to {dst} is never sent)")
+    local = np.repeat(np.arange(len(ends.end_ptr) - 1, dtype=np.int64), np.diff(ends.end_ptr)) \
+        - ends.step_ptr[rank]
+    return local[partner]
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr

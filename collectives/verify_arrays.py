@@ -1,0 +1,340 @@
+"""The checks of :func:`collectives.verify` on arrays: one rank's operations at a time,
+then every message end, in compiled loops.
+
+A rank's operations are read into columns (kind, flags, peer or copy destination, start,
+stop), from its lanes when the schedule has them (:attr:`collectives.Schedule.lanes`,
+merged into steps as :func:`collectives.rounds.merge_lanes` merges them, without building
+an operation), otherwise from its steps.  The step checks run on each rank's columns as
+they are read; what matching and the progress check need (each send's and receive's
+peer, length and step) is kept, about 20 bytes per message end.  These functions only
+find *whether* and *where* a check fails: :func:`collectives.verify` words the error
+from the operations at fault.  Importing this module imports Numba; the kernels compile
+once and are cached on disk.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .rounds import Window
+from .schedule import Copy, Recv, Schedule, Send, new_recv, new_send
+
+__all__ = ["RankOps", "Values", "rank_ops", "first_faulty_step", "ends_of",
+           "pair_ids", "match_ends", "progress"]
+
+SEND, RECV, COPY = 0, 1, 2  # kinds
+REDUCE, SWAP = 1, 2  # flag bits of a receive
+_GAP = np.iinfo(np.int64).min  # a round without an operation, in a lane's starts
+#: sequences converted to arrays that are recalled by identity (ranks share cached ones)
+_RECALLED = 256
+#: up to this many ordered pairs of ranks, pairs are numbered through an array indexed by
+#: pair (as :mod:`simulator.flatten`); beyond, by sorting
+_DENSE_PAIRS = 1 << 25
+
+
+class RankOps(NamedTuple):
+    """One rank's operations as columns, step by step, in each step's order.
+
+    Attributes
+    ----------
+    step_ptr : ndarray of int64, shape (steps + 1,)
+        Step ``s`` holds the operations ``step_ptr[s]:step_ptr[s + 1]``.
+    kind : ndarray of int8
+        :data:`SEND`, :data:`RECV` or :data:`COPY`.
+    flags : ndarray of int8
+        A receive's :data:`REDUCE` and :data:`SWAP` bits.
+    peer : ndarray of int64
+        The peer of a send or receive; a copy's destination.
+    start, stop : ndarray of int64
+        The element range (a copy's source).
+    """
+
+    step_ptr: np.ndarray
+    kind: np.ndarray
+    flags: np.ndarray
+    peer: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+
+
+class Values:
+    """Sequences of ints (``None`` for a gap) as int64 arrays, recalled by identity
+    among the last :data:`_RECALLED` met; a :class:`~collectives.rounds.Window` is a
+    view of its base's array."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[Any, np.ndarray]] = {}
+
+    def __call__(self, values: Any) -> np.ndarray:
+        if values.__class__ is Window:
+            return self(values.base)[values.start:values.stop]
+        known = self.seen.get(id(values))
+        if known is not None:
+            return known[1]
+        try:
+            converted = np.fromiter(values, dtype=np.int64, count=len(values))
+        except TypeError:  # a None: a gap
+            converted = np.array([_GAP if v is None else v for v in values], dtype=np.int64)
+        if len(self.seen) >= _RECALLED:
+            self.seen.clear()
+        self.seen[id(values)] = (values, converted)
+        return converted
+
+
+def _lane_kind(make: Any) -> int | None:
+    """:data:`SEND` or :data:`RECV` for the builders of sends and receives; None for any
+    other (the rank is then read from its steps)."""
+    if make is new_send or make is Send:
+        return SEND
+    if make is new_recv or make is Recv:
+        return RECV
+    return None
+
+
+def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
+    """A rank's columns from its lanes, merged round by round in lane order; None if a
+    lane makes something other than sends and receives."""
+    rounds, columns = [], []
+    for each in lanes:
+        kind = _lane_kind(each.make)
+        if kind is None:
+            return None
+        n = min(len(each.starts), len(each.stops))
+        start, stop = values(each.starts)[:n], values(each.stops)[:n]
+        used = np.flatnonzero(start != _GAP)
+        flags = sum(bit for bit, flag in zip((REDUCE, SWAP), each.flags) if flag)
+        rounds.append(each.first_round + used)
+        columns.append((np.full(len(used), kind, dtype=np.int8),
+                        np.full(len(used), flags, dtype=np.int8),
+                        np.full(len(used), each.peer, dtype=np.int64), start[used], stop[used]))
+    if not rounds:
+        return RankOps(np.zeros(1, dtype=np.int64), *(np.empty(0, dtype=t) for t in
+                                                      (np.int8, np.int8, np.int64, np.int64,
+                                                       np.int64)))
+    every = np.concatenate(rounds)
+    order = np.argsort(every, kind="stable")  # by round, then in lane order
+    every = every[order]
+    firsts = np.flatnonzero(np.diff(every)) + 1
+    step_ptr = np.concatenate(([0], firsts, [len(every)])).astype(np.int64)
+    return RankOps(step_ptr, *(np.concatenate(column)[order] for column in zip(*columns)))
+
+
+def _from_steps(schedule: Schedule, rank: int) -> RankOps:
+    """A rank's columns from its steps."""
+    ops_per_step = array("q", [0])
+    kinds, flags = array("b"), array("b")
+    peers, starts, stops = array("q"), array("q"), array("q")
+    for step in schedule.steps(rank):
+        for op in step.ops:
+            if type(op) is Copy:
+                kinds.append(COPY)
+                flags.append(0)
+                peers.append(op.dst)
+            else:
+                is_recv = type(op) is Recv
+                kinds.append(RECV if is_recv else SEND)
+                flags.append(is_recv and (op.reduce * REDUCE + op.swap * SWAP))
+                peers.append(op.peer)
+            starts.append(op.start)
+            stops.append(op.stop)
+        ops_per_step.append(ops_per_step[-1] + len(step.ops))
+    return RankOps(*(np.array(column, dtype=dtype) for column, dtype in (
+        (ops_per_step, np.int64), (kinds, np.int8), (flags, np.int8), (peers, np.int64),
+        (starts, np.int64), (stops, np.int64))))
+
+
+def rank_ops(schedule: Schedule, rank: int, values: Values) -> RankOps:
+    """Return the operations of ``rank`` as columns.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule.
+    rank : int
+        A rank in ``0..nranks-1``.
+    values : Values
+        The converter of lanes' starts and stops, shared by every rank of the schedule.
+
+    Returns
+    -------
+    RankOps
+        Read from the rank's lanes when the schedule has lanes of sends and receives,
+        otherwise from its steps.
+    """
+    if schedule.lanes is not None:
+        read = _from_lanes(schedule.lanes(rank), values)
+        if read is not None:
+            return read
+    return _from_steps(schedule, rank)
+
+
+@njit(cache=True)
+def first_faulty_step(step_ptr, kind, flags, peer, start, stop, count):
+    """Return the first step of one rank's columns that breaks a step check of
+    :func:`collectives.verify` (an operation out of bounds, two writes that overlap, a
+    read of a range another operation writes but for a send of what a reducing receive
+    reduces into), or -1."""
+    n = len(kind)
+    wlo = np.empty(n, dtype=np.int64)
+    whi = np.empty(n, dtype=np.int64)
+    wop = np.empty(n, dtype=np.int64)
+    slo = np.empty(n, dtype=np.int64)
+    shi = np.empty(n, dtype=np.int64)
+    sop = np.empty(n, dtype=np.int64)
+    for s in range(len(step_ptr) - 1):
+        lo, hi = step_ptr[s], step_ptr[s + 1]
+        nw = 0
+        for i in range(lo, hi):
+            a, b = start[i], stop[i]
+            if not (0 <= a and a <= b and b <= count):
+                return s
+            if kind[i] == 2:
+                d = peer[i]
+                if not (0 <= d and d <= count - (b - a)):
+                    return s
+                a, b = d, d + b - a
+            elif kind[i] == 0:
+                continue
+            if a < b:
+                wlo[nw], whi[nw], wop[nw] = a, b, i
+                nw += 1
+        order = np.argsort(wlo[:nw], kind="mergesort")
+        for j in range(nw):
+            slo[j], shi[j], sop[j] = wlo[order[j]], whi[order[j]], wop[order[j]]
+            if j and slo[j] < shi[j - 1]:
+                return s
+        for i in range(lo, hi):
+            if kind[i] == 1:
+                continue
+            j = np.searchsorted(shi[:nw], start[i], side="right")  # the first that ends after
+            while j < nw and slo[j] < stop[i]:
+                w = sop[j]
+                if w != i and not (kind[i] == 0 and flags[w] & 1):
+                    return s
+                j += 1
+    return -1
+
+
+def ends_of(ops: RankOps) -> tuple[np.ndarray, ...]:
+    """Return one rank's ends per step, and its ends' sides, peers and lengths.
+
+    Parameters
+    ----------
+    ops : RankOps
+        The rank's columns.
+
+    Returns
+    -------
+    tuple of ndarray
+        Ends per step (int64), whether each is a send (bool), peers and lengths (int64).
+    """
+    is_end = ops.kind != COPY
+    steps = len(ops.step_ptr) - 1
+    step_of_op = np.repeat(np.arange(steps, dtype=np.int64), np.diff(ops.step_ptr))
+    per_step = np.bincount(step_of_op[is_end], minlength=steps).astype(np.int64)
+    return (per_step, ops.kind[is_end] == SEND, ops.peer[is_end],
+            (ops.stop - ops.start)[is_end])
+
+
+def pair_ids(keys: np.ndarray, p: int) -> tuple[np.ndarray, int]:
+    """Number the ordered pairs ``keys`` (``src * p + dst``) in the order first met.
+
+    Parameters
+    ----------
+    keys : ndarray of int64
+        Each end's ordered pair.
+    p : int
+        The number of ranks.
+
+    Returns
+    -------
+    tuple of (ndarray of int64, int)
+        Each end's pair number, and the number of pairs.
+    """
+    if p * p <= _DENSE_PAIRS:
+        return _dense_ids(keys, np.full(p * p, -1, dtype=np.int64))
+    found, inverse = np.unique(keys, return_inverse=True)
+    return inverse.ravel().astype(np.int64), len(found)
+
+
+@njit(cache=True)
+def _dense_ids(keys, dense):
+    ids = np.empty(len(keys), dtype=np.int64)
+    n = 0
+    for e in range(len(keys)):
+        i = dense[keys[e]]
+        if i < 0:
+            i = n
+            dense[keys[e]] = n
+            n += 1
+        ids[e] = i
+    return ids, n
+
+
+@njit(cache=True)
+def match_ends(is_send, pair, npairs):
+    """Pair the k-th send of each ordered pair with its k-th receive (program order).
+
+    Returns each end's partner end (-1 for none) and its ``k``."""
+    counts = np.zeros((npairs, 2), dtype=np.int64)
+    k = np.empty(len(pair), dtype=np.int64)
+    for e in range(len(pair)):
+        side = 0 if is_send[e] else 1
+        k[e] = counts[pair[e], side]
+        counts[pair[e], side] += 1
+    base = np.zeros(npairs + 1, dtype=np.int64)
+    for i in range(npairs):
+        base[i + 1] = base[i] + max(counts[i, 0], counts[i, 1])
+    slots = np.full((base[npairs], 2), -1, dtype=np.int64)
+    for e in range(len(pair)):
+        slots[base[pair[e]] + k[e], 0 if is_send[e] else 1] = e
+    partner = np.full(len(pair), -1, dtype=np.int64)
+    for i in range(base[npairs]):
+        s, r = slots[i, 0], slots[i, 1]
+        if s >= 0 and r >= 0:
+            partner[s], partner[r] = r, s
+    return partner, k
+
+
+@njit(cache=True)
+def progress(step_ptr, end_ptr, peer, partner_step):
+    """Complete steps as :func:`collectives.progress.completion_order` does (a step
+    completes once every peer it exchanges with has reached the partner's step); return
+    how many steps each rank completed."""
+    p = len(step_ptr) - 1
+    current = np.zeros(p, dtype=np.int64)
+    queue = np.arange(p)
+    queued = np.ones(p, dtype=np.bool_)
+    head, size = 0, p
+    while size:
+        r = queue[head]
+        head = (head + 1) % p
+        size -= 1
+        queued[r] = False
+        if current[r] == step_ptr[r + 1] - step_ptr[r]:
+            continue
+        g = step_ptr[r] + current[r]
+        blocked = False
+        for e in range(end_ptr[g], end_ptr[g + 1]):
+            if current[peer[e]] < partner_step[e]:
+                blocked = True
+                break
+        if blocked:
+            continue
+        current[r] += 1
+        if not queued[r]:
+            queued[r] = True
+            queue[(head + size) % p] = r
+            size += 1
+        if current[r] < step_ptr[r + 1] - step_ptr[r]:
+            for e in range(end_ptr[g + 1], end_ptr[g + 2]):
+                o = peer[e]
+                if not queued[o]:
+                    queued[o] = True
+                    queue[(head + size) % p] = o
+                    size += 1
+    return current
