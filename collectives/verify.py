@@ -117,7 +117,10 @@ def _read_ends(schedule: Schedule, arrays: ModuleType) -> _Ends:
     and receive; raise the first step check's error, rank by rank, step by step."""
     values = arrays.Values()
     steps_per_rank = np.zeros(schedule.nranks, dtype=np.int64)
-    per_step, is_send, peer, length = [], [], [], []
+    per_step: list[np.ndarray] = []
+    is_send: list[np.ndarray] = []
+    peer: list[np.ndarray] = []
+    length: list[np.ndarray] = []
     for rank in range(schedule.nranks):
         ops = arrays.rank_ops(schedule, rank, values)
         if arrays.first_faulty_step(*ops, schedule.elements) >= 0:
@@ -149,28 +152,38 @@ def _match(schedule: Schedule, ends: _Ends, arrays: ModuleType) -> np.ndarray:
         at, index, op = _op(schedule, ends, int(bad[0]))
         raise ScheduleError(f"{_describe(at, index, op)}: peer {op.peer} must be "
                             f"another rank in 0..{p - 1}")
-    src = np.where(ends.is_send, rank, ends.peer)
-    pair, npairs = arrays.pair_ids(src * p + (rank + ends.peer - src), p)
-    del src
+    dst = np.where(ends.is_send, ends.peer, rank)
+    pair, npairs = arrays.pair_ids((rank + ends.peer - dst) * p + dst, p)
+    del dst
     partner, k = arrays.match_ends(ends.is_send, pair, npairs)
     del pair
     unmatched = partner < 0
     wrong = ends.is_send & (unmatched | (ends.length != ends.length[partner]))
-    for end in np.flatnonzero(wrong)[:1].tolist() + np.flatnonzero(unmatched)[:1].tolist():
-        at, index, op = _op(schedule, ends, end)
-        src, dst = (at, op.peer) if isinstance(op, Send) else (op.peer, at)
-        if not unmatched[end]:
-            other = _op(schedule, ends, int(partner[end]))
-            raise ScheduleError(f"{_describe(at, index, op)}: length {op.stop - op.start} does "
-                                f"not match {_describe(*other)} of length "
-                                f"{other[2].stop - other[2].start}")
-        raise ScheduleError(f"{_describe(at, index, op)}: unmatched send (message {k[end]} "
-                            f"from {src} to {dst} has no receive)" if isinstance(op, Send) else
-                            f"{_describe(at, index, op)}: unmatched receive (message {k[end]} "
-                            f"from {src} to {dst} is never sent)")
+    faulty = np.flatnonzero(wrong)[:1].tolist() + np.flatnonzero(unmatched)[:1].tolist()
+    if faulty:  # a send's error first, as match raises them
+        raise _matching_error(schedule, ends, faulty[0], int(partner[faulty[0]]),
+                              int(k[faulty[0]]))
     local = np.repeat(np.arange(len(ends.end_ptr) - 1, dtype=np.int64), np.diff(ends.end_ptr)) \
         - ends.step_ptr[rank]
     return local[partner]
+
+
+def _matching_error(schedule: Schedule, ends: _Ends, end: int, partner: int,
+                    k: int) -> ScheduleError:
+    """The error of message end ``end``: the ``k``-th of its pair, unmatched
+    (``partner`` -1) or matched with an end of another length."""
+    at, index, op = _op(schedule, ends, end)
+    src, dst = (at, op.peer) if isinstance(op, Send) else (op.peer, at)
+    if partner >= 0:
+        other = _op(schedule, ends, partner)
+        return ScheduleError(f"{_describe(at, index, op)}: length {op.stop - op.start} does "
+                             f"not match {_describe(*other)} of length "
+                             f"{other[2].stop - other[2].start}")
+    if isinstance(op, Send):
+        return ScheduleError(f"{_describe(at, index, op)}: unmatched send (message {k} "
+                             f"from {src} to {dst} has no receive)")
+    return ScheduleError(f"{_describe(at, index, op)}: unmatched receive (message {k} "
+                         f"from {src} to {dst} is never sent)")
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:

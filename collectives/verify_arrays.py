@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .rounds import Window
-from .schedule import Copy, Recv, Schedule, Send, new_recv, new_send
+from .schedule import Recv, Schedule, Send, new_recv, new_send
 
 __all__ = ["RankOps", "Values", "rank_ops", "first_faulty_step", "ends_of",
            "pair_ids", "match_ends", "progress"]
@@ -130,15 +130,18 @@ def _from_steps(schedule: Schedule, rank: int) -> RankOps:
     peers, starts, stops = array("q"), array("q"), array("q")
     for step in schedule.steps(rank):
         for op in step.ops:
-            if type(op) is Copy:
+            if isinstance(op, Recv):
+                kinds.append(RECV)
+                flags.append(op.reduce * REDUCE + op.swap * SWAP)
+                peers.append(op.peer)
+            elif isinstance(op, Send):
+                kinds.append(SEND)
+                flags.append(0)
+                peers.append(op.peer)
+            else:
                 kinds.append(COPY)
                 flags.append(0)
                 peers.append(op.dst)
-            else:
-                is_recv = type(op) is Recv
-                kinds.append(RECV if is_recv else SEND)
-                flags.append(is_recv and (op.reduce * REDUCE + op.swap * SWAP))
-                peers.append(op.peer)
             starts.append(op.start)
             stops.append(op.stop)
         ops_per_step.append(ops_per_step[-1] + len(step.ops))
