@@ -5,7 +5,9 @@ pipeline] [--channels 8] [--simulate]`` (under ``/usr/bin/time -v`` for the peak
 one configuration); each configuration builds a fresh schedule (the channel orders of
 :func:`simulator.channel_choice.schedule_params`) and prints the seconds that ``verify``
 takes and the process's peak memory so far; with ``--simulate``, also the seconds of
-``simulate(schedule, machine, verify=True)`` on another fresh schedule.
+``simulate(schedule, machine, verify=True)`` on another fresh schedule.  The simulator's
+engine and verify's kernels are compiled (or loaded from Numba's cache) before the first
+timing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import resource
 import time
 
 import topology
-from collectives import build_schedule, verify
+from collectives import Recv, Schedule, Send, Step, build_schedule, verify
 from simulator import simulate
 from simulator.channel_choice import schedule_params
 from simulator.jit import prepare
@@ -32,6 +34,8 @@ def main() -> None:
                         help="also time simulate(..., verify=True)")
     args = parser.parse_args()
     prepare()
+    verify(Schedule.from_steps("allreduce", "warm-up", 1, [[Step((Send(1, 0, 1),))],
+                                                           [Step((Recv(0, 0, 1),))]]))
     print(f"{'ranks':>6} {'algorithm':>10} {'verify s':>9} {'simulate s':>11} {'peak MB':>8}")
     for nodes in args.nodes:
         machine = topology.dgx_h100(nodes=nodes)

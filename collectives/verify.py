@@ -145,27 +145,18 @@ def _op(schedule: Schedule, ends: _Ends, end: int) -> tuple[int, int, Send | Rec
 def _match(schedule: Schedule, ends: _Ends, arrays: ModuleType) -> np.ndarray:
     """Pair every send with its receive as :func:`collectives.progress.match` does and
     raise its first error; return each end's partner's step (at the partner's rank)."""
-    p = schedule.nranks
-    rank = np.repeat(np.arange(p, dtype=np.int64), np.diff(ends.end_ptr[ends.step_ptr]))
-    bad = np.flatnonzero((ends.peer < 0) | (ends.peer >= p) | (ends.peer == rank))
-    if len(bad):
-        at, index, op = _op(schedule, ends, int(bad[0]))
+    bad = arrays.bad_peer(ends.step_ptr, ends.end_ptr, ends.peer)
+    if bad >= 0:
+        at, index, op = _op(schedule, ends, bad)
         raise ScheduleError(f"{_describe(at, index, op)}: peer {op.peer} must be "
-                            f"another rank in 0..{p - 1}")
-    dst = np.where(ends.is_send, ends.peer, rank)
-    pair, npairs = arrays.pair_ids((rank + ends.peer - dst) * p + dst, p)
-    del dst
-    partner, k = arrays.match_ends(ends.is_send, pair, npairs)
-    del pair
-    unmatched = partner < 0
-    wrong = ends.is_send & (unmatched | (ends.length != ends.length[partner]))
-    faulty = np.flatnonzero(wrong)[:1].tolist() + np.flatnonzero(unmatched)[:1].tolist()
-    if faulty:  # a send's error first, as match raises them
-        raise _matching_error(schedule, ends, faulty[0], int(partner[faulty[0]]),
-                              int(k[faulty[0]]))
-    local = np.repeat(np.arange(len(ends.end_ptr) - 1, dtype=np.int64), np.diff(ends.end_ptr)) \
-        - ends.step_ptr[rank]
-    return local[partner]
+                            f"another rank in 0..{schedule.nranks - 1}")
+    matched = arrays.match(*ends)
+    if matched.bad_send >= 0:  # a send's error first, as match raises them
+        raise _matching_error(schedule, ends, matched.bad_send,
+                              int(matched.partner[matched.bad_send]), matched.bad_send_k)
+    if matched.bad_recv >= 0:
+        raise _matching_error(schedule, ends, matched.bad_recv, -1, matched.bad_recv_k)
+    return matched.partner_step
 
 
 def _matching_error(schedule: Schedule, ends: _Ends, end: int, partner: int,

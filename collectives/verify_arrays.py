@@ -23,8 +23,8 @@ from numba import njit
 from .rounds import Window
 from .schedule import Recv, Schedule, Send, new_recv, new_send
 
-__all__ = ["RankOps", "Values", "rank_ops", "first_faulty_step", "ends_of",
-           "pair_ids", "match_ends", "progress"]
+__all__ = ["RankOps", "Values", "Matched", "rank_ops", "first_faulty_step", "ends_of",
+           "bad_peer", "match", "progress"]
 
 SEND, RECV, COPY = 0, 1, 2  # kinds
 REDUCE, SWAP = 1, 2  # flag bits of a receive
@@ -243,29 +243,103 @@ def ends_of(ops: RankOps) -> tuple[np.ndarray, ...]:
             (ops.stop - ops.start)[is_end])
 
 
-def pair_ids(keys: np.ndarray, p: int) -> tuple[np.ndarray, int]:
-    """Number the ordered pairs ``keys`` (``src * p + dst``) in the order first met.
+class Matched(NamedTuple):
+    """Every send paired with its receive, and the first of each kind of fault.
+
+    Attributes
+    ----------
+    partner : ndarray of int64
+        Each end's partner end, -1 for none.
+    partner_step : ndarray of int64
+        The step of each end's partner at the partner's rank (-1 for none).
+    bad_send, bad_recv : int
+        The first send without a receive of its length, and the first receive without a
+        send, in program order (rank by rank, step by step); -1 for none.
+    bad_send_k, bad_recv_k : int
+        Their places among their pair's sends or receives.
+    """
+
+    partner: np.ndarray
+    partner_step: np.ndarray
+    bad_send: int
+    bad_send_k: int
+    bad_recv: int
+    bad_recv_k: int
+
+
+def bad_peer(step_ptr: np.ndarray, end_ptr: np.ndarray, peer: np.ndarray) -> int:
+    """Return the first end whose peer is not another rank of the schedule, or -1.
 
     Parameters
     ----------
-    keys : ndarray of int64
-        Each end's ordered pair.
-    p : int
-        The number of ranks.
+    step_ptr, end_ptr : ndarray of int64
+        Each rank's global steps and each global step's ends.
+    peer : ndarray of int64
+        Each end's peer.
 
     Returns
     -------
-    tuple of (ndarray of int64, int)
-        Each end's pair number, and the number of pairs.
+    int
     """
+    return int(_bad_peer(step_ptr, end_ptr, peer))
+
+
+def match(step_ptr: np.ndarray, end_ptr: np.ndarray, is_send: np.ndarray, peer: np.ndarray,
+          length: np.ndarray) -> Matched:
+    """Pair the k-th send from ``a`` to ``b`` with the k-th receive at ``b`` from ``a``.
+
+    Parameters
+    ----------
+    step_ptr, end_ptr : ndarray of int64
+        Each rank's global steps and each global step's ends.
+    is_send : ndarray of bool
+        Whether each end sends (else it receives).
+    peer : ndarray of int64
+        Each end's peer, another rank (:func:`bad_peer` finds none).
+    length : ndarray of int64
+        Each end's elements.
+
+    Returns
+    -------
+    Matched
+    """
+    p = len(step_ptr) - 1
+    keys = _pair_keys(step_ptr, end_ptr, is_send, peer)
     if p * p <= _DENSE_PAIRS:
-        return _dense_ids(keys, np.full(p * p, -1, dtype=np.int64))
-    found, inverse = np.unique(keys, return_inverse=True)
-    return inverse.ravel().astype(np.int64), len(found)
+        pair, npairs = _dense_ids(keys, np.full(p * p, -1, dtype=np.int64))
+    else:
+        found, inverse = np.unique(keys, return_inverse=True)
+        pair, npairs = inverse.ravel().astype(np.int64), len(found)
+    del keys
+    partner, faults = _match(is_send, length, pair, npairs)
+    del pair
+    return Matched(partner, _partner_steps(step_ptr, end_ptr, partner), *faults.tolist())
+
+
+@njit(cache=True)
+def _bad_peer(step_ptr, end_ptr, peer):
+    p = len(step_ptr) - 1
+    for r in range(p):
+        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
+            if peer[e] < 0 or peer[e] >= p or peer[e] == r:
+                return e
+    return -1
+
+
+@njit(cache=True)
+def _pair_keys(step_ptr, end_ptr, is_send, peer):
+    """Each end's ordered pair of ranks, ``src * p + dst``."""
+    p = len(step_ptr) - 1
+    keys = np.empty(len(peer), dtype=np.int64)
+    for r in range(p):
+        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
+            keys[e] = r * p + peer[e] if is_send[e] else peer[e] * p + r
+    return keys
 
 
 @njit(cache=True)
 def _dense_ids(keys, dense):
+    """Number the pairs ``keys`` in the order first met, through ``dense`` (-1 per pair)."""
     ids = np.empty(len(keys), dtype=np.int64)
     n = 0
     for e in range(len(keys)):
@@ -279,10 +353,9 @@ def _dense_ids(keys, dense):
 
 
 @njit(cache=True)
-def match_ends(is_send, pair, npairs):
-    """Pair the k-th send of each ordered pair with its k-th receive (program order).
-
-    Returns each end's partner end (-1 for none) and its ``k``."""
+def _match(is_send, length, pair, npairs):
+    """Each end's partner (-1 for none), and the first bad send and receive and their k
+    (:class:`Matched`)."""
     counts = np.zeros((npairs, 2), dtype=np.int64)
     k = np.empty(len(pair), dtype=np.int64)
     for e in range(len(pair)):
@@ -296,11 +369,31 @@ def match_ends(is_send, pair, npairs):
     for e in range(len(pair)):
         slots[base[pair[e]] + k[e], 0 if is_send[e] else 1] = e
     partner = np.full(len(pair), -1, dtype=np.int64)
-    for i in range(base[npairs]):
+    for i in range(len(slots)):
         s, r = slots[i, 0], slots[i, 1]
         if s >= 0 and r >= 0:
             partner[s], partner[r] = r, s
-    return partner, k
+    faults = np.full(4, -1, dtype=np.int64)
+    for e in range(len(pair)):
+        side = 0 if is_send[e] else 2
+        if faults[side] < 0 and (partner[e] < 0 or (
+                side == 0 and length[e] != length[partner[e]])):
+            faults[side], faults[side + 1] = e, k[e]
+    return partner, faults
+
+
+@njit(cache=True)
+def _partner_steps(step_ptr, end_ptr, partner):
+    """Each end's partner's step at the partner's rank (-1 for none)."""
+    local = np.empty(len(partner), dtype=np.int64)
+    for r in range(len(step_ptr) - 1):
+        for g in range(step_ptr[r], step_ptr[r + 1]):
+            local[end_ptr[g]:end_ptr[g + 1]] = g - step_ptr[r]
+    steps = np.full(len(partner), -1, dtype=np.int64)
+    for e in range(len(partner)):
+        if partner[e] >= 0:
+            steps[e] = local[partner[e]]
+    return steps
 
 
 @njit(cache=True)
