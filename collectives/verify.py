@@ -127,7 +127,7 @@ def _read_ends(schedule: Schedule, arrays: ModuleType) -> _Ends:
             for index, step in enumerate(schedule.steps(rank)):
                 _check_step(rank, index, step, schedule.elements)
         steps_per_rank[rank] = len(ops.step_ptr) - 1
-        for column, read in zip((per_step, is_send, peer, length), arrays.ends_of(ops)):
+        for column, read in zip((per_step, is_send, peer, length), arrays.ends_of(ops, schedule.nranks)):
             column.append(read)
     return _Ends(_offsets(steps_per_rank), _offsets(np.concatenate(per_step)),
                  np.concatenate(is_send), np.concatenate(peer), np.concatenate(length))

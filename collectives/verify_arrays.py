@@ -222,24 +222,29 @@ def first_faulty_step(step_ptr, kind, flags, peer, start, stop, count):
     return -1
 
 
-def ends_of(ops: RankOps) -> tuple[np.ndarray, ...]:
+def ends_of(ops: RankOps, nranks: int) -> tuple[np.ndarray, ...]:
     """Return one rank's ends per step, and its ends' sides, peers and lengths.
 
     Parameters
     ----------
     ops : RankOps
         The rank's columns.
+    nranks : int
+        The ranks of the schedule.
 
     Returns
     -------
     tuple of ndarray
-        Ends per step (int64), whether each is a send (bool), peers and lengths (int64).
+        Ends per step (int64), whether each is a send (bool), peers (int32, -1 for one
+        outside ``0..nranks-1``) and lengths (int64).
     """
     is_end = ops.kind != COPY
     steps = len(ops.step_ptr) - 1
     step_of_op = np.repeat(np.arange(steps, dtype=np.int64), np.diff(ops.step_ptr))
     per_step = np.bincount(step_of_op[is_end], minlength=steps).astype(np.int64)
-    return (per_step, ops.kind[is_end] == SEND, ops.peer[is_end],
+    peer = ops.peer[is_end]
+    peer[(peer < 0) | (peer >= nranks)] = -1
+    return (per_step, ops.kind[is_end] == SEND, peer.astype(np.int32),
             (ops.stop - ops.start)[is_end])
 
 
@@ -250,7 +255,7 @@ class Matched(NamedTuple):
     ----------
     partner : ndarray of int64
         Each end's partner end, -1 for none.
-    partner_step : ndarray of int64
+    partner_step : ndarray of int32
         The step of each end's partner at the partner's rank (-1 for none).
     bad_send, bad_recv : int
         The first send without a receive of its length, and the first receive without a
@@ -274,8 +279,8 @@ def bad_peer(step_ptr: np.ndarray, end_ptr: np.ndarray, peer: np.ndarray) -> int
     ----------
     step_ptr, end_ptr : ndarray of int64
         Each rank's global steps and each global step's ends.
-    peer : ndarray of int64
-        Each end's peer.
+    peer : ndarray of int32
+        Each end's peer (-1 for one outside the ranks).
 
     Returns
     -------
@@ -294,7 +299,7 @@ def match(step_ptr: np.ndarray, end_ptr: np.ndarray, is_send: np.ndarray, peer: 
         Each rank's global steps and each global step's ends.
     is_send : ndarray of bool
         Whether each end sends (else it receives).
-    peer : ndarray of int64
+    peer : ndarray of int32
         Each end's peer, another rank (:func:`bad_peer` finds none).
     length : ndarray of int64
         Each end's elements.
@@ -304,13 +309,13 @@ def match(step_ptr: np.ndarray, end_ptr: np.ndarray, is_send: np.ndarray, peer: 
     Matched
     """
     p = len(step_ptr) - 1
-    keys = _pair_keys(step_ptr, end_ptr, is_send, peer)
     if p * p <= _DENSE_PAIRS:
-        pair, npairs = _dense_ids(keys, np.full(p * p, -1, dtype=np.int64))
+        pair, npairs = _dense_ids(step_ptr, end_ptr, is_send, peer,
+                                  np.full(p * p, -1, dtype=np.int32))
     else:
-        found, inverse = np.unique(keys, return_inverse=True)
-        pair, npairs = inverse.ravel().astype(np.int64), len(found)
-    del keys
+        found, inverse = np.unique(_pair_keys(step_ptr, end_ptr, is_send, peer),
+                                   return_inverse=True)
+        pair, npairs = inverse.ravel().astype(np.int32), len(found)
     partner, faults = _match(is_send, length, pair, npairs)
     del pair
     return Matched(partner, _partner_steps(step_ptr, end_ptr, partner), *faults.tolist())
@@ -338,17 +343,21 @@ def _pair_keys(step_ptr, end_ptr, is_send, peer):
 
 
 @njit(cache=True)
-def _dense_ids(keys, dense):
-    """Number the pairs ``keys`` in the order first met, through ``dense`` (-1 per pair)."""
-    ids = np.empty(len(keys), dtype=np.int64)
+def _dense_ids(step_ptr, end_ptr, is_send, peer, dense):
+    """Number each end's ordered pair of ranks in the order first met, through ``dense``
+    (-1 per ordered pair)."""
+    p = len(step_ptr) - 1
+    ids = np.empty(len(peer), dtype=np.int32)
     n = 0
-    for e in range(len(keys)):
-        i = dense[keys[e]]
-        if i < 0:
-            i = n
-            dense[keys[e]] = n
-            n += 1
-        ids[e] = i
+    for r in range(p):
+        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
+            key = r * p + peer[e] if is_send[e] else peer[e] * p + r
+            i = dense[key]
+            if i < 0:
+                i = n
+                dense[key] = n
+                n += 1
+            ids[e] = i
     return ids, n
 
 
@@ -356,23 +365,28 @@ def _dense_ids(keys, dense):
 def _match(is_send, length, pair, npairs):
     """Each end's partner (-1 for none), and the first bad send and receive and their k
     (:class:`Matched`)."""
-    counts = np.zeros((npairs, 2), dtype=np.int64)
-    k = np.empty(len(pair), dtype=np.int64)
+    sends = np.zeros(npairs + 1, dtype=np.int64)
+    k = np.empty(len(pair), dtype=np.int32)
     for e in range(len(pair)):
-        side = 0 if is_send[e] else 1
-        k[e] = counts[pair[e], side]
-        counts[pair[e], side] += 1
-    base = np.zeros(npairs + 1, dtype=np.int64)
-    for i in range(npairs):
-        base[i + 1] = base[i] + max(counts[i, 0], counts[i, 1])
-    slots = np.full((base[npairs], 2), -1, dtype=np.int64)
+        if is_send[e]:
+            k[e] = sends[pair[e] + 1]
+            sends[pair[e] + 1] += 1
+    recvs = np.zeros(npairs, dtype=np.int64)
     for e in range(len(pair)):
-        slots[base[pair[e]] + k[e], 0 if is_send[e] else 1] = e
+        if not is_send[e]:
+            k[e] = recvs[pair[e]]
+            recvs[pair[e]] += 1
+    for i in range(npairs):  # where each pair's sends start among all sends
+        sends[i + 1] += sends[i]
+    send_at = np.empty(sends[npairs], dtype=np.int64)
+    for e in range(len(pair)):
+        if is_send[e]:
+            send_at[sends[pair[e]] + k[e]] = e
     partner = np.full(len(pair), -1, dtype=np.int64)
-    for i in range(len(slots)):
-        s, r = slots[i, 0], slots[i, 1]
-        if s >= 0 and r >= 0:
-            partner[s], partner[r] = r, s
+    for e in range(len(pair)):
+        if not is_send[e] and sends[pair[e]] + k[e] < sends[pair[e] + 1]:
+            s = send_at[sends[pair[e]] + k[e]]
+            partner[s], partner[e] = e, s
     faults = np.full(4, -1, dtype=np.int64)
     for e in range(len(pair)):
         side = 0 if is_send[e] else 2
@@ -385,14 +399,12 @@ def _match(is_send, length, pair, npairs):
 @njit(cache=True)
 def _partner_steps(step_ptr, end_ptr, partner):
     """Each end's partner's step at the partner's rank (-1 for none)."""
-    local = np.empty(len(partner), dtype=np.int64)
+    steps = np.full(len(partner), -1, dtype=np.int32)
     for r in range(len(step_ptr) - 1):
         for g in range(step_ptr[r], step_ptr[r + 1]):
-            local[end_ptr[g]:end_ptr[g + 1]] = g - step_ptr[r]
-    steps = np.full(len(partner), -1, dtype=np.int64)
-    for e in range(len(partner)):
-        if partner[e] >= 0:
-            steps[e] = local[partner[e]]
+            for e in range(end_ptr[g], end_ptr[g + 1]):
+                if partner[e] >= 0:
+                    steps[partner[e]] = g - step_ptr[r]
     return steps
 
 
