@@ -98,29 +98,31 @@ def _lane_kind(make: Any) -> int | None:
 def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
     """A rank's columns from its lanes, merged round by round in lane order; None if a
     lane makes something other than sends and receives."""
-    rounds, columns = [], []
+    table, starts, stops = [], [], []  # per lane: first round, kind, flags, peer
     for each in lanes:
         kind = _lane_kind(each.make)
         if kind is None:
             return None
         n = min(len(each.starts), len(each.stops))
-        start, stop = values(each.starts)[:n], values(each.stops)[:n]
-        used = np.flatnonzero(start != _GAP)
+        starts.append(values(each.starts)[:n])
+        stops.append(values(each.stops)[:n])
         flags = sum(bit for bit, flag in zip((REDUCE, SWAP), each.flags) if flag)
-        rounds.append(each.first_round + used)
-        columns.append((np.full(len(used), kind, dtype=np.int8),
-                        np.full(len(used), flags, dtype=np.int8),
-                        np.full(len(used), each.peer, dtype=np.int64), start[used], stop[used]))
-    if not rounds:
-        return RankOps(np.zeros(1, dtype=np.int64), *(np.empty(0, dtype=t) for t in
-                                                      (np.int8, np.int8, np.int64, np.int64,
-                                                       np.int64)))
-    every = np.concatenate(rounds)
-    order = np.argsort(every, kind="stable")  # by round, then in lane order
-    every = every[order]
-    firsts = np.flatnonzero(np.diff(every)) + 1
-    step_ptr = np.concatenate(([0], firsts, [len(every)])).astype(np.int64)
-    return RankOps(step_ptr, *(np.concatenate(column)[order] for column in zip(*columns)))
+        table.append((each.first_round, kind, flags, each.peer))
+    if not table:
+        return RankOps(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int8),
+                       np.empty(0, dtype=np.int8), *(np.empty(0, dtype=np.int64),) * 3)
+    rows = np.array(table, dtype=np.int64)
+    per_lane = np.fromiter(map(len, starts), dtype=np.int64, count=len(starts))
+    lane_of = np.repeat(np.arange(len(rows)), per_lane)
+    start, stop = np.concatenate(starts), np.concatenate(stops)
+    used = np.flatnonzero(start != _GAP)
+    lane_of = lane_of[used]
+    rounds = rows[lane_of, 0] + used - (np.cumsum(per_lane) - per_lane)[lane_of]
+    order = np.argsort(rounds, kind="stable")  # by round, then in lane order
+    rounds, lane_of, used = rounds[order], lane_of[order], used[order]
+    step_ptr = np.concatenate(([0], np.flatnonzero(np.diff(rounds)) + 1, [len(rounds)]))
+    return RankOps(step_ptr.astype(np.int64), rows[lane_of, 1].astype(np.int8),
+                   rows[lane_of, 2].astype(np.int8), rows[lane_of, 3], start[used], stop[used])
 
 
 def _from_steps(schedule: Schedule, rank: int) -> RankOps:
