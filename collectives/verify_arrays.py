@@ -98,7 +98,7 @@ def _lane_kind(make: Any) -> int | None:
 def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
     """A rank's columns from its lanes, merged round by round in lane order; None if a
     lane makes something other than sends and receives."""
-    table, starts, stops = [], [], []  # per lane: first round, kind, flags, peer
+    table, starts, stops = [], [], []  # per lane: first round, kind, flags, peer, entries
     for each in lanes:
         kind = _lane_kind(each.make)
         if kind is None:
@@ -107,22 +107,51 @@ def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
         starts.append(values(each.starts)[:n])
         stops.append(values(each.stops)[:n])
         flags = sum(bit for bit, flag in zip((REDUCE, SWAP), each.flags) if flag)
-        table.append((each.first_round, kind, flags, each.peer))
+        table.append((each.first_round, kind, flags, each.peer, n))
     if not table:
         return RankOps(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int8),
                        np.empty(0, dtype=np.int8), *(np.empty(0, dtype=np.int64),) * 3)
-    rows = np.array(table, dtype=np.int64)
-    per_lane = np.fromiter(map(len, starts), dtype=np.int64, count=len(starts))
-    lane_of = np.repeat(np.arange(len(rows)), per_lane)
-    start, stop = np.concatenate(starts), np.concatenate(stops)
-    used = np.flatnonzero(start != _GAP)
-    lane_of = lane_of[used]
-    rounds = rows[lane_of, 0] + used - (np.cumsum(per_lane) - per_lane)[lane_of]
-    order = np.argsort(rounds, kind="stable")  # by round, then in lane order
-    rounds, lane_of, used = rounds[order], lane_of[order], used[order]
-    step_ptr = np.concatenate(([0], np.flatnonzero(np.diff(rounds)) + 1, [len(rounds)]))
-    return RankOps(step_ptr.astype(np.int64), rows[lane_of, 1].astype(np.int8),
-                   rows[lane_of, 2].astype(np.int8), rows[lane_of, 3], start[used], stop[used])
+    return RankOps(*_merge(np.array(table, dtype=np.int64), np.concatenate(starts),
+                           np.concatenate(stops), _GAP))
+
+
+@njit(cache=True)
+def _merge(table, start, stop, gap):
+    """A rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
+    merges them: a step per round with an operation, its operations in lane order.
+    ``table`` holds per lane its first round, kind, flags, peer and entries; ``start``
+    and ``stop`` its entries' ranges, lane after lane (``gap`` starts a round without)."""
+    total = len(start)
+    first = np.empty(len(table) + 1, dtype=np.int64)  # each lane's first entry
+    first[0] = 0
+    base, top = 0, 0
+    for i in range(len(table)):
+        n = table[i, 4]
+        first[i + 1] = first[i] + n
+        if n:
+            if top == base:
+                base, top = table[i, 0], table[i, 0] + n
+            else:
+                base, top = min(base, table[i, 0]), max(top, table[i, 0] + n)
+    step_ptr = np.zeros(total + 1, dtype=np.int64)
+    kind = np.empty(total, dtype=np.int8)
+    flags = np.empty(total, dtype=np.int8)
+    peer = np.empty(total, dtype=np.int64)
+    starts = np.empty(total, dtype=np.int64)
+    stops = np.empty(total, dtype=np.int64)
+    nops = nsteps = 0
+    for now in range(base, top):
+        for i in range(len(table)):
+            k = now - table[i, 0]
+            if 0 <= k < table[i, 4] and start[first[i] + k] != gap:
+                kind[nops], flags[nops], peer[nops] = table[i, 1], table[i, 2], table[i, 3]
+                starts[nops], stops[nops] = start[first[i] + k], stop[first[i] + k]
+                nops += 1
+        if nops > step_ptr[nsteps]:
+            nsteps += 1
+            step_ptr[nsteps] = nops
+    return (step_ptr[:nsteps + 1], kind[:nops], flags[:nops], peer[:nops], starts[:nops],
+            stops[:nops])
 
 
 def _from_steps(schedule: Schedule, rank: int) -> RankOps:
