@@ -108,31 +108,26 @@ def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
         stops.append(values(each.stops)[:n])
         flags = sum(bit for bit, flag in zip((REDUCE, SWAP), each.flags) if flag)
         table.append((each.first_round, kind, flags, each.peer, n))
-    if not table:
+    rows = np.array(table, dtype=np.int64).reshape(-1, 5)
+    first = np.zeros(len(rows) + 1, dtype=np.int64)  # each lane's first entry
+    np.cumsum(rows[:, 4], out=first[1:])
+    held = rows[rows[:, 4] > 0]
+    if not len(held):
         return RankOps(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int8),
                        np.empty(0, dtype=np.int8), *(np.empty(0, dtype=np.int64),) * 3)
-    return RankOps(*_merge(np.array(table, dtype=np.int64), np.concatenate(starts),
-                           np.concatenate(stops), _GAP))
+    rounds = (held[:, 0].min(), (held[:, 0] + held[:, 4]).max())
+    return RankOps(*_merge(rows, first, np.concatenate(starts), np.concatenate(stops),
+                           *rounds, _GAP))
 
 
 @njit(cache=True)
-def _merge(table, start, stop, gap):
+def _merge(table, first, start, stop, base, top, gap):
     """A rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
     merges them: a step per round with an operation, its operations in lane order.
     ``table`` holds per lane its first round, kind, flags, peer and entries; ``start``
-    and ``stop`` its entries' ranges, lane after lane (``gap`` starts a round without)."""
+    and ``stop`` its entries' ranges, lane ``i``'s from ``first[i]`` (``gap`` starts a
+    round without), in the rounds ``base..top-1``."""
     total = len(start)
-    first = np.empty(len(table) + 1, dtype=np.int64)  # each lane's first entry
-    first[0] = 0
-    base, top = 0, 0
-    for i in range(len(table)):
-        n = table[i, 4]
-        first[i + 1] = first[i] + n
-        if n:
-            if top == base:
-                base, top = table[i, 0], table[i, 0] + n
-            else:
-                base, top = min(base, table[i, 0]), max(top, table[i, 0] + n)
     step_ptr = np.zeros(total + 1, dtype=np.int64)
     kind = np.empty(total, dtype=np.int8)
     flags = np.empty(total, dtype=np.int8)
@@ -269,14 +264,28 @@ def ends_of(ops: RankOps, nranks: int) -> tuple[np.ndarray, ...]:
         Ends per step (int64), whether each is a send (bool), peers (int32, -1 for one
         outside ``0..nranks-1``) and lengths (int64).
     """
-    is_end = ops.kind != COPY
-    steps = len(ops.step_ptr) - 1
-    step_of_op = np.repeat(np.arange(steps, dtype=np.int64), np.diff(ops.step_ptr))
-    per_step = np.bincount(step_of_op[is_end], minlength=steps).astype(np.int64)
-    peer = ops.peer[is_end]
-    peer[(peer < 0) | (peer >= nranks)] = -1
-    return (per_step, ops.kind[is_end] == SEND, peer.astype(np.int32),
-            (ops.stop - ops.start)[is_end])
+    return _ends(ops.step_ptr, ops.kind, ops.peer, ops.start, ops.stop, nranks)
+
+
+@njit(cache=True)
+def _ends(step_ptr, kind, peer, start, stop, nranks):
+    n = 0
+    for i in range(len(kind)):
+        n += kind[i] != 2
+    per_step = np.zeros(len(step_ptr) - 1, dtype=np.int64)
+    is_send = np.empty(n, dtype=np.bool_)
+    peers = np.empty(n, dtype=np.int32)
+    length = np.empty(n, dtype=np.int64)
+    e = 0
+    for s in range(len(step_ptr) - 1):
+        for i in range(step_ptr[s], step_ptr[s + 1]):
+            if kind[i] != 2:
+                per_step[s] += 1
+                is_send[e] = kind[i] == 0
+                peers[e] = peer[i] if 0 <= peer[i] < nranks else -1
+                length[e] = stop[i] - start[i]
+                e += 1
+    return per_step, is_send, peers, length
 
 
 class Matched(NamedTuple):
