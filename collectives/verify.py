@@ -1,4 +1,11 @@
-"""Check a schedule without running it."""
+"""Check a schedule without running it.
+
+The checks read every rank's operations as arrays (:mod:`collectives.verify_arrays`: from
+the rank's lanes where the schedule has them, so a large schedule's operations are never
+built) and run in compiled loops, in time and memory proportional to the operations;
+an error is worded from the operations at fault, as the checks on operation objects
+(:func:`_check_step` and :mod:`collectives.progress`) word it.
+"""
 
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ stop), from its lanes when the schedule has them (:attr:`collectives.Schedule.la
 merged into steps as :func:`collectives.rounds.merge_lanes` merges them, without building
 an operation), otherwise from its steps.  The step checks run on each rank's columns as
 they are read; what matching and the progress check need (each send's and receive's
-peer, length and step) is kept, about 20 bytes per message end.  These functions only
-find *whether* and *where* a check fails: :func:`collectives.verify` words the error
-from the operations at fault.  Importing this module imports Numba; the kernels compile
+peer and length, 13 bytes per message end) is kept, and matching adds about 20 more.
+These functions only find *whether* and *where* a check fails:
+:func:`collectives.verify` words the error from the operations at fault.  Importing this module imports Numba; the kernels compile
 once and are cached on disk.
 """
 
