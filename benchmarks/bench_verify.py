@@ -34,6 +34,7 @@ def main() -> None:
                         help="also time simulate(..., verify=True)")
     args = parser.parse_args()
     prepare()
+    verify(build_schedule("allreduce", "ring", 2, 2))  # read from lanes
     verify(Schedule.from_steps("allreduce", "warm-up", 1, [[Step((Send(1, 0, 1),))],
                                                            [Step((Recv(0, 0, 1),))]]))
     print(f"{'ranks':>6} {'algorithm':>10} {'verify s':>9} {'simulate s':>11} {'peak MB':>8}")
