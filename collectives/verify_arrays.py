@@ -15,6 +15,7 @@ once and are cached on disk.
 from __future__ import annotations
 
 from array import array
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,6 +32,9 @@ REDUCE, SWAP = 1, 2  # flag bits of a receive
 _GAP = np.iinfo(np.int64).min  # a round without an operation, in a lane's starts
 #: sequences converted to arrays that are recalled by identity (ranks share cached ones)
 _RECALLED = 256
+#: sequences of at most this many entries are converted again rather than recalled (a
+#: composed schedule's lanes are hundreds per rank, of an entry or two, each new)
+_SHORT = 8
 #: up to this many ordered pairs of ranks, pairs are numbered through an array indexed by
 #: pair (as :mod:`simulator.flatten`); beyond, by sorting
 _DENSE_PAIRS = 1 << 25
@@ -62,9 +66,9 @@ class RankOps(NamedTuple):
 
 
 class Values:
-    """Sequences of ints (``None`` for a gap) as int64 arrays, recalled by identity
-    among the last :data:`_RECALLED` met; a :class:`~collectives.rounds.Window` is a
-    view of its base's array."""
+    """Sequences of ints (``None`` for a gap) as int64 arrays, those longer than
+    :data:`_SHORT` recalled by identity among the last :data:`_RECALLED` met; a
+    :class:`~collectives.rounds.Window` is a view of its base's array."""
 
     def __init__(self) -> None:
         self.seen: dict[int, tuple[Any, np.ndarray]] = {}
@@ -72,17 +76,26 @@ class Values:
     def __call__(self, values: Any) -> np.ndarray:
         if values.__class__ is Window:
             return self(values.base)[values.start:values.stop]
-        known = self.seen.get(id(values))
-        if known is not None:
-            return known[1]
+        recalled = len(values) > _SHORT
+        if recalled:
+            known = self.seen.get(id(values))
+            if known is not None:
+                return known[1]
         try:
             converted = np.fromiter(values, dtype=np.int64, count=len(values))
         except TypeError:  # a None: a gap
             converted = np.array([_GAP if v is None else v for v in values], dtype=np.int64)
-        if len(self.seen) >= _RECALLED:
-            self.seen.clear()
-        self.seen[id(values)] = (values, converted)
+        if recalled:
+            if len(self.seen) >= _RECALLED:
+                self.seen.clear()
+            self.seen[id(values)] = (values, converted)
         return converted
+
+
+@lru_cache(maxsize=None)
+def _flag_bits(flags: tuple[bool, ...]) -> int:
+    """A lane's ``reduce`` and ``swap`` flags as :data:`REDUCE` and :data:`SWAP` bits."""
+    return sum(bit for bit, flag in zip((REDUCE, SWAP), flags) if flag)
 
 
 def _lane_kind(make: Any) -> int | None:
@@ -106,8 +119,7 @@ def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
         n = min(len(each.starts), len(each.stops))
         starts.append(values(each.starts)[:n])
         stops.append(values(each.stops)[:n])
-        flags = sum(bit for bit, flag in zip((REDUCE, SWAP), each.flags) if flag)
-        table.append((each.first_round, kind, flags, each.peer, n))
+        table.append((each.first_round, kind, _flag_bits(each.flags), each.peer, n))
     rows = np.array(table, dtype=np.int64).reshape(-1, 5)
     first = np.zeros(len(rows) + 1, dtype=np.int64)  # each lane's first entry
     np.cumsum(rows[:, 4], out=first[1:])

@@ -130,7 +130,8 @@ def test_deadlocks_are_reported_as_before() -> None:
 
 
 @pytest.mark.parametrize("algorithm, collective, params", [
-    entry for entry in BUILT if entry[0] in ("ring", "tree", "pipeline")])
+    *[entry for entry in BUILT if entry[0] in ("ring", "tree", "pipeline")],
+    ("rhd", "allreduce", {"channels": 2})])
 @pytest.mark.parametrize("nranks, count", [(2, 0), (5, 3), (7, 61)])
 def test_lanes_read_as_their_steps(algorithm: str, collective: str, params: dict,
                                    nranks: int, count: int) -> None:
