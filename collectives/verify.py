@@ -4,7 +4,10 @@ The checks read every rank's operations as arrays (:mod:`collectives.verify_arra
 the rank's lanes where the schedule has them, so a large schedule's operations are never
 built) and run in compiled loops, in time and memory proportional to the operations;
 an error is worded from the operations at fault, as the checks on operation objects
-(:func:`_check_step` and :mod:`collectives.progress`) word it.
+(:func:`_check_step` and :mod:`collectives.progress`) word it.  Schedules of at most
+:data:`OBJECTS_UP_TO_RANKS` ranks are checked on their operation objects instead: at that
+size they take well under a second, and the compiled loops' first compile on a fresh
+install (seconds) is paid only where it saves far more.
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import DeadlockError, ScheduleError
+from .progress import completion_order, match
 from .progress import describe as _describe
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
 
-__all__ = ["verify"]
+__all__ = ["verify", "OBJECTS_UP_TO_RANKS"]
+
+#: schedules of at most so many ranks are checked on their operations (no compiled loops)
+OBJECTS_UP_TO_RANKS = 32
 
 
 class _Ends(NamedTuple):
@@ -100,6 +107,24 @@ def verify(schedule: Schedule) -> None:
     if schedule.nranks < 1 or schedule.count < 0 or schedule.elements < 0:
         raise ScheduleError(f"nranks={schedule.nranks} must be >= 1 and count={schedule.count} "
                             f"and elements={schedule.elements} >= 0")
+    if schedule.nranks <= OBJECTS_UP_TO_RANKS:
+        check_operations(schedule)
+    else:
+        check_arrays(schedule)
+
+
+def check_operations(schedule: Schedule) -> None:
+    """:func:`verify`'s checks on the operation objects: each step's, then matching,
+    then progress (:mod:`collectives.progress`)."""
+    for rank in range(schedule.nranks):
+        for index, step in enumerate(schedule.steps(rank)):
+            _check_step(rank, index, step, schedule.elements)
+    completion_order(schedule, match(schedule))
+
+
+def check_arrays(schedule: Schedule) -> None:
+    """:func:`verify`'s checks on arrays in compiled loops (the same verdict and message as
+    :func:`check_operations`, in time and memory proportional to the operations)."""
     from . import verify_arrays as arrays  # imports Numba: only once a schedule is checked
 
     ends = _read_ends(schedule, arrays)

@@ -3,6 +3,7 @@ randomly broken schedules, and lanes read as their steps."""
 
 from __future__ import annotations
 
+import importlib
 import random
 
 import numpy as np
@@ -10,8 +11,8 @@ import pytest
 
 from collectives import (Copy, CollectivesError, Recv, Schedule, Send, Step, build_schedule,
                          verify)
-from collectives.progress import completion_order, match
-from collectives.verify import _check_step
+from collectives.verify import OBJECTS_UP_TO_RANKS, check_arrays as on_arrays
+from collectives.verify import check_operations as reference
 from collectives import verify_arrays
 from collectives.verify_arrays import Values, rank_ops
 
@@ -21,15 +22,6 @@ BUILT = [("ring", "allreduce", {}), ("ring", "allgather", {"channels": 2}),
          ("pipeline", "reduce_scatter", {"segments": 2}), ("rhd", "allreduce", {}),
          ("rhd", "allreduce", {"doubling": True}), ("chain", "broadcast", {"segments": 3}),
          ("pairwise", "alltoall", {})]
-
-
-def reference(schedule: Schedule) -> None:
-    """The checks verify made before it read arrays: each step's, then matching, then
-    progress, on the operations themselves."""
-    for rank in range(schedule.nranks):
-        for index, step in enumerate(schedule.steps(rank)):
-            _check_step(rank, index, step, schedule.elements)
-    completion_order(schedule, match(schedule))
 
 
 def outcome(check: object, schedule: Schedule) -> tuple[str, str]:
@@ -101,7 +93,7 @@ def compare_on_broken(algorithm: str, collective: str, params: dict, trials: int
                                      [[Step(tuple(ops)) for ops in steps] for steps in ranks],
                                      working=built.working)
         expected = outcome(reference, broken)
-        assert outcome(verify, broken) == expected, broken.to_text()
+        assert outcome(on_arrays, broken) == expected, broken.to_text()
         failures.add(expected[0])
     return failures
 
@@ -126,7 +118,7 @@ def test_deadlocks_are_reported_as_before() -> None:
     ranks += [[Step((Send(4, 1, 2),)), Step((Recv(0, 0, 1),))], [Step((Recv(3, 0, 1),))]]
     broken = Schedule.from_steps("allreduce", "hand", 2, ranks)
     expected = outcome(reference, broken)
-    assert expected[0] == "DeadlockError" and outcome(verify, broken) == expected
+    assert expected[0] == "DeadlockError" and outcome(on_arrays, broken) == expected
 
 
 @pytest.mark.parametrize("algorithm, collective, params", [
@@ -143,3 +135,23 @@ def test_lanes_read_as_their_steps(algorithm: str, collective: str, params: dict
     for rank in range(nranks):
         from_lanes, from_steps = rank_ops(built, rank, values), rank_ops(steps, rank, values)
         assert all(np.array_equal(a, b) for a, b in zip(from_lanes, from_steps)), rank
+
+
+def test_verify_checks_small_schedules_on_operations_and_large_ones_on_arrays(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("collectives.verify")  # the package's name is the function
+    calls: list[tuple[str, int]] = []
+    monkeypatch.setattr(module, "check_operations", lambda s: calls.append(("ops", s.nranks)))
+    monkeypatch.setattr(module, "check_arrays", lambda s: calls.append(("arrays", s.nranks)))
+    for nranks in (1, OBJECTS_UP_TO_RANKS, OBJECTS_UP_TO_RANKS + 1):
+        verify(build_schedule("allreduce", "ring", nranks, 10))
+    assert calls == [("ops", 1), ("ops", OBJECTS_UP_TO_RANKS), ("arrays", OBJECTS_UP_TO_RANKS + 1)]
+
+
+def test_a_large_broken_schedule_fails_on_arrays_as_on_operations() -> None:
+    built = build_schedule("allreduce", "ring", OBJECTS_UP_TO_RANKS + 3, 100)
+    ranks = [list(built.steps(r)) for r in range(built.nranks)]
+    ranks[7][3] = Step((*ranks[7][3].ops, Send(8, 0, 200)))  # past the buffer's end
+    broken = Schedule.from_steps("allreduce", "ring", built.count, ranks, working=built.working)
+    expected = outcome(reference, broken)
+    assert expected[0] == "ScheduleError" and outcome(verify, broken) == expected
