@@ -10,9 +10,8 @@ less): building the schedule, reading every rank's operations (as steps for ring
 rhd, as lanes for tree and pipeline, see :func:`simulator.flatten.flatten`) and
 simulating them; then the transfers simulated, transfers per second and the predicted
 time and the process's peak memory so far.  The schedule is not verified again
-(``verify=False``: :func:`collectives.build_schedule` made it, and
-:func:`collectives.verify` builds every operation, which at 1024 ranks and 8 channels
-takes minutes and gigabytes: a cost of the collectives layer, not of the simulator).
+(``verify=False``: :func:`collectives.build_schedule` made it; ``bench_verify.py``
+times :func:`collectives.verify`, a cost of the collectives layer, not of the simulator).
 The engine is compiled (or loaded from Numba's cache) before the first timing
 (:func:`simulator.jit.prepare`).  ``--write`` also writes what it printed as a page of
 ``docs/results/`` (with the command, date and machine on top, :mod:`results`).

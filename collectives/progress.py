@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .errors import DeadlockError, ScheduleError
 from .schedule import Recv, Schedule, Send
 
-__all__ = ["Matching", "match", "completion_order"]
+__all__ = ["Matching", "match", "completion_order", "describe"]
 
 Location = tuple[int, int]  # (rank, step)
 
@@ -37,7 +37,8 @@ class Matching:
     keys: tuple[tuple[tuple, ...], ...]
 
 
-def _describe(rank: int, step: int, op: Send | Recv) -> str:
+def describe(rank: int, step: int, op: Send | Recv) -> str:
+    """``rank r step i: op``, how errors name an operation."""
     return f"rank {rank} step {step}: {op}"
 
 
@@ -74,7 +75,7 @@ def match(schedule: Schedule) -> Matching:
                     step_keys.append(None)
                     continue
                 if not 0 <= op.peer < p or op.peer == rank:
-                    raise ScheduleError(f"{_describe(rank, index, op)}: peer {op.peer} must be "
+                    raise ScheduleError(f"{describe(rank, index, op)}: peer {op.peer} must be "
                                         f"another rank in 0..{p - 1}")
                 is_send = isinstance(op, Send)
                 src, dst = (rank, op.peer) if is_send else (op.peer, rank)
@@ -90,16 +91,16 @@ def match(schedule: Schedule) -> Matching:
         keys.append(tuple(rank_keys))
     for key, (rank, index, op) in sends.items():
         if key not in recvs:
-            raise ScheduleError(f"{_describe(rank, index, op)}: unmatched send (message {key[2]} "
+            raise ScheduleError(f"{describe(rank, index, op)}: unmatched send (message {key[2]} "
                                 f"from {key[0]} to {key[1]} has no receive)")
         peer_rank, peer_index, peer_op = recvs[key]
         if op.stop - op.start != peer_op.stop - peer_op.start:
-            raise ScheduleError(f"{_describe(rank, index, op)}: length {op.stop - op.start} does "
-                                f"not match {_describe(peer_rank, peer_index, peer_op)} of length "
+            raise ScheduleError(f"{describe(rank, index, op)}: length {op.stop - op.start} does "
+                                f"not match {describe(peer_rank, peer_index, peer_op)} of length "
                                 f"{peer_op.stop - peer_op.start}")
     for key, (rank, index, op) in recvs.items():
         if key not in sends:
-            raise ScheduleError(f"{_describe(rank, index, op)}: unmatched receive (message {key[2]} "
+            raise ScheduleError(f"{describe(rank, index, op)}: unmatched receive (message {key[2]} "
                                 f"from {key[0]} to {key[1]} is never sent)")
     partners = tuple(
         tuple(tuple(-1 if key is None else (recvs[key][1] if key[0] == rank else sends[key][1])

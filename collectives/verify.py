@@ -1,14 +1,44 @@
-"""Check a schedule without running it."""
+"""Check a schedule without running it.
+
+The checks read every rank's operations as arrays (:mod:`collectives.verify_arrays`: from
+the rank's lanes where the schedule has them, so a large schedule's operations are never
+built) and run in compiled loops, in time and memory proportional to the operations;
+an error is worded from the operations at fault, as the checks on operation objects
+(:func:`_check_step` and :mod:`collectives.progress`) word it.  Schedules of at most
+:data:`OBJECTS_UP_TO_RANKS` ranks are checked on their operation objects instead: at that
+size they take well under a second, and the compiled loops' first compile on a fresh
+install (seconds) is paid only where it saves far more.
+"""
 
 from __future__ import annotations
 
 from reprlib import repr as brief
+from types import ModuleType
+from typing import NamedTuple
 
-from .errors import ScheduleError
+import numpy as np
+
+from .errors import DeadlockError, ScheduleError
 from .progress import completion_order, match
+from .progress import describe as _describe
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
 
-__all__ = ["verify"]
+__all__ = ["verify", "OBJECTS_UP_TO_RANKS"]
+
+#: schedules of at most so many ranks are checked on their operations (no compiled loops)
+OBJECTS_UP_TO_RANKS = 32
+
+
+class _Ends(NamedTuple):
+    """Every send and receive of a schedule, rank by rank and step by step: rank ``r``'s
+    steps are the global steps ``step_ptr[r]:step_ptr[r + 1]``, global step ``g``'s ends
+    ``end_ptr[g]:end_ptr[g + 1]``; per end, whether it sends, its peer and its length."""
+
+    step_ptr: np.ndarray
+    end_ptr: np.ndarray
+    is_send: np.ndarray
+    peer: np.ndarray
+    length: np.ndarray
 
 
 def _bounds_error(rank: int, index: int, op: object, count: int) -> ScheduleError:
@@ -77,7 +107,109 @@ def verify(schedule: Schedule) -> None:
     if schedule.nranks < 1 or schedule.count < 0 or schedule.elements < 0:
         raise ScheduleError(f"nranks={schedule.nranks} must be >= 1 and count={schedule.count} "
                             f"and elements={schedule.elements} >= 0")
+    if schedule.nranks <= OBJECTS_UP_TO_RANKS:
+        check_operations(schedule)
+    else:
+        check_arrays(schedule)
+
+
+def check_operations(schedule: Schedule) -> None:
+    """:func:`verify`'s checks on the operation objects: each step's, then matching,
+    then progress (:mod:`collectives.progress`)."""
     for rank in range(schedule.nranks):
         for index, step in enumerate(schedule.steps(rank)):
             _check_step(rank, index, step, schedule.elements)
     completion_order(schedule, match(schedule))
+
+
+def check_arrays(schedule: Schedule) -> None:
+    """:func:`verify`'s checks on arrays in compiled loops (the same verdict and message as
+    :func:`check_operations`, in time and memory proportional to the operations)."""
+    from . import verify_arrays as arrays  # imports Numba: only once a schedule is checked
+
+    ends = _read_ends(schedule, arrays)
+    partner_step = _match(schedule, ends, arrays)
+    step_ptr, end_ptr, _, peer, _ = ends
+    current = arrays.progress(step_ptr, end_ptr, peer, partner_step)
+    if np.array_equal(current, np.diff(step_ptr)):
+        return
+    stuck = np.flatnonzero(current < np.diff(step_ptr)).tolist()
+    details = "; ".join(
+        f"rank {r} at step {current[r]} waits for "
+        + ", ".join(f"rank {peer[e]} to reach step {partner_step[e]}"
+                    for e in range(end_ptr[step_ptr[r] + current[r]],
+                                   end_ptr[step_ptr[r] + current[r] + 1])
+                    if current[peer[e]] < partner_step[e])
+        for r in stuck[:4])
+    raise DeadlockError(f"schedule deadlocks: {len(stuck)} rank(s) stuck: {details}")
+
+
+def _read_ends(schedule: Schedule, arrays: ModuleType) -> _Ends:
+    """Read every rank's operations, run the step checks on them and return every send
+    and receive; raise the first step check's error, rank by rank, step by step."""
+    values = arrays.Values()
+    steps_per_rank = np.zeros(schedule.nranks, dtype=np.int64)
+    per_step: list[np.ndarray] = []
+    is_send: list[np.ndarray] = []
+    peer: list[np.ndarray] = []
+    length: list[np.ndarray] = []
+    for rank in range(schedule.nranks):
+        ops = arrays.rank_ops(schedule, rank, values)
+        if arrays.first_faulty_step(*ops, schedule.elements) >= 0:
+            for index, step in enumerate(schedule.steps(rank)):
+                _check_step(rank, index, step, schedule.elements)
+        steps_per_rank[rank] = len(ops.step_ptr) - 1
+        for column, read in zip((per_step, is_send, peer, length), arrays.ends_of(ops, schedule.nranks)):
+            column.append(read)
+    return _Ends(_offsets(steps_per_rank), _offsets(np.concatenate(per_step)),
+                 np.concatenate(is_send), np.concatenate(peer), np.concatenate(length))
+
+
+def _op(schedule: Schedule, ends: _Ends, end: int) -> tuple[int, int, Send | Recv]:
+    """The rank, step and operation of message end ``end``."""
+    step = int(np.searchsorted(ends.end_ptr, end, side="right")) - 1
+    rank = int(np.searchsorted(ends.step_ptr, step, side="right")) - 1
+    index = step - int(ends.step_ptr[rank])
+    ops = [op for op in schedule.steps(rank)[index].ops if not isinstance(op, Copy)]
+    return rank, index, ops[end - int(ends.end_ptr[step])]
+
+
+def _match(schedule: Schedule, ends: _Ends, arrays: ModuleType) -> np.ndarray:
+    """Pair every send with its receive as :func:`collectives.progress.match` does and
+    raise its first error; return each end's partner's step (at the partner's rank)."""
+    bad = arrays.bad_peer(ends.step_ptr, ends.end_ptr, ends.peer)
+    if bad >= 0:
+        at, index, op = _op(schedule, ends, bad)
+        raise ScheduleError(f"{_describe(at, index, op)}: peer {op.peer} must be "
+                            f"another rank in 0..{schedule.nranks - 1}")
+    matched = arrays.match(*ends)
+    if matched.bad_send >= 0:  # a send's error first, as match raises them
+        raise _matching_error(schedule, ends, matched.bad_send,
+                              int(matched.partner[matched.bad_send]), matched.bad_send_k)
+    if matched.bad_recv >= 0:
+        raise _matching_error(schedule, ends, matched.bad_recv, -1, matched.bad_recv_k)
+    return matched.partner_step
+
+
+def _matching_error(schedule: Schedule, ends: _Ends, end: int, partner: int,
+                    k: int) -> ScheduleError:
+    """The error of message end ``end``: the ``k``-th of its pair, unmatched
+    (``partner`` -1) or matched with an end of another length."""
+    at, index, op = _op(schedule, ends, end)
+    src, dst = (at, op.peer) if isinstance(op, Send) else (op.peer, at)
+    if partner >= 0:
+        other = _op(schedule, ends, partner)
+        return ScheduleError(f"{_describe(at, index, op)}: length {op.stop - op.start} does "
+                             f"not match {_describe(*other)} of length "
+                             f"{other[2].stop - other[2].start}")
+    if isinstance(op, Send):
+        return ScheduleError(f"{_describe(at, index, op)}: unmatched send (message {k} "
+                             f"from {src} to {dst} has no receive)")
+    return ScheduleError(f"{_describe(at, index, op)}: unmatched receive (message {k} "
+                         f"from {src} to {dst} is never sent)")
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr

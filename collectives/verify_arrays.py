@@ -1,0 +1,500 @@
+"""The checks of :func:`collectives.verify` on arrays: one rank's operations at a time,
+then every message end, in compiled loops.
+
+A rank's operations are read into columns (kind, flags, peer or copy destination, start,
+stop), from its lanes when the schedule has them (:attr:`collectives.Schedule.lanes`,
+merged into steps as :func:`collectives.rounds.merge_lanes` merges them, without building
+an operation), otherwise from its steps.  The step checks run on each rank's columns as
+they are read; what matching and the progress check need (each send's and receive's
+peer and length, 13 bytes per message end) is kept, and matching adds about 20 more.
+These functions only find *whether* and *where* a check fails:
+:func:`collectives.verify` words the error from the operations at fault.  Importing this module imports Numba; the kernels compile
+once and are cached on disk.
+"""
+
+from __future__ import annotations
+
+from array import array
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .rounds import Window
+from .schedule import Recv, Schedule, Send, new_recv, new_send
+
+__all__ = ["RankOps", "Values", "Matched", "rank_ops", "first_faulty_step", "ends_of",
+           "bad_peer", "match", "progress"]
+
+SEND, RECV, COPY = 0, 1, 2  # kinds
+REDUCE, SWAP = 1, 2  # flag bits of a receive
+_GAP = np.iinfo(np.int64).min  # a round without an operation, in a lane's starts
+#: sequences converted to arrays that are recalled by identity (ranks share cached ones)
+_RECALLED = 256
+#: sequences of at most this many entries are converted again rather than recalled (a
+#: composed schedule's lanes are hundreds per rank, of an entry or two, each new)
+_SHORT = 8
+#: up to this many ordered pairs of ranks, pairs are numbered through an array indexed by
+#: pair (as :mod:`simulator.flatten`); beyond, by sorting
+_DENSE_PAIRS = 1 << 25
+
+
+class RankOps(NamedTuple):
+    """One rank's operations as columns, step by step, in each step's order.
+
+    Attributes
+    ----------
+    step_ptr : ndarray of int64, shape (steps + 1,)
+        Step ``s`` holds the operations ``step_ptr[s]:step_ptr[s + 1]``.
+    kind : ndarray of int8
+        :data:`SEND`, :data:`RECV` or :data:`COPY`.
+    flags : ndarray of int8
+        A receive's :data:`REDUCE` and :data:`SWAP` bits.
+    peer : ndarray of int64
+        The peer of a send or receive; a copy's destination.
+    start, stop : ndarray of int64
+        The element range (a copy's source).
+    """
+
+    step_ptr: np.ndarray
+    kind: np.ndarray
+    flags: np.ndarray
+    peer: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+
+
+class Values:
+    """Sequences of ints (``None`` for a gap) as int64 arrays, those longer than
+    :data:`_SHORT` recalled by identity among the last :data:`_RECALLED` met; a
+    :class:`~collectives.rounds.Window` is a view of its base's array."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[Any, np.ndarray]] = {}
+
+    def __call__(self, values: Any) -> np.ndarray:
+        if values.__class__ is Window:
+            return self(values.base)[values.start:values.stop]
+        recalled = len(values) > _SHORT
+        if recalled:
+            known = self.seen.get(id(values))
+            if known is not None:
+                return known[1]
+        try:
+            converted = np.fromiter(values, dtype=np.int64, count=len(values))
+        except TypeError:  # a None: a gap
+            converted = np.array([_GAP if v is None else v for v in values], dtype=np.int64)
+        if recalled:
+            if len(self.seen) >= _RECALLED:
+                self.seen.clear()
+            self.seen[id(values)] = (values, converted)
+        return converted
+
+
+@lru_cache(maxsize=None)
+def _flag_bits(flags: tuple[bool, ...]) -> int:
+    """A lane's ``reduce`` and ``swap`` flags as :data:`REDUCE` and :data:`SWAP` bits."""
+    return sum(bit for bit, flag in zip((REDUCE, SWAP), flags) if flag)
+
+
+def _lane_kind(make: Any) -> int | None:
+    """:data:`SEND` or :data:`RECV` for the builders of sends and receives; None for any
+    other (the rank is then read from its steps)."""
+    if make is new_send or make is Send:
+        return SEND
+    if make is new_recv or make is Recv:
+        return RECV
+    return None
+
+
+def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
+    """A rank's columns from its lanes, merged round by round in lane order; None if a
+    lane makes something other than sends and receives."""
+    table, starts, stops = [], [], []  # per lane: first round, kind, flags, peer, entries
+    for each in lanes:
+        kind = _lane_kind(each.make)
+        if kind is None:
+            return None
+        n = min(len(each.starts), len(each.stops))
+        starts.append(values(each.starts)[:n])
+        stops.append(values(each.stops)[:n])
+        table.append((each.first_round, kind, _flag_bits(each.flags), each.peer, n))
+    rows = np.array(table, dtype=np.int64).reshape(-1, 5)
+    first = np.zeros(len(rows) + 1, dtype=np.int64)  # each lane's first entry
+    np.cumsum(rows[:, 4], out=first[1:])
+    held = rows[rows[:, 4] > 0]
+    if not len(held):
+        return RankOps(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int8),
+                       np.empty(0, dtype=np.int8), *(np.empty(0, dtype=np.int64),) * 3)
+    rounds = (held[:, 0].min(), (held[:, 0] + held[:, 4]).max())
+    return RankOps(*_merge(rows, first, np.concatenate(starts), np.concatenate(stops),
+                           *rounds, _GAP))
+
+
+@njit(cache=True)
+def _merge(table, first, start, stop, base, top, gap):
+    """A rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
+    merges them: a step per round with an operation, its operations in lane order.
+    ``table`` holds per lane its first round, kind, flags, peer and entries; ``start``
+    and ``stop`` its entries' ranges, lane ``i``'s from ``first[i]`` (``gap`` starts a
+    round without), in the rounds ``base..top-1``."""
+    total = len(start)
+    step_ptr = np.zeros(total + 1, dtype=np.int64)
+    kind = np.empty(total, dtype=np.int8)
+    flags = np.empty(total, dtype=np.int8)
+    peer = np.empty(total, dtype=np.int64)
+    starts = np.empty(total, dtype=np.int64)
+    stops = np.empty(total, dtype=np.int64)
+    nops = nsteps = 0
+    for now in range(base, top):
+        for i in range(len(table)):
+            k = now - table[i, 0]
+            if 0 <= k < table[i, 4] and start[first[i] + k] != gap:
+                kind[nops], flags[nops], peer[nops] = table[i, 1], table[i, 2], table[i, 3]
+                starts[nops], stops[nops] = start[first[i] + k], stop[first[i] + k]
+                nops += 1
+        if nops > step_ptr[nsteps]:
+            nsteps += 1
+            step_ptr[nsteps] = nops
+    return (step_ptr[:nsteps + 1], kind[:nops], flags[:nops], peer[:nops], starts[:nops],
+            stops[:nops])
+
+
+def _from_steps(schedule: Schedule, rank: int) -> RankOps:
+    """A rank's columns from its steps."""
+    ops_per_step = array("q", [0])
+    kinds, flags = array("b"), array("b")
+    peers, starts, stops = array("q"), array("q"), array("q")
+    for step in schedule.steps(rank):
+        for op in step.ops:
+            if isinstance(op, Recv):
+                kinds.append(RECV)
+                flags.append(op.reduce * REDUCE + op.swap * SWAP)
+                peers.append(op.peer)
+            elif isinstance(op, Send):
+                kinds.append(SEND)
+                flags.append(0)
+                peers.append(op.peer)
+            else:
+                kinds.append(COPY)
+                flags.append(0)
+                peers.append(op.dst)
+            starts.append(op.start)
+            stops.append(op.stop)
+        ops_per_step.append(ops_per_step[-1] + len(step.ops))
+    return RankOps(*(np.array(column, dtype=dtype) for column, dtype in (
+        (ops_per_step, np.int64), (kinds, np.int8), (flags, np.int8), (peers, np.int64),
+        (starts, np.int64), (stops, np.int64))))
+
+
+def rank_ops(schedule: Schedule, rank: int, values: Values) -> RankOps:
+    """Return the operations of ``rank`` as columns.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule.
+    rank : int
+        A rank in ``0..nranks-1``.
+    values : Values
+        The converter of lanes' starts and stops, shared by every rank of the schedule.
+
+    Returns
+    -------
+    RankOps
+        Read from the rank's lanes when the schedule has lanes of sends and receives,
+        otherwise from its steps.
+    """
+    if schedule.lanes is not None:
+        read = _from_lanes(schedule.lanes(rank), values)
+        if read is not None:
+            return read
+    return _from_steps(schedule, rank)
+
+
+@njit(cache=True)
+def first_faulty_step(step_ptr, kind, flags, peer, start, stop, count):
+    """Return the first step of one rank's columns that breaks a step check of
+    :func:`collectives.verify` (an operation out of bounds, two writes that overlap, a
+    read of a range another operation writes but for a send of what a reducing receive
+    reduces into), or -1."""
+    n = len(kind)
+    wlo = np.empty(n, dtype=np.int64)
+    whi = np.empty(n, dtype=np.int64)
+    wop = np.empty(n, dtype=np.int64)
+    slo = np.empty(n, dtype=np.int64)
+    shi = np.empty(n, dtype=np.int64)
+    sop = np.empty(n, dtype=np.int64)
+    for s in range(len(step_ptr) - 1):
+        lo, hi = step_ptr[s], step_ptr[s + 1]
+        nw = 0
+        for i in range(lo, hi):
+            a, b = start[i], stop[i]
+            if not (0 <= a and a <= b and b <= count):
+                return s
+            if kind[i] == 2:
+                d = peer[i]
+                if not (0 <= d and d <= count - (b - a)):
+                    return s
+                a, b = d, d + b - a
+            elif kind[i] == 0:
+                continue
+            if a < b:
+                wlo[nw], whi[nw], wop[nw] = a, b, i
+                nw += 1
+        order = np.argsort(wlo[:nw], kind="mergesort")
+        for j in range(nw):
+            slo[j], shi[j], sop[j] = wlo[order[j]], whi[order[j]], wop[order[j]]
+            if j and slo[j] < shi[j - 1]:
+                return s
+        for i in range(lo, hi):
+            if kind[i] == 1:
+                continue
+            j = np.searchsorted(shi[:nw], start[i], side="right")  # the first that ends after
+            while j < nw and slo[j] < stop[i]:
+                w = sop[j]
+                if w != i and not (kind[i] == 0 and flags[w] & 1):
+                    return s
+                j += 1
+    return -1
+
+
+def ends_of(ops: RankOps, nranks: int) -> tuple[np.ndarray, ...]:
+    """Return one rank's ends per step, and its ends' sides, peers and lengths.
+
+    Parameters
+    ----------
+    ops : RankOps
+        The rank's columns.
+    nranks : int
+        The ranks of the schedule.
+
+    Returns
+    -------
+    tuple of ndarray
+        Ends per step (int64), whether each is a send (bool), peers (int32, -1 for one
+        outside ``0..nranks-1``) and lengths (int64).
+    """
+    return _ends(ops.step_ptr, ops.kind, ops.peer, ops.start, ops.stop, nranks)
+
+
+@njit(cache=True)
+def _ends(step_ptr, kind, peer, start, stop, nranks):
+    n = 0
+    for i in range(len(kind)):
+        n += kind[i] != 2
+    per_step = np.zeros(len(step_ptr) - 1, dtype=np.int64)
+    is_send = np.empty(n, dtype=np.bool_)
+    peers = np.empty(n, dtype=np.int32)
+    length = np.empty(n, dtype=np.int64)
+    e = 0
+    for s in range(len(step_ptr) - 1):
+        for i in range(step_ptr[s], step_ptr[s + 1]):
+            if kind[i] != 2:
+                per_step[s] += 1
+                is_send[e] = kind[i] == 0
+                peers[e] = peer[i] if 0 <= peer[i] < nranks else -1
+                length[e] = stop[i] - start[i]
+                e += 1
+    return per_step, is_send, peers, length
+
+
+class Matched(NamedTuple):
+    """Every send paired with its receive, and the first of each kind of fault.
+
+    Attributes
+    ----------
+    partner : ndarray of int64
+        Each end's partner end, -1 for none.
+    partner_step : ndarray of int32
+        The step of each end's partner at the partner's rank (-1 for none).
+    bad_send, bad_recv : int
+        The first send without a receive of its length, and the first receive without a
+        send, in program order (rank by rank, step by step); -1 for none.
+    bad_send_k, bad_recv_k : int
+        Their places among their pair's sends or receives.
+    """
+
+    partner: np.ndarray
+    partner_step: np.ndarray
+    bad_send: int
+    bad_send_k: int
+    bad_recv: int
+    bad_recv_k: int
+
+
+def bad_peer(step_ptr: np.ndarray, end_ptr: np.ndarray, peer: np.ndarray) -> int:
+    """Return the first end whose peer is not another rank of the schedule, or -1.
+
+    Parameters
+    ----------
+    step_ptr, end_ptr : ndarray of int64
+        Each rank's global steps and each global step's ends.
+    peer : ndarray of int32
+        Each end's peer (-1 for one outside the ranks).
+
+    Returns
+    -------
+    int
+    """
+    return int(_bad_peer(step_ptr, end_ptr, peer))
+
+
+def match(step_ptr: np.ndarray, end_ptr: np.ndarray, is_send: np.ndarray, peer: np.ndarray,
+          length: np.ndarray) -> Matched:
+    """Pair the k-th send from ``a`` to ``b`` with the k-th receive at ``b`` from ``a``.
+
+    Parameters
+    ----------
+    step_ptr, end_ptr : ndarray of int64
+        Each rank's global steps and each global step's ends.
+    is_send : ndarray of bool
+        Whether each end sends (else it receives).
+    peer : ndarray of int32
+        Each end's peer, another rank (:func:`bad_peer` finds none).
+    length : ndarray of int64
+        Each end's elements.
+
+    Returns
+    -------
+    Matched
+    """
+    p = len(step_ptr) - 1
+    if p * p <= _DENSE_PAIRS:
+        pair, npairs = _dense_ids(step_ptr, end_ptr, is_send, peer,
+                                  np.full(p * p, -1, dtype=np.int32))
+    else:
+        found, inverse = np.unique(_pair_keys(step_ptr, end_ptr, is_send, peer),
+                                   return_inverse=True)
+        pair, npairs = inverse.ravel().astype(np.int32), len(found)
+    partner, faults = _match(is_send, length, pair, npairs)
+    del pair
+    return Matched(partner, _partner_steps(step_ptr, end_ptr, partner), *faults.tolist())
+
+
+@njit(cache=True)
+def _bad_peer(step_ptr, end_ptr, peer):
+    p = len(step_ptr) - 1
+    for r in range(p):
+        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
+            if peer[e] < 0 or peer[e] >= p or peer[e] == r:
+                return e
+    return -1
+
+
+@njit(cache=True)
+def _pair_keys(step_ptr, end_ptr, is_send, peer):
+    """Each end's ordered pair of ranks, ``src * p + dst``."""
+    p = len(step_ptr) - 1
+    keys = np.empty(len(peer), dtype=np.int64)
+    for r in range(p):
+        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
+            keys[e] = r * p + peer[e] if is_send[e] else peer[e] * p + r
+    return keys
+
+
+@njit(cache=True)
+def _dense_ids(step_ptr, end_ptr, is_send, peer, dense):
+    """Number each end's ordered pair of ranks in the order first met, through ``dense``
+    (-1 per ordered pair)."""
+    p = len(step_ptr) - 1
+    ids = np.empty(len(peer), dtype=np.int32)
+    n = 0
+    for r in range(p):
+        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
+            key = r * p + peer[e] if is_send[e] else peer[e] * p + r
+            i = dense[key]
+            if i < 0:
+                i = n
+                dense[key] = n
+                n += 1
+            ids[e] = i
+    return ids, n
+
+
+@njit(cache=True)
+def _match(is_send, length, pair, npairs):
+    """Each end's partner (-1 for none), and the first bad send and receive and their k
+    (:class:`Matched`)."""
+    sends = np.zeros(npairs + 1, dtype=np.int64)
+    k = np.empty(len(pair), dtype=np.int32)
+    for e in range(len(pair)):
+        if is_send[e]:
+            k[e] = sends[pair[e] + 1]
+            sends[pair[e] + 1] += 1
+    recvs = np.zeros(npairs, dtype=np.int64)
+    for e in range(len(pair)):
+        if not is_send[e]:
+            k[e] = recvs[pair[e]]
+            recvs[pair[e]] += 1
+    for i in range(npairs):  # where each pair's sends start among all sends
+        sends[i + 1] += sends[i]
+    send_at = np.empty(sends[npairs], dtype=np.int64)
+    for e in range(len(pair)):
+        if is_send[e]:
+            send_at[sends[pair[e]] + k[e]] = e
+    partner = np.full(len(pair), -1, dtype=np.int64)
+    for e in range(len(pair)):
+        if not is_send[e] and sends[pair[e]] + k[e] < sends[pair[e] + 1]:
+            s = send_at[sends[pair[e]] + k[e]]
+            partner[s], partner[e] = e, s
+    faults = np.full(4, -1, dtype=np.int64)
+    for e in range(len(pair)):
+        side = 0 if is_send[e] else 2
+        if faults[side] < 0 and (partner[e] < 0 or (
+                side == 0 and length[e] != length[partner[e]])):
+            faults[side], faults[side + 1] = e, k[e]
+    return partner, faults
+
+
+@njit(cache=True)
+def _partner_steps(step_ptr, end_ptr, partner):
+    """Each end's partner's step at the partner's rank (-1 for none)."""
+    steps = np.full(len(partner), -1, dtype=np.int32)
+    for r in range(len(step_ptr) - 1):
+        for g in range(step_ptr[r], step_ptr[r + 1]):
+            for e in range(end_ptr[g], end_ptr[g + 1]):
+                if partner[e] >= 0:
+                    steps[partner[e]] = g - step_ptr[r]
+    return steps
+
+
+@njit(cache=True)
+def progress(step_ptr, end_ptr, peer, partner_step):
+    """Complete steps as :func:`collectives.progress.completion_order` does (a step
+    completes once every peer it exchanges with has reached the partner's step); return
+    how many steps each rank completed."""
+    p = len(step_ptr) - 1
+    current = np.zeros(p, dtype=np.int64)
+    queue = np.arange(p)
+    queued = np.ones(p, dtype=np.bool_)
+    head, size = 0, p
+    while size:
+        r = queue[head]
+        head = (head + 1) % p
+        size -= 1
+        queued[r] = False
+        if current[r] == step_ptr[r + 1] - step_ptr[r]:
+            continue
+        g = step_ptr[r] + current[r]
+        blocked = False
+        for e in range(end_ptr[g], end_ptr[g + 1]):
+            if current[peer[e]] < partner_step[e]:
+                blocked = True
+                break
+        if blocked:
+            continue
+        current[r] += 1
+        if not queued[r]:
+            queued[r] = True
+            queue[(head + size) % p] = r
+            size += 1
+        if current[r] < step_ptr[r + 1] - step_ptr[r]:
+            for e in range(end_ptr[g + 1], end_ptr[g + 2]):
+                o = peer[e]
+                if not queued[o]:
+                    queued[o] = True
+                    queue[(head + size) % p] = o
+                    size += 1
+    return current
