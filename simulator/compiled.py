@@ -627,7 +627,7 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slo
             if LF[link, _LOAD] > LF[link, _BANDWIDTH]:  # the flows left may speed up
                 other = LI[link, _HEAD]
                 while other >= 0:
-                    _mark_dirty(N[other, _FLOW], counters, S, D)
+                    _mark_dirty(np.int64(N[other, _FLOW]), counters, S, D)  # one type
                     other = N[other, _NEXT]
                 shared = True
             LF[link, _LOAD] -= cap
@@ -745,7 +745,9 @@ def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, 
     counters = np.zeros(14, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
     nsteps = R[len(R) - 1, _STEP_END]
-    most_ends = np.max(np.diff(ends[:nsteps + 1])) if nsteps else 0
+    most_ends = 0  # a loop: numba compiles np.diff and np.max for a second
+    for step in range(nsteps):
+        most_ends = max(most_ends, ends[step + 1] - ends[step])
     HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
                      np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists
