@@ -482,11 +482,32 @@ def _pop_link(LK, LQ, n):
 
 @_njit()
 def _by_cap(component, S, RT):
-    """The flow slots of ``component`` by their route's bottleneck bandwidth (stable)."""
-    caps = np.empty(len(component))
-    for i in range(len(component)):
+    """The flow slots of ``component`` by their route's bottleneck bandwidth (stable).
+
+    A merge sort of its own, bottom up: numba's ``np.argsort(kind="mergesort")`` took
+    seconds to compile, and a stable sort has one result."""
+    n = len(component)
+    order, caps = np.empty(n, dtype=np.int64), np.empty(n)
+    for i in range(n):
+        order[i] = component[i]
         caps[i] = RT[S[component[i], _FLOW_ROUTE], _CAP]
-    return component[np.argsort(caps, kind="mergesort")]
+    merged, merged_caps = np.empty(n, dtype=np.int64), np.empty(n)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j == hi or (i < mid and caps[i] <= caps[j]):  # the left run first on ties
+                    merged[k], merged_caps[k] = order[i], caps[i]
+                    i += 1
+                else:
+                    merged[k], merged_caps[k] = order[j], caps[j]
+                    j += 1
+        order, merged = merged, order
+        caps, merged_caps = merged_caps, caps
+        width *= 2
+    return order
 
 
 @_njit()
