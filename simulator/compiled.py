@@ -33,7 +33,7 @@ Only :func:`_share` and :func:`_simulate` allocate; :func:`_run` returns to
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from llvmlite import ir
@@ -42,9 +42,35 @@ from numba.extending import intrinsic
 
 from .flatten import FlatSchedule
 
-#: numba's ``njit``, typed loosely: ``_nrt=False`` (compile without reference counting) is
-#: an option that numba's own type hints do not list
-_njit: Any = njit
+
+
+def _njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """Numba's ``njit(cache=True, **options)``, compiled once per types of the arguments.
+
+    Numba compiles a function called from compiled code once per *literal* argument: each
+    constant passed (``_push(..., _SHARE, 0, 0)``) and each constant a variable holds
+    while its type is being inferred made a copy of the function, its callees linked in,
+    which cost seconds of a cold start.  The decorated function's calls are typed with the
+    constants' plain types instead (``int64``), so that one copy serves every call.
+
+    Parameters
+    ----------
+    **options
+        Numba's options besides ``cache`` (``_nrt=False``: compile without reference
+        counting, which numba's type hints do not list).
+
+    Returns
+    -------
+    callable
+        The decorator.
+    """
+    def compile_once(function: Callable[..., Any]) -> Any:
+        dispatcher = njit(cache=True, **options)(function)
+        template = dispatcher.get_call_template
+        dispatcher.get_call_template = lambda args, kws: template(
+            tuple(types.unliteral(arg) for arg in args), kws)
+        return dispatcher
+    return compile_once
 
 __all__ = ["run_compiled"]
 
@@ -110,14 +136,14 @@ def _bits(typingctx, x):
     return types.int64(types.float64), codegen
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _slot(when, size):
     """The first place to look for the instant at ``when`` in a hash table of ``size``."""
     bits = _bits(when) * -7046029254386353131  # Fibonacci hashing: the high bits mix all
     return (bits >> 32) & (size - 1)
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _rehash(HT, HE, counters, size):
     """Make the hash table ``size`` places (``len(HE)`` at most) and put every instant in."""
     counters[_TABLE_SIZE] = size
@@ -131,7 +157,7 @@ def _rehash(HT, HE, counters, size):
         HE[place, _TABLE] = instant + 1
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _sift_up(HT, HE, i, instant):
     """Put ``instant`` in the heap's hole ``i``, or above it."""
     when = HT[instant]
@@ -144,7 +170,7 @@ def _sift_up(HT, HE, i, instant):
     HE[i, _HEAP_INSTANT] = instant
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _push(HT, HE, counters, when, kind, a, b):
     """Schedule an event: last of its instant's, the instant made if new
     (:func:`_simulate` keeps room)."""
@@ -172,7 +198,7 @@ def _push(HT, HE, counters, when, kind, a, b):
         _rehash(HT, HE, counters, 2 * counters[_TABLE_SIZE])
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _forget(HT, HE, counters, instant):
     """Take ``instant`` out of the hash table (moving back the entries probed past it)."""
     mask = counters[_TABLE_SIZE] - 1
@@ -192,7 +218,7 @@ def _forget(HT, HE, counters, instant):
     HE[hole, _TABLE] = 0
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _pop(HT, HE, counters):
     """Take the first pending event; return its time, kind and arguments."""
     instant = HE[0, _HEAP_INSTANT]
@@ -226,15 +252,17 @@ def _pop(HT, HE, counters):
     return now, kind, a, b
 
 
-@njit(cache=True)
+@_njit()
 def _agenda(capacity, HT, HE, counters):
     """The pending events' arrays with room for ``capacity`` events (a power of two), the
     events of ``HT`` and ``HE`` (empty at first) kept."""
     old = len(HT)
     grown_T = np.empty(capacity)
-    grown_T[:old] = HT
     grown_E = np.zeros((2 * capacity, 8), dtype=np.int64)
-    grown_E[:old, :_TABLE] = HE[:old, :_TABLE]
+    for row in range(old):  # loops: numba compiles a slice assignment's shape error (seconds)
+        grown_T[row] = HT[row]
+        for column in range(_TABLE):
+            grown_E[row, column] = HE[row, column]
     for row in range(old, capacity):  # the new rows: free events and free instants
         grown_E[row, _EVENT_NEXT] = grown_E[row, _FIRST_EVENT] = row + 1
     grown_E[capacity - 1, _EVENT_NEXT] = counters[_FREE_EVENT] if old else -1
@@ -244,14 +272,14 @@ def _agenda(capacity, HT, HE, counters):
     return grown_T, grown_E
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _request_share(now, HT, HE, counters):
     if counters[_SHARE_PENDING] == 0:
         counters[_SHARE_PENDING] = 1
         _push(HT, HE, counters, now + 0.0, _SHARE, 0, 0)
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _mark_dirty(f, counters, S, D):
     if S[f, _DIRTY_AT] < 0:
         S[f, _DIRTY_AT] = counters[_DIRTY]
@@ -259,7 +287,7 @@ def _mark_dirty(f, counters, S, D):
         counters[_DIRTY] += 1
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI,
                     N):
     """Start message ``t``: put it on its links, at its cap if none of them binds (in a
@@ -312,7 +340,7 @@ def _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, ho
         _request_share(now, HT, HE, counters)
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _spend(rank, now, overhead, RF):
     """Charge ``rank`` one message's overhead; return when its CPU is done."""
     done = max(RF[rank, _CPU_FREE], now) + overhead
@@ -320,7 +348,7 @@ def _spend(rank, now, overhead, RF):
     return done
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _start_at(when, t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI, N):
     delay = when - now
     if delay > 0:
@@ -330,7 +358,7 @@ def _start_at(when, t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, ho
                         N)
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT, hops,
           LF, LI, N, R, RF):
     """Post ``rank``'s current step; move past steps that have nothing to wait for.
@@ -375,7 +403,7 @@ def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_s
         R[rank, _CURRENT] = index + 1
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _op_done(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
              hops, LF, LI, N, R, RF):
     """One operation of ``rank``'s current step is done; advance when all are."""
@@ -386,7 +414,7 @@ def _op_done(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, fre
               hops, LF, LI, N, R, RF)
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _set_rate(f, rate, now, HT, HE, counters, F, S):
     if F[f, _RATE]:
         F[f, _LEFT] = max(F[f, _LEFT] - F[f, _RATE] * (now - F[f, _LAST]), 0.0)
@@ -397,13 +425,13 @@ def _set_rate(f, rate, now, HT, HE, counters, F, S):
         _push(HT, HE, counters, now + F[f, _LEFT] / rate, _FLOW_END, f, S[f, _VERSION])
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _link_before(LK, LQ, i, j):
     """Whether heap entry ``i`` comes before ``j``: smaller fair share, then link index."""
     return LK[i] < LK[j] or (LK[i] == LK[j] and LQ[i, _HEAP_LINK] < LQ[j, _HEAP_LINK])
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _earlier_child(LK, LQ, i, n):
     """The earlier child of heap entry ``i`` in a heap of ``n`` entries; ``n`` if none."""
     child = 2 * i + 1
@@ -414,7 +442,7 @@ def _earlier_child(LK, LQ, i, n):
     return child
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _sift_down(LK, LQ, i, n):
     while True:
         child = _earlier_child(LK, LQ, i, n)
@@ -425,7 +453,7 @@ def _sift_down(LK, LQ, i, n):
         i = child
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _pop_link(LK, LQ, n):
     """Drop the first entry of the link heap of ``n`` entries; return the new size.
 
@@ -452,16 +480,37 @@ def _pop_link(LK, LQ, n):
     return n
 
 
-@njit(cache=True)
+@_njit()
 def _by_cap(component, S, RT):
-    """The flow slots of ``component`` by their route's bottleneck bandwidth (stable)."""
-    caps = np.empty(len(component))
-    for i in range(len(component)):
+    """The flow slots of ``component`` by their route's bottleneck bandwidth (stable).
+
+    A merge sort of its own, bottom up: numba's ``np.argsort(kind="mergesort")`` took
+    seconds to compile, and a stable sort has one result."""
+    n = len(component)
+    order, caps = np.empty(n, dtype=np.int64), np.empty(n)
+    for i in range(n):
+        order[i] = component[i]
         caps[i] = RT[S[component[i], _FLOW_ROUTE], _CAP]
-    return component[np.argsort(caps, kind="mergesort")]
+    merged, merged_caps = np.empty(n, dtype=np.int64), np.empty(n)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j == hi or (i < mid and caps[i] <= caps[j]):  # the left run first on ties
+                    merged[k], merged_caps[k] = order[i], caps[i]
+                    i += 1
+                else:
+                    merged[k], merged_caps[k] = order[j], caps[j]
+                    j += 1
+        order, merged = merged, order
+        caps, merged_caps = merged_caps, caps
+        width *= 2
+    return order
 
 
-@njit(cache=True)
+@_njit()
 def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
     """Max-min fair rates of the flows joined to the seeds (``W[:nseeds, _STACK]``)
     through binding links: progressive filling, as :meth:`simulator.engine._Engine.share`,
@@ -565,7 +614,7 @@ def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
             _set_rate(f, F[f, _NEW_RATE], now, HT, HE, counters, F, S)
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slots, RT, hops,
               LF, LI, N):
     """The last byte of the flow in slot ``f`` left, unless its rate changed since this end
@@ -599,7 +648,7 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slo
             if LF[link, _LOAD] > LF[link, _BANDWIDTH]:  # the flows left may speed up
                 other = LI[link, _HEAD]
                 while other >= 0:
-                    _mark_dirty(N[other, _FLOW], counters, S, D)
+                    _mark_dirty(np.int64(N[other, _FLOW]), counters, S, D)  # one type
                     other = N[other, _NEXT]
                 shared = True
             LF[link, _LOAD] -= cap
@@ -616,25 +665,33 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slo
     _push(HT, HE, counters, now + latency, _ARRIVE, t, 0)
 
 
-@njit(cache=True)
+@_njit()
 def _slots(n, hops_per_slot, F, S, N, free_slots, nfree):
     """The flow slots' arrays grown to ``n`` slots (new slots free, taken first); a first
     call is given empty arrays.  Return them and the new count of free slots."""
     old = len(F)
     grown_F = np.empty((n, 4))
-    grown_F[:old] = F
     grown_S = np.zeros((n, 6), dtype=np.int64)
-    grown_S[:old] = S
-    grown_S[old:, _DIRTY_AT] = -1
     grown_N = np.empty((n * hops_per_slot, 3), dtype=np.int32)
-    grown_N[:len(N)] = N
     grown_free = np.empty(n, dtype=np.int64)
-    grown_free[:nfree] = free_slots[:nfree]
-    grown_free[nfree:nfree + n - old] = np.arange(n - 1, old - 1, -1)
+    for slot in range(old):  # loops: numba compiles a slice assignment's shape error (seconds)
+        for column in range(4):
+            grown_F[slot, column] = F[slot, column]
+        for column in range(6):
+            grown_S[slot, column] = S[slot, column]
+    for slot in range(old, n):
+        grown_S[slot, _DIRTY_AT] = -1
+    for node in range(len(N)):
+        for column in range(3):
+            grown_N[node, column] = N[node, column]
+    for i in range(nfree):
+        grown_free[i] = free_slots[i]
+    for i in range(n - old):
+        grown_free[nfree + i] = n - 1 - i
     return grown_F, grown_S, grown_N, grown_free, nfree + n - old
 
 
-@_njit(cache=True, _nrt=False)
+@_njit(_nrt=False)
 def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, HT, HE,
          counters, F, S, W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room
@@ -701,7 +758,7 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF
     return _DONE, 0.0
 
 
-@njit(cache=True)
+@_njit()
 def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, LK, LQ,
               trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
@@ -709,7 +766,9 @@ def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, 
     counters = np.zeros(14, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
     nsteps = R[len(R) - 1, _STEP_END]
-    most_ends = np.max(np.diff(ends[:nsteps + 1])) if nsteps else 0
+    most_ends = 0  # a loop: numba compiles np.diff and np.max for a second
+    for step in range(nsteps):
+        most_ends = max(most_ends, ends[step + 1] - ends[step])
     HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
                      np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists

@@ -268,7 +268,8 @@ def _dense_pair_ids(p, step_ptr, end_ptr, kind, peer, dense):
                 dense[key] = n
                 if n == len(keys):
                     grown = np.empty(2 * n, dtype=np.int64)
-                    grown[:n] = keys
+                    for j in range(n):  # a loop: a slice assignment compiles for seconds
+                        grown[j] = keys[j]
                     keys = grown
                 keys[n] = key
                 n += 1
@@ -309,13 +310,18 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype
     engine's arrays; write each end's code into ``codes`` and return the messages' rows
     (:class:`FlatSchedule`), or None when some send or receive has no partner of its
     length."""
-    if not np.array_equal(counts[:, 0], counts[:, 1]):
-        return None
+    # loops rather than NumPy's functions: numba compiles each of those for seconds
     base = np.zeros(len(counts) + 1, dtype=np.int64)
-    base[1:] = np.cumsum(counts[:, 0])
+    for i in range(len(counts)):
+        if counts[i, 0] != counts[i, 1]:
+            return None
+        base[i + 1] = base[i] + counts[i, 0]
     messages = base[-1]
-    steps = np.diff(step_ptr)
-    most = max(1, steps.max()) if p else 1
+    steps = np.empty(p, dtype=np.int64)
+    most = 1
+    for r in range(p):
+        steps[r] = step_ptr[r + 1] - step_ptr[r]
+        most = max(most, steps[r])
     # counting sort by progress; within one, by sender, then in program order
     first = np.zeros(most + 2, dtype=np.int64)
     for r in range(p):
@@ -324,7 +330,8 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype
             for e in range(end_ptr[g], end_ptr[g + 1]):
                 if kind[e] == 0:
                     first[progress + 1] += 1
-    first = np.cumsum(first)
+    for i in range(1, len(first)):
+        first[i] += first[i - 1]
     number = np.empty(messages, dtype=np.int64)
     for r in range(p):
         for g in range(step_ptr[r], step_ptr[r + 1]):

@@ -111,6 +111,33 @@ def test_a_cold_cache_compiles_once_and_says_so(monkeypatch, tmp_path) -> None:
     assert int(out) > 20
 
 
+_CALLS_WITH_CONSTANTS = """
+from numba import njit
+from simulator import compiled
+
+@njit
+def calls(HT, HE, counters, LK, LQ):
+    compiled._push(HT, HE, counters, 1.0, compiled._ARRIVE, 3, 0)
+    compiled._push(HT, HE, counters, 2.0, compiled._SHARE, 0, 0)
+    compiled._sift_down(LK, LQ, 0, len(LK))
+    compiled._sift_down(LK, LQ, 1, len(LK))
+
+calls.compile("(float64[::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1])")
+print(len(compiled._push.signatures), len(compiled._sift_down.signatures))
+"""
+
+
+def test_a_helper_is_compiled_once_whatever_constants_it_is_called_with(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}  # cold: the helpers compile
+    out = subprocess.run([sys.executable, "-c", _CALLS_WITH_CONSTANTS], env=env,
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    assert out.split() == ["1", "1"]  # not one copy per literal kind, argument or index
+
+
 def test_a_flow_held_by_its_own_slow_link_leaves_the_shared_link_to_the_other() -> None:
     # r0 -> r2 and r1 -> r2 share the switch's link to r2; r1's own link is a quarter of
     # it, so r1 runs at its route's bottleneck and r0 gets the rest (progressive filling
