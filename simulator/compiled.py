@@ -42,6 +42,7 @@ from numba.extending import intrinsic
 
 from .flatten import FlatSchedule
 
+__all__ = ["run_compiled"]
 
 
 def _njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
@@ -72,7 +73,6 @@ def _njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
         return dispatcher
     return compile_once
 
-__all__ = ["run_compiled"]
 
 # event kinds
 _FLOW_END, _ARRIVE, _OP_DONE, _START, _RECEIVE_DONE, _SHARE = range(6)
