@@ -38,10 +38,9 @@ from .executors.persistent import HeldPlan, Views
 from .executors.plan import Plan
 from .executors.runtime import RUNTIME
 from .executors.transport import Transport
-from .layout import alltoall_blocks
 from .ops import NCCL_ONLY_OPS, average_input, average_output
 from .schedule import BLOCK_COLLECTIVES
-from .vcounts import pack, unpack
+from .vcounts import pack, packed_views, unpack, unpacked_views
 
 __all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "BoundCall", "lay_exchange",
            "take_exchange", "held_exchange", "key", "lookup", "remember"]
@@ -334,12 +333,8 @@ def held_exchange(plan: Plan, call: Call) -> tuple[np.ndarray, Views, Views]:
     work = np.zeros(plan.count, call.dtype)
     if call.vector is not None:
         _, sdispls, _, rdispls, counts = call.vector
-        sends, recvs = alltoall_blocks(counts, plan.rank)
-        before = tuple((call.send[start:start + hi - lo], work[lo:hi])
-                       for (lo, hi), start in zip(sends, sdispls) if hi > lo)
-        after = tuple((work[lo:hi], call.recv[start:start + hi - lo])
-                      for (lo, hi), start in zip(recvs, rdispls) if hi > lo)
-        return work, before, after
+        return (work, packed_views(work, call.send, sdispls, counts, plan.rank),
+                unpacked_views(call.recv, work, rdispls, counts, plan.rank))
     source = call.recv if call.send is None else call.send
     size = plan.input.stop - plan.input.start
     before = ((source[:size], work[plan.input]),) if size else ()

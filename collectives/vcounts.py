@@ -20,7 +20,8 @@ from topology.checks import check_int, is_int
 
 from .layout import Counts, alltoall_blocks
 
-__all__ = ["check_counts", "check_vector", "agree_counts", "pack", "unpack"]
+__all__ = ["check_counts", "check_vector", "agree_counts", "pack", "unpack", "packed_views",
+           "unpacked_views"]
 
 
 def check_counts(counts: Any, nranks: int) -> Counts:
@@ -159,8 +160,10 @@ def agree_counts(allgather: Callable[[Any], list[Any]], rank: int,
     return sends
 
 
-def pack(work: Any, send: Any, sdispls: Sequence[int], counts: Counts, rank: int) -> None:
-    """Copy ``rank``'s send blocks from ``send`` (at ``sdispls``) into the working buffer.
+def packed_views(work: Any, send: Any, sdispls: Sequence[int], counts: Counts,
+                 rank: int) -> tuple[tuple[Any, Any], ...]:
+    """``rank``'s send blocks as ``(source, destination)`` views: each non-empty block of
+    ``send`` (at ``sdispls``) and its place in the working buffer.
 
     Parameters
     ----------
@@ -172,14 +175,20 @@ def pack(work: Any, send: Any, sdispls: Sequence[int], counts: Counts, rank: int
         The agreed matrix (:func:`agree_counts`).
     rank : int
         This rank.
+
+    Returns
+    -------
+    tuple of (array, array)
     """
     sends, _ = alltoall_blocks(counts, rank)
-    for (lo, hi), start in zip(sends, sdispls):
-        work[lo:hi] = send[start:start + hi - lo]
+    return tuple((send[start:start + hi - lo], work[lo:hi])
+                 for (lo, hi), start in zip(sends, sdispls) if hi > lo)
 
 
-def unpack(recv: Any, work: Any, rdispls: Sequence[int], counts: Counts, rank: int) -> None:
-    """Copy ``rank``'s received blocks from the working buffer into ``recv`` (at ``rdispls``).
+def unpacked_views(recv: Any, work: Any, rdispls: Sequence[int], counts: Counts,
+                   rank: int) -> tuple[tuple[Any, Any], ...]:
+    """``rank``'s received blocks as ``(source, destination)`` views: each non-empty
+    block's place in the working buffer and its place in ``recv`` (at ``rdispls``).
 
     Parameters
     ----------
@@ -191,7 +200,25 @@ def unpack(recv: Any, work: Any, rdispls: Sequence[int], counts: Counts, rank: i
         The agreed matrix.
     rank : int
         This rank.
+
+    Returns
+    -------
+    tuple of (array, array)
     """
     _, recvs = alltoall_blocks(counts, rank)
-    for (lo, hi), start in zip(recvs, rdispls):
-        recv[start:start + hi - lo] = work[lo:hi]
+    return tuple((work[lo:hi], recv[start:start + hi - lo])
+                 for (lo, hi), start in zip(recvs, rdispls) if hi > lo)
+
+
+def pack(work: Any, send: Any, sdispls: Sequence[int], counts: Counts, rank: int) -> None:
+    """Copy ``rank``'s send blocks from ``send`` (at ``sdispls``) into the working buffer
+    (the arguments of :func:`packed_views`)."""
+    for source, destination in packed_views(work, send, sdispls, counts, rank):
+        destination[...] = source
+
+
+def unpack(recv: Any, work: Any, rdispls: Sequence[int], counts: Counts, rank: int) -> None:
+    """Copy ``rank``'s received blocks from the working buffer into ``recv`` (at
+    ``rdispls``; the arguments of :func:`unpacked_views`)."""
+    for source, destination in unpacked_views(recv, work, rdispls, counts, rank):
+        destination[...] = source
