@@ -10,6 +10,9 @@ import pytest
 
 import topology
 from collectives import ArgumentMismatchError, Schedule, build_schedule, interpret, verify
+from collectives.calls import direct
+from collectives.executors.buffers import Call
+from collectives.executors.plan import binds_directly, get_plan
 from collectives.layout import alltoall_blocks, input_range, output_range, peer_counts
 from collectives.registry import names
 from collectives.vcounts import agree_counts, check_vector, pack, unpack
@@ -144,6 +147,28 @@ def test_alltoall_layout_sends_then_receives() -> None:
     assert schedule.elements == 29 and schedule.count == 7  # rank 2: 18 sent, 11 received
     assert Schedule.from_json(schedule.to_json()) == schedule
     assert Schedule.from_json(schedule.to_json()).elements == 29
+
+
+def test_alltoall_and_a_reduces_leaves_run_on_the_callers_buffers() -> None:
+    float32 = np.dtype("float32")
+    send, recv, work = np.ones(12, float32), np.zeros(12, float32), np.zeros(24, float32)
+    call = Call("alltoall", np, float32, 12, 4, send, recv, recv)
+    for algorithm in names(collective="alltoall"):
+        plan = get_plan("alltoall", algorithm, 3, 1, 4, float32, {})
+        assert binds_directly(plan)
+        assert direct(plan, call, send, recv, work) == (send, recv)
+        assert direct(plan, call, None, recv, work) == ()  # in place: through the copies
+        whole = np.zeros(18, float32)
+        assert direct(plan, call, whole[:12], whole[6:], work) == ()  # overlapping
+        assert direct(plan, replace(call, vector=((), (), (), (), ())), send, recv, work) == ()
+    leaf = get_plan("reduce", "binomial", 4, 3, 8, float32, {"root": 0})  # sends only
+    root = get_plan("reduce", "binomial", 4, 0, 8, float32, {"root": 0})
+    mine = send[:8]
+    call = Call("reduce", np, float32, 8, 8, mine, None, None)
+    bound = direct(leaf, call, mine, None, work)  # off the root: no output, work's own range
+    assert bound[0] is mine and bound[1].base is work
+    assert bound[1].size == leaf.output.stop - leaf.output.start
+    assert not binds_directly(root) and direct(root, call, mine, recv[:8], work) == ()
 
 
 @pytest.mark.parametrize("call, error, message", [

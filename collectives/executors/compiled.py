@@ -52,11 +52,11 @@ __all__ = ["HEADER", "STEP", "REQUEST", "REDUCE", "COPY", "STATUS_BYTES", "DTYPE
            "Flat", "FlatStep", "kernel", "supports"]
 
 #: header fields of the table, by index
-(N_STEPS, COMM, BYTE, ANY_TAG, DTYPE, OP, WORK_BYTES, SCRATCH_BYTES, STAGE_BYTES, TABLE,
- TABLE_LENGTH, STATUSES, AT_STEP, DETAIL, MESSAGE, COUNT, STEPS_AT, REQUESTS_AT, REDUCES_AT,
- COPIES_AT, N_REQUESTS) = range(21)
+(N_STEPS, COMM, BYTE, ANY_TAG, DTYPE, OP, WORK_BYTES, SCRATCH_BYTES, STAGE_BYTES, SEND_BYTES,
+ RECV_BYTES, TABLE, TABLE_LENGTH, STATUSES, AT_STEP, DETAIL, MESSAGE, COUNT, STEPS_AT,
+ REQUESTS_AT, REDUCES_AT, COPIES_AT, N_REQUESTS) = range(23)
 #: int64 fields of the header
-HEADER = 21
+HEADER = 23
 #: per step: first request row, first receives, receives, sends, reduce rows [from, to),
 #: copy rows [from, to)
 STEP = 8
@@ -66,8 +66,8 @@ REQUEST = 4
 #: per reduction: work element, scratch element, elements, swapped (the scratch element on
 #: the left: 1, else 0)
 REDUCE = 4
-#: per copy (bytes): source in stage (0 or 1), source, destination in stage, destination,
-#: length
+#: per copy (bytes): source area (0 work, 1 stage, 2 input, 3 output, as
+#: :data:`~.persistent.WORK` and its neighbours), source, destination area, destination, bytes
 COPY = 5
 
 #: dtypes whose reductions are compiled (native byte order)
@@ -132,7 +132,8 @@ class Flat:
     steps : list of FlatStep
         The steps.
     areas : tuple of numpy.ndarray
-        The work, scratch and stage buffers as contiguous ``uint8`` arrays.
+        The work, scratch and stage buffers, and the input and output bound directly
+        (empty unless :func:`~.plan.binds_directly`), as contiguous ``uint8`` arrays.
     dtype, op : int
         :data:`DTYPE_CODES` and :data:`OP_CODES` of the reductions (0 when there are none).
     """
@@ -155,7 +156,8 @@ class Flat:
             len(steps), mpi._handleof(comm), mpi._handleof(mpi.BYTE), mpi.ANY_TAG, dtype, op,
             table.ctypes.data, length, statuses.ctypes.data, steps_at, requests_at, reduces_at,
             copies_at, nrequests]
-        table[[WORK_BYTES, SCRATCH_BYTES, STAGE_BYTES]] = [area.size for area in areas]
+        table[[WORK_BYTES, SCRATCH_BYTES, STAGE_BYTES, SEND_BYTES, RECV_BYTES]] = [
+            area.size for area in areas]
         handles = table[requests_at + REQUEST * nrequests:reduces_at]
         null, reduced, copied = mpi._handleof(mpi.REQUEST_NULL), 0, 0
         for index, (step, h0) in enumerate(zip(steps, rows)):
@@ -302,9 +304,11 @@ def _exchange(table: np.ndarray, statuses: np.ndarray, step: np.ndarray) -> int:
 
 
 def _run(table: np.ndarray, statuses: np.ndarray, work: np.ndarray, scratch: np.ndarray,
-         stage: np.ndarray) -> int:
-    """Walk every step; 0, or the code of the first problem (its step in ``AT_STEP``)."""
-    areas = (work, stage)
+         stage: np.ndarray, send: np.ndarray, recv: np.ndarray) -> int:
+    """Walk every step; 0, or the code of the first problem (its step in ``AT_STEP``).
+    Copies name their areas in the order of :data:`~.persistent.WORK` and its neighbours:
+    the working buffer, the staging area, the input and the output bound directly."""
+    areas = (work, stage, send, recv)
     for index in range(table[N_STEPS]):
         step = table[table[STEPS_AT] + STEP * index:table[STEPS_AT] + STEP * (index + 1)]
         table[AT_STEP] = index
@@ -320,20 +324,21 @@ def _run(table: np.ndarray, statuses: np.ndarray, work: np.ndarray, scratch: np.
     return 0
 
 
-def _entry(table_p, statuses_p, work_p, scratch_p, stage_p):
+def _entry(table_p, statuses_p, work_p, scratch_p, stage_p, send_p, recv_p):
     """The C entry point (compiled by :func:`kernel`): arrays over the pointers, then
     :func:`_run`."""
     head = carray(table_p, HEADER)
     table = carray(table_p, head[TABLE_LENGTH])
     return _run(table, carray(statuses_p, 6 * head[N_REQUESTS]),
                 carray(work_p, head[WORK_BYTES]), carray(scratch_p, head[SCRATCH_BYTES]),
-                carray(stage_p, head[STAGE_BYTES]))
+                carray(stage_p, head[STAGE_BYTES]), carray(send_p, head[SEND_BYTES]),
+                carray(recv_p, head[RECV_BYTES]))
 
 
 @lru_cache(maxsize=1)
 def kernel(mpi: Any, path: str | None) -> Callable[..., int] | None:
-    """The compiled walk as a ctypes function of five addresses (table, statuses, work,
-    scratch, stage), or None where it cannot run: no ``libmpi`` path, or not Open MPI's
+    """The compiled walk as a ctypes function of seven addresses (table, statuses, work,
+    scratch, stage, send, recv), or None where it cannot run: no ``libmpi`` path, or not Open MPI's
     pointer handles and 24-byte statuses.
 
     The first call imports Numba and compiles this module's walk functions in place
@@ -367,11 +372,11 @@ def kernel(mpi: Any, path: str | None) -> Callable[..., int] | None:
     names["carray"] = carray
     for function in (_reduce, _reduce_bytes, _stop, _take_first, _exchange, _run):
         names[function.__name__] = njit(cache=True)(function)
-    pointers = [types.CPointer(t) for t in (types.int64, types.int32, *[types.uint8] * 3)]
+    pointers = [types.CPointer(t) for t in (types.int64, types.int32, *[types.uint8] * 5)]
     with _no_terminal_reset_at_exit():
         entry = cfunc(types.int64(*pointers), cache=True)(_entry)
     pointer = cast(int, entry.address)  # set once cfunc compiled
-    return ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * 5)(pointer)
+    return ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * 7)(pointer)
 
 
 @contextmanager

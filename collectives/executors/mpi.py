@@ -287,7 +287,8 @@ class MpiTransport:
         -------
         callable
             ``walk(work, send, stream)``: the working buffer (updated in place), the input
-            just laid into it (None in place), the CuPy stream (None for NumPy).
+            just laid into it (None in place), the CuPy stream (None for NumPy); for NumPy
+            also ``walk(work, send, None, recv)``, input and output bound directly.
         """
         signed = signed_plan(plan, op, self.guard.codec)
         if xp is np:
@@ -295,7 +296,8 @@ class MpiTransport:
         return partial(self.run_device, plan, signed, op, xp)
 
     def run_host(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
-                 send: np.ndarray | None, stream: Any = None) -> None:
+                 send: np.ndarray | None, stream: Any = None,
+                 recv: np.ndarray | None = None) -> None:
         """Walk ``plan`` on NumPy buffers, as persistent requests (what :meth:`walker`
         returns for them).
 
@@ -310,16 +312,19 @@ class MpiTransport:
         work : numpy.ndarray
             The working buffer, updated in place.
         send : numpy.ndarray or None
-            The input just copied into ``work`` (None in place).
+            The input just copied into ``work`` (None in place), or bound directly.
         stream : None
             Unused (NumPy buffers).
+        recv : numpy.ndarray, optional
+            The output, for a plan bound directly to ``send`` and ``recv``
+            (:func:`collectives.calls.direct`).
         """
         if not plan.count:  # nothing moves, but a peer with elements must not wait for ever
             self.hellos.exchange(plan.collective, 0, plan.dtype, op, plan.algorithm)
         scratch = workspace(np, work.dtype, plan.scratch_count, "scratch")
         self.runs["persistent"] += 1
         try:
-            self.persistent.run(plan, signed, op, work, scratch, send)
+            self.persistent.run(plan, signed, op, work, scratch, send, recv)
         except BaseException as error:
             self.interrupted(plan, error)
             raise

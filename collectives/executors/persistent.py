@@ -161,20 +161,70 @@ def _overlaps(a: slice, b: slice) -> bool:
 
 def _copy_rows(copies: tuple[tuple[slice, slice], ...]
                ) -> tuple[list[tuple[int, int, int, int, int]], int]:
-    """A step's copies as ``(source_in_stage, source, destination_in_stage, destination,
-    elements)`` rows, applied in order: directly when no destination overlaps a source,
-    else through a staging area (every source copied into it before any destination is
-    written); and the staging elements that needs."""
+    """A step's copies as ``(source_area, source, destination_area, destination,
+    elements)`` rows, areas :data:`WORK` and :data:`STAGE`, applied in order: directly when
+    no destination overlaps a source, else through a staging area (every source copied
+    into it before any destination is written); and the staging elements that needs."""
     if not any(_overlaps(dst, src) for _, dst in copies for src, _ in copies):
-        return [(0, source.start, 0, destination.start, source.stop - source.start)
+        return [(WORK, source.start, WORK, destination.start, source.stop - source.start)
                 for source, destination in copies], 0
     into, out_of, offset = [], [], 0
     for source, destination in copies:
         length = source.stop - source.start
-        into.append((0, source.start, 1, offset, length))
-        out_of.append((1, offset, 0, destination.start, length))
+        into.append((WORK, source.start, STAGE, offset, length))
+        out_of.append((STAGE, offset, WORK, destination.start, length))
         offset += length
     return into + out_of, offset
+
+
+#: the areas a binding's copies read and write, by index (the compiled walk's order)
+WORK, STAGE, SEND, RECV = range(4)
+
+
+@dataclass(frozen=True, slots=True)
+class _Memory:
+    """Where a binding's element ranges lie: the working buffer and the copies' staging
+    area, and, for a plan bound directly (:func:`~.plan.binds_directly`), the caller's
+    input and output at the plan's input and output ranges.
+
+    Attributes
+    ----------
+    areas : tuple of numpy.ndarray
+        Element arrays, indexed by :data:`WORK`, :data:`STAGE`, :data:`SEND`, :data:`RECV`
+        (the last two empty unless bound directly).
+    direct : tuple of slice
+        The plan's input and output ranges where bound directly, else empty.
+    """
+
+    areas: tuple[np.ndarray, ...]
+    direct: tuple[slice, ...]
+
+    def place(self, start: int, stop: int) -> tuple[int, int]:
+        """The area and the offset in it of the working buffer's elements ``start`` to
+        ``stop`` (a range wholly inside the input or output, or outside both)."""
+        for area, region in zip((SEND, RECV), self.direct):
+            if region.start <= start and stop <= region.stop:
+                return area, start - region.start
+        return WORK, start
+
+    def bytes(self, span: slice) -> np.ndarray:
+        """The bytes of the working buffer's byte range ``span``, where they lie."""
+        size = self.areas[WORK].itemsize
+        area, offset = self.place(span.start // size, span.stop // size)
+        return self.areas[area].view(np.uint8)[offset * size:offset * size + span.stop
+                                               - span.start]
+
+    def rows(self, rows: list[tuple[int, int, int, int, int]]
+             ) -> list[tuple[int, int, int, int, int]]:
+        """Copy rows of :func:`_copy_rows` with their working-buffer ranges placed."""
+        if not self.direct:
+            return rows
+        placed = []
+        for a, s, b, d, n in rows:
+            a, s = self.place(s, s + n) if a == WORK else (a, s)
+            b, d = self.place(d, d + n) if b == WORK else (b, d)
+            placed.append((a, s, b, d, n))
+        return placed
 
 
 def _operands(into: np.ndarray, source: np.ndarray,
@@ -184,26 +234,27 @@ def _operands(into: np.ndarray, source: np.ndarray,
     return (source, into, into) if swap else (into, source, into)
 
 
-def _send_buffers(plan: Plan, work: np.ndarray, send: np.ndarray | None) -> list[list[Any]]:
-    """Per step, the bytes each send reads: ranges of ``work``, except that the first step
-    reads the input's ranges from ``send``, which the caller copied into ``work`` just
-    before: the same bytes, but a peer reading memory just written, still in this core's
-    cache, took 1.5-4x as long (measured, 2 ranks on 2 cores, 1 MiB per rank: 158-432 us
-    from the fresh copy, 105 us from the send buffer).
+def _send_buffers(plan: Plan, memory: _Memory, send: np.ndarray | None) -> list[list[Any]]:
+    """Per step, the bytes each send reads, where they lie (:class:`_Memory`), except that,
+    out of place and not bound directly, the first step reads the input's ranges from
+    ``send``, which the caller copied into the working buffer just before: the same bytes,
+    but a peer reading memory just written, still in this core's cache, took 1.5-4x as
+    long (measured, 2 ranks on 2 cores, 1 MiB per rank: 158-432 us from the fresh copy,
+    105 us from the send buffer).
     """
-    whole = work.view(np.uint8)
-    out = [[whole[span] for span, _, _ in step.sends] for step in plan.steps]
-    if send is not None and plan.steps:
-        low, high = plan.input.start * work.itemsize, plan.input.stop * work.itemsize
+    out = [[memory.bytes(span) for span, _, _ in step.sends] for step in plan.steps]
+    if send is not None and not memory.direct and plan.steps:
+        low, high = plan.input.start * send.itemsize, plan.input.stop * send.itemsize
         given = send.view(np.uint8)
         out[0] = [given[span.start - low:span.stop - low]
-                  if low <= span.start and span.stop <= high else whole[span]
+                  if low <= span.start and span.stop <= high else memory.bytes(span)
                   for span, _, _ in plan.steps[0].sends]
     return out
 
 
 def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
-         scratch: np.ndarray, send: np.ndarray | None = None, kernel: Any = None) -> Binding:
+         scratch: np.ndarray, send: np.ndarray | None = None, kernel: Any = None,
+         recv: np.ndarray | None = None) -> Binding:
     """Create the persistent requests and views that run ``plan`` on these buffers.
 
     Parameters
@@ -222,8 +273,15 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
         The working buffer (``plan.count`` elements) and the scratch buffer (at least
         ``plan.scratch_count`` elements), contiguous, of the plan's dtype.
     send : numpy.ndarray, optional
-        The input the caller copies into ``plan.input`` of ``work`` before each run (out
-        of place); the first step's sends of the input read it there instead.
+        The input: bound directly with ``recv``, else the one the caller copies into
+        ``plan.input`` of ``work`` before each run (out of place), which the first step's
+        sends of the input read instead.
+    kernel : ctypes function, optional
+        The compiled walk, to lay the binding out for (:class:`~.compiled.Flat`).
+    recv : numpy.ndarray, optional
+        The output, for a plan that :func:`~.plan.binds_directly` (with ``send``): the
+        plan's input and output ranges are then ``send`` and ``recv`` themselves, and
+        ``work`` holds only the rest.
 
     Returns
     -------
@@ -235,39 +293,50 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
     scratch = _over(mpi, scratch, plan.scratch_count)
     copies = [_copy_rows(step.copies) for step in plan.steps]
     stage = np.empty(max((staged for _, staged in copies), default=0), work.dtype)
+    if recv is not None and send is not None:
+        output = _over(mpi, recv, plan.output.stop - plan.output.start)
+        memory = _Memory((work, stage, send, output), (plan.input, plan.output))
+    else:
+        memory = _Memory((work, stage, work[:0], work[:0]), ())
     areas = (work.view(np.uint8), scratch.view(np.uint8))
     steps, flat_steps = [], []
     for step, signed_step, sources, (rows, _) in zip(plan.steps, signed.steps,
-                                                     _send_buffers(plan, work, send), copies):
-        first = tuple(areas[into_scratch][span]
-                      for into_scratch, span, _, _ in step.recvs[:step.first])
-        receives = [comm.Recv_init(areas[into_scratch][span], peer, mpi.ANY_TAG)
-                    for into_scratch, span, peer, _ in step.recvs[step.first:]]
+                                                     _send_buffers(plan, memory, send), copies):
+        rows = memory.rows(rows)
+        landing = [areas[1][span] if into_scratch else memory.bytes(span)
+                   for into_scratch, span, _, _ in step.recvs]
+        first = tuple(landing[:step.first])
+        receives = [comm.Recv_init(view, peer, mpi.ANY_TAG)
+                    for view, (_, _, peer, _) in zip(landing[step.first:],
+                                                     step.recvs[step.first:])]
         sends = [comm.Send_init(source, peer, tag)
                  for source, (_, peer, tag) in zip(sources, signed_step.sends)]
         reduces = tuple(_operands(work[target], scratch[source], swap)
                         for target, source, swap in step.reduces)
-        views = tuple(((work, stage)[a][s:s + n], (work, stage)[b][d:d + n])
+        views = tuple((memory.areas[a][s:s + n], memory.areas[b][d:d + n])
                       for a, s, b, d, n in rows)
         steps.append(BoundStep(receives + sends, first, receives, sends, signed_step.tags,
                                reduces, views))
         if kernel is not None:
-            flat_steps.append(_flat_step(mpi, step, signed_step, areas, receives + sends, rows,
-                                   work.itemsize))
+            flat_steps.append(_flat_step(mpi, step, signed_step, landing, receives + sends,
+                                         rows, work.itemsize))
     flat = None
     if kernel is not None:
         codes = (DTYPE_CODES.get(plan.dtype, 0), OP_CODES.get(op, 0))
-        flat = Flat(mpi, comm, flat_steps, (*areas, stage.view(np.uint8)), *codes)
+        flat = Flat(mpi, comm, flat_steps, (*areas, *(area.view(np.uint8)
+                                                      for area in memory.areas[STAGE:])),
+                    *codes)
     return Binding(plan, signed, op, reducer(np, op), tuple(steps), mpi.Prequest.Startall, flat)
 
 
-def _flat_step(mpi: Any, step: PlanStep, signed: SignedStep, areas: tuple[np.ndarray, ...],
+def _flat_step(mpi: Any, step: PlanStep, signed: SignedStep, landing: list[np.ndarray],
                requests: list[Any], copies: list[tuple[int, int, int, int, int]],
                itemsize: int) -> FlatStep:
-    """A bound step as the compiled walk's table holds it (:mod:`.compiled`)."""
-    receives = [(peer, tag, length, areas[into_scratch][span].ctypes.data)
-                for (into_scratch, span, peer, _), tag, length
-                in zip(step.recvs, signed.tags, signed.lengths)]
+    """A bound step as the compiled walk's table holds it (:mod:`.compiled`), its receives
+    landing in the byte views ``landing``."""
+    receives = [(peer, tag, length, view.ctypes.data)
+                for (_, _, peer, _), tag, length, view
+                in zip(step.recvs, signed.tags, signed.lengths, landing)]
     reduces = [(target.start, source.start, target.stop - target.start, swap)
                for target, source, swap in step.reduces]
     return FlatStep(step.first, receives, [mpi._handleof(r) for r in requests],
@@ -310,7 +379,8 @@ class PersistentPlans:
         return {"compiled": compiled, "python": len(self._bindings) - compiled}
 
     def run(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
-            scratch: np.ndarray, send: np.ndarray | None = None) -> None:
+            scratch: np.ndarray, send: np.ndarray | None = None,
+            recv: np.ndarray | None = None) -> None:
         """Run ``plan`` on ``work`` (updated in place), binding it first on a cache miss.
 
         Parameters
@@ -326,7 +396,10 @@ class PersistentPlans:
         scratch : numpy.ndarray
             Scratch of at least ``plan.scratch_count`` elements.
         send : numpy.ndarray, optional
-            The input just copied into ``work`` (out of place), for :func:`bind`.
+            The input just copied into ``work`` (out of place), or, with ``recv``, bound
+            directly (:func:`bind`).
+        recv : numpy.ndarray, optional
+            The output, for a plan bound directly to ``send`` and ``recv``.
 
         Raises
         ------
@@ -337,13 +410,13 @@ class PersistentPlans:
             return
         address = self._address
         key = (plan, op, address(work), address(scratch),
-               None if send is None else address(send))
+               None if send is None else address(send), None if recv is None else address(recv))
         bindings = self._bindings
         binding = bindings.get(key)
         if binding is None:
             if self._agree is not None:
                 self._agree(plan, signed, op)  # may free every binding
-            binding = bindings[key] = self.bind(plan, signed, op, work, scratch, send)
+            binding = bindings[key] = self.bind(plan, signed, op, work, scratch, send, recv)
             if len(bindings) > BINDINGS_PER_COMM:
                 bindings.popitem(last=False)[1].free()
         else:
@@ -355,12 +428,13 @@ class PersistentPlans:
             raise
 
     def bind(self, plan: Plan, signed: SignedPlan, op: str, work: np.ndarray,
-             scratch: np.ndarray, send: np.ndarray | None = None) -> Binding:
+             scratch: np.ndarray, send: np.ndarray | None = None,
+             recv: np.ndarray | None = None) -> Binding:
         """:func:`bind` on this communicator, laid out for the compiled walk where it runs
         the plan's reductions (every plan without any)."""
         kernel = self.kernel if self.kernel is not None and (
             supports(work.dtype, op) or not any(step.reduces for step in plan.steps)) else None
-        return bind(self.mpi, self._comm, plan, signed, op, work, scratch, send, kernel)
+        return bind(self.mpi, self._comm, plan, signed, op, work, scratch, send, kernel, recv)
 
     def walk(self, binding: Binding, work: np.ndarray, scratch: np.ndarray) -> None:
         """Run a binding's steps, in one call of the compiled walk where it has a table,
@@ -446,29 +520,33 @@ class HeldPlan:
     call : Call
         The handle's buffers, NumPy, laid out.
     exchange : tuple, optional
-        A Broadcast's, Reduce's or AllToAll(v)'s own working buffer and the copies into and
-        out of it (:func:`collectives.calls.held_exchange`); None for the other collectives.
+        A Broadcast's, Reduce's or AllToAll(v)'s own working buffer, the copies into and
+        out of it, and the input and output it binds directly, if any
+        (:func:`collectives.calls.held_exchange`); None for the other collectives.
     """
 
     __slots__ = ("_transport", "_plan", "_work", "_scratch", "_before", "_after", "_binding",
                  "_kernel", "_args", "_free", "__weakref__")
 
     def __init__(self, transport: Any, plan: Plan, signed: SignedPlan, op: str,
-                 call: Any, exchange: tuple[np.ndarray, Views, Views] | None = None) -> None:
+                 call: Any, exchange: tuple[np.ndarray, Views, Views, tuple[np.ndarray, ...]]
+                 | None = None) -> None:
         self._transport, self._plan = transport, plan
         work = self._work = call.recv
         self._before: Views = ()
         self._after: Views = ()
+        send = call.send
+        direct: tuple[np.ndarray, ...] = ()
         if exchange is not None:
-            work, self._before, self._after = exchange
-            self._work = work
+            work, self._before, self._after, direct = exchange
+            self._work, send = work, None
         elif call.collective == "reduce_scatter" and call.send is not None:
             work = self._work = np.empty(call.count, call.dtype)
             self._after = ((work[plan.output], call.recv),)
         elif call.collective == "reduce_scatter" and plan.output.start:
             self._after = ((work[plan.output], call.recv[:call.part]),)
-        if call.send is not None and exchange is None:
-            self._before = ((call.send, work[plan.input]),)
+        if send is not None:
+            self._before = ((send, work[plan.input]),)
         self._scratch = np.empty(plan.scratch_count, call.dtype)
         if plan.count:
             transport.agree(plan, signed, op)
@@ -481,7 +559,7 @@ class HeldPlan:
         self._args: tuple = ()
         if plan.steps:
             binding = transport.persistent.bind(plan, signed, op, work, self._scratch,
-                                                None if exchange is not None else call.send)
+                                                *(direct or (send,)))
             self._binding.append(binding)
             self._free = weakref.finalize(self, _free, self._binding, transport.persistent.mpi)
             if binding.flat is not None:

@@ -19,8 +19,11 @@ in order whatever is probed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from reprlib import repr as brief
 from typing import Any
+
+import numpy as np
 
 from ..build import build_schedule
 from ..layout import input_range, output_range
@@ -28,7 +31,7 @@ from ..schedule import Copy, Recv, Send, Step
 from .runtime import RUNTIME
 
 __all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_reduces", "apply_copies",
-           "PLAN_CACHE_SIZE", "describe_step", "choice"]
+           "PLAN_CACHE_SIZE", "describe_step", "choice", "binds_directly"]
 
 #: plans kept per process (least recently used dropped first)
 PLAN_CACHE_SIZE = 256
@@ -218,6 +221,48 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
     if len(cache) > PLAN_CACHE_SIZE:
         cache.popitem(last=False)
     return plan
+
+
+@lru_cache(maxsize=PLAN_CACHE_SIZE)
+def binds_directly(plan: Plan) -> bool:
+    """Whether ``plan`` can run on the caller's input and output themselves, its input range
+    bound to the send buffer and its output range to the receive buffer: it reduces
+    nothing, writes nothing into its input range (so the send buffer is only read), and
+    each of its ranges lies wholly inside the input range, wholly inside the output range
+    or outside both (an AllToAll's pairwise, linear and Bruck plans).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float32 = np.dtype("float32")
+    >>> binds_directly(get_plan("alltoall", "pairwise", 3, 0, 9, float32, {}))
+    True
+    >>> binds_directly(get_plan("reduce", "binomial", 3, 0, 9, float32, {}))
+    False
+    """
+    if plan.input.stop > plan.output.start and plan.output.stop > plan.input.start:
+        return False
+    size = np.dtype(plan.dtype).itemsize
+    regions = (plan.input, plan.output)
+
+    def placed(start: int, stop: int) -> bool:  # element range within one region, or none
+        return all(stop <= r.start or r.stop <= start or r.start <= start and stop <= r.stop
+                   for r in regions)
+
+    def writes_input(start: int, stop: int) -> bool:
+        return start < plan.input.stop and plan.input.start < stop
+
+    for step in plan.steps:
+        if step.reduces:
+            return False
+        received = [(span.start // size, span.stop // size) for _, span, _, _ in step.recvs]
+        sent = [(span.start // size, span.stop // size) for span, _, _ in step.sends]
+        written = received + [(d.start, d.stop) for _, d in step.copies]
+        read = sent + [(s.start, s.stop) for s, _ in step.copies]
+        if any(writes_input(*span) for span in written) \
+                or not all(placed(*span) for span in written + read):
+            return False
+    return True
 
 
 def apply_reduces(work: Any, scratch: Any, reduces: tuple[tuple[slice, slice, bool], ...],

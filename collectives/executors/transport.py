@@ -20,8 +20,10 @@ if TYPE_CHECKING:
 __all__ = ["Transport", "Walker", "Native"]
 
 #: a plan's walk bound once: ``walk(work, send, stream)``, the working buffer updated in
-#: place, the input just laid into it (None in place), the CuPy stream (None for NumPy)
-Walker = Callable[[Any, Any, Any], None]
+#: place, the input just laid into it (None in place), the CuPy stream (None for NumPy);
+#: over MPI on NumPy buffers also ``walk(work, send, None, recv)``, the plan's input and
+#: output bound to ``send`` and ``recv`` themselves (:func:`collectives.calls.direct`)
+Walker = Callable[..., None]
 #: the library's own collective bound once: ``run(send, recv, stream)`` on flat buffers,
 #: ``send`` None in place
 Native = Callable[[Any, Any, Any], None]

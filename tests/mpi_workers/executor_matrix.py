@@ -692,6 +692,12 @@ def run_exchange(xp: Any, comm: Any, rank: int, nranks: int) -> tuple[list[str],
                               algorithm=algorithm)
         _check(failures, f"rank {rank} alltoallv {algorithm}", recv, want)
         ran += 1
+    for algorithm in names(collective="alltoall"):  # overlapping buffers: through the copies
+        memory = xp.arange(3 * nranks, dtype="int64") + 100 * rank
+        got = collectives.alltoall(memory[:2 * nranks], memory[nranks:], comm=comm,
+                                   algorithm=algorithm)
+        _check(failures, f"rank {rank} alltoall {algorithm} overlapping", got,
+               np.array([100 * j + 2 * rank + k for j in range(nranks) for k in (0, 1)]))
     if nranks > 1:
         spaced = [2 * i for i in range(nranks)]  # rank 1 expects 2 from rank 0, sent 1
         expect_error(failures, collectives.ArgumentMismatchError,
