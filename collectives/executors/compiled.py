@@ -200,7 +200,7 @@ class Flat:
 
 
 #: the MPI functions and Numba's ``carray``, bound by :func:`kernel` before it compiles
-_startall = _waitall = _mprobe = _get_count = _imrecv = carray = cast(Any, None)
+_startall = _waitall = _mprobe = _get_count = _imrecv = _memmove = carray = cast(Any, None)
 
 
 def _reduce(into: np.ndarray, source: np.ndarray, at: int, start: int, n: int,
@@ -320,7 +320,10 @@ def _run(table: np.ndarray, statuses: np.ndarray, work: np.ndarray, scratch: np.
             _reduce_bytes(work, scratch, table[at:at + REDUCE], table[DTYPE], table[OP])
         for c in range(step[6], step[7]):
             row = table[table[COPIES_AT] + COPY * c:table[COPIES_AT] + COPY * (c + 1)]
-            areas[row[2]][row[3]:row[3] + row[4]] = areas[row[0]][row[1]:row[1] + row[4]]
+            # libc's memmove: Numba's slice assignment copied a byte at a time through a
+            # temporary (1 MiB: 334 us against memmove's 25 us, measured on this machine)
+            _memmove(areas[row[2]].ctypes.data + row[3], areas[row[0]].ctypes.data + row[1],
+                     row[4])
     return 0
 
 
@@ -365,7 +368,8 @@ def kernel(mpi: Any, path: str | None) -> Callable[..., int] | None:
                 "_waitall": ("MPI_Waitall", integer(integer, address, address)),
                 "_mprobe": ("MPI_Mprobe", integer(integer, integer, address, address, address)),
                 "_get_count": ("MPI_Get_count", integer(address, address, address)),
-                "_imrecv": ("MPI_Imrecv", integer(address, integer, address, address, address))}
+                "_imrecv": ("MPI_Imrecv", integer(address, integer, address, address, address)),
+                "_memmove": ("memmove", types.voidptr(address, address, address))}
     names = globals()
     for name, (symbol, signature) in external.items():
         names[name] = types.ExternalFunction(symbol, signature)
