@@ -97,18 +97,31 @@ def _sample(topology: Any) -> np.ndarray:
 _KEPT = 4096  # entries of each cache below before it is emptied
 
 
+def _found(cache: dict[Any, tuple[tuple[Any, ...], Any]], key: Any,
+           held: tuple[Any, ...]) -> Any:
+    """``cache[key]`` if there and of the objects ``held`` (else None)."""
+    found = cache.get(key)
+    if found is not None and all(a is b for a, b in zip(found[0], held)):
+        return found[1]
+    return None
+
+
+def _store(cache: dict[Any, tuple[tuple[Any, ...], Any]], key: Any, held: tuple[Any, ...],
+           value: Any) -> Any:
+    """Keep ``value`` as ``cache[key]`` with the objects ``held`` alive (the cache emptied
+    first when full); return it."""
+    if len(cache) > _KEPT:
+        cache.clear()
+    cache[key] = (held, value)
+    return value
+
+
 def _cached(cache: dict[Any, tuple[tuple[Any, ...], Any]], key: Any, held: tuple[Any, ...],
             make: Any) -> Any:
     """``cache[key]``, made by ``make()`` unless there; ``key`` holds ids, ``held`` the
     objects they are of (kept alive with the entry, and checked)."""
-    found = cache.get(key)
-    if found is not None and all(a is b for a, b in zip(found[0], held)):
-        return found[1]
-    if len(cache) > _KEPT:
-        cache.clear()
-    value = make()
-    cache[key] = (held, value)
-    return value
+    found = _found(cache, key, held)
+    return _store(cache, key, held, make()) if found is None else found
 
 
 @functools.lru_cache(maxsize=16)
@@ -180,15 +193,30 @@ def _digest(messages: Any) -> bytes:
                    (messages.src, messages.dst), make)
 
 
-def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
-    """The rows of one round's sampled messages on ``orders``; with ``chained``, a chain's
-    hops are in flight one index at a time (in every order at once), else all at once
-    (the same under every protocol; cached by the classes' positions, so that rounds
-    described apart, a tree's at each segment count, share it)."""
-    key = (topology, id(orders), chained, tuple(map(_digest, round_.messages)))
-    return _cached(_ROUTED, key, (orders,),
-                   lambda: _route_rows(topology, _ranks(orders), _sampled(topology, orders),
-                                       round_.messages, chained))
+def _round_key(topology: Any, orders: Orders, round_: Any, chained: bool) -> tuple:
+    """The key of one round's rows in :data:`_ROUTED` (by its classes' positions, so that
+    rounds described apart, a tree's at each segment count, share them)."""
+    return (topology, id(orders), chained, tuple(map(_digest, round_.messages)))
+
+
+def _routed(topology: Any, orders: Orders,
+            wanted: list[tuple[Any, bool]]) -> list[_Rows]:
+    """The rows of each of ``wanted`` (a round, and whether a chain's hops are in flight
+    one index at a time, in every order at once, else all at once) on ``orders``: the
+    same under every protocol, cached, and those not cached routed together (a paced
+    round alone)."""
+    keys = [_round_key(topology, orders, r, chained) for r, chained in wanted]
+    missing = {key: block for key, block in zip(keys, wanted)
+               if _found(_ROUTED, key, (orders,)) is None}
+    paced = [key for key, (r, _) in missing.items()
+             if any(m.rounds is not None for m in r.messages)]
+    batches = [[key] for key in paced] + [[key for key in missing if key not in paced]]
+    for batch in filter(None, batches):
+        made = _route_rows(topology, _ranks(orders), _sampled(topology, orders),
+                           [(missing[key][0].messages, missing[key][1]) for key in batch])
+        for key, rows in zip(batch, made):
+            _store(_ROUTED, key, (orders,), rows)
+    return [_found(_ROUTED, key, (orders,)) for key in keys]
 
 
 _SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
@@ -201,10 +229,14 @@ def _sampled(topology: Any, orders: Orders) -> np.ndarray:
 
 
 def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
-                classes: tuple[Any, ...], chained: bool) -> _Rows:
-    """:class:`_Rows` of ``classes`` on every order of ``ranks`` (orders x positions),
+                blocks: list[tuple[tuple[Any, ...], bool]]) -> list[_Rows]:
+    """:class:`_Rows` of each of ``blocks`` (a round's classes, and whether a chain's
+    hops are in flight one at a time) on every order of ``ranks`` (orders x positions),
     their messages with an end on a sampled rank (``sampled``, by order and position;
-    see :func:`_routed`)."""
+    see :func:`_routed`); the messages of one block share links, those of two never
+    (blocks with paced classes one at a time)."""
+    classes = tuple(m for group, _ in blocks for m in group)
+    block = np.repeat(np.arange(len(blocks)), [len(group) for group, _ in blocks])
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
     owner = np.repeat(np.arange(len(classes)), sizes)
     src = np.concatenate([m.src for m in classes]).astype(np.int64)
@@ -215,7 +247,9 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     keep[0, starts[far]] = True  # a class far from the sample: one of its messages
     order, kept = np.nonzero(keep)
     index = np.arange(len(owner)) - starts[owner]  # a message's place in its class
-    together = (index + owner * (1 + sizes[owner])) if chained else 0 * index
+    chained = np.array([c for _, c in blocks], dtype=bool)[block]
+    together = np.where(chained[owner], index + owner * (1 + sizes[owner]), 0) \
+        * len(blocks) + block[owner]
     owners = owner[kept]
     lengths, links = _entries(topology, ranks[order, src[kept]] * topology.nranks
                               + ranks[order, dst[kept]])
@@ -223,28 +257,63 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     keys = np.repeat(together[kept], lengths) * nlinks + links
     message = np.repeat(np.arange(len(owners)), lengths)
     rounds = _in_flight(classes, owners, index[kept])
+    first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
+    local = np.arange(len(classes)) - first_class[block]
     if rounds.any():  # pieces of messages, in flight with the same others throughout
         piece, rounds, entry, profiles, profile = _pieces(keys, message, owners, rounds,
                                                           len(classes))
         owners, lengths, links = owners[piece], lengths[piece], links[entry]
         message = np.repeat(np.arange(len(piece)), lengths)
-    else:  # the messages in flight together on each link, by class
-        shared, at = np.unique(keys, return_inverse=True)
-        profiles = np.zeros((len(shared), len(classes)), dtype=np.int64)
-        np.add.at(profiles, (at.reshape(-1), owners[message]), 1)
-        profiles, unique, _ = _unique_rows(profiles)
-        profile = unique[at.reshape(-1)]
-    link_class, first = _link_classes(topology)
-    top = len(profiles) + 1  # the last: the pad's
-    width = max(1, int(lengths.max()) if len(lengths) else 1)
-    codes = np.full((len(owners), width), len(first) * top + top - 1, dtype=np.int64)  # pad
+        profiles = np.column_stack([np.zeros(len(profiles), dtype=np.int64), profiles])
+    else:  # the messages in flight together on each link, by block and class
+        profiles, profile = _profiles(keys, local[owners[message]], nlinks, len(blocks),
+                                      int(np.diff(first_class).max()))
+    return _split(len(blocks), sizes, first_class, block[owners], local[owners], lengths,
+                  links, profiles, profile, rounds, _link_classes(topology))
+
+
+def _profiles(keys: np.ndarray, column: np.ndarray, nlinks: int, nblocks: int,
+              width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct profiles (a block, then the messages on a link by class) of the
+    links of every route's entries (``keys``: the link and what it is shared in;
+    ``column``: the entry's message's class in its block) and each entry's."""
+    shared, at = np.unique(keys, return_inverse=True)
+    at = at.reshape(-1)
+    counts = np.zeros((len(shared), width), dtype=np.int64)
+    np.add.at(counts, (at, column), 1)
+    profiles, unique, _ = _unique_rows(np.column_stack([shared // nlinks % nblocks, counts]))
+    return profiles, unique[at]
+
+
+def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.ndarray,
+           local: np.ndarray, lengths: np.ndarray, links: np.ndarray, profiles: np.ndarray,
+           profile: np.ndarray, rounds: np.ndarray, link_classes: tuple[np.ndarray, ...]
+           ) -> list[_Rows]:
+    """Merge alike messages (their ``block`` and class there, ``local``; their routes'
+    ``lengths`` and ``links``, each link's of ``profiles``) into each block's
+    :class:`_Rows`."""
+    link_class, first = link_classes
+    many = np.bincount(profiles[:, 0], minlength=nblocks)  # profiles of each block
+    top = int(many.max()) + 1  # above every block's last profile, its pad's
+    message = np.repeat(np.arange(len(lengths)), lengths)
+    width = np.ones(nblocks, dtype=np.int64)
+    np.maximum.at(width, block, lengths)
+    codes = np.repeat((len(first) * top + many[block])[:, None], int(width.max()), axis=1)
     column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    codes[message, column] = link_class[links] * top + profile
+    codes[message, column] = link_class[links] * top \
+        + profile - (np.cumsum(many) - many)[profiles[profile, 0]]
     codes.sort(axis=1)  # a route's figures do not depend on the order of its links
-    rows, row, merged = _unique_rows(np.column_stack([owners, codes]))
-    return _Rows(rows[:, 0], merged, sizes, rows[:, 1:] // top, rows[:, 1:] % top,
-                 profiles, _runs(row[rounds[:, 1] > rounds[:, 0]],
-                                 rounds[rounds[:, 1] > rounds[:, 0]]))
+    rows, row, merged = _unique_rows(np.column_stack([block, local, codes]))
+    live = rounds[:, 1] > rounds[:, 0]
+    runs = _runs(row[live], rounds[live])
+    bounds = np.searchsorted(rows[:, 0], np.arange(nblocks + 1))
+    ends = np.searchsorted(runs[:, 0], bounds)
+    return [_Rows(rows[lo:hi, 1], merged[lo:hi],
+                  sizes[first_class[b]:first_class[b + 1]],
+                  rows[lo:hi, 2:2 + width[b]] // top, rows[lo:hi, 2:2 + width[b]] % top,
+                  profiles[profiles[:, 0] == b, 1:],
+                  runs[ends[b]:ends[b + 1]] - np.array([lo, 0, 0]))
+            for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
 def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
@@ -372,13 +441,11 @@ class _Layout:
                  "weight", "links", "pair", "expanded", "pair_rows", "paced")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
-        routed = []
-        for i, r in enumerate(rounds):
-            routed.append((_routed(topology, orders, r, bool(r.chain)), i,
-                           "chain" if r.chain else "repeat"))
-            if r.chain and r.overlap:
-                routed.append((_routed(topology, orders, r, False), i, "overlap"))
-        routed = [b for b in routed if len(b[0].owners)]
+        wanted = [(r, i, role) for i, r in enumerate(rounds)
+                  for role in (("chain", "overlap") if r.chain and r.overlap
+                               else ("chain",) if r.chain else ("repeat",))]
+        rows = _routed(topology, orders, [(r, role == "chain") for r, _, role in wanted])
+        routed = [(b, i, role) for b, (_, i, role) in zip(rows, wanted) if len(b.owners)]
         self.blocks = [(i, role, rows.owners.tolist()) for rows, i, role in routed]
         width = max([rows.links.shape[1] for rows, _, _ in routed], default=1)
         pad = len(_link_classes(topology)[1])
