@@ -183,7 +183,7 @@ _DIGESTS: dict[tuple[int, int], tuple[tuple[Any, ...], bytes]] = {}
 def _digest(messages: Any) -> bytes:
     """A digest of the positions of a class (cached by its arrays' identity)."""
     def make() -> bytes:
-        digest = hashlib.blake2b(digest_size=16)
+        digest = hashlib.sha256()  # the fastest of hashlib's here (CPUs hash it)
         for a in (messages.src, messages.dst, *(() if messages.rounds is None
                                                   else (messages.rounds,))):
             digest.update(np.int64(len(a)).tobytes())
@@ -328,6 +328,18 @@ def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
     new = np.r_[True, first[1:] + shift[1:] > reach[:-1]]
     starts = np.flatnonzero(new)
     return np.column_stack([group[starts], first[starts], np.maximum.reduceat(end, starts)])
+
+
+def _covered(rounds: list[np.ndarray]) -> int:
+    """How many rounds some message is in flight in (each of ``rounds``: per message its
+    ``[first, end)``)."""
+    if not rounds:
+        return 0
+    first, end = np.concatenate(rounds).T
+    low = int(first.min())
+    reach = int(end.max()) - low + 1
+    started = np.bincount(first - low, minlength=reach) - np.bincount(end - low, minlength=reach)
+    return int(np.count_nonzero(np.cumsum(started) > 0))
 
 
 def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -529,10 +541,7 @@ class _Described:
                          "overlap": (r.overlap, 0.0, False)}[role]
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
         self.slow = np.array([c[0] for c in coefficients], dtype=float)
-        paced = [m.rounds for m in self.messages if m.rounds is not None]
-        runs = _runs(np.zeros(sum(map(len, paced)), dtype=np.int64),
-                     np.concatenate(paced)) if paced else np.zeros((0, 3), dtype=np.int64)
-        self.span = int((runs[:, 2] - runs[:, 1]).sum())  # rounds a paced message is in
+        self.span = _covered([m.rounds for m in self.messages if m.rounds is not None])
         self.cross = np.array([c[1] for c in coefficients], dtype=float)
         self.path = np.array([c[2] for c in coefficients],
                              dtype=bool)[layout.class_block][:, None]
