@@ -66,7 +66,7 @@ from collectives.schedule import COLLECTIVES
 from collectives.traffic import Phase, describe
 
 from .channel_choice import schedule_params
-from .gpu import hidden_latency, link_figures
+from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
 __all__ = ["price", "price_one", "SAMPLE_ALL_RANKS"]
 
@@ -131,16 +131,15 @@ def _link_classes(topology: Any) -> tuple[np.ndarray, np.ndarray]:
     link's figures by its kind)."""
     if isinstance(topology.links, FullMesh):
         return np.zeros(len(topology.links), dtype=np.int64), np.zeros(1, dtype=np.int64)
-    found: dict[tuple[str, float, float], int] = {}
-    first: list[int] = []
-    classes = np.empty(len(topology.links), dtype=np.int64)
-    for i, link in enumerate(topology.links):
-        key = (link.kind, link.latency_s, link.bandwidth_Bps)
-        if key not in found:
-            found[key] = len(first)
-            first.append(i)
-        classes[i] = found[key]
-    return classes, np.array(first, dtype=np.int64)
+    key = link_kinds(topology)[1]
+    for figure in line_figures(topology):
+        values, at = np.unique(figure, return_inverse=True)
+        key = key * len(values) + at.reshape(-1)
+    _, first, classes = np.unique(key, return_index=True, return_inverse=True)
+    met = np.argsort(first)  # classes numbered as their first links come
+    number = np.empty_like(met)
+    number[met] = np.arange(len(met))
+    return number[classes.reshape(-1)], first[met]
 
 
 _RANKS: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
@@ -279,8 +278,7 @@ def _profiles(keys: np.ndarray, column: np.ndarray, nlinks: int, nblocks: int,
     ``column``: the entry's message's class in its block) and each entry's."""
     shared, at = np.unique(keys, return_inverse=True)
     at = at.reshape(-1)
-    counts = np.zeros((len(shared), width), dtype=np.int64)
-    np.add.at(counts, (at, column), 1)
+    counts = np.bincount(at * width + column, minlength=len(shared) * width).reshape(-1, width)
     profiles, unique, _ = _unique_rows(np.column_stack([shared // nlinks % nblocks, counts]))
     return profiles, unique[at]
 
@@ -409,8 +407,13 @@ def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
         _, first, inverse, counts = np.unique(matrix @ weights, return_index=True,
                                               return_inverse=True, return_counts=True)
         return matrix[first], inverse.reshape(-1), counts
-    rows, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
-    return rows, inverse.reshape(-1), counts
+    order = np.lexsort(matrix.T[::-1])  # np.unique(axis=0)'s order, without its slow sort
+    ranked = matrix[order]
+    new = np.ones(len(matrix), dtype=bool)
+    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    inverse = np.empty(len(matrix), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return ranked[new], inverse, np.diff(np.append(np.flatnonzero(new), len(matrix)))
 
 
 _ROUTES: dict[Any, dict[int, tuple[int, ...]]] = {}

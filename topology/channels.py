@@ -29,6 +29,8 @@ channel: :func:`topology.ring_order` from :func:`rail_rings`, the identity other
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .model import Topology
 from .order import node_groups, ring_order
 
@@ -185,10 +187,16 @@ def rail_rings(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]
     >>> sorted(o[7] % 8 for o in orders) == sorted(o[8] % 8 for o in orders) == list(range(8))
     True
     """
-    groups = _check(topology, channels)
-    if groups is None:
+    if _check(topology, channels) is None:
         return (ring_order(topology),) * channels
-    return tuple(tuple(_ring(groups, c)) for c in range(channels))
+    return tuple(_rail_ring(topology, c) for c in range(channels))
+
+
+@lru_cache(maxsize=64)
+def _rail_ring(topology: Topology, c: int) -> tuple[int, ...]:
+    """Channel ``c``'s ring of :func:`rail_rings` (cached: every algorithm on rings and
+    every channel count asks for it)."""
+    return tuple(_ring(node_groups(topology), c))
 
 
 def node_major(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]:
