@@ -299,12 +299,7 @@ def route_shares(topology: Any, links: Any) -> float:
 
 @functools.lru_cache(maxsize=16)
 def line_figures(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
-    """Every link's latency and line rate (cached; not to be written to).
-
-    Parameters
-    ----------
-    topology : Topology
-        The machine.
+    """Every link's latency and line rate on ``topology`` (cached; not to be written to).
 
     Returns
     -------
@@ -319,11 +314,6 @@ def line_figures(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
 def link_kinds(topology: Topology) -> tuple[tuple[str, ...], np.ndarray]:
     """The link kinds of ``topology`` and every link's index among them (cached; not to
     be written to).
-
-    Parameters
-    ----------
-    topology : Topology
-        The machine.
 
     Returns
     -------
