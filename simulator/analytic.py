@@ -237,25 +237,21 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     classes = tuple(m for group, _ in blocks for m in group)
     block = np.repeat(np.arange(len(blocks)), [len(group) for group, _ in blocks])
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
-    owner = np.repeat(np.arange(len(classes)), sizes)
-    src = np.concatenate([m.src for m in classes]).astype(np.int64)
-    dst = np.concatenate([m.dst for m in classes]).astype(np.int64)
-    keep = sampled[:, src] | sampled[:, dst]
-    starts = np.cumsum(sizes) - sizes
-    far = (sizes > 0) & (np.bincount(owner, keep.sum(axis=0), len(classes)) == 0)
-    keep[0, starts[far]] = True  # a class far from the sample: one of its messages
-    order, kept = np.nonzero(keep)
-    index = np.arange(len(owner)) - starts[owner]  # a message's place in its class
+    picked = [_kept(sampled, m) for m in classes]
+    order = np.concatenate([o for o, _ in picked])
+    index = np.concatenate([i for _, i in picked])  # a message's place in its class
+    owners = np.repeat(np.arange(len(classes)), [len(i) for _, i in picked])
+    src = np.concatenate([m.src[i] for m, (_, i) in zip(classes, picked)])
+    dst = np.concatenate([m.dst[i] for m, (_, i) in zip(classes, picked)])
     chained = np.array([c for _, c in blocks], dtype=bool)[block]
-    together = np.where(chained[owner], index + owner * (1 + sizes[owner]), 0) \
-        * len(blocks) + block[owner]
-    owners = owner[kept]
-    lengths, links = _entries(topology, ranks[order, src[kept]] * topology.nranks
-                              + ranks[order, dst[kept]])
+    together = np.where(chained[owners], index + owners * (1 + sizes[owners]), 0) \
+        * len(blocks) + block[owners]
+    lengths, links = _entries(topology, ranks[order, src] * topology.nranks
+                              + ranks[order, dst])
     nlinks = len(topology.links)
-    keys = np.repeat(together[kept], lengths) * nlinks + links
+    keys = np.repeat(together, lengths) * nlinks + links
     message = np.repeat(np.arange(len(owners)), lengths)
-    rounds = _in_flight(classes, owners, index[kept])
+    rounds = _in_flight(classes, owners, index)
     first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
     local = np.arange(len(classes)) - first_class[block]
     if rounds.any():  # pieces of messages, in flight with the same others throughout
@@ -269,6 +265,16 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
                                       int(np.diff(first_class).max()))
     return _split(len(blocks), sizes, first_class, block[owners], local[owners], lengths,
                   links, profiles, profile, rounds, _link_classes(topology))
+
+
+def _kept(sampled: np.ndarray, messages: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The orders and places of a class's messages with an end on a sampled position
+    (``sampled``, by order and position), or, for a class far from the sample, of one
+    of its messages."""
+    keep = sampled[:, messages.src] | sampled[:, messages.dst]
+    if len(messages.src) and not keep.any():
+        return np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
+    return np.nonzero(keep)
 
 
 def _profiles(keys: np.ndarray, column: np.ndarray, nlinks: int, nblocks: int,
