@@ -90,7 +90,7 @@ def _sample(topology: Any) -> np.ndarray:
     groups = node_groups(topology)
     n = len(groups)
     for g in {0, 1, n // 2, n - 1} & set(range(n)):
-        sampled[groups[g]] = True
+        sampled[list(groups[g])] = True
     return sampled
 
 
@@ -274,7 +274,8 @@ def _kept(sampled: np.ndarray, messages: Any) -> tuple[np.ndarray, np.ndarray]:
     keep = sampled[:, messages.src] | sampled[:, messages.dst]
     if len(messages.src) and not keep.any():
         return np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
-    return np.nonzero(keep)
+    order, index = np.nonzero(keep)
+    return order, index
 
 
 def _profiles(keys: np.ndarray, column: np.ndarray, nlinks: int, nblocks: int,
@@ -465,8 +466,8 @@ class _Layout:
         wanted = [(r, i, role) for i, r in enumerate(rounds)
                   for role in (("chain", "overlap") if r.chain and r.overlap
                                else ("chain",) if r.chain else ("repeat",))]
-        rows = _routed(topology, orders, [(r, role == "chain") for r, _, role in wanted])
-        routed = [(b, i, role) for b, (_, i, role) in zip(rows, wanted) if len(b.owners)]
+        made = _routed(topology, orders, [(r, role == "chain") for r, _, role in wanted])
+        routed = [(b, i, role) for b, (_, i, role) in zip(made, wanted) if len(b.owners)]
         self.blocks = [(i, role, rows.owners.tolist()) for rows, i, role in routed]
         width = max([rows.links.shape[1] for rows, _, _ in routed], default=1)
         pad = len(_link_classes(topology)[1])

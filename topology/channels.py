@@ -30,6 +30,7 @@ channel: :func:`topology.ring_order` from :func:`rail_rings`, the identity other
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Sequence
 
 from .model import Topology
 from .order import node_groups, ring_order
@@ -65,7 +66,7 @@ def ranks_per_node(topology: Topology) -> int:
     groups = node_groups(topology)
     size = len(groups[0])
     for k, group in enumerate(groups):
-        if group != list(range(k * size, (k + 1) * size)):
+        if group != tuple(range(k * size, (k + 1) * size)):
             raise ValueError(f"topology {topology.name!r} has nodes of unequal size or of "
                              f"ranks that are not consecutive (node {k}: ranks {group[:4]}...); "
                              f"hierarchical algorithms need equal nodes of consecutive ranks")
@@ -96,7 +97,7 @@ def nics_per_node(topology: Topology) -> int:
     return sum(1 for d in topology.devices if d.kind == "nic" and d.id.startswith(prefix))
 
 
-def _node_size(groups: list[list[int]]) -> int | None:
+def _node_size(groups: Sequence[Sequence[int]]) -> int | None:
     """Ranks per node when there are several nodes of one size above 1, else None."""
     sizes = {len(group) for group in groups}
     return None if len(groups) < 2 or len(sizes) > 1 or sizes == {1} else sizes.pop()
@@ -125,7 +126,7 @@ def equal_node_size(topology: Topology) -> int | None:
     return _node_size(node_groups(topology))
 
 
-def _ring(groups: list[list[int]], c: int) -> list[int]:
+def _ring(groups: Sequence[Sequence[int]], c: int) -> list[int]:
     nodes, size = len(groups), len(groups[0])
     first = c % size
     order: list[int] = []
@@ -144,7 +145,7 @@ def _ring(groups: list[list[int]], c: int) -> list[int]:
     return order
 
 
-def _check(topology: Topology, channels: int) -> list[list[int]] | None:
+def _check(topology: Topology, channels: int) -> Sequence[Sequence[int]] | None:
     """The nodes when they are several of one size above 1, else None (after checking the
     arguments)."""
     if not isinstance(topology, Topology):
