@@ -192,20 +192,15 @@ def _digest(messages: Any) -> bytes:
                    (messages.src, messages.dst), make)
 
 
-def _round_key(topology: Any, orders: Orders, round_: Any, chained: bool) -> tuple:
-    """The key of one round's rows in :data:`_ROUTED` (by its classes' positions, so that
-    rounds described apart, a tree's at each segment count, share them)."""
-    return (topology, id(orders), chained, tuple(map(_digest, round_.messages)))
-
-
 def _routed(topology: Any, orders: Orders,
-            wanted: list[tuple[Any, bool]]) -> list[_Rows]:
-    """The rows of each of ``wanted`` (a round, and whether a chain's hops are in flight
-    one index at a time, in every order at once, else all at once) on ``orders``: the
-    same under every protocol, cached, and those not cached routed together (a paced
-    round alone)."""
-    keys = [_round_key(topology, orders, r, chained) for r, chained in wanted]
-    missing = {key: block for key, block in zip(keys, wanted)
+            wanted: list[tuple[Any, bool, tuple[bytes, ...]]]) -> list[_Rows]:
+    """The rows of each of ``wanted`` (a round, whether a chain's hops are in flight one
+    index at a time, in every order at once, else all at once, and its classes' digests)
+    on ``orders``: the same under every protocol, cached by the classes' positions (so
+    that rounds described apart, a tree's at each segment count, share them), and those
+    not cached routed together (a paced round alone)."""
+    keys = [(topology, id(orders), chained, digests) for _, chained, digests in wanted]
+    missing = {key: block[:2] for key, block in zip(keys, wanted)
                if _found(_ROUTED, key, (orders,)) is None}
     paced = [key for key, (r, _) in missing.items()
              if any(m.rounds is not None for m in r.messages)]
@@ -462,11 +457,13 @@ class _Layout:
     __slots__ = ("blocks", "class_rows", "class_block", "block_classes", "row_class",
                  "weight", "links", "pair", "expanded", "pair_rows", "paced")
 
-    def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
+    def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
+                 digests: list[tuple[bytes, ...]]) -> None:
         wanted = [(r, i, role) for i, r in enumerate(rounds)
                   for role in (("chain", "overlap") if r.chain and r.overlap
                                else ("chain",) if r.chain else ("repeat",))]
-        made = _routed(topology, orders, [(r, role == "chain") for r, _, role in wanted])
+        made = _routed(topology, orders,
+                       [(r, role == "chain", digests[i]) for r, i, role in wanted])
         routed = [(b, i, role) for b, (_, i, role) in zip(made, wanted) if len(b.owners)]
         self.blocks = [(i, role, rows.owners.tolist()) for rows, i, role in routed]
         width = max([rows.links.shape[1] for rows, _, _ in routed], default=1)
@@ -528,9 +525,11 @@ _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
 def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Layout:
     """:class:`_Layout` of ``rounds`` on ``orders`` (cached by the rounds' kinds and their
     classes' positions)."""
-    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap),
-                                        tuple(map(_digest, r.messages))) for r in rounds))
-    return _cached(_LAYOUTS, key, (orders,), lambda: _Layout(topology, orders, rounds))
+    digests = [tuple(map(_digest, r.messages)) for r in rounds]
+    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap), d)
+                                       for r, d in zip(rounds, digests)))
+    return _cached(_LAYOUTS, key, (orders,),
+                   lambda: _Layout(topology, orders, rounds, digests))
 
 
 class _Described:

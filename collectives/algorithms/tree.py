@@ -670,8 +670,10 @@ def traffic(collective: str, q: int, segments: int = 1,
                 lambda count: np.minimum(segment(count), -(-count * key // (2 * q)))
         return sizes[key]
 
+    low, high = int(start.min()), int(start.max())
+
     def classes(first: int, last: int) -> tuple[Messages, ...]:  # started first .. last
-        first, last = max(first, int(start.min())), min(last, int(start.max()))
+        first, last = max(first, low), min(last, high)
         return tuple(Messages(src, dst, elements(k), k >= 0 and not gathers, skip_empty=True)
                      for k, src, dst in _started(collective, q, ranks_per_node, first, last))
 
