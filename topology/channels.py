@@ -30,6 +30,7 @@ channel: :func:`topology.ring_order` from :func:`rail_rings`, the identity other
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import chain
 from typing import Sequence
 
 from .model import Topology
@@ -214,7 +215,8 @@ def node_major(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]
     if groups is None:
         return (tuple(range(topology.nranks)),) * channels
     size = len(groups[0])
-    return tuple(tuple(group[(i + c) % size] for group in groups for i in range(size))
+    return tuple(tuple(chain.from_iterable(group[c % size:] + group[:c % size]
+                                           for group in groups))
                  for c in range(channels))
 
 
@@ -231,6 +233,6 @@ def node_minor(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]
     groups = _check(topology, channels)
     if groups is None:
         return (tuple(range(topology.nranks)),) * channels
-    size = len(groups[0])
-    return tuple(tuple(group[(i + c) % size] for i in range(size) for group in groups)
+    size, columns = len(groups[0]), list(zip(*groups))  # columns: equal local ranks
+    return tuple(tuple(chain.from_iterable(columns[(i + c) % size] for i in range(size)))
                  for c in range(channels))
