@@ -127,7 +127,7 @@ def equal_node_size(topology: Topology) -> int | None:
     return _node_size(node_groups(topology))
 
 
-def _ring(groups: Sequence[Sequence[int]], c: int) -> list[int]:
+def _ring(groups: Sequence[tuple[int, ...]], c: int) -> list[int]:
     nodes, size = len(groups), len(groups[0])
     first = c % size
     order: list[int] = []
@@ -139,14 +139,13 @@ def _ring(groups: Sequence[Sequence[int]], c: int) -> list[int]:
             leave = (first + 2) % size
         else:
             leave = (first + 1) % size if entry == first else first
-        middle = [(entry + i) % size for i in range(1, size)]
-        middle.remove(leave)
-        order += [group[entry], *(group[i] for i in middle), group[leave]]
+        after = group[entry + 1:] + group[:entry]  # from the entry on, round the node
+        order += [group[entry], *(r for r in after if r != group[leave]), group[leave]]
         entry = leave
     return order
 
 
-def _check(topology: Topology, channels: int) -> Sequence[Sequence[int]] | None:
+def _check(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...] | None:
     """The nodes when they are several of one size above 1, else None (after checking the
     arguments)."""
     if not isinstance(topology, Topology):
