@@ -186,7 +186,7 @@ def _digest(messages: Any) -> bytes:
         for a in (messages.src, messages.dst, *(() if messages.rounds is None
                                                   else (messages.rounds,))):
             digest.update(np.int64(len(a)).tobytes())
-            digest.update(memoryview(np.ascontiguousarray(a, dtype=np.int64)))
+            digest.update(np.ascontiguousarray(a, dtype=np.int64).data)
         return digest.digest()
     return _cached(_DIGESTS, (id(messages.src), id(messages.dst)),
                    (messages.src, messages.dst), make)
