@@ -316,6 +316,20 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
             for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
+def _stretch(paced: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The paced rounds' rows (``(row, first, end)`` runs), cut where a run starts or
+    ends: the rows, whether each is in flight in each stretch of rounds, and each
+    stretch's rounds (0 where no row is)."""
+    row, first, end = paced.T
+    rows, row = np.unique(row, return_inverse=True)
+    bounds = np.unique(np.concatenate([first, end]))
+    starts = np.zeros((len(rows), len(bounds)), dtype=np.int64)
+    np.add.at(starts, (row, np.searchsorted(bounds, first)), 1)
+    np.add.at(starts, (row, np.searchsorted(bounds, end)), -1)
+    inside = np.cumsum(starts, axis=1)[:, :-1] > 0
+    return rows, inside, np.diff(bounds) * inside.any(axis=0)
+
+
 def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
     """The union of the rounds ``[first, end)`` of each group, as ``(group, first,
     end)`` of disjoint runs, by group and first round."""
@@ -452,10 +466,11 @@ class _Layout:
     it is of, its role and its classes; per class its first row and its block; per row
     its class and weight; per link of a row's route its class and the load it shares the
     link with (``pair``: a profile of the messages crossing it by class, and the row's
-    class: ``expanded`` lists each pair's profile's classes and counts)."""
+    class: ``expanded`` lists each pair's profile's classes and counts); of the paced
+    rounds their ``stretch`` (:func:`_stretch`)."""
 
     __slots__ = ("blocks", "class_rows", "class_block", "block_classes", "row_class",
-                 "weight", "links", "pair", "expanded", "pair_rows", "paced")
+                 "weight", "links", "pair", "expanded", "pair_rows", "stretch")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  digests: list[tuple[bytes, ...]]) -> None:
@@ -493,9 +508,10 @@ class _Layout:
         self.class_block = np.array(class_block, dtype=np.int64)
         self.block_classes = np.searchsorted(self.class_block, np.arange(len(routed)))
         self.weight = np.concatenate(weight)[:, None] if routed else np.zeros((0, 1))
-        self.paced = np.concatenate([runs + np.array([offset, 0, 0]) for runs, offset in zip(
-            paced, np.cumsum([0] + [len(rows.weight) for rows, _, _ in routed[:-1]]))]) \
-            if routed else np.zeros((0, 3), dtype=np.int64)
+        self.stretch = _stretch(np.concatenate([
+            runs + np.array([offset, 0, 0]) for runs, offset in zip(
+                paced, np.cumsum([0] + [len(rows.weight) for rows, _, _ in routed[:-1]]))])
+            if routed else np.zeros((0, 3), dtype=np.int64))
         self.links = np.concatenate(links) if routed else np.zeros((0, 1), dtype=np.int64)
         self._pairs(np.concatenate(profile) if routed else np.zeros((0, 1), dtype=np.int64),
                     np.concatenate(triples) if routed else np.zeros((0, 3), dtype=np.int64),
@@ -605,17 +621,10 @@ class _Described:
         """The paced rounds (:class:`collectives.traffic.Round`): every round as long as
         the slowest row then in flight; the rounds in which no sampled message is (far
         from the sample) as long as those in which one is, on average."""
-        row, first, end = self.layout.paced.T
-        if not len(row):
+        rows, inside, rounds = self.layout.stretch
+        if not len(rows):
             return np.zeros(time.shape[1])
-        rows, row = np.unique(row, return_inverse=True)
-        bounds = np.unique(np.concatenate([first, end]))
-        starts = np.zeros((len(rows), len(bounds)), dtype=np.int64)
-        np.add.at(starts, (row, np.searchsorted(bounds, first)), 1)
-        np.add.at(starts, (row, np.searchsorted(bounds, end)), -1)
-        inside = np.cumsum(starts, axis=1)[:, :-1] > 0
         slowest = np.where(inside[:, :, None], time[rows][:, None, :], 0.0).max(axis=0)
-        rounds = np.diff(bounds) * inside.any(axis=0)
         return (rounds @ slowest) * (self.span / rounds.sum())
 
 
