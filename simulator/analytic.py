@@ -638,9 +638,12 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Descr
                    lambda: _Described(topology, orders, rounds))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _resolved(entry: Algorithm, collective: str, q: int, count: int,
-              params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(entry.resolve_params(collective, q, count, **params).items()))
+              params: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """``entry``'s parameters resolved at ``count`` elements (cached: every protocol
+    resolves the same)."""
+    return tuple(sorted(entry.resolve_params(collective, q, count, **dict(params)).items()))
 
 
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, orders: Orders,
@@ -652,7 +655,8 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, ord
     if q < 2:
         return np.zeros(len(counts))
     entry = registered(algorithm)
-    resolved = [_resolved(entry, collective, q, int(n), params) for n in counts.tolist()]
+    given = tuple(sorted(params.items()))
+    resolved = [_resolved(entry, collective, q, n, given) for n in counts.tolist()]
     out = np.zeros(len(counts))
     latency, bandwidth, slot, shares, gamma = terms
     for key in dict.fromkeys(resolved):
