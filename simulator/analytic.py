@@ -176,7 +176,7 @@ class _Rows:
 
 
 _ROUTED: dict[Any, tuple[tuple[Any, ...], _Rows]] = {}
-_DIGESTS: dict[tuple[int, int], tuple[tuple[Any, ...], bytes]] = {}
+_DIGESTS: dict[tuple[int, ...], tuple[tuple[Any, ...], bytes]] = {}
 
 
 def _digest(messages: Any) -> bytes:
@@ -188,8 +188,8 @@ def _digest(messages: Any) -> bytes:
             digest.update(np.int64(len(a)).tobytes())
             digest.update(np.ascontiguousarray(a, dtype=np.int64).data)
         return digest.digest()
-    return _cached(_DIGESTS, (id(messages.src), id(messages.dst)),
-                   (messages.src, messages.dst), make)
+    held = (messages.src, messages.dst, messages.rounds)
+    return _cached(_DIGESTS, tuple(map(id, held)), held, make)
 
 
 def _routed(topology: Any, orders: Orders,
@@ -641,9 +641,12 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Descr
 @functools.lru_cache(maxsize=1 << 16)
 def _resolved(entry: Algorithm, collective: str, q: int, count: int,
               params: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
-    """``entry``'s parameters resolved at ``count`` elements (cached: every protocol
-    resolves the same)."""
-    return tuple(sorted(entry.resolve_params(collective, q, count, **dict(params)).items()))
+    """``entry``'s parameters resolved at ``count`` elements, with what its description
+    takes at that count (cached: every protocol resolves the same)."""
+    resolved = entry.resolve_params(collective, q, count, **dict(params))
+    if entry.traffic_params is not None:
+        resolved.update(entry.traffic_params(collective, q, count, **resolved))
+    return tuple(sorted(resolved.items()))
 
 
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, orders: Orders,
