@@ -151,10 +151,6 @@ class Algorithm:
         size); ``channels`` and (for a flat algorithm) ``order`` come on top.
     traffic : callable
         The messages the analytic model prices.
-    traffic_params : callable or None
-        What ``traffic`` takes on top of the resolved parameters at a count (the
-        pipeline's segments that hold an element more), so that the description is
-        exact at every count.
     resolve, steps, lanes, step_rounds, phases : callable or None
         Parameters filled in and checked, and how a rank's operations are made (a flat
         algorithm has ``resolve`` and ``steps``; ``phases`` makes a composed one).
@@ -203,7 +199,6 @@ class Algorithm:
     working: Callable[..., int] | None = None
     channeled: bool = True
     nccl: str | None = None
-    traffic_params: Callable[..., dict[str, Any]] | None = None
     defaults: Mapping[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

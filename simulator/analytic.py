@@ -641,12 +641,9 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Descr
 @functools.lru_cache(maxsize=1 << 16)
 def _resolved(entry: Algorithm, collective: str, q: int, count: int,
               params: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
-    """``entry``'s parameters resolved at ``count`` elements, with what its description
-    takes at that count (cached: every protocol resolves the same)."""
-    resolved = entry.resolve_params(collective, q, count, **dict(params))
-    if entry.traffic_params is not None:
-        resolved.update(entry.traffic_params(collective, q, count, **resolved))
-    return tuple(sorted(resolved.items()))
+    """``entry``'s parameters resolved at ``count`` elements (cached: every protocol
+    resolves the same)."""
+    return tuple(sorted(entry.resolve_params(collective, q, count, **dict(params)).items()))
 
 
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, orders: Orders,

@@ -80,24 +80,22 @@ def test_flat_forms_are_the_simulator(collective: str, name: str, flat) -> None:
             rel=_flat_tolerance(collective, "hier")), inner
 
 
-#: a chain AllReduce's segments of unequal size on the single port, three ranks or more:
-#: a round is its largest segment's while the ranks whose hops carry a smaller one run
-#: ahead (an upper bound, 2.3e-4 the most measured; 5.1e-4 when every round was charged
-#: the largest segment)
-UNEVEN_SEGMENTS = 3e-4
+#: a chain AllReduce's segments of unequal size on the single port: every round is
+#: charged the largest segment, while the simulator's rounds carry each segment's own size
+#: (an upper bound; 5.1e-4 the most measured)
+UNEVEN_SEGMENTS = 6e-4
 
 
 @pytest.mark.parametrize("nranks", [2, 3, 5, 8])
 def test_chain_allreduce_at_every_segment_size(nranks: int) -> None:
-    """Each segment priced at its own size: exact on two ranks, at equal segments and
-    with fewer elements than segments; elsewhere an upper bound, close."""
+    """Exact at equal segments; at unequal ones an upper bound, close."""
     flat = topology.default_flat(nranks)
     for count in (1, 7, 101, 12347):
         for segments in (1, 2, 3, 8):
             params = {"segments": segments}
             formula = machine_cost("allreduce", "pipeline", flat, 4 * count, **params)
             simulated = _simulated("allreduce", "pipeline", flat, 4 * count, params)
-            if nranks == 2 or count % segments == 0 or count < segments:
+            if count % segments == 0:
                 assert formula == pytest.approx(simulated, rel=1e-9), (count, segments)
             else:
                 assert simulated * (1 - 1e-12) <= formula <= simulated * (1 + UNEVEN_SEGMENTS), \

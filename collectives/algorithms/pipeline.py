@@ -69,7 +69,7 @@ from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part, nested_part
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "resolve_params", "rank_lanes",
-           "traffic", "traffic_params", "rank_steps", "candidates", "pieces"]
+           "traffic", "rank_steps", "candidates", "pieces"]
 
 #: segments selection tries, of the whole vector for AllReduce, of each rank's block for
 #: ReduceScatter and AllGather (divided by the channels, rounded up)
@@ -256,7 +256,7 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Bloc
     return merge_lanes(rank_lanes(collective, rank, nranks, count, blocks, segments))
 
 
-def traffic(collective: str, q: int, segments: int = 1, longer: int = 0) -> list[Round]:
+def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     """The chain's messages (:mod:`collectives.traffic`): AllReduce's ``S`` segments down
     the chain (reduced) and back; ReduceScatter's and AllGather's rounds of the module
     docstring, both directions in flight.
@@ -269,9 +269,6 @@ def traffic(collective: str, q: int, segments: int = 1, longer: int = 0) -> list
         Positions.
     segments : int, optional
         Segments (of the vector for AllReduce, of each block otherwise).
-    longer : int, optional
-        AllReduce's segments that hold an element more than the others (the first ones:
-        a hop carries them in its first rounds; :func:`traffic_params`).
 
     Returns
     -------
@@ -280,52 +277,21 @@ def traffic(collective: str, q: int, segments: int = 1, longer: int = 0) -> list
     if q < 2:
         return []
     v = np.arange(q - 1)
+    part = largest_part(segments) if collective == "allreduce" else nested_part(q, segments)
     right, left = _in_flight(collective, q, segments)
     ways = (((v, v + 1), right, left, collective != "allgather"),
             ((v + 1, v), left, right, collective == "reduce_scatter"))
-    runs = _runs(collective, q, segments, longer)
-    rounds = [Round(1, tuple(Messages(src, dst, part, reduce, pieced=False,
-                                      rounds=_within(own, lo, hi)) for part, lo, hi in runs),
+    rounds = [Round(1, (Messages(src, dst, part, reduce, pieced=False, rounds=own),),
                     paced=True) for (src, dst), own, _, reduce in ways]
     # a rank sending both ways, or receiving from both sides, shares its ports then
     shared = []
     for (src, dst), own, other, reduce in ways:
-        for part, lo, hi in runs:
-            both = _with_partners(_within(own, lo, hi), other)
-            at = both[:, 0] < both[:, 1]
-            if at.any():
-                shared.append(Messages(src[at], dst[at], part, reduce, pieced=False,
-                                       rounds=both[at]))
+        both = _with_partners(own, other)
+        at = both[:, 0] < both[:, 1]
+        if at.any():
+            shared.append(Messages(src[at], dst[at], part, reduce, pieced=False,
+                                   rounds=both[at]))
     return rounds + ([Round(1, tuple(shared), paced=True)] if shared else [])
-
-
-def traffic_params(collective: str, q: int, count: int, segments: int) -> dict[str, int]:
-    """What :func:`traffic` takes at ``count`` elements: AllReduce's segments that hold
-    an element more (``count % segments``); nothing for the others.
-
-    Its arguments are those :mod:`collectives.registry` describes.
-    """
-    return {"longer": count % segments} if collective == "allreduce" else {}
-
-
-def _runs(collective: str, q: int, segments: int,
-          longer: int) -> list[tuple[Callable[[np.ndarray], np.ndarray], int, int]]:
-    """A hop's rounds by the size of what it carries: the elements of its messages, and
-    the first and the end of their rounds counted from its first (``segments`` past it
-    for the end of all of them)."""
-    if collective != "allreduce":
-        return [(nested_part(q, segments), 0, segments * q)]
-    if not longer:
-        return [(largest_part(segments), 0, segments)]
-    return [(largest_part(segments), 0, longer),
-            (lambda count: count // segments, longer, segments)]
-
-
-def _within(own: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """The rounds ``[first + lo, first + hi)`` of every hop's ``own`` rounds, within
-    them."""
-    return np.column_stack([np.minimum(own[:, 0] + lo, own[:, 1]),
-                            np.minimum(own[:, 0] + hi, own[:, 1])])
 
 
 def _in_flight(collective: str, q: int, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -381,6 +347,6 @@ ALGORITHM = register(Algorithm(
     name="pipeline", collectives=frozenset(BLOCK_COLLECTIVES), params={"segments": None},
     resolve=resolve_params, traffic=traffic, steps=rank_steps, lanes=rank_lanes,
     within_blocks=frozenset({"reduce_scatter", "allgather"}), candidates=candidates,
-    orders=rail_rings, pieces=pieces, traffic_params=traffic_params,
+    orders=rail_rings, pieces=pieces,
     # coll_tuned_allreduce_decision.c: 2 is "nonoverlapping" (a reduce, then a broadcast)
     ompi=ompi_ids({"allreduce": (2, "nonoverlapping")})))
