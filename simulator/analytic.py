@@ -160,9 +160,11 @@ class _Rows:
     each of ``owners`` cross the link with it; padded with the link class after the
     last and the empty profile, the last); of a paced round the rounds in which the
     row's messages are in flight (``paced``: ``(row, first, end)`` of disjoint runs of
-    rounds, none for other rounds)."""
+    rounds, none for other rounds); the profiles as ``(profile, class, count)``
+    (``triples``: the empty profile's ``(last, 0, 0)``)."""
 
-    __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced")
+    __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced",
+                 "triples")
 
     def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
                  links: np.ndarray, profile: np.ndarray, profiles: np.ndarray,
@@ -173,6 +175,9 @@ class _Rows:
         self.links, self.profile, self.paced = links, profile, paced
         self.profiles = np.vstack([profiles[:, self.owners],
                                    np.zeros((1, len(self.owners)), dtype=np.int64)])
+        p, c = np.nonzero(self.profiles)
+        self.triples = np.column_stack([np.append(p, len(self.profiles) - 1), np.append(c, 0),
+                                        np.append(self.profiles[p, c], 0)])
 
 
 _ROUTED: dict[Any, tuple[tuple[Any, ...], _Rows]] = {}
@@ -458,6 +463,15 @@ def _entries(topology: Any, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return length, flat[first[inverse][message] + offset]
 
 
+def _joined(parts: list[np.ndarray], lengths: np.ndarray, offsets: np.ndarray,
+            empty: np.ndarray | None = None) -> np.ndarray:
+    """``parts`` one after another, each plus its row of ``offsets`` (``lengths``: each
+    part's length; ``empty`` when there are none)."""
+    if not parts:
+        return np.zeros(0, dtype=np.int64) if empty is None else empty
+    return np.concatenate(parts) + np.repeat(offsets, lengths, axis=0)
+
+
 class _Layout:
     """A description's rounds on one machine's orders, as arrays over all their rows
     (the same for every description of the same positions: a tree's at every segment
@@ -481,41 +495,46 @@ class _Layout:
                        [(r, role == "chain", digests[i]) for r, i, role in wanted])
         routed = [(b, i, role) for b, (_, i, role) in zip(made, wanted) if len(b.owners)]
         self.blocks = [(i, role, rows.owners.tolist()) for rows, i, role in routed]
-        width = max([rows.links.shape[1] for rows, _, _ in routed], default=1)
-        pad = len(_link_classes(topology)[1])
-        class_block: list[int] = []
-        row_class, links, profile, triples, weight, paced = [], [], [], [], [], []
-        profiles = 0
-        for k, (rows, _, _) in enumerate(routed):
-            row_class.append(rows.local + len(class_block))
-            more = width - rows.links.shape[1]
-            links.append(np.pad(rows.links, ((0, 0), (0, more)), constant_values=pad)
-                         if more else rows.links)
-            pad_profile = len(rows.profiles) - 1
-            profile.append(profiles + (np.pad(rows.profile, ((0, 0), (0, more)),
-                                              constant_values=pad_profile)
-                                       if more else rows.profile))
-            p, c = np.nonzero(rows.profiles)
-            triples.append(np.column_stack([np.append(p, pad_profile) + profiles,
-                                            np.append(c, 0) + len(class_block),
-                                            np.append(rows.profiles[p, c], 0)]))
-            profiles += len(rows.profiles)
-            weight.append(rows.weight)
-            paced.append(rows.paced)
-            class_block += [k] * len(rows.owners)
-        self.row_class = np.concatenate(row_class) if routed else np.zeros(0, dtype=np.int64)
-        self.class_rows = np.searchsorted(self.row_class, np.arange(len(class_block)))
-        self.class_block = np.array(class_block, dtype=np.int64)
-        self.block_classes = np.searchsorted(self.class_block, np.arange(len(routed)))
-        self.weight = np.concatenate(weight)[:, None] if routed else np.zeros((0, 1))
-        self.stretch = _stretch(np.concatenate([
-            runs + np.array([offset, 0, 0]) for runs, offset in zip(
-                paced, np.cumsum([0] + [len(rows.weight) for rows, _, _ in routed[:-1]]))])
-            if routed else np.zeros((0, 3), dtype=np.int64))
-        self.links = np.concatenate(links) if routed else np.zeros((0, 1), dtype=np.int64)
-        self._pairs(np.concatenate(profile) if routed else np.zeros((0, 1), dtype=np.int64),
-                    np.concatenate(triples) if routed else np.zeros((0, 3), dtype=np.int64),
-                    len(class_block))
+        blocks = [rows for rows, _, _ in routed]
+        nclasses = [len(rows.owners) for rows in blocks]
+        self.class_block = np.repeat(np.arange(len(blocks)), nclasses)
+        self.block_classes = np.searchsorted(self.class_block, np.arange(len(blocks)))
+        nrows = np.array([len(rows.weight) for rows in blocks], dtype=np.int64)
+        self.row_class = _joined([rows.local for rows in blocks], nrows,
+                                 self.block_classes)
+        self.class_rows = np.searchsorted(self.row_class, np.arange(sum(nclasses)))
+        self.weight = np.concatenate([rows.weight for rows in blocks] or [np.zeros(0)])[:, None]
+        starts = np.cumsum(nrows) - nrows
+        self.stretch = _stretch(_joined([rows.paced for rows in blocks],
+                                        np.array([len(rows.paced) for rows in blocks]),
+                                        np.column_stack([starts, 0 * starts, 0 * starts]),
+                                        np.zeros((0, 3), dtype=np.int64)))
+        self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
+        nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
+        first_profile = np.cumsum(nprofiles) - nprofiles
+        self._pairs(profile, _joined([rows.triples for rows in blocks],
+                                     np.array([len(rows.triples) for rows in blocks]),
+                                     np.column_stack([first_profile, self.block_classes,
+                                                      0 * first_profile]),
+                                     np.zeros((0, 3), dtype=np.int64)),
+                    sum(nclasses))
+
+    @staticmethod
+    def _padded(topology: Any, blocks: list[_Rows], starts: np.ndarray,
+                total: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's links (by class) and their profiles (numbered across the blocks),
+        padded to one width with the pad link class and each block's empty profile."""
+        width = max([rows.links.shape[1] for rows in blocks], default=1)
+        links = np.full((total, width), len(_link_classes(topology)[1]), dtype=np.int64)
+        profile = np.empty((total, width), dtype=np.int64)
+        offset = 0
+        for rows, lo in zip(blocks, starts.tolist()):
+            hi, used = lo + len(rows.weight), rows.links.shape[1]
+            links[lo:hi, :used] = rows.links
+            profile[lo:hi, :used] = rows.profile + offset
+            profile[lo:hi, used:] = offset + len(rows.profiles) - 1  # the empty profile
+            offset += len(rows.profiles)
+        return links, profile
 
     def _pairs(self, profile: np.ndarray, triples: np.ndarray, nclasses: int) -> None:
         """Every distinct (profile, row class) of the rows' links, and each one's
