@@ -557,10 +557,27 @@ class _Layout:
 _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
 
 
+_SPANS: dict[Any, tuple[tuple[Any, ...], int]] = {}
+_ROUND_DIGESTS: dict[Any, tuple[tuple[Any, ...], list[tuple[bytes, ...]]]] = {}
+
+
+def _span(rounds: tuple[Any, ...]) -> int:
+    """How many rounds some paced message of a description is in flight in (cached by
+    the description: every machine's orders read the same)."""
+    return _cached(_SPANS, id(rounds), (rounds,), lambda: _covered(
+        [m.rounds for r in rounds for m in r.messages if m.rounds is not None]))
+
+
+def _digests(rounds: tuple[Any, ...]) -> list[tuple[bytes, ...]]:
+    """Every round's classes' digests (cached by the description)."""
+    return _cached(_ROUND_DIGESTS, id(rounds), (rounds,),
+                   lambda: [tuple(map(_digest, r.messages)) for r in rounds])
+
+
 def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Layout:
     """:class:`_Layout` of ``rounds`` on ``orders`` (cached by the rounds' kinds and their
     classes' positions)."""
-    digests = [tuple(map(_digest, r.messages)) for r in rounds]
+    digests = _digests(rounds)
     key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap), d)
                                        for r, d in zip(rounds, digests)))
     return _cached(_LAYOUTS, key, (orders,),
@@ -585,7 +602,7 @@ class _Described:
                          "overlap": (r.overlap, 0.0, False)}[role]
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
         self.slow = np.array([c[0] for c in coefficients], dtype=float)
-        self.span = _covered([m.rounds for m in self.messages if m.rounds is not None])
+        self.span = _span(rounds)
         self.cross = np.array([c[1] for c in coefficients], dtype=float)
         self.path = np.array([c[2] for c in coefficients],
                              dtype=bool)[layout.class_block][:, None]
