@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from operator import attrgetter
 from typing import Any, Mapping
 
 import numpy as np
@@ -306,8 +307,10 @@ def line_figures(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
     tuple of numpy.ndarray
         Seconds and bytes per second, indexed like ``topology.links``.
     """
-    return (np.array([link.latency_s for link in topology.links]),
-            np.array(topology.bandwidths_Bps, dtype=float))
+    links = topology.links
+    return (np.fromiter(map(attrgetter("latency_s"), links), dtype=float, count=len(links)),
+            np.fromiter(map(attrgetter("bandwidth_Bps"), links), dtype=float,
+                        count=len(links)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -321,9 +324,10 @@ def link_kinds(topology: Topology) -> tuple[tuple[str, ...], np.ndarray]:
         The kinds, sorted, and per link (indexed like ``topology.links``) its kind's
         index among them.
     """
-    kinds = tuple(sorted({link.kind for link in topology.links}))
+    every = list(map(attrgetter("kind"), topology.links))
+    kinds = tuple(sorted(set(every)))
     index = {kind: k for k, kind in enumerate(kinds)}
-    return kinds, np.array([index[link.kind] for link in topology.links], dtype=np.int64)
+    return kinds, np.fromiter(map(index.__getitem__, every), dtype=np.int64, count=len(every))
 
 
 @functools.lru_cache(maxsize=64)
