@@ -33,8 +33,10 @@ classes (and by a numpy pass over each class's positions), not with rank pairs.
 kind, latency and line rate are alike under every protocol) and merged into rows of
 alike messages (a class, and per link of the route its class and the messages sharing
 it by class); rounds of the same positions share them, however they were described (a
-tree's at every segment count).  A description's rows are then priced at every size in
-one numpy pass, under each protocol.  ``benchmarks/bench_select.py`` measures a table.
+tree's at every segment count), and a description's rounds not yet routed are routed in
+one pass (blocks that never share a link; a paced round alone), from each class's
+sampled messages only.  A description's rows are then priced at every size in one numpy
+pass, under each protocol.  ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
 message lies on the critical path (ring at every count; rhd on powers of two with even
