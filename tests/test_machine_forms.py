@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import topology
 from collectives import BLOCK_COLLECTIVES, build_schedule
-from simulator import cost, simulate
+from collectives.traffic import describe
+from simulator import analytic, cost, simulate
 from simulator.channel_choice import schedule_params
 from simulator.analytic import price_one as machine_cost
 from simulator.selection import _label, tuning_table
@@ -93,7 +95,7 @@ def test_chain_allreduce_at_every_segment_size(nranks: int) -> None:
     for count in (1, 7, 101, 12347):
         for segments in (1, 2, 3, 8):
             params = {"segments": segments}
-            formula = machine_cost("allreduce", "pipeline", flat, 4 * count, **params)
+            formula = machine_cost("allreduce", "pipeline", flat, 4 * count, segments=segments)
             simulated = _simulated("allreduce", "pipeline", flat, 4 * count, params)
             if count % segments == 0:
                 assert formula == pytest.approx(simulated, rel=1e-9), (count, segments)
@@ -198,3 +200,22 @@ def test_model_and_simulator_choose_alike_on_two_dgx_nodes(collective: str) -> N
         chosen = simulated[model.index(min(model))]
         assert chosen <= 1.02 * min(simulated), (nbytes, tried[model.index(min(model))],
                                                  tried[simulated.index(min(simulated))])
+
+
+def test_rounds_routed_together_are_routed_alone() -> None:
+    """Rounds routed in one pass (lock-step rounds of several classes, a chain's hops one
+    index at a time and all at once) get the rows each gets alone."""
+    machine = topology.dgx_h100(2)
+    orders = (tuple(range(machine.nranks)),) * 2
+    ranks, sampled = analytic._ranks(orders), analytic._sampled(machine, orders)
+    described = [describe("allreduce", "rhd", 16), describe("allreduce", "tree", 16,
+                                                            (("segments", 3),)),
+                 describe("allgather", "tree", 16, (("ranks_per_node", 8), ("segments", 2)))]
+    blocks = [(r.messages, chained) for rounds in described for r in rounds
+              for chained in ((True, False) if r.chain else (False,))]
+    together = analytic._route_rows(machine, ranks, sampled, blocks)
+    assert len(together) == len(blocks) > 10
+    for block, rows in zip(blocks, together):
+        alone, = analytic._route_rows(machine, ranks, sampled, [block])
+        for field in analytic._Rows.__slots__:
+            assert np.array_equal(getattr(rows, field), getattr(alone, field)), field
