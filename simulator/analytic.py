@@ -34,7 +34,7 @@ kind, latency and line rate are alike under every protocol) and merged into rows
 alike messages (a class, and per link of the route its class and the messages sharing
 it by class); rounds of the same positions share them, however they were described (a
 tree's at every segment count), and a description's rounds not yet routed are routed in
-one pass (blocks that never share a link; a paced round alone), from each class's
+one pass (blocks that never share a link; the paced rounds apart), from each class's
 sampled messages only.  A description's rows are then priced at every size in one numpy
 pass, under each protocol.  ``benchmarks/bench_select.py`` measures a table.
 
@@ -205,13 +205,13 @@ def _routed(topology: Any, orders: Orders,
     index at a time, in every order at once, else all at once, and its classes' digests)
     on ``orders``: the same under every protocol, cached by the classes' positions (so
     that rounds described apart, a tree's at each segment count, share them), and those
-    not cached routed together (a paced round alone)."""
+    not cached routed together (the paced rounds apart from the others)."""
     keys = [(topology, id(orders), chained, digests) for _, chained, digests in wanted]
     missing = {key: block[:2] for key, block in zip(keys, wanted)
                if _found(_ROUTED, key, (orders,)) is None}
     paced = [key for key, (r, _) in missing.items()
              if any(m.rounds is not None for m in r.messages)]
-    batches = [[key] for key in paced] + [[key for key in missing if key not in paced]]
+    batches = [paced, [key for key in missing if key not in paced]]
     for batch in filter(None, batches):
         made = _route_rows(topology, _ranks(orders), _sampled(topology, orders),
                            [(missing[key][0].messages, missing[key][1]) for key in batch])
@@ -235,7 +235,7 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     hops are in flight one at a time) on every order of ``ranks`` (orders x positions),
     their messages with an end on a sampled rank (``sampled``, by order and position;
     see :func:`_routed`); the messages of one block share links, those of two never
-    (blocks with paced classes one at a time)."""
+    (blocks with paced classes apart from the others)."""
     classes = tuple(m for group, _ in blocks for m in group)
     block = np.repeat(np.arange(len(blocks)), [len(group) for group, _ in blocks])
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
@@ -257,11 +257,10 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
     local = np.arange(len(classes)) - first_class[block]
     if rounds.any():  # pieces of messages, in flight with the same others throughout
-        piece, rounds, entry, profiles, profile = _pieces(keys, message, owners, rounds,
-                                                          len(classes))
+        piece, rounds, entry, profiles, profile = _pieces(
+            keys, message, local[owners], block[owners], rounds, int(np.diff(first_class).max()))
         owners, lengths, links = owners[piece], lengths[piece], links[entry]
         message = np.repeat(np.arange(len(piece)), lengths)
-        profiles = np.column_stack([np.zeros(len(profiles), dtype=np.int64), profiles])
     else:  # the messages in flight together on each link, by block and class
         profiles, profile = _profiles(keys, local[owners[message]], nlinks, len(blocks),
                                       int(np.diff(first_class).max()))
@@ -374,13 +373,14 @@ def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -
     return rounds
 
 
-def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np.ndarray,
-            nclasses: int) -> tuple[np.ndarray, ...]:
-    """Every message (in flight in ``rounds``; its route's links are the entries of
-    ``message`` with link ``keys``) cut where another message on one of its links
-    starts or ends, so that each piece shares every link with the same messages
-    throughout: per piece its message and rounds, per piece's link its entry, and the
-    distinct profiles (messages on the link by class) and each piece's link's."""
+def _pieces(keys: np.ndarray, message: np.ndarray, column: np.ndarray, block: np.ndarray,
+            rounds: np.ndarray, width: int) -> tuple[np.ndarray, ...]:
+    """Every message (in flight in ``rounds``, of class ``column`` of ``block``; its
+    route's links are the entries of ``message`` with link ``keys``) cut where another
+    message on one of its links starts or ends, so that each piece shares every link
+    with the same messages throughout: per piece its message and rounds, per piece's
+    link its entry, and the distinct profiles (a block, then the messages on the link by
+    class) and each piece's link's."""
     low = int(rounds.min())
     rounds = rounds - low  # from 0, for the cuts' keys
     order = np.argsort(keys, kind="stable")
@@ -409,10 +409,10 @@ def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np
     pairs = np.repeat(np.searchsorted(mine, entry), partners) + _within(partners)
     pair_piece, j = np.repeat(at_piece, partners), message[theirs[pairs]]
     covers = (rounds[j, 0] <= first[pair_piece]) & (rounds[j, 1] >= end[pair_piece])
-    profiles = np.zeros((len(entry), nclasses), dtype=np.int64)
-    np.add.at(profiles, (np.repeat(np.arange(len(entry)), partners)[covers], owner[j[covers]]),
-              1)
-    profiles, profile, _ = _unique_rows(profiles)
+    profiles = np.zeros((len(entry), width), dtype=np.int64)
+    np.add.at(profiles, (np.repeat(np.arange(len(entry)), partners)[covers],
+                         column[j[covers]]), 1)
+    profiles, profile, _ = _unique_rows(np.column_stack([block[message[entry]], profiles]))
     return piece, np.column_stack([first, end]) + low, entry, profiles, profile
 
 

@@ -202,20 +202,29 @@ def test_model_and_simulator_choose_alike_on_two_dgx_nodes(collective: str) -> N
                                                  tried[simulated.index(min(simulated))])
 
 
-def test_rounds_routed_together_are_routed_alone() -> None:
-    """Rounds routed in one pass (lock-step rounds of several classes, a chain's hops one
-    index at a time and all at once) get the rows each gets alone."""
-    machine = topology.dgx_h100(2)
+def _routed_together_and_alone(machine, descriptions: list, chained: bool) -> None:
+    """Route every round of ``descriptions`` in one pass and each alone: the same rows."""
     orders = (tuple(range(machine.nranks)),) * 2
     ranks, sampled = analytic._ranks(orders), analytic._sampled(machine, orders)
-    described = [describe("allreduce", "rhd", 16), describe("allreduce", "tree", 16,
-                                                            (("segments", 3),)),
-                 describe("allgather", "tree", 16, (("ranks_per_node", 8), ("segments", 2)))]
-    blocks = [(r.messages, chained) for rounds in described for r in rounds
-              for chained in ((True, False) if r.chain else (False,))]
+    blocks = [(r.messages, c) for rounds in descriptions for r in rounds
+              for c in ((True, False) if r.chain and chained else (False,))]
     together = analytic._route_rows(machine, ranks, sampled, blocks)
-    assert len(together) == len(blocks) > 10
+    assert len(together) == len(blocks) > 3
     for block, rows in zip(blocks, together):
         alone, = analytic._route_rows(machine, ranks, sampled, [block])
         for field in analytic._Rows.__slots__:
             assert np.array_equal(getattr(rows, field), getattr(alone, field)), field
+
+
+def test_rounds_routed_together_are_routed_alone() -> None:
+    """Rounds routed in one pass get the rows each gets alone: lock-step rounds of
+    several classes, a chain's hops one index at a time and all at once, and apart from
+    them paced rounds (a chain's, trees' over nodes)."""
+    machine = topology.dgx_h100(2)
+    _routed_together_and_alone(machine, [
+        describe("allreduce", "rhd", 16), describe("allreduce", "tree", 16, (("segments", 3),)),
+        describe("allgather", "tree", 16, (("ranks_per_node", 8), ("segments", 2)))], True)
+    _routed_together_and_alone(machine, [
+        describe("allreduce", "pipeline", 16, (("segments", 3),)),
+        describe("reduce_scatter", "pipeline", 16, (("segments", 2),)),
+        describe("allreduce", "tree", 16, (("ranks_per_node", 8), ("segments", 2)))], False)
