@@ -33,8 +33,10 @@ classes (and by a numpy pass over each class's positions), not with rank pairs.
 kind, latency and line rate are alike under every protocol) and merged into rows of
 alike messages (a class, and per link of the route its class and the messages sharing
 it by class); rounds of the same positions share them, however they were described (a
-tree's at every segment count).  A description's rows are then priced at every size in
-one numpy pass, under each protocol.  ``benchmarks/bench_select.py`` measures a table.
+tree's at every segment count), and a description's rounds not yet routed are routed in
+one pass (blocks that never share a link; the paced rounds apart), from each class's
+sampled messages only.  A description's rows are then priced at every size in one numpy
+pass, under each protocol.  ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
 message lies on the critical path (ring at every count; rhd on powers of two with even
@@ -66,7 +68,7 @@ from collectives.schedule import COLLECTIVES
 from collectives.traffic import Phase, describe
 
 from .channel_choice import schedule_params
-from .gpu import hidden_latency, link_figures
+from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
 __all__ = ["price", "price_one", "SAMPLE_ALL_RANKS"]
 
@@ -90,25 +92,38 @@ def _sample(topology: Any) -> np.ndarray:
     groups = node_groups(topology)
     n = len(groups)
     for g in {0, 1, n // 2, n - 1} & set(range(n)):
-        sampled[groups[g]] = True
+        sampled[list(groups[g])] = True
     return sampled
 
 
 _KEPT = 4096  # entries of each cache below before it is emptied
 
 
+def _found(cache: dict[Any, tuple[tuple[Any, ...], Any]], key: Any,
+           held: tuple[Any, ...]) -> Any:
+    """``cache[key]`` if there and of the objects ``held`` (else None)."""
+    found = cache.get(key)
+    if found is not None and all(a is b for a, b in zip(found[0], held)):
+        return found[1]
+    return None
+
+
+def _store(cache: dict[Any, tuple[tuple[Any, ...], Any]], key: Any, held: tuple[Any, ...],
+           value: Any) -> Any:
+    """Keep ``value`` as ``cache[key]`` with the objects ``held`` alive (the cache emptied
+    first when full); return it."""
+    if len(cache) > _KEPT:
+        cache.clear()
+    cache[key] = (held, value)
+    return value
+
+
 def _cached(cache: dict[Any, tuple[tuple[Any, ...], Any]], key: Any, held: tuple[Any, ...],
             make: Any) -> Any:
     """``cache[key]``, made by ``make()`` unless there; ``key`` holds ids, ``held`` the
     objects they are of (kept alive with the entry, and checked)."""
-    found = cache.get(key)
-    if found is not None and all(a is b for a, b in zip(found[0], held)):
-        return found[1]
-    if len(cache) > _KEPT:
-        cache.clear()
-    value = make()
-    cache[key] = (held, value)
-    return value
+    found = _found(cache, key, held)
+    return _store(cache, key, held, make()) if found is None else found
 
 
 @functools.lru_cache(maxsize=16)
@@ -118,16 +133,15 @@ def _link_classes(topology: Any) -> tuple[np.ndarray, np.ndarray]:
     link's figures by its kind)."""
     if isinstance(topology.links, FullMesh):
         return np.zeros(len(topology.links), dtype=np.int64), np.zeros(1, dtype=np.int64)
-    found: dict[tuple[str, float, float], int] = {}
-    first: list[int] = []
-    classes = np.empty(len(topology.links), dtype=np.int64)
-    for i, link in enumerate(topology.links):
-        key = (link.kind, link.latency_s, link.bandwidth_Bps)
-        if key not in found:
-            found[key] = len(first)
-            first.append(i)
-        classes[i] = found[key]
-    return classes, np.array(first, dtype=np.int64)
+    key = link_kinds(topology)[1]
+    for figure in line_figures(topology):
+        values, at = np.unique(figure, return_inverse=True)
+        key = key * len(values) + at.reshape(-1)
+    _, first, classes = np.unique(key, return_index=True, return_inverse=True)
+    met = np.argsort(first)  # classes numbered as their first links come
+    number = np.empty_like(met)
+    number[met] = np.arange(len(met))
+    return number[classes.reshape(-1)], first[met]
 
 
 _RANKS: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
@@ -148,9 +162,11 @@ class _Rows:
     each of ``owners`` cross the link with it; padded with the link class after the
     last and the empty profile, the last); of a paced round the rounds in which the
     row's messages are in flight (``paced``: ``(row, first, end)`` of disjoint runs of
-    rounds, none for other rounds)."""
+    rounds, none for other rounds); the profiles as ``(profile, class, count)``
+    (``triples``: the empty profile's ``(last, 0, 0)``)."""
 
-    __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced")
+    __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced",
+                 "triples")
 
     def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
                  links: np.ndarray, profile: np.ndarray, profiles: np.ndarray,
@@ -161,34 +177,47 @@ class _Rows:
         self.links, self.profile, self.paced = links, profile, paced
         self.profiles = np.vstack([profiles[:, self.owners],
                                    np.zeros((1, len(self.owners)), dtype=np.int64)])
+        p, c = np.nonzero(self.profiles)
+        self.triples = np.column_stack([np.append(p, len(self.profiles) - 1), np.append(c, 0),
+                                        np.append(self.profiles[p, c], 0)])
 
 
 _ROUTED: dict[Any, tuple[tuple[Any, ...], _Rows]] = {}
-_DIGESTS: dict[tuple[int, int], tuple[tuple[Any, ...], bytes]] = {}
+_DIGESTS: dict[tuple[int, ...], tuple[tuple[Any, ...], bytes]] = {}
 
 
 def _digest(messages: Any) -> bytes:
     """A digest of the positions of a class (cached by its arrays' identity)."""
     def make() -> bytes:
-        digest = hashlib.blake2b(digest_size=16)
+        digest = hashlib.sha256()  # the fastest of hashlib's here (CPUs hash it)
         for a in (messages.src, messages.dst, *(() if messages.rounds is None
                                                   else (messages.rounds,))):
             digest.update(np.int64(len(a)).tobytes())
-            digest.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+            digest.update(np.ascontiguousarray(a, dtype=np.int64).data)
         return digest.digest()
-    return _cached(_DIGESTS, (id(messages.src), id(messages.dst)),
-                   (messages.src, messages.dst), make)
+    held = (messages.src, messages.dst, messages.rounds)
+    return _cached(_DIGESTS, tuple(map(id, held)), held, make)
 
 
-def _routed(topology: Any, orders: Orders, round_: Any, chained: bool) -> _Rows:
-    """The rows of one round's sampled messages on ``orders``; with ``chained``, a chain's
-    hops are in flight one index at a time (in every order at once), else all at once
-    (the same under every protocol; cached by the classes' positions, so that rounds
-    described apart, a tree's at each segment count, share it)."""
-    key = (topology, id(orders), chained, tuple(map(_digest, round_.messages)))
-    return _cached(_ROUTED, key, (orders,),
-                   lambda: _route_rows(topology, _ranks(orders), _sampled(topology, orders),
-                                       round_.messages, chained))
+def _routed(topology: Any, orders: Orders,
+            wanted: list[tuple[Any, bool, tuple[bytes, ...]]]) -> list[_Rows]:
+    """The rows of each of ``wanted`` (a round, whether a chain's hops are in flight one
+    index at a time, in every order at once, else all at once, and its classes' digests)
+    on ``orders``: the same under every protocol, cached by the classes' positions (so
+    that rounds described apart, a tree's at each segment count, share them), and those
+    not cached routed together (the paced rounds apart from the others)."""
+    keys = [(topology, id(orders), chained, digests) for _, chained, digests in wanted]
+    missing = {key: block[:2] for key, block in zip(keys, wanted)
+               if _found(_ROUTED, key, (orders,)) is None}
+    paced = [key for key, (r, _) in missing.items()
+             if any(m.rounds is not None for m in r.messages)]
+    batches = [paced, [key for key in missing if key not in paced]]
+    for batch in filter(None, batches):
+        made = _route_rows(topology, _ranks(orders), _sampled(topology, orders),
+                           [(missing[key][0].messages, missing[key][1]) for key in batch])
+        for key, rows in zip(batch, made):
+            _store(_ROUTED, key, (orders,), rows)
+    return [_found(_ROUTED, key, (orders,)) for key in keys]
 
 
 _SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
@@ -201,50 +230,110 @@ def _sampled(topology: Any, orders: Orders) -> np.ndarray:
 
 
 def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
-                classes: tuple[Any, ...], chained: bool) -> _Rows:
-    """:class:`_Rows` of ``classes`` on every order of ``ranks`` (orders x positions),
+                blocks: list[tuple[tuple[Any, ...], bool]]) -> list[_Rows]:
+    """:class:`_Rows` of each of ``blocks`` (a round's classes, and whether a chain's
+    hops are in flight one at a time) on every order of ``ranks`` (orders x positions),
     their messages with an end on a sampled rank (``sampled``, by order and position;
-    see :func:`_routed`)."""
+    see :func:`_routed`); the messages of one block share links, those of two never
+    (blocks with paced classes apart from the others)."""
+    classes = tuple(m for group, _ in blocks for m in group)
+    block = np.repeat(np.arange(len(blocks)), [len(group) for group, _ in blocks])
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
-    owner = np.repeat(np.arange(len(classes)), sizes)
-    src = np.concatenate([m.src for m in classes]).astype(np.int64)
-    dst = np.concatenate([m.dst for m in classes]).astype(np.int64)
-    keep = sampled[:, src] | sampled[:, dst]
-    starts = np.cumsum(sizes) - sizes
-    far = (sizes > 0) & (np.bincount(owner, keep.sum(axis=0), len(classes)) == 0)
-    keep[0, starts[far]] = True  # a class far from the sample: one of its messages
-    order, kept = np.nonzero(keep)
-    index = np.arange(len(owner)) - starts[owner]  # a message's place in its class
-    together = (index + owner * (1 + sizes[owner])) if chained else 0 * index
-    owners = owner[kept]
-    lengths, links = _entries(topology, ranks[order, src[kept]] * topology.nranks
-                              + ranks[order, dst[kept]])
+    picked = [_kept(sampled, m) for m in classes]
+    order = np.concatenate([o for o, _ in picked])
+    index = np.concatenate([i for _, i in picked])  # a message's place in its class
+    owners = np.repeat(np.arange(len(classes)), [len(i) for _, i in picked])
+    src = np.concatenate([m.src[i] for m, (_, i) in zip(classes, picked)])
+    dst = np.concatenate([m.dst[i] for m, (_, i) in zip(classes, picked)])
+    chained = np.array([c for _, c in blocks], dtype=bool)[block]
+    together = np.where(chained[owners], index + owners * (1 + sizes[owners]), 0) \
+        * len(blocks) + block[owners]
+    lengths, links = _entries(topology, ranks[order, src] * topology.nranks
+                              + ranks[order, dst])
     nlinks = len(topology.links)
-    keys = np.repeat(together[kept], lengths) * nlinks + links
+    keys = np.repeat(together, lengths) * nlinks + links
     message = np.repeat(np.arange(len(owners)), lengths)
-    rounds = _in_flight(classes, owners, index[kept])
+    rounds = _in_flight(classes, owners, index)
+    first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
+    local = np.arange(len(classes)) - first_class[block]
     if rounds.any():  # pieces of messages, in flight with the same others throughout
-        piece, rounds, entry, profiles, profile = _pieces(keys, message, owners, rounds,
-                                                          len(classes))
+        piece, rounds, entry, profiles, profile = _pieces(
+            keys, message, local[owners], block[owners], rounds, int(np.diff(first_class).max()))
         owners, lengths, links = owners[piece], lengths[piece], links[entry]
         message = np.repeat(np.arange(len(piece)), lengths)
-    else:  # the messages in flight together on each link, by class
-        shared, at = np.unique(keys, return_inverse=True)
-        profiles = np.zeros((len(shared), len(classes)), dtype=np.int64)
-        np.add.at(profiles, (at.reshape(-1), owners[message]), 1)
-        profiles, unique, _ = _unique_rows(profiles)
-        profile = unique[at.reshape(-1)]
-    link_class, first = _link_classes(topology)
-    top = len(profiles) + 1  # the last: the pad's
-    width = max(1, int(lengths.max()) if len(lengths) else 1)
-    codes = np.full((len(owners), width), len(first) * top + top - 1, dtype=np.int64)  # pad
+    else:  # the messages in flight together on each link, by block and class
+        profiles, profile = _profiles(keys, local[owners[message]], nlinks, len(blocks),
+                                      int(np.diff(first_class).max()))
+    return _split(len(blocks), sizes, first_class, block[owners], local[owners], lengths,
+                  links, profiles, profile, rounds, _link_classes(topology))
+
+
+def _kept(sampled: np.ndarray, messages: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The orders and places of a class's messages with an end on a sampled position
+    (``sampled``, by order and position), or, for a class far from the sample, of one
+    of its messages."""
+    keep = sampled[:, messages.src] | sampled[:, messages.dst]
+    if len(messages.src) and not keep.any():
+        return np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
+    order, index = np.nonzero(keep)
+    return order, index
+
+
+def _profiles(keys: np.ndarray, column: np.ndarray, nlinks: int, nblocks: int,
+              width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct profiles (a block, then the messages on a link by class) of the
+    links of every route's entries (``keys``: the link and what it is shared in;
+    ``column``: the entry's message's class in its block) and each entry's."""
+    shared, at = np.unique(keys, return_inverse=True)
+    at = at.reshape(-1)
+    counts = np.bincount(at * width + column, minlength=len(shared) * width).reshape(-1, width)
+    profiles, unique, _ = _unique_rows(np.column_stack([shared // nlinks % nblocks, counts]))
+    return profiles, unique[at]
+
+
+def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.ndarray,
+           local: np.ndarray, lengths: np.ndarray, links: np.ndarray, profiles: np.ndarray,
+           profile: np.ndarray, rounds: np.ndarray, link_classes: tuple[np.ndarray, ...]
+           ) -> list[_Rows]:
+    """Merge alike messages (their ``block`` and class there, ``local``; their routes'
+    ``lengths`` and ``links``, each link's of ``profiles``) into each block's
+    :class:`_Rows`."""
+    link_class, first = link_classes
+    many = np.bincount(profiles[:, 0], minlength=nblocks)  # profiles of each block
+    top = int(many.max()) + 1  # above every block's last profile, its pad's
+    message = np.repeat(np.arange(len(lengths)), lengths)
+    width = np.ones(nblocks, dtype=np.int64)
+    np.maximum.at(width, block, lengths)
+    codes = np.repeat((len(first) * top + many[block])[:, None], int(width.max()), axis=1)
     column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    codes[message, column] = link_class[links] * top + profile
+    codes[message, column] = link_class[links] * top \
+        + profile - (np.cumsum(many) - many)[profiles[profile, 0]]
     codes.sort(axis=1)  # a route's figures do not depend on the order of its links
-    rows, row, merged = _unique_rows(np.column_stack([owners, codes]))
-    return _Rows(rows[:, 0], merged, sizes, rows[:, 1:] // top, rows[:, 1:] % top,
-                 profiles, _runs(row[rounds[:, 1] > rounds[:, 0]],
-                                 rounds[rounds[:, 1] > rounds[:, 0]]))
+    rows, row, merged = _unique_rows(np.column_stack([block, local, codes]))
+    live = rounds[:, 1] > rounds[:, 0]
+    runs = _runs(row[live], rounds[live])
+    bounds = np.searchsorted(rows[:, 0], np.arange(nblocks + 1))
+    ends = np.searchsorted(runs[:, 0], bounds)
+    return [_Rows(rows[lo:hi, 1], merged[lo:hi],
+                  sizes[first_class[b]:first_class[b + 1]],
+                  rows[lo:hi, 2:2 + width[b]] // top, rows[lo:hi, 2:2 + width[b]] % top,
+                  profiles[profiles[:, 0] == b, 1:],
+                  runs[ends[b]:ends[b + 1]] - np.array([lo, 0, 0]))
+            for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+
+
+def _stretch(paced: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The paced rounds' rows (``(row, first, end)`` runs), cut where a run starts or
+    ends: the rows, whether each is in flight in each stretch of rounds, and each
+    stretch's rounds (0 where no row is)."""
+    row, first, end = paced.T
+    rows, row = np.unique(row, return_inverse=True)
+    bounds = np.unique(np.concatenate([first, end]))
+    starts = np.zeros((len(rows), len(bounds)), dtype=np.int64)
+    np.add.at(starts, (row, np.searchsorted(bounds, first)), 1)
+    np.add.at(starts, (row, np.searchsorted(bounds, end)), -1)
+    inside = np.cumsum(starts, axis=1)[:, :-1] > 0
+    return rows, inside, np.diff(bounds) * inside.any(axis=0)
 
 
 def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
@@ -261,6 +350,18 @@ def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
     return np.column_stack([group[starts], first[starts], np.maximum.reduceat(end, starts)])
 
 
+def _covered(rounds: list[np.ndarray]) -> int:
+    """How many rounds some message is in flight in (each of ``rounds``: per message its
+    ``[first, end)``)."""
+    if not rounds:
+        return 0
+    first, end = np.concatenate(rounds).T
+    low = int(first.min())
+    reach = int(end.max()) - low + 1
+    started = np.bincount(first - low, minlength=reach) - np.bincount(end - low, minlength=reach)
+    return int(np.count_nonzero(np.cumsum(started) > 0))
+
+
 def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -> np.ndarray:
     """The rounds in which each message (of class ``owner``, ``index`` in it) is in
     flight (:attr:`collectives.traffic.Messages.rounds`); ``(0, 0)`` for classes that do
@@ -272,13 +373,14 @@ def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -
     return rounds
 
 
-def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np.ndarray,
-            nclasses: int) -> tuple[np.ndarray, ...]:
-    """Every message (in flight in ``rounds``; its route's links are the entries of
-    ``message`` with link ``keys``) cut where another message on one of its links
-    starts or ends, so that each piece shares every link with the same messages
-    throughout: per piece its message and rounds, per piece's link its entry, and the
-    distinct profiles (messages on the link by class) and each piece's link's."""
+def _pieces(keys: np.ndarray, message: np.ndarray, column: np.ndarray, block: np.ndarray,
+            rounds: np.ndarray, width: int) -> tuple[np.ndarray, ...]:
+    """Every message (in flight in ``rounds``, of class ``column`` of ``block``; its
+    route's links are the entries of ``message`` with link ``keys``) cut where another
+    message on one of its links starts or ends, so that each piece shares every link
+    with the same messages throughout: per piece its message and rounds, per piece's
+    link its entry, and the distinct profiles (a block, then the messages on the link by
+    class) and each piece's link's."""
     low = int(rounds.min())
     rounds = rounds - low  # from 0, for the cuts' keys
     order = np.argsort(keys, kind="stable")
@@ -307,10 +409,10 @@ def _pieces(keys: np.ndarray, message: np.ndarray, owner: np.ndarray, rounds: np
     pairs = np.repeat(np.searchsorted(mine, entry), partners) + _within(partners)
     pair_piece, j = np.repeat(at_piece, partners), message[theirs[pairs]]
     covers = (rounds[j, 0] <= first[pair_piece]) & (rounds[j, 1] >= end[pair_piece])
-    profiles = np.zeros((len(entry), nclasses), dtype=np.int64)
-    np.add.at(profiles, (np.repeat(np.arange(len(entry)), partners)[covers], owner[j[covers]]),
-              1)
-    profiles, profile, _ = _unique_rows(profiles)
+    profiles = np.zeros((len(entry), width), dtype=np.int64)
+    np.add.at(profiles, (np.repeat(np.arange(len(entry)), partners)[covers],
+                         column[j[covers]]), 1)
+    profiles, profile, _ = _unique_rows(np.column_stack([block[message[entry]], profiles]))
     return piece, np.column_stack([first, end]) + low, entry, profiles, profile
 
 
@@ -328,8 +430,13 @@ def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
         _, first, inverse, counts = np.unique(matrix @ weights, return_index=True,
                                               return_inverse=True, return_counts=True)
         return matrix[first], inverse.reshape(-1), counts
-    rows, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
-    return rows, inverse.reshape(-1), counts
+    order = np.lexsort(matrix.T[::-1])  # np.unique(axis=0)'s order, without its slow sort
+    ranked = matrix[order]
+    new = np.ones(len(matrix), dtype=bool)
+    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    inverse = np.empty(len(matrix), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return ranked[new], inverse, np.diff(np.append(np.flatnonzero(new), len(matrix)))
 
 
 _ROUTES: dict[Any, dict[int, tuple[int, ...]]] = {}
@@ -358,6 +465,15 @@ def _entries(topology: Any, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return length, flat[first[inverse][message] + offset]
 
 
+def _joined(parts: list[np.ndarray], lengths: np.ndarray, offsets: np.ndarray,
+            empty: np.ndarray | None = None) -> np.ndarray:
+    """``parts`` one after another, each plus its row of ``offsets`` (``lengths``: each
+    part's length; ``empty`` when there are none)."""
+    if not parts:
+        return np.zeros(0, dtype=np.int64) if empty is None else empty
+    return np.concatenate(parts) + np.repeat(offsets, lengths, axis=0)
+
+
 class _Layout:
     """A description's rounds on one machine's orders, as arrays over all their rows
     (the same for every description of the same positions: a tree's at every segment
@@ -366,54 +482,61 @@ class _Layout:
     it is of, its role and its classes; per class its first row and its block; per row
     its class and weight; per link of a row's route its class and the load it shares the
     link with (``pair``: a profile of the messages crossing it by class, and the row's
-    class: ``expanded`` lists each pair's profile's classes and counts)."""
+    class: ``expanded`` lists each pair's profile's classes and counts); of the paced
+    rounds their ``stretch`` (:func:`_stretch`)."""
 
     __slots__ = ("blocks", "class_rows", "class_block", "block_classes", "row_class",
-                 "weight", "links", "pair", "expanded", "pair_rows", "paced")
+                 "weight", "links", "pair", "expanded", "pair_rows", "stretch")
 
-    def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
-        routed = []
-        for i, r in enumerate(rounds):
-            routed.append((_routed(topology, orders, r, bool(r.chain)), i,
-                           "chain" if r.chain else "repeat"))
-            if r.chain and r.overlap:
-                routed.append((_routed(topology, orders, r, False), i, "overlap"))
-        routed = [b for b in routed if len(b[0].owners)]
+    def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
+                 digests: list[tuple[bytes, ...]]) -> None:
+        wanted = [(r, i, role) for i, r in enumerate(rounds)
+                  for role in (("chain", "overlap") if r.chain and r.overlap
+                               else ("chain",) if r.chain else ("repeat",))]
+        made = _routed(topology, orders,
+                       [(r, role == "chain", digests[i]) for r, i, role in wanted])
+        routed = [(b, i, role) for b, (_, i, role) in zip(made, wanted) if len(b.owners)]
         self.blocks = [(i, role, rows.owners.tolist()) for rows, i, role in routed]
-        width = max([rows.links.shape[1] for rows, _, _ in routed], default=1)
-        pad = len(_link_classes(topology)[1])
-        class_block: list[int] = []
-        row_class, links, profile, triples, weight, paced = [], [], [], [], [], []
-        profiles = 0
-        for k, (rows, _, _) in enumerate(routed):
-            row_class.append(rows.local + len(class_block))
-            more = width - rows.links.shape[1]
-            links.append(np.pad(rows.links, ((0, 0), (0, more)), constant_values=pad)
-                         if more else rows.links)
-            pad_profile = len(rows.profiles) - 1
-            profile.append(profiles + (np.pad(rows.profile, ((0, 0), (0, more)),
-                                              constant_values=pad_profile)
-                                       if more else rows.profile))
-            p, c = np.nonzero(rows.profiles)
-            triples.append(np.column_stack([np.append(p, pad_profile) + profiles,
-                                            np.append(c, 0) + len(class_block),
-                                            np.append(rows.profiles[p, c], 0)]))
-            profiles += len(rows.profiles)
-            weight.append(rows.weight)
-            paced.append(rows.paced)
-            class_block += [k] * len(rows.owners)
-        self.row_class = np.concatenate(row_class) if routed else np.zeros(0, dtype=np.int64)
-        self.class_rows = np.searchsorted(self.row_class, np.arange(len(class_block)))
-        self.class_block = np.array(class_block, dtype=np.int64)
-        self.block_classes = np.searchsorted(self.class_block, np.arange(len(routed)))
-        self.weight = np.concatenate(weight)[:, None] if routed else np.zeros((0, 1))
-        self.paced = np.concatenate([runs + np.array([offset, 0, 0]) for runs, offset in zip(
-            paced, np.cumsum([0] + [len(rows.weight) for rows, _, _ in routed[:-1]]))]) \
-            if routed else np.zeros((0, 3), dtype=np.int64)
-        self.links = np.concatenate(links) if routed else np.zeros((0, 1), dtype=np.int64)
-        self._pairs(np.concatenate(profile) if routed else np.zeros((0, 1), dtype=np.int64),
-                    np.concatenate(triples) if routed else np.zeros((0, 3), dtype=np.int64),
-                    len(class_block))
+        blocks = [rows for rows, _, _ in routed]
+        nclasses = [len(rows.owners) for rows in blocks]
+        self.class_block = np.repeat(np.arange(len(blocks)), nclasses)
+        self.block_classes = np.searchsorted(self.class_block, np.arange(len(blocks)))
+        nrows = np.array([len(rows.weight) for rows in blocks], dtype=np.int64)
+        self.row_class = _joined([rows.local for rows in blocks], nrows,
+                                 self.block_classes)
+        self.class_rows = np.searchsorted(self.row_class, np.arange(sum(nclasses)))
+        self.weight = np.concatenate([rows.weight for rows in blocks] or [np.zeros(0)])[:, None]
+        starts = np.cumsum(nrows) - nrows
+        self.stretch = _stretch(_joined([rows.paced for rows in blocks],
+                                        np.array([len(rows.paced) for rows in blocks]),
+                                        np.column_stack([starts, 0 * starts, 0 * starts]),
+                                        np.zeros((0, 3), dtype=np.int64)))
+        self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
+        nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
+        first_profile = np.cumsum(nprofiles) - nprofiles
+        self._pairs(profile, _joined([rows.triples for rows in blocks],
+                                     np.array([len(rows.triples) for rows in blocks]),
+                                     np.column_stack([first_profile, self.block_classes,
+                                                      0 * first_profile]),
+                                     np.zeros((0, 3), dtype=np.int64)),
+                    sum(nclasses))
+
+    @staticmethod
+    def _padded(topology: Any, blocks: list[_Rows], starts: np.ndarray,
+                total: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's links (by class) and their profiles (numbered across the blocks),
+        padded to one width with the pad link class and each block's empty profile."""
+        width = max([rows.links.shape[1] for rows in blocks], default=1)
+        links = np.full((total, width), len(_link_classes(topology)[1]), dtype=np.int64)
+        profile = np.empty((total, width), dtype=np.int64)
+        offset = 0
+        for rows, lo in zip(blocks, starts.tolist()):
+            hi, used = lo + len(rows.weight), rows.links.shape[1]
+            links[lo:hi, :used] = rows.links
+            profile[lo:hi, :used] = rows.profile + offset
+            profile[lo:hi, used:] = offset + len(rows.profiles) - 1  # the empty profile
+            offset += len(rows.profiles)
+        return links, profile
 
     def _pairs(self, profile: np.ndarray, triples: np.ndarray, nclasses: int) -> None:
         """Every distinct (profile, row class) of the rows' links, and each one's
@@ -436,12 +559,31 @@ class _Layout:
 _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
 
 
+_SPANS: dict[Any, tuple[tuple[Any, ...], int]] = {}
+_ROUND_DIGESTS: dict[Any, tuple[tuple[Any, ...], list[tuple[bytes, ...]]]] = {}
+
+
+def _span(rounds: tuple[Any, ...]) -> int:
+    """How many rounds some paced message of a description is in flight in (cached by
+    the description: every machine's orders read the same)."""
+    return _cached(_SPANS, id(rounds), (rounds,), lambda: _covered(
+        [m.rounds for r in rounds for m in r.messages if m.rounds is not None]))
+
+
+def _digests(rounds: tuple[Any, ...]) -> list[tuple[bytes, ...]]:
+    """Every round's classes' digests (cached by the description)."""
+    return _cached(_ROUND_DIGESTS, id(rounds), (rounds,),
+                   lambda: [tuple(map(_digest, r.messages)) for r in rounds])
+
+
 def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Layout:
     """:class:`_Layout` of ``rounds`` on ``orders`` (cached by the rounds' kinds and their
     classes' positions)."""
-    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap),
-                                        tuple(map(_digest, r.messages))) for r in rounds))
-    return _cached(_LAYOUTS, key, (orders,), lambda: _Layout(topology, orders, rounds))
+    digests = _digests(rounds)
+    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap), d)
+                                       for r, d in zip(rounds, digests)))
+    return _cached(_LAYOUTS, key, (orders,),
+                   lambda: _Layout(topology, orders, rounds, digests))
 
 
 class _Described:
@@ -462,10 +604,7 @@ class _Described:
                          "overlap": (r.overlap, 0.0, False)}[role]
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
         self.slow = np.array([c[0] for c in coefficients], dtype=float)
-        paced = [m.rounds for m in self.messages if m.rounds is not None]
-        runs = _runs(np.zeros(sum(map(len, paced)), dtype=np.int64),
-                     np.concatenate(paced)) if paced else np.zeros((0, 3), dtype=np.int64)
-        self.span = int((runs[:, 2] - runs[:, 1]).sum())  # rounds a paced message is in
+        self.span = _span(rounds)
         self.cross = np.array([c[1] for c in coefficients], dtype=float)
         self.path = np.array([c[2] for c in coefficients],
                              dtype=bool)[layout.class_block][:, None]
@@ -520,17 +659,10 @@ class _Described:
         """The paced rounds (:class:`collectives.traffic.Round`): every round as long as
         the slowest row then in flight; the rounds in which no sampled message is (far
         from the sample) as long as those in which one is, on average."""
-        row, first, end = self.layout.paced.T
-        if not len(row):
+        rows, inside, rounds = self.layout.stretch
+        if not len(rows):
             return np.zeros(time.shape[1])
-        rows, row = np.unique(row, return_inverse=True)
-        bounds = np.unique(np.concatenate([first, end]))
-        starts = np.zeros((len(rows), len(bounds)), dtype=np.int64)
-        np.add.at(starts, (row, np.searchsorted(bounds, first)), 1)
-        np.add.at(starts, (row, np.searchsorted(bounds, end)), -1)
-        inside = np.cumsum(starts, axis=1)[:, :-1] > 0
         slowest = np.where(inside[:, :, None], time[rows][:, None, :], 0.0).max(axis=0)
-        rounds = np.diff(bounds) * inside.any(axis=0)
         return (rounds @ slowest) * (self.span / rounds.sum())
 
 
@@ -544,9 +676,12 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Descr
                    lambda: _Described(topology, orders, rounds))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _resolved(entry: Algorithm, collective: str, q: int, count: int,
-              params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(entry.resolve_params(collective, q, count, **params).items()))
+              params: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """``entry``'s parameters resolved at ``count`` elements (cached: every protocol
+    resolves the same)."""
+    return tuple(sorted(entry.resolve_params(collective, q, count, **dict(params)).items()))
 
 
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, orders: Orders,
@@ -558,7 +693,8 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, ord
     if q < 2:
         return np.zeros(len(counts))
     entry = registered(algorithm)
-    resolved = [_resolved(entry, collective, q, int(n), params) for n in counts.tolist()]
+    given = tuple(sorted(params.items()))
+    resolved = [_resolved(entry, collective, q, n, given) for n in counts.tolist()]
     out = np.zeros(len(counts))
     latency, bandwidth, slot, shares, gamma = terms
     for key in dict.fromkeys(resolved):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from operator import attrgetter
 from typing import Any, Mapping
 
 import numpy as np
@@ -47,7 +48,8 @@ from topology.channels import nics_per_node
 from topology.errors import TopologyError
 
 __all__ = ["SETTINGS", "protocols", "resolve_protocol", "gpu_terms", "link_figures",
-           "hidden_latency", "route_shares", "link_shares", "nic_flows", "with_settings"]
+           "hidden_latency", "route_shares", "link_shares", "nic_flows", "with_settings",
+           "line_figures", "link_kinds"]
 
 #: NCCL's environment variables the model prices -> (the GpuModel field, bounds, how:
 #: a lower or upper bound of the channels, or the value).
@@ -232,7 +234,7 @@ def link_figures(topology: Any, protocol: str | None = None, algorithm: str | No
     """
     terms = _terms(topology, protocol, algorithm, channels)
     if terms is None:
-        latency, bandwidth = _line(topology)
+        latency, bandwidth = line_figures(topology)
         return latency, bandwidth, getattr(topology, "slot_bytes", None), \
             link_shares(topology, getattr(topology, "out_of_step", ())), \
             float(topology.gamma_s_per_byte), 0.0
@@ -261,7 +263,7 @@ def link_shares(topology: Any, out_of_step: tuple[tuple[str, float], ...]) -> np
     """
     if not out_of_step:
         return None
-    kinds, index = _kinds(topology)
+    kinds, index = link_kinds(topology)
     per_kind = dict(out_of_step)
     return np.array([per_kind.get(kind, 1.0) for kind in kinds])[index]
 
@@ -297,18 +299,35 @@ def route_shares(topology: Any, links: Any) -> float:
 
 
 @functools.lru_cache(maxsize=16)
-def _line(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
-    """Every link's latency and line rate."""
-    return (np.array([link.latency_s for link in topology.links]),
-            np.array(topology.bandwidths_Bps, dtype=float))
+def line_figures(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """Every link's latency and line rate on ``topology`` (cached; not to be written to).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Seconds and bytes per second, indexed like ``topology.links``.
+    """
+    links = topology.links
+    return (np.fromiter(map(attrgetter("latency_s"), links), dtype=float, count=len(links)),
+            np.fromiter(map(attrgetter("bandwidth_Bps"), links), dtype=float,
+                        count=len(links)))
 
 
 @functools.lru_cache(maxsize=16)
-def _kinds(topology: Topology) -> tuple[tuple[str, ...], np.ndarray]:
-    """The link kinds of ``topology`` and every link's index among them."""
-    kinds = tuple(sorted({link.kind for link in topology.links}))
+def link_kinds(topology: Topology) -> tuple[tuple[str, ...], np.ndarray]:
+    """The link kinds of ``topology`` and every link's index among them (cached; not to
+    be written to).
+
+    Returns
+    -------
+    tuple
+        The kinds, sorted, and per link (indexed like ``topology.links``) its kind's
+        index among them.
+    """
+    every = list(map(attrgetter("kind"), topology.links))
+    kinds = tuple(sorted(set(every)))
     index = {kind: k for k, kind in enumerate(kinds)}
-    return kinds, np.array([index[link.kind] for link in topology.links], dtype=np.int64)
+    return kinds, np.fromiter(map(index.__getitem__, every), dtype=np.int64, count=len(every))
 
 
 @functools.lru_cache(maxsize=64)
@@ -318,10 +337,10 @@ def _scaled(topology: Topology, protocol: str,
     a link at a NIC at most its flows times its kind's flow rate."""
     model = topology.gpu
     assert model is not None  # a protocol resolved: the machine has a GPU model
-    kinds, index = _kinds(topology)
+    kinds, index = link_kinds(topology)
     figures = [model.link_terms(kind, protocol, algorithm) for kind in kinds]
     latency = np.array([f[0] for f in figures])[index]
-    line = _line(topology)[1]
+    line = line_figures(topology)[1]
     fraction = np.array([f[1] for f in figures])[index]
     efficiency = np.array([model.figures(kind).efficiency for kind in kinds])[index]
     cap = _flow_caps(topology)
@@ -334,11 +353,15 @@ def _flow_caps(topology: Topology) -> np.ndarray:
     """Per link, the most its flows carry (B/s; infinite where no flow rate applies)."""
     model = topology.gpu
     assert model is not None
-    nics = {d.id for d in topology.devices if d.kind == "nic"}
     flows = nic_flows(topology)
     caps = {f.kind: flows * f.flow_Bps for f in model.links if f.flow_Bps is not None}
-    return np.array([caps.get(link.kind, np.inf) if flows and nics & {link.src, link.dst}
-                     else np.inf for link in topology.links])
+    kinds, index = link_kinds(topology)
+    out = np.array([caps.get(kind, np.inf) if flows else np.inf for kind in kinds])[index]
+    nics = {d.id for d in topology.devices if d.kind == "nic"}
+    capped = np.flatnonzero(np.isfinite(out))  # only where a link meets a NIC
+    links = topology.links
+    out[[i for i in capped.tolist() if not nics & {links[i].src, links[i].dst}]] = np.inf
+    return out
 
 
 def nic_flows(topology: Any) -> int:

@@ -92,7 +92,7 @@ def _layout(topology: Any) -> tuple[int, int] | None:
     """``(nodes, GPUs per node)`` of a machine of equal nodes of consecutive ranks."""
     groups = node_groups(topology)
     size = len(groups[0])
-    if any(group != list(range(k * size, (k + 1) * size)) for k, group in enumerate(groups)):
+    if any(group != tuple(range(k * size, (k + 1) * size)) for k, group in enumerate(groups)):
         return None
     return len(groups), size
 

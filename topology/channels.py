@@ -29,6 +29,10 @@ channel: :func:`topology.ring_order` from :func:`rail_rings`, the identity other
 
 from __future__ import annotations
 
+from functools import lru_cache
+from itertools import chain
+from typing import Sequence
+
 from .model import Topology
 from .order import node_groups, ring_order
 
@@ -63,7 +67,7 @@ def ranks_per_node(topology: Topology) -> int:
     groups = node_groups(topology)
     size = len(groups[0])
     for k, group in enumerate(groups):
-        if group != list(range(k * size, (k + 1) * size)):
+        if group != tuple(range(k * size, (k + 1) * size)):
             raise ValueError(f"topology {topology.name!r} has nodes of unequal size or of "
                              f"ranks that are not consecutive (node {k}: ranks {group[:4]}...); "
                              f"hierarchical algorithms need equal nodes of consecutive ranks")
@@ -94,7 +98,7 @@ def nics_per_node(topology: Topology) -> int:
     return sum(1 for d in topology.devices if d.kind == "nic" and d.id.startswith(prefix))
 
 
-def _node_size(groups: list[list[int]]) -> int | None:
+def _node_size(groups: Sequence[Sequence[int]]) -> int | None:
     """Ranks per node when there are several nodes of one size above 1, else None."""
     sizes = {len(group) for group in groups}
     return None if len(groups) < 2 or len(sizes) > 1 or sizes == {1} else sizes.pop()
@@ -123,7 +127,7 @@ def equal_node_size(topology: Topology) -> int | None:
     return _node_size(node_groups(topology))
 
 
-def _ring(groups: list[list[int]], c: int) -> list[int]:
+def _ring(groups: Sequence[tuple[int, ...]], c: int) -> list[int]:
     nodes, size = len(groups), len(groups[0])
     first = c % size
     order: list[int] = []
@@ -135,14 +139,13 @@ def _ring(groups: list[list[int]], c: int) -> list[int]:
             leave = (first + 2) % size
         else:
             leave = (first + 1) % size if entry == first else first
-        middle = [(entry + i) % size for i in range(1, size)]
-        middle.remove(leave)
-        order += [group[entry], *(group[i] for i in middle), group[leave]]
+        after = group[entry + 1:] + group[:entry]  # from the entry on, round the node
+        order += [group[entry], *(r for r in after if r != group[leave]), group[leave]]
         entry = leave
     return order
 
 
-def _check(topology: Topology, channels: int) -> list[list[int]] | None:
+def _check(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...] | None:
     """The nodes when they are several of one size above 1, else None (after checking the
     arguments)."""
     if not isinstance(topology, Topology):
@@ -185,10 +188,16 @@ def rail_rings(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]
     >>> sorted(o[7] % 8 for o in orders) == sorted(o[8] % 8 for o in orders) == list(range(8))
     True
     """
-    groups = _check(topology, channels)
-    if groups is None:
+    if _check(topology, channels) is None:
         return (ring_order(topology),) * channels
-    return tuple(tuple(_ring(groups, c)) for c in range(channels))
+    return tuple(_rail_ring(topology, c) for c in range(channels))
+
+
+@lru_cache(maxsize=64)
+def _rail_ring(topology: Topology, c: int) -> tuple[int, ...]:
+    """Channel ``c``'s ring of :func:`rail_rings` (cached: every algorithm on rings and
+    every channel count asks for it)."""
+    return tuple(_ring(node_groups(topology), c))
 
 
 def node_major(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]:
@@ -205,7 +214,8 @@ def node_major(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]
     if groups is None:
         return (tuple(range(topology.nranks)),) * channels
     size = len(groups[0])
-    return tuple(tuple(group[(i + c) % size] for group in groups for i in range(size))
+    return tuple(tuple(chain.from_iterable(group[c % size:] + group[:c % size]
+                                           for group in groups))
                  for c in range(channels))
 
 
@@ -222,6 +232,6 @@ def node_minor(topology: Topology, channels: int) -> tuple[tuple[int, ...], ...]
     groups = _check(topology, channels)
     if groups is None:
         return (tuple(range(topology.nranks)),) * channels
-    size = len(groups[0])
-    return tuple(tuple(group[(i + c) % size] for i in range(size) for group in groups)
+    size, columns = len(groups[0]), list(zip(*groups))  # columns: equal local ranks
+    return tuple(tuple(chain.from_iterable(columns[(i + c) % size] for i in range(size)))
                  for c in range(channels))

@@ -20,7 +20,7 @@ __all__ = ["ring_order", "node_groups", "NETWORK_LINK_KINDS"]
 NETWORK_LINK_KINDS: frozenset[str] = frozenset({"ib", "ethernet", "roce", "net"})
 
 
-def node_groups(topology: Topology) -> list[list[int]]:
+def node_groups(topology: Topology) -> tuple[tuple[int, ...], ...]:
     """Return the ranks of each node, nodes ordered by their lowest rank.
 
     A node is a set of devices joined by links that are not network links
@@ -33,11 +33,10 @@ def node_groups(topology: Topology) -> list[list[int]]:
 
     Returns
     -------
-    list of list of int
-        Per node, its ranks in increasing order (a new list; the grouping is cached per
-        topology).
+    tuple of tuple of int
+        Per node, its ranks in increasing order (cached per topology).
     """
-    return [list(ranks) for ranks in _node_groups(topology)]
+    return _node_groups(topology)
 
 
 @lru_cache(maxsize=16)

@@ -659,7 +659,8 @@ def traffic(collective: str, q: int, segments: int = 1,
     """
     if q < 2:
         return []
-    start, _, _, _ = _streams(collective, q, ranks_per_node)
+    start, senders, receivers, kind = _streams(collective, q, ranks_per_node)
+    starts, kinds = _distinct(collective, q, ranks_per_node)
     segment = nested_part(2, segments)
     gathers = collective == "allgather"
     sizes: dict[int, Callable[[np.ndarray], np.ndarray]] = {-1: segment, -2: lambda n: 0 * n}
@@ -670,21 +671,22 @@ def traffic(collective: str, q: int, segments: int = 1,
                 lambda count: np.minimum(segment(count), -(-count * key // (2 * q)))
         return sizes[key]
 
+    low, high = int(starts[0]), int(starts[-1])
+
     def classes(first: int, last: int) -> tuple[Messages, ...]:  # started first .. last
-        first, last = max(first, int(start.min())), min(last, int(start.max()))
+        first, last = max(first, low), min(last, high)
         return tuple(Messages(src, dst, elements(k), k >= 0 and not gathers, skip_empty=True)
                      for k, src, dst in _started(collective, q, ranks_per_node, first, last))
 
     if ranks_per_node and not gathers:  # every stream in flight in its own rounds
-        _, src, dst, kind = _streams(collective, q, ranks_per_node)
         return [Round(1, tuple(
-            Messages(src[kind == k], dst[kind == k], elements(k), k >= 0, skip_empty=True,
+            Messages(senders[kind == k], receivers[kind == k], elements(k), k >= 0, skip_empty=True,
                      rounds=np.column_stack([start[kind == k], start[kind == k] + segments]))
-            for k in np.unique(kind).tolist()), paced=True)]
+            for k in kinds), paced=True)]
     if ranks_per_node:  # chains run ahead of the rounds: the path of the streams' starts
-        return [Round(1, tuple(m for t in np.unique(start).tolist() for m in classes(t, t)),
+        return [Round(1, tuple(m for t in starts.tolist() for m in classes(t, t)),
                       chain=segments, overlap=segments - 1, path=True)]
-    edges = np.unique(np.concatenate([start, start + segments]))
+    edges = np.union1d(starts, starts + segments)
     rounds = []
     for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
         # the streams in flight: those started in rounds lo - segments + 1 .. lo
@@ -706,6 +708,15 @@ def _started(collective: str, q: int, ranks_per_node: int | None, first: int,
     values, at = np.unique(keys[order], return_index=True)
     return tuple((k, src[group], dst[group])
                  for k, group in zip(values.tolist(), np.split(streams[order], at[1:])))
+
+
+@lru_cache(maxsize=64)
+def _distinct(collective: str, q: int,
+              ranks_per_node: int | None) -> tuple[np.ndarray, list[int]]:
+    """The rounds the streams of :func:`_streams` start in and their classes, each once,
+    sorted."""
+    start, _, _, kind = _streams(collective, q, ranks_per_node)
+    return np.unique(start), np.unique(kind).tolist()
 
 
 @lru_cache(maxsize=64)
