@@ -54,13 +54,16 @@ The tree (:data:`TREE`) has figures of its own in tuning.cc, in place of the Rin
 every other algorithm (ring, rhd, pipeline) runs on the Ring's, tuning.cc having none for
 them.  Left out, with the reason:
 
-* the per-channel caps (``perChMaxTreeBws``, ``perChMaxTreeLL128Bws``) and the LL cap
-  ``llMaxBw``: the simulator has no per-channel rate; the Ring's are left out alike.
+* the per-channel caps (``perChMaxTreeBws``, ``perChMaxTreeLL128Bws``): the simulator has
+  no per-channel rate; the Ring's are left out alike.  (The cap on LL, ``llMaxBw``, the
+  simulator applies to the tree as tuning.cc does: :mod:`simulator.gpu`; the Ring's LL
+  fraction above holds it on one node, and no published curve runs Ring LL across nodes.)
   Measured and not taken: NCCL's per-call channel reduction (src/enqueue.cc,
   ``topoGetAlgoInfo``) with every rate scaled by the channels in use (tuning.cc,
   ``ncclTopoGetAlgoTime``: ``bw / nChannels * info->nChannels``) brings
-  a100_2node_roce_default from 17.4% to 15.3% geomean and h100_1node_dgx_default_nvls
-  from 14.8% to 12.0%, but a100_1node_nccl2.19.3_g8 from 10.8% to 13.6% (its ring LL
+  a100_2node_roce_default from 17.4% to 15.3% geomean (before the tree's cap on LL) and
+  h100_1node_dgx_default_nvls from 14.8% to 12.0%, but a100_1node_nccl2.19.3_g8 from
+  10.8% to 13.6% (its ring LL
   from 64 to 256 KiB, on 2-8 of 24 channels, 11-37% too slow: one LL channel moves far
   more than 1/24 of the node's LL rate);
 * the x0.85 of ``maxTreePattern == NCCL_TOPO_PATTERN_TREE``: NCCL's search takes that
