@@ -10,7 +10,10 @@ figures of its own in the model (:class:`topology.AlgorithmFigures`, e.g. the tr
 the DGX presets) is played with those in place of the model's
 (:meth:`topology.GpuModel.link_terms`, :meth:`~topology.GpuModel.call_s`); the
 simulator learns the algorithm from the schedule (:attr:`collectives.Schedule.algorithm`),
-the closed forms from their ``algorithm`` argument.
+the closed forms from their ``algorithm`` argument.  Such figures are tuning.cc's before
+its cap on LL, so under LL every link of such an algorithm carries what that cap leaves
+in NCCL's own model (``llMaxBws``, by GPU on one node and by host CPU across nodes:
+:func:`simulator.nccl_tuner.ll_share`; the tree's LL across two A100 nodes 0.39 of it).
 
 Every message pays its route's latency on top of its bytes over the route's rate, less
 what the transport's FIFO hides (:func:`hidden_latency`; the effective topology's
@@ -46,6 +49,9 @@ from collectives.registry import names
 from topology import GpuModel, Link, Topology
 from topology.channels import nics_per_node
 from topology.errors import TopologyError
+from topology.order import node_groups
+
+from .nccl_tuner import ALGORITHMS, ll_share, tuner_kind
 
 __all__ = ["SETTINGS", "protocols", "resolve_protocol", "gpu_terms", "link_figures",
            "hidden_latency", "route_shares", "link_shares", "nic_flows", "with_settings",
@@ -345,7 +351,21 @@ def _scaled(topology: Topology, protocol: str,
     efficiency = np.array([model.figures(kind).efficiency for kind in kinds])[index]
     cap = _flow_caps(topology)
     # the protocol's share of what the link reaches: its efficiency, or its flows' rate
-    return latency, np.minimum(line * efficiency, cap) * (fraction / efficiency)
+    return latency, np.minimum(line * efficiency, cap) * (fraction / efficiency) \
+        * _ll_capped(topology, protocol, algorithm)
+
+
+def _ll_capped(topology: Topology, protocol: str, algorithm: str | None) -> float:
+    """What NCCL's cap on LL's bandwidth (tuning.cc ``llMaxBws``) leaves of an algorithm
+    whose figures are tuning.cc's own uncapped ones (its :class:`topology.AlgorithmFigures`,
+    e.g. the tree's x0.92/3.8 under LL), on a machine of a GPU kind NCCL's tables know
+    (:func:`simulator.nccl_tuner.ll_share`); 1 for anything else.  The model's own figures
+    (the Ring's) hold the cap already: their LL fraction is llMaxBw over what Simple
+    reaches on one node (:mod:`topology.gpu_presets`)."""
+    kind = tuner_kind(topology)
+    if protocol != "LL" or algorithm not in ALGORITHMS or kind is None:
+        return 1.0
+    return ll_share(kind, algorithm, topology.nranks, len(node_groups(topology)))
 
 
 @functools.lru_cache(maxsize=16)

@@ -24,12 +24,13 @@ src/enqueue.cc's.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Tuner", "TUNERS", "ALGORITHMS", "COLLECTIVES", "nccl_choice", "nccl_time_us",
-           "nccl_channels", "serves", "tuner_kind"]
+           "nccl_channels", "ll_share", "serves", "tuner_kind"]
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: NCCL's algorithms ranked here, by the example tuner plugin's names
@@ -234,6 +235,37 @@ def _bus_GBps(tuner: Tuner, collective: str, algorithm: str, p: int, ranks: int,
         bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0),
                   channels * tuner.tree_ll128_GBps[index])
     return bus * 0.5
+
+
+def ll_share(gpu: str, algorithm: str, ranks: int, nodes: int) -> float:
+    """What NCCL's cap on LL's bus bandwidth leaves of an AllReduce's LL bandwidth in its
+    own model (tuning.cc ``ncclTopoTuneModel``: ``llMaxBws``, by GPU on one node and by CPU
+    across nodes).
+
+    Parameters
+    ----------
+    gpu : str
+        A key of :data:`TUNERS`.
+    algorithm : {"ring", "tree"}
+        The algorithm.
+    ranks, nodes : int
+        Communicator size and node count.
+
+    Returns
+    -------
+    float
+        tuning.cc's LL bandwidth of ``algorithm`` with the cap over the same without it,
+        in (0, 1].
+
+    Examples
+    --------
+    >>> [round(ll_share("A100", "tree", 8 * n, n), 3) for n in (1, 2, 4)]
+    [1.0, 0.387, 0.262]
+    """
+    tuner = TUNERS[gpu]
+    free = dataclasses.replace(tuner, ll_max_GBps=(math.inf,) * 3)
+    return _bus_GBps(tuner, "allreduce", algorithm, 0, ranks, nodes) \
+        / _bus_GBps(free, "allreduce", algorithm, 0, ranks, nodes)
 
 
 def _nvls_GBps(tuner: Tuner, collective: str, algorithm: str, ranks: int,

@@ -15,6 +15,7 @@ from collectives import build_schedule
 from collectives.schedule import Recv, Schedule, Send, Step
 from simulator import simulate
 from simulator.gpu import gpu_terms, route_shares
+from simulator.nccl_tuner import ll_share
 from simulator.analytic import price_one as machine_cost
 from topology import AlgorithmFigures, GpuModel, LinkFigures, Protocol, TopologyError
 
@@ -112,3 +113,16 @@ def test_figures_must_be_unique_per_algorithm() -> None:
     tree = MODEL.algorithm_figures("tree")
     with pytest.raises(TopologyError, match=r"algorithms \['tree', 'tree'\] are not allowed"):
         dataclasses.replace(MODEL, algorithms=(tree, tree))
+
+
+@pytest.mark.parametrize("preset", [topology.dgx_a100, topology.dgx_h100])
+@pytest.mark.parametrize("nodes", [1, 2, 4])
+def test_the_trees_ll_carries_what_nccl_s_cap_on_ll_leaves(preset, nodes: int) -> None:
+    machine = preset(nodes)
+    share = ll_share(machine.gpu.nccl_kind, "tree", machine.nranks, nodes)
+    assert share == 1.0 if nodes == 1 else share < 1.0  # tuning.cc llMaxBws binds across nodes
+    # NVLink, GPU 0 -> 1, no flow limit: a rate is the line rate times the protocol's fraction
+    for algorithm, capped in (("tree", share), ("ring", 1.0)):  # the Ring's LL holds it already
+        ll, ll128 = (1 / gpu_terms(machine, k, algorithm)[0].beta(0, 1) for k in ("LL", "LL128"))
+        fraction = [machine.gpu.link_terms("nvlink", k, algorithm)[1] for k in ("LL", "LL128")]
+        assert ll / ll128 == pytest.approx(capped * fraction[0] / fraction[1], rel=1e-9)

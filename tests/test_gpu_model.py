@@ -185,6 +185,14 @@ def test_presets_carry_a_figure_for_every_protocol_and_link() -> None:
     assert topology.dgx_h100(gpu_model=None).gpu is None
 
 
+@pytest.mark.parametrize("protocol", MODEL.protocol_names)
+def test_the_network_post_overhead_is_the_host_cpu_s(protocol: str) -> None:
+    # tuning.cc getNetOverhead: 2 us a post on an AMD host (DGX A100), 1 us on Intel (DGX H100)
+    amd, intel = (m.link_terms("pcie", protocol)[0]
+                  for m in (topology.DGX_A100_GPU, topology.DGX_H100_GPU))
+    assert amd == pytest.approx(2 * intel, rel=1e-12)
+
+
 def test_a_file_overrides_a_figure(tmp_path) -> None:
     path = tmp_path / "h100.toml"
     topology.save(H100, path)

@@ -27,8 +27,10 @@ and two ``ib`` links, so each carries half of a hop's figure):
 
 * ``nvlink``: tuning.cc hwLat NVLink Ring {LL, LL128, Simple} = {0.6, 1.9, 3.4} us per hop.
 * ``ib``: tuning.cc hwLat network Ring {2.7, 4.0, 14.0} us per hop.
-* ``pcie`` (GPU <-> NIC): the network's per-message post overhead, ~1 us, x3 for Simple
-  (tuning.cc), per hop.
+* ``pcie`` (GPU <-> NIC): the network's per-message post overhead, x3 for Simple, per hop
+  (tuning.cc, ``getNetOverhead``: 1 us on an Intel x86 host, 2 us on an AMD one): 2 us on
+  the A100 nodes (DGX A100: 2x AMD EPYC 7742; OCI BM.GPU4.8: 2x AMD EPYC 7542), 1 us on
+  the H100 nodes (DGX H100: 2x Intel Xeon Platinum 8480C; vendor datasheets).
 
 Channels in and out of step (:attr:`topology.LinkFigures.in_step`): over NVLink a
 channel's step is its own SM's stores, and the channels of a node move side by side (the
@@ -52,8 +54,18 @@ The tree (:data:`TREE`) has figures of its own in tuning.cc, in place of the Rin
 every other algorithm (ring, rhd, pipeline) runs on the Ring's, tuning.cc having none for
 them.  Left out, with the reason:
 
-* the per-channel caps (``perChMaxTreeBws``, ``perChMaxTreeLL128Bws``) and the LL cap
-  ``llMaxBw``: the simulator has no per-channel rate; the Ring's are left out alike;
+* the per-channel caps (``perChMaxTreeBws``, ``perChMaxTreeLL128Bws``): the simulator has
+  no per-channel rate; the Ring's are left out alike.  (The cap on LL, ``llMaxBw``, the
+  simulator applies to the tree as tuning.cc does: :mod:`simulator.gpu`; the Ring's LL
+  fraction above holds it on one node, and no published curve runs Ring LL across nodes.)
+  Measured and not taken: NCCL's per-call channel reduction (src/enqueue.cc,
+  ``topoGetAlgoInfo``) with every rate scaled by the channels in use (tuning.cc,
+  ``ncclTopoGetAlgoTime``: ``bw / nChannels * info->nChannels``) brings
+  a100_2node_roce_default from 17.4% to 15.3% geomean (before the tree's cap on LL) and
+  h100_1node_dgx_default_nvls from 14.8% to 12.0%, but a100_1node_nccl2.19.3_g8 from
+  10.8% to 13.6% (its ring LL
+  from 64 to 256 KiB, on 2-8 of 24 channels, 11-37% too slow: one LL channel moves far
+  more than 1/24 of the node's LL rate);
 * the x0.85 of ``maxTreePattern == NCCL_TOPO_PATTERN_TREE``: NCCL's search takes that
   pattern only for nodes of one GPU (src/graph/search.cc, ``ngpus == 1``), which no preset
   has; on DGX nodes it finds the balanced tree;
@@ -105,7 +117,9 @@ def _per_link(kind: str, efficiency: float, latency_s: tuple[float, float, float
 
 _NVLINK_S = (0.3e-6, 0.95e-6, 1.7e-6)  # tuning.cc hwLat NVLink Ring 0.6, 1.9, 3.4 us, halved
 _IB_S = (1.35e-6, 2.0e-6, 7.0e-6)  # tuning.cc hwLat network Ring 2.7, 4.0, 14.0 us, halved
-_PCIE_S = (0.5e-6, 0.5e-6, 1.5e-6)  # tuning.cc network post ~1 us (x3 Simple), halved
+# tuning.cc getNetOverhead per hop, x3 for Simple, halved: 1 us on an Intel x86 host, 2 us on AMD
+_PCIE_INTEL_S = (0.5e-6, 0.5e-6, 1.5e-6)
+_PCIE_AMD_S = (1.0e-6, 1.0e-6, 3.0e-6)
 
 
 #: tuning.cc (NCCL 2.30.7) figures of Tree, for the tree algorithm (see the module docstring)
@@ -144,8 +158,9 @@ DGX_A100_GPU = GpuModel(
         # 0.745, the same rate.  Over the network the NIC moves LL128's buffers as it
         # moves Simple's, at tuning.cc's 0.92.
         _per_link("nvlink", 0.745, _NVLINK_S, (("LL128", 0.60),)),
-        # GPU <-> NIC, PCIe Gen4 x16 (31.5 GB/s) is never the bottleneck ahead of a 25 GB/s NIC
-        _per_link("pcie", 1.0, _PCIE_S),
+        # GPU <-> NIC, PCIe Gen4 x16 (31.5 GB/s) is never the bottleneck ahead of a 25 GB/s
+        # NIC; the post overhead of the DGX A100's AMD EPYC hosts
+        _per_link("pcie", 1.0, _PCIE_AMD_S),
         # ~20-23.7 GB/s per HDR NIC measured (nccl#320; 189.6 GB/s Ring busbw over 8 NICs,
         # a100_2node_ring): 0.92 x 25 GB/s
         _per_link("ib", 0.92, _IB_S, in_step=False),
@@ -174,8 +189,9 @@ DGX_H100_GPU = GpuModel(
         # Ring AllReduce busbw (nccl-tests#212; 368.8 in nccl-tests#309, 370 in nccl#2140);
         # with the reduction term below: 0.87 x 450 GB/s
         _per_link("nvlink", 0.87, _NVLINK_S),
-        # GPU <-> NIC, PCIe Gen5 x16 (63 GB/s) is never the bottleneck ahead of a 50 GB/s NIC
-        _per_link("pcie", 1.0, _PCIE_S),
+        # GPU <-> NIC, PCIe Gen5 x16 (63 GB/s) is never the bottleneck ahead of a 50 GB/s
+        # NIC; the post overhead of the DGX H100's Intel Xeon hosts
+        _per_link("pcie", 1.0, _PCIE_INTEL_S),
         # fitted to the multi-node H100 curves whose NICs carry enough flows (below): Ring
         # busbw at >= 1 GiB is 393 GB/s on 2 nodes (h100_2node_ring), 391 on 8
         # (h100_8node_tuned), 368 on 128 under LL128 (h100_128node_ring_ll128, 16 GiB):
