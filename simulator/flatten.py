@@ -240,6 +240,14 @@ def _index_dtype(kind: np.ndarray) -> type:
     return np.int32 if 2 * len(kind) + 1 <= _INT32.max else np.int64
 
 
+def _narrowed(lengths: np.ndarray) -> np.ndarray:
+    """``lengths`` as int32 when every one fits (half the memory to hold while messages
+    are numbered), else as they are."""
+    if len(lengths) and not _INT32.min <= lengths.min() <= lengths.max() <= _INT32.max:
+        return lengths
+    return lengths.astype(np.int32)
+
+
 def _offsets(counts: Any) -> np.ndarray:
     ptr = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=ptr[1:])
@@ -412,6 +420,7 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
     if len(peer) and not (0 <= peer.min() and peer.max() < p):
         return None  # a peer outside the schedule's ranks
     del peer
+    columns[2] = _narrowed(columns[2])
     step_ptr = _offsets(steps_per_rank)
     ends = np.empty(len(ends_per_step) + 1 + len(columns[0]), dtype=_index_dtype(columns[0]))
     ends[0] = 0
