@@ -38,10 +38,11 @@ class FlatSchedule:
     ----------
     step_ptr : ndarray of int64, shape (nranks + 1,)
         Rank ``r``'s steps are the global steps ``step_ptr[r]:step_ptr[r + 1]``.
-    ends : ndarray of int64, shape (steps + 1 + ends,)
+    ends : ndarray of int32 (int64 beyond int32's range), shape (steps + 1 + ends,)
         First the offsets of the steps' message ends (step ``g``'s are
         ``ends[steps + 1 + ends[g]:steps + 1 + ends[g + 1]]``), then each end's code:
-        ``2 * message`` for the send, ``2 * message + 1`` for the receive.
+        ``2 * message`` for the send, ``2 * message + 1`` for the receive.  Int32 halves
+        the largest array (a 4096-rank ring has 67 million ends).
     message : ndarray of int64, shape (messages, 2)
         Per message, ``2 * route + reduce`` (its route, an index into the route arrays,
         and whether the receive reduces), then its bytes: the rows the compiled engine
@@ -232,6 +233,21 @@ def _merge(lane_ptr, table, pool, gap):
             lengths[:nends])
 
 
+def _index_dtype(kind: np.ndarray) -> type:
+    """The integer type of the ends' offsets and codes (:attr:`FlatSchedule.ends`): int32
+    when every code (below ``2 * len(kind) + 2``, ``kind`` holding one item per end) fits,
+    else int64."""
+    return np.int32 if 2 * len(kind) + 1 <= _INT32.max else np.int64
+
+
+def _narrowed(lengths: np.ndarray) -> np.ndarray:
+    """``lengths`` as int32 when every one fits (half the memory to hold while messages
+    are numbered), else as they are."""
+    if len(lengths) and not _INT32.min <= lengths.min() <= lengths.max() <= _INT32.max:
+        return lengths
+    return lengths.astype(np.int32)
+
+
 def _offsets(counts: Any) -> np.ndarray:
     ptr = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=ptr[1:])
@@ -332,7 +348,7 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype
                     first[progress + 1] += 1
     for i in range(1, len(first)):
         first[i] += first[i - 1]
-    number = np.empty(messages, dtype=np.int64)
+    number = np.empty(messages, dtype=codes.dtype)
     for r in range(p):
         for g in range(step_ptr[r], step_ptr[r + 1]):
             progress = (g - step_ptr[r]) * most // steps[r]
@@ -404,8 +420,9 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
     if len(peer) and not (0 <= peer.min() and peer.max() < p):
         return None  # a peer outside the schedule's ranks
     del peer
+    columns[2] = _narrowed(columns[2])
     step_ptr = _offsets(steps_per_rank)
-    ends = np.empty(len(ends_per_step) + 1 + len(columns[0]), dtype=np.int64)
+    ends = np.empty(len(ends_per_step) + 1 + len(columns[0]), dtype=_index_dtype(columns[0]))
     ends[0] = 0
     np.cumsum(ends_per_step, out=ends[1:len(ends_per_step) + 1])
     del steps_per_rank, ends_per_step

@@ -81,3 +81,13 @@ def test_pairs_numbered_by_sorting_as_through_an_array(monkeypatch) -> None:
     hashed = flatten(schedule, machine, 4)
     assert all(np.array_equal(getattr(dense, name), getattr(hashed, name))
                for name in dense.__dataclass_fields__)
+
+
+def test_ends_and_lengths_are_int32_while_they_fit() -> None:
+    schedule = build_schedule("allreduce", "ring", 8, 1000)
+    assert flatten(schedule, topology.flat(8, 1e-6, 1e-9), 4).ends.dtype == np.int32
+    ends = np.broadcast_to(np.int8(0), (2**30 - 1,))  # codes up to 2 * ends: int32's max
+    assert flatten_module._index_dtype(ends) is np.int32
+    assert flatten_module._index_dtype(np.broadcast_to(np.int8(0), (2**30,))) is np.int64
+    assert flatten_module._narrowed(np.array([0, -1, 2**31 - 1])).dtype == np.int32
+    assert flatten_module._narrowed(np.array([0, 2**31])).dtype == np.int64
