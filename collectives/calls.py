@@ -225,6 +225,8 @@ class BoundCall:
                 work = workspace(np, shape.dtype, plan.count, "exchange-work")
                 bound = direct(plan, shape, send, recv, work)
                 if bound:
+                    if bound[0] is None:
+                        np.copyto(recv, send)
                     self._walk(work, bound[0], None, bound[1])
                     return
             work = lay_exchange(plan, shape, send, recv, stream)
@@ -319,8 +321,9 @@ def held_exchange(plan: Plan, call: Call
                   ) -> tuple[np.ndarray, Views, Views, tuple[np.ndarray, ...]]:
     """A persistent handle's own working buffer for a Broadcast, Reduce or AllToAll(v), and
     the copies around each run: the input into it, the output out of it (an AllToAllv's
-    blocks one by one, as :func:`lay_exchange` and :func:`take_exchange` copy them); none
-    where the plan runs on the handle's input and output themselves (:func:`direct`).
+    blocks one by one, as :func:`lay_exchange` and :func:`take_exchange` copy them); where
+    the plan runs on the handle's buffers themselves (:func:`direct`), none, or the input
+    into the output (a Reduce's root).
 
     Parameters
     ----------
@@ -343,7 +346,7 @@ def held_exchange(plan: Plan, call: Call
     work = np.zeros(plan.count, call.dtype)
     bound = direct(plan, call, call.send, call.recv, work)
     if bound:
-        return work, (), (), bound
+        return work, ((call.send, call.recv),) if bound[0] is None else (), (), bound
     if call.vector is not None:
         _, sdispls, _, rdispls, counts = call.vector
         return (work, packed_views(work, call.send, sdispls, counts, plan.rank),
@@ -356,15 +359,17 @@ def held_exchange(plan: Plan, call: Call
 
 
 def direct(plan: Plan, shape: Call, send: Any, recv: Any, work: Any) -> tuple[Any, ...]:
-    """The input and output a Reduce's or AllToAll's plan runs on directly, sparing the
-    copies into and out of its working buffer, or nothing.
+    """The input and output a Reduce's or AllToAll's plan runs on directly, sparing copies
+    into and out of its working buffer, or nothing.
 
-    A plan that :func:`~.executors.plan.binds_directly` on NumPy buffers over MPI, out of
-    place with buffers that do not overlap, reads its input range from ``send`` and
-    writes its output range into ``recv`` (off a Reduce's root, where there is no output,
-    into ``work``'s own output range); the input is only read.  At 64 MiB on 2 ranks the
-    two copies took 32 of the 36 ms by which a pairwise AllToAll trailed ``MPI_Alltoall``
-    (16 ms a copy, measured on this 2-core machine under load).
+    On NumPy buffers over MPI, out of place with buffers that do not overlap, a plan that
+    :func:`~.executors.plan.binds_directly` reads its input range from ``send`` and
+    writes its output range into ``recv`` (``"both"``; off a Reduce's root, where there is
+    no output, into ``work``'s own output range), or, where its input and output are one
+    range (a Reduce's root, ``"output"``), runs on ``recv`` once the caller copied ``send``
+    into it.  At 64 MiB on 2 ranks the two copies took 32 of the 36 ms by which a
+    pairwise AllToAll trailed ``MPI_Alltoall`` (16 ms a copy, measured on this 2-core
+    machine under load).
 
     Parameters
     ----------
@@ -379,15 +384,19 @@ def direct(plan: Plan, shape: Call, send: Any, recv: Any, work: Any) -> tuple[An
 
     Returns
     -------
-    tuple of numpy.ndarray
-        ``(send, output)``, or empty.
+    tuple
+        ``(send, output)``; ``(None, recv)`` where ``send`` is to be copied into ``recv``
+        first; or empty.
     """
-    if (send is None or shape.xp is not np or shape.vector is not None
-            or shape.collective == "broadcast" or not binds_directly(plan)):
+    if send is None or shape.xp is not np or shape.vector is not None \
+            or shape.collective == "broadcast":
         return ()
-    if recv is None:
-        return send, work[plan.output]
-    return () if np.may_share_memory(send, recv) else (send, recv)
+    how = binds_directly(plan)
+    if not how or recv is not None and np.may_share_memory(send, recv):
+        return ()
+    if how == "both":
+        return send, work[plan.output] if recv is None else recv
+    return () if recv is None else (None, recv)
 
 
 def take_exchange(plan: Plan, shape: Call, work: Any, recv: Any) -> None:

@@ -149,13 +149,13 @@ def test_alltoall_layout_sends_then_receives() -> None:
     assert Schedule.from_json(schedule.to_json()).elements == 29
 
 
-def test_alltoall_and_a_reduces_leaves_run_on_the_callers_buffers() -> None:
+def test_alltoall_and_reduce_run_on_the_callers_buffers() -> None:
     float32 = np.dtype("float32")
     send, recv, work = np.ones(12, float32), np.zeros(12, float32), np.zeros(24, float32)
     call = Call("alltoall", np, float32, 12, 4, send, recv, recv)
     for algorithm in names(collective="alltoall"):
         plan = get_plan("alltoall", algorithm, 3, 1, 4, float32, {})
-        assert binds_directly(plan)
+        assert binds_directly(plan) == "both"
         assert direct(plan, call, send, recv, work) == (send, recv)
         assert direct(plan, call, None, recv, work) == ()  # in place: through the copies
         whole = np.zeros(18, float32)
@@ -168,7 +168,11 @@ def test_alltoall_and_a_reduces_leaves_run_on_the_callers_buffers() -> None:
     bound = direct(leaf, call, mine, None, work)  # off the root: no output, work's own range
     assert bound[0] is mine and bound[1].base is work
     assert bound[1].size == leaf.output.stop - leaf.output.start
-    assert not binds_directly(root) and direct(root, call, mine, recv[:8], work) == ()
+    out = recv[:8]  # at the root: the input copied into the output, the plan run on it
+    assert binds_directly(root) == "output"
+    assert direct(root, call, mine, out, work) == (None, out)
+    assert direct(root, call, mine, None, work) == ()  # an inner rank: no output of its own
+    assert binds_directly(get_plan("allreduce", "ring", 4, 0, 8, float32, {})) == ""
 
 
 @pytest.mark.parametrize("call, error, message", [

@@ -63,9 +63,9 @@ STEP = 8
 #: per request: peer, tag, bytes, buffer address (for first receives); the handles are
 #: the ``N_REQUESTS`` int64 that follow these rows
 REQUEST = 4
-#: per reduction: work element, scratch element, elements, swapped (the scratch element on
-#: the left: 1, else 0)
-REDUCE = 4
+#: per reduction: element of its area, scratch element, elements, swapped (the scratch
+#: element on the left: 1, else 0), the area reduced into (as a copy's areas)
+REDUCE = 5
 #: per copy (bytes): source area (0 work, 1 stage, 2 input, 3 output, as
 #: :data:`~.persistent.WORK` and its neighbours), source, destination area, destination, bytes
 COPY = 5
@@ -106,8 +106,9 @@ class FlatStep:
         The persistent requests' handles: the receives after the first ones, then the sends.
     nsends : int
         How many of ``handles`` are sends.
-    reduces : list of (int, int, int, bool)
-        ``(work element, scratch element, elements, swap)`` per reduction.
+    reduces : list of (int, int, int, bool, int)
+        ``(element, scratch element, elements, swap, area)`` per reduction, into the
+        working buffer or the output bound directly.
     copies : list of (int, int, int, int, int)
         :data:`COPY` rows, in bytes.
     """
@@ -116,7 +117,7 @@ class FlatStep:
     receives: list[tuple[int, int, int, int]]
     handles: list[int]
     nsends: int
-    reduces: list[tuple[int, int, int, bool]]
+    reduces: list[tuple[int, int, int, bool, int]]
     copies: list[tuple[int, int, int, int, int]]
 
 
@@ -317,7 +318,8 @@ def _run(table: np.ndarray, statuses: np.ndarray, work: np.ndarray, scratch: np.
             return code
         for r in range(step[4], step[5]):
             at = table[REDUCES_AT] + REDUCE * r
-            _reduce_bytes(work, scratch, table[at:at + REDUCE], table[DTYPE], table[OP])
+            row = table[at:at + REDUCE]
+            _reduce_bytes(areas[row[4]], scratch, row, table[DTYPE], table[OP])
         for c in range(step[6], step[7]):
             row = table[table[COPIES_AT] + COPY * c:table[COPIES_AT] + COPY * (c + 1)]
             # libc's memmove: Numba's slice assignment copied a byte at a time through a

@@ -185,7 +185,8 @@ WORK, STAGE, SEND, RECV = range(4)
 class _Memory:
     """Where a binding's element ranges lie: the working buffer and the copies' staging
     area, and, for a plan bound directly (:func:`~.plan.binds_directly`), the caller's
-    input and output at the plan's input and output ranges.
+    input and output at the plan's input and output ranges (the output alone where the two
+    ranges are one).
 
     Attributes
     ----------
@@ -193,7 +194,8 @@ class _Memory:
         Element arrays, indexed by :data:`WORK`, :data:`STAGE`, :data:`SEND`, :data:`RECV`
         (the last two empty unless bound directly).
     direct : tuple of slice
-        The plan's input and output ranges where bound directly, else empty.
+        The ranges bound to :data:`SEND` and :data:`RECV` (the first empty where the
+        output alone is), or empty where nothing is bound directly.
     """
 
     areas: tuple[np.ndarray, ...]
@@ -207,12 +209,15 @@ class _Memory:
                 return area, start - region.start
         return WORK, start
 
+    def elements(self, span: slice) -> np.ndarray:
+        """The working buffer's elements ``span``, where they lie."""
+        area, offset = self.place(span.start, span.stop)
+        return self.areas[area][offset:offset + span.stop - span.start]
+
     def bytes(self, span: slice) -> np.ndarray:
-        """The bytes of the working buffer's byte range ``span``, where they lie."""
+        """The working buffer's bytes ``span``, where they lie."""
         size = self.areas[WORK].itemsize
-        area, offset = self.place(span.start // size, span.stop // size)
-        return self.areas[area].view(np.uint8)[offset * size:offset * size + span.stop
-                                               - span.start]
+        return self.elements(slice(span.start // size, span.stop // size)).view(np.uint8)
 
     def rows(self, rows: list[tuple[int, int, int, int, int]]
              ) -> list[tuple[int, int, int, int, int]]:
@@ -279,9 +284,10 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
     kernel : ctypes function, optional
         The compiled walk, to lay the binding out for (:class:`~.compiled.Flat`).
     recv : numpy.ndarray, optional
-        The output, for a plan that :func:`~.plan.binds_directly` (with ``send``): the
-        plan's input and output ranges are then ``send`` and ``recv`` themselves, and
-        ``work`` holds only the rest.
+        The output, for a plan that :func:`~.plan.binds_directly`: the plan's output
+        range is then ``recv`` itself, and its input range ``send`` (``"both"``) or, with
+        ``send`` None, ``recv`` too (``"output"``: the caller copies the input into it
+        before each run); ``work`` holds only the rest.
 
     Returns
     -------
@@ -293,9 +299,10 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
     scratch = _over(mpi, scratch, plan.scratch_count)
     copies = [_copy_rows(step.copies) for step in plan.steps]
     stage = np.empty(max((staged for _, staged in copies), default=0), work.dtype)
-    if recv is not None and send is not None:
+    if recv is not None:
         output = _over(mpi, recv, plan.output.stop - plan.output.start)
-        memory = _Memory((work, stage, send, output), (plan.input, plan.output))
+        memory = _Memory((work, stage, work[:0] if send is None else send, output),
+                         (slice(0, 0) if send is None else plan.input, plan.output))
     else:
         memory = _Memory((work, stage, work[:0], work[:0]), ())
     areas = (work.view(np.uint8), scratch.view(np.uint8))
@@ -311,7 +318,7 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
                                                      step.recvs[step.first:])]
         sends = [comm.Send_init(source, peer, tag)
                  for source, (_, peer, tag) in zip(sources, signed_step.sends)]
-        reduces = tuple(_operands(work[target], scratch[source], swap)
+        reduces = tuple(_operands(memory.elements(target), scratch[source], swap)
                         for target, source, swap in step.reduces)
         views = tuple((memory.areas[a][s:s + n], memory.areas[b][d:d + n])
                       for a, s, b, d, n in rows)
@@ -319,7 +326,7 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
                                reduces, views))
         if kernel is not None:
             flat_steps.append(_flat_step(mpi, step, signed_step, landing, receives + sends,
-                                         rows, work.itemsize))
+                                         rows, memory))
     flat = None
     if kernel is not None:
         codes = (DTYPE_CODES.get(plan.dtype, 0), OP_CODES.get(op, 0))
@@ -331,14 +338,17 @@ def bind(mpi: Any, comm: Any, plan: Plan, signed: SignedPlan, op: str, work: np.
 
 def _flat_step(mpi: Any, step: PlanStep, signed: SignedStep, landing: list[np.ndarray],
                requests: list[Any], copies: list[tuple[int, int, int, int, int]],
-               itemsize: int) -> FlatStep:
+               memory: _Memory) -> FlatStep:
     """A bound step as the compiled walk's table holds it (:mod:`.compiled`), its receives
-    landing in the byte views ``landing``."""
+    landing in the byte views ``landing``, its copies ``copies`` (placed, in elements)."""
     receives = [(peer, tag, length, view.ctypes.data)
                 for (_, _, peer, _), tag, length, view
                 in zip(step.recvs, signed.tags, signed.lengths, landing)]
-    reduces = [(target.start, source.start, target.stop - target.start, swap)
-               for target, source, swap in step.reduces]
+    reduces = []
+    for target, source, swap in step.reduces:
+        area, at = memory.place(target.start, target.stop)
+        reduces.append((at, source.start, target.stop - target.start, swap, area))
+    itemsize = memory.areas[WORK].itemsize
     return FlatStep(step.first, receives, [mpi._handleof(r) for r in requests],
                     len(step.sends), reduces,
                     [(a, s * itemsize, b, d * itemsize, n * itemsize) for a, s, b, d, n in copies])

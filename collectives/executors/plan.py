@@ -27,7 +27,7 @@ import numpy as np
 
 from ..build import build_schedule
 from ..layout import input_range, output_range
-from ..schedule import Copy, Recv, Send, Step
+from ..schedule import BLOCK_COLLECTIVES, Copy, Recv, Send, Step
 from .runtime import RUNTIME
 
 __all__ = ["PlanStep", "Plan", "compile_steps", "get_plan", "apply_reduces", "apply_copies",
@@ -224,42 +224,66 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
 
 
 @lru_cache(maxsize=PLAN_CACHE_SIZE)
-def binds_directly(plan: Plan) -> bool:
-    """Whether ``plan`` can run on the caller's input and output themselves, its input range
-    bound to the send buffer and its output range to the receive buffer: it reduces
-    nothing, writes nothing into its input range (so the send buffer is only read), and
-    each of its ranges lies wholly inside the input range, wholly inside the output range
-    or outside both (an AllToAll's pairwise, linear and Bruck plans).
+def binds_directly(plan: Plan) -> str:
+    """How ``plan`` can run on the caller's buffers themselves rather than on copies of
+    them in a working buffer.
+
+    ``"both"``: its input range bound to the send buffer and its output range to the
+    receive buffer, for a plan that reduces nothing and writes nothing into its input range
+    (so the send buffer is only read; an AllToAll's plans, a Reduce's on a rank that only
+    sends).  ``"output"``: a plan whose input and output are one range (a Reduce's at its
+    root) bound to the receive buffer, into which the caller copies the input first.
+    Either way each of its ranges lies wholly inside those ranges or outside them.
+
+    Returns
+    -------
+    str
+        ``"both"``, ``"output"`` or ``""`` (neither).
 
     Examples
     --------
     >>> import numpy as np
     >>> float32 = np.dtype("float32")
     >>> binds_directly(get_plan("alltoall", "pairwise", 3, 0, 9, float32, {}))
-    True
+    'both'
     >>> binds_directly(get_plan("reduce", "binomial", 3, 0, 9, float32, {}))
-    False
+    'output'
+    >>> binds_directly(get_plan("allgather", "ring", 3, 0, 9, float32, {}))
+    ''
     """
-    if plan.input.stop > plan.output.start and plan.output.stop > plan.input.start:
-        return False
-    size = np.dtype(plan.dtype).itemsize
-    regions = (plan.input, plan.output)
+    if plan.collective in BLOCK_COLLECTIVES:
+        return ""
+    disjoint = plan.input.stop <= plan.output.start or plan.output.stop <= plan.input.start
+    if disjoint and _within(plan, (plan.input, plan.output), plan.input):
+        return "both"
+    if plan.input == plan.output and _within(plan, (plan.output,), None):
+        return "output"
+    return ""
 
-    def placed(start: int, stop: int) -> bool:  # element range within one region, or none
+
+def _within(plan: Plan, regions: tuple[slice, ...], read_only: slice | None) -> bool:
+    """Whether each of ``plan``'s element ranges (sent, received, copied, reduced into) lies
+    wholly inside one of ``regions`` or outside them all, and none that it writes meets
+    ``read_only`` (where it is given, nothing is reduced)."""
+    size = np.dtype(plan.dtype).itemsize
+
+    def placed(start: int, stop: int) -> bool:
         return all(stop <= r.start or r.stop <= start or r.start <= start and stop <= r.stop
                    for r in regions)
 
-    def writes_input(start: int, stop: int) -> bool:
-        return start < plan.input.stop and plan.input.start < stop
+    def meets(start: int, stop: int) -> bool:
+        return read_only is not None and start < read_only.stop and read_only.start < stop
 
     for step in plan.steps:
-        if step.reduces:
+        if step.reduces and read_only is not None:
             return False
-        received = [(span.start // size, span.stop // size) for _, span, _, _ in step.recvs]
-        sent = [(span.start // size, span.stop // size) for span, _, _ in step.sends]
-        written = received + [(d.start, d.stop) for _, d in step.copies]
-        read = sent + [(s.start, s.stop) for s, _ in step.copies]
-        if any(writes_input(*span) for span in written) \
+        received = [(span.start // size, span.stop // size)
+                    for into_scratch, span, _, _ in step.recvs if not into_scratch]
+        written = received + [(d.start, d.stop) for _, d in step.copies] \
+            + [(t.start, t.stop) for t, _, _ in step.reduces]
+        read = [(span.start // size, span.stop // size) for span, _, _ in step.sends] \
+            + [(c.start, c.stop) for c, _ in step.copies]
+        if any(meets(*span) for span in written) \
                 or not all(placed(*span) for span in written + read):
             return False
     return True
