@@ -422,7 +422,8 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
     del peer
     columns[2] = _narrowed(columns[2])
     step_ptr = _offsets(steps_per_rank)
-    ends = np.empty(len(ends_per_step) + 1 + len(columns[0]), dtype=_index_dtype(columns[0]))
+    ends: np.ndarray = np.empty(len(ends_per_step) + 1 + len(columns[0]),
+                                dtype=_index_dtype(columns[0]))
     ends[0] = 0
     np.cumsum(ends_per_step, out=ends[1:len(ends_per_step) + 1])
     del steps_per_rank, ends_per_step
