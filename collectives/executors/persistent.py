@@ -535,8 +535,8 @@ class HeldPlan:
         (:func:`collectives.calls.held_exchange`); None for the other collectives.
     """
 
-    __slots__ = ("_transport", "_plan", "_work", "_scratch", "_before", "_after", "_binding",
-                 "_kernel", "_args", "_free", "__weakref__")
+    __slots__ = ("_transport", "_plan", "_work", "_scratch", "_before", "_after", "_direct",
+                 "_binding", "_kernel", "_args", "_free", "__weakref__")
 
     def __init__(self, transport: Any, plan: Plan, signed: SignedPlan, op: str,
                  call: Any, exchange: tuple[np.ndarray, Views, Views, tuple[np.ndarray, ...]]
@@ -557,6 +557,9 @@ class HeldPlan:
             self._after = ((work[plan.output], call.recv[:call.part]),)
         if send is not None:
             self._before = ((send, work[plan.input]),)
+        #: the buffers bound directly, kept alive with the handle (the binding refers to
+        #: them by address only)
+        self._direct = direct
         self._scratch = np.empty(plan.scratch_count, call.dtype)
         if plan.count:
             transport.agree(plan, signed, op)

@@ -13,6 +13,7 @@ after the matrix.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -750,6 +751,17 @@ def run_exchange_handles(comm: Any, rank: int, nranks: int) -> tuple[list[str], 
                    handle().copy(), np.where(want == -1, want, want + round_))
         handle.free()
         ran += 1
+    for algorithm in names(collective="alltoall"):  # buffers held by the handle alone
+        handle = collectives.alltoall_init(np.arange(2 * nranks) + 100 * rank,
+                                           np.zeros(2 * nranks, "int64"), comm=comm,
+                                           algorithm=algorithm)
+        gc.collect()
+        litter = [np.full(2 * nranks, -5) for _ in range(64)]  # reuses freed memory
+        _check(failures, f"rank {rank} alltoall_init {algorithm} of temporaries",
+               handle().copy(), np.array([100 * j + 2 * rank + k for j in range(nranks)
+                                          for k in (0, 1)]))
+        del litter
+        handle.free()
     return failures, ran
 
 
