@@ -43,7 +43,8 @@ from .schedule import BLOCK_COLLECTIVES
 from .vcounts import pack, packed_views, unpack, unpacked_views
 
 __all__ = ["WATCHED_ENV", "CALLS_KEPT", "Prepared", "BoundCall", "lay_exchange",
-           "take_exchange", "held_exchange", "direct", "key", "lookup", "remember"]
+           "take_exchange", "held_exchange", "binding_of", "direct", "key", "lookup",
+           "remember"]
 
 #: the environment variables that decide what a call runs (:mod:`collectives.api`,
 #: :mod:`collectives.executors.check`, :mod:`collectives.auto`, :mod:`collectives.nchannels`)
@@ -127,7 +128,7 @@ class BoundCall:
     """
 
     __slots__ = ("prepared", "guard", "_xp", "_cut", "_agree", "_native", "_plan", "_walk",
-                 "_scatter", "_average", "_size", "_exchange")
+                 "_scatter", "_average", "_size", "_exchange", "_direct")
 
     def __init__(self, prepared: Prepared) -> None:
         transport, plan, shape = prepared.transport, prepared.plan, prepared.shape
@@ -138,6 +139,8 @@ class BoundCall:
         #: a Broadcast, Reduce or AllToAll(v): the plan works on a buffer of its own
         #: (:func:`lay_exchange`), which the input's and output's overlap cannot harm
         self._exchange = shape.collective not in BLOCK_COLLECTIVES
+        #: how the plan may run on the caller's buffers themselves (:func:`direct`)
+        self._direct = binding_of(plan, shape) if self._exchange and plan is not None else ""
         #: the result is recvbuf's first block (an in-place ReduceScatter), else recvbuf
         self._cut = shape.part if prepared.in_place and self._scatter else None
         self._agree: Callable[[], Any] | None = None
@@ -221,9 +224,9 @@ class BoundCall:
             return
         xp, shape = self._xp, self.prepared.shape
         if self._exchange:
-            if xp is np:
+            if self._direct:
                 work = workspace(np, shape.dtype, plan.count, "exchange-work")
-                bound = direct(plan, shape, send, recv, work)
+                bound = direct(plan, shape, send, recv, work, self._direct)
                 if bound:
                     if bound[0] is None:
                         np.copyto(recv, send)
@@ -344,7 +347,7 @@ def held_exchange(plan: Plan, call: Call
     if call.collective == "broadcast":
         return call.recv, (), (), ()
     work = np.zeros(plan.count, call.dtype)
-    bound = direct(plan, call, call.send, call.recv, work)
+    bound = direct(plan, call, call.send, call.recv, work, binding_of(plan, call))
     if bound:
         return work, ((call.send, call.recv),) if bound[0] is None else (), (), bound
     if call.vector is not None:
@@ -358,7 +361,17 @@ def held_exchange(plan: Plan, call: Call
     return work, before, ((work[plan.output], call.recv),) if has_output else (), ()
 
 
-def direct(plan: Plan, shape: Call, send: Any, recv: Any, work: Any) -> tuple[Any, ...]:
+def binding_of(plan: Plan, shape: Call) -> str:
+    """How a Reduce's or AllToAll's plan may run on the caller's buffers themselves
+    (:func:`~.executors.plan.binds_directly`): only on NumPy buffers over MPI, never for an
+    AllToAllv (packed blocks) or a Broadcast (in place already); ``""`` where not."""
+    if shape.xp is not np or shape.vector is not None or shape.collective == "broadcast":
+        return ""
+    return binds_directly(plan)
+
+
+def direct(plan: Plan, shape: Call, send: Any, recv: Any, work: Any,
+           how: str) -> tuple[Any, ...]:
     """The input and output a Reduce's or AllToAll's plan runs on directly, sparing copies
     into and out of its working buffer, or nothing.
 
@@ -376,11 +389,13 @@ def direct(plan: Plan, shape: Call, send: Any, recv: Any, work: Any) -> tuple[An
     plan : Plan
         The rank's plan.
     shape : Call
-        The call (its array module and, for an AllToAllv, counts: never bound directly).
+        The call.
     send, recv : numpy.ndarray or None
         The input (None in place) and the output (None off a Reduce's root), flat.
     work : numpy.ndarray
         The working buffer the rest of the plan runs on.
+    how : str
+        :func:`binding_of` the plan and call, decided once per bound call or handle.
 
     Returns
     -------
@@ -388,11 +403,7 @@ def direct(plan: Plan, shape: Call, send: Any, recv: Any, work: Any) -> tuple[An
         ``(send, output)``; ``(None, recv)`` where ``send`` is to be copied into ``recv``
         first; or empty.
     """
-    if send is None or shape.xp is not np or shape.vector is not None \
-            or shape.collective == "broadcast":
-        return ()
-    how = binds_directly(plan)
-    if not how or recv is not None and np.may_share_memory(send, recv):
+    if not how or send is None or recv is not None and np.may_share_memory(send, recv):
         return ()
     if how == "both":
         return send, work[plan.output] if recv is None else recv

@@ -10,7 +10,7 @@ import pytest
 
 import topology
 from collectives import ArgumentMismatchError, Schedule, build_schedule, interpret, verify
-from collectives.calls import direct
+from collectives.calls import binding_of, direct
 from collectives.executors.buffers import Call
 from collectives.executors.plan import binds_directly, get_plan
 from collectives.layout import alltoall_blocks, input_range, output_range, peer_counts
@@ -149,6 +149,11 @@ def test_alltoall_layout_sends_then_receives() -> None:
     assert Schedule.from_json(schedule.to_json()).elements == 29
 
 
+def _direct(plan, call, send, recv, work):
+    """:func:`collectives.calls.direct` with the binding a bound call decides once."""
+    return direct(plan, call, send, recv, work, binding_of(plan, call))
+
+
 def test_alltoall_and_reduce_run_on_the_callers_buffers() -> None:
     float32 = np.dtype("float32")
     send, recv, work = np.ones(12, float32), np.zeros(12, float32), np.zeros(24, float32)
@@ -156,22 +161,22 @@ def test_alltoall_and_reduce_run_on_the_callers_buffers() -> None:
     for algorithm in names(collective="alltoall"):
         plan = get_plan("alltoall", algorithm, 3, 1, 4, float32, {})
         assert binds_directly(plan) == "both"
-        assert direct(plan, call, send, recv, work) == (send, recv)
-        assert direct(plan, call, None, recv, work) == ()  # in place: through the copies
+        assert _direct(plan, call, send, recv, work) == (send, recv)
+        assert _direct(plan, call, None, recv, work) == ()  # in place: through the copies
         whole = np.zeros(18, float32)
-        assert direct(plan, call, whole[:12], whole[6:], work) == ()  # overlapping
-        assert direct(plan, replace(call, vector=((), (), (), (), ())), send, recv, work) == ()
+        assert _direct(plan, call, whole[:12], whole[6:], work) == ()  # overlapping
+        assert _direct(plan, replace(call, vector=((), (), (), (), ())), send, recv, work) == ()
     leaf = get_plan("reduce", "binomial", 4, 3, 8, float32, {"root": 0})  # sends only
     root = get_plan("reduce", "binomial", 4, 0, 8, float32, {"root": 0})
     mine = send[:8]
     call = Call("reduce", np, float32, 8, 8, mine, None, None)
-    bound = direct(leaf, call, mine, None, work)  # off the root: no output, work's own range
+    bound = _direct(leaf, call, mine, None, work)  # off the root: no output, work's own range
     assert bound[0] is mine and bound[1].base is work
     assert bound[1].size == leaf.output.stop - leaf.output.start
     out = recv[:8]  # at the root: the input copied into the output, the plan run on it
     assert binds_directly(root) == "output"
-    assert direct(root, call, mine, out, work) == (None, out)
-    assert direct(root, call, mine, None, work) == ()  # an inner rank: no output of its own
+    assert _direct(root, call, mine, out, work) == (None, out)
+    assert _direct(root, call, mine, None, work) == ()  # an inner rank: no output of its own
     assert binds_directly(get_plan("allreduce", "ring", 4, 0, 8, float32, {})) == ""
 
 

@@ -19,7 +19,6 @@ in order whatever is probed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from reprlib import repr as brief
 from typing import Any
 
@@ -223,7 +222,6 @@ def get_plan(collective: str, algorithm: str, nranks: int, rank: int, count: int
     return plan
 
 
-@lru_cache(maxsize=PLAN_CACHE_SIZE)
 def binds_directly(plan: Plan) -> str:
     """How ``plan`` can run on the caller's buffers themselves rather than on copies of
     them in a working buffer.
