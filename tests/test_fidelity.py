@@ -166,3 +166,10 @@ def test_where_nccl_reduced_in_the_switch_the_models_nvls_predicts_it(tmp_path: 
     assert [label for label, _, _ in predict(forced) + predict(unstated)] == ["ring"] * 2
     for name in ("h100_1node_dgx_default_nvls", "h100_2node_default_nccl2.26.2"):
         assert read_curve(DATA_DIR / f"{name}.csv").compared[-1]  # the NVLS sizes too
+
+
+def test_the_sizes_where_nccls_tree_beat_the_ring_on_two_nodes_are_compared() -> None:
+    curve = read_curve(DATA_DIR / "a100_2node_roce_default.csv")
+    assert all(curve.compared) and curve.why == ""  # 1-8 GiB, where NCCL ran its tree, too
+    assert curve.settings == (("NCCL_CROSS_NIC", "1"), ("NCCL_IB_QPS_PER_CONNECTION", "4"))
+    assert machine(curve).gpu.qps_per_connection == 4

@@ -49,14 +49,12 @@ from typing import Any, Sequence
 import numpy as np
 
 import topology
-from simulator.busbw import bandwidths
 from simulator.gpu import with_settings
-from simulator.fidelity import (Curve, Rule, Score, channel_count, machine, predict,
-                                score)
+from simulator.fidelity import Curve, Rule, Score, machine, predict, score
 
 from .logs import Log, LogError
 
-__all__ = ["ENGINE", "FIGURES", "PRIOR_WEIGHT", "ROUNDS", "Figure", "Fit", "curve_of", "two_node_rule",
+__all__ = ["ENGINE", "FIGURES", "PRIOR_WEIGHT", "ROUNDS", "Figure", "Fit", "curve_of",
            "preset_of", "apply", "fit", "check"]
 
 #: weight of a figure's pull towards the preset's, per its :attr:`Figure.width`
@@ -182,42 +180,7 @@ def curve_of(log: Log) -> Curve:
         with_settings(preset_of(gpu), dict(log.settings))
     except ValueError as error:
         raise LogError(f"{log.path}: {error}") from None
-    return dataclasses.replace(curve, rule=two_node_rule(curve))
-
-
-def two_node_rule(curve: Curve) -> Rule:
-    """What is compared of ``curve``: on exactly two nodes with NCCL's default algorithm,
-    the sizes up to where the measured busbw first exceeds the ring's network limit.
-
-    There NCCL's Tree sends half of the traffic over the network (the maintainers call it
-    a special case, nccl-model-facts.md), which the model's tree does not: the rule of
-    :data:`simulator.fidelity.RULES` for the published two-node curves, from the data.
-
-    Parameters
-    ----------
-    curve : Curve
-        The curve.
-
-    Returns
-    -------
-    simulator.fidelity.Rule
-        Every size elsewhere; else the sizes below the first above the limit (the limit:
-        a channel per NIC, each at the preset's achievable rate of its slowest ``ib`` link).
-    """
-    if curve.nodes != 2 or curve.algorithm is not None:
-        return Rule()
-    target = machine(curve)
-    assert target.gpu is not None  # a curve's machine is a GPU preset
-    limit = channel_count(target) * target.gpu.figures("ib").efficiency * min(
-        link.bandwidth_Bps for link in target.links if link.kind == "ib")
-    above = [n for n, t in zip(curve.nbytes, curve.time_s)
-             if bandwidths("allreduce", curve.ranks, n, t)[1] > limit]
-    if not above:
-        return Rule()
-    kept = max((n for n in curve.nbytes if n < above[0]), default=0)
-    return Rule(max_bytes=kept, why=f"on exactly 2 nodes NCCL's Tree exceeds the ring's "
-                f"network limit ({limit / 1e9:.0f} GB/s busbw) from {above[0]} B: compared "
-                f"up to {kept} B")
+    return curve
 
 
 def _factors(theta: np.ndarray) -> dict[str, float]:
