@@ -362,8 +362,14 @@ def predict(curve: Curve, target: Any = None, only: Sequence[str] | None = None,
     least simulated time of ring and tree, :func:`simulator.select`'s rule: NCCL's
     ranking of its own tree does not carry over (when the simulator's tree was a double
     binary tree over all ranks, taking NCCL's algorithm too made the 8-node H100 curves
-    fall from 12% to 22%; not measured again since the tree is NCCL's over nodes, with a
-    chain in each, which ``schedule_params`` gives it on several nodes).  Each
+    fall from 12% to 22%; measured again with NCCL's tree over nodes, a chain in each,
+    which ``schedule_params`` gives it on several nodes: from 128 MiB to 1 GiB NCCL's
+    model ranks the tree first and the simulated tree is 20-50% slower than measured,
+    the ring within 8%).  The rule errs where NCCL ran the slower one: on
+    ``a100_2node_roce_default`` at 512 MiB the simulated tree (Simple) is 25% fast, where
+    the measured busbw stays at 256 MiB's (166 GB/s in place) and NCCL 2.19.3's model
+    ranks Tree Simple first only from 1 GiB (:mod:`simulator.nccl_tuner`: the release's
+    constants), where the busbw jumps to 219 GB/s.  Each
     size is simulated, unverified (:func:`collectives.build_schedule` made the schedule
     and the tests verify what it makes; verifying the 1,024-rank ring of 8 channels takes
     about three times as long as simulating it); on several nodes every candidate runs

@@ -20,6 +20,17 @@ The graphs' figures that the topology search finds (``nChannels``, ``bwIntra``,
 ``bwInter``) are stated per GPU kind in :data:`TUNERS` with how the search reaches them
 (src/graph/search.cc); the per-call channel count NCCL runs, :func:`nccl_channels`, is
 src/enqueue.cc's.
+
+Older releases rank with other constants, not modelled here: before 2.21 Ring LL's bus
+bandwidth is a quarter of the graph's (a half since); before 2.23 Tree Simple has no base
+latency and 28 us per hop on NVLink and on the network (8.4, 4.0 and 14.0 us since: 448
+against 92.4 us on 2 x 8 GPUs), and Ring AllReduce counts ``2 nNodes`` network steps
+(``2 (nNodes - 1)`` since).  NCCL's per-size choice therefore depends on the release a
+curve ran (``a100_2node_roce_default``, 2.19.3: there Tree Simple wins over Tree LL128
+only from 1 GiB, where the measured busbw jumps; here from 512 MiB).  What NCCL_MIN_CTAS
+and NCCL_MAX_CTAS change is not ranked either: tuning.cc's bandwidths are the graphs'
+(``graphs[a]->nChannels``), the channels a kernel runs (``comm->nChannels``) only decide
+Ring Simple's plateau factor.
 """
 
 from __future__ import annotations
