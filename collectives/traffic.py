@@ -82,7 +82,11 @@ class Round:
     each say in which rounds they are in flight (:attr:`Messages.rounds`): every round
     of the stretch lasts as long as the slowest message then in flight, each message
     priced as in flight with the classes of its own ``Round`` (a class alone, or with
-    the messages that share a rank's ports with it in those rounds)."""
+    the messages that share a rank's ports with it in those rounds); where the model
+    sees every rank, it plays them as the ranks' steps do (a message starts once both
+    its ends are done with the round before), unless a paced round is ``held``: the
+    ranks' steps hold every message to its rounds closely enough that the lock-step
+    stretch prices them (a chain's ReduceScatter and AllGather)."""
 
     repeat: int
     messages: tuple[Messages, ...]
@@ -90,6 +94,7 @@ class Round:
     overlap: int = 0
     path: bool = False
     paced: bool = False
+    held: bool = False
 
     def __repr__(self) -> str:
         kind = f"chain of {self.chain} segments" if self.chain else f"x{self.repeat}"

@@ -18,9 +18,14 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
 * **Rounds.**  A round lasts as long as its slowest message plus the receiver's reduction
   of it (``gamma`` a byte, at most ``piece`` bytes at once where a ReduceScatter's vector
   lies in the buffer in pieces); a chain of ``S`` segments takes the sum over its hops
-  plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's) the sum
-  over its rounds of the slowest message then in flight (:meth:`_Described._paced`); the
-  time is the sum over the rounds, plus the GPU model's cost per call
+  plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's, a tree's
+  over nodes) the sum over its rounds of the slowest message then in flight
+  (:meth:`_Described._paced`), or, where every rank is sampled, as the simulator plays
+  the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
+  once both its ends are done with the round before, and the sender is done after its
+  transfer, the receiver after its reduction too), unless the description holds its
+  paced rounds to the lock-step sum (:attr:`collectives.traffic.Round.held`); the time
+  is the sum over the rounds, plus the GPU model's cost per call
   (:func:`simulator.gpu.gpu_terms`).
 
 **Sample.**  The messages priced are those with an end on a sampled rank: every rank up
@@ -36,12 +41,16 @@ it by class); rounds of the same positions share them, however they were describ
 tree's at every segment count), and a description's rounds not yet routed are routed in
 one pass (blocks that never share a link; the paced rounds apart), from each class's
 sampled messages only.  A description's rows are then priced at every size in one numpy
-pass, under each protocol.  ``benchmarks/bench_select.py`` measures a table.
+pass, under each protocol, but for paced rounds played rank by rank: a numpy pass per
+round over the ranks then busy (only up to :data:`SAMPLE_ALL_RANKS` ranks).
+``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
 message lies on the critical path (ring at every count; rhd on powers of two with even
 windows; pipeline and trees over all ranks with even segments); otherwise it is an upper
-bound (a rank with nothing to do in a round does not wait for it).  On a machine the
+bound (a rank with nothing to do in a round does not wait for it, as the paced rounds
+played rank by rank show: a chain's AllReduce segments run ahead of the rounds behind a
+network crossing, a tree's NVLink chains ahead of its crossings).  On a machine the
 max-min sharing of the simulator gives a message more than its equal share when another
 is held back elsewhere, and channels drift apart; ``benchmarks/bench_select.py`` prints
 the worst error against :func:`simulator.simulate` per algorithm.
@@ -163,18 +172,20 @@ class _Rows:
     last and the empty profile, the last); of a paced round the rounds in which the
     row's messages are in flight (``paced``: ``(row, first, end)`` of disjoint runs of
     rounds, none for other rounds); the profiles as ``(profile, class, count)``
-    (``triples``: the empty profile's ``(last, 0, 0)``)."""
+    (``triples``: the empty profile's ``(last, 0, 0)``); where every rank is sampled,
+    every paced piece of a message apart (``hops``: ``(row, first, end, sender,
+    receiver)``, :func:`_hops`; None otherwise)."""
 
     __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced",
-                 "triples")
+                 "triples", "hops")
 
     def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
                  links: np.ndarray, profile: np.ndarray, profiles: np.ndarray,
-                 paced: np.ndarray) -> None:
+                 paced: np.ndarray, hops: np.ndarray | None) -> None:
         self.owners, self.local = np.unique(owner, return_inverse=True)
         sampled = np.bincount(self.local, weights=count)
         self.weight = count * (sizes[self.owners] / sampled)[self.local]
-        self.links, self.profile, self.paced = links, profile, paced
+        self.links, self.profile, self.paced, self.hops = links, profile, paced, hops
         self.profiles = np.vstack([profiles[:, self.owners],
                                    np.zeros((1, len(self.owners)), dtype=np.int64)])
         p, c = np.nonzero(self.profiles)
@@ -256,16 +267,18 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     rounds = _in_flight(classes, owners, index)
     first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
     local = np.arange(len(classes)) - first_class[block]
+    ends = np.column_stack([ranks[order, src], ranks[order, dst]]) if sampled.all() else None
     if rounds.any():  # pieces of messages, in flight with the same others throughout
         piece, rounds, entry, profiles, profile = _pieces(
             keys, message, local[owners], block[owners], rounds, int(np.diff(first_class).max()))
         owners, lengths, links = owners[piece], lengths[piece], links[entry]
         message = np.repeat(np.arange(len(piece)), lengths)
+        ends = None if ends is None else ends[piece]
     else:  # the messages in flight together on each link, by block and class
         profiles, profile = _profiles(keys, local[owners[message]], nlinks, len(blocks),
                                       int(np.diff(first_class).max()))
     return _split(len(blocks), sizes, first_class, block[owners], local[owners], lengths,
-                  links, profiles, profile, rounds, _link_classes(topology))
+                  links, profiles, profile, rounds, ends, _link_classes(topology))
 
 
 def _kept(sampled: np.ndarray, messages: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -293,10 +306,11 @@ def _profiles(keys: np.ndarray, column: np.ndarray, nlinks: int, nblocks: int,
 
 def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.ndarray,
            local: np.ndarray, lengths: np.ndarray, links: np.ndarray, profiles: np.ndarray,
-           profile: np.ndarray, rounds: np.ndarray, link_classes: tuple[np.ndarray, ...]
-           ) -> list[_Rows]:
+           profile: np.ndarray, rounds: np.ndarray, ends: np.ndarray | None,
+           link_classes: tuple[np.ndarray, ...]) -> list[_Rows]:
     """Merge alike messages (their ``block`` and class there, ``local``; their routes'
-    ``lengths`` and ``links``, each link's of ``profiles``) into each block's
+    ``lengths`` and ``links``, each link's of ``profiles``; their ``rounds`` and end
+    ranks, ``ends``, None where not every rank is sampled) into each block's
     :class:`_Rows`."""
     link_class, first = link_classes
     many = np.bincount(profiles[:, 0], minlength=nblocks)  # profiles of each block
@@ -313,13 +327,24 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
     live = rounds[:, 1] > rounds[:, 0]
     runs = _runs(row[live], rounds[live])
     bounds = np.searchsorted(rows[:, 0], np.arange(nblocks + 1))
-    ends = np.searchsorted(runs[:, 0], bounds)
+    last = np.searchsorted(runs[:, 0], bounds)
+    hops = None if ends is None else _hops(row[live], rounds[live], ends[live])
+    at = None if hops is None else np.searchsorted(hops[:, 0], bounds)
     return [_Rows(rows[lo:hi, 1], merged[lo:hi],
                   sizes[first_class[b]:first_class[b + 1]],
                   rows[lo:hi, 2:2 + width[b]] // top, rows[lo:hi, 2:2 + width[b]] % top,
                   profiles[profiles[:, 0] == b, 1:],
-                  runs[ends[b]:ends[b + 1]] - np.array([lo, 0, 0]))
+                  runs[last[b]:last[b + 1]] - np.array([lo, 0, 0]),
+                  None if hops is None or at is None
+                  else hops[at[b]:at[b + 1]] - np.array([lo, 0, 0, 0, 0]))
             for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+
+
+def _hops(row: np.ndarray, rounds: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Every paced piece as ``(row, first, end, sender, receiver)`` (its row, the rounds
+    ``[first, end)`` it is in flight in, its end ranks), by row."""
+    hops = np.column_stack([row, rounds, ends]).astype(np.int64).reshape(-1, 5)
+    return hops[np.argsort(hops[:, 0], kind="stable")]
 
 
 def _stretch(paced: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -483,10 +508,13 @@ class _Layout:
     its class and weight; per link of a row's route its class and the load it shares the
     link with (``pair``: a profile of the messages crossing it by class, and the row's
     class: ``expanded`` lists each pair's profile's classes and counts); of the paced
-    rounds their ``stretch`` (:func:`_stretch`)."""
+    rounds their ``stretch`` (:func:`_stretch`) and, where every rank is sampled, their
+    pieces' ``hops`` (rows numbered across the blocks; None otherwise) and the
+    :class:`_Flow` of them (None without hops)."""
 
     __slots__ = ("blocks", "class_rows", "class_block", "block_classes", "row_class",
-                 "weight", "links", "pair", "expanded", "pair_rows", "stretch")
+                 "weight", "links", "pair", "expanded", "pair_rows", "stretch", "hops",
+                 "flow")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  digests: list[tuple[bytes, ...]]) -> None:
@@ -511,6 +539,10 @@ class _Layout:
                                         np.array([len(rows.paced) for rows in blocks]),
                                         np.column_stack([starts, 0 * starts, 0 * starts]),
                                         np.zeros((0, 3), dtype=np.int64)))
+        self.hops = self._hops(blocks, starts)
+        held = any(r.paced and r.held for r in rounds)
+        self.flow = None if self.hops is None or not len(self.hops) or held else \
+            _Flow(self.hops)
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
         nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
         first_profile = np.cumsum(nprofiles) - nprofiles
@@ -520,6 +552,18 @@ class _Layout:
                                                       0 * first_profile]),
                                      np.zeros((0, 3), dtype=np.int64)),
                     sum(nclasses))
+
+    @staticmethod
+    def _hops(blocks: list[_Rows], starts: np.ndarray) -> np.ndarray | None:
+        """Every block's paced pieces (:attr:`_Rows.hops`), rows numbered across the
+        blocks (from ``starts``); None unless every block has them."""
+        if any(rows.hops is None for rows in blocks):
+            return None
+        hops = [rows.hops for rows in blocks if rows.hops is not None]
+        zero = 0 * starts
+        return _joined(hops, np.array([len(h) for h in hops], dtype=np.int64),
+                       np.column_stack([starts, zero, zero, zero, zero]),
+                       np.zeros((0, 5), dtype=np.int64))
 
     @staticmethod
     def _padded(topology: Any, blocks: list[_Rows], starts: np.ndarray,
@@ -556,6 +600,84 @@ class _Layout:
                                          triples[taken, 2]])
 
 
+class _Flow:
+    """The paced rounds played as the simulator plays the ranks' steps: in each round
+    every message in flight (a hop: its pieces of :attr:`_Layout.hops` in that round, as
+    long as the slowest of them) starts once both its ends are done with the round
+    before (each rank has a clock), its sender is done after its transfer, its receiver
+    after its transfer and reduction, and a rank's clock moves to the last of its
+    messages' ends (max-plus over the rounds; a rank with nothing to do in a round keeps
+    its clock).  ``combos``: the sets of rows the hops take their time from (padded with
+    their first); ``steps``: per round in which a hop is in flight, for each rank with
+    one its messages' partners and durations (a combo's transfer, or after the combos
+    its whole time), padded with the rank's first, and the ranks; ``ranks``: one more
+    than the highest rank."""
+
+    __slots__ = ("combos", "steps", "ranks")
+
+    def __init__(self, hops: np.ndarray) -> None:
+        row, first, end, sender, receiver = hops.T
+        many = end - first
+        piece = np.repeat(np.arange(len(hops)), many)
+        when = first[piece] + _within(many)
+        order = np.lexsort((row[piece], receiver[piece], sender[piece], when))
+        piece, when = piece[order], when[order]
+        src, dst = sender[piece], receiver[piece]
+        new = np.r_[True, (when[1:] != when[:-1]) | (src[1:] != src[:-1])
+                    | (dst[1:] != dst[:-1])]
+        self.combos, combo = self._combos(new, row[piece])
+        at = np.flatnonzero(new)
+        self.ranks = int(max(sender.max(), receiver.max())) + 1
+        self.steps = self._steps(when[at], src[at], dst[at], combo, len(self.combos))
+
+    @staticmethod
+    def _combos(new: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct sets of ``rows`` of the hops (each hop's pieces one after
+        another, ``new`` at its first), padded with their first, and each hop's."""
+        at = np.flatnonzero(new)
+        count = np.diff(np.append(at, len(rows)))
+        padded = np.repeat(rows[at][:, None], int(count.max()), axis=1)
+        padded[np.cumsum(new) - 1, _within(count)] = rows
+        combos, combo, _ = _unique_rows(padded)
+        return combos, combo
+
+    @staticmethod
+    def _steps(when: np.ndarray, sender: np.ndarray, receiver: np.ndarray,
+               combo: np.ndarray, ncombos: int) -> list[tuple[np.ndarray, ...]]:
+        """Per round, per rank with a hop in it, its hops' ends: their partners and
+        durations (the combo's transfer at the sender, its whole time at the receiver),
+        padded with the rank's first, and the ranks (see the class docstring)."""
+        rank = np.concatenate([sender, receiver])
+        ends = np.column_stack([np.concatenate([receiver, sender]),
+                                np.concatenate([combo, ncombos + combo])])
+        rounds = np.tile(when, 2)
+        order = np.lexsort((rank, rounds))
+        rank, ends, rounds = rank[order], ends[order], rounds[order]
+        new = np.r_[True, (rank[1:] != rank[:-1]) | (rounds[1:] != rounds[:-1])]
+        at = np.flatnonzero(new)
+        count = np.diff(np.append(at, len(rank)))
+        padded = np.repeat(ends[at][:, None, :], int(count.max()), axis=1)
+        padded[np.cumsum(new) - 1, _within(count)] = ends
+        cuts = np.flatnonzero(np.r_[True, rounds[at][1:] != rounds[at][:-1], True])
+        return [(*(np.ascontiguousarray(padded[lo:hi, :width, k]) for k in range(2)),
+                 rank[at[lo:hi]])
+                for lo, hi, width in zip(cuts[:-1].tolist(), cuts[1:].tolist(),
+                                         np.maximum.reduceat(count, cuts[:-1]).tolist())]
+
+    def time(self, transfer: np.ndarray, whole: np.ndarray) -> np.ndarray:
+        """Seconds of the paced rounds at every size, from every row's ``transfer``
+        time and ``whole`` time (with the receiver's reduction), rows x sizes."""
+        durations = np.vstack([transfer[self.combos].max(axis=1),
+                               whole[self.combos].max(axis=1)])
+        clock = np.zeros((self.ranks, transfer.shape[1]))
+        for partners, taken, ranks in self.steps:
+            ends = clock[partners]
+            np.maximum(ends, clock[ranks][:, None], out=ends)
+            ends += durations[taken]
+            clock[ranks] = ends.max(axis=1)
+        return clock.max(axis=0)
+
+
 _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
 
 
@@ -580,7 +702,7 @@ def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Layout:
     """:class:`_Layout` of ``rounds`` on ``orders`` (cached by the rounds' kinds and their
     classes' positions)."""
     digests = _digests(rounds)
-    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap), d)
+    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap), r.held, d)
                                        for r, d in zip(rounds, digests)))
     return _cached(_LAYOUTS, key, (orders,),
                    lambda: _Layout(topology, orders, rounds, digests))
@@ -641,24 +763,30 @@ class _Described:
         shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
                                  layout.pair_rows, axis=0)
         carried = (shared[layout.pair] / bandwidth[:, :, None]).max(axis=1)
-        time = hidden_latency(latency, nbytes, rate, slot, shares) + carried
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
+        sent = ~(skip_empty & (nbytes <= 0))
+        transfer = np.where(sent, hidden_latency(latency, nbytes, rate, slot, shares) + carried,
+                            0.0)
+        time = transfer
         if gamma and reduce.any():
             reduced = nbytes if piece is None else \
                 np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
-            time = time + np.where(reduce, gamma * reduced, 0.0)
-        time = np.where(skip_empty & (nbytes <= 0), 0.0, time)
+            time = time + np.where(reduce & sent, gamma * reduced, 0.0)
         slowest = np.maximum.reduceat(time, layout.class_rows, axis=0)
         summed = np.add.reduceat(layout.weight * time, layout.class_rows, axis=0)
         crossing = np.where(self.path, slowest, summed)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(crossing, layout.block_classes, axis=0)
-        return self.slow @ blocks + self.cross @ crossed + self._paced(time)
+        return self.slow @ blocks + self.cross @ crossed + self._paced(transfer, time)
 
-    def _paced(self, time: np.ndarray) -> np.ndarray:
-        """The paced rounds (:class:`collectives.traffic.Round`): every round as long as
-        the slowest row then in flight; the rounds in which no sampled message is (far
-        from the sample) as long as those in which one is, on average."""
+    def _paced(self, transfer: np.ndarray, time: np.ndarray) -> np.ndarray:
+        """The paced rounds (:class:`collectives.traffic.Round`) from every row's
+        ``transfer`` and whole ``time``: where every rank is sampled, as the ranks play
+        them (:class:`_Flow`); else every round as long as the slowest row then in
+        flight, the rounds in which no sampled message is (far from the sample) as long
+        as those in which one is, on average."""
+        if self.layout.flow is not None:
+            return self.layout.flow.time(transfer, time)
         rows, inside, rounds = self.layout.stretch
         if not len(rows):
             return np.zeros(time.shape[1])
