@@ -609,11 +609,12 @@ class _Flow:
     messages' ends (max-plus over the rounds; a rank with nothing to do in a round keeps
     its clock).  ``combos``: the sets of rows the hops take their time from (padded with
     their first); ``steps``: per round in which a hop is in flight, for each rank with
-    one its messages' partners and durations (a combo's transfer, or after the combos
-    its whole time), padded with the rank's first, and the ranks; ``ranks``: one more
-    than the highest rank."""
+    one its messages' partners (``ranks x messages``, padded with its first message),
+    where their durations lie in ``taken`` (a combo's transfer at the sender, or after
+    the combos its whole time at the receiver; the rounds one after another) and the
+    ranks; ``ranks``: one more than the highest rank."""
 
-    __slots__ = ("combos", "steps", "ranks")
+    __slots__ = ("combos", "steps", "taken", "ranks")
 
     def __init__(self, hops: np.ndarray) -> None:
         row, first, end, sender, receiver = hops.T
@@ -628,7 +629,8 @@ class _Flow:
         self.combos, combo = self._combos(new, row[piece])
         at = np.flatnonzero(new)
         self.ranks = int(max(sender.max(), receiver.max())) + 1
-        self.steps = self._steps(when[at], src[at], dst[at], combo, len(self.combos))
+        self.steps, self.taken = self._steps(when[at], src[at], dst[at], combo,
+                                             len(self.combos))
 
     @staticmethod
     def _combos(new: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -642,11 +644,12 @@ class _Flow:
         return combos, combo
 
     @staticmethod
-    def _steps(when: np.ndarray, sender: np.ndarray, receiver: np.ndarray,
-               combo: np.ndarray, ncombos: int) -> list[tuple[np.ndarray, ...]]:
-        """Per round, per rank with a hop in it, its hops' ends: their partners and
-        durations (the combo's transfer at the sender, its whole time at the receiver),
-        padded with the rank's first, and the ranks (see the class docstring)."""
+    def _steps(when: np.ndarray, sender: np.ndarray, receiver: np.ndarray, combo: np.ndarray,
+               ncombos: int) -> tuple[list[tuple[Any, ...]], np.ndarray]:
+        """Per round, per rank with a hop in it, its hops' partners (padded with its
+        first), the run of ``taken`` that holds their durations (the combo's transfer at
+        the sender, its whole time at the receiver) and the ranks; and ``taken`` (see
+        the class docstring)."""
         rank = np.concatenate([sender, receiver])
         ends = np.column_stack([np.concatenate([receiver, sender]),
                                 np.concatenate([combo, ncombos + combo])])
@@ -659,21 +662,26 @@ class _Flow:
         padded = np.repeat(ends[at][:, None, :], int(count.max()), axis=1)
         padded[np.cumsum(new) - 1, _within(count)] = ends
         cuts = np.flatnonzero(np.r_[True, rounds[at][1:] != rounds[at][:-1], True])
-        return [(*(np.ascontiguousarray(padded[lo:hi, :width, k]) for k in range(2)),
-                 rank[at[lo:hi]])
-                for lo, hi, width in zip(cuts[:-1].tolist(), cuts[1:].tolist(),
-                                         np.maximum.reduceat(count, cuts[:-1]).tolist())]
+        widths = np.maximum.reduceat(count, cuts[:-1])
+        parts = [padded[lo:hi, :width] for lo, hi, width in
+                 zip(cuts[:-1].tolist(), cuts[1:].tolist(), widths.tolist())]
+        sizes = np.array([part.shape[0] * part.shape[1] for part in parts], dtype=np.int64)
+        steps = [(np.ascontiguousarray(part[:, :, 0]), lo, rank[at[c0:c1]])
+                 for part, lo, c0, c1 in zip(parts, (np.cumsum(sizes) - sizes).tolist(),
+                                             cuts[:-1].tolist(), cuts[1:].tolist())]
+        return steps, np.concatenate([part[:, :, 1].ravel() for part in parts])
 
     def time(self, transfer: np.ndarray, whole: np.ndarray) -> np.ndarray:
         """Seconds of the paced rounds at every size, from every row's ``transfer``
         time and ``whole`` time (with the receiver's reduction), rows x sizes."""
+        sizes = transfer.shape[1]
         durations = np.vstack([transfer[self.combos].max(axis=1),
-                               whole[self.combos].max(axis=1)])
-        clock = np.zeros((self.ranks, transfer.shape[1]))
-        for partners, taken, ranks in self.steps:
-            ends = clock[partners]
+                               whole[self.combos].max(axis=1)])[self.taken]
+        clock = np.zeros((self.ranks, sizes))
+        for partners, lo, ranks in self.steps:
+            ends = clock[partners]  # ranks x messages x sizes: when each can start
             np.maximum(ends, clock[ranks][:, None], out=ends)
-            ends += durations[taken]
+            ends += durations[lo:lo + partners.size].reshape(*partners.shape, sizes)
             clock[ranks] = ends.max(axis=1)
         return clock.max(axis=0)
 
