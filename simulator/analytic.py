@@ -606,8 +606,8 @@ class _Flow:
     long as the slowest of them) starts once both its ends are done with the round
     before (each rank has a clock), its sender is done after its transfer, its receiver
     after its transfer and reduction, and a rank's clock moves to the last of its
-    messages' ends (max-plus over the rounds; a rank with nothing to do in a round keeps
-    its clock).  ``combos``: the sets of rows the hops take their time from (padded with
+    messages' ends (max-plus over the rounds; a rank with nothing to do in a round, or
+    only empty messages left out, keeps its clock).  ``combos``: the sets of rows the hops take their time from (padded with
     their first); ``steps``: per round in which a hop is in flight, for each rank with
     one its messages' partners (``ranks x messages``, padded with its first message),
     where their durations lie in ``taken`` (a combo's transfer at the sender, or after
@@ -671,17 +671,29 @@ class _Flow:
                                              cuts[:-1].tolist(), cuts[1:].tolist())]
         return steps, np.concatenate([part[:, :, 1].ravel() for part in parts])
 
-    def time(self, transfer: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    def time(self, transfer: np.ndarray, whole: np.ndarray, sent: np.ndarray) -> np.ndarray:
         """Seconds of the paced rounds at every size, from every row's ``transfer``
-        time and ``whole`` time (with the receiver's reduction), rows x sizes."""
+        time and ``whole`` time (with the receiver's reduction), rows x sizes, and
+        whether its messages are sent (an empty one left out is no message: it holds
+        neither end)."""
         sizes = transfer.shape[1]
         durations = np.vstack([transfer[self.combos].max(axis=1),
                                whole[self.combos].max(axis=1)])[self.taken]
         clock = np.zeros((self.ranks, sizes))
+        if sent.all():
+            for partners, lo, ranks in self.steps:
+                ends = clock[partners]  # ranks x messages x sizes: when each can start
+                np.maximum(ends, clock[ranks][:, None], out=ends)
+                ends += durations[lo:lo + partners.size].reshape(*partners.shape, sizes)
+                clock[ranks] = ends.max(axis=1)
+            return clock.max(axis=0)
+        held = np.tile(sent[self.combos].any(axis=1), (2, 1))[self.taken]
+        waits = np.where(held, durations, -np.inf)  # from the partner's clock
         for partners, lo, ranks in self.steps:
-            ends = clock[partners]  # ranks x messages x sizes: when each can start
-            np.maximum(ends, clock[ranks][:, None], out=ends)
-            ends += durations[lo:lo + partners.size].reshape(*partners.shape, sizes)
+            shape = (*partners.shape, sizes)
+            ends = clock[partners] + waits[lo:lo + partners.size].reshape(shape)
+            np.maximum(ends, clock[ranks][:, None] + durations[lo:lo + partners.size]
+                       .reshape(shape), out=ends)
             clock[ranks] = ends.max(axis=1)
         return clock.max(axis=0)
 
@@ -785,16 +797,16 @@ class _Described:
         crossing = np.where(self.path, slowest, summed)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(crossing, layout.block_classes, axis=0)
-        return self.slow @ blocks + self.cross @ crossed + self._paced(transfer, time)
+        return self.slow @ blocks + self.cross @ crossed + self._paced(transfer, time, sent)
 
-    def _paced(self, transfer: np.ndarray, time: np.ndarray) -> np.ndarray:
+    def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray) -> np.ndarray:
         """The paced rounds (:class:`collectives.traffic.Round`) from every row's
-        ``transfer`` and whole ``time``: where every rank is sampled, as the ranks play
-        them (:class:`_Flow`); else every round as long as the slowest row then in
-        flight, the rounds in which no sampled message is (far from the sample) as long
-        as those in which one is, on average."""
+        ``transfer`` and whole ``time`` (and whether it is ``sent``): where every rank is
+        sampled, as the ranks play them (:class:`_Flow`); else every round as long as
+        the slowest row then in flight, the rounds in which no sampled message is (far
+        from the sample) as long as those in which one is, on average."""
         if self.layout.flow is not None:
-            return self.layout.flow.time(transfer, time)
+            return self.layout.flow.time(transfer, time, sent)
         rows, inside, rounds = self.layout.stretch
         if not len(rows):
             return np.zeros(time.shape[1])

@@ -42,10 +42,10 @@ def _machines() -> list[tuple[str, topology.Topology]]:
 
 
 #: where lock-step rounds are not the critical path on flat machines, the largest relative
-#: error measured: a tree AllGather's class is priced at its largest message (1.95%); a
+#: error measured: a tree AllGather's stream is charged the most its class carries (0.67%); a
 #: chain's ReduceScatter on the single port: a rank's two receives share its port in
 #: the paced rounds for as long as both are in flight on average (0.17%)
-LOCKSTEP, PACED_PORT = 0.02, 0.002
+LOCKSTEP, PACED_PORT = 0.007, 0.002
 
 
 def _flat_tolerance(collective: str, algorithm: str) -> float:
@@ -106,13 +106,14 @@ def test_chain_allreduce_at_every_segment_size(nranks: int) -> None:
 
 #: relative error of the closed forms against the simulator on the DGX presets at line
 #: rates, where it is not 0 (the largest measured over the grid; see _tolerance)
-TREE_ALLGATHER, CHAIN_ALLREDUCE = 0.18, 0.011
+TREE_ALLGATHER, CHAIN_ALLREDUCE = 0.06, 0.011
 
 
 def _tolerance(collective: str, algorithm: str, params: dict, nodes: int) -> float:
-    """Why the forms cannot be exact there: a tree AllGather's round is charged its
-    largest message, while the simulated ranks with less to do run ahead (17.2%
-    measured).  Paced rounds (a tree's over nodes, a chain's) are played rank by rank
+    """Why the forms cannot be exact there: a tree AllGather's stream is charged, in
+    every round of the segments it carries something of, the most its class carries
+    (5.9% measured; 17.2% as lock-step rounds charged their largest message).  Paced
+    rounds (a tree's over nodes, a chain's) are played rank by rank
     where every rank is sampled, as the simulated ranks' steps play them: exact for
     trees over nodes at one channel and eight (one channel's NVLink chains ran ahead of
     the lock-step rounds: 10.1% before) and for a chain's ReduceScatter and AllGather,
@@ -225,12 +226,13 @@ def _routed_together_and_alone(machine, descriptions: list, chained: bool) -> No
 def test_rounds_routed_together_are_routed_alone() -> None:
     """Rounds routed in one pass get the rows each gets alone: lock-step rounds of
     several classes, a chain's hops one index at a time and all at once, and apart from
-    them paced rounds (a chain's, trees' over nodes)."""
+    them paced rounds (a chain's, trees' over nodes, a tree's AllGather)."""
     machine = topology.dgx_h100(2)
     _routed_together_and_alone(machine, [
         describe("allreduce", "rhd", 16), describe("allreduce", "tree", 16, (("segments", 3),)),
-        describe("allgather", "tree", 16, (("ranks_per_node", 8), ("segments", 2)))], True)
+        describe("reduce", "chain", 16, (("root", 0), ("segments", 3)))], True)
     _routed_together_and_alone(machine, [
         describe("allreduce", "pipeline", 16, (("segments", 3),)),
         describe("reduce_scatter", "pipeline", 16, (("segments", 2),)),
-        describe("allreduce", "tree", 16, (("ranks_per_node", 8), ("segments", 2)))], False)
+        describe("allreduce", "tree", 16, (("ranks_per_node", 8), ("segments", 2))),
+        describe("allgather", "tree", 16, (("ranks_per_node", 8), ("segments", 2)))], False)

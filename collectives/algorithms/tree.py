@@ -634,13 +634,10 @@ def traffic(collective: str, q: int, segments: int = 1,
     Every edge carries two streams of ``segments`` consecutive rounds: up from the child
     from its round of segment 0 (reduced at the parent by AllReduce and ReduceScatter),
     and down to it from round ``depth - 1``.  The rounds in which the same streams are in
-    flight form one :class:`Round`.  AllGather's streams carry up the part of a segment
-    that the child's subtree holds (a class per share of the tree's half it holds: at
-    most that share of the vector), and down the rest (nothing where the subtree holds
-    the whole half); empty messages are not sent.  Over nodes, AllReduce's and
-    ReduceScatter's streams are paced rounds (each in flight in its own rounds, as the
-    ranks' steps hold them); AllGather's are the path of the streams' starts (its chains,
-    carrying less the deeper they are, run ahead of the rounds).
+    flight form one :class:`Round`; over nodes, the streams are paced rounds (each in
+    flight in its own rounds, as the ranks' steps hold them).  AllGather's streams are
+    paced rounds too, each in flight in the rounds of the segments it carries something
+    of (:func:`_gathered`).
 
     Parameters
     ----------
@@ -659,33 +656,23 @@ def traffic(collective: str, q: int, segments: int = 1,
     """
     if q < 2:
         return []
+    segment = nested_part(2, segments)
+    if collective == "allgather":
+        return _gathered(q, segment, segments, ranks_per_node)
     start, senders, receivers, kind = _streams(collective, q, ranks_per_node)
     starts, kinds = _distinct(collective, q, ranks_per_node)
-    segment = nested_part(2, segments)
-    gathers = collective == "allgather"
-    sizes: dict[int, Callable[[np.ndarray], np.ndarray]] = {-1: segment, -2: lambda n: 0 * n}
-
-    def elements(key: int) -> Callable[[np.ndarray], np.ndarray]:
-        if key not in sizes:
-            sizes[key] = segment if not gathers else \
-                lambda count: np.minimum(segment(count), -(-count * key // (2 * q)))
-        return sizes[key]
-
     low, high = int(starts[0]), int(starts[-1])
 
     def classes(first: int, last: int) -> tuple[Messages, ...]:  # started first .. last
         first, last = max(first, low), min(last, high)
-        return tuple(Messages(src, dst, elements(k), k >= 0 and not gathers, skip_empty=True)
+        return tuple(Messages(src, dst, segment, k >= 0, skip_empty=True)
                      for k, src, dst in _started(collective, q, ranks_per_node, first, last))
 
-    if ranks_per_node and not gathers:  # every stream in flight in its own rounds
+    if ranks_per_node:  # every stream in flight in its own rounds
         return [Round(1, tuple(
-            Messages(senders[kind == k], receivers[kind == k], elements(k), k >= 0, skip_empty=True,
+            Messages(senders[kind == k], receivers[kind == k], segment, k >= 0, skip_empty=True,
                      rounds=np.column_stack([start[kind == k], start[kind == k] + segments]))
             for k in kinds), paced=True)]
-    if ranks_per_node:  # chains run ahead of the rounds: the path of the streams' starts
-        return [Round(1, tuple(m for t in starts.tolist() for m in classes(t, t)),
-                      chain=segments, overlap=segments - 1, path=True)]
     edges = np.union1d(starts, starts + segments)
     rounds = []
     for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
@@ -694,6 +681,116 @@ def traffic(collective: str, q: int, segments: int = 1,
         if active:
             rounds.append(Round(hi - lo, active))
     return rounds
+
+
+def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
+              ranks_per_node: int | None) -> list[Round]:
+    """AllGather's streams as paced rounds: segment ``k`` of a stream goes in its round
+    ``k`` (:func:`_streams`), up with the part of the segment that the child's subtree
+    holds, down with the rest, and nothing where that is empty (the ranks' steps skip
+    it), so each stream is in flight in the runs of :func:`_gathered_runs`; a class per
+    share of the tree's half that a message carries at most (up: the subtree's, down:
+    the rest; at most a ``segment``).  Apart, in a round of their own, the segments at
+    the edges of a subtree's part, which carry elements only where the vector's blocks,
+    halves and segments are not all multiples of ``1 / (2 q S)`` of it (rounding)."""
+    start, senders, receivers, _ = _streams("allgather", q, ranks_per_node)
+    first, end, stream, share, spilled = _gathered_runs(q, segments, ranks_per_node)
+
+    def messages(runs: np.ndarray, elements: Callable[[np.ndarray], np.ndarray]) -> Messages:
+        streams = stream[runs]
+        return Messages(senders[streams], receivers[streams], elements, False, skip_empty=True,
+                        rounds=np.column_stack([start[streams] + first[runs],
+                                                start[streams] + end[runs]]))
+
+    main = np.flatnonzero(spilled == 0)
+    order = main[np.argsort(share[main], kind="stable")]
+    keys, at = np.unique(share[order], return_index=True)
+    rounds = [Round(1, tuple(messages(runs, _share_of(segment, q, k))
+                             for k, runs in zip(keys.tolist(), np.split(order, at[1:]))),
+                    paced=True)]
+    spills = np.flatnonzero(spilled == 1)
+    if len(spills):
+        rounds.append(Round(1, (messages(spills, _spill_of(segment, q, segments)),),
+                            paced=True))
+    return rounds
+
+
+def _share_of(segment: Callable[[np.ndarray], np.ndarray], q: int,
+              doubled: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Elements of a message that carries at most ``doubled`` halves of blocks of the
+    vector's ``q``, and at most a ``segment``."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        return np.minimum(segment(count), -(-count * doubled // (2 * q)))
+    return elements
+
+
+def _spill_of(segment: Callable[[np.ndarray], np.ndarray], q: int,
+              segments: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Elements that rounding spills across the edge of a segment: none where the count
+    is a multiple of ``2 q segments``, else at most ``q + segments`` (a block's edge is
+    off its share by at most ``q / 4``, a segment's by at most ``segments / 4`` and
+    one), and at most a ``segment``."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        return np.where(count % (2 * q * segments) == 0, 0,
+                        np.minimum(segment(count), q + segments))
+    return elements
+
+
+@lru_cache(maxsize=256)
+def _gathered_runs(q: int, segments: int,
+                   ranks_per_node: int | None) -> tuple[np.ndarray, ...]:
+    """The runs of segments in which AllGather's streams carry something: per run its
+    first and end segment, its stream (of :func:`_streams`), the share of the half its
+    messages carry at most (doubled ranks) and whether it is a segment at the edge of
+    the subtree's part (1).  A stream up carries the segments that the hull of its
+    subtree's part of the half meets, and at the edge the one on either side (the
+    half's first or last where the hull is empty: a block it holds may cross into the
+    half); down, all but those it holds whole (one run before them, one after), and at
+    the edge the first and the last of those."""
+    first, end = _subtree_spans(q, ranks_per_node)
+    inside = tree_edges(q, ranks_per_node)[5]
+    edges, s = np.arange(len(first)), segments
+    held = end > first
+    up_from, up_to = first * s // q, -(-end * s // q)
+    whole_from, whole_to = -(-first * s // q), end * s // q  # segments held whole
+    whole = held & (whole_to > whole_from)
+    outer = np.where(first > 0, s - 1, 0)  # the half's edge next to an empty hull
+    parts: list[tuple[Any, ...]] = [  # (first, end, stream, spill, where it applies)
+        (up_from, up_to, edges, 0, held), (up_from - 1, up_from, edges, 1, held),
+        (up_to, up_to + 1, edges, 1, held), (outer, outer + 1, edges, 1, ~held),
+        (0, np.where(whole, whole_from, s), len(edges) + edges, 0, True),
+        (np.where(whole, whole_to, s), s, len(edges) + edges, 0, True),
+        (whole_from, whole_from + 1, len(edges) + edges, 1, whole),
+        (whole_to - 1, whole_to, len(edges) + edges, 1, whole & (whole_to - 1 > whole_from))]
+    columns = [np.concatenate([np.broadcast_to(part[k], edges.shape) for part in parts])
+               for k in range(5)]
+    share = np.concatenate([inside] * 4 + [q - inside] * 4)
+    lo, hi, stream, spill, kept = columns
+    kept = kept.astype(bool) & (hi > lo) & (lo >= 0) & (hi <= s)
+    return lo[kept], hi[kept], stream[kept], share[kept], spill[kept]
+
+
+@lru_cache(maxsize=64)
+def _subtree_spans(nranks: int, ranks_per_node: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per edge of :func:`tree_edges` (in its order), the hull of the doubled ranks of
+    its tree's half that the child's subtree holds, from the half's start (first = end
+    where it holds none): over nodes a chain rank's subtree is the rest of its chain."""
+    child = tree_edges(nranks, ranks_per_node)[0]
+    which = np.repeat([0, 1], len(child) // 2)
+    size = _node_size(ranks_per_node, nranks) or 1
+    low = which * nranks  # the half's first doubled rank
+    chained = child % size != 0
+    first, end = 2 * child, 2 * (child // size * size + size)
+    for e in np.flatnonzero(~chained).tolist():
+        tree, head = int(which[e]), int(child[e]) // size
+        subtree = _flat_subtree(tree, nranks // size, head) if size > 1 else \
+            subtree_ranks(tree, nranks, head)
+        runs = [(max(2 * a * size, low[e]), min(2 * (b + 1) * size, low[e] + nranks))
+                for a, b in subtree]
+        runs = [(a, b) for a, b in runs if b > a] or [(low[e], low[e])]
+        first[e], end[e] = min(a for a, _ in runs), max(b for _, b in runs)
+    first = np.clip(first, low, low + nranks) - low
+    return first, np.maximum(first, np.clip(end, low, low + nranks) - low)
 
 
 @lru_cache(maxsize=1024)
@@ -728,11 +825,7 @@ def _streams(collective: str, q: int,
     gathers = collective == "allgather"
     start = np.concatenate([gather if gathers else reduce, depth - 1])
     src, dst = np.concatenate([child, parent]), np.concatenate([parent, child])
-    # classes: AllGather's up streams by the doubled ranks held (>= 0), down streams -1
-    # (a segment) or -2 (nothing: the subtree holds the whole half); one class each way
-    # otherwise (0 up, -1 down)
-    down = np.where(gathers & (inside >= q), -2, -1)
-    kind = np.concatenate([inside if gathers else 0 * inside, down])
+    kind = np.concatenate([0 * inside, 0 * inside - 1])  # classes: 0 up, -1 down
     return start, src, dst, kind
 
 
