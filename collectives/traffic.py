@@ -74,11 +74,8 @@ class Round:
     """``repeat`` lock-step rounds, each carrying every class of ``messages`` at once; or,
     with ``chain`` segments, the hops of a chain that ``chain`` segments cross one after
     another (every class's hops in turn, each hop one message of a segment): the
-    critical path crosses every hop once and waits ``chain - 1`` times at the slowest,
-    ``overlap`` of those times with every hop of every class in flight at once (the
-    steady state of a pipeline whose streams run both ways).  With ``path`` each class is
-    one hop of the path (its slowest message), as a tree's streams that start in one round
-    are.  The ``paced`` rounds of a description are one stretch of rounds whose messages
+    critical path crosses every hop once and waits ``chain - 1`` times at the slowest.
+    The ``paced`` rounds of a description are one stretch of rounds whose messages
     each say in which rounds they are in flight (:attr:`Messages.rounds`): every round
     of the stretch lasts as long as the slowest message then in flight, each message
     priced as in flight with the classes of its own ``Round`` (a class alone, or with
@@ -91,8 +88,6 @@ class Round:
     repeat: int
     messages: tuple[Messages, ...]
     chain: int = 0
-    overlap: int = 0
-    path: bool = False
     paced: bool = False
     held: bool = False
 

@@ -502,9 +502,8 @@ def _joined(parts: list[np.ndarray], lengths: np.ndarray, offsets: np.ndarray,
 class _Layout:
     """A description's rounds on one machine's orders, as arrays over all their rows
     (the same for every description of the same positions: a tree's at every segment
-    count whose rounds carry the same streams): per round one block of rows (a second
-    where a chain's hops overlap, every message in flight at once), each with the round
-    it is of, its role and its classes; per class its first row and its block; per row
+    count whose rounds carry the same streams): per round one block of rows, each with
+    the round it is of, its role and its classes; per class its first row and its block; per row
     its class and weight; per link of a row's route its class and the load it shares the
     link with (``pair``: a profile of the messages crossing it by class, and the row's
     class: ``expanded`` lists each pair's profile's classes and counts); of the paced
@@ -518,9 +517,7 @@ class _Layout:
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  digests: list[tuple[bytes, ...]]) -> None:
-        wanted = [(r, i, role) for i, r in enumerate(rounds)
-                  for role in (("chain", "overlap") if r.chain and r.overlap
-                               else ("chain",) if r.chain else ("repeat",))]
+        wanted = [(r, i, "chain" if r.chain else "repeat") for i, r in enumerate(rounds)]
         made = _routed(topology, orders,
                        [(r, role == "chain", digests[i]) for r, i, role in wanted])
         routed = [(b, i, role) for b, (_, i, role) in zip(made, wanted) if len(b.owners)]
@@ -722,7 +719,7 @@ def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Layout:
     """:class:`_Layout` of ``rounds`` on ``orders`` (cached by the rounds' kinds and their
     classes' positions)."""
     digests = _digests(rounds)
-    key = (topology, id(orders), tuple((bool(r.chain), bool(r.chain and r.overlap), r.held, d)
+    key = (topology, id(orders), tuple((bool(r.chain), r.held, d)
                                        for r, d in zip(rounds, digests)))
     return _cached(_LAYOUTS, key, (orders,),
                    lambda: _Layout(topology, orders, rounds, digests))
@@ -731,25 +728,22 @@ def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Layout:
 class _Described:
     """A description on one machine's orders: its :class:`_Layout`, every class's
     messages, and per block its coefficients of the slowest message and of the chain's
-    crossing (a chain's: its hops once, its slowest ``chain - 1 - overlap`` times, and
-    with every message in flight ``overlap`` times; ``repeat`` rounds: their slowest)."""
+    crossing (a chain's: its hops once, its slowest ``chain - 1`` times; ``repeat``
+    rounds: their slowest)."""
 
-    __slots__ = ("layout", "messages", "slow", "cross", "path", "sizes", "class_size",
-                 "flags", "span")
+    __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
+                 "span")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
         self.layout = layout = _layout(topology, orders, rounds)
         self.messages = [rounds[i].messages[c] for i, _, owners in layout.blocks
                          for c in owners]
-        coefficients = [{"repeat": (0 if r.paced else r.repeat, 0.0, False),
-                         "chain": (r.chain - 1 - r.overlap, 1.0, r.path),
-                         "overlap": (r.overlap, 0.0, False)}[role]
+        coefficients = [{"repeat": (0 if r.paced else r.repeat, 0.0),
+                         "chain": (r.chain - 1, 1.0)}[role]
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
         self.slow = np.array([c[0] for c in coefficients], dtype=float)
         self.span = _span(rounds)
         self.cross = np.array([c[1] for c in coefficients], dtype=float)
-        self.path = np.array([c[2] for c in coefficients],
-                             dtype=bool)[layout.class_block][:, None]
         sizes = {id(m.elements): m.elements for m in self.messages}  # each evaluated once
         at = {key: k for k, key in enumerate(sizes)}
         self.sizes = list(sizes.values())
@@ -762,8 +756,8 @@ class _Described:
              counts: np.ndarray, ds: int, gamma: float, slot: float | None,
              piece: np.ndarray | None) -> np.ndarray:
         """Seconds at every count (elements): over the blocks, the slowest message times
-        its coefficient plus the chain's crossing (the sum over its hops, or with
-        ``path`` over its classes' slowest) times its."""
+        its coefficient plus the chain's crossing (the sum over its hops) times its, and
+        the paced rounds (:meth:`_paced`)."""
         if not self.messages:
             return np.zeros(len(counts))
         layout = self.layout
@@ -794,9 +788,8 @@ class _Described:
             time = time + np.where(reduce & sent, gamma * reduced, 0.0)
         slowest = np.maximum.reduceat(time, layout.class_rows, axis=0)
         summed = np.add.reduceat(layout.weight * time, layout.class_rows, axis=0)
-        crossing = np.where(self.path, slowest, summed)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
-        crossed = np.add.reduceat(crossing, layout.block_classes, axis=0)
+        crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
         return self.slow @ blocks + self.cross @ crossed + self._paced(transfer, time, sent)
 
     def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray) -> np.ndarray:
