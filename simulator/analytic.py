@@ -677,13 +677,18 @@ class _Flow:
         durations = np.vstack([transfer[self.combos].max(axis=1),
                                whole[self.combos].max(axis=1)])[self.taken]
         clock = np.zeros((self.ranks, sizes))
-        if sent.all():
-            for partners, lo, ranks in self.steps:
-                ends = clock[partners]  # ranks x messages x sizes: when each can start
-                np.maximum(ends, clock[ranks][:, None], out=ends)
-                ends += durations[lo:lo + partners.size].reshape(*partners.shape, sizes)
-                clock[ranks] = ends.max(axis=1)
-            return clock.max(axis=0)
+        # an empty message left out waits for nobody: its partner's clock counts -inf
+        waits = None if sent.all() else np.where(
+            np.tile(sent[self.combos].any(axis=1), (2, 1))[self.taken], 0.0, -np.inf)
+        for partners, lo, ranks in self.steps:
+            run, shape = slice(lo, lo + partners.size), (*partners.shape, sizes)
+            ends = clock[partners]  # ranks x messages x sizes: when each can start
+            if waits is not None:
+                ends += waits[run].reshape(shape)
+            np.maximum(ends, clock[ranks][:, None], out=ends)
+            ends += durations[run].reshape(shape)
+            clock[ranks] = ends.max(axis=1)
+        return clock.max(axis=0)
         held = np.tile(sent[self.combos].any(axis=1), (2, 1))[self.taken]
         waits = np.where(held, durations, -np.inf)  # from the partner's clock
         for partners, lo, ranks in self.steps:

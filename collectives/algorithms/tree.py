@@ -694,24 +694,22 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     the edges of a subtree's part, which carry elements only where the vector's blocks,
     halves and segments are not all multiples of ``1 / (2 q S)`` of it (rounding)."""
     start, senders, receivers, _ = _streams("allgather", q, ranks_per_node)
-    first, end, stream, share, spilled = _gathered_runs(q, segments, ranks_per_node)
+    (first, end, stream, share), (edge, spilled) = _gathered_runs(q, segments, ranks_per_node)
 
-    def messages(runs: np.ndarray, elements: Callable[[np.ndarray], np.ndarray]) -> Messages:
-        streams = stream[runs]
+    def messages(streams: np.ndarray, first: np.ndarray, end: np.ndarray,
+                 elements: Callable[[np.ndarray], np.ndarray]) -> Messages:
         return Messages(senders[streams], receivers[streams], elements, False, skip_empty=True,
-                        rounds=np.column_stack([start[streams] + first[runs],
-                                                start[streams] + end[runs]]))
+                        rounds=np.column_stack([start[streams] + first, start[streams] + end]))
 
-    main = np.flatnonzero(spilled == 0)
-    order = main[np.argsort(share[main], kind="stable")]
+    order = np.argsort(share, kind="stable")
     keys, at = np.unique(share[order], return_index=True)
-    rounds = [Round(1, tuple(messages(runs, _share_of(segment, q, k))
+    rounds = [Round(1, tuple(messages(stream[runs], first[runs], end[runs],
+                                      _share_of(segment, q, k))
                              for k, runs in zip(keys.tolist(), np.split(order, at[1:]))),
                     paced=True)]
-    spills = np.flatnonzero(spilled == 1)
-    if len(spills):
-        rounds.append(Round(1, (messages(spills, _spill_of(segment, q, segments)),),
-                            paced=True))
+    if len(spilled):
+        rounds.append(Round(1, (messages(spilled, edge, edge + 1,
+                                         _spill_of(segment, q, segments)),), paced=True))
     return rounds
 
 
@@ -736,38 +734,37 @@ def _spill_of(segment: Callable[[np.ndarray], np.ndarray], q: int,
     return elements
 
 
-@lru_cache(maxsize=256)
-def _gathered_runs(q: int, segments: int,
-                   ranks_per_node: int | None) -> tuple[np.ndarray, ...]:
+def _gathered_runs(q: int, segments: int, ranks_per_node: int | None
+                   ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, np.ndarray]]:
     """The runs of segments in which AllGather's streams carry something: per run its
-    first and end segment, its stream (of :func:`_streams`), the share of the half its
-    messages carry at most (doubled ranks) and whether it is a segment at the edge of
-    the subtree's part (1).  A stream up carries the segments that the hull of its
-    subtree's part of the half meets, and at the edge the one on either side (the
+    first and end segment, its stream (of :func:`_streams`) and the share of the half
+    its messages carry at most (doubled ranks); and the segments at the edges of a
+    subtree's part, with their streams.  A stream up carries the segments that the hull
+    of its subtree's part of the half meets, and at the edge the one on either side (the
     half's first or last where the hull is empty: a block it holds may cross into the
     half); down, all but those it holds whole (one run before them, one after), and at
     the edge the first and the last of those."""
     first, end = _subtree_spans(q, ranks_per_node)
     inside = tree_edges(q, ranks_per_node)[5]
-    edges, s = np.arange(len(first)), segments
-    held = end > first
+    edges, s = len(first), segments
     up_from, up_to = first * s // q, -(-end * s // q)
     whole_from, whole_to = -(-first * s // q), end * s // q  # segments held whole
-    whole = held & (whole_to > whole_from)
-    outer = np.where(first > 0, s - 1, 0)  # the half's edge next to an empty hull
-    parts: list[tuple[Any, ...]] = [  # (first, end, stream, spill, where it applies)
-        (up_from, up_to, edges, 0, held), (up_from - 1, up_from, edges, 1, held),
-        (up_to, up_to + 1, edges, 1, held), (outer, outer + 1, edges, 1, ~held),
-        (0, np.where(whole, whole_from, s), len(edges) + edges, 0, True),
-        (np.where(whole, whole_to, s), s, len(edges) + edges, 0, True),
-        (whole_from, whole_from + 1, len(edges) + edges, 1, whole),
-        (whole_to - 1, whole_to, len(edges) + edges, 1, whole & (whole_to - 1 > whole_from))]
-    columns = [np.concatenate([np.broadcast_to(part[k], edges.shape) for part in parts])
-               for k in range(5)]
-    share = np.concatenate([inside] * 4 + [q - inside] * 4)
-    lo, hi, stream, spill, kept = columns
-    kept = kept.astype(bool) & (hi > lo) & (lo >= 0) & (hi <= s)
-    return lo[kept], hi[kept], stream[kept], share[kept], spill[kept]
+    held = np.flatnonzero(end > first)
+    empty = np.flatnonzero(end <= first)
+    gap = held[whole_to[held] > whole_from[held]]
+    last = gap[whole_to[gap] - 1 > whole_from[gap]]
+    whole = np.zeros(edges, dtype=bool)
+    whole[gap] = True
+    lo = np.concatenate([up_from[held], np.zeros(edges, dtype=np.int64), whole_to[gap]])
+    hi = np.concatenate([up_to[held], np.where(whole, whole_from, s), np.full(len(gap), s)])
+    stream = np.concatenate([held, edges + np.arange(edges), edges + gap])
+    share = np.concatenate([inside[held], q - inside, q - inside[gap]])
+    kept = hi > lo
+    edge = np.concatenate([up_from[held] - 1, up_to[held], np.where(first[empty] > 0, s - 1, 0),
+                           whole_from[gap], whole_to[last] - 1])
+    spilled = np.concatenate([held, held, empty, edges + gap, edges + last])
+    inner = (edge >= 0) & (edge < s)
+    return (lo[kept], hi[kept], stream[kept], share[kept]), (edge[inner], spilled[inner])
 
 
 @lru_cache(maxsize=64)
