@@ -79,10 +79,11 @@ _INT32 = np.iinfo(np.int32)
 def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """Steps per rank, ends per step, and each end's kind, peer and length, in order.
 
-    Kinds: 0 send, 1 receive, 2 receive that reduces; peers as int32 (less memory to
-    touch).  Collected in :mod:`array` buffers, which NumPy then reads without copying.
+    Kinds: 0 send, 1 receive, 2 receive that reduces; ends per step and peers as int32,
+    lengths as int32 where they fit (:func:`_narrowed`; less memory to hold and touch).
+    Collected in :mod:`array` buffers, which NumPy then reads without copying.
     """
-    steps_per_rank, ends_per_step = array("q"), array("q")
+    steps_per_rank, ends_per_step = array("q"), array("i")
     kinds, peers, lengths = array("b"), array("i"), array("q")
     count_step, kind, peer, length = ends_per_step.append, kinds.append, peers.append, lengths.append
     for rank in range(schedule.nranks):
@@ -101,8 +102,9 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
                 length(op.stop - op.start)
                 n += 1
             count_step(n)
-    return tuple(np.frombuffer(buffer, dtype=_DTYPES[buffer.typecode])
-                 for buffer in (steps_per_rank, ends_per_step, kinds, peers, lengths))
+    *columns, lengths_read = (np.frombuffer(buffer, dtype=_DTYPES[buffer.typecode])
+                              for buffer in (steps_per_rank, ends_per_step, kinds, peers, lengths))
+    return (*columns, _narrowed(lengths_read))
 
 
 _GAP = np.iinfo(np.int64).min  # a round without an operation, in a pool of lengths
@@ -185,23 +187,28 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     rows = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
     if len(rows) and not _INT32.min <= rows[:, 2].min() <= rows[:, 2].max() <= _INT32.max:
         raise OverflowError("a peer beyond int32")  # as array("i") raises in _ends
-    return _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), rows, pool.array(),
-                  _GAP)
+    lengths = pool.array()
+    real = lengths[lengths != _GAP]
+    fits = not len(real) or _INT32.min <= real.min() <= real.max() <= _INT32.max
+    *columns, merged = _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), rows,
+                              lengths, _GAP, np.empty(0, dtype=np.int32 if fits else np.int64))
+    return (*columns, _narrowed(merged))
 
 
 @njit(cache=True)
-def _merge(lane_ptr, table, pool, gap):
+def _merge(lane_ptr, table, pool, gap, like):
     """Every rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
-    merges them: a step per round with an operation, its operations in lane order."""
+    merges them: a step per round with an operation, its operations in lane order; the
+    lengths in the type of ``like`` (int32 where every length of ``pool`` fits)."""
     nranks = len(lane_ptr) - 1
     most = 0
     for i in range(len(table)):
         most += table[i, 4]
     steps_per_rank = np.zeros(nranks, dtype=np.int64)
-    ends_per_step = np.empty(most, dtype=np.int64)
+    ends_per_step = np.empty(most, dtype=np.int32)
     kinds = np.empty(most, dtype=np.int8)
     peers = np.empty(most, dtype=np.int32)
-    lengths = np.empty(most, dtype=np.int64)
+    lengths = np.empty(most, dtype=like.dtype)
     nsteps = nends = 0
     for r in range(nranks):
         lo, hi = lane_ptr[r], lane_ptr[r + 1]
@@ -243,7 +250,8 @@ def _index_dtype(kind: np.ndarray) -> type:
 def _narrowed(lengths: np.ndarray) -> np.ndarray:
     """``lengths`` as int32 when every one fits (half the memory to hold while messages
     are numbered), else as they are."""
-    if len(lengths) and not _INT32.min <= lengths.min() <= lengths.max() <= _INT32.max:
+    if lengths.dtype == np.int32 or (
+            len(lengths) and not _INT32.min <= lengths.min() <= lengths.max() <= _INT32.max):
         return lengths
     return lengths.astype(np.int32)
 
@@ -271,8 +279,9 @@ def _end_keys(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarra
 @njit(cache=True)
 def _dense_pair_ids(p, step_ptr, end_ptr, kind, peer, dense):
     """Number the ordered pairs that exchange messages as they are met, through ``dense``
-    (-1 per ordered pair); return each end's pair and the pairs (``src * p + dst``)."""
-    end_pair = np.empty(len(kind), dtype=np.int32)  # int32: less memory to touch
+    (-1 per ordered pair); write each end's pair over its peer (``peer`` becomes what
+    :func:`_sparse_pair_ids` returns first: no second array of an int32 per end) and
+    return the pairs (``src * p + dst``)."""
     keys = np.empty(max(16, 4 * p), dtype=np.int64)
     n = 0
     for r in range(p):
@@ -289,8 +298,8 @@ def _dense_pair_ids(p, step_ptr, end_ptr, kind, peer, dense):
                     keys = grown
                 keys[n] = key
                 n += 1
-            end_pair[e] = i
-    return end_pair, keys[:n].copy()
+            peer[e] = i
+    return keys[:n].copy()
 
 
 def _sparse_pair_ids(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
@@ -306,26 +315,23 @@ def _sparse_pair_ids(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np
 
 
 @njit(cache=True)
-def _order_in_pairs(kind, end_pair, npairs):
-    """Each end's place among its pair's sends or receives (program order: the k-th send
-    matches the k-th receive), and the sends and receives per pair."""
-    end_k = np.empty(len(kind), dtype=np.int32)
+def _pair_counts(kind, end_pair, npairs):
+    """The sends and receives per pair."""
     counts = np.zeros((npairs, 2), dtype=np.int64)
     for e in range(len(kind)):
-        side = 0 if kind[e] == 0 else 1
-        i = end_pair[e]
-        end_k[e] = counts[i, side]
-        counts[i, side] += 1
-    return end_k, counts
+        counts[end_pair[e], 0 if kind[e] == 0 else 1] += 1
+    return counts
 
 
 @njit(cache=True)
-def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype_size, codes):
+def _messages(p, step_ptr, end_ptr, kind, length, end_pair, counts, dtype_size, codes):
     """Give every message an index, in the order its sender reaches it (how far through
     its steps, then the sender), so that messages in flight together lie together in the
     engine's arrays; write each end's code into ``codes`` and return the messages' rows
     (:class:`FlatSchedule`), or None when some send or receive has no partner of its
-    length."""
+    length.  The k-th send of a pair matches its k-th receive (program order): an end's
+    place among its pair's is counted as the ends are read, in order (a cursor per pair
+    and side, from ``base``), rather than held (an int32 per end)."""
     # loops rather than NumPy's functions: numba compiles each of those for seconds
     base = np.zeros(len(counts) + 1, dtype=np.int64)
     for i in range(len(counts)):
@@ -348,19 +354,29 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, end_k, counts, dtype
                     first[progress + 1] += 1
     for i in range(1, len(first)):
         first[i] += first[i - 1]
-    number = np.empty(messages, dtype=codes.dtype)
+    number = np.empty(messages, dtype=codes.dtype)  # per pair's k-th message: its index
+    cursor = np.empty((len(counts), 2), dtype=np.int64)
+    for i in range(len(counts)):
+        cursor[i, 0] = base[i]
     for r in range(p):
         for g in range(step_ptr[r], step_ptr[r + 1]):
             progress = (g - step_ptr[r]) * most // steps[r]
             for e in range(end_ptr[g], end_ptr[g + 1]):
                 if kind[e] == 0:
-                    number[base[end_pair[e]] + end_k[e]] = first[progress]
+                    number[cursor[end_pair[e], 0]] = first[progress]
+                    cursor[end_pair[e], 0] += 1
                     first[progress] += 1
+    for i in range(len(counts)):
+        cursor[i, 0] = cursor[i, 1] = base[i]
+    for e in range(len(kind)):
+        side = 0 if kind[e] == 0 else 1
+        codes[e] = 2 * number[cursor[end_pair[e], side]] + side
+        cursor[end_pair[e], side] += 1
+    number = number[:0]  # freed before the rows: an int32 per message fewer at the peak
     rows = np.empty((messages, 2), dtype=np.int64)
     for e in range(len(kind)):
-        t = number[base[end_pair[e]] + end_k[e]]
-        codes[e] = 2 * t + (kind[e] != 0)
         if kind[e] == 0:
+            t = codes[e] >> 1
             rows[t, 0], rows[t, 1] = 2 * np.int64(end_pair[e]), length[e] * dtype_size
     for e in range(len(kind)):
         if kind[e] != 0:
@@ -381,13 +397,13 @@ def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, columns: li
     kind = columns[0]
     end_ptr = ends[:len(ends) - len(kind)]
     if p * p <= _DENSE_PAIRS:
-        end_pair, keys = _dense_pair_ids(p, step_ptr, end_ptr, kind, columns.pop(1),
-                                         np.full(p * p, -1, dtype=np.int32))
+        end_pair = columns.pop(1)
+        keys = _dense_pair_ids(p, step_ptr, end_ptr, kind, end_pair,
+                               np.full(p * p, -1, dtype=np.int32))
     else:
         end_pair, keys = _sparse_pair_ids(p, step_ptr, end_ptr, kind, columns.pop(1))
-    end_k, counts = _order_in_pairs(kind, end_pair, len(keys))
-    rows = _messages(p, step_ptr, end_ptr, kind, columns.pop(1), end_pair, end_k, counts,
-                     dtype_size, ends[len(end_ptr):])
+    rows = _messages(p, step_ptr, end_ptr, kind, columns.pop(1), end_pair,
+                     _pair_counts(kind, end_pair, len(keys)), dtype_size, ends[len(end_ptr):])
     columns.clear()
     return None if rows is None else (rows, keys)
 
@@ -420,7 +436,6 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
     if len(peer) and not (0 <= peer.min() and peer.max() < p):
         return None  # a peer outside the schedule's ranks
     del peer
-    columns[2] = _narrowed(columns[2])
     step_ptr = _offsets(steps_per_rank)
     ends: np.ndarray = np.empty(len(ends_per_step) + 1 + len(columns[0]),
                                 dtype=_index_dtype(columns[0]))
