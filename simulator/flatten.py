@@ -315,30 +315,44 @@ def _sparse_pair_ids(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np
 
 
 @njit(cache=True)
-def _pair_counts(kind, end_pair, npairs):
-    """The sends and receives per pair."""
+def _pair_messages(kind, length, end_pair, npairs):
+    """Match the ends pair by pair: the k-th send of a pair with its k-th receive
+    (program order), the pair's k-th message being *slot* ``base[pair] + k``.  Return
+    ``base`` and per slot its row (:attr:`FlatSchedule.message`, with the length in
+    elements rather than bytes, in the type of ``length``), or None when some send or
+    receive has no partner of its length.  An end's place among its pair's is counted as
+    the ends are read, in order, rather than held (an int32 per end)."""
     counts = np.zeros((npairs, 2), dtype=np.int64)
     for e in range(len(kind)):
         counts[end_pair[e], 0 if kind[e] == 0 else 1] += 1
-    return counts
-
-
-@njit(cache=True)
-def _messages(p, step_ptr, end_ptr, kind, length, end_pair, counts, dtype_size, codes):
-    """Give every message an index, in the order its sender reaches it (how far through
-    its steps, then the sender), so that messages in flight together lie together in the
-    engine's arrays; write each end's code into ``codes`` and return the messages' rows
-    (:class:`FlatSchedule`), or None when some send or receive has no partner of its
-    length.  The k-th send of a pair matches its k-th receive (program order): an end's
-    place among its pair's is counted as the ends are read, in order (a cursor per pair
-    and side, from ``base``), rather than held (an int32 per end)."""
-    # loops rather than NumPy's functions: numba compiles each of those for seconds
-    base = np.zeros(len(counts) + 1, dtype=np.int64)
-    for i in range(len(counts)):
+    base = np.zeros(npairs + 1, dtype=np.int64)
+    for i in range(npairs):  # loops rather than NumPy's functions: they compile for seconds
         if counts[i, 0] != counts[i, 1]:
             return None
         base[i + 1] = base[i] + counts[i, 0]
-    messages = base[-1]
+        counts[i, 0] = counts[i, 1] = base[i]  # from here on, the cursors of the pair's sides
+    packed = np.empty((base[npairs], 2), dtype=length.dtype)
+    for e in range(len(kind)):
+        if kind[e] == 0:
+            slot = counts[end_pair[e], 0]
+            counts[end_pair[e], 0] += 1
+            packed[slot, 0], packed[slot, 1] = 2 * end_pair[e], length[e]
+    for e in range(len(kind)):
+        if kind[e] != 0:
+            slot = counts[end_pair[e], 1]
+            counts[end_pair[e], 1] += 1
+            if length[e] != packed[slot, 1]:
+                return None
+            packed[slot, 0] += kind[e] == 2
+    return base, packed
+
+
+@njit(cache=True)
+def _number(p, step_ptr, end_ptr, kind, end_pair, base, codes):
+    """Give every message an index, in the order its sender reaches it (how far through
+    its steps, then the sender), so that messages in flight together lie together in the
+    engine's arrays; write each end's code into ``codes`` and return each slot's message
+    (:func:`_pair_messages`)."""
     steps = np.empty(p, dtype=np.int64)
     most = 1
     for r in range(p):
@@ -354,9 +368,9 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, counts, dtype_size, 
                     first[progress + 1] += 1
     for i in range(1, len(first)):
         first[i] += first[i - 1]
-    number = np.empty(messages, dtype=codes.dtype)  # per pair's k-th message: its index
-    cursor = np.empty((len(counts), 2), dtype=np.int64)
-    for i in range(len(counts)):
+    number = np.empty(base[len(base) - 1], dtype=codes.dtype)
+    cursor = np.empty((len(base) - 1, 2), dtype=np.int64)
+    for i in range(len(base) - 1):
         cursor[i, 0] = base[i]
     for r in range(p):
         for g in range(step_ptr[r], step_ptr[r + 1]):
@@ -366,34 +380,34 @@ def _messages(p, step_ptr, end_ptr, kind, length, end_pair, counts, dtype_size, 
                     number[cursor[end_pair[e], 0]] = first[progress]
                     cursor[end_pair[e], 0] += 1
                     first[progress] += 1
-    for i in range(len(counts)):
+    for i in range(len(base) - 1):
         cursor[i, 0] = cursor[i, 1] = base[i]
     for e in range(len(kind)):
         side = 0 if kind[e] == 0 else 1
         codes[e] = 2 * number[cursor[end_pair[e], side]] + side
         cursor[end_pair[e], side] += 1
-    number = number[:0]  # freed before the rows: an int32 per message fewer at the peak
-    rows = np.empty((messages, 2), dtype=np.int64)
-    for e in range(len(kind)):
-        if kind[e] == 0:
-            t = codes[e] >> 1
-            rows[t, 0], rows[t, 1] = 2 * np.int64(end_pair[e]), length[e] * dtype_size
-    for e in range(len(kind)):
-        if kind[e] != 0:
-            t = codes[e] >> 1
-            if length[e] * dtype_size != rows[t, 1]:
-                return None
-            rows[t, 0] += kind[e] == 2
+    return number
+
+
+@njit(cache=True)
+def _rows(packed, number, dtype_size):
+    """The messages' rows (:attr:`FlatSchedule.message`) from each slot's
+    (:func:`_pair_messages`), in the messages' order (:func:`_number`)."""
+    rows = np.empty((len(number), 2), dtype=np.int64)
+    for slot in range(len(number)):
+        t = number[slot]
+        rows[t, 0], rows[t, 1] = packed[slot, 0], np.int64(packed[slot, 1]) * dtype_size
     return rows
 
 
 def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, columns: list[np.ndarray],
                      dtype_size: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Match every send with its receive and number the messages (:func:`_messages`):
-    the ends' codes go after their offsets in ``ends``; return the messages' rows and the
-    ordered pairs (``src * p + dst``, a route each), or None.  ``columns``, the ends' kinds,
-    peers and lengths, is emptied as they are read, so that each goes as soon as it is
-    done with (a 4096-rank ring has 67 million ends)."""
+    """Match every send with its receive and number the messages (:func:`_pair_messages`,
+    :func:`_number`): the ends' codes go after their offsets in ``ends``; return the
+    messages' rows and the ordered pairs (``src * p + dst``, a route each), or None.
+    ``columns``, the ends' kinds, peers and lengths, is emptied as they are read, so that
+    each goes as soon as it is done with, before the rows are made (a 4096-rank ring has
+    67 million ends: what they hold per end is more than the rows)."""
     kind = columns[0]
     end_ptr = ends[:len(ends) - len(kind)]
     if p * p <= _DENSE_PAIRS:
@@ -402,10 +416,14 @@ def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, columns: li
                                np.full(p * p, -1, dtype=np.int32))
     else:
         end_pair, keys = _sparse_pair_ids(p, step_ptr, end_ptr, kind, columns.pop(1))
-    rows = _messages(p, step_ptr, end_ptr, kind, columns.pop(1), end_pair,
-                     _pair_counts(kind, end_pair, len(keys)), dtype_size, ends[len(end_ptr):])
+    matched = _pair_messages(kind, columns.pop(1), end_pair, len(keys))
+    if matched is None:
+        return None
+    base, packed = matched
+    number = _number(p, step_ptr, end_ptr, kind, end_pair, base, ends[len(end_ptr):])
     columns.clear()
-    return None if rows is None else (rows, keys)
+    del kind, end_pair
+    return _rows(packed, number, dtype_size), keys
 
 
 def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSchedule | None:
