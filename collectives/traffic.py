@@ -78,8 +78,8 @@ class Round:
     The ``paced`` rounds of a description are one stretch of rounds whose messages
     each say in which rounds they are in flight (:attr:`Messages.rounds`): every round
     of the stretch lasts as long as the slowest message then in flight, each message
-    priced as in flight with the classes of its own ``Round`` (a class alone, or with
-    the messages that share a rank's ports with it in those rounds); where the model
+    priced as in flight with the messages of its own ``Round`` that share a link with
+    it in those rounds (a chain's both ways, on every channel); where the model
     sees every rank, it plays them as the ranks' steps do (a message starts once both
     its ends are done with the round before), unless a paced round is ``held``: the
     ranks' steps hold every message to its rounds closely enough that the lock-step

@@ -106,7 +106,7 @@ def test_chain_allreduce_at_every_segment_size(nranks: int) -> None:
 
 #: relative error of the closed forms against the simulator on the DGX presets at line
 #: rates, where it is not 0 (the largest measured over the grid; see _tolerance)
-TREE_ALLGATHER, CHAIN_ALLREDUCE = 0.06, 0.011
+TREE_ALLGATHER = 0.06
 
 
 def _tolerance(collective: str, algorithm: str, params: dict, nodes: int) -> float:
@@ -117,13 +117,11 @@ def _tolerance(collective: str, algorithm: str, params: dict, nodes: int) -> flo
     where every rank is sampled, as the simulated ranks' steps play them: exact for
     trees over nodes at one channel and eight (one channel's NVLink chains ran ahead of
     the lock-step rounds: 10.1% before) and for a chain's ReduceScatter and AllGather,
-    whose ranks' steps hold every hop to the rounds; a chain's AllReduce within 1.04%
-    on two nodes and four (8 channels sharing links at their own pace; 24.9% on four
-    nodes with one channel as lock-step rounds)."""
+    whose ranks' steps hold every hop to the rounds, and for a chain's AllReduce (24.9%
+    on four nodes with one channel as lock-step rounds; 8 channels -1.04% while a hop's
+    other way was seen only at its own ranks, exact since both ways share one round)."""
     if algorithm == "tree" and collective == "allgather":
         return TREE_ALLGATHER
-    if algorithm == "pipeline" and collective == "allreduce":
-        return CHAIN_ALLREDUCE
     return 1e-6
 
 
@@ -151,11 +149,15 @@ def test_dgx_forms_are_the_simulator_within_the_tolerance(nodes: int, collective
 def test_chain_across_nodes_is_paced_by_the_network(collective: str) -> None:
     """Two DGX nodes under LL: only the hop across the network carries half of the
     chain's segments at its own pace (the lock-step rounds charged it every round: +72%);
-    8 channels share each GPU's port only in the rounds their chains overlap there
-    (+57% before: 2.2% measured)."""
+    8 channels share each GPU's port and NIC, both ways, only in the rounds their chains
+    overlap there (+57% before; AllGather exact, was -2.2% while a hop's other way was
+    seen only at its own ranks).  ReduceScatter's 8 channels: +3.45% (was +1.35%): its
+    hops in the DES drift apart and overlap less than the lock-step rounds have them;
+    one channel at 2 segments +0.15%."""
     machine = topology.dgx_h100(2)
-    for params, within in (({"segments": 1}, 0.01), ({"segments": 2}, 0.01),
-                           ({"segments": 1, "channels": 8}, 0.025)):
+    eight = 0.035 if collective == "reduce_scatter" else 1e-9
+    for params, within in (({"segments": 1}, 1e-9), ({"segments": 2}, 0.002),
+                           ({"segments": 1, "channels": 8}, eight)):
         simulated = _simulated(collective, "pipeline", machine, 1 << 26, params, "LL")
         assert machine_cost(collective, "pipeline", machine, 1 << 26, protocol="LL",
                             **params) == pytest.approx(simulated, rel=within), params

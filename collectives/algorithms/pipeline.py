@@ -288,17 +288,11 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     # dataflow's cost (selection's three tables on 8 nodes: 0.62 s against 0.38 s);
     # AllReduce's segments run ahead of the rounds behind a network crossing
     held = collective != "allreduce"
-    rounds = [Round(1, (Messages(src, dst, part, reduce, pieced=False, rounds=own),),
-                    paced=True, held=held) for (src, dst), own, _, reduce in ways]
-    # a rank sending both ways, or receiving from both sides, shares its ports then
-    shared = []
-    for (src, dst), own, other, reduce in ways:
-        both = _with_partners(own, other)
-        at = both[:, 0] < both[:, 1]
-        if at.any():
-            shared.append(Messages(src[at], dst[at], part, reduce, pieced=False,
-                                   rounds=both[at]))
-    return rounds + ([Round(1, tuple(shared), paced=True, held=held)] if shared else [])
+    # both ways in one round: a link carries a message each way of every channel whose
+    # hops cross it (a rank's two sends, or two receives, share its ports; so do the
+    # channels' hops at the ports and network links they share), in the rounds they overlap
+    return [Round(1, tuple(Messages(src, dst, part, reduce, pieced=False, rounds=own)
+                           for (src, dst), own, _, reduce in ways), paced=True, held=held)]
 
 
 def _in_flight(collective: str, q: int, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -318,16 +312,6 @@ def _in_flight(collective: str, q: int, m: int) -> tuple[np.ndarray, np.ndarray]
                 np.column_stack([start, start + (v + 1) * m + late]))
     return (np.column_stack([0 * v, (v + 1) * m]),
             np.column_stack([0 * v, (q - 1 - v) * m]))
-
-
-def _with_partners(own: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """The rounds in which hop ``i`` of one direction is in flight with a hop of the
-    other that leaves its sender or enters its receiver (``other[i - 1]``,
-    ``other[i + 1]``): from the later start to the earlier end."""
-    none = np.array([[np.iinfo(np.int64).max, -1]])
-    before, after = np.vstack([none, other[:-1]]), np.vstack([other[1:], none])
-    return np.column_stack([np.maximum(own[:, 0], np.minimum(before[:, 0], after[:, 0])),
-                            np.minimum(own[:, 1], np.maximum(before[:, 1], after[:, 1]))])
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
