@@ -14,10 +14,12 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   ``sum_i min(b_i, b)`` bytes' time), and a message takes the longest any link of its
   route keeps it.  Its latency is its route's (the sum of its
   links', by link kind under a GPU model), less what the protocol's FIFO slots hide of it
-  (:func:`simulator.gpu.hidden_latency`, at the route's nominal bottleneck rate).
+  (:func:`simulator.gpu.hidden_latency`, at the route's nominal bottleneck rate); a
+  message over several runs of the buffer (a ReduceScatter's or AllGather's channel
+  holds its part of each block: runs of ``piece`` bytes) is a transfer per run side by
+  side, each hiding its latency behind its own bytes.
 * **Rounds.**  A round lasts as long as its slowest message plus the receiver's reduction
-  of it (``gamma`` a byte, at most ``piece`` bytes at once where a ReduceScatter's vector
-  lies in the buffer in pieces); a chain of ``S`` segments takes the sum over its hops
+  of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of ``S`` segments takes the sum over its hops
   plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's, a tree's
   over nodes) the sum over its rounds of the slowest message then in flight
   (:meth:`_Described._paced`), or, where every rank is sampled, as the simulator plays
@@ -689,15 +691,6 @@ class _Flow:
             ends += durations[run].reshape(shape)
             clock[ranks] = ends.max(axis=1)
         return clock.max(axis=0)
-        held = np.tile(sent[self.combos].any(axis=1), (2, 1))[self.taken]
-        waits = np.where(held, durations, -np.inf)  # from the partner's clock
-        for partners, lo, ranks in self.steps:
-            shape = (*partners.shape, sizes)
-            ends = clock[partners] + waits[lo:lo + partners.size].reshape(shape)
-            np.maximum(ends, clock[ranks][:, None] + durations[lo:lo + partners.size]
-                       .reshape(shape), out=ends)
-            clock[ranks] = ends.max(axis=1)
-        return clock.max(axis=0)
 
 
 _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
@@ -784,13 +777,15 @@ class _Described:
         carried = (shared[layout.pair] / bandwidth[:, :, None]).max(axis=1)
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
         sent = ~(skip_empty & (nbytes <= 0))
-        transfer = np.where(sent, hidden_latency(latency, nbytes, rate, slot, shares) + carried,
+        # a message over several runs of the buffer goes as a transfer per run, side by
+        # side: each hides its latency behind its own bytes and is reduced on its own
+        own = nbytes if piece is None else \
+            np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
+        transfer = np.where(sent, hidden_latency(latency, own, rate, slot, shares) + carried,
                             0.0)
         time = transfer
         if gamma and reduce.any():
-            reduced = nbytes if piece is None else \
-                np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
-            time = time + np.where(reduce & sent, gamma * reduced, 0.0)
+            time = time + np.where(reduce & sent, gamma * own, 0.0)
         slowest = np.maximum.reduceat(time, layout.class_rows, axis=0)
         summed = np.add.reduceat(layout.weight * time, layout.class_rows, axis=0)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
@@ -867,8 +862,8 @@ def _placed(algorithm: str, channels: int, topology: Any,
 
 
 def _piece(parts: int, counts: np.ndarray, channels: int, ds: int) -> np.ndarray:
-    """Bytes of the runs a ReduceScatter channel's vector lies in (blocks of ``parts``
-    cut into channels)."""
+    """Bytes of the runs a ReduceScatter's or AllGather's channel's vector lies in (blocks
+    of ``parts`` cut into channels)."""
     return _ceil_div(_ceil_div(counts, parts), channels) * ds
 
 
@@ -885,7 +880,7 @@ def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: 
         return total
     orders, added = _placed(algorithm, channels, topology, nranks)
     piece = _piece(nranks, counts, channels, ds) \
-        if collective == "reduce_scatter" and channels > 1 else None
+        if collective in ("reduce_scatter", "allgather") and channels > 1 else None
     return _flat_time(collective, algorithm, topology, terms, orders,
                       _ceil_div(counts, channels), ds, {**params, **dict(added)}, piece)
 

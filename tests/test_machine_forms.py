@@ -163,6 +163,20 @@ def test_chain_across_nodes_is_paced_by_the_network(collective: str) -> None:
                             **params) == pytest.approx(simulated, rel=within), params
 
 
+@pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
+def test_pieced_messages_hide_latency_run_by_run(collective: str) -> None:
+    """Two DGX nodes under Simple, 8 channels: a tree's message over a channel's runs of
+    the buffer (its part of each block) goes as a transfer per run, side by side, each
+    hiding its latency behind its own bytes (512 KiB, under the 1 MiB slot: none); priced
+    as one 4 MiB message it hid all of it (-12.7% ReduceScatter, -15.6% AllGather
+    before; exact measured)."""
+    machine = topology.dgx_h100(2)
+    params = {"segments": 1, "channels": 8}
+    simulated = _simulated(collective, "tree", machine, 1 << 26, params, "Simple")
+    assert machine_cost(collective, "tree", machine, 1 << 26, protocol="Simple",
+                        **params) == pytest.approx(simulated, rel=1e-9)
+
+
 def test_chain_allreduce_across_several_crossings_runs_ahead_as_the_ranks_do() -> None:
     """Four DGX nodes, one channel, under LL: behind each network crossing the chain's
     segments run ahead of the lock-step rounds (+64% as rounds); played rank by rank
