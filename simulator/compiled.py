@@ -13,8 +13,11 @@ Its one departure: a transfer whose route has no link and no latency (two ranks 
 on one device) arrives through an event at the same instant rather than inside the
 call that started it; times are the same.
 
-State lives in a few two-dimensional arrays, one row per link, rank, route hop or *flow
-slot* (the columns are named below), so that one thing's state shares a cache line.
+State lives in a few arrays of rows, one row per link, rank, route hop or *flow slot*:
+two-dimensional arrays (the columns are named below) or, where a row holds integers and
+floats, NumPy records, so that what one event reads of a link or a slot is one row, one
+or two cache lines, rather than a row of integers and another of floats (the sharing's
+own fields are in rows of their own).
 Pending events wait in a queue per instant, the instants in a heap and a hash table by
 time: a symmetric schedule has hundreds of events per instant, so most events cost a
 look-up, not a heap's dozen levels.  A message's own row (route, whether it reduces,
@@ -101,31 +104,40 @@ _SEND_POSTED, _RECV_POSTED = 1, 2
 # MF, float64 per message, only with an overhead or a trace (else no rows): when the send
 # may go (overhead), start, arrival
 _READY, _BEGIN, _ARRIVAL = range(3)
-# F, float64 per flow slot: bytes left, rate, when the rate was set, the rate being computed
-_LEFT, _RATE, _LAST, _NEW_RATE = range(4)
-# S, int64 per flow slot: message, route, rate version (never reset: a stale end of the
-# slot's earlier flows never matches), place in the dirty list (-1: not dirty), in the
-# component (stamp), rate fixed (stamp)
-_MESSAGE, _FLOW_ROUTE, _VERSION, _DIRTY_AT, _IN_COMPONENT, _FIXED = range(6)
+# F, a record per flow slot (what starting and ending a flow read and write, in one row):
+# message, route, rate version (never reset: a stale end of the slot's earlier flows never
+# matches), place in the dirty list (-1: not dirty), the message's bytes, bytes left,
+# rate, when the rate was set
+_SLOT = np.dtype([("message", np.int64), ("route", np.int64), ("version", np.int64),
+                  ("dirty_at", np.int64), ("bytes", np.int64), ("left", np.float64),
+                  ("rate", np.float64), ("last", np.float64)])
+# FS, a record per flow slot, read by the sharing only: in the component (stamp), rate
+# fixed (stamp), the rate being computed
+_SLOT_SHARING = np.dtype([("in_component", np.int64), ("fixed", np.int64),
+                          ("new_rate", np.float64)])
 # W, int64 per flow slot: scratch lists of the sharing (component, stack, fixing order)
 _COMPONENT, _STACK, _ORDER = range(3)
 # RT, float64 per route: latency, bottleneck bandwidth, shares (simulator.gpu.route_shares)
 _LATENCY, _CAP, _SHARES = range(3)
-# LF, float64 per link: summed caps of its flows, busy since, busy time, bandwidth,
-# capacity left while sharing
-_LOAD, _SINCE, _BUSY, _BANDWIDTH, _CAPACITY = range(5)
-# LI, int64 per link: flows on it, bytes, first and last flow node, seen (stamp),
-# binding (stamp), flows not yet fixed
-_NFLOWS, _LINK_BYTES, _HEAD, _TAIL, _SEEN, _BINDING, _UNFIXED = range(7)
+# L, a record per link (what starting and ending a flow read and write, in one row): flows
+# on it, first and last flow node, bytes, summed caps of its flows, busy since, busy time,
+# bandwidth
+_LINK = np.dtype([("nflows", np.int64), ("head", np.int64), ("tail", np.int64),
+                  ("bytes", np.int64), ("load", np.float64), ("since", np.float64),
+                  ("busy", np.float64), ("bandwidth", np.float64)])
+# LS, a record per link, read by the sharing only: seen (stamp), binding (stamp), flows
+# not yet fixed, capacity left
+_LINK_SHARING = np.dtype([("seen", np.int64), ("binding", np.int64), ("unfixed", np.int64),
+                          ("capacity", np.float64)])
 # LQ, int64 per link: scratch lists of the sharing (binding links, the heap's links)
 _BINDING_LINK, _HEAP_LINK = range(2)
 # N, int32 per hop node (a flow on one link of its route; the slot's nodes are
 # ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
-# R, int64 per rank: current step, operations pending, end of its steps
-_CURRENT, _PENDING, _STEP_END = range(3)
-# RF, float64 per rank: finish time, when its CPU is free of overheads
-_FINISH, _CPU_FREE = range(2)
+# R, a record per rank: current step, operations pending, end of its steps, finish time,
+# when its CPU is free of overheads
+_RANK = np.dtype([("current", np.int64), ("pending", np.int64), ("step_end", np.int64),
+                  ("finish", np.float64), ("cpu_free", np.float64)])
 
 
 @intrinsic
@@ -280,16 +292,15 @@ def _request_share(now, HT, HE, counters):
 
 
 @_njit(_nrt=False)
-def _mark_dirty(f, counters, S, D):
-    if S[f, _DIRTY_AT] < 0:
-        S[f, _DIRTY_AT] = counters[_DIRTY]
+def _mark_dirty(f, counters, F, D):
+    if F[f].dirty_at < 0:
+        F[f].dirty_at = counters[_DIRTY]
         D[counters[_DIRTY]] = f
         counters[_DIRTY] += 1
 
 
 @_njit(_nrt=False)
-def _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI,
-                    N):
+def _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L, N):
     """Start message ``t``: put it on its links, at its cap if none of them binds (in a
     flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
     route = M[t, _CODE] >> 1
@@ -303,74 +314,73 @@ def _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, ho
         return
     counters[_FREE] -= 1
     f = free_slots[counters[_FREE]]
-    S[f, _MESSAGE], S[f, _FLOW_ROUTE] = t, route
-    F[f, _LEFT] = float(nbytes)
-    F[f, _RATE] = 0.0
-    F[f, _LAST] = now
+    F[f].message, F[f].route, F[f].bytes = t, route, nbytes
+    F[f].left = float(nbytes)
+    F[f].rate = 0.0
+    F[f].last = now
     free = True
     counters[_ON_LINKS] += 1
     cap = RT[route, _CAP]
     for h in range(last - first):
         link = hops[len(RT) + 1 + first + h]
-        if LI[link, _NFLOWS] == 0:
-            LF[link, _SINCE] = now
-            LF[link, _LOAD] = cap
+        if L[link].nflows == 0:
+            L[link].since = now
+            L[link].load = cap
         else:
-            LF[link, _LOAD] += cap
-            if LF[link, _LOAD] > LF[link, _BANDWIDTH]:
+            L[link].load += cap
+            if L[link].load > L[link].bandwidth:
                 free = False
         node = f * counters[_HOPS_PER_SLOT] + h  # appended to the link's flows, in order
         N[node, _FLOW] = f
         N[node, _NEXT] = -1
-        tail = LI[link, _TAIL]
+        tail = L[link].tail
         N[node, _PREV] = tail
         if tail >= 0:
             N[tail, _NEXT] = node
         else:
-            LI[link, _HEAD] = node
-        LI[link, _TAIL] = node
-        LI[link, _NFLOWS] += 1
-        LI[link, _LINK_BYTES] += nbytes
+            L[link].head = node
+        L[link].tail = node
+        L[link].nflows += 1
+        L[link].bytes += nbytes
     if free:
-        F[f, _RATE] = cap
-        S[f, _VERSION] += 1
-        _push(HT, HE, counters, now + F[f, _LEFT] / cap, _FLOW_END, f, S[f, _VERSION])
+        F[f].rate = cap
+        F[f].version += 1
+        _push(HT, HE, counters, now + F[f].left / cap, _FLOW_END, f, F[f].version)
     else:
-        _mark_dirty(f, counters, S, D)
+        _mark_dirty(f, counters, F, D)
         _request_share(now, HT, HE, counters)
 
 
 @_njit(_nrt=False)
-def _spend(rank, now, overhead, RF):
+def _spend(rank, now, overhead, R):
     """Charge ``rank`` one message's overhead; return when its CPU is done."""
-    done = max(RF[rank, _CPU_FREE], now) + overhead
-    RF[rank, _CPU_FREE] = done
+    done = max(R[rank].cpu_free, now) + overhead
+    R[rank].cpu_free = done
     return done
 
 
 @_njit(_nrt=False)
-def _start_at(when, t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI, N):
+def _start_at(when, t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L, N):
     delay = when - now
     if delay > 0:
         _push(HT, HE, counters, now + delay, _START, t, 0)
     else:
-        _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF, LI,
-                        N)
+        _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L, N)
 
 
 @_njit(_nrt=False)
-def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT, hops,
-          LF, LI, N, R, RF):
+def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT, hops,
+          L, N, R):
     """Post ``rank``'s current step; move past steps that have nothing to wait for.
 
     ``ends``: the ends' offsets per step, then each end's message (``2 * message`` for
     the send, ``2 * message + 1`` for the receive), after ``steps + 1`` offsets.
     """
-    nsteps = R[len(R) - 1, _STEP_END]
+    nsteps = R[len(R) - 1].step_end
     while True:
-        index = R[rank, _CURRENT]
-        if index == R[rank, _STEP_END]:
-            RF[rank, _FINISH] = now
+        index = R[rank].current
+        if index == R[rank].step_end:
+            R[rank].finish = now
             return
         count = 0
         for e in range(ends[index], ends[index + 1]):
@@ -378,51 +388,51 @@ def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_s
             t = code >> 1
             count += 1
             if code & 1 == 0:  # the send
-                ready = _spend(rank, now, overhead, RF) if overhead else 0.0
+                ready = _spend(rank, now, overhead, R) if overhead else 0.0
                 if not P[t] & _RECV_POSTED:
                     P[t] = _SEND_POSTED
                     if overhead:
                         MF[t, _READY] = ready
                 elif overhead:
-                    _start_at(ready, t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT,
-                              hops, LF, LI, N)
+                    _start_at(ready, t, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
+                              hops, L, N)
                 else:
-                    _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT,
-                                    hops, LF, LI, N)
+                    _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
+                                    hops, L, N)
             elif not P[t] & _SEND_POSTED:
                 P[t] = _RECV_POSTED
             elif overhead:
-                _start_at(MF[t, _READY], t, now, HT, HE, counters, M, MF, F, S, D, free_slots,
-                          RT, hops, LF, LI, N)
+                _start_at(MF[t, _READY], t, now, HT, HE, counters, M, MF, F, D, free_slots,
+                          RT, hops, L, N)
             else:
-                _start_transfer(t, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops,
-                                LF, LI, N)
+                _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
+                                L, N)
         if count:
-            R[rank, _PENDING] = count
+            R[rank].pending = count
             return
-        R[rank, _CURRENT] = index + 1
+        R[rank].current = index + 1
 
 
 @_njit(_nrt=False)
-def _op_done(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
-             hops, LF, LI, N, R, RF):
+def _op_done(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+             hops, L, N, R):
     """One operation of ``rank``'s current step is done; advance when all are."""
-    R[rank, _PENDING] -= 1
-    if R[rank, _PENDING] == 0:
-        R[rank, _CURRENT] += 1
-        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
-              hops, LF, LI, N, R, RF)
+    R[rank].pending -= 1
+    if R[rank].pending == 0:
+        R[rank].current += 1
+        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+              hops, L, N, R)
 
 
 @_njit(_nrt=False)
-def _set_rate(f, rate, now, HT, HE, counters, F, S):
-    if F[f, _RATE]:
-        F[f, _LEFT] = max(F[f, _LEFT] - F[f, _RATE] * (now - F[f, _LAST]), 0.0)
-    F[f, _LAST] = now
-    F[f, _RATE] = rate
-    S[f, _VERSION] += 1
+def _set_rate(f, rate, now, HT, HE, counters, F):
+    if F[f].rate:
+        F[f].left = max(F[f].left - F[f].rate * (now - F[f].last), 0.0)
+    F[f].last = now
+    F[f].rate = rate
+    F[f].version += 1
     if rate > 0:  # a zero share (rounding) waits for the next recomputation
-        _push(HT, HE, counters, now + F[f, _LEFT] / rate, _FLOW_END, f, S[f, _VERSION])
+        _push(HT, HE, counters, now + F[f].left / rate, _FLOW_END, f, F[f].version)
 
 
 @_njit(_nrt=False)
@@ -481,7 +491,7 @@ def _pop_link(LK, LQ, n):
 
 
 @_njit()
-def _by_cap(component, S, RT):
+def _by_cap(component, F, RT):
     """The flow slots of ``component`` by their route's bottleneck bandwidth (stable).
 
     A merge sort of its own, bottom up: numba's ``np.argsort(kind="mergesort")`` took
@@ -490,7 +500,7 @@ def _by_cap(component, S, RT):
     order, caps = np.empty(n, dtype=np.int64), np.empty(n)
     for i in range(n):
         order[i] = component[i]
-        caps[i] = RT[S[component[i], _FLOW_ROUTE], _CAP]
+        caps[i] = RT[F[component[i]].route, _CAP]
     merged, merged_caps = np.empty(n, dtype=np.int64), np.empty(n)
     width = 1
     while width < n:
@@ -511,7 +521,7 @@ def _by_cap(component, S, RT):
 
 
 @_njit()
-def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
+def _share(nseeds, now, HT, HE, counters, F, FS, W, RT, hops, L, LS, N, LK, LQ):
     """Max-min fair rates of the flows joined to the seeds (``W[:nseeds, _STACK]``)
     through binding links: progressive filling, as :meth:`simulator.engine._Engine.share`,
     with the links' fair shares in an array heap (``LK`` keys, ``LQ[:, _HEAP_LINK]``)."""
@@ -520,25 +530,25 @@ def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
     stamp = counters[_STAMP]
     for i in range(nseeds):
         s = W[i, _STACK]
-        S[s, _IN_COMPONENT] = stamp
+        FS[s].in_component = stamp
         W[i, _COMPONENT] = s
     ncomp = depth = nseeds
     nbinding = 0
     while depth:
         depth -= 1
-        r = S[W[depth, _STACK], _FLOW_ROUTE]
+        r = F[W[depth, _STACK]].route
         for i in range(hops[r], hops[r + 1]):
             link = hops[nroutes + 1 + i]
-            if LI[link, _SEEN] != stamp:
-                LI[link, _SEEN] = stamp
-                if LI[link, _NFLOWS] > 1 and LF[link, _LOAD] > LF[link, _BANDWIDTH]:
+            if LS[link].seen != stamp:
+                LS[link].seen = stamp
+                if L[link].nflows > 1 and L[link].load > L[link].bandwidth:
                     LQ[nbinding, _BINDING_LINK] = link
                     nbinding += 1
-                    node = LI[link, _HEAD]
+                    node = L[link].head
                     while node >= 0:
                         other = N[node, _FLOW]
-                        if S[other, _IN_COMPONENT] != stamp:
-                            S[other, _IN_COMPONENT] = stamp
+                        if FS[other].in_component != stamp:
+                            FS[other].in_component = stamp
                             W[ncomp, _COMPONENT] = other
                             ncomp += 1
                             W[depth, _STACK] = other
@@ -546,28 +556,28 @@ def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
                         node = N[node, _NEXT]
     for i in range(nbinding):
         link = LQ[i, _BINDING_LINK]
-        LI[link, _BINDING] = stamp
-        LF[link, _CAPACITY] = LF[link, _BANDWIDTH]
-        LI[link, _UNFIXED] = LI[link, _NFLOWS]
-        LK[i] = LF[link, _CAPACITY] / LI[link, _UNFIXED]
+        LS[link].binding = stamp
+        LS[link].capacity = L[link].bandwidth
+        LS[link].unfixed = L[link].nflows
+        LK[i] = LS[link].capacity / LS[link].unfixed
         LQ[i, _HEAP_LINK] = link
     heap = nbinding
     for i in range(heap // 2 - 1, -1, -1):
         _sift_down(LK, LQ, i, heap)
     least_cap = np.inf
     for i in range(ncomp):
-        least_cap = min(least_cap, RT[S[W[i, _COMPONENT], _FLOW_ROUTE], _CAP])
+        least_cap = min(least_cap, RT[F[W[i, _COMPONENT]].route, _CAP])
     by_cap = np.empty(0, dtype=np.int64)  # sorted when first read: most sharings never are
     nfixed = 0
     next_cap = 0
     while True:
         while heap:
             fair, bottleneck = LK[0], LQ[0, _HEAP_LINK]
-            left = LI[bottleneck, _UNFIXED]
+            left = LS[bottleneck].unfixed
             if not left:
                 heap = _pop_link(LK, LQ, heap)
-            elif LF[bottleneck, _CAPACITY] / left != fair:
-                LK[0] = LF[bottleneck, _CAPACITY] / left
+            elif LS[bottleneck].capacity / left != fair:
+                LK[0] = LS[bottleneck].capacity / left
                 _sift_down(LK, LQ, 0, heap)
             else:
                 break
@@ -577,22 +587,22 @@ def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
             if not heap and nfixed == ncomp:  # every flow fixed
                 break
             if len(by_cap) < ncomp:
-                by_cap = _by_cap(W[:ncomp, _COMPONENT], S, RT)
-            while next_cap < ncomp and S[by_cap[next_cap], _FIXED] == stamp:
+                by_cap = _by_cap(W[:ncomp, _COMPONENT], F, RT)
+            while next_cap < ncomp and FS[by_cap[next_cap]].fixed == stamp:
                 next_cap += 1
         first = nfixed
         if by_caps and next_cap < ncomp and (
-                not heap or RT[S[by_cap[next_cap], _FLOW_ROUTE], _CAP] < LK[0]):
-            fair = RT[S[by_cap[next_cap], _FLOW_ROUTE], _CAP]
+                not heap or RT[F[by_cap[next_cap]].route, _CAP] < LK[0]):
+            fair = RT[F[by_cap[next_cap]].route, _CAP]
             W[nfixed, _ORDER] = by_cap[next_cap]
             nfixed += 1
         elif heap:
             fair, bottleneck = LK[0], LQ[0, _HEAP_LINK]
             heap = _pop_link(LK, LQ, heap)
-            node = LI[bottleneck, _HEAD]
+            node = L[bottleneck].head
             while node >= 0:
                 f = N[node, _FLOW]
-                if S[f, _FIXED] != stamp:
+                if FS[f].fixed != stamp:
                     W[nfixed, _ORDER] = f
                     nfixed += 1
                 node = N[node, _NEXT]
@@ -600,32 +610,32 @@ def _share(nseeds, now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ):
             break
         for j in range(first, nfixed):
             f = W[j, _ORDER]
-            S[f, _FIXED] = stamp
-            F[f, _NEW_RATE] = fair
-            r = S[f, _FLOW_ROUTE]
+            FS[f].fixed = stamp
+            FS[f].new_rate = fair
+            r = F[f].route
             for i in range(hops[r], hops[r + 1]):
                 link = hops[nroutes + 1 + i]
-                if LI[link, _BINDING] == stamp:
-                    LF[link, _CAPACITY] = max(LF[link, _CAPACITY] - fair, 0.0)
-                    LI[link, _UNFIXED] -= 1
+                if LS[link].binding == stamp:
+                    LS[link].capacity = max(LS[link].capacity - fair, 0.0)
+                    LS[link].unfixed -= 1
     for j in range(nfixed):
         f = W[j, _ORDER]
-        if F[f, _NEW_RATE] != F[f, _RATE]:
-            _set_rate(f, F[f, _NEW_RATE], now, HT, HE, counters, F, S)
+        if FS[f].new_rate != F[f].rate:
+            _set_rate(f, FS[f].new_rate, now, HT, HE, counters, F)
 
 
 @_njit(_nrt=False)
-def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slots, RT, hops,
-              LF, LI, N):
+def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT, hops,
+              L, N):
     """The last byte of the flow in slot ``f`` left, unless its rate changed since this end
     was scheduled; the slot is free again.  The message arrives after the route's latency
     less what FIFO slots of ``fifo_slot`` bytes hide, the route's shares of a slot
     (:func:`simulator.gpu.hidden_latency`, the same operations; ``fifo_slot`` inf: none)."""
-    if version != S[f, _VERSION]:
+    if version != F[f].version:
         return
     counters[_ON_LINKS] -= 1
     shared = False
-    route, t = S[f, _FLOW_ROUTE], S[f, _MESSAGE]
+    route, t = F[f].route, F[f].message
     cap = RT[route, _CAP]
     first = hops[route]
     for h in range(hops[route + 1] - first):
@@ -635,52 +645,50 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slo
         if before >= 0:
             N[before, _NEXT] = after
         else:
-            LI[link, _HEAD] = after
+            L[link].head = after
         if after >= 0:
             N[after, _PREV] = before
         else:
-            LI[link, _TAIL] = before
-        LI[link, _NFLOWS] -= 1
-        if LI[link, _NFLOWS] == 0:
-            LF[link, _BUSY] += now - LF[link, _SINCE]
-            LF[link, _LOAD] = 0.0
+            L[link].tail = before
+        L[link].nflows -= 1
+        if L[link].nflows == 0:
+            L[link].busy += now - L[link].since
+            L[link].load = 0.0
         else:
-            if LF[link, _LOAD] > LF[link, _BANDWIDTH]:  # the flows left may speed up
-                other = LI[link, _HEAD]
+            if L[link].load > L[link].bandwidth:  # the flows left may speed up
+                other = L[link].head
                 while other >= 0:
-                    _mark_dirty(np.int64(N[other, _FLOW]), counters, S, D)  # one type
+                    _mark_dirty(np.int64(N[other, _FLOW]), counters, F, D)  # one type
                     other = N[other, _NEXT]
                 shared = True
-            LF[link, _LOAD] -= cap
-    if S[f, _DIRTY_AT] >= 0:  # no longer a seed of the sharing
-        D[S[f, _DIRTY_AT]] = -1
-        S[f, _DIRTY_AT] = -1
+            L[link].load -= cap
+    if F[f].dirty_at >= 0:  # no longer a seed of the sharing
+        D[F[f].dirty_at] = -1
+        F[f].dirty_at = -1
     free_slots[counters[_FREE]] = f
     counters[_FREE] += 1
     if shared:
         _request_share(now, HT, HE, counters)
-    nbytes = M[t, _BYTES]
+    nbytes = F[f].bytes
     unit = nbytes if fifo_slot == np.inf else min(nbytes, fifo_slot) / RT[route, _SHARES]
     latency = max(0.0, RT[route, _LATENCY] - max(0.0, nbytes - unit) / cap)
     _push(HT, HE, counters, now + latency, _ARRIVE, t, 0)
 
 
 @_njit()
-def _slots(n, hops_per_slot, F, S, N, free_slots, nfree):
+def _slots(n, hops_per_slot, F, FS, N, free_slots, nfree):
     """The flow slots' arrays grown to ``n`` slots (new slots free, taken first); a first
     call is given empty arrays.  Return them and the new count of free slots."""
     old = len(F)
-    grown_F = np.empty((n, 4))
-    grown_S = np.zeros((n, 6), dtype=np.int64)
+    grown_F = np.zeros(n, dtype=_SLOT)
+    grown_FS = np.zeros(n, dtype=_SLOT_SHARING)
     grown_N = np.empty((n * hops_per_slot, 3), dtype=np.int32)
     grown_free = np.empty(n, dtype=np.int64)
     for slot in range(old):  # loops: numba compiles a slice assignment's shape error (seconds)
-        for column in range(4):
-            grown_F[slot, column] = F[slot, column]
-        for column in range(6):
-            grown_S[slot, column] = S[slot, column]
+        grown_F[slot] = F[slot]
+        grown_FS[slot] = FS[slot]
     for slot in range(old, n):
-        grown_S[slot, _DIRTY_AT] = -1
+        grown_F[slot].dirty_at = -1
     for node in range(len(N)):
         for column in range(3):
             grown_N[node, column] = N[node, column]
@@ -688,12 +696,12 @@ def _slots(n, hops_per_slot, F, S, N, free_slots, nfree):
         grown_free[i] = free_slots[i]
     for i in range(n - old):
         grown_free[nfree + i] = n - 1 - i
-    return grown_F, grown_S, grown_N, grown_free, nfree + n - old
+    return grown_F, grown_FS, grown_N, grown_free, nfree + n - old
 
 
 @_njit(_nrt=False)
-def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, HT, HE,
-         counters, F, S, W, D, N, free_slots, trace_order, most_ends):
+def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE, counters, F,
+         W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room
     in the arrays (:data:`_ROOM`: :func:`_simulate` grows them), or until the sharing is
     due (:data:`_SHARE_DUE`: its ``counters[_SEEDS]`` seeds in ``W[:, _STACK]``); return
@@ -707,8 +715,8 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF
             return _ROOM, 0.0
         now, kind, a, b = _pop(HT, HE, counters)
         if kind == _FLOW_END:
-            _flow_end(a, b, now, fifo_slot, HT, HE, counters, M, F, S, D, free_slots, RT, hops,
-                      LF, LI, N)
+            _flow_end(a, b, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT, hops,
+                      L, N)
         elif kind == _ARRIVE:
             if len(MF):
                 MF[a, _ARRIVAL] = now
@@ -716,39 +724,39 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF
                 trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
             route = M[a, _CODE] >> 1
-            _op_done(RK[route, _SRC], now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
-                     free_slots, RT, hops, LF, LI, N, R, RF)
+            _op_done(RK[route, _SRC], now, overhead, HT, HE, counters, ends, M, MF, P, F, D,
+                     free_slots, RT, hops, L, N, R)
             if overhead:
-                delay = _spend(RK[route, _DST], now, overhead, RF) - now
+                delay = _spend(RK[route, _DST], now, overhead, R) - now
                 _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, 0)
                 continue
             cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
             if not cost:
-                _op_done(RK[route, _DST], now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
-                         free_slots, RT, hops, LF, LI, N, R, RF)
+                _op_done(RK[route, _DST], now, overhead, HT, HE, counters, ends, M, MF, P, F, D,
+                         free_slots, RT, hops, L, N, R)
             else:
                 _push(HT, HE, counters, now + cost, _OP_DONE, RK[route, _DST], 0)
         elif kind == _OP_DONE:
-            _op_done(a, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
-                     hops, LF, LI, N, R, RF)
+            _op_done(a, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+                     hops, L, N, R)
         elif kind == _START:
-            _start_transfer(a, now, HT, HE, counters, M, MF, F, S, D, free_slots, RT, hops, LF,
-                            LI, N)
+            _start_transfer(a, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L,
+                            N)
         elif kind == _RECEIVE_DONE:
             cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
             dst = RK[M[a, _CODE] >> 1, _DST]
             if cost:
                 _push(HT, HE, counters, now + cost, _OP_DONE, dst, 0)
             else:
-                _op_done(dst, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D,
-                         free_slots, RT, hops, LF, LI, N, R, RF)
+                _op_done(dst, now, overhead, HT, HE, counters, ends, M, MF, P, F, D,
+                         free_slots, RT, hops, L, N, R)
         else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
             nseeds = 0
             for i in range(counters[_DIRTY]):
                 f = D[i]
                 if f >= 0:
-                    S[f, _DIRTY_AT] = -1
+                    F[f].dirty_at = -1
                     W[nseeds, _STACK] = f
                     nseeds += 1
             counters[_DIRTY] = 0
@@ -759,13 +767,13 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF
 
 
 @_njit()
-def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF, LK, LQ,
+def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, LS, R, LK, LQ,
               trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
     counters = np.zeros(14, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
-    nsteps = R[len(R) - 1, _STEP_END]
+    nsteps = R[len(R) - 1].step_end
     most_ends = 0  # a loop: numba compiles np.diff and np.max for a second
     for step in range(nsteps):
         most_ends = max(most_ends, ends[step + 1] - ends[step])
@@ -773,29 +781,29 @@ def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, 
                      np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists
     # have room for every slot's flow and what one event adds
-    F, S, N, free_slots, counters[_FREE] = _slots(
-        1024 + len(R) * most_ends, hops_per_slot, np.empty((0, 4)),
-        np.empty((0, 6), dtype=np.int64), np.empty((0, 3), dtype=np.int32),
+    F, FS, N, free_slots, counters[_FREE] = _slots(
+        1024 + len(R) * most_ends, hops_per_slot, np.empty(0, dtype=_SLOT),
+        np.empty(0, dtype=_SLOT_SHARING), np.empty((0, 3), dtype=np.int32),
         np.empty(0, dtype=np.int64), 0)
     W = np.empty((len(F), 3), dtype=np.int64)
     D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
     now = 0.0
     for rank in range(len(R)):
-        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, S, D, free_slots, RT,
-              hops, LF, LI, N, R, RF)
+        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+              hops, L, N, R)
     while True:
-        done, now = _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, LF, LI, R, RF,
-                         HT, HE, counters, F, S, W, D, N, free_slots, trace_order, most_ends)
+        done, now = _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
+                         counters, F, W, D, N, free_slots, trace_order, most_ends)
         if done == _DONE:
             return counters
         if done == _SHARE_DUE:
-            _share(counters[_SEEDS], now, HT, HE, counters, F, S, W, RT, hops, LF, LI, N, LK, LQ)
+            _share(counters[_SEEDS], now, HT, HE, counters, F, FS, W, RT, hops, L, LS, N, LK, LQ)
             continue
         while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
             HT, HE = _agenda(2 * len(HT), HT, HE, counters)
         if counters[_FREE] < 2 * most_ends + 2:
-            F, S, N, free_slots, counters[_FREE] = _slots(
-                2 * len(F), hops_per_slot, F, S, N, free_slots, counters[_FREE])
+            F, FS, N, free_slots, counters[_FREE] = _slots(
+                2 * len(F), hops_per_slot, F, FS, N, free_slots, counters[_FREE])
             W = np.empty((len(F), 3), dtype=np.int64)
         if counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
             D = np.concatenate((D, np.empty(len(D) + 2 * len(F), dtype=np.int64)))
@@ -833,22 +841,21 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     P = np.zeros(messages, dtype=np.int8)
     RT = np.stack((flat.route_latency, flat.route_cap, flat.route_shares), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
-    LF = np.zeros((len(flat.bandwidth), 5))
-    LF[:, _BANDWIDTH] = flat.bandwidth
-    LI = np.zeros((len(flat.bandwidth), 7), dtype=np.int64)
-    LI[:, _HEAD] = LI[:, _TAIL] = -1
-    R = np.zeros((len(flat.step_ptr) - 1, 3), dtype=np.int64)
-    R[:, _CURRENT], R[:, _STEP_END] = flat.step_ptr[:-1], flat.step_ptr[1:]
-    RF = np.zeros((len(R), 2))
+    L = np.zeros(len(flat.bandwidth), dtype=_LINK)
+    L["bandwidth"] = flat.bandwidth
+    L["head"] = L["tail"] = -1
+    LS = np.zeros(len(flat.bandwidth), dtype=_LINK_SHARING)
+    R = np.zeros(len(flat.step_ptr) - 1, dtype=_RANK)
+    R["current"], R["step_end"] = flat.step_ptr[:-1], flat.step_ptr[1:]
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 2), dtype=np.int64)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
     counters = _simulate(float(gamma), float(overhead), float(slot), flat.ends, flat.message,
-                         flat.route_ranks, MF, P, RT, hops, LF, LI, R, RF, LK, LQ, order,
+                         flat.route_ranks, MF, P, RT, hops, L, LS, R, LK, LQ, order,
                          hops_per_slot)
-    if not np.array_equal(R[:, _CURRENT], R[:, _STEP_END]):
+    if not np.array_equal(R["current"], R["step_end"]):
         return None
     transfers = (order[:counters[_ARRIVED]], MF[:, _BEGIN], MF[:, _ARRIVAL]) if trace else None
-    return (int(counters[_TRANSFERS]), RF[:, _FINISH], LI[:, _LINK_BYTES], LF[:, _BUSY],
+    return (int(counters[_TRANSFERS]), R["finish"], L["bytes"], L["busy"],
             transfers)
