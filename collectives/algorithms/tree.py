@@ -689,8 +689,9 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     ``k`` (:func:`_streams`), up with the part of the segment that the child's subtree
     holds, down with the rest, and nothing where that is empty (the ranks' steps skip
     it), so each stream is in flight in the runs of :func:`_gathered_runs`; a class per
-    share of the tree's half that a message carries at most (up: the subtree's, down:
-    the rest; at most a ``segment``).  Apart, in a round of their own, the segments at
+    part of a segment that a message carries (up: what the subtree's part of the half
+    meets of it, down: the rest; the edge segments of a part in part, the others
+    whole).  Apart, in a round of their own, the segments at
     the edges of a subtree's part, which carry elements only where the vector's blocks,
     halves and segments are not all multiples of ``1 / (2 q S)`` of it (rounding)."""
     start, senders, receivers, _ = _streams("allgather", q, ranks_per_node)
@@ -704,7 +705,7 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     order = np.argsort(share, kind="stable")
     keys, at = np.unique(share[order], return_index=True)
     rounds = [Round(1, tuple(messages(stream[runs], first[runs], end[runs],
-                                      _share_of(segment, q, k))
+                                      _share_of(segment, q * segments, k))
                              for k, runs in zip(keys.tolist(), np.split(order, at[1:]))),
                     paced=True)]
     if len(spilled):
@@ -713,12 +714,12 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     return rounds
 
 
-def _share_of(segment: Callable[[np.ndarray], np.ndarray], q: int,
-              doubled: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Elements of a message that carries at most ``doubled`` halves of blocks of the
-    vector's ``q``, and at most a ``segment``."""
+def _share_of(segment: Callable[[np.ndarray], np.ndarray], parts: int,
+              share: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Elements of a message that carries at most ``share`` of the vector's ``2 parts``
+    (rounded up), and at most a ``segment``."""
     def elements(count: np.ndarray) -> np.ndarray:
-        return np.minimum(segment(count), -(-count * doubled // (2 * q)))
+        return np.minimum(segment(count), -(-count * share // (2 * parts)))
     return elements
 
 
@@ -736,16 +737,16 @@ def _spill_of(segment: Callable[[np.ndarray], np.ndarray], q: int,
 
 def _gathered_runs(q: int, segments: int, ranks_per_node: int | None
                    ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, np.ndarray]]:
-    """The runs of segments in which AllGather's streams carry something: per run its
-    first and end segment, its stream (of :func:`_streams`) and the share of the half
-    its messages carry at most (doubled ranks); and the segments at the edges of a
-    subtree's part, with their streams.  A stream up carries the segments that the hull
-    of its subtree's part of the half meets, and at the edge the one on either side (the
-    half's first or last where the hull is empty: a block it holds may cross into the
-    half); down, all but those it holds whole (one run before them, one after), and at
-    the edge the first and the last of those."""
+    """The runs of segments in which AllGather's streams carry the same part of each
+    segment: per run its first and end segment, its stream (of :func:`_streams`) and
+    what its messages carry, in ``1 / (2 q segments)`` of the vector; and the segments
+    at the edges of a subtree's part, with their streams.  A stream up carries what of
+    each segment the subtree's part of the half (a hull, in doubled ranks) meets: its
+    first and last segment in part, those between whole; down, the rest (all but the
+    segments it holds whole, the edge ones in part).  At the edge, the segment on either
+    side of the part (the half's first or last where it is empty: a block it holds may
+    cross into the half), and down the first and last held whole."""
     first, end = _subtree_spans(q, ranks_per_node)
-    inside = tree_edges(q, ranks_per_node)[5]
     edges, s = len(first), segments
     up_from, up_to = first * s // q, -(-end * s // q)
     whole_from, whole_to = -(-first * s // q), end * s // q  # segments held whole
@@ -753,18 +754,41 @@ def _gathered_runs(q: int, segments: int, ranks_per_node: int | None
     empty = np.flatnonzero(end <= first)
     gap = held[whole_to[held] > whole_from[held]]
     last = gap[whole_to[gap] - 1 > whole_from[gap]]
-    whole = np.zeros(edges, dtype=bool)
-    whole[gap] = True
-    lo = np.concatenate([up_from[held], np.zeros(edges, dtype=np.int64), whole_to[gap]])
-    hi = np.concatenate([up_to[held], np.where(whole, whole_from, s), np.full(len(gap), s)])
-    stream = np.concatenate([held, edges + np.arange(edges), edges + gap])
-    share = np.concatenate([inside[held], q - inside, q - inside[gap]])
-    kept = hi > lo
+    runs = [*_up_runs(first[held] * s, end[held] * s, up_from[held], up_to[held], q, held),
+            *_down_runs(first * s, end * s, up_from, up_to, q, s, edges + np.arange(edges))]
+    lo, hi, stream, share = (np.concatenate(column) for column in zip(*runs))
+    hi = np.minimum(hi, s)  # an empty part at the half's end: its segment is past the last
+    kept = (hi > lo) & (share > 0)
     edge = np.concatenate([up_from[held] - 1, up_to[held], np.where(first[empty] > 0, s - 1, 0),
                            whole_from[gap], whole_to[last] - 1])
     spilled = np.concatenate([held, held, empty, edges + gap, edges + last])
     inner = (edge >= 0) & (edge < s)
     return (lo[kept], hi[kept], stream[kept], share[kept]), (edge[inner], spilled[inner])
+
+
+def _up_runs(first: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: int,
+             stream: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """Runs up of a part ``first .. end`` (in ``1 / (2 q S)`` of the vector; a segment
+    is ``q`` of them) over its segments ``lo .. hi``: the first segment's share, those
+    between whole, the last's (one segment: the part)."""
+    head = np.minimum(end, (lo + 1) * q) - first
+    tail = np.where(hi - lo > 1, end - (hi - 1) * q, 0)
+    return [(lo, lo + 1, stream, head), (lo + 1, hi - 1, stream, np.full(len(lo), q)),
+            (hi - 1, hi, stream, tail)]
+
+
+def _down_runs(first: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: int,
+               s: int, stream: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """Runs down of the rest of the half, beside a part ``first .. end`` over segments
+    ``lo .. hi`` (as :func:`_up_runs`): whole segments before and after the part's, the
+    rest of its first and of its last."""
+    inside = np.where(end > first, 1, 0)
+    head = q - (np.minimum(end, (lo + 1) * q) - first) * inside
+    tail = np.where(hi - lo > 1, q - (end - (hi - 1) * q), 0)
+    whole = np.full(len(lo), q)
+    return [(np.zeros_like(lo), lo, stream, whole), (lo, lo + 1, stream, head),
+            (hi - 1, hi, stream, tail), (np.maximum(hi, lo + 1), np.full(len(lo), s), stream,
+                                         whole)]
 
 
 @lru_cache(maxsize=64)
