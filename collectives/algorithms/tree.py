@@ -842,11 +842,11 @@ def _streams(collective: str, q: int,
              ranks_per_node: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every stream of the trees (up then down, per edge): the round it starts in (of
     segment 0), its sender, its receiver and its class (:func:`traffic`)."""
-    child, parent, depth, reduce, gather, inside = tree_edges(q, ranks_per_node)
+    child, parent, depth, reduce, gather, _ = tree_edges(q, ranks_per_node)
     gathers = collective == "allgather"
     start = np.concatenate([gather if gathers else reduce, depth - 1])
     src, dst = np.concatenate([child, parent]), np.concatenate([parent, child])
-    kind = np.concatenate([0 * inside, 0 * inside - 1])  # classes: 0 up, -1 down
+    kind = np.repeat(np.array([0, -1], dtype=np.int64), len(child))  # classes: 0 up, -1 down
     return start, src, dst, kind
 
 
