@@ -176,7 +176,7 @@ class _Rows:
     rounds, none for other rounds); the profiles as ``(profile, class, count)``
     (``triples``: the empty profile's ``(last, 0, 0)``); where every rank is sampled,
     every paced piece of a message apart (``hops``: ``(row, first, end, sender,
-    receiver)``, :func:`_hops`; None otherwise)."""
+    receiver, links...)``, :func:`_hops`; None otherwise)."""
 
     __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced",
                  "triples", "hops")
@@ -324,13 +324,20 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
     column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     codes[message, column] = link_class[links] * top \
         + profile - (np.cumsum(many) - many)[profiles[profile, 0]]
-    codes.sort(axis=1)  # a route's figures do not depend on the order of its links
+    # a route's figures do not depend on the order of its links; its hops keep which
+    # link each sorted code is of
+    placed = None
+    if ends is None:
+        codes.sort(axis=1)
+    else:
+        codes, placed = _by_code(codes, message, column, links)
     rows, row, merged = _unique_rows(np.column_stack([block, local, codes]))
     live = rounds[:, 1] > rounds[:, 0]
     runs = _runs(row[live], rounds[live])
     bounds = np.searchsorted(rows[:, 0], np.arange(nblocks + 1))
     last = np.searchsorted(runs[:, 0], bounds)
-    hops = None if ends is None else _hops(row[live], rounds[live], ends[live])
+    hops = None if ends is None or placed is None else \
+        _hops(row[live], rounds[live], ends[live], placed[live])
     at = None if hops is None else np.searchsorted(hops[:, 0], bounds)
     return [_Rows(rows[lo:hi, 1], merged[lo:hi],
                   sizes[first_class[b]:first_class[b + 1]],
@@ -338,15 +345,35 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
                   profiles[profiles[:, 0] == b, 1:],
                   runs[last[b]:last[b + 1]] - np.array([lo, 0, 0]),
                   None if hops is None or at is None
-                  else hops[at[b]:at[b + 1]] - np.array([lo, 0, 0, 0, 0]))
+                  else _from_row(hops[at[b]:at[b + 1], :5 + width[b]], lo))
             for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
-def _hops(row: np.ndarray, rounds: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Every paced piece as ``(row, first, end, sender, receiver)`` (its row, the rounds
-    ``[first, end)`` it is in flight in, its end ranks), by row."""
-    hops = np.column_stack([row, rounds, ends]).astype(np.int64).reshape(-1, 5)
+def _by_code(codes: np.ndarray, message: np.ndarray, column: np.ndarray,
+             links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every route's ``codes`` sorted, and the link each is of (of ``links``, each
+    entry's at ``(message, column)``; -1 at the pad)."""
+    placed = np.full(codes.shape, -1, dtype=np.int64)
+    placed[message, column] = links
+    order = np.argsort(codes, axis=1, kind="stable")
+    return np.take_along_axis(codes, order, axis=1), np.take_along_axis(placed, order, axis=1)
+
+
+def _hops(row: np.ndarray, rounds: np.ndarray, ends: np.ndarray,
+          links: np.ndarray) -> np.ndarray:
+    """Every paced piece as ``(row, first, end, sender, receiver, links...)`` (its row,
+    the rounds ``[first, end)`` it is in flight in, its end ranks, the links of its route
+    in its row's order, -1 at the pad), by row."""
+    hops = np.column_stack([row, rounds, ends, links]).astype(np.int64) \
+        .reshape(-1, 5 + links.shape[1])
     return hops[np.argsort(hops[:, 0], kind="stable")]
+
+
+def _from_row(hops: np.ndarray, row: int) -> np.ndarray:
+    """``hops`` with their rows numbered from ``row``."""
+    hops = hops.copy()
+    hops[:, 0] -= row
+    return hops
 
 
 def _stretch(paced: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -541,7 +568,7 @@ class _Layout:
         self.hops = self._hops(blocks, starts)
         held = any(r.paced and r.held for r in rounds)
         self.flow = None if self.hops is None or not len(self.hops) or held else \
-            _Flow(self.hops)
+            _Flow(self.hops, self.class_block[self.row_class[self.hops[:, 0]]])
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
         nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
         first_profile = np.cumsum(nprofiles) - nprofiles
@@ -558,11 +585,15 @@ class _Layout:
         blocks (from ``starts``); None unless every block has them."""
         if any(rows.hops is None for rows in blocks):
             return None
-        hops = [rows.hops for rows in blocks if rows.hops is not None]
-        zero = 0 * starts
-        return _joined(hops, np.array([len(h) for h in hops], dtype=np.int64),
-                       np.column_stack([starts, zero, zero, zero, zero]),
-                       np.zeros((0, 5), dtype=np.int64))
+        width = max([rows.hops.shape[1] for rows in blocks if rows.hops is not None],
+                    default=5)
+        hops = [np.pad(rows.hops, ((0, 0), (0, width - rows.hops.shape[1])),
+                       constant_values=-1)  # links padded as the rows' are
+                for rows in blocks if rows.hops is not None]
+        offsets = np.zeros((len(starts), width), dtype=np.int64)
+        offsets[:, 0] = starts
+        return _joined(hops, np.array([len(h) for h in hops], dtype=np.int64), offsets,
+                       np.zeros((0, width), dtype=np.int64))
 
     @staticmethod
     def _padded(topology: Any, blocks: list[_Rows], starts: np.ndarray,
@@ -601,96 +632,92 @@ class _Layout:
 
 class _Flow:
     """The paced rounds played as the simulator plays the ranks' steps: in each round
-    every message in flight (a hop: its pieces of :attr:`_Layout.hops` in that round, as
-    long as the slowest of them) starts once both its ends are done with the round
-    before (each rank has a clock), its sender is done after its transfer, its receiver
-    after its transfer and reduction, and a rank's clock moves to the last of its
-    messages' ends (max-plus over the rounds; a rank with nothing to do in a round, or
-    only empty messages left out, keeps its clock).  ``combos``: the sets of rows the hops take their time from (padded with
-    their first); ``steps``: per round in which a hop is in flight, for each rank with
-    one its messages' partners (``ranks x messages``, padded with its first message),
-    where their durations lie in ``taken`` (a combo's transfer at the sender, or after
-    the combos its whole time at the receiver; the rounds one after another) and the
-    ranks; ``ranks``: one more than the highest rank."""
+    every message in flight (a piece of :attr:`_Layout.hops` in that round) starts once
+    both its ends are done with the round before (each rank has a clock); its bytes are
+    through once every link of its route has carried its share there (its row's shared
+    time on the link), counted from the first start among the round's messages on that
+    link, and no sooner than its own start plus its bytes' time alone (a link stays busy
+    from its first message on, as the simulator's does, so a message that starts late
+    on a busy link ends with the others, not its shared time after its own start); its
+    sender is done its latency later, its receiver after its reduction too, and a rank's
+    clock moves to the last of its messages' ends (max-plus over the rounds; a rank with
+    nothing to do in a round, or only empty messages left out, keeps its clock).
 
-    __slots__ = ("combos", "steps", "taken", "ranks")
+    ``row``, ``sender``, ``receiver``: per message of a round, the rounds one after
+    another; ``rounds``: per round its messages (a slice of those), per link of their
+    routes the messages on it (by block: those of two blocks never share a link, as
+    :func:`_route_rows` has them), each message's links, and the ranks that send and
+    that receive with their messages (:func:`_gathered`); ``ranks``: one more than the
+    highest rank."""
 
-    def __init__(self, hops: np.ndarray) -> None:
-        row, first, end, sender, receiver = hops.T
+    __slots__ = ("row", "sender", "receiver", "rounds", "ranks")
+
+    def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
+        row, first, end, sender, receiver = hops[:, :5].T
+        links = hops[:, 5:]
         many = end - first
-        piece = np.repeat(np.arange(len(hops)), many)
-        when = first[piece] + _within(many)
-        order = np.lexsort((row[piece], receiver[piece], sender[piece], when))
-        piece, when = piece[order], when[order]
-        src, dst = sender[piece], receiver[piece]
-        new = np.r_[True, (when[1:] != when[:-1]) | (src[1:] != src[:-1])
-                    | (dst[1:] != dst[:-1])]
-        self.combos, combo = self._combos(new, row[piece])
-        at = np.flatnonzero(new)
+        hop = np.repeat(np.arange(len(hops)), many)
+        when = first[hop] + _within(many)
+        order = np.argsort(when, kind="stable")
+        hop, when = hop[order], when[order]
+        self.row, self.sender, self.receiver = row[hop], sender[hop], receiver[hop]
         self.ranks = int(max(sender.max(), receiver.max())) + 1
-        self.steps, self.taken = self._steps(when[at], src[at], dst[at], combo,
-                                             len(self.combos))
+        span = int(links.max(initial=0)) + 1
+        keys = np.where(links >= 0, block[:, None] * span + links, -1)[hop]
+        cuts = np.flatnonzero(np.r_[True, when[1:] != when[:-1], True]).tolist()
+        self.rounds = [self._round(slice(lo, hi), keys[lo:hi])
+                       for lo, hi in zip(cuts[:-1], cuts[1:])]
 
-    @staticmethod
-    def _combos(new: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct sets of ``rows`` of the hops (each hop's pieces one after
-        another, ``new`` at its first), padded with their first, and each hop's."""
-        at = np.flatnonzero(new)
-        count = np.diff(np.append(at, len(rows)))
-        padded = np.repeat(rows[at][:, None], int(count.max()), axis=1)
-        padded[np.cumsum(new) - 1, _within(count)] = rows
-        combos, combo, _ = _unique_rows(padded)
-        return combos, combo
+    def _round(self, run: slice, keys: np.ndarray) -> tuple[Any, ...]:
+        """One round's messages (``run`` of them): the messages on each link, one link
+        after another, and where each link starts among them; each message's links (of
+        those); the ranks that send and that receive (:func:`_gathered`).  ``keys``:
+        per message its links' (by block), below 0 at the pad, which is a link of its
+        own (it holds the message alone)."""
+        alone = -1 - np.arange(keys.size).reshape(keys.shape)
+        _, link = np.unique(np.where(keys >= 0, keys, alone), return_inverse=True)
+        link = link.reshape(keys.shape)
+        by_link = np.argsort(link.ravel(), kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(link.ravel()[by_link]) != 0])
+        return (run, by_link // keys.shape[1], starts, link,
+                *_gathered(self.sender[run]), *_gathered(self.receiver[run]))
 
-    @staticmethod
-    def _steps(when: np.ndarray, sender: np.ndarray, receiver: np.ndarray, combo: np.ndarray,
-               ncombos: int) -> tuple[list[tuple[Any, ...]], np.ndarray]:
-        """Per round, per rank with a hop in it, its hops' partners (padded with its
-        first), the run of ``taken`` that holds their durations (the combo's transfer at
-        the sender, its whole time at the receiver) and the ranks; and ``taken`` (see
-        the class docstring)."""
-        rank = np.concatenate([sender, receiver])
-        ends = np.column_stack([np.concatenate([receiver, sender]),
-                                np.concatenate([combo, ncombos + combo])])
-        rounds = np.tile(when, 2)
-        order = np.lexsort((rank, rounds))
-        rank, ends, rounds = rank[order], ends[order], rounds[order]
-        new = np.r_[True, (rank[1:] != rank[:-1]) | (rounds[1:] != rounds[:-1])]
-        at = np.flatnonzero(new)
-        count = np.diff(np.append(at, len(rank)))
-        padded = np.repeat(ends[at][:, None, :], int(count.max()), axis=1)
-        padded[np.cumsum(new) - 1, _within(count)] = ends
-        cuts = np.flatnonzero(np.r_[True, rounds[at][1:] != rounds[at][:-1], True])
-        widths = np.maximum.reduceat(count, cuts[:-1])
-        parts = [padded[lo:hi, :width] for lo, hi, width in
-                 zip(cuts[:-1].tolist(), cuts[1:].tolist(), widths.tolist())]
-        sizes = np.array([part.shape[0] * part.shape[1] for part in parts], dtype=np.int64)
-        steps = [(np.ascontiguousarray(part[:, :, 0]), lo, rank[at[c0:c1]])
-                 for part, lo, c0, c1 in zip(parts, (np.cumsum(sizes) - sizes).tolist(),
-                                             cuts[:-1].tolist(), cuts[1:].tolist())]
-        return steps, np.concatenate([part[:, :, 1].ravel() for part in parts])
-
-    def time(self, transfer: np.ndarray, whole: np.ndarray, sent: np.ndarray) -> np.ndarray:
-        """Seconds of the paced rounds at every size, from every row's ``transfer``
-        time and ``whole`` time (with the receiver's reduction), rows x sizes, and
-        whether its messages are sent (an empty one left out is no message: it holds
-        neither end)."""
-        sizes = transfer.shape[1]
-        durations = np.vstack([transfer[self.combos].max(axis=1),
-                               whole[self.combos].max(axis=1)])[self.taken]
-        clock = np.zeros((self.ranks, sizes))
-        # an empty message left out waits for nobody: its partner's clock counts -inf
-        waits = None if sent.all() else np.where(
-            np.tile(sent[self.combos].any(axis=1), (2, 1))[self.taken], 0.0, -np.inf)
-        for partners, lo, ranks in self.steps:
-            run, shape = slice(lo, lo + partners.size), (*partners.shape, sizes)
-            ends = clock[partners]  # ranks x messages x sizes: when each can start
-            if waits is not None:
-                ends += waits[run].reshape(shape)
-            np.maximum(ends, clock[ranks][:, None], out=ends)
-            ends += durations[run].reshape(shape)
-            clock[ranks] = ends.max(axis=1)
+    def time(self, paid: np.ndarray, spread: np.ndarray, alone: np.ndarray,
+             reduction: np.ndarray, sent: np.ndarray) -> np.ndarray:
+        """Seconds of the paced rounds at every size, from every row's latency ``paid``
+        (once its bytes are through), its shared time on each link of its route
+        (``spread``, rows x links x sizes), its bytes' time ``alone``, its receiver's
+        ``reduction`` and whether its messages are ``sent`` (an empty one left out is
+        no message: it holds no link and neither end), rows x sizes."""
+        row = self.row
+        paid, spread, alone = paid[row], spread[row], alone[row]
+        reduction, sent = reduction[row], sent[row]
+        clock = np.zeros((self.ranks, paid.shape[1]))
+        for run, members, starts, link, *ends in self.rounds:
+            start = np.maximum(clock[self.sender[run]], clock[self.receiver[run]])
+            held = np.where(sent[run], start, np.inf)
+            first = np.minimum.reduceat(held[members], starts, axis=0)
+            through = (first[link] + spread[run]).max(axis=1)
+            np.maximum(through, start + alone[run], out=through)
+            done = np.where(sent[run], through + paid[run], -np.inf)
+            _advance(clock, done, *ends[:3])
+            _advance(clock, done + reduction[run], *ends[3:])
         return clock.max(axis=0)
+
+
+def _gathered(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The messages of each of ``ranks`` (one per message) together: their order, where
+    each rank's start in it, and the ranks."""
+    order = np.argsort(ranks, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(ranks[order]) != 0])
+    return order, starts, ranks[order][starts]
+
+
+def _advance(clock: np.ndarray, done: np.ndarray, order: np.ndarray, starts: np.ndarray,
+             ranks: np.ndarray) -> None:
+    """Move each of ``ranks``' ``clock`` to the last of its messages' ends (``done``, by
+    message, gathered by :func:`_gathered`), if later."""
+    clock[ranks] = np.maximum(clock[ranks], np.maximum.reduceat(done[order], starts, axis=0))
 
 
 _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
@@ -774,32 +801,37 @@ class _Described:
         mine, theirs, many = layout.expanded.T
         shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
                                  layout.pair_rows, axis=0)
-        carried = (shared[layout.pair] / bandwidth[:, :, None]).max(axis=1)
+        spread = shared[layout.pair] / bandwidth[:, :, None]  # on each link of the route
+        carried = spread.max(axis=1)
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
         sent = ~(skip_empty & (nbytes <= 0))
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
         own = nbytes if piece is None else \
             np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
-        transfer = np.where(sent, hidden_latency(latency, own, rate, slot, shares) + carried,
-                            0.0)
-        time = transfer
-        if gamma and reduce.any():
-            time = time + np.where(reduce & sent, gamma * own, 0.0)
+        paid = hidden_latency(latency, own, rate, slot, shares)
+        transfer = np.where(sent, paid + carried, 0.0)
+        reduction = np.where(reduce & sent, gamma * own, 0.0) if gamma and reduce.any() \
+            else np.zeros_like(transfer)
+        time = transfer + reduction
         slowest = np.maximum.reduceat(time, layout.class_rows, axis=0)
         summed = np.add.reduceat(layout.weight * time, layout.class_rows, axis=0)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
-        return self.slow @ blocks + self.cross @ crossed + self._paced(transfer, time, sent)
+        return self.slow @ blocks + self.cross @ crossed + \
+            self._paced(transfer, time, sent, (paid, spread, nbytes / rate, reduction))
 
-    def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray) -> np.ndarray:
+    def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray,
+               parts: tuple[np.ndarray, ...]) -> np.ndarray:
         """The paced rounds (:class:`collectives.traffic.Round`) from every row's
         ``transfer`` and whole ``time`` (and whether it is ``sent``): where every rank is
-        sampled, as the ranks play them (:class:`_Flow`); else every round as long as
-        the slowest row then in flight, the rounds in which no sampled message is (far
-        from the sample) as long as those in which one is, on average."""
+        sampled, as the ranks play them (:class:`_Flow`, from the ``parts`` of those
+        times: the latency paid, the shared time on each link, the bytes' time alone,
+        the reduction); else every round as long as the slowest row then in flight, the
+        rounds in which no sampled message is (far from the sample) as long as those in
+        which one is, on average."""
         if self.layout.flow is not None:
-            return self.layout.flow.time(transfer, time, sent)
+            return self.layout.flow.time(*parts, sent)
         rows, inside, rounds = self.layout.stretch
         if not len(rows):
             return np.zeros(time.shape[1])
