@@ -688,11 +688,12 @@ class _Flow:
         (once its bytes are through), its shared time on each link of its route
         (``spread``, rows x links x sizes), its bytes' time ``alone``, its receiver's
         ``reduction`` and whether its messages are ``sent`` (an empty one left out is
-        no message: it holds no link and neither end), rows x sizes."""
+        no message: it holds no link and neither end), rows x sizes (or rows x 1, alike
+        at every size)."""
         row = self.row
         paid, spread, alone = paid[row], spread[row], alone[row]
         reduction, sent = reduction[row], sent[row]
-        clock = np.zeros((self.ranks, paid.shape[1]))
+        clock = np.zeros((self.ranks, spread.shape[2]))  # paid may be one for all sizes
         for run, members, starts, link, *ends in self.rounds:
             start = np.maximum(clock[self.sender[run]], clock[self.receiver[run]])
             held = np.where(sent[run], start, np.inf)
@@ -822,7 +823,7 @@ class _Described:
             self._paced(transfer, time, sent, (paid, spread, nbytes / rate, reduction))
 
     def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray,
-               parts: tuple[np.ndarray, ...]) -> np.ndarray:
+               parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
         """The paced rounds (:class:`collectives.traffic.Round`) from every row's
         ``transfer`` and whole ``time`` (and whether it is ``sent``): where every rank is
         sampled, as the ranks play them (:class:`_Flow`, from the ``parts`` of those

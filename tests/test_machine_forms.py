@@ -184,6 +184,24 @@ def test_tree_allgather_messages_carry_their_own_part_of_a_segment(nodes: int,
                         **params) == pytest.approx(simulated, rel=1e-9)
 
 
+@pytest.mark.parametrize("name", ["flat", "dgx"])
+@pytest.mark.parametrize("segments, nbytes", [(4, 1 << 26), (3, 3 << 22)])
+def test_a_late_message_on_a_busy_port_ends_with_the_others(name: str, segments: int,
+                                                            nbytes: int) -> None:
+    """Tree AllGather on one node of 8 ranks (flat's single port; a DGX node under LL),
+    segments of equal size: in one round rank 4 sends two segments at 4 segment times
+    and a third at 5 (its receiver is late); its port, busy from 4 on, is through with
+    all three at 7.  Charged its shared time from its own start, the third ended at 8
+    (+6.7% on flat, +6.6% on the DGX node at 4 segments; +5.8% and +5.7% at 3); counted
+    from the port's first start, exact measured."""
+    machine, protocol = (topology.default_flat(8), None) if name == "flat" else \
+        (topology.dgx_h100(1), "LL")
+    params = {"segments": segments}
+    simulated = _simulated("allgather", "tree", machine, nbytes, params, protocol)
+    assert machine_cost("allgather", "tree", machine, nbytes, protocol=protocol,
+                        **params) == pytest.approx(simulated, rel=1e-9)
+
+
 def test_chain_allreduce_across_several_crossings_runs_ahead_as_the_ranks_do() -> None:
     """Four DGX nodes, one channel, under LL: behind each network crossing the chain's
     segments run ahead of the lock-step rounds (+64% as rounds); played rank by rank
