@@ -643,44 +643,76 @@ class _Flow:
     clock moves to the last of its messages' ends (max-plus over the rounds; a rank with
     nothing to do in a round, or only empty messages left out, keeps its clock).
 
-    ``row``, ``sender``, ``receiver``: per message of a round, the rounds one after
-    another; ``rounds``: per round its messages (a slice of those), per link of their
-    routes the messages on it (by block: those of two blocks never share a link, as
-    :func:`_route_rows` has them), each message's links, and the ranks that send and
-    that receive with their messages (:func:`_gathered`); ``ranks``: one more than the
+    ``row``: per message of a round, the rounds one after another; ``rounds``: per
+    round its messages (a slice of those) and their ranks (sender, receiver), the
+    messages on each link of their routes one link after another (by block: messages
+    of two blocks never share a link, as :func:`_route_rows` has them; a pad is a link
+    of its own) with where each link starts among them, each message's links (of the
+    round's), and its messages' ends (sends, then receives) gathered by rank: their
+    order, where each rank starts in it, and the ranks; ``ranks``: one more than the
     highest rank."""
 
-    __slots__ = ("row", "sender", "receiver", "rounds", "ranks")
+    __slots__ = ("row", "rounds", "ranks")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
         row, first, end, sender, receiver = hops[:, :5].T
-        links = hops[:, 5:]
         many = end - first
         hop = np.repeat(np.arange(len(hops)), many)
         when = first[hop] + _within(many)
         order = np.argsort(when, kind="stable")
         hop, when = hop[order], when[order]
-        self.row, self.sender, self.receiver = row[hop], sender[hop], receiver[hop]
+        self.row, sender, receiver = (a[hop].astype(np.int32) for a in (row, sender, receiver))
         self.ranks = int(max(sender.max(), receiver.max())) + 1
-        span = int(links.max(initial=0)) + 1
-        keys = np.where(links >= 0, block[:, None] * span + links, -1)[hop]
-        cuts = np.flatnonzero(np.r_[True, when[1:] != when[:-1], True]).tolist()
-        self.rounds = [self._round(slice(lo, hi), keys[lo:hi])
-                       for lo, hi in zip(cuts[:-1], cuts[1:])]
+        cuts = np.flatnonzero(np.r_[True, when[1:] != when[:-1], True])
+        lo, hi = cuts[:-1], cuts[1:]
+        at = np.repeat(np.arange(len(lo)), hi - lo)  # each message's round
+        members, link = self._links(hops[hop, 5:], block[hop], at, lo)
+        ends, ranks = self._ends(sender, receiver, at, lo, hi)
+        self.rounds = [(slice(a, b), self.row[a:b], sender[a:b], receiver[a:b], m, k, e, r)
+                       for a, b, m, k, e, r in zip(lo.tolist(), hi.tolist(), members,
+                                                   np.split(link, hi[:-1]), ends, ranks)]
 
-    def _round(self, run: slice, keys: np.ndarray) -> tuple[Any, ...]:
-        """One round's messages (``run`` of them): the messages on each link, one link
-        after another, and where each link starts among them; each message's links (of
-        those); the ranks that send and that receive (:func:`_gathered`).  ``keys``:
-        per message its links' (by block), below 0 at the pad, which is a link of its
-        own (it holds the message alone)."""
-        alone = -1 - np.arange(keys.size).reshape(keys.shape)
-        _, link = np.unique(np.where(keys >= 0, keys, alone), return_inverse=True)
-        link = link.reshape(keys.shape)
-        by_link = np.argsort(link.ravel(), kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(link.ravel()[by_link]) != 0])
-        return (run, by_link // keys.shape[1], starts, link,
-                *_gathered(self.sender[run]), *_gathered(self.receiver[run]))
+    @staticmethod
+    def _links(links: np.ndarray, block: np.ndarray, at: np.ndarray,
+               lo: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Per message its ``links`` (-1 at the pad), ``block`` and round (``at``, whose
+        messages start at ``lo``): per round the messages (numbered from 0 in it) on each
+        link that several share (a row each, padded with its first), and per message
+        where each of its links, and one more of its own (its bytes alone), takes its
+        first start from: a shared link's number in its round, else ``shared + m``, its
+        own start (``shared``: the round's shared links, ``m``: the message's number)."""
+        width = links.shape[1]
+        order, starts = _grouped(links, at * (int(block.max()) + 1) + block)
+        rounds = at[order // width]
+        many = np.diff(np.append(starts, len(order)))
+        shared = many > 1
+        sizes, group_round = many[shared], rounds[starts[shared]]
+        count = np.bincount(group_round, minlength=len(lo))  # shared links per round
+        number = np.arange(len(sizes)) - (np.cumsum(count) - count)[group_round]
+        message, on_shared = order // width, np.repeat(shared, many)
+        own = np.arange(len(at)) - lo[at]  # each message's number in its round
+        link = np.repeat((count[at] + own).astype(np.int32)[:, None], width + 1, axis=1)
+        link.reshape(-1)[(order + message)[on_shared]] = np.repeat(number, sizes)
+        return (_in_rounds(own[message[on_shared]], np.cumsum(sizes) - sizes, group_round,
+                           len(lo)), link)
+
+    @staticmethod
+    def _ends(sender: np.ndarray, receiver: np.ndarray, at: np.ndarray, lo: np.ndarray,
+              hi: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per round (each message's ``at``; its messages from ``lo`` to ``hi``) its
+        messages' ends, sends then receives (``0 .. 2 n``), of each rank that has some
+        (a row, padded with its first) and those ranks."""
+        count = len(sender)
+        sides = np.concatenate([sender, receiver])
+        rounds = np.tile(at, 2)
+        by_rank = np.argsort(rounds * (int(sides.max()) + 1) + sides, kind="stable")
+        sides, rounds = sides[by_rank], rounds[by_rank]
+        message = by_rank % count
+        local = message - lo[at[message]] + np.where(by_rank < count, 0, (hi - lo)[at[message]])
+        starts = np.flatnonzero(np.r_[True, (sides[1:] != sides[:-1])
+                                      | (rounds[1:] != rounds[:-1])])
+        return (_in_rounds(local, starts, rounds[starts], len(lo)),
+                np.split(sides[starts], np.searchsorted(rounds[starts], np.arange(1, len(lo)))))
 
     def time(self, paid: np.ndarray, spread: np.ndarray, alone: np.ndarray,
              reduction: np.ndarray, sent: np.ndarray) -> np.ndarray:
@@ -691,34 +723,62 @@ class _Flow:
         no message: it holds no link and neither end), rows x sizes (or rows x 1, alike
         at every size)."""
         row = self.row
-        paid, spread, alone = paid[row], spread[row], alone[row]
-        reduction, sent = reduction[row], sent[row]
-        clock = np.zeros((self.ranks, spread.shape[2]))  # paid may be one for all sizes
-        for run, members, starts, link, *ends in self.rounds:
-            start = np.maximum(clock[self.sender[run]], clock[self.receiver[run]])
-            held = np.where(sent[run], start, np.inf)
-            first = np.minimum.reduceat(held[members], starts, axis=0)
-            through = (first[link] + spread[run]).max(axis=1)
-            np.maximum(through, start + alone[run], out=through)
-            done = np.where(sent[run], through + paid[run], -np.inf)
-            _advance(clock, done, *ends[:3])
-            _advance(clock, done + reduction[run], *ends[3:])
+        spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
+        carried = spread.max(axis=1)
+        paid, reduction, sent = paid[row], reduction[row], sent[row]
+        reduced = bool(reduction.any())
+        # an empty message left out holds no link and ends nothing
+        idle = None if sent.all() else np.where(sent, 0.0, np.inf)
+        clock = np.zeros((self.ranks, spread.shape[2]))
+        for run, rows, sender, receiver, members, link, ends, ranks in self.rounds:
+            start = np.maximum(clock[sender], clock[receiver])
+            if len(members):
+                held = start if idle is None else start + idle[run]
+                first = np.concatenate([held[members].min(axis=1), held])
+                through = (first[link] + spread[rows]).max(axis=1)
+            else:  # no link shared: each message from its own start
+                through = start + carried[rows]
+            if idle is None:
+                through += paid[run]
+            else:
+                through = np.where(sent[run], through + paid[run], -np.inf)
+            done = np.concatenate([through, through + reduction[run] if reduced else through])
+            done = done[ends].max(axis=1)
+            # a message ends after both its ends' clocks: only a rank whose messages were
+            # all left out keeps its clock
+            clock[ranks] = done if idle is None else np.maximum(clock[ranks], done)
         return clock.max(axis=0)
 
 
-def _gathered(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The messages of each of ``ranks`` (one per message) together: their order, where
-    each rank's start in it, and the ranks."""
-    order = np.argsort(ranks, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(ranks[order]) != 0])
-    return order, starts, ranks[order][starts]
+def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of ``links`` (messages x links, -1 at the pad; flat) but the pad, by
+    each message's ``tag`` (numbers >= 0) and then link, and where each (tag, link)
+    starts among them."""
+    real = np.flatnonzero(links.ravel() >= 0)
+    keys = (tag[:, None] * (int(links.max(initial=0)) + 1) + links).ravel()[real]
+    by_key = np.argsort(keys, kind="stable")
+    keys = keys[by_key]
+    return real[by_key], np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
 
 
-def _advance(clock: np.ndarray, done: np.ndarray, order: np.ndarray, starts: np.ndarray,
-             ranks: np.ndarray) -> None:
-    """Move each of ``ranks``' ``clock`` to the last of its messages' ends (``done``, by
-    message, gathered by :func:`_gathered`), if later."""
-    clock[ranks] = np.maximum(clock[ranks], np.maximum.reduceat(done[order], starts, axis=0))
+def _in_rounds(values: np.ndarray, starts: np.ndarray, rounds: np.ndarray,
+               count: int) -> list[np.ndarray]:
+    """``values`` in groups (each from its of ``starts``), the groups in ``count``
+    rounds (``rounds``: each group's, sorted): per round its groups' values as rows,
+    each padded with its first value (no rows in a round without groups)."""
+    many = np.diff(np.append(starts, len(values)))
+    groups = np.bincount(rounds, minlength=count)
+    first = np.cumsum(groups) - groups
+    width = np.ones(count, dtype=np.int64)
+    np.maximum.at(width, rounds, many)
+    size = groups * width
+    offset = np.cumsum(size) - size
+    wide = width[rounds]
+    at = offset[rounds] + (np.arange(len(starts)) - first[rounds]) * wide
+    flat = np.repeat(values[starts].astype(np.int32), wide)  # indices within a round
+    flat[np.repeat(at, many) + _within(many)] = values
+    return [flat[o:o + n].reshape(g, w) for o, n, g, w in
+            zip(offset.tolist(), size.tolist(), groups.tolist(), width.tolist())]
 
 
 _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
