@@ -24,8 +24,10 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   over nodes) the sum over its rounds of the slowest message then in flight
   (:meth:`_Described._paced`), or, where every rank is sampled, as the simulator plays
   the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
-  once both its ends are done with the round before, and the sender is done after its
-  transfer, the receiver after its reduction too), unless the description holds its
+  once both its ends are done with the round before, its bytes are through once each
+  link of its route has carried its share counted from the first start on that link,
+  and the sender is done after its transfer, the receiver after its reduction too),
+  unless the description holds its
   paced rounds to the lock-step sum (:attr:`collectives.traffic.Round.held`); the time
   is the sum over the rounds, plus the GPU model's cost per call
   (:func:`simulator.gpu.gpu_terms`).

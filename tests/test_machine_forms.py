@@ -202,15 +202,18 @@ def test_a_late_message_on_a_busy_port_ends_with_the_others(name: str, segments:
                         **params) == pytest.approx(simulated, rel=1e-9)
 
 
-def test_chain_allreduce_across_several_crossings_runs_ahead_as_the_ranks_do() -> None:
+@pytest.mark.parametrize("segments", [16, 4])
+def test_chain_allreduce_across_several_crossings_runs_ahead_as_the_ranks_do(
+        segments: int) -> None:
     """Four DGX nodes, one channel, under LL: behind each network crossing the chain's
-    segments run ahead of the lock-step rounds (+64% as rounds); played rank by rank
-    (exact here, measured)."""
+    segments run ahead of the lock-step rounds (+64% as rounds); played rank by rank,
+    exact measured (at 4 segments +0.59% while a message that starts late on a busy port
+    was charged its shared time from its own start)."""
     machine = topology.dgx_h100(4)
-    params = {"segments": 16}
+    params = {"segments": segments}
     simulated = _simulated("allreduce", "pipeline", machine, 1 << 26, params, "LL")
     assert machine_cost("allreduce", "pipeline", machine, 1 << 26, protocol="LL",
-                        **params) == pytest.approx(simulated, rel=0.01)
+                        **params) == pytest.approx(simulated, rel=1e-9)
 
 
 def test_gpu_figures_match_the_simulator() -> None:
