@@ -189,11 +189,11 @@ def test_tree_allgather_messages_carry_their_own_part_of_a_segment(nodes: int,
 def test_a_late_message_on_a_busy_port_ends_with_the_others(name: str, segments: int,
                                                             nbytes: int) -> None:
     """Tree AllGather on one node of 8 ranks (flat's single port; a DGX node under LL),
-    segments of equal size: in one round rank 4 sends two segments at 4 segment times
-    and a third at 5 (its receiver is late); its port, busy from 4 on, is through with
-    all three at 7.  Charged its shared time from its own start, the third ended at 8
-    (+6.7% on flat, +6.6% on the DGX node at 4 segments; +5.8% and +5.7% at 3); counted
-    from the port's first start, exact measured."""
+    segments of equal size.  At 4 segments, 64 MiB on flat, rank 4 sends two segments of
+    a round at 4 segment times and a third at 5 (its receiver is late); its port, busy
+    from 4 on, is through with all three at 7.  Charged its shared time from its own
+    start, the third ended at 8 (+6.7% on flat, +6.6% on the DGX node at 4 segments;
+    +5.7% and +5.6% at 3); counted from the port's first start, exact measured."""
     machine, protocol = (topology.default_flat(8), None) if name == "flat" else \
         (topology.dgx_h100(1), "LL")
     params = {"segments": segments}
