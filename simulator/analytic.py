@@ -717,18 +717,18 @@ class _Flow:
                 np.split(sides[starts], np.searchsorted(rounds[starts], np.arange(1, len(lo)))))
 
     def time(self, paid: np.ndarray, spread: np.ndarray, alone: np.ndarray,
-             reduction: np.ndarray, sent: np.ndarray) -> np.ndarray:
+             reduction: np.ndarray | None, sent: np.ndarray) -> np.ndarray:
         """Seconds of the paced rounds at every size, from every row's latency ``paid``
         (once its bytes are through), its shared time on each link of its route
         (``spread``, rows x links x sizes), its bytes' time ``alone``, its receiver's
-        ``reduction`` and whether its messages are ``sent`` (an empty one left out is
-        no message: it holds no link and neither end), rows x sizes (or rows x 1, alike
-        at every size)."""
+        ``reduction`` (None: none) and whether its messages are ``sent`` (an empty one
+        left out is no message: it holds no link and neither end), rows x sizes (or
+        rows x 1, alike at every size)."""
         row = self.row
         spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
         carried = spread.max(axis=1)
-        paid, reduction, sent = paid[row], reduction[row], sent[row]
-        reduced = bool(reduction.any())
+        paid, sent = paid[row], sent[row]
+        reduction = None if reduction is None else reduction[row]
         # an empty message left out holds no link and ends nothing
         idle = None if sent.all() else np.where(sent, 0.0, np.inf)
         clock = np.zeros((self.ranks, spread.shape[2]))
@@ -744,7 +744,8 @@ class _Flow:
                 through += paid[run]
             else:
                 through = np.where(sent[run], through + paid[run], -np.inf)
-            done = np.concatenate([through, through + reduction[run] if reduced else through])
+            done = np.concatenate([through, through if reduction is None
+                                   else through + reduction[run]])
             done = done[ends].max(axis=1)
             # a message ends after both its ends' clocks: only a rank whose messages were
             # all left out keeps its clock
@@ -875,26 +876,28 @@ class _Described:
         paid = hidden_latency(latency, own, rate, slot, shares)
         transfer = np.where(sent, paid + carried, 0.0)
         reduction = np.where(reduce & sent, gamma * own, 0.0) if gamma and reduce.any() \
-            else np.zeros_like(transfer)
-        time = transfer + reduction
+            else None
+        time = transfer if reduction is None else transfer + reduction
         slowest = np.maximum.reduceat(time, layout.class_rows, axis=0)
         summed = np.add.reduceat(layout.weight * time, layout.class_rows, axis=0)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
         return self.slow @ blocks + self.cross @ crossed + \
-            self._paced(transfer, time, sent, (paid, spread, nbytes / rate, reduction))
+            self._paced(transfer, time, sent, (paid, spread, nbytes, rate, reduction))
 
     def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray,
-               parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+               parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                            np.ndarray | None]) -> np.ndarray:
         """The paced rounds (:class:`collectives.traffic.Round`) from every row's
         ``transfer`` and whole ``time`` (and whether it is ``sent``): where every rank is
         sampled, as the ranks play them (:class:`_Flow`, from the ``parts`` of those
-        times: the latency paid, the shared time on each link, the bytes' time alone,
-        the reduction); else every round as long as the slowest row then in flight, the
-        rounds in which no sampled message is (far from the sample) as long as those in
-        which one is, on average."""
+        times: the latency paid, the shared time on each link, the bytes and the route's
+        rate, the reduction or None); else every round as long as the slowest row then
+        in flight, the rounds in which no sampled message is (far from the sample) as
+        long as those in which one is, on average."""
         if self.layout.flow is not None:
-            return self.layout.flow.time(*parts, sent)
+            paid, spread, nbytes, rate, reduction = parts
+            return self.layout.flow.time(paid, spread, nbytes / rate, reduction, sent)
         rows, inside, rounds = self.layout.stretch
         if not len(rows):
             return np.zeros(time.shape[1])
