@@ -637,24 +637,30 @@ class _Flow:
     every message in flight (a piece of :attr:`_Layout.hops` in that round) starts once
     both its ends are done with the round before (each rank has a clock); its bytes are
     through once every link of its route has carried its share there (its row's shared
-    time on the link), counted from the first start among the round's messages on that
-    link, and no sooner than its own start plus its bytes' time alone (a link stays busy
-    from its first message on, as the simulator's does, so a message that starts late
-    on a busy link ends with the others, not its shared time after its own start); its
-    sender is done its latency later, its receiver after its reduction too, and a rank's
-    clock moves to the last of its messages' ends (max-plus over the rounds; a rank with
-    nothing to do in a round, or only empty messages left out, keeps its clock).
+    time on the link), and no sooner than its own start plus its bytes' time alone.  A
+    link that several of the round's messages share is busy from the first of them to
+    start, at the rate they can get elsewhere (the least of their other links'
+    bandwidth over the messages on it, as a share of this link's, at most all of it):
+    a message that starts late on it is credited the time since that first start at
+    that rate (as the simulator's link, busy throughout, ends it with the others rather
+    than its shared time after its own start).  Its sender is done its latency later,
+    its receiver after its reduction too, and a rank's clock moves to the last of its
+    messages' ends (max-plus over the rounds; a rank with nothing to do in a round, or
+    only empty messages left out, keeps its clock).
 
-    ``row``: per message of a round, the rounds one after another; ``rounds``: per
-    round its messages (a slice of those) and their ranks (sender, receiver), the
-    messages on each link of their routes one link after another (by block: messages
-    of two blocks never share a link, as :func:`_route_rows` has them; a pad is a link
-    of its own) with where each link starts among them, each message's links (of the
-    round's), and its messages' ends (sends, then receives) gathered by rank: their
-    order, where each rank starts in it, and the ranks; ``ranks``: one more than the
-    highest rank."""
+    ``row``: per message of a round, the rounds one after another; ``crowd``: per
+    message the messages of its round on each of its links and one of its own (its
+    bytes alone, last), 1 where it is alone; ``entries``, ``starts``: the messages' links
+    that several share (flat, message by message), link by link, and where each starts
+    among them; ``shared``: per message which of those each of its links is (-1: none);
+    ``rounds``: per round its messages (a slice of those) and their ranks (sender,
+    receiver), the messages on each shared link (numbered in the round, by block:
+    messages of two blocks never share a link, as :func:`_route_rows` has them) and
+    each message's links (the shared ones' numbers, else ``shared + m``: the message's
+    own), and its messages' ends (sends, then receives) gathered by rank and those
+    ranks; ``ranks``: one more than the highest rank."""
 
-    __slots__ = ("row", "rounds", "ranks")
+    __slots__ = ("row", "crowd", "entries", "starts", "shared", "rounds", "ranks")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
         row, first, end, sender, receiver = hops[:, :5].T
@@ -674,15 +680,15 @@ class _Flow:
                        for a, b, m, k, e, r in zip(lo.tolist(), hi.tolist(), members,
                                                    np.split(link, hi[:-1]), ends, ranks)]
 
-    @staticmethod
-    def _links(links: np.ndarray, block: np.ndarray, at: np.ndarray,
+    def _links(self, links: np.ndarray, block: np.ndarray, at: np.ndarray,
                lo: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         """Per message its ``links`` (-1 at the pad), ``block`` and round (``at``, whose
         messages start at ``lo``): per round the messages (numbered from 0 in it) on each
         link that several share (a row each, padded with its first), and per message
-        where each of its links, and one more of its own (its bytes alone), takes its
-        first start from: a shared link's number in its round, else ``shared + m``, its
-        own start (``shared``: the round's shared links, ``m``: the message's number)."""
+        where each of its links, and one more of its own, takes its first start from: a
+        shared link's number in its round, else ``shared + m``, its own start
+        (``shared``: the round's shared links, ``m``: the message's number); and
+        :attr:`crowd`, :attr:`entries`, :attr:`starts`, :attr:`shared`."""
         width = links.shape[1]
         order, starts = _grouped(links, at * (int(block.max()) + 1) + block)
         rounds = at[order // width]
@@ -692,11 +698,17 @@ class _Flow:
         count = np.bincount(group_round, minlength=len(lo))  # shared links per round
         number = np.arange(len(sizes)) - (np.cumsum(count) - count)[group_round]
         message, on_shared = order // width, np.repeat(shared, many)
+        entry = (order + message)[on_shared]  # in messages x (links and its own)
         own = np.arange(len(at)) - lo[at]  # each message's number in its round
         link = np.repeat((count[at] + own).astype(np.int32)[:, None], width + 1, axis=1)
-        link.reshape(-1)[(order + message)[on_shared]] = np.repeat(number, sizes)
-        return (_in_rounds(own[message[on_shared]], np.cumsum(sizes) - sizes, group_round,
-                           len(lo)), link)
+        link.reshape(-1)[entry] = np.repeat(number, sizes)
+        self.crowd = np.ones(link.shape, dtype=np.int32)
+        self.crowd.reshape(-1)[entry] = np.repeat(sizes, sizes)
+        self.shared = np.full(link.shape, -1, dtype=np.int32)
+        self.shared.reshape(-1)[entry] = np.repeat(np.arange(len(sizes)), sizes)
+        self.entries, self.starts = entry, np.cumsum(sizes) - sizes
+        return (_in_rounds(own[message[on_shared]], self.starts, group_round, len(lo)),
+                link)
 
     @staticmethod
     def _ends(sender: np.ndarray, receiver: np.ndarray, at: np.ndarray, lo: np.ndarray,
@@ -716,15 +728,17 @@ class _Flow:
         return (_in_rounds(local, starts, rounds[starts], len(lo)),
                 np.split(sides[starts], np.searchsorted(rounds[starts], np.arange(1, len(lo)))))
 
-    def time(self, paid: np.ndarray, spread: np.ndarray, alone: np.ndarray,
-             reduction: np.ndarray | None, sent: np.ndarray) -> np.ndarray:
+    def time(self, paid: np.ndarray, spread: np.ndarray, bandwidth: np.ndarray,
+             alone: np.ndarray, reduction: np.ndarray | None, sent: np.ndarray) -> np.ndarray:
         """Seconds of the paced rounds at every size, from every row's latency ``paid``
         (once its bytes are through), its shared time on each link of its route
-        (``spread``, rows x links x sizes), its bytes' time ``alone``, its receiver's
-        ``reduction`` (None: none) and whether its messages are ``sent`` (an empty one
-        left out is no message: it holds no link and neither end), rows x sizes (or
-        rows x 1, alike at every size)."""
+        (``spread``, rows x links x sizes) and those links' ``bandwidth`` (rows x
+        links), its bytes' time ``alone``, its receiver's ``reduction`` (None: none)
+        and whether its messages are ``sent`` (an empty one left out is no message: it
+        holds no link and neither end), rows x sizes (or rows x 1, alike at every
+        size)."""
         row = self.row
+        credit = self._credit(bandwidth)
         spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
         carried = spread.max(axis=1)
         paid, sent = paid[row], sent[row]
@@ -736,8 +750,10 @@ class _Flow:
             start = np.maximum(clock[sender], clock[receiver])
             if len(members):
                 held = start if idle is None else start + idle[run]
-                first = np.concatenate([held[members].min(axis=1), held])
-                through = (first[link] + spread[rows]).max(axis=1)
+                # the time since each link's first start, credited at its rate
+                lag = start[:, None, :] - np.concatenate([held[members].min(axis=1), start])[link]
+                lag *= credit[run][:, :, None]
+                through = (spread[rows] - lag).max(axis=1) + start
             else:  # no link shared: each message from its own start
                 through = start + carried[rows]
             if idle is None:
@@ -751,6 +767,24 @@ class _Flow:
             # all left out keeps its clock
             clock[ranks] = done if idle is None else np.maximum(clock[ranks], done)
         return clock.max(axis=0)
+
+    def _credit(self, bandwidth: np.ndarray) -> np.ndarray:
+        """Per message and link (its own last) the rate at which the time since the
+        link's first start is credited, as a share of the link's ``bandwidth`` (rows x
+        links): the least, over the link's messages, of what each can get on its other
+        links (their bandwidth over their messages, the least), at most all of it; 0 on
+        a link not shared."""
+        if not len(self.entries):
+            return np.zeros(self.shared.shape)
+        line = np.hstack([bandwidth, np.full((len(bandwidth), 1), np.inf)])[self.row]
+        rate = line / self.crowd
+        two = np.partition(rate, 1, axis=1)[:, :2]  # the least two of each message's
+        message = self.entries // rate.shape[1]
+        mine, line = rate.ravel()[self.entries], line.ravel()[self.entries]
+        # elsewhere: the least rate, but on the link that has it the second least
+        elsewhere = np.where(mine == two[message, 0], two[message, 1], two[message, 0])
+        least = np.minimum.reduceat(np.minimum(1.0, elsewhere / line), self.starts)
+        return np.append(least, 0.0)[self.shared]
 
 
 def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -883,21 +917,22 @@ class _Described:
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
         return self.slow @ blocks + self.cross @ crossed + \
-            self._paced(transfer, time, sent, (paid, spread, nbytes, rate, reduction))
+            self._paced(transfer, time, sent, (paid, spread, bandwidth, nbytes, rate, reduction))
 
     def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray,
-               parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+               parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                             np.ndarray | None]) -> np.ndarray:
         """The paced rounds (:class:`collectives.traffic.Round`) from every row's
         ``transfer`` and whole ``time`` (and whether it is ``sent``): where every rank is
         sampled, as the ranks play them (:class:`_Flow`, from the ``parts`` of those
-        times: the latency paid, the shared time on each link, the bytes and the route's
-        rate, the reduction or None); else every round as long as the slowest row then
-        in flight, the rounds in which no sampled message is (far from the sample) as
-        long as those in which one is, on average."""
+        times: the latency paid, the shared time on each link, the links' bandwidth, the
+        bytes and the route's rate, the reduction or None); else every round as long as
+        the slowest row then in flight, the rounds in which no sampled message is (far
+        from the sample) as long as those in which one is, on average."""
         if self.layout.flow is not None:
-            paid, spread, nbytes, rate, reduction = parts
-            return self.layout.flow.time(paid, spread, nbytes / rate, reduction, sent)
+            paid, spread, bandwidth, nbytes, rate, reduction = parts
+            return self.layout.flow.time(paid, spread, bandwidth, nbytes / rate, reduction,
+                                         sent)
         rows, inside, rounds = self.layout.stretch
         if not len(rows):
             return np.zeros(time.shape[1])
