@@ -648,19 +648,19 @@ class _Flow:
     messages' ends (max-plus over the rounds; a rank with nothing to do in a round, or
     only empty messages left out, keeps its clock).
 
-    ``row``: per message of a round, the rounds one after another; ``crowd``: per
-    message the messages of its round on each of its links and one of its own (its
-    bytes alone, last), 1 where it is alone; ``entries``, ``starts``: the messages' links
-    that several share (flat, message by message), link by link, and where each starts
-    among them; ``shared``: per message which of those each of its links is (-1: none);
-    ``rounds``: per round its messages (a slice of those) and their ranks (sender,
-    receiver), the messages on each shared link (numbered in the round, by block:
-    messages of two blocks never share a link, as :func:`_route_rows` has them) and
-    each message's links (the shared ones' numbers, else ``shared + m``: the message's
-    own), and its messages' ends (sends, then receives) gathered by rank and those
-    ranks; ``ranks``: one more than the highest rank."""
+    ``row``: per message of a round, the rounds one after another; ``entries``,
+    ``starts``, ``crowd``: the messages' links that several share (in messages x (links
+    and one of its own, its bytes alone, last), flat), link by link, the rounds in turn,
+    where each link starts among them and the messages on it; ``groups``: per round its
+    first shared link among those; ``rounds``: per round its messages (a slice of
+    those) and their ranks (sender, receiver), the messages on each shared link
+    (numbered in the round, by block: messages of two blocks never share a link, as
+    :func:`_route_rows` has them) and each message's links (the shared ones' numbers,
+    else ``shared + m``: the message's own), and its messages' ends (sends, then
+    receives) gathered by rank and those ranks; ``ranks``: one more than the highest
+    rank."""
 
-    __slots__ = ("row", "crowd", "entries", "starts", "shared", "rounds", "ranks")
+    __slots__ = ("row", "crowd", "entries", "starts", "groups", "rounds", "ranks")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
         row, first, end, sender, receiver = hops[:, :5].T
@@ -688,7 +688,7 @@ class _Flow:
         where each of its links, and one more of its own, takes its first start from: a
         shared link's number in its round, else ``shared + m``, its own start
         (``shared``: the round's shared links, ``m``: the message's number); and
-        :attr:`crowd`, :attr:`entries`, :attr:`starts`, :attr:`shared`."""
+        :attr:`entries`, :attr:`starts`, :attr:`crowd`, :attr:`groups`."""
         width = links.shape[1]
         order, starts = _grouped(links, at * (int(block.max()) + 1) + block)
         rounds = at[order // width]
@@ -702,11 +702,9 @@ class _Flow:
         own = np.arange(len(at)) - lo[at]  # each message's number in its round
         link = np.repeat((count[at] + own).astype(np.int32)[:, None], width + 1, axis=1)
         link.reshape(-1)[entry] = np.repeat(number, sizes)
-        self.crowd = np.ones(link.shape, dtype=np.int32)
-        self.crowd.reshape(-1)[entry] = np.repeat(sizes, sizes)
-        self.shared = np.full(link.shape, -1, dtype=np.int32)
-        self.shared.reshape(-1)[entry] = np.repeat(np.arange(len(sizes)), sizes)
+        self.crowd = np.repeat(sizes, sizes).astype(np.int32)
         self.entries, self.starts = entry, np.cumsum(sizes) - sizes
+        self.groups = np.cumsum(count) - count
         return (_in_rounds(own[message[on_shared]], self.starts, group_round, len(lo)),
                 link)
 
@@ -739,6 +737,7 @@ class _Flow:
         size)."""
         row = self.row
         credit = self._credit(bandwidth)
+        alone_too = np.zeros(max(len(r[1]) for r in self.rounds))  # no credit off a shared link
         spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
         carried = spread.max(axis=1)
         paid, sent = paid[row], sent[row]
@@ -746,13 +745,15 @@ class _Flow:
         # an empty message left out holds no link and ends nothing
         idle = None if sent.all() else np.where(sent, 0.0, np.inf)
         clock = np.zeros((self.ranks, spread.shape[2]))
-        for run, rows, sender, receiver, members, link, ends, ranks in self.rounds:
+        for (run, rows, sender, receiver, members, link, ends, ranks), first in zip(
+                self.rounds, self.groups.tolist()):
             start = np.maximum(clock[sender], clock[receiver])
             if len(members):
                 held = start if idle is None else start + idle[run]
                 # the time since each link's first start, credited at its rate
                 lag = start[:, None, :] - np.concatenate([held[members].min(axis=1), start])[link]
-                lag *= credit[run][:, :, None]
+                lag *= np.concatenate([credit[first:first + len(members)],
+                                       alone_too[:len(rows)]])[link][:, :, None]
                 through = (spread[rows] - lag).max(axis=1) + start
             else:  # no link shared: each message from its own start
                 through = start + carried[rows]
@@ -769,22 +770,20 @@ class _Flow:
         return clock.max(axis=0)
 
     def _credit(self, bandwidth: np.ndarray) -> np.ndarray:
-        """Per message and link (its own last) the rate at which the time since the
-        link's first start is credited, as a share of the link's ``bandwidth`` (rows x
-        links): the least, over the link's messages, of what each can get on its other
-        links (their bandwidth over their messages, the least), at most all of it; 0 on
-        a link not shared."""
+        """Per shared link of a round (:attr:`starts`) the rate at which the time since
+        its first start is credited, as a share of its ``bandwidth`` (rows x links):
+        the least, over its messages, of what each can get on its other links (their
+        bandwidth over their messages, the least), at most all of it."""
         if not len(self.entries):
-            return np.zeros(self.shared.shape)
+            return np.zeros(0)
         line = np.hstack([bandwidth, np.full((len(bandwidth), 1), np.inf)])[self.row]
-        rate = line / self.crowd
+        rate = line.copy()
+        rate.reshape(-1)[self.entries] /= self.crowd
         two = np.partition(rate, 1, axis=1)[:, :2]  # the least two of each message's
-        message = self.entries // rate.shape[1]
-        mine, line = rate.ravel()[self.entries], line.ravel()[self.entries]
         # elsewhere: the least rate, but on the link that has it the second least
-        elsewhere = np.where(mine == two[message, 0], two[message, 1], two[message, 0])
-        least = np.minimum.reduceat(np.minimum(1.0, elsewhere / line), self.starts)
-        return np.append(least, 0.0)[self.shared]
+        elsewhere = np.where(rate == two[:, :1], two[:, 1:], two[:, :1])
+        return np.minimum.reduceat(np.minimum(1.0, elsewhere.reshape(-1)[self.entries]
+                                              / line.reshape(-1)[self.entries]), self.starts)
 
 
 def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
