@@ -25,9 +25,9 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   (:meth:`_Described._paced`), or, where every rank is sampled, as the simulator plays
   the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
   once both its ends are done with the round before, its bytes are through once each
-  link of its route has carried its share counted from the first start on that link,
-  and the sender is done after its transfer, the receiver after its reduction too),
-  unless the description holds its
+  link of its route has carried its share, a shared link busy from its first message's
+  start at the rate its messages get elsewhere, and the sender is done after its
+  transfer, the receiver after its reduction too), unless the description holds its
   paced rounds to the lock-step sum (:attr:`collectives.traffic.Round.held`); the time
   is the sum over the rounds, plus the GPU model's cost per call
   (:func:`simulator.gpu.gpu_terms`).
@@ -737,7 +737,7 @@ class _Flow:
         size)."""
         row = self.row
         credit = self._credit(bandwidth)
-        alone_too = np.zeros(max(len(r[1]) for r in self.rounds))  # no credit off a shared link
+        unshared = np.zeros(max(len(r[1]) for r in self.rounds))  # no credit off a shared link
         spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
         carried = spread.max(axis=1)
         paid, sent = paid[row], sent[row]
@@ -745,15 +745,15 @@ class _Flow:
         # an empty message left out holds no link and ends nothing
         idle = None if sent.all() else np.where(sent, 0.0, np.inf)
         clock = np.zeros((self.ranks, spread.shape[2]))
-        for (run, rows, sender, receiver, members, link, ends, ranks), first in zip(
+        for (run, rows, sender, receiver, members, link, ends, ranks), low in zip(
                 self.rounds, self.groups.tolist()):
             start = np.maximum(clock[sender], clock[receiver])
             if len(members):
                 held = start if idle is None else start + idle[run]
                 # the time since each link's first start, credited at its rate
                 lag = start[:, None, :] - np.concatenate([held[members].min(axis=1), start])[link]
-                lag *= np.concatenate([credit[first:first + len(members)],
-                                       alone_too[:len(rows)]])[link][:, :, None]
+                lag *= np.concatenate([credit[low:low + len(members)],
+                                       unshared[:len(rows)]])[link][:, :, None]
                 through = (spread[rows] - lag).max(axis=1) + start
             else:  # no link shared: each message from its own start
                 through = start + carried[rows]
