@@ -24,7 +24,9 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   over nodes) the sum over its rounds of the slowest message then in flight
   (:meth:`_Described._paced`), or, where every rank is sampled, as the simulator plays
   the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
-  once both its ends are done with the round before, and the sender is done after its
+  once both its ends are done with the round before, its bytes are through once each
+  link of its route has carried its share, a shared link busy from its first message's
+  start at the rate its messages get elsewhere, and the sender is done after its
   transfer, the receiver after its reduction too), unless the description holds its
   paced rounds to the lock-step sum (:attr:`collectives.traffic.Round.held`); the time
   is the sum over the rounds, plus the GPU model's cost per call
@@ -176,7 +178,7 @@ class _Rows:
     rounds, none for other rounds); the profiles as ``(profile, class, count)``
     (``triples``: the empty profile's ``(last, 0, 0)``); where every rank is sampled,
     every paced piece of a message apart (``hops``: ``(row, first, end, sender,
-    receiver)``, :func:`_hops`; None otherwise)."""
+    receiver, links...)``, :func:`_hops`; None otherwise)."""
 
     __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced",
                  "triples", "hops")
@@ -324,13 +326,20 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
     column = np.arange(len(links)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     codes[message, column] = link_class[links] * top \
         + profile - (np.cumsum(many) - many)[profiles[profile, 0]]
-    codes.sort(axis=1)  # a route's figures do not depend on the order of its links
+    # a route's figures do not depend on the order of its links; its hops keep which
+    # link each sorted code is of
+    placed = None
+    if ends is None:
+        codes.sort(axis=1)
+    else:
+        codes, placed = _by_code(codes, message, column, links)
     rows, row, merged = _unique_rows(np.column_stack([block, local, codes]))
     live = rounds[:, 1] > rounds[:, 0]
     runs = _runs(row[live], rounds[live])
     bounds = np.searchsorted(rows[:, 0], np.arange(nblocks + 1))
     last = np.searchsorted(runs[:, 0], bounds)
-    hops = None if ends is None else _hops(row[live], rounds[live], ends[live])
+    hops = None if ends is None or placed is None else \
+        _hops(row[live], rounds[live], ends[live], placed[live])
     at = None if hops is None else np.searchsorted(hops[:, 0], bounds)
     return [_Rows(rows[lo:hi, 1], merged[lo:hi],
                   sizes[first_class[b]:first_class[b + 1]],
@@ -338,15 +347,35 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
                   profiles[profiles[:, 0] == b, 1:],
                   runs[last[b]:last[b + 1]] - np.array([lo, 0, 0]),
                   None if hops is None or at is None
-                  else hops[at[b]:at[b + 1]] - np.array([lo, 0, 0, 0, 0]))
+                  else _from_row(hops[at[b]:at[b + 1], :5 + width[b]], lo))
             for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
-def _hops(row: np.ndarray, rounds: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Every paced piece as ``(row, first, end, sender, receiver)`` (its row, the rounds
-    ``[first, end)`` it is in flight in, its end ranks), by row."""
-    hops = np.column_stack([row, rounds, ends]).astype(np.int64).reshape(-1, 5)
+def _by_code(codes: np.ndarray, message: np.ndarray, column: np.ndarray,
+             links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every route's ``codes`` sorted, and the link each is of (of ``links``, each
+    entry's at ``(message, column)``; -1 at the pad)."""
+    placed = np.full(codes.shape, -1, dtype=np.int64)
+    placed[message, column] = links
+    order = np.argsort(codes, axis=1, kind="stable")
+    return np.take_along_axis(codes, order, axis=1), np.take_along_axis(placed, order, axis=1)
+
+
+def _hops(row: np.ndarray, rounds: np.ndarray, ends: np.ndarray,
+          links: np.ndarray) -> np.ndarray:
+    """Every paced piece as ``(row, first, end, sender, receiver, links...)`` (its row,
+    the rounds ``[first, end)`` it is in flight in, its end ranks, the links of its route
+    in its row's order, -1 at the pad), by row."""
+    hops = np.column_stack([row, rounds, ends, links]).astype(np.int64) \
+        .reshape(-1, 5 + links.shape[1])
     return hops[np.argsort(hops[:, 0], kind="stable")]
+
+
+def _from_row(hops: np.ndarray, row: int) -> np.ndarray:
+    """``hops`` with their rows numbered from ``row``."""
+    hops = hops.copy()
+    hops[:, 0] -= row
+    return hops
 
 
 def _stretch(paced: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -541,7 +570,7 @@ class _Layout:
         self.hops = self._hops(blocks, starts)
         held = any(r.paced and r.held for r in rounds)
         self.flow = None if self.hops is None or not len(self.hops) or held else \
-            _Flow(self.hops)
+            _Flow(self.hops, self.class_block[self.row_class[self.hops[:, 0]]])
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
         nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
         first_profile = np.cumsum(nprofiles) - nprofiles
@@ -558,11 +587,15 @@ class _Layout:
         blocks (from ``starts``); None unless every block has them."""
         if any(rows.hops is None for rows in blocks):
             return None
-        hops = [rows.hops for rows in blocks if rows.hops is not None]
-        zero = 0 * starts
-        return _joined(hops, np.array([len(h) for h in hops], dtype=np.int64),
-                       np.column_stack([starts, zero, zero, zero, zero]),
-                       np.zeros((0, 5), dtype=np.int64))
+        width = max([rows.hops.shape[1] for rows in blocks if rows.hops is not None],
+                    default=5)
+        hops = [np.pad(rows.hops, ((0, 0), (0, width - rows.hops.shape[1])),
+                       constant_values=-1)  # links padded as the rows' are
+                for rows in blocks if rows.hops is not None]
+        offsets = np.zeros((len(starts), width), dtype=np.int64)
+        offsets[:, 0] = starts
+        return _joined(hops, np.array([len(h) for h in hops], dtype=np.int64), offsets,
+                       np.zeros((0, width), dtype=np.int64))
 
     @staticmethod
     def _padded(topology: Any, blocks: list[_Rows], starts: np.ndarray,
@@ -601,96 +634,187 @@ class _Layout:
 
 class _Flow:
     """The paced rounds played as the simulator plays the ranks' steps: in each round
-    every message in flight (a hop: its pieces of :attr:`_Layout.hops` in that round, as
-    long as the slowest of them) starts once both its ends are done with the round
-    before (each rank has a clock), its sender is done after its transfer, its receiver
-    after its transfer and reduction, and a rank's clock moves to the last of its
+    every message in flight (a piece of :attr:`_Layout.hops` in that round) starts once
+    both its ends are done with the round before (each rank has a clock); its bytes are
+    through once every link of its route has carried its share there (its row's shared
+    time on the link), and no sooner than its own start plus its bytes' time alone.  A
+    link that several of the round's messages share is busy from the first of them to
+    start, at the rate they can get elsewhere (the least of their other links'
+    bandwidth over the messages on it, as a share of this link's, at most all of it):
+    a message that starts late on it is credited the time since that first start at
+    that rate (as the simulator's link, busy throughout, ends it with the others rather
+    than its shared time after its own start).  Its sender is done its latency later,
+    its receiver after its reduction too, and a rank's clock moves to the last of its
     messages' ends (max-plus over the rounds; a rank with nothing to do in a round, or
-    only empty messages left out, keeps its clock).  ``combos``: the sets of rows the hops take their time from (padded with
-    their first); ``steps``: per round in which a hop is in flight, for each rank with
-    one its messages' partners (``ranks x messages``, padded with its first message),
-    where their durations lie in ``taken`` (a combo's transfer at the sender, or after
-    the combos its whole time at the receiver; the rounds one after another) and the
-    ranks; ``ranks``: one more than the highest rank."""
+    only empty messages left out, keeps its clock).
 
-    __slots__ = ("combos", "steps", "taken", "ranks")
+    ``row``: per message of a round, the rounds one after another; ``entries``,
+    ``starts``, ``crowd``: the messages' links that several share (in messages x (links
+    and one of its own, its bytes alone, last), flat), link by link, the rounds in turn,
+    where each link starts among them and the messages on it; ``groups``: per round its
+    first shared link among those; ``rounds``: per round its messages (a slice of
+    those) and their ranks (sender, receiver), the messages on each shared link
+    (numbered in the round, by block: messages of two blocks never share a link, as
+    :func:`_route_rows` has them) and each message's links (the shared ones' numbers,
+    else ``shared + m``: the message's own), and its messages' ends (sends, then
+    receives) gathered by rank and those ranks; ``ranks``: one more than the highest
+    rank."""
 
-    def __init__(self, hops: np.ndarray) -> None:
-        row, first, end, sender, receiver = hops.T
+    __slots__ = ("row", "crowd", "entries", "starts", "groups", "rounds", "ranks")
+
+    def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
+        row, first, end, sender, receiver = hops[:, :5].T
         many = end - first
-        piece = np.repeat(np.arange(len(hops)), many)
-        when = first[piece] + _within(many)
-        order = np.lexsort((row[piece], receiver[piece], sender[piece], when))
-        piece, when = piece[order], when[order]
-        src, dst = sender[piece], receiver[piece]
-        new = np.r_[True, (when[1:] != when[:-1]) | (src[1:] != src[:-1])
-                    | (dst[1:] != dst[:-1])]
-        self.combos, combo = self._combos(new, row[piece])
-        at = np.flatnonzero(new)
+        hop = np.repeat(np.arange(len(hops)), many)
+        when = first[hop] + _within(many)
+        order = np.argsort(when, kind="stable")
+        hop, when = hop[order], when[order]
+        self.row, sender, receiver = (a[hop].astype(np.int32) for a in (row, sender, receiver))
         self.ranks = int(max(sender.max(), receiver.max())) + 1
-        self.steps, self.taken = self._steps(when[at], src[at], dst[at], combo,
-                                             len(self.combos))
+        cuts = np.flatnonzero(np.r_[True, when[1:] != when[:-1], True])
+        lo, hi = cuts[:-1], cuts[1:]
+        at = np.repeat(np.arange(len(lo)), hi - lo)  # each message's round
+        members, link = self._links(hops[hop, 5:], block[hop], at, lo)
+        ends, ranks = self._ends(sender, receiver, at, lo, hi)
+        self.rounds = [(slice(a, b), self.row[a:b], sender[a:b], receiver[a:b], m, k, e, r)
+                       for a, b, m, k, e, r in zip(lo.tolist(), hi.tolist(), members,
+                                                   np.split(link, hi[:-1]), ends, ranks)]
+
+    def _links(self, links: np.ndarray, block: np.ndarray, at: np.ndarray,
+               lo: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Per message its ``links`` (-1 at the pad), ``block`` and round (``at``, whose
+        messages start at ``lo``): per round the messages (numbered from 0 in it) on each
+        link that several share (a row each, padded with its first), and per message
+        where each of its links, and one more of its own, takes its first start from: a
+        shared link's number in its round, else ``shared + m``, its own start
+        (``shared``: the round's shared links, ``m``: the message's number); and
+        :attr:`entries`, :attr:`starts`, :attr:`crowd`, :attr:`groups`."""
+        width = links.shape[1]
+        order, starts = _grouped(links, at * (int(block.max()) + 1) + block)
+        rounds = at[order // width]
+        many = np.diff(np.append(starts, len(order)))
+        shared = many > 1
+        sizes, group_round = many[shared], rounds[starts[shared]]
+        count = np.bincount(group_round, minlength=len(lo))  # shared links per round
+        number = np.arange(len(sizes)) - (np.cumsum(count) - count)[group_round]
+        message, on_shared = order // width, np.repeat(shared, many)
+        entry = (order + message)[on_shared]  # in messages x (links and its own)
+        own = np.arange(len(at)) - lo[at]  # each message's number in its round
+        link = np.repeat((count[at] + own).astype(np.int32)[:, None], width + 1, axis=1)
+        link.reshape(-1)[entry] = np.repeat(number, sizes)
+        self.crowd = np.repeat(sizes, sizes).astype(np.int32)
+        self.entries, self.starts = entry, np.cumsum(sizes) - sizes
+        self.groups = np.cumsum(count) - count
+        return (_in_rounds(own[message[on_shared]], self.starts, group_round, len(lo)),
+                link)
 
     @staticmethod
-    def _combos(new: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct sets of ``rows`` of the hops (each hop's pieces one after
-        another, ``new`` at its first), padded with their first, and each hop's."""
-        at = np.flatnonzero(new)
-        count = np.diff(np.append(at, len(rows)))
-        padded = np.repeat(rows[at][:, None], int(count.max()), axis=1)
-        padded[np.cumsum(new) - 1, _within(count)] = rows
-        combos, combo, _ = _unique_rows(padded)
-        return combos, combo
+    def _ends(sender: np.ndarray, receiver: np.ndarray, at: np.ndarray, lo: np.ndarray,
+              hi: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per round (each message's ``at``; its messages from ``lo`` to ``hi``) its
+        messages' ends, sends then receives (``0 .. 2 n``), of each rank that has some
+        (a row, padded with its first) and those ranks."""
+        count = len(sender)
+        sides = np.concatenate([sender, receiver])
+        rounds = np.tile(at, 2)
+        by_rank = np.argsort(rounds * (int(sides.max()) + 1) + sides, kind="stable")
+        sides, rounds = sides[by_rank], rounds[by_rank]
+        message = by_rank % count
+        local = message - lo[at[message]] + np.where(by_rank < count, 0, (hi - lo)[at[message]])
+        starts = np.flatnonzero(np.r_[True, (sides[1:] != sides[:-1])
+                                      | (rounds[1:] != rounds[:-1])])
+        return (_in_rounds(local, starts, rounds[starts], len(lo)),
+                np.split(sides[starts], np.searchsorted(rounds[starts], np.arange(1, len(lo)))))
 
-    @staticmethod
-    def _steps(when: np.ndarray, sender: np.ndarray, receiver: np.ndarray, combo: np.ndarray,
-               ncombos: int) -> tuple[list[tuple[Any, ...]], np.ndarray]:
-        """Per round, per rank with a hop in it, its hops' partners (padded with its
-        first), the run of ``taken`` that holds their durations (the combo's transfer at
-        the sender, its whole time at the receiver) and the ranks; and ``taken`` (see
-        the class docstring)."""
-        rank = np.concatenate([sender, receiver])
-        ends = np.column_stack([np.concatenate([receiver, sender]),
-                                np.concatenate([combo, ncombos + combo])])
-        rounds = np.tile(when, 2)
-        order = np.lexsort((rank, rounds))
-        rank, ends, rounds = rank[order], ends[order], rounds[order]
-        new = np.r_[True, (rank[1:] != rank[:-1]) | (rounds[1:] != rounds[:-1])]
-        at = np.flatnonzero(new)
-        count = np.diff(np.append(at, len(rank)))
-        padded = np.repeat(ends[at][:, None, :], int(count.max()), axis=1)
-        padded[np.cumsum(new) - 1, _within(count)] = ends
-        cuts = np.flatnonzero(np.r_[True, rounds[at][1:] != rounds[at][:-1], True])
-        widths = np.maximum.reduceat(count, cuts[:-1])
-        parts = [padded[lo:hi, :width] for lo, hi, width in
-                 zip(cuts[:-1].tolist(), cuts[1:].tolist(), widths.tolist())]
-        sizes = np.array([part.shape[0] * part.shape[1] for part in parts], dtype=np.int64)
-        steps = [(np.ascontiguousarray(part[:, :, 0]), lo, rank[at[c0:c1]])
-                 for part, lo, c0, c1 in zip(parts, (np.cumsum(sizes) - sizes).tolist(),
-                                             cuts[:-1].tolist(), cuts[1:].tolist())]
-        return steps, np.concatenate([part[:, :, 1].ravel() for part in parts])
-
-    def time(self, transfer: np.ndarray, whole: np.ndarray, sent: np.ndarray) -> np.ndarray:
-        """Seconds of the paced rounds at every size, from every row's ``transfer``
-        time and ``whole`` time (with the receiver's reduction), rows x sizes, and
-        whether its messages are sent (an empty one left out is no message: it holds
-        neither end)."""
-        sizes = transfer.shape[1]
-        durations = np.vstack([transfer[self.combos].max(axis=1),
-                               whole[self.combos].max(axis=1)])[self.taken]
-        clock = np.zeros((self.ranks, sizes))
-        # an empty message left out waits for nobody: its partner's clock counts -inf
-        waits = None if sent.all() else np.where(
-            np.tile(sent[self.combos].any(axis=1), (2, 1))[self.taken], 0.0, -np.inf)
-        for partners, lo, ranks in self.steps:
-            run, shape = slice(lo, lo + partners.size), (*partners.shape, sizes)
-            ends = clock[partners]  # ranks x messages x sizes: when each can start
-            if waits is not None:
-                ends += waits[run].reshape(shape)
-            np.maximum(ends, clock[ranks][:, None], out=ends)
-            ends += durations[run].reshape(shape)
-            clock[ranks] = ends.max(axis=1)
+    def time(self, paid: np.ndarray, spread: np.ndarray, bandwidth: np.ndarray,
+             alone: np.ndarray, reduction: np.ndarray | None, sent: np.ndarray) -> np.ndarray:
+        """Seconds of the paced rounds at every size, from every row's latency ``paid``
+        (once its bytes are through), its shared time on each link of its route
+        (``spread``, rows x links x sizes) and those links' ``bandwidth`` (rows x
+        links), its bytes' time ``alone``, its receiver's ``reduction`` (None: none)
+        and whether its messages are ``sent`` (an empty one left out is no message: it
+        holds no link and neither end), rows x sizes (or rows x 1, alike at every
+        size)."""
+        row = self.row
+        credit = self._credit(bandwidth)
+        unshared = np.zeros(max(len(r[1]) for r in self.rounds))  # no credit off a shared link
+        spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
+        carried = spread.max(axis=1)
+        paid, sent = paid[row], sent[row]
+        reduction = None if reduction is None else reduction[row]
+        # an empty message left out holds no link and ends nothing
+        idle = None if sent.all() else np.where(sent, 0.0, np.inf)
+        clock = np.zeros((self.ranks, spread.shape[2]))
+        for (run, rows, sender, receiver, members, link, ends, ranks), low in zip(
+                self.rounds, self.groups.tolist()):
+            start = np.maximum(clock[sender], clock[receiver])
+            if len(members):
+                held = start if idle is None else start + idle[run]
+                # the time since each link's first start, credited at its rate
+                lag = start[:, None, :] - np.concatenate([held[members].min(axis=1), start])[link]
+                lag *= np.concatenate([credit[low:low + len(members)],
+                                       unshared[:len(rows)]])[link][:, :, None]
+                through = (spread[rows] - lag).max(axis=1) + start
+            else:  # no link shared: each message from its own start
+                through = start + carried[rows]
+            if idle is None:
+                through += paid[run]
+            else:
+                through = np.where(sent[run], through + paid[run], -np.inf)
+            done = np.concatenate([through, through if reduction is None
+                                   else through + reduction[run]])
+            done = done[ends].max(axis=1)
+            # a message ends after both its ends' clocks: only a rank whose messages were
+            # all left out keeps its clock
+            clock[ranks] = done if idle is None else np.maximum(clock[ranks], done)
         return clock.max(axis=0)
+
+    def _credit(self, bandwidth: np.ndarray) -> np.ndarray:
+        """Per shared link of a round (:attr:`starts`) the rate at which the time since
+        its first start is credited, as a share of its ``bandwidth`` (rows x links):
+        the least, over its messages, of what each can get on its other links (their
+        bandwidth over their messages, the least), at most all of it."""
+        if not len(self.entries):
+            return np.zeros(0)
+        line = np.hstack([bandwidth, np.full((len(bandwidth), 1), np.inf)])[self.row]
+        rate = line.copy()
+        rate.reshape(-1)[self.entries] /= self.crowd
+        two = np.partition(rate, 1, axis=1)[:, :2]  # the least two of each message's
+        # elsewhere: the least rate, but on the link that has it the second least
+        elsewhere = np.where(rate == two[:, :1], two[:, 1:], two[:, :1])
+        return np.minimum.reduceat(np.minimum(1.0, elsewhere.reshape(-1)[self.entries]
+                                              / line.reshape(-1)[self.entries]), self.starts)
+
+
+def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of ``links`` (messages x links, -1 at the pad; flat) but the pad, by
+    each message's ``tag`` (numbers >= 0) and then link, and where each (tag, link)
+    starts among them."""
+    real = np.flatnonzero(links.ravel() >= 0)
+    keys = (tag[:, None] * (int(links.max(initial=0)) + 1) + links).ravel()[real]
+    by_key = np.argsort(keys, kind="stable")
+    keys = keys[by_key]
+    return real[by_key], np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+
+
+def _in_rounds(values: np.ndarray, starts: np.ndarray, rounds: np.ndarray,
+               count: int) -> list[np.ndarray]:
+    """``values`` in groups (each from its of ``starts``), the groups in ``count``
+    rounds (``rounds``: each group's, sorted): per round its groups' values as rows,
+    each padded with its first value (no rows in a round without groups)."""
+    many = np.diff(np.append(starts, len(values)))
+    groups = np.bincount(rounds, minlength=count)
+    first = np.cumsum(groups) - groups
+    width = np.ones(count, dtype=np.int64)
+    np.maximum.at(width, rounds, many)
+    size = groups * width
+    offset = np.cumsum(size) - size
+    wide = width[rounds]
+    at = offset[rounds] + (np.arange(len(starts)) - first[rounds]) * wide
+    flat = np.repeat(values[starts].astype(np.int32), wide)  # indices within a round
+    flat[np.repeat(at, many) + _within(many)] = values
+    return [flat[o:o + n].reshape(g, w) for o, n, g, w in
+            zip(offset.tolist(), size.tolist(), groups.tolist(), width.tolist())]
 
 
 _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
@@ -774,32 +898,40 @@ class _Described:
         mine, theirs, many = layout.expanded.T
         shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
                                  layout.pair_rows, axis=0)
-        carried = (shared[layout.pair] / bandwidth[:, :, None]).max(axis=1)
+        spread = shared[layout.pair] / bandwidth[:, :, None]  # on each link of the route
+        carried = spread.max(axis=1)
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
         sent = ~(skip_empty & (nbytes <= 0))
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
         own = nbytes if piece is None else \
             np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
-        transfer = np.where(sent, hidden_latency(latency, own, rate, slot, shares) + carried,
-                            0.0)
-        time = transfer
-        if gamma and reduce.any():
-            time = time + np.where(reduce & sent, gamma * own, 0.0)
+        paid = hidden_latency(latency, own, rate, slot, shares)
+        transfer = np.where(sent, paid + carried, 0.0)
+        reduction = np.where(reduce & sent, gamma * own, 0.0) if gamma and reduce.any() \
+            else None
+        time = transfer if reduction is None else transfer + reduction
         slowest = np.maximum.reduceat(time, layout.class_rows, axis=0)
         summed = np.add.reduceat(layout.weight * time, layout.class_rows, axis=0)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
-        return self.slow @ blocks + self.cross @ crossed + self._paced(transfer, time, sent)
+        return self.slow @ blocks + self.cross @ crossed + \
+            self._paced(transfer, time, sent, (paid, spread, bandwidth, nbytes, rate, reduction))
 
-    def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray) -> np.ndarray:
+    def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray,
+               parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                            np.ndarray | None]) -> np.ndarray:
         """The paced rounds (:class:`collectives.traffic.Round`) from every row's
         ``transfer`` and whole ``time`` (and whether it is ``sent``): where every rank is
-        sampled, as the ranks play them (:class:`_Flow`); else every round as long as
+        sampled, as the ranks play them (:class:`_Flow`, from the ``parts`` of those
+        times: the latency paid, the shared time on each link, the links' bandwidth, the
+        bytes and the route's rate, the reduction or None); else every round as long as
         the slowest row then in flight, the rounds in which no sampled message is (far
         from the sample) as long as those in which one is, on average."""
         if self.layout.flow is not None:
-            return self.layout.flow.time(transfer, time, sent)
+            paid, spread, bandwidth, nbytes, rate, reduction = parts
+            return self.layout.flow.time(paid, spread, bandwidth, nbytes / rate, reduction,
+                                         sent)
         rows, inside, rounds = self.layout.stretch
         if not len(rows):
             return np.zeros(time.shape[1])
