@@ -22,7 +22,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of ``S`` segments takes the sum over its hops
   plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's, a tree's
   over nodes) the sum over its rounds of the slowest message then in flight
-  (:meth:`_Described._paced`), or, where every rank is sampled, as the simulator plays
+  (:meth:`_Described._paced`), or, where every rank is sampled or the paced rounds are
+  few enough messages to route them all (:func:`_played`), as the simulator plays
   the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
   once both its ends are done with the round before, and the sender is done after its
   transfer, the receiver after its reduction too), unless the description holds its
@@ -34,7 +35,12 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
 to :data:`SAMPLE_ALL_RANKS` ranks, else every rank of a few nodes (the first two, the
 middle one, the last), which on a machine whose nodes are alike meet every kind of
 route and link load a round has.  The model's cost therefore grows with the number of
-classes (and by a numpy pass over each class's positions), not with rank pairs.
+classes (and by a numpy pass over each class's positions), not with rank pairs.  Paced
+rounds are the exception: a rank's clock waits on its partners' and theirs on their
+partners', so a sample cannot play them; where their messages over every channel are
+at most :data:`PLAY_MESSAGES`, in flight in at most :data:`PLAY_HOPS` rounds in all,
+every rank's are routed and played (their cost bounded by those budgets, whatever the
+rank count); past either, the sample's lock-step stretch prices them.
 
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
 kind, latency and line rate are alike under every protocol) and merged into rows of
@@ -44,7 +50,7 @@ tree's at every segment count), and a description's rounds not yet routed are ro
 one pass (blocks that never share a link; the paced rounds apart), from each class's
 sampled messages only.  A description's rows are then priced at every size in one numpy
 pass, under each protocol, but for paced rounds played rank by rank: a numpy pass per
-round over the ranks then busy (only up to :data:`SAMPLE_ALL_RANKS` ranks).
+round over the ranks then busy (within the budgets above).
 ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
@@ -81,10 +87,13 @@ from collectives.traffic import Phase, describe
 from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
-__all__ = ["price", "price_one", "SAMPLE_ALL_RANKS"]
+__all__ = ["price", "price_one", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES", "PLAY_HOPS"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
+#: paced rounds of at most so many messages, in flight in at most so many rounds in all
+#: (over every channel), are played rank by rank (:func:`_played`)
+PLAY_MESSAGES, PLAY_HOPS = 8192, 1 << 16
 
 Orders = tuple[tuple[int, ...], ...]
 
@@ -218,19 +227,43 @@ def _routed(topology: Any, orders: Orders,
     index at a time, in every order at once, else all at once, and its classes' digests)
     on ``orders``: the same under every protocol, cached by the classes' positions (so
     that rounds described apart, a tree's at each segment count, share them), and those
-    not cached routed together (the paced rounds apart from the others)."""
-    keys = [(topology, id(orders), chained, digests) for _, chained, digests in wanted]
+    not cached routed together (the paced rounds apart from the others, from every rank
+    where :func:`_played`)."""
+    played = _played(topology, orders, [r for r, _, _ in wanted])
+    keys = [(topology, id(orders), chained, digests, played and _is_paced(r))
+            for r, chained, digests in wanted]
     missing = {key: block[:2] for key, block in zip(keys, wanted)
                if _found(_ROUTED, key, (orders,)) is None}
-    paced = [key for key, (r, _) in missing.items()
-             if any(m.rounds is not None for m in r.messages)]
+    paced = [key for key, (r, _) in missing.items() if _is_paced(r)]
     batches = [paced, [key for key in missing if key not in paced]]
-    for batch in filter(None, batches):
-        made = _route_rows(topology, _ranks(orders), _sampled(topology, orders),
-                           [(missing[key][0].messages, missing[key][1]) for key in batch])
-        for key, rows in zip(batch, made):
-            _store(_ROUTED, key, (orders,), rows)
+    every = np.ones((len(orders), len(orders[0])), dtype=bool)
+    for batch, sampled in zip(batches, (every if played else _sampled(topology, orders),
+                                        _sampled(topology, orders))):
+        if batch:
+            made = _route_rows(topology, _ranks(orders), sampled,
+                               [(missing[key][0].messages, missing[key][1]) for key in batch])
+            for key, rows in zip(batch, made):
+                _store(_ROUTED, key, (orders,), rows)
     return [_found(_ROUTED, key, (orders,)) for key in keys]
+
+
+def _is_paced(round_: Any) -> bool:
+    """Whether a round's messages say in which rounds they are in flight."""
+    return any(m.rounds is not None for m in round_.messages)
+
+
+def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders`` are played rank by rank (:class:`_Flow`,
+    every rank's paced messages routed): where every rank is sampled, or where, over
+    all the orders, they hold at most :data:`PLAY_MESSAGES` messages (each routed) in
+    flight in at most :data:`PLAY_HOPS` rounds in all (each a hop of the play); past
+    either, the sample's lock-step stretch."""
+    if topology.nranks <= SAMPLE_ALL_RANKS:
+        return True
+    paced = [m.rounds for r in rounds for m in r.messages if m.rounds is not None]
+    messages = sum(len(m) for m in paced) * len(orders)
+    hops = sum(int(np.sum(m[:, 1] - m[:, 0])) for m in paced) * len(orders)
+    return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS
 
 
 _SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
@@ -556,9 +589,10 @@ class _Layout:
     def _hops(blocks: list[_Rows], starts: np.ndarray) -> np.ndarray | None:
         """Every block's paced pieces (:attr:`_Rows.hops`), rows numbered across the
         blocks (from ``starts``); None unless every block has them."""
-        if any(rows.hops is None for rows in blocks):
+        if any(rows.hops is None for rows in blocks if len(rows.paced)):
             return None
-        hops = [rows.hops for rows in blocks if rows.hops is not None]
+        hops = [np.zeros((0, 5), dtype=np.int64) if rows.hops is None else rows.hops
+                for rows in blocks]
         zero = 0 * starts
         return _joined(hops, np.array([len(h) for h in hops], dtype=np.int64),
                        np.column_stack([starts, zero, zero, zero, zero]),
