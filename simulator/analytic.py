@@ -230,7 +230,8 @@ def _routed(topology: Any, orders: Orders,
     not cached routed together (the paced rounds apart from the others, from every rank
     where :func:`_played`)."""
     played = _played(topology, orders, [r for r, _, _ in wanted])
-    keys = [(topology, id(orders), chained, digests, played and _is_paced(r))
+    whole = _whole(topology, orders, [r for r, _, _ in wanted])
+    keys = [(topology, id(orders), chained, digests, played if _is_paced(r) else whole)
             for r, chained, digests in wanted]
     missing = {key: block[:2] for key, block in zip(keys, wanted)
                if _found(_ROUTED, key, (orders,)) is None}
@@ -238,7 +239,7 @@ def _routed(topology: Any, orders: Orders,
     batches = [paced, [key for key in missing if key not in paced]]
     every = np.ones((len(orders), len(orders[0])), dtype=bool)
     for batch, sampled in zip(batches, (every if played else _sampled(topology, orders),
-                                        _sampled(topology, orders))):
+                                        every if whole else _sampled(topology, orders))):
         if batch:
             made = _route_rows(topology, _ranks(orders), sampled,
                                [(missing[key][0].messages, missing[key][1]) for key in batch])
@@ -264,6 +265,17 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     messages = sum(len(m) for m in paced) * len(orders)
     hops = sum(int(np.sum(m[:, 1] - m[:, 0])) for m in paced) * len(orders)
     return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS
+
+
+def _whole(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether every rank's messages of the rounds that are not paced are routed: where
+    every rank is sampled, or where, over all the orders, they are at most
+    :data:`PLAY_MESSAGES` (a round's slowest message may lie between ranks the sample
+    does not meet, as a flat tree's over some nodes); past it, the sample."""
+    if topology.nranks <= SAMPLE_ALL_RANKS:
+        return True
+    messages = sum(len(m.src) for r in rounds if not _is_paced(r) for m in r.messages)
+    return messages * len(orders) <= PLAY_MESSAGES
 
 
 _SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
@@ -913,8 +925,12 @@ def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: 
             total += _phase_time(collective, phase, topology, terms, counts, ds, channels)
         return total
     orders, added = _placed(algorithm, channels, topology, nranks)
+    # a ReduceScatter's or AllGather's block lies at its rank's place in the buffer: a
+    # channel's part of it, or, on an order that is not the ranks' own, the whole
+    # block, is a run apart from its neighbours in the order
+    cut = channels > 1 or orders[0] != tuple(range(nranks))
     piece = _piece(nranks, counts, channels, ds) \
-        if collective in ("reduce_scatter", "allgather") and channels > 1 else None
+        if collective in ("reduce_scatter", "allgather") and cut else None
     return _flat_time(collective, algorithm, topology, terms, orders,
                       _ceil_div(counts, channels), ds, {**params, **dict(added)}, piece)
 
@@ -927,7 +943,7 @@ def _phase_time(collective: str, phase: Phase, topology: Any, terms: tuple,
     """One phase of a composed algorithm: every group ``channels`` times side by side."""
     orders = _cached(_PHASE_ORDERS, (id(phase.groups), channels), (phase.groups,),
                      lambda: tuple(group for group in phase.groups for _ in range(channels)))
-    cut = channels > 1 or collective == "reduce_scatter"
+    cut = channels > 1 or collective in ("reduce_scatter", "allgather")
     piece = _piece(phase.piece, counts, channels, ds) \
         if phase.piece is not None and cut else None
     elements = _ceil_div(_ceil_div(counts, phase.fraction), channels)
