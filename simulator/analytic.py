@@ -38,9 +38,11 @@ route and link load a round has.  The model's cost therefore grows with the numb
 classes (and by a numpy pass over each class's positions), not with rank pairs.  Paced
 rounds are the exception: a rank's clock waits on its partners' and theirs on their
 partners', so a sample cannot play them; where their messages over every channel are
-at most :data:`PLAY_MESSAGES`, in flight in at most :data:`PLAY_HOPS` rounds in all,
-every rank's are routed and played (their cost bounded by those budgets, whatever the
-rank count); past either, the sample's lock-step stretch prices them.
+at most :data:`PLAY_MESSAGES`, in flight in at most :data:`PLAY_HOPS` rounds in all
+over at most :data:`PLAY_ROUNDS` rounds, every rank's are routed and played (their cost
+bounded by those budgets, whatever the rank count); past any, the sample's lock-step
+stretch prices them.  Other rounds of at most :data:`WHOLE_MESSAGES` messages are
+routed at every rank too.
 
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
 kind, latency and line rate are alike under every protocol) and merged into rows of
@@ -87,13 +89,18 @@ from collectives.traffic import Phase, describe
 from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
-__all__ = ["price", "price_one", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES", "PLAY_HOPS"]
+__all__ = ["price", "price_one", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES", "PLAY_HOPS",
+           "PLAY_ROUNDS", "WHOLE_MESSAGES"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
 #: paced rounds of at most so many messages, in flight in at most so many rounds in all
-#: (over every channel), are played rank by rank (:func:`_played`)
-PLAY_MESSAGES, PLAY_HOPS = 8192, 1 << 16
+#: (over every channel), over a stretch of at most so many rounds, are played rank by
+#: rank (:func:`_played`)
+PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 16, 1 << 12
+#: rounds (not paced) of at most so many messages over every channel are routed at
+#: every rank (:func:`_whole`)
+WHOLE_MESSAGES = 1 << 13
 
 Orders = tuple[tuple[int, ...], ...]
 
@@ -257,25 +264,28 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     """Whether the paced ``rounds`` on ``orders`` are played rank by rank (:class:`_Flow`,
     every rank's paced messages routed): where every rank is sampled, or where, over
     all the orders, they hold at most :data:`PLAY_MESSAGES` messages (each routed) in
-    flight in at most :data:`PLAY_HOPS` rounds in all (each a hop of the play); past
-    either, the sample's lock-step stretch."""
+    flight in at most :data:`PLAY_HOPS` rounds in all (each a hop of the play) over a
+    stretch of at most :data:`PLAY_ROUNDS` rounds (a numpy pass each); past any, the
+    sample's lock-step stretch."""
     if topology.nranks <= SAMPLE_ALL_RANKS:
         return True
     paced = [m.rounds for r in rounds for m in r.messages if m.rounds is not None]
     messages = sum(len(m) for m in paced) * len(orders)
     hops = sum(int(np.sum(m[:, 1] - m[:, 0])) for m in paced) * len(orders)
-    return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS
+    span = max((int(m[:, 1].max()) for m in paced if len(m)), default=0) \
+        - min((int(m[:, 0].min()) for m in paced if len(m)), default=0)
+    return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
 
 
 def _whole(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     """Whether every rank's messages of the rounds that are not paced are routed: where
     every rank is sampled, or where, over all the orders, they are at most
-    :data:`PLAY_MESSAGES` (a round's slowest message may lie between ranks the sample
+    :data:`WHOLE_MESSAGES` (a round's slowest message may lie between ranks the sample
     does not meet, as a flat tree's over some nodes); past it, the sample."""
     if topology.nranks <= SAMPLE_ALL_RANKS:
         return True
     messages = sum(len(m.src) for r in rounds if not _is_paced(r) for m in r.messages)
-    return messages * len(orders) <= PLAY_MESSAGES
+    return messages * len(orders) <= WHOLE_MESSAGES
 
 
 _SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
