@@ -22,7 +22,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of ``S`` segments takes the sum over its hops
   plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's, a tree's
   over nodes) the sum over its rounds of the slowest message then in flight
-  (:meth:`_Described._paced`), or, where every rank is sampled, as the simulator plays
+  (:meth:`_Described._paced`), or, where every rank is sampled or the paced rounds are
+  few enough messages to route them all (:func:`_played`), as the simulator plays
   the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
   once both its ends are done with the round before, its bytes are through once each
   link of its route has carried its share, a shared link busy from its first message's
@@ -36,7 +37,14 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
 to :data:`SAMPLE_ALL_RANKS` ranks, else every rank of a few nodes (the first two, the
 middle one, the last), which on a machine whose nodes are alike meet every kind of
 route and link load a round has.  The model's cost therefore grows with the number of
-classes (and by a numpy pass over each class's positions), not with rank pairs.
+classes (and by a numpy pass over each class's positions), not with rank pairs.  Paced
+rounds are the exception: a rank's clock waits on its partners' and theirs on their
+partners', so a sample cannot play them; where their messages over every channel are
+at most :data:`PLAY_MESSAGES`, in flight in at most :data:`PLAY_HOPS` rounds in all
+over at most :data:`PLAY_ROUNDS` rounds, every rank's are routed and played (their cost
+bounded by those budgets, whatever the rank count); past any, the sample's lock-step
+stretch prices them.  Other rounds of at most :data:`WHOLE_MESSAGES` messages are
+routed at every rank too.
 
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
 kind, latency and line rate are alike under every protocol) and merged into rows of
@@ -46,7 +54,7 @@ tree's at every segment count), and a description's rounds not yet routed are ro
 one pass (blocks that never share a link; the paced rounds apart), from each class's
 sampled messages only.  A description's rows are then priced at every size in one numpy
 pass, under each protocol, but for paced rounds played rank by rank: a numpy pass per
-round over the ranks then busy (only up to :data:`SAMPLE_ALL_RANKS` ranks).
+round over the ranks then busy (within the budgets above).
 ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
@@ -83,10 +91,18 @@ from collectives.traffic import Phase, describe
 from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
-__all__ = ["price", "price_one", "SAMPLE_ALL_RANKS"]
+__all__ = ["price", "price_one", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES", "PLAY_HOPS",
+           "PLAY_ROUNDS", "WHOLE_MESSAGES"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
+#: paced rounds of at most so many messages, in flight in at most so many rounds in all
+#: (over every channel), over a stretch of at most so many rounds, are played rank by
+#: rank (:func:`_played`)
+PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 16, 1 << 12
+#: rounds (not paced) of at most so many messages over every channel are routed at
+#: every rank (:func:`_whole`)
+WHOLE_MESSAGES = 1 << 13
 
 Orders = tuple[tuple[int, ...], ...]
 
@@ -220,19 +236,58 @@ def _routed(topology: Any, orders: Orders,
     index at a time, in every order at once, else all at once, and its classes' digests)
     on ``orders``: the same under every protocol, cached by the classes' positions (so
     that rounds described apart, a tree's at each segment count, share them), and those
-    not cached routed together (the paced rounds apart from the others)."""
-    keys = [(topology, id(orders), chained, digests) for _, chained, digests in wanted]
+    not cached routed together (the paced rounds apart from the others, from every rank
+    where :func:`_played`)."""
+    played = _played(topology, orders, [r for r, _, _ in wanted])
+    whole = _whole(topology, orders, [r for r, _, _ in wanted])
+    keys = [(topology, id(orders), chained, digests, played if _is_paced(r) else whole)
+            for r, chained, digests in wanted]
     missing = {key: block[:2] for key, block in zip(keys, wanted)
                if _found(_ROUTED, key, (orders,)) is None}
-    paced = [key for key, (r, _) in missing.items()
-             if any(m.rounds is not None for m in r.messages)]
+    paced = [key for key, (r, _) in missing.items() if _is_paced(r)]
     batches = [paced, [key for key in missing if key not in paced]]
-    for batch in filter(None, batches):
-        made = _route_rows(topology, _ranks(orders), _sampled(topology, orders),
-                           [(missing[key][0].messages, missing[key][1]) for key in batch])
-        for key, rows in zip(batch, made):
-            _store(_ROUTED, key, (orders,), rows)
+    every = np.ones((len(orders), len(orders[0])), dtype=bool)
+    for batch, sampled in zip(batches, (every if played else _sampled(topology, orders),
+                                        every if whole else _sampled(topology, orders))):
+        if batch:
+            made = _route_rows(topology, _ranks(orders), sampled,
+                               [(missing[key][0].messages, missing[key][1]) for key in batch])
+            for key, rows in zip(batch, made):
+                _store(_ROUTED, key, (orders,), rows)
     return [_found(_ROUTED, key, (orders,)) for key in keys]
+
+
+def _is_paced(round_: Any) -> bool:
+    """Whether a round's messages say in which rounds they are in flight."""
+    return any(m.rounds is not None for m in round_.messages)
+
+
+def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders`` are played rank by rank (:class:`_Flow`,
+    every rank's paced messages routed): where every rank is sampled, or where, over
+    all the orders, they hold at most :data:`PLAY_MESSAGES` messages (each routed) in
+    flight in at most :data:`PLAY_HOPS` rounds in all (each a hop of the play) over a
+    stretch of at most :data:`PLAY_ROUNDS` rounds (a numpy pass each); past any, the
+    sample's lock-step stretch."""
+    if topology.nranks <= SAMPLE_ALL_RANKS:
+        return True
+    paced = [m.rounds for r in rounds for m in r.messages if m.rounds is not None]
+    messages = sum(len(m) for m in paced) * len(orders)
+    hops = sum(int(np.sum(m[:, 1] - m[:, 0])) for m in paced) * len(orders)
+    span = max((int(m[:, 1].max()) for m in paced if len(m)), default=0) \
+        - min((int(m[:, 0].min()) for m in paced if len(m)), default=0)
+    return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _whole(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether every rank's messages of the rounds that are not paced are routed: where
+    every rank is sampled, or where, over all the orders, they are at most
+    :data:`WHOLE_MESSAGES` (a round's slowest message may lie between ranks the sample
+    does not meet, as a flat tree's over some nodes); past it, the sample."""
+    if topology.nranks <= SAMPLE_ALL_RANKS:
+        return True
+    messages = sum(len(m.src) for r in rounds if not _is_paced(r) for m in r.messages)
+    return messages * len(orders) <= WHOLE_MESSAGES
 
 
 _SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
@@ -585,13 +640,14 @@ class _Layout:
     def _hops(blocks: list[_Rows], starts: np.ndarray) -> np.ndarray | None:
         """Every block's paced pieces (:attr:`_Rows.hops`), rows numbered across the
         blocks (from ``starts``); None unless every block has them."""
-        if any(rows.hops is None for rows in blocks):
+        if any(rows.hops is None for rows in blocks if len(rows.paced)):
             return None
         width = max([rows.hops.shape[1] for rows in blocks if rows.hops is not None],
                     default=5)
-        hops = [np.pad(rows.hops, ((0, 0), (0, width - rows.hops.shape[1])),
-                       constant_values=-1)  # links padded as the rows' are
-                for rows in blocks if rows.hops is not None]
+        hops = [np.zeros((0, width), dtype=np.int64) if rows.hops is None
+                else np.pad(rows.hops, ((0, 0), (0, width - rows.hops.shape[1])),
+                            constant_values=-1)  # links padded as the rows' are
+                for rows in blocks]
         offsets = np.zeros((len(starts), width), dtype=np.int64)
         offsets[:, 0] = starts
         return _joined(hops, np.array([len(h) for h in hops], dtype=np.int64), offsets,
@@ -1011,8 +1067,12 @@ def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: 
             total += _phase_time(collective, phase, topology, terms, counts, ds, channels)
         return total
     orders, added = _placed(algorithm, channels, topology, nranks)
+    # a ReduceScatter's or AllGather's block lies at its rank's place in the buffer: a
+    # channel's part of it, or, on an order that is not the ranks' own, the whole
+    # block, is a run apart from its neighbours in the order
+    cut = channels > 1 or orders[0] != tuple(range(nranks))
     piece = _piece(nranks, counts, channels, ds) \
-        if collective in ("reduce_scatter", "allgather") and channels > 1 else None
+        if collective in ("reduce_scatter", "allgather") and cut else None
     return _flat_time(collective, algorithm, topology, terms, orders,
                       _ceil_div(counts, channels), ds, {**params, **dict(added)}, piece)
 
@@ -1025,7 +1085,7 @@ def _phase_time(collective: str, phase: Phase, topology: Any, terms: tuple,
     """One phase of a composed algorithm: every group ``channels`` times side by side."""
     orders = _cached(_PHASE_ORDERS, (id(phase.groups), channels), (phase.groups,),
                      lambda: tuple(group for group in phase.groups for _ in range(channels)))
-    cut = channels > 1 or collective == "reduce_scatter"
+    cut = channels > 1 or collective in ("reduce_scatter", "allgather")
     piece = _piece(phase.piece, counts, channels, ds) \
         if phase.piece is not None and cut else None
     elements = _ceil_div(_ceil_div(counts, phase.fraction), channels)

@@ -117,10 +117,11 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
 def traffic(collective: str, q: int) -> list[Round]:
     """Bruck's messages (:mod:`collectives.traffic`): a round per distance ``d``, every
     position sending its run of ``c`` blocks to the position ``d`` before it (a wrapped
-    run's two messages share its links, as long together as one of the whole run); the
-    arguments of :mod:`collectives.registry`."""
+    run's two messages share its links, as long together as one of the whole run; on
+    an order other than the ranks' own, the run's blocks lie apart in the buffer, a
+    receive each); the arguments of :mod:`collectives.registry`."""
     v = np.arange(q)
-    return [Round(1, (Messages(v, (v - d) % q, largest_part(q, c), False, pieced=False),))
+    return [Round(1, (Messages(v, (v - d) % q, largest_part(q, c), False),))
             for d, c in _rounds(q)]
 
 

@@ -161,8 +161,9 @@ def traffic(collective: str, q: int, ranks_per_node: Any = None, inner: Any = "r
     apart = q if collective == "reduce_scatter" else size
     within = {c: Phase(c, intra, node, 1, apart if c == "reduce_scatter" else None)
               for c in ("reduce_scatter", "allgather")}
-    across = Phase(collective, inner, rail, size, apart if collective == "reduce_scatter"
-                   else None)
+    # across the rails a ReduceScatter's or AllGather's blocks are its ranks': q apart
+    across = Phase(collective, inner, rail, size,
+                   q if collective in ("reduce_scatter", "allgather") else None)
     return {"allreduce": [within["reduce_scatter"], across, within["allgather"]],
             "reduce_scatter": [within["reduce_scatter"], across],
             "allgather": [across, within["allgather"]]}[collective]
