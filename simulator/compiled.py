@@ -118,12 +118,13 @@ _SLOT = np.dtype([("message", np.int64), ("route", np.int64), ("version", np.int
 # index there
 _SLOT_SHARING = np.dtype([("in_component", np.int64), ("index", np.int64)])
 # W, a record per flow of the component (the sharing's scratch, indexed by the flow's
-# place in the component, so that the filling reads dense rows, not slots): flow slot,
-# route, its binding links (``E[first:end, _FLOW_LINKS]``), fixed (0 or 1), the rate being
-# computed; and two lists of places in the component (the search's stack, the fixing order)
-_COMPONENT_FLOW = np.dtype([("slot", np.int64), ("route", np.int64), ("first", np.int64),
-                            ("end", np.int64), ("fixed", np.int64), ("new_rate", np.float64),
-                            ("stack", np.int64), ("order", np.int64)])
+# place in the component, so that the filling reads dense rows, not slots, 32 bytes): the
+# rate being computed (-1 until fixed), flow slot, route, its binding links
+# (``E[first:end, _FLOW_LINKS]``); and two lists of places in the component (the search's
+# stack, the fixing order)
+_COMPONENT_FLOW = np.dtype([("new_rate", np.float64), ("slot", np.int32), ("route", np.int32),
+                            ("first", np.int32), ("end", np.int32), ("stack", np.int32),
+                            ("order", np.int32)])
 # E, int32 per flow on a binding link: the binding links' flows (places in the component,
 # each link's in the order of its list) and each flow's binding links (places in LQ, in
 # route order)
@@ -619,7 +620,7 @@ def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
         FS[s].index = i
         W[i].slot = s
         W[i].route = F[s].route
-        W[i].fixed = 0
+        W[i].new_rate = -1.0
         W[i].stack = i
     ncomp = depth = nseeds
     nbinding = nlisted = nrouted = 0
@@ -647,7 +648,7 @@ def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
                             FS[other].index = ncomp
                             W[ncomp].slot = other
                             W[ncomp].route = F[other].route  # loaded while the list is
-                            W[ncomp].fixed = 0
+                            W[ncomp].new_rate = -1.0
                             W[depth].stack = ncomp
                             ncomp += 1
                             depth += 1
@@ -714,7 +715,7 @@ def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK
                 break
             if len(by_cap) < ncomp:
                 by_cap = _by_cap(W[:ncomp].route, RT)
-            while next_cap < ncomp and W[by_cap[next_cap]].fixed:
+            while next_cap < ncomp and W[by_cap[next_cap]].new_rate >= 0:
                 next_cap += 1
         first = nfixed
         if by_caps and next_cap < ncomp and (
@@ -729,14 +730,13 @@ def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK
                 heap = _pop_link(LK, LQ, heap)
             for e in range(B[b].first, B[b].end):
                 c = E[e, _LINK_FLOWS]
-                if not W[c].fixed:
+                if W[c].new_rate < 0:
                     W[nfixed].order = c
                     nfixed += 1
         else:
             break
         for j in range(first, nfixed):
             c = W[j].order
-            W[c].fixed = 1
             W[c].new_rate = fair
             for e in range(W[c].first, W[c].end):
                 b = E[e, _FLOW_LINKS]
