@@ -555,21 +555,23 @@ def _by_key(B, n):
     (a positive float's bits, as an integer, order as the float does), passes whose byte
     is the same for every link skipped."""
     order, spare = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    links, keys = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     digits, counts = np.empty(n, dtype=np.int64), np.empty(256, dtype=np.int64)
     most = 0
     for b in range(n):
         order[b] = b
-        most = max(most, B[b].link)
+        links[b], keys[b] = B[b].link, _bits(B[b].key)
+        most = max(most, links[b])
     shift = 0
     while most >> shift:
         for b in range(n):
-            digits[b] = (B[b].link >> shift) & 255
+            digits[b] = (links[b] >> shift) & 255
         if _radix_pass(order, spare, digits, counts):
             order, spare = spare, order
         shift += 8
     for shift in range(0, 64, 8):
         for b in range(n):
-            digits[b] = (_bits(B[b].key) >> shift) & 255
+            digits[b] = (keys[b] >> shift) & 255
         if _radix_pass(order, spare, digits, counts):
             order, spare = spare, order
     return order
@@ -608,9 +610,10 @@ def _by_cap(routes, RT):
 @_njit(_nrt=False)
 def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
     """Gather the flows joined to the seeds (``W[:nseeds].stack``, flow slots) through
-    binding links into ``W`` and the binding links into ``B`` (their flows and each
-    flow's binding links into ``E``), in the order of a depth-first search; return the
-    counts of flows and of binding links and the least cap of a flow."""
+    binding links into ``W`` and the binding links into ``B`` (capacity, flows and first
+    fair share; their flows and each flow's binding links into ``E``), in the order of a
+    depth-first search; return the counts of flows and of binding links and the least
+    cap of a flow."""
     nroutes = len(RT)
     counters[_STAMP] += 1
     stamp = counters[_STAMP]
@@ -639,6 +642,9 @@ def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
                 if L[link].nflows > 1 and L[link].load > L[link].bandwidth:
                     LS[link].binding = nbinding
                     B[nbinding].link = link
+                    B[nbinding].capacity = L[link].bandwidth
+                    B[nbinding].unfixed = L[link].nflows
+                    B[nbinding].key = B[nbinding].capacity / B[nbinding].unfixed
                     B[nbinding].first = nlisted
                     node = L[link].head
                     while node >= 0:
@@ -674,11 +680,6 @@ def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK
     flows and links from dense rows rather than from the slots and the links' lists."""
     ncomp, nbinding, least_cap = _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS,
                                             N, B)
-    for b in range(nbinding):
-        link = B[b].link
-        B[b].capacity = L[link].bandwidth
-        B[b].unfixed = L[link].nflows
-        B[b].key = B[b].capacity / B[b].unfixed
     # the links in order of their first fair share (a run), and a heap of those whose
     # share changed before their turn: together, the order of one heap of every link
     run = _by_key(B, nbinding) if nbinding else np.empty(0, dtype=np.int64)
