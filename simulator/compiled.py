@@ -30,8 +30,11 @@ event, the event loop :func:`_run` among them, are compiled without Numba's refe
 counting (``_nrt=False``: they allocate nothing): a function with it counts a reference
 to every array it passes in a call, and these calls pass a dozen, which took a third of
 the time, in the functions themselves first and then in the loop that called them.
-Only :func:`_share` and :func:`_simulate` allocate; :func:`_run` returns to
-:func:`_simulate` when the arrays need room or the sharing is due.
+Only :func:`_share` (its sorts) and :func:`_simulate` allocate; :func:`_run` returns to
+:func:`_simulate` when the arrays need room or the sharing is due.  The sharing first
+gathers the component it recomputes into dense rows of its own (:func:`_component`),
+each flow's route read as the flow is found, and keeps the links by fair share as a
+sorted run and a small heap of the links whose share changed before their turn.
 """
 
 from __future__ import annotations
@@ -111,12 +114,21 @@ _READY, _BEGIN, _ARRIVAL = range(3)
 _SLOT = np.dtype([("message", np.int64), ("route", np.int64), ("version", np.int64),
                   ("dirty_at", np.int64), ("bytes", np.int64), ("left", np.float64),
                   ("rate", np.float64), ("last", np.float64)])
-# FS, a record per flow slot, read by the sharing only: in the component (stamp), rate
-# fixed (stamp), the rate being computed
-_SLOT_SHARING = np.dtype([("in_component", np.int64), ("fixed", np.int64),
-                          ("new_rate", np.float64)])
-# W, int64 per flow slot: scratch lists of the sharing (component, stack, fixing order)
-_COMPONENT, _STACK, _ORDER = range(3)
+# FS, a record per flow slot, read by the sharing only: in the component (stamp), its
+# index there
+_SLOT_SHARING = np.dtype([("in_component", np.int64), ("index", np.int64)])
+# W, a record per flow of the component (the sharing's scratch, indexed by the flow's
+# place in the component, so that the filling reads dense rows, not slots, 32 bytes): the
+# rate being computed (-1 until fixed), flow slot, route, its binding links
+# (``E[first:end, _FLOW_LINKS]``); and two lists of places in the component (the search's
+# stack, the fixing order)
+_COMPONENT_FLOW = np.dtype([("new_rate", np.float64), ("slot", np.int32), ("route", np.int32),
+                            ("first", np.int32), ("end", np.int32), ("stack", np.int32),
+                            ("order", np.int32)])
+# E, int32 per flow on a binding link: the binding links' flows (places in the component,
+# each link's in the order of its list) and each flow's binding links (places in LQ, in
+# route order)
+_LINK_FLOWS, _FLOW_LINKS = range(2)
 # RT, float64 per route: latency, bottleneck bandwidth, shares (simulator.gpu.route_shares)
 _LATENCY, _CAP, _SHARES = range(3)
 # L, a record per link (what starting and ending a flow read and write, in one row): flows
@@ -125,12 +137,17 @@ _LATENCY, _CAP, _SHARES = range(3)
 _LINK = np.dtype([("nflows", np.int64), ("head", np.int64), ("tail", np.int64),
                   ("bytes", np.int64), ("load", np.float64), ("since", np.float64),
                   ("busy", np.float64), ("bandwidth", np.float64)])
-# LS, a record per link, read by the sharing only: seen (stamp), binding (stamp), flows
-# not yet fixed, capacity left
-_LINK_SHARING = np.dtype([("seen", np.int64), ("binding", np.int64), ("unfixed", np.int64),
-                          ("capacity", np.float64)])
-# LQ, int64 per link: scratch lists of the sharing (binding links, the heap's links)
-_BINDING_LINK, _HEAP_LINK = range(2)
+# LS, a record per link, read by the sharing only: seen (stamp), its place among the
+# binding links (-1: not binding)
+_LINK_SHARING = np.dtype([("seen", np.int64), ("binding", np.int64)])
+# B, a record per binding link of the component (the sharing's scratch, by the link's
+# place): the link, its flows (``E[first:end, _LINK_FLOWS]``), those not yet fixed, the
+# capacity left, its first fair share
+_BINDING = np.dtype([("link", np.int64), ("first", np.int64), ("end", np.int64),
+                     ("unfixed", np.int64), ("capacity", np.float64), ("key", np.float64)])
+# LQ, int64 per link: the heap's links (by place in the heap: the links whose fair share
+# changed before their turn)
+_HEAP_LINK = 0
 # N, int32 per hop node (a flow on one link of its route; the slot's nodes are
 # ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
@@ -490,17 +507,87 @@ def _pop_link(LK, LQ, n):
     return n
 
 
+@_njit(_nrt=False)
+def _run_first(B, b, LK, LQ):
+    """Whether binding link ``b`` at its first fair share comes before the heap's first."""
+    return B[b].key < LK[0] or (B[b].key == LK[0] and B[b].link < LQ[0, _HEAP_LINK])
+
+
+@_njit(_nrt=False)
+def _push_link(LK, LQ, n, key, link):
+    """Add ``link`` at ``key`` to the link heap of ``n`` entries; return the new size."""
+    hole = n
+    LK[hole], LQ[hole, _HEAP_LINK] = key, link
+    while hole and _link_before(LK, LQ, hole, (hole - 1) >> 1):
+        parent = (hole - 1) >> 1
+        LK[hole], LK[parent] = LK[parent], LK[hole]
+        LQ[hole, _HEAP_LINK], LQ[parent, _HEAP_LINK] = LQ[parent, _HEAP_LINK], \
+            LQ[hole, _HEAP_LINK]
+        hole = parent
+    return n + 1
+
+
+@_njit(_nrt=False)
+def _radix_pass(order, spare, digits, counts):
+    """Order ``order``'s entries into ``spare`` by ``digits[entry]`` (0-255), stably;
+    return False, leaving ``spare`` as it was, when every entry has the same digit."""
+    n = len(order)
+    for d in range(256):
+        counts[d] = 0
+    for i in range(n):
+        counts[digits[order[i]]] += 1
+    if counts[digits[order[0]]] == n:
+        return False
+    total = 0
+    for d in range(256):
+        counts[d], total = total, total + counts[d]
+    for i in range(n):
+        entry = order[i]
+        spare[counts[digits[entry]]] = entry
+        counts[digits[entry]] += 1
+    return True
+
+
 @_njit()
-def _by_cap(component, F, RT):
-    """The flow slots of ``component`` by their route's bottleneck bandwidth (stable).
+def _by_key(B, n):
+    """The places ``0..n-1`` of ``B`` by first fair share, then link index: the order of
+    the link heap's entries, found by a least significant digit radix sort, a byte a pass
+    (a positive float's bits, as an integer, order as the float does), passes whose byte
+    is the same for every link skipped."""
+    order, spare = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    links, keys = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    digits, counts = np.empty(n, dtype=np.int64), np.empty(256, dtype=np.int64)
+    most = 0
+    for b in range(n):
+        order[b] = b
+        links[b], keys[b] = B[b].link, _bits(B[b].key)
+        most = max(most, links[b])
+    shift = 0
+    while most >> shift:
+        for b in range(n):
+            digits[b] = (links[b] >> shift) & 255
+        if _radix_pass(order, spare, digits, counts):
+            order, spare = spare, order
+        shift += 8
+    for shift in range(0, 64, 8):
+        for b in range(n):
+            digits[b] = (keys[b] >> shift) & 255
+        if _radix_pass(order, spare, digits, counts):
+            order, spare = spare, order
+    return order
+
+
+@_njit()
+def _by_cap(routes, RT):
+    """The places ``0..len(routes)-1`` by their route's bottleneck bandwidth (stable).
 
     A merge sort of its own, bottom up: numba's ``np.argsort(kind="mergesort")`` took
     seconds to compile, and a stable sort has one result."""
-    n = len(component)
+    n = len(routes)
     order, caps = np.empty(n, dtype=np.int64), np.empty(n)
     for i in range(n):
-        order[i] = component[i]
-        caps[i] = RT[F[component[i]].route, _CAP]
+        order[i] = i
+        caps[i] = RT[routes[i], _CAP]
     merged, merged_caps = np.empty(n, dtype=np.int64), np.empty(n)
     width = 1
     while width < n:
@@ -520,108 +607,147 @@ def _by_cap(component, F, RT):
     return order
 
 
-@_njit()
-def _share(nseeds, now, HT, HE, counters, F, FS, W, RT, hops, L, LS, N, LK, LQ):
-    """Max-min fair rates of the flows joined to the seeds (``W[:nseeds, _STACK]``)
-    through binding links: progressive filling, as :meth:`simulator.engine._Engine.share`,
-    with the links' fair shares in an array heap (``LK`` keys, ``LQ[:, _HEAP_LINK]``)."""
+@_njit(_nrt=False)
+def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
+    """Gather the flows joined to the seeds (``W[:nseeds].stack``, flow slots) through
+    binding links into ``W`` and the binding links into ``B`` (capacity, flows and first
+    fair share; their flows and each flow's binding links into ``E``), in the order of a
+    depth-first search; return the counts of flows and of binding links and the least
+    cap of a flow."""
     nroutes = len(RT)
     counters[_STAMP] += 1
     stamp = counters[_STAMP]
     for i in range(nseeds):
-        s = W[i, _STACK]
+        s = W[i].stack
         FS[s].in_component = stamp
-        W[i, _COMPONENT] = s
+        FS[s].index = i
+        W[i].slot = s
+        W[i].route = F[s].route
+        W[i].new_rate = -1.0
+        W[i].stack = i
     ncomp = depth = nseeds
-    nbinding = 0
+    nbinding = nlisted = nrouted = 0
+    least_cap = np.inf
     while depth:
         depth -= 1
-        r = F[W[depth, _STACK]].route
+        c = W[depth].stack
+        r = W[c].route
+        least_cap = min(least_cap, RT[r, _CAP])
+        W[c].first = nrouted
         for i in range(hops[r], hops[r + 1]):
             link = hops[nroutes + 1 + i]
             if LS[link].seen != stamp:
                 LS[link].seen = stamp
+                LS[link].binding = -1
                 if L[link].nflows > 1 and L[link].load > L[link].bandwidth:
-                    LQ[nbinding, _BINDING_LINK] = link
-                    nbinding += 1
+                    LS[link].binding = nbinding
+                    B[nbinding].link = link
+                    B[nbinding].capacity = L[link].bandwidth
+                    B[nbinding].unfixed = L[link].nflows
+                    B[nbinding].key = B[nbinding].capacity / B[nbinding].unfixed
+                    B[nbinding].first = nlisted
                     node = L[link].head
                     while node >= 0:
                         other = N[node, _FLOW]
                         if FS[other].in_component != stamp:
                             FS[other].in_component = stamp
-                            W[ncomp, _COMPONENT] = other
+                            FS[other].index = ncomp
+                            W[ncomp].slot = other
+                            W[ncomp].route = F[other].route  # loaded while the list is
+                            W[ncomp].new_rate = -1.0
+                            W[depth].stack = ncomp
                             ncomp += 1
-                            W[depth, _STACK] = other
                             depth += 1
+                        E[nlisted, _LINK_FLOWS] = FS[other].index
+                        nlisted += 1
                         node = N[node, _NEXT]
-    for i in range(nbinding):
-        link = LQ[i, _BINDING_LINK]
-        LS[link].binding = stamp
-        LS[link].capacity = L[link].bandwidth
-        LS[link].unfixed = L[link].nflows
-        LK[i] = LS[link].capacity / LS[link].unfixed
-        LQ[i, _HEAP_LINK] = link
-    heap = nbinding
-    for i in range(heap // 2 - 1, -1, -1):
-        _sift_down(LK, LQ, i, heap)
-    least_cap = np.inf
-    for i in range(ncomp):
-        least_cap = min(least_cap, RT[F[W[i, _COMPONENT]].route, _CAP])
+                    B[nbinding].end = nlisted
+                    nbinding += 1
+            if LS[link].binding >= 0:
+                E[nrouted, _FLOW_LINKS] = LS[link].binding
+                nrouted += 1
+        W[c].end = nrouted
+    return ncomp, nbinding, least_cap
+
+
+@_njit()
+def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK, LQ):
+    """Max-min fair rates of the flows joined to the seeds (``W[:nseeds].stack``)
+    through binding links: progressive filling, as :meth:`simulator.engine._Engine.share`,
+    with the links' fair shares in an array heap (``LK`` keys, ``LQ[:, _HEAP_LINK]``).
+
+    The component is gathered first (:func:`_component`), so that the filling reads its
+    flows and links from dense rows rather than from the slots and the links' lists."""
+    ncomp, nbinding, least_cap = _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS,
+                                            N, B)
+    # the links in order of their first fair share (a run), and a heap of those whose
+    # share changed before their turn: together, the order of one heap of every link
+    run = _by_key(B, nbinding) if nbinding else np.empty(0, dtype=np.int64)
+    at = heap = 0
     by_cap = np.empty(0, dtype=np.int64)  # sorted when first read: most sharings never are
     nfixed = 0
     next_cap = 0
     while True:
-        while heap:
-            fair, bottleneck = LK[0], LQ[0, _HEAP_LINK]
-            left = LS[bottleneck].unfixed
-            if not left:
-                heap = _pop_link(LK, LQ, heap)
-            elif LS[bottleneck].capacity / left != fair:
-                LK[0] = LS[bottleneck].capacity / left
+        fair, b, in_run = np.inf, -1, False
+        while at < nbinding or heap:  # the earliest link: dropped if done, re-keyed if stale
+            if at < nbinding and (not heap or _run_first(B, run[at], LK, LQ)):
+                b, in_run = run[at], True
+                fair = B[b].key
+            else:
+                b, in_run = LS[LQ[0, _HEAP_LINK]].binding, False
+                fair = LK[0]
+            left = B[b].unfixed
+            if left and B[b].capacity / left == fair:
+                break
+            if in_run:
+                at += 1
+                if left:
+                    heap = _push_link(LK, LQ, heap, B[b].capacity / left, B[b].link)
+            elif left:
+                LK[0] = B[b].capacity / left
                 _sift_down(LK, LQ, 0, heap)
             else:
-                break
+                heap = _pop_link(LK, LQ, heap)
+            b = -1
         # whether a flow's cap may come before the fair share (else by_cap is not read)
-        by_caps = not heap or least_cap < LK[0]
+        by_caps = b < 0 or least_cap < fair
         if by_caps:
-            if not heap and nfixed == ncomp:  # every flow fixed
+            if b < 0 and nfixed == ncomp:  # every flow fixed
                 break
             if len(by_cap) < ncomp:
-                by_cap = _by_cap(W[:ncomp, _COMPONENT], F, RT)
-            while next_cap < ncomp and FS[by_cap[next_cap]].fixed == stamp:
+                by_cap = _by_cap(W[:ncomp].route, RT)
+            while next_cap < ncomp and W[by_cap[next_cap]].new_rate >= 0:
                 next_cap += 1
         first = nfixed
         if by_caps and next_cap < ncomp and (
-                not heap or RT[F[by_cap[next_cap]].route, _CAP] < LK[0]):
-            fair = RT[F[by_cap[next_cap]].route, _CAP]
-            W[nfixed, _ORDER] = by_cap[next_cap]
+                b < 0 or RT[W[by_cap[next_cap]].route, _CAP] < fair):
+            fair = RT[W[by_cap[next_cap]].route, _CAP]
+            W[nfixed].order = by_cap[next_cap]
             nfixed += 1
-        elif heap:
-            fair, bottleneck = LK[0], LQ[0, _HEAP_LINK]
-            heap = _pop_link(LK, LQ, heap)
-            node = L[bottleneck].head
-            while node >= 0:
-                f = N[node, _FLOW]
-                if FS[f].fixed != stamp:
-                    W[nfixed, _ORDER] = f
+        elif b >= 0:
+            if in_run:
+                at += 1
+            else:
+                heap = _pop_link(LK, LQ, heap)
+            for e in range(B[b].first, B[b].end):
+                c = E[e, _LINK_FLOWS]
+                if W[c].new_rate < 0:
+                    W[nfixed].order = c
                     nfixed += 1
-                node = N[node, _NEXT]
         else:
             break
         for j in range(first, nfixed):
-            f = W[j, _ORDER]
-            FS[f].fixed = stamp
-            FS[f].new_rate = fair
-            r = F[f].route
-            for i in range(hops[r], hops[r + 1]):
-                link = hops[nroutes + 1 + i]
-                if LS[link].binding == stamp:
-                    LS[link].capacity = max(LS[link].capacity - fair, 0.0)
-                    LS[link].unfixed -= 1
+            c = W[j].order
+            W[c].new_rate = fair
+            for e in range(W[c].first, W[c].end):
+                b = E[e, _FLOW_LINKS]
+                B[b].capacity = max(B[b].capacity - fair, 0.0)
+                B[b].unfixed -= 1
     for j in range(nfixed):
-        f = W[j, _ORDER]
-        if FS[f].new_rate != F[f].rate:
-            _set_rate(f, FS[f].new_rate, now, HT, HE, counters, F)
+        c = W[j].order
+        f = W[c].slot
+        if W[c].new_rate != F[f].rate:
+            _set_rate(f, W[c].new_rate, now, HT, HE, counters, F)
 
 
 @_njit(_nrt=False)
@@ -704,7 +830,7 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
          W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room
     in the arrays (:data:`_ROOM`: :func:`_simulate` grows them), or until the sharing is
-    due (:data:`_SHARE_DUE`: its ``counters[_SEEDS]`` seeds in ``W[:, _STACK]``); return
+    due (:data:`_SHARE_DUE`: its ``counters[_SEEDS]`` seeds in ``W[:].stack``); return
     that and the time."""
     while counters[_EVENTS]:
         # room for what one event may schedule: an end per flow whose rate changes, and
@@ -757,7 +883,7 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
                 f = D[i]
                 if f >= 0:
                     F[f].dirty_at = -1
-                    W[nseeds, _STACK] = f
+                    W[nseeds].stack = f
                     nseeds += 1
             counters[_DIRTY] = 0
             if nseeds:
@@ -768,7 +894,7 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
 
 @_njit()
 def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, LS, R, LK, LQ,
-              trace_order, hops_per_slot):
+              B, trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
     counters = np.zeros(14, dtype=np.int64)
@@ -785,7 +911,8 @@ def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, LS, R
         1024 + len(R) * most_ends, hops_per_slot, np.empty(0, dtype=_SLOT),
         np.empty(0, dtype=_SLOT_SHARING), np.empty((0, 3), dtype=np.int32),
         np.empty(0, dtype=np.int64), 0)
-    W = np.empty((len(F), 3), dtype=np.int64)
+    W = np.empty(len(F), dtype=_COMPONENT_FLOW)
+    E = np.empty((len(F) * hops_per_slot, 2), dtype=np.int32)
     D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
     now = 0.0
     for rank in range(len(R)):
@@ -797,14 +924,16 @@ def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, LS, R
         if done == _DONE:
             return counters
         if done == _SHARE_DUE:
-            _share(counters[_SEEDS], now, HT, HE, counters, F, FS, W, RT, hops, L, LS, N, LK, LQ)
+            _share(counters[_SEEDS], now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B,
+                   LK, LQ)
             continue
         while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
             HT, HE = _agenda(2 * len(HT), HT, HE, counters)
         if counters[_FREE] < 2 * most_ends + 2:
             F, FS, N, free_slots, counters[_FREE] = _slots(
                 2 * len(F), hops_per_slot, F, FS, N, free_slots, counters[_FREE])
-            W = np.empty((len(F), 3), dtype=np.int64)
+            W = np.empty(len(F), dtype=_COMPONENT_FLOW)
+            E = np.empty((len(F) * hops_per_slot, 2), dtype=np.int32)
         if counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
             D = np.concatenate((D, np.empty(len(D) + 2 * len(F), dtype=np.int64)))
 
@@ -849,10 +978,11 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     R["current"], R["step_end"] = flat.step_ptr[:-1], flat.step_ptr[1:]
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
-    LQ = np.empty((len(flat.bandwidth), 2), dtype=np.int64)
+    LQ = np.empty((len(flat.bandwidth), 1), dtype=np.int64)
+    B = np.empty(len(flat.bandwidth), dtype=_BINDING)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
     counters = _simulate(float(gamma), float(overhead), float(slot), flat.ends, flat.message,
-                         flat.route_ranks, MF, P, RT, hops, L, LS, R, LK, LQ, order,
+                         flat.route_ranks, MF, P, RT, hops, L, LS, R, LK, LQ, B, order,
                          hops_per_slot)
     if not np.array_equal(R["current"], R["step_end"]):
         return None
