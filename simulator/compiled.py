@@ -94,13 +94,15 @@ _DONE, _ROOM, _SHARE_DUE = range(3)
 # at least twice the instants, so that it stays in cache): instant + 1, 0 for an empty place
 _EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT, _FIRST_EVENT, _LAST_EVENT, _HEAP_INSTANT, \
     _TABLE = range(8)
-# M, int64 per message (read only, :attr:`FlatSchedule.message`): route and whether it
-# reduces (``2 * route + reduce``), bytes
-_CODE, _BYTES = range(2)
+# S, the steps (read only, :attr:`FlatSchedule.steps`): per rank, per step its count of
+# ends, then each end's ``2 * route + side`` (0 send, 1 receive).  M, int64 per message
+# (read only, :attr:`FlatSchedule.message`): ``2 * bytes + reduce``
 # RK, int64 per route (:attr:`FlatSchedule.route_ranks`): its ranks
 _SRC, _DST = range(2)
-# P, int8 per message: which ends are posted (bits)
-_SEND_POSTED, _RECV_POSTED = 1, 2
+# PC, int64 per route: the next message of its sends, of its receives (the k-th send of
+# a route and its k-th receive are one message, posted in program order: a message's other
+# end is posted if the other side's next message is past it)
+_SENDS, _RECEIVES = range(2)
 # MF, float64 per message, only with an overhead or a trace (else no rows): when the send
 # may go (overhead), start, arrival
 _READY, _BEGIN, _ARRIVAL = range(3)
@@ -134,8 +136,8 @@ _BINDING_LINK, _HEAP_LINK = range(2)
 # N, int32 per hop node (a flow on one link of its route; the slot's nodes are
 # ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
-# R, a record per rank: current step, operations pending, end of its steps, finish time,
-# when its CPU is free of overheads
+# R, a record per rank: its next step (where it is in S), operations pending, end of its
+# steps, finish time, when its CPU is free of overheads
 _RANK = np.dtype([("current", np.int64), ("pending", np.int64), ("step_end", np.int64),
                   ("finish", np.float64), ("cpu_free", np.float64)])
 
@@ -300,17 +302,17 @@ def _mark_dirty(f, counters, F, D):
 
 
 @_njit(_nrt=False)
-def _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L, N):
-    """Start message ``t``: put it on its links, at its cap if none of them binds (in a
-    flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
-    route = M[t, _CODE] >> 1
-    nbytes = M[t, _BYTES]
+def _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L,
+                    N):
+    """Start message ``t`` of ``route``: put it on its links, at its cap if none of them
+    binds (in a flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
+    nbytes = M[t] >> 1
     counters[_TRANSFERS] += 1
     if len(MF):
         MF[t, _BEGIN] = now
     first, last = hops[route], hops[route + 1]
     if nbytes == 0 or first == last:
-        _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t, 0)
+        _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t, route)
         return
     counters[_FREE] -= 1
     f = free_slots[counters[_FREE]]
@@ -360,67 +362,59 @@ def _spend(rank, now, overhead, R):
 
 
 @_njit(_nrt=False)
-def _start_at(when, t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L, N):
+def _start_at(when, t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L,
+              N):
     delay = when - now
     if delay > 0:
-        _push(HT, HE, counters, now + delay, _START, t, 0)
+        _push(HT, HE, counters, now + delay, _START, t, route)
     else:
-        _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L, N)
+        _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
+                        L, N)
 
 
 @_njit(_nrt=False)
-def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT, hops,
+def _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT, hops,
           L, N, R):
-    """Post ``rank``'s current step; move past steps that have nothing to wait for.
-
-    ``ends``: the ends' offsets per step, then each end's message (``2 * message`` for
-    the send, ``2 * message + 1`` for the receive), after ``steps + 1`` offsets.
-    """
-    nsteps = R[len(R) - 1].step_end
-    while True:
-        index = R[rank].current
-        if index == R[rank].step_end:
-            R[rank].finish = now
-            return
-        count = 0
-        for e in range(ends[index], ends[index + 1]):
-            code = ends[nsteps + 1 + e]
-            t = code >> 1
-            count += 1
-            if code & 1 == 0:  # the send
-                ready = _spend(rank, now, overhead, R) if overhead else 0.0
-                if not P[t] & _RECV_POSTED:
-                    P[t] = _SEND_POSTED
-                    if overhead:
-                        MF[t, _READY] = ready
-                elif overhead:
-                    _start_at(ready, t, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
-                              hops, L, N)
-                else:
-                    _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
-                                    hops, L, N)
-            elif not P[t] & _SEND_POSTED:
-                P[t] = _RECV_POSTED
+    """Post ``rank``'s next step: start each message whose other end is posted."""
+    index = R[rank].current
+    if index == R[rank].step_end:
+        R[rank].finish = now
+        return
+    count = S[index]
+    for e in range(index + 1, index + 1 + count):
+        route, side = S[e] >> 1, S[e] & 1
+        t = PC[route, side]
+        PC[route, side] = t + 1
+        if side == 0:  # the send
+            ready = _spend(rank, now, overhead, R) if overhead else 0.0
+            if PC[route, _RECEIVES] <= t:
+                if overhead:
+                    MF[t, _READY] = ready
             elif overhead:
-                _start_at(MF[t, _READY], t, now, HT, HE, counters, M, MF, F, D, free_slots,
-                          RT, hops, L, N)
+                _start_at(ready, t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
+                          hops, L, N)
             else:
-                _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
-                                L, N)
-        if count:
-            R[rank].pending = count
-            return
-        R[rank].current = index + 1
+                _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
+                                hops, L, N)
+        elif PC[route, _SENDS] <= t:
+            pass
+        elif overhead:
+            _start_at(MF[t, _READY], t, route, now, HT, HE, counters, M, MF, F, D, free_slots,
+                      RT, hops, L, N)
+        else:
+            _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
+                            L, N)
+    R[rank].pending = count
+    R[rank].current = index + 1 + count
 
 
 @_njit(_nrt=False)
-def _op_done(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+def _op_done(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
              hops, L, N, R):
-    """One operation of ``rank``'s current step is done; advance when all are."""
+    """One operation of ``rank``'s current step is done; post the next step when all are."""
     R[rank].pending -= 1
     if R[rank].pending == 0:
-        R[rank].current += 1
-        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+        _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
               hops, L, N, R)
 
 
@@ -672,7 +666,7 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT
     nbytes = F[f].bytes
     unit = nbytes if fifo_slot == np.inf else min(nbytes, fifo_slot) / RT[route, _SHARES]
     latency = max(0.0, RT[route, _LATENCY] - max(0.0, nbytes - unit) / cap)
-    _push(HT, HE, counters, now + latency, _ARRIVE, t, 0)
+    _push(HT, HE, counters, now + latency, _ARRIVE, t, route)
 
 
 @_njit()
@@ -700,7 +694,7 @@ def _slots(n, hops_per_slot, F, FS, N, free_slots, nfree):
 
 
 @_njit(_nrt=False)
-def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE, counters, F,
+def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, counters, F,
          W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room
     in the arrays (:data:`_ROOM`: :func:`_simulate` grows them), or until the sharing is
@@ -717,38 +711,36 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
         if kind == _FLOW_END:
             _flow_end(a, b, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT, hops,
                       L, N)
-        elif kind == _ARRIVE:
+        elif kind == _ARRIVE:  # message a of route b
             if len(MF):
                 MF[a, _ARRIVAL] = now
             if len(trace_order):
                 trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
-            route = M[a, _CODE] >> 1
-            _op_done(RK[route, _SRC], now, overhead, HT, HE, counters, ends, M, MF, P, F, D,
+            _op_done(RK[b, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F, D,
                      free_slots, RT, hops, L, N, R)
             if overhead:
-                delay = _spend(RK[route, _DST], now, overhead, R) - now
-                _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, 0)
+                delay = _spend(RK[b, _DST], now, overhead, R) - now
+                _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, b)
                 continue
-            cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
+            cost = gamma * (M[a] >> 1) if M[a] & 1 else 0.0
             if not cost:
-                _op_done(RK[route, _DST], now, overhead, HT, HE, counters, ends, M, MF, P, F, D,
+                _op_done(RK[b, _DST], now, overhead, HT, HE, counters, S, M, MF, PC, F, D,
                          free_slots, RT, hops, L, N, R)
             else:
-                _push(HT, HE, counters, now + cost, _OP_DONE, RK[route, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b, _DST], 0)
         elif kind == _OP_DONE:
-            _op_done(a, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+            _op_done(a, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
                      hops, L, N, R)
         elif kind == _START:
-            _start_transfer(a, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L,
-                            N)
+            _start_transfer(a, b, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
+                            L, N)
         elif kind == _RECEIVE_DONE:
-            cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
-            dst = RK[M[a, _CODE] >> 1, _DST]
+            cost = gamma * (M[a] >> 1) if M[a] & 1 else 0.0
             if cost:
-                _push(HT, HE, counters, now + cost, _OP_DONE, dst, 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b, _DST], 0)
             else:
-                _op_done(dst, now, overhead, HT, HE, counters, ends, M, MF, P, F, D,
+                _op_done(RK[b, _DST], now, overhead, HT, HE, counters, S, M, MF, PC, F, D,
                          free_slots, RT, hops, L, N, R)
         else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
@@ -767,16 +759,17 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
 
 
 @_njit()
-def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, LS, R, LK, LQ,
+def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, LK, LQ,
               trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
     counters = np.zeros(14, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
-    nsteps = R[len(R) - 1].step_end
     most_ends = 0  # a loop: numba compiles np.diff and np.max for a second
-    for step in range(nsteps):
-        most_ends = max(most_ends, ends[step + 1] - ends[step])
+    i = 0
+    while i < len(S):
+        most_ends = max(most_ends, S[i])
+        i += 1 + S[i]
     HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
                      np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists
@@ -789,10 +782,10 @@ def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, LS, R
     D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
     now = 0.0
     for rank in range(len(R)):
-        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+        _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
               hops, L, N, R)
     while True:
-        done, now = _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
+        done, now = _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE,
                          counters, F, W, D, N, free_slots, trace_order, most_ends)
         if done == _DONE:
             return counters
@@ -838,23 +831,23 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     """
     messages = len(flat.message)
     MF = np.empty((messages if trace or overhead else 0, 3))
-    P = np.zeros(messages, dtype=np.int8)
+    PC = np.repeat(flat.message_ptr[:-1], 2).reshape(-1, 2)
     RT = np.stack((flat.route_latency, flat.route_cap, flat.route_shares), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
     L = np.zeros(len(flat.bandwidth), dtype=_LINK)
     L["bandwidth"] = flat.bandwidth
     L["head"] = L["tail"] = -1
     LS = np.zeros(len(flat.bandwidth), dtype=_LINK_SHARING)
-    R = np.zeros(len(flat.step_ptr) - 1, dtype=_RANK)
-    R["current"], R["step_end"] = flat.step_ptr[:-1], flat.step_ptr[1:]
+    R = np.zeros(len(flat.rank_ptr) - 1, dtype=_RANK)
+    R["current"], R["step_end"] = flat.rank_ptr[:-1], flat.rank_ptr[1:]
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 2), dtype=np.int64)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
-    counters = _simulate(float(gamma), float(overhead), float(slot), flat.ends, flat.message,
-                         flat.route_ranks, MF, P, RT, hops, L, LS, R, LK, LQ, order,
+    counters = _simulate(float(gamma), float(overhead), float(slot), flat.steps, flat.message,
+                         flat.route_ranks, MF, PC, RT, hops, L, LS, R, LK, LQ, order,
                          hops_per_slot)
-    if not np.array_equal(R["current"], R["step_end"]):
+    if not np.array_equal(R["current"], R["step_end"]) or R["pending"].any():
         return None
     transfers = (order[:counters[_ARRIVED]], MF[:, _BEGIN], MF[:, _ARRIVAL]) if trace else None
     return (int(counters[_TRANSFERS]), R["finish"], L["bytes"], L["busy"],
