@@ -20,9 +20,11 @@ or two cache lines, rather than a row of integers and another of floats (the sha
 own fields are in rows of their own).
 Pending events wait in a queue per instant, the instants in a heap and a hash table by
 time: a symmetric schedule has hundreds of events per instant, so most events cost a
-look-up, not a heap's dozen levels.  A message's own row (route, whether it reduces,
-bytes) is read from the :class:`~simulator.flatten.FlatSchedule` without a copy; what
-changes while it moves (bytes left, rate, its place on its links' lists) lives in a slot
+look-up, not a heap's dozen levels.  A rank's steps and a message's bytes and whether it
+reduces are read from the :class:`~simulator.flatten.FlatSchedule` without a copy: a rank
+reads its steps in order, a route its messages in order, so that what each reads next
+lies beside what it read last however far the ranks drift apart; a message is found
+from its end by a cursor per route and side.  What changes while a message moves (bytes left, rate, its place on its links' lists) lives in a slot
 taken when it starts and given back when its last byte leaves, so that the memory touched
 grows with the flows in flight (thousands), not with the messages (millions): touching
 fresh memory costs about as much as the arithmetic.  The functions on the path of every
@@ -86,14 +88,18 @@ _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE,
 _DONE, _ROOM, _SHARE_DUE = range(3)
 # The pending events: a queue per instant (in the order they were scheduled), the instants
 # in a binary heap by time and in a hash table by time (open addressing, linear probing).
-# HT, float64 per instant: its time.  HE, int64 per row, its columns used up to different
-# rows: per event (rows below len(HT)), its kind, two arguments and the next event of its
-# instant (or of the free events); per instant (rows below len(HT)), its first and last
-# event (the first: the next free instant, while free); the heap of instants (rows below
-# counters[_INSTANTS]); the hash table (rows below counters[_TABLE_SIZE], a power of two
-# at least twice the instants, so that it stays in cache): instant + 1, 0 for an empty place
-_EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT, _FIRST_EVENT, _LAST_EVENT, _HEAP_INSTANT, \
-    _TABLE = range(8)
+# Two flat arrays, each cut in parts of its own (capacity ``c``, a power of two: ``len(HT)
+# == 2 * c``), so that what one push or pop reads of each part is packed with its
+# neighbours': the heap and the table, read a dozen times an instant, stay in the nearest
+# cache (a 4096-rank ring makes an instant every other event).
+# HT, float64: each instant's time (c), then each heap entry's time (c).
+# HE, int64: per event (4 c), its kind, two arguments and the next event of its instant
+# (or of the free events); per instant (2 c), its first and last event (the first: the
+# next free instant, while free); per heap entry (c), its instant (entries below
+# counters[_INSTANTS]); the hash table (2 c, places below counters[_TABLE_SIZE], a power
+# of two at least twice the instants): instant + 1, 0 for an empty place
+_EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT = range(4)
+_FIRST_EVENT, _LAST_EVENT = range(2)
 # S, the steps (read only, :attr:`FlatSchedule.steps`): per rank, per step its count of
 # ends, then each end's ``2 * route + side`` (0 send, 1 receive).  M, int64 per message
 # (read only, :attr:`FlatSchedule.message`): ``2 * bytes + reduce``
@@ -158,30 +164,59 @@ def _slot(when, size):
 
 
 @_njit(_nrt=False)
-def _rehash(HT, HE, counters, size):
-    """Make the hash table ``size`` places (``len(HE)`` at most) and put every instant in."""
-    counters[_TABLE_SIZE] = size
-    for place in range(size):
-        HE[place, _TABLE] = 0
-    for i in range(counters[_INSTANTS]):
-        instant = HE[i, _HEAP_INSTANT]
-        place = _slot(HT[instant], size)
-        while HE[place, _TABLE]:
-            place = (place + 1) & (size - 1)
-        HE[place, _TABLE] = instant + 1
+def _event(e):
+    """Where event ``e``'s row starts in ``HE``."""
+    return 4 * e
 
 
 @_njit(_nrt=False)
-def _sift_up(HT, HE, i, instant):
-    """Put ``instant`` in the heap's hole ``i``, or above it."""
-    when = HT[instant]
-    while i:
-        parent = (i - 1) >> 1
-        if HT[HE[parent, _HEAP_INSTANT]] <= when:
+def _instant(HT, i):
+    """Where instant ``i``'s first and last event are in ``HE``."""
+    return 2 * len(HT) + 2 * i
+
+
+@_njit(_nrt=False)
+def _heap(HT, j):
+    """Where heap entry ``j``'s instant is in ``HE`` (its time: ``HT[_heap_time(HT, j)]``)."""
+    return 3 * len(HT) + j
+
+
+@_njit(_nrt=False)
+def _heap_time(HT, j):
+    return (len(HT) >> 1) + j
+
+
+@_njit(_nrt=False)
+def _table(HT, place):
+    """Where the hash table's ``place`` is in ``HE``."""
+    return 3 * len(HT) + (len(HT) >> 1) + place
+
+
+@_njit(_nrt=False)
+def _rehash(HT, HE, counters, size):
+    """Make the hash table ``size`` places (``len(HT)`` at most) and put every instant in."""
+    counters[_TABLE_SIZE] = size
+    for place in range(size):
+        HE[_table(HT, place)] = 0
+    for j in range(counters[_INSTANTS]):
+        place = _slot(HT[_heap_time(HT, j)], size)
+        while HE[_table(HT, place)]:
+            place = (place + 1) & (size - 1)
+        HE[_table(HT, place)] = HE[_heap(HT, j)] + 1
+
+
+@_njit(_nrt=False)
+def _sift_up(HT, HE, j, when, instant):
+    """Put ``instant`` at ``when`` in the heap's hole ``j``, or above it."""
+    while j:
+        parent = (j - 1) >> 1
+        if HT[_heap_time(HT, parent)] <= when:
             break
-        HE[i, _HEAP_INSTANT] = HE[parent, _HEAP_INSTANT]
-        i = parent
-    HE[i, _HEAP_INSTANT] = instant
+        HT[_heap_time(HT, j)] = HT[_heap_time(HT, parent)]
+        HE[_heap(HT, j)] = HE[_heap(HT, parent)]
+        j = parent
+    HT[_heap_time(HT, j)] = when
+    HE[_heap(HT, j)] = instant
 
 
 @_njit(_nrt=False)
@@ -189,25 +224,29 @@ def _push(HT, HE, counters, when, kind, a, b):
     """Schedule an event: last of its instant's, the instant made if new
     (:func:`_simulate` keeps room)."""
     e = counters[_FREE_EVENT]
-    counters[_FREE_EVENT] = HE[e, _EVENT_NEXT]
+    row = _event(e)
+    counters[_FREE_EVENT] = HE[row + _EVENT_NEXT]
     counters[_EVENTS] += 1
-    HE[e, _EVENT_KIND], HE[e, _EVENT_A], HE[e, _EVENT_B], HE[e, _EVENT_NEXT] = kind, a, b, -1
+    HE[row + _EVENT_KIND], HE[row + _EVENT_A], HE[row + _EVENT_B] = kind, a, b
+    HE[row + _EVENT_NEXT] = -1
     mask = counters[_TABLE_SIZE] - 1
     place = _slot(when, mask + 1)
-    while HE[place, _TABLE]:
-        instant = HE[place, _TABLE] - 1
+    while HE[_table(HT, place)]:
+        instant = HE[_table(HT, place)] - 1
         if HT[instant] == when:
-            HE[HE[instant, _LAST_EVENT], _EVENT_NEXT] = e
-            HE[instant, _LAST_EVENT] = e
+            at = _instant(HT, instant)
+            HE[_event(HE[at + _LAST_EVENT]) + _EVENT_NEXT] = e
+            HE[at + _LAST_EVENT] = e
             return
         place = (place + 1) & mask
     instant = counters[_FREE_INSTANT]
-    counters[_FREE_INSTANT] = HE[instant, _FIRST_EVENT]
+    at = _instant(HT, instant)
+    counters[_FREE_INSTANT] = HE[at + _FIRST_EVENT]
     HT[instant] = when
-    HE[instant, _FIRST_EVENT] = HE[instant, _LAST_EVENT] = e
-    HE[place, _TABLE] = instant + 1
+    HE[at + _FIRST_EVENT] = HE[at + _LAST_EVENT] = e
+    HE[_table(HT, place)] = instant + 1
     counters[_INSTANTS] += 1
-    _sift_up(HT, HE, counters[_INSTANTS] - 1, instant)
+    _sift_up(HT, HE, counters[_INSTANTS] - 1, when, instant)
     if 2 * counters[_INSTANTS] > counters[_TABLE_SIZE]:
         _rehash(HT, HE, counters, 2 * counters[_TABLE_SIZE])
 
@@ -217,50 +256,53 @@ def _forget(HT, HE, counters, instant):
     """Take ``instant`` out of the hash table (moving back the entries probed past it)."""
     mask = counters[_TABLE_SIZE] - 1
     hole = _slot(HT[instant], mask + 1)
-    while HE[hole, _TABLE] != instant + 1:
+    while HE[_table(HT, hole)] != instant + 1:
         hole = (hole + 1) & mask
     place = hole
     while True:
         place = (place + 1) & mask
-        if not HE[place, _TABLE]:
+        if not HE[_table(HT, place)]:
             break
-        home = _slot(HT[HE[place, _TABLE] - 1], mask + 1)
+        home = _slot(HT[HE[_table(HT, place)] - 1], mask + 1)
         if (place > hole and (home <= hole or home > place)) or \
                 (place < hole and home <= hole and home > place):
-            HE[hole, _TABLE] = HE[place, _TABLE]
+            HE[_table(HT, hole)] = HE[_table(HT, place)]
             hole = place
-    HE[hole, _TABLE] = 0
+    HE[_table(HT, hole)] = 0
 
 
 @_njit(_nrt=False)
 def _pop(HT, HE, counters):
     """Take the first pending event; return its time, kind and arguments."""
-    instant = HE[0, _HEAP_INSTANT]
-    now = HT[instant]
-    e = HE[instant, _FIRST_EVENT]
-    kind, a, b = HE[e, _EVENT_KIND], HE[e, _EVENT_A], HE[e, _EVENT_B]
-    if HE[e, _EVENT_NEXT] >= 0:
-        HE[instant, _FIRST_EVENT] = HE[e, _EVENT_NEXT]
+    now, instant = HT[_heap_time(HT, 0)], HE[_heap(HT, 0)]
+    at = _instant(HT, instant)
+    e = HE[at + _FIRST_EVENT]
+    row = _event(e)
+    kind, a, b = HE[row + _EVENT_KIND], HE[row + _EVENT_A], HE[row + _EVENT_B]
+    if HE[row + _EVENT_NEXT] >= 0:
+        HE[at + _FIRST_EVENT] = HE[row + _EVENT_NEXT]
     else:  # the instant's last event: the instant goes
         _forget(HT, HE, counters, instant)
-        HE[instant, _FIRST_EVENT] = counters[_FREE_INSTANT]
+        HE[at + _FIRST_EVENT] = counters[_FREE_INSTANT]
         counters[_FREE_INSTANT] = instant
         n = counters[_INSTANTS] - 1
         counters[_INSTANTS] = n
-        last, when, i = HE[n, _HEAP_INSTANT], HT[HE[n, _HEAP_INSTANT]], 0
+        when, j = HT[_heap_time(HT, n)], 0
         while True:  # the heap's last instant sifted down from the top
-            child = 2 * i + 1
+            child = 2 * j + 1
             if child >= n:
                 break
-            if child + 1 < n and HT[HE[child + 1, _HEAP_INSTANT]] < HT[HE[child, _HEAP_INSTANT]]:
+            if child + 1 < n and HT[_heap_time(HT, child + 1)] < HT[_heap_time(HT, child)]:
                 child += 1
-            if when <= HT[HE[child, _HEAP_INSTANT]]:
+            if when <= HT[_heap_time(HT, child)]:
                 break
-            HE[i, _HEAP_INSTANT] = HE[child, _HEAP_INSTANT]
-            i = child
+            HT[_heap_time(HT, j)] = HT[_heap_time(HT, child)]
+            HE[_heap(HT, j)] = HE[_heap(HT, child)]
+            j = child
         if n:
-            HE[i, _HEAP_INSTANT] = last
-    HE[e, _EVENT_NEXT] = counters[_FREE_EVENT]
+            HT[_heap_time(HT, j)] = when
+            HE[_heap(HT, j)] = HE[_heap(HT, n)]
+    HE[row + _EVENT_NEXT] = counters[_FREE_EVENT]
     counters[_FREE_EVENT] = e
     counters[_EVENTS] -= 1
     return now, kind, a, b
@@ -270,17 +312,23 @@ def _pop(HT, HE, counters):
 def _agenda(capacity, HT, HE, counters):
     """The pending events' arrays with room for ``capacity`` events (a power of two), the
     events of ``HT`` and ``HE`` (empty at first) kept."""
-    old = len(HT)
-    grown_T = np.empty(capacity)
-    grown_E = np.zeros((2 * capacity, 8), dtype=np.int64)
-    for row in range(old):  # loops: numba compiles a slice assignment's shape error (seconds)
-        grown_T[row] = HT[row]
-        for column in range(_TABLE):
-            grown_E[row, column] = HE[row, column]
-    for row in range(old, capacity):  # the new rows: free events and free instants
-        grown_E[row, _EVENT_NEXT] = grown_E[row, _FIRST_EVENT] = row + 1
-    grown_E[capacity - 1, _EVENT_NEXT] = counters[_FREE_EVENT] if old else -1
-    grown_E[capacity - 1, _FIRST_EVENT] = counters[_FREE_INSTANT] if old else -1
+    old = len(HT) >> 1
+    grown_T = np.empty(2 * capacity)
+    grown_E = np.zeros(9 * capacity, dtype=np.int64)
+    for i in range(old):  # loops: numba compiles a slice assignment's shape error (seconds)
+        grown_T[i] = HT[i]
+        grown_T[_heap_time(grown_T, i)] = HT[_heap_time(HT, i)]
+        grown_E[_heap(grown_T, i)] = HE[_heap(HT, i)]
+        for column in range(4):
+            grown_E[_event(i) + column] = HE[_event(i) + column]
+        for column in range(2):
+            grown_E[_instant(grown_T, i) + column] = HE[_instant(HT, i) + column]
+    for i in range(old, capacity):  # the new rows: free events and free instants
+        grown_E[_event(i) + _EVENT_NEXT] = i + 1
+        grown_E[_instant(grown_T, i) + _FIRST_EVENT] = i + 1
+    grown_E[_event(capacity - 1) + _EVENT_NEXT] = counters[_FREE_EVENT] if old else -1
+    grown_E[_instant(grown_T, capacity - 1) + _FIRST_EVENT] = \
+        counters[_FREE_INSTANT] if old else -1
     counters[_FREE_EVENT] = counters[_FREE_INSTANT] = old
     _rehash(grown_T, grown_E, counters, max(16, counters[_TABLE_SIZE]))
     return grown_T, grown_E
@@ -703,7 +751,7 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
     while counters[_EVENTS]:
         # room for what one event may schedule: an end per flow whose rate changes, and
         # the starts of two ranks' next steps (each in a slot, each maybe dirty)
-        if counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT) \
+        if counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT) >> 1 \
                 or counters[_FREE] < 2 * most_ends + 2 \
                 or counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
             return _ROOM, 0.0
@@ -771,7 +819,7 @@ def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, 
         most_ends = max(most_ends, S[i])
         i += 1 + S[i]
     HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
-                     np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
+                     np.empty(0), np.empty(0, dtype=np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists
     # have room for every slot's flow and what one event adds
     F, FS, N, free_slots, counters[_FREE] = _slots(
@@ -792,8 +840,8 @@ def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, 
         if done == _SHARE_DUE:
             _share(counters[_SEEDS], now, HT, HE, counters, F, FS, W, RT, hops, L, LS, N, LK, LQ)
             continue
-        while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
-            HT, HE = _agenda(2 * len(HT), HT, HE, counters)
+        while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT) >> 1:
+            HT, HE = _agenda(len(HT), HT, HE, counters)
         if counters[_FREE] < 2 * most_ends + 2:
             F, FS, N, free_slots, counters[_FREE] = _slots(
                 2 * len(F), hops_per_slot, F, FS, N, free_slots, counters[_FREE])
