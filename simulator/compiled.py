@@ -24,10 +24,10 @@ look-up, not a heap's dozen levels.  A rank's steps and a message's bytes and wh
 reduces are read from the :class:`~simulator.flatten.FlatSchedule` without a copy: a rank
 reads its steps in order, a route its messages in order, so that what each reads next
 lies beside what it read last however far the ranks drift apart; a message is found
-from its end by a cursor per route and side.  What changes while a message moves (bytes left, rate, its place on its links' lists) lives in a slot
-taken when it starts and given back when its last byte leaves, so that the memory touched
-grows with the flows in flight (thousands), not with the messages (millions): touching
-fresh memory costs about as much as the arithmetic.  The functions on the path of every
+from its end by a cursor per route and side.  What changes while a message moves (bytes
+left, rate, its place on its links' lists) lives in a slot taken when it starts and given
+back when its last byte leaves, so that the memory touched grows with the flows in flight
+(thousands), not with the messages (millions): touching fresh memory costs about as much as the arithmetic.  The functions on the path of every
 event, the event loop :func:`_run` among them, are compiled without Numba's reference
 counting (``_nrt=False``: they allocate nothing): a function with it counts a reference
 to every array it passes in a call, and these calls pass a dozen, which took a third of
@@ -113,9 +113,10 @@ _SENDS, _RECEIVES = range(2)
 # may go (overhead), start, arrival
 _READY, _BEGIN, _ARRIVAL = range(3)
 # F, a record per flow slot (what starting and ending a flow read and write, in one row):
-# message, route, rate version (never reset: a stale end of the slot's earlier flows never
-# matches), place in the dirty list (-1: not dirty), the message's bytes, bytes left,
-# rate, when the rate was set
+# message (``2 * message + reduce``: the arrival's ``b`` without a look at M), route,
+# rate version (never reset: a stale end of the slot's earlier flows never matches), place
+# in the dirty list (-1: not dirty), the message's bytes, bytes left, rate, when the rate
+# was set
 _SLOT = np.dtype([("message", np.int64), ("route", np.int64), ("version", np.int64),
                   ("dirty_at", np.int64), ("bytes", np.int64), ("left", np.float64),
                   ("rate", np.float64), ("last", np.float64)])
@@ -287,21 +288,18 @@ def _pop(HT, HE, counters):
         counters[_FREE_INSTANT] = instant
         n = counters[_INSTANTS] - 1
         counters[_INSTANTS] = n
-        when, j = HT[_heap_time(HT, n)], 0
-        while True:  # the heap's last instant sifted down from the top
+        j = 0
+        while True:  # Floyd's way: the hole down to a leaf along the earlier children
             child = 2 * j + 1
             if child >= n:
                 break
             if child + 1 < n and HT[_heap_time(HT, child + 1)] < HT[_heap_time(HT, child)]:
                 child += 1
-            if when <= HT[_heap_time(HT, child)]:
-                break
             HT[_heap_time(HT, j)] = HT[_heap_time(HT, child)]
             HE[_heap(HT, j)] = HE[_heap(HT, child)]
             j = child
-        if n:
-            HT[_heap_time(HT, j)] = when
-            HE[_heap(HT, j)] = HE[_heap(HT, n)]
+        if n:  # and the heap's last instant up from there (the latest, mostly: not far)
+            _sift_up(HT, HE, j, HT[_heap_time(HT, n)], HE[_heap(HT, n)])
     HE[row + _EVENT_NEXT] = counters[_FREE_EVENT]
     counters[_FREE_EVENT] = e
     counters[_EVENTS] -= 1
@@ -354,17 +352,19 @@ def _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT
                     N):
     """Start message ``t`` of ``route``: put it on its links, at its cap if none of them
     binds (in a flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
-    nbytes = M[t] >> 1
+    code = M[t]
+    nbytes = code >> 1
     counters[_TRANSFERS] += 1
     if len(MF):
         MF[t, _BEGIN] = now
     first, last = hops[route], hops[route + 1]
     if nbytes == 0 or first == last:
-        _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t, route)
+        _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t,
+              2 * route + (code & 1))
         return
     counters[_FREE] -= 1
     f = free_slots[counters[_FREE]]
-    F[f].message, F[f].route, F[f].bytes = t, route, nbytes
+    F[f].message, F[f].route, F[f].bytes = 2 * t + (code & 1), route, nbytes
     F[f].left = float(nbytes)
     F[f].rate = 0.0
     F[f].last = now
@@ -677,7 +677,7 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT
         return
     counters[_ON_LINKS] -= 1
     shared = False
-    route, t = F[f].route, F[f].message
+    route, message = F[f].route, F[f].message
     cap = RT[route, _CAP]
     first = hops[route]
     for h in range(hops[route + 1] - first):
@@ -714,7 +714,8 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT
     nbytes = F[f].bytes
     unit = nbytes if fifo_slot == np.inf else min(nbytes, fifo_slot) / RT[route, _SHARES]
     latency = max(0.0, RT[route, _LATENCY] - max(0.0, nbytes - unit) / cap)
-    _push(HT, HE, counters, now + latency, _ARRIVE, t, route)
+    _push(HT, HE, counters, now + latency, _ARRIVE, message >> 1,
+          2 * route + (message & 1))
 
 
 @_njit()
@@ -759,24 +760,24 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
         if kind == _FLOW_END:
             _flow_end(a, b, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT, hops,
                       L, N)
-        elif kind == _ARRIVE:  # message a of route b
+        elif kind == _ARRIVE:  # message a of route b >> 1, reducing if b & 1
             if len(MF):
                 MF[a, _ARRIVAL] = now
             if len(trace_order):
                 trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
-            _op_done(RK[b, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F, D,
-                     free_slots, RT, hops, L, N, R)
+            _op_done(RK[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F,
+                     D, free_slots, RT, hops, L, N, R)
             if overhead:
-                delay = _spend(RK[b, _DST], now, overhead, R) - now
+                delay = _spend(RK[b >> 1, _DST], now, overhead, R) - now
                 _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, b)
                 continue
-            cost = gamma * (M[a] >> 1) if M[a] & 1 else 0.0
+            cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if not cost:
-                _op_done(RK[b, _DST], now, overhead, HT, HE, counters, S, M, MF, PC, F, D,
-                         free_slots, RT, hops, L, N, R)
+                _op_done(RK[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                         F, D, free_slots, RT, hops, L, N, R)
             else:
-                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b >> 1, _DST], 0)
         elif kind == _OP_DONE:
             _op_done(a, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
                      hops, L, N, R)
@@ -784,12 +785,12 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
             _start_transfer(a, b, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
                             L, N)
         elif kind == _RECEIVE_DONE:
-            cost = gamma * (M[a] >> 1) if M[a] & 1 else 0.0
+            cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if cost:
-                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b >> 1, _DST], 0)
             else:
-                _op_done(RK[b, _DST], now, overhead, HT, HE, counters, S, M, MF, PC, F, D,
-                         free_slots, RT, hops, L, N, R)
+                _op_done(RK[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                         F, D, free_slots, RT, hops, L, N, R)
         else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
             nseeds = 0
