@@ -20,12 +20,14 @@ or two cache lines, rather than a row of integers and another of floats (the sha
 own fields are in rows of their own).
 Pending events wait in a queue per instant, the instants in a heap and a hash table by
 time: a symmetric schedule has hundreds of events per instant, so most events cost a
-look-up, not a heap's dozen levels.  A message's own row (route, whether it reduces,
-bytes) is read from the :class:`~simulator.flatten.FlatSchedule` without a copy; what
-changes while it moves (bytes left, rate, its place on its links' lists) lives in a slot
-taken when it starts and given back when its last byte leaves, so that the memory touched
-grows with the flows in flight (thousands), not with the messages (millions): touching
-fresh memory costs about as much as the arithmetic.  The functions on the path of every
+look-up, not a heap's dozen levels.  A rank's steps and a message's bytes and whether it
+reduces are read from the :class:`~simulator.flatten.FlatSchedule` without a copy: a rank
+reads its steps in order, a route its messages in order, so that what each reads next
+lies beside what it read last however far the ranks drift apart; a message is found
+from its end by a cursor per route and side.  What changes while a message moves (bytes
+left, rate, its place on its links' lists) lives in a slot taken when it starts and given
+back when its last byte leaves, so that the memory touched grows with the flows in flight
+(thousands), not with the messages (millions): touching fresh memory costs about as much as the arithmetic.  The functions on the path of every
 event, the event loop :func:`_run` among them, are compiled without Numba's reference
 counting (``_nrt=False``: they allocate nothing): a function with it counts a reference
 to every array it passes in a call, and these calls pass a dozen, which took a third of
@@ -89,28 +91,35 @@ _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE,
 _DONE, _ROOM, _SHARE_DUE = range(3)
 # The pending events: a queue per instant (in the order they were scheduled), the instants
 # in a binary heap by time and in a hash table by time (open addressing, linear probing).
-# HT, float64 per instant: its time.  HE, int64 per row, its columns used up to different
-# rows: per event (rows below len(HT)), its kind, two arguments and the next event of its
-# instant (or of the free events); per instant (rows below len(HT)), its first and last
-# event (the first: the next free instant, while free); the heap of instants (rows below
-# counters[_INSTANTS]); the hash table (rows below counters[_TABLE_SIZE], a power of two
-# at least twice the instants, so that it stays in cache): instant + 1, 0 for an empty place
-_EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT, _FIRST_EVENT, _LAST_EVENT, _HEAP_INSTANT, \
-    _TABLE = range(8)
-# M, int64 per message (read only, :attr:`FlatSchedule.message`): route and whether it
-# reduces (``2 * route + reduce``), bytes
-_CODE, _BYTES = range(2)
+# Two flat arrays, each cut in parts of its own (capacity ``c``, a power of two: ``len(HT)
+# == 2 * c``), so that what one push or pop reads of each part is packed with its
+# neighbours': the heap and the table, read a dozen times an instant, stay in the nearest
+# cache (a 4096-rank ring makes an instant every other event).
+# HT, float64: each instant's time (c), then each heap entry's time (c).
+# HE, int64: per event (4 c), its kind, two arguments and the next event of its instant
+# (or of the free events); per instant (2 c), its first and last event (the first: the
+# next free instant, while free); per heap entry (c), its instant (entries below
+# counters[_INSTANTS]); the hash table (2 c, places below counters[_TABLE_SIZE], a power
+# of two at least twice the instants): instant + 1, 0 for an empty place
+_EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT = range(4)
+_FIRST_EVENT, _LAST_EVENT = range(2)
+# S, the steps (read only, :attr:`FlatSchedule.steps`): per rank, per step its count of
+# ends, then each end's ``2 * route + side`` (0 send, 1 receive).  M, int64 per message
+# (read only, :attr:`FlatSchedule.message`): ``2 * bytes + reduce``
 # RK, int64 per route (:attr:`FlatSchedule.route_ranks`): its ranks
 _SRC, _DST = range(2)
-# P, int8 per message: which ends are posted (bits)
-_SEND_POSTED, _RECV_POSTED = 1, 2
+# PC, int64 per route: the next message of its sends, of its receives (the k-th send of
+# a route and its k-th receive are one message, posted in program order: a message's other
+# end is posted if the other side's next message is past it)
+_SENDS, _RECEIVES = range(2)
 # MF, float64 per message, only with an overhead or a trace (else no rows): when the send
 # may go (overhead), start, arrival
 _READY, _BEGIN, _ARRIVAL = range(3)
 # F, a record per flow slot (what starting and ending a flow read and write, in one row):
-# message, route, rate version (never reset: a stale end of the slot's earlier flows never
-# matches), place in the dirty list (-1: not dirty), the message's bytes, bytes left,
-# rate, when the rate was set
+# message (``2 * message + reduce``: the arrival's ``b`` without a look at M), route,
+# rate version (never reset: a stale end of the slot's earlier flows never matches), place
+# in the dirty list (-1: not dirty), the message's bytes, bytes left, rate, when the rate
+# was set
 _SLOT = np.dtype([("message", np.int64), ("route", np.int64), ("version", np.int64),
                   ("dirty_at", np.int64), ("bytes", np.int64), ("left", np.float64),
                   ("rate", np.float64), ("last", np.float64)])
@@ -151,8 +160,8 @@ _HEAP_LINK = 0
 # N, int32 per hop node (a flow on one link of its route; the slot's nodes are
 # ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
-# R, a record per rank: current step, operations pending, end of its steps, finish time,
-# when its CPU is free of overheads
+# R, a record per rank: its next step (where it is in S), operations pending, end of its
+# steps, finish time, when its CPU is free of overheads
 _RANK = np.dtype([("current", np.int64), ("pending", np.int64), ("step_end", np.int64),
                   ("finish", np.float64), ("cpu_free", np.float64)])
 
@@ -173,30 +182,59 @@ def _slot(when, size):
 
 
 @_njit(_nrt=False)
-def _rehash(HT, HE, counters, size):
-    """Make the hash table ``size`` places (``len(HE)`` at most) and put every instant in."""
-    counters[_TABLE_SIZE] = size
-    for place in range(size):
-        HE[place, _TABLE] = 0
-    for i in range(counters[_INSTANTS]):
-        instant = HE[i, _HEAP_INSTANT]
-        place = _slot(HT[instant], size)
-        while HE[place, _TABLE]:
-            place = (place + 1) & (size - 1)
-        HE[place, _TABLE] = instant + 1
+def _event(e):
+    """Where event ``e``'s row starts in ``HE``."""
+    return 4 * e
 
 
 @_njit(_nrt=False)
-def _sift_up(HT, HE, i, instant):
-    """Put ``instant`` in the heap's hole ``i``, or above it."""
-    when = HT[instant]
-    while i:
-        parent = (i - 1) >> 1
-        if HT[HE[parent, _HEAP_INSTANT]] <= when:
+def _instant(HT, i):
+    """Where instant ``i``'s first and last event are in ``HE``."""
+    return 2 * len(HT) + 2 * i
+
+
+@_njit(_nrt=False)
+def _heap(HT, j):
+    """Where heap entry ``j``'s instant is in ``HE`` (its time: ``HT[_heap_time(HT, j)]``)."""
+    return 3 * len(HT) + j
+
+
+@_njit(_nrt=False)
+def _heap_time(HT, j):
+    return (len(HT) >> 1) + j
+
+
+@_njit(_nrt=False)
+def _table(HT, place):
+    """Where the hash table's ``place`` is in ``HE``."""
+    return 3 * len(HT) + (len(HT) >> 1) + place
+
+
+@_njit(_nrt=False)
+def _rehash(HT, HE, counters, size):
+    """Make the hash table ``size`` places (``len(HT)`` at most) and put every instant in."""
+    counters[_TABLE_SIZE] = size
+    for place in range(size):
+        HE[_table(HT, place)] = 0
+    for j in range(counters[_INSTANTS]):
+        place = _slot(HT[_heap_time(HT, j)], size)
+        while HE[_table(HT, place)]:
+            place = (place + 1) & (size - 1)
+        HE[_table(HT, place)] = HE[_heap(HT, j)] + 1
+
+
+@_njit(_nrt=False)
+def _sift_up(HT, HE, j, when, instant):
+    """Put ``instant`` at ``when`` in the heap's hole ``j``, or above it."""
+    while j:
+        parent = (j - 1) >> 1
+        if HT[_heap_time(HT, parent)] <= when:
             break
-        HE[i, _HEAP_INSTANT] = HE[parent, _HEAP_INSTANT]
-        i = parent
-    HE[i, _HEAP_INSTANT] = instant
+        HT[_heap_time(HT, j)] = HT[_heap_time(HT, parent)]
+        HE[_heap(HT, j)] = HE[_heap(HT, parent)]
+        j = parent
+    HT[_heap_time(HT, j)] = when
+    HE[_heap(HT, j)] = instant
 
 
 @_njit(_nrt=False)
@@ -204,25 +242,29 @@ def _push(HT, HE, counters, when, kind, a, b):
     """Schedule an event: last of its instant's, the instant made if new
     (:func:`_simulate` keeps room)."""
     e = counters[_FREE_EVENT]
-    counters[_FREE_EVENT] = HE[e, _EVENT_NEXT]
+    row = _event(e)
+    counters[_FREE_EVENT] = HE[row + _EVENT_NEXT]
     counters[_EVENTS] += 1
-    HE[e, _EVENT_KIND], HE[e, _EVENT_A], HE[e, _EVENT_B], HE[e, _EVENT_NEXT] = kind, a, b, -1
+    HE[row + _EVENT_KIND], HE[row + _EVENT_A], HE[row + _EVENT_B] = kind, a, b
+    HE[row + _EVENT_NEXT] = -1
     mask = counters[_TABLE_SIZE] - 1
     place = _slot(when, mask + 1)
-    while HE[place, _TABLE]:
-        instant = HE[place, _TABLE] - 1
+    while HE[_table(HT, place)]:
+        instant = HE[_table(HT, place)] - 1
         if HT[instant] == when:
-            HE[HE[instant, _LAST_EVENT], _EVENT_NEXT] = e
-            HE[instant, _LAST_EVENT] = e
+            at = _instant(HT, instant)
+            HE[_event(HE[at + _LAST_EVENT]) + _EVENT_NEXT] = e
+            HE[at + _LAST_EVENT] = e
             return
         place = (place + 1) & mask
     instant = counters[_FREE_INSTANT]
-    counters[_FREE_INSTANT] = HE[instant, _FIRST_EVENT]
+    at = _instant(HT, instant)
+    counters[_FREE_INSTANT] = HE[at + _FIRST_EVENT]
     HT[instant] = when
-    HE[instant, _FIRST_EVENT] = HE[instant, _LAST_EVENT] = e
-    HE[place, _TABLE] = instant + 1
+    HE[at + _FIRST_EVENT] = HE[at + _LAST_EVENT] = e
+    HE[_table(HT, place)] = instant + 1
     counters[_INSTANTS] += 1
-    _sift_up(HT, HE, counters[_INSTANTS] - 1, instant)
+    _sift_up(HT, HE, counters[_INSTANTS] - 1, when, instant)
     if 2 * counters[_INSTANTS] > counters[_TABLE_SIZE]:
         _rehash(HT, HE, counters, 2 * counters[_TABLE_SIZE])
 
@@ -232,50 +274,50 @@ def _forget(HT, HE, counters, instant):
     """Take ``instant`` out of the hash table (moving back the entries probed past it)."""
     mask = counters[_TABLE_SIZE] - 1
     hole = _slot(HT[instant], mask + 1)
-    while HE[hole, _TABLE] != instant + 1:
+    while HE[_table(HT, hole)] != instant + 1:
         hole = (hole + 1) & mask
     place = hole
     while True:
         place = (place + 1) & mask
-        if not HE[place, _TABLE]:
+        if not HE[_table(HT, place)]:
             break
-        home = _slot(HT[HE[place, _TABLE] - 1], mask + 1)
+        home = _slot(HT[HE[_table(HT, place)] - 1], mask + 1)
         if (place > hole and (home <= hole or home > place)) or \
                 (place < hole and home <= hole and home > place):
-            HE[hole, _TABLE] = HE[place, _TABLE]
+            HE[_table(HT, hole)] = HE[_table(HT, place)]
             hole = place
-    HE[hole, _TABLE] = 0
+    HE[_table(HT, hole)] = 0
 
 
 @_njit(_nrt=False)
 def _pop(HT, HE, counters):
     """Take the first pending event; return its time, kind and arguments."""
-    instant = HE[0, _HEAP_INSTANT]
-    now = HT[instant]
-    e = HE[instant, _FIRST_EVENT]
-    kind, a, b = HE[e, _EVENT_KIND], HE[e, _EVENT_A], HE[e, _EVENT_B]
-    if HE[e, _EVENT_NEXT] >= 0:
-        HE[instant, _FIRST_EVENT] = HE[e, _EVENT_NEXT]
+    now, instant = HT[_heap_time(HT, 0)], HE[_heap(HT, 0)]
+    at = _instant(HT, instant)
+    e = HE[at + _FIRST_EVENT]
+    row = _event(e)
+    kind, a, b = HE[row + _EVENT_KIND], HE[row + _EVENT_A], HE[row + _EVENT_B]
+    if HE[row + _EVENT_NEXT] >= 0:
+        HE[at + _FIRST_EVENT] = HE[row + _EVENT_NEXT]
     else:  # the instant's last event: the instant goes
         _forget(HT, HE, counters, instant)
-        HE[instant, _FIRST_EVENT] = counters[_FREE_INSTANT]
+        HE[at + _FIRST_EVENT] = counters[_FREE_INSTANT]
         counters[_FREE_INSTANT] = instant
         n = counters[_INSTANTS] - 1
         counters[_INSTANTS] = n
-        last, when, i = HE[n, _HEAP_INSTANT], HT[HE[n, _HEAP_INSTANT]], 0
-        while True:  # the heap's last instant sifted down from the top
-            child = 2 * i + 1
+        j = 0
+        while True:  # Floyd's way: the hole down to a leaf along the earlier children
+            child = 2 * j + 1
             if child >= n:
                 break
-            if child + 1 < n and HT[HE[child + 1, _HEAP_INSTANT]] < HT[HE[child, _HEAP_INSTANT]]:
+            if child + 1 < n and HT[_heap_time(HT, child + 1)] < HT[_heap_time(HT, child)]:
                 child += 1
-            if when <= HT[HE[child, _HEAP_INSTANT]]:
-                break
-            HE[i, _HEAP_INSTANT] = HE[child, _HEAP_INSTANT]
-            i = child
-        if n:
-            HE[i, _HEAP_INSTANT] = last
-    HE[e, _EVENT_NEXT] = counters[_FREE_EVENT]
+            HT[_heap_time(HT, j)] = HT[_heap_time(HT, child)]
+            HE[_heap(HT, j)] = HE[_heap(HT, child)]
+            j = child
+        if n:  # and the heap's last instant up from there (the latest, mostly: not far)
+            _sift_up(HT, HE, j, HT[_heap_time(HT, n)], HE[_heap(HT, n)])
+    HE[row + _EVENT_NEXT] = counters[_FREE_EVENT]
     counters[_FREE_EVENT] = e
     counters[_EVENTS] -= 1
     return now, kind, a, b
@@ -285,17 +327,23 @@ def _pop(HT, HE, counters):
 def _agenda(capacity, HT, HE, counters):
     """The pending events' arrays with room for ``capacity`` events (a power of two), the
     events of ``HT`` and ``HE`` (empty at first) kept."""
-    old = len(HT)
-    grown_T = np.empty(capacity)
-    grown_E = np.zeros((2 * capacity, 8), dtype=np.int64)
-    for row in range(old):  # loops: numba compiles a slice assignment's shape error (seconds)
-        grown_T[row] = HT[row]
-        for column in range(_TABLE):
-            grown_E[row, column] = HE[row, column]
-    for row in range(old, capacity):  # the new rows: free events and free instants
-        grown_E[row, _EVENT_NEXT] = grown_E[row, _FIRST_EVENT] = row + 1
-    grown_E[capacity - 1, _EVENT_NEXT] = counters[_FREE_EVENT] if old else -1
-    grown_E[capacity - 1, _FIRST_EVENT] = counters[_FREE_INSTANT] if old else -1
+    old = len(HT) >> 1
+    grown_T = np.empty(2 * capacity)
+    grown_E = np.zeros(9 * capacity, dtype=np.int64)
+    for i in range(old):  # loops: numba compiles a slice assignment's shape error (seconds)
+        grown_T[i] = HT[i]
+        grown_T[_heap_time(grown_T, i)] = HT[_heap_time(HT, i)]
+        grown_E[_heap(grown_T, i)] = HE[_heap(HT, i)]
+        for column in range(4):
+            grown_E[_event(i) + column] = HE[_event(i) + column]
+        for column in range(2):
+            grown_E[_instant(grown_T, i) + column] = HE[_instant(HT, i) + column]
+    for i in range(old, capacity):  # the new rows: free events and free instants
+        grown_E[_event(i) + _EVENT_NEXT] = i + 1
+        grown_E[_instant(grown_T, i) + _FIRST_EVENT] = i + 1
+    grown_E[_event(capacity - 1) + _EVENT_NEXT] = counters[_FREE_EVENT] if old else -1
+    grown_E[_instant(grown_T, capacity - 1) + _FIRST_EVENT] = \
+        counters[_FREE_INSTANT] if old else -1
     counters[_FREE_EVENT] = counters[_FREE_INSTANT] = old
     _rehash(grown_T, grown_E, counters, max(16, counters[_TABLE_SIZE]))
     return grown_T, grown_E
@@ -317,21 +365,23 @@ def _mark_dirty(f, counters, F, D):
 
 
 @_njit(_nrt=False)
-def _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L, N):
-    """Start message ``t``: put it on its links, at its cap if none of them binds (in a
-    flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
-    route = M[t, _CODE] >> 1
-    nbytes = M[t, _BYTES]
+def _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L,
+                    N):
+    """Start message ``t`` of ``route``: put it on its links, at its cap if none of them
+    binds (in a flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
+    code = M[t]
+    nbytes = code >> 1
     counters[_TRANSFERS] += 1
     if len(MF):
         MF[t, _BEGIN] = now
     first, last = hops[route], hops[route + 1]
     if nbytes == 0 or first == last:
-        _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t, 0)
+        _push(HT, HE, counters, now + RT[route, _LATENCY], _ARRIVE, t,
+              2 * route + (code & 1))
         return
     counters[_FREE] -= 1
     f = free_slots[counters[_FREE]]
-    F[f].message, F[f].route, F[f].bytes = t, route, nbytes
+    F[f].message, F[f].route, F[f].bytes = 2 * t + (code & 1), route, nbytes
     F[f].left = float(nbytes)
     F[f].rate = 0.0
     F[f].last = now
@@ -377,67 +427,59 @@ def _spend(rank, now, overhead, R):
 
 
 @_njit(_nrt=False)
-def _start_at(when, t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L, N):
+def _start_at(when, t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L,
+              N):
     delay = when - now
     if delay > 0:
-        _push(HT, HE, counters, now + delay, _START, t, 0)
+        _push(HT, HE, counters, now + delay, _START, t, route)
     else:
-        _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L, N)
+        _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
+                        L, N)
 
 
 @_njit(_nrt=False)
-def _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT, hops,
+def _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT, hops,
           L, N, R):
-    """Post ``rank``'s current step; move past steps that have nothing to wait for.
-
-    ``ends``: the ends' offsets per step, then each end's message (``2 * message`` for
-    the send, ``2 * message + 1`` for the receive), after ``steps + 1`` offsets.
-    """
-    nsteps = R[len(R) - 1].step_end
-    while True:
-        index = R[rank].current
-        if index == R[rank].step_end:
-            R[rank].finish = now
-            return
-        count = 0
-        for e in range(ends[index], ends[index + 1]):
-            code = ends[nsteps + 1 + e]
-            t = code >> 1
-            count += 1
-            if code & 1 == 0:  # the send
-                ready = _spend(rank, now, overhead, R) if overhead else 0.0
-                if not P[t] & _RECV_POSTED:
-                    P[t] = _SEND_POSTED
-                    if overhead:
-                        MF[t, _READY] = ready
-                elif overhead:
-                    _start_at(ready, t, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
-                              hops, L, N)
-                else:
-                    _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
-                                    hops, L, N)
-            elif not P[t] & _SEND_POSTED:
-                P[t] = _RECV_POSTED
+    """Post ``rank``'s next step: start each message whose other end is posted."""
+    index = R[rank].current
+    if index == R[rank].step_end:
+        R[rank].finish = now
+        return
+    count = S[index]
+    for e in range(index + 1, index + 1 + count):
+        route, side = S[e] >> 1, S[e] & 1
+        t = PC[route, side]
+        PC[route, side] = t + 1
+        if side == 0:  # the send
+            ready = _spend(rank, now, overhead, R) if overhead else 0.0
+            if PC[route, _RECEIVES] <= t:
+                if overhead:
+                    MF[t, _READY] = ready
             elif overhead:
-                _start_at(MF[t, _READY], t, now, HT, HE, counters, M, MF, F, D, free_slots,
-                          RT, hops, L, N)
+                _start_at(ready, t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
+                          hops, L, N)
             else:
-                _start_transfer(t, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
-                                L, N)
-        if count:
-            R[rank].pending = count
-            return
-        R[rank].current = index + 1
+                _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
+                                hops, L, N)
+        elif PC[route, _SENDS] <= t:
+            pass
+        elif overhead:
+            _start_at(MF[t, _READY], t, route, now, HT, HE, counters, M, MF, F, D, free_slots,
+                      RT, hops, L, N)
+        else:
+            _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
+                            L, N)
+    R[rank].pending = count
+    R[rank].current = index + 1 + count
 
 
 @_njit(_nrt=False)
-def _op_done(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+def _op_done(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
              hops, L, N, R):
-    """One operation of ``rank``'s current step is done; advance when all are."""
+    """One operation of ``rank``'s current step is done; post the next step when all are."""
     R[rank].pending -= 1
     if R[rank].pending == 0:
-        R[rank].current += 1
-        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+        _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
               hops, L, N, R)
 
 
@@ -761,7 +803,7 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT
         return
     counters[_ON_LINKS] -= 1
     shared = False
-    route, t = F[f].route, F[f].message
+    route, message = F[f].route, F[f].message
     cap = RT[route, _CAP]
     first = hops[route]
     for h in range(hops[route + 1] - first):
@@ -798,7 +840,8 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT
     nbytes = F[f].bytes
     unit = nbytes if fifo_slot == np.inf else min(nbytes, fifo_slot) / RT[route, _SHARES]
     latency = max(0.0, RT[route, _LATENCY] - max(0.0, nbytes - unit) / cap)
-    _push(HT, HE, counters, now + latency, _ARRIVE, t, 0)
+    _push(HT, HE, counters, now + latency, _ARRIVE, message >> 1,
+          2 * route + (message & 1))
 
 
 @_njit()
@@ -826,7 +869,7 @@ def _slots(n, hops_per_slot, F, FS, N, free_slots, nfree):
 
 
 @_njit(_nrt=False)
-def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE, counters, F,
+def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, counters, F,
          W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room
     in the arrays (:data:`_ROOM`: :func:`_simulate` grows them), or until the sharing is
@@ -835,7 +878,7 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
     while counters[_EVENTS]:
         # room for what one event may schedule: an end per flow whose rate changes, and
         # the starts of two ranks' next steps (each in a slot, each maybe dirty)
-        if counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT) \
+        if counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT) >> 1 \
                 or counters[_FREE] < 2 * most_ends + 2 \
                 or counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
             return _ROOM, 0.0
@@ -843,39 +886,37 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
         if kind == _FLOW_END:
             _flow_end(a, b, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT, hops,
                       L, N)
-        elif kind == _ARRIVE:
+        elif kind == _ARRIVE:  # message a of route b >> 1, reducing if b & 1
             if len(MF):
                 MF[a, _ARRIVAL] = now
             if len(trace_order):
                 trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
-            route = M[a, _CODE] >> 1
-            _op_done(RK[route, _SRC], now, overhead, HT, HE, counters, ends, M, MF, P, F, D,
-                     free_slots, RT, hops, L, N, R)
+            _op_done(RK[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F,
+                     D, free_slots, RT, hops, L, N, R)
             if overhead:
-                delay = _spend(RK[route, _DST], now, overhead, R) - now
-                _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, 0)
+                delay = _spend(RK[b >> 1, _DST], now, overhead, R) - now
+                _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, b)
                 continue
-            cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
+            cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if not cost:
-                _op_done(RK[route, _DST], now, overhead, HT, HE, counters, ends, M, MF, P, F, D,
-                         free_slots, RT, hops, L, N, R)
+                _op_done(RK[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                         F, D, free_slots, RT, hops, L, N, R)
             else:
-                _push(HT, HE, counters, now + cost, _OP_DONE, RK[route, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b >> 1, _DST], 0)
         elif kind == _OP_DONE:
-            _op_done(a, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+            _op_done(a, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
                      hops, L, N, R)
         elif kind == _START:
-            _start_transfer(a, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops, L,
-                            N)
+            _start_transfer(a, b, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
+                            L, N)
         elif kind == _RECEIVE_DONE:
-            cost = gamma * M[a, _BYTES] if M[a, _CODE] & 1 else 0.0
-            dst = RK[M[a, _CODE] >> 1, _DST]
+            cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if cost:
-                _push(HT, HE, counters, now + cost, _OP_DONE, dst, 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b >> 1, _DST], 0)
             else:
-                _op_done(dst, now, overhead, HT, HE, counters, ends, M, MF, P, F, D,
-                         free_slots, RT, hops, L, N, R)
+                _op_done(RK[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                         F, D, free_slots, RT, hops, L, N, R)
         else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
             nseeds = 0
@@ -893,18 +934,19 @@ def _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
 
 
 @_njit()
-def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, LS, R, LK, LQ,
+def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, LK, LQ,
               B, trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
     counters = np.zeros(14, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
-    nsteps = R[len(R) - 1].step_end
     most_ends = 0  # a loop: numba compiles np.diff and np.max for a second
-    for step in range(nsteps):
-        most_ends = max(most_ends, ends[step + 1] - ends[step])
+    i = 0
+    while i < len(S):
+        most_ends = max(most_ends, S[i])
+        i += 1 + S[i]
     HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
-                     np.empty(0), np.empty((0, 8), dtype=np.int64), counters)  # every first step
+                     np.empty(0), np.empty(0, dtype=np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists
     # have room for every slot's flow and what one event adds
     F, FS, N, free_slots, counters[_FREE] = _slots(
@@ -916,10 +958,10 @@ def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, LS, R
     D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
     now = 0.0
     for rank in range(len(R)):
-        _post(rank, now, overhead, HT, HE, counters, ends, M, MF, P, F, D, free_slots, RT,
+        _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
               hops, L, N, R)
     while True:
-        done, now = _run(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, R, HT, HE,
+        done, now = _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE,
                          counters, F, W, D, N, free_slots, trace_order, most_ends)
         if done == _DONE:
             return counters
@@ -927,8 +969,8 @@ def _simulate(gamma, overhead, fifo_slot, ends, M, RK, MF, P, RT, hops, L, LS, R
             _share(counters[_SEEDS], now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B,
                    LK, LQ)
             continue
-        while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT):
-            HT, HE = _agenda(2 * len(HT), HT, HE, counters)
+        while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT) >> 1:
+            HT, HE = _agenda(len(HT), HT, HE, counters)
         if counters[_FREE] < 2 * most_ends + 2:
             F, FS, N, free_slots, counters[_FREE] = _slots(
                 2 * len(F), hops_per_slot, F, FS, N, free_slots, counters[_FREE])
@@ -967,24 +1009,24 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     """
     messages = len(flat.message)
     MF = np.empty((messages if trace or overhead else 0, 3))
-    P = np.zeros(messages, dtype=np.int8)
+    PC = np.repeat(flat.message_ptr[:-1], 2).reshape(-1, 2)
     RT = np.stack((flat.route_latency, flat.route_cap, flat.route_shares), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
     L = np.zeros(len(flat.bandwidth), dtype=_LINK)
     L["bandwidth"] = flat.bandwidth
     L["head"] = L["tail"] = -1
     LS = np.zeros(len(flat.bandwidth), dtype=_LINK_SHARING)
-    R = np.zeros(len(flat.step_ptr) - 1, dtype=_RANK)
-    R["current"], R["step_end"] = flat.step_ptr[:-1], flat.step_ptr[1:]
+    R = np.zeros(len(flat.rank_ptr) - 1, dtype=_RANK)
+    R["current"], R["step_end"] = flat.rank_ptr[:-1], flat.rank_ptr[1:]
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 1), dtype=np.int64)
     B = np.empty(len(flat.bandwidth), dtype=_BINDING)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
-    counters = _simulate(float(gamma), float(overhead), float(slot), flat.ends, flat.message,
-                         flat.route_ranks, MF, P, RT, hops, L, LS, R, LK, LQ, B, order,
+    counters = _simulate(float(gamma), float(overhead), float(slot), flat.steps, flat.message,
+                         flat.route_ranks, MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
                          hops_per_slot)
-    if not np.array_equal(R["current"], R["step_end"]):
+    if not np.array_equal(R["current"], R["step_end"]) or R["pending"].any():
         return None
     transfers = (order[:counters[_ARRIVED]], MF[:, _BEGIN], MF[:, _ARRIVAL]) if trace else None
     return (int(counters[_TRANSFERS]), R["finish"], L["bytes"], L["busy"],

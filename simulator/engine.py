@@ -56,6 +56,7 @@ from typing import Any, Callable, NamedTuple, cast
 
 import heapq
 
+import numpy as np
 import simpy
 from simpy.events import Timeout
 
@@ -558,7 +559,8 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
         order, start, arrival = times
         hops = [tuple(flat.route_links[a:b].tolist())
                 for a, b in zip(flat.route_ptr[:-1].tolist(), flat.route_ptr[1:].tolist())]
-        route, nbytes = (flat.message[:, 0] >> 1).tolist(), flat.message[:, 1].tolist()
+        route = np.repeat(np.arange(len(flat.route_ranks)), np.diff(flat.message_ptr)).tolist()
+        nbytes = (flat.message >> 1).tolist()
         src, dst = flat.route_ranks[:, 0].tolist(), flat.route_ranks[:, 1].tolist()
         start, arrival = start.tolist(), arrival.tolist()
         transfers = tuple(Transfer(start[t], arrival[t], src[route[t]], dst[route[t]],

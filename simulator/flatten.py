@@ -36,19 +36,23 @@ class FlatSchedule:
 
     Attributes
     ----------
-    step_ptr : ndarray of int64, shape (nranks + 1,)
-        Rank ``r``'s steps are the global steps ``step_ptr[r]:step_ptr[r + 1]``.
-    ends : ndarray of int32 (int64 beyond int32's range), shape (steps + 1 + ends,)
-        First the offsets of the steps' message ends (step ``g``'s are
-        ``ends[steps + 1 + ends[g]:steps + 1 + ends[g + 1]]``), then each end's code:
-        ``2 * message`` for the send, ``2 * message + 1`` for the receive.  Int32 halves
-        the largest array (a 4096-rank ring has 67 million ends).
-    message : ndarray of int64, shape (messages, 2)
-        Per message, ``2 * route + reduce`` (its route, an index into the route arrays,
-        and whether the receive reduces), then its bytes: the rows the compiled engine
-        reads, one cache line per message.
+    rank_ptr : ndarray of int64, shape (nranks + 1,)
+        Rank ``r``'s steps are ``steps[rank_ptr[r]:rank_ptr[r + 1]]``.
+    steps : ndarray of int32 (int64 beyond 32767 ranks)
+        Every rank's steps, one after another, each as the count of its message ends
+        then each end's code: ``2 * route`` for a send, ``2 * route + 1`` for a receive
+        (a step without a message end waits for nothing and is left out).  A rank's
+        post reads one stretch of memory; the k-th send of a route is its message
+        ``message_ptr[route] + k``, and so is its k-th receive.
+    message : ndarray of int64, shape (messages,)
+        Per message, ``2 * bytes + reduce`` (whether the receive reduces), the messages
+        of a route together (in order): what the messages in flight of one route read
+        next lies beside what they read last.
+    message_ptr : ndarray of int64, shape (routes + 1,)
+        Route ``i``'s messages are ``message_ptr[i]:message_ptr[i + 1]``.
     route_ranks : ndarray of int64, shape (routes, 2)
-        Each route's sending and receiving rank.
+        Each route's sending and receiving rank (a route per ordered pair of ranks that
+        exchange messages).
     route_ptr : ndarray of int64, shape (routes + 1,)
         Route ``i``'s links are ``route_links[route_ptr[i]:route_ptr[i + 1]]``.
     route_links : ndarray of int64
@@ -60,9 +64,10 @@ class FlatSchedule:
         Each link's bandwidth in bytes per second.
     """
 
-    step_ptr: np.ndarray
-    ends: np.ndarray
+    rank_ptr: np.ndarray
+    steps: np.ndarray
     message: np.ndarray
+    message_ptr: np.ndarray
     route_ranks: np.ndarray
     route_ptr: np.ndarray
     route_links: np.ndarray
@@ -76,34 +81,47 @@ _DTYPES = {"b": np.int8, "i": np.int32, "q": np.int64}  # by array typecode
 _INT32 = np.iinfo(np.int32)
 
 
-def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
-    """Steps per rank, ends per step, and each end's kind, peer and length, in order.
+def _steps_dtype(p: int) -> type:
+    """The integer type of the steps' counts and codes (:attr:`FlatSchedule.steps`) on
+    ``p`` ranks: int32 while a code of every ordered pair (``2 * p * p - 1`` at most)
+    fits, else int64."""
+    return np.int32 if 2 * p * p <= _INT32.max else np.int64
 
-    Kinds: 0 send, 1 receive, 2 receive that reduces; ends per step and peers as int32,
-    lengths as int32 where they fit (:func:`_narrowed`; less memory to hold and touch).
-    Collected in :mod:`array` buffers, which NumPy then reads without copying.
+
+def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
+    """Steps' entries per rank, the steps (:attr:`FlatSchedule.steps`, with each end's
+    peer, ``2 * peer + side``, where the route goes), and each end's kind and length.
+
+    Kinds: 0 send, 1 receive, 2 receive that reduces, as int8; lengths as int32 where
+    they fit (:func:`_narrowed`; less memory to hold and touch).  Collected in
+    :mod:`array` buffers, which NumPy then reads without copying.
     """
-    steps_per_rank, ends_per_step = array("q"), array("i")
-    kinds, peers, lengths = array("b"), array("i"), array("q")
-    count_step, kind, peer, length = ends_per_step.append, kinds.append, peers.append, lengths.append
+    entries_per_rank = array("q")
+    steps = array("i" if _steps_dtype(schedule.nranks) is np.int32 else "q")
+    kinds, lengths = array("b"), array("q")
+    entry, kind, length = steps.append, kinds.append, lengths.append
     for rank in range(schedule.nranks):
-        steps = schedule.steps(rank)
-        steps_per_rank.append(len(steps))
-        for step in steps:
-            n = 0
+        first = len(steps)
+        for step in schedule.steps(rank):
+            head = len(steps)
+            entry(0)
             for op in step.ops:
                 if type(op) is Send:
+                    entry(2 * op.peer)
                     kind(0)
                 elif type(op) is Recv:
+                    entry(2 * op.peer + 1)
                     kind(2 if op.reduce else 1)
                 else:
                     continue
-                peer(op.peer)
                 length(op.stop - op.start)
-                n += 1
-            count_step(n)
+            if len(steps) - head > 1:
+                steps[head] = len(steps) - head - 1
+            else:  # no message end: nothing to wait for
+                steps.pop()
+        entries_per_rank.append(len(steps) - first)
     *columns, lengths_read = (np.frombuffer(buffer, dtype=_DTYPES[buffer.typecode])
-                              for buffer in (steps_per_rank, ends_per_step, kinds, peers, lengths))
+                              for buffer in (entries_per_rank, steps, kinds, lengths))
     return (*columns, _narrowed(lengths_read))
 
 
@@ -185,31 +203,36 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
             table.extend((lane.first_round, _lane_kind(lane), lane.peer,
                           pool.offset(starts, stops, n), n))
     rows = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
-    if len(rows) and not _INT32.min <= rows[:, 2].min() <= rows[:, 2].max() <= _INT32.max:
-        raise OverflowError("a peer beyond int32")  # as array("i") raises in _ends
+    dtype = _steps_dtype(schedule.nranks)
+    peers = rows[rows[:, 1] >= 0, 2]
+    if len(peers) and not np.iinfo(dtype).min <= 2 * peers.min() <= 2 * peers.max() < \
+            np.iinfo(dtype).max:
+        raise OverflowError("a peer beyond the steps' integers")  # as array raises in _ends
     lengths = pool.array()
     real = lengths[lengths != _GAP]
     fits = not len(real) or _INT32.min <= real.min() <= real.max() <= _INT32.max
     *columns, merged = _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), rows,
-                              lengths, _GAP, np.empty(0, dtype=np.int32 if fits else np.int64))
+                              lengths, _GAP, np.empty(0, dtype=dtype),
+                              np.empty(0, dtype=np.int32 if fits else np.int64))
     return (*columns, _narrowed(merged))
 
 
 @njit(cache=True)
-def _merge(lane_ptr, table, pool, gap, like):
+def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
     """Every rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
-    merges them: a step per round with an operation, its operations in lane order; the
-    lengths in the type of ``like`` (int32 where every length of ``pool`` fits)."""
+    merges them: a step per round with a message end (:func:`_ends`), its ends in lane
+    order, in the type of ``steps_like``; the lengths in the type of ``lengths_like``
+    (int32 where every length of ``pool`` fits)."""
     nranks = len(lane_ptr) - 1
     most = 0
     for i in range(len(table)):
         most += table[i, 4]
-    steps_per_rank = np.zeros(nranks, dtype=np.int64)
-    ends_per_step = np.empty(most, dtype=np.int32)
+    entries_per_rank = np.zeros(nranks, dtype=np.int64)
+    # a count and an end per entry at most: pages never written are never taken
+    steps = np.empty(2 * most, dtype=steps_like.dtype)
     kinds = np.empty(most, dtype=np.int8)
-    peers = np.empty(most, dtype=np.int32)
-    lengths = np.empty(most, dtype=like.dtype)
-    nsteps = nends = 0
+    lengths = np.empty(most, dtype=lengths_like.dtype)
+    nentries = nends = 0
     for r in range(nranks):
         lo, hi = lane_ptr[r], lane_ptr[r + 1]
         base, top = 0, 0
@@ -220,31 +243,24 @@ def _merge(lane_ptr, table, pool, gap, like):
                     base, top = first, stop
                 else:
                     base, top = min(base, first), max(top, stop)
+        first_entry = nentries
         for now in range(base, top):
-            n, step = 0, False
+            head = nentries
+            nentries += 1
             for i in range(lo, hi):
                 k = now - table[i, 0]
-                if 0 <= k < table[i, 4] and pool[table[i, 3] + k] != gap:
-                    step = True
-                    if table[i, 1] >= 0:
-                        kinds[nends] = table[i, 1]
-                        peers[nends] = table[i, 2]
-                        lengths[nends] = pool[table[i, 3] + k]
-                        nends += 1
-                        n += 1
-            if step:
-                ends_per_step[nsteps] = n
-                nsteps += 1
-                steps_per_rank[r] += 1
-    return (steps_per_rank, ends_per_step[:nsteps], kinds[:nends], peers[:nends],
-            lengths[:nends])
-
-
-def _index_dtype(kind: np.ndarray) -> type:
-    """The integer type of the ends' offsets and codes (:attr:`FlatSchedule.ends`): int32
-    when every code (below ``2 * len(kind) + 2``, ``kind`` holding one item per end) fits,
-    else int64."""
-    return np.int32 if 2 * len(kind) + 1 <= _INT32.max else np.int64
+                if 0 <= k < table[i, 4] and table[i, 1] >= 0 and pool[table[i, 3] + k] != gap:
+                    steps[nentries] = 2 * table[i, 2] + (table[i, 1] != 0)
+                    kinds[nends] = table[i, 1]
+                    lengths[nends] = pool[table[i, 3] + k]
+                    nends += 1
+                    nentries += 1
+            if nentries - head > 1:
+                steps[head] = nentries - head - 1
+            else:  # no message end: nothing to wait for
+                nentries = head
+        entries_per_rank[r] = nentries - first_entry
+    return entries_per_rank, steps[:nentries], kinds[:nends], lengths[:nends]
 
 
 def _narrowed(lengths: np.ndarray) -> np.ndarray:
@@ -268,162 +284,120 @@ def _offsets(counts: Any) -> np.ndarray:
 _DENSE_PAIRS = 1 << 25
 
 
-def _end_keys(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
-              peer: np.ndarray) -> np.ndarray:
-    """Each end's ordered pair, ``src * p + dst``."""
-    per_rank = end_ptr[step_ptr[1:]] - end_ptr[step_ptr[:-1]]
-    rank = np.repeat(np.arange(p, dtype=np.int64), per_rank)
-    return np.where(kind == 0, rank * p + peer, peer.astype(np.int64) * p + rank)
-
-
 @njit(cache=True)
-def _dense_pair_ids(p, step_ptr, end_ptr, kind, peer, dense):
+def _dense_pair_ids(p, rank_ptr, steps, dense):
     """Number the ordered pairs that exchange messages as they are met, through ``dense``
-    (-1 per ordered pair); write each end's pair over its peer (``peer`` becomes what
-    :func:`_sparse_pair_ids` returns first: no second array of an int32 per end) and
-    return the pairs (``src * p + dst``)."""
+    (-1 per ordered pair), each end's peer in ``steps`` (:func:`_ends`) written over with
+    its pair (``2 * pair + side``); return the pairs (``src * p + dst``), or None when a
+    peer is not one of the ``p`` ranks."""
     keys = np.empty(max(16, 4 * p), dtype=np.int64)
     n = 0
     for r in range(p):
-        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
-            key = r * p + peer[e] if kind[e] == 0 else peer[e] * p + r
-            i = np.int64(dense[key])
-            if i < 0:
-                i = n
-                dense[key] = n
-                if n == len(keys):
-                    grown = np.empty(2 * n, dtype=np.int64)
-                    for j in range(n):  # a loop: a slice assignment compiles for seconds
-                        grown[j] = keys[j]
-                    keys = grown
-                keys[n] = key
-                n += 1
-            peer[e] = i
+        i = rank_ptr[r]
+        while i < rank_ptr[r + 1]:
+            for e in range(i + 1, i + 1 + steps[i]):
+                peer, side = steps[e] >> 1, steps[e] & 1
+                if not 0 <= peer < p:
+                    return None
+                key = peer * p + r if side else r * p + peer
+                pair = np.int64(dense[key])
+                if pair < 0:
+                    pair = n
+                    dense[key] = n
+                    if n == len(keys):
+                        grown = np.empty(2 * n, dtype=np.int64)
+                        for j in range(n):  # a loop: a slice assignment compiles for seconds
+                            grown[j] = keys[j]
+                        keys = grown
+                    keys[n] = key
+                    n += 1
+                steps[e] = 2 * pair + side
+            i += 1 + steps[i]
     return keys[:n].copy()
 
 
-def _sparse_pair_ids(p: int, step_ptr: np.ndarray, end_ptr: np.ndarray, kind: np.ndarray,
-                     peer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """What :func:`_dense_pair_ids` returns, by sorting the ends' pairs (too many ranks
-    for an array per ordered pair): pairs numbered in the order first met."""
-    found, first, inverse = np.unique(_end_keys(p, step_ptr, end_ptr, kind, peer),
-                                      return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    number = np.empty(len(order), dtype=np.int32)
-    number[order] = np.arange(len(order), dtype=np.int32)
-    return number[inverse.ravel()], found[order]
+@njit(cache=True)
+def _end_keys(p, rank_ptr, steps):
+    """Each end's ordered pair, ``src * p + dst``, in order; None when a peer is not one
+    of the ``p`` ranks."""
+    keys = np.empty(len(steps), dtype=np.int64)
+    n = 0
+    for r in range(p):
+        i = rank_ptr[r]
+        while i < rank_ptr[r + 1]:
+            for e in range(i + 1, i + 1 + steps[i]):
+                peer, side = steps[e] >> 1, steps[e] & 1
+                if not 0 <= peer < p:
+                    return None
+                keys[n] = peer * p + r if side else r * p + peer
+                n += 1
+            i += 1 + steps[i]
+    return keys[:n]
 
 
 @njit(cache=True)
-def _pair_messages(kind, length, end_pair, npairs):
-    """Match the ends pair by pair: the k-th send of a pair with its k-th receive
-    (program order), the pair's k-th message being *slot* ``base[pair] + k``.  Return
-    ``base`` and per slot its row (:attr:`FlatSchedule.message`, with the length in
-    elements rather than bytes, in the type of ``length``), or None when some send or
-    receive has no partner of its length.  An end's place among its pair's is counted as
-    the ends are read, in order, rather than held (an int32 per end)."""
-    counts = np.zeros((npairs, 2), dtype=np.int64)
-    for e in range(len(kind)):
-        counts[end_pair[e], 0 if kind[e] == 0 else 1] += 1
-    base = np.zeros(npairs + 1, dtype=np.int64)
-    for i in range(npairs):  # loops rather than NumPy's functions: they compile for seconds
-        if counts[i, 0] != counts[i, 1]:
-            return None
-        base[i + 1] = base[i] + counts[i, 0]
-        counts[i, 0] = counts[i, 1] = base[i]  # from here on, the cursors of the pair's sides
-    packed = np.empty((base[npairs], 2), dtype=length.dtype)
-    for e in range(len(kind)):
-        if kind[e] == 0:
-            slot = counts[end_pair[e], 0]
-            counts[end_pair[e], 0] += 1
-            packed[slot, 0], packed[slot, 1] = 2 * end_pair[e], length[e]
-    for e in range(len(kind)):
-        if kind[e] != 0:
-            slot = counts[end_pair[e], 1]
-            counts[end_pair[e], 1] += 1
-            if length[e] != packed[slot, 1]:
-                return None
-            packed[slot, 0] += kind[e] == 2
-    return base, packed
+def _write_pairs(steps, end_pair):
+    """Each end's peer in ``steps`` written over with its pair, ``end_pair`` in order."""
+    i = e = 0
+    while i < len(steps):
+        for j in range(i + 1, i + 1 + steps[i]):
+            steps[j] = 2 * end_pair[e] + (steps[j] & 1)
+            e += 1
+        i += 1 + steps[i]
 
 
-@njit(cache=True)
-def _number(p, step_ptr, end_ptr, kind, end_pair, base, codes):
-    """Give every message an index, in the order its sender reaches it (how far through
-    its steps, then the sender), so that messages in flight together lie together in the
-    engine's arrays; write each end's code into ``codes`` and return each slot's message
-    (:func:`_pair_messages`)."""
-    steps = np.empty(p, dtype=np.int64)
-    most = 1
-    for r in range(p):
-        steps[r] = step_ptr[r + 1] - step_ptr[r]
-        most = max(most, steps[r])
-    # counting sort by progress; within one, by sender, then in program order
-    first = np.zeros(most + 2, dtype=np.int64)
-    for r in range(p):
-        for g in range(step_ptr[r], step_ptr[r + 1]):
-            progress = (g - step_ptr[r]) * most // steps[r]
-            for e in range(end_ptr[g], end_ptr[g + 1]):
-                if kind[e] == 0:
-                    first[progress + 1] += 1
-    for i in range(1, len(first)):
-        first[i] += first[i - 1]
-    number = np.empty(base[len(base) - 1], dtype=codes.dtype)
-    cursor = np.empty((len(base) - 1, 2), dtype=np.int64)
-    for i in range(len(base) - 1):
-        cursor[i, 0] = base[i]
-    for r in range(p):
-        for g in range(step_ptr[r], step_ptr[r + 1]):
-            progress = (g - step_ptr[r]) * most // steps[r]
-            for e in range(end_ptr[g], end_ptr[g + 1]):
-                if kind[e] == 0:
-                    number[cursor[end_pair[e], 0]] = first[progress]
-                    cursor[end_pair[e], 0] += 1
-                    first[progress] += 1
-    for i in range(len(base) - 1):
-        cursor[i, 0] = cursor[i, 1] = base[i]
-    for e in range(len(kind)):
-        side = 0 if kind[e] == 0 else 1
-        codes[e] = 2 * number[cursor[end_pair[e], side]] + side
-        cursor[end_pair[e], side] += 1
-    return number
-
-
-@njit(cache=True)
-def _rows(packed, number, dtype_size):
-    """The messages' rows (:attr:`FlatSchedule.message`) from each slot's
-    (:func:`_pair_messages`), in the messages' order (:func:`_number`)."""
-    rows = np.empty((len(number), 2), dtype=np.int64)
-    for slot in range(len(number)):
-        t = number[slot]
-        rows[t, 0], rows[t, 1] = packed[slot, 0], np.int64(packed[slot, 1]) * dtype_size
-    return rows
-
-
-def _number_messages(p: int, step_ptr: np.ndarray, ends: np.ndarray, columns: list[np.ndarray],
-                     dtype_size: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Match every send with its receive and number the messages (:func:`_pair_messages`,
-    :func:`_number`): the ends' codes go after their offsets in ``ends``; return the
-    messages' rows and the ordered pairs (``src * p + dst``, a route each), or None.
-    ``columns``, the ends' kinds, peers and lengths, is emptied as they are read, so that
-    each goes as soon as it is done with, before the rows are made (a 4096-rank ring has
-    67 million ends: what they hold per end is more than the rows)."""
-    kind = columns[0]
-    end_ptr = ends[:len(ends) - len(kind)]
-    if p * p <= _DENSE_PAIRS:
-        end_pair = columns.pop(1)
-        keys = _dense_pair_ids(p, step_ptr, end_ptr, kind, end_pair,
-                               np.full(p * p, -1, dtype=np.int32))
-    else:
-        end_pair, keys = _sparse_pair_ids(p, step_ptr, end_ptr, kind, columns.pop(1))
-    matched = _pair_messages(kind, columns.pop(1), end_pair, len(keys))
-    if matched is None:
+def _sparse_pair_ids(p: int, rank_ptr: np.ndarray, steps: np.ndarray) -> np.ndarray | None:
+    """What :func:`_dense_pair_ids` does, by sorting the ends' pairs (too many ranks for
+    an array per ordered pair): pairs numbered in the order first met."""
+    keys = _end_keys(p, rank_ptr, steps)
+    if keys is None:
         return None
-    base, packed = matched
-    number = _number(p, step_ptr, end_ptr, kind, end_pair, base, ends[len(end_ptr):])
-    columns.clear()
-    del kind, end_pair
-    return _rows(packed, number, dtype_size), keys
+    found, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    del keys
+    order = np.argsort(first, kind="stable")
+    number = np.empty(len(order), dtype=np.int64)
+    number[order] = np.arange(len(order), dtype=np.int64)
+    _write_pairs(steps, number[inverse.ravel()])
+    return found[order]
+
+
+@njit(cache=True)
+def _pair_messages(steps, kind, length, npairs, dtype_size):
+    """Match the ends pair by pair: the k-th send of a pair with its k-th receive
+    (program order), the pair's k-th message being message ``base[pair] + k``.  Return
+    ``base`` and the messages (:attr:`FlatSchedule.message`), or None when some send or
+    receive has no partner of its length."""
+    counts = np.zeros((npairs, 2), dtype=np.int64)
+    i = 0
+    while i < len(steps):
+        for j in range(i + 1, i + 1 + steps[i]):
+            counts[steps[j] >> 1, steps[j] & 1] += 1
+        i += 1 + steps[i]
+    base = np.zeros(npairs + 1, dtype=np.int64)
+    for pair in range(npairs):  # loops rather than NumPy's functions: they compile for seconds
+        if counts[pair, 0] != counts[pair, 1]:
+            return None
+        base[pair + 1] = base[pair] + counts[pair, 0]
+        counts[pair, 0] = counts[pair, 1] = base[pair]  # the cursors of the pair's sides
+    message = np.empty(base[npairs], dtype=np.int64)
+    for side in range(2):  # every send written before any receive is read against it
+        i = e = 0
+        while i < len(steps):
+            for j in range(i + 1, i + 1 + steps[i]):
+                pair = steps[j] >> 1
+                if steps[j] & 1 == side:
+                    t = counts[pair, side]
+                    counts[pair, side] += 1
+                    nbytes = np.int64(length[e]) * dtype_size
+                    if side == 0:
+                        message[t] = 2 * nbytes
+                    elif message[t] >> 1 != nbytes:
+                        return None
+                    elif kind[e] == 2:
+                        message[t] += 1
+                e += 1
+            i += 1 + steps[i]
+    return base, message
 
 
 def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSchedule | None:
@@ -447,23 +421,20 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
     p = schedule.nranks
     read = _ends if schedule.lanes is None else _lane_ends
     try:
-        steps_per_rank, ends_per_step, *columns = read(schedule)
-    except OverflowError:  # a peer beyond int32 is not one of its ranks
+        entries_per_rank, steps, kind, length = read(schedule)
+    except OverflowError:  # a peer beyond the steps' integers is not one of its ranks
         return None
-    peer = columns[1]
-    if len(peer) and not (0 <= peer.min() and peer.max() < p):
-        return None  # a peer outside the schedule's ranks
-    del peer
-    step_ptr = _offsets(steps_per_rank)
-    ends: np.ndarray = np.empty(len(ends_per_step) + 1 + len(columns[0]),
-                                dtype=_index_dtype(columns[0]))
-    ends[0] = 0
-    np.cumsum(ends_per_step, out=ends[1:len(ends_per_step) + 1])
-    del steps_per_rank, ends_per_step
-    numbered = _number_messages(p, step_ptr, ends, columns, dtype_size)
-    if numbered is None:
+    rank_ptr = _offsets(entries_per_rank)
+    del entries_per_rank
+    pairs = _dense_pair_ids(p, rank_ptr, steps, np.full(p * p, -1, dtype=np.int32)) \
+        if p * p <= _DENSE_PAIRS else _sparse_pair_ids(p, rank_ptr, steps)
+    if pairs is None:
         return None
-    rows, pairs = numbered
+    matched = _pair_messages(steps, kind, length, len(pairs), dtype_size)
+    if matched is None:
+        return None
+    del kind, length  # before the routes: an end's kind and length are more than the rows
+    message_ptr, message = matched
     links, latency, cap, shares = [], [], [], []
     bandwidth = topology.bandwidths_Bps
     for key in pairs.tolist():  # one route per ordered pair that exchanges messages
@@ -474,7 +445,7 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
         cap.append(min((bandwidth[link] for link in hops), default=float("inf")))
         shares.append(route_shares(topology, hops))
     return FlatSchedule(
-        step_ptr=step_ptr, ends=ends, message=rows,
+        rank_ptr=rank_ptr, steps=steps, message=message, message_ptr=message_ptr,
         route_ranks=np.stack((pairs // p, pairs % p), axis=1),
         route_ptr=_offsets([len(hops) for hops in links]),
         route_links=np.array([link for hops in links for link in hops], dtype=np.int64),

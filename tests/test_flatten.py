@@ -7,7 +7,7 @@ import pytest
 
 from collectives import build_schedule
 from collectives.rounds import Lane, merge_lanes
-from collectives.schedule import Copy, Op, Schedule, new_recv, new_send
+from collectives.schedule import Copy, Op, Recv, Schedule, Send, new_recv, new_send
 import topology
 from simulator import flatten as flatten_module
 from simulator.flatten import _ends, _lane_ends, flatten
@@ -83,11 +83,31 @@ def test_pairs_numbered_by_sorting_as_through_an_array(monkeypatch) -> None:
                for name in dense.__dataclass_fields__)
 
 
-def test_ends_and_lengths_are_int32_while_they_fit() -> None:
+def test_steps_and_lengths_are_int32_while_they_fit() -> None:
     schedule = build_schedule("allreduce", "ring", 8, 1000)
-    assert flatten(schedule, topology.flat(8, 1e-6, 1e-9), 4).ends.dtype == np.int32
-    ends = np.broadcast_to(np.int8(0), (2**30 - 1,))  # codes up to 2 * ends: int32's max
-    assert flatten_module._index_dtype(ends) is np.int32
-    assert flatten_module._index_dtype(np.broadcast_to(np.int8(0), (2**30,))) is np.int64
+    assert flatten(schedule, topology.flat(8, 1e-6, 1e-9), 4).steps.dtype == np.int32
+    assert flatten_module._steps_dtype(32767) is np.int32  # codes up to 2 p^2: int32's max
+    assert flatten_module._steps_dtype(32768) is np.int64
     assert flatten_module._narrowed(np.array([0, -1, 2**31 - 1])).dtype == np.int32
     assert flatten_module._narrowed(np.array([0, 2**31])).dtype == np.int64
+
+
+def test_a_steps_stream_counts_its_ends_and_names_their_routes() -> None:
+    schedule = build_schedule("allreduce", "ring", 3, 3)
+    flat = flatten(schedule, topology.flat(3, 1e-6, 1e-9), 4)
+    assert flat is not None
+    routes = [tuple(pair) for pair in flat.route_ranks.tolist()]
+    for rank in range(3):
+        i, stop = flat.rank_ptr[rank], flat.rank_ptr[rank + 1]
+        expected = [[(op.peer, type(op).__name__) for op in step.ops
+                     if type(op) in (Send, Recv)] for step in schedule.steps(rank)]
+        read = []
+        while i < stop:
+            codes = flat.steps[i + 1:i + 1 + flat.steps[i]].tolist()
+            read.append([(routes[c >> 1][1] if c & 1 == 0 else routes[c >> 1][0],
+                          "Recv" if c & 1 else "Send") for c in codes])
+            assert all(routes[c >> 1][c & 1] == rank for c in codes)  # the rank's own end
+            i += 1 + flat.steps[i]
+        assert read == [step for step in expected if step]
+    # a route's messages lie together, its k-th send and k-th receive one message
+    assert flat.message_ptr[-1] == len(flat.message) == 3 * 2 * 2

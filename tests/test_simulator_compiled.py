@@ -122,7 +122,7 @@ def calls(HT, HE, counters, LK, LQ):
     compiled._sift_down(LK, LQ, 0, len(LK))
     compiled._sift_down(LK, LQ, 1, len(LK))
 
-calls.compile("(float64[::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1])")
+calls.compile("(float64[::1], int64[::1], int64[::1], float64[::1], int64[:, ::1])")
 print(len(compiled._push.signatures), len(compiled._sift_down.signatures))
 """
 
