@@ -400,7 +400,8 @@ def _pair_messages(steps, kind, length, npairs, dtype_size):
     return base, message
 
 
-def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSchedule | None:
+def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
+            dense_pairs: int = _DENSE_PAIRS) -> FlatSchedule | None:
     """Return ``schedule`` on ``topology`` as arrays, or None when its messages do not
     match (a send without its receive, two ends of different lengths, a peer that is not
     one of its ranks): the event engine then diagnoses it.
@@ -413,6 +414,10 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
         The machine (``route``, ``alpha`` and ``bandwidths_Bps`` are read).
     dtype_size : int
         Bytes per element.
+    dense_pairs : int, optional
+        The most ordered pairs (``p * p``) numbered through an array of one int32 each;
+        beyond, the ends' pairs are sorted (default :data:`_DENSE_PAIRS`;
+        :func:`simulator.jit.prepare` passes 0 so that both ways are compiled).
 
     Returns
     -------
@@ -427,7 +432,7 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int) -> FlatSche
     rank_ptr = _offsets(entries_per_rank)
     del entries_per_rank
     pairs = _dense_pair_ids(p, rank_ptr, steps, np.full(p * p, -1, dtype=np.int32)) \
-        if p * p <= _DENSE_PAIRS else _sparse_pair_ids(p, rank_ptr, steps)
+        if p * p <= dense_pairs else _sparse_pair_ids(p, rank_ptr, steps)
     if pairs is None:
         return None
     matched = _pair_messages(steps, kind, length, len(pairs), dtype_size)

@@ -56,7 +56,9 @@ def _warm_up() -> None:
     from .flatten import flatten
 
     schedule = build_schedule("allreduce", "tree", 4, 64, segments=2)  # read from lanes
-    flat = flatten(schedule, topology.flat(4, 1e-6, 1e-9), 4)
+    machine = topology.flat(4, 1e-6, 1e-9)
+    assert flatten(schedule, machine, 4, dense_pairs=0) is not None  # pairs by sorting
+    flat = flatten(schedule, machine, 4)
     assert flat is not None
     run_compiled(flat, 1e-10, 0.0, False)
 

@@ -73,12 +73,11 @@ def test_hier_reads_as_its_steps(collective: str) -> None:
         assert schedule.lanes is not None and _same(schedule)
 
 
-def test_pairs_numbered_by_sorting_as_through_an_array(monkeypatch) -> None:
+def test_pairs_numbered_by_sorting_as_through_an_array() -> None:
     machine = topology.dgx_h100(nodes=2)
     schedule = build_schedule("allreduce", "tree", 16, 1000, channels=2)
     dense = flatten(schedule, machine, 4)
-    monkeypatch.setattr(flatten_module, "_DENSE_PAIRS", 0)
-    hashed = flatten(schedule, machine, 4)
+    hashed = flatten(schedule, machine, 4, dense_pairs=0)
     assert all(np.array_equal(getattr(dense, name), getattr(hashed, name))
                for name in dense.__dataclass_fields__)
 
