@@ -708,15 +708,20 @@ class _Flow:
     ``starts``, ``crowd``: the messages' links that several share (in messages x (links
     and one of its own, its bytes alone, last), flat), link by link, the rounds in turn,
     where each link starts among them and the messages on it; ``groups``: per round its
-    first shared link among those; ``rounds``: per round its messages (a slice of
-    those) and their ranks (sender, receiver), the messages on each shared link
-    (numbered in the round, by block: messages of two blocks never share a link, as
-    :func:`_route_rows` has them) and each message's links (the shared ones' numbers,
-    else ``shared + m``: the message's own), and its messages' ends (sends, then
-    receives) gathered by rank and those ranks; ``ranks``: one more than the highest
-    rank."""
+    first shared link among those; ``kind``, ``kinds``: each message's kind (its row
+    and which of its links are shared in its round) and per kind its row and its links
+    not shared (their slowest is taken once per kind: such a link credits nothing);
+    ``rounds``: per round its messages (a slice of those) and their ranks (sender over
+    receiver), across (width first, so that each reduction is elementwise over slabs):
+    the messages on each shared link (numbered in the round, by block: messages of two
+    blocks never share a link, as :func:`_route_rows` has them), per message with a
+    shared link those links' places in its row's links (row x (links and its own),
+    flat) and numbers in the round, and its messages' ends (sends, then receives)
+    gathered by rank; then the messages with a shared link (numbered in the round) and
+    the ranks whose ends those are; ``ranks``: one more than the highest rank."""
 
-    __slots__ = ("row", "crowd", "entries", "starts", "groups", "rounds", "ranks")
+    __slots__ = ("row", "crowd", "entries", "starts", "groups", "rounds", "ranks", "kind",
+                 "kinds")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
         row, first, end, sender, receiver = hops[:, :5].T
@@ -732,9 +737,45 @@ class _Flow:
         at = np.repeat(np.arange(len(lo)), hi - lo)  # each message's round
         members, link = self._links(hops[hop, 5:], block[hop], at, lo)
         ends, ranks = self._ends(sender, receiver, at, lo, hi)
-        self.rounds = [(slice(a, b), self.row[a:b], sender[a:b], receiver[a:b], m, k, e, r)
-                       for a, b, m, k, e, r in zip(lo.tolist(), hi.tolist(), members,
-                                                   np.split(link, hi[:-1]), ends, ranks)]
+        shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None]
+        self.kind, self.kinds = self._kinds(shared)
+        crossing, places, numbers = self._crossing(shared, link, at, lo)
+        # the padded tables across (their width first), so that each reduction over a
+        # row's entries is an elementwise one over whole slabs
+        pair = np.stack([sender, receiver])
+        self.rounds = [(slice(a, b), pair[:, a:b],
+                        *map(_across, (m, p, n, e)), c, r)
+                       for a, b, m, c, p, n, e, r in zip(lo.tolist(), hi.tolist(), members,
+                                                         crossing, places, numbers, ends,
+                                                         ranks)]
+
+    def _kinds(self, shared: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """Each message's kind (its row and which of its links, ``shared``: messages x
+        (links and its own), are shared in its round), and the kinds' rows and links
+        not shared."""
+        width = shared.shape[1]
+        bits = shared.astype(np.int64) @ (1 << np.arange(width, dtype=np.int64))
+        kinds, kind = np.unique(self.row.astype(np.int64) << width | bits,
+                                return_inverse=True)
+        alone = (kinds[:, None] >> np.arange(width) & 1) == 0
+        return kind.astype(np.int32), (kinds >> width, alone)
+
+    def _crossing(self, shared: np.ndarray, link: np.ndarray, at: np.ndarray,
+                  lo: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray],
+                                           list[np.ndarray]]:
+        """Per round the messages (numbered in it) with a ``shared`` link, and per such
+        message (a row, padded with its first) those links' places in its row's links
+        (row x (links and its own), flat) and numbers in the round (``link``)."""
+        width = shared.shape[1]
+        message, position = np.nonzero(shared)
+        starts = np.flatnonzero(np.diff(message, prepend=-1))
+        rounds = at[message[starts]]
+        places = self.row[message].astype(np.int64) * width + position
+        count = len(lo)
+        return (np.split((message - lo[at[message]])[starts].astype(np.int32),
+                         np.searchsorted(rounds, np.arange(1, count))),
+                _in_rounds(places, starts, rounds, count),
+                _in_rounds(link[message, position], starts, rounds, count))
 
     def _links(self, links: np.ndarray, block: np.ndarray, at: np.ndarray,
                lo: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -759,7 +800,8 @@ class _Flow:
         link = np.repeat((count[at] + own).astype(np.int32)[:, None], width + 1, axis=1)
         link.reshape(-1)[entry] = np.repeat(number, sizes)
         self.crowd = np.repeat(sizes, sizes).astype(np.int32)
-        self.entries, self.starts = entry, np.cumsum(sizes) - sizes
+        self.entries = entry.astype(np.int32)
+        self.starts = (np.cumsum(sizes) - sizes).astype(np.int32)
         self.groups = np.cumsum(count) - count
         return (_in_rounds(own[message[on_shared]], self.starts, group_round, len(lo)),
                 link)
@@ -791,35 +833,45 @@ class _Flow:
         and whether its messages are ``sent`` (an empty one left out is no message: it
         holds no link and neither end), rows x sizes (or rows x 1, alike at every
         size)."""
-        row = self.row
+        row, kind = self.row, self.kind
         credit = self._credit(bandwidth)
-        unshared = np.zeros(max(len(r[1]) for r in self.rounds))  # no credit off a shared link
         spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
-        carried = spread.max(axis=1)
+        sizes = spread.shape[2]
+        # a link not shared gives no credit: each kind's slowest of those, once
+        rows, unshared = self.kinds
+        base = np.where(unshared[:, :, None], spread[rows], -np.inf).max(axis=1)
+        spread = spread.reshape(-1, sizes)
         paid, sent = paid[row], sent[row]
         reduction = None if reduction is None else reduction[row]
         # an empty message left out holds no link and ends nothing
         idle = None if sent.all() else np.where(sent, 0.0, np.inf)
-        clock = np.zeros((self.ranks, spread.shape[2]))
-        for (run, rows, sender, receiver, members, link, ends, ranks), low in zip(
-                self.rounds, self.groups.tolist()):
-            start = np.maximum(clock[sender], clock[receiver])
-            if len(members):
+        clock = np.zeros((self.ranks, sizes))
+        # every message's ends' times, sends then receives
+        ended = np.empty((2 * max(r[0].stop - r[0].start for r in self.rounds), sizes))
+        for (run, pair, members, places, numbers, ends, crossing, ranks), low in \
+                zip(self.rounds, self.groups.tolist()):
+            start = clock[pair].max(axis=0)
+            through = base[kind[run]]
+            if len(crossing):
                 held = start if idle is None else start + idle[run]
-                # the time since each link's first start, credited at its rate
-                lag = start[:, None, :] - np.concatenate([held[members].min(axis=1), start])[link]
-                lag *= np.concatenate([credit[low:low + len(members)],
-                                       unshared[:len(rows)]])[link][:, :, None]
-                through = (spread[rows] - lag).max(axis=1) + start
-            else:  # no link shared: each message from its own start
-                through = start + carried[rows]
+                # the time since each shared link's first start, credited at its rate
+                lag = np.subtract(start[crossing], held[members].min(axis=0)[numbers])
+                lag *= credit[low + numbers][:, :, None]
+                through[crossing] = np.maximum(through[crossing],
+                                               np.subtract(spread[places], lag,
+                                                           out=lag).max(axis=0))
+            count = len(start)
+            sent_end = ended[:count]
+            np.add(through, start, out=sent_end)
             if idle is None:
-                through += paid[run]
+                sent_end += paid[run]
             else:
-                through = np.where(sent[run], through + paid[run], -np.inf)
-            done = np.concatenate([through, through if reduction is None
-                                   else through + reduction[run]])
-            done = done[ends].max(axis=1)
+                sent_end[...] = np.where(sent[run], sent_end + paid[run], -np.inf)
+            if reduction is None:
+                ended[count:2 * count] = sent_end
+            else:
+                np.add(sent_end, reduction[run], out=ended[count:2 * count])
+            done = ended[ends].max(axis=0)
             # a message ends after both its ends' clocks: only a rank whose messages were
             # all left out keeps its clock
             clock[ranks] = done if idle is None else np.maximum(clock[ranks], done)
@@ -851,6 +903,11 @@ def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray
     by_key = np.argsort(keys, kind="stable")
     keys = keys[by_key]
     return real[by_key], np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+
+
+def _across(table: np.ndarray) -> np.ndarray:
+    """``table`` (rows x width) across: width x rows, contiguous."""
+    return np.ascontiguousarray(table.T)
 
 
 def _in_rounds(values: np.ndarray, starts: np.ndarray, rounds: np.ndarray,
