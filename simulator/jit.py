@@ -3,7 +3,7 @@
 The functions of :mod:`simulator.flatten` and :mod:`simulator.compiled` are compiled with
 ``cache=True``: the machine code lands next to the sources (or in ``NUMBA_CACHE_DIR``) and
 later processes load it in a fraction of a second.  The first compiled simulation after an
-install (or after the sources change) compiles them, which takes some 10 s of CPU;
+install (or after the sources change) compiles them, which takes some 12 s of CPU;
 :func:`prepare` does that before the user's schedule is read, with a line on stderr
 saying so and another with the time it took, so that it is never a silent pause inside
 a call.
