@@ -540,13 +540,19 @@ def _pop_link(LK, LQ, n):
         LK[hole], LQ[hole, _HEAP_LINK] = LK[child], LQ[child, _HEAP_LINK]
         hole = child
     LK[hole], LQ[hole, _HEAP_LINK] = LK[n], LQ[n, _HEAP_LINK]
+    _sift_link_up(LK, LQ, hole)
+    return n
+
+
+@_njit(_nrt=False)
+def _sift_link_up(LK, LQ, hole):
+    """Move the link heap's entry at ``hole`` up past the entries it comes before."""
     while hole and _link_before(LK, LQ, hole, (hole - 1) >> 1):
         parent = (hole - 1) >> 1
         LK[hole], LK[parent] = LK[parent], LK[hole]
         LQ[hole, _HEAP_LINK], LQ[parent, _HEAP_LINK] = LQ[parent, _HEAP_LINK], \
             LQ[hole, _HEAP_LINK]
         hole = parent
-    return n
 
 
 @_njit(_nrt=False)
@@ -560,12 +566,7 @@ def _push_link(LK, LQ, n, key, link):
     """Add ``link`` at ``key`` to the link heap of ``n`` entries; return the new size."""
     hole = n
     LK[hole], LQ[hole, _HEAP_LINK] = key, link
-    while hole and _link_before(LK, LQ, hole, (hole - 1) >> 1):
-        parent = (hole - 1) >> 1
-        LK[hole], LK[parent] = LK[parent], LK[hole]
-        LQ[hole, _HEAP_LINK], LQ[parent, _HEAP_LINK] = LQ[parent, _HEAP_LINK], \
-            LQ[hole, _HEAP_LINK]
-        hole = parent
+    _sift_link_up(LK, LQ, hole)
     return n + 1
 
 
