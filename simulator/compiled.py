@@ -27,11 +27,12 @@ lies beside what it read last however far the ranks drift apart; a message is fo
 from its end by a cursor per route and side.  What changes while a message moves (bytes
 left, rate, its place on its links' lists) lives in a slot taken when it starts and given
 back when its last byte leaves, so that the memory touched grows with the flows in flight
-(thousands), not with the messages (millions): touching fresh memory costs about as much as the arithmetic.  The functions on the path of every
-event, the event loop :func:`_run` among them, are compiled without Numba's reference
-counting (``_nrt=False``: they allocate nothing): a function with it counts a reference
-to every array it passes in a call, and these calls pass a dozen, which took a third of
-the time, in the functions themselves first and then in the loop that called them.
+(thousands), not with the messages (millions): touching fresh memory costs about as much
+as the arithmetic.  The functions on the path of every event, the event loop
+:func:`_run` among them, are compiled without Numba's reference counting (``_nrt=False``:
+they allocate nothing): a function with it counts a reference to every array it passes
+in a call, and these calls pass a dozen, which took a third of the time, in the
+functions themselves first and then in the loop that called them.
 Only :func:`_share` (its sorts) and :func:`_simulate` allocate; :func:`_run` returns to
 :func:`_simulate` when the arrays need room or the sharing is due.  The sharing first
 gathers the component it recomputes into dense rows of its own (:func:`_component`),
@@ -201,6 +202,7 @@ def _heap(HT, j):
 
 @_njit(_nrt=False)
 def _heap_time(HT, j):
+    """Where heap entry ``j``'s time is in ``HT``."""
     return (len(HT) >> 1) + j
 
 
