@@ -5,6 +5,7 @@ tolerances on the DGX presets; select's closed-form tables try channels and hier
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,7 +76,7 @@ def test_flat_forms_are_the_simulator(collective: str, name: str, flat) -> None:
                 pytest.approx(cost(collective, algorithm, 8, 4 * count, alpha, beta,
                                    flat.gamma_s_per_byte, **params), rel=1e-12)
     for inner in ("ring", "rhd", "tree"):
-        hier = {"ranks_per_node": 4, "inner": inner, "channels": 2}
+        hier: dict[str, Any] = {"ranks_per_node": 4, "inner": inner, "channels": 2}
         assert machine_cost(collective, "hier", flat, 4 * count, **hier) == pytest.approx(
             _simulated(collective, "hier", flat, 4 * count, hier),
             rel=_flat_tolerance(collective, "hier")), inner
