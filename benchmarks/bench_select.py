@@ -1,6 +1,7 @@
 """Selection at cluster scale: the analytic model's speed and its error against the DES.
 
-Run: ``python benchmarks/bench_select.py [--nodes 1 2 4 ... 2048] [--des-nodes 4]``
+Run: ``python benchmarks/bench_select.py [--nodes 1 2 4 ... 2048] [--des-nodes 4]
+[--write docs/results/select.md]``
 
 For every node count of ``topology.dgx_h100`` (8 GPUs a node) it prints
 
@@ -17,7 +18,8 @@ For every node count of ``topology.dgx_h100`` (8 GPUs a node) it prints
   :func:`simulator.simulate` per algorithm, over every candidate of the tables (channels
   and hier included) under every protocol at a few sizes.
 
-It writes the table to ``docs/results/select.md`` (command, date and machine on top).
+``--write`` also writes the table as a Markdown page (command, date and machine on top),
+``docs/results/select.md`` in the repository.
 """
 
 from __future__ import annotations
@@ -25,8 +27,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import multiprocessing
-import os
-import platform
 import sys
 import time
 import tracemalloc
@@ -43,10 +43,11 @@ from simulator.channel_choice import schedule_params
 from simulator.gpu import protocols
 from simulator.selection import SIZES, _tried, clear_cache, closed_form, select, tuning_table
 
+from results import command, machine  # this script's folder
+
 NODES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 #: sizes the DES is compared at (bytes)
 DES_SIZES = (1 << 12, 1 << 20, 1 << 26)
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results" / "select.md"
 
 
 def _tables(machine: topology.Topology) -> None:
@@ -104,11 +105,12 @@ def _worst(machine: topology.Topology) -> dict[str, tuple[float, str]]:
 
 
 def main() -> None:
-    """Measure every node count; print and write the table."""
+    """Measure every node count; print the table (and write it with ``--write``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=list(NODES))
     parser.add_argument("--des-nodes", type=int, default=4,
                         help="compare with the DES up to so many nodes (default 4)")
+    parser.add_argument("--write", type=Path, help="also write the table as this page")
     args = parser.parse_args()
     view = Table(title="simulator.select on dgx_h100 (analytic model)")
     columns = ("nodes", "GPUs", "machine built (s)", "first select (ms)", "per size (ms)",
@@ -133,22 +135,21 @@ def main() -> None:
         rows.append(row)
         print(" | ".join(row), file=sys.stderr, flush=True)
     Console().print(view)
-    _write(columns, rows)
+    if args.write:
+        _write(args.write, columns, rows)
 
 
-def _write(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-    command = "python benchmarks/bench_select.py " + " ".join(sys.argv[1:])
+def _write(path: Path, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """Write the measured ``rows`` as a Markdown table headed by the command, the date and
+    the machine (a shared machine: compare the CPU column)."""
     lines = [
         "# Selection at cluster scale (benchmarks/bench_select.py)", "",
-        f"- command: `{command.strip()}`",
+        f"- command: `{command()}`",
         f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- machine: {platform.node()}, {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}; load average at the "
-        f"end {os.getloadavg()[0]:.1f} (a shared machine: compare the CPU column)", "",
+        f"- machine: {machine()}", "",
         "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
