@@ -91,8 +91,8 @@ from collectives.traffic import Phase, describe
 from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
-__all__ = ["price", "price_one", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES", "PLAY_HOPS",
-           "PLAY_ROUNDS", "WHOLE_MESSAGES"]
+__all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
+           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
@@ -100,6 +100,9 @@ SAMPLE_ALL_RANKS = 64
 #: (over every channel), over a stretch of at most so many rounds, are played rank by
 #: rank (:func:`_played`)
 PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 16, 1 << 12
+#: a play of paced rounds takes several protocols' and descriptions' sizes side by side
+#: while a round's messages times their sizes stay at most so many (:meth:`_Flow.played`)
+PLAY_SIDE_BY_SIDE = 1 << 14
 #: rounds (not paced) of at most so many messages over every channel are routed at
 #: every rank (:func:`_whole`)
 WHOLE_MESSAGES = 1 << 13
@@ -824,17 +827,35 @@ class _Flow:
         return (_in_rounds(local, starts, rounds[starts], len(lo)),
                 np.split(sides[starts], np.searchsorted(rounds[starts], np.arange(1, len(lo)))))
 
-    def time(self, paid: np.ndarray, spread: np.ndarray, bandwidth: np.ndarray,
-             alone: np.ndarray, reduction: np.ndarray | None, sent: np.ndarray) -> np.ndarray:
-        """Seconds of the paced rounds at every size, from every row's latency ``paid``
-        (once its bytes are through), its shared time on each link of its route
-        (``spread``, rows x links x sizes) and those links' ``bandwidth`` (rows x
-        links), its bytes' time ``alone``, its receiver's ``reduction`` (None: none)
-        and whether its messages are ``sent`` (an empty one left out is no message: it
-        holds no link and neither end), rows x sizes (or rows x 1, alike at every
-        size)."""
+    def played(self, parts: list[tuple[Any, ...]]) -> list[np.ndarray]:
+        """:meth:`time` of each of ``parts``, as many side by side in one play as keep a
+        round's arrays within :data:`PLAY_SIDE_BY_SIDE` numbers (a play's cost is a numpy
+        pass per round: side by side, the passes are fewer; past that, each pass outgrows
+        the processor's cache, and plays apart are as fast)."""
+        widest = max(r[0].stop - r[0].start for r in self.rounds)
+        out: list[np.ndarray] = []
+        batch: list[tuple[Any, ...]] = []
+        for part in parts:
+            if batch and (sum(p[1].shape[2] for p in batch) + part[1].shape[2]) * widest \
+                    > PLAY_SIDE_BY_SIDE:
+                out += self.time(batch)
+                batch = []
+            batch.append(part)
+        return out + self.time(batch)
+
+    def time(self, parts: list[tuple[Any, ...]]) -> list[np.ndarray]:
+        """Seconds of the paced rounds at every size of each of ``parts`` (a protocol's
+        figures at a description's sizes; played together, their sizes side by side),
+        each from every row's latency ``paid`` (once its bytes are through), its shared
+        time on each link of its route (``spread``, rows x links x sizes) and those
+        links' ``bandwidth`` (rows x links), its bytes' time ``alone``, its receiver's
+        ``reduction`` (None: none) and whether its messages are ``sent`` (an empty one
+        left out is no message: it holds no link and neither end), rows x sizes (or
+        rows x 1, alike at every size)."""
+        widths = [part[1].shape[2] for part in parts]
+        paid, spread, alone, reduction, sent = _side_by_side(parts, widths)
         row, kind = self.row, self.kind
-        credit = self._credit(bandwidth)
+        credit = self._credits([part[2] for part in parts], widths)
         spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
         sizes = spread.shape[2]
         # a link not shared gives no credit: each kind's slowest of those, once
@@ -856,7 +877,7 @@ class _Flow:
                 held = start if idle is None else start + idle[run]
                 # the time since each shared link's first start, credited at its rate
                 lag = np.subtract(start[crossing], held[members].min(axis=0)[numbers])
-                lag *= credit[low + numbers][:, :, None]
+                lag *= credit[low + numbers]
                 through[crossing] = np.maximum(through[crossing],
                                                np.subtract(spread[places], lag,
                                                            out=lag).max(axis=0))
@@ -875,7 +896,16 @@ class _Flow:
             # a message ends after both its ends' clocks: only a rank whose messages were
             # all left out keeps its clock
             clock[ranks] = done if idle is None else np.maximum(clock[ranks], done)
-        return clock.max(axis=0)
+        return np.split(clock.max(axis=0), np.cumsum(widths)[:-1])
+
+    def _credits(self, bandwidths: list[np.ndarray], widths: list[int]) -> np.ndarray:
+        """Per shared link of a round the rate of :meth:`_credit` under each of
+        ``bandwidths`` at every one of its ``widths`` sizes (shared links x sizes; x 1
+        where they all credit alike, as links scaled alike by a protocol do)."""
+        credits = [self._credit(bandwidth) for bandwidth in bandwidths]
+        if all(np.array_equal(c, credits[0]) for c in credits[1:]):
+            return credits[0][:, None]
+        return np.repeat(np.stack(credits, axis=1), widths, axis=1)
 
     def _credit(self, bandwidth: np.ndarray) -> np.ndarray:
         """Per shared link of a round (:attr:`starts`) the rate at which the time since
@@ -892,6 +922,20 @@ class _Flow:
         elsewhere = np.where(rate == two[:, :1], two[:, 1:], two[:, :1])
         return np.minimum.reduceat(np.minimum(1.0, elsewhere.reshape(-1)[self.entries]
                                               / line.reshape(-1)[self.entries]), self.starts)
+
+
+def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any, ...]:
+    """The rows' figures of :meth:`_Flow.time`'s ``parts`` (each at ``widths`` sizes)
+    side by side: latency, spread, bytes' time alone, reduction (None where no part has
+    one; 0, which adds nothing, where only some do) and whether sent."""
+    def joined(k: int) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(part[k], (*part[k].shape[:-1], w))
+                               for part, w in zip(parts, widths)], axis=-1)
+    reductions = [part[4] for part in parts]
+    reduction = None if all(r is None for r in reductions) else np.concatenate(
+        [np.zeros((len(part[0]), w)) if r is None else np.broadcast_to(r, (len(r), w))
+         for part, r, w in zip(parts, reductions, widths)], axis=1)
+    return joined(0), joined(1), joined(3), reduction, joined(5)
 
 
 def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -987,22 +1031,18 @@ class _Described:
         self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in self.messages],
                               dtype=bool).reshape(-1, 3)[layout.row_class][:, :, None]
 
-    def time(self, topology: Any, links: tuple[np.ndarray, np.ndarray, np.ndarray | None],
-             counts: np.ndarray, ds: int, gamma: float, slot: float | None,
-             piece: np.ndarray | None) -> np.ndarray:
-        """Seconds at every count (elements): over the blocks, the slowest message times
-        its coefficient plus the chain's crossing (the sum over its hops) times its, and
-        the paced rounds (:meth:`_paced`)."""
+    def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
+             ds: int, piece: np.ndarray | None) -> tuple[np.ndarray, list[tuple[Any, ...]] | None]:
+        """Seconds at every count (elements) under each of ``terms`` (a protocol's link
+        latency and bandwidth, FIFO slot, link shares and seconds per byte reduced, as
+        :func:`simulator.gpu.link_figures` gives them; protocols x counts): over the blocks, the slowest message times its coefficient plus the
+        chain's crossing (the sum over its hops) times its, and the paced rounds
+        (:meth:`_paced`); but where the paced rounds are played (:attr:`_Layout.flow`)
+        they are left out, and what :meth:`_Flow.time` plays them from is returned per
+        protocol (else None)."""
         if not self.messages:
-            return np.zeros(len(counts))
+            return np.zeros((len(terms), len(counts))), None
         layout = self.layout
-        first = _link_classes(topology)[1]
-        latency = np.append(links[0][first], 0.0)[layout.links].sum(axis=1)[:, None]
-        bandwidth = np.append(links[1][first], np.inf)[layout.links]
-        rate = bandwidth.min(axis=1)[:, None]
-        # a route's shares (simulator.gpu.route_shares): the most of its links'
-        shares = 1.0 if links[2] is None else \
-            np.append(links[2][first], 1.0)[layout.links].max(axis=1)[:, None]
         elements = np.array([size(counts) for size in self.sizes], dtype=float) * ds
         sized = elements[self.class_size]
         nbytes = sized[layout.row_class]
@@ -1010,15 +1050,43 @@ class _Described:
         # carries one of b bytes in sum_i min(b_i, b) / bandwidth
         mine, theirs, many = layout.expanded.T
         shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
-                                 layout.pair_rows, axis=0)
-        spread = shared[layout.pair] / bandwidth[:, :, None]  # on each link of the route
-        carried = spread.max(axis=1)
+                                 layout.pair_rows, axis=0)[layout.pair]
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
         sent = ~(skip_empty & (nbytes <= 0))
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
         own = nbytes if piece is None else \
             np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
+        first = _link_classes(topology)[1]
+        out = np.empty((len(terms), len(counts)))
+        plays: list[tuple[Any, ...]] = []
+        for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
+            routes = (np.append(latency[first], 0.0)[layout.links].sum(axis=1)[:, None],
+                      np.append(bandwidth[first], np.inf)[layout.links],
+                      # a route's shares (simulator.gpu.route_shares): the most of its links'
+                      1.0 if shares is None else
+                      np.append(shares[first], 1.0)[layout.links].max(axis=1)[:, None])
+            out[k], play = self._priced(routes, shared, nbytes, own, sent,
+                                        (reduce, gamma, slot))
+            plays.append(play)
+        return out, (plays if layout.flow is not None else None)
+
+    def _priced(self, routes: tuple[np.ndarray, np.ndarray, Any], shared: np.ndarray,
+                nbytes: np.ndarray, own: np.ndarray, sent: np.ndarray,
+                reduced: tuple[np.ndarray, float, float | None]) -> tuple[np.ndarray,
+                                                                        tuple[Any, ...]]:
+        """Seconds at every count under one protocol, from every row's route's
+        ``routes`` (latency, its links' bandwidth, shares), its bytes' ``shared`` time
+        on each link at full rate, its ``nbytes``, its ``own`` bytes per transfer,
+        whether it is ``sent`` and ``reduced`` (whether it is, seconds per byte, the FIFO
+        slot); and what :meth:`_Flow.time` plays the paced rounds from (they are left
+        out of the seconds where :attr:`_Layout.flow` plays them)."""
+        layout = self.layout
+        latency, bandwidth, shares = routes
+        reduce, gamma, slot = reduced
+        rate = bandwidth.min(axis=1)[:, None]
+        spread = shared / bandwidth[:, :, None]  # on each link of the route
+        carried = spread.max(axis=1)
         paid = hidden_latency(latency, own, rate, slot, shares)
         transfer = np.where(sent, paid + carried, 0.0)
         reduction = np.where(reduce & sent, gamma * own, 0.0) if gamma and reduce.any() \
@@ -1028,23 +1096,16 @@ class _Described:
         summed = np.add.reduceat(layout.weight * time, layout.class_rows, axis=0)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
-        return self.slow @ blocks + self.cross @ crossed + \
-            self._paced(transfer, time, sent, (paid, spread, bandwidth, nbytes, rate, reduction))
+        lock_step = self.slow @ blocks + self.cross @ crossed
+        play = (paid, spread, bandwidth, nbytes / rate, reduction, sent)
+        return (lock_step if layout.flow is not None else lock_step + self._stretched(time),
+                play)
 
-    def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray,
-               parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                            np.ndarray | None]) -> np.ndarray:
-        """The paced rounds (:class:`collectives.traffic.Round`) from every row's
-        ``transfer`` and whole ``time`` (and whether it is ``sent``): where every rank is
-        sampled, as the ranks play them (:class:`_Flow`, from the ``parts`` of those
-        times: the latency paid, the shared time on each link, the links' bandwidth, the
-        bytes and the route's rate, the reduction or None); else every round as long as
-        the slowest row then in flight, the rounds in which no sampled message is (far
-        from the sample) as long as those in which one is, on average."""
-        if self.layout.flow is not None:
-            paid, spread, bandwidth, nbytes, rate, reduction = parts
-            return self.layout.flow.time(paid, spread, bandwidth, nbytes / rate, reduction,
-                                         sent)
+    def _stretched(self, time: np.ndarray) -> np.ndarray:
+        """The paced rounds (:class:`collectives.traffic.Round`) where not every rank is
+        played, from every row's whole ``time``: every round as long as the slowest row
+        then in flight, the rounds in which no sampled message is (far from the sample)
+        as long as those in which one is, on average."""
         rows, inside, rounds = self.layout.stretch
         if not len(rows):
             return np.zeros(time.shape[1])
@@ -1070,27 +1131,36 @@ def _resolved(entry: Algorithm, collective: str, q: int, count: int,
     return tuple(sorted(entry.resolve_params(collective, q, count, **dict(params)).items()))
 
 
-def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, orders: Orders,
-               counts: np.ndarray, ds: int, params: dict[str, Any],
+def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
+               orders: Orders, counts: np.ndarray, ds: int, params: dict[str, Any],
                piece: np.ndarray | None) -> np.ndarray:
     """One flat algorithm over ``orders`` (its channels and groups), each order carrying
-    ``counts`` elements (one per size)."""
+    ``counts`` elements (one per size), under each of ``terms`` (protocols x sizes); the
+    paced rounds that a description's :class:`_Flow` plays (it is shared by the
+    descriptions of the same positions, at every count where they resolve alike) are
+    played once for every protocol and description."""
     q = len(orders[0])
     if q < 2:
-        return np.zeros(len(counts))
+        return np.zeros((len(terms), len(counts)))
     entry = registered(algorithm)
     given = tuple(sorted(params.items()))
     resolved = [_resolved(entry, collective, q, n, given) for n in counts.tolist()]
-    out = np.zeros(len(counts))
-    latency, bandwidth, slot, shares, gamma = terms
+    out = np.zeros((len(terms), len(counts)))
+    plays: dict[int, tuple[_Flow, list[tuple[int, np.ndarray, tuple[Any, ...]]]]] = {}
     for key in dict.fromkeys(resolved):
         at = np.array([r == key for r in resolved])
         described = _described(topology, orders, describe(collective, algorithm, q, key))
-        out[at] = described.time(topology, (latency, bandwidth, shares), counts[at], ds, gamma,
-                                 slot,
-                                 None if piece is None else piece[at])
+        out[:, at], inputs = described.time(topology, terms, counts[at], ds,
+                                            None if piece is None else piece[at])
+        flow = described.layout.flow
+        if inputs is not None and flow is not None:
+            plays.setdefault(id(flow), (flow, []))[1].extend(
+                (k, at, play) for k, play in enumerate(inputs))
+    for flow, parts in plays.values():
+        for (k, at, _), played in zip(parts, flow.played([play for _, _, play in parts])):
+            out[k, at] += played
     if not entry.empty_sends:  # an empty vector sends nothing
-        out[counts == 0] = 0.0
+        out[:, counts == 0] = 0.0
     return out
 
 
@@ -1112,14 +1182,15 @@ def _piece(parts: int, counts: np.ndarray, channels: int, ds: int) -> np.ndarray
     return _ceil_div(_ceil_div(counts, parts), channels) * ds
 
 
-def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: int,
-          counts: np.ndarray, ds: int, params: dict[str, Any]) -> np.ndarray:
-    """Seconds of ``algorithm`` at every count, without the cost per call."""
+def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
+          nranks: int, counts: np.ndarray, ds: int, params: dict[str, Any]) -> np.ndarray:
+    """Seconds of ``algorithm`` at every count under each of ``terms`` (protocols x
+    counts), without the cost per call."""
     channels = params.pop("channels", 1)
     params.pop("order", None)
     if registered(algorithm).composed:
         phases = describe(collective, algorithm, nranks, tuple(sorted(params.items())))
-        total = np.zeros(len(counts))
+        total = np.zeros((len(terms), len(counts)))
         for phase in phases:
             total += _phase_time(collective, phase, topology, terms, counts, ds, channels)
         return total
@@ -1137,9 +1208,10 @@ def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: 
 _PHASE_ORDERS: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
 
 
-def _phase_time(collective: str, phase: Phase, topology: Any, terms: tuple,
+def _phase_time(collective: str, phase: Phase, topology: Any, terms: Sequence[tuple[Any, ...]],
                 counts: np.ndarray, ds: int, channels: int) -> np.ndarray:
-    """One phase of a composed algorithm: every group ``channels`` times side by side."""
+    """One phase of a composed algorithm: every group ``channels`` times side by side
+    (protocols x counts)."""
     orders = _cached(_PHASE_ORDERS, (id(phase.groups), channels), (phase.groups,),
                      lambda: tuple(group for group in phase.groups for _ in range(channels)))
     cut = channels > 1 or collective in ("reduce_scatter", "allgather")
@@ -1212,15 +1284,42 @@ def price(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
     >>> round(one / eight)  # eight rings, each on its own NIC
     8
     """
+    return price_protocols(collective, algorithm, topology, sizes, (protocol,), nranks,
+                           dtype_size, **params)[0]
+
+
+def price_protocols(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
+                    protocols: Sequence[str | None], nranks: int | None = None,
+                    dtype_size: int = 4, **params: Any) -> np.ndarray:
+    """:func:`price` under each of ``protocols`` at once (see there for the other
+    parameters): the rows are routed once, and the paced rounds played rank by rank are
+    played once for all protocols, their sizes side by side.
+
+    Returns
+    -------
+    numpy.ndarray
+        Seconds, protocols x sizes: row ``k`` is ``price(..., protocol=protocols[k])``.
+
+    Examples
+    --------
+    >>> import topology
+    >>> one = topology.dgx_h100(1)
+    >>> both = price_protocols("allreduce", "tree", one, [1 << 20], ["LL", "Simple"])
+    >>> [bool(t == price("allreduce", "tree", one, [1 << 20], protocol=p)[0])
+    ...  for t, p in zip(both[:, 0], ["LL", "Simple"])]
+    [True, True]
+    """
     _check(collective, algorithm, params)
     check_int(dtype_size, "dtype_size", 1)
-    *terms, call_s = link_figures(topology, protocol, algorithm, params.get("channels", 1))
+    figures = [link_figures(topology, protocol, algorithm, params.get("channels", 1))
+               for protocol in protocols]
     nranks = topology.nranks if nranks is None else nranks
     check_int(nranks, "nranks", 1, topology.nranks,
               note=f" (the ranks topology {topology.name!r} places)")
     counts = count_of(collective, np.asarray(sizes, dtype=np.int64), dtype_size, nranks)
-    return call_s + _time(collective, algorithm, topology, tuple(terms), nranks, counts, dtype_size,
-                          dict(params))
+    call_s = np.array([f[-1] for f in figures])[:, None]
+    return call_s + _time(collective, algorithm, topology, [tuple(f[:-1]) for f in figures],
+                          nranks, counts, dtype_size, dict(params))
 
 
 def price_one(collective: str, algorithm: str, topology: Any, nbytes: int,
