@@ -862,8 +862,6 @@ class _Flow:
         rows, unshared = self.kinds
         base = np.where(unshared[:, :, None], spread[rows], -np.inf).max(axis=1)
         spread = spread.reshape(-1, sizes)
-        paid, sent = paid[row], sent[row]
-        reduction = None if reduction is None else reduction[row]
         # an empty message left out holds no link and ends nothing
         idle = None if sent.all() else np.where(sent, 0.0, np.inf)
         clock = np.zeros((self.ranks, sizes))
@@ -871,13 +869,17 @@ class _Flow:
         ended = np.empty((2 * max(r[0].stop - r[0].start for r in self.rounds), sizes))
         for (run, pair, members, places, numbers, ends, crossing, ranks), low in \
                 zip(self.rounds, self.groups.tolist()):
+            # the round's rows' figures, taken round by round (taken for every message
+            # at once, they fill memory several times the cache's size)
+            here = row[run]
             start = clock[pair].max(axis=0)
             through = base[kind[run]]
             if len(crossing):
-                held = start if idle is None else start + idle[run]
+                held = start if idle is None else start + idle[here]
                 # the time since each shared link's first start, credited at its rate
                 lag = np.subtract(start[crossing], held[members].min(axis=0)[numbers])
-                lag *= credit[low + numbers]
+                for sizes_run, rate in credit:
+                    lag[:, :, sizes_run] *= rate[low + numbers]
                 through[crossing] = np.maximum(through[crossing],
                                                np.subtract(spread[places], lag,
                                                            out=lag).max(axis=0))
@@ -885,27 +887,35 @@ class _Flow:
             sent_end = ended[:count]
             np.add(through, start, out=sent_end)
             if idle is None:
-                sent_end += paid[run]
+                sent_end += paid[here]
             else:
-                sent_end[...] = np.where(sent[run], sent_end + paid[run], -np.inf)
+                sent_end[...] = np.where(sent[here], sent_end + paid[here], -np.inf)
             if reduction is None:
                 ended[count:2 * count] = sent_end
             else:
-                np.add(sent_end, reduction[run], out=ended[count:2 * count])
+                np.add(sent_end, reduction[here], out=ended[count:2 * count])
             done = ended[ends].max(axis=0)
             # a message ends after both its ends' clocks: only a rank whose messages were
             # all left out keeps its clock
             clock[ranks] = done if idle is None else np.maximum(clock[ranks], done)
         return np.split(clock.max(axis=0), np.cumsum(widths)[:-1])
 
-    def _credits(self, bandwidths: list[np.ndarray], widths: list[int]) -> np.ndarray:
-        """Per shared link of a round the rate of :meth:`_credit` under each of
-        ``bandwidths`` at every one of its ``widths`` sizes (shared links x sizes; x 1
-        where they all credit alike, as links scaled alike by a protocol do)."""
-        credits = [self._credit(bandwidth) for bandwidth in bandwidths]
-        if all(np.array_equal(c, credits[0]) for c in credits[1:]):
-            return credits[0][:, None]
-        return np.repeat(np.stack(credits, axis=1), widths, axis=1)
+    def _credits(self, bandwidths: list[np.ndarray],
+                 widths: list[int]) -> list[tuple[slice, np.ndarray]]:
+        """Per run of the sizes side by side (``widths`` of them under each of
+        ``bandwidths``; runs alike in credit, as protocols that scale every link alike,
+        taken as one) the rate of :meth:`_credit` of every shared link of a round
+        (shared links x 1)."""
+        runs: list[tuple[slice, np.ndarray]] = []
+        at = 0
+        for bandwidth, width in zip(bandwidths, widths):
+            credit = self._credit(bandwidth)
+            if runs and np.array_equal(runs[-1][1][:, 0], credit):
+                runs[-1] = (slice(runs[-1][0].start, at + width), runs[-1][1])
+            else:
+                runs.append((slice(at, at + width), credit[:, None]))
+            at += width
+        return runs
 
     def _credit(self, bandwidth: np.ndarray) -> np.ndarray:
         """Per shared link of a round (:attr:`starts`) the rate at which the time since
@@ -917,11 +927,21 @@ class _Flow:
         line = np.hstack([bandwidth, np.full((len(bandwidth), 1), np.inf)])[self.row]
         rate = line.copy()
         rate.reshape(-1)[self.entries] /= self.crowd
-        two = np.partition(rate, 1, axis=1)[:, :2]  # the least two of each message's
+        # the least two of each message's (the second the least of the others: the
+        # same where two links have the least)
+        every = np.arange(len(rate))
+        first = rate.argmin(axis=1)
+        least = rate[every, first]
+        rate[every, first] = np.inf
+        second = rate[every, rate.argmin(axis=1)]  # (argmin: min is slow along short rows)
+        rate[every, first] = least
         # elsewhere: the least rate, but on the link that has it the second least
-        elsewhere = np.where(rate == two[:, :1], two[:, 1:], two[:, :1])
-        return np.minimum.reduceat(np.minimum(1.0, elsewhere.reshape(-1)[self.entries]
-                                              / line.reshape(-1)[self.entries]), self.starts)
+        width = rate.shape[1]
+        message = self.entries // width
+        on_entry = rate.reshape(-1)[self.entries]
+        elsewhere = np.where(on_entry == least[message], second[message], least[message])
+        return np.minimum.reduceat(np.minimum(1.0, elsewhere / line.reshape(-1)[self.entries]),
+                                   self.starts)
 
 
 def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any, ...]:
