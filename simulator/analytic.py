@@ -497,22 +497,18 @@ def _pieces(keys: np.ndarray, message: np.ndarray, column: np.ndarray, block: np
     class) and each piece's link's."""
     low = int(rounds.min())
     rounds = rounds - low  # from 0, for the cuts' keys
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    start = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    size = np.diff(np.r_[start, len(keys)])
-    many = np.repeat(size, size)  # per entry in key order: the entries on its link
-    mine = np.repeat(order, many)
-    theirs = order[np.repeat(np.repeat(start, size), many) + _within(many)]
-    by_entry = np.argsort(mine, kind="stable")
-    mine, theirs = mine[by_entry], theirs[by_entry]
+    mine, theirs = _overlapping(keys, rounds[message])
     ours, other = message[mine], rounds[message[theirs]]
     count = len(rounds)
-    at = np.concatenate([np.tile(np.arange(count), 2), ours, ours])
-    cut = np.concatenate([rounds[:, 0], rounds[:, 1], other[:, 0], other[:, 1]])
-    inside = (rounds[at, 0] <= cut) & (cut <= rounds[at, 1])
-    cuts = np.unique(at[inside] * (int(rounds.max()) + 1) + cut[inside])
-    at, cut = np.divmod(cuts, int(rounds.max()) + 1)
+    # a message's cuts: its own first and end rounds, and those of others strictly inside
+    at = np.concatenate([ours, ours])
+    cut = np.concatenate([other[:, 0], other[:, 1]])
+    inside = (rounds[at, 0] < cut) & (cut < rounds[at, 1])
+    span = int(rounds.max()) + 1
+    own = np.arange(count) * span
+    cuts = np.unique(np.concatenate([own + rounds[:, 0], own + rounds[:, 1],
+                                     at[inside] * span + cut[inside]]))
+    at, cut = np.divmod(cuts, span)
     same = at[1:] == at[:-1]
     piece, first, end = at[:-1][same], cut[:-1][same], cut[1:][same]
     lengths = np.bincount(message, minlength=count)
@@ -528,6 +524,28 @@ def _pieces(keys: np.ndarray, message: np.ndarray, column: np.ndarray, block: np
                          column[j[covers]]), 1)
     profiles, profile, _ = _unique_rows(np.column_stack([block[message[entry]], profiles]))
     return piece, np.column_stack([first, end]) + low, entry, profiles, profile
+
+
+def _overlapping(keys: np.ndarray, rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of entries on the same link (``keys``: the link and what it is shared
+    in) in flight together (``rounds``: each entry's ``[first, end)``, from 0), each
+    entry with itself included, as ``(mine, theirs)`` by ``mine``.  Entries on a link in
+    rounds apart are left out: their rounds cut none of the other's inside, and neither
+    covers a piece of the other; a stretch of many rounds (a pipeline's) has many
+    messages on a link, few at once."""
+    span = int(rounds.max(initial=0)) + 1
+    order = np.lexsort((rounds[:, 0], keys))
+    key, first, end = keys[order], rounds[order, 0], rounds[order, 1]
+    link = np.cumsum(np.r_[0, key[1:] != key[:-1]])  # the links numbered from 0
+    # those after each in (link, first round) order that start before it ends
+    stop = np.searchsorted(link * span + first, link * span + end)
+    ahead = np.maximum(stop - np.arange(1, len(order) + 1), 0)
+    at = np.repeat(np.arange(len(order)), ahead)
+    later = at + 1 + _within(ahead)
+    mine = np.concatenate([order, order[at], order[later]])
+    theirs = np.concatenate([order, order[later], order[at]])
+    by_mine = np.argsort(mine, kind="stable")
+    return mine[by_mine], theirs[by_mine]
 
 
 def _within(lengths: np.ndarray) -> np.ndarray:
