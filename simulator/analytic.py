@@ -54,7 +54,8 @@ tree's at every segment count), and a description's rounds not yet routed are ro
 one pass (blocks that never share a link; the paced rounds apart), from each class's
 sampled messages only.  A description's rows are then priced at every size in one numpy
 pass, under each protocol, but for paced rounds played rank by rank: a numpy pass per
-round over the ranks then busy (within the budgets above).
+round over the ranks then busy (within the budgets above), once for every protocol and
+description that share the play (:func:`price_protocols`, their sizes side by side).
 ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
@@ -99,7 +100,7 @@ SAMPLE_ALL_RANKS = 64
 #: paced rounds of at most so many messages, in flight in at most so many rounds in all
 #: (over every channel), over a stretch of at most so many rounds, are played rank by
 #: rank (:func:`_played`)
-PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 16, 1 << 12
+PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 17, 1 << 12
 #: a play of paced rounds takes several protocols' and descriptions' sizes side by side
 #: while a round's messages times their sizes stay at most so many (:meth:`_Flow.played`)
 PLAY_SIDE_BY_SIDE = 1 << 14
