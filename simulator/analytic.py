@@ -777,8 +777,7 @@ class _Flow:
         not shared."""
         width = shared.shape[1]
         bits = shared.astype(np.int64) @ (1 << np.arange(width, dtype=np.int64))
-        kinds, kind = np.unique(self.row.astype(np.int64) << width | bits,
-                                return_inverse=True)
+        kinds, kind = _dense_unique(self.row.astype(np.int64) << width | bits)
         alone = (kinds[:, None] >> np.arange(width) & 1) == 0
         return kind.astype(np.int32), (kinds >> width, alone)
 
@@ -961,6 +960,18 @@ class _Flow:
         elsewhere = np.where(on_entry == least[message], second[message], least[message])
         return np.minimum.reduceat(np.minimum(1.0, elsewhere / line.reshape(-1)[self.entries]),
                                    self.starts)
+
+
+def _dense_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of integers >= 0, by a table of them
+    where they are few enough to (no sort: a round's kinds are rows by shared links,
+    a few thousand at most, over a play's hundreds of thousands of messages)."""
+    top = int(values.max(initial=0)) + 1
+    if top > 4 * len(values) + 4096:
+        return np.unique(values, return_inverse=True)
+    present = np.zeros(top, dtype=bool)
+    present[values] = True
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
 
 
 def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any, ...]:
