@@ -22,7 +22,7 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of ``S`` segments takes the sum over its hops
   plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's, a tree's
   over nodes) the sum over its rounds of the slowest message then in flight
-  (:meth:`_Described._paced`), or, where every rank is sampled or the paced rounds are
+  (:meth:`_Described._stretched`), or, where every rank is sampled or the paced rounds are
   few enough messages to route them all (:func:`_played`), as the simulator plays
   the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
   once both its ends are done with the round before, its bytes are through once each
@@ -1087,7 +1087,7 @@ class _Described:
         latency and bandwidth, FIFO slot, link shares and seconds per byte reduced, as
         :func:`simulator.gpu.link_figures` gives them; protocols x counts): over the blocks, the slowest message times its coefficient plus the
         chain's crossing (the sum over its hops) times its, and the paced rounds
-        (:meth:`_paced`); but where the paced rounds are played (:attr:`_Layout.flow`)
+        (:meth:`_stretched`); but where the paced rounds are played (:attr:`_Layout.flow`)
         they are left out, and what :meth:`_Flow.time` plays them from is returned per
         protocol (else None)."""
         if not self.messages:

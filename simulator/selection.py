@@ -79,7 +79,7 @@ from .engine import simulate
 from .gpu import protocols
 from . import nccl_algorithms
 from .sweeps import run_jobs
-from .analytic import price, price_one, price_protocols
+from .analytic import price_one, price_protocols
 
 __all__ = ["SIZES", "candidates", "METHODS",
            "SIMULATE_MAX_RANKS", "MAX_SELECTED_RANKS", "Candidate", "Choice", "Range",
