@@ -743,7 +743,7 @@ class _Flow:
     the ranks whose ends those are; ``ranks``: one more than the highest rank."""
 
     __slots__ = ("row", "crowd", "entries", "starts", "groups", "rounds", "ranks", "kind",
-                 "kinds")
+                 "kinds", "crowded")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
         row, first, end, sender, receiver = hops[:, :5].T
@@ -760,6 +760,7 @@ class _Flow:
         members, link = self._links(hops[hop, 5:], block[hop], at, lo)
         ends, ranks = self._ends(sender, receiver, at, lo, hi)
         shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None]
+        self.crowded = self._crowded(link.shape[1])
         self.kind, self.kinds = self._kinds(shared)
         crossing, places, numbers = self._crossing(shared, link, at, lo)
         # the padded tables across (their width first), so that each reduction over a
@@ -770,6 +771,17 @@ class _Flow:
                        for a, b, m, c, p, n, e, r in zip(lo.tolist(), hi.tolist(), members,
                                                          crossing, places, numbers, ends,
                                                          ranks)]
+
+    def _crowded(self, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The messages alike in row and in how many share each of their links (of
+        ``width``, their own included), as those rows and crowds, and where each entry
+        of :attr:`entries` lies among them (alike x width, flat): :meth:`_credit` works
+        on those, a few thousand of a play's hundreds of thousands of messages."""
+        crowds = np.ones((len(self.row), width), dtype=np.int64)
+        crowds.reshape(-1)[self.entries] = self.crowd
+        alike, which, _ = _unique_rows(np.column_stack([self.row, crowds]))
+        return alike[:, 0], alike[:, 1:], which[self.entries // width] * width \
+            + self.entries % width
 
     def _kinds(self, shared: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Each message's kind (its row and which of its links, ``shared``: messages x
@@ -942,9 +954,9 @@ class _Flow:
         bandwidth over their messages, the least), at most all of it."""
         if not len(self.entries):
             return np.zeros(0)
-        line = np.hstack([bandwidth, np.full((len(bandwidth), 1), np.inf)])[self.row]
-        rate = line.copy()
-        rate.reshape(-1)[self.entries] /= self.crowd
+        rows, crowds, at = self.crowded
+        line = np.hstack([bandwidth, np.full((len(bandwidth), 1), np.inf)])[rows]
+        rate = line / crowds
         # the least two of each message's (the second the least of the others: the
         # same where two links have the least)
         every = np.arange(len(rate))
@@ -954,11 +966,8 @@ class _Flow:
         second = rate[every, rate.argmin(axis=1)]  # (argmin: min is slow along short rows)
         rate[every, first] = least
         # elsewhere: the least rate, but on the link that has it the second least
-        width = rate.shape[1]
-        message = self.entries // width
-        on_entry = rate.reshape(-1)[self.entries]
-        elsewhere = np.where(on_entry == least[message], second[message], least[message])
-        return np.minimum.reduceat(np.minimum(1.0, elsewhere / line.reshape(-1)[self.entries]),
+        elsewhere = np.where(rate == least[:, None], second[:, None], least[:, None])
+        return np.minimum.reduceat(np.minimum(1.0, elsewhere / line).reshape(-1)[at],
                                    self.starts)
 
 
