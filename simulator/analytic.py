@@ -22,7 +22,7 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of ``S`` segments takes the sum over its hops
   plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's, a tree's
   over nodes) the sum over its rounds of the slowest message then in flight
-  (:meth:`_Described._paced`), or, where every rank is sampled or the paced rounds are
+  (:meth:`_Described._stretched`), or, where every rank is sampled or the paced rounds are
   few enough messages to route them all (:func:`_played`), as the simulator plays
   the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
   once both its ends are done with the round before, its bytes are through once each
@@ -54,7 +54,8 @@ tree's at every segment count), and a description's rounds not yet routed are ro
 one pass (blocks that never share a link; the paced rounds apart), from each class's
 sampled messages only.  A description's rows are then priced at every size in one numpy
 pass, under each protocol, but for paced rounds played rank by rank: a numpy pass per
-round over the ranks then busy (within the budgets above).
+round over the ranks then busy (within the budgets above), once for every protocol and
+description that share the play (:func:`price_protocols`, their sizes side by side).
 ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
@@ -91,15 +92,18 @@ from collectives.traffic import Phase, describe
 from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
-__all__ = ["price", "price_one", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES", "PLAY_HOPS",
-           "PLAY_ROUNDS", "WHOLE_MESSAGES"]
+__all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
+           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
 #: paced rounds of at most so many messages, in flight in at most so many rounds in all
 #: (over every channel), over a stretch of at most so many rounds, are played rank by
 #: rank (:func:`_played`)
-PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 16, 1 << 12
+PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 17, 1 << 12
+#: a play of paced rounds takes several protocols' and descriptions' sizes side by side
+#: while a round's messages times their sizes stay at most so many (:meth:`_Flow.played`)
+PLAY_SIDE_BY_SIDE = 1 << 14
 #: rounds (not paced) of at most so many messages over every channel are routed at
 #: every rank (:func:`_whole`)
 WHOLE_MESSAGES = 1 << 13
@@ -494,22 +498,18 @@ def _pieces(keys: np.ndarray, message: np.ndarray, column: np.ndarray, block: np
     class) and each piece's link's."""
     low = int(rounds.min())
     rounds = rounds - low  # from 0, for the cuts' keys
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    start = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    size = np.diff(np.r_[start, len(keys)])
-    many = np.repeat(size, size)  # per entry in key order: the entries on its link
-    mine = np.repeat(order, many)
-    theirs = order[np.repeat(np.repeat(start, size), many) + _within(many)]
-    by_entry = np.argsort(mine, kind="stable")
-    mine, theirs = mine[by_entry], theirs[by_entry]
+    mine, theirs = _overlapping(keys, rounds[message])
     ours, other = message[mine], rounds[message[theirs]]
     count = len(rounds)
-    at = np.concatenate([np.tile(np.arange(count), 2), ours, ours])
-    cut = np.concatenate([rounds[:, 0], rounds[:, 1], other[:, 0], other[:, 1]])
-    inside = (rounds[at, 0] <= cut) & (cut <= rounds[at, 1])
-    cuts = np.unique(at[inside] * (int(rounds.max()) + 1) + cut[inside])
-    at, cut = np.divmod(cuts, int(rounds.max()) + 1)
+    # a message's cuts: its own first and end rounds, and those of others strictly inside
+    at = np.concatenate([ours, ours])
+    cut = np.concatenate([other[:, 0], other[:, 1]])
+    inside = (rounds[at, 0] < cut) & (cut < rounds[at, 1])
+    span = int(rounds.max()) + 1
+    own = np.arange(count) * span
+    cuts = np.unique(np.concatenate([own + rounds[:, 0], own + rounds[:, 1],
+                                     at[inside] * span + cut[inside]]))
+    at, cut = np.divmod(cuts, span)
     same = at[1:] == at[:-1]
     piece, first, end = at[:-1][same], cut[:-1][same], cut[1:][same]
     lengths = np.bincount(message, minlength=count)
@@ -525,6 +525,28 @@ def _pieces(keys: np.ndarray, message: np.ndarray, column: np.ndarray, block: np
                          column[j[covers]]), 1)
     profiles, profile, _ = _unique_rows(np.column_stack([block[message[entry]], profiles]))
     return piece, np.column_stack([first, end]) + low, entry, profiles, profile
+
+
+def _overlapping(keys: np.ndarray, rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of entries on the same link (``keys``: the link and what it is shared
+    in) in flight together (``rounds``: each entry's ``[first, end)``, from 0), each
+    entry with itself included, as ``(mine, theirs)`` by ``mine``.  Entries on a link in
+    rounds apart are left out: their rounds cut none of the other's inside, and neither
+    covers a piece of the other; a stretch of many rounds (a pipeline's) has many
+    messages on a link, few at once."""
+    span = int(rounds.max(initial=0)) + 1
+    order = np.lexsort((rounds[:, 0], keys))
+    key, first, end = keys[order], rounds[order, 0], rounds[order, 1]
+    link = np.cumsum(np.r_[0, key[1:] != key[:-1]])  # the links numbered from 0
+    # those after each in (link, first round) order that start before it ends
+    stop = np.searchsorted(link * span + first, link * span + end)
+    ahead = np.maximum(stop - np.arange(1, len(order) + 1), 0)
+    at = np.repeat(np.arange(len(order)), ahead)
+    later = at + 1 + _within(ahead)
+    mine = np.concatenate([order, order[at], order[later]])
+    theirs = np.concatenate([order, order[later], order[at]])
+    by_mine = np.argsort(mine, kind="stable")
+    return mine[by_mine], theirs[by_mine]
 
 
 def _within(lengths: np.ndarray) -> np.ndarray:
@@ -721,7 +743,7 @@ class _Flow:
     the ranks whose ends those are; ``ranks``: one more than the highest rank."""
 
     __slots__ = ("row", "crowd", "entries", "starts", "groups", "rounds", "ranks", "kind",
-                 "kinds")
+                 "kinds", "crowded")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
         row, first, end, sender, receiver = hops[:, :5].T
@@ -738,6 +760,7 @@ class _Flow:
         members, link = self._links(hops[hop, 5:], block[hop], at, lo)
         ends, ranks = self._ends(sender, receiver, at, lo, hi)
         shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None]
+        self.crowded = self._crowded(link.shape[1])
         self.kind, self.kinds = self._kinds(shared)
         crossing, places, numbers = self._crossing(shared, link, at, lo)
         # the padded tables across (their width first), so that each reduction over a
@@ -749,14 +772,24 @@ class _Flow:
                                                          crossing, places, numbers, ends,
                                                          ranks)]
 
+    def _crowded(self, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The messages alike in row and in how many share each of their links (of
+        ``width``, their own included), as those rows and crowds, and where each entry
+        of :attr:`entries` lies among them (alike x width, flat): :meth:`_credit` works
+        on those, a few thousand of a play's hundreds of thousands of messages."""
+        crowds = np.ones((len(self.row), width), dtype=np.int64)
+        crowds.reshape(-1)[self.entries] = self.crowd
+        alike, which, _ = _unique_rows(np.column_stack([self.row, crowds]))
+        return alike[:, 0], alike[:, 1:], which[self.entries // width] * width \
+            + self.entries % width
+
     def _kinds(self, shared: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Each message's kind (its row and which of its links, ``shared``: messages x
         (links and its own), are shared in its round), and the kinds' rows and links
         not shared."""
         width = shared.shape[1]
         bits = shared.astype(np.int64) @ (1 << np.arange(width, dtype=np.int64))
-        kinds, kind = np.unique(self.row.astype(np.int64) << width | bits,
-                                return_inverse=True)
+        kinds, kind = _dense_unique(self.row.astype(np.int64) << width | bits)
         alone = (kinds[:, None] >> np.arange(width) & 1) == 0
         return kind.astype(np.int32), (kinds >> width, alone)
 
@@ -824,25 +857,41 @@ class _Flow:
         return (_in_rounds(local, starts, rounds[starts], len(lo)),
                 np.split(sides[starts], np.searchsorted(rounds[starts], np.arange(1, len(lo)))))
 
-    def time(self, paid: np.ndarray, spread: np.ndarray, bandwidth: np.ndarray,
-             alone: np.ndarray, reduction: np.ndarray | None, sent: np.ndarray) -> np.ndarray:
-        """Seconds of the paced rounds at every size, from every row's latency ``paid``
-        (once its bytes are through), its shared time on each link of its route
-        (``spread``, rows x links x sizes) and those links' ``bandwidth`` (rows x
-        links), its bytes' time ``alone``, its receiver's ``reduction`` (None: none)
-        and whether its messages are ``sent`` (an empty one left out is no message: it
-        holds no link and neither end), rows x sizes (or rows x 1, alike at every
-        size)."""
+    def played(self, parts: list[tuple[Any, ...]]) -> list[np.ndarray]:
+        """:meth:`time` of each of ``parts``, as many side by side in one play as keep a
+        round's arrays within :data:`PLAY_SIDE_BY_SIDE` numbers (a play's cost is a numpy
+        pass per round: side by side, the passes are fewer; past that, each pass outgrows
+        the processor's cache, and plays apart are as fast)."""
+        widest = max(r[0].stop - r[0].start for r in self.rounds)
+        out: list[np.ndarray] = []
+        batch: list[tuple[Any, ...]] = []
+        for part in parts:
+            if batch and (sum(p[1].shape[2] for p in batch) + part[1].shape[2]) * widest \
+                    > PLAY_SIDE_BY_SIDE:
+                out += self.time(batch)
+                batch = []
+            batch.append(part)
+        return out + self.time(batch)
+
+    def time(self, parts: list[tuple[Any, ...]]) -> list[np.ndarray]:
+        """Seconds of the paced rounds at every size of each of ``parts`` (a protocol's
+        figures at a description's sizes; played together, their sizes side by side),
+        each from every row's latency ``paid`` (once its bytes are through), its shared
+        time on each link of its route (``spread``, rows x links x sizes) and those
+        links' ``bandwidth`` (rows x links), its bytes' time ``alone``, its receiver's
+        ``reduction`` (None: none) and whether its messages are ``sent`` (an empty one
+        left out is no message: it holds no link and neither end), rows x sizes (or
+        rows x 1, alike at every size)."""
+        widths = [part[1].shape[2] for part in parts]
+        paid, spread, alone, reduction, sent = _side_by_side(parts, widths)
         row, kind = self.row, self.kind
-        credit = self._credit(bandwidth)
+        credit = self._credits([part[2] for part in parts], widths)
         spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
         sizes = spread.shape[2]
         # a link not shared gives no credit: each kind's slowest of those, once
         rows, unshared = self.kinds
         base = np.where(unshared[:, :, None], spread[rows], -np.inf).max(axis=1)
         spread = spread.reshape(-1, sizes)
-        paid, sent = paid[row], sent[row]
-        reduction = None if reduction is None else reduction[row]
         # an empty message left out holds no link and ends nothing
         idle = None if sent.all() else np.where(sent, 0.0, np.inf)
         clock = np.zeros((self.ranks, sizes))
@@ -850,13 +899,17 @@ class _Flow:
         ended = np.empty((2 * max(r[0].stop - r[0].start for r in self.rounds), sizes))
         for (run, pair, members, places, numbers, ends, crossing, ranks), low in \
                 zip(self.rounds, self.groups.tolist()):
+            # the round's rows' figures, taken round by round (taken for every message
+            # at once, they fill memory several times the cache's size)
+            here = row[run]
             start = clock[pair].max(axis=0)
             through = base[kind[run]]
             if len(crossing):
-                held = start if idle is None else start + idle[run]
+                held = start if idle is None else start + idle[here]
                 # the time since each shared link's first start, credited at its rate
                 lag = np.subtract(start[crossing], held[members].min(axis=0)[numbers])
-                lag *= credit[low + numbers][:, :, None]
+                for sizes_run, rate in credit:
+                    lag[:, :, sizes_run] *= rate[low + numbers]
                 through[crossing] = np.maximum(through[crossing],
                                                np.subtract(spread[places], lag,
                                                            out=lag).max(axis=0))
@@ -864,18 +917,35 @@ class _Flow:
             sent_end = ended[:count]
             np.add(through, start, out=sent_end)
             if idle is None:
-                sent_end += paid[run]
+                sent_end += paid[here]
             else:
-                sent_end[...] = np.where(sent[run], sent_end + paid[run], -np.inf)
+                sent_end[...] = np.where(sent[here], sent_end + paid[here], -np.inf)
             if reduction is None:
                 ended[count:2 * count] = sent_end
             else:
-                np.add(sent_end, reduction[run], out=ended[count:2 * count])
+                np.add(sent_end, reduction[here], out=ended[count:2 * count])
             done = ended[ends].max(axis=0)
             # a message ends after both its ends' clocks: only a rank whose messages were
             # all left out keeps its clock
             clock[ranks] = done if idle is None else np.maximum(clock[ranks], done)
-        return clock.max(axis=0)
+        return np.split(clock.max(axis=0), np.cumsum(widths)[:-1])
+
+    def _credits(self, bandwidths: list[np.ndarray],
+                 widths: list[int]) -> list[tuple[slice, np.ndarray]]:
+        """Per run of the sizes side by side (``widths`` of them under each of
+        ``bandwidths``; runs alike in credit, as protocols that scale every link alike,
+        taken as one) the rate of :meth:`_credit` of every shared link of a round
+        (shared links x 1)."""
+        runs: list[tuple[slice, np.ndarray]] = []
+        at = 0
+        for bandwidth, width in zip(bandwidths, widths):
+            credit = self._credit(bandwidth)
+            if runs and np.array_equal(runs[-1][1][:, 0], credit):
+                runs[-1] = (slice(runs[-1][0].start, at + width), runs[-1][1])
+            else:
+                runs.append((slice(at, at + width), credit[:, None]))
+            at += width
+        return runs
 
     def _credit(self, bandwidth: np.ndarray) -> np.ndarray:
         """Per shared link of a round (:attr:`starts`) the rate at which the time since
@@ -884,14 +954,47 @@ class _Flow:
         bandwidth over their messages, the least), at most all of it."""
         if not len(self.entries):
             return np.zeros(0)
-        line = np.hstack([bandwidth, np.full((len(bandwidth), 1), np.inf)])[self.row]
-        rate = line.copy()
-        rate.reshape(-1)[self.entries] /= self.crowd
-        two = np.partition(rate, 1, axis=1)[:, :2]  # the least two of each message's
+        rows, crowds, at = self.crowded
+        line = np.hstack([bandwidth, np.full((len(bandwidth), 1), np.inf)])[rows]
+        rate = line / crowds
+        # the least two of each message's (the second the least of the others: the
+        # same where two links have the least)
+        every = np.arange(len(rate))
+        first = rate.argmin(axis=1)
+        least = rate[every, first]
+        rate[every, first] = np.inf
+        second = rate[every, rate.argmin(axis=1)]  # (argmin: min is slow along short rows)
+        rate[every, first] = least
         # elsewhere: the least rate, but on the link that has it the second least
-        elsewhere = np.where(rate == two[:, :1], two[:, 1:], two[:, :1])
-        return np.minimum.reduceat(np.minimum(1.0, elsewhere.reshape(-1)[self.entries]
-                                              / line.reshape(-1)[self.entries]), self.starts)
+        elsewhere = np.where(rate == least[:, None], second[:, None], least[:, None])
+        return np.minimum.reduceat(np.minimum(1.0, elsewhere / line).reshape(-1)[at],
+                                   self.starts)
+
+
+def _dense_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of integers >= 0, by a table of them
+    where they are few enough to (no sort: a round's kinds are rows by shared links,
+    a few thousand at most, over a play's hundreds of thousands of messages)."""
+    top = int(values.max(initial=0)) + 1
+    if top > 4 * len(values) + 4096:
+        return np.unique(values, return_inverse=True)
+    present = np.zeros(top, dtype=bool)
+    present[values] = True
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
+
+
+def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any, ...]:
+    """The rows' figures of :meth:`_Flow.time`'s ``parts`` (each at ``widths`` sizes)
+    side by side: latency, spread, bytes' time alone, reduction (None where no part has
+    one; 0, which adds nothing, where only some do) and whether sent."""
+    def joined(k: int) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(part[k], (*part[k].shape[:-1], w))
+                               for part, w in zip(parts, widths)], axis=-1)
+    reductions = [part[4] for part in parts]
+    reduction = None if all(r is None for r in reductions) else np.concatenate(
+        [np.zeros((len(part[0]), w)) if r is None else np.broadcast_to(r, (len(r), w))
+         for part, r, w in zip(parts, reductions, widths)], axis=1)
+    return joined(0), joined(1), joined(3), reduction, joined(5)
 
 
 def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -987,22 +1090,18 @@ class _Described:
         self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in self.messages],
                               dtype=bool).reshape(-1, 3)[layout.row_class][:, :, None]
 
-    def time(self, topology: Any, links: tuple[np.ndarray, np.ndarray, np.ndarray | None],
-             counts: np.ndarray, ds: int, gamma: float, slot: float | None,
-             piece: np.ndarray | None) -> np.ndarray:
-        """Seconds at every count (elements): over the blocks, the slowest message times
-        its coefficient plus the chain's crossing (the sum over its hops) times its, and
-        the paced rounds (:meth:`_paced`)."""
+    def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
+             ds: int, piece: np.ndarray | None) -> tuple[np.ndarray, list[tuple[Any, ...]] | None]:
+        """Seconds at every count (elements) under each of ``terms`` (a protocol's link
+        latency and bandwidth, FIFO slot, link shares and seconds per byte reduced, as
+        :func:`simulator.gpu.link_figures` gives them; protocols x counts): over the blocks, the slowest message times its coefficient plus the
+        chain's crossing (the sum over its hops) times its, and the paced rounds
+        (:meth:`_stretched`); but where the paced rounds are played (:attr:`_Layout.flow`)
+        they are left out, and what :meth:`_Flow.time` plays them from is returned per
+        protocol (else None)."""
         if not self.messages:
-            return np.zeros(len(counts))
+            return np.zeros((len(terms), len(counts))), None
         layout = self.layout
-        first = _link_classes(topology)[1]
-        latency = np.append(links[0][first], 0.0)[layout.links].sum(axis=1)[:, None]
-        bandwidth = np.append(links[1][first], np.inf)[layout.links]
-        rate = bandwidth.min(axis=1)[:, None]
-        # a route's shares (simulator.gpu.route_shares): the most of its links'
-        shares = 1.0 if links[2] is None else \
-            np.append(links[2][first], 1.0)[layout.links].max(axis=1)[:, None]
         elements = np.array([size(counts) for size in self.sizes], dtype=float) * ds
         sized = elements[self.class_size]
         nbytes = sized[layout.row_class]
@@ -1010,15 +1109,43 @@ class _Described:
         # carries one of b bytes in sum_i min(b_i, b) / bandwidth
         mine, theirs, many = layout.expanded.T
         shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
-                                 layout.pair_rows, axis=0)
-        spread = shared[layout.pair] / bandwidth[:, :, None]  # on each link of the route
-        carried = spread.max(axis=1)
+                                 layout.pair_rows, axis=0)[layout.pair]
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
         sent = ~(skip_empty & (nbytes <= 0))
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
         own = nbytes if piece is None else \
             np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
+        first = _link_classes(topology)[1]
+        out = np.empty((len(terms), len(counts)))
+        plays: list[tuple[Any, ...]] = []
+        for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
+            routes = (np.append(latency[first], 0.0)[layout.links].sum(axis=1)[:, None],
+                      np.append(bandwidth[first], np.inf)[layout.links],
+                      # a route's shares (simulator.gpu.route_shares): the most of its links'
+                      1.0 if shares is None else
+                      np.append(shares[first], 1.0)[layout.links].max(axis=1)[:, None])
+            out[k], play = self._priced(routes, shared, nbytes, own, sent,
+                                        (reduce, gamma, slot))
+            plays.append(play)
+        return out, (plays if layout.flow is not None else None)
+
+    def _priced(self, routes: tuple[np.ndarray, np.ndarray, Any], shared: np.ndarray,
+                nbytes: np.ndarray, own: np.ndarray, sent: np.ndarray,
+                reduced: tuple[np.ndarray, float, float | None]) -> tuple[np.ndarray,
+                                                                        tuple[Any, ...]]:
+        """Seconds at every count under one protocol, from every row's route's
+        ``routes`` (latency, its links' bandwidth, shares), its bytes' ``shared`` time
+        on each link at full rate, its ``nbytes``, its ``own`` bytes per transfer,
+        whether it is ``sent`` and ``reduced`` (whether it is, seconds per byte, the FIFO
+        slot); and what :meth:`_Flow.time` plays the paced rounds from (they are left
+        out of the seconds where :attr:`_Layout.flow` plays them)."""
+        layout = self.layout
+        latency, bandwidth, shares = routes
+        reduce, gamma, slot = reduced
+        rate = bandwidth.min(axis=1)[:, None]
+        spread = shared / bandwidth[:, :, None]  # on each link of the route
+        carried = spread.max(axis=1)
         paid = hidden_latency(latency, own, rate, slot, shares)
         transfer = np.where(sent, paid + carried, 0.0)
         reduction = np.where(reduce & sent, gamma * own, 0.0) if gamma and reduce.any() \
@@ -1028,23 +1155,16 @@ class _Described:
         summed = np.add.reduceat(layout.weight * time, layout.class_rows, axis=0)
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
-        return self.slow @ blocks + self.cross @ crossed + \
-            self._paced(transfer, time, sent, (paid, spread, bandwidth, nbytes, rate, reduction))
+        lock_step = self.slow @ blocks + self.cross @ crossed
+        play = (paid, spread, bandwidth, nbytes / rate, reduction, sent)
+        return (lock_step if layout.flow is not None else lock_step + self._stretched(time),
+                play)
 
-    def _paced(self, transfer: np.ndarray, time: np.ndarray, sent: np.ndarray,
-               parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                            np.ndarray | None]) -> np.ndarray:
-        """The paced rounds (:class:`collectives.traffic.Round`) from every row's
-        ``transfer`` and whole ``time`` (and whether it is ``sent``): where every rank is
-        sampled, as the ranks play them (:class:`_Flow`, from the ``parts`` of those
-        times: the latency paid, the shared time on each link, the links' bandwidth, the
-        bytes and the route's rate, the reduction or None); else every round as long as
-        the slowest row then in flight, the rounds in which no sampled message is (far
-        from the sample) as long as those in which one is, on average."""
-        if self.layout.flow is not None:
-            paid, spread, bandwidth, nbytes, rate, reduction = parts
-            return self.layout.flow.time(paid, spread, bandwidth, nbytes / rate, reduction,
-                                         sent)
+    def _stretched(self, time: np.ndarray) -> np.ndarray:
+        """The paced rounds (:class:`collectives.traffic.Round`) where not every rank is
+        played, from every row's whole ``time``: every round as long as the slowest row
+        then in flight, the rounds in which no sampled message is (far from the sample)
+        as long as those in which one is, on average."""
         rows, inside, rounds = self.layout.stretch
         if not len(rows):
             return np.zeros(time.shape[1])
@@ -1070,27 +1190,36 @@ def _resolved(entry: Algorithm, collective: str, q: int, count: int,
     return tuple(sorted(entry.resolve_params(collective, q, count, **dict(params)).items()))
 
 
-def _flat_time(collective: str, algorithm: str, topology: Any, terms: tuple, orders: Orders,
-               counts: np.ndarray, ds: int, params: dict[str, Any],
+def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
+               orders: Orders, counts: np.ndarray, ds: int, params: dict[str, Any],
                piece: np.ndarray | None) -> np.ndarray:
     """One flat algorithm over ``orders`` (its channels and groups), each order carrying
-    ``counts`` elements (one per size)."""
+    ``counts`` elements (one per size), under each of ``terms`` (protocols x sizes); the
+    paced rounds that a description's :class:`_Flow` plays (it is shared by the
+    descriptions of the same positions, at every count where they resolve alike) are
+    played once for every protocol and description."""
     q = len(orders[0])
     if q < 2:
-        return np.zeros(len(counts))
+        return np.zeros((len(terms), len(counts)))
     entry = registered(algorithm)
     given = tuple(sorted(params.items()))
     resolved = [_resolved(entry, collective, q, n, given) for n in counts.tolist()]
-    out = np.zeros(len(counts))
-    latency, bandwidth, slot, shares, gamma = terms
+    out = np.zeros((len(terms), len(counts)))
+    plays: dict[int, tuple[_Flow, list[tuple[int, np.ndarray, tuple[Any, ...]]]]] = {}
     for key in dict.fromkeys(resolved):
         at = np.array([r == key for r in resolved])
         described = _described(topology, orders, describe(collective, algorithm, q, key))
-        out[at] = described.time(topology, (latency, bandwidth, shares), counts[at], ds, gamma,
-                                 slot,
-                                 None if piece is None else piece[at])
+        out[:, at], inputs = described.time(topology, terms, counts[at], ds,
+                                            None if piece is None else piece[at])
+        flow = described.layout.flow
+        if inputs is not None and flow is not None:
+            plays.setdefault(id(flow), (flow, []))[1].extend(
+                (k, at, play) for k, play in enumerate(inputs))
+    for flow, parts in plays.values():
+        for (k, at, _), played in zip(parts, flow.played([play for _, _, play in parts])):
+            out[k, at] += played
     if not entry.empty_sends:  # an empty vector sends nothing
-        out[counts == 0] = 0.0
+        out[:, counts == 0] = 0.0
     return out
 
 
@@ -1112,14 +1241,15 @@ def _piece(parts: int, counts: np.ndarray, channels: int, ds: int) -> np.ndarray
     return _ceil_div(_ceil_div(counts, parts), channels) * ds
 
 
-def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: int,
-          counts: np.ndarray, ds: int, params: dict[str, Any]) -> np.ndarray:
-    """Seconds of ``algorithm`` at every count, without the cost per call."""
+def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
+          nranks: int, counts: np.ndarray, ds: int, params: dict[str, Any]) -> np.ndarray:
+    """Seconds of ``algorithm`` at every count under each of ``terms`` (protocols x
+    counts), without the cost per call."""
     channels = params.pop("channels", 1)
     params.pop("order", None)
     if registered(algorithm).composed:
         phases = describe(collective, algorithm, nranks, tuple(sorted(params.items())))
-        total = np.zeros(len(counts))
+        total = np.zeros((len(terms), len(counts)))
         for phase in phases:
             total += _phase_time(collective, phase, topology, terms, counts, ds, channels)
         return total
@@ -1137,9 +1267,10 @@ def _time(collective: str, algorithm: str, topology: Any, terms: tuple, nranks: 
 _PHASE_ORDERS: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
 
 
-def _phase_time(collective: str, phase: Phase, topology: Any, terms: tuple,
+def _phase_time(collective: str, phase: Phase, topology: Any, terms: Sequence[tuple[Any, ...]],
                 counts: np.ndarray, ds: int, channels: int) -> np.ndarray:
-    """One phase of a composed algorithm: every group ``channels`` times side by side."""
+    """One phase of a composed algorithm: every group ``channels`` times side by side
+    (protocols x counts)."""
     orders = _cached(_PHASE_ORDERS, (id(phase.groups), channels), (phase.groups,),
                      lambda: tuple(group for group in phase.groups for _ in range(channels)))
     cut = channels > 1 or collective in ("reduce_scatter", "allgather")
@@ -1212,15 +1343,42 @@ def price(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
     >>> round(one / eight)  # eight rings, each on its own NIC
     8
     """
+    return price_protocols(collective, algorithm, topology, sizes, (protocol,), nranks,
+                           dtype_size, **params)[0]
+
+
+def price_protocols(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
+                    protocols: Sequence[str | None], nranks: int | None = None,
+                    dtype_size: int = 4, **params: Any) -> np.ndarray:
+    """:func:`price` under each of ``protocols`` at once (see there for the other
+    parameters): the rows are routed once, and the paced rounds played rank by rank are
+    played once for all protocols, their sizes side by side.
+
+    Returns
+    -------
+    numpy.ndarray
+        Seconds, protocols x sizes: row ``k`` is ``price(..., protocol=protocols[k])``.
+
+    Examples
+    --------
+    >>> import topology
+    >>> one = topology.dgx_h100(1)
+    >>> both = price_protocols("allreduce", "tree", one, [1 << 20], ["LL", "Simple"])
+    >>> [bool(t == price("allreduce", "tree", one, [1 << 20], protocol=p)[0])
+    ...  for t, p in zip(both[:, 0], ["LL", "Simple"])]
+    [True, True]
+    """
     _check(collective, algorithm, params)
     check_int(dtype_size, "dtype_size", 1)
-    *terms, call_s = link_figures(topology, protocol, algorithm, params.get("channels", 1))
+    figures = [link_figures(topology, protocol, algorithm, params.get("channels", 1))
+               for protocol in protocols]
     nranks = topology.nranks if nranks is None else nranks
     check_int(nranks, "nranks", 1, topology.nranks,
               note=f" (the ranks topology {topology.name!r} places)")
     counts = count_of(collective, np.asarray(sizes, dtype=np.int64), dtype_size, nranks)
-    return call_s + _time(collective, algorithm, topology, tuple(terms), nranks, counts, dtype_size,
-                          dict(params))
+    call_s = np.array([f[-1] for f in figures])[:, None]
+    return call_s + _time(collective, algorithm, topology, [tuple(f[:-1]) for f in figures],
+                          nranks, counts, dtype_size, dict(params))
 
 
 def price_one(collective: str, algorithm: str, topology: Any, nbytes: int,

@@ -79,7 +79,7 @@ from .engine import simulate
 from .gpu import protocols
 from . import nccl_algorithms
 from .sweeps import run_jobs
-from .analytic import price, price_one
+from .analytic import price_one, price_protocols
 
 __all__ = ["SIZES", "candidates", "METHODS",
            "SIMULATE_MAX_RANKS", "MAX_SELECTED_RANKS", "Candidate", "Choice", "Range",
@@ -517,10 +517,20 @@ def closed_form(collective: str, algorithm: str, topology: Topology, nbytes: int
                      **params)
 
 
-def _closed_form(collective: str, nranks: int, dtype_size: int, topology: Any,
-                 protocol: str | None, algorithm: str, params: Params) -> list[float]:
-    return price(collective, algorithm, topology, SIZES, nranks, dtype_size, protocol,
-                 **dict(params)).tolist()
+def _closed_forms(jobs: list[tuple[Any, ...]]) -> list[list[float]]:
+    """The analytic times over :data:`SIZES` of each of ``jobs`` (as
+    :func:`_simulated` takes them), each candidate priced under all its jobs' protocols
+    at once (:func:`simulator.analytic.price_protocols`: its paced rounds played once)."""
+    grouped: dict[tuple[Any, ...], list[int]] = {}
+    for k, job in enumerate(jobs):
+        grouped.setdefault((*job[:4], *job[5:]), []).append(k)
+    priced: list[list[float]] = [[] for _ in jobs]
+    for (collective, nranks, dtype_size, topology, algorithm, params), at in grouped.items():
+        times = price_protocols(collective, algorithm, topology, SIZES,
+                                [jobs[k][4] for k in at], nranks, dtype_size, **dict(params))
+        for k, row in zip(at, times.tolist()):
+            priced[k] = row
+    return priced
 
 
 def _simulated(collective: str, nranks: int, dtype_size: int, topology: Any,
@@ -657,7 +667,7 @@ def _build_table(collective: str, topology: Any, nranks: int, dtype_size: int,
     if method == "simulate":
         priced = run_jobs(_simulated, ours, nranks, f"simulating {collective} on {topology.name}")
     else:
-        priced = [_closed_form(*job) for job in ours]
+        priced = _closed_forms(ours)
     left = iter(priced)
     columns = [_nccl_priced(collective, topology, job[4], job[5]) if theirs else next(left)
                for job, theirs in zip(jobs, nccl)]
