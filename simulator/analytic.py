@@ -1091,14 +1091,18 @@ class _Described:
                               dtype=bool).reshape(-1, 3)[layout.row_class][:, :, None]
 
     def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
-             ds: int, piece: np.ndarray | None) -> tuple[np.ndarray, list[tuple[Any, ...]] | None]:
+             ds: int, piece: np.ndarray | None,
+             apart: bool = False) -> tuple[np.ndarray, list[tuple[Any, ...]] | None]:
         """Seconds at every count (elements) under each of ``terms`` (a protocol's link
         latency and bandwidth, FIFO slot, link shares and seconds per byte reduced, as
-        :func:`simulator.gpu.link_figures` gives them; protocols x counts): over the blocks, the slowest message times its coefficient plus the
-        chain's crossing (the sum over its hops) times its, and the paced rounds
-        (:meth:`_stretched`); but where the paced rounds are played (:attr:`_Layout.flow`)
-        they are left out, and what :meth:`_Flow.time` plays them from is returned per
-        protocol (else None)."""
+        :func:`simulator.gpu.link_figures` gives them; protocols x counts): over the
+        blocks, the slowest message times its coefficient plus the chain's crossing (the
+        sum over its hops) times its, and the paced rounds (:meth:`_stretched`); but
+        where the paced rounds are played (:attr:`_Layout.flow`) they are left out, and
+        what :meth:`_Flow.time` plays them from is returned per protocol (else None).
+        ``apart``: every message's blocks lie apart in the buffer, in runs of ``piece``
+        bytes (a composed algorithm's phase), not only those its description says are
+        pieced."""
         if not self.messages:
             return np.zeros((len(terms), len(counts))), None
         layout = self.layout
@@ -1110,7 +1114,8 @@ class _Described:
         mine, theirs, many = layout.expanded.T
         shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
                                  layout.pair_rows, axis=0)[layout.pair]
-        reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1], self.flags[:, 2]
+        reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1] | apart, \
+            self.flags[:, 2]
         sent = ~(skip_empty & (nbytes <= 0))
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
@@ -1192,12 +1197,13 @@ def _resolved(entry: Algorithm, collective: str, q: int, count: int,
 
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
                orders: Orders, counts: np.ndarray, ds: int, params: dict[str, Any],
-               piece: np.ndarray | None) -> np.ndarray:
+               piece: np.ndarray | None, apart: bool = False) -> np.ndarray:
     """One flat algorithm over ``orders`` (its channels and groups), each order carrying
-    ``counts`` elements (one per size), under each of ``terms`` (protocols x sizes); the
-    paced rounds that a description's :class:`_Flow` plays (it is shared by the
-    descriptions of the same positions, at every count where they resolve alike) are
-    played once for every protocol and description."""
+    ``counts`` elements (one per size), under each of ``terms`` (protocols x sizes), its
+    messages in runs of ``piece`` bytes where they are pieced, every one where ``apart``
+    (:meth:`_Described.time`); the paced rounds that a description's :class:`_Flow`
+    plays (it is shared by the descriptions of the same positions, at every count where
+    they resolve alike) are played once for every protocol and description."""
     q = len(orders[0])
     if q < 2:
         return np.zeros((len(terms), len(counts)))
@@ -1210,7 +1216,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         at = np.array([r == key for r in resolved])
         described = _described(topology, orders, describe(collective, algorithm, q, key))
         out[:, at], inputs = described.time(topology, terms, counts[at], ds,
-                                            None if piece is None else piece[at])
+                                            None if piece is None else piece[at], apart)
         flow = described.layout.flow
         if inputs is not None and flow is not None:
             plays.setdefault(id(flow), (flow, []))[1].extend(
@@ -1274,11 +1280,16 @@ def _phase_time(collective: str, phase: Phase, topology: Any, terms: Sequence[tu
     orders = _cached(_PHASE_ORDERS, (id(phase.groups), channels), (phase.groups,),
                      lambda: tuple(group for group in phase.groups for _ in range(channels)))
     cut = channels > 1 or collective in ("reduce_scatter", "allgather")
-    piece = _piece(phase.piece, counts, channels, ds) \
-        if phase.piece is not None and cut else None
     elements = _ceil_div(_ceil_div(counts, phase.fraction), channels)
+    # a group's vector lies in the phase's blocks apart in the buffer, and a channel
+    # takes its part of each group rank's block (:func:`collectives.compose.channel_parts`):
+    # runs of a whole block of the buffer or of that part, the smaller; every message
+    # over several (a ring's block too) goes as a transfer per run
+    piece = np.minimum(_piece(phase.piece, counts, 1, ds),
+                       _ceil_div(elements, len(phase.groups[0])) * ds) \
+        if phase.piece is not None and cut else None
     return _flat_time(phase.collective, phase.algorithm, topology, terms, orders, elements,
-                      ds, {}, piece)
+                      ds, {}, piece, apart=True)
 
 
 def _check(collective: str, algorithm: str, params: dict[str, Any]) -> None:
