@@ -162,9 +162,13 @@ _HEAP_LINK = 0
 # ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
 # R, a record per rank: its next step (where it is in S), operations pending, end of its
-# steps, finish time, when its CPU is free of overheads
-_RANK = np.dtype([("current", np.int64), ("pending", np.int64), ("step_end", np.int64),
-                  ("finish", np.float64), ("cpu_free", np.float64)])
+# steps, finish time, when its CPU is free of overheads (a cache line each: see _CACHE_LINE)
+_RANK = np.dtype({"names": ["current", "pending", "step_end", "finish", "cpu_free"],
+                  "formats": [np.int64, np.int64, np.int64, np.float64, np.float64],
+                  "itemsize": 64})
+# the bytes of a cache line: the records an event reads (L, R) start at a multiple of it,
+# so that each is one line, not two (NumPy aligns an array to 16 bytes only)
+_CACHE_LINE = 64
 
 
 @intrinsic
@@ -173,6 +177,24 @@ def _bits(typingctx, x):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.IntType(64))
     return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask the CPU to bring the cache line of ``array[index]`` in, for a read soon: a hint
+    (``llvm.prefetch``), which never faults, even past the array's end, and changes no
+    result."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        address = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        int32 = ir.IntType(32)
+        hint = ir.Function(builder.module, ir.FunctionType(
+            ir.VoidType(), (address.type, int32, int32, int32)), "llvm.prefetch") \
+            if "llvm.prefetch" not in builder.module.globals \
+            else builder.module.globals["llvm.prefetch"]
+        builder.call(hint, (address, int32(0), int32(3), int32(1)))  # read, keep, data
+        return context.get_dummy_value()
+    return types.none(array, types.int64), codegen
 
 
 @_njit(_nrt=False)
@@ -301,6 +323,7 @@ def _pop(HT, HE, counters):
     kind, a, b = HE[row + _EVENT_KIND], HE[row + _EVENT_A], HE[row + _EVENT_B]
     if HE[row + _EVENT_NEXT] >= 0:
         HE[at + _FIRST_EVENT] = HE[row + _EVENT_NEXT]
+        _prefetch(HE, _event(HE[row + _EVENT_NEXT]))  # scheduled long ago: out of cache
     else:  # the instant's last event: the instant goes
         _forget(HT, HE, counters, instant)
         HE[at + _FIRST_EVENT] = counters[_FREE_INSTANT]
@@ -372,6 +395,7 @@ def _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT
     """Start message ``t`` of ``route``: put it on its links, at its cap if none of them
     binds (in a flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
     code = M[t]
+    _prefetch(M, t + 1)
     nbytes = code >> 1
     counters[_TRANSFERS] += 1
     if len(MF):
@@ -473,6 +497,7 @@ def _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots,
                             L, N)
     R[rank].pending = count
     R[rank].current = index + 1 + count
+    _prefetch(S, index + 1 + count)
 
 
 @_njit(_nrt=False)
@@ -796,8 +821,8 @@ def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK
 
 
 @_njit(_nrt=False)
-def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT, hops,
-              L, N):
+def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, D, free_slots, RT,
+              hops, L, N):
     """The last byte of the flow in slot ``f`` left, unless its rate changed since this end
     was scheduled; the slot is free again.  The message arrives after the route's latency
     less what FIFO slots of ``fifo_slot`` bytes hide, the route's shares of a slot
@@ -841,6 +866,8 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT
     if shared:
         _request_share(now, HT, HE, counters)
     nbytes = F[f].bytes
+    if message & 1:  # the arrival reads the bytes it reduces
+        _prefetch(M, message >> 1)
     unit = nbytes if fifo_slot == np.inf else min(nbytes, fifo_slot) / RT[route, _SHARES]
     latency = max(0.0, RT[route, _LATENCY] - max(0.0, nbytes - unit) / cap)
     _push(HT, HE, counters, now + latency, _ARRIVE, message >> 1,
@@ -887,8 +914,8 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
             return _ROOM, 0.0
         now, kind, a, b = _pop(HT, HE, counters)
         if kind == _FLOW_END:
-            _flow_end(a, b, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT, hops,
-                      L, N)
+            _flow_end(a, b, now, fifo_slot, HT, HE, counters, M, F, D, free_slots, RT,
+                      hops, L, N)
         elif kind == _ARRIVE:  # message a of route b >> 1, reducing if b & 1
             if len(MF):
                 MF[a, _ARRIVAL] = now
@@ -983,6 +1010,13 @@ def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, 
             D = np.concatenate((D, np.empty(len(D) + 2 * len(F), dtype=np.int64)))
 
 
+def _aligned_zeros(n: int, dtype: np.dtype) -> np.ndarray:
+    """``np.zeros(n, dtype)`` starting at a multiple of :data:`_CACHE_LINE` bytes."""
+    buffer = np.zeros(n * dtype.itemsize + _CACHE_LINE, dtype=np.uint8)
+    start = -buffer.ctypes.data % _CACHE_LINE
+    return buffer[start:start + n * dtype.itemsize].view(dtype)
+
+
 def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
                  trace: bool, slot: float = float("inf")) -> tuple[Any, ...] | None:
     """Simulate ``flat``.
@@ -1015,11 +1049,11 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     PC = np.repeat(flat.message_ptr[:-1], 2).reshape(-1, 2)
     RT = np.stack((flat.route_latency, flat.route_cap, flat.route_shares), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
-    L = np.zeros(len(flat.bandwidth), dtype=_LINK)
+    L = _aligned_zeros(len(flat.bandwidth), _LINK)
     L["bandwidth"] = flat.bandwidth
     L["head"] = L["tail"] = -1
     LS = np.zeros(len(flat.bandwidth), dtype=_LINK_SHARING)
-    R = np.zeros(len(flat.rank_ptr) - 1, dtype=_RANK)
+    R = _aligned_zeros(len(flat.rank_ptr) - 1, _RANK)
     R["current"], R["step_end"] = flat.rank_ptr[:-1], flat.rank_ptr[1:]
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
