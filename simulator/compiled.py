@@ -17,7 +17,10 @@ State lives in a few arrays of rows, one row per link, rank, route hop or *flow 
 two-dimensional arrays (the columns are named below) or, where a row holds integers and
 floats, NumPy records, so that what one event reads of a link or a slot is one row, one
 or two cache lines, rather than a row of integers and another of floats (the sharing's
-own fields are in rows of their own).
+own fields are in rows of their own).  The rows an event reads of a link, a rank and a
+route start on a cache line; what an event will read, written or read long before (the
+instant's next event, the bytes an arrival reduces, a route's next message, a rank's next
+step), is asked for ahead (:func:`_prefetch`).
 Pending events wait in a queue per instant, the instants in a heap and a hash table by
 time: a symmetric schedule has hundreds of events per instant, so most events cost a
 look-up, not a heap's dozen levels.  A rank's steps and a message's bytes and whether it
@@ -107,12 +110,12 @@ _FIRST_EVENT, _LAST_EVENT = range(2)
 # S, the steps (read only, :attr:`FlatSchedule.steps`): per rank, per step its count of
 # ends, then each end's ``2 * route + side`` (0 send, 1 receive).  M, int64 per message
 # (read only, :attr:`FlatSchedule.message`): ``2 * bytes + reduce``
-# RK, int64 per route (:attr:`FlatSchedule.route_ranks`): its ranks
-_SRC, _DST = range(2)
-# PC, int64 per route: the next message of its sends, of its receives (the k-th send of
-# a route and its k-th receive are one message, posted in program order: a message's other
-# end is posted if the other side's next message is past it)
-_SENDS, _RECEIVES = range(2)
+# PC, int64 per route (a row of 32 bytes: what an arrival reads of its route and what the
+# receiving rank's next post reads of it, often the same route, in one line): the next
+# message of its sends, of its receives (the k-th send of a route and its k-th receive are
+# one message, posted in program order: a message's other end is posted if the other
+# side's next message is past it); its ranks (:attr:`FlatSchedule.route_ranks`)
+_SENDS, _RECEIVES, _SRC, _DST = range(4)
 # MF, float64 per message, only with an overhead or a trace (else no rows): when the send
 # may go (overhead), start, arrival
 _READY, _BEGIN, _ARRIVAL = range(3)
@@ -166,7 +169,7 @@ _NEXT, _PREV, _FLOW = range(3)
 _RANK = np.dtype({"names": ["current", "pending", "step_end", "finish", "cpu_free"],
                   "formats": [np.int64, np.int64, np.int64, np.float64, np.float64],
                   "itemsize": 64})
-# the bytes of a cache line: the records an event reads (L, R) start at a multiple of it,
+# the bytes of a cache line: the records an event reads (L, R, PC) start at a multiple of it,
 # so that each is one line, not two (NumPy aligns an array to 16 bytes only)
 _CACHE_LINE = 64
 
@@ -899,7 +902,7 @@ def _slots(n, hops_per_slot, F, FS, N, free_slots, nfree):
 
 
 @_njit(_nrt=False)
-def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, counters, F,
+def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, counters, F,
          W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room
     in the arrays (:data:`_ROOM`: :func:`_simulate` grows them), or until the sharing is
@@ -922,18 +925,18 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
             if len(trace_order):
                 trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
-            _op_done(RK[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F,
+            _op_done(PC[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F,
                      D, free_slots, RT, hops, L, N, R)
             if overhead:
-                delay = _spend(RK[b >> 1, _DST], now, overhead, R) - now
+                delay = _spend(PC[b >> 1, _DST], now, overhead, R) - now
                 _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, b)
                 continue
             cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if not cost:
-                _op_done(RK[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
                          F, D, free_slots, RT, hops, L, N, R)
             else:
-                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b >> 1, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
         elif kind == _OP_DONE:
             _op_done(a, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
                      hops, L, N, R)
@@ -943,9 +946,9 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
         elif kind == _RECEIVE_DONE:
             cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if cost:
-                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b >> 1, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
             else:
-                _op_done(RK[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
                          F, D, free_slots, RT, hops, L, N, R)
         else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
@@ -964,7 +967,7 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
 
 
 @_njit()
-def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, LK, LQ,
+def _simulate(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, LS, R, LK, LQ,
               B, trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
@@ -991,7 +994,7 @@ def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, 
         _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
               hops, L, N, R)
     while True:
-        done, now = _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE,
+        done, now = _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE,
                          counters, F, W, D, N, free_slots, trace_order, most_ends)
         if done == _DONE:
             return counters
@@ -1046,7 +1049,9 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     """
     messages = len(flat.message)
     MF = np.empty((messages if trace or overhead else 0, 3))
-    PC = np.repeat(flat.message_ptr[:-1], 2).reshape(-1, 2)
+    PC = _aligned_zeros(4 * len(flat.route_ranks), np.dtype(np.int64)).reshape(-1, 4)
+    PC[:, _SENDS] = PC[:, _RECEIVES] = flat.message_ptr[:-1]
+    PC[:, _SRC], PC[:, _DST] = flat.route_ranks[:, 0], flat.route_ranks[:, 1]
     RT = np.stack((flat.route_latency, flat.route_cap, flat.route_shares), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
     L = _aligned_zeros(len(flat.bandwidth), _LINK)
@@ -1061,7 +1066,7 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     B = np.empty(len(flat.bandwidth), dtype=_BINDING)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
     counters = _simulate(float(gamma), float(overhead), float(slot), flat.steps, flat.message,
-                         flat.route_ranks, MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
+                         MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
                          hops_per_slot)
     if not np.array_equal(R["current"], R["step_end"]) or R["pending"].any():
         return None
