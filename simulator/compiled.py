@@ -17,7 +17,10 @@ State lives in a few arrays of rows, one row per link, rank, route hop or *flow 
 two-dimensional arrays (the columns are named below) or, where a row holds integers and
 floats, NumPy records, so that what one event reads of a link or a slot is one row, one
 or two cache lines, rather than a row of integers and another of floats (the sharing's
-own fields are in rows of their own).
+own fields are in rows of their own).  The rows an event reads of a link, a rank and a
+route start on a cache line; what an event will read, written or read long before (the
+instant's next event, the bytes an arrival reduces, a route's next message, a rank's next
+step), is asked for ahead (:func:`_prefetch`).
 Pending events wait in a queue per instant, the instants in a heap and a hash table by
 time: a symmetric schedule has hundreds of events per instant, so most events cost a
 look-up, not a heap's dozen levels.  A rank's steps and a message's bytes and whether it
@@ -107,12 +110,12 @@ _FIRST_EVENT, _LAST_EVENT = range(2)
 # S, the steps (read only, :attr:`FlatSchedule.steps`): per rank, per step its count of
 # ends, then each end's ``2 * route + side`` (0 send, 1 receive).  M, int64 per message
 # (read only, :attr:`FlatSchedule.message`): ``2 * bytes + reduce``
-# RK, int64 per route (:attr:`FlatSchedule.route_ranks`): its ranks
-_SRC, _DST = range(2)
-# PC, int64 per route: the next message of its sends, of its receives (the k-th send of
-# a route and its k-th receive are one message, posted in program order: a message's other
-# end is posted if the other side's next message is past it)
-_SENDS, _RECEIVES = range(2)
+# PC, int64 per route (a row of 32 bytes: what an arrival reads of its route and what the
+# receiving rank's next post reads of it, often the same route, in one line): the next
+# message of its sends, of its receives (the k-th send of a route and its k-th receive are
+# one message, posted in program order: a message's other end is posted if the other
+# side's next message is past it); its ranks (:attr:`FlatSchedule.route_ranks`)
+_SENDS, _RECEIVES, _SRC, _DST = range(4)
 # MF, float64 per message, only with an overhead or a trace (else no rows): when the send
 # may go (overhead), start, arrival
 _READY, _BEGIN, _ARRIVAL = range(3)
@@ -162,9 +165,13 @@ _HEAP_LINK = 0
 # ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
 # R, a record per rank: its next step (where it is in S), operations pending, end of its
-# steps, finish time, when its CPU is free of overheads
-_RANK = np.dtype([("current", np.int64), ("pending", np.int64), ("step_end", np.int64),
-                  ("finish", np.float64), ("cpu_free", np.float64)])
+# steps, finish time, when its CPU is free of overheads (a cache line each: see _CACHE_LINE)
+_RANK = np.dtype({"names": ["current", "pending", "step_end", "finish", "cpu_free"],
+                  "formats": [np.int64, np.int64, np.int64, np.float64, np.float64],
+                  "itemsize": 64})
+# the bytes of a cache line: the records an event reads (L, R, PC) start at a multiple of it,
+# so that each is one line, not two (NumPy aligns an array to 16 bytes only)
+_CACHE_LINE = 64
 
 
 @intrinsic
@@ -173,6 +180,24 @@ def _bits(typingctx, x):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.IntType(64))
     return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask the CPU to bring the cache line of ``array[index]`` in, for a read soon: a hint
+    (``llvm.prefetch``), which never faults, even past the array's end, and changes no
+    result."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        address = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        int32 = ir.IntType(32)
+        hint = ir.Function(builder.module, ir.FunctionType(
+            ir.VoidType(), (address.type, int32, int32, int32)), "llvm.prefetch") \
+            if "llvm.prefetch" not in builder.module.globals \
+            else builder.module.globals["llvm.prefetch"]
+        builder.call(hint, (address, int32(0), int32(3), int32(1)))  # read, keep, data
+        return context.get_dummy_value()
+    return types.none(array, types.int64), codegen
 
 
 @_njit(_nrt=False)
@@ -301,6 +326,7 @@ def _pop(HT, HE, counters):
     kind, a, b = HE[row + _EVENT_KIND], HE[row + _EVENT_A], HE[row + _EVENT_B]
     if HE[row + _EVENT_NEXT] >= 0:
         HE[at + _FIRST_EVENT] = HE[row + _EVENT_NEXT]
+        _prefetch(HE, _event(HE[row + _EVENT_NEXT]))  # scheduled long ago: out of cache
     else:  # the instant's last event: the instant goes
         _forget(HT, HE, counters, instant)
         HE[at + _FIRST_EVENT] = counters[_FREE_INSTANT]
@@ -372,6 +398,7 @@ def _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT
     """Start message ``t`` of ``route``: put it on its links, at its cap if none of them
     binds (in a flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
     code = M[t]
+    _prefetch(M, t + 1)
     nbytes = code >> 1
     counters[_TRANSFERS] += 1
     if len(MF):
@@ -473,6 +500,7 @@ def _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots,
                             L, N)
     R[rank].pending = count
     R[rank].current = index + 1 + count
+    _prefetch(S, index + 1 + count)
 
 
 @_njit(_nrt=False)
@@ -796,8 +824,8 @@ def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK
 
 
 @_njit(_nrt=False)
-def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT, hops,
-              L, N):
+def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, D, free_slots, RT,
+              hops, L, N):
     """The last byte of the flow in slot ``f`` left, unless its rate changed since this end
     was scheduled; the slot is free again.  The message arrives after the route's latency
     less what FIFO slots of ``fifo_slot`` bytes hide, the route's shares of a slot
@@ -841,6 +869,8 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT
     if shared:
         _request_share(now, HT, HE, counters)
     nbytes = F[f].bytes
+    if message & 1:  # the arrival reads the bytes it reduces
+        _prefetch(M, message >> 1)
     unit = nbytes if fifo_slot == np.inf else min(nbytes, fifo_slot) / RT[route, _SHARES]
     latency = max(0.0, RT[route, _LATENCY] - max(0.0, nbytes - unit) / cap)
     _push(HT, HE, counters, now + latency, _ARRIVE, message >> 1,
@@ -872,7 +902,7 @@ def _slots(n, hops_per_slot, F, FS, N, free_slots, nfree):
 
 
 @_njit(_nrt=False)
-def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, counters, F,
+def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, counters, F,
          W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room
     in the arrays (:data:`_ROOM`: :func:`_simulate` grows them), or until the sharing is
@@ -887,26 +917,26 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
             return _ROOM, 0.0
         now, kind, a, b = _pop(HT, HE, counters)
         if kind == _FLOW_END:
-            _flow_end(a, b, now, fifo_slot, HT, HE, counters, F, D, free_slots, RT, hops,
-                      L, N)
+            _flow_end(a, b, now, fifo_slot, HT, HE, counters, M, F, D, free_slots, RT,
+                      hops, L, N)
         elif kind == _ARRIVE:  # message a of route b >> 1, reducing if b & 1
             if len(MF):
                 MF[a, _ARRIVAL] = now
             if len(trace_order):
                 trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
-            _op_done(RK[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F,
+            _op_done(PC[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F,
                      D, free_slots, RT, hops, L, N, R)
             if overhead:
-                delay = _spend(RK[b >> 1, _DST], now, overhead, R) - now
+                delay = _spend(PC[b >> 1, _DST], now, overhead, R) - now
                 _push(HT, HE, counters, now + delay, _RECEIVE_DONE, a, b)
                 continue
             cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if not cost:
-                _op_done(RK[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
                          F, D, free_slots, RT, hops, L, N, R)
             else:
-                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b >> 1, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
         elif kind == _OP_DONE:
             _op_done(a, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
                      hops, L, N, R)
@@ -916,9 +946,9 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
         elif kind == _RECEIVE_DONE:
             cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if cost:
-                _push(HT, HE, counters, now + cost, _OP_DONE, RK[b >> 1, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
             else:
-                _op_done(RK[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
                          F, D, free_slots, RT, hops, L, N, R)
         else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
@@ -937,7 +967,7 @@ def _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE, c
 
 
 @_njit()
-def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, LK, LQ,
+def _simulate(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, LS, R, LK, LQ,
               B, trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
@@ -964,7 +994,7 @@ def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, 
         _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
               hops, L, N, R)
     while True:
-        done, now = _run(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, R, HT, HE,
+        done, now = _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE,
                          counters, F, W, D, N, free_slots, trace_order, most_ends)
         if done == _DONE:
             return counters
@@ -981,6 +1011,13 @@ def _simulate(gamma, overhead, fifo_slot, S, M, RK, MF, PC, RT, hops, L, LS, R, 
             E = np.empty((len(F) * hops_per_slot, 2), dtype=np.int32)
         if counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
             D = np.concatenate((D, np.empty(len(D) + 2 * len(F), dtype=np.int64)))
+
+
+def _aligned_zeros(n: int, dtype: np.dtype) -> np.ndarray:
+    """``np.zeros(n, dtype)`` starting at a multiple of :data:`_CACHE_LINE` bytes."""
+    buffer = np.zeros(n * dtype.itemsize + _CACHE_LINE, dtype=np.uint8)
+    start = -buffer.ctypes.data % _CACHE_LINE
+    return buffer[start:start + n * dtype.itemsize].view(dtype)
 
 
 def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
@@ -1012,14 +1049,16 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     """
     messages = len(flat.message)
     MF = np.empty((messages if trace or overhead else 0, 3))
-    PC = np.repeat(flat.message_ptr[:-1], 2).reshape(-1, 2)
+    PC = _aligned_zeros(4 * len(flat.route_ranks), np.dtype(np.int64)).reshape(-1, 4)
+    PC[:, _SENDS] = PC[:, _RECEIVES] = flat.message_ptr[:-1]
+    PC[:, _SRC], PC[:, _DST] = flat.route_ranks[:, 0], flat.route_ranks[:, 1]
     RT = np.stack((flat.route_latency, flat.route_cap, flat.route_shares), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
-    L = np.zeros(len(flat.bandwidth), dtype=_LINK)
+    L = _aligned_zeros(len(flat.bandwidth), _LINK)
     L["bandwidth"] = flat.bandwidth
     L["head"] = L["tail"] = -1
     LS = np.zeros(len(flat.bandwidth), dtype=_LINK_SHARING)
-    R = np.zeros(len(flat.rank_ptr) - 1, dtype=_RANK)
+    R = _aligned_zeros(len(flat.rank_ptr) - 1, _RANK)
     R["current"], R["step_end"] = flat.rank_ptr[:-1], flat.rank_ptr[1:]
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
@@ -1027,7 +1066,7 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     B = np.empty(len(flat.bandwidth), dtype=_BINDING)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
     counters = _simulate(float(gamma), float(overhead), float(slot), flat.steps, flat.message,
-                         flat.route_ranks, MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
+                         MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
                          hops_per_slot)
     if not np.array_equal(R["current"], R["step_end"]) or R["pending"].any():
         return None
