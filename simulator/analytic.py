@@ -730,19 +730,20 @@ class _Flow:
     messages' ends (max-plus over the rounds; a rank with nothing to do in a round, or
     only empty messages left out, keeps its clock).
 
-    ``row``: per message of a round, the rounds one after another; ``kind``, ``kinds``: each message's kind (its row and which of its links are shared
-    in its round) and per kind its row and its links not shared (their slowest is taken
-    once per kind); ``rounds``: per round its messages (a slice of those) and their
-    ranks (sender over receiver), across (width first, so that each reduction is
-    elementwise over slabs): the messages on each shared link (numbered in the round,
-    by block: messages of two blocks never share a link, as :func:`_route_rows` has
-    them) and its messages' ends (sends, then receives) gathered by rank; then the
-    messages with a shared link (numbered in the round) and the ranks whose ends those
-    are; ``queues``: per round, across as well, each shared link's entries (the
-    messages' places in their rows' links, rows x (links and one of its own, its bytes
-    alone, last), flat) and which of them are real (the rest pad a link's queue to the
-    round's longest), and per message with a shared link its cells in that table, one
-    per such link; ``ranks``: one more than the highest rank."""
+    ``row``: per message of a round, the rounds one after another; ``kind``, ``kinds``:
+    each message's kind (its row and which of its links are shared in its round) and per
+    kind its row and its links not shared (their slowest is taken once per kind);
+    ``rounds``: per round its messages (a slice of those) and their ranks (sender over
+    receiver), across (width first, so that each reduction is elementwise over slabs):
+    the messages on each shared link (numbered in the round, by block: messages of two
+    blocks never share a link, as :func:`_route_rows` has them) and its messages' ends
+    (sends, then receives) gathered by rank; then the messages with a shared link
+    (numbered in the round) and the ranks whose ends those are; ``queues``: per round,
+    across as well, each shared link's entries (the messages' places in their rows'
+    links, rows x (links and one of its own, its bytes alone, last), flat) and which of
+    them are real (the rest pad a link's queue to the round's longest), and per message
+    with a shared link its cells in that table, one per such link; ``ranks``: one more
+    than the highest rank."""
 
     __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues")
 
