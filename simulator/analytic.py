@@ -26,9 +26,9 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   few enough messages to route them all (:func:`_played`), as the simulator plays
   the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
   once both its ends are done with the round before, its bytes are through once each
-  link of its route has carried its share, a shared link busy from its first message's
-  start at the rate its messages get elsewhere, and the sender is done after its
-  transfer, the receiver after its reduction too), unless the description holds its
+  link of its route has carried its share, a link the round's messages share carrying
+  them from their own starts, equally among those in flight, and the sender is done
+  after its transfer, the receiver after its reduction too), unless the description holds its
   paced rounds to the lock-step sum (:attr:`collectives.traffic.Round.held`); the time
   is the sum over the rounds, plus the GPU model's cost per call
   (:func:`simulator.gpu.gpu_terms`).
@@ -75,7 +75,7 @@ import functools
 import hashlib
 import itertools
 from reprlib import repr as brief
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -714,36 +714,38 @@ class _Flow:
     """The paced rounds played as the simulator plays the ranks' steps: in each round
     every message in flight (a piece of :attr:`_Layout.hops` in that round) starts once
     both its ends are done with the round before (each rank has a clock); its bytes are
-    through once every link of its route has carried its share there (its row's shared
-    time on the link), and no sooner than its own start plus its bytes' time alone.  A
-    link that several of the round's messages share is busy from the first of them to
-    start, at the rate they can get elsewhere (the least of their other links'
-    bandwidth over the messages on it, as a share of this link's, at most all of it):
-    a message that starts late on it is credited the time since that first start at
-    that rate (as the simulator's link, busy throughout, ends it with the others rather
-    than its shared time after its own start).  Its sender is done its latency later,
-    its receiver after its reduction too, and a rank's clock moves to the last of its
+    through once every link of its route has carried its share there (on a link that
+    no other message of the round takes, its row's shared time), and no sooner than
+    its own start plus its bytes' time alone.  A link that several of the round's
+    messages share carries them as the simulator's link does on its own
+    (:func:`_shared_ends`): each from its own start, the link's rate shared equally
+    among those started and not through, re-shared whenever one starts or ends; so a
+    message that starts early has the link to itself until the next starts, and one
+    that starts late ends with the others.  What a message is held back to on another
+    link meanwhile is not seen: the simulator's max-min sharing then gives the others
+    more of this link, and the message, held on one link and then on another, may end
+    later than either link alone has it (on flat, tree AllGather at 4 segments on 3,
+    6, 11, 15 and 17 ranks: up to -1.0%).  Its sender is done its latency later, its
+    receiver after its reduction too, and a rank's clock moves to the last of its
     messages' ends (max-plus over the rounds; a rank with nothing to do in a round, or
     only empty messages left out, keeps its clock).
 
-    ``row``: per message of a round, the rounds one after another; ``entries``,
-    ``starts``, ``crowd``: the messages' links that several share (in messages x (links
-    and one of its own, its bytes alone, last), flat), link by link, the rounds in turn,
-    where each link starts among them and the messages on it; ``groups``: per round its
-    first shared link among those; ``kind``, ``kinds``: each message's kind (its row
-    and which of its links are shared in its round) and per kind its row and its links
-    not shared (their slowest is taken once per kind: such a link credits nothing);
+    ``row``: per message of a round, the rounds one after another; ``kind``, ``kinds``:
+    each message's kind (its row and which of its links are shared in its round) and per
+    kind its row and its links not shared (their slowest is taken once per kind);
     ``rounds``: per round its messages (a slice of those) and their ranks (sender over
     receiver), across (width first, so that each reduction is elementwise over slabs):
     the messages on each shared link (numbered in the round, by block: messages of two
-    blocks never share a link, as :func:`_route_rows` has them), per message with a
-    shared link those links' places in its row's links (row x (links and its own),
-    flat) and numbers in the round, and its messages' ends (sends, then receives)
-    gathered by rank; then the messages with a shared link (numbered in the round) and
-    the ranks whose ends those are; ``ranks``: one more than the highest rank."""
+    blocks never share a link, as :func:`_route_rows` has them) and its messages' ends
+    (sends, then receives) gathered by rank; then the messages with a shared link
+    (numbered in the round) and the ranks whose ends those are; ``queues``: per round,
+    across as well, each shared link's entries (the messages' places in their rows'
+    links, rows x (links and one of its own, its bytes alone, last), flat) and which of
+    them are real (the rest pad a link's queue to the round's longest), and per message
+    with a shared link its cells in that table, one per such link; ``ranks``: one more
+    than the highest rank."""
 
-    __slots__ = ("row", "crowd", "entries", "starts", "groups", "rounds", "ranks", "kind",
-                 "kinds", "crowded")
+    __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
         row, first, end, sender, receiver = hops[:, :5].T
@@ -757,31 +759,18 @@ class _Flow:
         cuts = np.flatnonzero(np.r_[True, when[1:] != when[:-1], True])
         lo, hi = cuts[:-1], cuts[1:]
         at = np.repeat(np.arange(len(lo)), hi - lo)  # each message's round
-        members, link = self._links(hops[hop, 5:], block[hop], at, lo)
+        members, link, cell, queues = self._links(hops[hop, 5:], block[hop], at, lo)
         ends, ranks = self._ends(sender, receiver, at, lo, hi)
         shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None]
-        self.crowded = self._crowded(link.shape[1])
         self.kind, self.kinds = self._kinds(shared)
-        crossing, places, numbers = self._crossing(shared, link, at, lo)
+        crossing, cells = self._crossing(shared, cell, at, lo)
         # the padded tables across (their width first), so that each reduction over a
         # row's entries is an elementwise one over whole slabs
         pair = np.stack([sender, receiver])
-        self.rounds = [(slice(a, b), pair[:, a:b],
-                        *map(_across, (m, p, n, e)), c, r)
-                       for a, b, m, c, p, n, e, r in zip(lo.tolist(), hi.tolist(), members,
-                                                         crossing, places, numbers, ends,
-                                                         ranks)]
-
-    def _crowded(self, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The messages alike in row and in how many share each of their links (of
-        ``width``, their own included), as those rows and crowds, and where each entry
-        of :attr:`entries` lies among them (alike x width, flat): :meth:`_credit` works
-        on those, a few thousand of a play's hundreds of thousands of messages."""
-        crowds = np.ones((len(self.row), width), dtype=np.int64)
-        crowds.reshape(-1)[self.entries] = self.crowd
-        alike, which, _ = _unique_rows(np.column_stack([self.row, crowds]))
-        return alike[:, 0], alike[:, 1:], which[self.entries // width] * width \
-            + self.entries % width
+        self.rounds = [(slice(a, b), pair[:, a:b], *map(_across, (m, e)), c, r)
+                       for a, b, m, c, e, r in zip(lo.tolist(), hi.tolist(), members,
+                                                   crossing, ends, ranks)]
+        self.queues = [(spots, real, _across(c)) for (spots, real), c in zip(queues, cells)]
 
     def _kinds(self, shared: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Each message's kind (its row and which of its links, ``shared``: messages x
@@ -793,32 +782,34 @@ class _Flow:
         alone = (kinds[:, None] >> np.arange(width) & 1) == 0
         return kind.astype(np.int32), (kinds >> width, alone)
 
-    def _crossing(self, shared: np.ndarray, link: np.ndarray, at: np.ndarray,
-                  lo: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray],
-                                           list[np.ndarray]]:
-        """Per round the messages (numbered in it) with a ``shared`` link, and per such
-        message (a row, padded with its first) those links' places in its row's links
-        (row x (links and its own), flat) and numbers in the round (``link``)."""
+    @staticmethod
+    def _crossing(shared: np.ndarray, cell: np.ndarray, at: np.ndarray,
+                  lo: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per round the messages (numbered in it) with a ``shared`` link (messages x
+        (links and its own)), and per such message (a row, padded with its first) those
+        links' cells in the round's table of queues (``cell``, flat as ``shared``)."""
         width = shared.shape[1]
         message, position = np.nonzero(shared)
         starts = np.flatnonzero(np.diff(message, prepend=-1))
         rounds = at[message[starts]]
-        places = self.row[message].astype(np.int64) * width + position
         count = len(lo)
         return (np.split((message - lo[at[message]])[starts].astype(np.int32),
                          np.searchsorted(rounds, np.arange(1, count))),
-                _in_rounds(places, starts, rounds, count),
-                _in_rounds(link[message, position], starts, rounds, count))
+                _in_rounds(cell[message * width + position], starts, rounds, count))
 
     def _links(self, links: np.ndarray, block: np.ndarray, at: np.ndarray,
-               lo: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+               lo: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray,
+                                        list[tuple[np.ndarray, np.ndarray]]]:
         """Per message its ``links`` (-1 at the pad), ``block`` and round (``at``, whose
         messages start at ``lo``): per round the messages (numbered from 0 in it) on each
         link that several share (a row each, padded with its first), and per message
         where each of its links, and one more of its own, takes its first start from: a
         shared link's number in its round, else ``shared + m``, its own start
-        (``shared``: the round's shared links, ``m``: the message's number); and
-        :attr:`entries`, :attr:`starts`, :attr:`crowd`, :attr:`groups`."""
+        (``shared``: the round's shared links, ``m``: the message's number), each
+        shared link's cell in its round's table of queues (a row per place in a queue,
+        a column per shared link; flat as ``link``) and per round that table (each
+        entry's place in its row's links, rows x (links and its own), flat; across) and
+        which of its cells are real."""
         width = links.shape[1]
         order, starts = _grouped(links, at * (int(block.max()) + 1) + block)
         rounds = at[order // width]
@@ -832,12 +823,17 @@ class _Flow:
         own = np.arange(len(at)) - lo[at]  # each message's number in its round
         link = np.repeat((count[at] + own).astype(np.int32)[:, None], width + 1, axis=1)
         link.reshape(-1)[entry] = np.repeat(number, sizes)
-        self.crowd = np.repeat(sizes, sizes).astype(np.int32)
-        self.entries = entry.astype(np.int32)
-        self.starts = (np.cumsum(sizes) - sizes).astype(np.int32)
-        self.groups = np.cumsum(count) - count
-        return (_in_rounds(own[message[on_shared]], self.starts, group_round, len(lo)),
-                link)
+        starts = (np.cumsum(sizes) - sizes).astype(np.int32)
+        places = self.row[message[on_shared]].astype(np.int64) * (width + 1) \
+            + (order % width)[on_shared]
+        cell = np.zeros(link.size, dtype=np.int64)
+        cell[entry] = _within(sizes) * np.repeat(count[group_round], sizes) \
+            + np.repeat(number, sizes)
+        spots = _in_rounds(places, starts, group_round, len(lo))
+        queues = [(_across(s), (np.arange(s.shape[1])[:, None] < n)[:, :, None])
+                  for s, n in zip(spots, np.split(sizes, np.cumsum(count)[:-1]))]
+        return (_in_rounds(own[message[on_shared]], starts, group_round, len(lo)), link,
+                cell, queues)
 
     @staticmethod
     def _ends(sender: np.ndarray, receiver: np.ndarray, at: np.ndarray, lo: np.ndarray,
@@ -885,10 +881,10 @@ class _Flow:
         widths = [part[1].shape[2] for part in parts]
         paid, spread, alone, reduction, sent = _side_by_side(parts, widths)
         row, kind = self.row, self.kind
-        credit = self._credits([part[2] for part in parts], widths)
         spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
         sizes = spread.shape[2]
-        # a link not shared gives no credit: each kind's slowest of those, once
+        work = _full_rate(alone, [part[2] for part in parts], widths)
+        # the links not shared: each kind's slowest of those, once
         rows, unshared = self.kinds
         base = np.where(unshared[:, :, None], spread[rows], -np.inf).max(axis=1)
         spread = spread.reshape(-1, sizes)
@@ -897,8 +893,8 @@ class _Flow:
         clock = np.zeros((self.ranks, sizes))
         # every message's ends' times, sends then receives
         ended = np.empty((2 * max(r[0].stop - r[0].start for r in self.rounds), sizes))
-        for (run, pair, members, places, numbers, ends, crossing, ranks), low in \
-                zip(self.rounds, self.groups.tolist()):
+        for (run, pair, members, ends, crossing, ranks), (spots, real, cells) in \
+                zip(self.rounds, self.queues):
             # the round's rows' figures, taken round by round (taken for every message
             # at once, they fill memory several times the cache's size)
             here = row[run]
@@ -906,13 +902,11 @@ class _Flow:
             through = base[kind[run]]
             if len(crossing):
                 held = start if idle is None else start + idle[here]
-                # the time since each shared link's first start, credited at its rate
-                lag = np.subtract(start[crossing], held[members].min(axis=0)[numbers])
-                for sizes_run, rate in credit:
-                    lag[:, :, sizes_run] *= rate[low + numbers]
-                through[crossing] = np.maximum(through[crossing],
-                                               np.subtract(spread[places], lag,
-                                                           out=lag).max(axis=0))
+                # each shared link's queue played as the simulator shares it
+                shared = _queue_ends(held[members], real, spots, work, spread)
+                through[crossing] = np.maximum(
+                    through[crossing],
+                    (shared.reshape(-1, sizes)[cells] - held[crossing]).max(axis=0))
             count = len(start)
             sent_end = ended[:count]
             np.add(through, start, out=sent_end)
@@ -930,45 +924,88 @@ class _Flow:
             clock[ranks] = done if idle is None else np.maximum(clock[ranks], done)
         return np.split(clock.max(axis=0), np.cumsum(widths)[:-1])
 
-    def _credits(self, bandwidths: list[np.ndarray],
-                 widths: list[int]) -> list[tuple[slice, np.ndarray]]:
-        """Per run of the sizes side by side (``widths`` of them under each of
-        ``bandwidths``; runs alike in credit, as protocols that scale every link alike,
-        taken as one) the rate of :meth:`_credit` of every shared link of a round
-        (shared links x 1)."""
-        runs: list[tuple[slice, np.ndarray]] = []
-        at = 0
-        for bandwidth, width in zip(bandwidths, widths):
-            credit = self._credit(bandwidth)
-            if runs and np.array_equal(runs[-1][1][:, 0], credit):
-                runs[-1] = (slice(runs[-1][0].start, at + width), runs[-1][1])
-            else:
-                runs.append((slice(at, at + width), credit[:, None]))
-            at += width
-        return runs
 
-    def _credit(self, bandwidth: np.ndarray) -> np.ndarray:
-        """Per shared link of a round (:attr:`starts`) the rate at which the time since
-        its first start is credited, as a share of its ``bandwidth`` (rows x links):
-        the least, over its messages, of what each can get on its other links (their
-        bandwidth over their messages, the least), at most all of it."""
-        if not len(self.entries):
-            return np.zeros(0)
-        rows, crowds, at = self.crowded
-        line = np.hstack([bandwidth, np.full((len(bandwidth), 1), np.inf)])[rows]
-        rate = line / crowds
-        # the least two of each message's (the second the least of the others: the
-        # same where two links have the least)
-        every = np.arange(len(rate))
-        first = rate.argmin(axis=1)
-        least = rate[every, first]
-        rate[every, first] = np.inf
-        second = rate[every, rate.argmin(axis=1)]  # (argmin: min is slow along short rows)
-        rate[every, first] = least
-        # elsewhere: the least rate, but on the link that has it the second least
-        elsewhere = np.where(rate == least[:, None], second[:, None], least[:, None])
-        return np.minimum.reduceat(np.minimum(1.0, elsewhere / line).reshape(-1)[at],
-                                   self.starts)
+def _full_rate(alone: np.ndarray, bandwidths: list[np.ndarray],
+               widths: list[int]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The bytes' time of entries (places in their rows' links, rows x (links and its
+    own), flat) at their links' full rate, at some of the sizes side by side: each
+    row's time ``alone`` (rows x sizes) at its slowest link, scaled by that link's
+    bandwidth over the entry's (``widths`` sizes under each of ``bandwidths``, rows x
+    links)."""
+    scale = np.stack([(b.min(axis=1)[:, None] / np.hstack(
+        [b, np.full((len(b), 1), np.inf)])).reshape(-1) for b in bandwidths])
+    part = np.repeat(np.arange(len(widths)), widths)  # each size's of ``bandwidths``
+    width = bandwidths[0].shape[1] + 1
+
+    def work(places: np.ndarray, size: np.ndarray) -> np.ndarray:
+        return alone[places // width, size] * scale[part[size], places]
+    return work
+
+
+def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
+                work: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                spread: np.ndarray) -> np.ndarray:
+    """:func:`_shared_ends` of a round's queues (``start``: places x links x sizes, an
+    empty place, not ``real``, as the queue's first; its entries ``spots``, their bytes'
+    time at the link's full rate ``work(entries, sizes)`` and of ``spread``, the time
+    each takes where all start together, its shared time):
+    where a queue's messages start together (on most links and sizes) each is through
+    its ``spread`` after (an empty place's is never read), as :func:`_shared_ends` has
+    them; the others are played by it."""
+    now = start.min(axis=0)
+    end = now + spread[spots]
+    apart = (start.max(axis=0) > now) | np.isinf(now)  # (a queue of messages left out)
+    if apart.any():
+        # taken column by column (np.take: contiguous, a row per place; indexed as
+        # [:, link, size], each column's few places lie together, and every reduction
+        # over the places runs along short rows, many times slower)
+        cells = np.flatnonzero(apart)
+        link, size = np.divmod(cells, apart.shape[1])
+        places = len(start)
+        end.reshape(places, -1)[:, cells] = _shared_ends(
+            np.where(np.take(real[:, :, 0], link, axis=1),
+                     np.take(start.reshape(places, -1), cells, axis=1), np.inf),
+            work(np.take(spots, link, axis=1), size))
+    return end
+
+
+def _shared_ends(start: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """When each message in a shared link's queue is through, as the simulator's link
+    carries them on its own: each message (``start``, ``work``: places x links x sizes,
+    its bytes' time at the link's full rate; an empty place starts at infinity) from
+    its own start, the link's rate shared equally among those started and not through,
+    re-shared whenever one starts or ends; -inf at an empty place.
+
+    From one start to the next the messages in flight share the link as if none came:
+    one with ``left_i`` to carry is through ``sum_j min(left_j, left_i)`` later, if
+    that is before the next start; the others each carry the same share of what is
+    left of the time until then.  A pass per distinct start (one where all start
+    together, as on most links)."""
+    end = np.full(start.shape, -np.inf)
+    now = start.min(axis=0)
+    now[np.isinf(now)] = 0.0  # a queue of messages left out: none ever comes
+    waiting = start  # each message's start until it comes, then infinity
+    flying = np.zeros(start.shape, dtype=bool)
+    left = work
+    for _ in range(len(start)):
+        came = waiting == now
+        flying |= came
+        waiting = np.where(came, np.inf, waiting)
+        coming = waiting.min(axis=0)
+        upto = coming - now
+        share = np.where(flying, left, 0.0)
+        through = np.minimum(share[:, None], share[None, :]).sum(axis=1)
+        ended = flying & (through <= upto)
+        end = np.where(ended, now + through, end)
+        if np.isinf(coming).all():
+            break
+        flying &= ~ended
+        # the others' level: the time left once the ended are through, shared equally
+        level = (upto - np.where(ended, share, 0.0).sum(axis=0)) \
+            / np.maximum(flying.sum(axis=0), 1)
+        left = np.where(flying, share - level, left)
+        now = np.where(np.isinf(coming), now, coming)  # a queue all come stays put
+    return end
 
 
 def _dense_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
