@@ -1,8 +1,9 @@
 """The compiled engine's first run: Numba compiles it once, visibly, and its cache keeps it.
 
-The functions of :mod:`simulator.flatten` and :mod:`simulator.compiled` are compiled with
-``cache=True``: the machine code lands next to the sources (or in ``NUMBA_CACHE_DIR``) and
-later processes load it in a fraction of a second.  The first compiled simulation after an
+The functions of :mod:`simulator.flatten` and :mod:`simulator.compiled` that Python calls
+are compiled with ``cache=True`` (the functions they call are linked into them): the
+machine code lands next to the sources (or in ``NUMBA_CACHE_DIR``) and later processes
+load it in a fraction of a second.  The first compiled simulation after an
 install (or after the sources change) compiles them, which takes some 12 s of CPU;
 :func:`prepare` does that before the user's schedule is read, with a line on stderr
 saying so and another with the time it took, so that it is never a silent pause inside
@@ -15,6 +16,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
 from collectives.gcpause import gc_paused
@@ -25,9 +27,11 @@ _prepared = False
 
 
 def _cached(dispatcher: Any) -> bool:
-    """Whether Numba's cache holds machine code of ``dispatcher`` for its current source."""
+    """Whether Numba's cache holds machine code of ``dispatcher`` for its current source
+    (a function that is not cached counts as held: its callers' code holds it)."""
     try:
-        return bool(dispatcher._cache._cache_file._load_index())
+        cache = dispatcher._cache
+        return isinstance(cache, NullCache) or bool(cache._cache_file._load_index())
     except (AttributeError, OSError):  # another Numba's internals: assume it is
         return True
 
