@@ -829,7 +829,7 @@ def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK
                 B[b].unfixed -= 1
     for j in range(nfixed):
         c = W[j].order
-        f = W[c].slot
+        f = np.int64(W[c].slot)  # one type: _set_rate and _push compile once
         if W[c].new_rate != F[f].rate:
             _set_rate(f, W[c].new_rate, now, HT, HE, counters, F)
 
