@@ -348,10 +348,13 @@ def _kept(sampled: np.ndarray, messages: Any) -> tuple[np.ndarray, np.ndarray]:
     """The orders and places of a class's messages with an end on a sampled position
     (``sampled``, by order and position), or, for a class far from the sample, of one
     of its messages."""
-    keep = sampled[:, messages.src] | sampled[:, messages.dst]
-    if len(messages.src) and not keep.any():
-        return np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
-    order, index = np.nonzero(keep)
+    keep = sampled[:, messages.src]
+    keep |= sampled[:, messages.dst]
+    width = len(messages.src)
+    flat = np.flatnonzero(keep)  # one pass (np.nonzero of 2-d makes two)
+    if width and not len(flat):
+        flat = np.zeros(1, dtype=np.intp)
+    order, index = np.divmod(flat, max(width, 1))
     return order, index
 
 
