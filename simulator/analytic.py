@@ -277,7 +277,7 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
         return True
     paced = [m.rounds for r in rounds for m in r.messages if m.rounds is not None]
     messages = sum(len(m) for m in paced) * len(orders)
-    hops = sum(int(np.sum(m[:, 1] - m[:, 0])) for m in paced) * len(orders)
+    hops = sum(int(m[:, 1].sum()) - int(m[:, 0].sum()) for m in paced) * len(orders)
     span = max((int(m[:, 1].max()) for m in paced if len(m)), default=0) \
         - min((int(m[:, 0].min()) for m in paced if len(m)), default=0)
     return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
@@ -348,10 +348,13 @@ def _kept(sampled: np.ndarray, messages: Any) -> tuple[np.ndarray, np.ndarray]:
     """The orders and places of a class's messages with an end on a sampled position
     (``sampled``, by order and position), or, for a class far from the sample, of one
     of its messages."""
-    keep = sampled[:, messages.src] | sampled[:, messages.dst]
-    if len(messages.src) and not keep.any():
-        return np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
-    order, index = np.nonzero(keep)
+    keep = sampled[:, messages.src]
+    keep |= sampled[:, messages.dst]
+    width = len(messages.src)
+    flat = np.flatnonzero(keep)  # one pass (np.nonzero of 2-d makes two)
+    if width and not len(flat):
+        flat = np.zeros(1, dtype=np.intp)
+    order, index = np.divmod(flat, max(width, 1))
     return order, index
 
 
@@ -589,8 +592,9 @@ def _entries(topology: Any, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if route is None:
             route = known[key] = topology.route(*divmod(key, topology.nranks))
         routes.append(route)
-    lengths = np.array([len(r) for r in routes], dtype=np.int64)
-    flat = np.fromiter((i for r in routes for i in r), dtype=np.int64, count=int(lengths.sum()))
+    lengths = np.fromiter(map(len, routes), dtype=np.int64, count=len(routes))
+    flat = np.fromiter(itertools.chain.from_iterable(routes), dtype=np.int64,
+                       count=int(lengths.sum()))
     first = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     length = lengths[inverse]
     message = np.repeat(np.arange(len(pairs)), length)
