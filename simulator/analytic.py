@@ -19,19 +19,19 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   holds its part of each block: runs of ``piece`` bytes) is a transfer per run side by
   side, each hiding its latency behind its own bytes.
 * **Rounds.**  A round lasts as long as its slowest message plus the receiver's reduction
-  of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of ``S`` segments takes the sum over its hops
-  plus ``S - 1`` times its slowest hop; a stretch of paced rounds (a pipeline's, a tree's
-  over nodes) the sum over its rounds of the slowest message then in flight
-  (:meth:`_Described._stretched`), or, where every rank is sampled or the paced rounds are
-  few enough messages to route them all (:func:`_played`), as the simulator plays
-  the ranks' steps (:class:`_Flow`: each rank has a clock; a message of a round starts
-  once both its ends are done with the round before, its bytes are through once each
-  link of its route has carried its share, a link the round's messages share carrying
-  them from their own starts, equally among those in flight, and the sender is done
-  after its transfer, the receiver after its reduction too), unless the description holds its
-  paced rounds to the lock-step sum (:attr:`collectives.traffic.Round.held`); the time
-  is the sum over the rounds, plus the GPU model's cost per call
-  (:func:`simulator.gpu.gpu_terms`).
+  of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of
+  ``S`` segments takes the sum over its hops plus ``S - 1`` times its slowest hop; a
+  stretch of paced rounds (a pipeline's, a tree's over nodes) the sum over its rounds of
+  the slowest message then in flight (:meth:`_Described._stretched`), or, where every
+  rank is sampled or the paced rounds are few enough messages to route them all
+  (:func:`_played`), as the simulator plays the ranks' steps (:class:`_Flow`: each rank
+  has a clock; a message of a round starts once both its ends are done with the round
+  before, its bytes are through once each link of its route has carried its share, a
+  link the round's messages share carrying them from their own starts, equally among
+  those in flight, and the sender is done after its transfer, the receiver after its
+  reduction too), unless the description holds its paced rounds to the lock-step sum
+  (:attr:`collectives.traffic.Round.held`); the time is the sum over the rounds, plus
+  the GPU model's cost per call (:func:`simulator.gpu.gpu_terms`).
 
 **Sample.**  The messages priced are those with an end on a sampled rank: every rank up
 to :data:`SAMPLE_ALL_RANKS` ranks, else every rank of a few nodes (the first two, the
@@ -747,9 +747,9 @@ class _Flow:
     links, rows x (links and one of its own, its bytes alone, last), flat) and which of
     them are real (the rest pad a link's queue to the round's longest), and per message
     with a shared link its cells in that table, one per such link; ``ranks``: one more
-    than the highest rank."""
+    than the highest rank; ``widest``: the most messages a round has."""
 
-    __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues")
+    __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues", "widest")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
         row, first, end, sender, receiver = hops[:, :5].T
@@ -762,6 +762,7 @@ class _Flow:
         self.ranks = int(max(sender.max(), receiver.max())) + 1
         cuts = np.flatnonzero(np.r_[True, when[1:] != when[:-1], True])
         lo, hi = cuts[:-1], cuts[1:]
+        self.widest = int((hi - lo).max())
         at = np.repeat(np.arange(len(lo)), hi - lo)  # each message's round
         members, link, cell, queues = self._links(hops[hop, 5:], block[hop], at, lo)
         ends, ranks = self._ends(sender, receiver, at, lo, hi)
@@ -862,12 +863,11 @@ class _Flow:
         round's arrays within :data:`PLAY_SIDE_BY_SIDE` numbers (a play's cost is a numpy
         pass per round: side by side, the passes are fewer; past that, each pass outgrows
         the processor's cache, and plays apart are as fast)."""
-        widest = max(r[0].stop - r[0].start for r in self.rounds)
         out: list[np.ndarray] = []
         batch: list[tuple[Any, ...]] = []
         for part in parts:
-            if batch and (sum(p[1].shape[2] for p in batch) + part[1].shape[2]) * widest \
-                    > PLAY_SIDE_BY_SIDE:
+            sizes = sum(p[1].shape[2] for p in batch) + part[1].shape[2]
+            if batch and sizes * self.widest > PLAY_SIDE_BY_SIDE:
                 out += self.time(batch)
                 batch = []
             batch.append(part)
@@ -896,7 +896,7 @@ class _Flow:
         idle = None if sent.all() else np.where(sent, 0.0, np.inf)
         clock = np.zeros((self.ranks, sizes))
         # every message's ends' times, sends then receives
-        ended = np.empty((2 * max(r[0].stop - r[0].start for r in self.rounds), sizes))
+        ended = np.empty((2 * self.widest, sizes))
         for (run, pair, members, ends, crossing, ranks), (spots, real, cells) in \
                 zip(self.rounds, self.queues):
             # the round's rows' figures, taken round by round (taken for every message
