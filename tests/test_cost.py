@@ -29,11 +29,14 @@ def _counts(collective: str, algorithm: str, p: int) -> list[tuple[int, dict]]:
 EXACT = [(a, c) for a, c in SERVED if a != "tree"]
 
 #: where the analytic model is an upper bound rather than the critical path (a tree
-#: AllGather: a stream is charged the most its class carries, and, at counts that are not
-#: multiples of 2 p S, the rounds at the edges of its subtree's part what rounding may
-#: spill there): the largest relative excess measured over this grid (0.995 at 2 ranks,
-#: one segment, 23 elements; 0.9% at the counts that are such multiples)
-TREE_LOCKSTEP = 1.0
+#: AllGather past ``EXACT_MESSAGES`` messages: a class is charged the most its messages
+#: carry, whole segments the largest): the largest relative excess measured over this
+#: grid (+5.0e-4 at 64 ranks, 64 segments, 40,963 elements; +99.5% at 2 ranks, one
+#: segment, 23 elements while the edges of a subtree's part were charged what rounding
+#: may spill there, in a round of its own; +5.8% at 11 ranks, 11 segments, 1,213
+#: elements while they were one class, which its messages in rounds before the runs'
+#: were charged the most of, though they carry nothing)
+TREE_LOCKSTEP = 6e-4
 
 
 #: trees over nodes are priced as paced rounds (AllReduce, ReduceScatter: a stream in
@@ -101,7 +104,8 @@ def test_tree_shared_links_cost_a_second_segment() -> None:
 
 
 def test_tree_allgather_cost_is_exact_on_flat() -> None:
-    """Every p of the grid, one to p segments, even and uneven counts (all exact)."""
+    """Every p of the grid, one to p segments, even and uneven counts (exact at most
+    shapes, else within TREE_LOCKSTEP above)."""
     for p in RANKS:
         flat = topology.mesh(p, ALPHA, BETA)  # cost's forms: the mesh's
         depth = (p - 1).bit_length()
@@ -116,12 +120,12 @@ def test_tree_allgather_cost_is_exact_on_flat() -> None:
 
 def test_tree_allgather_on_two_ranks_is_one_round_per_segment() -> None:
     """Each rank roots the tree of its own half and sends it down, a segment a round; the
-    model also charges the (empty) upward stream at a segment a round (TREE_LOCKSTEP)."""
+    upward streams carry nothing and are not charged."""
     s, segments = 64, 5
     predicted = cost("allgather", "tree", 2, 2 * segments * s * 4, ALPHA, BETA, GAMMA,
                      segments=segments)
     exact = segments * (ALPHA + s * 4 * BETA)
-    assert exact <= predicted <= exact * (1 + TREE_LOCKSTEP)
+    assert predicted == pytest.approx(exact, rel=1e-12)
 
 
 @pytest.mark.parametrize("p", [4, 8, 16])

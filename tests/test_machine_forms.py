@@ -226,6 +226,26 @@ def test_a_port_carries_its_messages_from_their_own_starts(nranks: int, segments
             pytest.approx(simulated, rel=1e-9), nbytes
 
 
+#: flat shapes (ranks, segments) where no message is held on two ports (see below)
+UNEVEN_SHAPES = [(p, s) for p in (2, 4, 5) for s in (1, 2, 4, 8)] + [(8, s) for s in (1, 2, 4)]
+
+
+@pytest.mark.parametrize("nranks, segments", UNEVEN_SHAPES)
+def test_tree_allgather_is_exact_at_uneven_counts(nranks: int, segments: int) -> None:
+    """Tree AllGather on flat(p, 1.5 us, 5 GB/s) at counts that are not multiples of
+    ``2 p S``: each message carries what the ranks' steps cut of its segment.  At 2
+    ranks and 97 elements the edge of a subtree's part was charged ``q + S`` elements
+    in a round of its own, which nothing is sent in (+97.6%); at 3 ranks, 4 segments
+    and 97 elements +39.9%; segments and blocks charged at their rounded-up share,
+    under by up to 2 elements or over by 1 (+0.03%)."""
+    flat = topology.flat(nranks, 1.5e-6, 2e-10)
+    params = {"segments": segments}
+    for count in (0, 1, nranks - 1, 97, 101, 1001):
+        simulated = _simulated("allgather", "tree", flat, 4 * count, params)
+        assert machine_cost("allgather", "tree", flat, 4 * count, **params) == \
+            pytest.approx(simulated, rel=1e-9, abs=1e-15), count
+
+
 def test_a_shared_link_carries_its_queue_as_the_simulator() -> None:
     """Each message from its own start, the link shared equally among those in flight:
     alone, then halves, then alone again; a late one after the link fell idle; three
