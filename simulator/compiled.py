@@ -53,6 +53,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from .flatten import FlatSchedule
+from .jit import LinkedCompiler
 
 __all__ = ["run_compiled"]
 
@@ -70,7 +71,8 @@ def _njit(*, entry: bool = False, **options: Any) -> Callable[[Callable[..., Any
     A function only compiled code calls is compiled without the wrappers through which
     Python and C would call it, and is not cached: its caller links its code in, and the
     caller's cache keeps it.  Its wrappers and its own cache entry were never used and
-    cost about a seventh of a cold start.
+    cost about a seventh of a cold start.  It is compiled to LLVM IR only
+    (:class:`simulator.jit.LinkedCompiler`): its callers make the machine code.
 
     Parameters
     ----------
@@ -86,7 +88,8 @@ def _njit(*, entry: bool = False, **options: Any) -> Callable[[Callable[..., Any
         The decorator.
     """
     unwrapped: dict[str, Any] = {} if entry else {"no_cpython_wrapper": True,
-                                                  "no_cfunc_wrapper": True}
+                                                  "no_cfunc_wrapper": True,
+                                                  "pipeline_class": LinkedCompiler}
 
     def compile_once(function: Callable[..., Any]) -> Any:
         dispatcher = njit(cache=entry, **options, **unwrapped)(function)

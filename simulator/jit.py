@@ -3,11 +3,12 @@
 The functions of :mod:`simulator.flatten` and :mod:`simulator.compiled` that Python calls
 are compiled with ``cache=True`` (the functions they call are linked into them): the
 machine code lands next to the sources (or in ``NUMBA_CACHE_DIR``) and later processes
-load it in a fraction of a second.  The first compiled simulation after an
-install (or after the sources change) compiles them, which takes some 12 s of CPU;
-:func:`prepare` does that before the user's schedule is read, with a line on stderr
-saying so and another with the time it took, so that it is never a silent pause inside
-a call.
+load it in a fraction of a second.  The functions only compiled code calls are compiled
+by :class:`LinkedCompiler` to LLVM IR for their callers, without machine code of their
+own.  The first compiled simulation after an install (or after the sources change)
+compiles them, which takes some 10 s of CPU; :func:`prepare` does that before the user's
+schedule is read, with a line on stderr saying so and another with the time it took, so
+that it is never a silent pause inside a call.
 """
 
 from __future__ import annotations
@@ -16,14 +17,81 @@ import sys
 import time
 from typing import Any, TextIO
 
+from numba import _dynfunc  # type: ignore[attr-defined]  # a C module without stubs
 from numba.core.caching import NullCache
+from numba.core.codegen import JITCodeLibrary
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_machinery import register_pass
 from numba.core.registry import CPUDispatcher
+from numba.core.typed_passes import NativeLowering
 
 from collectives.gcpause import gc_paused
 
-__all__ = ["prepare", "uncached"]
+__all__ = ["LinkedCompiler", "prepare", "uncached"]
 
 _prepared = False
+
+
+class _LinkedLibrary(JITCodeLibrary):
+    """The code of a function that only compiled code calls, kept as LLVM IR for its
+    callers.
+
+    Finalizing it only links in the code of the functions it calls.  Numba's library
+    also optimises that module and makes machine code of it, which nothing runs: each
+    caller links the module into its own and optimises and compiles it there again.
+    Those two steps cost about a fifth of a cold start.  The caller's optimisation now
+    meets its callees as their function passes left them (not optimised twice and
+    rewritten by the code generator first): its machine code differs, its results and
+    speed do not.
+    """
+
+    def finalize(self) -> None:
+        """Link in the code of the functions it calls; nothing can be added after."""
+        self._raise_if_finalized()
+        for library in dict.fromkeys(self._linking_libraries):  # once each, in order
+            self._reload_init.update(library._reload_init)
+            self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+        self._finalized = True
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class _LinkedLowering(NativeLowering):
+    """Numba's lowering into a :class:`_LinkedLibrary`, with no machine code."""
+
+    _name = "collsim_linked_lowering"
+
+    def run_pass(self, state: Any) -> bool:
+        """Lower ``state``'s function to LLVM IR and register it for its callers.
+
+        Numba's own pass makes machine code and registers the function under its
+        Python wrapper; this one registers it under a stand-in at address 0, which
+        Python never calls (the function has no wrapper: ``no_cpython_wrapper``).
+        """
+        state.library = _LinkedLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+        state.flags.no_compile = True  # Numba's lowering stops before machine code
+        super().run_pass(state)
+        lowered = state["cr"]
+        fndesc = lowered.fndesc
+        entry = _dynfunc.make_function(fndesc.lookup_module(), fndesc.qualname.split(".")[-1],
+                                       "linked into compiled callers only", 0, lowered.env,
+                                       (state.library,))
+        state.targetctx.insert_user_function(entry, fndesc, [state.library])
+        state["cr"] = lowered._replace(cfunc=entry)
+        return True
+
+
+class LinkedCompiler(CompilerBase):
+    """Numba's nopython pipeline, lowering with :class:`_LinkedLowering`: for functions
+    that only compiled code calls (``njit(pipeline_class=LinkedCompiler,
+    no_cpython_wrapper=True)``)."""
+
+    def define_pipelines(self) -> list[Any]:
+        """The passes: Numba's, with :class:`_LinkedLowering` for its lowering."""
+        pipeline = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pipeline.passes = [(_LinkedLowering if cls is NativeLowering else cls, what)
+                           for cls, what in pipeline.passes]
+        pipeline.finalize()
+        return [pipeline]
 
 
 def _cached(dispatcher: Any) -> bool:

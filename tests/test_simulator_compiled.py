@@ -184,6 +184,39 @@ def test_a_helper_is_compiled_once_whatever_constants_it_is_called_with(tmp_path
     assert out.split() == ["1", "1"]  # not one copy per literal kind, argument or index
 
 
+def test_a_linked_function_runs_in_its_caller_which_optimises_it() -> None:
+    import numpy as np
+    from numba import njit
+
+    from simulator.jit import LinkedCompiler
+
+    linked = {"pipeline_class": LinkedCompiler, "no_cpython_wrapper": True,
+              "no_cfunc_wrapper": True}
+
+    @njit(**linked)
+    def double(a, i):
+        return 2.0 * a[i]
+
+    @njit(**linked)
+    def total(a):
+        s = 0.0
+        for i in range(len(a)):
+            s += double(a, i)
+        return s
+
+    @njit
+    def entry(n):
+        return total(np.arange(n, dtype=np.float64))
+
+    assert entry(5) == 20.0  # 2 * (0 + 1 + 2 + 3 + 4), through both linked functions
+    (own,) = total.overloads.values()
+    (callee,) = double.overloads.values()
+    # total's own code links double in unoptimised: it still calls it (Numba's optimisation
+    # would inline it there); the caller's optimisation does that, once for both
+    assert any(" call " in line and f"@{callee.fndesc.mangled_name}(" in line
+               for line in str(own.library._final_module).splitlines())
+
+
 def test_a_flow_held_by_its_own_slow_link_leaves_the_shared_link_to_the_other() -> None:
     # r0 -> r2 and r1 -> r2 share the switch's link to r2; r1's own link is a quarter of
     # it, so r1 runs at its route's bottleneck and r0 gets the rest (progressive filling
