@@ -49,7 +49,8 @@ class _LinkedLibrary(JITCodeLibrary):
         """Link in the code of the functions it calls; nothing can be added after."""
         self._raise_if_finalized()
         for library in dict.fromkeys(self._linking_libraries):  # once each, in order
-            self._reload_init.update(library._reload_init)
+            if hasattr(self, "_reload_init"):  # what to run when loaded (not in Numba 0.60)
+                self._reload_init.update(library._reload_init)
             self._final_module.link_in(library._get_module_for_linking(), preserve=True)
         self._finalized = True
 
