@@ -42,9 +42,11 @@ rounds are the exception: a rank's clock waits on its partners' and theirs on th
 partners', so a sample cannot play them; where their messages over every channel are
 at most :data:`PLAY_MESSAGES`, in flight in at most :data:`PLAY_HOPS` rounds in all
 over at most :data:`PLAY_ROUNDS` rounds, every rank's are routed and played (their cost
-bounded by those budgets, whatever the rank count); past any, the sample's lock-step
-stretch prices them.  Other rounds of at most :data:`WHOLE_MESSAGES` messages are
-routed at every rank too.
+bounded by those budgets, whatever the rank count); past any, the lock-step stretch
+prices them, from every rank's messages where they are at most
+:data:`STRETCH_MESSAGES` (a sample misses rounds whose slowest message lies elsewhere:
+a tree's crossings at the depths its nodes do not sit at), else from the sample's.
+Other rounds of at most :data:`WHOLE_MESSAGES` messages are routed at every rank too.
 
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
 kind, latency and line rate are alike under every protocol) and merged into rows of
@@ -93,7 +95,7 @@ from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
-           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES"]
+           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "STRETCH_MESSAGES"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
@@ -107,6 +109,12 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: rounds (not paced) of at most so many messages over every channel are routed at
 #: every rank (:func:`_whole`)
 WHOLE_MESSAGES = 1 << 13
+#: paced rounds past the play's messages but of at most so many (over every channel),
+#: within its other budgets, are routed at every rank and stretched lock-step
+#: (:func:`_stretched_whole`): 128 nodes' 8-channel trees, up to 53,712 messages (their
+#: AllGather at 2 segments), not 2,048 nodes' one-channel trees (65,532: routing them
+#: would take the three closed-form tables there past a second)
+STRETCH_MESSAGES = 7 << 13
 
 Orders = tuple[tuple[int, ...], ...]
 
@@ -241,21 +249,28 @@ def _routed(topology: Any, orders: Orders,
     on ``orders``: the same under every protocol, cached by the classes' positions (so
     that rounds described apart, a tree's at each segment count, share them), and those
     not cached routed together (the paced rounds apart from the others, from every rank
-    where :func:`_played`)."""
-    played = _played(topology, orders, [r for r, _, _ in wanted])
-    whole = _whole(topology, orders, [r for r, _, _ in wanted])
-    keys = [(topology, id(orders), chained, digests, played if _is_paced(r) else whole)
+    where :func:`_played` or :func:`_stretched_whole`)."""
+    rounds = [r for r, _, _ in wanted]
+    sample = _sampled(topology, orders)
+    # a sample of every rank (an order within the sampled nodes) plays them too
+    played = _played(topology, orders, rounds) or bool(sample.all())
+    stretched = played or _stretched_whole(orders, rounds)
+    whole = _whole(topology, orders, rounds)
+    keys = [(topology, id(orders), chained, digests,
+             (played, stretched) if _is_paced(r) else whole)
             for r, chained, digests in wanted]
     missing = {key: block[:2] for key, block in zip(keys, wanted)
                if _found(_ROUTED, key, (orders,)) is None}
     paced = [key for key, (r, _) in missing.items() if _is_paced(r)]
     batches = [paced, [key for key in missing if key not in paced]]
     every = np.ones((len(orders), len(orders[0])), dtype=bool)
-    for batch, sampled in zip(batches, (every if played else _sampled(topology, orders),
-                                        every if whole else _sampled(topology, orders))):
+    for batch, sampled, ends in zip(batches, (every if stretched else sample,
+                                              every if whole else sample),
+                                    (played, whole or bool(sample.all()))):
         if batch:
             made = _route_rows(topology, _ranks(orders), sampled,
-                               [(missing[key][0].messages, missing[key][1]) for key in batch])
+                               [(missing[key][0].messages, missing[key][1]) for key in batch],
+                               ends)
             for key, rows in zip(batch, made):
                 _store(_ROUTED, key, (orders,), rows)
     return [_found(_ROUTED, key, (orders,)) for key in keys]
@@ -272,15 +287,31 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     all the orders, they hold at most :data:`PLAY_MESSAGES` messages (each routed) in
     flight in at most :data:`PLAY_HOPS` rounds in all (each a hop of the play) over a
     stretch of at most :data:`PLAY_ROUNDS` rounds (a numpy pass each); past any, the
-    sample's lock-step stretch."""
+    lock-step stretch (:func:`_stretched_whole`)."""
     if topology.nranks <= SAMPLE_ALL_RANKS:
         return True
+    messages, hops, span = _paced_load(orders, rounds)
+    return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders``, where not played, are stretched from
+    every rank's messages (routed, not played: the play costs more than the routing):
+    where, over all the orders, they hold at most :data:`STRETCH_MESSAGES` messages
+    within the play's other budgets; past any, from the sample's."""
+    messages, hops, span = _paced_load(orders, rounds)
+    return messages <= STRETCH_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _paced_load(orders: Orders, rounds: list[Any]) -> tuple[int, int, int]:
+    """The paced ``rounds``' messages and the rounds they are in flight in, in all over
+    ``orders``, and the rounds they stretch over."""
     paced = [m.rounds for r in rounds for m in r.messages if m.rounds is not None]
     messages = sum(len(m) for m in paced) * len(orders)
     hops = sum(int(m[:, 1].sum()) - int(m[:, 0].sum()) for m in paced) * len(orders)
     span = max((int(m[:, 1].max()) for m in paced if len(m)), default=0) \
         - min((int(m[:, 0].min()) for m in paced if len(m)), default=0)
-    return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+    return messages, hops, span
 
 
 def _whole(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
@@ -304,12 +335,13 @@ def _sampled(topology: Any, orders: Orders) -> np.ndarray:
 
 
 def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
-                blocks: list[tuple[tuple[Any, ...], bool]]) -> list[_Rows]:
+                blocks: list[tuple[tuple[Any, ...], bool]], played: bool) -> list[_Rows]:
     """:class:`_Rows` of each of ``blocks`` (a round's classes, and whether a chain's
     hops are in flight one at a time) on every order of ``ranks`` (orders x positions),
     their messages with an end on a sampled rank (``sampled``, by order and position;
-    see :func:`_routed`); the messages of one block share links, those of two never
-    (blocks with paced classes apart from the others)."""
+    see :func:`_routed`), with their pieces' hops where ``played``; the messages of one
+    block share links, those of two never (blocks with paced classes apart from the
+    others)."""
     classes = tuple(m for group, _ in blocks for m in group)
     block = np.repeat(np.arange(len(blocks)), [len(group) for group, _ in blocks])
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
@@ -330,7 +362,7 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     rounds = _in_flight(classes, owners, index)
     first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
     local = np.arange(len(classes)) - first_class[block]
-    ends = np.column_stack([ranks[order, src], ranks[order, dst]]) if sampled.all() else None
+    ends = np.column_stack([ranks[order, src], ranks[order, dst]]) if played else None
     if rounds.any():  # pieces of messages, in flight with the same others throughout
         piece, rounds, entry, profiles, profile = _pieces(
             keys, message, local[owners], block[owners], rounds, int(np.diff(first_class).max()))
