@@ -74,7 +74,6 @@ the worst error against :func:`simulator.simulate` per algorithm.
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 from reprlib import repr as brief
 from typing import Any, Callable, Sequence
@@ -226,24 +225,43 @@ class _Rows:
 
 
 _ROUTED: dict[Any, tuple[tuple[Any, ...], _Rows]] = {}
-_DIGESTS: dict[tuple[int, ...], tuple[tuple[Any, ...], bytes]] = {}
+_DIGESTS: dict[tuple[int, ...], tuple[tuple[Any, ...], int]] = {}
+#: positions numbered so far, by a few of their values (then a mark per other positions
+#: with the same: bytes, which the garbage collector does not track)
+_NUMBERED: dict[bytes, tuple[tuple[np.ndarray, ...], int]] = {}
+_NUMBERS = itertools.count()  # never reused: a number emptied from _NUMBERED stays its own
 
 
-def _digest(messages: Any) -> bytes:
-    """A digest of the positions of a class (cached by its arrays' identity)."""
-    def make() -> bytes:
-        digest = hashlib.sha256()  # the fastest of hashlib's here (CPUs hash it)
-        for a in (messages.src, messages.dst, *(() if messages.rounds is None
-                                                  else (messages.rounds,))):
-            digest.update(np.int64(len(a)).tobytes())
-            digest.update(np.ascontiguousarray(a, dtype=np.int64).data)
-        return digest.digest()
+def _digest(messages: Any) -> int:
+    """A number for the positions of a class, the same for equal positions (cached by
+    its arrays' identity)."""
     held = (messages.src, messages.dst, messages.rounds)
-    return _cached(_DIGESTS, tuple(map(id, held)), held, make)
+    return _cached(_DIGESTS, tuple(map(id, held)), held, lambda: _numbered(
+        tuple(a for a in held if a is not None)))
+
+
+def _numbered(arrays: tuple[np.ndarray, ...]) -> int:
+    """The number of ``arrays``' values: that of equal arrays numbered before (compared
+    whole, where a few of their values agree: a pass, several times cheaper than a hash
+    of them), else a new one."""
+    key = b"".join(np.int64(a.size).tobytes() + a.reshape(-1)[::max(1, a.size // 16)].tobytes()
+                   for a in arrays)
+    if len(_NUMBERED) > _KEPT:
+        _NUMBERED.clear()
+    found = _NUMBERED.get(key)
+    while found is not None:
+        known, number = found
+        if len(known) == len(arrays) and all(a is b or np.array_equal(a, b)
+                                             for a, b in zip(arrays, known)):
+            return number
+        key += b"+"
+        found = _NUMBERED.get(key)
+    _NUMBERED[key] = (arrays, next(_NUMBERS))
+    return _NUMBERED[key][1]
 
 
 def _routed(topology: Any, orders: Orders,
-            wanted: list[tuple[Any, bool, tuple[bytes, ...]]]) -> list[_Rows]:
+            wanted: list[tuple[Any, bool, tuple[int, ...]]]) -> list[_Rows]:
     """The rows of each of ``wanted`` (a round, whether a chain's hops are in flight one
     index at a time, in every order at once, else all at once, and its classes' digests)
     on ``orders``: the same under every protocol, cached by the classes' positions (so
@@ -306,12 +324,29 @@ def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
 def _paced_load(orders: Orders, rounds: list[Any]) -> tuple[int, int, int]:
     """The paced ``rounds``' messages and the rounds they are in flight in, in all over
     ``orders``, and the rounds they stretch over."""
-    paced = [m.rounds for r in rounds for m in r.messages if m.rounds is not None]
-    messages = sum(len(m) for m in paced) * len(orders)
-    hops = sum(int(m[:, 1].sum()) - int(m[:, 0].sum()) for m in paced) * len(orders)
-    span = max((int(m[:, 1].max()) for m in paced if len(m)), default=0) \
-        - min((int(m[:, 0].min()) for m in paced if len(m)), default=0)
-    return messages, hops, span
+    loads = [_round_load(r) for r in rounds]
+    firsts = [first for _, _, first, _ in loads if first is not None]
+    ends = [end for _, _, _, end in loads if end is not None]
+    return (sum(load[0] for load in loads) * len(orders),
+            sum(load[1] for load in loads) * len(orders),
+            max(ends, default=0) - min(firsts, default=0))
+
+
+_LOADS: dict[int, tuple[tuple[Any, ...], tuple[int, int, int | None, int | None]]] = {}
+
+
+def _round_load(round_: Any) -> tuple[int, int, int | None, int | None]:
+    """A round's paced messages, the rounds they are in flight in, in all, and the first
+    and the last of those (None without any; cached by the round: every machine's
+    orders and every budget read them)."""
+    def make() -> tuple[int, int, int | None, int | None]:
+        paced = [m.rounds for m in round_.messages if m.rounds is not None]
+        ran = [m for m in paced if len(m)]
+        return (sum(len(m) for m in paced),
+                sum(int(m[:, 1].sum()) - int(m[:, 0].sum()) for m in paced),
+                min((int(m[:, 0].min()) for m in ran), default=None),
+                max((int(m[:, 1].max()) for m in ran), default=None))
+    return _cached(_LOADS, id(round_), (round_,), make)
 
 
 def _whole(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
@@ -345,7 +380,7 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     classes = tuple(m for group, _ in blocks for m in group)
     block = np.repeat(np.arange(len(blocks)), [len(group) for group, _ in blocks])
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
-    picked = [_kept(sampled, m) for m in classes]
+    picked = list(map(_keeper(sampled), classes))
     order = np.concatenate([o for o, _ in picked])
     index = np.concatenate([i for _, i in picked])  # a message's place in its class
     owners = np.repeat(np.arange(len(classes)), [len(i) for _, i in picked])
@@ -374,6 +409,27 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
                                       int(np.diff(first_class).max()))
     return _split(len(blocks), sizes, first_class, block[owners], local[owners], lengths,
                   links, profiles, profile, rounds, ends, _link_classes(topology))
+
+
+def _keeper(sampled: np.ndarray) -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
+    """:func:`_kept` on ``sampled`` (orders x positions), for one class after another:
+    up to 64 orders, from the orders in which each position is sampled as the bits of
+    one number (a pass over a class's messages, not one per order)."""
+    count = len(sampled)
+    if count > 64:
+        return functools.partial(_kept, sampled)
+    shifts = np.arange(count, dtype=np.uint64)[:, None]
+    bits = np.bitwise_or.reduce(sampled.astype(np.uint64) << shifts, axis=0)
+
+    def kept(messages: Any) -> tuple[np.ndarray, np.ndarray]:
+        hit = bits[messages.src]
+        hit |= bits[messages.dst]
+        at = np.flatnonzero(hit)
+        if len(messages.src) and not len(at):
+            return np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
+        order, which = np.nonzero((hit[at] >> shifts) & 1)  # by order, then place
+        return order, at[which]
+    return kept
 
 
 def _kept(sampled: np.ndarray, messages: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -660,7 +716,7 @@ class _Layout:
                  "flow")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
-                 digests: list[tuple[bytes, ...]]) -> None:
+                 digests: list[tuple[int, ...]]) -> None:
         wanted = [(r, i, "chain" if r.chain else "repeat") for i, r in enumerate(rounds)]
         made = _routed(topology, orders,
                        [(r, role == "chain", digests[i]) for r, i, role in wanted])
@@ -1110,7 +1166,7 @@ _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
 
 
 _SPANS: dict[Any, tuple[tuple[Any, ...], int]] = {}
-_ROUND_DIGESTS: dict[Any, tuple[tuple[Any, ...], list[tuple[bytes, ...]]]] = {}
+_ROUND_DIGESTS: dict[Any, tuple[tuple[Any, ...], list[tuple[int, ...]]]] = {}
 
 
 def _span(rounds: tuple[Any, ...]) -> int:
@@ -1120,7 +1176,7 @@ def _span(rounds: tuple[Any, ...]) -> int:
         [m.rounds for r in rounds for m in r.messages if m.rounds is not None]))
 
 
-def _digests(rounds: tuple[Any, ...]) -> list[tuple[bytes, ...]]:
+def _digests(rounds: tuple[Any, ...]) -> list[tuple[int, ...]]:
     """Every round's classes' digests (cached by the description)."""
     return _cached(_ROUND_DIGESTS, id(rounds), (rounds,),
                    lambda: [tuple(map(_digest, r.messages)) for r in rounds])
