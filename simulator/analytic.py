@@ -556,26 +556,44 @@ def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
     return np.column_stack([group[starts], first[starts], np.maximum.reduceat(end, starts)])
 
 
-def _covered(rounds: list[np.ndarray]) -> int:
-    """How many rounds some message is in flight in (each of ``rounds``: per message its
-    ``[first, end)``)."""
-    if not rounds:
+def _covered(classes: list[Any]) -> int:
+    """How many rounds some message of the paced ``classes`` is in flight in."""
+    covers = [_covers(m) for m in classes if len(m.rounds)]
+    if not covers:
         return 0
-    first, end = np.concatenate(rounds).T
-    low = int(first.min())
-    reach = int(end.max()) - low + 1
-    started = np.bincount(first - low, minlength=reach) - np.bincount(end - low, minlength=reach)
-    return int(np.count_nonzero(np.cumsum(started) > 0))
+    low = min(first for first, _ in covers)
+    union = np.zeros(max(first + len(inside) for first, inside in covers) - low, dtype=bool)
+    for first, inside in covers:
+        union[first - low:first - low + len(inside)] |= inside
+    return int(np.count_nonzero(union))
+
+
+_COVERS: dict[int, tuple[tuple[Any, ...], tuple[int, np.ndarray]]] = {}
+
+
+def _covers(messages: Any) -> tuple[int, np.ndarray]:
+    """The rounds some message of a paced class is in flight in (per message its
+    ``[first, end)``): the first, and whether each from it to the last is (cached by
+    the class's positions: equal classes of descriptions apart read them once)."""
+    def make() -> tuple[int, np.ndarray]:
+        first, end = messages.rounds[:, 0], messages.rounds[:, 1]
+        low = int(first.min())
+        reach = int(end.max()) - low
+        started = np.bincount(first - low, minlength=reach + 1) \
+            - np.bincount(end - low, minlength=reach + 1)
+        return low, np.cumsum(started[:-1]) > 0
+    return _cached(_COVERS, _digest(messages), (), make)
 
 
 def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """The rounds in which each message (of class ``owner``, ``index`` in it) is in
-    flight (:attr:`collectives.traffic.Messages.rounds`); ``(0, 0)`` for classes that do
-    not say."""
+    """The rounds in which each message (of class ``owner``, sorted, ``index`` in it) is
+    in flight (:attr:`collectives.traffic.Messages.rounds`); ``(0, 0)`` for classes that
+    do not say."""
     rounds = np.zeros((len(owner), 2), dtype=np.int64)
-    for c, m in enumerate(classes):
+    bounds = np.searchsorted(owner, np.arange(len(classes) + 1)).tolist()
+    for m, lo, hi in zip(classes, bounds[:-1], bounds[1:]):
         if m.rounds is not None:
-            rounds[owner == c] = m.rounds[index[owner == c]]
+            rounds[lo:hi] = m.rounds[index[lo:hi]]
     return rounds
 
 
@@ -1173,7 +1191,7 @@ def _span(rounds: tuple[Any, ...]) -> int:
     """How many rounds some paced message of a description is in flight in (cached by
     the description: every machine's orders read the same)."""
     return _cached(_SPANS, id(rounds), (rounds,), lambda: _covered(
-        [m.rounds for r in rounds for m in r.messages if m.rounds is not None]))
+        [m for r in rounds for m in r.messages if m.rounds is not None]))
 
 
 def _digests(rounds: tuple[Any, ...]) -> list[tuple[int, ...]]:
