@@ -437,10 +437,11 @@ def _routed_together_and_alone(machine, descriptions: list, chained: bool) -> No
     ranks, sampled = analytic._ranks(orders), analytic._sampled(machine, orders)
     blocks = [(r.messages, c) for rounds in descriptions for r in rounds
               for c in ((True, False) if r.chain and chained else (False,))]
-    together = analytic._route_rows(machine, ranks, sampled, blocks)
+    played = bool(sampled.all())  # the pieces' hops too, where every rank is sampled
+    together = analytic._route_rows(machine, ranks, sampled, blocks, played)
     assert len(together) == len(blocks) > 3
     for block, rows in zip(blocks, together):
-        alone, = analytic._route_rows(machine, ranks, sampled, [block])
+        alone, = analytic._route_rows(machine, ranks, sampled, [block], played)
         for field in analytic._Rows.__slots__:
             assert np.array_equal(getattr(rows, field), getattr(alone, field)), field
 
