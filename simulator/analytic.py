@@ -213,7 +213,7 @@ class _Rows:
     def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
                  links: np.ndarray, profile: np.ndarray, profiles: np.ndarray,
                  paced: np.ndarray, hops: np.ndarray | None) -> None:
-        self.owners, self.local = np.unique(owner, return_inverse=True)
+        self.owners, self.local = _dense_unique(owner)
         sampled = np.bincount(self.local, weights=count)
         self.weight = count * (sizes[self.owners] / sampled)[self.local]
         self.links, self.profile, self.paced, self.hops = links, profile, paced, hops
