@@ -42,9 +42,11 @@ rounds are the exception: a rank's clock waits on its partners' and theirs on th
 partners', so a sample cannot play them; where their messages over every channel are
 at most :data:`PLAY_MESSAGES`, in flight in at most :data:`PLAY_HOPS` rounds in all
 over at most :data:`PLAY_ROUNDS` rounds, every rank's are routed and played (their cost
-bounded by those budgets, whatever the rank count); past any, the sample's lock-step
-stretch prices them.  Other rounds of at most :data:`WHOLE_MESSAGES` messages are
-routed at every rank too.
+bounded by those budgets, whatever the rank count); past any, the lock-step stretch
+prices them, from every rank's messages where they are at most
+:data:`STRETCH_MESSAGES` (a sample misses rounds whose slowest message lies elsewhere:
+a tree's crossings at the depths its nodes do not sit at), else from the sample's.
+Other rounds of at most :data:`WHOLE_MESSAGES` messages are routed at every rank too.
 
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
 kind, latency and line rate are alike under every protocol) and merged into rows of
@@ -72,7 +74,6 @@ the worst error against :func:`simulator.simulate` per algorithm.
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 from reprlib import repr as brief
 from typing import Any, Callable, Sequence
@@ -93,7 +94,7 @@ from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
-           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES"]
+           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "STRETCH_MESSAGES"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
@@ -107,6 +108,12 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: rounds (not paced) of at most so many messages over every channel are routed at
 #: every rank (:func:`_whole`)
 WHOLE_MESSAGES = 1 << 13
+#: paced rounds past the play's messages but of at most so many (over every channel),
+#: within its other budgets, are routed at every rank and stretched lock-step
+#: (:func:`_stretched_whole`): 128 nodes' 8-channel trees, up to 53,712 messages (their
+#: AllGather at 2 segments), not 2,048 nodes' one-channel trees (65,532: routing them
+#: would take the three closed-form tables there past a second)
+STRETCH_MESSAGES = 7 << 13
 
 Orders = tuple[tuple[int, ...], ...]
 
@@ -206,7 +213,7 @@ class _Rows:
     def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
                  links: np.ndarray, profile: np.ndarray, profiles: np.ndarray,
                  paced: np.ndarray, hops: np.ndarray | None) -> None:
-        self.owners, self.local = np.unique(owner, return_inverse=True)
+        self.owners, self.local = _dense_unique(owner)
         sampled = np.bincount(self.local, weights=count)
         self.weight = count * (sizes[self.owners] / sampled)[self.local]
         self.links, self.profile, self.paced, self.hops = links, profile, paced, hops
@@ -218,44 +225,70 @@ class _Rows:
 
 
 _ROUTED: dict[Any, tuple[tuple[Any, ...], _Rows]] = {}
-_DIGESTS: dict[tuple[int, ...], tuple[tuple[Any, ...], bytes]] = {}
+_DIGESTS: dict[tuple[int, ...], tuple[tuple[Any, ...], int]] = {}
+#: positions numbered so far, by a few of their values (then a mark per other positions
+#: with the same: bytes, which the garbage collector does not track)
+_NUMBERED: dict[bytes, tuple[tuple[np.ndarray, ...], int]] = {}
+_NUMBERS = itertools.count()  # never reused: a number emptied from _NUMBERED stays its own
 
 
-def _digest(messages: Any) -> bytes:
-    """A digest of the positions of a class (cached by its arrays' identity)."""
-    def make() -> bytes:
-        digest = hashlib.sha256()  # the fastest of hashlib's here (CPUs hash it)
-        for a in (messages.src, messages.dst, *(() if messages.rounds is None
-                                                  else (messages.rounds,))):
-            digest.update(np.int64(len(a)).tobytes())
-            digest.update(np.ascontiguousarray(a, dtype=np.int64).data)
-        return digest.digest()
+def _digest(messages: Any) -> int:
+    """A number for the positions of a class, the same for equal positions (cached by
+    its arrays' identity)."""
     held = (messages.src, messages.dst, messages.rounds)
-    return _cached(_DIGESTS, tuple(map(id, held)), held, make)
+    return _cached(_DIGESTS, tuple(map(id, held)), held, lambda: _numbered(
+        tuple(a for a in held if a is not None)))
+
+
+def _numbered(arrays: tuple[np.ndarray, ...]) -> int:
+    """The number of ``arrays``' values: that of equal arrays numbered before (compared
+    whole, where a few of their values agree: a pass, several times cheaper than a hash
+    of them), else a new one."""
+    key = b"".join(np.int64(a.size).tobytes() + a.reshape(-1)[::max(1, a.size // 16)].tobytes()
+                   for a in arrays)
+    if len(_NUMBERED) > _KEPT:
+        _NUMBERED.clear()
+    found = _NUMBERED.get(key)
+    while found is not None:
+        known, number = found
+        if len(known) == len(arrays) and all(a is b or np.array_equal(a, b)
+                                             for a, b in zip(arrays, known)):
+            return number
+        key += b"+"
+        found = _NUMBERED.get(key)
+    _NUMBERED[key] = (arrays, next(_NUMBERS))
+    return _NUMBERED[key][1]
 
 
 def _routed(topology: Any, orders: Orders,
-            wanted: list[tuple[Any, bool, tuple[bytes, ...]]]) -> list[_Rows]:
+            wanted: list[tuple[Any, bool, tuple[int, ...]]]) -> list[_Rows]:
     """The rows of each of ``wanted`` (a round, whether a chain's hops are in flight one
     index at a time, in every order at once, else all at once, and its classes' digests)
     on ``orders``: the same under every protocol, cached by the classes' positions (so
     that rounds described apart, a tree's at each segment count, share them), and those
     not cached routed together (the paced rounds apart from the others, from every rank
-    where :func:`_played`)."""
-    played = _played(topology, orders, [r for r, _, _ in wanted])
-    whole = _whole(topology, orders, [r for r, _, _ in wanted])
-    keys = [(topology, id(orders), chained, digests, played if _is_paced(r) else whole)
+    where :func:`_played` or :func:`_stretched_whole`)."""
+    rounds = [r for r, _, _ in wanted]
+    sample = _sampled(topology, orders)
+    # a sample of every rank (an order within the sampled nodes) plays them too
+    played = _played(topology, orders, rounds) or bool(sample.all())
+    stretched = played or _stretched_whole(orders, rounds)
+    whole = _whole(topology, orders, rounds)
+    keys = [(topology, id(orders), chained, digests,
+             (played, stretched) if _is_paced(r) else whole)
             for r, chained, digests in wanted]
     missing = {key: block[:2] for key, block in zip(keys, wanted)
                if _found(_ROUTED, key, (orders,)) is None}
     paced = [key for key, (r, _) in missing.items() if _is_paced(r)]
     batches = [paced, [key for key in missing if key not in paced]]
     every = np.ones((len(orders), len(orders[0])), dtype=bool)
-    for batch, sampled in zip(batches, (every if played else _sampled(topology, orders),
-                                        every if whole else _sampled(topology, orders))):
+    for batch, sampled, ends in zip(batches, (every if stretched else sample,
+                                              every if whole else sample),
+                                    (played, whole or bool(sample.all()))):
         if batch:
             made = _route_rows(topology, _ranks(orders), sampled,
-                               [(missing[key][0].messages, missing[key][1]) for key in batch])
+                               [(missing[key][0].messages, missing[key][1]) for key in batch],
+                               ends)
             for key, rows in zip(batch, made):
                 _store(_ROUTED, key, (orders,), rows)
     return [_found(_ROUTED, key, (orders,)) for key in keys]
@@ -272,15 +305,48 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     all the orders, they hold at most :data:`PLAY_MESSAGES` messages (each routed) in
     flight in at most :data:`PLAY_HOPS` rounds in all (each a hop of the play) over a
     stretch of at most :data:`PLAY_ROUNDS` rounds (a numpy pass each); past any, the
-    sample's lock-step stretch."""
+    lock-step stretch (:func:`_stretched_whole`)."""
     if topology.nranks <= SAMPLE_ALL_RANKS:
         return True
-    paced = [m.rounds for r in rounds for m in r.messages if m.rounds is not None]
-    messages = sum(len(m) for m in paced) * len(orders)
-    hops = sum(int(m[:, 1].sum()) - int(m[:, 0].sum()) for m in paced) * len(orders)
-    span = max((int(m[:, 1].max()) for m in paced if len(m)), default=0) \
-        - min((int(m[:, 0].min()) for m in paced if len(m)), default=0)
+    messages, hops, span = _paced_load(orders, rounds)
     return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders``, where not played, are stretched from
+    every rank's messages (routed, not played: the play costs more than the routing):
+    where, over all the orders, they hold at most :data:`STRETCH_MESSAGES` messages
+    within the play's other budgets; past any, from the sample's."""
+    messages, hops, span = _paced_load(orders, rounds)
+    return messages <= STRETCH_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _paced_load(orders: Orders, rounds: list[Any]) -> tuple[int, int, int]:
+    """The paced ``rounds``' messages and the rounds they are in flight in, in all over
+    ``orders``, and the rounds they stretch over."""
+    loads = [_round_load(r) for r in rounds]
+    firsts = [first for _, _, first, _ in loads if first is not None]
+    ends = [end for _, _, _, end in loads if end is not None]
+    return (sum(load[0] for load in loads) * len(orders),
+            sum(load[1] for load in loads) * len(orders),
+            max(ends, default=0) - min(firsts, default=0))
+
+
+_LOADS: dict[int, tuple[tuple[Any, ...], tuple[int, int, int | None, int | None]]] = {}
+
+
+def _round_load(round_: Any) -> tuple[int, int, int | None, int | None]:
+    """A round's paced messages, the rounds they are in flight in, in all, and the first
+    and the last of those (None without any; cached by the round: every machine's
+    orders and every budget read them)."""
+    def make() -> tuple[int, int, int | None, int | None]:
+        paced = [m.rounds for m in round_.messages if m.rounds is not None]
+        ran = [m for m in paced if len(m)]
+        return (sum(len(m) for m in paced),
+                sum(int(m[:, 1].sum()) - int(m[:, 0].sum()) for m in paced),
+                min((int(m[:, 0].min()) for m in ran), default=None),
+                max((int(m[:, 1].max()) for m in ran), default=None))
+    return _cached(_LOADS, id(round_), (round_,), make)
 
 
 def _whole(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
@@ -304,16 +370,17 @@ def _sampled(topology: Any, orders: Orders) -> np.ndarray:
 
 
 def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
-                blocks: list[tuple[tuple[Any, ...], bool]]) -> list[_Rows]:
+                blocks: list[tuple[tuple[Any, ...], bool]], played: bool) -> list[_Rows]:
     """:class:`_Rows` of each of ``blocks`` (a round's classes, and whether a chain's
     hops are in flight one at a time) on every order of ``ranks`` (orders x positions),
     their messages with an end on a sampled rank (``sampled``, by order and position;
-    see :func:`_routed`); the messages of one block share links, those of two never
-    (blocks with paced classes apart from the others)."""
+    see :func:`_routed`), with their pieces' hops where ``played``; the messages of one
+    block share links, those of two never (blocks with paced classes apart from the
+    others)."""
     classes = tuple(m for group, _ in blocks for m in group)
     block = np.repeat(np.arange(len(blocks)), [len(group) for group, _ in blocks])
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
-    picked = [_kept(sampled, m) for m in classes]
+    picked = list(map(_keeper(sampled), classes))
     order = np.concatenate([o for o, _ in picked])
     index = np.concatenate([i for _, i in picked])  # a message's place in its class
     owners = np.repeat(np.arange(len(classes)), [len(i) for _, i in picked])
@@ -330,7 +397,7 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     rounds = _in_flight(classes, owners, index)
     first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
     local = np.arange(len(classes)) - first_class[block]
-    ends = np.column_stack([ranks[order, src], ranks[order, dst]]) if sampled.all() else None
+    ends = np.column_stack([ranks[order, src], ranks[order, dst]]) if played else None
     if rounds.any():  # pieces of messages, in flight with the same others throughout
         piece, rounds, entry, profiles, profile = _pieces(
             keys, message, local[owners], block[owners], rounds, int(np.diff(first_class).max()))
@@ -342,6 +409,27 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
                                       int(np.diff(first_class).max()))
     return _split(len(blocks), sizes, first_class, block[owners], local[owners], lengths,
                   links, profiles, profile, rounds, ends, _link_classes(topology))
+
+
+def _keeper(sampled: np.ndarray) -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
+    """:func:`_kept` on ``sampled`` (orders x positions), for one class after another:
+    up to 64 orders, from the orders in which each position is sampled as the bits of
+    one number (a pass over a class's messages, not one per order)."""
+    count = len(sampled)
+    if count > 64:
+        return functools.partial(_kept, sampled)
+    shifts = np.arange(count, dtype=np.uint64)[:, None]
+    bits = np.bitwise_or.reduce(sampled.astype(np.uint64) << shifts, axis=0)
+
+    def kept(messages: Any) -> tuple[np.ndarray, np.ndarray]:
+        hit = bits[messages.src]
+        hit |= bits[messages.dst]
+        at = np.flatnonzero(hit)
+        if len(messages.src) and not len(at):
+            return np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
+        order, which = np.nonzero((hit[at] >> shifts) & 1)  # by order, then place
+        return order, at[which]
+    return kept
 
 
 def _kept(sampled: np.ndarray, messages: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -468,26 +556,44 @@ def _runs(group: np.ndarray, rounds: np.ndarray) -> np.ndarray:
     return np.column_stack([group[starts], first[starts], np.maximum.reduceat(end, starts)])
 
 
-def _covered(rounds: list[np.ndarray]) -> int:
-    """How many rounds some message is in flight in (each of ``rounds``: per message its
-    ``[first, end)``)."""
-    if not rounds:
+def _covered(classes: list[Any]) -> int:
+    """How many rounds some message of the paced ``classes`` is in flight in."""
+    covers = [_covers(m) for m in classes if len(m.rounds)]
+    if not covers:
         return 0
-    first, end = np.concatenate(rounds).T
-    low = int(first.min())
-    reach = int(end.max()) - low + 1
-    started = np.bincount(first - low, minlength=reach) - np.bincount(end - low, minlength=reach)
-    return int(np.count_nonzero(np.cumsum(started) > 0))
+    low = min(first for first, _ in covers)
+    union = np.zeros(max(first + len(inside) for first, inside in covers) - low, dtype=bool)
+    for first, inside in covers:
+        union[first - low:first - low + len(inside)] |= inside
+    return int(np.count_nonzero(union))
+
+
+_COVERS: dict[int, tuple[tuple[Any, ...], tuple[int, np.ndarray]]] = {}
+
+
+def _covers(messages: Any) -> tuple[int, np.ndarray]:
+    """The rounds some message of a paced class is in flight in (per message its
+    ``[first, end)``): the first, and whether each from it to the last is (cached by
+    the class's positions: equal classes of descriptions apart read them once)."""
+    def make() -> tuple[int, np.ndarray]:
+        first, end = messages.rounds[:, 0], messages.rounds[:, 1]
+        low = int(first.min())
+        reach = int(end.max()) - low
+        started = np.bincount(first - low, minlength=reach + 1) \
+            - np.bincount(end - low, minlength=reach + 1)
+        return low, np.cumsum(started[:-1]) > 0
+    return _cached(_COVERS, _digest(messages), (), make)
 
 
 def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """The rounds in which each message (of class ``owner``, ``index`` in it) is in
-    flight (:attr:`collectives.traffic.Messages.rounds`); ``(0, 0)`` for classes that do
-    not say."""
+    """The rounds in which each message (of class ``owner``, sorted, ``index`` in it) is
+    in flight (:attr:`collectives.traffic.Messages.rounds`); ``(0, 0)`` for classes that
+    do not say."""
     rounds = np.zeros((len(owner), 2), dtype=np.int64)
-    for c, m in enumerate(classes):
+    bounds = np.searchsorted(owner, np.arange(len(classes) + 1)).tolist()
+    for m, lo, hi in zip(classes, bounds[:-1], bounds[1:]):
         if m.rounds is not None:
-            rounds[owner == c] = m.rounds[index[owner == c]]
+            rounds[lo:hi] = m.rounds[index[lo:hi]]
     return rounds
 
 
@@ -628,7 +734,7 @@ class _Layout:
                  "flow")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
-                 digests: list[tuple[bytes, ...]]) -> None:
+                 digests: list[tuple[int, ...]]) -> None:
         wanted = [(r, i, "chain" if r.chain else "repeat") for i, r in enumerate(rounds)]
         made = _routed(topology, orders,
                        [(r, role == "chain", digests[i]) for r, i, role in wanted])
@@ -1078,17 +1184,17 @@ _LAYOUTS: dict[Any, tuple[tuple[Any, ...], _Layout]] = {}
 
 
 _SPANS: dict[Any, tuple[tuple[Any, ...], int]] = {}
-_ROUND_DIGESTS: dict[Any, tuple[tuple[Any, ...], list[tuple[bytes, ...]]]] = {}
+_ROUND_DIGESTS: dict[Any, tuple[tuple[Any, ...], list[tuple[int, ...]]]] = {}
 
 
 def _span(rounds: tuple[Any, ...]) -> int:
     """How many rounds some paced message of a description is in flight in (cached by
     the description: every machine's orders read the same)."""
     return _cached(_SPANS, id(rounds), (rounds,), lambda: _covered(
-        [m.rounds for r in rounds for m in r.messages if m.rounds is not None]))
+        [m for r in rounds for m in r.messages if m.rounds is not None]))
 
 
-def _digests(rounds: tuple[Any, ...]) -> list[tuple[bytes, ...]]:
+def _digests(rounds: tuple[Any, ...]) -> list[tuple[int, ...]]:
     """Every round's classes' digests (cached by the description)."""
     return _cached(_ROUND_DIGESTS, id(rounds), (rounds,),
                    lambda: [tuple(map(_digest, r.messages)) for r in rounds])
