@@ -312,6 +312,30 @@ def _flat_subtree(tree: int, nranks: int, rank: int) -> list[Range]:
     return runs
 
 
+def _flat_subtrees(tree: np.ndarray, nranks: int, rank: np.ndarray) -> np.ndarray:
+    """:func:`_flat_subtree` over arrays of trees and ranks: ``[i, j]`` is run ``j`` of
+    ``rank[i]``'s subtree (its first and last rank), in the same order, padded to two
+    runs with ``(0, -1)`` (two only where the shifted tree 1 wraps to rank 0)."""
+    shifted = tree == 1
+    virtual = np.where(~shifted, rank, nranks - 1 - rank if nranks % 2 == 0
+                       else (rank - 1) % nranks)
+    low = virtual & -virtual
+    lo = np.where(virtual == 0, 0, virtual - low + 1)
+    hi = np.where(virtual == 0, nranks - 1, np.minimum(virtual + low - 1, nranks - 1))
+    if nranks % 2 == 0:  # tree 1 mirrors tree 0
+        lo, hi = np.where(shifted, nranks - 1 - hi, lo), np.where(shifted, nranks - 1 - lo, hi)
+        wrapped = np.zeros(len(rank), dtype=bool)
+    else:  # tree 1 shifts tree 0 by one rank, the last wrapping to rank 0
+        wrapped = shifted & (hi == nranks - 1)
+        lo = np.where(shifted, lo + 1, lo)
+        hi = np.where(shifted, np.minimum(hi + 1, nranks - 1), hi)
+    empty = hi < lo
+    run = np.stack([np.where(empty, 0, lo), np.where(empty, -1, hi)], axis=-1)
+    wrap = np.where(wrapped[:, None], [0, 0], [0, -1])
+    return np.where(wrapped[:, None, None], np.stack([wrap, run], axis=1),
+                    np.stack([run, wrap], axis=1))
+
+
 def subtree_ranks(tree: int, nranks: int, rank: int,
                   ranks_per_node: int | None = None) -> list[Range]:
     """Ranks of ``rank``'s subtree in tree ``tree`` as sorted inclusive ``(first, last)`` runs.
@@ -618,10 +642,9 @@ def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, .
     last = np.where(head, 0, node * size + size - 1)
     inside = np.maximum(0, np.minimum(2 * last + 2, halves[1])
                         - np.maximum(2 * np.arange(nranks), halves[0]))
-    for k in range(nodes):
-        inside[k * size] = sum(max(0, min(2 * b * size + 2 * size, halves[1])
-                                   - max(2 * a * size, halves[0]))
-                               for a, b in _flat_subtree(which, nodes, k))
+    held_from, held_to = _doubled(_flat_subtrees(np.full(nodes, which), nodes, np.arange(nodes)),
+                                  size, *halves)
+    inside[::size] = np.maximum(0, held_to - held_from).sum(axis=1)
     kept, depth = parent >= 0, depth[node] + position
     return (np.arange(nranks)[kept], parent[kept], depth[kept], reduce[kept],
             -depth[kept], inside[kept])  # gathering, every edge one round apart
@@ -1032,18 +1055,24 @@ def _subtree_spans(nranks: int, ranks_per_node: int | None) -> tuple[np.ndarray,
     which = np.repeat([0, 1], len(child) // 2)
     size = _node_size(ranks_per_node, nranks) or 1
     low = which * nranks  # the half's first doubled rank
-    chained = child % size != 0
     first, end = 2 * child, 2 * (child // size * size + size)
-    for e in np.flatnonzero(~chained).tolist():
-        tree, head = int(which[e]), int(child[e]) // size
-        subtree = _flat_subtree(tree, nranks // size, head) if size > 1 else \
-            subtree_ranks(tree, nranks, head)
-        runs = [(max(2 * a * size, low[e]), min(2 * (b + 1) * size, low[e] + nranks))
-                for a, b in subtree]
-        runs = [(a, b) for a, b in runs if b > a] or [(low[e], low[e])]
-        first[e], end[e] = min(a for a, _ in runs), max(b for _, b in runs)
+    heads = np.flatnonzero(child % size == 0)
+    runs = _flat_subtrees(which[heads], nranks // size, child[heads] // size)
+    held_from, held_to = _doubled(runs, size, low[heads, None], low[heads, None] + nranks)
+    held = held_to > held_from
+    some = held.any(axis=1)
+    first[heads] = np.where(some, np.where(held, held_from, low[heads, None] + nranks).min(axis=1),
+                            low[heads])
+    end[heads] = np.where(some, np.where(held, held_to, 0).max(axis=1), low[heads])
     first = np.clip(first, low, low + nranks) - low
     return first, np.maximum(first, np.clip(end, low, low + nranks) - low)
+
+
+def _doubled(runs: np.ndarray, size: int, low: Any, high: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Runs of nodes of ``size`` ranks (:func:`_flat_subtrees`) in doubled ranks, cut to
+    ``low .. high``: their starts and ends (an end at or before its start: nothing)."""
+    return (np.maximum(2 * runs[..., 0] * size, low),
+            np.minimum(2 * (runs[..., 1] + 1) * size, high))
 
 
 @lru_cache(maxsize=1024)
