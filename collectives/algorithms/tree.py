@@ -600,18 +600,21 @@ def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarr
     if size:
         return tuple(np.concatenate(both) for both in zip(
             *(_edges_over_nodes(which, nranks, size) for which in (0, 1))))
-    rows = []
-    for which in (0, 1):
-        nodes, reduce = tree_layout(which, nranks, ranks_per_node, True)
-        gather = tree_layout(which, nranks, ranks_per_node, False)[1]
-        half = (0, nranks) if which == 0 else (nranks, 2 * nranks)  # doubled ranks
-        for rank, node in enumerate(nodes):
-            if node.parent >= 0:
-                runs = subtree_ranks(which, nranks, rank, ranks_per_node)
-                inside = sum(max(0, min(2 * hi + 2, half[1]) - max(2 * lo, half[0]))
-                             for lo, hi in runs)
-                rows.append((rank, node.parent, node.depth, reduce[rank], gather[rank], inside))
-    return tuple(np.array(column, dtype=np.int64) for column in zip(*rows))
+    return tuple(np.concatenate(both) for both in zip(
+        *(_flat_edges(which, nranks, ranks_per_node) for which in (0, 1))))
+
+
+def _flat_edges(which: int, nranks: int, ranks_per_node: int | None) -> tuple[np.ndarray, ...]:
+    """:func:`tree_edges` of tree ``which`` over all ranks."""
+    nodes, reduce = tree_layout(which, nranks, ranks_per_node, True)
+    gather = tree_layout(which, nranks, ranks_per_node, False)[1]
+    parent = np.array([node.parent for node in nodes], dtype=np.int64)
+    depth = np.array([node.depth for node in nodes], dtype=np.int64)
+    child = np.flatnonzero(parent >= 0)
+    held_from, held_to = _doubled(_flat_subtrees(np.full(len(child), which), nranks, child), 1,
+                                  which * nranks, (which + 1) * nranks)  # the tree's half
+    return (child, parent[child], depth[child], np.array(reduce, dtype=np.int64)[child],
+            np.array(gather, dtype=np.int64)[child], np.maximum(0, held_to - held_from).sum(axis=1))
 
 
 def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, ...]:
