@@ -685,8 +685,7 @@ def traffic(collective: str, q: int, segments: int = 1,
     segment = nested_part(2, segments)
     if collective == "allgather":
         return _gathered(q, segment, segments, ranks_per_node)
-    start, senders, receivers, kind = _streams(collective, q, ranks_per_node)
-    starts, kinds = _distinct(collective, q, ranks_per_node)
+    starts = _distinct(collective, q, ranks_per_node)
     low, high = int(starts[0]), int(starts[-1])
 
     def classes(first: int, last: int) -> tuple[Messages, ...]:  # started first .. last
@@ -696,9 +695,9 @@ def traffic(collective: str, q: int, segments: int = 1,
 
     if ranks_per_node:  # every stream in flight in its own rounds
         return [Round(1, tuple(
-            Messages(senders[kind == k], receivers[kind == k], segment, k >= 0, skip_empty=True,
-                     rounds=np.column_stack([start[kind == k], start[kind == k] + segments]))
-            for k in kinds), paced=True)]
+            Messages(src, dst, segment, k >= 0, skip_empty=True,
+                     rounds=np.column_stack([start, start + segments]))
+            for k, start, src, dst in _by_class(collective, q, ranks_per_node)), paced=True)]
     edges = np.union1d(starts, starts + segments)
     rounds = []
     for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
@@ -1091,22 +1090,26 @@ def _started(collective: str, q: int, ranks_per_node: int | None, first: int,
              last: int) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:
     """The streams that start (segment 0) in rounds ``first .. last``, by class: the
     class, its senders and its receivers (the same arrays at every segment count)."""
-    start, src, dst, kind = _streams(collective, q, ranks_per_node)
-    streams = np.flatnonzero((start >= first) & (start <= last))
-    keys = kind[streams]
-    order = np.argsort(keys, kind="stable")
-    values, at = np.unique(keys[order], return_index=True)
-    return tuple((k, src[group], dst[group])
-                 for k, group in zip(values.tolist(), np.split(streams[order], at[1:])))
+    return tuple((k, src[streams], dst[streams])
+                 for k, start, src, dst in _by_class(collective, q, ranks_per_node)
+                 for streams in [np.flatnonzero((start >= first) & (start <= last))]
+                 if len(streams))
 
 
 @lru_cache(maxsize=64)
-def _distinct(collective: str, q: int,
-              ranks_per_node: int | None) -> tuple[np.ndarray, list[int]]:
-    """The rounds the streams of :func:`_streams` start in and their classes, each once,
-    sorted."""
-    start, _, _, kind = _streams(collective, q, ranks_per_node)
-    return np.unique(start), np.unique(kind).tolist()
+def _by_class(collective: str, q: int, ranks_per_node: int | None
+              ) -> tuple[tuple[int, np.ndarray, np.ndarray, np.ndarray], ...]:
+    """The streams of :func:`_streams` by class (in increasing order): the class, and
+    its streams' rounds of segment 0, senders and receivers (in the streams' order)."""
+    start, src, dst, kind = _streams(collective, q, ranks_per_node)
+    return tuple((k, start[streams], src[streams], dst[streams])
+                 for k in np.unique(kind).tolist() for streams in [np.flatnonzero(kind == k)])
+
+
+@lru_cache(maxsize=64)
+def _distinct(collective: str, q: int, ranks_per_node: int | None) -> np.ndarray:
+    """The rounds the streams of :func:`_streams` start in, each once, sorted."""
+    return np.unique(_streams(collective, q, ranks_per_node)[0])
 
 
 @lru_cache(maxsize=64)
