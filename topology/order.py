@@ -58,9 +58,9 @@ def _nodes(topology: Topology) -> dict[str, list[str]]:
         if link.kind in NETWORK_LINK_KINDS:
             continue
         a, b = node.get(link.src), node.get(link.dst)
-        if a is None and b is None:
-            node[link.src] = node[link.dst] = [link.src, link.dst]
-        elif a is None:
+        if a is None:
+            if b is None:
+                b = node[link.dst] = [link.dst]
             b.append(link.src)
             node[link.src] = b
         elif b is None:
