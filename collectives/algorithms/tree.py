@@ -1019,16 +1019,22 @@ def _gathered_runs(q: int, segments: int, ranks_per_node: int | None
     last = gap[whole_to[gap] - 1 > whole_from[gap]]
     runs = [*_up_runs(first[held] * s, end[held] * s, up_from[held], up_to[held], q, held),
             *_down_runs(first * s, end * s, up_from, up_to, q, s, edges + np.arange(edges))]
-    lo, hi, stream, share = (np.concatenate(column) for column in zip(*runs))
-    hi = np.minimum(hi, s)  # an empty part at the half's end: its segment is past the last
-    # indices, not a mask: taking from the large joined arrays by a mask costs 5 times more
-    kept = np.flatnonzero((hi > lo) & (share > 0))
+    # each piece's runs that carry something, then joined: joining all first costs more
+    kept = tuple(np.concatenate(column) for column in zip(*(_kept(*run, s) for run in runs)))
     edge = np.concatenate([up_from[held] - 1, up_to[held], np.where(first[empty] > 0, s - 1, 0),
                            whole_from[gap], whole_to[last] - 1])
     spilled = np.concatenate([held, held, empty, edges + gap, edges + last])
     inner = np.flatnonzero((edge >= 0) & (edge < s))
-    return (tuple(column.take(kept) for column in (lo, hi, stream, share)),
-            (edge.take(inner), spilled.take(inner)))
+    return kept, (edge.take(inner), spilled.take(inner))
+
+
+def _kept(lo: np.ndarray, hi: np.ndarray, stream: np.ndarray, share: np.ndarray,
+          segments: int) -> tuple[np.ndarray, ...]:
+    """The runs ``lo .. hi`` of :func:`_gathered_runs` that carry something."""
+    hi = np.minimum(hi, segments)  # an empty part at the half's end: its segment is past the last
+    # indices, not a mask: taking by a mask costs several times more
+    kept = np.flatnonzero((hi > lo) & (share > 0))
+    return lo.take(kept), hi.take(kept), stream.take(kept), share.take(kept)
 
 
 def _up_runs(first: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: int,
