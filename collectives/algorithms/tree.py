@@ -685,19 +685,19 @@ def traffic(collective: str, q: int, segments: int = 1,
     segment = nested_part(2, segments)
     if collective == "allgather":
         return _gathered(q, segment, segments, ranks_per_node)
-    starts = _distinct(collective, q, ranks_per_node)
+    starts = _distinct(q, ranks_per_node)
     low, high = int(starts[0]), int(starts[-1])
 
     def classes(first: int, last: int) -> tuple[Messages, ...]:  # started first .. last
         first, last = max(first, low), min(last, high)
         return tuple(Messages(src, dst, segment, k >= 0, skip_empty=True)
-                     for k, src, dst in _started(collective, q, ranks_per_node, first, last))
+                     for k, src, dst in _started(q, ranks_per_node, first, last))
 
     if ranks_per_node:  # every stream in flight in its own rounds
         return [Round(1, tuple(
             Messages(src, dst, segment, k >= 0, skip_empty=True,
                      rounds=np.column_stack([start, start + segments]))
-            for k, start, src, dst in _by_class(collective, q, ranks_per_node)), paced=True)]
+            for k, start, src, dst in _by_class(q, ranks_per_node)), paced=True)]
     edges = np.union1d(starts, starts + segments)
     rounds = []
     for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
@@ -734,7 +734,7 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     ranks' steps cut (:class:`_Cuts`), by :func:`_each_message` up to
     :data:`EXACT_MESSAGES` messages, else by :func:`_most_cut` up to
     :data:`CUT_MESSAGES` at the edges, else by :func:`_by_share`."""
-    start, senders, receivers, _ = _streams("allgather", q, ranks_per_node)
+    start, senders, receivers, _ = _streams(True, q, ranks_per_node)
     runs, spill = _gathered_runs(q, segments, ranks_per_node)
     lengths, share = runs[1] - runs[0], runs[3]
     if lengths.sum() + len(spill[0]) <= EXACT_MESSAGES:
@@ -846,7 +846,7 @@ def _most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     sent = [(stream[g], first[g], end[g], _share_of(segment, parts, q) if k == q
              else cuts.most(row[g], _share_of(segment, parts, k)))
             for k, g in _grouped(share)]
-    start = _streams("allgather", q, ranks_per_node)[0]
+    start = _streams(True, q, ranks_per_node)[0]
     round_ = start[spilled] + edge
     alone = (round_ < (start[stream] + first).min()) | (round_ >= (start[stream] + end).max())
     apart = [(spilled[g], edge[g], edge[g] + 1, cuts.most(len(partial) + g,
@@ -1092,39 +1092,42 @@ def _doubled(runs: np.ndarray, size: int, low: Any, high: Any) -> tuple[np.ndarr
 
 
 @lru_cache(maxsize=1024)
-def _started(collective: str, q: int, ranks_per_node: int | None, first: int,
+def _started(q: int, ranks_per_node: int | None, first: int,
              last: int) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:
-    """The streams that start (segment 0) in rounds ``first .. last``, by class: the
-    class, its senders and its receivers (the same arrays at every segment count)."""
+    """The streams of AllReduce and ReduceScatter that start (segment 0) in rounds
+    ``first .. last``, by class: the class, its senders and its receivers (the same
+    arrays at every segment count)."""
     return tuple((k, src[streams], dst[streams])
-                 for k, start, src, dst in _by_class(collective, q, ranks_per_node)
+                 for k, start, src, dst in _by_class(q, ranks_per_node)
                  for streams in [np.flatnonzero((start >= first) & (start <= last))]
                  if len(streams))
 
 
 @lru_cache(maxsize=64)
-def _by_class(collective: str, q: int, ranks_per_node: int | None
+def _by_class(q: int, ranks_per_node: int | None
               ) -> tuple[tuple[int, np.ndarray, np.ndarray, np.ndarray], ...]:
-    """The streams of :func:`_streams` by class (in increasing order): the class, and
-    its streams' rounds of segment 0, senders and receivers (in the streams' order)."""
-    start, src, dst, kind = _streams(collective, q, ranks_per_node)
+    """The streams of AllReduce and ReduceScatter (:func:`_streams`) by class (in
+    increasing order): the class, and its streams' rounds of segment 0, senders and
+    receivers (in the streams' order)."""
+    start, src, dst, kind = _streams(False, q, ranks_per_node)
     return tuple((k, start[streams], src[streams], dst[streams])
                  for k in np.unique(kind).tolist() for streams in [np.flatnonzero(kind == k)])
 
 
 @lru_cache(maxsize=64)
-def _distinct(collective: str, q: int, ranks_per_node: int | None) -> np.ndarray:
-    """The rounds the streams of :func:`_streams` start in, each once, sorted."""
-    return np.unique(_streams(collective, q, ranks_per_node)[0])
+def _distinct(q: int, ranks_per_node: int | None) -> np.ndarray:
+    """The rounds the streams of AllReduce and ReduceScatter (:func:`_streams`) start
+    in, each once, sorted."""
+    return np.unique(_streams(False, q, ranks_per_node)[0])
 
 
 @lru_cache(maxsize=64)
-def _streams(collective: str, q: int,
+def _streams(gathers: bool, q: int,
              ranks_per_node: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every stream of the trees (up then down, per edge): the round it starts in (of
-    segment 0), its sender, its receiver and its class (:func:`traffic`)."""
+    """Every stream of the trees (up then down, per edge) when they gather (AllGather)
+    or reduce (AllReduce and ReduceScatter, which share them): the round it starts in
+    (of segment 0), its sender, its receiver and its class (:func:`traffic`)."""
     child, parent, depth, reduce, gather, _ = tree_edges(q, ranks_per_node)
-    gathers = collective == "allgather"
     start = np.concatenate([gather if gathers else reduce, depth - 1])
     src, dst = np.concatenate([child, parent]), np.concatenate([parent, child])
     kind = np.repeat(np.array([0, -1], dtype=np.int64), len(child))  # classes: 0 up, -1 down
