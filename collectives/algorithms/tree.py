@@ -219,6 +219,38 @@ def _flat_node(tree: int, nranks: int, rank: int) -> TreeNode:
     return TreeNode(above, tuple(_to_real(tree, nranks, c) for c in children), depth)
 
 
+@lru_cache(maxsize=64)
+def _flat_tree(tree: int, nranks: int) -> tuple[np.ndarray, ...]:
+    """:func:`_flat_node` of every rank as arrays: its parent (-1 at the root), depth,
+    number of children, place among its parent's children, and the children that its
+    ancestors have, summed (a rank's round in the trees' layouts, :func:`tree_layout`)."""
+    rank = np.arange(nranks)
+    virtual = _virtual(tree, nranks, rank)
+    low = virtual & -virtual
+    up = ((virtual & (low << 1)) != 0) | (virtual + low >= nranks)
+    above = np.where(virtual == 0, -1, np.where(up, virtual - low, virtual + low))
+    parent = np.where(above < 0, -1, _virtual(tree, nranks, above, real=True))
+    children = np.where(virtual == 0, int(nranks > 1),
+                        np.where(low > 1, 1 + (virtual + 1 < nranks), 0))
+    place = ((virtual > above) & (above > 0)).astype(np.int64)  # a right child: second
+    depth, below = np.zeros(nranks, dtype=np.int64), np.zeros(nranks, dtype=np.int64)
+    ancestor = parent
+    while (ancestor >= 0).any():  # one level of ancestors a pass
+        depth += ancestor >= 0
+        below += np.where(ancestor >= 0, children[ancestor], 0)
+        ancestor = np.where(ancestor >= 0, parent[ancestor], -1)
+    return parent, depth, children, place, below
+
+
+def _virtual(tree: int, nranks: int, rank: np.ndarray, real: bool = False) -> np.ndarray:
+    """:func:`_to_virtual` (or, ``real``, :func:`_to_real`) over an array of ranks."""
+    if tree == 0:
+        return rank
+    if nranks % 2 == 0:
+        return nranks - 1 - rank
+    return (rank + 1) % nranks if real else (rank - 1) % nranks
+
+
 def _chained_node(tree: int, nranks: int, rank: int, size: int) -> TreeNode:
     """``rank``'s place in tree ``tree`` over nodes of ``size`` ranks, chained inside."""
     node, position = divmod(rank, size)
@@ -606,15 +638,13 @@ def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarr
 
 def _flat_edges(which: int, nranks: int, ranks_per_node: int | None) -> tuple[np.ndarray, ...]:
     """:func:`tree_edges` of tree ``which`` over all ranks."""
-    nodes, reduce = tree_layout(which, nranks, ranks_per_node, True)
-    gather = tree_layout(which, nranks, ranks_per_node, False)[1]
-    parent = np.array([node.parent for node in nodes], dtype=np.int64)
-    depth = np.array([node.depth for node in nodes], dtype=np.int64)
+    parent, depth, _, place, _ = _flat_tree(which, nranks)
     child = np.flatnonzero(parent >= 0)
     held_from, held_to = _doubled(_flat_subtrees(np.full(len(child), which), nranks, child), 1,
                                   which * nranks, (which + 1) * nranks)  # the tree's half
-    return (child, parent[child], depth[child], np.array(reduce, dtype=np.int64)[child],
-            np.array(gather, dtype=np.int64)[child], np.maximum(0, held_to - held_from).sum(axis=1))
+    depth = depth[child]  # tree_layout's rounds: reducing, every edge two apart, then place
+    return (child, parent[child], depth, place[child] - 2 * depth, -depth,
+            np.maximum(0, held_to - held_from).sum(axis=1))
 
 
 def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, ...]:
@@ -623,18 +653,10 @@ def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, .
     a head spaces its children by their number, the chain's next rank first, a chain by
     one; gathering, every edge by one)."""
     nodes = nranks // size
-    flat = [_flat_node(which, nodes, k) for k in range(nodes)]
-    base, order = np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.int64)
-    todo = [next(k for k, node in enumerate(flat) if node.parent < 0)]
-    while todo:
-        k = todo.pop()
-        for index, child in enumerate(flat[k].children):
-            base[child] = base[k] - 1 - len(flat[k].children)
-            order[child] = 1 + index
-        todo.extend(flat[k].children)
-    spacing = np.array([1 + len(node.children) for node in flat], dtype=np.int64)
-    above = np.array([node.parent for node in flat], dtype=np.int64)
-    depth = np.array([node.depth for node in flat], dtype=np.int64)
+    above, depth, children, place, below = _flat_tree(which, nodes)
+    spacing = 1 + children  # a head spaces its children by their number and its chain
+    base = -(depth + below)  # less every ancestor's spacing
+    order = np.where(above >= 0, 1 + place, 0)
     node, position = np.divmod(np.arange(nranks), size)
     head = position == 0
     parent = np.where(head, np.where(above[node] >= 0, above[node] * size, -1),
