@@ -1042,7 +1042,8 @@ def _gathered_runs(q: int, segments: int, ranks_per_node: int | None
     runs = [*_up_runs(first[held] * s, end[held] * s, up_from[held], up_to[held], q, held),
             *_down_runs(first * s, end * s, up_from, up_to, q, s, edges + np.arange(edges))]
     # each piece's runs that carry something, then joined: joining all first costs more
-    kept = tuple(np.concatenate(column) for column in zip(*(_kept(*run, s) for run in runs)))
+    kept = tuple(np.concatenate(column) for column in zip(
+        *(_kept(lo, hi, stream, share, s) for lo, hi, stream, share in runs)))
     edge = np.concatenate([up_from[held] - 1, up_to[held], np.where(first[empty] > 0, s - 1, 0),
                            whole_from[gap], whole_to[last] - 1])
     spilled = np.concatenate([held, held, empty, edges + gap, edges + last])
