@@ -768,8 +768,9 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
 
     def messages(streams: np.ndarray, first: np.ndarray, end: np.ndarray,
                  elements: Callable[[np.ndarray], np.ndarray]) -> Messages:
+        begins = start[streams]
         return Messages(senders[streams], receivers[streams], elements, False, skip_empty=True,
-                        rounds=np.column_stack([start[streams] + first, start[streams] + end]))
+                        rounds=np.column_stack([begins + first, begins + end]))
 
     return [Round(1, tuple(messages(*group) for group in classes), paced=True)
             for classes in rounds if classes]
