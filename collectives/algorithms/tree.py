@@ -349,8 +349,7 @@ def _flat_subtrees(tree: np.ndarray, nranks: int, rank: np.ndarray) -> np.ndarra
     ``rank[i]``'s subtree (its first and last rank), in the same order, padded to two
     runs with ``(0, -1)`` (two only where the shifted tree 1 wraps to rank 0)."""
     shifted = tree == 1
-    virtual = np.where(~shifted, rank, nranks - 1 - rank if nranks % 2 == 0
-                       else (rank - 1) % nranks)
+    virtual = np.where(shifted, _virtual(1, nranks, rank), rank)
     low = virtual & -virtual
     lo = np.where(virtual == 0, 0, virtual - low + 1)
     hi = np.where(virtual == 0, nranks - 1, np.minimum(virtual + low - 1, nranks - 1))
@@ -633,10 +632,10 @@ def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarr
         return tuple(np.concatenate(both) for both in zip(
             *(_edges_over_nodes(which, nranks, size) for which in (0, 1))))
     return tuple(np.concatenate(both) for both in zip(
-        *(_flat_edges(which, nranks, ranks_per_node) for which in (0, 1))))
+        *(_flat_edges(which, nranks) for which in (0, 1))))
 
 
-def _flat_edges(which: int, nranks: int, ranks_per_node: int | None) -> tuple[np.ndarray, ...]:
+def _flat_edges(which: int, nranks: int) -> tuple[np.ndarray, ...]:
     """:func:`tree_edges` of tree ``which`` over all ranks."""
     parent, depth, _, place, _ = _flat_tree(which, nranks)
     child = np.flatnonzero(parent >= 0)
