@@ -8,6 +8,7 @@ pipelined correctness with several segments, and ``segments`` validation.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from collectives import Recv, Schedule, Send, build_schedule, interpret, verify
@@ -79,6 +80,22 @@ def test_each_tree_is_an_in_order_binary_tree(t: int, p: int) -> None:
         assert members == {m for a, b in subtree_ranks(t, p, r) for m in range(a, b + 1)}
     assert len(_brute_subtree(t, p, roots[0])) == p
     assert max(node.depth for node in nodes) == tree_depth(p)
+
+
+@pytest.mark.parametrize("p", RANKS)
+@pytest.mark.parametrize("t", [0, 1])
+def test_trees_as_arrays_match_the_nodes(t: int, p: int) -> None:
+    """The array forms the model's descriptions use agree with the nodes, rank by rank."""
+    parent, depth, children, place, below = tree._flat_tree(t, p)
+    runs = tree._flat_subtrees(np.full(p, t), p, np.arange(p))
+    for r in range(p):
+        node = tree_node(t, p, r)
+        assert (parent[r], depth[r], children[r]) == (node.parent, node.depth, len(node.children))
+        ancestors = [a for a in range(p) if r in _brute_subtree(t, p, a) and a != r]
+        assert below[r] == sum(len(tree_node(t, p, a).children) for a in ancestors)
+        if node.parent >= 0:
+            assert tree_node(t, p, node.parent).children[place[r]] == r
+        assert [(a, b) for a, b in runs[r].tolist() if b >= a] == subtree_ranks(t, p, r)
 
 
 @pytest.mark.parametrize("p", [p for p in RANKS if p > 1])

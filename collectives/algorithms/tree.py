@@ -219,6 +219,38 @@ def _flat_node(tree: int, nranks: int, rank: int) -> TreeNode:
     return TreeNode(above, tuple(_to_real(tree, nranks, c) for c in children), depth)
 
 
+@lru_cache(maxsize=64)
+def _flat_tree(tree: int, nranks: int) -> tuple[np.ndarray, ...]:
+    """:func:`_flat_node` of every rank as arrays: its parent (-1 at the root), depth,
+    number of children, place among its parent's children, and the children that its
+    ancestors have, summed (a rank's round in the trees' layouts, :func:`tree_layout`)."""
+    rank = np.arange(nranks)
+    virtual = _virtual(tree, nranks, rank)
+    low = virtual & -virtual
+    up = ((virtual & (low << 1)) != 0) | (virtual + low >= nranks)
+    above = np.where(virtual == 0, -1, np.where(up, virtual - low, virtual + low))
+    parent = np.where(above < 0, -1, _virtual(tree, nranks, above, real=True))
+    children = np.where(virtual == 0, int(nranks > 1),
+                        np.where(low > 1, 1 + (virtual + 1 < nranks), 0))
+    place = ((virtual > above) & (above > 0)).astype(np.int64)  # a right child: second
+    depth, below = np.zeros(nranks, dtype=np.int64), np.zeros(nranks, dtype=np.int64)
+    ancestor = parent
+    while (ancestor >= 0).any():  # one level of ancestors a pass
+        depth += ancestor >= 0
+        below += np.where(ancestor >= 0, children[ancestor], 0)
+        ancestor = np.where(ancestor >= 0, parent[ancestor], -1)
+    return parent, depth, children, place, below
+
+
+def _virtual(tree: int, nranks: int, rank: np.ndarray, real: bool = False) -> np.ndarray:
+    """:func:`_to_virtual` (or, ``real``, :func:`_to_real`) over an array of ranks."""
+    if tree == 0:
+        return rank
+    if nranks % 2 == 0:
+        return nranks - 1 - rank
+    return (rank + 1) % nranks if real else (rank - 1) % nranks
+
+
 def _chained_node(tree: int, nranks: int, rank: int, size: int) -> TreeNode:
     """``rank``'s place in tree ``tree`` over nodes of ``size`` ranks, chained inside."""
     node, position = divmod(rank, size)
@@ -310,6 +342,29 @@ def _flat_subtree(tree: int, nranks: int, rank: int) -> list[Range]:
     if lo + 1 <= min(hi + 1, nranks - 1):
         runs.append((lo + 1, min(hi + 1, nranks - 1)))
     return runs
+
+
+def _flat_subtrees(tree: np.ndarray, nranks: int, rank: np.ndarray) -> np.ndarray:
+    """:func:`_flat_subtree` over arrays of trees and ranks: ``[i, j]`` is run ``j`` of
+    ``rank[i]``'s subtree (its first and last rank), in the same order, padded to two
+    runs with ``(0, -1)`` (two only where the shifted tree 1 wraps to rank 0)."""
+    shifted = tree == 1
+    virtual = np.where(shifted, _virtual(1, nranks, rank), rank)
+    low = virtual & -virtual
+    lo = np.where(virtual == 0, 0, virtual - low + 1)
+    hi = np.where(virtual == 0, nranks - 1, np.minimum(virtual + low - 1, nranks - 1))
+    if nranks % 2 == 0:  # tree 1 mirrors tree 0
+        lo, hi = np.where(shifted, nranks - 1 - hi, lo), np.where(shifted, nranks - 1 - lo, hi)
+        wrapped = np.zeros(len(rank), dtype=bool)
+    else:  # tree 1 shifts tree 0 by one rank, the last wrapping to rank 0
+        wrapped = shifted & (hi == nranks - 1)
+        lo = np.where(shifted, lo + 1, lo)
+        hi = np.where(shifted, np.minimum(hi + 1, nranks - 1), hi)
+    empty = hi < lo
+    run = np.stack([np.where(empty, 0, lo), np.where(empty, -1, hi)], axis=-1)
+    wrap = np.where(wrapped[:, None], [0, 0], [0, -1])
+    return np.where(wrapped[:, None, None], np.stack([wrap, run], axis=1),
+                    np.stack([run, wrap], axis=1))
 
 
 def subtree_ranks(tree: int, nranks: int, rank: int,
@@ -576,18 +631,19 @@ def tree_edges(nranks: int, ranks_per_node: int | None = None) -> tuple[np.ndarr
     if size:
         return tuple(np.concatenate(both) for both in zip(
             *(_edges_over_nodes(which, nranks, size) for which in (0, 1))))
-    rows = []
-    for which in (0, 1):
-        nodes, reduce = tree_layout(which, nranks, ranks_per_node, True)
-        gather = tree_layout(which, nranks, ranks_per_node, False)[1]
-        half = (0, nranks) if which == 0 else (nranks, 2 * nranks)  # doubled ranks
-        for rank, node in enumerate(nodes):
-            if node.parent >= 0:
-                runs = subtree_ranks(which, nranks, rank, ranks_per_node)
-                inside = sum(max(0, min(2 * hi + 2, half[1]) - max(2 * lo, half[0]))
-                             for lo, hi in runs)
-                rows.append((rank, node.parent, node.depth, reduce[rank], gather[rank], inside))
-    return tuple(np.array(column, dtype=np.int64) for column in zip(*rows))
+    return tuple(np.concatenate(both) for both in zip(
+        *(_flat_edges(which, nranks) for which in (0, 1))))
+
+
+def _flat_edges(which: int, nranks: int) -> tuple[np.ndarray, ...]:
+    """:func:`tree_edges` of tree ``which`` over all ranks."""
+    parent, depth, _, place, _ = _flat_tree(which, nranks)
+    child = np.flatnonzero(parent >= 0)
+    held_from, held_to = _doubled(_flat_subtrees(np.full(len(child), which), nranks, child), 1,
+                                  which * nranks, (which + 1) * nranks)  # the tree's half
+    depth = depth[child]  # tree_layout's rounds: reducing, every edge two apart, then place
+    return (child, parent[child], depth, place[child] - 2 * depth, -depth,
+            np.maximum(0, held_to - held_from).sum(axis=1))
 
 
 def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, ...]:
@@ -596,18 +652,10 @@ def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, .
     a head spaces its children by their number, the chain's next rank first, a chain by
     one; gathering, every edge by one)."""
     nodes = nranks // size
-    flat = [_flat_node(which, nodes, k) for k in range(nodes)]
-    base, order = np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.int64)
-    todo = [next(k for k, node in enumerate(flat) if node.parent < 0)]
-    while todo:
-        k = todo.pop()
-        for index, child in enumerate(flat[k].children):
-            base[child] = base[k] - 1 - len(flat[k].children)
-            order[child] = 1 + index
-        todo.extend(flat[k].children)
-    spacing = np.array([1 + len(node.children) for node in flat], dtype=np.int64)
-    above = np.array([node.parent for node in flat], dtype=np.int64)
-    depth = np.array([node.depth for node in flat], dtype=np.int64)
+    above, depth, children, place, below = _flat_tree(which, nodes)
+    spacing = 1 + children  # a head spaces its children by their number and its chain
+    base = -(depth + below)  # less every ancestor's spacing
+    order = np.where(above >= 0, 1 + place, 0)
     node, position = np.divmod(np.arange(nranks), size)
     head = position == 0
     parent = np.where(head, np.where(above[node] >= 0, above[node] * size, -1),
@@ -618,10 +666,9 @@ def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, .
     last = np.where(head, 0, node * size + size - 1)
     inside = np.maximum(0, np.minimum(2 * last + 2, halves[1])
                         - np.maximum(2 * np.arange(nranks), halves[0]))
-    for k in range(nodes):
-        inside[k * size] = sum(max(0, min(2 * b * size + 2 * size, halves[1])
-                                   - max(2 * a * size, halves[0]))
-                               for a, b in _flat_subtree(which, nodes, k))
+    held_from, held_to = _doubled(_flat_subtrees(np.full(nodes, which), nodes, np.arange(nodes)),
+                                  size, *halves)
+    inside[::size] = np.maximum(0, held_to - held_from).sum(axis=1)
     kept, depth = parent >= 0, depth[node] + position
     return (np.arange(nranks)[kept], parent[kept], depth[kept], reduce[kept],
             -depth[kept], inside[kept])  # gathering, every edge one round apart
@@ -659,20 +706,19 @@ def traffic(collective: str, q: int, segments: int = 1,
     segment = nested_part(2, segments)
     if collective == "allgather":
         return _gathered(q, segment, segments, ranks_per_node)
-    start, senders, receivers, kind = _streams(collective, q, ranks_per_node)
-    starts, kinds = _distinct(collective, q, ranks_per_node)
+    starts = _distinct(q, ranks_per_node)
     low, high = int(starts[0]), int(starts[-1])
 
     def classes(first: int, last: int) -> tuple[Messages, ...]:  # started first .. last
         first, last = max(first, low), min(last, high)
         return tuple(Messages(src, dst, segment, k >= 0, skip_empty=True)
-                     for k, src, dst in _started(collective, q, ranks_per_node, first, last))
+                     for k, src, dst in _started(q, ranks_per_node, first, last))
 
     if ranks_per_node:  # every stream in flight in its own rounds
         return [Round(1, tuple(
-            Messages(senders[kind == k], receivers[kind == k], segment, k >= 0, skip_empty=True,
-                     rounds=np.column_stack([start[kind == k], start[kind == k] + segments]))
-            for k in kinds), paced=True)]
+            Messages(src, dst, segment, k >= 0, skip_empty=True,
+                     rounds=np.column_stack([start, start + segments]))
+            for k, start, src, dst in _by_class(q, ranks_per_node)), paced=True)]
     edges = np.union1d(starts, starts + segments)
     rounds = []
     for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
@@ -709,7 +755,7 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     ranks' steps cut (:class:`_Cuts`), by :func:`_each_message` up to
     :data:`EXACT_MESSAGES` messages, else by :func:`_most_cut` up to
     :data:`CUT_MESSAGES` at the edges, else by :func:`_by_share`."""
-    start, senders, receivers, _ = _streams("allgather", q, ranks_per_node)
+    start, senders, receivers, _ = _streams(True, q, ranks_per_node)
     runs, spill = _gathered_runs(q, segments, ranks_per_node)
     lengths, share = runs[1] - runs[0], runs[3]
     if lengths.sum() + len(spill[0]) <= EXACT_MESSAGES:
@@ -721,8 +767,9 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
 
     def messages(streams: np.ndarray, first: np.ndarray, end: np.ndarray,
                  elements: Callable[[np.ndarray], np.ndarray]) -> Messages:
+        begins = start[streams]
         return Messages(senders[streams], receivers[streams], elements, False, skip_empty=True,
-                        rounds=np.column_stack([start[streams] + first, start[streams] + end]))
+                        rounds=np.column_stack([begins + first, begins + end]))
 
     return [Round(1, tuple(messages(*group) for group in classes), paced=True)
             for classes in rounds if classes]
@@ -821,7 +868,7 @@ def _most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     sent = [(stream[g], first[g], end[g], _share_of(segment, parts, q) if k == q
              else cuts.most(row[g], _share_of(segment, parts, k)))
             for k, g in _grouped(share)]
-    start = _streams("allgather", q, ranks_per_node)[0]
+    start = _streams(True, q, ranks_per_node)[0]
     round_ = start[spilled] + edge
     alone = (round_ < (start[stream] + first).min()) | (round_ >= (start[stream] + end).max())
     apart = [(spilled[g], edge[g], edge[g] + 1, cuts.most(len(partial) + g,
@@ -846,9 +893,15 @@ def _by_share(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
 
 def _grouped(key: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """The values of ``key``, in order, each with its indices (in order)."""
-    order = np.argsort(key, kind="stable")
-    values, at = np.unique(key[order], return_index=True)
-    return list(zip(values.tolist(), np.split(order, at[1:])))
+    if not len(key):
+        return []
+    # the keys less their least in the smallest unsigned type that holds them: sorted as
+    # the keys, by a radix sort where that type has at most 16 bits
+    low = key.min()
+    order = np.argsort((key - low).astype(np.min_scalar_type(key.max() - low)), kind="stable")
+    ordered = key.take(order)
+    at = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    return list(zip(ordered.take(np.concatenate([[0], at])).tolist(), np.split(order, at)))
 
 
 def _segments_of(stream: np.ndarray, first: np.ndarray,
@@ -988,14 +1041,23 @@ def _gathered_runs(q: int, segments: int, ranks_per_node: int | None
     last = gap[whole_to[gap] - 1 > whole_from[gap]]
     runs = [*_up_runs(first[held] * s, end[held] * s, up_from[held], up_to[held], q, held),
             *_down_runs(first * s, end * s, up_from, up_to, q, s, edges + np.arange(edges))]
-    lo, hi, stream, share = (np.concatenate(column) for column in zip(*runs))
-    hi = np.minimum(hi, s)  # an empty part at the half's end: its segment is past the last
-    kept = (hi > lo) & (share > 0)
+    # each piece's runs that carry something, then joined: joining all first costs more
+    kept = tuple(np.concatenate(column) for column in zip(
+        *(_kept(lo, hi, stream, share, s) for lo, hi, stream, share in runs)))
     edge = np.concatenate([up_from[held] - 1, up_to[held], np.where(first[empty] > 0, s - 1, 0),
                            whole_from[gap], whole_to[last] - 1])
     spilled = np.concatenate([held, held, empty, edges + gap, edges + last])
-    inner = (edge >= 0) & (edge < s)
-    return (lo[kept], hi[kept], stream[kept], share[kept]), (edge[inner], spilled[inner])
+    inner = np.flatnonzero((edge >= 0) & (edge < s))
+    return kept, (edge.take(inner), spilled.take(inner))
+
+
+def _kept(lo: np.ndarray, hi: np.ndarray, stream: np.ndarray, share: np.ndarray,
+          segments: int) -> tuple[np.ndarray, ...]:
+    """The runs ``lo .. hi`` of :func:`_gathered_runs` that carry something."""
+    hi = np.minimum(hi, segments)  # an empty part at the half's end: its segment is past the last
+    # indices, not a mask: taking by a mask costs several times more
+    kept = np.flatnonzero((hi > lo) & (share > 0))
+    return lo.take(kept), hi.take(kept), stream.take(kept), share.take(kept)
 
 
 def _up_runs(first: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: int,
@@ -1032,50 +1094,63 @@ def _subtree_spans(nranks: int, ranks_per_node: int | None) -> tuple[np.ndarray,
     which = np.repeat([0, 1], len(child) // 2)
     size = _node_size(ranks_per_node, nranks) or 1
     low = which * nranks  # the half's first doubled rank
-    chained = child % size != 0
     first, end = 2 * child, 2 * (child // size * size + size)
-    for e in np.flatnonzero(~chained).tolist():
-        tree, head = int(which[e]), int(child[e]) // size
-        subtree = _flat_subtree(tree, nranks // size, head) if size > 1 else \
-            subtree_ranks(tree, nranks, head)
-        runs = [(max(2 * a * size, low[e]), min(2 * (b + 1) * size, low[e] + nranks))
-                for a, b in subtree]
-        runs = [(a, b) for a, b in runs if b > a] or [(low[e], low[e])]
-        first[e], end[e] = min(a for a, _ in runs), max(b for _, b in runs)
+    heads = np.flatnonzero(child % size == 0)
+    runs = _flat_subtrees(which[heads], nranks // size, child[heads] // size)
+    held_from, held_to = _doubled(runs, size, low[heads, None], low[heads, None] + nranks)
+    held = held_to > held_from
+    some = held.any(axis=1)
+    first[heads] = np.where(some, np.where(held, held_from, low[heads, None] + nranks).min(axis=1),
+                            low[heads])
+    end[heads] = np.where(some, np.where(held, held_to, 0).max(axis=1), low[heads])
     first = np.clip(first, low, low + nranks) - low
     return first, np.maximum(first, np.clip(end, low, low + nranks) - low)
 
 
+def _doubled(runs: np.ndarray, size: int, low: Any, high: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Runs of nodes of ``size`` ranks (:func:`_flat_subtrees`) in doubled ranks, cut to
+    ``low .. high``: their starts and ends (an end at or before its start: nothing)."""
+    return (np.maximum(2 * runs[..., 0] * size, low),
+            np.minimum(2 * (runs[..., 1] + 1) * size, high))
+
+
 @lru_cache(maxsize=1024)
-def _started(collective: str, q: int, ranks_per_node: int | None, first: int,
+def _started(q: int, ranks_per_node: int | None, first: int,
              last: int) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:
-    """The streams that start (segment 0) in rounds ``first .. last``, by class: the
-    class, its senders and its receivers (the same arrays at every segment count)."""
-    start, src, dst, kind = _streams(collective, q, ranks_per_node)
-    streams = np.flatnonzero((start >= first) & (start <= last))
-    keys = kind[streams]
-    order = np.argsort(keys, kind="stable")
-    values, at = np.unique(keys[order], return_index=True)
-    return tuple((k, src[group], dst[group])
-                 for k, group in zip(values.tolist(), np.split(streams[order], at[1:])))
+    """The streams of AllReduce and ReduceScatter that start (segment 0) in rounds
+    ``first .. last``, by class: the class, its senders and its receivers (the same
+    arrays at every segment count)."""
+    return tuple((k, src[streams], dst[streams])
+                 for k, start, src, dst in _by_class(q, ranks_per_node)
+                 for streams in [np.flatnonzero((start >= first) & (start <= last))]
+                 if len(streams))
 
 
 @lru_cache(maxsize=64)
-def _distinct(collective: str, q: int,
-              ranks_per_node: int | None) -> tuple[np.ndarray, list[int]]:
-    """The rounds the streams of :func:`_streams` start in and their classes, each once,
-    sorted."""
-    start, _, _, kind = _streams(collective, q, ranks_per_node)
-    return np.unique(start), np.unique(kind).tolist()
+def _by_class(q: int, ranks_per_node: int | None
+              ) -> tuple[tuple[int, np.ndarray, np.ndarray, np.ndarray], ...]:
+    """The streams of AllReduce and ReduceScatter (:func:`_streams`) by class (in
+    increasing order): the class, and its streams' rounds of segment 0, senders and
+    receivers (in the streams' order)."""
+    start, src, dst, kind = _streams(False, q, ranks_per_node)
+    return tuple((k, start[streams], src[streams], dst[streams])
+                 for k in np.unique(kind).tolist() for streams in [np.flatnonzero(kind == k)])
 
 
 @lru_cache(maxsize=64)
-def _streams(collective: str, q: int,
+def _distinct(q: int, ranks_per_node: int | None) -> np.ndarray:
+    """The rounds the streams of AllReduce and ReduceScatter (:func:`_streams`) start
+    in, each once, sorted."""
+    return np.unique(_streams(False, q, ranks_per_node)[0])
+
+
+@lru_cache(maxsize=64)
+def _streams(gathers: bool, q: int,
              ranks_per_node: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every stream of the trees (up then down, per edge): the round it starts in (of
-    segment 0), its sender, its receiver and its class (:func:`traffic`)."""
+    """Every stream of the trees (up then down, per edge) when they gather (AllGather)
+    or reduce (AllReduce and ReduceScatter, which share them): the round it starts in
+    (of segment 0), its sender, its receiver and its class (:func:`traffic`)."""
     child, parent, depth, reduce, gather, _ = tree_edges(q, ranks_per_node)
-    gathers = collective == "allgather"
     start = np.concatenate([gather if gathers else reduce, depth - 1])
     src, dst = np.concatenate([child, parent]), np.concatenate([parent, child])
     kind = np.repeat(np.array([0, -1], dtype=np.int64), len(child))  # classes: 0 up, -1 down
