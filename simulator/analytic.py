@@ -318,7 +318,29 @@ def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
     where, over all the orders, they hold at most :data:`STRETCH_MESSAGES` messages
     within the play's other budgets; past any, from the sample's."""
     messages, hops, span = _paced_load(orders, rounds)
+    if _is_held(rounds):
+        # never played: the stretch's cost is its messages', whatever their rounds
+        return messages <= PLAY_MESSAGES
     return messages <= STRETCH_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _is_held(rounds: Sequence[Any]) -> bool:
+    """Whether some of ``rounds`` are paced and held to the lock-step stretch."""
+    return any(r.paced and r.held for r in rounds)
+
+
+def _front(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether held paced ``rounds`` on ``orders``, past the play's budget and stretched
+    from every rank, are priced as the path that follows a chain's front
+    (:meth:`_Described._followed`): on one order, where a rank's step holds one
+    position, so that the ranks' clocks carry a hold-up one position a round, and where
+    each class's first rounds and ends move by a position a round at most (a chain's at
+    one segment, and ReduceScatter's at two), so that outside one hop's rounds the slowest
+    path keeps moving with them."""
+    return (len(orders) == 1 and _is_held(rounds) and topology.nranks > SAMPLE_ALL_RANKS
+            and not _played(topology, orders, rounds) and _stretched_whole(orders, rounds)
+            and all(np.ptp(m.rounds, axis=0).max() <= len(m.rounds)
+                    for r in rounds for m in r.messages if m.rounds is not None and len(m.rounds)))
 
 
 def _paced_load(orders: Orders, rounds: list[Any]) -> tuple[int, int, int]:
@@ -755,7 +777,7 @@ class _Layout:
                                         np.column_stack([starts, 0 * starts, 0 * starts]),
                                         np.zeros((0, 3), dtype=np.int64)))
         self.hops = self._hops(blocks, starts)
-        held = any(r.paced and r.held for r in rounds)
+        held = _is_held(rounds)
         self.flow = None if self.hops is None or not len(self.hops) or held else \
             _Flow(self.hops, self.class_block[self.row_class[self.hops[:, 0]]])
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
@@ -1217,7 +1239,7 @@ class _Described:
     rounds: their slowest)."""
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
-                 "span")
+                 "span", "front")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
         self.layout = layout = _layout(topology, orders, rounds)
@@ -1228,6 +1250,7 @@ class _Described:
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
         self.slow = np.array([c[0] for c in coefficients], dtype=float)
         self.span = _span(rounds)
+        self.front = _front(topology, orders, list(rounds))
         self.cross = np.array([c[1] for c in coefficients], dtype=float)
         sizes = {id(m.elements): m.elements for m in self.messages}  # each evaluated once
         at = {key: k for k, key in enumerate(sizes)}
@@ -1320,8 +1343,25 @@ class _Described:
         rows, inside, rounds = self.layout.stretch
         if not len(rows):
             return np.zeros(time.shape[1])
+        if self.front:
+            return self._followed(time[rows], self.layout.weight[rows], inside @ rounds)
         slowest = np.where(inside[:, :, None], time[rows][:, None, :], 0.0).max(axis=0)
         return (rounds @ slowest) * (self.span / rounds.sum())
+
+
+    def _followed(self, time: np.ndarray, weight: np.ndarray, run: np.ndarray) -> np.ndarray:
+        """The held paced rounds where :func:`_front`, from their rows' ``time``,
+        ``weight`` (messages) and ``run`` (rounds in flight): a rank waits only on its
+        neighbours' clocks, so the slowest path does not pay every round's slowest
+        message, as the lock-step stretch does, but follows the chain's front (a round
+        for each hop it crosses, at the messages' mean time) and sits on one row's hops
+        while they are in flight: the span at the mean, plus the most any row's run
+        gains over it (a chain's ReduceScatter on 128 nodes: its hops cross the spine
+        from round 255 only, the front reaches them after the NVLink and leaf hops
+        before)."""
+        moving = (weight * time).sum(axis=0) / weight.sum()
+        gained = np.maximum(0.0, run[:, None] * (time - moving)).max(axis=0)
+        return self.span * moving + gained
 
 
 _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
