@@ -30,7 +30,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   link the round's messages share carrying them from their own starts, equally among
   those in flight, and the sender is done after its transfer, the receiver after its
   reduction too), unless the description holds its paced rounds to the lock-step sum
-  (:attr:`collectives.traffic.Round.held`); the time is the sum over the rounds, plus
+  (:attr:`collectives.traffic.Round.held`; on one order past the play's budget, the
+  path that follows the chain's front, :meth:`_Described._followed`); the time is the sum over the rounds, plus
   the GPU model's cost per call (:func:`simulator.gpu.gpu_terms`).
 
 **Sample.**  The messages priced are those with an end on a sampled rank: every rank up
@@ -316,7 +317,8 @@ def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
     """Whether the paced ``rounds`` on ``orders``, where not played, are stretched from
     every rank's messages (routed, not played: the play costs more than the routing):
     where, over all the orders, they hold at most :data:`STRETCH_MESSAGES` messages
-    within the play's other budgets; past any, from the sample's."""
+    within the play's other budgets, or, held, at most :data:`PLAY_MESSAGES` whatever
+    their rounds; past any, from the sample's."""
     messages, hops, span = _paced_load(orders, rounds)
     if _is_held(rounds):
         # never played: the stretch's cost is its messages', whatever their rounds
