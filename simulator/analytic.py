@@ -677,12 +677,13 @@ def _covering(mine: np.ndarray, j: np.ndarray, message: np.ndarray, column: np.n
     many = np.bincount(piece, minlength=len(rounds))[message]  # each entry's pieces
     at = np.cumsum(many) - many  # each entry's first piece, entries one after another
     live = runs[1] > runs[0]
-    spots = (at[mine][live] + runs[:, live]) * width + column[j[live]]
-    size = (len(entry) + 1) * width
-    delta = np.bincount(spots[0], minlength=size) - np.bincount(spots[1], minlength=size)
+    size = len(entry) + 1
+    spots = column[j[live]] * size + at[mine][live] + runs[:, live]  # by class, then piece
+    delta = np.bincount(spots[0], minlength=size * width) \
+        - np.bincount(spots[1], minlength=size * width)
     by_entry = np.argsort(entry, kind="stable")
     profiles = np.empty((len(entry), width), dtype=np.int64)
-    profiles[by_entry] = np.cumsum(delta.reshape(-1, width), axis=0)[:-1]
+    profiles[by_entry] = np.cumsum(delta.reshape(width, size), axis=1)[:, :-1].T
     return profiles
 
 
