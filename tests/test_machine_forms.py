@@ -321,6 +321,32 @@ def test_pipeline_allreduce_is_played_on_128_nodes(params: dict, nbytes: int) ->
                         **params) == pytest.approx(simulated, rel=1e-9)
 
 
+#: a chain's held ReduceScatter and AllGather on 128 DGX nodes, past ``PLAY_HOPS`` (one
+#: channel at 1 and 4 segments, priced as the path that follows the chain's front; 8
+#: channels, the lock-step stretch from every rank): against the DES, 24 cases at 4 KiB
+#: LL, 1 MiB LL128, 64 MiB Simple and LL128, -0.92% to +0.66% (as the sampled lock-step
+#: stretch: -0.36% to -12.52%)
+HELD_128 = 0.01
+CHAINS_128 = [("reduce_scatter", {"segments": 1}, 1 << 12, "LL"),
+              ("reduce_scatter", {"segments": 4}, 1 << 20, "LL128"),
+              ("allgather", {"segments": 4}, 1 << 20, "LL128"),
+              ("allgather", {"segments": 1, "channels": 8}, 1 << 20, "LL128")]
+
+
+@pytest.mark.parametrize("collective, params, nbytes, protocol", CHAINS_128)
+def test_held_pipeline_follows_the_front_on_128_nodes(collective: str, params: dict,
+                                                      nbytes: int, protocol: str) -> None:
+    """128 DGX nodes (1,024 ranks): the held chain past the play's budget is within
+    ``HELD_128`` of the DES (the sampled lock-step stretch: -0.36%, -8.78%, -10.70%,
+    -12.50%)."""
+    machine = topology.dgx_h100(128)
+    assert not analytic._played(machine, *_paced_rounds(collective, "pipeline", machine,
+                                                        params, nbytes))
+    simulated = _simulated(collective, "pipeline", machine, nbytes, params, protocol)
+    assert machine_cost(collective, "pipeline", machine, nbytes, protocol=protocol,
+                        **params) == pytest.approx(simulated, rel=HELD_128)
+
+
 #: 8 channels' trees on 128 DGX nodes, past ``PLAY_MESSAGES``: their lock-step stretch
 #: from every rank bounds the play (a rank with nothing to do in a round does not wait
 #: for it); measured against the DES, AllReduce +1.76% (1 segment, 4 KiB LL), +2.30% (1
