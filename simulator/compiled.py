@@ -126,7 +126,7 @@ _FIRST_EVENT, _LAST_EVENT = range(2)
 # message of its sends, of its receives (the k-th send of a route and its k-th receive are
 # one message, posted in program order: a message's other end is posted if the other
 # side's next message is past it); its ranks (:attr:`FlatSchedule.route_ranks`)
-_SENDS, _RECEIVES, _SRC, _DST = range(4)
+_SRC, _DST = range(2)
 # MF, float64 per message, only with an overhead or a trace (else no rows): when the send
 # may go (overhead), start, arrival
 _READY, _BEGIN, _ARRIVAL = range(3)
@@ -409,7 +409,6 @@ def _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT
     """Start message ``t`` of ``route``: put it on its links, at its cap if none of them
     binds (in a flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
     code = M[t]
-    _prefetch(M, t + 1)
     nbytes = code >> 1
     counters[_TRANSFERS] += 1
     if len(MF):
@@ -478,21 +477,22 @@ def _start_at(when, t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT
 
 
 @_njit(_nrt=False)
-def _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT, hops,
-          L, N, R):
+def _post(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots, RT,
+          hops, L, N, R):
     """Post ``rank``'s next step: start each message whose other end is posted."""
     index = R[rank].current
     if index == R[rank].step_end:
         R[rank].finish = now
         return
-    count = S[index]
-    for e in range(index + 1, index + 1 + count):
-        route, side = S[e] >> 1, S[e] & 1
-        t = PC[route, side]
-        PC[route, side] = t + 1
+    e = index + 1
+    while S[e] >= 0:
+        t, side = S[e] >> 1, S[e] & 1
+        route = np.int64(MR[t])
+        e += 1
         if side == 0:  # the send
             ready = _spend(rank, now, overhead, R) if overhead else 0.0
-            if PC[route, _RECEIVES] <= t:
+            if not P[t]:
+                P[t] = 1
                 if overhead:
                     MF[t, _READY] = ready
             elif overhead:
@@ -501,27 +501,27 @@ def _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots,
             else:
                 _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
                                 hops, L, N)
-        elif PC[route, _SENDS] <= t:
-            pass
+        elif not P[t]:
+            P[t] = 1
         elif overhead:
             _start_at(MF[t, _READY], t, route, now, HT, HE, counters, M, MF, F, D, free_slots,
                       RT, hops, L, N)
         else:
             _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
                             L, N)
-    R[rank].pending = count
-    R[rank].current = index + 1 + count
-    _prefetch(S, index + 1 + count)
+    R[rank].pending = e - index - 1
+    R[rank].current = index - S[index]
+    _prefetch(S, R[rank].current)
 
 
 @_njit(_nrt=False)
-def _op_done(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
-             hops, L, N, R):
+def _op_done(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots,
+             RT, hops, L, N, R):
     """One operation of ``rank``'s current step is done; post the next step when all are."""
     R[rank].pending -= 1
     if R[rank].pending == 0:
-        _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
-              hops, L, N, R)
+        _post(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots,
+              RT, hops, L, N, R)
 
 
 @_njit(_nrt=False)
@@ -913,7 +913,7 @@ def _slots(n, hops_per_slot, F, FS, N, free_slots, nfree):
 
 
 @_njit(_nrt=False)
-def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, counters, F,
+def _run(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, R, HT, HE, counters, F,
          W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room
     in the arrays (:data:`_ROOM`: :func:`_simulate` grows them), or until the sharing is
@@ -936,7 +936,7 @@ def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, count
             if len(trace_order):
                 trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
-            _op_done(PC[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F,
+            _op_done(PC[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F,
                      D, free_slots, RT, hops, L, N, R)
             if overhead:
                 delay = _spend(PC[b >> 1, _DST], now, overhead, R) - now
@@ -944,12 +944,12 @@ def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, count
                 continue
             cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if not cost:
-                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MR, P, MF, PC,
                          F, D, free_slots, RT, hops, L, N, R)
             else:
                 _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
         elif kind == _OP_DONE:
-            _op_done(a, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
+            _op_done(a, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots, RT,
                      hops, L, N, R)
         elif kind == _START:
             _start_transfer(a, b, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
@@ -959,7 +959,7 @@ def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, count
             if cost:
                 _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
             else:
-                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MR, P, MF, PC,
                          F, D, free_slots, RT, hops, L, N, R)
         else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
@@ -978,17 +978,17 @@ def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, count
 
 
 @_njit(entry=True)
-def _simulate(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, LS, R, LK, LQ,
+def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, R, LK, LQ,
               B, trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
     counters = np.zeros(14, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
     most_ends = 0  # a loop: numba compiles np.diff and np.max for a second
-    i = 0
-    while i < len(S):
-        most_ends = max(most_ends, S[i])
-        i += 1 + S[i]
+    run = 0
+    for i in range(len(S)):
+        run = run + 1 if S[i] >= 0 else 0
+        most_ends = max(most_ends, run)
     HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
                      np.empty(0), np.empty(0, dtype=np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists
@@ -1002,10 +1002,10 @@ def _simulate(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, LS, R, LK, 
     D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
     now = 0.0
     for rank in range(len(R)):
-        _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
-              hops, L, N, R)
+        _post(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots,
+              RT, hops, L, N, R)
     while True:
-        done, now = _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE,
+        done, now = _run(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, R, HT, HE,
                          counters, F, W, D, N, free_slots, trace_order, most_ends)
         if done == _DONE:
             return counters
@@ -1060,24 +1060,24 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     """
     messages = len(flat.message)
     MF = np.empty((messages if trace or overhead else 0, 3))
-    PC = _aligned_zeros(4 * len(flat.route_ranks), np.dtype(np.int64)).reshape(-1, 4)
-    PC[:, _SENDS] = PC[:, _RECEIVES] = flat.message_ptr[:-1]
+    PC = _aligned_zeros(2 * len(flat.route_ranks), np.dtype(np.int64)).reshape(-1, 2)
     PC[:, _SRC], PC[:, _DST] = flat.route_ranks[:, 0], flat.route_ranks[:, 1]
+    P = np.zeros(messages, dtype=np.int8)
     RT = np.stack((flat.route_latency, flat.route_cap, flat.route_shares), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
     L = _aligned_zeros(len(flat.bandwidth), _LINK)
     L["bandwidth"] = flat.bandwidth
     L["head"] = L["tail"] = -1
     LS = np.zeros(len(flat.bandwidth), dtype=_LINK_SHARING)
-    R = _aligned_zeros(len(flat.rank_ptr) - 1, _RANK)
-    R["current"], R["step_end"] = flat.rank_ptr[:-1], flat.rank_ptr[1:]
+    R = _aligned_zeros(len(flat.rank_start), _RANK)
+    R["current"], R["step_end"] = flat.rank_start, len(flat.steps) - 1
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 1), dtype=np.int64)
     B = np.empty(len(flat.bandwidth), dtype=_BINDING)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
     counters = _simulate(float(gamma), float(overhead), float(slot), flat.steps, flat.message,
-                         MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
+                         flat.message_route, P, MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
                          hops_per_slot)
     if not np.array_equal(R["current"], R["step_end"]) or R["pending"].any():
         return None

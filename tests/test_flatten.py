@@ -15,9 +15,28 @@ from simulator.flatten import _ends, _lane_ends, flatten
 pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) _merge
 
 
+def _by_rank(start: np.ndarray, steps: np.ndarray, *per_end: np.ndarray) -> list:
+    """Each rank's steps, each a list of its ends (code, then each of ``per_end``), read
+    by following the heads from the rank's first step."""
+    end_at = np.cumsum(steps >= 0) - 1  # an entry's place among the ends
+    ranks = []
+    for head in start.tolist():
+        read = []
+        while head != len(steps) - 1:
+            stop = head + 1
+            while steps[stop] >= 0:
+                stop += 1
+            read.append([(int(steps[e]), *(int(column[end_at[e]]) for column in per_end))
+                         for e in range(head + 1, stop)])
+            head -= int(steps[head])
+        ranks.append(read)
+    return ranks
+
+
 def _same(schedule: Schedule) -> bool:
     from_steps, from_lanes = _ends(schedule), _lane_ends(schedule)
-    return all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(from_steps, from_lanes))
+    return all(a.dtype == b.dtype for a, b in zip(from_steps, from_lanes)) and \
+        _by_rank(*from_steps) == _by_rank(*from_lanes)
 
 
 @pytest.mark.parametrize("algorithm", ["ring", "tree", "pipeline"])
@@ -91,22 +110,49 @@ def test_steps_and_lengths_are_int32_while_they_fit() -> None:
     assert flatten_module._narrowed(np.array([0, 2**31])).dtype == np.int64
 
 
-def test_a_steps_stream_counts_its_ends_and_names_their_routes() -> None:
+def test_a_steps_stream_links_each_ranks_steps_and_names_their_messages() -> None:
     schedule = build_schedule("allreduce", "ring", 3, 3)
     flat = flatten(schedule, topology.flat(3, 1e-6, 1e-9), 4)
     assert flat is not None
     routes = [tuple(pair) for pair in flat.route_ranks.tolist()]
-    for rank in range(3):
-        i, stop = flat.rank_ptr[rank], flat.rank_ptr[rank + 1]
+    ends = 0
+    for rank, read in enumerate(_by_rank(flat.rank_start, flat.steps)):
         expected = [[(op.peer, type(op).__name__) for op in step.ops
                      if type(op) in (Send, Recv)] for step in schedule.steps(rank)]
-        read = []
-        while i < stop:
-            codes = flat.steps[i + 1:i + 1 + flat.steps[i]].tolist()
-            read.append([(routes[c >> 1][1] if c & 1 == 0 else routes[c >> 1][0],
-                          "Recv" if c & 1 else "Send") for c in codes])
-            assert all(routes[c >> 1][c & 1] == rank for c in codes)  # the rank's own end
-            i += 1 + flat.steps[i]
-        assert read == [step for step in expected if step]
-    # a route's messages lie together, its k-th send and k-th receive one message
-    assert flat.message_ptr[-1] == len(flat.message) == 3 * 2 * 2
+        assert [[(routes[flat.message_route[c >> 1]][1 - (c & 1)], "Recv" if c & 1 else "Send")
+                 for c, in step] for step in read] == [step for step in expected if step]
+        assert all(routes[flat.message_route[c >> 1]][c & 1] == rank  # the rank's own end
+                   for step in read for c, in step)
+        ends += sum(map(len, read))
+    # a message's send and receive name it, each once
+    codes = flat.steps[flat.steps >= 0]
+    assert ends == len(codes) == 2 * len(flat.message) == 3 * 2 * 2 * 2
+    assert sorted(codes.tolist()) == list(range(2 * len(flat.message)))
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "rhd", "pipeline"])
+def test_steps_lie_round_by_round_and_messages_as_first_met(algorithm: str) -> None:
+    schedule = build_schedule("allreduce", algorithm, 6, 1000, segments=3) \
+        if algorithm == "pipeline" else build_schedule("allreduce", algorithm, 6, 1000)
+    flat = flatten(schedule, topology.flat(6, 1e-6, 1e-9), 4)
+    assert flat is not None
+    heads = np.flatnonzero(flat.steps < 0)[:-1]  # the last: past every rank's last step
+    # each rank's steps follow one another forward, and no rank's step lies between two
+    # steps of another rank's (a round holds one step of each rank at most)
+    owner = {}
+    for rank, head in enumerate(flat.rank_start.tolist()):
+        while head != len(flat.steps) - 1:
+            owner[head] = rank
+            assert flat.steps[head] < 0
+            head -= int(flat.steps[head])
+    assert sorted(owner) == heads.tolist()
+    rounds, seen = 0, set()
+    for head in heads.tolist():
+        if owner[head] in seen:
+            rounds, seen = rounds + 1, set()
+        seen.add(owner[head])
+    assert rounds + 1 == max(len([s for s in schedule.steps(r) if any(
+        type(op) in (Send, Recv) for op in s.ops)]) for r in range(6)) or algorithm == "pipeline"
+    messages = (flat.steps[flat.steps >= 0] >> 1).tolist()
+    first_met = list(dict.fromkeys(messages))
+    assert first_met == list(range(len(flat.message)))
