@@ -19,15 +19,16 @@ floats, NumPy records, so that what one event reads of a link or a slot is one r
 or two cache lines, rather than a row of integers and another of floats (the sharing's
 own fields are in rows of their own).  The rows an event reads of a link, a rank and a
 route start on a cache line; what an event will read, written or read long before (the
-instant's next event, the bytes an arrival reduces, a route's next message, a rank's next
-step), is asked for ahead (:func:`_prefetch`).
+instant's next event, the bytes an arrival reduces, a rank's next step), is asked for
+ahead (:func:`_prefetch`).
 Pending events wait in a queue per instant, the instants in a heap and a hash table by
 time: a symmetric schedule has hundreds of events per instant, so most events cost a
 look-up, not a heap's dozen levels.  A rank's steps and a message's bytes and whether it
-reduces are read from the :class:`~simulator.flatten.FlatSchedule` without a copy: a rank
-reads its steps in order, a route its messages in order, so that what each reads next
-lies beside what it read last however far the ranks drift apart; a message is found
-from its end by a cursor per route and side.  What changes while a message moves (bytes
+reduces are read from the :class:`~simulator.flatten.FlatSchedule` without a copy, laid
+out round by round and messages in the order the rounds meet them, so that what the
+ranks read at about the same time lies together, on a few pages (a page per rank and
+per route was a miss of the TLB, the cache of the page table, per read); a step names
+its messages.  What changes while a message moves (bytes
 left, rate, its place on its links' lists) lives in a slot taken when it starts and given
 back when its last byte leaves, so that the memory touched grows with the flows in flight
 (thousands), not with the messages (millions): touching fresh memory costs about as much
@@ -118,14 +119,13 @@ _DONE, _ROOM, _SHARE_DUE = range(3)
 # of two at least twice the instants): instant + 1, 0 for an empty place
 _EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT = range(4)
 _FIRST_EVENT, _LAST_EVENT = range(2)
-# S, the steps (read only, :attr:`FlatSchedule.steps`): per rank, per step its count of
-# ends, then each end's ``2 * route + side`` (0 send, 1 receive).  M, int64 per message
-# (read only, :attr:`FlatSchedule.message`): ``2 * bytes + reduce``
-# PC, int64 per route (a row of 32 bytes: what an arrival reads of its route and what the
-# receiving rank's next post reads of it, often the same route, in one line): the next
-# message of its sends, of its receives (the k-th send of a route and its k-th receive are
-# one message, posted in program order: a message's other end is posted if the other
-# side's next message is past it); its ranks (:attr:`FlatSchedule.route_ranks`)
+# S, the steps (read only, :attr:`FlatSchedule.steps`): per step, a head (negative: the
+# distance back to the rank's next step's head), then each end's ``2 * message + side``
+# (0 send, 1 receive); the last entry, -1, is the head after every rank's last step.
+# M, int64 per message (read only, :attr:`FlatSchedule.message`): ``2 * bytes + reduce``;
+# MR, per message (read only, :attr:`FlatSchedule.message_route`): its route; P, int8 per
+# message: whether one of its ends is posted (the second end posted starts it)
+# PC, int64 per route (a row of 16 bytes): its ranks (:attr:`FlatSchedule.route_ranks`)
 _SRC, _DST = range(2)
 # MF, float64 per message, only with an overhead or a trace (else no rows): when the send
 # may go (overhead), start, arrival
@@ -175,10 +175,11 @@ _HEAP_LINK = 0
 # N, int32 per hop node (a flow on one link of its route; the slot's nodes are
 # ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
-# R, a record per rank: its next step (where it is in S), operations pending, end of its
-# steps, finish time, when its CPU is free of overheads (a cache line each: see _CACHE_LINE)
-_RANK = np.dtype({"names": ["current", "pending", "step_end", "finish", "cpu_free"],
-                  "formats": [np.int64, np.int64, np.int64, np.float64, np.float64],
+# R, a record per rank: its next step (where its head is in S; the last entry once done),
+# operations pending, finish time, when its CPU is free of overheads (a cache line each:
+# see _CACHE_LINE)
+_RANK = np.dtype({"names": ["current", "pending", "finish", "cpu_free"],
+                  "formats": [np.int64, np.int64, np.float64, np.float64],
                   "itemsize": 64})
 # the bytes of a cache line: the records an event reads (L, R, PC) start at a multiple of it,
 # so that each is one line, not two (NumPy aligns an array to 16 bytes only)
@@ -481,12 +482,12 @@ def _post(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free
           hops, L, N, R):
     """Post ``rank``'s next step: start each message whose other end is posted."""
     index = R[rank].current
-    if index == R[rank].step_end:
+    if index == len(S) - 1:
         R[rank].finish = now
         return
     e = index + 1
     while S[e] >= 0:
-        t, side = S[e] >> 1, S[e] & 1
+        t, side = np.int64(S[e] >> 1), S[e] & 1  # one type: _start_transfer compiles once
         route = np.int64(MR[t])
         e += 1
         if side == 0:  # the send
@@ -1070,7 +1071,7 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     L["head"] = L["tail"] = -1
     LS = np.zeros(len(flat.bandwidth), dtype=_LINK_SHARING)
     R = _aligned_zeros(len(flat.rank_start), _RANK)
-    R["current"], R["step_end"] = flat.rank_start, len(flat.steps) - 1
+    R["current"] = flat.rank_start
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 1), dtype=np.int64)
@@ -1079,7 +1080,7 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     counters = _simulate(float(gamma), float(overhead), float(slot), flat.steps, flat.message,
                          flat.message_route, P, MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
                          hops_per_slot)
-    if not np.array_equal(R["current"], R["step_end"]) or R["pending"].any():
+    if (R["current"] != len(flat.steps) - 1).any() or R["pending"].any():
         return None
     transfers = (order[:counters[_ARRIVED]], MF[:, _BEGIN], MF[:, _ARRIVAL]) if trace else None
     return (int(counters[_TRANSFERS]), R["finish"], L["bytes"], L["busy"],

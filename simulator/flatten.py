@@ -5,6 +5,8 @@ step, its message ends (sends and receives, in the step's order; local copies ar
 and dropped); per message, its two ends matched as :mod:`collectives.progress` matches
 them (the k-th send from ``a`` to ``b`` with the k-th receive at ``b`` from ``a``,
 in compiled loops), its bytes, whether it reduces, and its route through the topology.
+Steps and messages lie in the order the ranks read them, round by round rather than rank
+by rank: a round's reads then touch a few pages, not one per rank and per route.
 A schedule with lanes (:attr:`collectives.Schedule.lanes`) is read from its lanes, merged
 into steps in a compiled loop, so the millions of operation objects of a large schedule
 are never built; any other schedule is read from its steps.  Both readings give the same
@@ -36,20 +38,24 @@ class FlatSchedule:
 
     Attributes
     ----------
-    rank_ptr : ndarray of int64, shape (nranks + 1,)
-        Rank ``r``'s steps are ``steps[rank_ptr[r]:rank_ptr[r + 1]]``.
-    steps : ndarray of int32 (int64 beyond 32767 ranks)
-        Every rank's steps, one after another, each as the count of its message ends
-        then each end's code: ``2 * route`` for a send, ``2 * route + 1`` for a receive
-        (a step without a message end waits for nothing and is left out).  A rank's
-        post reads one stretch of memory; the k-th send of a route is its message
-        ``message_ptr[route] + k``, and so is its k-th receive.
+    rank_start : ndarray of int64, shape (nranks,)
+        Where each rank's first step's head is in ``steps`` (the last entry for a rank
+        without steps).
+    steps : ndarray of int32 (int64 beyond 32767 ranks or 2**30 messages)
+        Every rank's steps laid out round by round, what the ranks read at about the same
+        time together: the k-th step of every rank in round k (for a schedule read from
+        its lanes, the steps of the schedule's round k), by their rank's first round, then
+        by rank.  A step is its head, ``-d`` where the rank's next step's head lies ``d``
+        entries further on, then its message ends: ``2 * message + side``, 0 for a send
+        and 1 for a receive (a step without a message end waits for nothing and is left
+        out).  The last entry, -1, is the head that every rank's last step points to.
     message : ndarray of int64, shape (messages,)
         Per message, ``2 * bytes + reduce`` (whether the receive reduces), the messages
-        of a route together (in order): what the messages in flight of one route read
-        next lies beside what they read last.
-    message_ptr : ndarray of int64, shape (routes + 1,)
-        Route ``i``'s messages are ``message_ptr[i]:message_ptr[i + 1]``.
+        numbered in the order ``steps`` meets them (the k-th send from ``a`` to ``b`` and
+        the k-th receive at ``b`` from ``a`` are one message): what ranks read of them at
+        about the same time lies together.
+    message_route : ndarray of int32 (int64 beyond 2**31 routes or messages)
+        Each message's route.
     route_ranks : ndarray of int64, shape (routes, 2)
         Each route's sending and receiving rank (a route per ordered pair of ranks that
         exchange messages).

@@ -130,29 +130,48 @@ def test_a_steps_stream_links_each_ranks_steps_and_names_their_messages() -> Non
     assert sorted(codes.tolist()) == list(range(2 * len(flat.message)))
 
 
-@pytest.mark.parametrize("algorithm", ["ring", "rhd", "pipeline"])
-def test_steps_lie_round_by_round_and_messages_as_first_met(algorithm: str) -> None:
-    schedule = build_schedule("allreduce", algorithm, 6, 1000, segments=3) \
-        if algorithm == "pipeline" else build_schedule("allreduce", algorithm, 6, 1000)
-    flat = flatten(schedule, topology.flat(6, 1e-6, 1e-9), 4)
-    assert flat is not None
-    heads = np.flatnonzero(flat.steps < 0)[:-1]  # the last: past every rank's last step
-    # each rank's steps follow one another forward, and no rank's step lies between two
-    # steps of another rank's (a round holds one step of each rank at most)
+def _layout_order(flat) -> list[tuple[int, int]]:
+    """Each step's rank and its place among the rank's steps, in the order of ``steps``;
+    every head is a step of one rank, each pointing forward to the rank's next."""
     owner = {}
     for rank, head in enumerate(flat.rank_start.tolist()):
+        k = 0
         while head != len(flat.steps) - 1:
-            owner[head] = rank
-            assert flat.steps[head] < 0
+            assert flat.steps[head] < 0 and head not in owner
+            owner[head] = (rank, k)
             head -= int(flat.steps[head])
-    assert sorted(owner) == heads.tolist()
-    rounds, seen = 0, set()
-    for head in heads.tolist():
-        if owner[head] in seen:
-            rounds, seen = rounds + 1, set()
-        seen.add(owner[head])
-    assert rounds + 1 == max(len([s for s in schedule.steps(r) if any(
-        type(op) in (Send, Recv) for op in s.ops)]) for r in range(6)) or algorithm == "pipeline"
+            k += 1
+    heads = np.flatnonzero(flat.steps < 0)[:-1].tolist()  # the last: after every last step
+    assert sorted(owner) == heads
+    return [owner[head] for head in heads]
+
+
+def _numbered_as_met(flat) -> bool:
     messages = (flat.steps[flat.steps >= 0] >> 1).tolist()
-    first_met = list(dict.fromkeys(messages))
-    assert first_met == list(range(len(flat.message)))
+    return list(dict.fromkeys(messages)) == list(range(len(flat.message)))
+
+
+def test_steps_read_as_steps_lie_by_their_place_then_rank() -> None:
+    ring = build_schedule("allreduce", "ring", 6, 1000)
+    as_steps = Schedule.from_steps("allreduce", "ring", ring.count,
+                                   [list(ring.steps(rank)) for rank in range(6)])
+    for schedule in (as_steps, build_schedule("allreduce", "rhd", 6, 1000)):
+        assert schedule.lanes is None
+        flat = flatten(schedule, topology.flat(6, 1e-6, 1e-9), 4)
+        assert flat is not None and _numbered_as_met(flat)
+        order = _layout_order(flat)
+        assert order == sorted(order, key=lambda step: (step[1], step[0]))
+
+
+@pytest.mark.parametrize("algorithm", ["tree", "pipeline"])
+def test_steps_read_from_lanes_lie_by_the_schedules_round(algorithm: str) -> None:
+    schedule = build_schedule("allreduce", algorithm, 7, 1000, segments=3)
+    flat = flatten(schedule, topology.flat(7, 1e-6, 1e-9), 4)
+    assert flat is not None and _numbered_as_met(flat)
+    rounds = []  # each rank's rounds with a message end
+    for rank in range(7):
+        ends = {lane.first_round + i for lane in schedule.lanes(rank)
+                for i, op in enumerate(lane.ops()) if type(op) in (Send, Recv)}
+        rounds.append(sorted(ends))
+    laid = [rounds[rank][k] for rank, k in _layout_order(flat)]
+    assert laid == sorted(laid) and len(set(laid)) > 1
