@@ -88,9 +88,9 @@ _INT32 = np.iinfo(np.int32)
 
 
 def _steps_dtype(p: int) -> type:
-    """The integer type of the steps' counts and codes (:attr:`FlatSchedule.steps`) on
-    ``p`` ranks: int32 while a code of every ordered pair (``2 * p * p - 1`` at most)
-    fits, else int64."""
+    """The integer type of the steps as read (:attr:`FlatSchedule.steps`, each end's code
+    naming its ordered pair) on ``p`` ranks: int32 while a code of every ordered pair
+    (``2 * p * p - 1`` at most) fits, else int64."""
     return np.int32 if 2 * p * p <= _INT32.max else np.int64
 
 
@@ -332,7 +332,7 @@ def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
                 else:
                     base[r], top[r] = min(base[r], first), max(top[r], stop)
     by_base = _by_first_round(base, top)
-    # a count and an end per entry at most: pages never written are never taken
+    # a head and an end per lane entry at most: pages never written are never taken
     out = _new_layout(nranks, 2 * most, most, steps_like, lengths_like)
     active = np.empty(nranks, dtype=np.int64)
     nactive = joined = 0
