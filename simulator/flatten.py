@@ -44,11 +44,12 @@ class FlatSchedule:
     steps : ndarray of int32 (int64 beyond 32767 ranks or 2**30 messages)
         Every rank's steps laid out round by round, what the ranks read at about the same
         time together: the k-th step of every rank in round k (for a schedule read from
-        its lanes, the steps of the schedule's round k), by their rank's first round, then
-        by rank.  A step is its head, ``-d`` where the rank's next step's head lies ``d``
-        entries further on, then its message ends: ``2 * message + side``, 0 for a send
-        and 1 for a receive (a step without a message end waits for nothing and is left
-        out).  The last entry, -1, is the head that every rank's last step points to.
+        its lanes, the steps of the schedule's round k), :data:`_TOGETHER` rounds at a
+        time rank by rank (by first round, then rank).  A step is its head, ``-d`` where
+        the rank's next step's head lies ``d`` entries further on, then its message ends:
+        ``2 * message + side``, 0 for a send and 1 for a receive (a step without a message
+        end waits for nothing and is left out).  The last entry, -1, is the head that
+        every rank's last step points to.
     message : ndarray of int64, shape (messages,)
         Per message, ``2 * bytes + reduce`` (whether the receive reduces), the messages
         numbered in the order ``steps`` meets them (the k-th send from ``a`` to ``b`` and
@@ -85,6 +86,11 @@ class FlatSchedule:
 
 _DTYPES = {"b": np.int8, "i": np.int32, "q": np.int64}  # by array typecode
 _INT32 = np.iinfo(np.int32)
+
+#: the rounds laid out together, rank by rank (:attr:`FlatSchedule.steps`): a rank's next
+#: few steps lie in the line it reads, ranks that drift a few rounds apart (a pipeline's)
+#: read as close together as ranks in step (a ring's)
+_TOGETHER = 4
 
 
 def _steps_dtype(p: int) -> type:
@@ -141,13 +147,15 @@ def _interleave(steps_per_rank: np.ndarray, heads: np.ndarray, by_rank: np.ndarr
                 kinds: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, ...]:
     """Steps read rank by rank (``by_rank``, each step's head at ``heads``, in order,
     ``steps_per_rank`` of them per rank; the ends' ``kinds`` and ``lengths`` in that
-    order) laid out round by round: the k-th step of every rank in round k, ranks in
-    order, each step's head pointing to the rank's next (:attr:`FlatSchedule.steps`).
+    order) laid out round by round: the k-th step of every rank in round k,
+    :data:`_TOGETHER` rounds at a time rank by rank, each step's head pointing to the
+    rank's next (:attr:`FlatSchedule.steps`).
     Return what :func:`_ends` returns."""
     p, nsteps = len(steps_per_rank), len(heads)
     rank = np.repeat(np.arange(p), steps_per_rank)
     first = _offsets(steps_per_rank)
-    order = np.argsort((np.arange(nsteps) - first[rank]) * p + rank, kind="stable")
+    place = np.arange(nsteps) - first[rank]
+    order = np.argsort((place // _TOGETHER * p + rank) * _TOGETHER + place % _TOGETHER)
     size = np.diff(np.append(heads, len(by_rank)))  # a head and its ends
     new_head = np.empty(nsteps + 1, dtype=np.int64)  # and the last head, past every step
     new_head[order] = _offsets(size[order])[:-1]
@@ -315,7 +323,7 @@ def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
     """Every rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
     merges them: a step per round with a message end, its ends in lane order, laid out
     as :func:`_ends` lays them out but by the schedule's rounds (what every rank does in
-    one round lies together, however late a rank starts), in the type of ``steps_like``;
+    a few rounds lies together, however late a rank starts), in the type of ``steps_like``;
     the lengths in the type of ``lengths_like`` (int32 where every length of ``pool``
     fits)."""
     nranks = len(lane_ptr) - 1
@@ -336,31 +344,33 @@ def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
     out = _new_layout(nranks, 2 * most, most, steps_like, lengths_like)
     active = np.empty(nranks, dtype=np.int64)
     nactive = joined = 0
-    now = base[by_base[0]] if len(by_base) else 0
+    now = base[by_base[0]] if len(by_base) else 0  # the first round of the block laid out
     while joined < len(by_base) or nactive:
-        while joined < len(by_base) and base[by_base[joined]] == now:
+        while joined < len(by_base) and base[by_base[joined]] < now + _TOGETHER:
             active[nactive] = by_base[joined]
             nactive += 1
             joined += 1
         kept = 0
         for j in range(nactive):
             r = active[j]
-            if top[r] == now:
+            if top[r] <= now:
                 continue
             active[kept] = r
             kept += 1
-            opened = False
-            for i in range(lane_ptr[r], lane_ptr[r + 1]):
-                k = now - table[i, 0]
-                if 0 <= k < table[i, 4] and table[i, 1] >= 0 and pool[table[i, 3] + k] != gap:
-                    if not opened:
-                        _open_step(out, r)
-                        opened = True
-                    _put_end(out, 2 * (r * nranks + table[i, 2]) if table[i, 1] == 0
-                             else 2 * (table[i, 2] * nranks + r) + 1,
-                             table[i, 1], pool[table[i, 3] + k])
+            for when in range(max(now, base[r]), min(now + _TOGETHER, top[r])):
+                opened = False
+                for i in range(lane_ptr[r], lane_ptr[r + 1]):
+                    k = when - table[i, 0]
+                    if 0 <= k < table[i, 4] and table[i, 1] >= 0 and \
+                            pool[table[i, 3] + k] != gap:
+                        if not opened:
+                            _open_step(out, r)
+                            opened = True
+                        _put_end(out, 2 * (r * nranks + table[i, 2]) if table[i, 1] == 0
+                                 else 2 * (table[i, 2] * nranks + r) + 1,
+                                 table[i, 1], pool[table[i, 3] + k])
         nactive = kept
-        now = now + 1 if nactive or joined == len(by_base) else base[by_base[joined]]
+        now = now + _TOGETHER if nactive or joined == len(by_base) else base[by_base[joined]]
     return _closed(out)
 
 

@@ -151,7 +151,7 @@ def _numbered_as_met(flat) -> bool:
     return list(dict.fromkeys(messages)) == list(range(len(flat.message)))
 
 
-def test_steps_read_as_steps_lie_by_their_place_then_rank() -> None:
+def test_steps_read_as_steps_lie_a_few_places_together_rank_by_rank() -> None:
     ring = build_schedule("allreduce", "ring", 6, 1000)
     as_steps = Schedule.from_steps("allreduce", "ring", ring.count,
                                    [list(ring.steps(rank)) for rank in range(6)])
@@ -159,12 +159,14 @@ def test_steps_read_as_steps_lie_by_their_place_then_rank() -> None:
         assert schedule.lanes is None
         flat = flatten(schedule, topology.flat(6, 1e-6, 1e-9), 4)
         assert flat is not None and _numbered_as_met(flat)
-        order = _layout_order(flat)
-        assert order == sorted(order, key=lambda step: (step[1], step[0]))
+        order = _layout_order(flat)  # a few places together, rank by rank
+        together = flatten_module._TOGETHER
+        assert together > 1 and order == sorted(
+            order, key=lambda step: (step[1] // together, step[0], step[1]))
 
 
 @pytest.mark.parametrize("algorithm", ["tree", "pipeline"])
-def test_steps_read_from_lanes_lie_by_the_schedules_round(algorithm: str) -> None:
+def test_steps_read_from_lanes_lie_by_the_schedules_rounds(algorithm: str) -> None:
     schedule = build_schedule("allreduce", algorithm, 7, 1000, segments=3)
     flat = flatten(schedule, topology.flat(7, 1e-6, 1e-9), 4)
     assert flat is not None and _numbered_as_met(flat)
@@ -174,4 +176,5 @@ def test_steps_read_from_lanes_lie_by_the_schedules_round(algorithm: str) -> Non
                 for i, op in enumerate(lane.ops()) if type(op) in (Send, Recv)}
         rounds.append(sorted(ends))
     laid = [rounds[rank][k] for rank, k in _layout_order(flat)]
-    assert laid == sorted(laid) and len(set(laid)) > 1
+    blocks = [(when - min(laid)) // flatten_module._TOGETHER for when in laid]
+    assert blocks == sorted(blocks) and len(set(blocks)) > 1 and laid != sorted(laid)
