@@ -19,15 +19,16 @@ floats, NumPy records, so that what one event reads of a link or a slot is one r
 or two cache lines, rather than a row of integers and another of floats (the sharing's
 own fields are in rows of their own).  The rows an event reads of a link, a rank and a
 route start on a cache line; what an event will read, written or read long before (the
-instant's next event, the bytes an arrival reduces, a route's next message, a rank's next
-step), is asked for ahead (:func:`_prefetch`).
+instant's next event, the bytes an arrival reduces, a rank's next step), is asked for
+ahead (:func:`_prefetch`).
 Pending events wait in a queue per instant, the instants in a heap and a hash table by
 time: a symmetric schedule has hundreds of events per instant, so most events cost a
 look-up, not a heap's dozen levels.  A rank's steps and a message's bytes and whether it
-reduces are read from the :class:`~simulator.flatten.FlatSchedule` without a copy: a rank
-reads its steps in order, a route its messages in order, so that what each reads next
-lies beside what it read last however far the ranks drift apart; a message is found
-from its end by a cursor per route and side.  What changes while a message moves (bytes
+reduces are read from the :class:`~simulator.flatten.FlatSchedule` without a copy, laid
+out round by round and messages in the order the rounds meet them, so that what the
+ranks read at about the same time lies together, on a few pages (a page per rank and
+per route was a miss of the TLB, the cache of the page table, per read); a step names
+its messages.  What changes while a message moves (bytes
 left, rate, its place on its links' lists) lives in a slot taken when it starts and given
 back when its last byte leaves, so that the memory touched grows with the flows in flight
 (thousands), not with the messages (millions): touching fresh memory costs about as much
@@ -121,15 +122,14 @@ _DONE, _ROOM, _SHARE_DUE = range(3)
 # of two at least twice the instants): instant + 1, 0 for an empty place
 _EVENT_KIND, _EVENT_A, _EVENT_B, _EVENT_NEXT = range(4)
 _FIRST_EVENT, _LAST_EVENT = range(2)
-# S, the steps (read only, :attr:`FlatSchedule.steps`): per rank, per step its count of
-# ends, then each end's ``2 * route + side`` (0 send, 1 receive).  M, int64 per message
-# (read only, :attr:`FlatSchedule.message`): ``2 * bytes + reduce``
-# PC, int64 per route (a row of 32 bytes: what an arrival reads of its route and what the
-# receiving rank's next post reads of it, often the same route, in one line): the next
-# message of its sends, of its receives (the k-th send of a route and its k-th receive are
-# one message, posted in program order: a message's other end is posted if the other
-# side's next message is past it); its ranks (:attr:`FlatSchedule.route_ranks`)
-_SENDS, _RECEIVES, _SRC, _DST = range(4)
+# S, the steps (read only, :attr:`FlatSchedule.steps`): per step, a head (negative: the
+# distance back to the rank's next step's head), then each end's ``2 * message + side``
+# (0 send, 1 receive); the last entry, -1, is the head after every rank's last step.
+# M, int64 per message (read only, :attr:`FlatSchedule.message`): ``2 * bytes + reduce``;
+# MR, per message (read only, :attr:`FlatSchedule.message_route`): its route; P, int8 per
+# message: whether one of its ends is posted (the second end posted starts it)
+# PC, int64 per route (a row of 16 bytes): its ranks (:attr:`FlatSchedule.route_ranks`)
+_SRC, _DST = range(2)
 # MF, float64 per message, only with an overhead or a trace (else no rows): when the send
 # may go (overhead), start, arrival
 _READY, _BEGIN, _ARRIVAL = range(3)
@@ -178,10 +178,11 @@ _HEAP_LINK = 0
 # N, int32 per hop node (a flow on one link of its route; the slot's nodes are
 # ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
-# R, a record per rank: its next step (where it is in S), operations pending, end of its
-# steps, finish time, when its CPU is free of overheads (a cache line each: see _CACHE_LINE)
-_RANK = np.dtype({"names": ["current", "pending", "step_end", "finish", "cpu_free"],
-                  "formats": [np.int64, np.int64, np.int64, np.float64, np.float64],
+# R, a record per rank: its next step (where its head is in S; the last entry once done),
+# operations pending, finish time, when its CPU is free of overheads (a cache line each:
+# see _CACHE_LINE)
+_RANK = np.dtype({"names": ["current", "pending", "finish", "cpu_free"],
+                  "formats": [np.int64, np.int64, np.float64, np.float64],
                   "itemsize": 64})
 # the bytes of a cache line: the records an event reads (L, R, PC) start at a multiple of it,
 # so that each is one line, not two (NumPy aligns an array to 16 bytes only)
@@ -412,7 +413,6 @@ def _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT
     """Start message ``t`` of ``route``: put it on its links, at its cap if none of them
     binds (in a flow slot from ``free_slots``, which :func:`_simulate` keeps stocked)."""
     code = M[t]
-    _prefetch(M, t + 1)
     nbytes = code >> 1
     counters[_TRANSFERS] += 1
     if len(MF):
@@ -481,21 +481,22 @@ def _start_at(when, t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT
 
 
 @_njit(_nrt=False)
-def _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT, hops,
-          L, N, R):
+def _post(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots, RT,
+          hops, L, N, R):
     """Post ``rank``'s next step: start each message whose other end is posted."""
     index = R[rank].current
-    if index == R[rank].step_end:
+    if index == len(S) - 1:
         R[rank].finish = now
         return
-    count = S[index]
-    for e in range(index + 1, index + 1 + count):
-        route, side = S[e] >> 1, S[e] & 1
-        t = PC[route, side]
-        PC[route, side] = t + 1
+    e = index + 1
+    while S[e] >= 0:
+        t, side = np.int64(S[e] >> 1), S[e] & 1  # one type: _start_transfer compiles once
+        route = np.int64(MR[t])
+        e += 1
         if side == 0:  # the send
             ready = _spend(rank, now, overhead, R) if overhead else 0.0
-            if PC[route, _RECEIVES] <= t:
+            if not P[t]:
+                P[t] = 1
                 if overhead:
                     MF[t, _READY] = ready
             elif overhead:
@@ -504,27 +505,27 @@ def _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots,
             else:
                 _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT,
                                 hops, L, N)
-        elif PC[route, _SENDS] <= t:
-            pass
+        elif not P[t]:
+            P[t] = 1
         elif overhead:
             _start_at(MF[t, _READY], t, route, now, HT, HE, counters, M, MF, F, D, free_slots,
                       RT, hops, L, N)
         else:
             _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
                             L, N)
-    R[rank].pending = count
-    R[rank].current = index + 1 + count
-    _prefetch(S, index + 1 + count)
+    R[rank].pending = e - index - 1
+    R[rank].current = index - S[index]
+    _prefetch(S, R[rank].current)
 
 
 @_njit(_nrt=False)
-def _op_done(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
-             hops, L, N, R):
+def _op_done(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots,
+             RT, hops, L, N, R):
     """One operation of ``rank``'s current step is done; post the next step when all are."""
     R[rank].pending -= 1
     if R[rank].pending == 0:
-        _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
-              hops, L, N, R)
+        _post(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots,
+              RT, hops, L, N, R)
 
 
 @_njit(_nrt=False)
@@ -916,7 +917,7 @@ def _slots(n, hops_per_slot, F, FS, N, free_slots, nfree):
 
 
 @_njit(_nrt=False)
-def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, counters, F,
+def _run(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, R, HT, HE, counters, F,
          W, D, N, free_slots, trace_order, most_ends):
     """Run events until none is left (return :data:`_DONE`), until one might not find room
     in the arrays (:data:`_ROOM`: :func:`_simulate` grows them), or until the sharing is
@@ -939,7 +940,7 @@ def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, count
             if len(trace_order):
                 trace_order[counters[_ARRIVED]] = a
             counters[_ARRIVED] += 1
-            _op_done(PC[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MF, PC, F,
+            _op_done(PC[b >> 1, _SRC], now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F,
                      D, free_slots, RT, hops, L, N, R)
             if overhead:
                 delay = _spend(PC[b >> 1, _DST], now, overhead, R) - now
@@ -947,12 +948,12 @@ def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, count
                 continue
             cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if not cost:
-                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MR, P, MF, PC,
                          F, D, free_slots, RT, hops, L, N, R)
             else:
                 _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
         elif kind == _OP_DONE:
-            _op_done(a, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
+            _op_done(a, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots, RT,
                      hops, L, N, R)
         elif kind == _START:
             _start_transfer(a, b, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
@@ -962,7 +963,7 @@ def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, count
             if cost:
                 _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
             else:
-                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MF, PC,
+                _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MR, P, MF, PC,
                          F, D, free_slots, RT, hops, L, N, R)
         else:  # _SHARE: the dirty flows (all on links: an ended flow leaves the list) seed it
             counters[_SHARE_PENDING] = 0
@@ -981,17 +982,17 @@ def _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE, count
 
 
 @_njit(entry=True)
-def _simulate(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, LS, R, LK, LQ,
+def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, R, LK, LQ,
               B, trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
     counters = np.zeros(14, dtype=np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
     most_ends = 0  # a loop: numba compiles np.diff and np.max for a second
-    i = 0
-    while i < len(S):
-        most_ends = max(most_ends, S[i])
-        i += 1 + S[i]
+    run = 0
+    for i in range(len(S)):
+        run = run + 1 if S[i] >= 0 else 0
+        most_ends = max(most_ends, run)
     HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
                      np.empty(0), np.empty(0, dtype=np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists
@@ -1005,10 +1006,10 @@ def _simulate(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, LS, R, LK, 
     D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
     now = 0.0
     for rank in range(len(R)):
-        _post(rank, now, overhead, HT, HE, counters, S, M, MF, PC, F, D, free_slots, RT,
-              hops, L, N, R)
+        _post(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots,
+              RT, hops, L, N, R)
     while True:
-        done, now = _run(gamma, overhead, fifo_slot, S, M, MF, PC, RT, hops, L, R, HT, HE,
+        done, now = _run(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, R, HT, HE,
                          counters, F, W, D, N, free_slots, trace_order, most_ends)
         if done == _DONE:
             return counters
@@ -1063,26 +1064,26 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     """
     messages = len(flat.message)
     MF = np.empty((messages if trace or overhead else 0, 3))
-    PC = _aligned_zeros(4 * len(flat.route_ranks), np.dtype(np.int64)).reshape(-1, 4)
-    PC[:, _SENDS] = PC[:, _RECEIVES] = flat.message_ptr[:-1]
+    PC = _aligned_zeros(2 * len(flat.route_ranks), np.dtype(np.int64)).reshape(-1, 2)
     PC[:, _SRC], PC[:, _DST] = flat.route_ranks[:, 0], flat.route_ranks[:, 1]
+    P = np.zeros(messages, dtype=np.int8)
     RT = np.stack((flat.route_latency, flat.route_cap, flat.route_shares), axis=1)
     hops = np.concatenate((flat.route_ptr, flat.route_links))
     L = _aligned_zeros(len(flat.bandwidth), _LINK)
     L["bandwidth"] = flat.bandwidth
     L["head"] = L["tail"] = -1
     LS = np.zeros(len(flat.bandwidth), dtype=_LINK_SHARING)
-    R = _aligned_zeros(len(flat.rank_ptr) - 1, _RANK)
-    R["current"], R["step_end"] = flat.rank_ptr[:-1], flat.rank_ptr[1:]
+    R = _aligned_zeros(len(flat.rank_start), _RANK)
+    R["current"] = flat.rank_start
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
     LK = np.empty(len(flat.bandwidth))  # the link heap of the sharing: written before read
     LQ = np.empty((len(flat.bandwidth), 1), dtype=np.int64)
     B = np.empty(len(flat.bandwidth), dtype=_BINDING)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
     counters = _simulate(float(gamma), float(overhead), float(slot), flat.steps, flat.message,
-                         MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
+                         flat.message_route, P, MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
                          hops_per_slot)
-    if not np.array_equal(R["current"], R["step_end"]) or R["pending"].any():
+    if (R["current"] != len(flat.steps) - 1).any() or R["pending"].any():
         return None
     transfers = (order[:counters[_ARRIVED]], MF[:, _BEGIN], MF[:, _ARRIVAL]) if trace else None
     return (int(counters[_TRANSFERS]), R["finish"], L["bytes"], L["busy"],

@@ -559,7 +559,7 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
         order, start, arrival = times
         hops = [tuple(flat.route_links[a:b].tolist())
                 for a, b in zip(flat.route_ptr[:-1].tolist(), flat.route_ptr[1:].tolist())]
-        route = np.repeat(np.arange(len(flat.route_ranks)), np.diff(flat.message_ptr)).tolist()
+        route = flat.message_route.tolist()
         nbytes = (flat.message >> 1).tolist()
         src, dst = flat.route_ranks[:, 0].tolist(), flat.route_ranks[:, 1].tolist()
         start, arrival = start.tolist(), arrival.tolist()

@@ -5,6 +5,8 @@ step, its message ends (sends and receives, in the step's order; local copies ar
 and dropped); per message, its two ends matched as :mod:`collectives.progress` matches
 them (the k-th send from ``a`` to ``b`` with the k-th receive at ``b`` from ``a``,
 in compiled loops), its bytes, whether it reduces, and its route through the topology.
+Steps and messages lie in the order the ranks read them, round by round rather than rank
+by rank: a round's reads then touch a few pages, not one per rank and per route.
 A schedule with lanes (:attr:`collectives.Schedule.lanes`) is read from its lanes, merged
 into steps in a compiled loop, so the millions of operation objects of a large schedule
 are never built; any other schedule is read from its steps.  Both readings give the same
@@ -36,20 +38,25 @@ class FlatSchedule:
 
     Attributes
     ----------
-    rank_ptr : ndarray of int64, shape (nranks + 1,)
-        Rank ``r``'s steps are ``steps[rank_ptr[r]:rank_ptr[r + 1]]``.
-    steps : ndarray of int32 (int64 beyond 32767 ranks)
-        Every rank's steps, one after another, each as the count of its message ends
-        then each end's code: ``2 * route`` for a send, ``2 * route + 1`` for a receive
-        (a step without a message end waits for nothing and is left out).  A rank's
-        post reads one stretch of memory; the k-th send of a route is its message
-        ``message_ptr[route] + k``, and so is its k-th receive.
+    rank_start : ndarray of int64, shape (nranks,)
+        Where each rank's first step's head is in ``steps`` (the last entry for a rank
+        without steps).
+    steps : ndarray of int32 (int64 beyond 32767 ranks or 2**30 messages)
+        Every rank's steps laid out round by round, what the ranks read at about the same
+        time together: the k-th step of every rank in round k (for a schedule read from
+        its lanes, the steps of the schedule's round k), :data:`_TOGETHER` rounds at a
+        time rank by rank (by first round, then rank).  A step is its head, ``-d`` where
+        the rank's next step's head lies ``d`` entries further on, then its message ends:
+        ``2 * message + side``, 0 for a send and 1 for a receive (a step without a message
+        end waits for nothing and is left out).  The last entry, -1, is the head that
+        every rank's last step points to.
     message : ndarray of int64, shape (messages,)
         Per message, ``2 * bytes + reduce`` (whether the receive reduces), the messages
-        of a route together (in order): what the messages in flight of one route read
-        next lies beside what they read last.
-    message_ptr : ndarray of int64, shape (routes + 1,)
-        Route ``i``'s messages are ``message_ptr[i]:message_ptr[i + 1]``.
+        numbered in the order ``steps`` meets them (the k-th send from ``a`` to ``b`` and
+        the k-th receive at ``b`` from ``a`` are one message): what ranks read of them at
+        about the same time lies together.
+    message_route : ndarray of int32 (int64 beyond 2**31 routes or messages)
+        Each message's route.
     route_ranks : ndarray of int64, shape (routes, 2)
         Each route's sending and receiving rank (a route per ordered pair of ranks that
         exchange messages).
@@ -64,10 +71,10 @@ class FlatSchedule:
         Each link's bandwidth in bytes per second.
     """
 
-    rank_ptr: np.ndarray
+    rank_start: np.ndarray
     steps: np.ndarray
     message: np.ndarray
-    message_ptr: np.ndarray
+    message_route: np.ndarray
     route_ranks: np.ndarray
     route_ptr: np.ndarray
     route_links: np.ndarray
@@ -80,49 +87,142 @@ class FlatSchedule:
 _DTYPES = {"b": np.int8, "i": np.int32, "q": np.int64}  # by array typecode
 _INT32 = np.iinfo(np.int32)
 
+#: the rounds laid out together, rank by rank (:attr:`FlatSchedule.steps`): a rank's next
+#: few steps lie in the line it reads, ranks that drift a few rounds apart (a pipeline's)
+#: read as close together as ranks in step (a ring's)
+_TOGETHER = 4
+
 
 def _steps_dtype(p: int) -> type:
-    """The integer type of the steps' counts and codes (:attr:`FlatSchedule.steps`) on
-    ``p`` ranks: int32 while a code of every ordered pair (``2 * p * p - 1`` at most)
-    fits, else int64."""
+    """The integer type of the steps as read (:attr:`FlatSchedule.steps`, each end's code
+    naming its ordered pair) on ``p`` ranks: int32 while a code of every ordered pair
+    (``2 * p * p - 1`` at most) fits, else int64."""
     return np.int32 if 2 * p * p <= _INT32.max else np.int64
 
 
 def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
-    """Steps' entries per rank, the steps (:attr:`FlatSchedule.steps`, with each end's
-    peer, ``2 * peer + side``, where the route goes), and each end's kind and length.
+    """Each rank's first step, the schedule's steps laid out for the engine
+    (:attr:`FlatSchedule.steps`, each end's code ``2 * key + side`` naming its ordered
+    pair, ``key = src * p + dst``; a rank's k-th step in round k, :func:`_interleave`),
+    and each end's kind and length, in the order of the steps' ends.
 
     Kinds: 0 send, 1 receive, 2 receive that reduces, as int8; lengths as int32 where
-    they fit (:func:`_narrowed`; less memory to hold and touch).  Collected in
-    :mod:`array` buffers, which NumPy then reads without copying.
+    they fit (:func:`_narrowed`; less memory to hold and touch).  Read rank by rank into
+    :mod:`array` buffers; raises ValueError for a peer that is not one of the ranks.
     """
-    entries_per_rank = array("q")
-    steps = array("i" if _steps_dtype(schedule.nranks) is np.int32 else "q")
+    p = schedule.nranks
+    steps_per_rank, heads = array("q"), array("q")
+    steps = array("i" if _steps_dtype(p) is np.int32 else "q")
     kinds, lengths = array("b"), array("q")
     entry, kind, length = steps.append, kinds.append, lengths.append
-    for rank in range(schedule.nranks):
-        first = len(steps)
+    for rank in range(p):
+        first = len(heads)
         for step in schedule.steps(rank):
             head = len(steps)
             entry(0)
             for op in step.ops:
                 if type(op) is Send:
-                    entry(2 * op.peer)
+                    entry(2 * (rank * p + op.peer))
                     kind(0)
                 elif type(op) is Recv:
-                    entry(2 * op.peer + 1)
+                    entry(2 * (op.peer * p + rank) + 1)
                     kind(2 if op.reduce else 1)
                 else:
                     continue
+                if not 0 <= op.peer < p:
+                    raise ValueError(f"peer {op.peer} is not one of the {p} ranks")
                 length(op.stop - op.start)
             if len(steps) - head > 1:
-                steps[head] = len(steps) - head - 1
+                heads.append(head)
             else:  # no message end: nothing to wait for
                 steps.pop()
-        entries_per_rank.append(len(steps) - first)
-    *columns, lengths_read = (np.frombuffer(buffer, dtype=_DTYPES[buffer.typecode])
-                              for buffer in (entries_per_rank, steps, kinds, lengths))
-    return (*columns, _narrowed(lengths_read))
+        steps_per_rank.append(len(heads) - first)
+    counts, by_rank, kinds_read, lengths_read, at = (
+        np.frombuffer(buffer, dtype=_DTYPES[buffer.typecode])
+        for buffer in (steps_per_rank, steps, kinds, lengths, heads))
+    return _interleave(counts, at, by_rank, kinds_read, _narrowed(lengths_read))
+
+
+def _interleave(steps_per_rank: np.ndarray, heads: np.ndarray, by_rank: np.ndarray,
+                kinds: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Steps read rank by rank (``by_rank``, each step's head at ``heads``, in order,
+    ``steps_per_rank`` of them per rank; the ends' ``kinds`` and ``lengths`` in that
+    order) laid out round by round: the k-th step of every rank in round k,
+    :data:`_TOGETHER` rounds at a time rank by rank, each step's head pointing to the
+    rank's next (:attr:`FlatSchedule.steps`).
+    Return what :func:`_ends` returns."""
+    p, nsteps = len(steps_per_rank), len(heads)
+    rank = np.repeat(np.arange(p), steps_per_rank)
+    first = _offsets(steps_per_rank)
+    place = np.arange(nsteps) - first[rank]
+    order = np.argsort((place // _TOGETHER * p + rank) * _TOGETHER + place % _TOGETHER)
+    size = np.diff(np.append(heads, len(by_rank)))  # a head and its ends
+    new_head = np.empty(nsteps + 1, dtype=np.int64)  # and the last head, past every step
+    new_head[order] = _offsets(size[order])[:-1]
+    new_head[nsteps] = len(by_rank)
+    # entry j of the layout is entry ``source[j]`` read rank by rank
+    source = np.arange(len(by_rank)) + np.repeat(heads[order] - new_head[order], size[order])
+    laid = np.empty(len(by_rank) + 1, dtype=by_rank.dtype)
+    laid[:-1] = by_rank[source]
+    after = np.arange(1, nsteps + 1)  # the rank's next step, or past every step
+    after[first[1:][steps_per_rank > 0] - 1] = nsteps
+    laid[new_head[:-1]] = new_head[:-1] - new_head[after]
+    laid[-1] = -1
+    is_end = np.ones(len(by_rank), dtype=bool)
+    is_end[heads] = False
+    end_of = np.cumsum(is_end) - 1  # an entry's place among the ends read
+    ends = end_of[source[is_end[source]]]
+    start = np.where(steps_per_rank > 0, new_head[np.minimum(first[:-1], nsteps)], len(by_rank))
+    return start, laid, kinds[ends], lengths[ends]
+
+
+@njit
+def _new_layout(p, entries, ends, steps_like, lengths_like):
+    """What :func:`_open_step`, :func:`_put_end` and :func:`_closed` write: room for
+    ``entries`` entries of steps and a last head (in the type of ``steps_like``) and
+    ``ends`` ends' kinds and lengths (the type of ``lengths_like``), where the next entry
+    and end go, each rank's last step so far and its first."""
+    return (np.empty(entries + 1, dtype=steps_like.dtype), np.empty(ends, dtype=np.int8),
+            np.empty(ends, dtype=lengths_like.dtype), np.zeros(2, dtype=np.int64),
+            np.full(p, -1, dtype=np.int64), np.full(p, -1, dtype=np.int64))
+
+
+@njit
+def _open_step(out, rank):
+    """Start a step of ``rank``: its previous step's head is pointed at this one."""
+    steps, _, _, at, last, first = out
+    if last[rank] >= 0:
+        steps[last[rank]] = last[rank] - at[0]
+    else:
+        first[rank] = at[0]
+    last[rank] = at[0]
+    at[0] += 1
+
+
+@njit
+def _put_end(out, code, kind, length):
+    """Append an end to the step last opened."""
+    steps, kinds, lengths, at, _, _ = out
+    steps[at[0]] = code
+    kinds[at[1]], lengths[at[1]] = kind, length
+    at[0] += 1
+    at[1] += 1
+
+
+@njit
+def _closed(out):
+    """The layout finished: the head after every rank's last step (and a rank without
+    steps) is the last entry, ``-1``.  Return each rank's first step, the steps, the ends'
+    kinds and lengths."""
+    steps, kinds, lengths, at, last, first = out
+    end = at[0]
+    steps[end] = -1
+    for rank in range(len(last)):
+        if last[rank] >= 0:
+            steps[last[rank]] = last[rank] - end
+        else:
+            first[rank] = end
+    return first, steps[:end + 1], kinds[:at[1]], lengths[:at[1]]
 
 
 _GAP = np.iinfo(np.int64).min  # a round without an operation, in a pool of lengths
@@ -203,11 +303,12 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
             table.extend((lane.first_round, _lane_kind(lane), lane.peer,
                           pool.offset(starts, stops, n), n))
     rows = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
-    dtype = _steps_dtype(schedule.nranks)
+    p = schedule.nranks
     peers = rows[rows[:, 1] >= 0, 2]
-    if len(peers) and not np.iinfo(dtype).min <= 2 * peers.min() <= 2 * peers.max() < \
-            np.iinfo(dtype).max:
-        raise OverflowError("a peer beyond the steps' integers")  # as array raises in _ends
+    if len(peers) and not 0 <= peers.min() <= peers.max() < p:
+        raise ValueError(f"a peer is not one of the {p} ranks")
+    # the heads' distances are below the entries, two per lane entry at most
+    dtype = _steps_dtype(p) if 2 * int(rows[:, 4].sum()) < _INT32.max else np.int64
     lengths = pool.array()
     real = lengths[lengths != _GAP]
     fits = not len(real) or _INT32.min <= real.min() <= real.max() <= _INT32.max
@@ -220,47 +321,84 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
 @njit(cache=True)
 def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
     """Every rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
-    merges them: a step per round with a message end (:func:`_ends`), its ends in lane
-    order, in the type of ``steps_like``; the lengths in the type of ``lengths_like``
-    (int32 where every length of ``pool`` fits)."""
+    merges them: a step per round with a message end, its ends in lane order, laid out
+    as :func:`_ends` lays them out but by the schedule's rounds (what every rank does in
+    a few rounds lies together, however late a rank starts), in the type of ``steps_like``;
+    the lengths in the type of ``lengths_like`` (int32 where every length of ``pool``
+    fits)."""
     nranks = len(lane_ptr) - 1
     most = 0
     for i in range(len(table)):
         most += table[i, 4]
-    entries_per_rank = np.zeros(nranks, dtype=np.int64)
-    # a count and an end per entry at most: pages never written are never taken
-    steps = np.empty(2 * most, dtype=steps_like.dtype)
-    kinds = np.empty(most, dtype=np.int8)
-    lengths = np.empty(most, dtype=lengths_like.dtype)
-    nentries = nends = 0
-    for r in range(nranks):
-        lo, hi = lane_ptr[r], lane_ptr[r + 1]
-        base, top = 0, 0
-        for i in range(lo, hi):
+    base, top = np.zeros(nranks, dtype=np.int64), np.zeros(nranks, dtype=np.int64)
+    for r in range(nranks):  # each rank's rounds, base to top (none when equal)
+        for i in range(lane_ptr[r], lane_ptr[r + 1]):
             if table[i, 4]:
                 first, stop = table[i, 0], table[i, 0] + table[i, 4]
-                if top == base:
-                    base, top = first, stop
+                if top[r] == base[r]:
+                    base[r], top[r] = first, stop
                 else:
-                    base, top = min(base, first), max(top, stop)
-        first_entry = nentries
-        for now in range(base, top):
-            head = nentries
-            nentries += 1
-            for i in range(lo, hi):
-                k = now - table[i, 0]
-                if 0 <= k < table[i, 4] and table[i, 1] >= 0 and pool[table[i, 3] + k] != gap:
-                    steps[nentries] = 2 * table[i, 2] + (table[i, 1] != 0)
-                    kinds[nends] = table[i, 1]
-                    lengths[nends] = pool[table[i, 3] + k]
-                    nends += 1
-                    nentries += 1
-            if nentries - head > 1:
-                steps[head] = nentries - head - 1
-            else:  # no message end: nothing to wait for
-                nentries = head
-        entries_per_rank[r] = nentries - first_entry
-    return entries_per_rank, steps[:nentries], kinds[:nends], lengths[:nends]
+                    base[r], top[r] = min(base[r], first), max(top[r], stop)
+    by_base = _by_first_round(base, top)
+    # a head and an end per lane entry at most: pages never written are never taken
+    out = _new_layout(nranks, 2 * most, most, steps_like, lengths_like)
+    active = np.empty(nranks, dtype=np.int64)
+    nactive = joined = 0
+    now = base[by_base[0]] if len(by_base) else 0  # the first round of the block laid out
+    while joined < len(by_base) or nactive:
+        while joined < len(by_base) and base[by_base[joined]] < now + _TOGETHER:
+            active[nactive] = by_base[joined]
+            nactive += 1
+            joined += 1
+        kept = 0
+        for j in range(nactive):
+            r = active[j]
+            if top[r] <= now:
+                continue
+            active[kept] = r
+            kept += 1
+            for when in range(max(now, base[r]), min(now + _TOGETHER, top[r])):
+                opened = False
+                for i in range(lane_ptr[r], lane_ptr[r + 1]):
+                    k = when - table[i, 0]
+                    if 0 <= k < table[i, 4] and table[i, 1] >= 0 and \
+                            pool[table[i, 3] + k] != gap:
+                        if not opened:
+                            _open_step(out, r)
+                            opened = True
+                        _put_end(out, 2 * (r * nranks + table[i, 2]) if table[i, 1] == 0
+                                 else 2 * (table[i, 2] * nranks + r) + 1,
+                                 table[i, 1], pool[table[i, 3] + k])
+        nactive = kept
+        now = now + _TOGETHER if nactive or joined == len(by_base) else base[by_base[joined]]
+    return _closed(out)
+
+
+@njit
+def _by_first_round(base, top):
+    """The ranks with rounds (``base < top``) by their first round, ranks of one round in
+    order (a counting sort: the rounds span the schedule's steps)."""
+    ranks = np.empty(len(base), dtype=np.int64)
+    n = 0
+    for r in range(len(base)):
+        if base[r] < top[r]:
+            ranks[n] = r
+            n += 1
+    if n == 0:
+        return ranks[:0]
+    low, high = base[ranks[0]], base[ranks[0]]
+    for j in range(n):
+        low, high = min(low, base[ranks[j]]), max(high, base[ranks[j]])
+    at = np.zeros(high - low + 2, dtype=np.int64)
+    for j in range(n):
+        at[base[ranks[j]] - low + 1] += 1
+    for i in range(1, len(at)):
+        at[i] += at[i - 1]
+    out = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        out[at[base[ranks[j]] - low]] = ranks[j]
+        at[base[ranks[j]] - low] += 1
+    return out
 
 
 def _narrowed(lengths: np.ndarray) -> np.ndarray:
@@ -270,6 +408,11 @@ def _narrowed(lengths: np.ndarray) -> np.ndarray:
             len(lengths) and not _INT32.min <= lengths.min() <= lengths.max() <= _INT32.max):
         return lengths
     return lengths.astype(np.int32)
+
+
+def _small(most: int) -> type:
+    """int32 if it holds ``most``, else int64."""
+    return np.int32 if most <= _INT32.max else np.int64
 
 
 def _offsets(counts: Any) -> np.ndarray:
@@ -285,73 +428,58 @@ _DENSE_PAIRS = 1 << 25
 
 
 @njit(cache=True)
-def _dense_pair_ids(p, rank_ptr, steps, dense):
-    """Number the ordered pairs that exchange messages as they are met, through ``dense``
-    (-1 per ordered pair), each end's peer in ``steps`` (:func:`_ends`) written over with
-    its pair (``2 * pair + side``); return the pairs (``src * p + dst``), or None when a
-    peer is not one of the ``p`` ranks."""
-    keys = np.empty(max(16, 4 * p), dtype=np.int64)
+def _dense_pair_ids(steps, dense):
+    """Number the ordered pairs that exchange messages in the order the steps meet them,
+    through ``dense`` (-1 per ordered pair), each end's code in ``steps`` (``2 * key +
+    side``, :func:`_ends`) written over with its pair's (``2 * pair + side``); return the
+    pairs' keys (``src * p + dst``)."""
+    keys = np.empty(16, dtype=np.int64)
     n = 0
-    for r in range(p):
-        i = rank_ptr[r]
-        while i < rank_ptr[r + 1]:
-            for e in range(i + 1, i + 1 + steps[i]):
-                peer, side = steps[e] >> 1, steps[e] & 1
-                if not 0 <= peer < p:
-                    return None
-                key = peer * p + r if side else r * p + peer
-                pair = np.int64(dense[key])
-                if pair < 0:
-                    pair = n
-                    dense[key] = n
-                    if n == len(keys):
-                        grown = np.empty(2 * n, dtype=np.int64)
-                        for j in range(n):  # a loop: a slice assignment compiles for seconds
-                            grown[j] = keys[j]
-                        keys = grown
-                    keys[n] = key
-                    n += 1
-                steps[e] = 2 * pair + side
-            i += 1 + steps[i]
+    for e in range(len(steps)):
+        if steps[e] < 0:  # a step's head
+            continue
+        key, side = steps[e] >> 1, steps[e] & 1
+        pair = np.int64(dense[key])
+        if pair < 0:
+            pair = n
+            dense[key] = n
+            if n == len(keys):
+                grown = np.empty(2 * n, dtype=np.int64)
+                for j in range(n):  # a loop: a slice assignment compiles for seconds
+                    grown[j] = keys[j]
+                keys = grown
+            keys[n] = key
+            n += 1
+        steps[e] = 2 * pair + side
     return keys[:n].copy()
 
 
 @njit(cache=True)
-def _end_keys(p, rank_ptr, steps):
-    """Each end's ordered pair, ``src * p + dst``, in order; None when a peer is not one
-    of the ``p`` ranks."""
+def _end_keys(steps):
+    """Each end's ordered pair, ``src * p + dst``, in order."""
     keys = np.empty(len(steps), dtype=np.int64)
     n = 0
-    for r in range(p):
-        i = rank_ptr[r]
-        while i < rank_ptr[r + 1]:
-            for e in range(i + 1, i + 1 + steps[i]):
-                peer, side = steps[e] >> 1, steps[e] & 1
-                if not 0 <= peer < p:
-                    return None
-                keys[n] = peer * p + r if side else r * p + peer
-                n += 1
-            i += 1 + steps[i]
+    for e in range(len(steps)):
+        if steps[e] >= 0:
+            keys[n] = steps[e] >> 1
+            n += 1
     return keys[:n]
 
 
 @njit(cache=True)
 def _write_pairs(steps, end_pair):
-    """Each end's peer in ``steps`` written over with its pair, ``end_pair`` in order."""
-    i = e = 0
-    while i < len(steps):
-        for j in range(i + 1, i + 1 + steps[i]):
-            steps[j] = 2 * end_pair[e] + (steps[j] & 1)
-            e += 1
-        i += 1 + steps[i]
+    """Each end's code in ``steps`` written over with its pair's, ``end_pair`` in order."""
+    n = 0
+    for e in range(len(steps)):
+        if steps[e] >= 0:
+            steps[e] = 2 * end_pair[n] + (steps[e] & 1)
+            n += 1
 
 
-def _sparse_pair_ids(p: int, rank_ptr: np.ndarray, steps: np.ndarray) -> np.ndarray | None:
+def _sparse_pair_ids(steps: np.ndarray) -> np.ndarray:
     """What :func:`_dense_pair_ids` does, by sorting the ends' pairs (too many ranks for
     an array per ordered pair): pairs numbered in the order first met."""
-    keys = _end_keys(p, rank_ptr, steps)
-    if keys is None:
-        return None
+    keys = _end_keys(steps)
     found, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     del keys
     order = np.argsort(first, kind="stable")
@@ -362,42 +490,52 @@ def _sparse_pair_ids(p: int, rank_ptr: np.ndarray, steps: np.ndarray) -> np.ndar
 
 
 @njit(cache=True)
-def _pair_messages(steps, kind, length, npairs, dtype_size):
-    """Match the ends pair by pair: the k-th send of a pair with its k-th receive
-    (program order), the pair's k-th message being message ``base[pair] + k``.  Return
-    ``base`` and the messages (:attr:`FlatSchedule.message`), or None when some send or
-    receive has no partner of its length."""
+def _pair_messages(steps, kind, length, npairs, dtype_size, message, route):
+    """Match the ends pair by pair, the k-th send of a pair with its k-th receive (program
+    order), and number the messages in the order the steps meet them (what ranks read
+    at about the same time lies together): each end's code in ``steps`` is written over
+    with its message's (``2 * message + side``), each message's ``2 * bytes + reduce``
+    written in ``message`` and its pair in ``route`` (:attr:`FlatSchedule.message`,
+    :attr:`FlatSchedule.message_route`).  Return False when some send or receive has no
+    partner of its length."""
     counts = np.zeros((npairs, 2), dtype=np.int64)
-    i = 0
-    while i < len(steps):
-        for j in range(i + 1, i + 1 + steps[i]):
-            counts[steps[j] >> 1, steps[j] & 1] += 1
-        i += 1 + steps[i]
-    base = np.zeros(npairs + 1, dtype=np.int64)
-    for pair in range(npairs):  # loops rather than NumPy's functions: they compile for seconds
+    for e in range(len(steps)):
+        if steps[e] >= 0:
+            counts[steps[e] >> 1, steps[e] & 1] += 1
+    for pair in range(npairs):  # a loop rather than NumPy's functions: they compile for seconds
         if counts[pair, 0] != counts[pair, 1]:
-            return None
-        base[pair + 1] = base[pair] + counts[pair, 0]
-        counts[pair, 0] = counts[pair, 1] = base[pair]  # the cursors of the pair's sides
-    message = np.empty(base[npairs], dtype=np.int64)
-    for side in range(2):  # every send written before any receive is read against it
-        i = e = 0
-        while i < len(steps):
-            for j in range(i + 1, i + 1 + steps[i]):
-                pair = steps[j] >> 1
-                if steps[j] & 1 == side:
-                    t = counts[pair, side]
-                    counts[pair, side] += 1
-                    nbytes = np.int64(length[e]) * dtype_size
-                    if side == 0:
-                        message[t] = 2 * nbytes
-                    elif message[t] >> 1 != nbytes:
-                        return None
-                    elif kind[e] == 2:
-                        message[t] += 1
-                e += 1
-            i += 1 + steps[i]
-    return base, message
+            return False
+    # per pair, the messages met by one side only, oldest first (one side is ahead, or
+    # none): a list through ``route``, which holds a waiting message's next until the
+    # other side meets it; its first and last message (-1: none) and its side
+    waiting = np.full((npairs, 3), -1, dtype=np.int64)
+    n = end = 0
+    for e in range(len(steps)):
+        if steps[e] < 0:  # a step's head
+            continue
+        pair, side = steps[e] >> 1, steps[e] & 1
+        nbytes = np.int64(length[end]) * dtype_size
+        reduce = kind[end] == 2
+        end += 1
+        t = waiting[pair, 0]
+        if t >= 0 and waiting[pair, 2] != side:  # the other side met it first
+            if message[t] >> 1 != nbytes:
+                return False
+            message[t] += reduce
+            waiting[pair, 0] = route[t]
+            route[t] = pair
+        else:  # the message's first end met: a new number, last of the waiting
+            t = n
+            n += 1
+            message[t] = 2 * nbytes + reduce
+            route[t] = -1
+            if waiting[pair, 0] < 0:
+                waiting[pair, 0], waiting[pair, 2] = t, side
+            else:
+                route[waiting[pair, 1]] = t
+            waiting[pair, 1] = t
+        steps[e] = 2 * t + side
+    return True
 
 
 def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
@@ -426,20 +564,23 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
     p = schedule.nranks
     read = _ends if schedule.lanes is None else _lane_ends
     try:
-        entries_per_rank, steps, kind, length = read(schedule)
-    except OverflowError:  # a peer beyond the steps' integers is not one of its ranks
+        rank_start, steps, kind, length = read(schedule)
+    except ValueError:  # a peer that is not one of its ranks
         return None
-    rank_ptr = _offsets(entries_per_rank)
-    del entries_per_rank
-    pairs = _dense_pair_ids(p, rank_ptr, steps, np.full(p * p, -1, dtype=np.int32)) \
-        if p * p <= dense_pairs else _sparse_pair_ids(p, rank_ptr, steps)
-    if pairs is None:
-        return None
-    matched = _pair_messages(steps, kind, length, len(pairs), dtype_size)
-    if matched is None:
+    pairs = _dense_pair_ids(steps, np.full(p * p, -1, dtype=np.int32)) \
+        if p * p <= dense_pairs else _sparse_pair_ids(steps)
+    # as many messages as ends, halved, if they match; NumPy's arrays of a few MB and more
+    # lie on huge pages where the system allows (a TLB entry per 2 MB, not per 4 KB)
+    messages = len(kind) // 2
+    if steps.dtype == np.int32 and 2 * messages > _INT32.max:  # codes: 2 * message + side
+        steps = steps.astype(np.int64)
+    message = np.empty(messages, dtype=np.int64)
+    # a pair, or a message's number while the message waits (:func:`_pair_messages`)
+    message_route: np.ndarray = np.empty(messages, dtype=_small(max(messages, len(pairs))))
+    if not _pair_messages(steps, kind, length, len(pairs), dtype_size, message,
+                          message_route):
         return None
     del kind, length  # before the routes: an end's kind and length are more than the rows
-    message_ptr, message = matched
     links, latency, cap, shares = [], [], [], []
     bandwidth = topology.bandwidths_Bps
     for key in pairs.tolist():  # one route per ordered pair that exchanges messages
@@ -450,7 +591,7 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
         cap.append(min((bandwidth[link] for link in hops), default=float("inf")))
         shares.append(route_shares(topology, hops))
     return FlatSchedule(
-        rank_ptr=rank_ptr, steps=steps, message=message, message_ptr=message_ptr,
+        rank_start=rank_start, steps=steps, message=message, message_route=message_route,
         route_ranks=np.stack((pairs // p, pairs % p), axis=1),
         route_ptr=_offsets([len(hops) for hops in links]),
         route_links=np.array([link for hops in links for link in hops], dtype=np.int64),

@@ -15,9 +15,28 @@ from simulator.flatten import _ends, _lane_ends, flatten
 pytestmark = pytest.mark.xdist_group("compiled")  # one worker compiles (or loads) _merge
 
 
+def _by_rank(start: np.ndarray, steps: np.ndarray, *per_end: np.ndarray) -> list:
+    """Each rank's steps, each a list of its ends (code, then each of ``per_end``), read
+    by following the heads from the rank's first step."""
+    end_at = np.cumsum(steps >= 0) - 1  # an entry's place among the ends
+    ranks = []
+    for head in start.tolist():
+        read = []
+        while head != len(steps) - 1:
+            stop = head + 1
+            while steps[stop] >= 0:
+                stop += 1
+            read.append([(int(steps[e]), *(int(column[end_at[e]]) for column in per_end))
+                         for e in range(head + 1, stop)])
+            head -= int(steps[head])
+        ranks.append(read)
+    return ranks
+
+
 def _same(schedule: Schedule) -> bool:
     from_steps, from_lanes = _ends(schedule), _lane_ends(schedule)
-    return all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(from_steps, from_lanes))
+    return all(a.dtype == b.dtype for a, b in zip(from_steps, from_lanes)) and \
+        _by_rank(*from_steps) == _by_rank(*from_lanes)
 
 
 @pytest.mark.parametrize("algorithm", ["ring", "tree", "pipeline"])
@@ -91,22 +110,71 @@ def test_steps_and_lengths_are_int32_while_they_fit() -> None:
     assert flatten_module._narrowed(np.array([0, 2**31])).dtype == np.int64
 
 
-def test_a_steps_stream_counts_its_ends_and_names_their_routes() -> None:
+def test_a_steps_stream_links_each_ranks_steps_and_names_their_messages() -> None:
     schedule = build_schedule("allreduce", "ring", 3, 3)
     flat = flatten(schedule, topology.flat(3, 1e-6, 1e-9), 4)
     assert flat is not None
     routes = [tuple(pair) for pair in flat.route_ranks.tolist()]
-    for rank in range(3):
-        i, stop = flat.rank_ptr[rank], flat.rank_ptr[rank + 1]
+    ends = 0
+    for rank, read in enumerate(_by_rank(flat.rank_start, flat.steps)):
         expected = [[(op.peer, type(op).__name__) for op in step.ops
                      if type(op) in (Send, Recv)] for step in schedule.steps(rank)]
-        read = []
-        while i < stop:
-            codes = flat.steps[i + 1:i + 1 + flat.steps[i]].tolist()
-            read.append([(routes[c >> 1][1] if c & 1 == 0 else routes[c >> 1][0],
-                          "Recv" if c & 1 else "Send") for c in codes])
-            assert all(routes[c >> 1][c & 1] == rank for c in codes)  # the rank's own end
-            i += 1 + flat.steps[i]
-        assert read == [step for step in expected if step]
-    # a route's messages lie together, its k-th send and k-th receive one message
-    assert flat.message_ptr[-1] == len(flat.message) == 3 * 2 * 2
+        assert [[(routes[flat.message_route[c >> 1]][1 - (c & 1)], "Recv" if c & 1 else "Send")
+                 for c, in step] for step in read] == [step for step in expected if step]
+        assert all(routes[flat.message_route[c >> 1]][c & 1] == rank  # the rank's own end
+                   for step in read for c, in step)
+        ends += sum(map(len, read))
+    # a message's send and receive name it, each once
+    codes = flat.steps[flat.steps >= 0]
+    assert ends == len(codes) == 2 * len(flat.message) == 3 * 2 * 2 * 2
+    assert sorted(codes.tolist()) == list(range(2 * len(flat.message)))
+
+
+def _layout_order(flat) -> list[tuple[int, int]]:
+    """Each step's rank and its place among the rank's steps, in the order of ``steps``;
+    every head is a step of one rank, each pointing forward to the rank's next."""
+    owner = {}
+    for rank, head in enumerate(flat.rank_start.tolist()):
+        k = 0
+        while head != len(flat.steps) - 1:
+            assert flat.steps[head] < 0 and head not in owner
+            owner[head] = (rank, k)
+            head -= int(flat.steps[head])
+            k += 1
+    heads = np.flatnonzero(flat.steps < 0)[:-1].tolist()  # the last: after every last step
+    assert sorted(owner) == heads
+    return [owner[head] for head in heads]
+
+
+def _numbered_as_met(flat) -> bool:
+    messages = (flat.steps[flat.steps >= 0] >> 1).tolist()
+    return list(dict.fromkeys(messages)) == list(range(len(flat.message)))
+
+
+def test_steps_read_as_steps_lie_a_few_places_together_rank_by_rank() -> None:
+    ring = build_schedule("allreduce", "ring", 6, 1000)
+    as_steps = Schedule.from_steps("allreduce", "ring", ring.count,
+                                   [list(ring.steps(rank)) for rank in range(6)])
+    for schedule in (as_steps, build_schedule("allreduce", "rhd", 6, 1000)):
+        assert schedule.lanes is None
+        flat = flatten(schedule, topology.flat(6, 1e-6, 1e-9), 4)
+        assert flat is not None and _numbered_as_met(flat)
+        order = _layout_order(flat)  # a few places together, rank by rank
+        together = flatten_module._TOGETHER
+        assert together > 1 and order == sorted(
+            order, key=lambda step: (step[1] // together, step[0], step[1]))
+
+
+@pytest.mark.parametrize("algorithm", ["tree", "pipeline"])
+def test_steps_read_from_lanes_lie_by_the_schedules_rounds(algorithm: str) -> None:
+    schedule = build_schedule("allreduce", algorithm, 7, 1000, segments=3)
+    flat = flatten(schedule, topology.flat(7, 1e-6, 1e-9), 4)
+    assert flat is not None and _numbered_as_met(flat)
+    rounds = []  # each rank's rounds with a message end
+    for rank in range(7):
+        ends = {lane.first_round + i for lane in schedule.lanes(rank)
+                for i, op in enumerate(lane.ops()) if type(op) in (Send, Recv)}
+        rounds.append(sorted(ends))
+    laid = [rounds[rank][k] for rank, k in _layout_order(flat)]
+    blocks = [(when - min(laid)) // flatten_module._TOGETHER for when in laid]
+    assert blocks == sorted(blocks) and len(set(blocks)) > 1 and laid != sorted(laid)
