@@ -31,8 +31,9 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   those in flight, and the sender is done after its transfer, the receiver after its
   reduction too), unless the description holds its paced rounds to the lock-step sum
   (:attr:`collectives.traffic.Round.held`; on one order past the play's budget, the
-  path that follows the chain's front, :meth:`_Described._followed`); the time is the sum over the rounds, plus
-  the GPU model's cost per call (:func:`simulator.gpu.gpu_terms`).
+  path that follows the chain's front, :meth:`_Described._followed`); the time is the
+  sum over the rounds, plus the GPU model's cost per call
+  (:func:`simulator.gpu.gpu_terms`).
 
 **Sample.**  The messages priced are those with an end on a sampled rank: every rank up
 to :data:`SAMPLE_ALL_RANKS` ranks, else every rank of a few nodes (the first two, the

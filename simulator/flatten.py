@@ -569,8 +569,7 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
         return None
     pairs = _dense_pair_ids(steps, np.full(p * p, -1, dtype=np.int32)) \
         if p * p <= dense_pairs else _sparse_pair_ids(steps)
-    # as many messages as ends, halved, if they match; NumPy's arrays of a few MB and more
-    # lie on huge pages where the system allows (a TLB entry per 2 MB, not per 4 KB)
+    # as many messages as ends, halved, if they match
     messages = len(kind) // 2
     if steps.dtype == np.int32 and 2 * messages > _INT32.max:  # codes: 2 * message + side
         steps = steps.astype(np.int64)

@@ -48,9 +48,10 @@ class _LinkedLibrary(JITCodeLibrary):
     def finalize(self) -> None:
         """Link in the code of the functions it calls; nothing can be added after."""
         self._raise_if_finalized()
+        inits = getattr(self, "_reload_init", None)  # what to run when loaded (not in 0.60)
         for library in dict.fromkeys(self._linking_libraries):  # once each, in order
-            if hasattr(self, "_reload_init"):  # what to run when loaded (not in Numba 0.60)
-                self._reload_init.update(library._reload_init)
+            if inits is not None:
+                inits.update(library._reload_init)
             self._final_module.link_in(library._get_module_for_linking(), preserve=True)
         self._finalized = True
 
