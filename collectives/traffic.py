@@ -60,7 +60,8 @@ class Messages:
         carries one a round: in the ``k``-th round it is in flight, part ``k`` of the
         vector cut into ``cut`` near-equal parts (:func:`collectives.layout.split`: the
         first ``count % cut`` one element larger, ``elements``' figure; the rest
-        ``count // cut``), as a chain's AllReduce segments go.
+        ``count // cut``), as a chain's AllReduce segments go (the model reads it where
+        it plays the paced rounds rank by rank on a machine of alike links).
     """
 
     src: np.ndarray

@@ -911,8 +911,8 @@ class _Flow:
     where a message's links see it through at different times, the round's messages
     are carried at max-min rates over all its shared links together
     (:func:`_filled_ends`, up to :data:`FILL_MESSAGES` of them).  A message of a cut
-    class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each
-    round.  Its sender is done its latency later, its
+    class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
+    there (elsewhere its largest).  Its sender is done its latency later, its
     receiver after its reduction too, and a rank's clock moves to the last of its
     messages' ends (max-plus over the rounds; a rank with nothing to do in a round, or
     only empty messages left out, keeps its clock).
@@ -929,13 +929,16 @@ class _Flow:
     across as well, each shared link's entries (the messages' places in their rows'
     links, rows x (links and one of its own, its bytes alone, last), flat) and which of
     them are real (the rest pad a link's queue to the round's longest), and per message
-    with a shared link its cells in that table, one per such link; ``ranks``: one more
+    with a shared link its cells in that table, one per such link; ``coupled``: per round
+    where its messages are carried at max-min rates over its shared links together,
+    which of those each message with one is on (else None; none but where ``filled``, on
+    a machine whose links are all alike); ``ranks``: one more
     than the highest rank; ``widest``: the most messages a round has; ``segment``: per
     message of a round, the rounds its own message was in flight in before (the part it
     carries, of a cut class: :attr:`collectives.traffic.Messages.cut`)."""
 
     __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues", "widest", "segment",
-                 "coupled")
+                 "coupled", "filled")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray, filled: bool) -> None:
         row, first, end, sender, receiver, lead = hops[:, :6].T
@@ -964,6 +967,7 @@ class _Flow:
                        for a, b, m, c, e, r in zip(lo.tolist(), hi.tolist(), members,
                                                    crossing, ends, ranks)]
         self.queues = [(spots, real, _across(c)) for (spots, real), c in zip(queues, cells)]
+        self.filled = filled
         self.coupled = [_coupled(r[2], q[1][:, :, 0], r[4]) if filled else None
                         for r, q in zip(self.rounds, self.queues)]
 
@@ -1473,9 +1477,11 @@ class _Described:
                                    dtype=np.int64)
         self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in self.messages],
                               dtype=bool).reshape(-1, 3)[layout.row_class][:, :, None]
-        # per class the parts its messages carry one a round (0: whole; played only)
-        self.cut = np.array([m.cut if layout.flow is not None else 0 for m in self.messages],
-                            dtype=np.int64)
+        # per class the parts its messages carry one a round (0: whole), where the play
+        # is filled: elsewhere its queues of unequal parts, each played on its own, cost
+        # the three tables on 128 DGX nodes +20% and are not exact there either
+        filled = layout.flow is not None and layout.flow.filled
+        self.cut = np.array([m.cut if filled else 0 for m in self.messages], dtype=np.int64)
 
     def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
              ds: int, piece: np.ndarray | None,
