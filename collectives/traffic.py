@@ -55,6 +55,13 @@ class Messages:
         For a paced round (:attr:`Round.paced`): per message the first round it is in
         flight and the round after its last (``(n, 2)`` ints), one message of
         ``elements`` in each round between.
+    cut : int
+        For a paced class, 0 (every round carries ``elements``) or the parts a message
+        carries one a round: in the ``k``-th round it is in flight, part ``k`` of the
+        vector cut into ``cut`` near-equal parts (:func:`collectives.layout.split`: the
+        first ``count % cut`` one element larger, ``elements``' figure; the rest
+        ``count // cut``), as a chain's AllReduce segments go (the model reads it where
+        it plays the paced rounds rank by rank on a machine of alike links).
     """
 
     src: np.ndarray
@@ -64,6 +71,7 @@ class Messages:
     pieced: bool = True
     skip_empty: bool = False
     rounds: np.ndarray | None = None
+    cut: int = 0
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"

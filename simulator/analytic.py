@@ -107,6 +107,11 @@ PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 17, 1 << 12
 #: a play of paced rounds takes several protocols' and descriptions' sizes side by side
 #: while a round's messages times their sizes stay at most so many (:meth:`_Flow.played`)
 PLAY_SIDE_BY_SIDE = 1 << 14
+#: on a machine whose links are all alike (flat), a played round's messages that share
+#: links are carried at max-min fair rates over all of them together
+#: (:func:`_filled_ends`) where they are at most so many and some shares several, else
+#: each link's queue on its own (:func:`_queue_ends`)
+FILL_MESSAGES = 32
 #: rounds (not paced) of at most so many messages over every channel are routed at
 #: every rank (:func:`_whole`)
 WHOLE_MESSAGES = 1 << 13
@@ -426,9 +431,13 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
     local = np.arange(len(classes)) - first_class[block]
     ends = np.column_stack([ranks[order, src], ranks[order, dst]]) if played else None
+    lead = np.zeros(len(owners), dtype=np.int64)
     if rounds.any():  # pieces of messages, in flight with the same others throughout
-        piece, rounds, entry, profiles, profile = _pieces(
+        piece, cut, entry, profiles, profile = _pieces(
             keys, message, local[owners], block[owners], rounds, int(np.diff(first_class).max()))
+        # a piece's rounds from its message's first (what part of a cut message it carries)
+        lead = cut[:, 0] - rounds[piece, 0]
+        rounds = cut
         owners, lengths, links = owners[piece], lengths[piece], links[entry]
         message = np.repeat(np.arange(len(piece)), lengths)
         ends = None if ends is None else ends[piece]
@@ -436,7 +445,8 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
         profiles, profile = _profiles(keys, local[owners[message]], nlinks, len(blocks),
                                       int(np.diff(first_class).max()))
     return _split(len(blocks), sizes, first_class, block[owners], local[owners], lengths,
-                  links, profiles, profile, rounds, ends, _link_classes(topology))
+                  links, profiles, profile, np.column_stack([rounds, lead]), ends,
+                  _link_classes(topology))
 
 
 def _keeper(sampled: np.ndarray) -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
@@ -491,9 +501,9 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
            profile: np.ndarray, rounds: np.ndarray, ends: np.ndarray | None,
            link_classes: tuple[np.ndarray, ...]) -> list[_Rows]:
     """Merge alike messages (their ``block`` and class there, ``local``; their routes'
-    ``lengths`` and ``links``, each link's of ``profiles``; their ``rounds`` and end
-    ranks, ``ends``, None where not every rank is sampled) into each block's
-    :class:`_Rows`."""
+    ``lengths`` and ``links``, each link's of ``profiles``; their ``rounds`` and, a third
+    column, how many rounds of their messages came before them, and end ranks, ``ends``,
+    None where not every rank is sampled) into each block's :class:`_Rows`."""
     link_class, first = link_classes
     many = np.bincount(profiles[:, 0], minlength=nblocks)  # profiles of each block
     top = int(many.max()) + 1  # above every block's last profile, its pad's
@@ -512,12 +522,13 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
     else:
         codes, placed = _by_code(codes, message, column, links)
     rows, row, merged = _unique_rows(np.column_stack([block, local, codes]))
+    rounds, lead = rounds[:, :2], rounds[:, 2]
     live = rounds[:, 1] > rounds[:, 0]
     runs = _runs(row[live], rounds[live])
     bounds = np.searchsorted(rows[:, 0], np.arange(nblocks + 1))
     last = np.searchsorted(runs[:, 0], bounds)
     hops = None if ends is None or placed is None else \
-        _hops(row[live], rounds[live], ends[live], placed[live])
+        _hops(row[live], rounds[live], ends[live], lead[live], placed[live])
     at = None if hops is None else np.searchsorted(hops[:, 0], bounds)
     return [_Rows(rows[lo:hi, 1], merged[lo:hi],
                   sizes[first_class[b]:first_class[b + 1]],
@@ -525,7 +536,7 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
                   profiles[profiles[:, 0] == b, 1:],
                   runs[last[b]:last[b + 1]] - np.array([lo, 0, 0]),
                   None if hops is None or at is None
-                  else _from_row(hops[at[b]:at[b + 1], :5 + width[b]], lo))
+                  else _from_row(hops[at[b]:at[b + 1], :6 + width[b]], lo))
             for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
@@ -539,13 +550,14 @@ def _by_code(codes: np.ndarray, message: np.ndarray, column: np.ndarray,
     return np.take_along_axis(codes, order, axis=1), np.take_along_axis(placed, order, axis=1)
 
 
-def _hops(row: np.ndarray, rounds: np.ndarray, ends: np.ndarray,
+def _hops(row: np.ndarray, rounds: np.ndarray, ends: np.ndarray, lead: np.ndarray,
           links: np.ndarray) -> np.ndarray:
-    """Every paced piece as ``(row, first, end, sender, receiver, links...)`` (its row,
-    the rounds ``[first, end)`` it is in flight in, its end ranks, the links of its route
-    in its row's order, -1 at the pad), by row."""
-    hops = np.column_stack([row, rounds, ends, links]).astype(np.int64) \
-        .reshape(-1, 5 + links.shape[1])
+    """Every paced piece as ``(row, first, end, sender, receiver, lead, links...)`` (its
+    row, the rounds ``[first, end)`` it is in flight in, its end ranks, its message's
+    rounds before ``first``, the links of its route in its row's order, -1 at the pad),
+    by row."""
+    hops = np.column_stack([row, rounds, ends, lead, links]).astype(np.int64) \
+        .reshape(-1, 6 + links.shape[1])
     return hops[np.argsort(hops[:, 0], kind="stable")]
 
 
@@ -816,7 +828,8 @@ class _Layout:
         self.hops = self._hops(blocks, starts)
         held = _is_held(rounds)
         self.flow = None if self.hops is None or not len(self.hops) or held else \
-            _Flow(self.hops, self.class_block[self.row_class[self.hops[:, 0]]])
+            _Flow(self.hops, self.class_block[self.row_class[self.hops[:, 0]]],
+                  len(_link_classes(topology)[1]) == 1)
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
         nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
         first_profile = np.cumsum(nprofiles) - nprofiles
@@ -834,7 +847,7 @@ class _Layout:
         if any(rows.hops is None for rows in blocks if len(rows.paced)):
             return None
         width = max([rows.hops.shape[1] for rows in blocks if rows.hops is not None],
-                    default=5)
+                    default=6)
         hops = [np.zeros((0, width), dtype=np.int64) if rows.hops is None
                 else np.pad(rows.hops, ((0, 0), (0, width - rows.hops.shape[1])),
                             constant_values=-1)  # links padded as the rows' are
@@ -891,10 +904,15 @@ class _Flow:
     among those started and not through, re-shared whenever one starts or ends; so a
     message that starts early has the link to itself until the next starts, and one
     that starts late ends with the others.  What a message is held back to on another
-    link meanwhile is not seen: the simulator's max-min sharing then gives the others
-    more of this link, and the message, held on one link and then on another, may end
-    later than either link alone has it (on flat, tree AllGather at 4 segments on 3,
-    6, 11, 15 and 17 ranks: up to -1.0%).  Its sender is done its latency later, its
+    link meanwhile is not seen there: the simulator's max-min sharing then gives the
+    others more of this link, and the message, held on one link and then on another,
+    may end later than either link alone has it (on flat, tree AllGather at 4 segments
+    on 3, 6 and 11 ranks: up to -0.99%); so on a machine whose links are all alike,
+    where a message's links see it through at different times, the round's messages
+    are carried at max-min rates over all its shared links together
+    (:func:`_filled_ends`, up to :data:`FILL_MESSAGES` of them).  A message of a cut
+    class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
+    there (elsewhere its largest).  Its sender is done its latency later, its
     receiver after its reduction too, and a rank's clock moves to the last of its
     messages' ends (max-plus over the rounds; a rank with nothing to do in a round, or
     only empty messages left out, keeps its clock).
@@ -911,25 +929,33 @@ class _Flow:
     across as well, each shared link's entries (the messages' places in their rows'
     links, rows x (links and one of its own, its bytes alone, last), flat) and which of
     them are real (the rest pad a link's queue to the round's longest), and per message
-    with a shared link its cells in that table, one per such link; ``ranks``: one more
-    than the highest rank; ``widest``: the most messages a round has."""
+    with a shared link its cells in that table, one per such link; ``coupled``: per round
+    where its messages are carried at max-min rates over its shared links together,
+    which of those each message with one is on (else None; none but where ``filled``, on
+    a machine whose links are all alike); ``ranks``: one more
+    than the highest rank; ``widest``: the most messages a round has; ``segment``: per
+    message of a round, the rounds its own message was in flight in before (the part it
+    carries, of a cut class: :attr:`collectives.traffic.Messages.cut`)."""
 
-    __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues", "widest")
+    __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues", "widest", "segment",
+                 "coupled", "filled")
 
-    def __init__(self, hops: np.ndarray, block: np.ndarray) -> None:
-        row, first, end, sender, receiver = hops[:, :5].T
+    def __init__(self, hops: np.ndarray, block: np.ndarray, filled: bool) -> None:
+        row, first, end, sender, receiver, lead = hops[:, :6].T
         many = end - first
         hop = np.repeat(np.arange(len(hops)), many)
-        when = first[hop] + _within(many)
+        within = _within(many)
+        when = first[hop] + within
         order = np.argsort(when, kind="stable")
         hop, when = hop[order], when[order]
+        self.segment = (lead[hop] + within[order]).astype(np.int32)
         self.row, sender, receiver = (a[hop].astype(np.int32) for a in (row, sender, receiver))
         self.ranks = int(max(sender.max(), receiver.max())) + 1
         cuts = np.flatnonzero(np.r_[True, when[1:] != when[:-1], True])
         lo, hi = cuts[:-1], cuts[1:]
         self.widest = int((hi - lo).max())
         at = np.repeat(np.arange(len(lo)), hi - lo)  # each message's round
-        members, link, cell, queues = self._links(hops[hop, 5:], block[hop], at, lo)
+        members, link, cell, queues = self._links(hops[hop, 6:], block[hop], at, lo)
         ends, ranks = self._ends(sender, receiver, at, lo, hi)
         shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None]
         self.kind, self.kinds = self._kinds(shared)
@@ -941,6 +967,9 @@ class _Flow:
                        for a, b, m, c, e, r in zip(lo.tolist(), hi.tolist(), members,
                                                    crossing, ends, ranks)]
         self.queues = [(spots, real, _across(c)) for (spots, real), c in zip(queues, cells)]
+        self.filled = filled
+        self.coupled = [_coupled(r[2], q[1][:, :, 0], r[4]) if filled else None
+                        for r, q in zip(self.rounds, self.queues)]
 
     def _kinds(self, shared: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Each message's kind (its row and which of its links, ``shared``: messages x
@@ -1046,52 +1075,95 @@ class _Flow:
         links' ``bandwidth`` (rows x links), its bytes' time ``alone``, its receiver's
         ``reduction`` (None: none) and whether its messages are ``sent`` (an empty one
         left out is no message: it holds no link and neither end), rows x sizes (or
-        rows x 1, alike at every size)."""
+        rows x 1, alike at every size); and, where some rows' messages carry a smaller
+        part from some round of theirs on (a cut class at uneven parts), from which
+        (rows x sizes) and those figures at the smaller part (``smaller``; None where
+        none do): a message carries it in the rounds of its message from that one on,
+        and every queue it is in is played apart (:func:`_queue_ends`)."""
         widths = [part[1].shape[2] for part in parts]
-        paid, spread, alone, reduction, sent = _side_by_side(parts, widths)
+        paid, spread, alone, reduction, sent, smaller = _side_by_side(parts, widths)
         row, kind = self.row, self.kind
-        spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
-        sizes = spread.shape[2]
         work = _full_rate(alone, [part[2] for part in parts], widths)
-        # the links not shared: each kind's slowest of those, once
-        rows, unshared = self.kinds
-        base = np.where(unshared[:, :, None], spread[rows], -np.inf).max(axis=1)
-        spread = spread.reshape(-1, sizes)
+        base, spread = self._unshared(spread, alone)
+        sizes = spread.shape[1]
+        if any(c is not None for c in self.coupled):
+            capacity, rate = _capacities([part[2] for part in parts], widths)
+            carried = alone * rate  # bytes
+        if smaller is not None:
+            split, paid_s, spread_s, alone_s, reduction_s = smaller
+            work_s = _full_rate(alone_s, [part[2] for part in parts], widths)
+            base_s = self._unshared(spread_s, alone_s)[0]
+            if any(c is not None for c in self.coupled):
+                carried_s = alone_s * rate
         # an empty message left out holds no link and ends nothing
         idle = None if sent.all() else np.where(sent, 0.0, np.inf)
         clock = np.zeros((self.ranks, sizes))
         # every message's ends' times, sends then receives
         ended = np.empty((2 * self.widest, sizes))
-        for (run, pair, members, ends, crossing, ranks), (spots, real, cells) in \
-                zip(self.rounds, self.queues):
+        for (run, pair, members, ends, crossing, ranks), (spots, real, cells), coupled in \
+                zip(self.rounds, self.queues, self.coupled):
             # the round's rows' figures, taken round by round (taken for every message
             # at once, they fill memory several times the cache's size)
             here = row[run]
             start = clock[pair].max(axis=0)
             through = base[kind[run]]
+            paying, reducing = paid[here], None if reduction is None else reduction[here]
+            small = None
+            if smaller is not None:
+                # the messages that carry the smaller part in this round
+                small = self.segment[run][:, None] >= split[here]
+                through = np.where(small, base_s[kind[run]], through)
+                paying = np.where(small, paid_s[here], paying)
+                if reducing is not None:
+                    reducing = np.where(small, reduction_s[here], reducing)
             if len(crossing):
                 held = start if idle is None else start + idle[here]
                 # each shared link's queue played as the simulator shares it
-                shared = _queue_ends(held[members], real, spots, work, spread)
-                through[crossing] = np.maximum(
-                    through[crossing],
-                    (shared.reshape(-1, sizes)[cells] - held[crossing]).max(axis=0))
+                shared = _queue_ends(held[members], real, spots, work, spread,
+                                     None if small is None else (small[members], work_s))
+                ends_at = shared.reshape(-1, sizes)[cells]  # its shared links x messages
+                carried_to = ends_at.max(axis=0)
+                if coupled is not None:
+                    # where a message's links see it through at different times, it
+                    # is held on one and then on another: max-min over them together
+                    with np.errstate(invalid="ignore"):  # (messages left out: -inf)
+                        apart = (carried_to - ends_at.min(axis=0)
+                                 > 1e-12 * (carried_to - held[crossing])).any(axis=0)
+                    if apart.any():
+                        crossed = here[crossing]
+                        nbytes = carried[crossed]
+                        if small is not None:
+                            nbytes = np.where(small[crossing], carried_s[crossed], nbytes)
+                        carried_to[:, apart] = _filled_ends(
+                            held[crossing][:, apart], nbytes[:, apart],
+                            rate[crossed][:, apart], coupled, capacity[spots[0]][:, apart])
+                through[crossing] = np.maximum(through[crossing],
+                                               carried_to - held[crossing])
             count = len(start)
             sent_end = ended[:count]
             np.add(through, start, out=sent_end)
             if idle is None:
-                sent_end += paid[here]
+                sent_end += paying
             else:
-                sent_end[...] = np.where(sent[here], sent_end + paid[here], -np.inf)
-            if reduction is None:
+                sent_end[...] = np.where(sent[here], sent_end + paying, -np.inf)
+            if reducing is None:
                 ended[count:2 * count] = sent_end
             else:
-                np.add(sent_end, reduction[here], out=ended[count:2 * count])
+                np.add(sent_end, reducing, out=ended[count:2 * count])
             done = ended[ends].max(axis=0)
             # a message ends after both its ends' clocks: only a rank whose messages were
             # all left out keeps its clock
             clock[ranks] = done if idle is None else np.maximum(clock[ranks], done)
         return np.split(clock.max(axis=0), np.cumsum(widths)[:-1])
+
+    def _unshared(self, spread: np.ndarray, alone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each kind's slowest link not shared (of ``spread``, rows x links x sizes, and
+        its own, ``alone``), once, and ``spread`` with its own link last, flat (rows x
+        (links and its own), sizes)."""
+        spread = np.concatenate([spread, alone[:, None, :]], axis=1)  # its own link last
+        rows, unshared = self.kinds
+        base = np.where(unshared[:, :, None], spread[rows], -np.inf).max(axis=1)
+        return base, spread.reshape(-1, spread.shape[2])
 
 
 def _full_rate(alone: np.ndarray, bandwidths: list[np.ndarray],
@@ -1111,19 +1183,110 @@ def _full_rate(alone: np.ndarray, bandwidths: list[np.ndarray],
     return work
 
 
+def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray) -> np.ndarray | None:
+    """Which of a round's shared links each of its messages with one (``crossing``) is
+    on (messages x links), where some is on several (``members``: places x links, the
+    messages numbered in the round, ``real`` where they are); else None (each link's
+    queue is played on its own, :func:`_queue_ends`)."""
+    if not len(crossing) or len(crossing) > FILL_MESSAGES:
+        return None
+    at = np.full(int(max(members.max(), crossing.max())) + 1, -1)
+    at[crossing] = np.arange(len(crossing))
+    place, link = np.nonzero(real)
+    on = np.zeros((len(crossing), members.shape[1]), dtype=bool)
+    on[at[members[place, link]], link] = True
+    return on if (on.sum(axis=1) > 1).any() else None
+
+
+def _capacities(bandwidths: list[np.ndarray], widths: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Each entry's link's bandwidth (rows x (links and its own), flat; x sizes, ``widths``
+    of them under each of ``bandwidths``, rows x links) and each row's bottleneck's (rows
+    x sizes)."""
+    band = np.concatenate([np.broadcast_to(b[:, :, None], (*b.shape, w))
+                           for b, w in zip(bandwidths, widths)], axis=2)
+    rate = band.min(axis=1)
+    return np.concatenate([band, rate[:, None, :]], axis=1).reshape(-1, band.shape[2]), rate
+
+
+def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.ndarray,
+                 capacity: np.ndarray) -> np.ndarray:
+    """When each of a round's messages that share links is through, as the simulator's
+    links carry them together: each from its own ``start`` with ``nbytes`` to carry
+    (messages x sizes; never started at infinity: -inf), at max-min fair rates over the
+    links it is ``on`` (messages x links; ``capacity``: links x sizes) and its own
+    ``cap`` (its route's bottleneck), set again whenever one starts or ends.  A pass per
+    start and end; each a progressive filling (:func:`_max_min`)."""
+    count = len(start)
+    end = np.full(start.shape, -np.inf)
+    left = nbytes.astype(float)
+    waiting = start.copy()
+    flying = np.zeros(start.shape, dtype=bool)
+    now = start.min(axis=0)
+    now[np.isinf(now)] = 0.0
+    for _ in range(2 * count):
+        came = waiting <= now
+        flying |= came
+        waiting = np.where(came, np.inf, waiting)
+        rate = _max_min(flying, cap, on, capacity)
+        # (a message fixed at no rate, on a link of no room left, waits: inf)
+        with np.errstate(divide="ignore"):
+            taken = np.where(flying, left / np.where(flying, rate, 1.0), np.inf)
+        step = np.minimum(taken.min(axis=0), waiting.min(axis=0) - now)
+        if np.isinf(step).all():
+            break
+        step[np.isinf(step)] = 0.0
+        ended = flying & (taken <= step)
+        end = np.where(ended, now + taken, end)
+        left = np.where(flying, left - rate * step, left)
+        flying &= ~ended
+        now = now + step
+    return end
+
+
+def _max_min(flying: np.ndarray, cap: np.ndarray, on: np.ndarray,
+             capacity: np.ndarray) -> np.ndarray:
+    """The max-min fair rates of the ``flying`` messages (messages x sizes) over the links
+    they are ``on`` (messages x links; ``capacity``: links x sizes), each at most its
+    ``cap``, by progressive filling as the simulator sets them: the smallest fair share
+    of a link (its room over its messages not fixed) or cap fixes those messages, and
+    so on."""
+    rate = np.zeros(flying.shape)
+    free = flying.copy()
+    room = capacity.astype(float)
+    mask = on[:, :, None]
+    for _ in range(len(flying)):
+        if not free.any():
+            break
+        many = (mask & free[:, None, :]).sum(axis=0)
+        share = np.where(many > 0, room / np.maximum(many, 1), np.inf)
+        fair = np.minimum(share.min(axis=0), np.where(free, cap, np.inf).min(axis=0))
+        tight = (mask & (share <= fair)[None]).any(axis=1)
+        fixed = free & ((cap <= fair) | tight)
+        rate = np.where(fixed, fair, rate)
+        # (a size whose messages are all fixed has no fair share left: inf)
+        room = np.maximum(room - (mask & fixed[:, None, :]).sum(axis=0)
+                          * np.where(np.isinf(fair), 0.0, fair), 0.0)
+        free &= ~fixed
+    return rate
+
+
 def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
-                work: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                spread: np.ndarray) -> np.ndarray:
+                work: Callable[[np.ndarray, np.ndarray], np.ndarray], spread: np.ndarray,
+                smaller: tuple[np.ndarray, Callable[..., np.ndarray]] | None) -> np.ndarray:
     """:func:`_shared_ends` of a round's queues (``start``: places x links x sizes, an
     empty place, not ``real``, as the queue's first; its entries ``spots``, their bytes'
     time at the link's full rate ``work(entries, sizes)`` and of ``spread``, the time
     each takes where all start together, its shared time):
     where a queue's messages start together (on most links and sizes) each is through
     its ``spread`` after (an empty place's is never read), as :func:`_shared_ends` has
-    them; the others are played by it."""
+    them; the others are played by it, and so is every queue where some entries carry
+    a smaller part (``smaller``: whether each does, as ``start``, and their bytes' time
+    then; the spread is of whole parts)."""
     now = start.min(axis=0)
     end = now + spread[spots]
     apart = (start.max(axis=0) > now) | np.isinf(now)  # (a queue of messages left out)
+    if smaller is not None:
+        apart |= smaller[0].any(axis=0)
     if apart.any():
         # taken column by column (np.take: contiguous, a row per place; indexed as
         # [:, link, size], each column's few places lie together, and every reduction
@@ -1131,10 +1294,15 @@ def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
         cells = np.flatnonzero(apart)
         link, size = np.divmod(cells, apart.shape[1])
         places = len(start)
+        entries = np.take(spots, link, axis=1)
+        work_at = work(entries, size)
+        if smaller is not None:
+            small, work_s = smaller
+            work_at = np.where(np.take(small.reshape(places, -1), cells, axis=1),
+                               work_s(entries, size), work_at)
         end.reshape(places, -1)[:, cells] = _shared_ends(
             np.where(np.take(real[:, :, 0], link, axis=1),
-                     np.take(start.reshape(places, -1), cells, axis=1), np.inf),
-            work(np.take(spots, link, axis=1), size))
+                     np.take(start.reshape(places, -1), cells, axis=1), np.inf), work_at)
     return end
 
 
@@ -1192,15 +1360,28 @@ def _dense_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any, ...]:
     """The rows' figures of :meth:`_Flow.time`'s ``parts`` (each at ``widths`` sizes)
     side by side: latency, spread, bytes' time alone, reduction (None where no part has
-    one; 0, which adds nothing, where only some do) and whether sent."""
-    def joined(k: int) -> np.ndarray:
+    one; 0, which adds nothing, where only some do), whether sent, and the smaller
+    parts' round and figures (None where no part has them; where only some do, the
+    others' from a round never reached)."""
+    def joined(k: int, of: list[tuple[Any, ...]] = parts) -> np.ndarray:
         return np.concatenate([np.broadcast_to(part[k], (*part[k].shape[:-1], w))
-                               for part, w in zip(parts, widths)], axis=-1)
-    reductions = [part[4] for part in parts]
-    reduction = None if all(r is None for r in reductions) else np.concatenate(
-        [np.zeros((len(part[0]), w)) if r is None else np.broadcast_to(r, (len(r), w))
-         for part, r, w in zip(parts, reductions, widths)], axis=1)
-    return joined(0), joined(1), joined(3), reduction, joined(5)
+                               for part, w in zip(of, widths)], axis=-1)
+
+    def reduced(of: list[tuple[Any, ...]]) -> np.ndarray | None:
+        reductions = [part[4] for part in of]
+        return None if all(r is None for r in reductions) else np.concatenate(
+            [np.zeros((len(part[0]), w)) if r is None else np.broadcast_to(r, (len(r), w))
+             for part, r, w in zip(of, reductions, widths)], axis=1)
+    smaller = None
+    if any(part[6] is not None for part in parts):
+        never = np.iinfo(np.int32).max
+        splits = [np.full((len(part[0]), 1), never) if part[6] is None else part[6][0]
+                  for part in parts]
+        small = [part if part[6] is None else part[6][1] for part in parts]
+        smaller = (np.concatenate([np.broadcast_to(s, (len(s), w)) for s, w in
+                                   zip(splits, widths)], axis=1),
+                   joined(0, small), joined(1, small), joined(3, small), reduced(small))
+    return joined(0), joined(1), joined(3), reduced(parts), joined(5), smaller
 
 
 def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1276,7 +1457,7 @@ class _Described:
     rounds: their slowest)."""
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
-                 "span", "front")
+                 "span", "front", "cut")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
         self.layout = layout = _layout(topology, orders, rounds)
@@ -1296,6 +1477,11 @@ class _Described:
                                    dtype=np.int64)
         self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in self.messages],
                               dtype=bool).reshape(-1, 3)[layout.row_class][:, :, None]
+        # per class the parts its messages carry one a round (0: whole), where the play
+        # is filled: elsewhere its queues of unequal parts, each played on its own, cost
+        # the three tables on 128 DGX nodes +20% and are not exact there either
+        filled = layout.flow is not None and layout.flow.filled
+        self.cut = np.array([m.cut if filled else 0 for m in self.messages], dtype=np.int64)
 
     def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
              ds: int, piece: np.ndarray | None,
@@ -1329,6 +1515,7 @@ class _Described:
         own = nbytes if piece is None else \
             np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
         first = _link_classes(topology)[1]
+        smaller = self._smaller(counts, ds, sized, piece, pieced)
         out = np.empty((len(terms), len(counts)))
         plays: list[tuple[Any, ...]] = []
         for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
@@ -1339,8 +1526,36 @@ class _Described:
                       np.append(shares[first], 1.0)[layout.links].max(axis=1)[:, None])
             out[k], play = self._priced(routes, shared, nbytes, own, sent,
                                         (reduce, gamma, slot))
-            plays.append(play)
+            if smaller is not None:  # the play's figures where a message is the smaller
+                split, shared_s, nbytes_s, own_s = smaller
+                small = self._priced(routes, shared_s, nbytes_s, own_s, sent,
+                                     (reduce, gamma, slot))[1]
+            plays.append((*play, None if smaller is None else (split, small)))
         return out, (plays if layout.flow is not None else None)
+
+    def _smaller(self, counts: np.ndarray, ds: int, sized: np.ndarray,
+                 piece: np.ndarray | None, pieced: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """Where a played class carries parts one a round (:attr:`Messages.cut
+        <collectives.traffic.Messages.cut>`) and some are smaller, at some of ``counts``:
+        per row the round of its message from which they are (rows x counts; past every
+        round where none are), and the rows' shared time on each link, bytes and bytes
+        per transfer at the smaller part; else None (the play charges every part as the
+        class's ``sized`` bytes)."""
+        cut = self.cut[:, None]
+        extra = counts[None, :] % np.maximum(cut, 1)
+        uneven = (cut > 0) & (extra > 0)
+        if not uneven.any():
+            return None
+        layout = self.layout
+        sized = np.where(cut > 0, counts[None, :] // np.maximum(cut, 1) * ds, sized)
+        mine, theirs, many = layout.expanded.T
+        shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
+                                 layout.pair_rows, axis=0)[layout.pair]
+        nbytes = sized[layout.row_class]
+        own = nbytes if piece is None else \
+            np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
+        split = np.where(uneven, extra, np.iinfo(np.int32).max)[layout.row_class]
+        return split, shared, nbytes, own
 
     def _priced(self, routes: tuple[np.ndarray, np.ndarray, Any], shared: np.ndarray,
                 nbytes: np.ndarray, own: np.ndarray, sent: np.ndarray,

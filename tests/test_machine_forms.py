@@ -82,26 +82,21 @@ def test_flat_forms_are_the_simulator(collective: str, name: str, flat) -> None:
             rel=_flat_tolerance(collective, "hier")), inner
 
 
-#: a chain AllReduce's segments of unequal size on the single port: every round is
-#: charged the largest segment, while the simulator's rounds carry each segment's own size
-#: (an upper bound; 5.1e-4 the most measured)
-UNEVEN_SEGMENTS = 6e-4
-
-
-@pytest.mark.parametrize("nranks", [2, 3, 5, 8])
+@pytest.mark.parametrize("nranks", [2, 3, 4, 5, 8, 13])
 def test_chain_allreduce_at_every_segment_size(nranks: int) -> None:
-    """Exact at equal segments; at unequal ones an upper bound, close."""
+    """Exact at every segment size: a hop carries segment k in its k-th round, the first
+    ``count % S`` one element more than the rest (each round was charged the largest:
+    up to +5.4e-4 on 2 to 17 ranks), its port's messages carried at max-min rates over
+    both ports (a right-going segment of one size and a left-going one of the other
+    share a rank's port: -1.7e-4 at 4 ranks, 8 segments, 12,347 elements, each port
+    played on its own)."""
     flat = topology.default_flat(nranks)
     for count in (1, 7, 101, 12347):
-        for segments in (1, 2, 3, 8):
+        for segments in (1, 2, 3, 5, 8):
             params = {"segments": segments}
             formula = machine_cost("allreduce", "pipeline", flat, 4 * count, segments=segments)
             simulated = _simulated("allreduce", "pipeline", flat, 4 * count, params)
-            if count % segments == 0:
-                assert formula == pytest.approx(simulated, rel=1e-9), (count, segments)
-            else:
-                assert simulated * (1 - 1e-12) <= formula <= simulated * (1 + UNEVEN_SEGMENTS), \
-                    (count, segments)
+            assert formula == pytest.approx(simulated, rel=1e-9), (count, segments)
 
 
 def _tolerance(collective: str, algorithm: str, params: dict, nodes: int) -> float:
@@ -226,8 +221,10 @@ def test_a_port_carries_its_messages_from_their_own_starts(nranks: int, segments
             pytest.approx(simulated, rel=1e-9), nbytes
 
 
-#: flat shapes (ranks, segments) where no message is held on two ports (see below)
-UNEVEN_SHAPES = [(p, s) for p in (2, 4, 5) for s in (1, 2, 4, 8)] + [(8, s) for s in (1, 2, 4)]
+#: flat shapes (ranks, segments), those where a message is held on two ports (3, 6, 7
+#: and 9 ranks; see below) included
+UNEVEN_SHAPES = [(p, s) for p in (2, 3, 4, 5, 6, 7, 9) for s in (1, 2, 4, 8)] \
+    + [(8, s) for s in (1, 2, 4)]
 
 
 @pytest.mark.parametrize("nranks, segments", UNEVEN_SHAPES)
@@ -256,28 +253,40 @@ def test_a_shared_link_carries_its_queue_as_the_simulator() -> None:
     assert ends.tolist() == [[3.0, 1.0, 3.0], [4.0, 6.0, 5.0], [-np.inf, -np.inf, 6.0]]
 
 
-#: a message held back on one port and then on another: each shared port is played on
-#: its own (:func:`simulator.analytic._shared_ends`), so what the simulator's max-min
-#: sharing gives a message while its partner on the port is held back elsewhere is not
-#: seen.  Tree AllGather at 4 segments on flat(6, 1.5 us, 5 GB/s), 72 KB: at 11.1 us
-#: rank 1 sends 9,000 bytes to rank 0 and 6,000 to rank 5, each at half its port, while
-#: rank 4 sends 9,000 bytes to each of ranks 0, 2 and 5 at a third of its own; when the
-#: 6,000 are through, the simulator gives rank 1's message to rank 0 the two thirds of
-#: rank 0's port that rank 4's leaves, and it ends at 15.9 us, where rank 0's port
-#: shared equally has it at 16.2 (-0.80% in all; -0.99% at 3 ranks and 36 KB, the most
-#: measured on 2 to 17 ranks; ranks 6 and 11 were exact, and 10 and 13 +0.45%, with a
-#: busy port's first start credited to its late messages)
-HELD_ON_TWO_PORTS = 0.011
+@pytest.mark.parametrize("nranks", [3, 6, 11])
+def test_a_message_held_on_two_ports_is_carried_at_max_min_rates(nranks: int) -> None:
+    """Tree AllGather at 4 segments on flat(6, 1.5 us, 5 GB/s), 72 KB: at 11.1 us rank 1
+    sends 9,000 bytes to rank 0 and 6,000 to rank 5, each at half its port, while rank 4
+    sends 9,000 bytes to each of ranks 0, 2 and 5 at a third of its own; when the 6,000
+    are through, the simulator gives rank 1's message to rank 0 the two thirds of rank
+    0's port that rank 4's leaves, and it ends at 15.9 us, where rank 0's port shared
+    equally, played on its own, had it at 16.2 (-0.80% in all; -0.99% at 3 ranks and
+    36 KB, -0.63% at 11 ranks).  The round's messages carried at max-min rates over
+    both ports together (:func:`simulator.analytic._filled_ends`): exact measured."""
+    flat = topology.flat(nranks, 1.5e-6, 2e-10)
+    params = {"segments": 4}
+    for nbytes in (4 * 3000 * nranks, 4 * 64 * nranks):
+        simulated = _simulated("allgather", "tree", flat, nbytes, params)
+        assert machine_cost("allgather", "tree", flat, nbytes, **params) == \
+            pytest.approx(simulated, rel=1e-9), nbytes
 
 
-@pytest.mark.parametrize("nranks", [3, 6, 11, 15, 17])
-def test_a_message_held_on_two_ports_is_within_the_tolerance(nranks: int) -> None:
+#: tree AllGather at 4 segments on flat(15 and 17 ranks, 1.5 us, 5 GB/s), under the
+#: simulator by up to 0.48% (15 ranks, 180 KB; 17 ranks -0.38%) at even blocks and
+#: segments.  Not a message held on two ports: the same with every played round's
+#: messages carried at max-min rates over all its links together; where it comes from
+#: is not found
+FIFTEEN_RANKS = 0.005
+
+
+@pytest.mark.parametrize("nranks", [15, 17])
+def test_tree_allgather_on_fifteen_ranks_is_within_the_tolerance(nranks: int) -> None:
     flat = topology.flat(nranks, 1.5e-6, 2e-10)
     params = {"segments": 4}
     for nbytes in (4 * 3000 * nranks, 4 * 64 * nranks):
         simulated = _simulated("allgather", "tree", flat, nbytes, params)
         formula = machine_cost("allgather", "tree", flat, nbytes, **params)
-        assert abs(formula / simulated - 1) <= HELD_ON_TWO_PORTS, nbytes
+        assert abs(formula / simulated - 1) <= FIFTEEN_RANKS, nbytes
 
 
 SIXTEEN_NODES = [("allreduce", "tree", {"segments": 1}, 1 << 26),

@@ -291,7 +291,10 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     # both ways in one round: a link carries a message each way of every channel whose
     # hops cross it (a rank's two sends, or two receives, share its ports; so do the
     # channels' hops at the ports and network links they share), in the rounds they overlap
-    return [Round(1, tuple(Messages(src, dst, part, reduce, pieced=False, rounds=own)
+    # AllReduce's hop carries segment k in its k-th round: at uneven segments the
+    # first count % S one element more than the rest
+    cut = segments if collective == "allreduce" else 0
+    return [Round(1, tuple(Messages(src, dst, part, reduce, pieced=False, rounds=own, cut=cut)
                            for (src, dst), own, _, reduce in ways), paced=True, held=held)]
 
 
