@@ -7,10 +7,10 @@ functions they call are linked into them): the machine code lands next to the so
 functions only compiled code calls are compiled by :class:`LinkedCompiler` to LLVM IR for
 their callers, without machine code of their own.  They allocate arrays with
 :func:`empty` and :func:`zeros`, which compile nothing of their own.  The first compiled
-simulation after an install (or after the sources change)
-compiles them, which takes some 10 s of CPU; :func:`prepare` does that before the user's
-schedule is read, with a line on stderr saying so and another with the time it took, so
-that it is never a silent pause inside a call.
+simulation after an install (or after the sources change) compiles them, which takes
+some 9 s of CPU; :func:`prepare` does that before the user's schedule is read, with a
+line on stderr saying so and another with the time it took, so that it is never a silent
+pause inside a call.
 """
 
 from __future__ import annotations
