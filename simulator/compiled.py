@@ -46,59 +46,18 @@ sorted run and a small heap of the links whose share changed before their turn.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
 
 from .flatten import FlatSchedule
-from .jit import LinkedCompiler
+from .jit import empty, zeros
+from .jit import njit_once as _njit
 
 __all__ = ["run_compiled"]
-
-
-def _njit(*, entry: bool = False, **options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """Numba's ``njit(**options)``, compiled once per types of the arguments, cached if
-    ``entry``.
-
-    Numba compiles a function called from compiled code once per *literal* argument: each
-    constant passed (``_push(..., _SHARE, 0, 0)``) and each constant a variable holds
-    while its type is being inferred made a copy of the function, its callees linked in,
-    which cost seconds of a cold start.  The decorated function's calls are typed with the
-    constants' plain types instead (``int64``), so that one copy serves every call.
-
-    A function only compiled code calls is compiled without the wrappers through which
-    Python and C would call it, and is not cached: its caller links its code in, and the
-    caller's cache keeps it.  Its wrappers and its own cache entry were never used and
-    cost about a seventh of a cold start.  It is compiled to LLVM IR only
-    (:class:`simulator.jit.LinkedCompiler`): its callers make the machine code.
-
-    Parameters
-    ----------
-    entry : bool, optional
-        Whether Python calls the function: it is compiled with its wrapper and cached.
-    **options
-        Numba's other options (``_nrt=False``: compile without reference counting, which
-        numba's type hints do not list).
-
-    Returns
-    -------
-    callable
-        The decorator.
-    """
-    unwrapped: dict[str, Any] = {} if entry else {"no_cpython_wrapper": True,
-                                                  "no_cfunc_wrapper": True,
-                                                  "pipeline_class": LinkedCompiler}
-
-    def compile_once(function: Callable[..., Any]) -> Any:
-        dispatcher = njit(cache=entry, **options, **unwrapped)(function)
-        template = dispatcher.get_call_template
-        dispatcher.get_call_template = lambda args, kws: template(
-            tuple(types.unliteral(arg) for arg in args), kws)
-        return dispatcher
-    return compile_once
 
 
 # event kinds
@@ -371,8 +330,8 @@ def _agenda(capacity, HT, HE, counters):
     """The pending events' arrays with room for ``capacity`` events (a power of two), the
     events of ``HT`` and ``HE`` (empty at first) kept."""
     old = len(HT) >> 1
-    grown_T = np.empty(2 * capacity)
-    grown_E = np.zeros(9 * capacity, dtype=np.int64)
+    grown_T = empty(2 * capacity, np.float64)
+    grown_E = zeros(9 * capacity, np.int64)
     for i in range(old):  # loops: numba compiles a slice assignment's shape error (seconds)
         grown_T[i] = HT[i]
         grown_T[_heap_time(grown_T, i)] = HT[_heap_time(HT, i)]
@@ -642,9 +601,9 @@ def _by_key(B, n):
     the link heap's entries, found by a least significant digit radix sort, a byte a pass
     (a positive float's bits, as an integer, order as the float does), passes whose byte
     is the same for every link skipped."""
-    order, spare = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    links, keys = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    digits, counts = np.empty(n, dtype=np.int64), np.empty(256, dtype=np.int64)
+    order, spare = empty(n, np.int64), empty(n, np.int64)
+    links, keys = empty(n, np.int64), empty(n, np.int64)
+    digits, counts = empty(n, np.int64), empty(256, np.int64)
     most = 0
     for b in range(n):
         order[b] = b
@@ -672,11 +631,11 @@ def _by_cap(routes, RT):
     A merge sort of its own, bottom up: numba's ``np.argsort(kind="mergesort")`` took
     seconds to compile, and a stable sort has one result."""
     n = len(routes)
-    order, caps = np.empty(n, dtype=np.int64), np.empty(n)
+    order, caps = empty(n, np.int64), empty(n, np.float64)
     for i in range(n):
         order[i] = i
         caps[i] = RT[routes[i], _CAP]
-    merged, merged_caps = np.empty(n, dtype=np.int64), np.empty(n)
+    merged, merged_caps = empty(n, np.int64), empty(n, np.float64)
     width = 1
     while width < n:
         for lo in range(0, n, 2 * width):
@@ -770,9 +729,9 @@ def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK
                                             N, B)
     # the links in order of their first fair share (a run), and a heap of those whose
     # share changed before their turn: together, the order of one heap of every link
-    run = _by_key(B, nbinding) if nbinding else np.empty(0, dtype=np.int64)
+    run = _by_key(B, nbinding) if nbinding else empty(0, np.int64)
     at = heap = 0
-    by_cap = np.empty(0, dtype=np.int64)  # sorted when first read: most sharings never are
+    by_cap = empty(0, np.int64)  # sorted when first read: most sharings never are
     nfixed = 0
     next_cap = 0
     while True:
@@ -897,10 +856,10 @@ def _slots(n, hops_per_slot, F, FS, N, free_slots, nfree):
     """The flow slots' arrays grown to ``n`` slots (new slots free, taken first); a first
     call is given empty arrays.  Return them and the new count of free slots."""
     old = len(F)
-    grown_F = np.zeros(n, dtype=_SLOT)
-    grown_FS = np.zeros(n, dtype=_SLOT_SHARING)
-    grown_N = np.empty((n * hops_per_slot, 3), dtype=np.int32)
-    grown_free = np.empty(n, dtype=np.int64)
+    grown_F = zeros(n, _SLOT)
+    grown_FS = zeros(n, _SLOT_SHARING)
+    grown_N = empty((n * hops_per_slot, 3), np.int32)
+    grown_free = empty(n, np.int64)
     for slot in range(old):  # loops: numba compiles a slice assignment's shape error (seconds)
         grown_F[slot] = F[slot]
         grown_FS[slot] = FS[slot]
@@ -986,7 +945,7 @@ def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, 
               B, trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
-    counters = np.zeros(14, dtype=np.int64)
+    counters = zeros(14, np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
     most_ends = 0  # a loop: numba compiles np.diff and np.max for a second
     run = 0
@@ -994,16 +953,16 @@ def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, 
         run = run + 1 if S[i] >= 0 else 0
         most_ends = max(most_ends, run)
     HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
-                     np.empty(0), np.empty(0, dtype=np.int64), counters)  # every first step
+                     empty(0, np.float64), empty(0, np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists
     # have room for every slot's flow and what one event adds
     F, FS, N, free_slots, counters[_FREE] = _slots(
-        1024 + len(R) * most_ends, hops_per_slot, np.empty(0, dtype=_SLOT),
-        np.empty(0, dtype=_SLOT_SHARING), np.empty((0, 3), dtype=np.int32),
-        np.empty(0, dtype=np.int64), 0)
-    W = np.empty(len(F), dtype=_COMPONENT_FLOW)
-    E = np.empty((len(F) * hops_per_slot, 2), dtype=np.int32)
-    D = np.empty(2 * len(F) + 4 * most_ends + 16, dtype=np.int64)
+        1024 + len(R) * most_ends, hops_per_slot, empty(0, _SLOT),
+        empty(0, _SLOT_SHARING), empty((0, 3), np.int32),
+        empty(0, np.int64), 0)
+    W = empty(len(F), _COMPONENT_FLOW)
+    E = empty((len(F) * hops_per_slot, 2), np.int32)
+    D = empty(2 * len(F) + 4 * most_ends + 16, np.int64)
     now = 0.0
     for rank in range(len(R)):
         _post(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots,
@@ -1022,10 +981,13 @@ def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, 
         if counters[_FREE] < 2 * most_ends + 2:
             F, FS, N, free_slots, counters[_FREE] = _slots(
                 2 * len(F), hops_per_slot, F, FS, N, free_slots, counters[_FREE])
-            W = np.empty(len(F), dtype=_COMPONENT_FLOW)
-            E = np.empty((len(F) * hops_per_slot, 2), dtype=np.int32)
+            W = empty(len(F), _COMPONENT_FLOW)
+            E = empty((len(F) * hops_per_slot, 2), np.int32)
         if counters[_DIRTY] + counters[_ON_LINKS] + 2 * most_ends + 16 > len(D):
-            D = np.concatenate((D, np.empty(len(D) + 2 * len(F), dtype=np.int64)))
+            grown_D = empty(2 * len(D) + 2 * len(F), np.int64)
+            for i in range(len(D)):  # a loop: np.concatenate compiles a function of its own
+                grown_D[i] = D[i]
+            D = grown_D
 
 
 def _aligned_zeros(n: int, dtype: np.dtype) -> np.ndarray:

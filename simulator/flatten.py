@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from topology.model import Topology
 
@@ -28,6 +27,7 @@ from collectives.rounds import Window
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
 from .gpu import route_shares
+from .jit import empty, njit_once, zeros
 
 __all__ = ["FlatSchedule", "flatten"]
 
@@ -176,18 +176,20 @@ def _interleave(steps_per_rank: np.ndarray, heads: np.ndarray, by_rank: np.ndarr
     return start, laid, kinds[ends], lengths[ends]
 
 
-@njit
+@njit_once()
 def _new_layout(p, entries, ends, steps_like, lengths_like):
     """What :func:`_open_step`, :func:`_put_end` and :func:`_closed` write: room for
     ``entries`` entries of steps and a last head (in the type of ``steps_like``) and
     ``ends`` ends' kinds and lengths (the type of ``lengths_like``), where the next entry
     and end go, each rank's last step so far and its first."""
-    return (np.empty(entries + 1, dtype=steps_like.dtype), np.empty(ends, dtype=np.int8),
-            np.empty(ends, dtype=lengths_like.dtype), np.zeros(2, dtype=np.int64),
-            np.full(p, -1, dtype=np.int64), np.full(p, -1, dtype=np.int64))
+    last, first = empty(p, np.int64), empty(p, np.int64)
+    for rank in range(p):  # a loop: np.full compiles a function of its own
+        last[rank] = first[rank] = -1
+    return (empty(entries + 1, steps_like.dtype), empty(ends, np.int8),
+            empty(ends, lengths_like.dtype), zeros(2, np.int64), last, first)
 
 
-@njit
+@njit_once()
 def _open_step(out, rank):
     """Start a step of ``rank``: its previous step's head is pointed at this one."""
     steps, _, _, at, last, first = out
@@ -199,7 +201,7 @@ def _open_step(out, rank):
     at[0] += 1
 
 
-@njit
+@njit_once()
 def _put_end(out, code, kind, length):
     """Append an end to the step last opened."""
     steps, kinds, lengths, at, _, _ = out
@@ -209,7 +211,7 @@ def _put_end(out, code, kind, length):
     at[1] += 1
 
 
-@njit
+@njit_once()
 def _closed(out):
     """The layout finished: the head after every rank's last step (and a rank without
     steps) is the last entry, ``-1``.  Return each rank's first step, the steps, the ends'
@@ -318,7 +320,7 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     return (*columns, _narrowed(merged))
 
 
-@njit(cache=True)
+@njit_once(entry=True)
 def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
     """Every rank's lanes merged round by round, as :func:`collectives.rounds.merge_lanes`
     merges them: a step per round with a message end, its ends in lane order, laid out
@@ -330,7 +332,7 @@ def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
     most = 0
     for i in range(len(table)):
         most += table[i, 4]
-    base, top = np.zeros(nranks, dtype=np.int64), np.zeros(nranks, dtype=np.int64)
+    base, top = zeros(nranks, np.int64), zeros(nranks, np.int64)
     for r in range(nranks):  # each rank's rounds, base to top (none when equal)
         for i in range(lane_ptr[r], lane_ptr[r + 1]):
             if table[i, 4]:
@@ -342,7 +344,7 @@ def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
     by_base = _by_first_round(base, top)
     # a head and an end per lane entry at most: pages never written are never taken
     out = _new_layout(nranks, 2 * most, most, steps_like, lengths_like)
-    active = np.empty(nranks, dtype=np.int64)
+    active = empty(nranks, np.int64)
     nactive = joined = 0
     now = base[by_base[0]] if len(by_base) else 0  # the first round of the block laid out
     while joined < len(by_base) or nactive:
@@ -374,11 +376,11 @@ def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
     return _closed(out)
 
 
-@njit
+@njit_once()
 def _by_first_round(base, top):
     """The ranks with rounds (``base < top``) by their first round, ranks of one round in
     order (a counting sort: the rounds span the schedule's steps)."""
-    ranks = np.empty(len(base), dtype=np.int64)
+    ranks = empty(len(base), np.int64)
     n = 0
     for r in range(len(base)):
         if base[r] < top[r]:
@@ -389,12 +391,12 @@ def _by_first_round(base, top):
     low, high = base[ranks[0]], base[ranks[0]]
     for j in range(n):
         low, high = min(low, base[ranks[j]]), max(high, base[ranks[j]])
-    at = np.zeros(high - low + 2, dtype=np.int64)
+    at = zeros(high - low + 2, np.int64)
     for j in range(n):
         at[base[ranks[j]] - low + 1] += 1
     for i in range(1, len(at)):
         at[i] += at[i - 1]
-    out = np.empty(n, dtype=np.int64)
+    out = empty(n, np.int64)
     for j in range(n):
         out[at[base[ranks[j]] - low]] = ranks[j]
         at[base[ranks[j]] - low] += 1
@@ -427,13 +429,13 @@ def _offsets(counts: Any) -> np.ndarray:
 _DENSE_PAIRS = 1 << 25
 
 
-@njit(cache=True)
+@njit_once(entry=True)
 def _dense_pair_ids(steps, dense):
     """Number the ordered pairs that exchange messages in the order the steps meet them,
     through ``dense`` (-1 per ordered pair), each end's code in ``steps`` (``2 * key +
     side``, :func:`_ends`) written over with its pair's (``2 * pair + side``); return the
     pairs' keys (``src * p + dst``)."""
-    keys = np.empty(16, dtype=np.int64)
+    keys = empty(16, np.int64)
     n = 0
     for e in range(len(steps)):
         if steps[e] < 0:  # a step's head
@@ -444,7 +446,7 @@ def _dense_pair_ids(steps, dense):
             pair = n
             dense[key] = n
             if n == len(keys):
-                grown = np.empty(2 * n, dtype=np.int64)
+                grown = empty(2 * n, np.int64)
                 for j in range(n):  # a loop: a slice assignment compiles for seconds
                     grown[j] = keys[j]
                 keys = grown
@@ -454,10 +456,10 @@ def _dense_pair_ids(steps, dense):
     return keys[:n].copy()
 
 
-@njit(cache=True)
+@njit_once(entry=True)
 def _end_keys(steps):
     """Each end's ordered pair, ``src * p + dst``, in order."""
-    keys = np.empty(len(steps), dtype=np.int64)
+    keys = empty(len(steps), np.int64)
     n = 0
     for e in range(len(steps)):
         if steps[e] >= 0:
@@ -466,7 +468,7 @@ def _end_keys(steps):
     return keys[:n]
 
 
-@njit(cache=True)
+@njit_once(entry=True)
 def _write_pairs(steps, end_pair):
     """Each end's code in ``steps`` written over with its pair's, ``end_pair`` in order."""
     n = 0
@@ -489,7 +491,7 @@ def _sparse_pair_ids(steps: np.ndarray) -> np.ndarray:
     return found[order]
 
 
-@njit(cache=True)
+@njit_once(entry=True)
 def _pair_messages(steps, kind, length, npairs, dtype_size, message, route):
     """Match the ends pair by pair, the k-th send of a pair with its k-th receive (program
     order), and number the messages in the order the steps meet them (what ranks read
@@ -498,7 +500,7 @@ def _pair_messages(steps, kind, length, npairs, dtype_size, message, route):
     written in ``message`` and its pair in ``route`` (:attr:`FlatSchedule.message`,
     :attr:`FlatSchedule.message_route`).  Return False when some send or receive has no
     partner of its length."""
-    counts = np.zeros((npairs, 2), dtype=np.int64)
+    counts = zeros((npairs, 2), np.int64)
     for e in range(len(steps)):
         if steps[e] >= 0:
             counts[steps[e] >> 1, steps[e] & 1] += 1
@@ -508,7 +510,9 @@ def _pair_messages(steps, kind, length, npairs, dtype_size, message, route):
     # per pair, the messages met by one side only, oldest first (one side is ahead, or
     # none): a list through ``route``, which holds a waiting message's next until the
     # other side meets it; its first and last message (-1: none) and its side
-    waiting = np.full((npairs, 3), -1, dtype=np.int64)
+    waiting = empty((npairs, 3), np.int64)
+    for pair in range(npairs):
+        waiting[pair, 0] = waiting[pair, 1] = waiting[pair, 2] = -1
     n = end = 0
     for e in range(len(steps)):
         if steps[e] < 0:  # a step's head

@@ -1,33 +1,40 @@
 """The compiled engine's first run: Numba compiles it once, visibly, and its cache keeps it.
 
-The functions of :mod:`simulator.flatten` and :mod:`simulator.compiled` that Python calls
-are compiled with ``cache=True`` (the functions they call are linked into them): the
-machine code lands next to the sources (or in ``NUMBA_CACHE_DIR``) and later processes
-load it in a fraction of a second.  The functions only compiled code calls are compiled
-by :class:`LinkedCompiler` to LLVM IR for their callers, without machine code of their
-own.  The first compiled simulation after an install (or after the sources change)
-compiles them, which takes some 10 s of CPU; :func:`prepare` does that before the user's
-schedule is read, with a line on stderr saying so and another with the time it took, so
-that it is never a silent pause inside a call.
+The functions of :mod:`simulator.flatten` and :mod:`simulator.compiled` are compiled by
+:func:`njit_once`.  Those that Python calls are compiled with ``cache=True`` (the
+functions they call are linked into them): the machine code lands next to the sources
+(or in ``NUMBA_CACHE_DIR``) and later processes load it in a fraction of a second.  The
+functions only compiled code calls are compiled by :class:`LinkedCompiler` to LLVM IR for
+their callers, without machine code of their own.  They allocate arrays with
+:func:`empty` and :func:`zeros`, which compile nothing of their own.  The first compiled
+simulation after an install (or after the sources change) compiles them, which takes
+some 9 s of CPU; :func:`prepare` does that before the user's schedule is read, with a
+line on stderr saying so and another with the time it took, so that it is never a silent
+pause inside a call.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from numba import _dynfunc  # type: ignore[attr-defined]  # a C module without stubs
+from numba import njit, types
+from numba.core import cgutils
 from numba.core.caching import NullCache
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import register_pass
 from numba.core.registry import CPUDispatcher
 from numba.core.typed_passes import NativeLowering
+from numba.core.typing.npydecl import parse_dtype, parse_shape
+from numba.extending import intrinsic
+from numba.np.arrayobj import _empty_nd_impl, _parse_shape
 
 from collectives.gcpause import gc_paused
 
-__all__ = ["LinkedCompiler", "prepare", "uncached"]
+__all__ = ["LinkedCompiler", "empty", "njit_once", "prepare", "uncached", "zeros"]
 
 _prepared = False
 
@@ -94,6 +101,82 @@ class LinkedCompiler(CompilerBase):
                            for cls, what in pipeline.passes]
         pipeline.finalize()
         return [pipeline]
+
+
+def njit_once(*, entry: bool = False, **options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """Numba's ``njit(**options)``, compiled once per types of the arguments, cached if
+    ``entry``.
+
+    Numba compiles a function called from compiled code once per *literal* argument: each
+    constant passed (``_push(..., _SHARE, 0, 0)``) and each constant a variable holds
+    while its type is being inferred made a copy of the function, its callees linked in,
+    which cost seconds of a cold start.  The decorated function's calls are typed with the
+    constants' plain types instead (``int64``), so that one copy serves every call.
+
+    A function only compiled code calls is compiled without the wrappers through which
+    Python and C would call it, and is not cached: its caller links its code in, and the
+    caller's cache keeps it.  Its wrappers and its own cache entry were never used and
+    cost about a seventh of a cold start.  It is compiled to LLVM IR only
+    (:class:`LinkedCompiler`): its callers make the machine code.
+
+    Parameters
+    ----------
+    entry : bool, optional
+        Whether Python calls the function: it is compiled with its wrapper and cached.
+    **options
+        Numba's other options (``_nrt=False``: compile without reference counting, which
+        numba's type hints do not list).
+
+    Returns
+    -------
+    callable
+        The decorator.
+    """
+    unwrapped: dict[str, Any] = {} if entry else {"no_cpython_wrapper": True,
+                                                  "no_cfunc_wrapper": True,
+                                                  "pipeline_class": LinkedCompiler}
+
+    def compile_once(function: Callable[..., Any]) -> Any:
+        dispatcher = njit(cache=entry, **options, **unwrapped)(function)
+        template = dispatcher.get_call_template
+        dispatcher.get_call_template = lambda args, kws: template(
+            tuple(types.unliteral(arg) for arg in args), kws)
+        return dispatcher
+    return compile_once
+
+
+def _allocation(shape: Any, dtype: Any, zero: bool) -> tuple[Any, Any]:
+    """The signature and code of a new C-ordered array of ``shape`` (an integer or a
+    tuple of them) and ``dtype`` (a NumPy type or dtype), zeroed if ``zero``: what
+    Numba's ``np.empty`` and ``np.zeros`` lower to, without their functions."""
+    array = types.Array(parse_dtype(dtype), parse_shape(shape), "C")
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        shapes = _parse_shape(context, builder, signature.args[0], args[0])
+        new = _empty_nd_impl(context, builder, array, shapes)
+        if zero:
+            cgutils.memset(builder, new.data, builder.mul(new.itemsize, new.nitems), 0)
+        return new._getvalue()
+    return array(shape, dtype), codegen
+
+
+@intrinsic
+def empty(typingctx: Any, shape: Any, dtype: Any) -> tuple[Any, Any]:
+    """``np.empty(shape, dtype)`` in compiled code, lowered where it is called.
+
+    Numba compiles ``np.empty``, ``np.zeros`` and ``np.full`` as functions of their own,
+    once per shape type, dtype and caller's options (``_nrt``, wrappers), each with its
+    own machine code: the engine made 29 of them, a tenth of a cold start.  An
+    intrinsic is typed and lowered in its caller, compiling nothing.
+    """
+    return _allocation(shape, dtype, False)
+
+
+@intrinsic
+def zeros(typingctx: Any, shape: Any, dtype: Any) -> tuple[Any, Any]:
+    """``np.zeros(shape, dtype)`` in compiled code, lowered where it is called (see
+    :func:`empty`)."""
+    return _allocation(shape, dtype, True)
 
 
 def _cached(dispatcher: Any) -> bool:
