@@ -276,11 +276,9 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     """
     if q < 2:
         return []
-    v = np.arange(q - 1)
     part = largest_part(segments) if collective == "allreduce" else nested_part(q, segments)
     right, left = _in_flight(collective, q, segments)
-    ways = (((v, v + 1), right, left, collective != "allgather"),
-            ((v + 1, v), left, right, collective == "reduce_scatter"))
+    ways = ((right, collective != "allgather"), (left, collective == "reduce_scatter"))
     # ReduceScatter's and AllGather's hops run from their first round to their last,
     # a rank's step on both of its hops each way: played rank by rank (the dataflow)
     # they take what the lock-step rounds give them (AllGather to 2e-14, ReduceScatter
@@ -292,26 +290,34 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     # hops cross it (a rank's two sends, or two receives, share its ports; so do the
     # channels' hops at the ports and network links they share), in the rounds they overlap
     return [Round(1, tuple(Messages(src, dst, part, reduce, pieced=False, rounds=own)
-                           for (src, dst), own, _, reduce in ways), paced=True, held=held)]
+                           for (src, dst, own), reduce in ways), paced=True, held=held)]
 
 
-def _in_flight(collective: str, q: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rounds in which each hop ``v -> v + 1`` (right) and ``v + 1 -> v`` (left)
-    carries its segments (``(q - 1, 2)``: first round, round after the last), as
-    :func:`rank_lanes` posts them: AllReduce's rank ``r`` sends right from round ``r``
-    and left from round ``2p - 2 - r``; ReduceScatter's right from round ``r`` and left
-    from round ``p - 1 - r`` (a round later where it travels late)."""
+def _in_flight(collective: str, q: int, m: int) -> tuple[tuple[np.ndarray, ...], ...]:
+    """Each way's hops, ``v -> v + 1`` (right) and ``v + 1 -> v`` (left), as senders,
+    receivers and the rounds each carries its segments in (``(hops, 2)``: first round,
+    round after the last), as :func:`rank_lanes` posts them: AllReduce's rank ``r``
+    sends right from round ``r`` and left from round ``2p - 2 - r``; ReduceScatter's
+    right from round ``r`` and left from round ``p - 1 - r``, where it travels late
+    (:func:`_late`) as two runs with a round between in which the hop carries nothing
+    (``m = 1``: every inner hop left in round ``p - 2``, which holds the network
+    crossings alone)."""
     v = np.arange(q - 1)
     if collective == "allreduce":
-        return (np.column_stack([v, v + m]),
-                np.column_stack([2 * q - 3 - v, 2 * q - 3 - v + m]))
+        return ((v, v + 1, np.column_stack([v, v + m])),
+                (v + 1, v, np.column_stack([2 * q - 3 - v, 2 * q - 3 - v + m])))
     if collective == "reduce_scatter":
-        late = ((0 < v) & ((q - 1 - 2 * v) * (m - 1) == 0)).astype(np.int64)  # _late
+        late = np.flatnonzero((0 < v) & ((q - 1 - 2 * v) * (m - 1) == 0))  # _late
         start = q - 2 - v
-        return (np.column_stack([v, v + (q - 1 - v) * m]),
-                np.column_stack([start, start + (v + 1) * m + late]))
-    return (np.column_stack([0 * v, (v + 1) * m]),
-            np.column_stack([0 * v, (q - 1 - v) * m]))
+        split = start + v * m  # where a late hop's units travel a round later
+        end = start + (v + 1) * m
+        end[late] = split[late]
+        return ((v, v + 1, np.column_stack([v, v + (q - 1 - v) * m])),
+                (np.r_[v + 1, late + 1], np.r_[v, late],
+                 np.r_[np.column_stack([start, end]),
+                       np.column_stack([split[late] + 1, split[late] + 1 + m])]))
+    return ((v, v + 1, np.column_stack([0 * v, (v + 1) * m])),
+            (v + 1, v, np.column_stack([0 * v, (q - 1 - v) * m])))
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
