@@ -347,7 +347,8 @@ def _front(topology: Any, orders: Orders, rounds: list[Any]) -> tuple[float, flo
     if not (len(orders) == 1 and _is_held(rounds) and topology.nranks > SAMPLE_ALL_RANKS
             and not _played(topology, orders, rounds) and _stretched_whole(orders, rounds)):
         return None
-    spread = np.array([[len(m.rounds) - 1, *np.ptp(m.rounds, axis=0)] for r in rounds
+    # positions, not messages: a hop that idles a round is two messages (its runs)
+    spread = np.array([[len(np.unique(m.src)) - 1, *np.ptp(m.rounds, axis=0)] for r in rounds
                        for m in r.messages if m.rounds is not None and len(m.rounds) > 1])
     speeds = spread[:, :1] / np.maximum(spread[:, 1:], 1)  # all at once: no bound on it
     first, end = np.minimum(1.0, speeds.min(axis=0)).tolist()

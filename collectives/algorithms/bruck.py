@@ -33,7 +33,7 @@ from topology.channels import node_minor
 
 from ..registry import Algorithm, Params, ompi_ids, register
 from ..schedule import Recv, Send, Step
-from ..traffic import Messages, Round, largest_part
+from ..traffic import Elements, Messages, Round, largest_part
 
 __all__ = ["ALGORITHM", "resolve_params", "rank_steps", "traffic", "candidates"]
 
@@ -116,13 +116,39 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
 
 def traffic(collective: str, q: int) -> list[Round]:
     """Bruck's messages (:mod:`collectives.traffic`): a round per distance ``d``, every
-    position sending its run of ``c`` blocks to the position ``d`` before it (a wrapped
-    run's two messages share its links, as long together as one of the whole run; on
-    an order other than the ranks' own, the run's blocks lie apart in the buffer, a
-    receive each); the arguments of :mod:`collectives.registry`."""
+    position sending its run of ``c`` blocks to the position ``d`` before it (on an
+    order other than the ranks' own, the run's blocks lie apart in the buffer, a
+    receive each); the arguments of :mod:`collectives.registry`.
+
+    A run that wraps goes as two messages side by side on one route, each hiding its
+    latency behind its own bytes (:func:`simulator.gpu.hidden_latency`): the slowest
+    is the run cut at its middle (its smaller part through at twice its bytes' time,
+    its larger when the whole run is, and both the later the smaller they are), so
+    that position's two messages are described apart; the other wrapped runs, no
+    slower, as one message of the run."""
     v = np.arange(q)
-    return [Round(1, (Messages(v, (v - d) % q, largest_part(q, c), False),))
-            for d, c in _rounds(q)]
+    rounds = []
+    for d, c in _rounds(q):
+        if c < 2:  # no run wraps
+            rounds.append(Round(1, (Messages(v, (v - d) % q, largest_part(q, c), False),)))
+            continue
+        tail = c // 2  # the middle run's blocks up to the last
+        middle = np.array([q - tail])
+        rest = np.delete(v, q - tail)
+        rounds.append(Round(1, (
+            Messages(rest, (rest - d) % q, largest_part(q, c), False),
+            Messages(middle, (middle - d) % q, _last_parts(q, tail), False),
+            Messages(middle, (middle - d) % q, largest_part(q, c - tail), False))))
+    return rounds
+
+
+def _last_parts(parts: int, units: int) -> Elements:
+    """Elements of the last ``units`` parts of the vector cut into ``parts`` near-equal
+    parts (:func:`collectives.layout.split`: the first ``count % parts`` one larger)."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        size, extra = np.divmod(count, parts)
+        return units * size + np.maximum(0, extra - (parts - units))
+    return elements
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:

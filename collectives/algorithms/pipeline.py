@@ -77,6 +77,8 @@ SEGMENTS_TRIED: dict[str, tuple[int, ...]] = {
     "allreduce": (1, 4, 16, 64), "reduce_scatter": (1, 2, 4, 8), "allgather": (1, 2, 4, 8)}
 
 Blocks = Sequence[tuple[int, int]]
+#: a way's hops: senders, receivers and the rounds each is in flight in
+Way = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -259,7 +261,8 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int, blocks: Bloc
 def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     """The chain's messages (:mod:`collectives.traffic`): AllReduce's ``S`` segments down
     the chain (reduced) and back; ReduceScatter's and AllGather's rounds of the module
-    docstring, both directions in flight.
+    docstring, both directions in flight (ReduceScatter's at one segment then the inner
+    hops' late units, in a round of their own).
 
     Parameters
     ----------
@@ -276,11 +279,9 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     """
     if q < 2:
         return []
-    v = np.arange(q - 1)
     part = largest_part(segments) if collective == "allreduce" else nested_part(q, segments)
-    right, left = _in_flight(collective, q, segments)
-    ways = (((v, v + 1), right, left, collective != "allgather"),
-            ((v + 1, v), left, right, collective == "reduce_scatter"))
+    right, left, last = _in_flight(collective, q, segments)
+    ways = ((right, collective != "allgather"), (left, collective == "reduce_scatter"))
     # ReduceScatter's and AllGather's hops run from their first round to their last,
     # a rank's step on both of its hops each way: played rank by rank (the dataflow)
     # they take what the lock-step rounds give them (AllGather to 2e-14, ReduceScatter
@@ -294,27 +295,46 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     # AllReduce's hop carries segment k in its k-th round: at uneven segments the
     # first count % S one element more than the rest
     cut = segments if collective == "allreduce" else 0
-    return [Round(1, tuple(Messages(src, dst, part, reduce, pieced=False, rounds=own, cut=cut)
-                           for (src, dst), own, _, reduce in ways), paced=True, held=held)]
+    rounds = [Round(1, tuple(Messages(src, dst, part, reduce, pieced=False, rounds=own, cut=cut)
+                             for (src, dst, own), reduce in ways), paced=True, held=held)]
+    if last is not None:
+        src, dst = last
+        rounds.append(Round(1, (Messages(src, dst, part, True, pieced=False),)))
+    return rounds
 
 
-def _in_flight(collective: str, q: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rounds in which each hop ``v -> v + 1`` (right) and ``v + 1 -> v`` (left)
-    carries its segments (``(q - 1, 2)``: first round, round after the last), as
-    :func:`rank_lanes` posts them: AllReduce's rank ``r`` sends right from round ``r``
-    and left from round ``2p - 2 - r``; ReduceScatter's right from round ``r`` and left
-    from round ``p - 1 - r`` (a round later where it travels late)."""
+def _in_flight(collective: str, q: int, m: int) -> tuple[Way, Way, tuple[np.ndarray, ...] | None]:
+    """Each way's hops, ``v -> v + 1`` (right) and ``v + 1 -> v`` (left), as senders,
+    receivers and the rounds each carries its segments in (``(hops, 2)``: first round,
+    round after the last), as :func:`rank_lanes` posts them, and the hops of a last
+    round of their own (senders, receivers; None without): AllReduce's rank ``r`` sends
+    right from round ``r`` and left from round ``2p - 2 - r``; ReduceScatter's right
+    from round ``r`` and left from round ``p - 1 - r``.  A hop that travels late
+    (:func:`_late`) carries nothing for a round: at one segment every inner hop, in
+    round ``p - 2`` (which holds the network crossings alone), its last unit then in
+    round ``p - 1``, after every other hop's (the last round; as two runs of the paced
+    rounds it would be as many messages more, and the budgets of
+    :mod:`simulator.analytic` count them); else (the middle hop of an odd chain) as two
+    runs with the round between."""
     v = np.arange(q - 1)
     if collective == "allreduce":
-        return (np.column_stack([v, v + m]),
-                np.column_stack([2 * q - 3 - v, 2 * q - 3 - v + m]))
-    if collective == "reduce_scatter":
-        late = ((0 < v) & ((q - 1 - 2 * v) * (m - 1) == 0)).astype(np.int64)  # _late
-        start = q - 2 - v
-        return (np.column_stack([v, v + (q - 1 - v) * m]),
-                np.column_stack([start, start + (v + 1) * m + late]))
-    return (np.column_stack([0 * v, (v + 1) * m]),
-            np.column_stack([0 * v, (q - 1 - v) * m]))
+        return ((v, v + 1, np.column_stack([v, v + m])),
+                (v + 1, v, np.column_stack([2 * q - 3 - v, 2 * q - 3 - v + m])), None)
+    if collective == "allgather":
+        return ((v, v + 1, np.column_stack([0 * v, (v + 1) * m])),
+                (v + 1, v, np.column_stack([0 * v, (q - 1 - v) * m])), None)
+    late = np.flatnonzero((0 < v) & ((q - 1 - 2 * v) * (m - 1) == 0))  # _late
+    start = q - 2 - v
+    split = start + v * m  # where a late hop's units travel a round later
+    end = start + (v + 1) * m
+    end[late] = split[late]
+    right = (v, v + 1, np.column_stack([v, v + (q - 1 - v) * m]))
+    if m == 1 or not len(late):
+        return right, (v + 1, v, np.column_stack([start, end])), \
+            ((late + 1, late) if len(late) else None)
+    again = np.column_stack([split[late] + 1, split[late] + 1 + m])
+    return right, (np.r_[v + 1, late + 1], np.r_[v, late],
+                   np.r_[np.column_stack([start, end]), again]), None
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
