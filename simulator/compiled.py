@@ -138,11 +138,10 @@ _HEAP_LINK = 0
 # ``slot * counters[_HOPS_PER_SLOT] + hop``): next, previous, flow slot
 _NEXT, _PREV, _FLOW = range(3)
 # R, a record per rank: its next step (where its head is in S; the last entry once done),
-# operations pending, finish time, when its CPU is free of overheads (a cache line each:
-# see _CACHE_LINE)
-_RANK = np.dtype({"names": ["current", "pending", "finish", "cpu_free"],
-                  "formats": [np.int64, np.int64, np.float64, np.float64],
-                  "itemsize": 64})
+# operations pending, finish time, when its CPU is free of overheads (half a cache line,
+# so two ranks share a line and none straddles two: see _CACHE_LINE)
+_RANK = np.dtype([("current", np.int64), ("pending", np.int64), ("finish", np.float64),
+                  ("cpu_free", np.float64)])
 # the bytes of a cache line: the records an event reads (L, R, PC) start at a multiple of it,
 # so that each is one line, not two (NumPy aligns an array to 16 bytes only)
 _CACHE_LINE = 64

@@ -499,14 +499,12 @@ def _pair_messages(steps, kind, length, npairs, dtype_size, message, route):
     with its message's (``2 * message + side``), each message's ``2 * bytes + reduce``
     written in ``message`` and its pair in ``route`` (:attr:`FlatSchedule.message`,
     :attr:`FlatSchedule.message_route`).  Return False when some send or receive has no
-    partner of its length."""
-    counts = zeros((npairs, 2), np.int64)
-    for e in range(len(steps)):
-        if steps[e] >= 0:
-            counts[steps[e] >> 1, steps[e] & 1] += 1
-    for pair in range(npairs):  # a loop rather than NumPy's functions: they compile for seconds
-        if counts[pair, 0] != counts[pair, 1]:
-            return False
+    partner of its length.
+
+    ``message`` holds half the ends: ``n`` messages made of ``e`` ends leave ``2n - e``
+    ends unmatched, so a message beyond half the ends is the first sign of one, and
+    without one every end is matched.  One pass over the steps, rather than a count of
+    each pair's ends first: the steps of a 4,096-rank ring are 400 MB."""
     # per pair, the messages met by one side only, oldest first (one side is ahead, or
     # none): a list through ``route``, which holds a waiting message's next until the
     # other side meets it; its first and last message (-1: none) and its side
@@ -529,6 +527,8 @@ def _pair_messages(steps, kind, length, npairs, dtype_size, message, route):
             waiting[pair, 0] = route[t]
             route[t] = pair
         else:  # the message's first end met: a new number, last of the waiting
+            if n == len(message):  # more messages than half the ends: an end is unmatched
+                return False
             t = n
             n += 1
             message[t] = 2 * nbytes + reduce

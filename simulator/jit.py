@@ -5,8 +5,10 @@ The functions of :mod:`simulator.flatten` and :mod:`simulator.compiled` are comp
 functions they call are linked into them): the machine code lands next to the sources
 (or in ``NUMBA_CACHE_DIR``) and later processes load it in a fraction of a second.  The
 functions only compiled code calls are compiled by :class:`LinkedCompiler` to LLVM IR for
-their callers, without machine code of their own.  They allocate arrays with
-:func:`empty` and :func:`zeros`, which compile nothing of their own.  The first compiled
+their callers, without machine code of their own; those Python calls, by
+:class:`EntryCompiler`, which makes the functions linked into them their own, as a
+linker's link-time optimisation does.  They allocate arrays with :func:`empty` and
+:func:`zeros`, which compile nothing of their own.  The first compiled
 simulation after an install (or after the sources change) compiles them, which takes
 some 9 s of CPU; :func:`prepare` does that before the user's schedule is read, with a
 line on stderr saying so and another with the time it took, so that it is never a silent
@@ -19,6 +21,7 @@ import sys
 import time
 from typing import Any, Callable, TextIO
 
+from llvmlite.binding import Linkage
 from numba import _dynfunc  # type: ignore[attr-defined]  # a C module without stubs
 from numba import njit, types
 from numba.core import cgutils
@@ -34,7 +37,8 @@ from numba.np.arrayobj import _empty_nd_impl, _parse_shape
 
 from collectives.gcpause import gc_paused
 
-__all__ = ["LinkedCompiler", "empty", "njit_once", "prepare", "uncached", "zeros"]
+__all__ = ["EntryCompiler", "LinkedCompiler", "empty", "njit_once", "prepare", "uncached",
+           "zeros"]
 
 _prepared = False
 
@@ -89,6 +93,52 @@ class _LinkedLowering(NativeLowering):
         return True
 
 
+class _EntryLibrary(JITCodeLibrary):
+    """The code of a function that Python calls, the functions it calls made its own.
+
+    Numba links a callee into its caller with ``linkonce_odr`` linkage, which says that
+    the callee might be called from outside the module.  LLVM then keeps every callee
+    that it does not inline whole, with all its parameters, and gives a callee with one
+    call no bonus for inlining it.  Numba passes an array as 7 to 9 words, so a call of
+    the engine's event helpers (a dozen arrays each) copied a hundred words, and
+    :class:`LinkedCompiler`'s callees, not optimised before they are linked in, looked
+    too large to inline: calls took half of the 1,024-rank ring's events.  Here only
+    the function's own symbols (its code and its wrappers) stay visible, as a linker's
+    link-time optimisation leaves them, so that the module's optimisation inlines a
+    callee called once and drops the words a callee does not read.
+    """
+
+    def _optimize_final_module(self) -> None:
+        """Make the linked-in functions internal, then optimise as Numba does."""
+        for function in self._final_module.functions:
+            if not function.is_declaration and function.linkage == Linkage.linkonce_odr:
+                function.linkage = Linkage.internal
+        super()._optimize_final_module()
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class _EntryLowering(NativeLowering):
+    """Numba's lowering into an :class:`_EntryLibrary`."""
+
+    _name = "collsim_entry_lowering"
+
+    def run_pass(self, state: Any) -> bool:
+        """Lower ``state``'s function into an :class:`_EntryLibrary`, cacheable as
+        Numba's own library is."""
+        state.library = _EntryLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+        state.library.enable_object_caching()
+        return bool(super().run_pass(state))
+
+
+def _lowering_with(state: Any, lowering: type) -> list[Any]:
+    """Numba's nopython pipeline for ``state``, lowering with ``lowering``."""
+    pipeline = DefaultPassBuilder.define_nopython_pipeline(state)
+    pipeline.passes = [(lowering if cls is NativeLowering else cls, what)
+                       for cls, what in pipeline.passes]
+    pipeline.finalize()
+    return [pipeline]
+
+
 class LinkedCompiler(CompilerBase):
     """Numba's nopython pipeline, lowering with :class:`_LinkedLowering`: for functions
     that only compiled code calls (``njit(pipeline_class=LinkedCompiler,
@@ -96,11 +146,17 @@ class LinkedCompiler(CompilerBase):
 
     def define_pipelines(self) -> list[Any]:
         """The passes: Numba's, with :class:`_LinkedLowering` for its lowering."""
-        pipeline = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        pipeline.passes = [(_LinkedLowering if cls is NativeLowering else cls, what)
-                           for cls, what in pipeline.passes]
-        pipeline.finalize()
-        return [pipeline]
+        return _lowering_with(self.state, _LinkedLowering)
+
+
+class EntryCompiler(CompilerBase):
+    """Numba's nopython pipeline, lowering with :class:`_EntryLowering`: for the functions
+    Python calls that link in :class:`LinkedCompiler`'s (``njit(pipeline_class=EntryCompiler,
+    cache=True)``)."""
+
+    def define_pipelines(self) -> list[Any]:
+        """The passes: Numba's, with :class:`_EntryLowering` for its lowering."""
+        return _lowering_with(self.state, _EntryLowering)
 
 
 def njit_once(*, entry: bool = False, **options: Any) -> Callable[[Callable[..., Any]], Any]:
@@ -117,7 +173,9 @@ def njit_once(*, entry: bool = False, **options: Any) -> Callable[[Callable[...,
     Python and C would call it, and is not cached: its caller links its code in, and the
     caller's cache keeps it.  Its wrappers and its own cache entry were never used and
     cost about a seventh of a cold start.  It is compiled to LLVM IR only
-    (:class:`LinkedCompiler`): its callers make the machine code.
+    (:class:`LinkedCompiler`): its callers make the machine code.  A function Python
+    calls makes what it links in its own (:class:`EntryCompiler`), so that LLVM inlines a
+    helper called once and passes a helper only the words of its arrays that it reads.
 
     Parameters
     ----------
@@ -132,12 +190,11 @@ def njit_once(*, entry: bool = False, **options: Any) -> Callable[[Callable[...,
     callable
         The decorator.
     """
-    unwrapped: dict[str, Any] = {} if entry else {"no_cpython_wrapper": True,
-                                                  "no_cfunc_wrapper": True,
-                                                  "pipeline_class": LinkedCompiler}
+    compiler: dict[str, Any] = {"pipeline_class": EntryCompiler} if entry else {
+        "no_cpython_wrapper": True, "no_cfunc_wrapper": True, "pipeline_class": LinkedCompiler}
 
     def compile_once(function: Callable[..., Any]) -> Any:
-        dispatcher = njit(cache=entry, **options, **unwrapped)(function)
+        dispatcher = njit(cache=entry, **options, **compiler)(function)
         template = dispatcher.get_call_template
         dispatcher.get_call_template = lambda args, kws: template(
             tuple(types.unliteral(arg) for arg in args), kws)

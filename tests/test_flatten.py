@@ -7,7 +7,7 @@ import pytest
 
 from collectives import build_schedule
 from collectives.rounds import Lane, merge_lanes
-from collectives.schedule import Copy, Op, Recv, Schedule, Send, new_recv, new_send
+from collectives.schedule import Copy, Op, Recv, Schedule, Send, Step, new_recv, new_send
 import topology
 from simulator import flatten as flatten_module
 from simulator.flatten import _ends, _lane_ends, flatten
@@ -99,6 +99,19 @@ def test_pairs_numbered_by_sorting_as_through_an_array() -> None:
     hashed = flatten(schedule, machine, 4, dense_pairs=0)
     assert all(np.array_equal(getattr(dense, name), getattr(hashed, name))
                for name in dense.__dataclass_fields__)
+
+
+@pytest.mark.parametrize("ranks", [
+    [[[Send(1, 0, 4)]], [[]]],  # a send without its receive
+    [[[Send(1, 0, 4)], [Send(1, 0, 4)]], [[Recv(0, 0, 4)], [Recv(2, 0, 4)]], [[]]],  # two pairs
+    [[[Send(1, 0, 4)]], [[Recv(0, 0, 5)]]],  # ends of different lengths
+])
+def test_unmatched_ends_are_no_flat_schedule(ranks: list) -> None:
+    schedule = Schedule.from_steps("allgather", "hand", 64, [[Step(tuple(ops)) for ops in r]
+                                                             for r in ranks])
+    machine = topology.flat(len(ranks), 1e-6, 1e-9)
+    assert flatten(schedule, machine, 4) is None
+    assert flatten(schedule, machine, 4, dense_pairs=0) is None
 
 
 def test_steps_and_lengths_are_int32_while_they_fit() -> None:

@@ -237,6 +237,38 @@ def test_a_linked_function_runs_in_its_caller_which_optimises_it() -> None:
                for line in str(own.library._final_module).splitlines())
 
 
+def test_an_entry_makes_what_it_links_in_its_own() -> None:
+    import numpy as np
+    from llvmlite.binding import Linkage
+    from numba import njit
+
+    from simulator.jit import EntryCompiler, LinkedCompiler
+
+    @njit(pipeline_class=LinkedCompiler, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    def scaled(a, b, c, i):
+        return a[i] * b[i] + c[i]
+
+    @njit(pipeline_class=EntryCompiler)
+    def entry(n):
+        a = np.arange(n, dtype=np.float64)  # allocates: Numba's reference counting links in
+        s = 0.0
+        for i in range(n):
+            s += scaled(a, a, a, i)
+        return s
+
+    assert entry(4) == 20.0  # 0 + 2 + 6 + 12
+    (own,) = entry.overloads.values()
+    defined = [f for f in own.library._final_module.functions if not f.is_declaration]
+    # the entry's code and its wrappers stay visible; whatever was linked in (Numba's
+    # reference counting at least: it is not inlined) is internal, not linkonce_odr
+    names = (own.fndesc.llvm_func_name, own.fndesc.llvm_cpython_wrapper_name,
+             own.fndesc.llvm_cfunc_wrapper_name)
+    mine = {f.name: f.linkage for f in defined if f.name in names}
+    linked = {f.name: f.linkage for f in defined if f.name not in mine}
+    assert mine and set(mine.values()) == {Linkage.external}
+    assert linked and set(linked.values()) == {Linkage.internal}
+
+
 def test_a_flow_held_by_its_own_slow_link_leaves_the_shared_link_to_the_other() -> None:
     # r0 -> r2 and r1 -> r2 share the switch's link to r2; r1's own link is a quarter of
     # it, so r1 runs at its route's bottleneck and r0 gets the rest (progressive filling
