@@ -85,6 +85,8 @@ ENGINES = ("auto", "events", "compiled")
 #: about a second or less, and loading (or, the first time, compiling) the Numba code
 #: would cost more than it saves
 COMPILED_FROM_OPERATIONS = 1 << 18
+#: ranks of a schedule sampled to estimate whether it holds that many operations
+SAMPLED_RANKS = 32
 
 
 class Transfer(NamedTuple):
@@ -574,17 +576,29 @@ def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
 
 def _has_operations(schedule: Schedule, least: int) -> bool:
     """Whether ranks hold at least ``least`` operations; for a schedule with lanes, lane
-    entries (gaps included), which does not build the operations.  Counting stops at
-    ``least``: a large schedule is not read twice."""
+    entries (gaps included), which does not build the operations.  On many ranks an even
+    sample of :data:`SAMPLED_RANKS` ranks that holds ``least`` at the whole schedule's
+    scale answers alone: a composed schedule's lanes are built anew at each read (1,024
+    ranks of 8-channel rhd: 1.9 CPU s to count 820 ranks' entries, the sample's 0.1 s).
+    Otherwise counting stops at ``least``: a large schedule is not read twice."""
+    if schedule.nranks > SAMPLED_RANKS:
+        sample = np.linspace(0, schedule.nranks - 1, SAMPLED_RANKS).astype(int).tolist()
+        held = sum(_operations(schedule, rank) for rank in sample)
+        if held * schedule.nranks >= least * SAMPLED_RANKS:
+            return True
     seen = 0
     for rank in range(schedule.nranks):
-        if schedule.lanes is not None:
-            seen += sum(min(len(lane.starts), len(lane.stops)) for lane in schedule.lanes(rank))
-        else:
-            seen += sum(len(step.ops) for step in schedule.steps(rank))
+        seen += _operations(schedule, rank)
         if seen >= least:
             return True
     return False
+
+
+def _operations(schedule: Schedule, rank: int) -> int:
+    """``rank``'s operations, or its lane entries where the schedule has lanes."""
+    if schedule.lanes is not None:
+        return sum(min(len(lane.starts), len(lane.stops)) for lane in schedule.lanes(rank))
+    return sum(len(step.ops) for step in schedule.steps(rank))
 
 
 def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,

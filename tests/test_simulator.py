@@ -257,3 +257,24 @@ def test_overhead_delays_each_step_of_a_ring_by_two_o() -> None:
 def test_negative_overhead_is_rejected() -> None:
     with pytest.raises(ValueError, match="overhead_s_per_message = -1.0 is not allowed"):
         _with_overhead(_star(2), -1.0)
+
+
+def test_auto_engine_counts_a_sample_of_a_composed_schedules_ranks() -> None:
+    """8-channel rhd on 1,024 ranks holds some 327,000 lane entries, built anew at each
+    read: an even sample of ranks shows it is past COMPILED_FROM_OPERATIONS (counting
+    rank by rank read 820 ranks).  Small schedules are still counted to the end."""
+    from dataclasses import replace
+
+    from simulator.engine import COMPILED_FROM_OPERATIONS, SAMPLED_RANKS, _has_operations
+
+    large = build_schedule("allreduce", "rhd", 1024, 1 << 20, channels=8)
+    read: list[int] = []
+
+    def counted(rank: int):
+        read.append(rank)
+        return large.lanes(rank)
+
+    assert _has_operations(replace(large, lanes=counted), COMPILED_FROM_OPERATIONS)
+    assert len(read) == SAMPLED_RANKS
+    assert not _has_operations(build_schedule("allreduce", "rhd", 200, 1000),
+                               COMPILED_FROM_OPERATIONS)
