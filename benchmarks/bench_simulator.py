@@ -41,7 +41,7 @@ every rank's operations (steps, or lanes for ring, tree and pipeline) and simula
 on the compiled engine (unverified: `build_schedule` made the schedule); then the
 transfers simulated, transfers per second and the predicted time of the AllReduce.  With
 channels, each runs over its order from `collectives.channel_orders`.  The first run in a
-checkout also compiles the engine's Numba code (cached on disk, some 9 s of CPU): these
+checkout also compiles the engine's Numba code (cached on disk, some 10 s of CPU): these
 are a later run's figures."""
 
 

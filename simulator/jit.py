@@ -8,11 +8,11 @@ functions only compiled code calls are compiled by :class:`LinkedCompiler` to LL
 their callers, without machine code of their own; those Python calls, by
 :class:`EntryCompiler`, which makes the functions linked into them their own, as a
 linker's link-time optimisation does.  They allocate arrays with :func:`empty` and
-:func:`zeros`, which compile nothing of their own.  The first compiled
-simulation after an install (or after the sources change) compiles them, which takes
-some 9 s of CPU; :func:`prepare` does that before the user's schedule is read, with a
-line on stderr saying so and another with the time it took, so that it is never a silent
-pause inside a call.
+:func:`zeros`, which compile nothing of their own.  The first compiled simulation after
+an install (or after the sources change) compiles them, which takes some 10 s of CPU;
+:func:`prepare` does that before the user's schedule is read, with a line on stderr
+saying so and another with the time it took, so that it is never a silent pause inside
+a call.
 """
 
 from __future__ import annotations
