@@ -104,6 +104,7 @@ from ..registry import Algorithm, Params, ompi_ids, register, with_channels
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, nested_part
+from ._tree_cuts import CUT_MESSAGES, EXACT_MESSAGES, Blocks, by_share, each_message, most_cut
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
            "rank_lanes", "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks",
@@ -729,19 +730,6 @@ def traffic(collective: str, q: int, segments: int = 1,
     return rounds
 
 
-#: AllGather's messages (a stream's segment each) up to which each carries what the
-#: ranks' steps cut of its segment (exact at any count), in a class with those that
-#: carry as much at every count: the model's cost grows with its classes (three
-#: closed-form tables at 16 nodes, 512: +0.3 CPU s, 10%; 200: +0.1 s)
-EXACT_MESSAGES = 200
-#: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
-#: segment a part meets in part, or one that rounding may spill into) whose cuts a class
-#: of them is charged the most of; past it, a class's share of the vector rounded up and
-#: the spill ``q + S`` elements, at a cost that does not grow with the messages (the
-#: cuts of 16,384 cost the tables at 2,048 nodes 0.6 -> 1.4 CPU s)
-CUT_MESSAGES = 1 << 12
-
-
 def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
               ranks_per_node: int | None) -> list[Round]:
     """AllGather's streams as paced rounds: segment ``k`` of a stream goes in its round
@@ -752,18 +740,23 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     elements only where the vector's blocks, halves and segments are not all multiples
     of ``1 / (2 q S)`` of it (rounding).  At counts that are such multiples a message
     carries its share of the vector and the spill nothing; at the others what the
-    ranks' steps cut (:class:`_Cuts`), by :func:`_each_message` up to
-    :data:`EXACT_MESSAGES` messages, else by :func:`_most_cut` up to
-    :data:`CUT_MESSAGES` at the edges, else by :func:`_by_share`."""
+    ranks' steps cut (:mod:`collectives.algorithms._tree_cuts`): by
+    :func:`~collectives.algorithms._tree_cuts.each_message` up to
+    :data:`~collectives.algorithms._tree_cuts.EXACT_MESSAGES` messages, else by
+    :func:`~collectives.algorithms._tree_cuts.most_cut` up to
+    :data:`~collectives.algorithms._tree_cuts.CUT_MESSAGES` at the edges, else by
+    :func:`~collectives.algorithms._tree_cuts.by_share`."""
     start, senders, receivers, _ = _streams(True, q, ranks_per_node)
     runs, spill = _gathered_runs(q, segments, ranks_per_node)
     lengths, share = runs[1] - runs[0], runs[3]
     if lengths.sum() + len(spill[0]) <= EXACT_MESSAGES:
-        rounds = _each_message(q, segment, segments, ranks_per_node, runs, spill)
+        rounds = each_message(q, segment, segments, _subtree_blocks(q, ranks_per_node), runs,
+                              spill)
     elif np.count_nonzero(share < q) + len(spill[0]) <= CUT_MESSAGES:
-        rounds = _most_cut(q, segment, segments, ranks_per_node, runs, spill)
+        rounds = most_cut(q, segment, segments, _subtree_blocks(q, ranks_per_node), start, runs,
+                          spill)
     else:
-        rounds = _by_share(q, segment, segments, runs, spill)
+        rounds = by_share(q, segment, segments, runs, spill)
 
     def messages(streams: np.ndarray, first: np.ndarray, end: np.ndarray,
                  elements: Callable[[np.ndarray], np.ndarray]) -> Messages:
@@ -775,241 +768,11 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
             for classes in rounds if classes]
 
 
-#: a description's paced rounds, each its classes: streams, first and end segments, and
-#: elements of the class's largest message
-Classes = list[tuple[np.ndarray, np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]]
-
-
-def _each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
-                  ranks_per_node: int | None, runs: tuple[np.ndarray, ...],
-                  spill: tuple[np.ndarray, np.ndarray]) -> list[Classes]:
-    """Every message (a segment of a run, and each segment at an edge) carrying what the
-    ranks' steps cut of its segment (exact at every count), in a class with those that
-    carry as much at every count (:func:`_alike`)."""
-    first, end, stream, share = runs
-    edge, spilled = spill
-    lengths = end - first
-    stream, first = _segments_of(stream, first, end)
-    cuts = _Cuts(q, segments, ranks_per_node, np.concatenate([stream, spilled]),
-                 np.concatenate([first, edge]))
-    shares = np.repeat(share, lengths)
-    sent = [(stream[g], first[g], first[g] + 1,
-             cuts.most(g[:1], _share_of(segment, q * segments, int(shares[g[0]]))))
-            for _, g in _grouped(_alike(q, segments, ranks_per_node, stream, first))]
-    apart = [(spilled[g], edge[g], edge[g] + 1,
-              cuts.most(len(stream) + g[:1], _spill_of(segment, q, segments)))
-             for _, g in _grouped(_alike(q, segments, ranks_per_node, spilled, edge))]
-    return [sent, apart]
-
-
-def _alike(q: int, segments: int, ranks_per_node: int | None, streams: np.ndarray,
-           at: np.ndarray) -> np.ndarray:
-    """A number per message (``streams[i]``'s segment ``at[i]``), the same for messages
-    that carry as much at every count: of the same tree, segment and direction, and
-    whose subtree's runs meet the segment alike (:func:`_sides`): a run that never does
-    is left out, one that always holds it whole counts as such, and one that may end
-    (begin) inside it by that edge's block."""
-    edges = _edge_count(q, ranks_per_node)
-    first, last = _subtree_blocks(q, ranks_per_node)
-    edge = streams % edges
-    tree, down = (edge >= edges // 2).astype(np.int64), (streams >= edges).astype(np.int64)
-    lo, hi = first[edge], last[edge] + 1
-    side = _sides(q, segments)
-    before = side[tree[:, None], at[:, None], lo]
-    after = side[tree[:, None], at[:, None], hi]
-    n = q + 1
-    run = np.select([(before == 2) | (after == 0), (before == 0) & (after == 2), before == 0,
-                     after == 2], [0, 1, 2 + hi, 2 + n + lo], 2 + 2 * n + lo * n + hi)
-    keys = np.column_stack([tree, at, down, np.sort(run, axis=1)])
-    return np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
-
-
 @lru_cache(maxsize=64)
-def _sides(q: int, segments: int) -> np.ndarray:
-    """Where the edge of block ``i`` lies against segment ``k`` of tree ``t``'s half at
-    every count the trees cut into ``segments`` (at least ``2 segments``, or any with
-    one): ``[t, k, i]`` is 0 where always at or before the segment's start, 2 where
-    always at or after its end, else 1.  An edge and a segment's ends each move by a
-    whole number of elements when the count grows by ``2 q segments`` (their shares of
-    it), so each sits on the same side of the other at every count where it does over
-    the first ``2 segments + 2 q segments`` counts and moves that way (or not at all)."""
-    period = 2 * q * segments
-    count = np.arange(2 * segments + period)[None, None, None, :]
-    tree = np.arange(2)[:, None, None, None]
-    at = np.arange(segments)[None, :, None, None]
-    block = np.arange(q + 1)[None, None, :, None]
-    lo, hi = _near_equal(0, count, 2, tree)
-    parts = np.minimum(segments, hi - lo)
-    start, stop = _near_equal(lo, hi, np.maximum(parts, 1), at)
-    stop = np.where(at < parts, stop, start)
-    edge = _near_equal(0, count, q, block)[0]
-    moves = (2 * segments * block - q * (segments * tree + at))[..., 0]  # edge less start
-    never_after = (edge <= start).all(axis=-1) & (moves <= 0)
-    never_before = (edge >= stop).all(axis=-1) & (moves - q >= 0)
-    return np.where(never_after, 0, np.where(never_before, 2, 1))
-
-
-def _most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
-              ranks_per_node: int | None, runs: tuple[np.ndarray, ...],
-              spill: tuple[np.ndarray, np.ndarray]) -> list[Classes]:
-    """A class per share of a segment (:func:`_gathered_runs`), whole segments charged
-    the largest, the others (single segments at a part's edge) the most the ranks'
-    steps cut of theirs; and the spill one class, charged the most its messages carry,
-    but a class per round for those in rounds before or after every run's (where a
-    message that carries nothing would add a round of its own)."""
-    first, end, stream, share = runs
-    edge, spilled = spill
-    parts = q * segments
-    partial = np.flatnonzero(share < q)
-    cuts = _Cuts(q, segments, ranks_per_node, np.concatenate([stream[partial], spilled]),
-                 np.concatenate([first[partial], edge]))
-    row = np.full(len(share), -1)
-    row[partial] = np.arange(len(partial))
-    sent = [(stream[g], first[g], end[g], _share_of(segment, parts, q) if k == q
-             else cuts.most(row[g], _share_of(segment, parts, k)))
-            for k, g in _grouped(share)]
-    start = _streams(True, q, ranks_per_node)[0]
-    round_ = start[spilled] + edge
-    alone = (round_ < (start[stream] + first).min()) | (round_ >= (start[stream] + end).max())
-    apart = [(spilled[g], edge[g], edge[g] + 1, cuts.most(len(partial) + g,
-                                                          _spill_of(segment, q, segments)))
-             for _, g in _grouped(np.where(alone, round_, round_.min(initial=0) - 1))]
-    return [sent, apart]
-
-
-def _by_share(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
-              runs: tuple[np.ndarray, ...], spill: tuple[np.ndarray, np.ndarray]
-              ) -> list[Classes]:
-    """A class per share of a segment (:func:`_gathered_runs`), each charged the share
-    rounded up, and the spill one class, charged ``q + S`` elements (:func:`_spill_of`):
-    closed forms, whatever the messages."""
-    first, end, stream, share = runs
-    edge, spilled = spill
-    sent = [(stream[g], first[g], end[g], _share_of(segment, q * segments, k))
-            for k, g in _grouped(share)]
-    return [sent, [(spilled, edge, edge + 1, _spill_of(segment, q, segments))] if len(spilled)
-            else []]
-
-
-def _grouped(key: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """The values of ``key``, in order, each with its indices (in order)."""
-    if not len(key):
-        return []
-    # the keys less their least in the smallest unsigned type that holds them: sorted as
-    # the keys, by a radix sort where that type has at most 16 bits
-    low = key.min()
-    order = np.argsort((key - low).astype(np.min_scalar_type(key.max() - low)), kind="stable")
-    ordered = key.take(order)
-    at = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-    return list(zip(ordered.take(np.concatenate([[0], at])).tolist(), np.split(order, at)))
-
-
-def _segments_of(stream: np.ndarray, first: np.ndarray,
-                 end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each segment ``first .. end`` of each run, with the run's stream."""
-    lengths = end - first
-    return np.repeat(stream, lengths), \
-        np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths - first, lengths)
-
-
-def _share_of(segment: Callable[[np.ndarray], np.ndarray], parts: int,
-              share: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Elements of a message that carries at most ``share`` of the vector's ``2 parts``
-    (rounded up), and at most a ``segment``."""
-    def elements(count: np.ndarray) -> np.ndarray:
-        return np.minimum(segment(count), -(-count * share // (2 * parts)))
-    return elements
-
-
-def _spill_of(segment: Callable[[np.ndarray], np.ndarray], q: int,
-              segments: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Elements that rounding spills across the edge of a segment: none where the count
-    is a multiple of ``2 q segments``, else at most ``q + segments`` (a block's edge is
-    off its share by at most ``q / 4``, a segment's by at most ``segments / 4`` and
-    one), and at most a ``segment``."""
-    def elements(count: np.ndarray) -> np.ndarray:
-        return np.where(count % (2 * q * segments) == 0, 0,
-                        np.minimum(segment(count), q + segments))
-    return elements
-
-
-#: the most elements (messages x counts x a subtree's runs) :class:`_Cuts` works on at once
-CUT_CHUNK = 1 << 18
-
-
-class _Cuts:
-    """What the ranks' steps cut (:func:`_tree_lanes`) of the segment each of some
-    AllGather messages carries, at the counts that are not multiples of ``2 q S`` (at the
-    others a message carries its share of the vector): up what of the segment the
-    subtree's blocks hold, down the rest; computed once for all the messages at a
-    counts array (the model asks every class at the same counts)."""
-
-    def __init__(self, q: int, segments: int, ranks_per_node: int | None,
-                 streams: np.ndarray, at: np.ndarray) -> None:
-        edges = _edge_count(q, ranks_per_node)
-        first, last = _subtree_blocks(q, ranks_per_node)
-        edge = streams % edges
-        self.q, self.segments, self.at = q, segments, at[:, None]
-        self.tree = (edge >= edges // 2).astype(np.int64)[:, None]
-        self.down = (streams >= edges)[:, None]
-        self.first, self.last = first[edge], last[edge]
-        self.held: tuple[bytes, np.ndarray] = (b"", np.zeros((len(streams), 0), np.int64))
-
-    def most(self, rows: np.ndarray, closed: Callable[[np.ndarray], np.ndarray]
-             ) -> Callable[[np.ndarray], np.ndarray]:
-        """Elements of the largest message of ``rows``: ``closed`` where the count is a
-        multiple of ``2 q S``, else the most the steps cut of theirs."""
-        def elements(count: np.ndarray) -> np.ndarray:
-            out = closed(count)
-            uneven = count % (2 * self.q * self.segments) != 0
-            if uneven.any():
-                out = np.array(out, dtype=np.int64)
-                out[uneven] = self._table(count[uneven])[rows].max(axis=0)
-            return out
-        return elements
-
-    def _table(self, count: np.ndarray) -> np.ndarray:
-        """Every message's elements at ``count`` (messages x counts), kept for the
-        next class's call at the same counts."""
-        key = count.tobytes()
-        if self.held[0] != key:
-            step = max(1, CUT_CHUNK // (len(count) * self.first.shape[1]))
-            self.held = (key, np.concatenate(
-                [self._cut(slice(i, i + step), count) for i in range(0, len(self.at), step)]
-                or [np.zeros((0, len(count)), np.int64)]))
-        return self.held[1]
-
-    def _cut(self, rows: slice, count: np.ndarray) -> np.ndarray:
-        """Elements of the messages ``rows`` at ``count``."""
-        tree, at = self.tree[rows], self.at[rows]
-        lo, hi = _near_equal(0, count[None, :], 2, tree)
-        parts = np.minimum(self.segments, hi - lo)
-        start, stop = _near_equal(lo, hi, np.maximum(parts, 1), at)
-        stop = np.where(at < parts, stop, start)
-        inside = np.zeros_like(start)
-        for a, b in zip(self.first[rows].T, self.last[rows].T):
-            held_from = _near_equal(0, count[None, :], self.q, a[:, None])[0]
-            held_to = _near_equal(0, count[None, :], self.q, b[:, None] + 1)[0]
-            inside += np.maximum(0, np.minimum(stop, held_to) - np.maximum(start, held_from))
-        return np.where(self.down[rows], stop - start - inside, inside)
-
-
-def _near_equal(start: Any, stop: Any, parts: Any, index: Any) -> tuple[Any, Any]:
-    """:func:`~collectives.layout.split` over arrays (of ranges, part counts and parts)."""
-    size, extra = np.divmod(stop - start, parts)
-    lo = start + index * size + np.minimum(index, extra)
-    return lo, lo + size + (index < extra)
-
-
-def _edge_count(q: int, ranks_per_node: int | None) -> int:
-    """Edges of both trees (:func:`tree_edges`)."""
-    return len(tree_edges(q, ranks_per_node)[0])
-
-
-@lru_cache(maxsize=64)
-def _subtree_blocks(q: int, ranks_per_node: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _subtree_blocks(q: int, ranks_per_node: int | None) -> Blocks:
     """Per edge of :func:`tree_edges` (in its order), the first and last ranks of each
-    run of the child's subtree (:func:`subtree_ranks`), padded with empty runs."""
+    run of the child's subtree (:func:`subtree_ranks`), padded with empty runs (what
+    :mod:`collectives.algorithms._tree_cuts` knows of the trees)."""
     child = tree_edges(q, ranks_per_node)[0]
     half = len(child) // 2
     runs = [subtree_ranks(int(e >= half), q, c, ranks_per_node)

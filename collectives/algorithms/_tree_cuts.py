@@ -1,0 +1,312 @@
+"""How a tree AllGather's messages are cut at counts that are not multiples of ``2 q S``.
+
+The double binary tree's AllGather (:mod:`collectives.algorithms.tree`) describes its
+streams as runs of segments that carry the same share of each segment, and apart the
+segments at the edges of a subtree's part, into which rounding may spill.  At counts that
+are multiples of ``2 q S`` (``q`` positions, ``S`` segments per half) a message carries its
+share of the vector and the spill nothing; at the others it carries what the ranks'
+steps cut of its segment: up, what of it the subtree's blocks hold, down, the rest.  This
+module turns the tree's runs into the classes the analytic model prices, as exactly as
+the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
+(:func:`each_message`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
+most its messages cut (:func:`most_cut`), past that closed forms (:func:`by_share`).
+
+It knows the trees only through what the tree module hands it: per edge (of
+:func:`~collectives.algorithms.tree.tree_edges`, tree 0's then tree 1's) the runs of
+blocks the child's subtree holds, and streams numbered up then down per edge.  It is a
+helper of that one algorithm, not an algorithm of its own (not in
+:data:`collectives.algorithms.MODULES`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "CUT_CHUNK", "Blocks", "Classes", "each_message",
+           "most_cut", "by_share"]
+
+#: AllGather's messages (a stream's segment each) up to which each carries what the
+#: ranks' steps cut of its segment (exact at any count), in a class with those that
+#: carry as much at every count: the model's cost grows with its classes (three
+#: closed-form tables at 16 nodes, 512: +0.3 CPU s, 10%; 200: +0.1 s)
+EXACT_MESSAGES = 200
+#: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
+#: segment a part meets in part, or one that rounding may spill into) whose cuts a class
+#: of them is charged the most of; past it, a class's share of the vector rounded up and
+#: the spill ``q + S`` elements, at a cost that does not grow with the messages (the
+#: cuts of 16,384 cost the tables at 2,048 nodes 0.6 -> 1.4 CPU s)
+CUT_MESSAGES = 1 << 12
+
+
+#: per edge (of :func:`~collectives.algorithms.tree.tree_edges`, in its order), the first
+#: and last blocks of each run of the child's subtree, padded with empty runs (last <
+#: first): two ``(edges, runs)`` arrays
+Blocks = tuple[np.ndarray, np.ndarray]
+#: a description's paced rounds, each its classes: streams, first and end segments, and
+#: elements of the class's largest message
+Classes = list[tuple[np.ndarray, np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]]
+
+
+def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
+                 blocks: Blocks, runs: tuple[np.ndarray, ...],
+                 spill: tuple[np.ndarray, np.ndarray]) -> list[Classes]:
+    """Every message (a segment of a run, and each segment at an edge) carrying what the
+    ranks' steps cut of its segment (exact at every count), in a class with those that
+    carry as much at every count (:func:`_alike`).
+
+    Parameters
+    ----------
+    q : int
+        Positions.
+    segment : callable
+        Element counts of the vector (array) -> elements of a segment.
+    segments : int
+        Segments per half of the vector (``S``).
+    blocks : Blocks
+        The runs of blocks each edge's subtree holds.
+    runs : tuple of numpy.ndarray
+        The runs of :func:`~collectives.algorithms.tree._gathered_runs`: per run its first
+        and end segment, its stream and its share of each segment, in ``1 / (2 q S)`` of
+        the vector.
+    spill : tuple of numpy.ndarray
+        The segments at the edges of subtrees' parts and their streams.
+
+    Returns
+    -------
+    list of Classes
+        Two paced rounds: the runs' classes, and apart the spill's.
+    """
+    first, end, stream, share = runs
+    edge, spilled = spill
+    lengths = end - first
+    stream, first = _segments_of(stream, first, end)
+    cuts = _Cuts(q, segments, blocks, np.concatenate([stream, spilled]),
+                 np.concatenate([first, edge]))
+    shares = np.repeat(share, lengths)
+    sent = [(stream[g], first[g], first[g] + 1,
+             cuts.most(g[:1], _share_of(segment, q * segments, int(shares[g[0]]))))
+            for _, g in _grouped(_alike(q, segments, blocks, stream, first))]
+    apart = [(spilled[g], edge[g], edge[g] + 1,
+              cuts.most(len(stream) + g[:1], _spill_of(segment, q, segments)))
+             for _, g in _grouped(_alike(q, segments, blocks, spilled, edge))]
+    return [sent, apart]
+
+
+def _alike(q: int, segments: int, blocks: Blocks, streams: np.ndarray,
+           at: np.ndarray) -> np.ndarray:
+    """A number per message (``streams[i]``'s segment ``at[i]``), the same for messages
+    that carry as much at every count: of the same tree, segment and direction, and
+    whose subtree's runs meet the segment alike (:func:`_sides`): a run that never does
+    is left out, one that always holds it whole counts as such, and one that may end
+    (begin) inside it by that edge's block."""
+    first, last = blocks
+    edges = len(first)
+    edge = streams % edges
+    tree, down = (edge >= edges // 2).astype(np.int64), (streams >= edges).astype(np.int64)
+    lo, hi = first[edge], last[edge] + 1
+    side = _sides(q, segments)
+    before = side[tree[:, None], at[:, None], lo]
+    after = side[tree[:, None], at[:, None], hi]
+    n = q + 1
+    run = np.select([(before == 2) | (after == 0), (before == 0) & (after == 2), before == 0,
+                     after == 2], [0, 1, 2 + hi, 2 + n + lo], 2 + 2 * n + lo * n + hi)
+    keys = np.column_stack([tree, at, down, np.sort(run, axis=1)])
+    return np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+
+
+@lru_cache(maxsize=64)
+def _sides(q: int, segments: int) -> np.ndarray:
+    """Where the edge of block ``i`` lies against segment ``k`` of tree ``t``'s half at
+    every count the trees cut into ``segments`` (at least ``2 segments``, or any with
+    one): ``[t, k, i]`` is 0 where always at or before the segment's start, 2 where
+    always at or after its end, else 1.  An edge and a segment's ends each move by a
+    whole number of elements when the count grows by ``2 q segments`` (their shares of
+    it), so each sits on the same side of the other at every count where it does over
+    the first ``2 segments + 2 q segments`` counts and moves that way (or not at all)."""
+    period = 2 * q * segments
+    count = np.arange(2 * segments + period)[None, None, None, :]
+    tree = np.arange(2)[:, None, None, None]
+    at = np.arange(segments)[None, :, None, None]
+    block = np.arange(q + 1)[None, None, :, None]
+    lo, hi = _near_equal(0, count, 2, tree)
+    parts = np.minimum(segments, hi - lo)
+    start, stop = _near_equal(lo, hi, np.maximum(parts, 1), at)
+    stop = np.where(at < parts, stop, start)
+    edge = _near_equal(0, count, q, block)[0]
+    moves = (2 * segments * block - q * (segments * tree + at))[..., 0]  # edge less start
+    never_after = (edge <= start).all(axis=-1) & (moves <= 0)
+    never_before = (edge >= stop).all(axis=-1) & (moves - q >= 0)
+    return np.where(never_after, 0, np.where(never_before, 2, 1))
+
+
+def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
+             blocks: Blocks, start: np.ndarray, runs: tuple[np.ndarray, ...],
+             spill: tuple[np.ndarray, np.ndarray]) -> list[Classes]:
+    """A class per share of a segment, whole segments charged the largest, the others
+    (single segments at a part's edge) the most the ranks' steps cut of theirs; and the
+    spill one class, charged the most its messages carry, but a class per round for
+    those in rounds before or after every run's (where a message that carries nothing
+    would add a round of its own).
+
+    Parameters
+    ----------
+    q, segment, segments, blocks
+        As in :func:`each_message`.
+    start : numpy.ndarray
+        Per stream, the round of its segment 0.
+    runs, spill
+        As in :func:`each_message`.
+
+    Returns
+    -------
+    list of Classes
+        As :func:`each_message`'s.
+    """
+    first, end, stream, share = runs
+    edge, spilled = spill
+    parts = q * segments
+    partial = np.flatnonzero(share < q)
+    cuts = _Cuts(q, segments, blocks, np.concatenate([stream[partial], spilled]),
+                 np.concatenate([first[partial], edge]))
+    row = np.full(len(share), -1)
+    row[partial] = np.arange(len(partial))
+    sent = [(stream[g], first[g], end[g], _share_of(segment, parts, q) if k == q
+             else cuts.most(row[g], _share_of(segment, parts, k)))
+            for k, g in _grouped(share)]
+    round_ = start[spilled] + edge
+    alone = (round_ < (start[stream] + first).min()) | (round_ >= (start[stream] + end).max())
+    apart = [(spilled[g], edge[g], edge[g] + 1, cuts.most(len(partial) + g,
+                                                          _spill_of(segment, q, segments)))
+             for _, g in _grouped(np.where(alone, round_, round_.min(initial=0) - 1))]
+    return [sent, apart]
+
+
+def by_share(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
+             runs: tuple[np.ndarray, ...], spill: tuple[np.ndarray, np.ndarray]
+             ) -> list[Classes]:
+    """A class per share of a segment, each charged the share rounded up, and the spill
+    one class, charged ``q + S`` elements (:func:`_spill_of`): closed forms, whatever the
+    messages.
+
+    Its parameters (less ``blocks``) and what it returns are those of
+    :func:`each_message`.
+    """
+    first, end, stream, share = runs
+    edge, spilled = spill
+    sent = [(stream[g], first[g], end[g], _share_of(segment, q * segments, k))
+            for k, g in _grouped(share)]
+    return [sent, [(spilled, edge, edge + 1, _spill_of(segment, q, segments))] if len(spilled)
+            else []]
+
+
+def _grouped(key: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """The values of ``key``, in order, each with its indices (in order)."""
+    if not len(key):
+        return []
+    # the keys less their least in the smallest unsigned type that holds them: sorted as
+    # the keys, by a radix sort where that type has at most 16 bits
+    low = key.min()
+    order = np.argsort((key - low).astype(np.min_scalar_type(key.max() - low)), kind="stable")
+    ordered = key.take(order)
+    at = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    return list(zip(ordered.take(np.concatenate([[0], at])).tolist(), np.split(order, at)))
+
+
+def _segments_of(stream: np.ndarray, first: np.ndarray,
+                 end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each segment ``first .. end`` of each run, with the run's stream."""
+    lengths = end - first
+    return np.repeat(stream, lengths), \
+        np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths - first, lengths)
+
+
+def _share_of(segment: Callable[[np.ndarray], np.ndarray], parts: int,
+              share: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Elements of a message that carries at most ``share`` of the vector's ``2 parts``
+    (rounded up), and at most a ``segment``."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        return np.minimum(segment(count), -(-count * share // (2 * parts)))
+    return elements
+
+
+def _spill_of(segment: Callable[[np.ndarray], np.ndarray], q: int,
+              segments: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Elements that rounding spills across the edge of a segment: none where the count
+    is a multiple of ``2 q segments``, else at most ``q + segments`` (a block's edge is
+    off its share by at most ``q / 4``, a segment's by at most ``segments / 4`` and
+    one), and at most a ``segment``."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        return np.where(count % (2 * q * segments) == 0, 0,
+                        np.minimum(segment(count), q + segments))
+    return elements
+
+
+#: the most elements (messages x counts x a subtree's runs) :class:`_Cuts` works on at once
+CUT_CHUNK = 1 << 18
+
+
+class _Cuts:
+    """What the ranks' steps cut (:func:`~collectives.algorithms.tree._tree_lanes`) of the
+    segment each of some AllGather messages carries, at the counts that are not multiples
+    of ``2 q S`` (at the others a message carries its share of the vector): up what of the
+    segment the subtree's blocks hold, down the rest; computed once for all the messages
+    at a counts array (the model asks every class at the same counts)."""
+
+    def __init__(self, q: int, segments: int, blocks: Blocks, streams: np.ndarray,
+                 at: np.ndarray) -> None:
+        first, last = blocks
+        edges = len(first)
+        edge = streams % edges
+        self.q, self.segments, self.at = q, segments, at[:, None]
+        self.tree = (edge >= edges // 2).astype(np.int64)[:, None]
+        self.down = (streams >= edges)[:, None]
+        self.first, self.last = first[edge], last[edge]
+        self.held: tuple[bytes, np.ndarray] = (b"", np.zeros((len(streams), 0), np.int64))
+
+    def most(self, rows: np.ndarray, closed: Callable[[np.ndarray], np.ndarray]
+             ) -> Callable[[np.ndarray], np.ndarray]:
+        """Elements of the largest message of ``rows``: ``closed`` where the count is a
+        multiple of ``2 q S``, else the most the steps cut of theirs."""
+        def elements(count: np.ndarray) -> np.ndarray:
+            out = closed(count)
+            uneven = count % (2 * self.q * self.segments) != 0
+            if uneven.any():
+                out = np.array(out, dtype=np.int64)
+                out[uneven] = self._table(count[uneven])[rows].max(axis=0)
+            return out
+        return elements
+
+    def _table(self, count: np.ndarray) -> np.ndarray:
+        """Every message's elements at ``count`` (messages x counts), kept for the
+        next class's call at the same counts."""
+        key = count.tobytes()
+        if self.held[0] != key:
+            step = max(1, CUT_CHUNK // (len(count) * self.first.shape[1]))
+            self.held = (key, np.concatenate(
+                [self._cut(slice(i, i + step), count) for i in range(0, len(self.at), step)]
+                or [np.zeros((0, len(count)), np.int64)]))
+        return self.held[1]
+
+    def _cut(self, rows: slice, count: np.ndarray) -> np.ndarray:
+        """Elements of the messages ``rows`` at ``count``."""
+        tree, at = self.tree[rows], self.at[rows]
+        lo, hi = _near_equal(0, count[None, :], 2, tree)
+        parts = np.minimum(self.segments, hi - lo)
+        start, stop = _near_equal(lo, hi, np.maximum(parts, 1), at)
+        stop = np.where(at < parts, stop, start)
+        inside = np.zeros_like(start)
+        for a, b in zip(self.first[rows].T, self.last[rows].T):
+            held_from = _near_equal(0, count[None, :], self.q, a[:, None])[0]
+            held_to = _near_equal(0, count[None, :], self.q, b[:, None] + 1)[0]
+            inside += np.maximum(0, np.minimum(stop, held_to) - np.maximum(start, held_from))
+        return np.where(self.down[rows], stop - start - inside, inside)
+
+
+def _near_equal(start: Any, stop: Any, parts: Any, index: Any) -> tuple[Any, Any]:
+    """:func:`~collectives.layout.split` over arrays (of ranges, part counts and parts)."""
+    size, extra = np.divmod(stop - start, parts)
+    lo = start + index * size + np.minimum(index, extra)
+    return lo, lo + size + (index < extra)
