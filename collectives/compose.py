@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 from .gcpause import gc_paused
 from .layout import block, split
@@ -157,7 +157,7 @@ class _Shifted:
             return known[1]
         s = self.shift
         moved = (tuple(None if x is None else x + s for x in values) if None in values
-                 else tuple(map(s.__add__, values)))  # the common case at C speed
+                 else tuple(map(s.__add__, cast(Sequence[int], values))))  # at C speed
         if len(self.seen) > 64:
             self.seen.clear()
         self.seen[id(values)] = (values, moved)
