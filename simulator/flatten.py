@@ -430,33 +430,6 @@ _DENSE_PAIRS = 1 << 25
 
 
 @njit_once(entry=True)
-def _dense_pair_ids(steps, dense):
-    """Number the ordered pairs that exchange messages in the order the steps meet them,
-    through ``dense`` (-1 per ordered pair), each end's code in ``steps`` (``2 * key +
-    side``, :func:`_ends`) written over with its pair's (``2 * pair + side``); return the
-    pairs' keys (``src * p + dst``)."""
-    keys = empty(16, np.int64)
-    n = 0
-    for e in range(len(steps)):
-        if steps[e] < 0:  # a step's head
-            continue
-        key, side = steps[e] >> 1, steps[e] & 1
-        pair = np.int64(dense[key])
-        if pair < 0:
-            pair = n
-            dense[key] = n
-            if n == len(keys):
-                grown = empty(2 * n, np.int64)
-                for j in range(n):  # a loop: a slice assignment compiles for seconds
-                    grown[j] = keys[j]
-                keys = grown
-            keys[n] = key
-            n += 1
-        steps[e] = 2 * pair + side
-    return keys[:n].copy()
-
-
-@njit_once(entry=True)
 def _end_keys(steps):
     """Each end's ordered pair, ``src * p + dst``, in order."""
     keys = empty(len(steps), np.int64)
@@ -479,8 +452,11 @@ def _write_pairs(steps, end_pair):
 
 
 def _sparse_pair_ids(steps: np.ndarray) -> np.ndarray:
-    """What :func:`_dense_pair_ids` does, by sorting the ends' pairs (too many ranks for
-    an array per ordered pair): pairs numbered in the order first met."""
+    """Number the ordered pairs that exchange messages in the order the steps meet them
+    by sorting the ends' pairs (too many ranks for an array per ordered pair,
+    :func:`_pair_messages`), each end's code in ``steps`` (``2 * key + side``,
+    :func:`_ends`) written over with its pair's (``2 * pair + side``); return the pairs'
+    keys (``src * p + dst``)."""
     keys = _end_keys(steps)
     found, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     del keys
@@ -492,43 +468,64 @@ def _sparse_pair_ids(steps: np.ndarray) -> np.ndarray:
 
 
 @njit_once(entry=True)
-def _pair_messages(steps, kind, length, npairs, dtype_size, message, route):
-    """Match the ends pair by pair, the k-th send of a pair with its k-th receive (program
-    order), and number the messages in the order the steps meet them (what ranks read
-    at about the same time lies together): each end's code in ``steps`` is written over
-    with its message's (``2 * message + side``), each message's ``2 * bytes + reduce``
-    written in ``message`` and its pair in ``route`` (:attr:`FlatSchedule.message`,
-    :attr:`FlatSchedule.message_route`).  Return False when some send or receive has no
-    partner of its length.
+def _pair_messages(steps, kind, length, dense, npairs, dtype_size, message, route):
+    """Number the ordered pairs that exchange messages (unless numbered already), match
+    the ends pair by pair, the k-th send of a pair with its k-th receive (program order),
+    and number the messages in the order the steps meet them (what ranks read at about
+    the same time lies together): each end's code in ``steps`` is written over with its
+    message's (``2 * message + side``), each message's ``2 * bytes + reduce`` written in
+    ``message`` and its pair in ``route`` (:attr:`FlatSchedule.message`,
+    :attr:`FlatSchedule.message_route`).
+
+    The ends' codes name their ordered pair, ``2 * key + side`` (:func:`_ends`), and the
+    pairs are numbered in the order the steps meet them through ``dense`` (-1 per ordered
+    pair); or, where ``dense`` is empty, they name their pair's number among ``npairs``
+    (:func:`_sparse_pair_ids`).  Numbering while matching reads the steps once, not
+    twice.  Return whether every send and receive has a partner of its length, and the
+    pairs' keys (``src * p + dst``) numbered here.
 
     ``message`` holds half the ends: ``n`` messages made of ``e`` ends leave ``2n - e``
     ends unmatched, so a message beyond half the ends is the first sign of one, and
     without one every end is matched.  One pass over the steps, rather than a count of
     each pair's ends first: the steps of a 4,096-rank ring are 400 MB."""
+    numbering = len(dense) > 0
     # per pair, the messages met by one side only, oldest first (one side is ahead, or
     # none): a list through ``route``, which holds a waiting message's next until the
-    # other side meets it; its first and last message (-1: none) and its side
-    waiting = empty((npairs, 3), np.int64)
+    # other side meets it; its first and last message (-1: none) and its side.  Room for
+    # every ordered pair or end while numbering: a row is written when its pair is first
+    # met, and pages never written are never taken
+    rows = min(len(dense), len(kind)) if numbering else npairs
+    waiting = empty((rows, 3), np.int64)
     for pair in range(npairs):
         waiting[pair, 0] = waiting[pair, 1] = waiting[pair, 2] = -1
+    keys = empty(rows if numbering else 0, np.int64)
     n = end = 0
     for e in range(len(steps)):
         if steps[e] < 0:  # a step's head
             continue
-        pair, side = steps[e] >> 1, steps[e] & 1
+        pair, side = np.int64(steps[e] >> 1), steps[e] & 1
+        if numbering:
+            key = pair
+            pair = np.int64(dense[key])
+            if pair < 0:  # a pair first met
+                pair = npairs
+                dense[key] = npairs
+                waiting[pair, 0] = waiting[pair, 1] = waiting[pair, 2] = -1
+                keys[pair] = key
+                npairs += 1
         nbytes = np.int64(length[end]) * dtype_size
         reduce = kind[end] == 2
         end += 1
         t = waiting[pair, 0]
         if t >= 0 and waiting[pair, 2] != side:  # the other side met it first
             if message[t] >> 1 != nbytes:
-                return False
+                return False, keys[:0]
             message[t] += reduce
             waiting[pair, 0] = route[t]
             route[t] = pair
         else:  # the message's first end met: a new number, last of the waiting
             if n == len(message):  # more messages than half the ends: an end is unmatched
-                return False
+                return False, keys[:0]
             t = n
             n += 1
             message[t] = 2 * nbytes + reduce
@@ -539,7 +536,7 @@ def _pair_messages(steps, kind, length, npairs, dtype_size, message, route):
                 route[waiting[pair, 1]] = t
             waiting[pair, 1] = t
         steps[e] = 2 * t + side
-    return True
+    return True, keys[:npairs].copy()
 
 
 def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
@@ -571,18 +568,23 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
         rank_start, steps, kind, length = read(schedule)
     except ValueError:  # a peer that is not one of its ranks
         return None
-    pairs = _dense_pair_ids(steps, np.full(p * p, -1, dtype=np.int32)) \
-        if p * p <= dense_pairs else _sparse_pair_ids(steps)
+    # pairs numbered while matching through an array per ordered pair, else beforehand
+    dense = np.full(p * p if p * p <= dense_pairs else 0, -1, dtype=np.int32)
+    pairs = np.empty(0, dtype=np.int64) if len(dense) else _sparse_pair_ids(steps)
     # as many messages as ends, halved, if they match
     messages = len(kind) // 2
     if steps.dtype == np.int32 and 2 * messages > _INT32.max:  # codes: 2 * message + side
         steps = steps.astype(np.int64)
     message = np.empty(messages, dtype=np.int64)
-    # a pair, or a message's number while the message waits (:func:`_pair_messages`)
-    message_route: np.ndarray = np.empty(messages, dtype=_small(max(messages, len(pairs))))
-    if not _pair_messages(steps, kind, length, len(pairs), dtype_size, message,
-                          message_route):
+    # a pair, or a message's number while the message waits (:func:`_pair_messages`);
+    # ``p * p`` bounds the pairs numbered while matching
+    message_route: np.ndarray = np.empty(
+        messages, dtype=_small(max(messages, len(pairs), len(dense))))
+    matched, numbered = _pair_messages(steps, kind, length, dense, len(pairs), dtype_size,
+                                       message, message_route)
+    if not matched:
         return None
+    pairs = numbered if len(dense) else pairs
     del kind, length  # before the routes: an end's kind and length are more than the rows
     links, latency, cap, shares = [], [], [], []
     bandwidth = topology.bandwidths_Bps
