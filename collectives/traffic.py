@@ -25,7 +25,7 @@ import numpy as np
 
 from .registry import algorithm as registered
 
-__all__ = ["Messages", "Round", "Phase", "describe", "largest_part",
+__all__ = ["Messages", "Round", "Phase", "describe", "largest_part", "last_parts",
            "nested_part"]
 
 #: counts (elements of the vector, one per size) -> elements of a class's largest message
@@ -148,6 +148,16 @@ def largest_part(parts: int, units: int = 1) -> Elements:
     def elements(count: np.ndarray) -> np.ndarray:
         size, extra = np.divmod(count, parts)
         return units * size + np.minimum(units, extra)
+    return elements
+
+
+def last_parts(parts: int, units: int) -> Elements:
+    """Elements of the last ``units`` parts of the vector cut into ``parts`` near-equal
+    parts (:func:`collectives.layout.split`: the first ``count % parts`` one larger), the
+    smallest such run."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        size, extra = np.divmod(count, parts)
+        return units * size + np.maximum(0, extra - (parts - units))
     return elements
 
 

@@ -580,7 +580,7 @@ def _has_operations(schedule: Schedule, least: int) -> bool:
     sample of :data:`SAMPLED_RANKS` ranks that holds ``least`` at the whole schedule's
     scale answers alone: a composed schedule's lanes are built anew at each read (1,024
     ranks of 8-channel rhd: 1.9 CPU s to count 820 ranks' entries, the sample's 0.1 s).
-    Otherwise counting stops at ``least``: a large schedule is not read twice."""
+    Otherwise ranks are counted in order until ``least``."""
     if schedule.nranks > SAMPLED_RANKS:
         sample = np.linspace(0, schedule.nranks - 1, SAMPLED_RANKS).astype(int).tolist()
         held = sum(_operations(schedule, rank) for rank in sample)

@@ -33,7 +33,7 @@ from topology.channels import node_minor
 
 from ..registry import Algorithm, Params, ompi_ids, register
 from ..schedule import Recv, Send, Step
-from ..traffic import Elements, Messages, Round, largest_part
+from ..traffic import Messages, Round, largest_part, last_parts
 
 __all__ = ["ALGORITHM", "resolve_params", "rank_steps", "traffic", "candidates"]
 
@@ -137,18 +137,9 @@ def traffic(collective: str, q: int) -> list[Round]:
         rest = np.delete(v, q - tail)
         rounds.append(Round(1, (
             Messages(rest, (rest - d) % q, largest_part(q, c), False),
-            Messages(middle, (middle - d) % q, _last_parts(q, tail), False),
+            Messages(middle, (middle - d) % q, last_parts(q, tail), False),
             Messages(middle, (middle - d) % q, largest_part(q, c - tail), False))))
     return rounds
-
-
-def _last_parts(parts: int, units: int) -> Elements:
-    """Elements of the last ``units`` parts of the vector cut into ``parts`` near-equal
-    parts (:func:`collectives.layout.split`: the first ``count % parts`` one larger)."""
-    def elements(count: np.ndarray) -> np.ndarray:
-        size, extra = np.divmod(count, parts)
-        return units * size + np.maximum(0, extra - (parts - units))
-    return elements
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
