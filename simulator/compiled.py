@@ -575,17 +575,18 @@ def _push_link(LK, LQ, n, key, link):
 
 @_njit(_nrt=False)
 def _radix_pass(order, spare, digits, counts):
-    """Order ``order``'s entries into ``spare`` by ``digits[entry]`` (0-255), stably;
-    return False, leaving ``spare`` as it was, when every entry has the same digit."""
+    """Order ``order``'s entries into ``spare`` by ``digits[entry]`` (below
+    ``len(counts)``), stably; return False, leaving ``spare`` as it was, when every entry
+    has the same digit."""
     n = len(order)
-    for d in range(256):
+    for d in range(len(counts)):
         counts[d] = 0
     for i in range(n):
         counts[digits[order[i]]] += 1
     if counts[digits[order[0]]] == n:
         return False
     total = 0
-    for d in range(256):
+    for d in range(len(counts)):
         counts[d], total = total, total + counts[d]
     for i in range(n):
         entry = order[i]
@@ -595,62 +596,98 @@ def _radix_pass(order, spare, digits, counts):
 
 
 @_njit()
+def _key_ranks(B, n):
+    """Each of the places ``0..n-1`` of ``B``'s first fair share ranked among the distinct
+    ones (0 the smallest), and the count of distinct shares: they are found through a
+    hash table of their bits, so that sorting costs as many shares as there are
+    distinct, few where links of one bandwidth carry like counts of flows."""
+    size = 1 << int(np.ceil(np.log2(2 * n)))
+    table = empty(size, np.int64)  # a distinct share's place + 1; 0: an empty place
+    for h in range(size):
+        table[h] = 0
+    distinct, ranks = empty(n, np.float64), empty(n, np.int64)
+    ndistinct = 0
+    for b in range(n):
+        bits = _bits(B[b].key)
+        h = ((bits ^ (bits >> 31)) * -7046029254386353131 >> 20) & (size - 1)
+        while table[h] and _bits(distinct[table[h] - 1]) != bits:  # linear probing
+            h = (h + 1) & (size - 1)
+        if not table[h]:
+            distinct[ndistinct] = B[b].key
+            ndistinct += 1
+            table[h] = ndistinct
+        ranks[b] = table[h] - 1  # for now the share's place in distinct
+    place_rank = empty(ndistinct, np.int64)
+    by_share = _stable_order(distinct[:ndistinct])
+    for rank in range(ndistinct):
+        place_rank[by_share[rank]] = rank
+    for b in range(n):
+        ranks[b] = place_rank[ranks[b]]
+    return ranks, ndistinct
+
+
+@_njit()
 def _by_key(B, n):
     """The places ``0..n-1`` of ``B`` by first fair share, then link index: the order of
-    the link heap's entries, found by a least significant digit radix sort, a byte a pass
-    (a positive float's bits, as an integer, order as the float does), passes whose byte
-    is the same for every link skipped."""
+    the link heap's entries, found by a least significant digit radix sort: the link
+    index a byte a pass (passes whose byte is the same for every link skipped), then the
+    share's rank among the distinct shares (:func:`_key_ranks`) in one pass."""
     order, spare = empty(n, np.int64), empty(n, np.int64)
-    links, keys = empty(n, np.int64), empty(n, np.int64)
     digits, counts = empty(n, np.int64), empty(256, np.int64)
     most = 0
     for b in range(n):
         order[b] = b
-        links[b], keys[b] = B[b].link, _bits(B[b].key)
-        most = max(most, links[b])
+        most = max(most, B[b].link)
     shift = 0
     while most >> shift:
         for b in range(n):
-            digits[b] = (links[b] >> shift) & 255
+            digits[b] = (B[b].link >> shift) & 255
         if _radix_pass(order, spare, digits, counts):
             order, spare = spare, order
         shift += 8
-    for shift in range(0, 64, 8):
-        for b in range(n):
-            digits[b] = (keys[b] >> shift) & 255
-        if _radix_pass(order, spare, digits, counts):
-            order, spare = spare, order
+    ranks, ndistinct = _key_ranks(B, n)
+    if _radix_pass(order, spare, ranks, empty(ndistinct, np.int64)):
+        order = spare
     return order
 
 
 @_njit()
-def _by_cap(routes, RT):
-    """The places ``0..len(routes)-1`` by their route's bottleneck bandwidth (stable).
+def _stable_order(values):
+    """The places ``0..len(values)-1`` by value, equal values in place order.
 
     A merge sort of its own, bottom up: numba's ``np.argsort(kind="mergesort")`` took
     seconds to compile, and a stable sort has one result."""
-    n = len(routes)
-    order, caps = empty(n, np.int64), empty(n, np.float64)
+    n = len(values)
+    order, keys = empty(n, np.int64), empty(n, np.float64)
     for i in range(n):
         order[i] = i
-        caps[i] = RT[routes[i], _CAP]
-    merged, merged_caps = empty(n, np.int64), empty(n, np.float64)
+        keys[i] = values[i]
+    merged, merged_keys = empty(n, np.int64), empty(n, np.float64)
     width = 1
     while width < n:
         for lo in range(0, n, 2 * width):
             mid, hi = min(lo + width, n), min(lo + 2 * width, n)
             i, j = lo, mid
             for k in range(lo, hi):
-                if j == hi or (i < mid and caps[i] <= caps[j]):  # the left run first on ties
-                    merged[k], merged_caps[k] = order[i], caps[i]
+                if j == hi or (i < mid and keys[i] <= keys[j]):  # the left run first on ties
+                    merged[k], merged_keys[k] = order[i], keys[i]
                     i += 1
                 else:
-                    merged[k], merged_caps[k] = order[j], caps[j]
+                    merged[k], merged_keys[k] = order[j], keys[j]
                     j += 1
         order, merged = merged, order
-        caps, merged_caps = merged_caps, caps
+        keys, merged_keys = merged_keys, keys
         width *= 2
     return order
+
+
+@_njit()
+def _by_cap(routes, RT):
+    """The places ``0..len(routes)-1`` by their route's bottleneck bandwidth (stable)."""
+    caps = empty(len(routes), np.float64)
+    for i in range(len(routes)):
+        caps[i] = RT[routes[i], _CAP]
+    return _stable_order(caps)
 
 
 @_njit(_nrt=False)
@@ -680,6 +717,9 @@ def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
         r = W[c].route
         least_cap = min(least_cap, RT[r, _CAP])
         W[c].first = nrouted
+        for i in range(hops[r], hops[r + 1]):  # the route's links, asked for together
+            _prefetch(LS, hops[nroutes + 1 + i])
+            _prefetch(L, hops[nroutes + 1 + i])
         for i in range(hops[r], hops[r + 1]):
             link = hops[nroutes + 1 + i]
             if LS[link].seen != stamp:
