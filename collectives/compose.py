@@ -164,13 +164,15 @@ class _Shifted:
         return moved
 
 
-def _placed(lane: Lane, placement: Placement) -> list[Lane]:
-    """``lane`` with its virtual ranges mapped to real ones: a lane per piece."""
+def _placed(lane: Lane, placement: Placement, peer: int) -> list[Lane]:
+    """``lane`` with its virtual ranges mapped to real ones and its peer ``peer``: a lane
+    per piece."""
     cut = [None if a is None or b is None else placement.ranges(a, b)
            for a, b in zip(lane.starts, lane.stops)]
     width = max((len(pieces) for pieces in cut if pieces), default=0)
-    return [lane._replace(starts=[p[j][0] if p and j < len(p) else None for p in cut],
-                          stops=[p[j][1] if p and j < len(p) else None for p in cut])
+    first, make, flags = lane.first_round, lane.make, lane.flags
+    return [Lane(first, make, peer, [p[j][0] if p and j < len(p) else None for p in cut],
+                 [p[j][1] if p and j < len(p) else None for p in cut], flags)
             for j in range(width)]
 
 
@@ -197,7 +199,7 @@ def part_lanes(part: Part, rank: int, shifted: Callable[[Any], Any] | None = Non
         return []
     ranks = part.ranks
     # lanes are made anew rather than by ``_replace``, which costs several times more
-    # (tens of thousands of lanes per schedule)
+    # (tens of thousands of lanes per schedule, a million where placements cut them)
     if part.real_blocks is not None:  # the algorithm's ranges lie in blocks: give it real ones
         return [Lane(first, make, ranks[peer], starts, stops, flags)
                 for first, make, peer, starts, stops, flags
@@ -208,8 +210,7 @@ def part_lanes(part: Part, rank: int, shifted: Callable[[Any], Any] | None = Non
         move = shifted or _Shifted(shift)
         return [Lane(first, make, ranks[peer], move(starts), move(stops), flags)
                 for first, make, peer, starts, stops, flags in lanes]
-    return [placed._replace(peer=ranks[placed.peer])
-            for each in lanes for placed in _placed(each, part.placement)]
+    return [placed for each in lanes for placed in _placed(each, part.placement, ranks[each.peer])]
 
 
 def _end(lanes: Sequence[Lane]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate
 from typing import Sequence
 
@@ -76,8 +77,11 @@ class Placement:
             return None
         return self.rstarts[0] if self.rstarts else 0
 
-    def _vstarts(self) -> list[int]:
-        return list(accumulate(self.lengths, initial=0))
+    @cached_property
+    def _vstarts(self) -> tuple[int, ...]:
+        """Virtual start of each piece, and the size last (computed once: a channel's
+        placement is asked for the ranges of every operation of its ranks)."""
+        return tuple(accumulate(self.lengths, initial=0))
 
     def ranges(self, start: int, stop: int) -> list[Range]:
         """Return the real ranges of virtual ``[start, stop)``, merged where they touch.
@@ -97,14 +101,14 @@ class Placement:
         >>> Placement.of([(4, 6), (0, 2)]).ranges(1, 3)
         [(5, 6), (0, 1)]
         """
-        vstarts = self._vstarts()
+        vstarts = self._vstarts
         if start >= stop:
             index = min(bisect_right(vstarts, start) - 1, len(self.rstarts) - 1)
             at = self.rstarts[index] + start - vstarts[index] if index >= 0 else 0
             return [(at, at)]
         return Placement.of(self._pieces(vstarts, start, stop)).as_ranges()
 
-    def _pieces(self, vstarts: list[int], start: int, stop: int) -> list[Range]:
+    def _pieces(self, vstarts: Sequence[int], start: int, stop: int) -> list[Range]:
         pieces = []
         index = bisect_right(vstarts, start) - 1
         while start < stop:
@@ -135,6 +139,6 @@ class Placement:
         >>> Placement.of([(10, 20)]).take([(5, 10), (0, 2)])
         Placement(rstarts=(15, 10), lengths=(5, 2))
         """
-        vstarts = self._vstarts()
+        vstarts = self._vstarts
         return Placement.of([piece for lo, hi in ranges if hi > lo
                              for piece in self._pieces(vstarts, lo, hi)])
