@@ -253,15 +253,16 @@ class _Pool:
         if starts.__class__ is Window is stops.__class__ and starts.start == stops.start:
             return self.offset(starts.base, stops.base,
                                min(len(starts.base), len(stops.base))) + starts.start
+        if n == 1:  # one entry (a placement cuts lanes into a million such): no NumPy call
+            a, b = starts[0], stops[0]
+            offset = self._grow(1)
+            self.buffer[offset] = _GAP if a is None else (-1 if b is None else b) - a
+            return offset
         key = (id(starts), id(stops))
         known = self.seen.get(key)
         if known is not None:
             return known[2]
-        offset, self.size = self.size, self.size + n
-        if self.size > len(self.buffer):
-            grown = np.empty(max(2 * len(self.buffer), self.size), dtype=np.int64)
-            grown[:offset] = self.buffer[:offset]
-            self.buffer = grown
+        offset = self._grow(n)
         out = self.buffer[offset:self.size]
         try:
             np.subtract(np.fromiter(stops, dtype=np.int64, count=n),
@@ -272,6 +273,15 @@ class _Pool:
         if len(self.seen) >= _RECALLED:
             self.seen.clear()
         self.seen[key] = (starts, stops, offset)
+        return offset
+
+    def _grow(self, n: int) -> int:
+        """Take ``n`` more places at the pool's end; return where they start."""
+        offset, self.size = self.size, self.size + n
+        if self.size > len(self.buffer):
+            grown = np.empty(max(2 * len(self.buffer), self.size), dtype=np.int64)
+            grown[:offset] = self.buffer[:offset]
+            self.buffer = grown
         return offset
 
     def array(self) -> np.ndarray:
