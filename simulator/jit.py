@@ -17,6 +17,7 @@ a call.
 
 from __future__ import annotations
 
+import operator
 import sys
 import time
 from typing import Any, Callable, TextIO
@@ -40,13 +41,14 @@ from numba.core.typed_passes import NativeLowering
 # inferred are the same, since none of those overloads accepts an array.
 from numba.core.typing import arraydecl  # noqa: F401  # registers before arrayobj's imports
 from numba.core.typing.npydecl import parse_dtype, parse_shape
+from numba.cpython.builtins import do_minmax
 from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl, _parse_shape
 
 from collectives.gcpause import gc_paused
 
-__all__ = ["EntryCompiler", "LinkedCompiler", "empty", "njit_once", "prepare", "uncached",
-           "zeros"]
+__all__ = ["EntryCompiler", "LinkedCompiler", "empty", "larger", "njit_once", "prepare",
+           "smaller", "uncached", "zeros"]
 
 _prepared = False
 
@@ -242,6 +244,35 @@ def zeros(typingctx: Any, shape: Any, dtype: Any) -> tuple[Any, Any]:
     """``np.zeros(shape, dtype)`` in compiled code, lowered where it is called (see
     :func:`empty`)."""
     return _allocation(shape, dtype, True)
+
+
+def _chosen(typingctx: Any, a: Any, b: Any, beats: Callable[[Any, Any], bool]) -> tuple[Any,
+                                                                                       Any]:
+    """The signature and code of ``b if beats(b, a) else a`` in the type both unify to:
+    Numba's own ``min`` and ``max`` of two numbers (which keep ``a`` where ``b`` is NaN,
+    as Python's do)."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return do_minmax(context, builder, list(signature.args), list(args), beats)
+    return typingctx.unify_types(a, b)(a, b), codegen
+
+
+@intrinsic
+def smaller(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    """``min(a, b)`` of two numbers in compiled code, lowered where it is called.
+
+    Numba compiles ``min`` and ``max`` as functions of their own, once per argument
+    types and caller's options (``_nrt``): the engine made 8 of them, each with its own
+    machine code.  The same comparison and select, lowered in the caller, compile
+    nothing.
+    """
+    return _chosen(typingctx, a, b, operator.lt)
+
+
+@intrinsic
+def larger(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    """``max(a, b)`` of two numbers in compiled code, lowered where it is called (see
+    :func:`smaller`)."""
+    return _chosen(typingctx, a, b, operator.gt)
 
 
 def _cached(dispatcher: Any) -> bool:
