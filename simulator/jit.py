@@ -8,7 +8,8 @@ functions only compiled code calls are compiled by :class:`LinkedCompiler` to LL
 their callers, without machine code of their own; those Python calls, by
 :class:`EntryCompiler`, which makes the functions linked into them their own, as a
 linker's link-time optimisation does.  They allocate arrays with :func:`empty` and
-:func:`zeros`, which compile nothing of their own.  The first compiled simulation after
+:func:`zeros` and take the least and most of two numbers with :func:`smaller` and
+:func:`larger`, which compile nothing of their own.  The first compiled simulation after
 an install (or after the sources change) compiles them, which takes some 10 s of CPU;
 :func:`prepare` does that before the user's schedule is read, with a line on stderr
 saying so and another with the time it took, so that it is never a silent pause inside
@@ -246,18 +247,22 @@ def zeros(typingctx: Any, shape: Any, dtype: Any) -> tuple[Any, Any]:
     return _allocation(shape, dtype, True)
 
 
-def _chosen(typingctx: Any, a: Any, b: Any, beats: Callable[[Any, Any], bool]) -> tuple[Any,
-                                                                                       Any]:
+def _chosen(typingctx: Any, a: Any, b: Any,
+            beats: Callable[[Any, Any], bool]) -> tuple[Any, Any] | None:
     """The signature and code of ``b if beats(b, a) else a`` in the type both unify to:
     Numba's own ``min`` and ``max`` of two numbers (which keep ``a`` where ``b`` is NaN,
-    as Python's do)."""
+    as Python's do); None (no match) unless both are numbers."""
+    both = typingctx.unify_types(a, b)
+    if not isinstance(both, types.Number):
+        return None
+
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         return do_minmax(context, builder, list(signature.args), list(args), beats)
-    return typingctx.unify_types(a, b)(a, b), codegen
+    return both(a, b), codegen
 
 
 @intrinsic
-def smaller(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
+def smaller(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any] | None:
     """``min(a, b)`` of two numbers in compiled code, lowered where it is called.
 
     Numba compiles ``min`` and ``max`` as functions of their own, once per argument
@@ -269,7 +274,7 @@ def smaller(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
 
 
 @intrinsic
-def larger(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
+def larger(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any] | None:
     """``max(a, b)`` of two numbers in compiled code, lowered where it is called (see
     :func:`smaller`)."""
     return _chosen(typingctx, a, b, operator.gt)
