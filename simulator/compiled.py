@@ -54,7 +54,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from .flatten import FlatSchedule
-from .jit import empty, zeros
+from .jit import empty, larger, smaller, zeros
 from .jit import njit_once as _njit
 
 __all__ = ["run_compiled"]
@@ -346,7 +346,7 @@ def _agenda(capacity, HT, HE, counters):
     grown_E[_instant(grown_T, capacity - 1) + _FIRST_EVENT] = \
         counters[_FREE_INSTANT] if old else -1
     counters[_FREE_EVENT] = counters[_FREE_INSTANT] = old
-    _rehash(grown_T, grown_E, counters, max(16, counters[_TABLE_SIZE]))
+    _rehash(grown_T, grown_E, counters, larger(16, counters[_TABLE_SIZE]))
     return grown_T, grown_E
 
 
@@ -422,7 +422,7 @@ def _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT
 @_njit(_nrt=False)
 def _spend(rank, now, overhead, R):
     """Charge ``rank`` one message's overhead; return when its CPU is done."""
-    done = max(R[rank].cpu_free, now) + overhead
+    done = larger(R[rank].cpu_free, now) + overhead
     R[rank].cpu_free = done
     return done
 
@@ -489,7 +489,7 @@ def _op_done(rank, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, f
 @_njit(_nrt=False)
 def _set_rate(f, rate, now, HT, HE, counters, F):
     if F[f].rate:
-        F[f].left = max(F[f].left - F[f].rate * (now - F[f].last), 0.0)
+        F[f].left = larger(F[f].left - F[f].rate * (now - F[f].last), 0.0)
     F[f].last = now
     F[f].rate = rate
     F[f].version += 1
@@ -637,7 +637,7 @@ def _by_key(B, n):
     most = 0
     for b in range(n):
         order[b] = b
-        most = max(most, B[b].link)
+        most = larger(most, B[b].link)
     shift = 0
     while most >> shift:
         for b in range(n):
@@ -666,7 +666,7 @@ def _stable_order(values):
     width = 1
     while width < n:
         for lo in range(0, n, 2 * width):
-            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            mid, hi = smaller(lo + width, n), smaller(lo + 2 * width, n)
             i, j = lo, mid
             for k in range(lo, hi):
                 if j == hi or (i < mid and keys[i] <= keys[j]):  # the left run first on ties
@@ -715,7 +715,7 @@ def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
         depth -= 1
         c = W[depth].stack
         r = W[c].route
-        least_cap = min(least_cap, RT[r, _CAP])
+        least_cap = smaller(least_cap, RT[r, _CAP])
         W[c].first = nrouted
         for i in range(hops[r], hops[r + 1]):  # the route's links, asked for together
             _prefetch(LS, hops[nroutes + 1 + i])
@@ -827,7 +827,7 @@ def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK
             W[c].new_rate = fair
             for e in range(W[c].first, W[c].end):
                 b = E[e, _FLOW_LINKS]
-                B[b].capacity = max(B[b].capacity - fair, 0.0)
+                B[b].capacity = larger(B[b].capacity - fair, 0.0)
                 B[b].unfixed -= 1
     for j in range(nfixed):
         c = W[j].order
@@ -884,8 +884,8 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, D, free_slots,
     nbytes = F[f].bytes
     if message & 1:  # the arrival reads the bytes it reduces
         _prefetch(M, message >> 1)
-    unit = nbytes if fifo_slot == np.inf else min(nbytes, fifo_slot) / RT[route, _SHARES]
-    latency = max(0.0, RT[route, _LATENCY] - max(0.0, nbytes - unit) / cap)
+    unit = nbytes if fifo_slot == np.inf else smaller(nbytes, fifo_slot) / RT[route, _SHARES]
+    latency = larger(0.0, RT[route, _LATENCY] - larger(0.0, nbytes - unit) / cap)
     _push(HT, HE, counters, now + latency, _ARRIVE, message >> 1,
           2 * route + (message & 1))
 
@@ -990,7 +990,7 @@ def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, 
     run = 0
     for i in range(len(S)):
         run = run + 1 if S[i] >= 0 else 0
-        most_ends = max(most_ends, run)
+        most_ends = larger(most_ends, run)
     HT, HE = _agenda(1 << int(np.ceil(np.log2(1024 + len(R) * (2 * most_ends + 2)))),
                      empty(0, np.float64), empty(0, np.int64), counters)  # every first step
     # slots for every rank's first step; the dirty list and the sharing's scratch lists

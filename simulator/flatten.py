@@ -27,7 +27,7 @@ from collectives.rounds import Window
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
 from .gpu import route_shares
-from .jit import empty, njit_once, zeros
+from .jit import empty, larger, njit_once, smaller, zeros
 
 __all__ = ["FlatSchedule", "flatten"]
 
@@ -350,7 +350,7 @@ def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
                 if top[r] == base[r]:
                     base[r], top[r] = first, stop
                 else:
-                    base[r], top[r] = min(base[r], first), max(top[r], stop)
+                    base[r], top[r] = smaller(base[r], first), larger(top[r], stop)
     by_base = _by_first_round(base, top)
     # a head and an end per lane entry at most: pages never written are never taken
     out = _new_layout(nranks, 2 * most, most, steps_like, lengths_like)
@@ -369,7 +369,7 @@ def _merge(lane_ptr, table, pool, gap, steps_like, lengths_like):
                 continue
             active[kept] = r
             kept += 1
-            for when in range(max(now, base[r]), min(now + _TOGETHER, top[r])):
+            for when in range(larger(now, base[r]), smaller(now + _TOGETHER, top[r])):
                 opened = False
                 for i in range(lane_ptr[r], lane_ptr[r + 1]):
                     k = when - table[i, 0]
@@ -400,7 +400,7 @@ def _by_first_round(base, top):
         return ranks[:0]
     low, high = base[ranks[0]], base[ranks[0]]
     for j in range(n):
-        low, high = min(low, base[ranks[j]]), max(high, base[ranks[j]])
+        low, high = smaller(low, base[ranks[j]]), larger(high, base[ranks[j]])
     at = zeros(high - low + 2, np.int64)
     for j in range(n):
         at[base[ranks[j]] - low + 1] += 1
@@ -504,7 +504,7 @@ def _pair_messages(steps, kind, length, dense, npairs, dtype_size, message, rout
     # other side meets it; its first and last message (-1: none) and its side.  Room for
     # every ordered pair or end while numbering: a row is written when its pair is first
     # met, and pages never written are never taken
-    rows = min(len(dense), len(kind)) if numbering else npairs
+    rows = smaller(len(dense), len(kind)) if numbering else npairs
     waiting = empty((rows, 3), np.int64)
     for pair in range(npairs):
         waiting[pair, 0] = waiting[pair, 1] = waiting[pair, 2] = -1

@@ -8,7 +8,8 @@ functions only compiled code calls are compiled by :class:`LinkedCompiler` to LL
 their callers, without machine code of their own; those Python calls, by
 :class:`EntryCompiler`, which makes the functions linked into them their own, as a
 linker's link-time optimisation does.  They allocate arrays with :func:`empty` and
-:func:`zeros`, which compile nothing of their own.  The first compiled simulation after
+:func:`zeros` and take the least and most of two numbers with :func:`smaller` and
+:func:`larger`, which compile nothing of their own.  The first compiled simulation after
 an install (or after the sources change) compiles them, which takes some 10 s of CPU;
 :func:`prepare` does that before the user's schedule is read, with a line on stderr
 saying so and another with the time it took, so that it is never a silent pause inside
@@ -17,6 +18,7 @@ a call.
 
 from __future__ import annotations
 
+import operator
 import sys
 import time
 from typing import Any, Callable, TextIO
@@ -31,14 +33,23 @@ from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import register_pass
 from numba.core.registry import CPUDispatcher
 from numba.core.typed_passes import NativeLowering
+# Numba types ``a[i]`` and ``a[i] = x`` by trying the templates registered for
+# ``operator.getitem`` and ``setitem`` in the order they were registered, each tried twice.
+# ``numba.np.arrayobj`` imports the string types, whose overloads registered before the
+# arrays' own templates made every subscript of the engine try seven overloads first:
+# 31,000 failed tries, a fifth of a cold compile.  Registering the arrays' first (as a
+# process that compiles before importing this module does) tries them first; the types
+# inferred are the same, since none of those overloads accepts an array.
+from numba.core.typing import arraydecl  # noqa: F401  # registers before arrayobj's imports
 from numba.core.typing.npydecl import parse_dtype, parse_shape
+from numba.cpython.builtins import do_minmax
 from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl, _parse_shape
 
 from collectives.gcpause import gc_paused
 
-__all__ = ["EntryCompiler", "LinkedCompiler", "empty", "njit_once", "prepare", "uncached",
-           "zeros"]
+__all__ = ["EntryCompiler", "LinkedCompiler", "empty", "larger", "njit_once", "prepare",
+           "smaller", "uncached", "zeros"]
 
 _prepared = False
 
@@ -234,6 +245,39 @@ def zeros(typingctx: Any, shape: Any, dtype: Any) -> tuple[Any, Any]:
     """``np.zeros(shape, dtype)`` in compiled code, lowered where it is called (see
     :func:`empty`)."""
     return _allocation(shape, dtype, True)
+
+
+def _chosen(typingctx: Any, a: Any, b: Any,
+            beats: Callable[[Any, Any], bool]) -> tuple[Any, Any] | None:
+    """The signature and code of ``b if beats(b, a) else a`` in the type both unify to:
+    Numba's own ``min`` and ``max`` of two numbers (which keep ``a`` where ``b`` is NaN,
+    as Python's do); None (no match) unless both are numbers."""
+    both = typingctx.unify_types(a, b)
+    if not isinstance(both, types.Number):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return do_minmax(context, builder, list(signature.args), list(args), beats)
+    return both(a, b), codegen
+
+
+@intrinsic
+def smaller(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any] | None:
+    """``min(a, b)`` of two numbers in compiled code, lowered where it is called.
+
+    Numba compiles ``min`` and ``max`` as functions of their own, once per argument
+    types and caller's options (``_nrt``): the engine made 8 of them, each with its own
+    machine code.  The same comparison and select, lowered in the caller, compile
+    nothing.
+    """
+    return _chosen(typingctx, a, b, operator.lt)
+
+
+@intrinsic
+def larger(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any] | None:
+    """``max(a, b)`` of two numbers in compiled code, lowered where it is called (see
+    :func:`smaller`)."""
+    return _chosen(typingctx, a, b, operator.gt)
 
 
 def _cached(dispatcher: Any) -> bool:
