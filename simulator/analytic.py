@@ -89,8 +89,8 @@ from topology.order import node_groups
 from collectives.layout import count_of
 from collectives.registry import Algorithm
 from collectives.registry import algorithm as registered
-from collectives.schedule import COLLECTIVES
-from collectives.traffic import Phase, describe
+from collectives.schedule import BLOCK_COLLECTIVES, COLLECTIVES
+from collectives.traffic import Phase, channel_counts, channel_runs, describe
 
 from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
@@ -123,6 +123,9 @@ WHOLE_MESSAGES = 1 << 13
 STRETCH_MESSAGES = 7 << 13
 
 Orders = tuple[tuple[int, ...], ...]
+#: each order's group (from 0; the orders of a group carry parts of one size), or None:
+#: one group
+Groups = tuple[int, ...] | None
 
 
 def _ceil_div(a: Any, b: Any) -> Any:
@@ -267,21 +270,22 @@ def _numbered(arrays: tuple[np.ndarray, ...]) -> int:
     return _NUMBERED[key][1]
 
 
-def _routed(topology: Any, orders: Orders,
-            wanted: list[tuple[Any, bool, tuple[int, ...]]]) -> list[_Rows]:
+def _routed(topology: Any, orders: Orders, wanted: list[tuple[Any, bool, tuple[int, ...]]],
+            groups: Groups) -> list[_Rows]:
     """The rows of each of ``wanted`` (a round, whether a chain's hops are in flight one
     index at a time, in every order at once, else all at once, and its classes' digests)
-    on ``orders``: the same under every protocol, cached by the classes' positions (so
-    that rounds described apart, a tree's at each segment count, share them), and those
-    not cached routed together (the paced rounds apart from the others, from every rank
-    where :func:`_played` or :func:`_stretched_whole`)."""
+    on ``orders``, each class apart in each of ``groups`` (:func:`_route_rows`): the same
+    under every protocol, cached by the classes' positions (so that rounds described
+    apart, a tree's at each segment count, share them), and those not cached routed
+    together (the paced rounds apart from the others, from every rank where
+    :func:`_played` or :func:`_stretched_whole`)."""
     rounds = [r for r, _, _ in wanted]
     sample = _sampled(topology, orders)
     # a sample of every rank (an order within the sampled nodes) plays them too
     played = _played(topology, orders, rounds) or bool(sample.all())
     stretched = played or _stretched_whole(orders, rounds)
     whole = _whole(topology, orders, rounds)
-    keys = [(topology, id(orders), chained, digests,
+    keys = [(topology, id(orders), groups, chained, digests,
              (played, stretched) if _is_paced(r) else whole)
             for r, chained, digests in wanted]
     missing = {key: block[:2] for key, block in zip(keys, wanted)
@@ -295,7 +299,7 @@ def _routed(topology: Any, orders: Orders,
         if batch:
             made = _route_rows(topology, _ranks(orders), sampled,
                                [(missing[key][0].messages, missing[key][1]) for key in batch],
-                               ends)
+                               ends, groups)
             for key, rows in zip(batch, made):
                 _store(_ROUTED, key, (orders,), rows)
     return [_found(_ROUTED, key, (orders,)) for key in keys]
@@ -404,13 +408,16 @@ def _sampled(topology: Any, orders: Orders) -> np.ndarray:
 
 
 def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
-                blocks: list[tuple[tuple[Any, ...], bool]], played: bool) -> list[_Rows]:
+                blocks: list[tuple[tuple[Any, ...], bool]], played: bool,
+                groups: Groups) -> list[_Rows]:
     """:class:`_Rows` of each of ``blocks`` (a round's classes, and whether a chain's
     hops are in flight one at a time) on every order of ``ranks`` (orders x positions),
     their messages with an end on a sampled rank (``sampled``, by order and position;
     see :func:`_routed`), with their pieces' hops where ``played``; the messages of one
     block share links, those of two never (blocks with paced classes apart from the
-    others)."""
+    others).  Where the orders are in ``groups`` (each order's; None: one), each class
+    is a class per group, of its messages in the group's orders (:func:`_grouped_classes`:
+    a group's channels carry parts of their own size)."""
     classes = tuple(m for group, _ in blocks for m in group)
     block = np.repeat(np.arange(len(blocks)), [len(group) for group, _ in blocks])
     sizes = np.array([len(m.src) for m in classes], dtype=np.int64)
@@ -431,6 +438,9 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     rounds = _in_flight(classes, owners, index)
     first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
     local = np.arange(len(classes)) - first_class[block]
+    if groups is not None:
+        owners, block, local, first_class, sizes = _grouped_classes(
+            np.array(groups), order, owners, block, local, first_class, sizes)
     ends = np.column_stack([ranks[order, src], ranks[order, dst]]) if played else None
     lead = np.zeros(len(owners), dtype=np.int64)
     if rounds.any():  # pieces of messages, in flight with the same others throughout
@@ -448,6 +458,22 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     return _split(len(blocks), sizes, first_class, block[owners], local[owners], lengths,
                   links, profiles, profile, np.column_stack([rounds, lead]), ends,
                   _link_classes(topology))
+
+
+def _grouped_classes(groups: np.ndarray, order: np.ndarray, owners: np.ndarray,
+                     block: np.ndarray, local: np.ndarray, first_class: np.ndarray,
+                     sizes: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each class made a class per group of orders (class ``c``'s messages in group ``g``
+    are class ``c * G + g``): from each order's group (``groups``) and each message's
+    ``order`` and class (``owners``), each message's new class, and per new class its
+    ``block``, its place in it (``local``), each block's first (``first_class``) and its
+    messages per order (``sizes``: its class's, times the share of the orders the group
+    has)."""
+    count = int(groups.max()) + 1
+    share = np.bincount(groups, minlength=count) / len(groups)
+    return (owners * count + groups[order], np.repeat(block, count),
+            (local[:, None] * count + np.arange(count)).reshape(-1), first_class * count,
+            (sizes[:, None] * share).reshape(-1))
 
 
 def _keeper(sampled: np.ndarray) -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
@@ -799,17 +825,20 @@ class _Layout:
     class: ``expanded`` lists each pair's profile's classes and counts); of the paced
     rounds their ``stretch`` (:func:`_stretch`) and, where every rank is sampled, their
     pieces' ``hops`` (rows numbered across the blocks; None otherwise) and the
-    :class:`_Flow` of them (None without hops)."""
+    :class:`_Flow` of them (None without hops).  Where the orders are in ``groups``
+    (their number), a round's class ``c`` of group ``g`` is class ``c * groups + g``
+    (:func:`_grouped_classes`)."""
 
     __slots__ = ("blocks", "class_rows", "class_block", "block_classes", "row_class",
                  "weight", "links", "pair", "expanded", "pair_rows", "stretch", "hops",
-                 "flow")
+                 "flow", "groups")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
-                 digests: list[tuple[int, ...]]) -> None:
+                 digests: list[tuple[int, ...]], groups: Groups) -> None:
         wanted = [(r, i, "chain" if r.chain else "repeat") for i, r in enumerate(rounds)]
         made = _routed(topology, orders,
-                       [(r, role == "chain", digests[i]) for r, i, role in wanted])
+                       [(r, role == "chain", digests[i]) for r, i, role in wanted], groups)
+        self.groups = 1 if groups is None else max(groups) + 1
         routed = [(b, i, role) for b, (_, i, role) in zip(made, wanted) if len(b.owners)]
         self.blocks = [(i, role, rows.owners.tolist()) for rows, i, role in routed]
         blocks = [rows for rows, _, _ in routed]
@@ -1441,29 +1470,34 @@ def _digests(rounds: tuple[Any, ...]) -> list[tuple[int, ...]]:
                    lambda: [tuple(map(_digest, r.messages)) for r in rounds])
 
 
-def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Layout:
-    """:class:`_Layout` of ``rounds`` on ``orders`` (cached by the rounds' kinds and their
-    classes' positions)."""
+def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...], groups: Groups) -> _Layout:
+    """:class:`_Layout` of ``rounds`` on ``orders`` in ``groups`` (cached by the rounds'
+    kinds and their classes' positions)."""
     digests = _digests(rounds)
-    key = (topology, id(orders), tuple((bool(r.chain), r.held, d)
-                                       for r, d in zip(rounds, digests)))
+    key = (topology, id(orders), groups, tuple((bool(r.chain), r.held, d)
+                                               for r, d in zip(rounds, digests)))
     return _cached(_LAYOUTS, key, (orders,),
-                   lambda: _Layout(topology, orders, rounds, digests))
+                   lambda: _Layout(topology, orders, rounds, digests, groups))
 
 
 class _Described:
     """A description on one machine's orders: its :class:`_Layout`, every class's
     messages, and per block its coefficients of the slowest message and of the chain's
     crossing (a chain's: its hops once, its slowest ``chain - 1`` times; ``repeat``
-    rounds: their slowest)."""
+    rounds: their slowest); with ``groups`` of orders, every class's group (its
+    messages are of the group's count)."""
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
-                 "span", "front", "cut")
+                 "span", "front", "cut", "group")
 
-    def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> None:
-        self.layout = layout = _layout(topology, orders, rounds)
-        self.messages = [rounds[i].messages[c] for i, _, owners in layout.blocks
+    def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
+                 groups: Groups) -> None:
+        self.layout = layout = _layout(topology, orders, rounds, groups)
+        many = layout.groups
+        self.messages = [rounds[i].messages[c // many] for i, _, owners in layout.blocks
                          for c in owners]
+        self.group = np.array([c % many for _, _, owners in layout.blocks for c in owners],
+                              dtype=np.int64)
         coefficients = [{"repeat": (0 if r.paced else r.repeat, 0.0),
                          "chain": (r.chain - 1, 1.0)}[role]
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
@@ -1471,10 +1505,13 @@ class _Described:
         self.span = _span(rounds)
         self.front = _front(topology, orders, list(rounds))
         self.cross = np.array([c[1] for c in coefficients], dtype=float)
-        sizes = {id(m.elements): m.elements for m in self.messages}  # each evaluated once
+        # each evaluated once per group
+        sizes = {(id(m.elements), g): (m.elements, g)
+                 for m, g in zip(self.messages, self.group.tolist())}
         at = {key: k for k, key in enumerate(sizes)}
         self.sizes = list(sizes.values())
-        self.class_size = np.array([at[id(m.elements)] for m in self.messages],
+        self.class_size = np.array([at[id(m.elements), g]
+                                    for m, g in zip(self.messages, self.group.tolist())],
                                    dtype=np.int64)
         self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in self.messages],
                               dtype=bool).reshape(-1, 3)[layout.row_class][:, :, None]
@@ -1485,9 +1522,10 @@ class _Described:
         self.cut = np.array([m.cut if filled else 0 for m in self.messages], dtype=np.int64)
 
     def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
-             ds: int, piece: np.ndarray | None,
-             apart: bool = False) -> tuple[np.ndarray, list[tuple[Any, ...]] | None]:
-        """Seconds at every count (elements) under each of ``terms`` (a protocol's link
+             ds: int, piece: np.ndarray | None, apart: bool = False,
+             silent: bool = False) -> tuple[np.ndarray, list[tuple[Any, ...]] | None]:
+        """Seconds at every count (elements of each group's orders: groups x counts) under
+        each of ``terms`` (a protocol's link
         latency and bandwidth, FIFO slot, link shares and seconds per byte reduced, as
         :func:`simulator.gpu.link_figures` gives them; protocols x counts): over the
         blocks, the slowest message times its coefficient plus the chain's crossing (the
@@ -1495,14 +1533,16 @@ class _Described:
         where the paced rounds are played (:attr:`_Layout.flow`) they are left out, and
         what :meth:`_Flow.time` plays them from is returned per protocol (else None).
         ``apart``: every message's blocks lie apart in the buffer, in runs of ``piece``
-        bytes (a composed algorithm's phase), not only those its description says are
-        pieced."""
+        bytes (groups x counts; a composed algorithm's phase), not only those its
+        description says are pieced.  ``silent``: a group of no elements sends nothing
+        (:attr:`collectives.registry.Algorithm.empty_sends`)."""
         if not self.messages:
-            return np.zeros((len(terms), len(counts))), None
+            return np.zeros((len(terms), counts.shape[1])), None
         layout = self.layout
-        elements = np.array([size(counts) for size in self.sizes], dtype=float) * ds
+        elements = np.array([size(counts[g]) for size, g in self.sizes], dtype=float) * ds
         sized = elements[self.class_size]
         nbytes = sized[layout.row_class]
+        group = self.group[layout.row_class]
         # a link shared by messages of b_i bytes (max-min, as the simulator shares it)
         # carries one of b bytes in sum_i min(b_i, b) / bandwidth
         mine, theirs, many = layout.expanded.T
@@ -1511,13 +1551,15 @@ class _Described:
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1] | apart, \
             self.flags[:, 2]
         sent = ~(skip_empty & (nbytes <= 0))
+        if silent:
+            sent = sent & (counts[group] > 0)
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
         own = nbytes if piece is None else \
-            np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
+            np.where(pieced, np.minimum(nbytes, piece[group]), nbytes)
         first = _link_classes(topology)[1]
         smaller = self._smaller(counts, ds, sized, piece, pieced)
-        out = np.empty((len(terms), len(counts)))
+        out = np.empty((len(terms), counts.shape[1]))
         plays: list[tuple[Any, ...]] = []
         for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
             routes = (np.append(latency[first], 0.0)[layout.links].sum(axis=1)[:, None],
@@ -1543,18 +1585,19 @@ class _Described:
         per transfer at the smaller part; else None (the play charges every part as the
         class's ``sized`` bytes)."""
         cut = self.cut[:, None]
-        extra = counts[None, :] % np.maximum(cut, 1)
+        mine = counts[self.group]  # each class's group's
+        extra = mine % np.maximum(cut, 1)
         uneven = (cut > 0) & (extra > 0)
         if not uneven.any():
             return None
         layout = self.layout
-        sized = np.where(cut > 0, counts[None, :] // np.maximum(cut, 1) * ds, sized)
+        sized = np.where(cut > 0, mine // np.maximum(cut, 1) * ds, sized)
         mine, theirs, many = layout.expanded.T
         shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
                                  layout.pair_rows, axis=0)[layout.pair]
         nbytes = sized[layout.row_class]
         own = nbytes if piece is None else \
-            np.where(pieced, np.minimum(nbytes, piece[None, :]), nbytes)
+            np.where(pieced, np.minimum(nbytes, piece[self.group[layout.row_class]]), nbytes)
         split = np.where(uneven, extra, np.iinfo(np.int32).max)[layout.row_class]
         return split, shared, nbytes, own
 
@@ -1636,11 +1679,13 @@ class _Described:
 _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
 
 
-def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...]) -> _Described:
-    """:class:`_Described` of ``rounds`` on ``orders`` of ``topology`` (cached)."""
-    key = (topology, id(orders), id(rounds))
+def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...],
+               groups: Groups) -> _Described:
+    """:class:`_Described` of ``rounds`` on ``orders`` of ``topology`` in ``groups``
+    (cached)."""
+    key = (topology, id(orders), id(rounds), groups)
     return _cached(_DESCRIBED, key, (orders, rounds),
-                   lambda: _Described(topology, orders, rounds))
+                   lambda: _Described(topology, orders, rounds, groups))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -1651,28 +1696,52 @@ def _resolved(entry: Algorithm, collective: str, q: int, count: int,
     return tuple(sorted(entry.resolve_params(collective, q, count, **dict(params)).items()))
 
 
+def _channel_groups(counts: np.ndarray) -> list[tuple[Groups, np.ndarray]]:
+    """Per size (a column of ``counts``, orders x sizes) the orders' groups (orders of
+    equal elements, the largest first; None where every order's are alike) and each
+    group's elements (a column)."""
+    out: list[tuple[Groups, np.ndarray]] = []
+    for column in counts.T.tolist():
+        values = sorted(set(column), reverse=True)
+        groups = None if len(values) == 1 else tuple(values.index(v) for v in column)
+        out.append((groups, np.array(values, dtype=np.int64)[:, None]))
+    return out
+
+
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
                orders: Orders, counts: np.ndarray, ds: int, params: dict[str, Any],
                piece: np.ndarray | None, apart: bool = False) -> np.ndarray:
     """One flat algorithm over ``orders`` (its channels and groups), each order carrying
-    ``counts`` elements (one per size), under each of ``terms`` (protocols x sizes), its
-    messages in runs of ``piece`` bytes where they are pieced, every one where ``apart``
-    (:meth:`_Described.time`); the paced rounds that a description's :class:`_Flow`
-    plays (it is shared by the descriptions of the same positions, at every count where
-    they resolve alike) are played once for every protocol and description."""
-    q = len(orders[0])
+    ``counts`` elements (orders x sizes, or a row: every order alike), under each of
+    ``terms`` (protocols x sizes), its messages in runs of ``piece`` bytes (as
+    ``counts``) where they are pieced, every one where ``apart``
+    (:meth:`_Described.time`): the orders of equal elements at a size are a group, each
+    priced at its own (:func:`_channel_groups`); the paced rounds that a description's
+    :class:`_Flow` plays (it is shared by the descriptions of the same positions, at
+    every count where they resolve alike) are played once for every protocol and
+    description."""
+    q, sizes = len(orders[0]), counts.shape[1]
     if q < 2:
-        return np.zeros((len(terms), len(counts)))
+        return np.zeros((len(terms), sizes))
     entry = registered(algorithm)
     given = tuple(sorted(params.items()))
-    resolved = [_resolved(entry, collective, q, n, given) for n in counts.tolist()]
-    out = np.zeros((len(terms), len(counts)))
+    grouped = _channel_groups(counts)
+    # the parameters as the largest group's count resolves them
+    resolved = [(_resolved(entry, collective, q, int(elements[0, 0]), given), groups)
+                for groups, elements in grouped]
+    out = np.zeros((len(terms), sizes))
     plays: dict[int, tuple[_Flow, list[tuple[int, np.ndarray, tuple[Any, ...]]]]] = {}
-    for key in dict.fromkeys(resolved):
-        at = np.array([r == key for r in resolved])
-        described = _described(topology, orders, describe(collective, algorithm, q, key))
-        out[:, at], inputs = described.time(topology, terms, counts[at], ds,
-                                            None if piece is None else piece[at], apart)
+    for key, groups in dict.fromkeys(resolved):
+        at = np.array([r == (key, groups) for r in resolved])
+        taken = np.flatnonzero(at)
+        elements = np.hstack([grouped[j][1] for j in taken.tolist()])
+        # each group's runs: those of one of its orders (alike in a group)
+        pieces = None if piece is None else \
+            piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
+        described = _described(topology, orders, describe(collective, algorithm, q, key),
+                               groups)
+        out[:, at], inputs = described.time(topology, terms, elements, ds, pieces, apart,
+                                            not entry.empty_sends)
         flow = described.layout.flow
         if inputs is not None and flow is not None:
             plays.setdefault(id(flow), (flow, []))[1].extend(
@@ -1681,7 +1750,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         for (k, at, _), played in zip(parts, flow.played([play for _, _, play in parts])):
             out[k, at] += played
     if not entry.empty_sends:  # an empty vector sends nothing
-        out[:, counts == 0] = 0.0
+        out[:, (counts == 0).all(axis=0)] = 0.0
     return out
 
 
@@ -1697,10 +1766,9 @@ def _placed(algorithm: str, channels: int, topology: Any,
     return orders, tuple(added.items())
 
 
-def _piece(parts: int, counts: np.ndarray, channels: int, ds: int) -> np.ndarray:
-    """Bytes of the runs a ReduceScatter's or AllGather's channel's vector lies in (blocks
-    of ``parts`` cut into channels)."""
-    return _ceil_div(_ceil_div(counts, parts), channels) * ds
+def _piece(parts: int, counts: np.ndarray, ds: int) -> np.ndarray:
+    """Bytes of the largest of ``parts`` blocks of the vector."""
+    return _ceil_div(counts, parts) * ds
 
 
 def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
@@ -1716,14 +1784,20 @@ def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[
             total += _phase_time(collective, phase, topology, terms, counts, ds, channels)
         return total
     orders, added = _placed(algorithm, channels, topology, nranks)
+    # each channel's elements: its part of the vector, or of every rank's block
+    parts = channel_counts(collective, nranks, channels, counts) \
+        if collective in BLOCK_COLLECTIVES else _ceil_div(counts, channels)[None, :]
     # a ReduceScatter's or AllGather's block lies at its rank's place in the buffer: a
-    # channel's part of it, or, on an order that is not the ranks' own, the whole
-    # block, is a run apart from its neighbours in the order
-    cut = channels > 1 or orders[0] != tuple(range(nranks))
-    piece = _piece(nranks, counts, channels, ds) \
-        if collective in ("reduce_scatter", "allgather") and cut else None
-    return _flat_time(collective, algorithm, topology, terms, orders,
-                      _ceil_div(counts, channels), ds, {**params, **dict(added)}, piece)
+    # channel's part of it (its longest run), or, on an order that is not the ranks'
+    # own, the whole block, is a run apart from its neighbours in the order
+    piece = None
+    if collective in ("reduce_scatter", "allgather"):
+        if channels > 1:
+            piece = channel_runs(nranks, channels, counts) * ds
+        elif orders[0] != tuple(range(nranks)):
+            piece = _piece(nranks, counts, ds)[None, :]
+    return _flat_time(collective, algorithm, topology, terms, orders, parts, ds,
+                      {**params, **dict(added)}, piece)
 
 
 _PHASE_ORDERS: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
@@ -1741,11 +1815,11 @@ def _phase_time(collective: str, phase: Phase, topology: Any, terms: Sequence[tu
     # takes its part of each group rank's block (:func:`collectives.compose.channel_parts`):
     # runs of a whole block of the buffer or of that part, the smaller; every message
     # over several (a ring's block too) goes as a transfer per run
-    piece = np.minimum(_piece(phase.piece, counts, 1, ds),
-                       _ceil_div(elements, len(phase.groups[0])) * ds) \
+    piece = np.minimum(_piece(phase.piece, counts, ds),
+                       _ceil_div(elements, len(phase.groups[0])) * ds)[None, :] \
         if phase.piece is not None and cut else None
-    return _flat_time(phase.collective, phase.algorithm, topology, terms, orders, elements,
-                      ds, {}, piece, apart=True)
+    return _flat_time(phase.collective, phase.algorithm, topology, terms, orders,
+                      elements[None, :], ds, {}, piece, apart=True)
 
 
 def _check(collective: str, algorithm: str, params: dict[str, Any]) -> None:
