@@ -1109,11 +1109,15 @@ class _Flow:
         part from some round of theirs on (a cut class at uneven parts), from which
         (rows x sizes) and those figures at the smaller part (``smaller``; None where
         none do): a message carries it in the rounds of its message from that one on,
-        and every queue it is in is played apart (:func:`_queue_ends`)."""
+        and every queue it is in is played apart (:func:`_queue_ends`); and how many
+        transfers a row's message is (``transfers``, rows x sizes; None: one each), its
+        bytes' time ``alone`` then each one's (:meth:`_Described._runs`)."""
         widths = [part[1].shape[2] for part in parts]
-        paid, spread, alone, reduction, sent, smaller = _side_by_side(parts, widths)
+        paid, spread, alone, reduction, sent, smaller, transfers = _side_by_side(parts, widths)
         row, kind = self.row, self.kind
         work = _full_rate(alone, [part[2] for part in parts], widths)
+        # each entry's transfers (its message's runs: :meth:`_Described._runs`)
+        weight = None if transfers is None else _per_entry(transfers, spread.shape[1] + 1)
         base, spread = self._unshared(spread, alone)
         sizes = spread.shape[1]
         if any(c is not None for c in self.coupled):
@@ -1150,7 +1154,8 @@ class _Flow:
                 held = start if idle is None else start + idle[here]
                 # each shared link's queue played as the simulator shares it
                 shared = _queue_ends(held[members], real, spots, work, spread,
-                                     None if small is None else (small[members], work_s))
+                                     None if small is None else (small[members], work_s),
+                                     weight)
                 ends_at = shared.reshape(-1, sizes)[cells]  # its shared links x messages
                 carried_to = ends_at.max(axis=0)
                 if coupled is not None:
@@ -1166,7 +1171,8 @@ class _Flow:
                             nbytes = np.where(small[crossing], carried_s[crossed], nbytes)
                         carried_to[:, apart] = _filled_ends(
                             held[crossing][:, apart], nbytes[:, apart],
-                            rate[crossed][:, apart], coupled, capacity[spots[0]][:, apart])
+                            rate[crossed][:, apart], coupled, capacity[spots[0]][:, apart],
+                            None if transfers is None else transfers[crossed][:, apart])
                 through[crossing] = np.maximum(through[crossing],
                                                carried_to - held[crossing])
             count = len(start)
@@ -1213,6 +1219,14 @@ def _full_rate(alone: np.ndarray, bandwidths: list[np.ndarray],
     return work
 
 
+def _per_entry(values: np.ndarray, width: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """Entries' (places in their rows' links, rows x ``width``, flat) of a row's
+    ``values`` (rows x sizes), at some of the sizes."""
+    def taken(places: np.ndarray, size: np.ndarray) -> np.ndarray:
+        return values[places // width, size]
+    return taken
+
+
 def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray) -> np.ndarray | None:
     """Which of a round's shared links each of its messages with one (``crossing``) is
     on (messages x links), where some is on several (``members``: places x links, the
@@ -1239,13 +1253,14 @@ def _capacities(bandwidths: list[np.ndarray], widths: list[int]) -> tuple[np.nda
 
 
 def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.ndarray,
-                 capacity: np.ndarray) -> np.ndarray:
+                 capacity: np.ndarray, transfers: np.ndarray | None = None) -> np.ndarray:
     """When each of a round's messages that share links is through, as the simulator's
     links carry them together: each from its own ``start`` with ``nbytes`` to carry
-    (messages x sizes; never started at infinity: -inf), at max-min fair rates over the
-    links it is ``on`` (messages x links; ``capacity``: links x sizes) and its own
-    ``cap`` (its route's bottleneck), set again whenever one starts or ends.  A pass per
-    start and end; each a progressive filling (:func:`_max_min`)."""
+    (messages x sizes; never started at infinity: -inf; with ``transfers``, as many
+    transfers of ``nbytes`` each, side by side), at max-min fair rates over the links
+    it is ``on`` (messages x links; ``capacity``: links x sizes) and its own ``cap``
+    (its route's bottleneck), set again whenever one starts or ends.  A pass per start
+    and end; each a progressive filling (:func:`_max_min`)."""
     count = len(start)
     end = np.full(start.shape, -np.inf)
     left = nbytes.astype(float)
@@ -1257,7 +1272,7 @@ def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.
         came = waiting <= now
         flying |= came
         waiting = np.where(came, np.inf, waiting)
-        rate = _max_min(flying, cap, on, capacity)
+        rate = _max_min(flying, cap, on, capacity, transfers)
         # (a message fixed at no rate, on a link of no room left, waits: inf)
         with np.errstate(divide="ignore"):
             taken = np.where(flying, left / np.where(flying, rate, 1.0), np.inf)
@@ -1274,27 +1289,28 @@ def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.
 
 
 def _max_min(flying: np.ndarray, cap: np.ndarray, on: np.ndarray,
-             capacity: np.ndarray) -> np.ndarray:
-    """The max-min fair rates of the ``flying`` messages (messages x sizes) over the links
-    they are ``on`` (messages x links; ``capacity``: links x sizes), each at most its
-    ``cap``, by progressive filling as the simulator sets them: the smallest fair share
-    of a link (its room over its messages not fixed) or cap fixes those messages, and
-    so on."""
+             capacity: np.ndarray, transfers: np.ndarray | None = None) -> np.ndarray:
+    """The max-min fair rates of the ``flying`` messages (messages x sizes; with
+    ``transfers``, a rate of each of so many transfers side by side) over the links they
+    are ``on`` (messages x links; ``capacity``: links x sizes), each at most its ``cap``,
+    by progressive filling as the simulator sets them: the smallest fair share of a link
+    (its room over its transfers not fixed) or cap fixes those messages, and so on."""
     rate = np.zeros(flying.shape)
     free = flying.copy()
     room = capacity.astype(float)
     mask = on[:, :, None]
+    each = np.ones(flying.shape) if transfers is None else transfers
     for _ in range(len(flying)):
         if not free.any():
             break
-        many = (mask & free[:, None, :]).sum(axis=0)
+        many = (mask * np.where(free, each, 0.0)[:, None, :]).sum(axis=0)
         share = np.where(many > 0, room / np.maximum(many, 1), np.inf)
         fair = np.minimum(share.min(axis=0), np.where(free, cap, np.inf).min(axis=0))
         tight = (mask & (share <= fair)[None]).any(axis=1)
         fixed = free & ((cap <= fair) | tight)
         rate = np.where(fixed, fair, rate)
         # (a size whose messages are all fixed has no fair share left: inf)
-        room = np.maximum(room - (mask & fixed[:, None, :]).sum(axis=0)
+        room = np.maximum(room - (mask * np.where(fixed, each, 0.0)[:, None, :]).sum(axis=0)
                           * np.where(np.isinf(fair), 0.0, fair), 0.0)
         free &= ~fixed
     return rate
@@ -1302,7 +1318,8 @@ def _max_min(flying: np.ndarray, cap: np.ndarray, on: np.ndarray,
 
 def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
                 work: Callable[[np.ndarray, np.ndarray], np.ndarray], spread: np.ndarray,
-                smaller: tuple[np.ndarray, Callable[..., np.ndarray]] | None) -> np.ndarray:
+                smaller: tuple[np.ndarray, Callable[..., np.ndarray]] | None,
+                weight: Callable[[np.ndarray, np.ndarray], np.ndarray] | None) -> np.ndarray:
     """:func:`_shared_ends` of a round's queues (``start``: places x links x sizes, an
     empty place, not ``real``, as the queue's first; its entries ``spots``, their bytes'
     time at the link's full rate ``work(entries, sizes)`` and of ``spread``, the time
@@ -1311,7 +1328,8 @@ def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
     its ``spread`` after (an empty place's is never read), as :func:`_shared_ends` has
     them; the others are played by it, and so is every queue where some entries carry
     a smaller part (``smaller``: whether each does, as ``start``, and their bytes' time
-    then; the spread is of whole parts)."""
+    then; the spread is of whole parts); an entry of ``weight(entries, sizes)``
+    transfers (None: one) is that many, of its bytes each."""
     now = start.min(axis=0)
     end = now + spread[spots]
     apart = (start.max(axis=0) > now) | np.isinf(now)  # (a queue of messages left out)
@@ -1332,19 +1350,22 @@ def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
                                work_s(entries, size), work_at)
         end.reshape(places, -1)[:, cells] = _shared_ends(
             np.where(np.take(real[:, :, 0], link, axis=1),
-                     np.take(start.reshape(places, -1), cells, axis=1), np.inf), work_at)
+                     np.take(start.reshape(places, -1), cells, axis=1), np.inf), work_at,
+            None if weight is None else weight(entries, size))
     return end
 
 
-def _shared_ends(start: np.ndarray, work: np.ndarray) -> np.ndarray:
+def _shared_ends(start: np.ndarray, work: np.ndarray,
+                 weight: np.ndarray | None = None) -> np.ndarray:
     """When each message in a shared link's queue is through, as the simulator's link
     carries them on its own: each message (``start``, ``work``: places x links x sizes,
-    its bytes' time at the link's full rate; an empty place starts at infinity) from
-    its own start, the link's rate shared equally among those started and not through,
-    re-shared whenever one starts or ends; -inf at an empty place.
+    its bytes' time at the link's full rate; an empty place starts at infinity; as
+    ``weight`` transfers of that many bytes each, side by side, where given) from its
+    own start, the link's rate shared equally among the transfers started and not
+    through, re-shared whenever one starts or ends; -inf at an empty place.
 
     From one start to the next the messages in flight share the link as if none came:
-    one with ``left_i`` to carry is through ``sum_j min(left_j, left_i)`` later, if
+    one with ``left_i`` to carry is through ``sum_j w_j min(left_j, left_i)`` later, if
     that is before the next start; the others each carry the same share of what is
     left of the time until then.  A pass per distinct start (one where all start
     together, as on most links)."""
@@ -1361,15 +1382,18 @@ def _shared_ends(start: np.ndarray, work: np.ndarray) -> np.ndarray:
         coming = waiting.min(axis=0)
         upto = coming - now
         share = np.where(flying, left, 0.0)
-        through = np.minimum(share[:, None], share[None, :]).sum(axis=1)
+        spans = np.minimum(share[:, None], share[None, :])
+        through = (spans if weight is None else spans * weight[None, :]).sum(axis=1)
         ended = flying & (through <= upto)
         end = np.where(ended, now + through, end)
         if np.isinf(coming).all():
             break
         flying &= ~ended
         # the others' level: the time left once the ended are through, shared equally
-        level = (upto - np.where(ended, share, 0.0).sum(axis=0)) \
-            / np.maximum(flying.sum(axis=0), 1)
+        many = flying if weight is None else np.where(flying, weight, 0.0)
+        done = share if weight is None else share * weight
+        level = (upto - np.where(ended, done, 0.0).sum(axis=0)) \
+            / np.where(flying.any(axis=0), many.sum(axis=0), 1.0)
         left = np.where(flying, share - level, left)
         now = np.where(np.isinf(coming), now, coming)  # a queue all come stays put
     return end
@@ -1390,9 +1414,10 @@ def _dense_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any, ...]:
     """The rows' figures of :meth:`_Flow.time`'s ``parts`` (each at ``widths`` sizes)
     side by side: latency, spread, bytes' time alone, reduction (None where no part has
-    one; 0, which adds nothing, where only some do), whether sent, and the smaller
+    one; 0, which adds nothing, where only some do), whether sent, the smaller
     parts' round and figures (None where no part has them; where only some do, the
-    others' from a round never reached)."""
+    others' from a round never reached) and the transfers a message is (None where no
+    part says; one where only some do)."""
     def joined(k: int, of: list[tuple[Any, ...]] = parts) -> np.ndarray:
         return np.concatenate([np.broadcast_to(part[k], (*part[k].shape[:-1], w))
                                for part, w in zip(of, widths)], axis=-1)
@@ -1403,15 +1428,18 @@ def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any,
             [np.zeros((len(part[0]), w)) if r is None else np.broadcast_to(r, (len(r), w))
              for part, r, w in zip(of, reductions, widths)], axis=1)
     smaller = None
-    if any(part[6] is not None for part in parts):
+    if any(part[7] is not None for part in parts):
         never = np.iinfo(np.int32).max
-        splits = [np.full((len(part[0]), 1), never) if part[6] is None else part[6][0]
+        splits = [np.full((len(part[0]), 1), never) if part[7] is None else part[7][0]
                   for part in parts]
-        small = [part if part[6] is None else part[6][1] for part in parts]
+        small = [part if part[7] is None else part[7][1] for part in parts]
         smaller = (np.concatenate([np.broadcast_to(s, (len(s), w)) for s, w in
                                    zip(splits, widths)], axis=1),
                    joined(0, small), joined(1, small), joined(3, small), reduced(small))
-    return joined(0), joined(1), joined(3), reduced(parts), joined(5), smaller
+    transfers = None if all(part[6] is None for part in parts) else np.concatenate(
+        [np.ones((len(part[0]), w)) if part[6] is None else part[6]
+         for part, w in zip(parts, widths)], axis=1)
+    return joined(0), joined(1), joined(3), reduced(parts), joined(5), smaller, transfers
 
 
 def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1488,7 +1516,7 @@ class _Described:
     messages are of the group's count)."""
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
-                 "span", "front", "cut", "group")
+                 "span", "front", "cut", "group", "pieced")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  groups: Groups) -> None:
@@ -1513,6 +1541,7 @@ class _Described:
         self.class_size = np.array([at[id(m.elements), g]
                                     for m, g in zip(self.messages, self.group.tolist())],
                                    dtype=np.int64)
+        self.pieced = np.array([m.pieced for m in self.messages], dtype=bool)
         self.flags = np.array([(m.reduce, m.pieced, m.skip_empty) for m in self.messages],
                               dtype=bool).reshape(-1, 3)[layout.row_class][:, :, None]
         # per class the parts its messages carry one a round (0: whole), where the play
@@ -1543,13 +1572,14 @@ class _Described:
         sized = elements[self.class_size]
         nbytes = sized[layout.row_class]
         group = self.group[layout.row_class]
-        # a link shared by messages of b_i bytes (max-min, as the simulator shares it)
-        # carries one of b bytes in sum_i min(b_i, b) / bandwidth
-        mine, theirs, many = layout.expanded.T
-        shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
-                                 layout.pair_rows, axis=0)[layout.pair]
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1] | apart, \
             self.flags[:, 2]
+        first = _link_classes(topology)[1]
+        # on a machine of alike links, a message over several runs of the buffer shares
+        # them as a transfer per run (elsewhere as one: measured no closer on DGX)
+        runs = self._runs(sized, piece, apart) if piece is not None and len(first) == 1 \
+            else None
+        shared = self._shared(sized, runs)
         sent = ~(skip_empty & (nbytes <= 0))
         if silent:
             sent = sent & (counts[group] > 0)
@@ -1557,7 +1587,7 @@ class _Described:
         # side: each hides its latency behind its own bytes and is reduced on its own
         own = nbytes if piece is None else \
             np.where(pieced, np.minimum(nbytes, piece[group]), nbytes)
-        first = _link_classes(topology)[1]
+        transfers = None if runs is None else runs[0][layout.row_class]
         smaller = self._smaller(counts, ds, sized, piece, pieced)
         out = np.empty((len(terms), counts.shape[1]))
         plays: list[tuple[Any, ...]] = []
@@ -1568,13 +1598,43 @@ class _Described:
                       1.0 if shares is None else
                       np.append(shares[first], 1.0)[layout.links].max(axis=1)[:, None])
             out[k], play = self._priced(routes, shared, nbytes, own, sent,
-                                        (reduce, gamma, slot))
+                                        (reduce, gamma, slot), transfers)
             if smaller is not None:  # the play's figures where a message is the smaller
                 split, shared_s, nbytes_s, own_s = smaller
                 small = self._priced(routes, shared_s, nbytes_s, own_s, sent,
-                                     (reduce, gamma, slot))[1]
+                                     (reduce, gamma, slot), transfers)[1]
             plays.append((*play, None if smaller is None else (split, small)))
         return out, (plays if layout.flow is not None else None)
+
+    def _runs(self, sized: np.ndarray, piece: np.ndarray,
+              apart: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Per class (x counts) how many transfers its messages of ``sized`` bytes are,
+        one per run of the buffer (runs of ``piece`` bytes, groups x counts, where they
+        are pieced or ``apart``), and the bytes of each: taken as ``b / f`` transfers of
+        the run's ``f`` bytes, ``b`` in all (the runs but a message's first and last are
+        whole)."""
+        pieced = self.pieced | apart
+        own = np.where(pieced[:, None], np.minimum(sized, piece[self.group]), sized)
+        transfers = np.ones_like(sized)
+        np.divide(sized, own, out=transfers, where=own > 0)
+        return transfers, own
+
+    def _shared(self, sized: np.ndarray,
+                runs: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+        """Every row's bytes' time on each link of its route at the link's full rate
+        (rows x links x counts) from its class's bytes (``sized``, classes x counts): a
+        link shared by transfers of ``f_i`` bytes (max-min, as the simulator shares it)
+        carries one of ``f`` bytes in ``sum_i min(f_i, f) / bandwidth``; a message is a
+        transfer, or, with ``runs`` (:meth:`_runs`), a transfer per run, through with
+        its longest."""
+        layout = self.layout
+        mine, theirs, many = layout.expanded.T
+        if runs is None:
+            load = many[:, None] * np.minimum(sized[theirs], sized[mine])
+        else:
+            transfers, own = runs
+            load = many[:, None] * transfers[theirs] * np.minimum(own[theirs], own[mine])
+        return np.add.reduceat(load, layout.pair_rows, axis=0)[layout.pair]
 
     def _smaller(self, counts: np.ndarray, ds: int, sized: np.ndarray,
                  piece: np.ndarray | None, pieced: np.ndarray) -> tuple[np.ndarray, ...] | None:
@@ -1603,14 +1663,15 @@ class _Described:
 
     def _priced(self, routes: tuple[np.ndarray, np.ndarray, Any], shared: np.ndarray,
                 nbytes: np.ndarray, own: np.ndarray, sent: np.ndarray,
-                reduced: tuple[np.ndarray, float, float | None]) -> tuple[np.ndarray,
-                                                                        tuple[Any, ...]]:
+                reduced: tuple[np.ndarray, float, float | None],
+                transfers: np.ndarray | None) -> tuple[np.ndarray, tuple[Any, ...]]:
         """Seconds at every count under one protocol, from every row's route's
         ``routes`` (latency, its links' bandwidth, shares), its bytes' ``shared`` time
         on each link at full rate, its ``nbytes``, its ``own`` bytes per transfer,
         whether it is ``sent`` and ``reduced`` (whether it is, seconds per byte, the FIFO
         slot); and what :meth:`_Flow.time` plays the paced rounds from (they are left
-        out of the seconds where :attr:`_Layout.flow` plays them)."""
+        out of the seconds where :attr:`_Layout.flow` plays them), a message as
+        ``transfers`` of its ``own`` bytes where they are given (:meth:`_runs`)."""
         layout = self.layout
         latency, bandwidth, shares = routes
         reduce, gamma, slot = reduced
@@ -1627,7 +1688,8 @@ class _Described:
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
         lock_step = self.slow @ blocks + self.cross @ crossed
-        play = (paid, spread, bandwidth, nbytes / rate, reduction, sent)
+        play = (paid, spread, bandwidth, (nbytes if transfers is None else own) / rate,
+                reduction, sent, transfers)
         return (lock_step if layout.flow is not None else lock_step + self._stretched(time),
                 play)
 
