@@ -228,21 +228,6 @@ def test_a_wrapped_bruck_run_is_two_messages_each_hiding_its_own_latency(protoco
         pytest.approx(simulated, rel=1e-9)
 
 
-@pytest.mark.parametrize("nbytes, protocol, channels", [(12, "Simple", 8), (388, "LL", 8),
-                                                       (12, "LL", 2), (4_000_012, "LL128", 2)])
-def test_dgx_channels_carry_their_own_parts(nbytes: int, protocol: str, channels: int) -> None:
-    """Tree AllGather on two DGX nodes: at 3 elements only the first channels carry any
-    (channel 0 all of them, in one run), at 97 the first a block's element more, at
-    1,000,003 the channels' parts of each block are one element apart.  Charged
-    ``ceil(count / channels)`` each, in runs of their blocks' parts rounded up: -31.9%,
-    +28.3%, -2.5% and +5.2%; exact measured."""
-    machine = topology.dgx_h100(2)
-    params = {"segments": 1, "channels": channels}
-    simulated = _simulated("allgather", "tree", machine, nbytes, params, protocol)
-    assert machine_cost("allgather", "tree", machine, nbytes, protocol=protocol,
-                        **params) == pytest.approx(simulated, rel=1e-9)
-
-
 @pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
 def test_pieced_messages_hide_latency_run_by_run(collective: str) -> None:
     """Two DGX nodes under Simple, 8 channels: a tree's message over a channel's runs of
