@@ -569,12 +569,13 @@ def _routed_together_and_alone(machine, descriptions: list, chained: bool) -> No
     blocks = [(r.messages, c) for rounds in descriptions for r in rounds
               for c in ((True, False) if r.chain and chained else (False,))]
     played = bool(sampled.all())  # the pieces' hops too, where every rank is sampled
-    together = analytic._route_rows(machine, ranks, sampled, blocks, played)
-    assert len(together) == len(blocks) > 3
-    for block, rows in zip(blocks, together):
-        alone, = analytic._route_rows(machine, ranks, sampled, [block], played)
-        for field in analytic._Rows.__slots__:
-            assert np.array_equal(getattr(rows, field), getattr(alone, field)), field
+    for groups in (None, (0, 1)):  # the two orders alike, or each a group of its own
+        together = analytic._route_rows(machine, ranks, sampled, blocks, played, groups)
+        assert len(together) == len(blocks) > 3
+        for block, rows in zip(blocks, together):
+            alone, = analytic._route_rows(machine, ranks, sampled, [block], played, groups)
+            for field in analytic._Rows.__slots__:
+                assert np.array_equal(getattr(rows, field), getattr(alone, field)), field
 
 
 def test_rounds_routed_together_are_routed_alone() -> None:
