@@ -75,6 +75,7 @@ the worst error against :func:`simulator.simulate` per algorithm.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from reprlib import repr as brief
@@ -90,7 +91,7 @@ from collectives.layout import count_of
 from collectives.registry import Algorithm
 from collectives.registry import algorithm as registered
 from collectives.schedule import BLOCK_COLLECTIVES, COLLECTIVES
-from collectives.traffic import Phase, channel_counts, channel_runs, describe
+from collectives.traffic import Phase, Round, channel_counts, channel_runs, describe
 
 from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
@@ -1788,20 +1789,21 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     entry = registered(algorithm)
     given = tuple(sorted(params.items()))
     grouped = _channel_groups(counts)
-    # the parameters as the largest group's count resolves them
-    resolved = [(_resolved(entry, collective, q, int(elements[0, 0]), given), groups)
+    # the parameters each group's count resolves (the largest's first)
+    resolved = [(tuple(dict.fromkeys(_resolved(entry, collective, q, n, given)
+                                     for n in elements[:, 0].tolist())), groups)
                 for groups, elements in grouped]
     out = np.zeros((len(terms), sizes))
     plays: dict[int, tuple[_Flow, list[tuple[int, np.ndarray, tuple[Any, ...]]]]] = {}
-    for key, groups in dict.fromkeys(resolved):
-        at = np.array([r == (key, groups) for r in resolved])
+    for keys, groups in dict.fromkeys(resolved):
+        at = np.array([r == (keys, groups) for r in resolved])
         taken = np.flatnonzero(at)
         elements = np.hstack([grouped[j][1] for j in taken.tolist()])
         # each group's runs: those of one of its orders (alike in a group)
         pieces = None if piece is None else \
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
-        described = _described(topology, orders, describe(collective, algorithm, q, key),
-                               groups)
+        described = _described(topology, orders,
+                               _merged(collective, algorithm, q, given, keys), groups)
         out[:, at], inputs = described.time(topology, terms, elements, ds, pieces, apart,
                                             not entry.empty_sends)
         flow = described.layout.flow
@@ -1814,6 +1816,55 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     if not entry.empty_sends:  # an empty vector sends nothing
         out[:, (counts == 0).all(axis=0)] = 0.0
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _merged(collective: str, algorithm: str, q: int, given: tuple[tuple[str, Any], ...],
+            keys: tuple[tuple[tuple[str, Any], ...], ...]) -> tuple[Any, ...]:
+    """The description of channels whose counts resolve ``algorithm``'s parameters
+    (``given``) to each of ``keys`` (a tree's segments, fewer where a channel holds
+    few elements), cached: their rounds side by side (:func:`_side_rounds`), each
+    class carrying nothing at a count that resolves to another's (so left out: its
+    messages skip empty ones); the first's alone where they cannot be."""
+    described = [describe(collective, algorithm, q, key) for key in keys]
+    merged = _side_rounds(described) if len(keys) > 1 and all(
+        m.skip_empty for rounds in described for r in rounds for m in r.messages) else None
+    if merged is None:
+        return described[0]
+    entry = registered(algorithm)
+
+    def masked(elements: Callable[[np.ndarray], np.ndarray],
+               key: tuple[tuple[str, Any], ...]) -> Callable[[np.ndarray], np.ndarray]:
+        def carried(counts: np.ndarray) -> np.ndarray:
+            own = [_resolved(entry, collective, q, n, given) == key for n in counts.tolist()]
+            return np.where(own, elements(counts), 0)
+        return carried
+    return tuple(dataclasses.replace(r, messages=tuple(
+        dataclasses.replace(m, elements=masked(m.elements, keys[d])) for d, m in classes))
+        for r, classes in merged)
+
+
+def _side_rounds(described: list[tuple[Any, ...]]) -> list[tuple[Any, list[Any]]] | None:
+    """Descriptions' rounds side by side: per round one of them (its kind) and every
+    class then, with the number of its description, ``(d, class)``: paced rounds one by
+    one, lock-step ones cut where any of them changes classes (as the channels' steps
+    merge round by round); None where they are neither all paced nor all lock-step."""
+    if all(r.paced for rounds in described for r in rounds):
+        return [(next(r for r in together if r is not None),
+                 [(d, m) for d, r in enumerate(together) if r is not None for m in r.messages])
+                for together in itertools.zip_longest(*described)]
+    if any(r.paced or r.chain for rounds in described for r in rounds):
+        return None
+    ends = [np.cumsum([r.repeat for r in rounds]) for rounds in described]
+    cuts = np.unique(np.concatenate(ends))
+    side = []
+    for lo, hi in zip(np.r_[0, cuts[:-1]].tolist(), cuts.tolist()):
+        at = [int(np.searchsorted(e, lo, side="right")) for e in ends]
+        classes = [(d, m) for d, (rounds, k) in enumerate(zip(described, at))
+                   if k < len(rounds) for m in rounds[k].messages]
+        if classes:
+            side.append((Round(hi - lo, ()), classes))
+    return side
 
 
 @functools.lru_cache(maxsize=256)
