@@ -6,7 +6,12 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
 
 * **Orders.**  ``C`` channels each carry ``ceil(count / C)`` elements over their own order
   (:func:`simulator.channel_choice.schedule_params`, as the simulated tables run them); a
-  phase runs every group of ranks ``C`` times side by side.
+  phase runs every group of ranks ``C`` times side by side.  On a machine of alike links
+  (flat) each channel carries its own part (:func:`collectives.traffic.channel_counts`):
+  the channels of equal parts at a size are a group, each class of a round a class per
+  group priced at its group's part (:func:`_channel_groups`), the groups' rounds side by
+  side where their parts resolve other parameters (:func:`_merged`), and a message over
+  several runs of the buffer shares its links as a transfer per run (:meth:`_Described._runs`).
 * **Messages on links.**  A round's classes of every channel and group are in flight
   together: each message takes its route (:meth:`topology.Topology.route`), the messages
   on a link share it as the simulator's max-min sharing does (equally, until the shorter
