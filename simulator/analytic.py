@@ -294,8 +294,9 @@ def _routed(topology: Any, orders: Orders, wanted: list[tuple[Any, bool, tuple[i
     keys = [(topology, id(orders), groups, chained, digests,
              (played, stretched) if _is_paced(r) else whole)
             for r, chained, digests in wanted]
-    missing = {key: block[:2] for key, block in zip(keys, wanted)
-               if _found(_ROUTED, key, (orders,)) is None}
+    # (kept here too: storing them may empty the cache of those found before)
+    found = {key: _found(_ROUTED, key, (orders,)) for key in keys}
+    missing = {key: block[:2] for key, block in zip(keys, wanted) if found[key] is None}
     paced = [key for key, (r, _) in missing.items() if _is_paced(r)]
     batches = [paced, [key for key in missing if key not in paced]]
     every = np.ones((len(orders), len(orders[0])), dtype=bool)
@@ -307,8 +308,8 @@ def _routed(topology: Any, orders: Orders, wanted: list[tuple[Any, bool, tuple[i
                                [(missing[key][0].messages, missing[key][1]) for key in batch],
                                ends, groups)
             for key, rows in zip(batch, made):
-                _store(_ROUTED, key, (orders,), rows)
-    return [_found(_ROUTED, key, (orders,)) for key in keys]
+                found[key] = _store(_ROUTED, key, (orders,), rows)
+    return [found[key] for key in keys]
 
 
 def _is_paced(round_: Any) -> bool:
