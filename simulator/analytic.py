@@ -1399,8 +1399,9 @@ def _shared_ends(start: np.ndarray, work: np.ndarray,
         # the others' level: the time left once the ended are through, shared equally
         many = flying if weight is None else np.where(flying, weight, 0.0)
         done = share if weight is None else share * weight
+        # (a transfer each at least: a weight is at least 1)
         level = (upto - np.where(ended, done, 0.0).sum(axis=0)) \
-            / np.where(flying.any(axis=0), many.sum(axis=0), 1.0)
+            / np.maximum(many.sum(axis=0), 1)
         left = np.where(flying, share - level, left)
         now = np.where(np.isinf(coming), now, coming)  # a queue all come stays put
     return end
@@ -1769,6 +1770,8 @@ def _channel_groups(counts: np.ndarray) -> list[tuple[Groups, np.ndarray]]:
     """Per size (a column of ``counts``, orders x sizes) the orders' groups (orders of
     equal elements, the largest first; None where every order's are alike) and each
     group's elements (a column)."""
+    if len(counts) == 1:  # every order alike
+        return [(None, column[:, None]) for column in counts.T]
     out: list[tuple[Groups, np.ndarray]] = []
     for column in counts.T.tolist():
         values = sorted(set(column), reverse=True)
