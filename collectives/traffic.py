@@ -26,7 +26,7 @@ import numpy as np
 from .registry import algorithm as registered
 
 __all__ = ["Messages", "Round", "Phase", "describe", "largest_part", "last_parts",
-           "nested_part"]
+           "nested_part", "channel_counts", "channel_runs"]
 
 #: counts (elements of the vector, one per size) -> elements of a class's largest message
 Elements = Callable[[np.ndarray], np.ndarray]
@@ -166,3 +166,37 @@ def nested_part(outer: int, inner: int, units: int = 1) -> Elements:
     def elements(count: np.ndarray) -> np.ndarray:
         return largest_part(inner, units)(-(-count // outer))
     return elements
+
+
+def _parts(elements: np.ndarray, channels: int) -> np.ndarray:
+    """Each of ``channels`` near-equal parts of ``elements`` (a row; channels x its
+    length), the first ``elements % channels`` one larger."""
+    size, extra = np.divmod(elements, channels)
+    return size + (np.arange(channels)[:, None] < extra)
+
+
+def channel_counts(collective: str, q: int, channels: int, counts: np.ndarray) -> np.ndarray:
+    """Elements of each channel's vector at each of ``counts`` (channels x counts), as
+    :func:`collectives.compose.channel_parts` cuts a vector of ``q`` blocks: an
+    AllReduce's channel ``c`` takes part ``c`` of the vector, the others' part ``c`` of
+    every block (each cut into ``channels`` near-equal parts,
+    :func:`collectives.layout.split`).  Each channel's blocks are then the near-equal
+    parts of its vector (the first ranks' one larger where some are)."""
+    counts = np.asarray(counts)[None, :]
+    if collective == "allreduce":
+        return _parts(counts, channels)
+    size, extra = np.divmod(counts, q)
+    return extra * _parts(size + 1, channels) + (q - extra) * _parts(size, channels)
+
+
+def channel_runs(q: int, channels: int, counts: np.ndarray) -> np.ndarray:
+    """Elements of the longest run of the buffer that each of ``channels`` (at least 2)
+    holds of a ReduceScatter's or AllGather's vector (channels x counts;
+    :func:`channel_counts`): its part of the largest block; but channel 0's parts of
+    blocks of at most one element are whole blocks and meet: with blocks of two
+    elements and one, those of one (the last ``q - count % q``) are one run; with
+    blocks of one and none, its part is the first ``count % q`` elements."""
+    size, extra = np.divmod(np.asarray(counts)[None, :], q)
+    runs = _parts(size + (extra > 0), channels)
+    runs[0] = np.where(size[0] == 0, extra[0], np.where(size[0] == 1, q - extra[0], runs[0]))
+    return runs
