@@ -48,7 +48,8 @@ bounded by those budgets, whatever the rank count); past any, the lock-step stre
 prices them, from every rank's messages where they are at most
 :data:`STRETCH_MESSAGES` (a sample misses rounds whose slowest message lies elsewhere:
 a tree's crossings at the depths its nodes do not sit at), else from the sample's.
-Other rounds of at most :data:`WHOLE_MESSAGES` messages are routed at every rank too.
+Another round of at most :data:`WHOLE_MESSAGES` messages (each round on its own) is routed
+at every rank too.
 
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
 kind, latency and line rate are alike under every protocol) and merged into rows of
@@ -112,8 +113,8 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: (:func:`_filled_ends`) where they are at most so many and some shares several, else
 #: each link's queue on its own (:func:`_queue_ends`)
 FILL_MESSAGES = 32
-#: rounds (not paced) of at most so many messages over every channel are routed at
-#: every rank (:func:`_whole`)
+#: a round (not paced) of at most so many messages over every channel is routed at
+#: every rank (:func:`_whole`, each round on its own)
 WHOLE_MESSAGES = 1 << 13
 #: paced rounds past the play's messages but of at most so many (over every channel),
 #: within its other budgets, are routed at every rank and stretched lock-step
