@@ -48,8 +48,8 @@ bounded by those budgets, whatever the rank count); past any, the lock-step stre
 prices them, from every rank's messages where they are at most
 :data:`STRETCH_MESSAGES` (a sample misses rounds whose slowest message lies elsewhere:
 a tree's crossings at the depths its nodes do not sit at), else from the sample's.
-Another round of at most :data:`WHOLE_MESSAGES` messages (each round on its own) is routed
-at every rank too.
+Another round of at most :data:`WHOLE_MESSAGES` messages is routed at every rank too,
+where its description's rounds are at most :data:`WHOLE_TOTAL`.
 
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
 kind, latency and line rate are alike under every protocol) and merged into rows of
@@ -97,7 +97,8 @@ from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
-           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "STRETCH_MESSAGES"]
+           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
+           "STRETCH_MESSAGES"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
@@ -114,8 +115,12 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: each link's queue on its own (:func:`_queue_ends`)
 FILL_MESSAGES = 32
 #: a round (not paced) of at most so many messages over every channel is routed at
-#: every rank (:func:`_whole`, each round on its own)
-WHOLE_MESSAGES = 1 << 13
+#: every rank (:func:`_whole`), where its description's rounds that are not paced are at
+#: most the second: 128 nodes' rhd halving (20 rounds of 1,024 messages), not the
+#: descriptions of 2,048 nodes' 8 orders whose small rounds are within the first (from
+#: 65,504 messages in 32 rounds, 31 within: routing those would take the three
+#: closed-form tables there from 0.74 to 1.35 CPU s)
+WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 1 << 15
 #: paced rounds past the play's messages but of at most so many (over every channel),
 #: within its other budgets, are routed at every rank and stretched lock-step
 #: (:func:`_stretched_whole`): 128 nodes' 8-channel trees, up to 53,712 messages (their
@@ -281,8 +286,10 @@ def _routed(topology: Any, orders: Orders,
     # a sample of every rank (an order within the sampled nodes) plays them too
     played = _played(topology, orders, rounds) or bool(sample.all())
     stretched = played or _stretched_whole(orders, rounds)
+    # rounds of the same positions (rhd's halving and doubling) share their routes
+    distinct = list({digests: r for r, _, digests in wanted}.values())
     keys = [(topology, id(orders), chained, digests,
-             (played, stretched) if _is_paced(r) else _whole(topology, orders, [r]))
+             (played, stretched) if _is_paced(r) else _whole(topology, orders, distinct, r))
             for r, chained, digests in wanted]
     missing = {key: block[:2] for key, block in zip(keys, wanted)
                if _found(_ROUTED, key, (orders,)) is None}
@@ -383,18 +390,23 @@ def _round_load(round_: Any) -> tuple[int, int, int | None, int | None]:
     return _cached(_LOADS, id(round_), (round_,), make)
 
 
-def _whole(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
-    """Whether every rank's messages of the rounds that are not paced are routed: where
-    every rank is sampled, or where, over all the orders, they are at most
-    :data:`WHOLE_MESSAGES` (a round's slowest message may lie between ranks the sample
-    does not meet, as a flat tree's over some nodes, or on the spine link the most of
-    its messages hash to); past it, the sample.  :func:`_routed` asks it of each round
-    on its own, so that a round is routed the same way however many rounds its
-    description has (rhd's halving on 64 DGX nodes: 18 rounds of 512 messages)."""
+def _whole(topology: Any, orders: Orders, rounds: list[Any], round_: Any) -> bool:
+    """Whether every rank's messages of ``round_`` (not paced) are routed: where every
+    rank is sampled, or where, over all the orders, it holds at most
+    :data:`WHOLE_MESSAGES` and the rounds of ``rounds`` (its description's, those of
+    the same positions once) that are not paced at most :data:`WHOLE_TOTAL` (a round's slowest message may lie between ranks the sample does
+    not meet, as a flat tree's over some nodes, or on the spine link the most of its
+    messages hash to, as rhd's halving across 64 DGX nodes' two scalable units: 18
+    rounds of 512 messages); past either, the sample."""
     if topology.nranks <= SAMPLE_ALL_RANKS:
         return True
-    messages = sum(len(m.src) for r in rounds if not _is_paced(r) for m in r.messages)
-    return messages * len(orders) <= WHOLE_MESSAGES
+    return (_messages([round_]) * len(orders) <= WHOLE_MESSAGES
+            and _messages(rounds) * len(orders) <= WHOLE_TOTAL)
+
+
+def _messages(rounds: list[Any]) -> int:
+    """The messages of the rounds of ``rounds`` that are not paced, on one order."""
+    return sum(len(m.src) for r in rounds if not _is_paced(r) for m in r.messages)
 
 
 _SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
