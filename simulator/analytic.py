@@ -287,7 +287,7 @@ def _routed(topology: Any, orders: Orders,
     played = _played(topology, orders, rounds) or bool(sample.all())
     stretched = played or _stretched_whole(orders, rounds)
     # rounds of the same positions (rhd's halving and doubling) share their routes
-    distinct = list({digests: r for r, _, digests in wanted}.values())
+    distinct = list({digests: r for r, _, digests in wanted if not _is_paced(r)}.values())
     keys = [(topology, id(orders), chained, digests,
              (played, stretched) if _is_paced(r) else _whole(topology, orders, distinct, r))
             for r, chained, digests in wanted]
@@ -393,11 +393,12 @@ def _round_load(round_: Any) -> tuple[int, int, int | None, int | None]:
 def _whole(topology: Any, orders: Orders, rounds: list[Any], round_: Any) -> bool:
     """Whether every rank's messages of ``round_`` (not paced) are routed: where every
     rank is sampled, or where, over all the orders, it holds at most
-    :data:`WHOLE_MESSAGES` and the rounds of ``rounds`` (its description's, those of
-    the same positions once) that are not paced at most :data:`WHOLE_TOTAL` (a round's slowest message may lie between ranks the sample does
-    not meet, as a flat tree's over some nodes, or on the spine link the most of its
-    messages hash to, as rhd's halving across 64 DGX nodes' two scalable units: 18
-    rounds of 512 messages); past either, the sample."""
+    :data:`WHOLE_MESSAGES` and ``rounds`` (its description's that are not paced, those
+    of the same positions once) at most :data:`WHOLE_TOTAL` (a round's slowest message
+    may lie between ranks the sample does not meet, as a flat tree's over some nodes,
+    or on the spine link the most of its messages hash to, as rhd's halving across 64
+    DGX nodes' two scalable units: 18 rounds of 512 messages); past either, the
+    sample."""
     if topology.nranks <= SAMPLE_ALL_RANKS:
         return True
     return (_messages([round_]) * len(orders) <= WHOLE_MESSAGES
