@@ -53,7 +53,8 @@ bounded by those budgets, whatever the rank count); past any, the lock-step stre
 prices them, from every rank's messages where they are at most
 :data:`STRETCH_MESSAGES` (a sample misses rounds whose slowest message lies elsewhere:
 a tree's crossings at the depths its nodes do not sit at), else from the sample's.
-Other rounds of at most :data:`WHOLE_MESSAGES` messages are routed at every rank too.
+Another round of at most :data:`WHOLE_MESSAGES` messages is routed at every rank too,
+where its description's rounds (of distinct positions) are at most :data:`WHOLE_TOTAL`.
 
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
 kind, latency and line rate are alike under every protocol) and merged into rows of
@@ -102,7 +103,8 @@ from .channel_choice import schedule_params
 from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
-           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "STRETCH_MESSAGES"]
+           "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
+           "STRETCH_MESSAGES"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
@@ -118,9 +120,14 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: (:func:`_filled_ends`) where they are at most so many and some shares several, else
 #: each link's queue on its own (:func:`_queue_ends`)
 FILL_MESSAGES = 32
-#: rounds (not paced) of at most so many messages over every channel are routed at
-#: every rank (:func:`_whole`)
-WHOLE_MESSAGES = 1 << 13
+#: a round (not paced) of at most so many messages over every channel is routed at
+#: every rank (:func:`_whole`), where its description's rounds that are not paced are at
+#: most the second: 128 nodes' rhd halving (10 distinct rounds of 1,024 messages) and
+#: hier's inner rhd at 8 channels (7 of 8,192), not the descriptions of 2,048 nodes' 8
+#: orders whose small rounds are within the first (65,504 messages in 32 rounds, 31
+#: within: routing those takes the three closed-form tables there from 0.74 to 1.35
+#: CPU s)
+WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: paced rounds past the play's messages but of at most so many (over every channel),
 #: within its other budgets, are routed at every rank and stretched lock-step
 #: (:func:`_stretched_whole`): 128 nodes' 8-channel trees, up to 53,712 messages (their
@@ -290,19 +297,19 @@ def _routed(topology: Any, orders: Orders, wanted: list[tuple[Any, bool, tuple[i
     # a sample of every rank (an order within the sampled nodes) plays them too
     played = _played(topology, orders, rounds) or bool(sample.all())
     stretched = played or _stretched_whole(orders, rounds)
-    whole = _whole(topology, orders, rounds)
+    whole = _whole(topology, orders, wanted)
     keys = [(topology, id(orders), groups, chained, digests,
-             (played, stretched) if _is_paced(r) else whole)
-            for r, chained, digests in wanted]
+             (played, stretched) if _is_paced(r) else alone)
+            for (r, chained, digests), alone in zip(wanted, whole)]
     # (kept here too: storing them may empty the cache of those found before)
     found = {key: _found(_ROUTED, key, (orders,)) for key in keys}
     missing = {key: block[:2] for key, block in zip(keys, wanted) if found[key] is None}
     paced = [key for key, (r, _) in missing.items() if _is_paced(r)]
-    batches = [paced, [key for key in missing if key not in paced]]
+    routed = [key for key in missing if key not in paced and key[-1]]
+    batches = [paced, routed, [key for key in missing if key not in paced + routed]]
     every = np.ones((len(orders), len(orders[0])), dtype=bool)
-    for batch, sampled, ends in zip(batches, (every if stretched else sample,
-                                              every if whole else sample),
-                                    (played, whole or bool(sample.all()))):
+    for batch, sampled, ends in zip(batches, (every if stretched else sample, every, sample),
+                                    (played, True, bool(sample.all()))):
         if batch:
             made = _route_rows(topology, _ranks(orders), sampled,
                                [(missing[key][0].messages, missing[key][1]) for key in batch],
@@ -394,15 +401,27 @@ def _round_load(round_: Any) -> tuple[int, int, int | None, int | None]:
     return _cached(_LOADS, id(round_), (round_,), make)
 
 
-def _whole(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
-    """Whether every rank's messages of the rounds that are not paced are routed: where
-    every rank is sampled, or where, over all the orders, they are at most
-    :data:`WHOLE_MESSAGES` (a round's slowest message may lie between ranks the sample
-    does not meet, as a flat tree's over some nodes); past it, the sample."""
+def _whole(topology: Any, orders: Orders,
+           wanted: list[tuple[Any, bool, tuple[int, ...]]]) -> list[bool]:
+    """Whether every rank's messages of each round of ``wanted`` (as :func:`_routed`'s)
+    that is not paced are routed: where every rank is sampled, or where, over all the
+    orders, it holds at most :data:`WHOLE_MESSAGES` and the rounds of ``wanted`` that are
+    not paced (those of the same positions once: they share their routes) at most
+    :data:`WHOLE_TOTAL` (a round's slowest message may lie between ranks the sample
+    does not meet, as a flat tree's over some nodes, or on the spine link the most of
+    its messages hash to, as rhd's halving across 64 DGX nodes' two scalable units: 18
+    rounds of 512 messages); past either, the sample."""
     if topology.nranks <= SAMPLE_ALL_RANKS:
-        return True
-    messages = sum(len(m.src) for r in rounds if not _is_paced(r) for m in r.messages)
-    return messages * len(orders) <= WHOLE_MESSAGES
+        return [True] * len(wanted)
+    distinct = {digests: r for r, _, digests in wanted if not _is_paced(r)}
+    if _messages(list(distinct.values())) * len(orders) > WHOLE_TOTAL:
+        return [False] * len(wanted)
+    return [_messages([r]) * len(orders) <= WHOLE_MESSAGES for r, _, _ in wanted]
+
+
+def _messages(rounds: list[Any]) -> int:
+    """The messages of the rounds of ``rounds`` that are not paced, on one order."""
+    return sum(len(m.src) for r in rounds if not _is_paced(r) for m in r.messages)
 
 
 _SAMPLED: dict[Any, tuple[tuple[Any, ...], np.ndarray]] = {}
