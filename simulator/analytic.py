@@ -1679,9 +1679,7 @@ class _Described:
             return None
         layout = self.layout
         sized = np.where(cut > 0, mine // np.maximum(cut, 1) * ds, sized)
-        mine, theirs, many = layout.expanded.T
-        shared = np.add.reduceat(many[:, None] * np.minimum(sized[theirs], sized[mine]),
-                                 layout.pair_rows, axis=0)[layout.pair]
+        shared = self._shared(sized, None)
         nbytes = sized[layout.row_class]
         own = nbytes if piece is None else \
             np.where(pieced, np.minimum(nbytes, piece[self.group[layout.row_class]]), nbytes)

@@ -230,6 +230,12 @@ def _closed(out):
 _GAP = np.iinfo(np.int64).min  # a round without an operation, in a pool of lengths
 
 
+def _length(start: int | None, stop: int | None) -> int:
+    """An entry's length in a pool: :data:`_GAP` where the start is None (a round
+    without an operation); a stop alone that is None counts as -1."""
+    return _GAP if start is None else (-1 if stop is None else stop) - start
+
+
 #: the pairs of sequences :class:`_Pool` recalls (kept alive so that their ids stay
 #: theirs): a schedule's ranks share a few cached ones, or none
 _RECALLED = 256
@@ -256,7 +262,7 @@ class _Pool:
         if n == 1:  # one entry (a placement cuts lanes into a million such): no NumPy call
             a, b = starts[0], stops[0]
             offset = self._grow(1)
-            self.buffer[offset] = _GAP if a is None else (-1 if b is None else b) - a
+            self.buffer[offset] = _length(a, b)
             return offset
         key = (id(starts), id(stops))
         known = self.seen.get(key)
@@ -267,9 +273,8 @@ class _Pool:
         try:
             np.subtract(np.fromiter(stops, dtype=np.int64, count=n),
                         np.fromiter(starts, dtype=np.int64, count=n), out=out)
-        except TypeError:  # a None: a gap where the start is one (a stop alone counts as -1)
-            out[:] = [_GAP if a is None else (-1 if b is None else b) - a
-                      for a, b in zip(starts, stops)]
+        except TypeError:  # a None
+            out[:] = list(map(_length, starts, stops))
         if len(self.seen) >= _RECALLED:
             self.seen.clear()
         self.seen[key] = (starts, stops, offset)
