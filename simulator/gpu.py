@@ -370,8 +370,9 @@ def _ll_capped(topology: Topology, protocol: str, algorithm: str | None) -> floa
 
 @functools.lru_cache(maxsize=16)
 def flow_caps(topology: Topology) -> np.ndarray:
-    """Per link, the most its flows carry under every protocol: a link at a NIC at most
-    the NIC's flows (:func:`nic_flows`) times its kind's flow rate.
+    """Per link, the most its flows carry, before a protocol's share of it
+    (:func:`link_figures`): a link at a NIC at most the NIC's flows (:func:`nic_flows`)
+    times its kind's flow rate.
 
     Parameters
     ----------
@@ -390,7 +391,7 @@ def flow_caps(topology: Topology) -> np.ndarray:
     >>> import topology
     >>> two = topology.dgx_h100(2)
     >>> caps = flow_caps(two)
-    >>> round(caps[two.route(0, 8)[1]] / 1e9, 1), caps[two.route(0, 1)[0]]
+    >>> round(float(caps[two.route(0, 8)[1]]) / 1e9, 1), float(caps[two.route(0, 1)[0]])
     (40.4, inf)
     """
     model = getattr(topology, "gpu", None)
