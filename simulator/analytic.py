@@ -57,9 +57,9 @@ Another round of at most :data:`WHOLE_MESSAGES` messages is routed at every rank
 where its description's rounds (of distinct positions) are at most :data:`WHOLE_TOTAL`.
 
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
-kind, latency and line rate are alike under every protocol) and merged into rows of
-alike messages (a class, and per link of the route its class and the messages sharing
-it by class); rounds of the same positions share them, however they were described (a
+kind, latency, line rate and flow cap are alike under every protocol) and merged into
+rows of alike messages (a class, and per link of the route its class and the messages
+sharing it by class); rounds of the same positions share them, however they were described (a
 tree's at every segment count), and a description's rounds not yet routed are routed in
 one pass (blocks that never share a link; the paced rounds apart), from each class's
 sampled messages only.  A description's rows are then priced at every size in one numpy
@@ -100,7 +100,7 @@ from collectives.schedule import BLOCK_COLLECTIVES, COLLECTIVES
 from collectives.traffic import Phase, Round, channel_counts, channel_runs, describe
 
 from .channel_choice import schedule_params
-from .gpu import hidden_latency, line_figures, link_figures, link_kinds
+from .gpu import flow_caps, hidden_latency, line_figures, link_figures, link_kinds
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
            "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
@@ -191,13 +191,15 @@ def _cached(cache: dict[Any, tuple[tuple[Any, ...], Any]], key: Any, held: tuple
 
 @functools.lru_cache(maxsize=16)
 def _link_classes(topology: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Every link's class and one link of each class: links of one kind, latency and line
-    rate are alike under every protocol (:func:`simulator.gpu.link_figures` scales a
-    link's figures by its kind)."""
+    """Every link's class and one link of each class: links of one kind, latency, line
+    rate and flow cap are alike under every protocol (:func:`simulator.gpu.link_figures`
+    scales a link's figures by its kind, and caps a link at a NIC by its flows: a leaf's
+    up link of the NIC's line rate, as on ``dgx_h100(16, nodes_per_leaf=4, spines=4)``,
+    is not capped)."""
     if isinstance(topology.links, FullMesh):
         return np.zeros(len(topology.links), dtype=np.int64), np.zeros(1, dtype=np.int64)
     key = link_kinds(topology)[1]
-    for figure in line_figures(topology):
+    for figure in (*line_figures(topology), flow_caps(topology)):
         values, at = np.unique(figure, return_inverse=True)
         key = key * len(values) + at.reshape(-1)
     _, first, classes = np.unique(key, return_index=True, return_inverse=True)

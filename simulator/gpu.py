@@ -55,7 +55,7 @@ from .nccl_tuner import ALGORITHMS, ll_share, tuner_kind
 
 __all__ = ["SETTINGS", "protocols", "resolve_protocol", "gpu_terms", "link_figures",
            "hidden_latency", "route_shares", "link_shares", "nic_flows", "with_settings",
-           "line_figures", "link_kinds"]
+           "line_figures", "link_kinds", "flow_caps"]
 
 #: NCCL's environment variables the model prices -> (the GpuModel field, bounds, how:
 #: a lower or upper bound of the channels, or the value).
@@ -349,7 +349,7 @@ def _scaled(topology: Topology, protocol: str,
     line = line_figures(topology)[1]
     fraction = np.array([f[1] for f in figures])[index]
     efficiency = np.array([model.figures(kind).efficiency for kind in kinds])[index]
-    cap = _flow_caps(topology)
+    cap = flow_caps(topology)
     # the protocol's share of what the link reaches: its efficiency, or its flows' rate
     return latency, np.minimum(line * efficiency, cap) * (fraction / efficiency) \
         * _ll_capped(topology, protocol, algorithm)
@@ -369,14 +369,38 @@ def _ll_capped(topology: Topology, protocol: str, algorithm: str | None) -> floa
 
 
 @functools.lru_cache(maxsize=16)
-def _flow_caps(topology: Topology) -> np.ndarray:
-    """Per link, the most its flows carry (B/s; infinite where no flow rate applies)."""
-    model = topology.gpu
-    assert model is not None
+def flow_caps(topology: Topology) -> np.ndarray:
+    """Per link, the most its flows carry, before a protocol's share of it
+    (:func:`link_figures`): a link at a NIC at most the NIC's flows (:func:`nic_flows`)
+    times its kind's flow rate.
+
+    Parameters
+    ----------
+    topology : Topology
+        The machine.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bytes per second, indexed like ``topology.links`` (cached; not to be written to):
+        infinite where no flow rate applies (every link on one node or without a GPU
+        model).
+
+    Examples
+    --------
+    >>> import topology
+    >>> two = topology.dgx_h100(2)
+    >>> caps = flow_caps(two)
+    >>> round(float(caps[two.route(0, 8)[1]]) / 1e9, 1), float(caps[two.route(0, 1)[0]])
+    (40.4, inf)
+    """
+    model = getattr(topology, "gpu", None)
     flows = nic_flows(topology)
+    if model is None or not flows:
+        return np.full(len(topology.links), np.inf)
     caps = {f.kind: flows * f.flow_Bps for f in model.links if f.flow_Bps is not None}
     kinds, index = link_kinds(topology)
-    out = np.array([caps.get(kind, np.inf) if flows else np.inf for kind in kinds])[index]
+    out = np.array([caps.get(kind, np.inf) for kind in kinds])[index]
     nics = {d.id for d in topology.devices if d.kind == "nic"}
     capped = np.flatnonzero(np.isfinite(out))  # only where a link meets a NIC
     links = topology.links
