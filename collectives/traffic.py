@@ -62,6 +62,9 @@ class Messages:
         first ``count % cut`` one element larger, ``elements``' figure; the rest
         ``count // cut``), as a chain's AllReduce segments go (the model reads it where
         it plays the paced rounds rank by rank on a machine of alike links).
+    cut_of : callable or None
+        For a cut class, element counts of the vector -> elements of what it cuts into
+        ``cut`` parts (a tree's half); None: the vector itself.
     """
 
     src: np.ndarray
@@ -72,6 +75,7 @@ class Messages:
     skip_empty: bool = False
     rounds: np.ndarray | None = None
     cut: int = 0
+    cut_of: Elements | None = None
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"

@@ -70,10 +70,11 @@ description that share the play (:func:`price_protocols`, their sizes side by si
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
 message lies on the critical path (ring at every count; rhd on powers of two with even
-windows; pipeline and trees over all ranks with even segments); otherwise it is an upper
-bound (a rank with nothing to do in a round does not wait for it, as the paced rounds
-played rank by rank show: a chain's AllReduce segments run ahead of the rounds behind a
-network crossing, a tree's NVLink chains ahead of its crossings).  On a machine the
+windows; pipeline with even segments); otherwise it is an upper bound (a rank with
+nothing to do in a round does not wait for it, as the paced rounds played rank by rank
+show: a chain's AllReduce segments run ahead of the rounds behind a network crossing, a
+tree's NVLink chains ahead of its crossings, a tree's ranks over all ranks ahead of
+their trees' slower edges: +5.3% on ``default_flat(10)``).  On a machine the
 max-min sharing of the simulator gives a message more than its equal share when another
 is held back elsewhere, and channels drift apart; ``benchmarks/bench_select.py`` prints
 the worst error against :func:`simulator.simulate` per algorithm.
@@ -118,8 +119,9 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: on a machine whose links are all alike (flat), a played round's messages that share
 #: links are carried at max-min fair rates over all of them together
 #: (:func:`_filled_ends`) where they are at most so many and some shares several, else
-#: each link's queue on its own (:func:`_queue_ends`)
-FILL_MESSAGES = 32
+#: each link's queue on its own (:func:`_queue_ends`): 3 channels' trees on 16 flat
+#: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%)
+FILL_MESSAGES = 1 << 7
 #: a round (not paced) of at most so many messages over every channel is routed at
 #: every rank (:func:`_whole`), where its description's rounds that are not paced are at
 #: most the second: 128 nodes' rhd halving (10 distinct rounds of 1,024 messages) and
@@ -966,9 +968,9 @@ class _Flow:
     others more of this link, and the message, held on one link and then on another,
     may end later than either link alone has it (on flat, tree AllGather at 4 segments
     on 3, 6 and 11 ranks: up to -0.99%); so on a machine whose links are all alike,
-    where a message's links see it through at different times, the round's messages
-    are carried at max-min rates over all its shared links together
-    (:func:`_filled_ends`, up to :data:`FILL_MESSAGES` of them).  A message of a cut
+    where a message is on several shared links, the round's messages are carried at
+    max-min rates over all its shared links together (:func:`_filled_ends`, up to
+    :data:`FILL_MESSAGES` of them).  A message of a cut
     class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
     there (elsewhere its largest).  Its sender is done its latency later, its
     receiver after its reduction too, and a rank's clock moves to the last of its
@@ -1180,27 +1182,26 @@ class _Flow:
                     reducing = np.where(small, reduction_s[here], reducing)
             if len(crossing):
                 held = start if idle is None else start + idle[here]
-                # each shared link's queue played as the simulator shares it
-                shared = _queue_ends(held[members], real, spots, work, spread,
-                                     None if small is None else (small[members], work_s),
-                                     weight)
-                ends_at = shared.reshape(-1, sizes)[cells]  # its shared links x messages
-                carried_to = ends_at.max(axis=0)
-                if coupled is not None:
-                    # where a message's links see it through at different times, it
-                    # is held on one and then on another: max-min over them together
-                    with np.errstate(invalid="ignore"):  # (messages left out: -inf)
-                        apart = (carried_to - ends_at.min(axis=0)
-                                 > 1e-12 * (carried_to - held[crossing])).any(axis=0)
-                    if apart.any():
-                        crossed = here[crossing]
-                        nbytes = carried[crossed]
-                        if small is not None:
-                            nbytes = np.where(small[crossing], carried_s[crossed], nbytes)
-                        carried_to[:, apart] = _filled_ends(
-                            held[crossing][:, apart], nbytes[:, apart],
-                            rate[crossed][:, apart], coupled, capacity[spots[0]][:, apart],
-                            None if transfers is None else transfers[crossed][:, apart])
+                if coupled is None:
+                    # each shared link's queue played as the simulator shares it
+                    shared = _queue_ends(held[members], real, spots, work, spread,
+                                         None if small is None else (small[members], work_s),
+                                         weight)
+                    # the latest of its shared links' ends (links x messages)
+                    carried_to = shared.reshape(-1, sizes)[cells].max(axis=0)
+                else:
+                    # a message on several shared links: max-min over them together
+                    # (not only where each link's queue sees it through at its own
+                    # time: where they agree, the others' shares elsewhere still move
+                    # it: on default_flat(6), tree AllReduce at 5 segments and 1,000
+                    # elements, under by 4.8e-4)
+                    crossed = here[crossing]
+                    nbytes = carried[crossed]
+                    if small is not None:
+                        nbytes = np.where(small[crossing], carried_s[crossed], nbytes)
+                    carried_to = _filled_ends(
+                        held[crossing], nbytes, rate[crossed], coupled, capacity[spots[0]],
+                        None if transfers is None else transfers[crossed])
                 through[crossing] = np.maximum(through[crossing],
                                                carried_to - held[crossing])
             count = len(start)
@@ -1326,19 +1327,21 @@ def _max_min(flying: np.ndarray, cap: np.ndarray, on: np.ndarray,
     rate = np.zeros(flying.shape)
     free = flying.copy()
     room = capacity.astype(float)
-    mask = on[:, :, None]
+    # the sums over a link's messages as products with the links' incidence (messages x
+    # links x sizes taken apart cost the play of 64 flat ranks' rounds 14 times more)
+    links = on.T.astype(float)
     each = np.ones(flying.shape) if transfers is None else transfers
     for _ in range(len(flying)):
         if not free.any():
             break
-        many = (mask * np.where(free, each, 0.0)[:, None, :]).sum(axis=0)
+        many = links @ np.where(free, each, 0.0)
         share = np.where(many > 0, room / np.maximum(many, 1), np.inf)
         fair = np.minimum(share.min(axis=0), np.where(free, cap, np.inf).min(axis=0))
-        tight = (mask & (share <= fair)[None]).any(axis=1)
+        tight = links.T @ (share <= fair) > 0
         fixed = free & ((cap <= fair) | tight)
         rate = np.where(fixed, fair, rate)
         # (a size whose messages are all fixed has no fair share left: inf)
-        room = np.maximum(room - (mask * np.where(fixed, each, 0.0)[:, None, :]).sum(axis=0)
+        room = np.maximum(room - links @ np.where(fixed, each, 0.0)
                           * np.where(np.isinf(fair), 0.0, fair), 0.0)
         free &= ~fixed
     return rate
@@ -1545,7 +1548,7 @@ class _Described:
     messages are of the group's count)."""
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
-                 "span", "front", "cut", "group", "pieced")
+                 "span", "front", "cut", "cut_of", "group", "pieced")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  groups: Groups) -> None:
@@ -1578,6 +1581,7 @@ class _Described:
         # the three tables on 128 DGX nodes +20% and are not exact there either
         filled = layout.flow is not None and layout.flow.filled
         self.cut = np.array([m.cut if filled else 0 for m in self.messages], dtype=np.int64)
+        self.cut_of = [m.cut_of for m in self.messages]
 
     def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
              ds: int, piece: np.ndarray | None, apart: bool = False,
@@ -1674,7 +1678,10 @@ class _Described:
         per transfer at the smaller part; else None (the play charges every part as the
         class's ``sized`` bytes)."""
         cut = self.cut[:, None]
-        mine = counts[self.group]  # each class's group's
+        mine = counts[self.group]  # each class's group's, or what of it the class cuts
+        for c, whole in enumerate(self.cut_of):
+            if whole is not None and cut[c, 0]:
+                mine[c] = whole(mine[c])
         extra = mine % np.maximum(cut, 1)
         uneven = (cut > 0) & (extra > 0)
         if not uneven.any():
