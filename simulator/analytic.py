@@ -4,17 +4,16 @@ Every algorithm describes its communication (:mod:`collectives.traffic`) as lock
 rounds of message classes on the positions of its rank order, or, composed, as phases of
 flat algorithms on groups of ranks.  :func:`price` turns that into time on a machine:
 
-* **Orders.**  ``C`` channels each carry ``ceil(count / C)`` elements over their own order
+* **Orders.**  ``C`` channels each carry their own part of the vector
+  (:func:`collectives.traffic.channel_counts`) over their own order
   (:func:`simulator.channel_choice.schedule_params`, as the simulated tables run them); a
-  phase runs every group of ranks ``C`` times side by side.  Each channel carries its own
-  part (:func:`collectives.traffic.channel_counts`): the channels of equal parts at a
-  size are a group, each class of a round a class per group priced at its group's part
-  (:func:`_channel_groups`), the groups' rounds side by side where their parts resolve
-  other parameters (:func:`_merged`), and on a machine of alike links (flat) a message
-  over several runs of the buffer shares its links as a transfer per run
-  (:meth:`_Described._runs`).  On other machines only parts within
-  :data:`NEAR_PARTS` of each other are grouped; parts further apart are each priced
-  with every channel carrying it, and the slowest taken (:func:`_unlike_time`).
+  phase runs every group of ranks ``C`` times side by side.  On a machine of unlike links
+  (DGX) parts further apart than :data:`NEAR_PARTS` are each priced with every channel
+  carrying it, the slowest taken (:func:`_unlike_time`); else
+  the channels of equal parts at a size are a group, each class of a round a class per
+  group priced at its group's part (:func:`_channel_groups`), the groups' rounds side by
+  side where their parts resolve other parameters (:func:`_merged`), and a message over
+  several runs of the buffer shares its links as a transfer per run (:meth:`_Described._runs`).
 * **Messages on links.**  A round's classes of every channel and group are in flight
   together: each message takes its route (:meth:`topology.Topology.route`), the messages
   on a link share it as the simulator's max-min sharing does (equally, until the shorter
