@@ -4,10 +4,12 @@ Every algorithm describes its communication (:mod:`collectives.traffic`) as lock
 rounds of message classes on the positions of its rank order, or, composed, as phases of
 flat algorithms on groups of ranks.  :func:`price` turns that into time on a machine:
 
-* **Orders.**  ``C`` channels each carry ``ceil(count / C)`` elements over their own order
+* **Orders.**  ``C`` channels each carry their own part of the vector
+  (:func:`collectives.traffic.channel_counts`) over their own order
   (:func:`simulator.channel_choice.schedule_params`, as the simulated tables run them); a
-  phase runs every group of ranks ``C`` times side by side.  On a machine of alike links
-  (flat) each channel carries its own part (:func:`collectives.traffic.channel_counts`):
+  phase runs every group of ranks ``C`` times side by side.  On a machine of unlike links
+  (DGX) parts further apart than :data:`NEAR_PARTS` are each priced with every channel
+  carrying it, the slowest taken (:func:`_unlike_time`); else
   the channels of equal parts at a size are a group, each class of a round a class per
   group priced at its group's part (:func:`_channel_groups`), the groups' rounds side by
   side where their parts resolve other parameters (:func:`_merged`), and a message over
@@ -105,7 +107,7 @@ from .gpu import flow_caps, hidden_latency, line_figures, link_figures, link_kin
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
            "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
-           "STRETCH_MESSAGES"]
+           "STRETCH_MESSAGES", "NEAR_PARTS"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
@@ -136,6 +138,15 @@ WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: AllGather at 2 segments), not 2,048 nodes' one-channel trees (65,532: routing them
 #: would take the three closed-form tables there past a second)
 STRETCH_MESSAGES = 7 << 13
+
+#: on a machine of unlike links (DGX), the channels' parts at a size at most this
+#: fraction of the largest apart are priced in groups of orders (:func:`_unlike_time`):
+#: two DGX nodes' tree AllGather at 4,000,012 bytes over two channels of 500,003 and
+#: 500,000 elements, each part priced with both channels carrying it, was +7.2% against
+#: the DES (the first's blocks cut unevenly in both), exact in groups; parts further
+#: apart differ by at least this fraction of a channel's part of a block, so are at most
+#: ``1 / NEAR_PARTS`` elements a block
+NEAR_PARTS = 1 / 8
 
 Orders = tuple[tuple[int, ...], ...]
 #: each order's group (from 0; the orders of a group carry parts of one size), or None:
@@ -1933,8 +1944,58 @@ def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[
         return total
     orders, added = _placed(algorithm, channels, topology, nranks)
     parts, piece = _channel_parts(collective, topology, orders, counts, ds)
-    return _flat_time(collective, algorithm, topology, terms, orders, parts, ds,
-                      {**params, **dict(added)}, piece)
+    priced = _flat_time if len(_link_classes(topology)[1]) == 1 else _unlike_time
+    return priced(collective, algorithm, topology, terms, orders, parts, ds,
+                  {**params, **dict(added)}, piece)
+
+
+def _unlike_time(collective: str, algorithm: str, topology: Any,
+                 terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
+                 ds: int, params: dict[str, Any], piece: np.ndarray | None) -> np.ndarray:
+    """:func:`_flat_time` on a machine of unlike links, each channel at its own part
+    (``counts``, orders x sizes; its runs ``piece``, as ``counts`` or a row): where the
+    parts at a size are within :data:`NEAR_PARTS` of the largest, in groups of equal
+    parts (:func:`_channel_groups`, as on flat); elsewhere every distinct part (and
+    run) priced with every order carrying it, on the orders' one layout, and the
+    slowest taken (:func:`_slowest_part`).  The parts say which channels send nothing
+    and how each channel's blocks are cut: two DGX nodes' tree AllGather at 12, 388
+    and 4,000,012 bytes, every channel charged ``ceil(count / C)``, was -32%, +28%
+    and +5.2% against the DES.  Groups at every size (a layout for each pattern of
+    parts) cost the three tables on 16 DGX nodes 2.4 -> 4.9 CPU s and on 128 nodes
+    6.1 -> 18.4; parts far apart are few elements a block, where how channels of
+    unequal parts share links is not what the time is made of."""
+    low, high = counts.min(axis=0), counts.max(axis=0)
+    near = (low < high) & (high - low <= NEAR_PARTS * high)
+    out = np.empty((len(terms), counts.shape[1]))
+    if near.any():
+        out[:, near] = _flat_time(collective, algorithm, topology, terms, orders,
+                                  counts[:, near], ds, params,
+                                  None if piece is None else piece[:, near])
+    if not near.all():
+        far = ~near
+        out[:, far] = _slowest_part(collective, algorithm, topology, terms, orders,
+                                    counts[:, far], ds, params,
+                                    None if piece is None else piece[:, far])
+    return out
+
+
+def _slowest_part(collective: str, algorithm: str, topology: Any,
+                  terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
+                  ds: int, params: dict[str, Any], piece: np.ndarray | None) -> np.ndarray:
+    """:func:`_flat_time` at every distinct part of ``counts`` (and run of ``piece``)
+    at each size, each with every order carrying it, the slowest taken."""
+    if len(counts) == 1:
+        return _flat_time(collective, algorithm, topology, terms, orders, counts, ds, params,
+                          piece)
+    runs = counts if piece is None else np.broadcast_to(piece, counts.shape)
+    distinct = [sorted(set(zip(c, r))) for c, r in zip(counts.T.tolist(), runs.T.tolist())]
+    size = np.repeat(np.arange(len(distinct)), [len(d) for d in distinct])
+    parts, run = np.array([p for d in distinct for p in d], dtype=np.int64).T
+    times = _flat_time(collective, algorithm, topology, terms, orders, parts[None, :], ds,
+                       params, None if piece is None else run[None, :])
+    out = np.full((len(terms), counts.shape[1]), -np.inf)
+    np.maximum.at(out.T, size, times.T)
+    return out
 
 
 def _channel_parts(collective: str, topology: Any, orders: Orders, counts: np.ndarray,
@@ -1943,16 +2004,13 @@ def _channel_parts(collective: str, topology: Any, orders: Orders, counts: np.nd
     runs of the buffer its vector lies in (None where it is one run): a ReduceScatter's
     or AllGather's block lies at its rank's place in the buffer, so a channel's part of
     it (its longest run), or, on an order that is not the ranks' own, the whole block,
-    is a run apart from its neighbours in the order.  On a machine of alike links each
-    channel's elements are its own part (:func:`collectives.traffic.channel_counts`,
-    as the simulated schedules cut them); elsewhere every channel is charged the
-    largest, ``ceil(count / channels)`` (one row): on two DGX nodes their own parts
-    made the tree AllGather exact at 12, 388 and 4,000,012 bytes (-32%, +28%, +5.2%
-    against the DES), but cost the three tables on 16 nodes 2.4 -> 4.9 CPU s and on 128
-    nodes 6.1 -> 18.4 (a layout for each size at which the parts differ)."""
+    is a run apart from its neighbours in the order.  Each channel's elements are its
+    own part (:func:`collectives.traffic.channel_counts`, as the simulated schedules
+    cut them), but for collectives that are not cut so, where every channel is charged
+    the largest, ``ceil(count / channels)`` (one row)."""
     channels, nranks = len(orders), len(orders[0])
     blocks = collective in ("reduce_scatter", "allgather")
-    if len(_link_classes(topology)[1]) == 1 and collective in BLOCK_COLLECTIVES:
+    if collective in BLOCK_COLLECTIVES:
         parts = channel_counts(collective, nranks, channels, counts)
         if blocks and channels > 1:
             return parts, channel_runs(nranks, channels, counts) * ds
