@@ -57,11 +57,22 @@ class Messages:
         ``elements`` in each round between.
     cut : int
         For a paced class, 0 (every round carries ``elements``) or the parts a message
-        carries one a round: in the ``k``-th round it is in flight, part ``k`` of the
-        vector cut into ``cut`` near-equal parts (:func:`collectives.layout.split`: the
-        first ``count % cut`` one element larger, ``elements``' figure; the rest
-        ``count // cut``), as a chain's AllReduce segments go (the model reads it where
-        it plays the paced rounds rank by rank on a machine of alike links).
+        carries one a round: the vector is cut into ``blocks`` near-equal blocks and
+        each block into ``cut`` near-equal parts (:func:`collectives.layout.split`: the
+        first ones one element larger where some are), its units; in the ``k``-th
+        round it is in flight, message ``i`` carries unit ``units[i] + k`` (0 without
+        ``units``) of them taken block by block, each block's parts in order, from the
+        first block, or, ``backward``, from the last (each unit ``elements``' figure or
+        one element fewer), as a chain's AllReduce segments (one block) and its
+        ReduceScatter's and AllGather's segments of every rank's block go (the model
+        reads it where it plays the paced rounds rank by rank on a machine of alike
+        links).
+    blocks : int
+        Blocks the vector is cut into before its ``cut`` parts (a cut class's).
+    backward : bool
+        Whether a cut class's units run from the last block to the first.
+    units : numpy.ndarray or None
+        A cut class's first unit of each message (ints; None: 0 each).
     """
 
     src: np.ndarray
@@ -72,6 +83,9 @@ class Messages:
     skip_empty: bool = False
     rounds: np.ndarray | None = None
     cut: int = 0
+    blocks: int = 1
+    backward: bool = False
+    units: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"
