@@ -105,7 +105,9 @@ class Round:
     sees every rank, it plays them as the ranks' steps do (a message starts once both
     its ends are done with the round before), unless a paced round is ``held``: the
     ranks' steps hold every message to its rounds closely enough that the lock-step
-    stretch prices them (a chain's ReduceScatter and AllGather)."""
+    stretch prices them (a chain's ReduceScatter and AllGather), save on a machine of
+    alike links (flat), where they are played too, with the lock-step rounds after
+    them (a chain's ends run ahead of its inner ranks' shared ports)."""
 
     repeat: int
     messages: tuple[Messages, ...]

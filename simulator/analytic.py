@@ -36,7 +36,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   those in flight, and the sender is done after its transfer, the receiver after its
   reduction too), unless the description holds its paced rounds to the lock-step sum
   (:attr:`collectives.traffic.Round.held`; on one order past the play's budget, the
-  path that follows the chain's front, :meth:`_Described._followed`); the time is the
+  path that follows the chain's front, :meth:`_Described._followed`; on a machine of
+  alike links they are played all the same, :func:`_unheld`); the time is the
   sum over the rounds, plus the GPU model's cost per call
   (:func:`simulator.gpu.gpu_terms`).
 
@@ -256,8 +257,8 @@ _NUMBERS = itertools.count()  # never reused: a number emptied from _NUMBERED st
 
 
 def _digest(messages: Any) -> int:
-    """A number for the positions of a class, the same for equal positions (cached by
-    its arrays' identity)."""
+    """A number for the positions of a class (and the first units it carries), the
+    same for equal positions (cached by its arrays' identity)."""
     held = (messages.src, messages.dst, messages.rounds, messages.units)
     return _cached(_DIGESTS, tuple(map(id, held)), held, lambda: _numbered(
         tuple(a for a in held if a is not None)))

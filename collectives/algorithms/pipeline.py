@@ -287,7 +287,8 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     # a rank's step on both of its hops each way: played rank by rank (the dataflow)
     # they take what the lock-step rounds give them (AllGather to 2e-14, ReduceScatter
     # within 1.0%, on dgx_h100 of 1-8 nodes under every protocol), for most of the
-    # dataflow's cost (selection's three tables on 8 nodes: 0.62 s against 0.38 s);
+    # dataflow's cost (selection's three tables on 8 nodes: 0.62 s against 0.38 s;
+    # on flat the model plays them: the chain's ends run ahead of the rounds there);
     # AllReduce's segments run ahead of the rounds behind a network crossing
     held = collective != "allreduce"
     # both ways in one round: a link carries a message each way of every channel whose
