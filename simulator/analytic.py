@@ -37,7 +37,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   reduction too), unless the description holds its paced rounds to the lock-step sum
   (:attr:`collectives.traffic.Round.held`; on one order past the play's budget, the
   path that follows the chain's front, :meth:`_Described._followed`; on a machine of
-  alike links they are played all the same, :func:`_unheld`); the time is the
+  alike links of up to :data:`UNHELD_RANKS` ranks they are played all the same,
+  :func:`_unheld`); the time is the
   sum over the rounds, plus the GPU model's cost per call
   (:func:`simulator.gpu.gpu_terms`).
 
@@ -105,7 +106,7 @@ from .gpu import hidden_latency, line_figures, link_figures, link_kinds
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
            "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
-           "STRETCH_MESSAGES"]
+           "STRETCH_MESSAGES", "UNHELD_RANKS"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
@@ -135,6 +136,13 @@ WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: AllGather at 2 segments), not 2,048 nodes' one-channel trees (65,532: routing them
 #: would take the three closed-form tables there past a second)
 STRETCH_MESSAGES = 7 << 13
+
+#: on a machine of alike links (flat) of at most so many ranks, held paced rounds (a
+#: chain's ReduceScatter and AllGather) are played rank by rank (:func:`_unheld`); past
+#: that held: their play's max-min fills grow with the square of the ranks (the
+#: closed-form ReduceScatter table on ``default_flat(32)`` 0.92 CPU s, 0.07 held; on 64
+#: ranks it would be 5.4 s, 0.10 held)
+UNHELD_RANKS = 32
 
 Orders = tuple[tuple[int, ...], ...]
 #: each order's group (from 0; the orders of a group carry parts of one size), or None:
@@ -1839,10 +1847,10 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...],
                groups: Groups) -> _Described:
     """:class:`_Described` of ``rounds`` on ``orders`` of ``topology`` in ``groups``
     (cached); held paced rounds played on a machine of alike links (:func:`_unheld`)
-    where they are played at all (:func:`_played`, or every rank sampled)."""
+    of at most :data:`UNHELD_RANKS` ranks."""
     def make() -> _Described:
-        unheld = _is_held(rounds) and len(_link_classes(topology)[1]) == 1 and (
-            _played(topology, orders, list(rounds)) or bool(_sampled(topology, orders).all()))
+        unheld = _is_held(rounds) and len(_link_classes(topology)[1]) == 1 and \
+            topology.nranks <= UNHELD_RANKS
         return _Described(topology, orders, _unheld(rounds) if unheld else rounds, groups)
     key = (topology, id(orders), id(rounds), groups)
     return _cached(_DESCRIBED, key, (orders, rounds), make)
