@@ -57,14 +57,25 @@ class Messages:
         ``elements`` in each round between.
     cut : int
         For a paced class, 0 (every round carries ``elements``) or the parts a message
-        carries one a round: in the ``k``-th round it is in flight, part ``k`` of the
-        vector cut into ``cut`` near-equal parts (:func:`collectives.layout.split`: the
-        first ``count % cut`` one element larger, ``elements``' figure; the rest
-        ``count // cut``), as a chain's AllReduce segments go (the model reads it where
-        it plays the paced rounds rank by rank on a machine of alike links).
+        carries one a round: the vector (or what ``cut_of`` makes of it) is cut into
+        ``blocks`` near-equal blocks and each block into ``cut`` near-equal parts
+        (:func:`collectives.layout.split`: the first ones one element larger where some
+        are), its units; in the ``k``-th round it is in flight, message ``i`` carries
+        unit ``units[i] + k`` (0 without ``units``) of them taken block by block, each
+        block's parts in order, from the first block, or, ``backward``, from the last
+        (each unit ``elements``' figure or one element fewer), as a chain's AllReduce
+        segments (one block), its ReduceScatter's and AllGather's segments of every
+        rank's block and a tree's segments of its half go (the model reads it where it
+        plays the paced rounds rank by rank on a machine of alike links).
     cut_of : callable or None
-        For a cut class, element counts of the vector -> elements of what it cuts into
-        ``cut`` parts (a tree's half); None: the vector itself.
+        For a cut class, element counts of the vector -> elements of what it cuts
+        (a tree's half); None: the vector itself.
+    blocks : int
+        Blocks the vector is cut into before its ``cut`` parts (a cut class's).
+    backward : bool
+        Whether a cut class's units run from the last block to the first.
+    units : numpy.ndarray or None
+        A cut class's first unit of each message (ints; None: 0 each).
     """
 
     src: np.ndarray
@@ -76,6 +87,9 @@ class Messages:
     rounds: np.ndarray | None = None
     cut: int = 0
     cut_of: Elements | None = None
+    blocks: int = 1
+    backward: bool = False
+    units: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"
@@ -95,7 +109,9 @@ class Round:
     sees every rank, it plays them as the ranks' steps do (a message starts once both
     its ends are done with the round before), unless a paced round is ``held``: the
     ranks' steps hold every message to its rounds closely enough that the lock-step
-    stretch prices them (a chain's ReduceScatter and AllGather)."""
+    stretch prices them (a chain's ReduceScatter and AllGather), save on a machine of
+    alike links (flat), where they are played too, with the lock-step rounds after
+    them (a chain's ends run ahead of its inner ranks' shared ports)."""
 
     repeat: int
     messages: tuple[Messages, ...]

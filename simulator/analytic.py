@@ -38,7 +38,9 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   those in flight, and the sender is done after its transfer, the receiver after its
   reduction too), unless the description holds its paced rounds to the lock-step sum
   (:attr:`collectives.traffic.Round.held`; on one order past the play's budget, the
-  path that follows the chain's front, :meth:`_Described._followed`); the time is the
+  path that follows the chain's front, :meth:`_Described._followed`; on a machine of
+  alike links of up to :data:`UNHELD_RANKS` ranks they are played all the same,
+  :func:`_unheld`); the time is the
   sum over the rounds, plus the GPU model's cost per call
   (:func:`simulator.gpu.gpu_terms`).
 
@@ -107,7 +109,7 @@ from .gpu import flow_caps, hidden_latency, line_figures, link_figures, link_kin
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
            "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
-           "STRETCH_MESSAGES", "NEAR_PARTS"]
+           "STRETCH_MESSAGES", "NEAR_PARTS", "UNHELD_RANKS"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
@@ -122,8 +124,9 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: links are carried at max-min fair rates over all of them together
 #: (:func:`_filled_ends`) where they are at most so many and some shares several, else
 #: each link's queue on its own (:func:`_queue_ends`): 3 channels' trees on 16 flat
-#: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%)
-FILL_MESSAGES = 1 << 7
+#: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%), and a
+#: chain's ReduceScatter over 3 channels on 16 ranks more (at 32, under by 4.5e-3)
+FILL_MESSAGES = 1 << 8
 #: a round (not paced) of at most so many messages over every channel is routed at
 #: every rank (:func:`_whole`), where its description's rounds that are not paced are at
 #: most the second: 128 nodes' rhd halving (10 distinct rounds of 1,024 messages) and
@@ -147,6 +150,13 @@ STRETCH_MESSAGES = 7 << 13
 #: apart differ by at least this fraction of a channel's part of a block, so are at most
 #: ``1 / NEAR_PARTS`` elements a block
 NEAR_PARTS = 1 / 8
+
+#: on a machine of alike links (flat) of at most so many ranks, held paced rounds (a
+#: chain's ReduceScatter and AllGather) are played rank by rank (:func:`_unheld`); past
+#: that held: their play's max-min fills grow with the square of the ranks (the
+#: closed-form ReduceScatter table on ``default_flat(32)`` 0.92 CPU s, 0.07 held; on 64
+#: ranks it would be 5.4 s, 0.10 held)
+UNHELD_RANKS = 32
 
 Orders = tuple[tuple[int, ...], ...]
 #: each order's group (from 0; the orders of a group carry parts of one size), or None:
@@ -271,9 +281,9 @@ _NUMBERS = itertools.count()  # never reused: a number emptied from _NUMBERED st
 
 
 def _digest(messages: Any) -> int:
-    """A number for the positions of a class, the same for equal positions (cached by
-    its arrays' identity)."""
-    held = (messages.src, messages.dst, messages.rounds)
+    """A number for the positions of a class (and the first units it carries), the
+    same for equal positions (cached by its arrays' identity)."""
+    held = (messages.src, messages.dst, messages.rounds, messages.units)
     return _cached(_DIGESTS, tuple(map(id, held)), held, lambda: _numbered(
         tuple(a for a in held if a is not None)))
 
@@ -477,6 +487,7 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     keys = np.repeat(together, lengths) * nlinks + links
     message = np.repeat(np.arange(len(owners)), lengths)
     rounds = _in_flight(classes, owners, index)
+    units = _first_units(classes, owners, index)
     first_class = np.searchsorted(block, np.arange(len(blocks) + 1))
     local = np.arange(len(classes)) - first_class[block]
     if groups is not None:
@@ -487,8 +498,9 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     if rounds.any():  # pieces of messages, in flight with the same others throughout
         piece, cut, entry, profiles, profile = _pieces(
             keys, message, local[owners], block[owners], rounds, int(np.diff(first_class).max()))
-        # a piece's rounds from its message's first (what part of a cut message it carries)
-        lead = cut[:, 0] - rounds[piece, 0]
+        # a piece's first unit: its message's, and one a round from its message's first
+        # round (what part of a cut message it carries)
+        lead = units[piece] + cut[:, 0] - rounds[piece, 0]
         rounds = cut
         owners, lengths, links = owners[piece], lengths[piece], links[entry]
         message = np.repeat(np.arange(len(piece)), lengths)
@@ -703,6 +715,17 @@ def _in_flight(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -
         if m.rounds is not None:
             rounds[lo:hi] = m.rounds[index[lo:hi]]
     return rounds
+
+
+def _first_units(classes: tuple[Any, ...], owner: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The first unit each message (of class ``owner``, sorted, ``index`` in it) carries
+    (:attr:`collectives.traffic.Messages.units`); 0 for classes that do not say."""
+    units = np.zeros(len(owner), dtype=np.int64)
+    bounds = np.searchsorted(owner, np.arange(len(classes) + 1)).tolist()
+    for m, lo, hi in zip(classes, bounds[:-1], bounds[1:]):
+        if m.units is not None:
+            units[lo:hi] = m.units[index[lo:hi]]
+    return units
 
 
 def _pieces(keys: np.ndarray, message: np.ndarray, column: np.ndarray, block: np.ndarray,
@@ -1165,7 +1188,7 @@ class _Flow:
             capacity, rate = _capacities([part[2] for part in parts], widths)
             carried = alone * rate  # bytes
         if smaller is not None:
-            split, paid_s, spread_s, alone_s, reduction_s = smaller
+            units, paid_s, spread_s, alone_s, reduction_s = smaller
             work_s = _full_rate(alone_s, [part[2] for part in parts], widths)
             base_s = self._unshared(spread_s, alone_s)[0]
             if any(c is not None for c in self.coupled):
@@ -1185,8 +1208,8 @@ class _Flow:
             paying, reducing = paid[here], None if reduction is None else reduction[here]
             small = None
             if smaller is not None:
-                # the messages that carry the smaller part in this round
-                small = self.segment[run][:, None] >= split[here]
+                # the messages that carry a smaller unit in this round
+                small = _carries_smaller(self.segment[run], units[:, here])
                 through = np.where(small, base_s[kind[run]], through)
                 paying = np.where(small, paid_s[here], paying)
                 if reducing is not None:
@@ -1240,6 +1263,37 @@ class _Flow:
         rows, unshared = self.kinds
         base = np.where(unshared[:, :, None], spread[rows], -np.inf).max(axis=1)
         return base, spread.reshape(-1, spread.shape[2])
+
+
+def _unit_sizes(counts: np.ndarray, cut: np.ndarray, blocks: np.ndarray,
+                base: np.ndarray) -> np.ndarray:
+    """Which units of a vector of ``counts`` elements (classes x counts) cut into
+    ``blocks`` near-equal blocks, each into ``cut`` near-equal parts (each class's; the
+    first blocks and parts one element larger where some are), are one element smaller
+    than the largest: as :func:`_carries_smaller` reads them, per class ``cut``, the
+    block numbers' ``base`` (:attr:`_Described.blocks`), the larger blocks and from
+    which part on a larger block's and a smaller block's units are the smaller (``cut``
+    where none is), stacked (5 x classes x counts).  A block of ``b`` elements has parts
+    of ``b // cut`` and one more, so of the largest block's ``L`` (its largest part)
+    only those from ``b % cut`` on are smaller, and none where ``b`` is ``L * cut``."""
+    size, extra = np.divmod(counts, blocks)
+    largest = _ceil_div(size + (extra > 0), cut)
+
+    def smaller_from(block: np.ndarray) -> np.ndarray:
+        return np.where(block // cut >= largest, cut, block % cut)
+    shape = counts.shape
+    return np.stack([np.broadcast_to(cut, shape), np.broadcast_to(base, shape), extra,
+                     np.where(extra > 0, smaller_from(size + 1), cut), smaller_from(size)])
+
+
+def _carries_smaller(unit: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Whether each message carries a smaller unit (messages x sizes), from its ``unit``
+    (its number in its class's order) and its row's ``units`` (:func:`_unit_sizes`, 5 x
+    messages x sizes): its block (from the last where the base is) and its part there."""
+    cut, base, larger, from_larger, from_smaller = units
+    unit = unit[:, None]
+    block = np.abs(base - unit // cut)
+    return unit % cut >= np.where(block < larger, from_larger, from_smaller)
 
 
 def _full_rate(alone: np.ndarray, bandwidths: list[np.ndarray],
@@ -1473,11 +1527,12 @@ def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any,
     smaller = None
     if any(part[7] is not None for part in parts):
         never = np.iinfo(np.int32).max
-        splits = [np.full((len(part[0]), 1), never) if part[7] is None else part[7][0]
-                  for part in parts]
+        # a part without smaller units: one part a block, from one never reached
+        units = [np.array([1, 0, 0, never, never])[:, None, None] if part[7] is None
+                 else part[7][0] for part in parts]
         small = [part if part[7] is None else part[7][1] for part in parts]
-        smaller = (np.concatenate([np.broadcast_to(s, (len(s), w)) for s, w in
-                                   zip(splits, widths)], axis=1),
+        smaller = (np.concatenate([np.broadcast_to(u, (5, len(part[0]), w)) for u, part, w in
+                                   zip(units, parts, widths)], axis=2),
                    joined(0, small), joined(1, small), joined(3, small), reduced(small))
     transfers = None if all(part[6] is None for part in parts) else np.concatenate(
         [np.ones((len(part[0]), w)) if part[6] is None else part[6]
@@ -1559,7 +1614,7 @@ class _Described:
     messages are of the group's count)."""
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
-                 "span", "front", "cut", "cut_of", "group", "pieced")
+                 "span", "front", "cut", "cut_of", "blocks", "group", "pieced")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  groups: Groups) -> None:
@@ -1593,6 +1648,9 @@ class _Described:
         filled = layout.flow is not None and layout.flow.filled
         self.cut = np.array([m.cut if filled else 0 for m in self.messages], dtype=np.int64)
         self.cut_of = [m.cut_of for m in self.messages]
+        # per class its blocks, and the last one's number where its units run backward
+        self.blocks = np.array([(m.blocks, (m.blocks - 1) * m.backward) for m in self.messages],
+                               dtype=np.int64).reshape(-1, 2)
 
     def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
              ds: int, piece: np.ndarray | None, apart: bool = False,
@@ -1644,10 +1702,10 @@ class _Described:
             out[k], play = self._priced(routes, shared, nbytes, own, sent,
                                         (reduce, gamma, slot), transfers)
             if smaller is not None:  # the play's figures where a message is the smaller
-                split, shared_s, nbytes_s, own_s = smaller
+                units, shared_s, nbytes_s, own_s = smaller
                 small = self._priced(routes, shared_s, nbytes_s, own_s, sent,
                                      (reduce, gamma, slot), transfers)[1]
-            plays.append((*play, None if smaller is None else (split, small)))
+            plays.append((*play, None if smaller is None else (units, small)))
         return out, (plays if layout.flow is not None else None)
 
     def _runs(self, sized: np.ndarray, piece: np.ndarray,
@@ -1682,29 +1740,32 @@ class _Described:
 
     def _smaller(self, counts: np.ndarray, ds: int, sized: np.ndarray,
                  piece: np.ndarray | None, pieced: np.ndarray) -> tuple[np.ndarray, ...] | None:
-        """Where a played class carries parts one a round (:attr:`Messages.cut
-        <collectives.traffic.Messages.cut>`) and some are smaller, at some of ``counts``:
-        per row the round of its message from which they are (rows x counts; past every
-        round where none are), and the rows' shared time on each link, bytes and bytes
-        per transfer at the smaller part; else None (the play charges every part as the
-        class's ``sized`` bytes)."""
+        """Where a played class carries units one a round (:attr:`Messages.cut
+        <collectives.traffic.Messages.cut>`) and some are one element smaller than its
+        ``sized`` bytes, at some of ``counts``: which units (:func:`_unit_sizes`, per
+        row, 5 x rows x counts), and the rows' shared time on each link, bytes and
+        bytes per transfer at the smaller unit; else None (the play charges every unit
+        as the class's ``sized`` bytes)."""
         cut = self.cut[:, None]
+        if not (cut > 0).any():
+            return None
         mine = counts[self.group]  # each class's group's, or what of it the class cuts
         for c, whole in enumerate(self.cut_of):
             if whole is not None and cut[c, 0]:
                 mine[c] = whole(mine[c])
-        extra = mine % np.maximum(cut, 1)
-        uneven = (cut > 0) & (extra > 0)
+        units = _unit_sizes(mine, np.maximum(cut, 1), self.blocks[:, :1], self.blocks[:, 1:])
+        never = np.iinfo(np.int32).max
+        uneven = (cut > 0) & ((units[3] < cut) | (units[4] < cut))
         if not uneven.any():
             return None
+        units[3:] = np.where(uneven, units[3:], never)
         layout = self.layout
-        sized = np.where(cut > 0, mine // np.maximum(cut, 1) * ds, sized)
+        sized = np.where(uneven, sized - ds, sized)
         shared = self._shared(sized, None)
         nbytes = sized[layout.row_class]
         own = nbytes if piece is None else \
             np.where(pieced, np.minimum(nbytes, piece[self.group[layout.row_class]]), nbytes)
-        split = np.where(uneven, extra, np.iinfo(np.int32).max)[layout.row_class]
-        return split, shared, nbytes, own
+        return units[:, layout.row_class], shared, nbytes, own
 
     def _priced(self, routes: tuple[np.ndarray, np.ndarray, Any], shared: np.ndarray,
                 nbytes: np.ndarray, own: np.ndarray, sent: np.ndarray,
@@ -1789,10 +1850,42 @@ _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
 def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...],
                groups: Groups) -> _Described:
     """:class:`_Described` of ``rounds`` on ``orders`` of ``topology`` in ``groups``
-    (cached)."""
+    (cached); held paced rounds played on a machine of alike links (:func:`_unheld`)
+    of at most :data:`UNHELD_RANKS` ranks."""
+    def make() -> _Described:
+        unheld = _is_held(rounds) and len(_link_classes(topology)[1]) == 1 and \
+            topology.nranks <= UNHELD_RANKS
+        return _Described(topology, orders, _unheld(rounds) if unheld else rounds, groups)
     key = (topology, id(orders), id(rounds), groups)
-    return _cached(_DESCRIBED, key, (orders, rounds),
-                   lambda: _Described(topology, orders, rounds, groups))
+    return _cached(_DESCRIBED, key, (orders, rounds), make)
+
+
+_UNHELD: dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+
+
+def _unheld(rounds: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A description's held paced rounds (its first) as played on a machine of alike
+    links, where a chain's ends run ahead of the lock-step rounds (its ReduceScatter's
+    stretch +4.8% on ``default_flat(17)`` at 2 segments): not held, and its lock-step
+    rounds after them (a chain's late units) made classes of its paced round, each
+    message in flight in one round after the stretch, a round after another, so that
+    it starts once both its ends are done (as lock-step rounds, every message after
+    the last rank's clock: +2.7e-4 on 3 ranks, 7 elements) (cached by the description)."""
+    def make() -> tuple[Any, ...]:
+        paced = [r for r in rounds if r.paced]
+        end = max(int(m.rounds[:, 1].max()) for r in paced for m in r.messages
+                  if m.rounds is not None and len(m.rounds))
+        after = []
+        for r in rounds[len(paced):]:
+            for k in range(r.repeat):
+                after += [dataclasses.replace(m, rounds=np.tile([end + k, end + k + 1],
+                                                                (len(m.src), 1)))
+                          for m in r.messages]
+            end += r.repeat
+        first = dataclasses.replace(paced[0], messages=paced[0].messages + tuple(after),
+                                    held=False)
+        return (first, *paced[1:])
+    return _cached(_UNHELD, id(rounds), (rounds,), make)
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -77,8 +77,9 @@ SEGMENTS_TRIED: dict[str, tuple[int, ...]] = {
     "allreduce": (1, 4, 16, 64), "reduce_scatter": (1, 2, 4, 8), "allgather": (1, 2, 4, 8)}
 
 Blocks = Sequence[tuple[int, int]]
-#: a way's hops: senders, receivers and the rounds each is in flight in
-Way = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: a way's hops: senders, receivers, the rounds each is in flight in and the first unit
+#: each carries (of every rank's block cut into segments, as :class:`Messages` counts them)
+Way = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -286,27 +287,37 @@ def traffic(collective: str, q: int, segments: int = 1) -> list[Round]:
     # a rank's step on both of its hops each way: played rank by rank (the dataflow)
     # they take what the lock-step rounds give them (AllGather to 2e-14, ReduceScatter
     # within 1.0%, on dgx_h100 of 1-8 nodes under every protocol), for most of the
-    # dataflow's cost (selection's three tables on 8 nodes: 0.62 s against 0.38 s);
+    # dataflow's cost (selection's three tables on 8 nodes: 0.62 s against 0.38 s;
+    # on flat the model plays them: the chain's ends run ahead of the rounds there);
     # AllReduce's segments run ahead of the rounds behind a network crossing
     held = collective != "allreduce"
     # both ways in one round: a link carries a message each way of every channel whose
     # hops cross it (a rank's two sends, or two receives, share its ports; so do the
     # channels' hops at the ports and network links they share), in the rounds they overlap
-    # AllReduce's hop carries segment k in its k-th round: at uneven segments the
-    # first count % S one element more than the rest
-    cut = segments if collective == "allreduce" else 0
-    rounds = [Round(1, tuple(Messages(src, dst, part, reduce, pieced=False, rounds=own, cut=cut)
-                             for (src, dst, own), reduce in ways), paced=True, held=held)]
+    # a hop carries a unit a round: AllReduce's segment k in its k-th round (at uneven
+    # segments the first count % S one element more than the rest); ReduceScatter's and
+    # AllGather's segments of the blocks in the order it sends them (right-going from
+    # the last block, left-going from the first), blocks and segments of uneven sizes
+    blocks = 1 if collective == "allreduce" else q
+    rounds = [Round(1, tuple(Messages(src, dst, part, reduce, pieced=False, rounds=own,
+                                      cut=segments, blocks=blocks, backward=backward,
+                                      units=units)
+                             for ((src, dst, own, units), reduce), backward
+                             in zip(ways, (blocks > 1, False))), paced=True, held=held)]
     if last is not None:
         src, dst = last
-        rounds.append(Round(1, (Messages(src, dst, part, True, pieced=False),)))
+        # each carries its receiver's block (a unit of the blocks' one segments)
+        rounds.append(Round(1, (Messages(src, dst, part, True, pieced=False, cut=segments,
+                                         blocks=q, units=dst),)))
     return rounds
 
 
 def _in_flight(collective: str, q: int, m: int) -> tuple[Way, Way, tuple[np.ndarray, ...] | None]:
     """Each way's hops, ``v -> v + 1`` (right) and ``v + 1 -> v`` (left), as senders,
-    receivers and the rounds each carries its segments in (``(hops, 2)``: first round,
-    round after the last), as :func:`rank_lanes` posts them, and the hops of a last
+    receivers, the rounds each carries its segments in (``(hops, 2)``: first round,
+    round after the last) and its first unit (AllReduce's segment; else of the blocks'
+    segments from the last block, right, or from the first, left), as
+    :func:`rank_lanes` posts them, and the hops of a last
     round of their own (senders, receivers; None without): AllReduce's rank ``r`` sends
     right from round ``r`` and left from round ``2p - 2 - r``; ReduceScatter's right
     from round ``r`` and left from round ``p - 1 - r``.  A hop that travels late
@@ -318,23 +329,24 @@ def _in_flight(collective: str, q: int, m: int) -> tuple[Way, Way, tuple[np.ndar
     runs with the round between."""
     v = np.arange(q - 1)
     if collective == "allreduce":
-        return ((v, v + 1, np.column_stack([v, v + m])),
-                (v + 1, v, np.column_stack([2 * q - 3 - v, 2 * q - 3 - v + m])), None)
+        return ((v, v + 1, np.column_stack([v, v + m]), 0 * v),
+                (v + 1, v, np.column_stack([2 * q - 3 - v, 2 * q - 3 - v + m]), 0 * v), None)
     if collective == "allgather":
-        return ((v, v + 1, np.column_stack([0 * v, (v + 1) * m])),
-                (v + 1, v, np.column_stack([0 * v, (q - 1 - v) * m])), None)
+        # rank r sends right blocks r, r-1, ..., 0 and left blocks r, r+1, ..., p-1
+        return ((v, v + 1, np.column_stack([0 * v, (v + 1) * m]), (q - 1 - v) * m),
+                (v + 1, v, np.column_stack([0 * v, (q - 1 - v) * m]), (v + 1) * m), None)
     late = np.flatnonzero((0 < v) & ((q - 1 - 2 * v) * (m - 1) == 0))  # _late
     start = q - 2 - v
     split = start + v * m  # where a late hop's units travel a round later
     end = start + (v + 1) * m
     end[late] = split[late]
-    right = (v, v + 1, np.column_stack([v, v + (q - 1 - v) * m]))
+    right = (v, v + 1, np.column_stack([v, v + (q - 1 - v) * m]), 0 * v)
     if m == 1 or not len(late):
-        return right, (v + 1, v, np.column_stack([start, end])), \
+        return right, (v + 1, v, np.column_stack([start, end]), 0 * v), \
             ((late + 1, late) if len(late) else None)
     again = np.column_stack([split[late] + 1, split[late] + 1 + m])
     return right, (np.r_[v + 1, late + 1], np.r_[v, late],
-                   np.r_[np.column_stack([start, end]), again]), None
+                   np.r_[np.column_stack([start, end]), again], np.r_[0 * v, late * m]), None
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
