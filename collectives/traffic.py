@@ -129,7 +129,7 @@ class Phase:
     """One phase of a composed algorithm: ``collective`` by ``algorithm`` on each of
     ``groups`` (tuples of ranks) side by side, over ``fraction`` of the vector's
     elements (``count -> ceil(count / fraction)``), ``piece``: the number of blocks a
-    ReduceScatter's vector lies in apart in the buffer (or None)."""
+    phase's vector lies in apart in the buffer (or None)."""
 
     collective: str
     algorithm: str

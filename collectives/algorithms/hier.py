@@ -157,10 +157,10 @@ def traffic(collective: str, q: int, ranks_per_node: Any = None, inner: Any = "r
     _algorithm("inner", inner, collective), _algorithm("intra", intra, "reduce_scatter",
                                                        "allgather")
     node, rail = _groups(q, size)
-    # a ReduceScatter's blocks are those of the ranks of one local rank: apart in the buffer
-    apart = q if collective == "reduce_scatter" else size
-    within = {c: Phase(c, intra, node, 1, apart if c == "reduce_scatter" else None)
-              for c in ("reduce_scatter", "allgather")}
+    # a ReduceScatter's or AllGather's blocks in a node are those of the ranks of one
+    # local rank: apart in the buffer (an AllReduce's, the node's blocks)
+    apart = q if collective in ("reduce_scatter", "allgather") else size
+    within = {c: Phase(c, intra, node, 1, apart) for c in ("reduce_scatter", "allgather")}
     # across the rails a ReduceScatter's or AllGather's blocks are its ranks': q apart
     across = Phase(collective, inner, rail, size,
                    q if collective in ("reduce_scatter", "allgather") else None)
