@@ -85,26 +85,27 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
     stream, first = _segments_of(stream, first, end)
     cuts = _Cuts(q, segments, blocks, np.concatenate([stream, spilled]),
                  np.concatenate([first, edge]))
-    shares = np.repeat(share, lengths)
+    shares, carried = np.repeat(share, lengths), cuts.carried()
     sent = [cls for _, g in _grouped(_alike(q, segments, blocks, stream, first))
-            for cls in _transfers(cuts, g, stream[g], first[g],
+            for cls in _transfers(cuts, carried, g, stream[g], first[g],
                                   _share_of(segment, q * segments, int(shares[g[0]])))]
     apart = [cls for _, g in _grouped(_alike(q, segments, blocks, spilled, edge))
-             for cls in _transfers(cuts, len(stream) + g, spilled[g], edge[g],
+             for cls in _transfers(cuts, carried, len(stream) + g, spilled[g], edge[g],
                                    _spill_of(segment, q, segments))]
     return [sent, apart]
 
 
-def _transfers(cuts: "_Cuts", rows: np.ndarray, streams: np.ndarray, at: np.ndarray,
-               closed: Callable[[np.ndarray], np.ndarray]) -> Classes:
-    """Alike messages ``rows`` (of ``cuts``; ``streams[i]``'s segment ``at[i]``) as
+def _transfers(cuts: "_Cuts", carried: np.ndarray, rows: np.ndarray, streams: np.ndarray,
+               at: np.ndarray, closed: Callable[[np.ndarray], np.ndarray]) -> Classes:
+    """Alike messages ``rows`` (of ``cuts``; ``streams[i]``'s segment ``at[i]``; which
+    runs each may carry something of, ``carried``: :meth:`_Cuts.carried`) as
     classes: one, charged the most of theirs, where each is one run of the buffer; else a
     class per run the message may carry something of (up each of the subtree's runs it
     meets, down the segment's run before each and after the last), each charged its
     run's elements, as the ranks' steps send them: a transfer per run, which the
     simulator shares apart (``default_flat(13)``, 3 segments, 78 elements: 2 -> 1's 28
     bytes go as 4 and 24; as one, the model was under by 1.3e-5)."""
-    ever = cuts.runs_carried(rows[:1])
+    ever = np.flatnonzero(carried[rows[0]])
     if len(ever) <= 1:
         return [(streams, at, at + 1, cuts.most(rows[:1], closed))]
     return [(streams, at, at + 1, cuts.run(rows[0], j)) for j in ever.tolist()]
@@ -280,6 +281,7 @@ class _Cuts:
         self.down = (streams >= edges)[:, None]
         self.first, self.last = first[edge], last[edge]
         self.held: tuple[bytes, np.ndarray] = (b"", np.zeros((len(streams), 0), np.int64))
+        self.runs: tuple[bytes, np.ndarray] = (b"", np.zeros((len(streams), 0, 0), np.int64))
 
     def most(self, rows: np.ndarray, closed: Callable[[np.ndarray], np.ndarray]
              ) -> Callable[[np.ndarray], np.ndarray]:
@@ -294,21 +296,24 @@ class _Cuts:
             return out
         return elements
 
-    def runs_carried(self, rows: np.ndarray) -> np.ndarray:
-        """The runs of the buffer (:meth:`_pieces`) that any of ``rows`` carries
-        something of at some count: those over the first ``2 S + 2 q S`` counts (each
-        edge stays on one side of another at every count where it does over those,
+    def carried(self) -> np.ndarray:
+        """Per message and run of the buffer (:meth:`_pieces`), whether it carries
+        something of the run at some count: at some of the first ``2 S + 2 q S`` counts
+        (each edge stays on one side of another at every count where it does over those,
         :func:`_sides`)."""
         count = np.arange(1, 2 * self.segments * (1 + self.q) + 1)
-        return np.flatnonzero((self._pieces(rows, count) > 0).any(axis=(0, 2)))
+        return np.asarray((self._pieces(slice(None), count) > 0).any(axis=2))
 
     def run(self, row: int, piece: int) -> Callable[[np.ndarray], np.ndarray]:
         """Elements of run ``piece`` of message ``row`` (:meth:`_pieces`) at any count."""
         def elements(count: np.ndarray) -> np.ndarray:
-            return self._pieces(np.array([row]), np.asarray(count))[0, piece]
+            key = count.tobytes()
+            if self.runs[0] != key:  # every message's, kept for the next class's call
+                self.runs = (key, self._pieces(slice(None), count))
+            return self.runs[1][row, piece]
         return elements
 
-    def _pieces(self, rows: np.ndarray, count: np.ndarray) -> np.ndarray:
+    def _pieces(self, rows: Any, count: np.ndarray) -> np.ndarray:
         """Elements of each run of the buffer the messages ``rows`` carry at ``count``
         (messages x runs x counts, a subtree's runs and one more): up, what of the
         segment each of the subtree's runs holds (the last nothing); down, the
