@@ -107,13 +107,22 @@ def _alive(pids: list[int]) -> list[int]:
     return alive
 
 
+def _default_stop_signals() -> None:
+    """In the child before it runs the command: SIGTERM and SIGHUP to their defaults."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _bench(extra: list[str], signum: int | None) -> tuple[subprocess.Popen[str], str, list[int]]:
     """Run the long benchmark, send it ``signum`` once its ranks run (None: let it time
     out); return it, its stderr and the processes of its job still running after it
     ended (which are then killed, so that a failing test leaves nothing running)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # the command starts with the signals' default handlers, as from a shell: under
+    # nohup SIGHUP is ignored and the ignoring inherited, which the command puts back
     process = subprocess.Popen([*_LONG_BENCH, *extra], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_default_stop_signals)
     job: list[int] = []
     try:
         job = _ranks_of(process)
