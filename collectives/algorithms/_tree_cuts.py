@@ -319,15 +319,7 @@ class _Cuts:
         segment each of the subtree's runs holds (the last nothing); down, the
         segment's run before each of the subtree's runs, and after the last."""
         start, stop = self._segment(rows, count)
-        never = np.iinfo(np.int64).max  # a padded run: past every segment
-        held_from, held_to = [], []
-        for a, b in zip(self.first[rows].T, self.last[rows].T):
-            padded = (b < a)[:, None]
-            held_from.append(np.where(padded, never,
-                                      _near_equal(0, count[None, :], self.q, a[:, None])[0]))
-            held_to.append(np.where(padded, never,
-                                    _near_equal(0, count[None, :], self.q, b[:, None] + 1)[0]))
-        lo, hi = np.stack(held_from, axis=1), np.stack(held_to, axis=1)
+        lo, hi = self._held(rows, count)
         start, stop = start[:, None], stop[:, None]
         inside = np.maximum(0, np.minimum(stop, hi) - np.maximum(start, lo))
         gap_from = np.concatenate([start, hi], axis=1)
@@ -335,6 +327,20 @@ class _Cuts:
         gaps = np.maximum(0, np.minimum(stop, gap_to) - np.maximum(start, gap_from))
         up = np.concatenate([inside, np.zeros_like(start)], axis=1)
         return np.where(self.down[rows][:, :, None], gaps, up)
+
+    def _held(self, rows: Any, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The first and end elements of each run of the subtree's part the messages
+        ``rows`` meet at ``count`` (messages x runs x counts; a padded run past every
+        segment)."""
+        never = np.iinfo(np.int64).max
+        held_from, held_to = [], []
+        for a, b in zip(self.first[rows].T, self.last[rows].T):
+            padded = (b < a)[:, None]
+            held_from.append(np.where(padded, never,
+                                      _near_equal(0, count[None, :], self.q, a[:, None])[0]))
+            held_to.append(np.where(padded, never,
+                                    _near_equal(0, count[None, :], self.q, b[:, None] + 1)[0]))
+        return np.stack(held_from, axis=1), np.stack(held_to, axis=1)
 
     def _segment(self, rows: Any, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The first and end elements of the segment of the messages ``rows`` at
@@ -359,11 +365,9 @@ class _Cuts:
     def _cut(self, rows: slice, count: np.ndarray) -> np.ndarray:
         """Elements of the messages ``rows`` at ``count``."""
         start, stop = self._segment(rows, count)
-        inside = np.zeros_like(start)
-        for a, b in zip(self.first[rows].T, self.last[rows].T):
-            held_from = _near_equal(0, count[None, :], self.q, a[:, None])[0]
-            held_to = _near_equal(0, count[None, :], self.q, b[:, None] + 1)[0]
-            inside += np.maximum(0, np.minimum(stop, held_to) - np.maximum(start, held_from))
+        lo, hi = self._held(rows, count)
+        inside = np.maximum(0, np.minimum(stop[:, None], hi)
+                            - np.maximum(start[:, None], lo)).sum(axis=1)
         return np.where(self.down[rows], stop - start - inside, inside)
 
 
