@@ -709,11 +709,11 @@ def traffic(collective: str, q: int, segments: int = 1,
     segment = nested_part(2, segments)
     if collective == "allgather":
         return _gathered(q, segment, segments, ranks_per_node)
-    if ranks_per_node:  # every stream in flight in its own rounds
+    if ranks_per_node:  # every stream in flight in its own rounds, carrying its tree's half
         return [Round(1, tuple(
-            Messages(src, dst, segment, k >= 0, skip_empty=True,
+            Messages(src, dst, _segment_of(which, segments), k >= 0, skip_empty=True,
                      rounds=np.column_stack([start, start + segments]))
-            for k, start, src, dst in _by_class(q, ranks_per_node)), paced=True)]
+            for which, k, start, src, dst in _by_class(q, ranks_per_node)), paced=True)]
     return [Round(1, _halved(q, segments), paced=True)]
 
 
@@ -898,13 +898,15 @@ def _doubled(runs: np.ndarray, size: int, low: Any, high: Any) -> tuple[np.ndarr
 
 @lru_cache(maxsize=64)
 def _by_class(q: int, ranks_per_node: int | None
-              ) -> tuple[tuple[int, np.ndarray, np.ndarray, np.ndarray], ...]:
-    """The streams of AllReduce and ReduceScatter (:func:`_streams`) by class (in
-    increasing order): the class, and its streams' rounds of segment 0, senders and
-    receivers (in the streams' order)."""
+              ) -> tuple[tuple[int, int, np.ndarray, np.ndarray, np.ndarray], ...]:
+    """The streams of AllReduce and ReduceScatter (:func:`_streams`) by tree and class (in
+    increasing order): the tree, the class, and its streams' rounds of segment 0, senders
+    and receivers (in the streams' order)."""
     start, src, dst, kind = _streams(False, q, ranks_per_node)
-    return tuple((k, start[streams], src[streams], dst[streams])
-                 for k in np.unique(kind).tolist() for streams in [np.flatnonzero(kind == k)])
+    tree = np.arange(len(start)) % (len(start) // 2) >= len(start) // 4  # tree 0's edges first
+    return tuple((which, k, start[streams], src[streams], dst[streams])
+                 for which in (0, 1) for k in np.unique(kind).tolist()
+                 for streams in [np.flatnonzero((tree == which) & (kind == k))] if len(streams))
 
 
 @lru_cache(maxsize=64)
