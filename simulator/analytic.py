@@ -70,7 +70,9 @@ one pass (blocks that never share a link; the paced rounds apart), from each cla
 sampled messages only.  A description's rows are then priced at every size in one numpy
 pass, under each protocol, but for paced rounds played rank by rank: a numpy pass per
 round over the ranks then busy (within the budgets above), once for every protocol and
-description that share the play (:func:`price_protocols`, their sizes side by side).
+description that share the play (:func:`price_protocols`, their sizes side by side),
+and of its parts that share no rank and no link, one of each kind (:func:`_one_of_alike`:
+hier's inner tree on DGX rails).
 ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
@@ -890,7 +892,8 @@ class _Layout:
     class: ``expanded`` lists each pair's profile's classes and counts); of the paced
     rounds their ``stretch`` (:func:`_stretch`) and, where every rank is sampled, their
     pieces' ``hops`` (rows numbered across the blocks; None otherwise) and the
-    :class:`_Flow` of them (None without hops).  Where the orders are in ``groups``
+    :class:`_Flow` of them, of one part of each kind (:func:`_one_of_alike`; None
+    without hops).  Where the orders are in ``groups``
     (their number), a round's class ``c`` of group ``g`` is class ``c * groups + g``
     (:func:`_grouped_classes`)."""
 
