@@ -70,7 +70,9 @@ one pass (blocks that never share a link; the paced rounds apart), from each cla
 sampled messages only.  A description's rows are then priced at every size in one numpy
 pass, under each protocol, but for paced rounds played rank by rank: a numpy pass per
 round over the ranks then busy (within the budgets above), once for every protocol and
-description that share the play (:func:`price_protocols`, their sizes side by side).
+description that share the play (:func:`price_protocols`, their sizes side by side),
+and of its parts that share no rank and no link, one of each kind (:func:`_one_of_alike`:
+hier's inner tree on DGX rails).
 ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
@@ -890,7 +892,8 @@ class _Layout:
     class: ``expanded`` lists each pair's profile's classes and counts); of the paced
     rounds their ``stretch`` (:func:`_stretch`) and, where every rank is sampled, their
     pieces' ``hops`` (rows numbered across the blocks; None otherwise) and the
-    :class:`_Flow` of them (None without hops).  Where the orders are in ``groups``
+    :class:`_Flow` of them, of one part of each kind (:func:`_one_of_alike`; None
+    without hops).  Where the orders are in ``groups``
     (their number), a round's class ``c`` of group ``g`` is class ``c * groups + g``
     (:func:`_grouped_classes`)."""
 
@@ -922,9 +925,11 @@ class _Layout:
                                         np.zeros((0, 3), dtype=np.int64)))
         self.hops = self._hops(blocks, starts)
         held = _is_held(rounds)
-        self.flow = None if self.hops is None or not len(self.hops) or held else \
-            _Flow(self.hops, self.class_block[self.row_class[self.hops[:, 0]]],
-                  len(_link_classes(topology)[1]) == 1)
+        self.flow = None
+        if self.hops is not None and len(self.hops) and not held:
+            played = _one_of_alike(self.hops)
+            self.flow = _Flow(played, self.class_block[self.row_class[played[:, 0]]],
+                              len(_link_classes(topology)[1]) == 1)
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
         nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
         first_profile = np.cumsum(nprofiles) - nprofiles
@@ -985,6 +990,84 @@ class _Layout:
         taken = np.repeat(first[:-1][of_pair] - self.pair_rows, many) + np.arange(many.sum())
         self.expanded = np.column_stack([np.repeat(class_of_pair, many), triples[taken, 1],
                                          triples[taken, 2]])
+
+
+def _one_of_alike(hops: np.ndarray) -> np.ndarray:
+    """The paced pieces ``hops`` (:attr:`_Layout.hops`) of one of each kind of their
+    parts that share no rank and no link (:func:`_apart`), in their order: parts alike
+    but for the ranks' and links' names, one hop after another (as hier's inner tree on
+    each rail of a DGX machine up to one leaf's nodes), play alike, each rank's clock
+    the same float as its like's, so the play's time, its ranks' latest clock, is one
+    part's of each kind (three tables on ``dgx_h100(8)``: its 8 rails' plays were 3.0
+    of 3.8 CPU s)."""
+    part = _apart(hops)
+    count = int(part.max()) + 1
+    if count == 1:
+        return hops
+    order = np.argsort(part, kind="stable")
+    sorted_part = part[order]
+    bounds = np.searchsorted(sorted_part, np.arange(count + 1)).tolist()
+    named = hops[order]
+    # first by how many hops take each of a hop's ranks and links (a pass; parts that
+    # differ there, as rails whose crossings hash to other spines, are not alike)
+    ends, links = named[:, 3:5], named[:, 6:]
+    takers = np.bincount(ends.reshape(-1))[ends]
+    on = np.append(np.bincount(links[links >= 0], minlength=int(links.max()) + 1), 0)[links]
+    counted = np.column_stack([named[:, [0, 1, 2, 5]], takers, on])
+    if len({counted[lo:hi].tobytes() for lo, hi in zip(bounds[:-1], bounds[1:])}) == count:
+        return hops
+    # ranks and links named by where they first come in their part
+    named[:, 3:5] = _first_seen(ends, sorted_part, count)
+    named[:, 6:] = _first_seen(links, sorted_part, count)
+    kinds: dict[bytes, int] = {}
+    for p, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+        kinds.setdefault(named[lo:hi].tobytes(), p)
+    return hops[np.isin(part, list(kinds.values()))]
+
+
+def _apart(hops: np.ndarray) -> np.ndarray:
+    """Each hop's part (numbered from 0): hops are of one part where they share a rank
+    (sender or receiver, columns 3 and 4) or a link (columns 6 on, -1 at the pad),
+    directly or through others (min-label hooking with full pointer jumping, a few
+    passes)."""
+    ranks = int(hops[:, 3:5].max()) + 1
+    sender = hops[:, 3]
+    links = hops[:, 6:]
+    real = links >= 0
+    ends = np.concatenate([hops[:, 4], ranks + links[real]])
+    starts = np.concatenate([sender, np.broadcast_to(sender[:, None], links.shape)[real]])
+    parent = np.arange(ranks + int(links.max(initial=-1)) + 1)
+    while True:
+        low = np.minimum(parent[starts], parent[ends])
+        hooked = parent.copy()
+        np.minimum.at(hooked, parent[starts], low)
+        np.minimum.at(hooked, parent[ends], low)
+        while True:  # every node straight to its root
+            jumped = hooked[hooked]
+            if np.array_equal(jumped, hooked):
+                break
+            hooked = jumped
+        if np.array_equal(hooked, parent):
+            break
+        parent = hooked
+    return np.unique(parent[sender], return_inverse=True)[1].reshape(-1)
+
+
+def _first_seen(values: np.ndarray, part: np.ndarray, count: int) -> np.ndarray:
+    """``values`` (rows x columns, ints >= 0, -1 kept) renamed within each row's
+    ``part`` (rows sorted by part, a value in one part only) by where they first come,
+    row by row, from 0."""
+    flat = values.reshape(-1)
+    real = flat >= 0
+    distinct, first, inverse = np.unique(flat[real], return_index=True, return_inverse=True)
+    seen = np.argsort(first)  # the distinct values as they first come, part by part
+    place = np.empty(len(distinct), dtype=np.int64)
+    place[seen] = np.arange(len(distinct))
+    of = part[np.flatnonzero(real) // values.shape[1]][first]
+    start = np.searchsorted(of[seen], np.arange(count))
+    out = flat.copy()
+    out[real] = (place - start[of])[inverse.reshape(-1)]
+    return out.reshape(values.shape)
 
 
 class _Flow:

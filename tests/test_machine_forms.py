@@ -17,6 +17,7 @@ from collectives.traffic import describe
 from simulator import analytic, cost, simulate
 from simulator.channel_choice import schedule_params
 from simulator.analytic import price_one as machine_cost
+from simulator.gpu import protocols
 from simulator.selection import _label, tuning_table
 
 FLAT = [("ring", {}), ("rhd", {}), ("tree", {"segments": 2}), ("pipeline", {"segments": 2})]
@@ -798,3 +799,33 @@ def test_rounds_routed_together_are_routed_alone() -> None:
         describe("allreduce", "tree", 16, (("segments", 3),)),
         describe("allreduce", "tree", 16, (("ranks_per_node", 8), ("segments", 2))),
         describe("allgather", "tree", 16, (("ranks_per_node", 8), ("segments", 2)))], False)
+
+
+@pytest.mark.parametrize("nodes, kept", [(2, 1 / 8), (64, 1 / 4)])
+def test_alike_rails_are_played_once(nodes: int, kept: float, monkeypatch) -> None:
+    """hier's inner tree plays one rail of each kind (DGX rails share no rank and no
+    link; up to a leaf's nodes they are all alike, on 64 nodes their crossings hash to
+    the spines in two ways): the prices are those of every rail played, bit for bit."""
+    machine = topology.dgx_h100(nodes)
+    sizes = [4, 388, 1 << 20, 4000012, 1 << 27]
+    one_of_alike = analytic._one_of_alike
+    shares: list[float] = []
+
+    def counted(hops: np.ndarray) -> np.ndarray:
+        played = one_of_alike(hops)
+        shares.append(len(played) / len(hops))
+        return played
+
+    def priced() -> list[np.ndarray]:
+        analytic._LAYOUTS.clear()
+        analytic._DESCRIBED.clear()
+        return [analytic.price_protocols(collective, "hier", machine, sizes,
+                                         protocols(machine), inner="tree", ranks_per_node=8)
+                for collective in BLOCK_COLLECTIVES]
+    monkeypatch.setattr(analytic, "_one_of_alike", counted)
+    once = priced()
+    monkeypatch.setattr(analytic, "_one_of_alike", lambda hops: hops)
+    every = priced()
+    assert shares and max(shares) == kept
+    for a, b in zip(once, every):
+        assert np.array_equal(a, b)
