@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "TINY_COUNT", "CUT_CHUNK", "Blocks", "Classes", "each_message",
+__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "CUT_CHUNK", "Blocks", "Classes", "each_message",
            "most_cut", "by_share"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
@@ -40,10 +40,6 @@ EXACT_MESSAGES = 384
 #: the spill ``q + S`` elements, at a cost that does not grow with the messages (the
 #: cuts of 16,384 cost the tables at 2,048 nodes 0.6 -> 1.4 CPU s)
 CUT_MESSAGES = 1 << 12
-#: the counts below which :func:`most_cut`'s messages are classed by what each carries:
-#: there most carry nothing (most ranks hold nothing), which a class charged its most
-#: cut sends (``dgx_h100(16)``, LL: +51% at 1 element, +22.6% at 3)
-TINY_COUNT = 17
 
 
 #: per edge (of :func:`~collectives.algorithms.tree.tree_edges`, in its order), the first
@@ -123,7 +119,7 @@ def _alike(pieces: np.ndarray) -> np.ndarray:
     buffer at every count: at each of the counts of ``pieces`` (:meth:`_Cuts.settled`).
     Classed by what each carries rather than by how its subtree's edges meet its
     segment, messages whose edges differ but cut alike share a class (``default_flat(16)``,
-    8 segments: 195 classes -> 86; every class costs the model a column of its links'
+    8 segments: 195 classes -> 102; every class costs the model a column of its links'
     profiles)."""
     flat = pieces.reshape(len(pieces), -1)
     return np.unique(flat, axis=0, return_inverse=True)[1].reshape(-1)
@@ -136,8 +132,7 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     (single segments at a part's edge) the most the ranks' steps cut of theirs; and the
     spill one class, charged the most its messages carry, but a class per round for
     those in rounds before or after every run's (where a message that carries nothing
-    would add a round of its own).  Each class is split by what its messages carry
-    below :data:`TINY_COUNT` elements (:func:`_tiny`), and charged that there.
+    would add a round of its own).
 
     Parameters
     ----------
@@ -161,67 +156,15 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
                  np.concatenate([first[partial], edge]))
     row = np.full(len(share), -1)
     row[partial] = np.arange(len(partial))
-    run, lo, hi = _tiny_pieces(first, end)
-    tiny, tables = _tiny(q, segments, blocks, np.concatenate([stream[run], spilled]),
-                         np.concatenate([lo, edge]),
-                         np.concatenate([hi - lo, np.ones(len(edge), dtype=np.int64)]))
-    sent = [(stream[run[g]], lo[g], hi[g],
-             _below(tables[t], _share_of(segment, parts, q) if k == q
-                    else cuts.most(row[run[g]], _share_of(segment, parts, k))))
-            for key, g in _grouped(share[run] * len(tables) + tiny[:len(run)])
-            for k, t in [divmod(key, len(tables))]]
+    sent = [(stream[g], first[g], end[g], _share_of(segment, parts, q) if k == q
+             else cuts.most(row[g], _share_of(segment, parts, k)))
+            for k, g in _grouped(share)]
     round_ = start[spilled] + edge
     alone = (round_ < (start[stream] + first).min()) | (round_ >= (start[stream] + end).max())
-    when = np.unique(np.where(alone, round_, round_.min(initial=0) - 1), return_inverse=True)[1]
-    apart = [(spilled[g], edge[g], edge[g] + 1,
-              _below(tables[tiny[len(run) + g[0]]],
-                     cuts.most(len(partial) + g, _spill_of(segment, q, segments))))
-             for _, g in _grouped(when.reshape(-1) * len(tables) + tiny[len(run):])]
+    apart = [(spilled[g], edge[g], edge[g] + 1, cuts.most(len(partial) + g,
+                                                          _spill_of(segment, q, segments)))
+             for _, g in _grouped(np.where(alone, round_, round_.min(initial=0) - 1))]
     return [sent, apart]
-
-
-def _tiny_pieces(first: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The runs ``first .. end`` cut into each of their segments below
-    ``TINY_COUNT // 2`` (a half of fewer than :data:`TINY_COUNT` elements has no more
-    segments that hold any) and the rest of each: per piece its run, first and end
-    segment."""
-    low = np.minimum(end, TINY_COUNT // 2)
-    lengths = np.maximum(0, low - first)
-    run = np.repeat(np.arange(len(first)), lengths)
-    single = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths - first, lengths)
-    rest = np.flatnonzero(end > np.maximum(first, low))
-    return (np.concatenate([run, rest]), np.concatenate([single, np.maximum(first, low)[rest]]),
-            np.concatenate([single + 1, end[rest]]))
-
-
-def _tiny(q: int, segments: int, blocks: Blocks, streams: np.ndarray, at: np.ndarray,
-          lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A number per message (``streams[i]``'s segments from ``at[i]``, ``lengths[i]`` of
-    them), the same for messages that carry as much at each count below
-    :data:`TINY_COUNT`, and per number what they carry at counts ``0 ..
-    TINY_COUNT - 1``.  Only single segments below ``TINY_COUNT // 2`` carry anything
-    there, so only they are cut (:class:`_Cuts`): a few per stream, not its every
-    segment (cutting every message cost the three tables on 256 DGX nodes 5.2 -> 11.6
-    CPU s)."""
-    some = np.flatnonzero((lengths == 1) & (at < TINY_COUNT // 2))
-    table = np.zeros((len(streams), TINY_COUNT), dtype=np.int64)
-    table[some, 1:] = _Cuts(q, segments, blocks, streams[some], at[some])._table(
-        np.arange(1, TINY_COUNT))
-    tables, number = np.unique(table, axis=0, return_inverse=True)
-    return number.reshape(-1), tables
-
-
-def _below(table: np.ndarray, elements: Callable[[np.ndarray], np.ndarray]
-           ) -> Callable[[np.ndarray], np.ndarray]:
-    """``table[c]`` at the counts ``c`` below its length, ``elements`` at the others."""
-    def tabled(count: np.ndarray) -> np.ndarray:
-        out = elements(count)
-        low = count < len(table)
-        if low.any():
-            out = np.array(out, dtype=np.int64)
-            out[low] = table[count[low]]
-        return out
-    return tabled
 
 
 def by_share(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
