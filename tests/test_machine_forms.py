@@ -508,6 +508,17 @@ def test_tree_allgather_past_two_hundred_messages_is_exact(nranks: int, segments
     assert machine_cost("allgather", "tree", flat, 4 * count, **params) == \
         pytest.approx(simulated, rel=1e-9)
 
+
+@pytest.mark.parametrize("nbytes", [4, 12, 64])
+def test_tree_allgather_tiny_counts_on_eight_nodes_are_exact(nbytes: int) -> None:
+    """dgx_h100(8), LL, one segment (252 messages): most ranks hold nothing at 1, 3 and
+    16 elements, and most messages carry nothing; charged the most of their class, they
+    were sent (+62%, +21%, +31%); each priced at what it carries, exact."""
+    machine = topology.dgx_h100(8)
+    simulated = _simulated("allgather", "tree", machine, nbytes, {"segments": 1}, "LL")
+    assert machine_cost("allgather", "tree", machine, nbytes, protocol="LL",
+                        segments=1) == pytest.approx(simulated, rel=1e-9)
+
 SIXTEEN_NODES = [("allreduce", "tree", {"segments": 1}, 1 << 26),
                  ("reduce_scatter", "tree", {"segments": 1}, 1 << 26),
                  ("allgather", "tree", {"segments": 1}, 1 << 26),
