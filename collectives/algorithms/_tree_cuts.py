@@ -20,7 +20,6 @@ helper of that one algorithm, not an algorithm of its own (not in
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -30,9 +29,11 @@ __all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "CUT_CHUNK", "Blocks", "Classes", "
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
 #: ranks' steps cut of its segment (exact at any count), in a class with those that
-#: carry as much at every count: the model's cost grows with its classes (three
-#: closed-form tables at 16 nodes, 512: +0.3 CPU s, 10%; 200: +0.1 s)
-EXACT_MESSAGES = 200
+#: carry as much at every count: the model's cost grows with its classes.  384 takes in
+#: ``default_flat(p)`` to 17 ranks at 8 segments (339 messages; at 200, 176 of the 664
+#: cases of 11 to 17 ranks were up to +7.7%) and leaves out ``dgx_h100(16)``'s trees
+#: over nodes at one segment (508 messages in 485 classes: the three tables +22%)
+EXACT_MESSAGES = 384
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and
@@ -85,11 +86,13 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
     stream, first = _segments_of(stream, first, end)
     cuts = _Cuts(q, segments, blocks, np.concatenate([stream, spilled]),
                  np.concatenate([first, edge]))
-    shares, carried = np.repeat(share, lengths), cuts.carried()
-    sent = [cls for _, g in _grouped(_alike(q, segments, blocks, stream, first))
+    pieces = cuts.settled()
+    shares, carried = np.repeat(share, lengths), np.asarray(pieces.any(axis=2))
+    alike = _alike(pieces)
+    sent = [cls for _, g in _grouped(alike[:len(stream)])
             for cls in _transfers(cuts, carried, g, stream[g], first[g],
                                   _share_of(segment, q * segments, int(shares[g[0]])))]
-    apart = [cls for _, g in _grouped(_alike(q, segments, blocks, spilled, edge))
+    apart = [cls for _, g in _grouped(alike[len(stream):])
              for cls in _transfers(cuts, carried, len(stream) + g, spilled[g], edge[g],
                                    _spill_of(segment, q, segments))]
     return [sent, apart]
@@ -98,7 +101,7 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
 def _transfers(cuts: "_Cuts", carried: np.ndarray, rows: np.ndarray, streams: np.ndarray,
                at: np.ndarray, closed: Callable[[np.ndarray], np.ndarray]) -> Classes:
     """Alike messages ``rows`` (of ``cuts``; ``streams[i]``'s segment ``at[i]``; which
-    runs each may carry something of, ``carried``: :meth:`_Cuts.carried`) as
+    runs each may carry something of, ``carried``, from :meth:`_Cuts.settled`) as
     classes: one, charged the most of theirs, where each is one run of the buffer; else a
     class per run the message may carry something of (up each of the subtree's runs it
     meets, down the segment's run before each and after the last), each charged its
@@ -111,51 +114,15 @@ def _transfers(cuts: "_Cuts", carried: np.ndarray, rows: np.ndarray, streams: np
     return [(streams, at, at + 1, cuts.run(rows[0], j)) for j in ever.tolist()]
 
 
-def _alike(q: int, segments: int, blocks: Blocks, streams: np.ndarray,
-           at: np.ndarray) -> np.ndarray:
-    """A number per message (``streams[i]``'s segment ``at[i]``), the same for messages
-    that carry as much at every count: of the same tree, segment and direction, and
-    whose subtree's runs meet the segment alike (:func:`_sides`): a run that never does
-    is left out, one that always holds it whole counts as such, and one that may end
-    (begin) inside it by that edge's block."""
-    first, last = blocks
-    edges = len(first)
-    edge = streams % edges
-    tree, down = (edge >= edges // 2).astype(np.int64), (streams >= edges).astype(np.int64)
-    lo, hi = first[edge], last[edge] + 1
-    side = _sides(q, segments)
-    before = side[tree[:, None], at[:, None], lo]
-    after = side[tree[:, None], at[:, None], hi]
-    n = q + 1
-    run = np.select([(before == 2) | (after == 0), (before == 0) & (after == 2), before == 0,
-                     after == 2], [0, 1, 2 + hi, 2 + n + lo], 2 + 2 * n + lo * n + hi)
-    keys = np.column_stack([tree, at, down, np.sort(run, axis=1)])
-    return np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
-
-
-@lru_cache(maxsize=64)
-def _sides(q: int, segments: int) -> np.ndarray:
-    """Where the edge of block ``i`` lies against segment ``k`` of tree ``t``'s half at
-    every count the trees cut into ``segments`` (at least ``2 segments``, or any with
-    one): ``[t, k, i]`` is 0 where always at or before the segment's start, 2 where
-    always at or after its end, else 1.  An edge and a segment's ends each move by a
-    whole number of elements when the count grows by ``2 q segments`` (their shares of
-    it), so each sits on the same side of the other at every count where it does over
-    the first ``2 segments + 2 q segments`` counts and moves that way (or not at all)."""
-    period = 2 * q * segments
-    count = np.arange(2 * segments + period)[None, None, None, :]
-    tree = np.arange(2)[:, None, None, None]
-    at = np.arange(segments)[None, :, None, None]
-    block = np.arange(q + 1)[None, None, :, None]
-    lo, hi = _near_equal(0, count, 2, tree)
-    parts = np.minimum(segments, hi - lo)
-    start, stop = _near_equal(lo, hi, np.maximum(parts, 1), at)
-    stop = np.where(at < parts, stop, start)
-    edge = _near_equal(0, count, q, block)[0]
-    moves = (2 * segments * block - q * (segments * tree + at))[..., 0]  # edge less start
-    never_after = (edge <= start).all(axis=-1) & (moves <= 0)
-    never_before = (edge >= stop).all(axis=-1) & (moves - q >= 0)
-    return np.where(never_after, 0, np.where(never_before, 2, 1))
+def _alike(pieces: np.ndarray) -> np.ndarray:
+    """A number per message, the same for messages that carry as much of each run of the
+    buffer at every count: at each of the counts of ``pieces`` (:meth:`_Cuts.settled`).
+    Classed by what each carries rather than by how its subtree's edges meet its
+    segment, messages whose edges differ but cut alike share a class (``default_flat(16)``,
+    8 segments: 195 classes -> 102; every class costs the model a column of its links'
+    profiles)."""
+    flat = pieces.reshape(len(pieces), -1)
+    return np.unique(flat, axis=0, return_inverse=True)[1].reshape(-1)
 
 
 def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
@@ -296,13 +263,16 @@ class _Cuts:
             return out
         return elements
 
-    def carried(self) -> np.ndarray:
-        """Per message and run of the buffer (:meth:`_pieces`), whether it carries
-        something of the run at some count: at some of the first ``2 S + 2 q S`` counts
-        (each edge stays on one side of another at every count where it does over those,
-        :func:`_sides`)."""
-        count = np.arange(1, 2 * self.segments * (1 + self.q) + 1)
-        return np.asarray((self._pieces(slice(None), count) > 0).any(axis=2))
+    def settled(self) -> np.ndarray:
+        """Elements of each run of the buffer each message carries (:meth:`_pieces`) at
+        the first ``2 S + 3 P`` counts (``P = 2 q S``).  When the count grows by ``P``
+        each edge of a block or segment moves by a whole number of elements (its share
+        of it), so from ``2 S + P`` on each edge stays on one side of another and a
+        message's runs grow by as much every ``P`` counts: messages that carry as much
+        over the two periods past it carry as much at every count, and one that carries
+        something of a run at some count does at one of these."""
+        period = 2 * self.q * self.segments
+        return self._pieces(slice(None), np.arange(1, 2 * self.segments + 3 * period + 1))
 
     def run(self, row: int, piece: int) -> Callable[[np.ndarray], np.ndarray]:
         """Elements of run ``piece`` of message ``row`` (:meth:`_pieces`) at any count."""
