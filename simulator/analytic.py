@@ -1067,41 +1067,51 @@ class _Flow:
         self.filled = filled
         self.coupled = [_coupled(r[2], q[1][:, :, 0], r[4]) if filled else None
                         for r, q in zip(self.rounds, self.queues)]
-        self.links, self.crossed = self._crossed(hops[hop, 6:], sender, receiver, at, lo)
+        self.links, self.crossed = self._crossed(hops, hops[hop, 6:], at, lo)
 
     @staticmethod
-    def _crossed(links: np.ndarray, sender: np.ndarray, receiver: np.ndarray, at: np.ndarray,
-                 lo: np.ndarray) -> tuple[int, list[tuple[np.ndarray, ...]] | None]:
-        """The links (of ``links``: messages x links, -1 at the pad) that messages of
-        several senders and of several receivers take, whose messages' ends do not all
-        wait on one rank's clock (a leaf's links to the spines: a GPU's or a NIC's own
-        carry only messages its rank's clock holds to the rounds), so that messages of
-        different rounds may meet there; their number, and per round (each message's
-        ``at``, its messages from ``lo``) its messages' entries on them: the messages
-        (numbered in the round; each once), where each one's entries start, and per
-        entry its message, its place in the message's links and the link (numbered
-        from 0); None where no link is so taken."""
-        message, column = np.nonzero(links >= 0)
-        link = links[message, column]
-        count = int(link.max(initial=-1)) + 1
-        width = int(max(sender.max(initial=0), receiver.max(initial=0))) + 1
+    def _crossed(hops: np.ndarray, links: np.ndarray, at: np.ndarray,
+                 lo: np.ndarray) -> tuple[int, list[tuple[np.ndarray, ...] | None] | None]:
+        """The links that the pieces of ``hops`` (:attr:`_Layout.hops`) of several senders
+        and of several receivers take, whose messages' ends do not all wait on one
+        rank's clock (a leaf's links to the spines: a GPU's or a NIC's own carry only
+        messages its rank's clock holds to the rounds), so that messages of different
+        rounds may meet there; their number, and per round (each message's ``at``, its
+        messages from ``lo``; ``links``: theirs, messages x links, -1 at the pad) its
+        messages' entries on them: the messages (numbered in the round; each once),
+        where each one's entries start, and per entry its message, its place in the
+        message's links and the link (numbered from 0), or None where it has none;
+        None where no link is so taken."""
+        taken = hops[:, 6:].reshape(-1)
+        piece = np.repeat(np.arange(len(hops)), hops.shape[1] - 6)[taken >= 0]
+        taken = taken[taken >= 0]
+        count = int(max(taken.max(initial=-1), links.max(initial=-1))) + 1
 
         def several(ends: np.ndarray) -> np.ndarray:
-            taken = np.unique(link * width + ends[message])
-            return np.bincount(taken // width, minlength=count) > 1
-        keep = (several(sender) & several(receiver))[link]
-        if not keep.any():
+            least = np.full(count, np.iinfo(np.int64).max)
+            most = np.full(count, -1)
+            np.minimum.at(least, taken, ends[piece])
+            np.maximum.at(most, taken, ends[piece])
+            return most > least
+        crossed = several(hops[:, 3]) & several(hops[:, 4])
+        if not crossed.any():
             return 0, None
-        message, column = message[keep], column[keep]
-        numbers, link = np.unique(link[keep], return_inverse=True)
-        bounds = np.searchsorted(at[message], np.arange(len(lo) + 1))
-        out: list[tuple[np.ndarray, ...]] = []
-        for a, b, first in zip(bounds[:-1].tolist(), bounds[1:].tolist(), lo.tolist()):
-            mine = message[a:b]
-            starts = np.flatnonzero(np.r_[True, mine[1:] != mine[:-1]]) if b > a \
-                else np.zeros(0, dtype=np.int64)
-            out.append((mine[starts] - first, starts, mine - first, column[a:b], link[a:b]))
-        return len(numbers), out
+        number = np.append(np.cumsum(crossed) - 1, -1)
+        message, column = np.nonzero(np.append(crossed, False)[links])  # the pad: False
+        link = number[links[message, column]]
+        rounds = at[message]
+        local = message - lo[rounds]
+        first = np.r_[True, message[1:] != message[:-1]]
+        bounds = np.searchsorted(rounds, np.arange(len(lo) + 1))
+        # each message's first entry, counted from its round's first
+        starts = np.flatnonzero(first) - bounds[rounds[first]]
+        cuts = np.searchsorted(rounds[first], np.arange(1, len(lo)))
+        out: list[tuple[np.ndarray, ...] | None] = [
+            (m, f, e, c, k) if len(m) else None
+            for m, f, e, c, k in zip(np.split(local[first], cuts), np.split(starts, cuts),
+                                     *(np.split(a, bounds[1:-1])
+                                       for a in (local, column, link)))]
+        return int(crossed.sum()), out
 
     def _kinds(self, shared: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Each message's kind (its row and which of its links, ``shared``: messages x
@@ -1241,8 +1251,7 @@ class _Flow:
         clock = np.zeros((self.ranks, sizes))
         # every message's ends' times, sends then receives
         ended = np.empty((2 * self.widest, sizes))
-        meeting: list[tuple[np.ndarray, ...] | None] = \
-            [*self.crossed] if self.crossed is not None else [None] * len(self.rounds)
+        meeting = self.crossed or [None] * len(self.rounds)
         for (run, pair, members, ends, crossing, ranks), (spots, real, cells), coupled, met in \
                 zip(self.rounds, self.queues, self.coupled, meeting):
             # the round's rows' figures, taken round by round (taken for every message
@@ -1283,7 +1292,7 @@ class _Flow:
                         None if transfers is None else transfers[crossed])
                 through[crossing] = np.maximum(through[crossing],
                                                carried_to - held[crossing])
-            if met is not None and len(met[0]):
+            if met is not None:
                 through = self._met(met, here, start, through, free,
                                     work(here[met[2]][:, None] * across + met[3][:, None],
                                          every),
