@@ -40,8 +40,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   reduction too), unless the description holds its paced rounds to the lock-step sum
   (:attr:`collectives.traffic.Round.held`; on one order past the play's budget, the
   path that follows the chain's front, :meth:`_Described._followed`; on a machine of
-  alike links of up to :data:`UNHELD_RANKS` ranks they are played all the same,
-  :func:`_unheld`); the time is the
+  alike links where every rank is sampled they are played all the same, filled up to
+  :data:`UNHELD_RANKS` ranks, :func:`_unheld`); the time is the
   sum over the rounds, plus the GPU model's cost per call
   (:func:`simulator.gpu.gpu_terms`).
 
@@ -154,11 +154,15 @@ STRETCH_MESSAGES = 7 << 13
 #: ``1 / NEAR_PARTS`` elements a block
 NEAR_PARTS = 1 / 8
 
-#: on a machine of alike links (flat) of at most so many ranks, held paced rounds (a
-#: chain's ReduceScatter and AllGather) are played rank by rank (:func:`_unheld`); past
-#: that held: their play's max-min fills grow with the square of the ranks (the
-#: closed-form ReduceScatter table on ``default_flat(32)`` 0.92 CPU s, 0.07 held; on 64
-#: ranks it would be 5.4 s, 0.10 held)
+#: on a machine of alike links (flat) where every rank is sampled, held paced rounds (a
+#: chain's ReduceScatter and AllGather) are played rank by rank (:func:`_unheld`), their
+#: messages carried at max-min rates over their shared ports together (:func:`_filled_ends`)
+#: up to so many ranks, past that each port's queue on its own (:func:`_queue_ends`): the
+#: fills' events grow with the ranks in every round (on ``default_flat(64)``, one
+#: channel, 66 sizes, the ReduceScatter table 24.5 CPU s filled against 3.7 s held; its
+#: four chain candidates 0.32 s queued, 0.05 s held) and the queues are within 6.5e-5 of
+#: the simulator at 33 to 64 ranks (ReduceScatter; AllGather exact), where the lock-step
+#: stretch was up to +5.4%
 UNHELD_RANKS = 32
 
 Orders = tuple[tuple[int, ...], ...]
@@ -902,7 +906,7 @@ class _Layout:
                  "flow", "groups")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
-                 digests: list[tuple[int, ...]], groups: Groups) -> None:
+                 digests: list[tuple[int, ...]], groups: Groups, fill: int) -> None:
         wanted = [(r, i, "chain" if r.chain else "repeat") for i, r in enumerate(rounds)]
         made = _routed(topology, orders,
                        [(r, role == "chain", digests[i]) for r, i, role in wanted], groups)
@@ -929,7 +933,7 @@ class _Layout:
         if self.hops is not None and len(self.hops) and not held:
             played = _one_of_alike(self.hops)
             self.flow = _Flow(played, self.class_block[self.row_class[played[:, 0]]],
-                              len(_link_classes(topology)[1]) == 1)
+                              len(_link_classes(topology)[1]) == 1, fill)
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
         nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
         first_profile = np.cumsum(nprofiles) - nprofiles
@@ -1108,7 +1112,8 @@ class _Flow:
     on 3, 6 and 11 ranks: up to -0.99%); so on a machine whose links are all alike,
     where a message is on several shared links, the round's messages are carried at
     max-min rates over all its shared links together (:func:`_filled_ends`, up to
-    :data:`FILL_MESSAGES` of them).  A message of a cut
+    ``fill`` of them: :data:`FILL_MESSAGES`, none for a chain past
+    :data:`UNHELD_RANKS` ranks).  A message of a cut
     class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
     there (elsewhere its largest).  On a link that messages of several senders and
     several receivers take (a leaf's to a spine), messages of different rounds meet
@@ -1140,7 +1145,7 @@ class _Flow:
     __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues", "widest", "segment",
                  "coupled", "filled", "links", "crossed")
 
-    def __init__(self, hops: np.ndarray, block: np.ndarray, filled: bool) -> None:
+    def __init__(self, hops: np.ndarray, block: np.ndarray, filled: bool, fill: int) -> None:
         row, first, end, sender, receiver, lead = hops[:, :6].T
         many = end - first
         hop = np.repeat(np.arange(len(hops)), many)
@@ -1168,7 +1173,7 @@ class _Flow:
                                                    crossing, ends, ranks)]
         self.queues = [(spots, real, _across(c)) for (spots, real), c in zip(queues, cells)]
         self.filled = filled
-        self.coupled = [_coupled(r[2], q[1][:, :, 0], r[4]) if filled else None
+        self.coupled = [_coupled(r[2], q[1][:, :, 0], r[4], fill) if filled else None
                         for r, q in zip(self.rounds, self.queues)]
         self.links, self.crossed = self._crossed(hops, hops[hop, 6:], at, lo)
 
@@ -1497,12 +1502,13 @@ def _per_entry(values: np.ndarray, width: int) -> Callable[[np.ndarray, np.ndarr
     return taken
 
 
-def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray) -> np.ndarray | None:
+def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
+             fill: int) -> np.ndarray | None:
     """Which of a round's shared links each of its messages with one (``crossing``) is
     on (messages x links), where some is on several (``members``: places x links, the
-    messages numbered in the round, ``real`` where they are); else None (each link's
-    queue is played on its own, :func:`_queue_ends`)."""
-    if not len(crossing) or len(crossing) > FILL_MESSAGES:
+    messages numbered in the round, ``real`` where they are) and they are at most
+    ``fill``; else None (each link's queue is played on its own, :func:`_queue_ends`)."""
+    if not len(crossing) or len(crossing) > fill:
         return None
     at = np.full(int(max(members.max(), crossing.max())) + 1, -1)
     at[crossing] = np.arange(len(crossing))
@@ -1772,14 +1778,16 @@ def _digests(rounds: tuple[Any, ...]) -> list[tuple[int, ...]]:
                    lambda: [tuple(map(_digest, r.messages)) for r in rounds])
 
 
-def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...], groups: Groups) -> _Layout:
-    """:class:`_Layout` of ``rounds`` on ``orders`` in ``groups`` (cached by the rounds'
-    kinds and their classes' positions)."""
+def _layout(topology: Any, orders: Orders, rounds: tuple[Any, ...], groups: Groups,
+            fill: int) -> _Layout:
+    """:class:`_Layout` of ``rounds`` on ``orders`` in ``groups``, its play's rounds
+    filled where they have at most ``fill`` messages with a shared link (cached by the
+    rounds' kinds and their classes' positions)."""
     digests = _digests(rounds)
-    key = (topology, id(orders), groups, tuple((bool(r.chain), r.held, d)
-                                               for r, d in zip(rounds, digests)))
+    key = (topology, id(orders), groups, fill, tuple((bool(r.chain), r.held, d)
+                                                     for r, d in zip(rounds, digests)))
     return _cached(_LAYOUTS, key, (orders,),
-                   lambda: _Layout(topology, orders, rounds, digests, groups))
+                   lambda: _Layout(topology, orders, rounds, digests, groups, fill))
 
 
 class _Described:
@@ -1793,8 +1801,8 @@ class _Described:
                  "span", "front", "cut", "cut_of", "blocks", "group", "pieced")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
-                 groups: Groups) -> None:
-        self.layout = layout = _layout(topology, orders, rounds, groups)
+                 groups: Groups, fill: int = FILL_MESSAGES) -> None:
+        self.layout = layout = _layout(topology, orders, rounds, groups, fill)
         many = layout.groups
         self.messages = [rounds[i].messages[c // many] for i, _, owners in layout.blocks
                          for c in owners]
@@ -2028,20 +2036,21 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...],
                groups: Groups) -> _Described:
     """:class:`_Described` of ``rounds`` on ``orders`` of ``topology`` in ``groups``
     (cached); held paced rounds played (:func:`_unheld`) where every rank is sampled:
-    on a machine of alike links where it has at most :data:`UNHELD_RANKS` ranks, else
-    where messages of different rounds may meet on a link (:func:`_crossed_links`),
-    which the lock-step rounds do not see (a chain's AllGather on ``dgx_h100(8,
-    nodes_per_leaf=2, spines=2)`` at one segment, 64 MiB, LL, was +10.3%, played
-    exact); elsewhere the lock-step sum is within 1% of the play (``dgx_h100`` of 1-8
-    nodes: a chain's ReduceScatter +0.38% the most), at two thirds of its cost."""
+    on a machine of alike links, filled up to :data:`UNHELD_RANKS` ranks, each port's
+    queue on its own past that; else where messages of different rounds may meet on a
+    link (:func:`_crossed_links`), which the lock-step rounds do not see (a chain's
+    AllGather on ``dgx_h100(8, nodes_per_leaf=2, spines=2)`` at one segment, 64 MiB,
+    LL, was +10.3%, played exact); elsewhere the lock-step sum is within 1% of the play
+    (``dgx_h100`` of 1-8 nodes: a chain's ReduceScatter +0.38% the most), at two thirds
+    of its cost."""
     def make() -> _Described:
         if not (_is_held(rounds) and topology.nranks <= SAMPLE_ALL_RANKS):
             return _Described(topology, orders, rounds, groups)
         if len(_link_classes(topology)[1]) == 1:
-            unheld = topology.nranks <= UNHELD_RANKS
-        else:
-            hops = _layout(topology, orders, rounds, groups).hops
-            unheld = hops is not None and bool(_crossed_links(hops, 0).any())
+            fill = FILL_MESSAGES if topology.nranks <= UNHELD_RANKS else 0
+            return _Described(topology, orders, _unheld(rounds), groups, fill)
+        hops = _layout(topology, orders, rounds, groups, FILL_MESSAGES).hops
+        unheld = hops is not None and bool(_crossed_links(hops, 0).any())
         return _Described(topology, orders, _unheld(rounds) if unheld else rounds, groups)
     key = (topology, id(orders), id(rounds), groups)
     return _cached(_DESCRIBED, key, (orders, rounds), make)
