@@ -1664,7 +1664,8 @@ def _side_runs(tables: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray | 
     weights = np.concatenate([padded(t[0], 2) for t in tables], axis=-1)
     sizes = np.concatenate([padded(t[1], 2) for t in tables], axis=-1)
     reduction = None if all(t[2] is None for t in tables) else np.concatenate(
-        [np.zeros(t[0].shape[1:]) if t[2] is None else t[2] for t in tables], axis=-1)
+        [padded(np.zeros(t[0].shape[1:]) if t[2] is None else t[2], 1) for t in tables],
+        axis=-1)
     return weights, sizes, reduction
 
 
