@@ -1478,16 +1478,45 @@ def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.
 def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap: np.ndarray,
                  on: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """:func:`_filled_ends` of messages that each go as transfers of several kinds
-    (``weights`` of each of ``nbytes``, kinds x messages x sizes; :func:`_unit_runs`),
-    every kind a message has an entry of its own (from the message's ``start``, on its
-    links, at its ``cap``): a message is through with its last."""
-    kinds = np.flatnonzero((weights > 0).any(axis=(1, 2)))
-    count = len(start)
-    ends = _filled_ends(np.concatenate([np.where(weights[k] > 0, start, np.inf) for k in kinds]),
-                        np.concatenate([nbytes[k] for k in kinds]), np.tile(cap, (len(kinds), 1)),
-                        np.tile(on, (len(kinds), 1)), capacity,
-                        np.concatenate([np.maximum(weights[k], 1) for k in kinds]))
-    return ends.reshape(len(kinds), count, -1).max(axis=0)
+    (``weights`` of each of ``nbytes``, kinds x messages x sizes; :func:`_unit_runs`):
+    a message's transfers share its links and cap, so they carry alike until the
+    shortest is through, and a message is one entry of as many transfers as are not yet
+    through (an entry per kind made the play of 32 flat ranks' trees several times
+    slower); it is through with its longest."""
+    end = np.full(start.shape, -np.inf)
+    kinds = (weights > 0).any(axis=(1, 2))  # those some message has
+    weights, nbytes = weights[kinds], nbytes[kinds]
+    real = weights > 0
+    longest = np.where(real, nbytes, 0.0).max(axis=0)
+    carried = np.zeros(start.shape)  # by each of a message's transfers
+    waiting = start.copy()
+    flying = np.zeros(start.shape, dtype=bool)
+    now = start.min(axis=0)
+    now[np.isinf(now)] = 0.0
+    for _ in range((RUN_KINDS + 1) * 2 * len(start)):
+        came = waiting <= now
+        flying |= came
+        waiting = np.where(came, np.inf, waiting)
+        going = real & (nbytes > carried)
+        rate = _max_min(flying, cap, on, capacity, np.where(going, weights, 0.0).sum(axis=0))
+        # to its next transfer's end (none left: now)
+        gap = np.where(going, nbytes - carried, np.inf).min(axis=0)
+        gap[np.isinf(gap)] = 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            taken = np.where(flying, np.where(gap > 0, gap / np.where(flying, rate, 1.0), 0.0),
+                             np.inf)
+        step = np.minimum(taken.min(axis=0), waiting.min(axis=0) - now)
+        if np.isinf(step).all():
+            break
+        step[np.isinf(step)] = 0.0
+        reached = flying & (taken <= step)
+        carried = np.where(reached, carried + gap,
+                           np.where(flying, carried + rate * step, carried))
+        ended = reached & (carried >= longest)
+        end = np.where(ended, now + taken, end)
+        flying &= ~ended
+        now = now + step
+    return end
 
 
 def _max_min(flying: np.ndarray, cap: np.ndarray, on: np.ndarray,
