@@ -70,6 +70,11 @@ class Messages:
     cut_of : callable or None
         For a cut class, element counts of the vector -> elements of what it cuts
         (a tree's half); None: the vector itself.
+    cut_at : callable or None
+        For a cut class, element counts of the vector -> the element at which what it
+        cuts starts in the vector (a tree's half), where the model is to price each
+        unit over the runs of the buffer it meets (a ReduceScatter's channel vector
+        lies in runs apart: each unit goes as a transfer per run); None: not said.
     blocks : int
         Blocks the vector is cut into before its ``cut`` parts (a cut class's).
     backward : bool
@@ -87,6 +92,7 @@ class Messages:
     rounds: np.ndarray | None = None
     cut: int = 0
     cut_of: Elements | None = None
+    cut_at: Elements | None = None
     blocks: int = 1
     backward: bool = False
     units: np.ndarray | None = None

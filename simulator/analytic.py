@@ -25,7 +25,9 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   (:func:`simulator.gpu.hidden_latency`, at the route's nominal bottleneck rate); a
   message over several runs of the buffer (a ReduceScatter's or AllGather's channel
   holds its part of each block: runs of ``piece`` bytes) is a transfer per run side by
-  side, each hiding its latency behind its own bytes.
+  side, each hiding its latency behind its own bytes (where a cut class says where
+  what it cuts starts and its rounds are played on a machine of alike links, each
+  unit's own runs, its first and last in part: :meth:`_Described._run_table`).
 * **Rounds.**  A round lasts as long as its slowest message plus the receiver's reduction
   of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of
   ``S`` segments takes the sum over its hops plus ``S - 1`` times its slowest hop; a
@@ -164,6 +166,11 @@ NEAR_PARTS = 1 / 8
 #: the simulator at 33 to 64 ranks (ReduceScatter; AllGather exact), where the lock-step
 #: stretch was up to +5.4%
 UNHELD_RANKS = 32
+
+#: the kinds of transfer a unit of a cut class over several runs of the buffer goes as
+#: (:func:`_unit_runs`): its first run's part, whole runs of the longer and of the
+#: shorter length, its last run's part
+RUN_KINDS = 4
 
 Orders = tuple[tuple[int, ...], ...]
 #: each order's group (from 0; the orders of a group carry parts of one size), or None:
@@ -1294,15 +1301,29 @@ class _Flow:
         round's arrays within :data:`PLAY_SIDE_BY_SIDE` numbers (a play's cost is a numpy
         pass per round: side by side, the passes are fewer; past that, each pass outgrows
         the processor's cache, and plays apart are as fast)."""
-        out: list[np.ndarray] = []
-        batch: list[tuple[Any, ...]] = []
-        for part in parts:
-            sizes = sum(p[1].shape[2] for p in batch) + part[1].shape[2]
-            if batch and sizes * self.widest > PLAY_SIDE_BY_SIDE:
-                out += self.time(batch)
-                batch = []
-            batch.append(part)
-        return out + self.time(batch)
+        # parts whose units go as transfers per run (:meth:`_Described._run_table`) are
+        # played apart from the others
+        out: list[np.ndarray] = [np.zeros(0)] * len(parts)
+        for runs in (False, True):
+            taken = [k for k, part in enumerate(parts) if (part[8] is not None) == runs]
+            for batch in self._batches([parts[k][1].shape[2] for k in taken]):
+                chosen = [taken[j] for j in batch]
+                for k, played in zip(chosen, self.time([parts[k] for k in chosen])):
+                    out[k] = played
+        return out
+
+    def _batches(self, widths: list[int]) -> list[list[int]]:
+        """Parts of ``widths`` sizes in batches (their numbers) of as many as keep a
+        round's arrays within :data:`PLAY_SIDE_BY_SIDE` numbers."""
+        batches: list[list[int]] = []
+        sizes = 0
+        for k, width in enumerate(widths):
+            if not batches or (sizes + width) * self.widest > PLAY_SIDE_BY_SIDE:
+                batches.append([])
+                sizes = 0
+            batches[-1].append(k)
+            sizes += width
+        return batches
 
     def time(self, parts: list[tuple[Any, ...]]) -> list[np.ndarray]:
         """Seconds of the paced rounds at every size of each of ``parts`` (a protocol's
@@ -1318,9 +1339,13 @@ class _Flow:
         none do): a message carries it in the rounds of its message from that one on,
         and every queue it is in is played apart (:func:`_queue_ends`); and how many
         transfers a row's message is (``transfers``, rows x sizes; None: one each), its
-        bytes' time ``alone`` then each one's (:meth:`_Described._runs`)."""
+        bytes' time ``alone`` then each one's (:meth:`_Described._runs`); but where the
+        parts give each unit's transfers, one per run of the buffer, and their
+        reductions (:meth:`_Described._run_play`), a message of a round carries its
+        unit's, those its ports share carried kind by kind (:func:`_filled_runs`)."""
         widths = [part[1].shape[2] for part in parts]
-        paid, spread, alone, reduction, sent, smaller, transfers = _side_by_side(parts, widths)
+        paid, spread, alone, reduction, sent, smaller, transfers, runs = \
+            _side_by_side(parts, widths)
         row, kind = self.row, self.kind
         work = _full_rate(alone, [part[2] for part in parts], widths)
         # each entry's transfers (its message's runs: :meth:`_Described._runs`)
@@ -1356,6 +1381,7 @@ class _Flow:
             through = base[kind[run]]
             paying, reducing = paid[here], None if reduction is None else reduction[here]
             small = None
+            unit = None if runs is None else np.minimum(self.segment[run], runs[0].shape[2] - 1)
             if smaller is not None:
                 # the messages that carry a smaller unit in this round
                 small = _carries_smaller(self.segment[run], units[:, here])
@@ -1363,6 +1389,8 @@ class _Flow:
                 paying = np.where(small, paid_s[here], paying)
                 if reducing is not None:
                     reducing = np.where(small, reduction_s[here], reducing)
+            if runs is not None and runs[2] is not None:
+                reducing = runs[2][here, unit]
             if len(crossing):
                 held = start if idle is None else start + idle[here]
                 if coupled is None:
@@ -1379,12 +1407,18 @@ class _Flow:
                     # it: on default_flat(6), tree AllReduce at 5 segments and 1,000
                     # elements, under by 4.8e-4)
                     crossed = here[crossing]
-                    nbytes = carried[crossed]
-                    if small is not None:
-                        nbytes = np.where(small[crossing], carried_s[crossed], nbytes)
-                    carried_to = _filled_ends(
-                        held[crossing], nbytes, rate[crossed], coupled, capacity[spots[0]],
-                        None if transfers is None else transfers[crossed])
+                    if runs is not None and unit is not None:  # each unit's transfers
+                        taken = (slice(None), crossed, unit[crossing])
+                        carried_to = _filled_runs(held[crossing], runs[0][taken],
+                                                  runs[1][taken], rate[crossed], coupled,
+                                                  capacity[spots[0]])
+                    else:
+                        nbytes = carried[crossed]
+                        if small is not None:
+                            nbytes = np.where(small[crossing], carried_s[crossed], nbytes)
+                        carried_to = _filled_ends(
+                            held[crossing], nbytes, rate[crossed], coupled, capacity[spots[0]],
+                            None if transfers is None else transfers[crossed])
                 through[crossing] = np.maximum(through[crossing],
                                                carried_to - held[crossing])
             if met is not None:
@@ -1465,6 +1499,64 @@ def _unit_sizes(counts: np.ndarray, cut: np.ndarray, blocks: np.ndarray,
     shape = counts.shape
     return np.stack([np.broadcast_to(cut, shape), np.broadcast_to(base, shape), extra,
                      np.where(extra > 0, smaller_from(size + 1), cut), smaller_from(size)])
+
+
+def _unit_spans(count: np.ndarray, cut: int, blocks: int, backward: bool,
+                at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each unit of a cut class starts in the vector and its elements (units x
+    counts): ``count`` elements from ``at`` (counts) cut into ``blocks`` near-equal
+    blocks, each into ``cut`` near-equal parts (the first ones one element larger),
+    taken block by block (from the last, ``backward``), each block's parts in order
+    (:attr:`collectives.traffic.Messages.cut`)."""
+    unit = np.arange(cut * blocks)[:, None]
+    block = unit // cut
+    if backward:
+        block = blocks - 1 - block
+    part = unit % cut
+    size, extra = np.divmod(count, blocks)
+    length = size + (block < extra)
+    small, larger = np.divmod(length, cut)
+    start = at + block * size + np.minimum(block, extra) + part * small + np.minimum(part, larger)
+    return start, small + (part < larger)
+
+
+def _unit_runs(start: np.ndarray, length: np.ndarray, count: np.ndarray, positions: int,
+               longest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The transfers that ``length`` elements from ``start`` (units x counts) of a
+    channel's vector of ``count`` elements go as, a transfer per run of the buffer they
+    meet (:func:`collectives.compose.channel_parts`: the channel's part of each of
+    ``positions`` blocks, the near-equal parts of its vector, the first ones one larger;
+    but where the longest run is ``longest`` elements, more than those, the channel's
+    parts of blocks of at most one element meet: runs of one element, then one of
+    ``longest``, :func:`collectives.traffic.channel_runs`): how many transfers of each
+    of :data:`RUN_KINDS` kinds and their elements (each kinds x units x counts), the
+    first run's part, whole runs of the longer and of the shorter length, the last
+    run's part (an empty unit a transfer of none)."""
+    merged = longest > _ceil_div(count, positions)
+    size = np.where(merged, 1, count // positions)
+    longer = np.where(merged, 0, count % positions)
+    regular = np.where(merged, count - longest, positions)  # runs before the merged one
+    edge = np.where(merged, count - longest, count)
+
+    def run(element: np.ndarray) -> np.ndarray:
+        past = longer * (size + 1)
+        at = np.where(element < past, element // (size + 1),
+                      longer + (element - past) // np.maximum(size, 1))
+        return np.where(element >= edge, regular, at)
+
+    def begins(index: np.ndarray) -> np.ndarray:
+        return np.where(index >= regular, edge, index * size + np.minimum(index, longer))
+    end = start + length
+    first, last = run(start), run(np.maximum(end - 1, start))
+    one = (length <= 0) | (first == last)
+    whole = np.maximum(last - first - 1, 0)
+    long_runs = np.clip(np.minimum(last, longer) - first - 1, 0, None)
+    weights = np.stack([np.ones(one.shape), np.where(one, 0, long_runs),
+                        np.where(one, 0, whole - long_runs), np.where(one, 0, 1)])
+    elements = np.stack([np.where(one, np.maximum(length, 0), begins(first + 1) - start),
+                         np.broadcast_to(size + 1, one.shape), np.broadcast_to(size, one.shape),
+                         np.where(one, 0, end - begins(last))])
+    return weights, elements
 
 
 def _carries_smaller(unit: np.ndarray, units: np.ndarray) -> np.ndarray:
@@ -1559,6 +1651,50 @@ def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.
         ended = flying & (taken <= step)
         end = np.where(ended, now + taken, end)
         left = np.where(flying, left - rate * step, left)
+        flying &= ~ended
+        now = now + step
+    return end
+
+
+def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap: np.ndarray,
+                 on: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """:func:`_filled_ends` of messages that each go as transfers of several kinds
+    (``weights`` of each of ``nbytes``, kinds x messages x sizes; :func:`_unit_runs`):
+    a message's transfers share its links and cap, so they carry alike until the
+    shortest is through, and a message is one entry of as many transfers as are not yet
+    through (an entry per kind made the play of 32 flat ranks' trees several times
+    slower); it is through with its longest."""
+    end = np.full(start.shape, -np.inf)
+    kinds = (weights > 0).any(axis=(1, 2))  # those some message has
+    weights, nbytes = weights[kinds], nbytes[kinds]
+    real = weights > 0
+    longest = np.where(real, nbytes, 0.0).max(axis=0)
+    carried = np.zeros(start.shape)  # by each of a message's transfers
+    waiting = start.copy()
+    flying = np.zeros(start.shape, dtype=bool)
+    now = start.min(axis=0)
+    now[np.isinf(now)] = 0.0
+    for _ in range((RUN_KINDS + 1) * 2 * len(start)):
+        came = waiting <= now
+        flying |= came
+        waiting = np.where(came, np.inf, waiting)
+        going = real & (nbytes > carried)
+        rate = _max_min(flying, cap, on, capacity, np.where(going, weights, 0.0).sum(axis=0))
+        # to its next transfer's end (none left: now)
+        gap = np.where(going, nbytes - carried, np.inf).min(axis=0)
+        gap[np.isinf(gap)] = 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            taken = np.where(flying, np.where(gap > 0, gap / np.where(flying, rate, 1.0), 0.0),
+                             np.inf)
+        step = np.minimum(taken.min(axis=0), waiting.min(axis=0) - now)
+        if np.isinf(step).all():
+            break
+        step[np.isinf(step)] = 0.0
+        reached = flying & (taken <= step)
+        carried = np.where(reached, carried + gap,
+                           np.where(flying, carried + rate * step, carried))
+        ended = reached & (carried >= longest)
+        end = np.where(ended, now + taken, end)
         flying &= ~ended
         now = now + step
     return end
@@ -1719,7 +1855,28 @@ def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any,
     transfers = None if all(part[6] is None for part in parts) else np.concatenate(
         [np.ones((len(part[0]), w)) if part[6] is None else part[6]
          for part, w in zip(parts, widths)], axis=1)
-    return joined(0), joined(1), joined(3), reduced(parts), joined(5), smaller, transfers
+    return joined(0), joined(1), joined(3), reduced(parts), joined(5), smaller, transfers, \
+        _side_runs([part[8] for part in parts])
+
+
+def _side_runs(tables: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """The :meth:`_Described._run_play` figures of parts played side by side (None where
+    they have none): their units padded to the most any has, their sizes side by side,
+    no reduction where only some reduce."""
+    if tables[0] is None:
+        return None
+    units = max(t[0].shape[2] for t in tables)
+
+    def padded(table: np.ndarray, axis: int) -> np.ndarray:
+        width = [(0, 0)] * table.ndim
+        width[axis] = (0, units - table.shape[axis])
+        return np.pad(table, width)
+    weights = np.concatenate([padded(t[0], 2) for t in tables], axis=-1)
+    sizes = np.concatenate([padded(t[1], 2) for t in tables], axis=-1)
+    reduction = None if all(t[2] is None for t in tables) else np.concatenate(
+        [padded(np.zeros(t[0].shape[1:]) if t[2] is None else t[2], 1) for t in tables],
+        axis=-1)
+    return weights, sizes, reduction
 
 
 def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1798,7 +1955,8 @@ class _Described:
     messages are of the group's count)."""
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
-                 "span", "front", "cut", "cut_of", "blocks", "group", "pieced")
+                 "span", "front", "cut", "cut_of", "blocks", "group", "pieced", "cut_at",
+                 "positions")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  groups: Groups, fill: int = FILL_MESSAGES) -> None:
@@ -1832,6 +1990,11 @@ class _Described:
         filled = layout.flow is not None and layout.flow.filled
         self.cut = np.array([m.cut if filled else 0 for m in self.messages], dtype=np.int64)
         self.cut_of = [m.cut_of for m in self.messages]
+        # where every class says where what it cuts starts, each unit's runs of the
+        # buffer (:meth:`_run_table`)
+        self.cut_at = [m.cut_at for m in self.messages] \
+            if filled and all(m.cut_at is not None and m.cut for m in self.messages) else None
+        self.positions = len(orders[0])
         # per class its blocks, and the last one's number where its units run backward
         self.blocks = np.array([(m.blocks, (m.blocks - 1) * m.backward) for m in self.messages],
                                dtype=np.int64).reshape(-1, 2)
@@ -1876,6 +2039,9 @@ class _Described:
             np.where(pieced, np.minimum(nbytes, piece[group]), nbytes)
         transfers = None if runs is None else runs[0][layout.row_class]
         smaller = self._smaller(counts, ds, sized, piece, pieced)
+        # a composed algorithm's phase lies in runs of its own (``apart``)
+        table = None if piece is None or apart or self.cut_at is None else \
+            self._run_table(counts, ds, piece)
         out = np.empty((len(terms), counts.shape[1]))
         plays: list[tuple[Any, ...]] = []
         for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
@@ -1890,8 +2056,44 @@ class _Described:
                 units, shared_s, nbytes_s, own_s = smaller
                 small = self._priced(routes, shared_s, nbytes_s, own_s, sent,
                                      (reduce, gamma, slot), transfers)[1]
-            plays.append((*play, None if smaller is None else (units, small)))
+            plays.append((*play, None if smaller is None else (units, small),
+                          None if table is None else self._run_play(table, reduce, gamma)))
         return out, (plays if layout.flow is not None else None)
+
+    def _run_table(self, counts: np.ndarray, ds: int,
+                   piece: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, per unit its messages carry (:attr:`Messages.cut
+        <collectives.traffic.Messages.cut>`) and per count, the transfers it goes as,
+        one per run of the buffer it meets (:func:`_unit_runs`; runs of its group's
+        vector, ``counts``, whose longest is ``piece`` bytes, groups x counts): how many
+        of each of :data:`RUN_KINDS` kinds and their bytes (each kinds x rows x units x
+        counts).  The ``b / f`` rule of :meth:`_runs` is off where a unit's first and
+        last runs are parts (``default_flat(3)``, tree ReduceScatter over 3 channels at
+        4 segments and ``1 << 20`` elements: +0.98%)."""
+        units = int((self.cut * self.blocks[:, 0]).max(initial=1))
+        shape = (RUN_KINDS, len(self.messages), units, counts.shape[1])
+        weights, sizes = np.zeros(shape), np.zeros(shape)
+        for c, (at, whole) in enumerate(zip(self.cut_at or [], self.cut_of)):
+            g = self.group[c]
+            mine = counts[g]
+            start, length = _unit_spans(mine if whole is None else whole(mine), int(self.cut[c]),
+                                        int(self.blocks[c, 0]), bool(self.blocks[c, 1]),
+                                        at(mine))
+            w, e = _unit_runs(start, length, mine, self.positions, piece[g] // ds)
+            weights[:, c, :len(start)], sizes[:, c, :len(start)] = w, e * ds
+        return weights[:, self.layout.row_class], sizes[:, self.layout.row_class]
+
+    @staticmethod
+    def _run_play(table: tuple[np.ndarray, np.ndarray], reduce: np.ndarray,
+                  gamma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The play's figures of a :meth:`_run_table`: its transfers and their bytes,
+        and every row's reduction of each unit (rows x units x counts; None where none
+        reduces): a transfer's bytes are reduced as they arrive, the largest last."""
+        weights, sizes = table
+        if not (gamma and reduce.any()):
+            return weights, sizes, None
+        largest = np.where(weights > 0, sizes, 0.0).max(axis=0)
+        return weights, sizes, np.where(reduce[:, :, None], gamma * largest, 0.0)
 
     def _runs(self, sized: np.ndarray, piece: np.ndarray,
               apart: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -729,7 +729,7 @@ def _halved(q: int, segments: int) -> tuple[Messages, ...]:
         Messages(src[streams], dst[streams], _segment_of(which, segments), k >= 0,
                  skip_empty=True, rounds=np.column_stack([start[streams],
                                                           start[streams] + segments]),
-                 cut=segments, cut_of=_half(which))
+                 cut=segments, cut_of=_half(which), cut_at=_half_start(which))
         for which in (0, 1) for k in (-1, 0)
         for streams in [np.flatnonzero((tree == which) & (kind == k))] if len(streams))
 
@@ -739,6 +739,13 @@ def _half(which: int) -> Callable[[np.ndarray], np.ndarray]:
     def elements(count: np.ndarray) -> np.ndarray:
         return count // 2 if which else count - count // 2
     return elements
+
+
+def _half_start(which: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Element counts of the vector -> the element at which half ``which`` starts."""
+    def start(count: np.ndarray) -> np.ndarray:
+        return count - count // 2 if which else np.zeros_like(count)
+    return start
 
 
 def _segment_of(which: int, segments: int) -> Callable[[np.ndarray], np.ndarray]:
