@@ -320,8 +320,7 @@ def _routed(topology: Any, orders: Orders, wanted: list[tuple[Any, bool, tuple[i
     :func:`_played` or :func:`_stretched_whole`)."""
     rounds = [r for r, _, _ in wanted]
     sample = _sampled(topology, orders)
-    # a sample of every rank (an order within the sampled nodes) plays them too
-    played = _played(topology, orders, rounds) or bool(sample.all())
+    played = _queued(topology, orders, rounds)
     stretched = played or _stretched_whole(orders, rounds)
     whole = _whole(topology, orders, wanted)
     keys = [(topology, id(orders), groups, chained, digests,
@@ -334,8 +333,10 @@ def _routed(topology: Any, orders: Orders, wanted: list[tuple[Any, bool, tuple[i
     routed = [key for key in missing if key not in paced and key[-1]]
     batches = [paced, routed, [key for key in missing if key not in paced + routed]]
     every = np.ones((len(orders), len(orders[0])), dtype=bool)
+    # paced rounds stretched from every rank are played too, but held ones
     for batch, sampled, ends in zip(batches, (every if stretched else sample, every, sample),
-                                    (played, True, bool(sample.all()))):
+                                    (stretched and (played or not _is_held(rounds)), True,
+                                     bool(sample.all()))):
         if batch:
             made = _route_rows(topology, _ranks(orders), sampled,
                                [(missing[key][0].messages, missing[key][1]) for key in batch],
@@ -361,6 +362,14 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
         return True
     messages, hops, span = _paced_load(orders, rounds)
     return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _queued(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders`` are played with each shared link's
+    queue (:class:`_Flow`): where :func:`_played`, or where every rank is sampled (an
+    order within the sampled nodes); else, where :func:`_stretched_whole` and not held,
+    each message is played at its lock-step share of every link."""
+    return _played(topology, orders, rounds) or bool(_sampled(topology, orders).all())
 
 
 def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
@@ -924,7 +933,8 @@ class _Layout:
         held = _is_held(rounds)
         self.flow = None if self.hops is None or not len(self.hops) or held else \
             _Flow(self.hops, self.class_block[self.row_class[self.hops[:, 0]]],
-                  len(_link_classes(topology)[1]) == 1)
+                  len(_link_classes(topology)[1]) == 1,
+                  _queued(topology, orders, list(rounds)))
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
         nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
         first_profile = np.cumsum(nprofiles) - nprofiles
@@ -1035,7 +1045,8 @@ class _Flow:
     __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues", "widest", "segment",
                  "coupled", "filled")
 
-    def __init__(self, hops: np.ndarray, block: np.ndarray, filled: bool) -> None:
+    def __init__(self, hops: np.ndarray, block: np.ndarray, filled: bool,
+                 queued: bool = True) -> None:
         row, first, end, sender, receiver, lead = hops[:, :6].T
         many = end - first
         hop = np.repeat(np.arange(len(hops)), many)
@@ -1052,7 +1063,10 @@ class _Flow:
         at = np.repeat(np.arange(len(lo)), hi - lo)  # each message's round
         members, link, cell, queues = self._links(hops[hop, 6:], block[hop], at, lo)
         ends, ranks = self._ends(sender, receiver, at, lo, hi)
-        shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None]
+        # unqueued, every link is charged at the message's lock-step share of it (its
+        # row's), as if the messages sharing it started together
+        shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None] \
+            if queued else np.zeros(link.shape, dtype=bool)
         self.kind, self.kinds = self._kinds(shared)
         crossing, cells = self._crossing(shared, cell, at, lo)
         # the padded tables across (their width first), so that each reduction over a
