@@ -54,10 +54,12 @@ rounds are the exception: a rank's clock waits on its partners' and theirs on th
 partners', so a sample cannot play them; where their messages over every channel are
 at most :data:`PLAY_MESSAGES`, in flight in at most :data:`PLAY_HOPS` rounds in all
 over at most :data:`PLAY_ROUNDS` rounds, every rank's are routed and played (their cost
-bounded by those budgets, whatever the rank count); past any, the lock-step stretch
-prices them, from every rank's messages where they are at most
-:data:`STRETCH_MESSAGES` (a sample misses rounds whose slowest message lies elsewhere:
-a tree's crossings at the depths its nodes do not sit at), else from the sample's.
+bounded by those budgets, whatever the rank count); past the messages but of at most
+:data:`STRETCH_MESSAGES` within the others, every rank's are played unqueued (each
+message at its lock-step share of every link, :func:`_queued`; held ones stretched
+lock-step from every rank's messages: a sample misses rounds whose slowest message
+lies elsewhere, a tree's crossings at the depths its nodes do not sit at); past any,
+the lock-step stretch from the sample's.
 Another round of at most :data:`WHOLE_MESSAGES` messages is routed at every rank too,
 where its description's rounds (of distinct positions) are at most :data:`WHOLE_TOTAL`.
 
@@ -137,10 +139,11 @@ FILL_MESSAGES = 1 << 8
 #: CPU s)
 WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: paced rounds past the play's messages but of at most so many (over every channel),
-#: within its other budgets, are routed at every rank and stretched lock-step
-#: (:func:`_stretched_whole`): 128 nodes' 8-channel trees, up to 53,712 messages (their
-#: AllGather at 2 segments), not 2,048 nodes' one-channel trees (65,532: routing them
-#: would take the three closed-form tables there past a second)
+#: within its other budgets, are routed at every rank and played unqueued, held ones
+#: stretched lock-step (:func:`_stretched_whole`, :func:`_queued`): 65 to 128 nodes'
+#: 8-channel trees, up to 53,712 messages (their AllGather at 2 segments), not 2,048
+#: nodes' one-channel trees (65,532: routing them would take the three closed-form
+#: tables there past a second)
 STRETCH_MESSAGES = 7 << 13
 
 #: on a machine of unlike links (DGX), the channels' parts at a size at most this
@@ -368,13 +371,18 @@ def _queued(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     """Whether the paced ``rounds`` on ``orders`` are played with each shared link's
     queue (:class:`_Flow`): where :func:`_played`, or where every rank is sampled (an
     order within the sampled nodes); else, where :func:`_stretched_whole` and not held,
-    each message is played at its lock-step share of every link."""
+    each message is played at its lock-step share of every link, as if a shared link's
+    messages started together (an upper bound of its queue): from 65 DGX nodes (three
+    leaf groups), 8 channels' tree AllReduce (16,608 messages) was +6.9% stretched
+    lock-step (4 KiB Simple: four IB latencies of rounds its ranks do not wait for), is
+    exact so (a queue's messages there start together), and the queues' play would cost
+    three times the routing."""
     return _played(topology, orders, rounds) or bool(_sampled(topology, orders).all())
 
 
 def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
-    """Whether the paced ``rounds`` on ``orders``, where not played, are stretched from
-    every rank's messages (routed, not played: the play costs more than the routing):
+    """Whether the paced ``rounds`` on ``orders``, where not played, are routed from
+    every rank's messages, and played unqueued or, held, stretched (:func:`_queued`):
     where, over all the orders, they hold at most :data:`STRETCH_MESSAGES` messages
     within the play's other budgets, or, held, at most :data:`PLAY_MESSAGES` whatever
     their rounds; past any, from the sample's."""
@@ -1015,7 +1023,8 @@ class _Flow:
     on 3, 6 and 11 ranks: up to -0.99%); so on a machine whose links are all alike,
     where a message is on several shared links, the round's messages are carried at
     max-min rates over all its shared links together (:func:`_filled_ends`, up to
-    :data:`FILL_MESSAGES` of them).  A message of a cut
+    :data:`FILL_MESSAGES` of them).  Not ``queued``, no link is shared: a message
+    takes its row's lock-step share of each (:func:`_queued`).  A message of a cut
     class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
     there (elsewhere its largest).  Its sender is done its latency later, its
     receiver after its reduction too, and a rank's clock moves to the last of its
@@ -1061,12 +1070,12 @@ class _Flow:
         lo, hi = cuts[:-1], cuts[1:]
         self.widest = int((hi - lo).max())
         at = np.repeat(np.arange(len(lo)), hi - lo)  # each message's round
-        members, link, cell, queues = self._links(hops[hop, 6:], block[hop], at, lo)
-        ends, ranks = self._ends(sender, receiver, at, lo, hi)
         # unqueued, every link is charged at the message's lock-step share of it (its
-        # row's), as if the messages sharing it started together
-        shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None] \
-            if queued else np.zeros(link.shape, dtype=bool)
+        # row's), as if the messages sharing it started together: no queues
+        members, link, cell, queues = self._links(hops[hop, 6:], block[hop], at, lo) \
+            if queued else self._unqueued(len(hop), hops.shape[1] - 5, len(lo))
+        ends, ranks = self._ends(sender, receiver, at, lo, hi)
+        shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None]
         self.kind, self.kinds = self._kinds(shared)
         crossing, cells = self._crossing(shared, cell, at, lo)
         # the padded tables across (their width first), so that each reduction over a
@@ -1079,6 +1088,16 @@ class _Flow:
         self.filled = filled
         self.coupled = [_coupled(r[2], q[1][:, :, 0], r[4]) if filled else None
                         for r, q in zip(self.rounds, self.queues)]
+
+    @staticmethod
+    def _unqueued(count: int, width: int, rounds: int) -> tuple[list[np.ndarray], np.ndarray,
+                                                                np.ndarray,
+                                                                list[tuple[np.ndarray, ...]]]:
+        """:meth:`_links` where no link is shared: of ``count`` messages of ``width``
+        links and its own each, over ``rounds`` rounds."""
+        return ([np.zeros((0, 1), dtype=np.int32)] * rounds,
+                np.zeros((count, width), dtype=np.int32), np.zeros(count * width, dtype=np.int64),
+                [(np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0, 1), dtype=bool))] * rounds)
 
     def _kinds(self, shared: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Each message's kind (its row and which of its links, ``shared``: messages x
