@@ -55,11 +55,11 @@ partners', so a sample cannot play them; where their messages over every channel
 at most :data:`PLAY_MESSAGES`, in flight in at most :data:`PLAY_HOPS` rounds in all
 over at most :data:`PLAY_ROUNDS` rounds, every rank's are routed and played (their cost
 bounded by those budgets, whatever the rank count); past the messages but of at most
-:data:`STRETCH_MESSAGES` within the others, every rank's are played unqueued (each
-message at its lock-step share of every link, :func:`_queued`; held ones stretched
-lock-step from every rank's messages: a sample misses rounds whose slowest message
-lies elsewhere, a tree's crossings at the depths its nodes do not sit at); past any,
-the lock-step stretch from the sample's.
+:data:`STRETCH_MESSAGES` within the others, from every rank's messages (a sample
+misses rounds whose slowest message lies elsewhere: a tree's crossings at the depths
+its nodes do not sit at), over channels played unqueued (each message at its lock-step
+share of every link, :func:`_unqueued`), else (held, one order, groups apart) the
+lock-step stretch; past any, the lock-step stretch from the sample's.
 Another round of at most :data:`WHOLE_MESSAGES` messages is routed at every rank too,
 where its description's rounds (of distinct positions) are at most :data:`WHOLE_TOTAL`.
 
@@ -139,8 +139,8 @@ FILL_MESSAGES = 1 << 8
 #: CPU s)
 WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: paced rounds past the play's messages but of at most so many (over every channel),
-#: within its other budgets, are routed at every rank and played unqueued, held ones
-#: stretched lock-step (:func:`_stretched_whole`, :func:`_queued`): 65 to 128 nodes'
+#: within its other budgets, are routed at every rank, over channels played unqueued,
+#: else stretched lock-step (:func:`_stretched_whole`, :func:`_unqueued`): 65 to 128 nodes'
 #: 8-channel trees, up to 53,712 messages (their AllGather at 2 segments), not 2,048
 #: nodes' one-channel trees (65,532: routing them would take the three closed-form
 #: tables there past a second)
@@ -336,9 +336,8 @@ def _routed(topology: Any, orders: Orders, wanted: list[tuple[Any, bool, tuple[i
     routed = [key for key in missing if key not in paced and key[-1]]
     batches = [paced, routed, [key for key in missing if key not in paced + routed]]
     every = np.ones((len(orders), len(orders[0])), dtype=bool)
-    # paced rounds stretched from every rank are played too, but held ones
     for batch, sampled, ends in zip(batches, (every if stretched else sample, every, sample),
-                                    (stretched and (played or not _is_held(rounds)), True,
+                                    (played or _unqueued(orders, rounds), True,
                                      bool(sample.all()))):
         if batch:
             made = _route_rows(topology, _ranks(orders), sampled,
@@ -370,19 +369,28 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
 def _queued(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     """Whether the paced ``rounds`` on ``orders`` are played with each shared link's
     queue (:class:`_Flow`): where :func:`_played`, or where every rank is sampled (an
-    order within the sampled nodes); else, where :func:`_stretched_whole` and not held,
-    each message is played at its lock-step share of every link, as if a shared link's
-    messages started together (an upper bound of its queue): from 65 DGX nodes (three
-    leaf groups), 8 channels' tree AllReduce (16,608 messages) was +6.9% stretched
-    lock-step (4 KiB Simple: four IB latencies of rounds its ranks do not wait for), is
-    exact so (a queue's messages there start together), and the queues' play would cost
-    three times the routing."""
+    order within the sampled nodes); else unqueued where :func:`_unqueued`."""
     return _played(topology, orders, rounds) or bool(_sampled(topology, orders).all())
+
+
+def _unqueued(orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders``, where not played with queues
+    (:func:`_queued`), are played with each message at its lock-step share of every link,
+    as if a shared link's messages started together (an upper bound of its queue): where
+    :func:`_stretched_whole`, not held, over channels (several orders of the same ranks).
+    From 65 DGX nodes (three leaf groups) 8 channels' tree AllReduce (16,608 messages)
+    was +6.9% stretched lock-step (4 KiB Simple: four IB latencies of rounds its ranks do
+    not wait for), and is exact so (a queue's messages there, two channels' on an NVLink
+    port, start together); played with queues, the three tables on 128 nodes cost 7.3 ->
+    9.3 CPU s, unqueued 6.8 -> 7.3.  Not one order or groups apart: 256 nodes' one-channel
+    tree AllGather and hier's inner trees would take them 5.1 -> 6.2."""
+    return len(orders) > 1 and len(np.unique(orders)) == len(orders[0]) \
+        and not _is_held(rounds) and _stretched_whole(orders, rounds)
 
 
 def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
     """Whether the paced ``rounds`` on ``orders``, where not played, are routed from
-    every rank's messages, and played unqueued or, held, stretched (:func:`_queued`):
+    every rank's messages, and played unqueued or stretched (:func:`_unqueued`):
     where, over all the orders, they hold at most :data:`STRETCH_MESSAGES` messages
     within the play's other budgets, or, held, at most :data:`PLAY_MESSAGES` whatever
     their rounds; past any, from the sample's."""
@@ -1024,7 +1032,7 @@ class _Flow:
     where a message is on several shared links, the round's messages are carried at
     max-min rates over all its shared links together (:func:`_filled_ends`, up to
     :data:`FILL_MESSAGES` of them).  Not ``queued``, no link is shared: a message
-    takes its row's lock-step share of each (:func:`_queued`).  A message of a cut
+    takes its row's lock-step share of each (:func:`_unqueued`).  A message of a cut
     class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
     there (elsewhere its largest).  Its sender is done its latency later, its
     receiver after its reduction too, and a rank's clock moves to the last of its
