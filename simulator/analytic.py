@@ -382,7 +382,7 @@ def _unqueued(orders: Orders, rounds: list[Any]) -> bool:
     was +6.9% stretched lock-step (4 KiB Simple: four IB latencies of rounds its ranks do
     not wait for), and is exact so (a queue's messages there, two channels' on an NVLink
     port, start together); played with queues, the three tables on 128 nodes cost 7.3 ->
-    9.3 CPU s, unqueued 6.8 -> 7.3.  Not one order or groups apart: 256 nodes' one-channel
+    9.3 CPU s, unqueued 7.3 -> 7.5.  Not one order or groups apart: 256 nodes' one-channel
     tree AllGather and hier's inner trees would take them 5.1 -> 6.2."""
     return len(orders) > 1 and len(np.unique(orders)) == len(orders[0]) \
         and not _is_held(rounds) and _stretched_whole(orders, rounds)
