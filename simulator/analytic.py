@@ -56,10 +56,12 @@ rounds are the exception: a rank's clock waits on its partners' and theirs on th
 partners', so a sample cannot play them; where their messages over every channel are
 at most :data:`PLAY_MESSAGES`, in flight in at most :data:`PLAY_HOPS` rounds in all
 over at most :data:`PLAY_ROUNDS` rounds, every rank's are routed and played (their cost
-bounded by those budgets, whatever the rank count); past any, the lock-step stretch
-prices them, from every rank's messages where they are at most
-:data:`STRETCH_MESSAGES` (a sample misses rounds whose slowest message lies elsewhere:
-a tree's crossings at the depths its nodes do not sit at), else from the sample's.
+bounded by those budgets, whatever the rank count); past the messages but of at most
+:data:`STRETCH_MESSAGES` within the others, from every rank's messages (a sample
+misses rounds whose slowest message lies elsewhere: a tree's crossings at the depths
+its nodes do not sit at), over channels played unqueued (each message at its lock-step
+share of every link, :func:`_unqueued`), else (held, one order, groups apart) the
+lock-step stretch; past any, the lock-step stretch from the sample's.
 Another round of at most :data:`WHOLE_MESSAGES` messages is routed at every rank too,
 where its description's rounds (of distinct positions) are at most :data:`WHOLE_TOTAL`.
 
@@ -141,10 +143,11 @@ FILL_MESSAGES = 1 << 8
 #: CPU s)
 WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: paced rounds past the play's messages but of at most so many (over every channel),
-#: within its other budgets, are routed at every rank and stretched lock-step
-#: (:func:`_stretched_whole`): 128 nodes' 8-channel trees, up to 53,712 messages (their
-#: AllGather at 2 segments), not 2,048 nodes' one-channel trees (65,532: routing them
-#: would take the three closed-form tables there past a second)
+#: within its other budgets, are routed at every rank, over channels played unqueued,
+#: else stretched lock-step (:func:`_stretched_whole`, :func:`_unqueued`): 65 to 128 nodes'
+#: 8-channel trees, up to 53,712 messages (their AllGather at 2 segments), not 2,048
+#: nodes' one-channel trees (65,532: routing them would take the three closed-form
+#: tables there past a second)
 STRETCH_MESSAGES = 7 << 13
 
 #: on a machine of unlike links (DGX), the channels' parts at a size at most this
@@ -333,8 +336,7 @@ def _routed(topology: Any, orders: Orders, wanted: list[tuple[Any, bool, tuple[i
     :func:`_played` or :func:`_stretched_whole`)."""
     rounds = [r for r, _, _ in wanted]
     sample = _sampled(topology, orders)
-    # a sample of every rank (an order within the sampled nodes) plays them too
-    played = _played(topology, orders, rounds) or bool(sample.all())
+    played = _queued(topology, orders, rounds)
     stretched = played or _stretched_whole(orders, rounds)
     whole = _whole(topology, orders, wanted)
     keys = [(topology, id(orders), groups, chained, digests,
@@ -348,7 +350,8 @@ def _routed(topology: Any, orders: Orders, wanted: list[tuple[Any, bool, tuple[i
     batches = [paced, routed, [key for key in missing if key not in paced + routed]]
     every = np.ones((len(orders), len(orders[0])), dtype=bool)
     for batch, sampled, ends in zip(batches, (every if stretched else sample, every, sample),
-                                    (played, True, bool(sample.all()))):
+                                    (played or _unqueued(orders, rounds), True,
+                                     bool(sample.all()))):
         if batch:
             made = _route_rows(topology, _ranks(orders), sampled,
                                [(missing[key][0].messages, missing[key][1]) for key in batch],
@@ -376,9 +379,31 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
 
 
+def _queued(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders`` are played with each shared link's
+    queue (:class:`_Flow`): where :func:`_played`, or where every rank is sampled (an
+    order within the sampled nodes); else unqueued where :func:`_unqueued`."""
+    return _played(topology, orders, rounds) or bool(_sampled(topology, orders).all())
+
+
+def _unqueued(orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders``, where not played with queues
+    (:func:`_queued`), are played with each message at its lock-step share of every link,
+    as if a shared link's messages started together (an upper bound of its queue): where
+    :func:`_stretched_whole`, not held, over channels (several orders of the same ranks).
+    From 65 DGX nodes (three leaf groups) 8 channels' tree AllReduce (16,608 messages)
+    was +6.9% stretched lock-step (4 KiB Simple: four IB latencies of rounds its ranks do
+    not wait for), and is exact so (a queue's messages there, two channels' on an NVLink
+    port, start together); played with queues, the three tables on 128 nodes cost 7.3 ->
+    9.3 CPU s, unqueued 7.3 -> 7.5.  Not one order or groups apart: 256 nodes' one-channel
+    tree AllGather and hier's inner trees would take them 5.1 -> 6.2."""
+    return len(orders) > 1 and len(np.unique(orders)) == len(orders[0]) \
+        and not _is_held(rounds) and _stretched_whole(orders, rounds)
+
+
 def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
-    """Whether the paced ``rounds`` on ``orders``, where not played, are stretched from
-    every rank's messages (routed, not played: the play costs more than the routing):
+    """Whether the paced ``rounds`` on ``orders``, where not played, are routed from
+    every rank's messages, and played unqueued or stretched (:func:`_unqueued`):
     where, over all the orders, they hold at most :data:`STRETCH_MESSAGES` messages
     within the play's other budgets, or, held, at most :data:`PLAY_MESSAGES` whatever
     their rounds; past any, from the sample's."""
@@ -940,7 +965,8 @@ class _Layout:
         if self.hops is not None and len(self.hops) and not held:
             played = _one_of_alike(self.hops)
             self.flow = _Flow(played, self.class_block[self.row_class[played[:, 0]]],
-                              len(_link_classes(topology)[1]) == 1, fill)
+                              len(_link_classes(topology)[1]) == 1, fill,
+                              _queued(topology, orders, list(rounds)))
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
         nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
         first_profile = np.cumsum(nprofiles) - nprofiles
@@ -1120,7 +1146,8 @@ class _Flow:
     where a message is on several shared links, the round's messages are carried at
     max-min rates over all its shared links together (:func:`_filled_ends`, up to
     ``fill`` of them: :data:`FILL_MESSAGES`, none for a chain past
-    :data:`UNHELD_RANKS` ranks).  A message of a cut
+    :data:`UNHELD_RANKS` ranks).  Not ``queued``, no link is shared: a message takes
+    its row's lock-step share of each (:func:`_unqueued`).  A message of a cut
     class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
     there (elsewhere its largest).  On a link that messages of several senders and
     several receivers take (a leaf's to a spine), messages of different rounds meet
@@ -1152,7 +1179,8 @@ class _Flow:
     __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues", "widest", "segment",
                  "coupled", "filled", "links", "crossed")
 
-    def __init__(self, hops: np.ndarray, block: np.ndarray, filled: bool, fill: int) -> None:
+    def __init__(self, hops: np.ndarray, block: np.ndarray, filled: bool, fill: int,
+                 queued: bool = True) -> None:
         row, first, end, sender, receiver, lead = hops[:, :6].T
         many = end - first
         hop = np.repeat(np.arange(len(hops)), many)
@@ -1167,7 +1195,10 @@ class _Flow:
         lo, hi = cuts[:-1], cuts[1:]
         self.widest = int((hi - lo).max())
         at = np.repeat(np.arange(len(lo)), hi - lo)  # each message's round
-        members, link, cell, queues = self._links(hops[hop, 6:], block[hop], at, lo)
+        # unqueued, every link is charged at the message's lock-step share of it (its
+        # row's), as if the messages sharing it started together: no queues
+        members, link, cell, queues = self._links(hops[hop, 6:], block[hop], at, lo) \
+            if queued else self._unqueued(len(hop), hops.shape[1] - 5, len(lo))
         ends, ranks = self._ends(sender, receiver, at, lo, hi)
         shared = link < np.array([len(m) for m in members], dtype=np.int32)[at][:, None]
         self.kind, self.kinds = self._kinds(shared)
@@ -1214,6 +1245,16 @@ class _Flow:
                                      *(np.split(a, bounds[1:-1])
                                        for a in (local, column, link)))]
         return int(crossed.sum()), out
+
+    @staticmethod
+    def _unqueued(count: int, width: int, rounds: int) -> tuple[list[np.ndarray], np.ndarray,
+                                                                np.ndarray,
+                                                                list[tuple[np.ndarray, ...]]]:
+        """:meth:`_links` where no link is shared: of ``count`` messages of ``width``
+        links and its own each, over ``rounds`` rounds."""
+        return ([np.zeros((0, 1), dtype=np.int32)] * rounds,
+                np.zeros((count, width), dtype=np.int32), np.zeros(count * width, dtype=np.int64),
+                [(np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0, 1), dtype=bool))] * rounds)
 
     def _kinds(self, shared: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Each message's kind (its row and which of its links, ``shared``: messages x
