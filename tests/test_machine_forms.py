@@ -576,6 +576,23 @@ def test_tree_allgather_tiny_counts_on_eight_nodes_are_exact(nbytes: int) -> Non
     assert machine_cost("allgather", "tree", machine, nbytes, protocol="LL",
                         segments=1) == pytest.approx(simulated, rel=1e-9)
 
+TINY_ON_NODES = [(16, 4, {"segments": 1}), (16, 12, {"segments": 4}),
+                 (16, 4, {"segments": 16, "channels": 8}), (24, 12, {"segments": 1})]
+
+
+@pytest.mark.parametrize("nodes, nbytes, params", TINY_ON_NODES)
+def test_tree_allgather_tiny_counts_past_the_exact_messages_are_exact(nodes: int, nbytes: int,
+                                                                      params: dict) -> None:
+    """dgx_h100(16) and (24), LL, past ``EXACT_MESSAGES`` (a class per share of a
+    segment): at 1 and 3 elements the messages that carry nothing in the simulator were
+    charged their class's largest, as sent (+51%, +16.6%, +51%, +20.5%); classed by the
+    counts at which each is empty, exact."""
+    machine = topology.dgx_h100(nodes)
+    simulated = _simulated("allgather", "tree", machine, nbytes, params, "LL")
+    assert machine_cost("allgather", "tree", machine, nbytes, protocol="LL",
+                        **params) == pytest.approx(simulated, rel=1e-9)
+
+
 SIXTEEN_NODES = [("allreduce", "tree", {"segments": 1}, 1 << 26),
                  ("reduce_scatter", "tree", {"segments": 1}, 1 << 26),
                  ("allgather", "tree", {"segments": 1}, 1 << 26),
