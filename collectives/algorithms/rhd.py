@@ -75,7 +75,7 @@ not in a pair have no fold steps and wait on their partners in the first core st
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -392,7 +392,13 @@ def traffic(collective: str, q: int, doubling: bool = False) -> list[Round]:
             rounds += [exchange(mask, window(mask), False) for mask in masks]
     if len(paired):
         rounds.append(Round(1, (Messages(survivor[paired], lone[paired], fold_out, False),)))
-    return rounds
+    return [Round(1, tuple(_in_round(k, m) for k, r in enumerate(rounds) for m in r.messages),
+                  paced=True)]
+
+
+def _in_round(k: int, messages: Messages) -> Messages:
+    """``messages`` in flight in round ``k`` only (of a paced round)."""
+    return replace(messages, rounds=np.tile([k, k + 1], (len(messages.src), 1)))
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:
