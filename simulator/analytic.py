@@ -2092,9 +2092,9 @@ def _queues_played(alike: bool, rounds: tuple[Any, ...]) -> bool:
     one round (rhd's steps, :func:`_stepped`).  There a queue's late messages, held back
     on another link, are not seen: rhd on ``dgx_h100(128)`` at 64 MiB, LL, queued was
     -6.8% (AllGather; ReduceScatter -5.7%, recursive doubling -5.1%) against the DES,
-    unqueued -2.1%, as the lock-step rounds; on 33 and 65 nodes (the fold's extra ranks
-    ahead of the rounds) unqueued is within 0.4% of the DES at 4 B to 4 KiB, queued
-    exact."""
+    unqueued -2.1%, as the lock-step rounds; on 33, 65 and 100 nodes (the fold's extra
+    ranks ahead of the rounds) unqueued is within 0.4% of the DES at 4 B to 4 KiB (65
+    nodes queued: exact)."""
     return alike or _stepped(rounds) is None
 
 
