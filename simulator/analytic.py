@@ -2118,14 +2118,26 @@ class _Described:
         units = int((self.cut * self.blocks[:, 0]).max(initial=1))
         shape = (RUN_KINDS, len(self.messages), units, counts.shape[1])
         weights, sizes = np.zeros(shape), np.zeros(shape)
+        # classes of one unit (the whole of what each cuts, from where it starts) taken
+        # together: a tree AllGather's are hundreds
+        single: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         for c, (at, whole) in enumerate(zip(self.cut_at or [], self.cut_of)):
             g = self.group[c]
             mine = counts[g]
-            start, length = _unit_spans(mine if whole is None else whole(mine), int(self.cut[c]),
-                                        int(self.blocks[c, 0]), bool(self.blocks[c, 1]),
-                                        at(mine))
+            cut = mine if whole is None else whole(mine)
+            if self.cut[c] * self.blocks[c, 0] == 1:
+                single.append((c, at(mine), cut, mine, piece[g] // ds))
+                continue
+            start, length = _unit_spans(cut, int(self.cut[c]), int(self.blocks[c, 0]),
+                                        bool(self.blocks[c, 1]), at(mine))
             w, e = _unit_runs(start, length, mine, self.positions, piece[g] // ds)
             weights[:, c, :len(start)], sizes[:, c, :len(start)] = w, e * ds
+        if single:
+            rows = [c for c, *_ in single]
+            start, length, mine, longest = (np.array([one[k] for one in single])
+                                            for k in range(1, 5))
+            w, e = _unit_runs(start, length, mine, self.positions, longest)
+            weights[:, rows, 0], sizes[:, rows, 0] = w, e * ds
         return weights[:, self.layout.row_class], sizes[:, self.layout.row_class]
 
     @staticmethod
@@ -2183,7 +2195,8 @@ class _Described:
             return None
         mine = counts[self.group]  # each class's group's, or what of it the class cuts
         for c, whole in enumerate(self.cut_of):
-            if whole is not None and cut[c, 0]:
+            # a class of one unit carries the whole of it: never a smaller one
+            if whole is not None and cut[c, 0] * self.blocks[c, 0] > 1:
                 mine[c] = whole(mine[c])
         units = _unit_sizes(mine, np.maximum(cut, 1), self.blocks[:, :1], self.blocks[:, 1:])
         never = np.iinfo(np.int32).max

@@ -188,6 +188,27 @@ def test_tree_reduce_scatter_segment_goes_as_a_transfer_per_run(nranks: int, seg
         pytest.approx(simulated, rel=1e-9)
 
 
+@pytest.mark.parametrize("nranks, segments, channels, count", [
+    (7, 8, 3, 1 << 20), (6, 7, 3, 1 << 20), (10, 1, 3, 13), (13, 6, 2, 1 << 20),
+    (9, 4, 4, 1 << 20)])
+def test_tree_allgather_message_goes_as_a_transfer_per_run(nranks: int, segments: int,
+                                                           channels: int, count: int) -> None:
+    """Tree AllGather on default_flat over several channels: a message (what a subtree
+    holds of a segment, or the rest of it) lies in the channel's part of every block, so
+    it goes as a transfer per run of the buffer it meets, its first and last in part, as
+    a ReduceScatter's segment does.  Its runs are found from where each message starts
+    (its class's, :attr:`collectives.traffic.Messages.cut_at`; messages alike but for
+    where they start are classes apart).  Taken as ``b / f`` transfers of the longest run
+    ``f``: over 3 channels +2.6% on 7 ranks at 8 segments, -1.7% on 6 at 7, and, at 13
+    elements on 10 ranks, where channel 0's parts of blocks of one element meet, -1.0e-4;
+    over 2, +1.3% on 13 ranks at 6; over 4, -0.65% on 9 at 4; exact."""
+    flat = topology.default_flat(nranks)
+    params = {"segments": segments, "channels": channels}
+    simulated = _simulated("allgather", "tree", flat, 4 * count, params)
+    assert machine_cost("allgather", "tree", flat, 4 * count, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 @pytest.mark.parametrize("nranks, segments, count", [(12, 1, 3), (10, 2, 7), (4, 8, 22)])
 def test_tree_allgather_spill_shares_ports_with_the_runs(nranks: int, segments: int,
                                                           count: int) -> None:

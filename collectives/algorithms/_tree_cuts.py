@@ -46,9 +46,11 @@ CUT_MESSAGES = 1 << 12
 #: and last blocks of each run of the child's subtree, padded with empty runs (last <
 #: first): two ``(edges, runs)`` arrays
 Blocks = tuple[np.ndarray, np.ndarray]
-#: a description's paced rounds, each its classes: streams, first and end segments, and
-#: elements of the class's largest message
-Classes = list[tuple[np.ndarray, np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]]
+#: a description's paced rounds, each its classes: streams, first and end segments,
+#: elements of the class's largest message, and the element its messages start at in
+#: the vector, where they are one a stream in one round and all start there (else None)
+Classes = list[tuple[np.ndarray, np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray],
+                     Callable[[np.ndarray], np.ndarray] | None]]
 
 
 def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
@@ -86,9 +88,9 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
     stream, first = _segments_of(stream, first, end)
     cuts = _Cuts(q, segments, blocks, np.concatenate([stream, spilled]),
                  np.concatenate([first, edge]))
-    pieces = cuts.settled()
+    starts, pieces = cuts.settled()
     shares, carried = np.repeat(share, lengths), np.asarray(pieces.any(axis=2))
-    alike = _alike(pieces)
+    alike = _alike(pieces, starts)
     sent = [cls for _, g in _grouped(alike[:len(stream)])
             for cls in _transfers(cuts, carried, g, stream[g], first[g],
                                   _share_of(segment, q * segments, int(shares[g[0]])))]
@@ -107,22 +109,27 @@ def _transfers(cuts: "_Cuts", carried: np.ndarray, rows: np.ndarray, streams: np
     meets, down the segment's run before each and after the last), each charged its
     run's elements, as the ranks' steps send them: a transfer per run, which the
     simulator shares apart (``default_flat(13)``, 3 segments, 78 elements: 2 -> 1's 28
-    bytes go as 4 and 24; as one, the model was under by 1.3e-5)."""
+    bytes go as 4 and 24; as one, the model was under by 1.3e-5); each with where its
+    run starts (:meth:`_Cuts.start`)."""
     ever = np.flatnonzero(carried[rows[0]])
     if len(ever) <= 1:
-        return [(streams, at, at + 1, cuts.most(rows[:1], closed))]
-    return [(streams, at, at + 1, cuts.run(rows[0], j)) for j in ever.tolist()]
+        return [(streams, at, at + 1, cuts.most(rows[:1], closed),
+                 cuts.start(int(rows[0]), int(ever[0]) if len(ever) else 0))]
+    return [(streams, at, at + 1, cuts.run(rows[0], j), cuts.start(int(rows[0]), j))
+            for j in ever.tolist()]
 
 
-def _alike(pieces: np.ndarray) -> np.ndarray:
+def _alike(pieces: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """A number per message, the same for messages that carry as much of each run of the
-    buffer at every count: at each of the counts of ``pieces`` (:meth:`_Cuts.settled`).
-    Classed by what each carries rather than by how its subtree's edges meet its
-    segment, messages whose edges differ but cut alike share a class (``default_flat(16)``,
-    8 segments: 195 classes -> 102; every class costs the model a column of its links'
-    profiles)."""
-    flat = pieces.reshape(len(pieces), -1)
-    return np.unique(flat, axis=0, return_inverse=True)[1].reshape(-1)
+    buffer from the same element at every count: at each of the counts of ``pieces``
+    and ``starts`` (:meth:`_Cuts.settled`).  Classed by what each carries rather than
+    by how its subtree's edges meet its segment, messages whose edges differ but cut
+    alike share a class (``default_flat(16)``, 8 segments: 195 classes -> 102; every
+    class costs the model a column of its links' profiles); by where too, since a
+    channel's vector lies in runs apart in the buffer, which cut a message where it
+    meets them (:attr:`collectives.traffic.Messages.cut_at`)."""
+    flat = np.concatenate([pieces, np.where(pieces > 0, starts, -1)], axis=1)
+    return np.unique(flat.reshape(len(pieces), -1), axis=0, return_inverse=True)[1].reshape(-1)
 
 
 def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
@@ -159,17 +166,18 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
                  np.concatenate([first[partial], edge]))
     row = np.full(len(share), -1)
     row[partial] = np.arange(len(partial))
-    sent = [(stream[g], first[g], end[g],
-             empty.below(g, _share_of(segment, parts, q) if k == q
-                         else cuts.most(row[g], _share_of(segment, parts, k))))
-            for g in empty.grouped(share) for k in [int(share[g[0]])]]
+    sent: Classes = [(stream[g], first[g], end[g],
+                      empty.below(g, _share_of(segment, parts, q) if k == q
+                                  else cuts.most(row[g], _share_of(segment, parts, k))), None)
+                     for g in empty.grouped(share) for k in [int(share[g[0]])]]
     round_ = start[spilled] + edge
     alone = (round_ < (start[stream] + first).min()) | (round_ >= (start[stream] + end).max())
     at = np.where(alone, round_, round_.min(initial=0) - 1)
-    apart = [(spilled[g], edge[g], edge[g] + 1,
-              empty.below(len(share) + g, cuts.most(len(partial) + g,
-                                                    _spill_of(segment, q, segments))))
-             for g in empty.grouped(at, len(share))]
+    apart: Classes = [(spilled[g], edge[g], edge[g] + 1,
+                       empty.below(len(share) + g,
+                                   cuts.most(len(partial) + g, _spill_of(segment, q, segments))),
+                       None)
+                      for g in empty.grouped(at, len(share))]
     return [sent, apart]
 
 
@@ -255,10 +263,10 @@ def by_share(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     """
     first, end, stream, share = runs
     edge, spilled = spill
-    sent = [(stream[g], first[g], end[g], _share_of(segment, q * segments, k))
-            for k, g in _grouped(share)]
-    return [sent, [(spilled, edge, edge + 1, _spill_of(segment, q, segments))] if len(spilled)
-            else []]
+    sent: Classes = [(stream[g], first[g], end[g], _share_of(segment, q * segments, k), None)
+                     for k, g in _grouped(share)]
+    apart: Classes = [(spilled, edge, edge + 1, _spill_of(segment, q, segments), None)]
+    return [sent, apart if len(spilled) else []]
 
 
 def _grouped(key: np.ndarray) -> list[tuple[int, np.ndarray]]:
@@ -305,6 +313,9 @@ def _spill_of(segment: Callable[[np.ndarray], np.ndarray], q: int,
 
 #: the most elements (messages x counts x a subtree's runs) :class:`_Cuts` works on at once
 CUT_CHUNK = 1 << 18
+#: the most counts arrays :class:`_Cuts` keeps its figures at (the model asks at one a
+#: group of channels, class by class: kept at one, each class computed them again)
+KEPT_COUNTS = 8
 
 
 class _Cuts:
@@ -312,7 +323,8 @@ class _Cuts:
     segment each of some AllGather messages carries, at the counts that are not multiples
     of ``2 q S`` (at the others a message carries its share of the vector): up what of the
     segment the subtree's blocks hold, down the rest; computed once for all the messages
-    at a counts array (the model asks every class at the same counts)."""
+    at a counts array, kept for each of the last :data:`KEPT_COUNTS` (the model asks every
+    class at the counts of each group of channels, the classes in turn)."""
 
     def __init__(self, q: int, segments: int, blocks: Blocks, streams: np.ndarray,
                  at: np.ndarray) -> None:
@@ -323,8 +335,8 @@ class _Cuts:
         self.tree = (edge >= edges // 2).astype(np.int64)[:, None]
         self.down = (streams >= edges)[:, None]
         self.first, self.last = first[edge], last[edge]
-        self.held: tuple[bytes, np.ndarray] = (b"", np.zeros((len(streams), 0), np.int64))
-        self.runs: tuple[bytes, np.ndarray] = (b"", np.zeros((len(streams), 0, 0), np.int64))
+        self.held: dict[bytes, np.ndarray] = {}
+        self.runs: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 
     def most(self, rows: np.ndarray, closed: Callable[[np.ndarray], np.ndarray]
              ) -> Callable[[np.ndarray], np.ndarray]:
@@ -339,31 +351,46 @@ class _Cuts:
             return out
         return elements
 
-    def settled(self) -> np.ndarray:
-        """Elements of each run of the buffer each message carries (:meth:`_pieces`) at
-        the first ``2 S + 3 P`` counts (``P = 2 q S``).  When the count grows by ``P``
-        each edge of a block or segment moves by a whole number of elements (its share
-        of it), so from ``2 S + P`` on each edge stays on one side of another and a
-        message's runs grow by as much every ``P`` counts: messages that carry as much
-        over the two periods past it carry as much at every count, and one that carries
-        something of a run at some count does at one of these."""
+    def settled(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each run of the buffer each message carries starts and its elements
+        (:meth:`_spans`) at the first ``2 S + 3 P`` counts (``P = 2 q S``).  When the
+        count grows by ``P`` each edge of a block or segment moves by a whole number of
+        elements (its share of it), so from ``2 S + P`` on each edge stays on one side
+        of another and a message's runs move and grow by as much every ``P`` counts:
+        messages that carry as much from as far over the two periods past it do so at
+        every count, and one that carries something of a run at some count does at one
+        of these."""
         period = 2 * self.q * self.segments
-        return self._pieces(slice(None), np.arange(1, 2 * self.segments + 3 * period + 1))
+        return self._spans(slice(None), np.arange(1, 2 * self.segments + 3 * period + 1))
 
     def run(self, row: int, piece: int) -> Callable[[np.ndarray], np.ndarray]:
         """Elements of run ``piece`` of message ``row`` (:meth:`_pieces`) at any count."""
-        def elements(count: np.ndarray) -> np.ndarray:
+        return self._spanned(row, piece, 1)
+
+    def start(self, row: int, piece: int) -> Callable[[np.ndarray], np.ndarray]:
+        """Where run ``piece`` of message ``row`` (:meth:`_pieces`) starts in the vector,
+        at any count."""
+        return self._spanned(row, piece, 0)
+
+    def _spanned(self, row: int, piece: int, which: int) -> Callable[[np.ndarray], np.ndarray]:
+        """Figure ``which`` of :meth:`_spans` of run ``piece`` of message ``row``."""
+        def figure(count: np.ndarray) -> np.ndarray:
             key = count.tobytes()
-            if self.runs[0] != key:  # every message's, kept for the next class's call
-                self.runs = (key, self._pieces(slice(None), count))
-            return self.runs[1][row, piece]
-        return elements
+            if key not in self.runs:  # every message's, kept for the next class's call
+                self.runs = _remembered(self.runs, key, self._spans(slice(None), count))
+            return self.runs[key][which][row, piece]
+        return figure
 
     def _pieces(self, rows: Any, count: np.ndarray) -> np.ndarray:
         """Elements of each run of the buffer the messages ``rows`` carry at ``count``
         (messages x runs x counts, a subtree's runs and one more): up, what of the
         segment each of the subtree's runs holds (the last nothing); down, the
         segment's run before each of the subtree's runs, and after the last."""
+        return self._spans(rows, count)[1]
+
+    def _spans(self, rows: Any, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each of :meth:`_pieces` starts in the vector, and its elements (each
+        messages x runs x counts)."""
         start, stop = self._segment(rows, count)
         lo, hi = self._held(rows, count)
         start, stop = start[:, None], stop[:, None]
@@ -372,7 +399,9 @@ class _Cuts:
         gap_to = np.concatenate([lo, stop], axis=1)
         gaps = np.maximum(0, np.minimum(stop, gap_to) - np.maximum(start, gap_from))
         up = np.concatenate([inside, np.zeros_like(start)], axis=1)
-        return np.where(self.down[rows][:, :, None], gaps, up)
+        down = self.down[rows][:, :, None]
+        return (np.maximum(start, np.where(down, gap_from, np.concatenate([lo, start], axis=1))),
+                np.where(down, gaps, up))
 
     def _held(self, rows: Any, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The first and end elements of each run of the subtree's part the messages
@@ -401,12 +430,12 @@ class _Cuts:
         """Every message's elements at ``count`` (messages x counts), kept for the
         next class's call at the same counts."""
         key = count.tobytes()
-        if self.held[0] != key:
+        if key not in self.held:
             step = max(1, CUT_CHUNK // (len(count) * self.first.shape[1]))
-            self.held = (key, np.concatenate(
+            self.held = _remembered(self.held, key, np.concatenate(
                 [self._cut(slice(i, i + step), count) for i in range(0, len(self.at), step)]
                 or [np.zeros((0, len(count)), np.int64)]))
-        return self.held[1]
+        return self.held[key]
 
     def _cut(self, rows: slice, count: np.ndarray) -> np.ndarray:
         """Elements of the messages ``rows`` at ``count``."""
@@ -415,6 +444,15 @@ class _Cuts:
         inside = np.maximum(0, np.minimum(stop[:, None], hi)
                             - np.maximum(start[:, None], lo)).sum(axis=1)
         return np.where(self.down[rows], stop - start - inside, inside)
+
+
+def _remembered(table: dict[bytes, Any], key: bytes, value: Any) -> dict[bytes, Any]:
+    """``table`` with ``value`` at ``key``, emptied first where it holds
+    :data:`KEPT_COUNTS` already."""
+    if len(table) >= KEPT_COUNTS:
+        table = {}
+    table[key] = value
+    return table
 
 
 def _near_equal(start: Any, stop: Any, parts: Any, index: Any) -> tuple[Any, Any]:

@@ -785,10 +785,14 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
         rounds = by_share(q, segment, segments, runs, spill)
 
     def messages(streams: np.ndarray, first: np.ndarray, end: np.ndarray,
-                 elements: Callable[[np.ndarray], np.ndarray]) -> Messages:
+                 elements: Callable[[np.ndarray], np.ndarray],
+                 at: Callable[[np.ndarray], np.ndarray] | None) -> Messages:
         begins = start[streams]
+        # a message that says where it starts is one unit of its own elements
         return Messages(senders[streams], receivers[streams], elements, False, skip_empty=True,
-                        rounds=np.column_stack([begins + first, begins + end]))
+                        rounds=np.column_stack([begins + first, begins + end]),
+                        cut=int(at is not None), cut_of=None if at is None else elements,
+                        cut_at=at)
 
     merged = tuple(messages(*group) for classes in rounds for group in classes)
     return [Round(1, merged, paced=True)] if merged else []
