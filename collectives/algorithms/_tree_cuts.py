@@ -128,8 +128,12 @@ def _alike(pieces: np.ndarray, starts: np.ndarray) -> np.ndarray:
     class costs the model a column of its links' profiles); by where too, since a
     channel's vector lies in runs apart in the buffer, which cut a message where it
     meets them (:attr:`collectives.traffic.Messages.cut_at`)."""
-    flat = np.concatenate([pieces, np.where(pieces > 0, starts, -1)], axis=1)
-    return np.unique(flat.reshape(len(pieces), -1), axis=0, return_inverse=True)[1].reshape(-1)
+    flat = np.ascontiguousarray(np.concatenate([pieces, np.where(pieces > 0, starts, -1)],
+                                               axis=1).reshape(len(pieces), -1))
+    # each row as one opaque value: far cheaper to sort than rows compared column by
+    # column (np.unique's axis=0), and the classes come the same in any order
+    rows = flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).reshape(-1)
+    return np.unique(rows, return_inverse=True)[1].reshape(-1)
 
 
 def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
