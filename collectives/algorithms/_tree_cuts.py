@@ -85,9 +85,7 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
     first, end, stream, share = runs
     edge, spilled = spill
     lengths = end - first
-    stream, first = _segments_of(stream, first, end)
-    cuts = _Cuts(q, segments, blocks, np.concatenate([stream, spilled]),
-                 np.concatenate([first, edge]))
+    cuts, stream, first = _segment_cuts(q, segments, blocks, runs, spill)
     starts, pieces = cuts.settled()
     shares, carried = np.repeat(share, lengths), np.asarray(pieces.any(axis=2))
     alike = _alike(pieces, starts)
@@ -245,9 +243,7 @@ def _by_emptiness(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray,
     counts = np.arange(1 if segments == 1 else 2 * segments, TINY_COUNT)
     if not len(counts) or len(first) + len(spilled) > CUT_MESSAGES:
         return _Emptiness(None, np.zeros(0, np.int64), [])
-    streams, at = _segments_of(stream, first, end)
-    cuts = _Cuts(q, segments, blocks, np.concatenate([streams, spilled]),
-                 np.concatenate([at, edge]))
+    cuts, streams, _ = _segment_cuts(q, segments, blocks, runs, spill)
     carries = cuts._table(counts) > 0
     begin = np.cumsum(end - first) - (end - first)
     ran = np.logical_or.reduceat(carries[:len(streams)], begin, axis=0) if len(begin) \
@@ -288,6 +284,18 @@ def _grouped(key: np.ndarray) -> list[tuple[int, np.ndarray]]:
     ordered = key.take(order)
     at = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
     return list(zip(ordered.take(np.concatenate([[0], at])).tolist(), np.split(order, at)))
+
+
+def _segment_cuts(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray, ...],
+                  spill: tuple[np.ndarray, np.ndarray]
+                  ) -> tuple["_Cuts", np.ndarray, np.ndarray]:
+    """:class:`_Cuts` of every segment of the runs (:func:`_segments_of`), then of the
+    spilled messages; with the segments' streams and their segments."""
+    first, end, stream, _ = runs
+    edge, spilled = spill
+    streams, at = _segments_of(stream, first, end)
+    return _Cuts(q, segments, blocks, np.concatenate([streams, spilled]),
+                 np.concatenate([at, edge])), streams, at
 
 
 def _segments_of(stream: np.ndarray, first: np.ndarray,
