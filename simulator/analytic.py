@@ -117,7 +117,7 @@ from .gpu import flow_caps, hidden_latency, line_figures, link_figures, link_kin
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
            "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
-           "STRETCH_MESSAGES", "NEAR_PARTS", "UNHELD_RANKS"]
+           "STRETCH_MESSAGES", "NEAR_PARTS", "UNHELD_RANKS", "PAIRED_PASSES"]
 
 #: up to so many ranks every rank's messages are priced; above, those of a few nodes
 SAMPLE_ALL_RANKS = 64
@@ -135,6 +135,11 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%), and a
 #: chain's ReduceScatter over 3 channels on 16 ranks more (at 32, under by 4.5e-3)
 FILL_MESSAGES = 1 << 8
+#: a played round whose shared links each carry at most two messages (a chain's, on
+#: flat) is filled by iterating its ends to their fixed point (:func:`_paired_ends`), at
+#: most so many passes (a chain on ``default_flat(64)`` takes at most 10), and by the
+#: fill's events at the sizes where they have not settled by then
+PAIRED_PASSES = 32
 #: a round (not paced) of at most so many messages over every channel is routed at
 #: every rank (:func:`_whole`), where its description's rounds that are not paced are at
 #: most the second: 128 nodes' rhd halving (10 distinct rounds of 1,024 messages) and
@@ -1181,7 +1186,7 @@ class _Flow:
     carries, of a cut class: :attr:`collectives.traffic.Messages.cut`)."""
 
     __slots__ = ("row", "rounds", "ranks", "kind", "kinds", "queues", "widest", "segment",
-                 "coupled", "filled", "links", "crossed")
+                 "coupled", "partners", "filled", "links", "crossed")
 
     def __init__(self, hops: np.ndarray, block: np.ndarray, filled: bool, fill: int,
                  queued: bool = True) -> None:
@@ -1217,6 +1222,7 @@ class _Flow:
         self.filled = filled
         self.coupled = [_coupled(r[2], q[1][:, :, 0], r[4], fill) if filled else None
                         for r, q in zip(self.rounds, self.queues)]
+        self.partners = [_partners(c) for c in self.coupled]
         self.links, self.crossed = self._crossed(hops, hops[hop, 6:], at, lo)
 
     @staticmethod
@@ -1417,8 +1423,9 @@ class _Flow:
         # every message's ends' times, sends then receives
         ended = np.empty((2 * self.widest, sizes))
         meeting = self.crossed or [None] * len(self.rounds)
-        for (run, pair, members, ends, crossing, ranks), (spots, real, cells), coupled, met in \
-                zip(self.rounds, self.queues, self.coupled, meeting):
+        for (run, pair, members, ends, crossing, ranks), (spots, real, cells), coupled, \
+                partners, met in zip(self.rounds, self.queues, self.coupled, self.partners,
+                                     meeting):
             # the round's rows' figures, taken round by round (taken for every message
             # at once, they fill memory several times the cache's size)
             here = row[run]
@@ -1461,9 +1468,20 @@ class _Flow:
                         nbytes = carried[crossed]
                         if small is not None:
                             nbytes = np.where(small[crossing], carried_s[crossed], nbytes)
-                        carried_to = _filled_ends(
-                            held[crossing], nbytes, rate[crossed], coupled, capacity[spots[0]],
-                            None if transfers is None else transfers[crossed])
+                        cap, links = rate[crossed], capacity[spots[0]]
+                        if partners is not None and transfers is None \
+                                and (cap == cap[0]).all() and (links == cap[0]).all():
+                            carried_to, settled = _paired_ends(held[crossing], nbytes / cap,
+                                                               partners)
+                            if not settled.all():  # the fill's events where they did not
+                                apart = ~settled
+                                carried_to[:, apart] = _filled_ends(
+                                    held[crossing][:, apart], nbytes[:, apart], cap[:, apart],
+                                    coupled, links[:, apart])
+                        else:
+                            carried_to = _filled_ends(
+                                held[crossing], nbytes, cap, coupled, links,
+                                None if transfers is None else transfers[crossed])
                 through[crossing] = np.maximum(through[crossing],
                                                carried_to - held[crossing])
             if met is not None:
@@ -1644,8 +1662,10 @@ def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
     """Which of a round's shared links each of its messages with one (``crossing``) is
     on (messages x links), where some is on several (``members``: places x links, the
     messages numbered in the round, ``real`` where they are) and they are at most
-    ``fill``; else None (each link's queue is played on its own, :func:`_queue_ends`)."""
-    if not len(crossing) or len(crossing) > fill:
+    ``fill``, or each link is shared by two (:func:`_partners`: their fill costs a pass
+    of a few numbers per message and event, whatever their number); else None (each
+    link's queue is played on its own, :func:`_queue_ends`)."""
+    if not len(crossing) or (len(crossing) > fill and real.shape[0] > 2):
         return None
     at = np.full(int(max(members.max(), crossing.max())) + 1, -1)
     at[crossing] = np.arange(len(crossing))
@@ -1653,6 +1673,25 @@ def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
     on = np.zeros((len(crossing), members.shape[1]), dtype=bool)
     on[at[members[place, link]], link] = True
     return on if (on.sum(axis=1) > 1).any() else None
+
+
+def _partners(on: np.ndarray | None) -> np.ndarray | None:
+    """Per message of a coupled round (``on``: messages x links, :func:`_coupled`) the
+    other message on each of its shared links (messages x 2; the pad, and a link it is
+    alone on: ``len(on)``), where every link is shared by at most two and every message
+    is on at most two (a chain's on one channel, on flat: a rank's two sends share its
+    port, and so do its two receives); else None."""
+    if on is None or (on.sum(axis=0) > 2).any() or (on.sum(axis=1) > 2).any():
+        return None
+    count = len(on)
+    message, link = np.nonzero(on)
+    many = on.sum(axis=0)
+    # the other of a link's two messages: their numbers' sum less its own
+    total = np.bincount(link, weights=message, minlength=on.shape[1]).astype(np.int64)
+    other = np.where(many[link] == 2, total[link] - message, count)
+    table = np.full((count, 2), count, dtype=np.int64)
+    table[message, _within(np.bincount(message, minlength=count))] = other
+    return table
 
 
 def _capacities(bandwidths: list[np.ndarray], widths: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -1699,6 +1738,67 @@ def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.
         flying &= ~ended
         now = now + step
     return end
+
+
+def _paired_ends(start: np.ndarray, work: np.ndarray,
+                 partners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_filled_ends` where every link is shared by at most two messages and all
+    links and caps are alike (:func:`_partners`, on flat): the progressive filling
+    fixes every message with a partner in flight at half the rate (those links fill
+    first, all at once) and the others at the full rate (their cap), so a message
+    carries its bytes' time alone, ``work`` (messages x sizes), at half the speed while
+    one of its ``partners`` (messages x 2) is in flight, else at full speed, from its own
+    ``start`` (never: infinity; its end -inf).  Its end is so a function of its
+    partners' (:func:`_paired_pass`), and the ends are that function's one fixed point
+    (at the first time two sets of ends differ, the messages in flight and so every
+    message's progress up to it are the same in both); iterated from every message at
+    half the speed throughout, an upper bound, they fall to it in a few passes (a
+    chain on ``default_flat(64)``: 2 to 3 a round, at most 10), each of a few numbers
+    per message, where the fill's event loop takes a pass per start and end (on
+    ``default_flat(64)`` a chain's ReduceScatter took 24.5 CPU s a table so).  The ends
+    and, per size, whether they settled within :data:`PAIRED_PASSES` passes."""
+    never = np.isinf(start)
+    end = np.where(never, -np.inf, start + 2.0 * work)
+    settled = np.zeros(start.shape[1], dtype=bool)
+    for _ in range(PAIRED_PASSES):
+        again = np.where(never, -np.inf, _paired_pass(start, work, partners, end))
+        # a few roundings apart at most: falling, each pass moves them at most as far
+        # again as the one before (by the half that a partner's end moves its own)
+        settled = ((again == end) | (np.abs(again - end) <= 4e-16 * np.abs(again))).all(axis=0)
+        end = again
+        if settled.all():
+            break
+    return end, settled
+
+
+def _paired_pass(start: np.ndarray, work: np.ndarray, partners: np.ndarray,
+                 end: np.ndarray) -> np.ndarray:
+    """Each message's end (:func:`_paired_ends`) where its ``partners`` are in flight
+    from their ``start`` to their ``end`` (messages x sizes): its progress from its own
+    start, ``g(t) = t - |B ∩ [start, t)| / 2`` (``B``: the union of its partners' spans),
+    rises at half the speed inside ``B``, so it is through at ``g``'s inverse at
+    ``start + work``, found between ``g``'s breaks (its start and its partners' starts
+    and ends, clipped to its start)."""
+    pad = np.full((1, start.shape[1]), np.inf)
+    # partners' spans clipped to each message's own start (the pad: empty)
+    a = np.maximum(np.vstack([start, pad])[partners], start[:, None, :])
+    b = np.vstack([end, -pad])[partners]
+    a1, a2, b1, b2 = a[:, 0], a[:, 1], b[:, 0], b[:, 1]
+    both, either = np.maximum(a1, a2), np.minimum(b1, b2)  # where the spans overlap
+
+    def busy(t: np.ndarray) -> np.ndarray:  # |B ∩ [start, t)|
+        return np.maximum(np.minimum(b1, t) - a1, 0.0) + np.maximum(np.minimum(b2, t) - a2, 0.0) \
+            - np.maximum(np.minimum(either, t) - both, 0.0)
+    breaks = np.stack([start, a1, b1, a2, b2])
+    breaks = np.sort(np.where(np.isfinite(breaks), np.maximum(breaks, start), start), axis=0)
+    progress = breaks - busy(breaks) / 2.0
+    target = start + work
+    # the last break the progress has not passed the work by, and its speed after it
+    last = (progress <= target).sum(axis=0, keepdims=True) - 1
+    at = np.take_along_axis(breaks, last, axis=0)[0]
+    inside = ((a1 <= at) & (at < b1)) | ((a2 <= at) & (at < b2))
+    return at + (target - np.take_along_axis(progress, last, axis=0)[0]) \
+        * np.where(inside, 2.0, 1.0)
 
 
 def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap: np.ndarray,
