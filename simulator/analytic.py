@@ -165,15 +165,20 @@ STRETCH_MESSAGES = 7 << 13
 #: ``1 / NEAR_PARTS`` elements a block
 NEAR_PARTS = 1 / 8
 
-#: on a machine of alike links (flat) where every rank is sampled, held paced rounds (a
-#: chain's ReduceScatter and AllGather) are played rank by rank (:func:`_unheld`), their
-#: messages carried at max-min rates over their shared ports together (:func:`_filled_ends`)
-#: up to so many ranks, past that each port's queue on its own (:func:`_queue_ends`): the
-#: fills' events grow with the ranks in every round (on ``default_flat(64)``, one
-#: channel, 66 sizes, the ReduceScatter table 24.5 CPU s filled against 3.7 s held; its
-#: four chain candidates 0.32 s queued, 0.05 s held) and the queues are within 6.5e-5 of
-#: the simulator at 33 to 64 ranks (ReduceScatter; AllGather exact), where the lock-step
-#: stretch was up to +5.4%
+#: on a machine of alike links (flat), held paced rounds (a chain's ReduceScatter and
+#: AllGather) are played rank by rank (:func:`_unheld`) where every rank is played
+#: (:func:`_played`: up to 64 ranks, past that within the play's budgets, 128 ranks at 8
+#: segments, 256 at one), their messages carried at max-min rates over their shared
+#: ports together (:func:`_filled_ends`) up to so many ranks; past that so only the
+#: rounds whose ports each carry at most two (one channel: :func:`_paired_ends`, a few
+#: passes a round), the others each port's queue on its own (:func:`_queue_ends`: the
+#: fill's events grow with the ranks in every round; 3 channels of one order on
+#: ``default_flat(40)``, ReduceScatter at 2 segments, within 6.5e-5).  One channel is
+#: exact at 33 to 128 ranks, where each port's queue on its own was within 6.5e-5 (33 to
+#: 64 ranks, ReduceScatter) and the lock-step stretch up to +5% (past 64); the
+#: ReduceScatter's four chain candidates on ``default_flat(64)``, 31 sizes, 0.26 -> 0.5
+#: CPU s (the max-min fill's events: 24.5 s a table), on ``default_flat(100)`` 0.06 ->
+#: 1.1 s
 UNHELD_RANKS = 32
 
 #: the kinds of transfer a unit of a cut class over several runs of the buffer goes as
@@ -1154,7 +1159,8 @@ class _Flow:
     where a message is on several shared links, the round's messages are carried at
     max-min rates over all its shared links together (:func:`_filled_ends`, up to
     ``fill`` of them: :data:`FILL_MESSAGES`, none for a chain past
-    :data:`UNHELD_RANKS` ranks).  Not ``queued``, no link is shared: a message takes
+    :data:`UNHELD_RANKS` ranks; any number where each link carries at most two:
+    :func:`_paired_ends`).  Not ``queued``, no link is shared: a message takes
     its row's lock-step share of each (:func:`_unqueued`, :func:`_queues_played`).  A
     message of a cut
     class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
@@ -1754,51 +1760,60 @@ def _paired_ends(start: np.ndarray, work: np.ndarray,
     message's progress up to it are the same in both); iterated from every message at
     half the speed throughout, an upper bound, they fall to it in a few passes (a
     chain on ``default_flat(64)``: 2 to 3 a round, at most 10), each of a few numbers
-    per message, where the fill's event loop takes a pass per start and end (on
+    per message whose partner's end moved in the pass before, where the fill's event loop takes a pass per start and end (on
     ``default_flat(64)`` a chain's ReduceScatter took 24.5 CPU s a table so).  The ends
     and, per size, whether they settled within :data:`PAIRED_PASSES` passes."""
+    count, sizes = start.shape
     never = np.isinf(start)
+    # partners' starts, clipped to each message's own (the pad never starts)
+    began = np.maximum(np.vstack([start, np.full((1, sizes), np.inf)])[partners],
+                       start[:, None, :])
+    target = start + work
     end = np.where(never, -np.inf, start + 2.0 * work)
-    settled = np.zeros(start.shape[1], dtype=bool)
+    ends = np.full((count + 1, sizes), -np.inf)  # the pad's last: never in flight
+    rows = np.arange(count)  # those a partner's end moved, again
+    moved = np.zeros((0, sizes), dtype=bool)
     for _ in range(PAIRED_PASSES):
-        again = np.where(never, -np.inf, _paired_pass(start, work, partners, end))
+        ends[:count] = end
+        again = np.where(never[rows], -np.inf,
+                         _paired_pass(start[rows], target[rows], began[rows],
+                                      ends[partners[rows]]))
         # a few roundings apart at most: falling, each pass moves them at most as far
         # again as the one before (by the half that a partner's end moves its own)
-        settled = ((again == end) | (np.abs(again - end) <= 4e-16 * np.abs(again))).all(axis=0)
-        end = again
-        if settled.all():
+        was = end[rows]
+        with np.errstate(invalid="ignore"):  # never started: -inf both times, not moved
+            moved = (again != was) & (np.abs(again - was) > 4e-16 * np.abs(again))
+        end[rows] = again
+        # those whose partner's end moved (partners are each other's; the pad's left out)
+        due = np.zeros(count + 1, dtype=bool)
+        due[partners[rows[moved.any(axis=1)]]] = True
+        rows = np.flatnonzero(due[:count])
+        if not len(rows):
             break
-    return end, settled
+    return end, np.asarray(~moved.any(axis=0))
 
 
-def _paired_pass(start: np.ndarray, work: np.ndarray, partners: np.ndarray,
-                 end: np.ndarray) -> np.ndarray:
-    """Each message's end (:func:`_paired_ends`) where its ``partners`` are in flight
-    from their ``start`` to their ``end`` (messages x sizes): its progress from its own
-    start, ``g(t) = t - |B ∩ [start, t)| / 2`` (``B``: the union of its partners' spans),
-    rises at half the speed inside ``B``, so it is through at ``g``'s inverse at
-    ``start + work``, found between ``g``'s breaks (its start and its partners' starts
-    and ends, clipped to its start)."""
-    pad = np.full((1, start.shape[1]), np.inf)
-    # partners' spans clipped to each message's own start (the pad: empty)
-    a = np.maximum(np.vstack([start, pad])[partners], start[:, None, :])
-    b = np.vstack([end, -pad])[partners]
-    a1, a2, b1, b2 = a[:, 0], a[:, 1], b[:, 0], b[:, 1]
+def _paired_pass(start: np.ndarray, target: np.ndarray, began: np.ndarray,
+                 ended: np.ndarray) -> np.ndarray:
+    """Each message's end (:func:`_paired_ends`) where its partners are in flight from
+    ``began`` (clipped to its own ``start``) to ``ended`` (messages x 2 x sizes): its
+    progress from its start, ``g(t) = t - |B ∩ [start, t)| / 2`` (``B``: the union of
+    its partners' spans), rises at half the speed inside ``B``, so it is through where
+    ``g`` reaches ``target`` (its start plus its bytes' time alone), from the last of
+    ``g``'s breaks (its start, its partners' starts and ends) that ``g`` has not passed
+    it by, at the speed after that break."""
+    a1, a2, b1, b2 = began[:, 0], began[:, 1], ended[:, 0], ended[:, 1]
     both, either = np.maximum(a1, a2), np.minimum(b1, b2)  # where the spans overlap
 
     def busy(t: np.ndarray) -> np.ndarray:  # |B ∩ [start, t)|
         return np.maximum(np.minimum(b1, t) - a1, 0.0) + np.maximum(np.minimum(b2, t) - a2, 0.0) \
             - np.maximum(np.minimum(either, t) - both, 0.0)
-    breaks = np.stack([start, a1, b1, a2, b2])
-    breaks = np.sort(np.where(np.isfinite(breaks), np.maximum(breaks, start), start), axis=0)
-    progress = breaks - busy(breaks) / 2.0
-    target = start + work
-    # the last break the progress has not passed the work by, and its speed after it
-    last = (progress <= target).sum(axis=0, keepdims=True) - 1
-    at = np.take_along_axis(breaks, last, axis=0)[0]
-    inside = ((a1 <= at) & (at < b1)) | ((a2 <= at) & (at < b2))
-    return at + (target - np.take_along_axis(progress, last, axis=0)[0]) \
-        * np.where(inside, 2.0, 1.0)
+    with np.errstate(invalid="ignore"):  # a message never started: inf - inf, left out
+        breaks = np.stack([a1, b1, a2, b2])
+        breaks = np.where(np.isfinite(breaks), np.maximum(breaks, start), start)
+        at = np.where(breaks - busy(breaks) / 2.0 <= target, breaks, start).max(axis=0)
+        inside = ((a1 <= at) & (at < b1)) | ((a2 <= at) & (at < b2))
+        return at + (target - at + busy(at) / 2.0) * np.where(inside, 2.0, 1.0)
 
 
 def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap: np.ndarray,
@@ -2395,23 +2410,26 @@ _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
 def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...],
                groups: Groups) -> _Described:
     """:class:`_Described` of ``rounds`` on ``orders`` of ``topology`` in ``groups``
-    (cached); held paced rounds played (:func:`_unheld`) where every rank is sampled:
-    on a machine of alike links, filled up to :data:`UNHELD_RANKS` ranks, each port's
-    queue on its own past that; else where messages of different rounds may meet on a
-    link (:func:`_crossed_links`), which the lock-step rounds do not see (a chain's
-    AllGather on ``dgx_h100(8, nodes_per_leaf=2, spines=2)`` at one segment, 64 MiB,
+    (cached); held paced rounds played (:func:`_unheld`): on a machine of alike links
+    where every rank is played (:func:`_played`), filled up to :data:`UNHELD_RANKS`
+    ranks, past that where each port carries at most two of a round's messages, else
+    each port's queue on its own (past the play's budgets, held to the chain's
+    front, :func:`_front`); elsewhere where every rank is sampled and messages of
+    different rounds may meet on a link (:func:`_crossed_links`), which the lock-step
+    rounds do not see (a chain's AllGather on ``dgx_h100(8, nodes_per_leaf=2, spines=2)`` at one segment, 64 MiB,
     LL, was +10.3%, played exact); elsewhere the lock-step sum is within 1% of the play
     (``dgx_h100`` of 1-8 nodes: a chain's ReduceScatter +0.38% the most), at two thirds
     of its cost."""
     def make() -> _Described:
+        alike = len(_link_classes(topology)[1]) == 1
+        if alike and _is_held(rounds) and _played(topology, orders, list(_unheld(rounds))):
+            fill = FILL_MESSAGES if topology.nranks <= UNHELD_RANKS else 0
+            return _Described(topology, orders, _unheld(rounds), groups, fill)
         if not (_is_held(rounds) and topology.nranks <= SAMPLE_ALL_RANKS):
             stepped = _stepped(rounds)
             if stepped is not None and not _played(topology, orders, list(rounds)):
                 return _Described(topology, orders, stepped, groups)
             return _Described(topology, orders, rounds, groups)
-        if len(_link_classes(topology)[1]) == 1:
-            fill = FILL_MESSAGES if topology.nranks <= UNHELD_RANKS else 0
-            return _Described(topology, orders, _unheld(rounds), groups, fill)
         hops = _layout(topology, orders, rounds, groups, FILL_MESSAGES).hops
         unheld = hops is not None and bool(_crossed_links(hops, 0).any())
         return _Described(topology, orders, _unheld(rounds) if unheld else rounds, groups)

@@ -291,28 +291,52 @@ def test_chain_blocks_are_played_rank_by_rank_on_flat(collective: str, nranks: i
                 pytest.approx(simulated, rel=1e-9), (count, segments)
 
 
-#: a chain on default_flat past ``UNHELD_RANKS`` (32): its play's ports each a queue of
-#: their own, not filled (ReduceScatter under by up to 6.4e-5 on 40 ranks, 4,099
-#: elements, 2 segments; 6.5e-5 at 3 channels)
+#: chains on default_flat past ``UNHELD_RANKS`` (32) ranks, one channel: (ranks,
+#: collective, segments, counts), each off by more than 1e-9 while each port's queue was
+#: played on its own (33-64 ranks: 33, ReduceScatter at 1,000 elements -5.4e-5; 40, at
+#: 4,099 -6.4e-5) or the lock-step stretch followed the chain's front (past 64: 65 ranks,
+#: ReduceScatter at 4,099 elements +3.1e-4, AllGather at 64 elements +2.0e-4; 100 ranks,
+#: ReduceScatter at ``1 << 20`` elements +4.7%)
+PAIRED_CHAINS = [(33, "reduce_scatter", 2, (1000, 4099)), (40, "reduce_scatter", 2, (97, 4099)),
+                 (64, "reduce_scatter", 2, (4099,)), (65, "reduce_scatter", 1, (64, 97, 4099)),
+                 (65, "allgather", 2, (64, 4099)), (100, "reduce_scatter", 2, (97, 99, 1 << 20)),
+                 (100, "allgather", 2, (97, 4099))]
+
+
+@pytest.mark.parametrize("nranks, collective, segments, counts", PAIRED_CHAINS)
+def test_chain_ports_of_two_are_filled_past_32_flat_ranks(nranks: int, collective: str,
+                                                          segments: int,
+                                                          counts: tuple[int, ...]) -> None:
+    """A chain's ReduceScatter and AllGather on default_flat past 32 ranks, one channel,
+    at counts fewer than the ranks, primes and powers of two: played rank by rank where
+    every rank is played (past 64 within the play's budgets), a round's messages on
+    ports that each carry two of them (a rank's two sends, its two receives) at max-min
+    rates over all its ports together, found as the fixed point of their ends
+    (:func:`simulator.analytic._paired_ends`); exact."""
+    flat = topology.default_flat(nranks)
+    assert flat.nranks > analytic.UNHELD_RANKS
+    for count in counts:
+        params = {"segments": segments}
+        simulated = _simulated(collective, "pipeline", flat, 4 * count, params)
+        assert machine_cost(collective, "pipeline", flat, 4 * count, **params) == \
+            pytest.approx(simulated, rel=1e-9), count
+
+
+#: a chain on default_flat past ``UNHELD_RANKS`` (32) over several channels of one order:
+#: its ports each carry more than two of a round's messages, so each port's queue is
+#: played on its own, not filled (the fill's events grow with the ranks in every round);
+#: ReduceScatter under by 6.5e-5 on 40 ranks, 3 channels, 4,099 elements, 2 segments
 QUEUED_CHAIN = 1e-4
 
 
-@pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
-def test_chain_blocks_are_played_past_32_flat_ranks(collective: str) -> None:
-    """A chain's ReduceScatter and AllGather on default_flat(40), one channel: played rank
-    by rank where every rank is sampled, as up to 32 ranks, but each port's queue on
-    its own (filled, its play costs 24 CPU s for the chain's candidates on 64 ranks;
-    held to the lock-step stretch, the chain's ends, which run ahead, were charged the
-    inner ranks' shared ports: ReduceScatter +5.3% at 2 segments and ``1 << 20``
-    elements); within :data:`QUEUED_CHAIN`."""
+def test_chain_over_channels_past_32_flat_ranks_is_queued() -> None:
+    """A chain's ReduceScatter on default_flat(40) over 3 channels: within
+    :data:`QUEUED_CHAIN` of the simulator."""
     flat = topology.default_flat(40)
-    assert flat.nranks > analytic.UNHELD_RANKS
-    for count in (4099, 1 << 20):
-        for segments in (1, 2):
-            params = {"segments": segments}
-            simulated = _simulated(collective, "pipeline", flat, 4 * count, params)
-            assert machine_cost(collective, "pipeline", flat, 4 * count, **params) == \
-                pytest.approx(simulated, rel=QUEUED_CHAIN), (count, segments)
+    params = {"segments": 2, "channels": 3}
+    simulated = _simulated("reduce_scatter", "pipeline", flat, 4 * 4099, params)
+    assert machine_cost("reduce_scatter", "pipeline", flat, 4 * 4099, **params) == \
+        pytest.approx(simulated, rel=QUEUED_CHAIN)
 
 
 @pytest.mark.parametrize("count", [4099, 12347])
