@@ -1758,9 +1758,10 @@ def _paired_ends(start: np.ndarray, work: np.ndarray,
     partners' (:func:`_paired_pass`), and the ends are that function's one fixed point
     (at the first time two sets of ends differ, the messages in flight and so every
     message's progress up to it are the same in both); iterated from every message at
-    half the speed throughout, an upper bound, they fall to it in a few passes (a
-    chain on ``default_flat(64)``: 2 to 3 a round, at most 10), each of a few numbers
-    per message whose partner's end moved in the pass before, where the fill's event loop takes a pass per start and end (on
+    half the speed throughout, an upper bound, they fall to it (the function rises
+    with the partners' ends) in a few passes (a chain on ``default_flat(64)``: 2 to 3 a
+    round, at most 10), each of a few numbers per message whose partner's end moved in
+    the pass before, where the fill's event loop takes a pass per start and end (on
     ``default_flat(64)`` a chain's ReduceScatter took 24.5 CPU s a table so).  The ends
     and, per size, whether they settled within :data:`PAIRED_PASSES` passes."""
     count, sizes = start.shape
@@ -1778,8 +1779,7 @@ def _paired_ends(start: np.ndarray, work: np.ndarray,
         again = np.where(never[rows], -np.inf,
                          _paired_pass(start[rows], target[rows], began[rows],
                                       ends[partners[rows]]))
-        # a few roundings apart at most: falling, each pass moves them at most as far
-        # again as the one before (by the half that a partner's end moves its own)
+        # settled where a pass moves no end by more than a few roundings
         was = end[rows]
         with np.errstate(invalid="ignore"):  # never started: -inf both times, not moved
             moved = (again != was) & (np.abs(again - was) > 4e-16 * np.abs(again))
@@ -1806,7 +1806,8 @@ def _paired_pass(start: np.ndarray, target: np.ndarray, began: np.ndarray,
     both, either = np.maximum(a1, a2), np.minimum(b1, b2)  # where the spans overlap
 
     def busy(t: np.ndarray) -> np.ndarray:  # |B ∩ [start, t)|
-        return np.maximum(np.minimum(b1, t) - a1, 0.0) + np.maximum(np.minimum(b2, t) - a2, 0.0) \
+        return np.maximum(np.minimum(b1, t) - a1, 0.0) \
+            + np.maximum(np.minimum(b2, t) - a2, 0.0) \
             - np.maximum(np.minimum(either, t) - both, 0.0)
     with np.errstate(invalid="ignore"):  # a message never started: inf - inf, left out
         breaks = np.stack([a1, b1, a2, b2])
@@ -2416,10 +2417,10 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...],
     each port's queue on its own (past the play's budgets, held to the chain's
     front, :func:`_front`); elsewhere where every rank is sampled and messages of
     different rounds may meet on a link (:func:`_crossed_links`), which the lock-step
-    rounds do not see (a chain's AllGather on ``dgx_h100(8, nodes_per_leaf=2, spines=2)`` at one segment, 64 MiB,
-    LL, was +10.3%, played exact); elsewhere the lock-step sum is within 1% of the play
-    (``dgx_h100`` of 1-8 nodes: a chain's ReduceScatter +0.38% the most), at two thirds
-    of its cost."""
+    rounds do not see (a chain's AllGather on ``dgx_h100(8, nodes_per_leaf=2,
+    spines=2)`` at one segment, 64 MiB, LL, was +10.3%, played exact); elsewhere the
+    lock-step sum is within 1% of the play (``dgx_h100`` of 1-8 nodes: a chain's
+    ReduceScatter +0.38% the most), at two thirds of its cost."""
     def make() -> _Described:
         alike = len(_link_classes(topology)[1]) == 1
         if alike and _is_held(rounds) and _played(topology, orders, list(_unheld(rounds))):
