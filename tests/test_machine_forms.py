@@ -102,6 +102,24 @@ def test_channels_carry_their_own_parts_on_flat(collective: str, nranks: int) ->
                 pytest.approx(simulated, rel=1e-9), (algorithm, params, count)
 
 
+@pytest.mark.parametrize("nranks, count", [(4, 5), (7, 10), (12, 17), (13, 19), (16, 23)])
+@pytest.mark.parametrize("channels", [2, 4])
+def test_rhd_reduce_scatter_prices_each_window_at_its_own_runs(nranks: int, count: int,
+                                                               channels: int) -> None:
+    """Between ``p`` and ``2p`` elements a ReduceScatter's blocks are of two elements and
+    one: channel 0 holds an element of each, its parts of the blocks of one element one
+    run of the buffer, of two elements a run each, and channel 1 the second element of
+    the blocks of two.  So rhd's window of the first blocks carries the most on its
+    links, the window of the last the longest run to reduce.  Each halving class priced
+    at its largest window and its channel's longest run, the model was over by 6.7e-5
+    (4 ranks) to 3.7e-4 (16 ranks, 23 elements); each window at its own runs, exact."""
+    flat = topology.default_flat(nranks)
+    both = {"channels": channels}
+    simulated = _simulated("reduce_scatter", "rhd", flat, 4 * count, both)
+    assert machine_cost("reduce_scatter", "rhd", flat, 4 * count, **both) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 #: two DGX nodes' tree AllGather at channels' parts that differ: at 12 bytes channel 0
 #: holds all three elements (the others send nothing), at 388 bytes six channels hold 16
 #: and two 1 and none, at 4,000,012 bytes two hold 500,003 and 500,000 (the first's blocks
