@@ -2498,6 +2498,11 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         pieces = None if piece is None else \
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
         rounds = _merged(collective, algorithm, q, given, keys)
+        # each window its own class where every rank is priced anyway: rhd's windows
+        # are 2 (q - 1) (past 64 ranks, at most +1.2e-3 at 2 and 3 channels on
+        # default_flat(65), (80); a class per window there too was exact at 65, 80 and
+        # 128 ranks, but priced rhd's ReduceScatter over 2 channels on 512 ranks in 1.22
+        # CPU s against 0.76, on 2,048 in 22.0 against 11.0)
         if piece is not None and not apart and topology.nranks <= SAMPLE_ALL_RANKS and \
                 len(_link_classes(topology)[1]) == 1:
             rounds = _windowed(rounds, q)
