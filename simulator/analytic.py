@@ -132,9 +132,11 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: links are carried at max-min fair rates over all of them together
 #: (:func:`_filled_ends`) where they are at most so many and some shares several, else
 #: each link's queue on its own (:func:`_queue_ends`): 3 channels' trees on 16 flat
-#: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%), and a
-#: chain's ReduceScatter over 3 channels on 16 ranks more (at 32, under by 4.5e-3)
-FILL_MESSAGES = 1 << 8
+#: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%), a
+#: chain's ReduceScatter over 3 channels on 16 ranks more (at 32, under by 4.5e-3), and
+#: 4 channels' tree AllGather on 13 ranks at 8 segments up to 364 (their channels'
+#: segments side by side, 8, 7 and 6 at 67 elements: at 256, under by 8.9e-6)
+FILL_MESSAGES = 1 << 9
 #: a round (not paced) of at most so many messages over every channel is routed at
 #: every rank (:func:`_whole`), where its description's rounds that are not paced are at
 #: most the second: 128 nodes' rhd halving (10 distinct rounds of 1,024 messages) and

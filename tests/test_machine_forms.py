@@ -269,6 +269,21 @@ def test_three_channels_of_trees_share_ports_at_max_min_rates(nranks: int,
         pytest.approx(simulated, rel=1e-9)
 
 
+@pytest.mark.parametrize("count", [66, 67, 79, 80])
+def test_four_channels_of_tree_allgather_fill_rounds_of_hundreds(count: int) -> None:
+    """Tree AllGather on default_flat(13), 4 channels at 8 segments: the channels' parts
+    (26, 15, 13 and 13 elements at 67; 26, 26, 14 and 13 at 79) cut 8, 7 and 6 segments,
+    side by side, in rounds of up to 364 messages with a shared port.  Past
+    ``FILL_MESSAGES`` (256 then) each port's queue was played on its own: under by
+    8.9e-6 at 66 and 67 elements, 1.8e-5 at 79 and 80; carried at max-min rates over
+    all the ports together, exact."""
+    flat = topology.default_flat(13)
+    params = {"segments": 8, "channels": 4}
+    simulated = _simulated("allgather", "tree", flat, 4 * count, params)
+    assert machine_cost("allgather", "tree", flat, 4 * count, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 @pytest.mark.parametrize("nranks", [2, 3, 4, 5, 8, 13])
 def test_chain_allreduce_at_every_segment_size(nranks: int) -> None:
     """Exact at every segment size: a hop carries segment k in its k-th round, the first
