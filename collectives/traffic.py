@@ -81,6 +81,13 @@ class Messages:
         Whether a cut class's units run from the last block to the first.
     units : numpy.ndarray or None
         A cut class's first unit of each message (ints; None: 0 each).
+    windows : numpy.ndarray or None
+        Per message the first of the vector's ``q`` near-equal blocks it carries and
+        the block after its last (``(n, 2)`` ints; rhd's halving and doubling windows),
+        where its messages carry different blocks (``elements`` is the largest): the
+        model prices each window on its own where the blocks lie in runs that make
+        them differ in more than their size (a ReduceScatter's channel vector); None:
+        not said.
     """
 
     src: np.ndarray
@@ -96,6 +103,7 @@ class Messages:
     blocks: int = 1
     backward: bool = False
     units: np.ndarray | None = None
+    windows: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"

@@ -132,9 +132,11 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: links are carried at max-min fair rates over all of them together
 #: (:func:`_filled_ends`) where they are at most so many and some shares several, else
 #: each link's queue on its own (:func:`_queue_ends`): 3 channels' trees on 16 flat
-#: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%), and a
-#: chain's ReduceScatter over 3 channels on 16 ranks more (at 32, under by 4.5e-3)
-FILL_MESSAGES = 1 << 8
+#: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%), a
+#: chain's ReduceScatter over 3 channels on 16 ranks more (at 32, under by 4.5e-3), and
+#: 4 channels' tree AllGather on 13 ranks at 8 segments up to 364 (their channels'
+#: segments side by side, 8, 7 and 6 at 67 elements: at 256, under by 8.9e-6)
+FILL_MESSAGES = 1 << 9
 #: a played round whose shared links each carry at most two messages (a chain's, on
 #: flat) is filled by iterating its ends to their fixed point (:func:`_paired_ends`), at
 #: most so many passes (a chain on ``default_flat(64)`` takes at most 10), and by the
@@ -2117,7 +2119,7 @@ class _Described:
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
                  "span", "front", "cut", "cut_of", "blocks", "group", "pieced", "cut_at",
-                 "positions")
+                 "positions", "windows")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  groups: Groups, fill: int = FILL_MESSAGES) -> None:
@@ -2156,6 +2158,10 @@ class _Described:
         self.cut_at = [m.cut_at for m in self.messages] \
             if filled and all(m.cut_at is not None and m.cut for m in self.messages) else None
         self.positions = len(orders[0])
+        # the classes whose messages all carry one window of blocks (:func:`_windowed`)
+        self.windows = [(c, int(m.windows[0, 0])) for c, m in enumerate(self.messages)
+                        if m.windows is not None and len(m.windows)
+                        and (m.windows == m.windows[0]).all()]
         # per class its blocks, and the last one's number where its units run backward
         self.blocks = np.array([(m.blocks, (m.blocks - 1) * m.backward) for m in self.messages],
                                dtype=np.int64).reshape(-1, 2)
@@ -2189,15 +2195,14 @@ class _Described:
         # run, as the simulator's flows do: hier's inner tree AllGather sends a subtree's
         # blocks (apart in the buffer) on a NIC beside a one-block message, which gets a
         # transfer's share, not a message's (dgx_h100(64), LL, 64 MiB: -4.2% -> -0.4%)
-        runs = self._runs(sized, piece, apart) if piece is not None else None
+        runs = self._runs(sized, piece, apart, counts, ds) if piece is not None else None
         shared = self._shared(sized, runs)
         sent = ~(skip_empty & (nbytes <= 0))
         if silent:
             sent = sent & (counts[group] > 0)
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
-        own = nbytes if piece is None else \
-            np.where(pieced, np.minimum(nbytes, piece[group]), nbytes)
+        own = nbytes if runs is None else runs[1][layout.row_class]
         transfers = None if runs is None else runs[0][layout.row_class]
         smaller = self._smaller(counts, ds, sized, piece, pieced)
         # a composed algorithm's phase lies in runs of its own (``apart``)
@@ -2268,18 +2273,38 @@ class _Described:
         largest = np.where(weights > 0, sizes, 0.0).max(axis=0)
         return weights, sizes, np.where(reduce[:, :, None], gamma * largest, 0.0)
 
-    def _runs(self, sized: np.ndarray, piece: np.ndarray,
-              apart: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _runs(self, sized: np.ndarray, piece: np.ndarray, apart: bool, counts: np.ndarray,
+              ds: int) -> tuple[np.ndarray, np.ndarray]:
         """Per class (x counts) how many transfers its messages of ``sized`` bytes are,
         one per run of the buffer (runs of ``piece`` bytes, groups x counts, where they
         are pieced or ``apart``), and the bytes of each: taken as ``b / f`` transfers of
         the run's ``f`` bytes, ``b`` in all (the runs but a message's first and last are
-        whole)."""
+        whole); but a class of one window of its group's vector (of ``counts``
+        elements, ``ds`` bytes each) at the longest run it meets (:meth:`_window_runs`)."""
         pieced = self.pieced | apart
         own = np.where(pieced[:, None], np.minimum(sized, piece[self.group]), sized)
+        if self.windows and not apart:
+            at, first = (np.array(column) for column in zip(*self.windows))
+            own[at] = self._window_runs(first, sized[at] // ds, counts[self.group[at]],
+                                        piece[self.group[at]] // ds) * ds
         transfers = np.ones_like(sized)
         np.divide(sized, own, out=transfers, where=own > 0)
         return transfers, own
+
+    def _window_runs(self, first: np.ndarray, length: np.ndarray, count: np.ndarray,
+                     longest: np.ndarray) -> np.ndarray:
+        """Elements of the longest run of the buffer that each window from block ``first``
+        of ``length`` elements (windows x counts) meets in its vector of ``count`` elements
+        cut into near-equal blocks, whose longest run is ``longest`` elements
+        (:func:`_unit_runs`): at a ReduceScatter's channel 0 holding blocks of two
+        elements and one, a window of the first is runs of one, of the second one run,
+        so the window whose links carry the most is not the one reduced the longest
+        (rhd over 2 channels on ``default_flat(16)``, 23 elements, each class priced at
+        its largest window and the longest run was +3.7e-4)."""
+        size, extra = np.divmod(count, self.positions)
+        start = first[:, None] * size + np.minimum(first[:, None], extra)
+        weights, elements = _unit_runs(start, length, count, self.positions, longest)
+        return np.where(weights > 0, elements, 0).max(axis=0)
 
     def _shared(self, sized: np.ndarray,
                 runs: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
@@ -2499,6 +2524,47 @@ def _unheld(rounds: tuple[Any, ...]) -> tuple[Any, ...]:
     return _cached(_UNHELD, id(rounds), (rounds,), make)
 
 
+_WINDOWED: dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+
+
+def _windowed(rounds: tuple[Any, ...], q: int) -> tuple[Any, ...]:
+    """``rounds`` on ``q`` positions with every class that says its messages' windows
+    (:attr:`collectives.traffic.Messages.windows`) a class per window, each of its
+    window's elements, so that each message is priced at its own (:meth:`_Described._runs`)
+    (cached by the description; ``rounds`` themselves where none says)."""
+    def make() -> tuple[Any, ...]:
+        if all(m.windows is None for r in rounds for m in r.messages):
+            return rounds
+        return tuple(dataclasses.replace(r, messages=tuple(
+            one for m in r.messages for one in _by_window(m, q))) for r in rounds)
+    return _cached(_WINDOWED, id(rounds), (rounds,), make)
+
+
+def _by_window(messages: Any, q: int) -> tuple[Any, ...]:
+    """A class (:class:`collectives.traffic.Messages`) as a class per window its messages
+    carry (itself where it says none)."""
+    if messages.windows is None:
+        return (messages,)
+    windows, which = np.unique(messages.windows, axis=0, return_inverse=True)
+    out = []
+    for k, (lo, hi) in enumerate(windows.tolist()):
+        mine = which.reshape(-1) == k
+        out.append(dataclasses.replace(
+            messages, src=messages.src[mine], dst=messages.dst[mine],
+            elements=_window_part(q, lo, hi), windows=messages.windows[mine],
+            rounds=None if messages.rounds is None else messages.rounds[mine]))
+    return tuple(out)
+
+
+def _window_part(q: int, lo: int, hi: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Elements of blocks ``lo`` to ``hi`` (not included) of the vector cut into ``q``
+    near-equal blocks (:func:`collectives.layout.split`: the first ones one larger)."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        size, extra = np.divmod(count, q)
+        return (hi - lo) * size + np.clip(extra - lo, 0, hi - lo)
+    return elements
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _resolved(entry: Algorithm, collective: str, q: int, count: int,
               params: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
@@ -2552,8 +2618,16 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         # each group's runs: those of one of its orders (alike in a group)
         pieces = None if piece is None else \
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
-        described = _described(topology, orders,
-                               _merged(collective, algorithm, q, given, keys), groups)
+        rounds = _merged(collective, algorithm, q, given, keys)
+        # each window its own class where every rank is priced anyway: rhd's windows
+        # are 2 (q - 1) (past 64 ranks, at most +1.2e-3 at 2 and 3 channels on
+        # default_flat(65), (80); a class per window there too was exact at 65, 80 and
+        # 128 ranks, but priced rhd's ReduceScatter over 2 channels on 512 ranks in 1.22
+        # CPU s against 0.76, on 2,048 in 22.0 against 11.0)
+        if piece is not None and not apart and topology.nranks <= SAMPLE_ALL_RANKS and \
+                len(_link_classes(topology)[1]) == 1:
+            rounds = _windowed(rounds, q)
+        described = _described(topology, orders, rounds, groups)
         out[:, at], inputs = described.time(topology, terms, elements, ds, pieces, apart,
                                             not entry.empty_sends)
         flow = described.layout.flow

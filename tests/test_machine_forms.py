@@ -102,6 +102,24 @@ def test_channels_carry_their_own_parts_on_flat(collective: str, nranks: int) ->
                 pytest.approx(simulated, rel=1e-9), (algorithm, params, count)
 
 
+@pytest.mark.parametrize("nranks, count", [(4, 5), (7, 10), (12, 17), (13, 19), (16, 23)])
+@pytest.mark.parametrize("channels", [2, 4])
+def test_rhd_reduce_scatter_prices_each_window_at_its_own_runs(nranks: int, count: int,
+                                                               channels: int) -> None:
+    """Between ``p`` and ``2p`` elements a ReduceScatter's blocks are of two elements and
+    one: channel 0 holds an element of each, its parts of the blocks of one element one
+    run of the buffer, of two elements a run each, and channel 1 the second element of
+    the blocks of two.  So rhd's window of the first blocks carries the most on its
+    links, the window of the last the longest run to reduce.  Each halving class priced
+    at its largest window and its channel's longest run, the model was over by 6.7e-5
+    (4 ranks) to 3.7e-4 (16 ranks, 23 elements); each window at its own runs, exact."""
+    flat = topology.default_flat(nranks)
+    both = {"channels": channels}
+    simulated = _simulated("reduce_scatter", "rhd", flat, 4 * count, both)
+    assert machine_cost("reduce_scatter", "rhd", flat, 4 * count, **both) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 #: two DGX nodes' tree AllGather at channels' parts that differ: at 12 bytes channel 0
 #: holds all three elements (the others send nothing), at 388 bytes six channels hold 16
 #: and two 1 and none, at 4,000,012 bytes two hold 500,003 and 500,000 (the first's blocks
@@ -248,6 +266,21 @@ def test_three_channels_of_trees_share_ports_at_max_min_rates(nranks: int,
     params = {"segments": segments, "channels": 3}
     simulated = _simulated("allreduce", "tree", flat, 4 << 20, params)
     assert machine_cost("allreduce", "tree", flat, 4 << 20, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
+@pytest.mark.parametrize("count", [66, 67, 79, 80])
+def test_four_channels_of_tree_allgather_fill_rounds_of_hundreds(count: int) -> None:
+    """Tree AllGather on default_flat(13), 4 channels at 8 segments: the channels' parts
+    (26, 15, 13 and 13 elements at 67; 26, 26, 14 and 13 at 79) cut 8, 7 and 6 segments,
+    side by side, in rounds of up to 364 messages with a shared port.  Past
+    ``FILL_MESSAGES`` (256 then) each port's queue was played on its own: under by
+    8.9e-6 at 66 and 67 elements, 1.8e-5 at 79 and 80; carried at max-min rates over
+    all the ports together, exact."""
+    flat = topology.default_flat(13)
+    params = {"segments": 8, "channels": 4}
+    simulated = _simulated("allgather", "tree", flat, 4 * count, params)
+    assert machine_cost("allgather", "tree", flat, 4 * count, **params) == \
         pytest.approx(simulated, rel=1e-9)
 
 

@@ -374,8 +374,14 @@ def traffic(collective: str, q: int, doubling: bool = False) -> list[Round]:
         ranks = int((first[mask::mask] - first[:-mask:mask]).max())
         return largest_part(q, ranks)
 
-    def exchange(mask: int, elements: Callable[[np.ndarray], np.ndarray], reduce: bool) -> Round:
-        return Round(1, (Messages(survivor, survivor[i ^ mask], elements, reduce),))
+    def exchange(mask: int, elements: Callable[[np.ndarray], np.ndarray], reduce: bool,
+                 given: np.ndarray | None = None) -> Round:
+        # ``given``: the first core rank of each message's window, whose ranks' blocks
+        # it carries (a ReduceScatter's or AllGather's)
+        windows = None if given is None else \
+            np.column_stack([first[given], first[given + mask]])
+        return Round(1, (Messages(survivor, survivor[i ^ mask], elements, reduce,
+                                  windows=windows),))
 
     fold_in = _whole if reduces else largest_part(q)
     last = int(lone[paired].max()) if len(paired) else 0
@@ -390,10 +396,14 @@ def traffic(collective: str, q: int, doubling: bool = False) -> list[Round]:
     if doubling:
         rounds += [exchange(mask, _whole, True) for mask in masks]
     else:
-        if collective != "allgather":
-            rounds += [exchange(mask, window(mask), True) for mask in reversed(masks)]
-        if collective != "reduce_scatter":
-            rounds += [exchange(mask, window(mask), False) for mask in masks]
+        blocks = collective != "allreduce"
+        if collective != "allgather":  # the half of the partner's range
+            rounds += [exchange(mask, window(mask), True,
+                                (i ^ mask) & -mask if blocks else None)
+                       for mask in reversed(masks)]
+        if collective != "reduce_scatter":  # the range gathered so far
+            rounds += [exchange(mask, window(mask), False, i & -mask if blocks else None)
+                       for mask in masks]
     if not len(paired):
         # every rank in every round: the lock-step rounds are its steps (played, the same
         # to 1e-15 on dgx_h100(2), (16), (128) and default_flat(8), (16), to 1e-6 on the
