@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Classes",
+__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
            "each_message", "most_cut", "by_share"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
@@ -46,11 +46,16 @@ CUT_MESSAGES = 1 << 12
 #: and last blocks of each run of the child's subtree, padded with empty runs (last <
 #: first): two ``(edges, runs)`` arrays
 Blocks = tuple[np.ndarray, np.ndarray]
+#: per message of a class its kind, and whether a message of each kind carries anything
+#: at each count (:attr:`collectives.traffic.Messages.kinds`, ``carries``)
+Carried = tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]
 #: a description's paced rounds, each its classes: streams, first and end segments,
-#: elements of the class's largest message, and the element its messages start at in
-#: the vector, where they are one a stream in one round and all start there (else None)
+#: elements of the class's largest message, the element its messages start at in
+#: the vector, where they are one a stream in one round and all start there (else
+#: None), and which of its messages carry something at which counts (None: all that
+#: the elements say)
 Classes = list[tuple[np.ndarray, np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray],
-                     Callable[[np.ndarray], np.ndarray] | None]]
+                     Callable[[np.ndarray], np.ndarray] | None, Carried | None]]
 
 
 def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
@@ -112,8 +117,8 @@ def _transfers(cuts: "_Cuts", carried: np.ndarray, rows: np.ndarray, streams: np
     ever = np.flatnonzero(carried[rows[0]])
     if len(ever) <= 1:
         return [(streams, at, at + 1, cuts.most(rows[:1], closed),
-                 cuts.start(int(rows[0]), int(ever[0]) if len(ever) else 0))]
-    return [(streams, at, at + 1, cuts.run(rows[0], j), cuts.start(int(rows[0]), j))
+                 cuts.start(int(rows[0]), int(ever[0]) if len(ever) else 0), None)]
+    return [(streams, at, at + 1, cuts.run(rows[0], j), cuts.start(int(rows[0]), j), None)
             for j in ever.tolist()]
 
 
@@ -166,11 +171,15 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     partial = np.flatnonzero(share < q)
     cuts = _Cuts(q, segments, blocks, np.concatenate([stream[partial], spilled]),
                  np.concatenate([first[partial], edge]))
-    row = np.full(len(share), -1)
+    # whole runs (never empty where a description is priced: from 2 S elements on) of
+    # the kind after the cut messages', which carries something at every count
+    row = np.full(len(share), len(partial) + len(spilled))
     row[partial] = np.arange(len(partial))
+    carries = cuts.carried(np.concatenate([share[partial], np.zeros(len(spilled), np.int64)]))
     sent: Classes = [(stream[g], first[g], end[g],
                       empty.below(g, _share_of(segment, parts, q) if k == q
-                                  else cuts.most(row[g], _share_of(segment, parts, k))), None)
+                                  else cuts.most(row[g], _share_of(segment, parts, k))), None,
+                      (row[g], carries))
                      for g in empty.grouped(share) for k in [int(share[g[0]])]]
     round_ = start[spilled] + edge
     alone = (round_ < (start[stream] + first).min()) | (round_ >= (start[stream] + end).max())
@@ -178,7 +187,7 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     apart: Classes = [(spilled[g], edge[g], edge[g] + 1,
                        empty.below(len(share) + g,
                                    cuts.most(len(partial) + g, _spill_of(segment, q, segments))),
-                       None)
+                       None, (len(partial) + g, carries))
                       for g in empty.grouped(at, len(share))]
     return [sent, apart]
 
@@ -267,9 +276,9 @@ def by_share(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     """
     first, end, stream, share = runs
     edge, spilled = spill
-    sent: Classes = [(stream[g], first[g], end[g], _share_of(segment, q * segments, k), None)
-                     for k, g in _grouped(share)]
-    apart: Classes = [(spilled, edge, edge + 1, _spill_of(segment, q, segments), None)]
+    sent: Classes = [(stream[g], first[g], end[g], _share_of(segment, q * segments, k), None,
+                      None) for k, g in _grouped(share)]
+    apart: Classes = [(spilled, edge, edge + 1, _spill_of(segment, q, segments), None, None)]
     return [sent, apart if len(spilled) else []]
 
 
@@ -366,6 +375,20 @@ class _Cuts:
                 out[uneven] = self._table(count[uneven])[rows].max(axis=0)
             return out
         return elements
+
+    def carried(self, share: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """Whether each message carries anything at each count (messages x counts), and
+        a row after them that carries something at every count: where the count is a
+        multiple of ``2 q S`` where its ``share`` (in ``1 / (2 q S)`` of the vector) is
+        more than none, else where the steps cut it something."""
+        def carries(count: np.ndarray) -> np.ndarray:
+            out = np.ones((len(share) + 1, len(count)), dtype=bool)
+            out[:-1] = (share > 0)[:, None]
+            uneven = count % (2 * self.q * self.segments) != 0
+            if uneven.any():
+                out[:-1, uneven] = self._table(count[uneven]) > 0
+            return out
+        return carries
 
     def settled(self) -> tuple[np.ndarray, np.ndarray]:
         """Where each run of the buffer each message carries starts and its elements
