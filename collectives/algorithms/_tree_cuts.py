@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
+__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
            "each_message", "most_cut", "by_share"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
@@ -40,6 +40,10 @@ EXACT_MESSAGES = 384
 #: the spill ``q + S`` elements, at a cost that does not grow with the messages (the
 #: cuts of 16,384 cost the tables at 2,048 nodes 0.6 -> 1.4 CPU s)
 CUT_MESSAGES = 1 << 12
+#: past :data:`CUT_MESSAGES`, the most messages at the edges of subtrees' parts that
+#: say at which counts each carries anything (:meth:`_Cuts.carried`), though charged
+#: the closed forms: each message a row of its own in the model
+MASK_MESSAGES = 1 << 13
 
 
 #: per edge (of :func:`~collectives.algorithms.tree.tree_edges`, in its order), the first
@@ -265,20 +269,31 @@ def _by_emptiness(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray,
 
 
 def by_share(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
-             runs: tuple[np.ndarray, ...], spill: tuple[np.ndarray, np.ndarray]
-             ) -> list[Classes]:
+             blocks: Blocks | None, runs: tuple[np.ndarray, ...],
+             spill: tuple[np.ndarray, np.ndarray]) -> list[Classes]:
     """A class per share of a segment, each charged the share rounded up, and the spill
     one class, charged ``q + S`` elements (:func:`_spill_of`): closed forms, whatever the
-    messages.
+    messages; where ``blocks`` are given, each message at a part's edge says at which
+    counts it carries anything (:meth:`_Cuts.carried`).
 
-    Its parameters (less ``blocks``) and what it returns are those of
+    Its parameters (``blocks`` may be None) and what it returns are those of
     :func:`each_message`.
     """
     first, end, stream, share = runs
     edge, spilled = spill
+    partial = np.flatnonzero(share < q)
+    row = np.full(len(share), len(partial) + len(spilled))
+    row[partial] = np.arange(len(partial))
+    carries = None if blocks is None else _Cuts(
+        q, segments, blocks, np.concatenate([stream[partial], spilled]),
+        np.concatenate([first[partial], edge])).carried(
+            np.concatenate([share[partial], np.zeros(len(spilled), np.int64)]))
     sent: Classes = [(stream[g], first[g], end[g], _share_of(segment, q * segments, k), None,
-                      None) for k, g in _grouped(share)]
-    apart: Classes = [(spilled, edge, edge + 1, _spill_of(segment, q, segments), None, None)]
+                      None if carries is None else (row[g], carries))
+                     for k, g in _grouped(share)]
+    apart: Classes = [(spilled, edge, edge + 1, _spill_of(segment, q, segments), None,
+                       None if carries is None else (len(partial) + np.arange(len(spilled)),
+                                                     carries))]
     return [sent, apart if len(spilled) else []]
 
 

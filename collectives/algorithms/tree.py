@@ -104,8 +104,8 @@ from ..registry import Algorithm, Params, ompi_ids, register, with_channels
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part, nested_part
-from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, Blocks, Carried, by_share, each_message,
-                         most_cut)
+from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, MASK_MESSAGES, Blocks, Carried, by_share,
+                         each_message, most_cut)
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
            "rank_lanes", "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks",
@@ -783,7 +783,9 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
         rounds = most_cut(q, segment, segments, _subtree_blocks(q, ranks_per_node), start, runs,
                           spill)
     else:
-        rounds = by_share(q, segment, segments, runs, spill)
+        rounds = by_share(q, segment, segments, _subtree_blocks(q, ranks_per_node)
+                          if np.count_nonzero(share < q) + len(spill[0]) <= MASK_MESSAGES
+                          else None, runs, spill)
 
     def messages(streams: np.ndarray, first: np.ndarray, end: np.ndarray,
                  elements: Callable[[np.ndarray], np.ndarray],
