@@ -10,6 +10,11 @@ module turns the tree's runs into the classes the analytic model prices, as exac
 the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
 (:func:`each_message`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
 most its messages cut (:func:`most_cut`), past that closed forms (:func:`by_share`).
+Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, each of
+those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
+the model leaves out the empty ones of a class that carries something, as the ranks'
+steps do, without a class more (a class costs the model a column of its links'
+profiles; a message that says so, a row of its own).
 
 It knows the trees only through what the tree module hands it: per edge (of
 :func:`~collectives.algorithms.tree.tree_edges`, tree 0's then tree 1's) the runs of
@@ -152,7 +157,11 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     those in rounds before or after every run's (where a message that carries nothing
     would add a round of its own).  Below :data:`TINY_COUNT` elements each class is
     split by the counts at which its messages are empty (:func:`_by_emptiness`), each
-    charged the most the steps cut of its messages there.
+    charged the most the steps cut of its messages there.  At every count each message
+    at a part's edge says whether it carries anything (:meth:`_Cuts.carried`): at 17 to
+    1,025 elements most blocks hold at most one element and most of those messages
+    carry nothing, left out by the ranks' steps (``dgx_h100(65)``, 4 segments, 388 B:
+    +12.2% charged as sent; ``dgx_h100(3)``, 16 segments, 4,100 B: +10.2%).
 
     Parameters
     ----------
