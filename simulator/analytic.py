@@ -304,9 +304,10 @@ _NUMBERS = itertools.count()  # never reused: a number emptied from _NUMBERED st
 
 
 def _digest(messages: Any) -> int:
-    """A number for the positions of a class (and the first units it carries), the
-    same for equal positions (cached by its arrays' identity)."""
-    held = (messages.src, messages.dst, messages.rounds, messages.units)
+    """A number for the positions of a class (and the first units it carries, and its
+    messages' kinds: rows are merged by them), the same for equal positions (cached by
+    its arrays' identity)."""
+    held = (messages.src, messages.dst, messages.rounds, messages.units, messages.kinds)
     return _cached(_DIGESTS, tuple(map(id, held)), held, lambda: _numbered(
         tuple(a for a in held if a is not None)))
 
