@@ -88,6 +88,16 @@ class Messages:
         model prices each window on its own where the blocks lie in runs that make
         them differ in more than their size (a ReduceScatter's channel vector); None:
         not said.
+    kinds : numpy.ndarray or None
+        Per message its row of what ``carries`` gives (ints): messages of one kind carry
+        something at the same counts; None: each carries something wherever
+        ``elements`` is more than 0.
+    carries : callable or None
+        With ``kinds``, element counts of the vector (array) -> whether a message of
+        each kind carries anything at each (kinds x counts bools): one that carries
+        nothing is left out where ``skip_empty``, though its class's largest carries
+        something (a tree AllGather's messages cut from its segments at a few
+        elements, where most blocks hold one or none).
     """
 
     src: np.ndarray
@@ -104,6 +114,8 @@ class Messages:
     backward: bool = False
     units: np.ndarray | None = None
     windows: np.ndarray | None = None
+    kinds: np.ndarray | None = None
+    carries: Elements | None = None
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"

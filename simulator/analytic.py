@@ -69,7 +69,9 @@ where its description's rounds (of distinct positions) are at most :data:`WHOLE_
 **Cost.**  A round's sampled messages are routed once for every protocol (links alike in
 kind, latency, line rate and flow cap are alike under every protocol) and merged into
 rows of alike messages (a class, and per link of the route its class and the messages
-sharing it by class); rounds of the same positions share them, however they were described (a
+sharing it by class; messages of a class that say they carry something at other counts,
+:attr:`collectives.traffic.Messages.kinds`, are rows apart, each left out where it
+carries nothing); rounds of the same positions share them, however they were described (a
 tree's at every segment count), and a description's rounds not yet routed are routed in
 one pass (blocks that never share a link; the paced rounds apart), from each class's
 sampled messages only.  A description's rows are then priced at every size in one numpy
@@ -283,15 +285,18 @@ class _Rows:
     rounds, none for other rounds); the profiles as ``(profile, class, count)``
     (``triples``: the empty profile's ``(last, 0, 0)``); where every rank is sampled,
     every paced piece of a message apart (``hops``: ``(row, first, end, sender,
-    receiver, links...)``, :func:`_hops`; None otherwise)."""
+    receiver, links...)``, :func:`_hops`; None otherwise); per row the kind of its
+    messages (``kind``: :attr:`collectives.traffic.Messages.kinds`, -1 where its class
+    says none)."""
 
     __slots__ = ("owners", "local", "weight", "links", "profile", "profiles", "paced",
-                 "triples", "hops")
+                 "triples", "hops", "kind")
 
     def __init__(self, owner: np.ndarray, count: np.ndarray, sizes: np.ndarray,
                  links: np.ndarray, profile: np.ndarray, profiles: np.ndarray,
-                 paced: np.ndarray, hops: np.ndarray | None) -> None:
+                 paced: np.ndarray, hops: np.ndarray | None, kind: np.ndarray) -> None:
         self.owners, self.local = _dense_unique(owner)
+        self.kind = kind
         sampled = np.bincount(self.local, weights=count)
         self.weight = count * (sizes[self.owners] / sampled)[self.local]
         self.links, self.profile, self.paced, self.hops = links, profile, paced, hops
@@ -311,9 +316,10 @@ _NUMBERS = itertools.count()  # never reused: a number emptied from _NUMBERED st
 
 
 def _digest(messages: Any) -> int:
-    """A number for the positions of a class (and the first units it carries), the
-    same for equal positions (cached by its arrays' identity)."""
-    held = (messages.src, messages.dst, messages.rounds, messages.units)
+    """A number for the positions of a class (and the first units it carries, and its
+    messages' kinds: rows are merged by them), the same for equal positions (cached by
+    its arrays' identity)."""
+    held = (messages.src, messages.dst, messages.rounds, messages.units, messages.kinds)
     return _cached(_DIGESTS, tuple(map(id, held)), held, lambda: _numbered(
         tuple(a for a in held if a is not None)))
 
@@ -530,6 +536,8 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
     owners = np.repeat(np.arange(len(classes)), [len(i) for _, i in picked])
     src = np.concatenate([m.src[i] for m, (_, i) in zip(classes, picked)])
     dst = np.concatenate([m.dst[i] for m, (_, i) in zip(classes, picked)])
+    kind = np.concatenate([np.full(len(i), -1, dtype=np.int64) if m.kinds is None
+                           else m.kinds[i] for m, (_, i) in zip(classes, picked)])
     chained = np.array([c for _, c in blocks], dtype=bool)[block]
     together = np.where(chained[owners], index + owners * (1 + sizes[owners]), 0) \
         * len(blocks) + block[owners]
@@ -554,7 +562,7 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
         # round (what part of a cut message it carries)
         lead = units[piece] + cut[:, 0] - rounds[piece, 0]
         rounds = cut
-        owners, lengths, links = owners[piece], lengths[piece], links[entry]
+        owners, lengths, links, kind = owners[piece], lengths[piece], links[entry], kind[piece]
         message = np.repeat(np.arange(len(piece)), lengths)
         ends = None if ends is None else ends[piece]
     else:  # the messages in flight together on each link, by block and class
@@ -562,7 +570,7 @@ def _route_rows(topology: Any, ranks: np.ndarray, sampled: np.ndarray,
                                       int(np.diff(first_class).max()))
     return _split(len(blocks), sizes, first_class, block[owners], local[owners], lengths,
                   links, profiles, profile, np.column_stack([rounds, lead]), ends,
-                  _link_classes(topology))
+                  _link_classes(topology), kind)
 
 
 def _grouped_classes(groups: np.ndarray, order: np.ndarray, owners: np.ndarray,
@@ -631,11 +639,13 @@ def _profiles(keys: np.ndarray, column: np.ndarray, nlinks: int, nblocks: int,
 def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.ndarray,
            local: np.ndarray, lengths: np.ndarray, links: np.ndarray, profiles: np.ndarray,
            profile: np.ndarray, rounds: np.ndarray, ends: np.ndarray | None,
-           link_classes: tuple[np.ndarray, ...]) -> list[_Rows]:
+           link_classes: tuple[np.ndarray, ...], kind: np.ndarray) -> list[_Rows]:
     """Merge alike messages (their ``block`` and class there, ``local``; their routes'
     ``lengths`` and ``links``, each link's of ``profiles``; their ``rounds`` and, a third
     column, how many rounds of their messages came before them, and end ranks, ``ends``,
-    None where not every rank is sampled) into each block's :class:`_Rows`."""
+    None where not every rank is sampled; their ``kind``, -1 where their class says
+    none: messages of two kinds carry something at other counts, so are rows apart)
+    into each block's :class:`_Rows`."""
     link_class, first = link_classes
     many = np.bincount(profiles[:, 0], minlength=nblocks)  # profiles of each block
     top = int(many.max()) + 1  # above every block's last profile, its pad's
@@ -653,7 +663,10 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
         codes.sort(axis=1)
     else:
         codes, placed = _by_code(codes, message, column, links)
-    rows, row, merged = _unique_rows(np.column_stack([block, local, codes]))
+    kinds = bool((kind >= 0).any())
+    rows, row, merged = _unique_rows(np.column_stack([block, local, codes]
+                                                     + ([kind + 1] if kinds else [])))
+    kind = rows[:, -1] - 1 if kinds else np.full(len(rows), -1, dtype=np.int64)
     rounds, lead = rounds[:, :2], rounds[:, 2]
     live = rounds[:, 1] > rounds[:, 0]
     runs = _runs(row[live], rounds[live])
@@ -668,7 +681,7 @@ def _split(nblocks: int, sizes: np.ndarray, first_class: np.ndarray, block: np.n
                   profiles[profiles[:, 0] == b, 1:],
                   runs[last[b]:last[b + 1]] - np.array([lo, 0, 0]),
                   None if hops is None or at is None
-                  else _from_row(hops[at[b]:at[b + 1], :6 + width[b]], lo))
+                  else _from_row(hops[at[b]:at[b + 1], :6 + width[b]], lo), kind[lo:hi])
             for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
@@ -936,7 +949,7 @@ class _Layout:
     (the same for every description of the same positions: a tree's at every segment
     count whose rounds carry the same streams): per round one block of rows, each with
     the round it is of, its role and its classes; per class its first row and its block; per row
-    its class and weight; per link of a row's route its class and the load it shares the
+    its class, weight and its messages' kind (``row_kind``, :attr:`_Rows.kind`); per link of a row's route its class and the load it shares the
     link with (``pair``: a profile of the messages crossing it by class, and the row's
     class: ``expanded`` lists each pair's profile's classes and counts); of the paced
     rounds their ``stretch`` (:func:`_stretch`) and, where every rank is sampled, their
@@ -948,7 +961,7 @@ class _Layout:
 
     __slots__ = ("blocks", "class_rows", "class_block", "block_classes", "row_class",
                  "weight", "links", "pair", "expanded", "pair_rows", "stretch", "hops",
-                 "flow", "groups")
+                 "flow", "groups", "row_kind")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  digests: list[tuple[int, ...]], groups: Groups, fill: int) -> None:
@@ -967,6 +980,8 @@ class _Layout:
                                  self.block_classes)
         self.class_rows = np.searchsorted(self.row_class, np.arange(sum(nclasses)))
         self.weight = np.concatenate([rows.weight for rows in blocks] or [np.zeros(0)])[:, None]
+        self.row_kind = np.concatenate([rows.kind for rows in blocks]
+                                       or [np.zeros(0, dtype=np.int64)])
         starts = np.cumsum(nrows) - nrows
         self.stretch = _stretch(_joined([rows.paced for rows in blocks],
                                         np.array([len(rows.paced) for rows in blocks]),
@@ -2124,7 +2139,7 @@ class _Described:
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
                  "span", "front", "cut", "cut_of", "blocks", "group", "pieced", "cut_at",
-                 "positions", "windows")
+                 "positions", "windows", "carries")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  groups: Groups, fill: int = FILL_MESSAGES) -> None:
@@ -2170,6 +2185,15 @@ class _Described:
         # per class its blocks, and the last one's number where its units run backward
         self.blocks = np.array([(m.blocks, (m.blocks - 1) * m.backward) for m in self.messages],
                                dtype=np.int64).reshape(-1, 2)
+        # the rows of classes that say which of their messages carry anything, by what
+        # says it and the group (each evaluated once)
+        carries: dict[tuple[int, int], tuple[Any, int, list[np.ndarray]]] = {}
+        for c, (m, g) in enumerate(zip(self.messages, self.group.tolist())):
+            if m.carries is not None:
+                rows = np.arange(layout.class_rows[c], layout.class_rows[c + 1]
+                                 if c + 1 < len(layout.class_rows) else len(layout.row_class))
+                carries.setdefault((id(m.carries), g), (m.carries, g, []))[2].append(rows)
+        self.carries = [(f, g, np.concatenate(rows)) for f, g, rows in carries.values()]
 
     def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
              ds: int, piece: np.ndarray | None, apart: bool = False,
@@ -2205,6 +2229,8 @@ class _Described:
         sent = ~(skip_empty & (nbytes <= 0))
         if silent:
             sent = sent & (counts[group] > 0)
+        for carries, g, rows in self.carries:  # a message that carries nothing is not sent
+            sent[rows] &= carries(counts[g])[layout.row_kind[rows]] | ~skip_empty[rows]
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
         own = nbytes if runs is None else runs[1][layout.row_class]

@@ -104,7 +104,8 @@ from ..registry import Algorithm, Params, ompi_ids, register, with_channels
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part, nested_part
-from ._tree_cuts import CUT_MESSAGES, EXACT_MESSAGES, Blocks, by_share, each_message, most_cut
+from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, MASK_MESSAGES, Blocks, Carried, by_share,
+                         each_message, most_cut)
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
            "rank_lanes", "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks",
@@ -782,17 +783,21 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
         rounds = most_cut(q, segment, segments, _subtree_blocks(q, ranks_per_node), start, runs,
                           spill)
     else:
-        rounds = by_share(q, segment, segments, runs, spill)
+        rounds = by_share(q, segment, segments, _subtree_blocks(q, ranks_per_node)
+                          if np.count_nonzero(share < q) + len(spill[0]) <= MASK_MESSAGES
+                          else None, runs, spill)
 
     def messages(streams: np.ndarray, first: np.ndarray, end: np.ndarray,
                  elements: Callable[[np.ndarray], np.ndarray],
-                 at: Callable[[np.ndarray], np.ndarray] | None) -> Messages:
+                 at: Callable[[np.ndarray], np.ndarray] | None,
+                 carried: Carried | None) -> Messages:
         begins = start[streams]
         # a message that says where it starts is one unit of its own elements
         return Messages(senders[streams], receivers[streams], elements, False, skip_empty=True,
                         rounds=np.column_stack([begins + first, begins + end]),
                         cut=int(at is not None), cut_of=None if at is None else elements,
-                        cut_at=at)
+                        cut_at=at, kinds=None if carried is None else carried[0],
+                        carries=None if carried is None else carried[1])
 
     merged = tuple(messages(*group) for classes in rounds for group in classes)
     return [Round(1, merged, paced=True)] if merged else []
