@@ -32,6 +32,7 @@ from .schedule import Recv, Schedule, Send, new_recv, new_send
 __all__ = ["Part", "channel_parts", "composed", "identity_orders", "part_lanes"]
 
 Range = tuple[int, int]
+_new_tuple = tuple.__new__
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,10 +168,17 @@ class _Shifted:
 def _placed(lane: Lane, placement: Placement, peer: int) -> list[Lane]:
     """``lane`` with its virtual ranges mapped to real ones and its peer ``peer``: a lane
     per piece."""
+    first, make, flags = lane.first_round, lane.make, lane.flags
+    starts, stops = lane.starts, lane.stops
+    if len(starts) == 1 == len(stops) and starts[0] is not None and stops[0] is not None:
+        # one entry (a tree segment over a channel's runs: millions of lanes of 8-channel
+        # trees on 64 nodes), without the general case's lists of cut entries, and made
+        # by tuple.__new__, half the cost of Lane's generated __new__
+        return [_new_tuple(Lane, (first, make, peer, [lo], [hi], flags))
+                for lo, hi in placement.ranges(starts[0], stops[0])]
     cut = [None if a is None or b is None else placement.ranges(a, b)
            for a, b in zip(lane.starts, lane.stops)]
     width = max((len(pieces) for pieces in cut if pieces), default=0)
-    first, make, flags = lane.first_round, lane.make, lane.flags
     return [Lane(first, make, peer, [p[j][0] if p and j < len(p) else None for p in cut],
                  [p[j][1] if p and j < len(p) else None for p in cut], flags)
             for j in range(width)]
@@ -240,12 +248,13 @@ def composed(collective: str, algorithm: str, nranks: int, count: int,
     """
     movers = [[_Shifted(part.placement.shift or 0) for part in phase] for phase in phases]
 
+    @gc_paused()  # a rank's lanes are many small objects without cycles, as its steps
     def lanes(rank: int) -> list[Lane]:
         out: list[Lane] = []
         for phase, moves in zip(phases, movers):
             these = [each for part, move in zip(phase, moves)
                      for each in part_lanes(part, rank, move)
-                     if min(len(each.starts), len(each.stops))]
+                     if len(each.starts) and len(each.stops)]
             if out and these:
                 lag = _end(out) - min(each.first_round for each in these)
                 these = [each._replace(first_round=each.first_round + lag) for each in these]

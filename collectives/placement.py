@@ -106,17 +106,38 @@ class Placement:
             index = min(bisect_right(vstarts, start) - 1, len(self.rstarts) - 1)
             at = self.rstarts[index] + start - vstarts[index] if index >= 0 else 0
             return [(at, at)]
-        return Placement.of(self._pieces(vstarts, start, stop)).as_ranges()
+        pieces = self._pieces(vstarts, start, stop)
+        if not self._merges:  # a run of this placement's pieces has nothing to merge
+            return pieces
+        return Placement.of(pieces).as_ranges()
+
+    @cached_property
+    def _merges(self) -> bool:
+        """Whether a piece is empty or ends where the next one starts (not after
+        :meth:`of`, which drops and merges them): only then do a range's pieces need
+        :meth:`of`."""
+        return 0 in self.lengths or any(lo + n == nxt for lo, n, nxt in
+                                        zip(self.rstarts, self.lengths, self.rstarts[1:]))
 
     def _pieces(self, vstarts: Sequence[int], start: int, stop: int) -> list[Range]:
-        pieces = []
-        index = bisect_right(vstarts, start) - 1
-        while start < stop:
-            end = min(stop, vstarts[index + 1])
-            offset = self.rstarts[index] - vstarts[index]
-            pieces.append((start + offset, end + offset))
-            start, index = end, index + 1
+        """The real pieces of virtual ``[start, stop)``, ``start < stop``: its first and
+        last pieces cut, the whole ones between as they are (a slice, not a loop: a tree
+        segment on a channel of ReduceScatter spans a piece per rank)."""
+        first = bisect_right(vstarts, start) - 1
+        last = bisect_right(vstarts, stop - 1) - 1
+        rstarts = self.rstarts
+        if first == last:
+            offset = rstarts[first] - vstarts[first]
+            return [(start + offset, stop + offset)]
+        pieces = self._whole[first:last + 1]
+        pieces[0] = (rstarts[first] + start - vstarts[first], pieces[0][1])
+        pieces[-1] = (pieces[-1][0], rstarts[last] + stop - vstarts[last])
         return pieces
+
+    @cached_property
+    def _whole(self) -> list[Range]:
+        """Every piece's real range (computed once, sliced by :meth:`_pieces`)."""
+        return self.as_ranges()
 
     def as_ranges(self) -> list[Range]:
         """The real ranges, in virtual order."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from array import array
 from functools import lru_cache
+from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -111,7 +112,25 @@ def _lane_kind(make: Any) -> int | None:
 def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
     """A rank's columns from its lanes, merged round by round in lane order; None if a
     lane makes something other than sends and receives."""
-    table, starts, stops = [], [], []  # per lane: first round, kind, flags, peer, entries
+    columns = _short_columns(lanes) or _lane_columns(lanes, values)
+    if columns is None:
+        return None
+    rows, start, stop = columns
+    first = np.zeros(len(rows) + 1, dtype=np.int64)  # each lane's first entry
+    np.cumsum(rows[:, 4], out=first[1:])
+    held = rows[rows[:, 4] > 0]
+    if not len(held):
+        return RankOps(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int8),
+                       np.empty(0, dtype=np.int8), *(np.empty(0, dtype=np.int64),) * 3)
+    rounds = (held[:, 0].min(), (held[:, 0] + held[:, 4]).max())
+    return RankOps(*_merge(rows, first, start, stop, *rounds, _GAP))
+
+
+def _lane_columns(lanes: Any, values: Values) -> tuple[np.ndarray, ...] | None:
+    """Per lane its first round, kind, flags, peer and entries (a row each), and every
+    lane's entries' starts and stops in lane order, lane by lane; None if a lane makes
+    something other than sends and receives."""
+    table, starts, stops = [], [], []
     for each in lanes:
         kind = _lane_kind(each.make)
         if kind is None:
@@ -121,15 +140,36 @@ def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
         stops.append(values(each.stops)[:n])
         table.append((each.first_round, kind, _flag_bits(each.flags), each.peer, n))
     rows = np.array(table, dtype=np.int64).reshape(-1, 5)
-    first = np.zeros(len(rows) + 1, dtype=np.int64)  # each lane's first entry
-    np.cumsum(rows[:, 4], out=first[1:])
-    held = rows[rows[:, 4] > 0]
-    if not len(held):
-        return RankOps(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int8),
-                       np.empty(0, dtype=np.int8), *(np.empty(0, dtype=np.int64),) * 3)
-    rounds = (held[:, 0].min(), (held[:, 0] + held[:, 4]).max())
-    return RankOps(*_merge(rows, first, np.concatenate(starts), np.concatenate(stops),
-                           *rounds, _GAP))
+    if not starts:
+        return rows, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return rows, np.concatenate(starts), np.concatenate(stops)
+
+
+def _short_columns(lanes: Any) -> tuple[np.ndarray, ...] | None:
+    """What :func:`_lane_columns` returns, column by column rather than lane by lane,
+    for lanes of at most :data:`_SHORT` entries with as many starts as stops and no gap
+    (a composed schedule's: 8-channel trees on 64 nodes are 16,000 one-entry lanes per
+    rank); None for any other lanes (none, longer ones, a gap, not sends and receives)."""
+    if not lanes:
+        return None
+    firsts, makes, peers, starts, stops, flags = zip(*lanes)
+    counts = list(map(len, starts))
+    if max(counts) > _SHORT or counts != list(map(len, stops)):
+        return None
+    kinds = list(map(_lane_kind, makes))
+    if None in kinds:
+        return None
+    total = sum(counts)
+    try:
+        start = np.fromiter(chain.from_iterable(starts), dtype=np.int64, count=total)
+        stop = np.fromiter(chain.from_iterable(stops), dtype=np.int64, count=total)
+    except TypeError:  # a None: a gap
+        return None
+    rows = np.empty((len(lanes), 5), dtype=np.int64)
+    for column, values in enumerate((firsts, kinds, list(map(_flag_bits, flags)), peers,
+                                     counts)):
+        rows[:, column] = values
+    return rows, start, stop
 
 
 @njit(cache=True)

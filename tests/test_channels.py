@@ -87,6 +87,15 @@ def test_placement_maps_ranges_piece_by_piece() -> None:
     assert Placement.of([(4, 6), (6, 9)]).take([(1, 3)]).as_ranges() == [(5, 7)]
 
 
+def test_placement_built_piece_by_piece_maps_ranges_as_merged() -> None:
+    # pieces that touch, or are empty, as only the constructor (not ``of``) keeps them
+    built, merged = Placement((10, 2, 13, 0), (3, 0, 2, 2)), Placement.of([(10, 15), (0, 2)])
+    for start in range(built.size + 1):
+        for stop in range(start, built.size + 1):
+            assert built.ranges(start, stop) == merged.ranges(start, stop), (start, stop)
+    assert built.ranges(1, 6) == [(11, 15), (0, 1)]
+
+
 @pytest.mark.parametrize("algorithm, collective", SERVED)
 def test_channels_on_one_order_cost_one_channel_on_a_flat_model(algorithm: str,
                                                                  collective: str) -> None:
