@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from .schedule import Op, Step
 
-__all__ = ["Lane", "Window", "lane", "merge_lanes"]
+__all__ = ["Lane", "Window", "lane", "merge_lanes", "short_columns"]
 
 
 class Window(SequenceABC):
@@ -94,6 +94,31 @@ class Lane(NamedTuple):
             return [None if a is None else make(peer, a, b, *flags)
                     for a, b in zip(self.starts, self.stops)]
         return list(map(make, repeat(peer), self.starts, self.stops, *map(repeat, flags)))
+
+
+def short_columns(lanes: Sequence[Lane], most: int) -> tuple[tuple[Any, ...], list[int]] | None:
+    """``lanes`` column by column (their first rounds, makes, peers, starts, stops and
+    flags) and each lane's entries, where each has at most ``most`` entries and as many
+    starts as stops (a composed schedule's one-entry lanes, read without a loop per
+    lane); None for no lanes or any other.
+
+    Examples
+    --------
+    >>> from collectives.schedule import new_send
+    >>> columns, counts = short_columns([lane(0, new_send, 1, [0], [4]),
+    ...                                  lane(1, new_send, 2, [4], [8])], 8)
+    >>> columns[0], columns[2], columns[3], counts
+    ((0, 1), (1, 2), ([0], [4]), [1, 1])
+    >>> short_columns([lane(0, new_send, 1, [0, 4], [4, 8])], 1) is None
+    True
+    """
+    if not lanes:
+        return None
+    columns = tuple(zip(*lanes))
+    counts = list(map(len, columns[3]))
+    if max(counts) > most or counts != list(map(len, columns[4])):
+        return None
+    return columns, counts
 
 
 def lane(first_round: int, make: Callable[..., Op], peer: int, starts: Sequence[int],

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from .rounds import Window
+from .rounds import Window, short_columns
 from .schedule import Recv, Schedule, Send, new_recv, new_send
 
 __all__ = ["RankOps", "Values", "Matched", "rank_ops", "first_faulty_step", "ends_of",
@@ -150,12 +150,10 @@ def _short_columns(lanes: Any) -> tuple[np.ndarray, ...] | None:
     for lanes of at most :data:`_SHORT` entries with as many starts as stops and no gap
     (a composed schedule's: 8-channel trees on 64 nodes are 16,000 one-entry lanes per
     rank); None for any other lanes (none, longer ones, a gap, not sends and receives)."""
-    if not lanes:
+    short = short_columns(lanes, _SHORT)
+    if short is None:
         return None
-    firsts, makes, peers, starts, stops, flags = zip(*lanes)
-    counts = list(map(len, starts))
-    if max(counts) > _SHORT or counts != list(map(len, stops)):
-        return None
+    (firsts, makes, peers, starts, stops, flags), counts = short
     kinds = list(map(_lane_kind, makes))
     if None in kinds:
         return None

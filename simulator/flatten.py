@@ -25,7 +25,7 @@ import numpy as np
 
 from topology.model import Topology
 
-from collectives.rounds import Window
+from collectives.rounds import Window, short_columns
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
 from .gpu import route_shares
@@ -332,12 +332,10 @@ def _short_rows(lanes: Any, pool: _Pool) -> np.ndarray | None:
     at most :data:`_SHORT` entries with as many starts as stops and no gap (a composed
     schedule's: 8-channel trees on 64 nodes are 16,000 one-entry lanes per rank); None,
     and nothing put, for any other lanes."""
-    if not lanes:
+    short = short_columns(lanes, _SHORT)
+    if short is None:
         return None
-    firsts, makes, peers, starts, stops, flags = zip(*lanes)
-    counts = list(map(len, starts))
-    if max(counts) > _SHORT or counts != list(map(len, stops)):
-        return None
+    (firsts, makes, peers, starts, stops, flags), counts = short
     total = sum(counts)
     try:
         lengths = (np.fromiter(chain.from_iterable(stops), dtype=np.int64, count=total)

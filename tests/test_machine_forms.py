@@ -345,7 +345,7 @@ def test_chain_ports_of_two_are_filled_past_32_flat_ranks(nranks: int, collectiv
     every rank is played (past 64 within the play's budgets), a round's messages on
     ports that each carry two of them (a rank's two sends, its two receives) at max-min
     rates over all its ports together, found as the fixed point of their ends
-    (:func:`simulator.analytic._paired_ends`); exact."""
+    (:func:`simulator.analytic.sharing._paired_ends`); exact."""
     flat = topology.default_flat(nranks)
     assert flat.nranks > analytic.UNHELD_RANKS
     for count in counts:
@@ -581,7 +581,7 @@ def test_a_shared_link_carries_its_queue_as_the_simulator() -> None:
     at once; an empty place (at infinity) ends at -inf."""
     start = np.array([[0.0, 0.0, 0.0], [1.0, 5.0, 0.0], [np.inf, np.inf, 0.0]])
     work = np.array([[2.0, 1.0, 1.0], [2.0, 1.0, 2.0], [0.0, 0.0, 3.0]])
-    ends = analytic._shared_ends(start[:, :, None], work[:, :, None])[:, :, 0]
+    ends = analytic.sharing._shared_ends(start[:, :, None], work[:, :, None])[:, :, 0]
     assert ends.tolist() == [[3.0, 1.0, 3.0], [4.0, 6.0, 5.0], [-np.inf, -np.inf, 6.0]]
 
 
@@ -594,7 +594,7 @@ def test_a_message_held_on_two_ports_is_carried_at_max_min_rates(nranks: int) ->
     0's port that rank 4's leaves, and it ends at 15.9 us, where rank 0's port shared
     equally, played on its own, had it at 16.2 (-0.80% in all; -0.99% at 3 ranks and
     36 KB, -0.63% at 11 ranks).  The round's messages carried at max-min rates over
-    both ports together (:func:`simulator.analytic._filled_ends`): exact measured."""
+    both ports together (:func:`simulator.analytic.sharing._filled_ends`): exact measured."""
     flat = topology.flat(nranks, 1.5e-6, 2e-10)
     params = {"segments": 4}
     for nbytes in (4 * 3000 * nranks, 4 * 64 * nranks):
@@ -710,8 +710,8 @@ def test_paced_rounds_are_played_rank_by_rank_on_sixteen_nodes(collective: str, 
     and, at 16 segments, -11.3%, 8 channels -15.9%; pipeline AllReduce +202%); exact
     measured."""
     machine = topology.dgx_h100(16)
-    assert analytic._played(machine, *_paced_rounds(collective, algorithm, machine, params,
-                                                    nbytes))
+    assert analytic.budgets._played(machine, *_paced_rounds(collective, algorithm, machine, params,
+                                                            nbytes))
     simulated = _simulated(collective, algorithm, machine, nbytes, params, "LL")
     assert machine_cost(collective, algorithm, machine, nbytes, protocol="LL",
                         **params) == pytest.approx(simulated, rel=1e-9)
@@ -727,8 +727,8 @@ def test_pipeline_allreduce_is_played_on_128_nodes(params: dict, nbytes: int) ->
     played rank by rank (as the sampled lock-step stretch, past the budget: +215.7% and
     -1.7%); exact measured."""
     machine = topology.dgx_h100(128)
-    assert analytic._played(machine, *_paced_rounds("allreduce", "pipeline", machine, params,
-                                                    nbytes))
+    assert analytic.budgets._played(machine, *_paced_rounds("allreduce", "pipeline", machine,
+                                                            params, nbytes))
     simulated = _simulated("allreduce", "pipeline", machine, nbytes, params, "Simple")
     assert machine_cost("allreduce", "pipeline", machine, nbytes, protocol="Simple",
                         **params) == pytest.approx(simulated, rel=1e-9)
@@ -753,8 +753,8 @@ def test_held_pipeline_follows_the_front_on_128_nodes(collective: str, params: d
     ``HELD_128`` of the DES (the sampled lock-step stretch: -0.36%, -8.78%, -10.70%,
     -12.50%)."""
     machine = topology.dgx_h100(128)
-    assert not analytic._played(machine, *_paced_rounds(collective, "pipeline", machine,
-                                                        params, nbytes))
+    assert not analytic.budgets._played(machine, *_paced_rounds(collective, "pipeline", machine,
+                                                                params, nbytes))
     simulated = _simulated(collective, "pipeline", machine, nbytes, params, protocol)
     assert machine_cost(collective, "pipeline", machine, nbytes, protocol=protocol,
                         **params) == pytest.approx(simulated, rel=HELD_128)
@@ -777,7 +777,8 @@ def test_eight_channel_trees_past_the_play_are_played_unqueued(
     latencies), on 128 nodes +1.76% and +0.02%; the sample's -29.3% and -32.4%."""
     machine = topology.dgx_h100(nodes)
     paced = _paced_rounds("allreduce", "tree", machine, params, nbytes)
-    assert not analytic._played(machine, *paced) and analytic._stretched_whole(*paced)
+    assert not analytic.budgets._played(machine, *paced)
+    assert analytic.budgets._stretched_whole(*paced)
     simulated = _simulated("allreduce", "tree", machine, nbytes, params, protocol)
     assert machine_cost("allreduce", "tree", machine, nbytes, protocol=protocol,
                         **params) == pytest.approx(simulated, rel=1e-9)
@@ -813,7 +814,7 @@ def test_a_round_within_the_budget_is_routed_whole_however_many_rounds(monkeypat
     held to a budget of 2,048 as a whole; as rhd's 18 rounds of 512 messages on
     ``dgx_h100(64)``, -10.3%); each round alone within the budget is routed at every
     rank: exact measured."""
-    monkeypatch.setattr(analytic, "WHOLE_MESSAGES", 2048)
+    monkeypatch.setattr(analytic.budgets, "WHOLE_MESSAGES", 2048)
     machine = topology.dgx_h100(32, nodes_per_leaf=16)
     simulated = _simulated("allreduce", "rhd", machine, 1 << 26, {}, "Simple")
     assert machine_cost("allreduce", "rhd", machine, 1 << 26,
@@ -930,11 +931,11 @@ def _paced_rounds(collective: str, algorithm: str, machine, params: dict,
                   nbytes: int) -> tuple:
     """The orders and the rounds :func:`simulator.analytic.price` plays."""
     channels = params.get("channels", 1)
-    orders, added = analytic._placed(algorithm, channels, machine, machine.nranks)
+    orders, added = analytic.pricing._placed(algorithm, channels, machine, machine.nranks)
     given = {k: v for k, v in params.items() if k != "channels"} | dict(added)
     count = -(-nbytes // 4 // channels)
-    resolved = analytic._resolved(analytic.registered(algorithm), collective, len(orders[0]),
-                                  count, tuple(sorted(given.items())))
+    resolved = analytic.pricing._resolved(analytic.pricing.registered(algorithm), collective,
+                                          len(orders[0]), count, tuple(sorted(given.items())))
     return orders, list(describe(collective, algorithm, len(orders[0]), resolved))
 
 
@@ -992,16 +993,16 @@ def test_model_and_simulator_choose_alike_on_two_dgx_nodes(collective: str) -> N
 def _routed_together_and_alone(machine, descriptions: list, chained: bool) -> None:
     """Route every round of ``descriptions`` in one pass and each alone: the same rows."""
     orders = (tuple(range(machine.nranks)),) * 2
-    ranks, sampled = analytic._ranks(orders), analytic._sampled(machine, orders)
+    ranks, sampled = analytic.sample._ranks(orders), analytic.sample._sampled(machine, orders)
     blocks = [(r.messages, c) for rounds in descriptions for r in rounds
               for c in ((True, False) if r.chain and chained else (False,))]
     played = bool(sampled.all())  # the pieces' hops too, where every rank is sampled
     for groups in (None, (0, 1)):  # the two orders alike, or each a group of its own
-        together = analytic._route_rows(machine, ranks, sampled, blocks, played, groups)
+        together = analytic.routing._route_rows(machine, ranks, sampled, blocks, played, groups)
         assert len(together) == len(blocks) > 3
         for block, rows in zip(blocks, together):
-            alone, = analytic._route_rows(machine, ranks, sampled, [block], played, groups)
-            for field in analytic._Rows.__slots__:
+            alone, = analytic.routing._route_rows(machine, ranks, sampled, [block], played, groups)
+            for field in analytic.routing._Rows.__slots__:
                 assert np.array_equal(getattr(rows, field), getattr(alone, field)), field
 
 
@@ -1030,7 +1031,7 @@ def test_alike_rails_are_played_once(nodes: int, kept: float, monkeypatch) -> No
     the spines in two ways): the prices are those of every rail played, bit for bit."""
     machine = topology.dgx_h100(nodes)
     sizes = [4, 388, 1 << 20, 4000012, 1 << 27]
-    one_of_alike = analytic._one_of_alike
+    one_of_alike = analytic.layout._one_of_alike
     shares: list[float] = []
 
     def counted(hops: np.ndarray) -> np.ndarray:
@@ -1039,14 +1040,14 @@ def test_alike_rails_are_played_once(nodes: int, kept: float, monkeypatch) -> No
         return played
 
     def priced() -> list[np.ndarray]:
-        analytic._LAYOUTS.clear()
-        analytic._DESCRIBED.clear()
+        analytic.layout._LAYOUTS.clear()
+        analytic.described._DESCRIBED.clear()
         return [analytic.price_protocols(collective, "hier", machine, sizes,
                                          protocols(machine), inner="tree", ranks_per_node=8)
                 for collective in BLOCK_COLLECTIVES]
-    monkeypatch.setattr(analytic, "_one_of_alike", counted)
+    monkeypatch.setattr(analytic.layout, "_one_of_alike", counted)
     once = priced()
-    monkeypatch.setattr(analytic, "_one_of_alike", lambda hops: hops)
+    monkeypatch.setattr(analytic.layout, "_one_of_alike", lambda hops: hops)
     every = priced()
     assert shares and max(shares) == kept
     for a, b in zip(once, every):

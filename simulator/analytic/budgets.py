@@ -1,0 +1,266 @@
+"""What the model plays rank by rank, routes at every rank, stretches or holds:
+the budgets (see the package docstring) and the tests on a description's
+rounds against them."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import numpy as np
+
+from collectives.traffic import Round
+
+from .cache import _cached
+from .sample import Orders, SAMPLE_ALL_RANKS, _sampled
+
+
+#: paced rounds of at most so many messages, in flight in at most so many rounds in all
+#: (over every channel), over a stretch of at most so many rounds, are played rank by
+#: rank (:func:`_played`)
+PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 17, 1 << 12
+#: a play of paced rounds takes several protocols' and descriptions' sizes side by side
+#: while a round's messages times their sizes stay at most so many (:meth:`_Flow.played`)
+PLAY_SIDE_BY_SIDE = 1 << 14
+#: on a machine whose links are all alike (flat), a played round's messages that share
+#: links are carried at max-min fair rates over all of them together
+#: (:func:`_filled_ends`) where they are at most so many and some shares several, else
+#: each link's queue on its own (:func:`_queue_ends`): 3 channels' trees on 16 flat
+#: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%), a
+#: chain's ReduceScatter over 3 channels on 16 ranks more (at 32, under by 4.5e-3), and
+#: 4 channels' tree AllGather on 13 ranks at 8 segments up to 364 (their channels'
+#: segments side by side, 8, 7 and 6 at 67 elements: at 256, under by 8.9e-6)
+FILL_MESSAGES = 1 << 9
+#: a played round whose shared links each carry at most two messages (a chain's, on
+#: flat) is filled by iterating its ends to their fixed point (:func:`_paired_ends`), at
+#: most so many passes (a chain on ``default_flat(64)`` takes at most 10), and by the
+#: fill's events at the sizes where they have not settled by then
+PAIRED_PASSES = 32
+#: a round (not paced) of at most so many messages over every channel is routed at
+#: every rank (:func:`_whole`), where its description's rounds that are not paced are at
+#: most the second: 128 nodes' rhd halving (10 distinct rounds of 1,024 messages) and
+#: hier's inner rhd at 8 channels (7 of 8,192), not the descriptions of 2,048 nodes' 8
+#: orders whose small rounds are within the first (65,504 messages in 32 rounds, 31
+#: within: routing those takes the three closed-form tables there from 0.74 to 1.35
+#: CPU s)
+WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
+#: paced rounds past the play's messages but of at most so many (over every channel),
+#: within its other budgets, are routed at every rank, over channels played unqueued,
+#: else stretched lock-step (:func:`_stretched_whole`, :func:`_unqueued`): 65 to 128 nodes'
+#: 8-channel trees, up to 53,712 messages (their AllGather at 2 segments), not 2,048
+#: nodes' one-channel trees (65,532: routing them would take the three closed-form
+#: tables there past a second)
+STRETCH_MESSAGES = 7 << 13
+
+#: on a machine of unlike links (DGX), the channels' parts at a size at most this
+#: fraction of the largest apart are priced in groups of orders (:func:`_unlike_time`):
+#: two DGX nodes' tree AllGather at 4,000,012 bytes over two channels of 500,003 and
+#: 500,000 elements, each part priced with both channels carrying it, was +7.2% against
+#: the DES (the first's blocks cut unevenly in both), exact in groups; parts further
+#: apart differ by at least this fraction of a channel's part of a block, so are at most
+#: ``1 / NEAR_PARTS`` elements a block
+NEAR_PARTS = 1 / 8
+
+#: on a machine of alike links (flat), held paced rounds (a chain's ReduceScatter and
+#: AllGather) are played rank by rank (:func:`_unheld`) where every rank is played
+#: (:func:`_played`: up to 64 ranks, past that within the play's budgets, 128 ranks at 8
+#: segments, 256 at one), their messages carried at max-min rates over their shared
+#: ports together (:func:`_filled_ends`) up to so many ranks; past that so only the
+#: rounds whose ports each carry at most two (one channel: :func:`_paired_ends`, a few
+#: passes a round), the others each port's queue on its own (:func:`_queue_ends`: the
+#: fill's events grow with the ranks in every round; 3 channels of one order on
+#: ``default_flat(40)``, ReduceScatter at 2 segments, within 6.5e-5).  One channel is
+#: exact at 33 to 128 ranks, where each port's queue on its own was within 6.5e-5 (33 to
+#: 64 ranks, ReduceScatter) and the lock-step stretch up to +5% (past 64); the
+#: ReduceScatter's four chain candidates on ``default_flat(64)``, 31 sizes, 0.26 -> 0.5
+#: CPU s (the max-min fill's events: 24.5 s a table), on ``default_flat(100)`` 0.06 ->
+#: 1.1 s
+UNHELD_RANKS = 32
+
+
+def _is_paced(round_: Any) -> bool:
+    """Whether a round's messages say in which rounds they are in flight."""
+    return any(m.rounds is not None for m in round_.messages)
+
+
+def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders`` are played rank by rank (:class:`_Flow`,
+    every rank's paced messages routed): where every rank is sampled, or where, over
+    all the orders, they hold at most :data:`PLAY_MESSAGES` messages (each routed) in
+    flight in at most :data:`PLAY_HOPS` rounds in all (each a hop of the play) over a
+    stretch of at most :data:`PLAY_ROUNDS` rounds (a numpy pass each); past any, the
+    lock-step stretch (:func:`_stretched_whole`)."""
+    if topology.nranks <= SAMPLE_ALL_RANKS:
+        return True
+    messages, hops, span = _paced_load(orders, rounds)
+    return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _queued(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders`` are played with each shared link's
+    queue (:class:`_Flow`): where :func:`_played`, or where every rank is sampled (an
+    order within the sampled nodes); else unqueued where :func:`_unqueued`."""
+    return _played(topology, orders, rounds) or bool(_sampled(topology, orders).all())
+
+
+def _unqueued(orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders``, where not played with queues
+    (:func:`_queued`), are played with each message at its lock-step share of every link,
+    as if a shared link's messages started together (an upper bound of its queue): where
+    :func:`_stretched_whole`, not held, over channels (several orders of the same ranks).
+    From 65 DGX nodes (three leaf groups) 8 channels' tree AllReduce (16,608 messages)
+    was +6.9% stretched lock-step (4 KiB Simple: four IB latencies of rounds its ranks do
+    not wait for), and is exact so (a queue's messages there, two channels' on an NVLink
+    port, start together); played with queues, the three tables on 128 nodes cost 7.3 ->
+    9.3 CPU s, unqueued 7.3 -> 7.5.  Not one order or groups apart: 256 nodes' one-channel
+    tree AllGather and hier's inner trees would take them 5.1 -> 6.2."""
+    return len(orders) > 1 and len(np.unique(orders)) == len(orders[0]) \
+        and not _is_held(rounds) and _stretched_whole(orders, rounds)
+
+
+def _stretched_whole(orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders``, where not played, are routed from
+    every rank's messages, and played unqueued or stretched (:func:`_unqueued`):
+    where, over all the orders, they hold at most :data:`STRETCH_MESSAGES` messages
+    within the play's other budgets, or, held, at most :data:`PLAY_MESSAGES` whatever
+    their rounds; past any, from the sample's."""
+    messages, hops, span = _paced_load(orders, rounds)
+    if _is_held(rounds):
+        # never played: the stretch's cost is its messages', whatever their rounds
+        return messages <= PLAY_MESSAGES
+    return messages <= STRETCH_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _is_held(rounds: Sequence[Any]) -> bool:
+    """Whether some of ``rounds`` are paced and held to the lock-step stretch."""
+    return any(r.paced and r.held for r in rounds)
+
+
+def _front(topology: Any, orders: Orders, rounds: list[Any]) -> tuple[float, float] | None:
+    """How many positions a round the first rounds and the ends of held paced
+    ``rounds`` on ``orders`` move (at most one; the slowest class's), where, past the
+    play's budget and stretched from every rank, they are priced as the path that
+    follows the chain's front (:meth:`_Described._followed`): on one order, where a
+    rank's step holds one position, so that the ranks' clocks carry a hold-up one
+    position a round; else None."""
+    if not (len(orders) == 1 and _is_held(rounds) and topology.nranks > SAMPLE_ALL_RANKS
+            and not _played(topology, orders, rounds) and _stretched_whole(orders, rounds)):
+        return None
+    # positions, not messages: a hop that idles a round is two messages (its runs)
+    spread = np.array([[len(np.unique(m.src)) - 1, *np.ptp(m.rounds, axis=0)] for r in rounds
+                       for m in r.messages if m.rounds is not None and len(m.rounds) > 1])
+    speeds = spread[:, :1] / np.maximum(spread[:, 1:], 1)  # all at once: no bound on it
+    first, end = np.minimum(1.0, speeds.min(axis=0)).tolist()
+    return first, end
+
+
+def _paced_load(orders: Orders, rounds: list[Any]) -> tuple[int, int, int]:
+    """The paced ``rounds``' messages and the rounds they are in flight in, in all over
+    ``orders``, and the rounds they stretch over."""
+    loads = [_round_load(r) for r in rounds]
+    firsts = [first for _, _, first, _ in loads if first is not None]
+    ends = [end for _, _, _, end in loads if end is not None]
+    return (sum(load[0] for load in loads) * len(orders),
+            sum(load[1] for load in loads) * len(orders),
+            max(ends, default=0) - min(firsts, default=0))
+
+
+_LOADS: dict[int, tuple[tuple[Any, ...], tuple[int, int, int | None, int | None]]] = {}
+
+
+def _round_load(round_: Any) -> tuple[int, int, int | None, int | None]:
+    """A round's paced messages, the rounds they are in flight in, in all, and the first
+    and the last of those (None without any; cached by the round: every machine's
+    orders and every budget read them)."""
+    def make() -> tuple[int, int, int | None, int | None]:
+        paced = [m.rounds for m in round_.messages if m.rounds is not None]
+        ran = [m for m in paced if len(m)]
+        return (sum(len(m) for m in paced),
+                sum(int(m[:, 1].sum()) - int(m[:, 0].sum()) for m in paced),
+                min((int(m[:, 0].min()) for m in ran), default=None),
+                max((int(m[:, 1].max()) for m in ran), default=None))
+    return _cached(_LOADS, id(round_), (round_,), make)
+
+
+def _whole(topology: Any, orders: Orders,
+           wanted: list[tuple[Any, bool, tuple[int, ...]]]) -> list[bool]:
+    """Whether every rank's messages of each round of ``wanted`` (as :func:`_routed`'s)
+    that is not paced are routed: where every rank is sampled, or where, over all the
+    orders, it holds at most :data:`WHOLE_MESSAGES` and the rounds of ``wanted`` that are
+    not paced (those of the same positions once: they share their routes) at most
+    :data:`WHOLE_TOTAL` (a round's slowest message may lie between ranks the sample
+    does not meet, as a flat tree's over some nodes, or on the spine link the most of
+    its messages hash to, as rhd's halving across 64 DGX nodes' two scalable units: 18
+    rounds of 512 messages); past either, the sample."""
+    if topology.nranks <= SAMPLE_ALL_RANKS:
+        return [True] * len(wanted)
+    distinct = {digests: r for r, _, digests in wanted if not _is_paced(r)}
+    if _messages(list(distinct.values())) * len(orders) > WHOLE_TOTAL:
+        return [False] * len(wanted)
+    return [_messages([r]) * len(orders) <= WHOLE_MESSAGES for r, _, _ in wanted]
+
+
+def _messages(rounds: list[Any]) -> int:
+    """The messages of the rounds of ``rounds`` that are not paced, on one order."""
+    return sum(len(m.src) for r in rounds if not _is_paced(r) for m in r.messages)
+
+
+def _stepped(rounds: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A description of one paced round whose every message is in flight in one round
+    (rhd's steps) as lock-step rounds, one per step, where it is not played: stretched
+    from every rank as paced rounds, each message priced with those of its class
+    alone, rhd on 128 DGX nodes was -6.8% (AllGather, LL, 64 MiB) against the DES, as
+    lock-step rounds -2.1%; else None."""
+    if len(rounds) != 1 or not rounds[0].paced or rounds[0].held:
+        return None
+    steps: dict[int, list[Any]] = {}
+    for m in rounds[0].messages:
+        if m.rounds is None or m.cut or not len(m.rounds) or \
+                (m.rounds != [m.rounds[0, 0], m.rounds[0, 0] + 1]).any():
+            return None
+        steps.setdefault(int(m.rounds[0, 0]), []).append(dataclasses.replace(m, rounds=None))
+    if sorted(steps) != list(range(len(steps))):
+        return None
+    return tuple(Round(1, tuple(steps[k])) for k in range(len(steps)))
+
+
+def _queues_played(alike: bool, rounds: tuple[Any, ...]) -> bool:
+    """Whether the play of paced ``rounds`` (:class:`_Flow`) carries each shared link's
+    queue from its messages' own starts, else each message at its lock-step share of
+    every link (its row's, as if the messages sharing it started together): queued but
+    on a machine of unlike links (``alike``: False) where every message is in flight in
+    one round (rhd's steps, :func:`_stepped`).  There a queue's late messages, held back
+    on another link, are not seen: rhd on ``dgx_h100(128)`` at 64 MiB, LL, queued was
+    -6.8% (AllGather; ReduceScatter -5.7%, recursive doubling -5.1%) against the DES,
+    unqueued -2.1%, as the lock-step rounds; on 33, 65 and 100 nodes (the fold's extra
+    ranks ahead of the rounds) unqueued is within 0.4% of the DES at 4 B to 4 KiB (65
+    nodes queued: exact)."""
+    return alike or _stepped(rounds) is None
+
+
+_UNHELD: dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+
+
+def _unheld(rounds: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A description's held paced rounds (its first) as played on a machine of alike
+    links, where a chain's ends run ahead of the lock-step rounds (its ReduceScatter's
+    stretch +4.8% on ``default_flat(17)`` at 2 segments): not held, and its lock-step
+    rounds after them (a chain's late units) made classes of its paced round, each
+    message in flight in one round after the stretch, a round after another, so that
+    it starts once both its ends are done (as lock-step rounds, every message after
+    the last rank's clock: +2.7e-4 on 3 ranks, 7 elements) (cached by the description)."""
+    def make() -> tuple[Any, ...]:
+        paced = [r for r in rounds if r.paced]
+        end = max(int(m.rounds[:, 1].max()) for r in paced for m in r.messages
+                  if m.rounds is not None and len(m.rounds))
+        after = []
+        for r in rounds[len(paced):]:
+            for k in range(r.repeat):
+                after += [dataclasses.replace(m, rounds=np.tile([end + k, end + k + 1],
+                                                                (len(m.src), 1)))
+                          for m in r.messages]
+            end += r.repeat
+        first = dataclasses.replace(paced[0], messages=paced[0].messages + tuple(after),
+                                    held=False)
+        return (first, *paced[1:])
+    return _cached(_UNHELD, id(rounds), (rounds,), make)

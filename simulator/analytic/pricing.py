@@ -1,0 +1,400 @@
+"""The model's entry points: an algorithm's orders and channel parts on a
+machine, its phases, priced at every size (:func:`price`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+from reprlib import repr as brief
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from topology.checks import check_int
+from collectives.layout import count_of
+from collectives.registry import Algorithm, algorithm as registered
+from collectives.schedule import BLOCK_COLLECTIVES, COLLECTIVES
+from collectives.traffic import Phase, Round, channel_counts, channel_runs, describe
+
+from ..channel_choice import schedule_params
+from ..gpu import link_figures
+from .arrays import _ceil_div
+from .cache import _cached
+from .sample import Groups, Orders, SAMPLE_ALL_RANKS, _link_classes
+from .budgets import NEAR_PARTS
+from .flow import _Flow
+from .described import _described, _windowed
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _resolved(entry: Algorithm, collective: str, q: int, count: int,
+              params: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """``entry``'s parameters resolved at ``count`` elements (cached: every protocol
+    resolves the same)."""
+    return tuple(sorted(entry.resolve_params(collective, q, count, **dict(params)).items()))
+
+
+def _channel_groups(counts: np.ndarray) -> list[tuple[Groups, np.ndarray]]:
+    """Per size (a column of ``counts``, orders x sizes) the orders' groups (orders of
+    equal elements, the largest first; None where every order's are alike) and each
+    group's elements (a column)."""
+    if len(counts) == 1:  # every order alike
+        return [(None, column[:, None]) for column in counts.T]
+    out: list[tuple[Groups, np.ndarray]] = []
+    for column in counts.T.tolist():
+        values = sorted(set(column), reverse=True)
+        groups = None if len(values) == 1 else tuple(values.index(v) for v in column)
+        out.append((groups, np.array(values, dtype=np.int64)[:, None]))
+    return out
+
+
+def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
+               orders: Orders, counts: np.ndarray, ds: int, params: dict[str, Any],
+               piece: np.ndarray | None, apart: bool = False) -> np.ndarray:
+    """One flat algorithm over ``orders`` (its channels and groups), each order carrying
+    ``counts`` elements (orders x sizes, or a row: every order alike), under each of
+    ``terms`` (protocols x sizes), its messages in runs of ``piece`` bytes (as
+    ``counts``) where they are pieced, every one where ``apart``
+    (:meth:`_Described.time`): the orders of equal elements at a size are a group, each
+    priced at its own (:func:`_channel_groups`); the paced rounds that a description's
+    :class:`_Flow` plays (it is shared by the descriptions of the same positions, at
+    every count where they resolve alike) are played once for every protocol and
+    description."""
+    q, sizes = len(orders[0]), counts.shape[1]
+    if q < 2:
+        return np.zeros((len(terms), sizes))
+    entry = registered(algorithm)
+    given = tuple(sorted(params.items()))
+    grouped = _channel_groups(counts)
+    # the parameters each group's count resolves (the largest's first)
+    resolved = [(tuple(dict.fromkeys(_resolved(entry, collective, q, n, given)
+                                     for n in elements[:, 0].tolist())), groups)
+                for groups, elements in grouped]
+    out = np.zeros((len(terms), sizes))
+    plays: dict[int, tuple[_Flow, list[tuple[int, np.ndarray, tuple[Any, ...]]]]] = {}
+    for keys, groups in dict.fromkeys(resolved):
+        at = np.array([r == (keys, groups) for r in resolved])
+        taken = np.flatnonzero(at)
+        elements = np.hstack([grouped[j][1] for j in taken.tolist()])
+        # each group's runs: those of one of its orders (alike in a group)
+        pieces = None if piece is None else \
+            piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
+        rounds = _merged(collective, algorithm, q, given, keys)
+        # each window its own class where every rank is priced anyway: rhd's windows
+        # are 2 (q - 1) (past 64 ranks, at most +1.2e-3 at 2 and 3 channels on
+        # default_flat(65), (80); a class per window there too was exact at 65, 80 and
+        # 128 ranks, but priced rhd's ReduceScatter over 2 channels on 512 ranks in 1.22
+        # CPU s against 0.76, on 2,048 in 22.0 against 11.0)
+        if piece is not None and not apart and topology.nranks <= SAMPLE_ALL_RANKS and \
+                len(_link_classes(topology)[1]) == 1:
+            rounds = _windowed(rounds, q)
+        described = _described(topology, orders, rounds, groups)
+        out[:, at], inputs = described.time(topology, terms, elements, ds, pieces, apart,
+                                            not entry.empty_sends)
+        flow = described.layout.flow
+        if inputs is not None and flow is not None:
+            plays.setdefault(id(flow), (flow, []))[1].extend(
+                (k, at, play) for k, play in enumerate(inputs))
+    for flow, parts in plays.values():
+        for (k, at, _), played in zip(parts, flow.played([play for _, _, play in parts])):
+            out[k, at] += played
+    if not entry.empty_sends:  # an empty vector sends nothing
+        out[:, (counts == 0).all(axis=0)] = 0.0
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _merged(collective: str, algorithm: str, q: int, given: tuple[tuple[str, Any], ...],
+            keys: tuple[tuple[tuple[str, Any], ...], ...]) -> tuple[Any, ...]:
+    """The description of channels whose counts resolve ``algorithm``'s parameters
+    (``given``) to each of ``keys`` (a tree's segments, fewer where a channel holds
+    few elements), cached: their rounds side by side (:func:`_side_rounds`), each
+    class carrying nothing at a count that resolves to another's (so left out: its
+    messages skip empty ones); the first's alone where they cannot be."""
+    described = [describe(collective, algorithm, q, key) for key in keys]
+    merged = _side_rounds(described) if len(keys) > 1 and all(
+        m.skip_empty for rounds in described for r in rounds for m in r.messages) else None
+    if merged is None:
+        return described[0]
+    entry = registered(algorithm)
+
+    def masked(elements: Callable[[np.ndarray], np.ndarray],
+               key: tuple[tuple[str, Any], ...]) -> Callable[[np.ndarray], np.ndarray]:
+        def carried(counts: np.ndarray) -> np.ndarray:
+            own = [_resolved(entry, collective, q, n, given) == key for n in counts.tolist()]
+            return np.where(own, elements(counts), 0)
+        return carried
+    return tuple(dataclasses.replace(r, messages=tuple(
+        dataclasses.replace(m, elements=masked(m.elements, keys[d])) for d, m in classes))
+        for r, classes in merged)
+
+
+def _side_rounds(described: list[tuple[Any, ...]]) -> list[tuple[Any, list[Any]]] | None:
+    """Descriptions' rounds side by side: per round one of them (its kind) and every
+    class then, with the number of its description, ``(d, class)``: paced rounds one by
+    one, lock-step ones cut where any of them changes classes (as the channels' steps
+    merge round by round); None where they are neither all paced nor all lock-step."""
+    if all(r.paced for rounds in described for r in rounds):
+        return [(next(r for r in together if r is not None),
+                 [(d, m) for d, r in enumerate(together) if r is not None for m in r.messages])
+                for together in itertools.zip_longest(*described)]
+    if any(r.paced or r.chain for rounds in described for r in rounds):
+        return None
+    ends = [np.cumsum([r.repeat for r in rounds]) for rounds in described]
+    cuts = np.unique(np.concatenate(ends))
+    side = []
+    for lo, hi in zip(np.r_[0, cuts[:-1]].tolist(), cuts.tolist()):
+        at = [int(np.searchsorted(e, lo, side="right")) for e in ends]
+        classes = [(d, m) for d, (rounds, k) in enumerate(zip(described, at))
+                   if k < len(rounds) for m in rounds[k].messages]
+        if classes:
+            side.append((Round(hi - lo, ()), classes))
+    return side
+
+
+@functools.lru_cache(maxsize=256)
+def _placed(algorithm: str, channels: int, topology: Any,
+            nranks: int) -> tuple[Orders, tuple[tuple[str, Any], ...]]:
+    """Every channel's order and the parameters the machine adds (the tree's
+    ``ranks_per_node``), as :func:`schedule_params` gives the simulated tables."""
+    added = schedule_params(algorithm, (("channels", channels),), topology, nranks)
+    order = added.pop("order", None)
+    added.pop("channels")
+    orders = (tuple(range(nranks)),) * channels if order is None else tuple(order)
+    return orders, tuple(added.items())
+
+
+def _piece(parts: int, counts: np.ndarray, ds: int) -> np.ndarray:
+    """Bytes of the largest of ``parts`` blocks of the vector."""
+    return _ceil_div(counts, parts) * ds
+
+
+def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
+          nranks: int, counts: np.ndarray, ds: int, params: dict[str, Any]) -> np.ndarray:
+    """Seconds of ``algorithm`` at every count under each of ``terms`` (protocols x
+    counts), without the cost per call."""
+    channels = params.pop("channels", 1)
+    params.pop("order", None)
+    if registered(algorithm).composed:
+        phases = describe(collective, algorithm, nranks, tuple(sorted(params.items())))
+        total = np.zeros((len(terms), len(counts)))
+        for phase in phases:
+            total += _phase_time(collective, phase, topology, terms, counts, ds, channels)
+        return total
+    orders, added = _placed(algorithm, channels, topology, nranks)
+    parts, piece = _channel_parts(collective, topology, orders, counts, ds)
+    priced = _flat_time if len(_link_classes(topology)[1]) == 1 else _unlike_time
+    return priced(collective, algorithm, topology, terms, orders, parts, ds,
+                  {**params, **dict(added)}, piece)
+
+
+def _unlike_time(collective: str, algorithm: str, topology: Any,
+                 terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
+                 ds: int, params: dict[str, Any], piece: np.ndarray | None) -> np.ndarray:
+    """:func:`_flat_time` on a machine of unlike links, each channel at its own part
+    (``counts``, orders x sizes; its runs ``piece``, as ``counts`` or a row): where the
+    parts at a size are within :data:`NEAR_PARTS` of the largest, in groups of equal
+    parts (:func:`_channel_groups`, as on flat); elsewhere every distinct part (and
+    run) priced with every order carrying it, on the orders' one layout, and the
+    slowest taken (:func:`_slowest_part`).  The parts say which channels send nothing
+    and how each channel's blocks are cut: two DGX nodes' tree AllGather at 12, 388
+    and 4,000,012 bytes, every channel charged ``ceil(count / C)``, was -32%, +28%
+    and +5.2% against the DES.  Groups at every size (a layout for each pattern of
+    parts) cost the three tables on 16 DGX nodes 2.4 -> 4.9 CPU s and on 128 nodes
+    6.1 -> 18.4; parts far apart are few elements a block, where how channels of
+    unequal parts share links is not what the time is made of."""
+    low, high = counts.min(axis=0), counts.max(axis=0)
+    near = (low < high) & (high - low <= NEAR_PARTS * high)
+    out = np.empty((len(terms), counts.shape[1]))
+    if near.any():
+        out[:, near] = _flat_time(collective, algorithm, topology, terms, orders,
+                                  counts[:, near], ds, params,
+                                  None if piece is None else piece[:, near])
+    if not near.all():
+        far = ~near
+        out[:, far] = _slowest_part(collective, algorithm, topology, terms, orders,
+                                    counts[:, far], ds, params,
+                                    None if piece is None else piece[:, far])
+    return out
+
+
+def _slowest_part(collective: str, algorithm: str, topology: Any,
+                  terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
+                  ds: int, params: dict[str, Any], piece: np.ndarray | None) -> np.ndarray:
+    """:func:`_flat_time` at every distinct part of ``counts`` (and run of ``piece``)
+    at each size, each with every order carrying it, the slowest taken."""
+    if len(counts) == 1:
+        return _flat_time(collective, algorithm, topology, terms, orders, counts, ds, params,
+                          piece)
+    runs = counts if piece is None else np.broadcast_to(piece, counts.shape)
+    distinct = [sorted(set(zip(c, r))) for c, r in zip(counts.T.tolist(), runs.T.tolist())]
+    size = np.repeat(np.arange(len(distinct)), [len(d) for d in distinct])
+    parts, run = np.array([p for d in distinct for p in d], dtype=np.int64).T
+    times = _flat_time(collective, algorithm, topology, terms, orders, parts[None, :], ds,
+                       params, None if piece is None else run[None, :])
+    out = np.full((len(terms), counts.shape[1]), -np.inf)
+    np.maximum.at(out.T, size, times.T)
+    return out
+
+
+def _channel_parts(collective: str, topology: Any, orders: Orders, counts: np.ndarray,
+                   ds: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each channel's (of ``orders``) elements at every count and the bytes of the
+    runs of the buffer its vector lies in (None where it is one run): a ReduceScatter's
+    or AllGather's block lies at its rank's place in the buffer, so a channel's part of
+    it (its longest run), or, on an order that is not the ranks' own, the whole block,
+    is a run apart from its neighbours in the order.  Each channel's elements are its
+    own part (:func:`collectives.traffic.channel_counts`, as the simulated schedules
+    cut them), but for collectives that are not cut so, where every channel is charged
+    the largest, ``ceil(count / channels)`` (one row)."""
+    channels, nranks = len(orders), len(orders[0])
+    blocks = collective in ("reduce_scatter", "allgather")
+    if collective in BLOCK_COLLECTIVES:
+        parts = channel_counts(collective, nranks, channels, counts)
+        if blocks and channels > 1:
+            return parts, channel_runs(nranks, channels, counts) * ds
+    else:
+        parts = _ceil_div(counts, channels)[None, :]
+    cut = channels > 1 or orders[0] != tuple(range(nranks))
+    return parts, (_ceil_div(_ceil_div(counts, nranks), channels)[None, :] * ds
+                   if blocks and cut else None)
+
+
+_PHASE_ORDERS: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
+
+
+def _phase_time(collective: str, phase: Phase, topology: Any, terms: Sequence[tuple[Any, ...]],
+                counts: np.ndarray, ds: int, channels: int) -> np.ndarray:
+    """One phase of a composed algorithm: every group ``channels`` times side by side
+    (protocols x counts)."""
+    orders = _cached(_PHASE_ORDERS, (id(phase.groups), channels), (phase.groups,),
+                     lambda: tuple(group for group in phase.groups for _ in range(channels)))
+    cut = channels > 1 or collective in ("reduce_scatter", "allgather")
+    elements = _ceil_div(_ceil_div(counts, phase.fraction), channels)
+    # a group's vector lies in the phase's blocks apart in the buffer, and a channel
+    # takes its part of each group rank's block (:func:`collectives.compose.channel_parts`):
+    # runs of a whole block of the buffer or of that part, the smaller; every message
+    # over several (a ring's block too) goes as a transfer per run
+    piece = np.minimum(_piece(phase.piece, counts, ds),
+                       _ceil_div(elements, len(phase.groups[0])) * ds)[None, :] \
+        if phase.piece is not None and cut else None
+    return _flat_time(phase.collective, phase.algorithm, topology, terms, orders,
+                      elements[None, :], ds, {}, piece, apart=True)
+
+
+def _check(collective: str, algorithm: str, params: dict[str, Any]) -> None:
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective {brief(collective)} is not supported; choose one of "
+                         f"{list(COLLECTIVES)}")
+    entry = registered(algorithm)
+    entry.check_collective(collective)
+    taken = entry.defaults
+    unknown = sorted(set(params) - set(taken))
+    if unknown:
+        raise TypeError(f"parameter {unknown[0]!r} is not taken by algorithm {brief(algorithm)}; "
+                        f"it takes {sorted(taken)}")
+    check_int(params.get("channels", 1), "channels", 1)
+
+
+def price(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
+          nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
+          **params: Any) -> np.ndarray:
+    """The analytic time of ``algorithm`` on ``topology`` at each of ``sizes``.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather"}
+        The collective.
+    algorithm : str
+        A registered algorithm that serves ``collective`` (``hier`` needs
+        ``ranks_per_node``).
+    topology : topology.Topology
+        The machine.
+    sizes : sequence of int
+        Bytes of the vector, for AllToAll of every rank's send buffer
+        (:func:`collectives.layout.count_of`); each is rounded down to whole elements.
+    nranks : int, optional
+        Ranks, from rank 0 (default all of the topology's).
+    dtype_size : int, optional
+        Bytes per element (default 4).
+    protocol : str, optional
+        A protocol of ``topology.gpu`` (its default when None); None without one.  The
+        machine is taken under ``algorithm``'s figures of ``topology.gpu`` where it has
+        some (:func:`simulator.gpu.gpu_terms`).
+    **params
+        The algorithm's parameters, ``channels`` included (``order`` is taken from the
+        machine, the algorithm's ``orders``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Seconds, one per size, the call's fixed cost of the GPU model included.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For an unknown collective, algorithm or parameter, and as
+        :func:`simulator.gpu.resolve_protocol` and the algorithm's ``resolve_params``.
+
+    Examples
+    --------
+    >>> import topology
+    >>> two = topology.dgx_h100(2, gpu_model=None)
+    >>> one, eight = (price("allreduce", "ring", two, [1 << 30], channels=c)[0] for c in (1, 8))
+    >>> round(one / eight)  # eight rings, each on its own NIC
+    8
+    """
+    return price_protocols(collective, algorithm, topology, sizes, (protocol,), nranks,
+                           dtype_size, **params)[0]
+
+
+def price_protocols(collective: str, algorithm: str, topology: Any, sizes: Sequence[int],
+                    protocols: Sequence[str | None], nranks: int | None = None,
+                    dtype_size: int = 4, **params: Any) -> np.ndarray:
+    """:func:`price` under each of ``protocols`` at once (see there for the other
+    parameters): the rows are routed once, and the paced rounds played rank by rank are
+    played once for all protocols, their sizes side by side.
+
+    Returns
+    -------
+    numpy.ndarray
+        Seconds, protocols x sizes: row ``k`` is ``price(..., protocol=protocols[k])``.
+
+    Examples
+    --------
+    >>> import topology
+    >>> one = topology.dgx_h100(1)
+    >>> both = price_protocols("allreduce", "tree", one, [1 << 20], ["LL", "Simple"])
+    >>> [bool(t == price("allreduce", "tree", one, [1 << 20], protocol=p)[0])
+    ...  for t, p in zip(both[:, 0], ["LL", "Simple"])]
+    [True, True]
+    """
+    _check(collective, algorithm, params)
+    check_int(dtype_size, "dtype_size", 1)
+    figures = [link_figures(topology, protocol, algorithm, params.get("channels", 1))
+               for protocol in protocols]
+    nranks = topology.nranks if nranks is None else nranks
+    check_int(nranks, "nranks", 1, topology.nranks,
+              note=f" (the ranks topology {topology.name!r} places)")
+    counts = count_of(collective, np.asarray(sizes, dtype=np.int64), dtype_size, nranks)
+    call_s = np.array([f[-1] for f in figures])[:, None]
+    return call_s + _time(collective, algorithm, topology, [tuple(f[:-1]) for f in figures],
+                          nranks, counts, dtype_size, dict(params))
+
+
+def price_one(collective: str, algorithm: str, topology: Any, nbytes: int,
+              nranks: int | None = None, dtype_size: int = 4, protocol: str | None = None,
+              **params: Any) -> float:
+    """:func:`price` at one size (see there for the parameters).
+
+    Examples
+    --------
+    >>> import topology
+    >>> flat = topology.flat(4, alpha=1e-6, beta=1e-9)
+    >>> round(price_one("allreduce", "ring", flat, 4096) * 1e6, 4)
+    12.144
+    """
+    check_int(nbytes, "nbytes", 0)
+    return float(price(collective, algorithm, topology, [nbytes], nranks, dtype_size, protocol,
+                       **params)[0])

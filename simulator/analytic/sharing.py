@@ -1,0 +1,281 @@
+"""Messages sharing links: max-min fair fills and each link's queue on its own,
+as the simulator's flows share them."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .budgets import PAIRED_PASSES
+from .units import RUN_KINDS
+
+
+def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.ndarray,
+                 capacity: np.ndarray, transfers: np.ndarray | None = None) -> np.ndarray:
+    """When each of a round's messages that share links is through, as the simulator's
+    links carry them together: each from its own ``start`` with ``nbytes`` to carry
+    (messages x sizes; never started at infinity: -inf; with ``transfers``, as many
+    transfers of ``nbytes`` each, side by side), at max-min fair rates over the links
+    it is ``on`` (messages x links; ``capacity``: links x sizes) and its own ``cap``
+    (its route's bottleneck), set again whenever one starts or ends.  A pass per start
+    and end; each a progressive filling (:func:`_max_min`)."""
+    count = len(start)
+    end = np.full(start.shape, -np.inf)
+    left = nbytes.astype(float)
+    waiting = start.copy()
+    flying = np.zeros(start.shape, dtype=bool)
+    now = start.min(axis=0)
+    now[np.isinf(now)] = 0.0
+    for _ in range(2 * count):
+        came = waiting <= now
+        flying |= came
+        waiting = np.where(came, np.inf, waiting)
+        rate = _max_min(flying, cap, on, capacity, transfers)
+        # (a message fixed at no rate, on a link of no room left, waits: inf)
+        with np.errstate(divide="ignore"):
+            taken = np.where(flying, left / np.where(flying, rate, 1.0), np.inf)
+        step = np.minimum(taken.min(axis=0), waiting.min(axis=0) - now)
+        if np.isinf(step).all():
+            break
+        step[np.isinf(step)] = 0.0
+        ended = flying & (taken <= step)
+        end = np.where(ended, now + taken, end)
+        left = np.where(flying, left - rate * step, left)
+        flying &= ~ended
+        now = now + step
+    return end
+
+
+def _paired_ends(start: np.ndarray, work: np.ndarray,
+                 partners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_filled_ends` where every link is shared by at most two messages and all
+    links and caps are alike (:func:`_partners`, on flat): the progressive filling
+    fixes every message with a partner in flight at half the rate (those links fill
+    first, all at once) and the others at the full rate (their cap), so a message
+    carries its bytes' time alone, ``work`` (messages x sizes), at half the speed while
+    one of its ``partners`` (messages x 2) is in flight, else at full speed, from its own
+    ``start`` (never: infinity; its end -inf).  Its end is so a function of its
+    partners' (:func:`_paired_pass`), and the ends are that function's one fixed point
+    (at the first time two sets of ends differ, the messages in flight and so every
+    message's progress up to it are the same in both); iterated from every message at
+    half the speed throughout, an upper bound, they fall to it (the function rises
+    with the partners' ends) in a few passes (a chain on ``default_flat(64)``: 2 to 3 a
+    round, at most 10), each of a few numbers per message whose partner's end moved in
+    the pass before, where the fill's event loop takes a pass per start and end (on
+    ``default_flat(64)`` a chain's ReduceScatter took 24.5 CPU s a table so).  The ends
+    and, per size, whether they settled within :data:`PAIRED_PASSES` passes."""
+    count, sizes = start.shape
+    never = np.isinf(start)
+    # partners' starts, clipped to each message's own (the pad never starts)
+    began = np.maximum(np.vstack([start, np.full((1, sizes), np.inf)])[partners],
+                       start[:, None, :])
+    target = start + work
+    end = np.where(never, -np.inf, start + 2.0 * work)
+    ends = np.full((count + 1, sizes), -np.inf)  # the pad's last: never in flight
+    rows = np.arange(count)  # those a partner's end moved, again
+    moved = np.zeros((0, sizes), dtype=bool)
+    for _ in range(PAIRED_PASSES):
+        ends[:count] = end
+        again = np.where(never[rows], -np.inf,
+                         _paired_pass(start[rows], target[rows], began[rows],
+                                      ends[partners[rows]]))
+        # settled where a pass moves no end by more than a few roundings
+        was = end[rows]
+        with np.errstate(invalid="ignore"):  # never started: -inf both times, not moved
+            moved = (again != was) & (np.abs(again - was) > 4e-16 * np.abs(again))
+        end[rows] = again
+        # those whose partner's end moved (partners are each other's; the pad's left out)
+        due = np.zeros(count + 1, dtype=bool)
+        due[partners[rows[moved.any(axis=1)]]] = True
+        rows = np.flatnonzero(due[:count])
+        if not len(rows):
+            break
+    return end, np.asarray(~moved.any(axis=0))
+
+
+def _paired_pass(start: np.ndarray, target: np.ndarray, began: np.ndarray,
+                 ended: np.ndarray) -> np.ndarray:
+    """Each message's end (:func:`_paired_ends`) where its partners are in flight from
+    ``began`` (clipped to its own ``start``) to ``ended`` (messages x 2 x sizes): its
+    progress from its start, ``g(t) = t - |B ∩ [start, t)| / 2`` (``B``: the union of
+    its partners' spans), rises at half the speed inside ``B``, so it is through where
+    ``g`` reaches ``target`` (its start plus its bytes' time alone), from the last of
+    ``g``'s breaks (its start, its partners' starts and ends) that ``g`` has not passed
+    it by, at the speed after that break."""
+    a1, a2, b1, b2 = began[:, 0], began[:, 1], ended[:, 0], ended[:, 1]
+    both, either = np.maximum(a1, a2), np.minimum(b1, b2)  # where the spans overlap
+
+    def busy(t: np.ndarray) -> np.ndarray:  # |B ∩ [start, t)|
+        return np.maximum(np.minimum(b1, t) - a1, 0.0) \
+            + np.maximum(np.minimum(b2, t) - a2, 0.0) \
+            - np.maximum(np.minimum(either, t) - both, 0.0)
+    with np.errstate(invalid="ignore"):  # a message never started: inf - inf, left out
+        breaks = np.stack([a1, b1, a2, b2])
+        breaks = np.where(np.isfinite(breaks), np.maximum(breaks, start), start)
+        at = np.where(breaks - busy(breaks) / 2.0 <= target, breaks, start).max(axis=0)
+        inside = ((a1 <= at) & (at < b1)) | ((a2 <= at) & (at < b2))
+        return at + (target - at + busy(at) / 2.0) * np.where(inside, 2.0, 1.0)
+
+
+def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap: np.ndarray,
+                 on: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """:func:`_filled_ends` of messages that each go as transfers of several kinds
+    (``weights`` of each of ``nbytes``, kinds x messages x sizes; :func:`_unit_runs`):
+    a message's transfers share its links and cap, so they carry alike until the
+    shortest is through, and a message is one entry of as many transfers as are not yet
+    through (an entry per kind made the play of 32 flat ranks' trees several times
+    slower); it is through with its longest."""
+    end = np.full(start.shape, -np.inf)
+    kinds = (weights > 0).any(axis=(1, 2))  # those some message has
+    weights, nbytes = weights[kinds], nbytes[kinds]
+    real = weights > 0
+    longest = np.where(real, nbytes, 0.0).max(axis=0)
+    carried = np.zeros(start.shape)  # by each of a message's transfers
+    waiting = start.copy()
+    flying = np.zeros(start.shape, dtype=bool)
+    now = start.min(axis=0)
+    now[np.isinf(now)] = 0.0
+    for _ in range((RUN_KINDS + 1) * 2 * len(start)):
+        came = waiting <= now
+        flying |= came
+        waiting = np.where(came, np.inf, waiting)
+        going = real & (nbytes > carried)
+        rate = _max_min(flying, cap, on, capacity, np.where(going, weights, 0.0).sum(axis=0))
+        # to its next transfer's end (none left: now)
+        gap = np.where(going, nbytes - carried, np.inf).min(axis=0)
+        gap[np.isinf(gap)] = 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            taken = np.where(flying, np.where(gap > 0, gap / np.where(flying, rate, 1.0), 0.0),
+                             np.inf)
+        step = np.minimum(taken.min(axis=0), waiting.min(axis=0) - now)
+        if np.isinf(step).all():
+            break
+        step[np.isinf(step)] = 0.0
+        reached = flying & (taken <= step)
+        carried = np.where(reached, carried + gap,
+                           np.where(flying, carried + rate * step, carried))
+        ended = reached & (carried >= longest)
+        end = np.where(ended, now + taken, end)
+        flying &= ~ended
+        now = now + step
+    return end
+
+
+def _max_min(flying: np.ndarray, cap: np.ndarray, on: np.ndarray,
+             capacity: np.ndarray, transfers: np.ndarray | None = None) -> np.ndarray:
+    """The max-min fair rates of the ``flying`` messages (messages x sizes; with
+    ``transfers``, a rate of each of so many transfers side by side) over the links they
+    are ``on`` (messages x links; ``capacity``: links x sizes), each at most its ``cap``,
+    by progressive filling as the simulator sets them: the smallest fair share of a link
+    (its room over its transfers not fixed) or cap fixes those messages, and so on."""
+    # only the play on flat fills (and scipy.sparse takes 0.14 s to import)
+    from scipy.sparse import csr_array
+    rate = np.zeros(flying.shape)
+    free = flying.copy()
+    room = capacity.astype(float)
+    # the sums over a link's messages as products with the links' sparse incidence:
+    # messages x links x sizes taken apart cost the play of 64 flat ranks' rounds 14
+    # times more, and dense products went to BLAS, whose threads spun on them (three
+    # tables on ``default_flat(64)``: 23.5 CPU s and 46.5 s wall on 2 loaded cores, 3.7
+    # and 7.4 s with one BLAS thread)
+    links, messages = csr_array(on.T.astype(float)), csr_array(on.astype(float))
+    each = np.ones(flying.shape) if transfers is None else transfers
+    for _ in range(len(flying)):
+        if not free.any():
+            break
+        many = links @ np.where(free, each, 0.0)
+        share = np.where(many > 0, room / np.maximum(many, 1), np.inf)
+        fair = np.minimum(share.min(axis=0), np.where(free, cap, np.inf).min(axis=0))
+        tight = messages @ (share <= fair).astype(float) > 0
+        fixed = free & ((cap <= fair) | tight)
+        rate = np.where(fixed, fair, rate)
+        # (a size whose messages are all fixed has no fair share left: inf)
+        room = np.maximum(room - links @ np.where(fixed, each, 0.0)
+                          * np.where(np.isinf(fair), 0.0, fair), 0.0)
+        free &= ~fixed
+    return rate
+
+
+def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
+                work: Callable[[np.ndarray, np.ndarray], np.ndarray], spread: np.ndarray,
+                smaller: tuple[np.ndarray, Callable[..., np.ndarray]] | None,
+                weight: Callable[[np.ndarray, np.ndarray], np.ndarray] | None) -> np.ndarray:
+    """:func:`_shared_ends` of a round's queues (``start``: places x links x sizes, an
+    empty place, not ``real``, as the queue's first; its entries ``spots``, their bytes'
+    time at the link's full rate ``work(entries, sizes)`` and of ``spread``, the time
+    each takes where all start together, its shared time):
+    where a queue's messages start together (on most links and sizes) each is through
+    its ``spread`` after (an empty place's is never read), as :func:`_shared_ends` has
+    them; the others are played by it, and so is every queue where some entries carry
+    a smaller part (``smaller``: whether each does, as ``start``, and their bytes' time
+    then; the spread is of whole parts); an entry of ``weight(entries, sizes)``
+    transfers (None: one) is that many, of its bytes each."""
+    now = start.min(axis=0)
+    end = now + spread[spots]
+    apart = (start.max(axis=0) > now) | np.isinf(now)  # (a queue of messages left out)
+    if smaller is not None:
+        apart |= smaller[0].any(axis=0)
+    if apart.any():
+        # taken column by column (np.take: contiguous, a row per place; indexed as
+        # [:, link, size], each column's few places lie together, and every reduction
+        # over the places runs along short rows, many times slower)
+        cells = np.flatnonzero(apart)
+        link, size = np.divmod(cells, apart.shape[1])
+        places = len(start)
+        entries = np.take(spots, link, axis=1)
+        work_at = work(entries, size)
+        if smaller is not None:
+            small, work_s = smaller
+            work_at = np.where(np.take(small.reshape(places, -1), cells, axis=1),
+                               work_s(entries, size), work_at)
+        end.reshape(places, -1)[:, cells] = _shared_ends(
+            np.where(np.take(real[:, :, 0], link, axis=1),
+                     np.take(start.reshape(places, -1), cells, axis=1), np.inf), work_at,
+            None if weight is None else weight(entries, size))
+    return end
+
+
+def _shared_ends(start: np.ndarray, work: np.ndarray,
+                 weight: np.ndarray | None = None) -> np.ndarray:
+    """When each message in a shared link's queue is through, as the simulator's link
+    carries them on its own: each message (``start``, ``work``: places x links x sizes,
+    its bytes' time at the link's full rate; an empty place starts at infinity; as
+    ``weight`` transfers of that many bytes each, side by side, where given) from its
+    own start, the link's rate shared equally among the transfers started and not
+    through, re-shared whenever one starts or ends; -inf at an empty place.
+
+    From one start to the next the messages in flight share the link as if none came:
+    one with ``left_i`` to carry is through ``sum_j w_j min(left_j, left_i)`` later, if
+    that is before the next start; the others each carry the same share of what is
+    left of the time until then.  A pass per distinct start (one where all start
+    together, as on most links)."""
+    end = np.full(start.shape, -np.inf)
+    now = start.min(axis=0)
+    now[np.isinf(now)] = 0.0  # a queue of messages left out: none ever comes
+    waiting = start  # each message's start until it comes, then infinity
+    flying = np.zeros(start.shape, dtype=bool)
+    left = work
+    for _ in range(len(start)):
+        came = waiting == now
+        flying |= came
+        waiting = np.where(came, np.inf, waiting)
+        coming = waiting.min(axis=0)
+        upto = coming - now
+        share = np.where(flying, left, 0.0)
+        spans = np.minimum(share[:, None], share[None, :])
+        through = (spans if weight is None else spans * weight[None, :]).sum(axis=1)
+        ended = flying & (through <= upto)
+        end = np.where(ended, now + through, end)
+        if np.isinf(coming).all():
+            break
+        flying &= ~ended
+        # the others' level: the time left once the ended are through, shared equally
+        many = flying if weight is None else np.where(flying, weight, 0.0)
+        done = share if weight is None else share * weight
+        # (a transfer each at least: a weight is at least 1)
+        level = (upto - np.where(ended, done, 0.0).sum(axis=0)) \
+            / np.maximum(many.sum(axis=0), 1)
+        left = np.where(flying, share - level, left)
+        now = np.where(np.isinf(coming), now, coming)  # a queue all come stays put
+    return end
