@@ -47,6 +47,38 @@ def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.
     return end
 
 
+def _grouped_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.ndarray,
+                  capacity: np.ndarray,
+                  groups: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """:func:`_filled_ends` of messages in ``groups`` (:func:`_partners`: each message's
+    group, each group's first message, each group's partners) of one size, all links and
+    caps alike: where every group's messages start together and carry alike (at most
+    sizes), they go at the same rate, so a group of ``k`` carries as one message of ``k``
+    times the bytes, at half the speed while a partner group is in flight (a link's two
+    groups' ``2 k`` messages each at ``1 / (2 k)``), else at full speed (each at ``1 /
+    k``): :func:`_paired_ends`; the fill's events elsewhere (a group's messages one
+    element apart over channels at uneven counts: once its smaller ones are through its
+    others take more than their half of a link, max-min over the whole chain) and
+    where those did not settle."""
+    group, first, partners = groups
+    work = nbytes / cap
+    lead_start, lead_work = start[first], work[first]
+    # (never started: infinity in both, alike)
+    alike = ((start == lead_start[group]) & (work == lead_work[group])).all(axis=0)
+    end = np.empty(start.shape)
+    if alike.any():
+        many = len(start) // len(first)
+        ends, settled = _paired_ends(lead_start[:, alike], many * lead_work[:, alike],
+                                     partners)
+        end[:, alike] = ends[group]
+        alike[alike] = settled
+    if not alike.all():
+        apart = ~alike
+        end[:, apart] = _filled_ends(start[:, apart], nbytes[:, apart], cap[:, apart], on,
+                                     capacity[:, apart])
+    return end
+
+
 def _paired_ends(start: np.ndarray, work: np.ndarray,
                  partners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_filled_ends` where every link is shared by at most two messages and all
