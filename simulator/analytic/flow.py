@@ -51,8 +51,9 @@ class _Flow:
     where a message is on several shared links, the round's messages are carried at
     max-min rates over all its shared links together (:func:`_filled_ends`, up to
     ``fill`` of them: :data:`FILL_MESSAGES`, none for a chain past
-    :data:`UNHELD_RANKS` ranks; any number where each link carries at most two:
-    :func:`_paired_ends`).  Not ``queued``, no link is shared: a message takes
+    :data:`UNHELD_RANKS` ranks; any number where each link carries at most two groups
+    of messages alike in their links, a channel's or those of channels of one order:
+    :func:`_grouped_ends`).  Not ``queued``, no link is shared: a message takes
     its row's lock-step share of each (:func:`_unqueued`, :func:`_queues_played`).  A
     message of a cut
     class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
@@ -476,8 +477,9 @@ def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
     """Which of a round's shared links each of its messages with one (``crossing``) is
     on (messages x links), where some is on several (``members``: places x links, the
     messages numbered in the round, ``real`` where they are) and they are at most
-    ``fill``, or each link is shared by two (:func:`_partners`: their fill costs a pass
-    of a few numbers per message and event, whatever their number); else None (each
+    ``fill``, or each link is shared by two groups (:func:`_partners`: their fill costs
+    a pass of a few numbers per group and event, whatever their number, where a group's
+    messages carry alike); else None (each
     link's queue is played on its own, :func:`_queue_ends`)."""
     if not len(crossing):
         return None
@@ -488,7 +490,8 @@ def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
     on[at[members[place, link]], link] = True
     if not (on.sum(axis=1) > 1).any():
         return None
-    return on if len(crossing) <= fill or _partners(on) is not None else None
+    return on if len(crossing) <= fill or real.shape[0] <= 2 or _partners(on) is not None \
+        else None
 
 
 def _partners(on: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
