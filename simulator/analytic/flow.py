@@ -510,8 +510,8 @@ def _partners(on: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray
     _, group = _dense_unique(lowest * width + highest)
     count = int(group.max()) + 1
     many = np.bincount(group, minlength=count)
-    first = np.zeros(count, dtype=np.int64)
-    first[group[::-1]] = np.arange(len(on))[::-1]
+    # (a fancy assignment's order over repeated places is not promised)
+    first = np.argsort(group, kind="stable")[np.cumsum(many) - many]
     links = on[first]
     if (many != many[0]).any() or (links.sum(axis=0) > 2).any():
         return None

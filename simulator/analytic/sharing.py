@@ -53,8 +53,8 @@ def _grouped_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np
                   groups: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
     """:func:`_filled_ends` of messages in ``groups`` (:func:`_partners`: each message's
     group, each group's first message, each group's partners) of one size, all links and
-    caps alike: where every group's messages start together and carry alike (at most
-    sizes), they go at the same rate, so a group of ``k`` carries as one message of ``k``
+    caps alike: at the sizes where every group's messages start together and carry
+    alike, they go at the same rate, so a group of ``k`` carries as one message of ``k``
     times the bytes, at half the speed while a partner group is in flight (a link's two
     groups' ``2 k`` messages each at ``1 / (2 k)``), else at full speed (each at ``1 /
     k``): :func:`_paired_ends`; the fill's events elsewhere (a group's messages one
