@@ -66,10 +66,13 @@ NEAR_PARTS = 1 / 8
 #: (:func:`_played`: up to 64 ranks, past that within the play's budgets, 128 ranks at 8
 #: segments, 256 at one), their messages carried at max-min rates over their shared
 #: ports together (:func:`_filled_ends`) up to so many ranks; past that so only the
-#: rounds whose ports each carry at most two (one channel: :func:`_paired_ends`, a few
-#: passes a round), the others each port's queue on its own (:func:`_queue_ends`: the
-#: fill's events grow with the ranks in every round; 3 channels of one order on
-#: ``default_flat(40)``, ReduceScatter at 2 segments, within 6.5e-5).  One channel is
+#: rounds whose ports each carry at most two groups of messages alike in their links
+#: (one channel, or channels of one order: :func:`_grouped_ends`, a few passes a round
+#: where a group's messages carry alike, the fill's events where they are one element
+#: apart), the others each port's queue on its own (:func:`_queue_ends`: the fill's
+#: events grow with the ranks in every round; 3 channels of one order on
+#: ``default_flat(40)``, ReduceScatter at 2 segments, were within 6.5e-5 so, now
+#: exact).  One channel is
 #: exact at 33 to 128 ranks, where each port's queue on its own was within 6.5e-5 (33 to
 #: 64 ranks, ReduceScatter) and the lock-step stretch up to +5% (past 64); the
 #: ReduceScatter's four chain candidates on ``default_flat(64)``, 31 sizes, 0.26 -> 0.5

@@ -9,7 +9,7 @@ import numpy as np
 
 from .arrays import _dense_unique, _within
 from .budgets import PLAY_SIDE_BY_SIDE
-from .sharing import _filled_ends, _filled_runs, _paired_ends, _queue_ends
+from .sharing import _filled_ends, _filled_runs, _grouped_ends, _queue_ends
 
 
 def _crossed_links(hops: np.ndarray, count: int) -> np.ndarray:
@@ -51,8 +51,9 @@ class _Flow:
     where a message is on several shared links, the round's messages are carried at
     max-min rates over all its shared links together (:func:`_filled_ends`, up to
     ``fill`` of them: :data:`FILL_MESSAGES`, none for a chain past
-    :data:`UNHELD_RANKS` ranks; any number where each link carries at most two:
-    :func:`_paired_ends`).  Not ``queued``, no link is shared: a message takes
+    :data:`UNHELD_RANKS` ranks; any number where each link carries at most two groups
+    of messages alike in their links, a channel's or those of channels of one order:
+    :func:`_grouped_ends`).  Not ``queued``, no link is shared: a message takes
     its row's lock-step share of each (:func:`_unqueued`, :func:`_queues_played`).  A
     message of a cut
     class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
@@ -369,13 +370,8 @@ class _Flow:
                         cap, links = rate[crossed], capacity[spots[0]]
                         if partners is not None and transfers is None \
                                 and (cap == cap[0]).all() and (links == cap[0]).all():
-                            carried_to, settled = _paired_ends(held[crossing], nbytes / cap,
-                                                               partners)
-                            if not settled.all():  # the fill's events where they did not
-                                apart = ~settled
-                                carried_to[:, apart] = _filled_ends(
-                                    held[crossing][:, apart], nbytes[:, apart], cap[:, apart],
-                                    coupled, links[:, apart])
+                            carried_to = _grouped_ends(held[crossing], nbytes, cap,
+                                                       coupled, links, partners)
                         else:
                             carried_to = _filled_ends(
                                 held[crossing], nbytes, cap, coupled, links,
@@ -481,36 +477,51 @@ def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
     """Which of a round's shared links each of its messages with one (``crossing``) is
     on (messages x links), where some is on several (``members``: places x links, the
     messages numbered in the round, ``real`` where they are) and they are at most
-    ``fill``, or each link is shared by two (:func:`_partners`: their fill costs a pass
-    of a few numbers per message and event, whatever their number); else None (each
+    ``fill``, or each link is shared by two groups (:func:`_partners`: their fill costs
+    a pass of a few numbers per group and event, whatever their number, where a group's
+    messages carry alike); else None (each
     link's queue is played on its own, :func:`_queue_ends`)."""
-    if not len(crossing) or (len(crossing) > fill and real.shape[0] > 2):
+    if not len(crossing):
         return None
     at = np.full(int(max(members.max(), crossing.max())) + 1, -1)
     at[crossing] = np.arange(len(crossing))
     place, link = np.nonzero(real)
     on = np.zeros((len(crossing), members.shape[1]), dtype=bool)
     on[at[members[place, link]], link] = True
-    return on if (on.sum(axis=1) > 1).any() else None
-
-
-def _partners(on: np.ndarray | None) -> np.ndarray | None:
-    """Per message of a coupled round (``on``: messages x links, :func:`_coupled`) the
-    other message on each of its shared links (messages x 2; the pad, and a link it is
-    alone on: ``len(on)``), where every link is shared by at most two and every message
-    is on at most two (a chain's on one channel, on flat: a rank's two sends share its
-    port, and so do its two receives); else None."""
-    if on is None or (on.sum(axis=0) > 2).any() or (on.sum(axis=1) > 2).any():
+    if not (on.sum(axis=1) > 1).any():
         return None
-    count = len(on)
-    message, link = np.nonzero(on)
-    many = on.sum(axis=0)
-    # the other of a link's two messages: their numbers' sum less its own
-    total = np.bincount(link, weights=message, minlength=on.shape[1]).astype(np.int64)
-    other = np.where(many[link] == 2, total[link] - message, count)
+    return on if len(crossing) <= fill or real.shape[0] <= 2 or _partners(on) is not None \
+        else None
+
+
+def _partners(on: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The messages of a coupled round (``on``: messages x links, :func:`_coupled`) in
+    groups of messages on the same links, where the groups are all of one size, every
+    link is shared by at most two groups and every group is on at most two links (a
+    chain's on flat over channels of one order: a rank's two sends over every channel
+    share its port, and so do its two receives); else None.  Each message's group, the
+    first message of each group, and per group the other group on each of its shared
+    links (groups x 2; the pad, and a link it is alone on: the number of groups)."""
+    if on is None or (on.sum(axis=1) > 2).any():
+        return None
+    # a message's links, at most two: its first and its last name its group
+    width = on.shape[1]
+    lowest, highest = on.argmax(axis=1), width - 1 - on[:, ::-1].argmax(axis=1)
+    _, group = _dense_unique(lowest * width + highest)
+    count = int(group.max()) + 1
+    many = np.bincount(group, minlength=count)
+    # (a fancy assignment's order over repeated places is not promised)
+    first = np.argsort(group, kind="stable")[np.cumsum(many) - many]
+    links = on[first]
+    if (many != many[0]).any() or (links.sum(axis=0) > 2).any():
+        return None
+    place, link = np.nonzero(links)
+    # the other of a link's two groups: their numbers' sum less its own
+    total = np.bincount(link, weights=place, minlength=links.shape[1]).astype(np.int64)
+    other = np.where(links.sum(axis=0)[link] == 2, total[link] - place, count)
     table = np.full((count, 2), count, dtype=np.int64)
-    table[message, _within(np.bincount(message, minlength=count))] = other
-    return table
+    table[place, _within(np.bincount(place, minlength=count))] = other
+    return group, first, table
 
 
 def _capacities(bandwidths: list[np.ndarray], widths: list[int]) -> tuple[np.ndarray, np.ndarray]:

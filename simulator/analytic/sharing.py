@@ -3,7 +3,7 @@ as the simulator's flows share them."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -27,11 +27,12 @@ def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.
     flying = np.zeros(start.shape, dtype=bool)
     now = start.min(axis=0)
     now[np.isinf(now)] = 0.0
+    incidence = _incidence(on)
     for _ in range(2 * count):
         came = waiting <= now
         flying |= came
         waiting = np.where(came, np.inf, waiting)
-        rate = _max_min(flying, cap, on, capacity, transfers)
+        rate = _max_min(flying, cap, incidence, capacity, transfers)
         # (a message fixed at no rate, on a link of no room left, waits: inf)
         with np.errstate(divide="ignore"):
             taken = np.where(flying, left / np.where(flying, rate, 1.0), np.inf)
@@ -44,6 +45,38 @@ def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.
         left = np.where(flying, left - rate * step, left)
         flying &= ~ended
         now = now + step
+    return end
+
+
+def _grouped_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.ndarray,
+                  capacity: np.ndarray,
+                  groups: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """:func:`_filled_ends` of messages in ``groups`` (:func:`_partners`: each message's
+    group, each group's first message, each group's partners) of one size, all links and
+    caps alike: at the sizes where every group's messages start together and carry
+    alike, they go at the same rate, so a group of ``k`` carries as one message of ``k``
+    times the bytes, at half the speed while a partner group is in flight (a link's two
+    groups' ``2 k`` messages each at ``1 / (2 k)``), else at full speed (each at ``1 /
+    k``): :func:`_paired_ends`; the fill's events elsewhere (a group's messages one
+    element apart over channels at uneven counts: once its smaller ones are through its
+    others take more than their half of a link, max-min over the whole chain) and
+    where those did not settle."""
+    group, first, partners = groups
+    work = nbytes / cap
+    lead_start, lead_work = start[first], work[first]
+    # (never started: infinity in both, alike)
+    alike = ((start == lead_start[group]) & (work == lead_work[group])).all(axis=0)
+    end = np.empty(start.shape)
+    if alike.any():
+        many = len(start) // len(first)
+        ends, settled = _paired_ends(lead_start[:, alike], many * lead_work[:, alike],
+                                     partners)
+        end[:, alike] = ends[group]
+        alike[alike] = settled
+    if not alike.all():
+        apart = ~alike
+        end[:, apart] = _filled_ends(start[:, apart], nbytes[:, apart], cap[:, apart], on,
+                                     capacity[:, apart])
     return end
 
 
@@ -136,12 +169,14 @@ def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap
     flying = np.zeros(start.shape, dtype=bool)
     now = start.min(axis=0)
     now[np.isinf(now)] = 0.0
+    incidence = _incidence(on)
     for _ in range((RUN_KINDS + 1) * 2 * len(start)):
         came = waiting <= now
         flying |= came
         waiting = np.where(came, np.inf, waiting)
         going = real & (nbytes > carried)
-        rate = _max_min(flying, cap, on, capacity, np.where(going, weights, 0.0).sum(axis=0))
+        rate = _max_min(flying, cap, incidence, capacity,
+                        np.where(going, weights, 0.0).sum(axis=0))
         # to its next transfer's end (none left: now)
         gap = np.where(going, nbytes - carried, np.inf).min(axis=0)
         gap[np.isinf(gap)] = 0.0
@@ -162,24 +197,31 @@ def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap
     return end
 
 
-def _max_min(flying: np.ndarray, cap: np.ndarray, on: np.ndarray,
+def _incidence(on: np.ndarray) -> tuple[Any, Any]:
+    """The sparse incidence of links and messages (``on``: messages x links), links x
+    messages and messages x links, for :func:`_max_min`'s sums over a link's messages:
+    messages x links x sizes taken apart cost the play of 64 flat ranks' rounds 14 times
+    more, and dense products went to BLAS, whose threads spun on them (three tables on
+    ``default_flat(64)``: 23.5 CPU s and 46.5 s wall on 2 loaded cores, 3.7 and 7.4 s
+    with one BLAS thread).  Built once a fill, not once an event (a chain's ReduceScatter
+    on ``default_flat(47)`` over 3 channels at 4 segments, 4,097 elements: the fill's
+    7,415 events built it 14,830 times, 70% of its time)."""
+    # only the play on flat fills (and scipy.sparse takes 0.14 s to import)
+    from scipy.sparse import csr_array
+    return csr_array(on.T.astype(float)), csr_array(on.astype(float))
+
+
+def _max_min(flying: np.ndarray, cap: np.ndarray, incidence: tuple[Any, Any],
              capacity: np.ndarray, transfers: np.ndarray | None = None) -> np.ndarray:
     """The max-min fair rates of the ``flying`` messages (messages x sizes; with
     ``transfers``, a rate of each of so many transfers side by side) over the links they
-    are ``on`` (messages x links; ``capacity``: links x sizes), each at most its ``cap``,
+    are on (:func:`_incidence`; ``capacity``: links x sizes), each at most its ``cap``,
     by progressive filling as the simulator sets them: the smallest fair share of a link
     (its room over its transfers not fixed) or cap fixes those messages, and so on."""
-    # only the play on flat fills (and scipy.sparse takes 0.14 s to import)
-    from scipy.sparse import csr_array
     rate = np.zeros(flying.shape)
     free = flying.copy()
     room = capacity.astype(float)
-    # the sums over a link's messages as products with the links' sparse incidence:
-    # messages x links x sizes taken apart cost the play of 64 flat ranks' rounds 14
-    # times more, and dense products went to BLAS, whose threads spun on them (three
-    # tables on ``default_flat(64)``: 23.5 CPU s and 46.5 s wall on 2 loaded cores, 3.7
-    # and 7.4 s with one BLAS thread)
-    links, messages = csr_array(on.T.astype(float)), csr_array(on.astype(float))
+    links, messages = incidence
     each = np.ones(flying.shape) if transfers is None else transfers
     for _ in range(len(flying)):
         if not free.any():
