@@ -242,6 +242,26 @@ def test_tree_allgather_spill_shares_ports_with_the_runs(nranks: int, segments: 
         pytest.approx(simulated, rel=1e-9)
 
 
+@pytest.mark.parametrize("nranks, segments, channels, count", [
+    (12, 4, 1, 9), (12, 6, 1, 16), (12, 8, 1, 16), (13, 8, 1, 17), (13, 8, 1, 18),
+    (11, 8, 3, 60), (12, 6, 3, 64), (12, 6, 4, 76), (12, 7, 4, 64)])
+def test_tree_allgather_spills_past_the_segment_beside_a_part(nranks: int, segments: int,
+                                                              channels: int, count: int) -> None:
+    """Tree AllGather on default_flat where a segment is smaller than what rounding moves
+    a block's edge by: a subtree's blocks spill past the segment on each side of its part
+    (on 12 ranks at 4 segments and 9 elements rank 8 sends rank 9 element 8, segment 3
+    of the second half, which the description left out), and each such message is described
+    (:func:`~collectives.algorithms._tree_cuts.spilled_far`).  With only the segment on
+    each side, under by 2.4e-5 on 12 ranks at 9 elements, 1.3e-5 to 2.1e-5 at the others
+    over one channel, 1.4e-5 to 1.9e-5 over 3 and 4 (over by 4.7e-6 at 7 segments);
+    exact."""
+    flat = topology.default_flat(nranks)
+    params = {"segments": segments, "channels": channels}
+    simulated = _simulated("allgather", "tree", flat, 4 * count, params)
+    assert machine_cost("allgather", "tree", flat, 4 * count, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 @pytest.mark.parametrize("count", [1000, 2000])
 def test_ports_that_agree_on_a_message_still_share_at_max_min_rates(count: int) -> None:
     """Tree AllReduce on default_flat(6), 5 segments: where each port's queue on its own

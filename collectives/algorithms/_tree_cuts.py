@@ -14,7 +14,9 @@ Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, ea
 those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
 the model leaves out the empty ones of a class that carries something, as the ranks'
 steps do, without a class more (a class costs the model a column of its links'
-profiles; a message that says so, a row of its own).
+profiles; a message that says so, a row of its own).  Up to :data:`EXACT_MESSAGES` the
+spill also holds the segments further from a part's edge that rounding spills into
+where segments are a few elements (:func:`spilled_far`).
 
 It knows the trees only through what the tree module hands it: per edge (of
 :func:`~collectives.algorithms.tree.tree_edges`, tree 0's then tree 1's) the runs of
@@ -30,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
-           "each_message", "most_cut", "by_share"]
+           "each_message", "most_cut", "by_share", "spilled_far"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
 #: ranks' steps cut of its segment (exact at any count), in a class with those that
@@ -113,6 +115,42 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
              for cls in _transfers(cuts, carried, len(stream) + g, spilled[g], edge[g],
                                    _spill_of(segment, q, segments))]
     return [sent, apart]
+
+
+def spilled_far(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray, ...],
+                spill: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``spill`` and after it every other message (a stream's segment) that the runs do
+    not hold and that the ranks' steps cut something at a count from ``2 S`` on (one,
+    with one segment).  Rounding moves a part's edge, in elements, by at most ``q / 4``
+    (a block's) and a segment's by at most ``S / 4 + 1``, so where a segment is smaller
+    than ``q / 4 + S / 4 + 2`` elements a subtree's blocks may spill into segments
+    further from its part than the one on each side that ``spill`` holds
+    (``default_flat(11)``, 8 segments, 16 elements: rank 3 sends rank 5 rank 4's block
+    ``[8, 10)``, segments 0 and 1 of the second half; the model was under by 1.3e-5);
+    past ``S (q + S + 8) / 2`` elements no edge moves by a segment, and ``spill``
+    holds every message the runs do not that carries anything.
+
+    Parameters
+    ----------
+    q, segments, blocks, runs, spill
+        As in :func:`each_message`.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The segments and streams of ``spill``'s messages, then of the others.
+    """
+    first, end, stream, _ = runs
+    edge, spilled = spill
+    held = np.zeros((2 * len(blocks[0]), segments), dtype=bool)
+    streams, at = _segments_of(stream, first, end)
+    held[streams, at] = True
+    held[spilled, edge] = True
+    others, other_at = np.nonzero(~held)
+    counts = np.arange(1 if segments == 1 else 2 * segments,
+                       segments * (q + segments + 8) // 2 + 2)
+    cut = _Cuts(q, segments, blocks, others, other_at)._table(counts).any(axis=1)
+    return np.concatenate([edge, other_at[cut]]), np.concatenate([spilled, others[cut]])
 
 
 def _transfers(cuts: "_Cuts", carried: np.ndarray, rows: np.ndarray, streams: np.ndarray,

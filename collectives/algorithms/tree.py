@@ -105,7 +105,7 @@ from ..rounds import Lane, lane, merge_lanes
 from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part, nested_part
 from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, MASK_MESSAGES, Blocks, Carried, by_share,
-                         each_message, most_cut)
+                         each_message, most_cut, spilled_far)
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
            "rank_lanes", "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks",
@@ -769,7 +769,9 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     carries its share of the vector and the spill nothing; at the others what the
     ranks' steps cut (:mod:`collectives.algorithms._tree_cuts`): by
     :func:`~collectives.algorithms._tree_cuts.each_message` up to
-    :data:`~collectives.algorithms._tree_cuts.EXACT_MESSAGES` messages, else by
+    :data:`~collectives.algorithms._tree_cuts.EXACT_MESSAGES` messages (and every message
+    further from a part's edge that carries something,
+    :func:`~collectives.algorithms._tree_cuts.spilled_far`), else by
     :func:`~collectives.algorithms._tree_cuts.most_cut` up to
     :data:`~collectives.algorithms._tree_cuts.CUT_MESSAGES` at the edges, else by
     :func:`~collectives.algorithms._tree_cuts.by_share`."""
@@ -777,8 +779,11 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     runs, spill = _gathered_runs(q, segments, ranks_per_node)
     lengths, share = runs[1] - runs[0], runs[3]
     if lengths.sum() + len(spill[0]) <= EXACT_MESSAGES:
-        rounds = each_message(q, segment, segments, _subtree_blocks(q, ranks_per_node), runs,
-                              spill)
+        # counted without the messages further out, as before them: the few they add
+        # (19 ranks at 8 segments: 382 -> 390) move no description off this path
+        blocks = _subtree_blocks(q, ranks_per_node)
+        rounds = each_message(q, segment, segments, blocks, runs,
+                              spilled_far(q, segments, blocks, runs, spill))
     elif np.count_nonzero(share < q) + len(spill[0]) <= CUT_MESSAGES:
         rounds = most_cut(q, segment, segments, _subtree_blocks(q, ranks_per_node), start, runs,
                           spill)
