@@ -31,8 +31,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
-           "each_message", "most_cut", "by_share", "spilled_far"]
+__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT",
+           "Blocks", "Carried", "Classes", "each_message", "most_cut", "by_share",
+           "spilled_far"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
 #: ranks' steps cut of its segment (exact at any count), in a class with those that
@@ -222,14 +223,7 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     edge, spilled = spill
     empty = _by_emptiness(q, segments, blocks, runs, spill)
     parts = q * segments
-    partial = np.flatnonzero(share < q)
-    cuts = _Cuts(q, segments, blocks, np.concatenate([stream[partial], spilled]),
-                 np.concatenate([first[partial], edge]))
-    # whole runs (never empty where a description is priced: from 2 S elements on) of
-    # the kind after the cut messages', which carries something at every count
-    row = np.full(len(share), len(partial) + len(spilled))
-    row[partial] = np.arange(len(partial))
-    carries = cuts.carried(np.concatenate([share[partial], np.zeros(len(spilled), np.int64)]))
+    cuts, row, spill_row, carries = _at_edges(q, segments, blocks, runs, spill)
     sent: Classes = [(stream[g], first[g], end[g],
                       empty.below(g, _share_of(segment, parts, q) if k == q
                                   else cuts.most(row[g], _share_of(segment, parts, k))), None,
@@ -240,8 +234,8 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     at = np.where(alone, round_, round_.min(initial=0) - 1)
     apart: Classes = [(spilled[g], edge[g], edge[g] + 1,
                        empty.below(len(share) + g,
-                                   cuts.most(len(partial) + g, _spill_of(segment, q, segments))),
-                       None, (len(partial) + g, carries))
+                                   cuts.most(spill_row[g], _spill_of(segment, q, segments))),
+                       None, (spill_row[g], carries))
                       for g in empty.grouped(at, len(share))]
     return [sent, apart]
 
@@ -318,6 +312,25 @@ def _by_emptiness(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray,
     return _Emptiness(cuts, pattern, members)
 
 
+def _at_edges(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray, ...],
+              spill: tuple[np.ndarray, np.ndarray]
+              ) -> tuple["_Cuts", np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+    """The cuts of the messages at the parts' edges (each stream's partial runs', then
+    the spill's), each run's row among them (a whole run's: the row after them, whose
+    kind carries something at every count, never empty where a description is priced:
+    from ``2 S`` elements on), each spilled message's, and which carry anything at each
+    count (:meth:`_Cuts.carried`)."""
+    first, _, stream, share = runs
+    edge, spilled = spill
+    partial = np.flatnonzero(share < q)
+    cuts = _Cuts(q, segments, blocks, np.concatenate([stream[partial], spilled]),
+                 np.concatenate([first[partial], edge]))
+    row = np.full(len(share), len(partial) + len(spilled))
+    row[partial] = np.arange(len(partial))
+    carries = cuts.carried(np.concatenate([share[partial], np.zeros(len(spilled), np.int64)]))
+    return cuts, row, len(partial) + np.arange(len(spilled)), carries
+
+
 def by_share(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
              blocks: Blocks | None, runs: tuple[np.ndarray, ...],
              spill: tuple[np.ndarray, np.ndarray]) -> list[Classes]:
@@ -331,19 +344,12 @@ def by_share(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     """
     first, end, stream, share = runs
     edge, spilled = spill
-    partial = np.flatnonzero(share < q)
-    row = np.full(len(share), len(partial) + len(spilled))
-    row[partial] = np.arange(len(partial))
-    carries = None if blocks is None else _Cuts(
-        q, segments, blocks, np.concatenate([stream[partial], spilled]),
-        np.concatenate([first[partial], edge])).carried(
-            np.concatenate([share[partial], np.zeros(len(spilled), np.int64)]))
+    edges = None if blocks is None else _at_edges(q, segments, blocks, runs, spill)
     sent: Classes = [(stream[g], first[g], end[g], _share_of(segment, q * segments, k), None,
-                      None if carries is None else (row[g], carries))
+                      None if edges is None else (edges[1][g], edges[3]))
                      for k, g in _grouped(share)]
     apart: Classes = [(spilled, edge, edge + 1, _spill_of(segment, q, segments), None,
-                       None if carries is None else (len(partial) + np.arange(len(spilled)),
-                                                     carries))]
+                       None if edges is None else (edges[2], edges[3]))]
     return [sent, apart if len(spilled) else []]
 
 
