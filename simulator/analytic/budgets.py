@@ -67,9 +67,9 @@ NEAR_PARTS = 1 / 8
 #: segments, 256 at one), their messages carried at max-min rates over their shared
 #: ports together (:func:`_filled_ends`) up to so many ranks; past that so only the
 #: rounds whose ports each carry at most two groups of messages alike in their links
-#: (one channel, or channels of one order: :func:`_grouped_ends`, a few passes a round
-#: where a group's messages carry alike, the fill's events where they are one element
-#: apart), the others each port's queue on its own (:func:`_queue_ends`: the fill's
+#: (one channel, or channels of one order: :func:`_grouped_ends`, a few passes a round,
+#: and where a group's messages are one element apart the fill's events from the first
+#: time a group takes more or less than half a port), the others each port's queue on its own (:func:`_queue_ends`: the fill's
 #: events grow with the ranks in every round; 3 channels of one order on
 #: ``default_flat(40)``, ReduceScatter at 2 segments, were within 6.5e-5 so, now
 #: exact).  One channel is

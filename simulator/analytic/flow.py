@@ -368,7 +368,10 @@ class _Flow:
                         if small is not None:
                             nbytes = np.where(small[crossing], carried_s[crossed], nbytes)
                         cap, links = rate[crossed], capacity[spots[0]]
-                        if partners is not None and transfers is None \
+                        # (a message over channels says its transfers: one each, a
+                        # chain's, is a message)
+                        if partners is not None and (transfers is None
+                                                     or (transfers[crossed] == 1).all()) \
                                 and (cap == cap[0]).all() and (links == cap[0]).all():
                             carried_to = _grouped_ends(held[crossing], nbytes, cap,
                                                        coupled, links, partners)
