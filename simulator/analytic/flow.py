@@ -3,7 +3,7 @@ message starts once both its ends are done with the round before."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -582,10 +582,11 @@ def _side_runs(tables: list[Any]) -> tuple[Any, ...] | None:
         return None
     units = max(t[3].shape[1] for t in tables)
 
-    def padded(table: np.ndarray, axis: int, mode: str = "constant") -> np.ndarray:
+    def padded(table: np.ndarray, axis: int,
+               mode: Literal["constant", "edge"] = "constant") -> np.ndarray:
         width = [(0, 0)] * table.ndim
         width[axis] = (0, units - table.shape[axis])
-        return np.pad(table, width, mode=mode)  # type: ignore[call-overload]
+        return np.pad(table, width, mode=mode)
     weights, sizes = (None, None) if tables[0][0] is None else (
         np.concatenate([padded(t[k], 2) for t in tables], axis=-1) for k in (0, 1))
     reduction = None if all(t[2] is None for t in tables) else np.concatenate(
