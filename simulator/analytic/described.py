@@ -160,16 +160,16 @@ class _Described:
             apart in (0, self.positions) and (flow.filled or slotted)
 
     def _run_table(self, counts: np.ndarray, ds: int, piece: np.ndarray
-                   ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+                   ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray]:
         """Per row, per unit its messages carry (:attr:`Messages.cut
         <collectives.traffic.Messages.cut>`) and per count, the transfers it goes as,
         one per run of the buffer it meets (:func:`_unit_runs`; runs of its group's
         vector, ``counts``, whose longest is ``piece`` bytes, groups x counts): how many
         of each of :data:`RUN_KINDS` kinds and their bytes (each kinds x rows x units x
-        counts; None where the play is not filled: it carries each message whole), and
-        the bytes of the longest (rows x units x counts).  The ``b / f`` rule of
-        :meth:`_runs` is off where a unit's first and last runs are parts
-        (``default_flat(3)``, tree ReduceScatter over 3 channels at 4 segments and
+        counts; None where the play is not filled: it carries each message whole), the
+        bytes of the longest and whether they are several (rows x units x counts).  The
+        ``b / f`` rule of :meth:`_runs` is off where a unit's first and last runs are
+        parts (``default_flat(3)``, tree ReduceScatter over 3 channels at 4 segments and
         ``1 << 20`` elements: +0.98%)."""
         cuts = np.array([m.cut for m in self.messages], dtype=np.int64)
         units = int((cuts * self.blocks[:, 0]).max(initial=1))
@@ -197,13 +197,14 @@ class _Described:
             weights[:, rows, 0], sizes[:, rows, 0] = w, e * ds
         row_class = self.layout.row_class
         largest = np.where(weights > 0, sizes, 0.0).max(axis=0)[row_class]
+        several = np.asarray((weights[1:] > 0).any(axis=0))[row_class]
         flow = self.layout.flow
         if flow is None or not flow.filled:
-            return None, None, largest
-        return weights[:, row_class], sizes[:, row_class], largest
+            return None, None, largest, several
+        return weights[:, row_class], sizes[:, row_class], largest, several
 
     @staticmethod
-    def _run_play(table: tuple[np.ndarray | None, np.ndarray | None, np.ndarray],
+    def _run_play(table: tuple[np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray],
                   reduce: np.ndarray, gamma: float, routes: tuple[np.ndarray, np.ndarray, Any],
                   slot: float | None, own: np.ndarray) -> tuple[Any, ...]:
         """The play's figures of a :meth:`_run_table`: its transfers and their bytes,
@@ -214,10 +215,11 @@ class _Described:
         transfer's bytes are reduced as they arrive, the largest last, and the transfers
         of a unit go side by side, each hiding its latency behind its own bytes, so the
         unit is through with its longest run's, and where it shares a link it is as many
-        transfers of that run as make its bytes (:func:`_queue_ends`; hier's inner tree
+        transfers of that run as make its bytes (one run: as its row's, whose queues
+        need no play of their own; :func:`_queue_ends`; hier's inner tree
         ReduceScatter on ``dgx_h100(3)``, whose segments straddle a rank's block at 12
         MB, under Simple was -9.4% charged as its row's)."""
-        weights, sizes, largest = table
+        weights, sizes, largest, several = table
         latency, bandwidth, shares = routes
         rate = bandwidth.min(axis=1)[:, None, None]
         paid = np.broadcast_to(hidden_latency(
@@ -226,7 +228,7 @@ class _Described:
         reduction = np.where(reduce[:, :, None], gamma * largest, 0.0) \
             if gamma and reduce.any() else None
         scale = np.ones(largest.shape)
-        np.divide(largest, own[:, None, :], out=scale, where=(largest > 0) & (own[:, None, :] > 0))
+        np.divide(largest, own[:, None, :], out=scale, where=several & (own[:, None, :] > 0))
         return weights, sizes, reduction, paid, scale
 
     def _runs(self, sized: np.ndarray, piece: np.ndarray, apart: int, counts: np.ndarray,
