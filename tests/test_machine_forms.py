@@ -1065,6 +1065,26 @@ def test_hier_inner_tree_allgather_shares_a_nic_by_transfer_per_run() -> None:
                         **params) == pytest.approx(simulated, rel=1e-4)
 
 
+@pytest.mark.parametrize("nbytes, channels, rel", [(12_000_000, 1, 1e-9), (13_000_004, 1, 1e-9),
+                                                    (1 << 26, 1, 1e-9), (32_558_292, 2, 1e-5),
+                                                    (46_743_448, 4, 1e-5)])
+def test_hier_inner_tree_segment_over_two_blocks_pays_its_longest_run(nbytes: int, channels: int,
+                                                                      rel: float) -> None:
+    """hier's inner tree ReduceScatter on 3 DGX nodes: a rail's vector is its 3 ranks'
+    blocks, apart in the buffer, and a tree segment that straddles two of them goes as
+    a transfer per block, side by side, each hiding its latency behind its own bytes
+    (Simple's slots hide much of it): the segment is through with its longest run's
+    latency, and where it shares a NIC, as transfers of that run.  Charged as one
+    transfer of the segment: 12 MB -9.4%, 13,000,004 B -9.9%, 32,558,292 B over 2
+    channels -6.7%, 46,743,448 B over 4 -3.0%; with the longest run's latency but the
+    segment's share of a NIC, 64 MiB +3.0%; measured 2.0e-6 the most."""
+    machine = topology.dgx_h100(3)
+    params = {"ranks_per_node": 8, "inner": "tree", "channels": channels}
+    simulated = _simulated("reduce_scatter", "hier", machine, nbytes, params, "Simple")
+    assert machine_cost("reduce_scatter", "hier", machine, nbytes, protocol="Simple",
+                        **params) == pytest.approx(simulated, rel=rel)
+
+
 def _paced_rounds(collective: str, algorithm: str, machine, params: dict,
                   nbytes: int) -> tuple:
     """The orders and the rounds :func:`simulator.analytic.price` plays."""

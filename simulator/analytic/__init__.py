@@ -26,8 +26,9 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   message over several runs of the buffer (a ReduceScatter's or AllGather's channel
   holds its part of each block: runs of ``piece`` bytes) is a transfer per run side by
   side, each hiding its latency behind its own bytes (where a cut class says where
-  what it cuts starts and its rounds are played on a machine of alike links, each
-  unit's own runs, its first and last in part: :meth:`_Described._run_table`).
+  what it cuts starts and its rounds are played, each unit's own runs, its first and
+  last in part: :meth:`_Described._run_table`; carried run by run on a machine of
+  alike links, elsewhere as transfers of its longest run, whose latency it pays).
 * **Rounds.**  A round lasts as long as its slowest message plus the receiver's reduction
   of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of
   ``S`` segments takes the sum over its hops plus ``S - 1`` times its slowest hop; a

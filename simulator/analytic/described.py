@@ -61,10 +61,12 @@ class _Described:
         filled = layout.flow is not None and layout.flow.filled
         self.cut = np.array([m.cut if filled else 0 for m in self.messages], dtype=np.int64)
         self.cut_of = [m.cut_of for m in self.messages]
-        # where every class says where what it cuts starts, each unit's runs of the
-        # buffer (:meth:`_run_table`)
+        # where every played class says where what it cuts starts, each unit's runs of
+        # the buffer (:meth:`_run_table`): filled, the play's transfers; elsewhere the
+        # latency each unit's longest run leaves unhidden
         self.cut_at = [m.cut_at for m in self.messages] \
-            if filled and all(m.cut_at is not None and m.cut for m in self.messages) else None
+            if layout.flow is not None and all(m.cut_at is not None and m.cut
+                                               for m in self.messages) else None
         self.positions = len(orders[0])
         # the classes whose messages all carry one window of blocks (:func:`_windowed`)
         self.windows = [(c, int(m.windows[0, 0])) for c, m in enumerate(self.messages)
@@ -84,7 +86,7 @@ class _Described:
         self.carries = [(f, g, np.concatenate(rows)) for f, g, rows in carries.values()]
 
     def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
-             ds: int, piece: np.ndarray | None, apart: bool = False,
+             ds: int, piece: np.ndarray | None, apart: int = 0,
              silent: bool = False) -> tuple[np.ndarray, list[tuple[Any, ...]] | None]:
         """Seconds at every count (elements of each group's orders: groups x counts) under
         each of ``terms`` (a protocol's link
@@ -94,9 +96,10 @@ class _Described:
         sum over its hops) times its, and the paced rounds (:meth:`_stretched`); but
         where the paced rounds are played (:attr:`_Layout.flow`) they are left out, and
         what :meth:`_Flow.time` plays them from is returned per protocol (else None).
-        ``apart``: every message's blocks lie apart in the buffer, in runs of ``piece``
-        bytes (groups x counts; a composed algorithm's phase), not only those its
-        description says are pieced.  ``silent``: a group of no elements sends nothing
+        ``apart``: every message's blocks lie apart in the buffer, in so many runs of
+        each group's vector, the longest ``piece`` bytes (groups x counts; a composed
+        algorithm's phase), not only those its description says are pieced (0: those
+        alone).  ``silent``: a group of no elements sends nothing
         (:attr:`collectives.registry.Algorithm.empty_sends`)."""
         if not self.messages:
             return np.zeros((len(terms), counts.shape[1])), None
@@ -105,7 +108,7 @@ class _Described:
         sized = elements[self.class_size]
         nbytes = sized[layout.row_class]
         group = self.group[layout.row_class]
-        reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1] | apart, \
+        reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1] | bool(apart), \
             self.flags[:, 2]
         first = _link_classes(topology)[1]
         # a message over several runs of the buffer shares its links as a transfer per
@@ -124,9 +127,8 @@ class _Described:
         own = nbytes if runs is None else runs[1][layout.row_class]
         transfers = None if runs is None else runs[0][layout.row_class]
         smaller = self._smaller(counts, ds, sized, piece, pieced)
-        # a composed algorithm's phase lies in runs of its own (``apart``)
-        table = None if piece is None or apart or self.cut_at is None else \
-            self._run_table(counts, ds, piece)
+        table = self._run_table(counts, ds, piece) if piece is not None and self._unit_runs_told(
+            apart, any(slot is not None for _, _, slot, _, _ in terms)) else None
         out = np.empty((len(terms), counts.shape[1]))
         plays: list[tuple[Any, ...]] = []
         for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
@@ -142,20 +144,35 @@ class _Described:
                 small = self._priced(routes, shared_s, nbytes_s, own_s, sent,
                                      (reduce, gamma, slot), transfers)[1]
             plays.append((*play, None if smaller is None else (units, small),
-                          None if table is None else self._run_play(table, reduce, gamma)))
+                          None if table is None else
+                          self._run_play(table, reduce, gamma, routes, slot, own)))
         return out, (plays if layout.flow is not None else None)
 
-    def _run_table(self, counts: np.ndarray, ds: int,
-                   piece: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _unit_runs_told(self, apart: int, slotted: bool) -> bool:
+        """Whether each unit's runs of the buffer are priced (:meth:`_run_table`) where
+        its group's vector lies in runs: where every played class says where what it
+        cuts starts, the runs are one a position (a channel's part of every rank's block; a
+        composed algorithm's phase where each rank's block is one run: ``apart`` so many
+        runs), and the play carries each unit's transfers (filled) or some protocol's
+        FIFO slots (``slotted``) hide the latency behind a run's bytes."""
+        flow = self.layout.flow
+        return self.cut_at is not None and flow is not None and \
+            apart in (0, self.positions) and (flow.filled or slotted)
+
+    def _run_table(self, counts: np.ndarray, ds: int, piece: np.ndarray
+                   ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray]:
         """Per row, per unit its messages carry (:attr:`Messages.cut
         <collectives.traffic.Messages.cut>`) and per count, the transfers it goes as,
         one per run of the buffer it meets (:func:`_unit_runs`; runs of its group's
         vector, ``counts``, whose longest is ``piece`` bytes, groups x counts): how many
         of each of :data:`RUN_KINDS` kinds and their bytes (each kinds x rows x units x
-        counts).  The ``b / f`` rule of :meth:`_runs` is off where a unit's first and
-        last runs are parts (``default_flat(3)``, tree ReduceScatter over 3 channels at
-        4 segments and ``1 << 20`` elements: +0.98%)."""
-        units = int((self.cut * self.blocks[:, 0]).max(initial=1))
+        counts; None where the play is not filled: it carries each message whole), the
+        bytes of the longest and whether they are several (rows x units x counts).  The
+        ``b / f`` rule of :meth:`_runs` is off where a unit's first and last runs are
+        parts (``default_flat(3)``, tree ReduceScatter over 3 channels at 4 segments and
+        ``1 << 20`` elements: +0.98%)."""
+        cuts = np.array([m.cut for m in self.messages], dtype=np.int64)
+        units = int((cuts * self.blocks[:, 0]).max(initial=1))
         shape = (RUN_KINDS, len(self.messages), units, counts.shape[1])
         weights, sizes = np.zeros(shape), np.zeros(shape)
         # classes of one unit (the whole of what each cuts, from where it starts) taken
@@ -165,10 +182,10 @@ class _Described:
             g = self.group[c]
             mine = counts[g]
             cut = mine if whole is None else whole(mine)
-            if self.cut[c] * self.blocks[c, 0] == 1:
+            if cuts[c] * self.blocks[c, 0] == 1:
                 single.append((c, at(mine), cut, mine, piece[g] // ds))
                 continue
-            start, length = _unit_spans(cut, int(self.cut[c]), int(self.blocks[c, 0]),
+            start, length = _unit_spans(cut, int(cuts[c]), int(self.blocks[c, 0]),
                                         bool(self.blocks[c, 1]), at(mine))
             w, e = _unit_runs(start, length, mine, self.positions, piece[g] // ds)
             weights[:, c, :len(start)], sizes[:, c, :len(start)] = w, e * ds
@@ -178,21 +195,43 @@ class _Described:
                                             for k in range(1, 5))
             w, e = _unit_runs(start, length, mine, self.positions, longest)
             weights[:, rows, 0], sizes[:, rows, 0] = w, e * ds
-        return weights[:, self.layout.row_class], sizes[:, self.layout.row_class]
+        row_class = self.layout.row_class
+        largest = np.where(weights > 0, sizes, 0.0).max(axis=0)[row_class]
+        several = np.asarray((weights[1:] > 0).any(axis=0))[row_class]
+        flow = self.layout.flow
+        if flow is None or not flow.filled:
+            return None, None, largest, several
+        return weights[:, row_class], sizes[:, row_class], largest, several
 
     @staticmethod
-    def _run_play(table: tuple[np.ndarray, np.ndarray], reduce: np.ndarray,
-                  gamma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def _run_play(table: tuple[np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray],
+                  reduce: np.ndarray, gamma: float, routes: tuple[np.ndarray, np.ndarray, Any],
+                  slot: float | None, own: np.ndarray) -> tuple[Any, ...]:
         """The play's figures of a :meth:`_run_table`: its transfers and their bytes,
-        and every row's reduction of each unit (rows x units x counts; None where none
-        reduces): a transfer's bytes are reduced as they arrive, the largest last."""
-        weights, sizes = table
-        if not (gamma and reduce.any()):
-            return weights, sizes, None
-        largest = np.where(weights > 0, sizes, 0.0).max(axis=0)
-        return weights, sizes, np.where(reduce[:, :, None], gamma * largest, 0.0)
+        every row's reduction of each unit (None where none reduces), the latency each
+        unit pays over its row's ``routes`` (latency, its links' bandwidth, shares)
+        under FIFO slots of ``slot`` bytes, and its longest run over its row's bytes a
+        transfer, ``own`` (rows x counts; :meth:`_runs`), each rows x units x counts: a
+        transfer's bytes are reduced as they arrive, the largest last, and the transfers
+        of a unit go side by side, each hiding its latency behind its own bytes, so the
+        unit is through with its longest run's, and where it shares a link it is as many
+        transfers of that run as make its bytes (one run: as its row's, whose queues
+        need no play of their own; :func:`_queue_ends`; hier's inner tree
+        ReduceScatter on ``dgx_h100(3)``, whose segments straddle a rank's block at 12
+        MB, under Simple was -9.4% charged as its row's)."""
+        weights, sizes, largest, several = table
+        latency, bandwidth, shares = routes
+        rate = bandwidth.min(axis=1)[:, None, None]
+        paid = np.broadcast_to(hidden_latency(
+            latency[:, :, None], largest, rate, slot,
+            shares[:, :, None] if isinstance(shares, np.ndarray) else shares), largest.shape)
+        reduction = np.where(reduce[:, :, None], gamma * largest, 0.0) \
+            if gamma and reduce.any() else None
+        scale = np.ones(largest.shape)
+        np.divide(largest, own[:, None, :], out=scale, where=several & (own[:, None, :] > 0))
+        return weights, sizes, reduction, paid, scale
 
-    def _runs(self, sized: np.ndarray, piece: np.ndarray, apart: bool, counts: np.ndarray,
+    def _runs(self, sized: np.ndarray, piece: np.ndarray, apart: int, counts: np.ndarray,
               ds: int) -> tuple[np.ndarray, np.ndarray]:
         """Per class (x counts) how many transfers its messages of ``sized`` bytes are,
         one per run of the buffer (runs of ``piece`` bytes, groups x counts, where they
@@ -200,7 +239,7 @@ class _Described:
         the run's ``f`` bytes, ``b`` in all (the runs but a message's first and last are
         whole); but a class of one window of its group's vector (of ``counts``
         elements, ``ds`` bytes each) at the longest run it meets (:meth:`_window_runs`)."""
-        pieced = self.pieced | apart
+        pieced = self.pieced | bool(apart)
         own = np.where(pieced[:, None], np.minimum(sized, piece[self.group]), sized)
         if self.windows and not apart:
             at, first = (np.array(column) for column in zip(*self.windows))

@@ -3,7 +3,7 @@ message starts once both its ends are done with the round before."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -290,9 +290,10 @@ class _Flow:
         and every queue it is in is played apart (:func:`_queue_ends`); and how many
         transfers a row's message is (``transfers``, rows x sizes; None: one each), its
         bytes' time ``alone`` then each one's (:meth:`_Described._runs`); but where the
-        parts give each unit's transfers, one per run of the buffer, and their
-        reductions (:meth:`_Described._run_play`), a message of a round carries its
-        unit's, those its ports share carried kind by kind (:func:`_filled_runs`)."""
+        parts give each unit's transfers, one per run of the buffer, their reductions
+        and latency (:meth:`_Described._run_play`), a message of a round pays its
+        unit's, and carries its transfers where the play is filled, those its ports
+        share carried kind by kind (:func:`_filled_runs`)."""
         widths = [part[1].shape[2] for part in parts]
         paid, spread, alone, reduction, sent, smaller, transfers, runs = \
             _side_by_side(parts, widths)
@@ -332,7 +333,7 @@ class _Flow:
             through = base[kind[run]]
             paying, reducing = paid[here], None if reduction is None else reduction[here]
             small = None
-            unit = None if runs is None else np.minimum(self.segment[run], runs[0].shape[2] - 1)
+            unit = None if runs is None else np.minimum(self.segment[run], runs[3].shape[1] - 1)
             if smaller is not None:
                 # the messages that carry a smaller unit in this round
                 small = _carries_smaller(self.segment[run], units[:, here])
@@ -340,15 +341,18 @@ class _Flow:
                 paying = np.where(small, paid_s[here], paying)
                 if reducing is not None:
                     reducing = np.where(small, reduction_s[here], reducing)
-            if runs is not None and runs[2] is not None:
-                reducing = runs[2][here, unit]
+            if runs is not None:  # its unit's, through with its longest run
+                paying = runs[3][here, unit]
+                if runs[2] is not None:
+                    reducing = runs[2][here, unit]
             if len(crossing):
                 held = start if idle is None else start + idle[here]
                 if coupled is None:
                     # each shared link's queue played as the simulator shares it
                     shared = _queue_ends(held[members], real, spots, work, spread,
                                          None if small is None else (small[members], work_s),
-                                         weight)
+                                         weight,
+                                         None if runs is None else runs[4][here, unit][members])
                     # the latest of its shared links' ends (links x messages)
                     carried_to = shared.reshape(-1, sizes)[cells].max(axis=0)
                 else:
@@ -358,7 +362,8 @@ class _Flow:
                     # it: on default_flat(6), tree AllReduce at 5 segments and 1,000
                     # elements, under by 4.8e-4)
                     crossed = here[crossing]
-                    if runs is not None and unit is not None:  # each unit's transfers
+                    if runs is not None and runs[0] is not None and unit is not None:
+                        # each unit's transfers
                         taken = (slice(None), crossed, unit[crossing])
                         carried_to = _filled_runs(held[crossing], runs[0][taken],
                                                   runs[1][taken], rate[crossed], coupled,
@@ -570,24 +575,29 @@ def _side_by_side(parts: list[tuple[Any, ...]], widths: list[int]) -> tuple[Any,
         _side_runs([part[8] for part in parts])
 
 
-def _side_runs(tables: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+def _side_runs(tables: list[Any]) -> tuple[Any, ...] | None:
     """The :meth:`_Described._run_play` figures of parts played side by side (None where
-    they have none): their units padded to the most any has, their sizes side by side,
-    no reduction where only some reduce."""
+    they have none): their units padded to the most any has (no transfers and no
+    reduction there, the last unit's latency and scale, which a message past it has), their
+    sizes side by side, no reduction where only some reduce, no transfers where the
+    play is not filled."""
     if tables[0] is None:
         return None
-    units = max(t[0].shape[2] for t in tables)
+    units = max(t[3].shape[1] for t in tables)
 
-    def padded(table: np.ndarray, axis: int) -> np.ndarray:
+    def padded(table: np.ndarray, axis: int,
+               mode: Literal["constant", "edge"] = "constant") -> np.ndarray:
         width = [(0, 0)] * table.ndim
         width[axis] = (0, units - table.shape[axis])
-        return np.pad(table, width)
-    weights = np.concatenate([padded(t[0], 2) for t in tables], axis=-1)
-    sizes = np.concatenate([padded(t[1], 2) for t in tables], axis=-1)
+        return np.pad(table, width, mode=mode)
+    weights, sizes = (None, None) if tables[0][0] is None else (
+        np.concatenate([padded(t[k], 2) for t in tables], axis=-1) for k in (0, 1))
     reduction = None if all(t[2] is None for t in tables) else np.concatenate(
-        [padded(np.zeros(t[0].shape[1:]) if t[2] is None else t[2], 1) for t in tables],
+        [padded(np.zeros(t[3].shape) if t[2] is None else t[2], 1) for t in tables],
         axis=-1)
-    return weights, sizes, reduction
+    paid, scale = (np.concatenate([padded(t[k], 1, "edge") for t in tables], axis=-1)
+                   for k in (3, 4))
+    return weights, sizes, reduction, paid, scale
 
 
 def _grouped(links: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -51,11 +51,12 @@ def _channel_groups(counts: np.ndarray) -> list[tuple[Groups, np.ndarray]]:
 
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
                orders: Orders, counts: np.ndarray, ds: int, params: dict[str, Any],
-               piece: np.ndarray | None, apart: bool = False) -> np.ndarray:
+               piece: np.ndarray | None, apart: int = 0) -> np.ndarray:
     """One flat algorithm over ``orders`` (its channels and groups), each order carrying
     ``counts`` elements (orders x sizes, or a row: every order alike), under each of
     ``terms`` (protocols x sizes), its messages in runs of ``piece`` bytes (as
-    ``counts``) where they are pieced, every one where ``apart``
+    ``counts``) where they are pieced, every one where ``apart`` (an order's vector
+    in so many runs)
     (:meth:`_Described.time`): the orders of equal elements at a size are a group, each
     priced at its own (:func:`_channel_groups`); the paced rounds that a description's
     :class:`_Flow` plays (it is shared by the descriptions of the same positions, at
@@ -272,15 +273,16 @@ def _phase_time(collective: str, phase: Phase, topology: Any, terms: Sequence[tu
                      lambda: tuple(group for group in phase.groups for _ in range(channels)))
     cut = channels > 1 or collective in ("reduce_scatter", "allgather")
     elements = _ceil_div(_ceil_div(counts, phase.fraction), channels)
-    # a group's vector lies in the phase's blocks apart in the buffer, and a channel
-    # takes its part of each group rank's block (:func:`collectives.compose.channel_parts`):
-    # runs of a whole block of the buffer or of that part, the smaller; every message
-    # over several (a ring's block too) goes as a transfer per run
-    piece = np.minimum(_piece(phase.piece, counts, ds),
-                       _ceil_div(elements, len(phase.groups[0])) * ds)[None, :] \
-        if phase.piece is not None and cut else None
+    # a group's vector lies in the phase's blocks apart in the buffer (so many of them),
+    # and a channel takes its part of each group rank's block
+    # (:func:`collectives.compose.channel_parts`): runs of a whole block of the buffer or
+    # of that part, the smaller; every message over several (a ring's block too) goes as
+    # a transfer per run
+    runs = phase.piece // phase.fraction if phase.piece is not None and cut else 0
+    piece = np.minimum(_piece(runs * phase.fraction, counts, ds),
+                       _ceil_div(elements, len(phase.groups[0])) * ds)[None, :] if runs else None
     return _flat_time(phase.collective, phase.algorithm, topology, terms, orders,
-                      elements[None, :], ds, {}, piece, apart=True)
+                      elements[None, :], ds, {}, piece, apart=runs)
 
 
 def _check(collective: str, algorithm: str, params: dict[str, Any]) -> None:

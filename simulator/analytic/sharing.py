@@ -366,7 +366,8 @@ def _max_min(flying: np.ndarray, cap: np.ndarray, incidence: tuple[Any, Any],
 def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
                 work: Callable[[np.ndarray, np.ndarray], np.ndarray], spread: np.ndarray,
                 smaller: tuple[np.ndarray, Callable[..., np.ndarray]] | None,
-                weight: Callable[[np.ndarray, np.ndarray], np.ndarray] | None) -> np.ndarray:
+                weight: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
+                scale: np.ndarray | None = None) -> np.ndarray:
     """:func:`_shared_ends` of a round's queues (``start``: places x links x sizes, an
     empty place, not ``real``, as the queue's first; its entries ``spots``, their bytes'
     time at the link's full rate ``work(entries, sizes)`` and of ``spread``, the time
@@ -376,12 +377,17 @@ def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
     them; the others are played by it, and so is every queue where some entries carry
     a smaller part (``smaller``: whether each does, as ``start``, and their bytes' time
     then; the spread is of whole parts); an entry of ``weight(entries, sizes)``
-    transfers (None: one) is that many, of its bytes each."""
+    transfers (None: one) is that many, of its bytes each; where its transfers are
+    ``scale`` times its row's bytes a transfer (as ``start``; a unit over runs of the
+    buffer goes as transfers of its longest, :meth:`_Described._run_play`), as many
+    fewer, and its queue is played."""
     now = start.min(axis=0)
     end = now + spread[spots]
     apart = (start.max(axis=0) > now) | np.isinf(now)  # (a queue of messages left out)
     if smaller is not None:
         apart |= smaller[0].any(axis=0)
+    if scale is not None:
+        apart |= (scale != 1.0).any(axis=0)
     if apart.any():
         # taken column by column (np.take: contiguous, a row per place; indexed as
         # [:, link, size], each column's few places lie together, and every reduction
@@ -395,10 +401,15 @@ def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,
             small, work_s = smaller
             work_at = np.where(np.take(small.reshape(places, -1), cells, axis=1),
                                work_s(entries, size), work_at)
+        many = None if weight is None else weight(entries, size)
+        if scale is not None:
+            scaled = np.take(scale.reshape(places, -1), cells, axis=1)
+            work_at = work_at * scaled
+            many = (1.0 if many is None else many) / scaled
         end.reshape(places, -1)[:, cells] = _shared_ends(
             np.where(np.take(real[:, :, 0], link, axis=1),
                      np.take(start.reshape(places, -1), cells, axis=1), np.inf), work_at,
-            None if weight is None else weight(entries, size))
+            many)
     return end
 
 
