@@ -120,6 +120,22 @@ def test_rhd_reduce_scatter_prices_each_window_at_its_own_runs(nranks: int, coun
         pytest.approx(simulated, rel=1e-9)
 
 
+@pytest.mark.parametrize("nranks, count", [(65, 66), (65, 97), (80, 97), (128, 129)])
+@pytest.mark.parametrize("channels", [2, 3])
+def test_rhd_reduce_scatter_windows_past_64_ranks(nranks: int, count: int,
+                                                  channels: int) -> None:
+    """Past 64 ranks rhd's windows (``2 (p - 1)``) were not classes of their own (a class
+    each doubled its price's CPU on 2,048 ranks), and its halving classes priced at the
+    largest window were over by up to 1.0e-3 (65 ranks, 97 elements; 9.9e-5 at ``p +
+    1`` elements, 1.1e-4 on 128 ranks); windows that carry alike at the counts priced
+    are one class, exact."""
+    flat = topology.default_flat(nranks)
+    both = {"channels": channels}
+    simulated = _simulated("reduce_scatter", "rhd", flat, 4 * count, both)
+    assert machine_cost("reduce_scatter", "rhd", flat, 4 * count, **both) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 #: two DGX nodes' tree AllGather at channels' parts that differ: at 12 bytes channel 0
 #: holds all three elements (the others send nothing), at 388 bytes six channels hold 16
 #: and two 1 and none, at 4,000,012 bytes two hold 500,003 and 500,000 (the first's blocks

@@ -21,10 +21,10 @@ from ..channel_choice import schedule_params
 from ..gpu import link_figures
 from .arrays import _ceil_div
 from .cache import _cached
-from .sample import Groups, Orders, SAMPLE_ALL_RANKS, _link_classes
+from .sample import Groups, Orders, _link_classes
 from .budgets import NEAR_PARTS
 from .flow import _Flow
-from .described import _described, _windowed
+from .described import _described, _window_parts
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -82,21 +82,22 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         pieces = None if piece is None else \
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
         rounds = _merged(collective, algorithm, q, given, keys)
-        # each window its own class where every rank is priced anyway: rhd's windows
-        # are 2 (q - 1) (past 64 ranks, at most +1.2e-3 at 2 and 3 channels on
-        # default_flat(65), (80); a class per window there too was exact at 65, 80 and
-        # 128 ranks, but priced rhd's ReduceScatter over 2 channels on 512 ranks in 1.22
-        # CPU s against 0.76, on 2,048 in 22.0 against 11.0)
-        if piece is not None and not apart and topology.nranks <= SAMPLE_ALL_RANKS and \
-                len(_link_classes(topology)[1]) == 1:
-            rounds = _windowed(rounds, q)
-        described = _described(topology, orders, rounds, groups)
-        out[:, at], inputs = described.time(topology, terms, elements, ds, pieces, apart,
-                                            not entry.empty_sends)
-        flow = described.layout.flow
-        if inputs is not None and flow is not None:
-            plays.setdefault(id(flow), (flow, []))[1].extend(
-                (k, at, play) for k, play in enumerate(inputs))
+        # each message priced at its own window where they differ in more than their
+        # size (a ReduceScatter's channel vector, :func:`_window_parts`)
+        windows = _window_parts(rounds, q, elements, pieces // ds) \
+            if pieces is not None and not apart and len(_link_classes(topology)[1]) == 1 \
+            else [(rounds, np.ones(len(taken), dtype=bool))]
+        for part_rounds, columns in windows:
+            part = np.zeros(sizes, dtype=bool)
+            part[taken[columns]] = True
+            described = _described(topology, orders, part_rounds, groups)
+            out[:, part], inputs = described.time(
+                topology, terms, elements[:, columns], ds,
+                None if pieces is None else pieces[:, columns], apart, not entry.empty_sends)
+            flow = described.layout.flow
+            if inputs is not None and flow is not None:
+                plays.setdefault(id(flow), (flow, []))[1].extend(
+                    (k, part, play) for k, play in enumerate(inputs))
     for flow, parts in plays.values():
         for (k, at, _), played in zip(parts, flow.played([play for _, _, play in parts])):
             out[k, at] += played
