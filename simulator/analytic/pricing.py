@@ -22,7 +22,7 @@ from ..gpu import link_figures
 from .arrays import _ceil_div
 from .cache import _cached
 from .sample import Groups, Orders, SAMPLE_ALL_RANKS, _link_classes
-from .budgets import NEAR_PARTS
+from .budgets import CHAIN_EDGE, NEAR_PARTS, _extended
 from .flow import _Flow
 from .described import _described, _windowed
 
@@ -81,6 +81,12 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         pieces = None if piece is None else \
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
         rounds = _merged(collective, algorithm, q, given, keys)
+        if piece is None and not apart and _extended(topology, orders, list(rounds)):
+            shorter = _shortened(collective, algorithm, topology, terms, orders[0],
+                                 elements[0], ds, keys[0])
+            if shorter is not None:
+                out[:, at] = shorter
+                continue
         # each window its own class where every rank is priced anyway: rhd's windows
         # are 2 (q - 1) (past 64 ranks, at most +1.2e-3 at 2 and 3 channels on
         # default_flat(65), (80); a class per window there too was exact at 65, 80 and
@@ -102,6 +108,86 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     if not entry.empty_sends:  # an empty vector sends nothing
         out[:, (counts == 0).all(axis=0)] = 0.0
     return out
+
+
+def _shortened(collective: str, algorithm: str, topology: Any,
+               terms: Sequence[tuple[Any, ...]], order: tuple[int, ...], counts: np.ndarray,
+               ds: int, params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
+    """A chain's held paced rounds on ``order`` past the play's budgets
+    (:func:`_extended`) at ``counts`` elements under each of ``terms`` (protocols x
+    counts), its parameters resolved (``params``), from chains of fewer ranks of the
+    same blocks, each played as :func:`_unheld` plays it; None where the longest of
+    them is past the budgets too (the chain's front then, :func:`_front`).
+
+    A chain of ``q`` ranks holds ``e = count % q`` blocks of ``s + 1`` elements and
+    ``f = q - e`` of ``s``.  Its time, played, is affine in ``e`` at a given ``f`` and
+    in ``f`` at a given ``e`` once each is past :data:`CHAIN_EDGE` (the chain's ends run
+    ahead of the rounds, and the ranks between them settle to a pattern that a rank
+    more lengthens by one round's worth): each side past it is taken from chains of
+    ``CHAIN_EDGE`` or one more ranks of it (the parity of ``q``, which places a
+    ReduceScatter's late middle hop) and of two more, the line through them
+    extended.  Against the DES on ``default_flat(256)`` (2, 8 and 16 segments,
+    counts 7, 97, 1,000, 2,000, 4,099, 65,537, 131,840 and 1,048,576): AllGather
+    within 1.1e-13 at every count (the chain's front was up to +3.7e-4);
+    ReduceScatter within 1.1e-13 where its blocks' segments are alike and few
+    blocks are larger (a side of at most :data:`CHAIN_EDGE` ranks) (+3.3e-3 at
+    1,048,576 elements), else within 3.6e-5 (97 elements: 8 blocks of one element
+    cut into 8 segments among 159 of none; the front +3.3e-4), 6.3e-6 where both
+    sides are long and 1.3e-6 at uneven segments (515-element blocks into 8), where
+    the play of a longer chain is not affine (its slope moves by up to 5e-6 from one
+    length to the next)."""
+    q = len(order)
+    whole, larger = np.divmod(counts, q)
+    sides = np.stack([larger, q - larger])  # ranks of the larger blocks, of the others
+    base = np.where(sides > CHAIN_EDGE, CHAIN_EDGE + (sides - CHAIN_EDGE) % 2, sides)
+    steps = (sides - base) // 2
+    first = _chain_times(collective, algorithm, topology, terms, order, whole, base, ds,
+                         params)
+    if first is None:
+        return None
+    out = first.copy()
+    # each side two ranks longer where it is extended
+    for side, step in enumerate(steps):
+        at = step > 0
+        if not at.any():
+            continue
+        longer = base[:, at].copy()
+        longer[side] += 2
+        times = _chain_times(collective, algorithm, topology, terms, order, whole[at],
+                             longer, ds, params)
+        if times is None:
+            return None
+        out[:, at] += step[at] * (times - first[:, at])
+    return out
+
+
+def _chain_times(collective: str, algorithm: str, topology: Any,
+                 terms: Sequence[tuple[Any, ...]], order: tuple[int, ...], whole: np.ndarray,
+                 sides: np.ndarray, ds: int,
+                 params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
+    """Chains of the first ranks of ``order`` holding ``sides`` (2 x counts) blocks of
+    ``whole + 1`` and of ``whole`` elements, each played (:func:`_flat_time`), at each
+    count under each of ``terms`` (protocols x counts); None where one is past the
+    play's budgets."""
+    lengths = sides.sum(axis=0)
+    out = np.empty((len(terms), len(lengths)))
+    for length in np.unique(lengths).tolist():
+        short = _first_ranks(order, length)
+        if _extended(topology, short, list(_merged(collective, algorithm, length, params,
+                                                   (params,)))):
+            return None
+        at = lengths == length
+        out[:, at] = _flat_time(collective, algorithm, topology, terms, short,
+                                (whole[at] * length + sides[0, at])[None, :], ds,
+                                dict(params), None)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _first_ranks(order: tuple[int, ...], length: int) -> Orders:
+    """The order of the first ``length`` ranks of ``order`` (cached: a description is
+    cached by its orders)."""
+    return (order[:length],)
 
 
 @functools.lru_cache(maxsize=256)
