@@ -116,48 +116,71 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     """A chain's held paced rounds on ``order`` past the play's budgets
     (:func:`_extended`) at ``counts`` elements under each of ``terms`` (protocols x
     counts), its parameters resolved (``params``), from chains of fewer ranks of the
-    same blocks, each played as :func:`_unheld` plays it; None where the longest of
-    them is past the budgets too (the chain's front then, :func:`_front`).
+    same blocks, each played as :func:`_unheld` plays it; None where they are past the
+    budgets too (the chain's front then, :func:`_front`).
 
-    A chain of ``q`` ranks holds ``e = count % q`` blocks of ``s + 1`` elements and
-    ``f = q - e`` of ``s``.  Its time, played, is affine in ``e`` at a given ``f`` and
-    in ``f`` at a given ``e`` once each is past :data:`CHAIN_EDGE` (the chain's ends run
-    ahead of the rounds, and the ranks between them settle to a pattern that a rank
-    more lengthens by one round's worth): each side past it is taken from chains of
-    ``CHAIN_EDGE`` or one more ranks of it (the parity of ``q``, which places a
-    ReduceScatter's late middle hop) and of two more, the line through them
-    extended.  Against the DES on ``default_flat(256)`` (2, 8 and 16 segments,
-    counts 7, 97, 1,000, 2,000, 4,099, 65,537, 131,840 and 1,048,576): AllGather
-    within 1.1e-13 at every count (the chain's front was up to +3.7e-4);
-    ReduceScatter within 1.1e-13 where its blocks' segments are alike and few
-    blocks are larger (a side of at most :data:`CHAIN_EDGE` ranks) (+3.3e-3 at
-    1,048,576 elements), else within 3.6e-5 (97 elements: 8 blocks of one element
-    cut into 8 segments among 159 of none; the front +3.3e-4), 6.3e-6 where both
-    sides are long and 1.3e-6 at uneven segments (515-element blocks into 8), where
-    the play of a longer chain is not affine (its slope moves by up to 5e-6 from one
-    length to the next)."""
+    A chain of ``q`` ranks holds ``e = count % q`` blocks of ``s + 1`` elements, then
+    ``f = q - e`` of ``s``.  Its time, played, is affine in the shorter side
+    ``min(e, f)`` and in the difference ``|e - f|`` (where the middle of the chain,
+    at which a ReduceScatter's ways balance, lies) once each is past
+    :data:`CHAIN_EDGE`: the chain's ends run ahead of the rounds, the ranks between
+    settle to a pattern, and ranks more lengthen it by their rounds' worth.  Each
+    past it is taken from a chain of at least ``CHAIN_EDGE`` and of ``d`` more, the
+    line through them extended: ``d`` the segments a block is cut into (even), so
+    that a rank's two ways pair the same segments (a ReduceScatter's right-going unit
+    ``k - r`` and left-going ``k - q + 1 + r`` in round ``k``) and the parity of the
+    chain (its late middle hop) stays; 2 where such chains are past the budgets.
+    Against the DES on ``default_flat(256)`` and ``(512)`` at 2 to 16 segments and
+    counts from 7 to 1,048,576: AllGather within 1e-13 at every count (the front was
+    up to +3.7e-4), ReduceScatter within 1e-13 where every block's segments are
+    alike (the front up to +3.3e-3); where they are not, the play itself is not
+    affine in the chain's length (a rank more moves its slope by up to 5e-6: the
+    slowest path meets the larger segments as they fall), and the line is within
+    1.4e-6 (the front +7.6e-4)."""
     q = len(order)
     whole, larger = np.divmod(counts, q)
-    sides = np.stack([larger, q - larger])  # ranks of the larger blocks, of the others
-    base = np.where(sides > CHAIN_EDGE, CHAIN_EDGE + (sides - CHAIN_EDGE) % 2, sides)
-    steps = (sides - base) // 2
-    first = _chain_times(collective, algorithm, topology, terms, order, whole, base, ds,
-                         params)
+    lengths = np.stack([np.minimum(larger, q - larger), np.abs(q - 2 * larger)])
+    cut = max(m.cut for r in _merged(collective, algorithm, q, params, (params,))
+              for m in r.messages)
+    for step in dict.fromkeys((cut * (1 + cut % 2), 2)):
+        base = np.where(lengths > CHAIN_EDGE, CHAIN_EDGE + (lengths - CHAIN_EDGE) % step,
+                        lengths)
+        out = _extended_line(collective, algorithm, topology, terms, order, whole,
+                             larger <= q - larger, lengths, base, step, ds, params)
+        if out is not None:
+            return out
+    return None
+
+
+def _extended_line(collective: str, algorithm: str, topology: Any,
+                   terms: Sequence[tuple[Any, ...]], order: tuple[int, ...],
+                   whole: np.ndarray, first_shorter: np.ndarray, lengths: np.ndarray,
+                   base: np.ndarray, step: int, ds: int,
+                   params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
+    """:func:`_shortened` at a ``step``: the chain of the shorter side and the
+    difference ``base`` (2 x counts; the larger blocks' side the shorter where
+    ``first_shorter``) played, and each of ``lengths`` past its base extended along the
+    line through a chain ``step`` ranks longer in it; None where one is past the
+    budgets."""
+    def sides(shorter: np.ndarray, apart: np.ndarray) -> np.ndarray:
+        return np.where(first_shorter, [shorter, shorter + apart], [shorter + apart, shorter])
+    first = _chain_times(collective, algorithm, topology, terms, order, whole, sides(*base),
+                         ds, params)
     if first is None:
         return None
     out = first.copy()
-    # each side two ranks longer where it is extended
-    for side, step in enumerate(steps):
-        at = step > 0
+    for k, (length, start) in enumerate(zip(lengths, base)):
+        at = length > start
         if not at.any():
             continue
         longer = base[:, at].copy()
-        longer[side] += 2
+        longer[k] += step
         times = _chain_times(collective, algorithm, topology, terms, order, whole[at],
-                             longer, ds, params)
+                             np.where(first_shorter[at], [longer[0], longer.sum(axis=0)],
+                                      [longer.sum(axis=0), longer[0]]), ds, params)
         if times is None:
             return None
-        out[:, at] += step[at] * (times - first[:, at])
+        out[:, at] += (length[at] - start[at]) // step * (times - first[:, at])
     return out
 
 
