@@ -85,7 +85,7 @@ UNHELD_RANKS = 32
 #: whose blocks are one element larger and of the others, those past so many are taken
 #: as a line whose slope two shorter chains give (a chain's time is affine in each once
 #: both its ends have run ahead and settled)
-CHAIN_EDGE = 24
+CHAIN_EDGE = 12
 
 
 def _is_paced(round_: Any) -> bool:

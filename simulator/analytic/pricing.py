@@ -142,42 +142,60 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     lengths = np.stack([np.minimum(larger, q - larger), np.abs(q - 2 * larger)])
     cut = max(m.cut for r in _merged(collective, algorithm, q, params, (params,))
               for m in r.messages)
-    for step in dict.fromkeys((cut * (1 + cut % 2), 2)):
-        base = np.where(lengths > CHAIN_EDGE, CHAIN_EDGE + (lengths - CHAIN_EDGE) % step,
-                        lengths)
+    for period in dict.fromkeys((cut * (1 + cut % 2), 2)):
+        # the shorter side grows both sides, the chain by twice its step
+        steps = np.array([[period // 2], [period]])
+        base = _based(q, lengths, steps)
         out = _extended_line(collective, algorithm, topology, terms, order, whole,
-                             larger <= q - larger, lengths, base, step, ds, params)
+                             larger <= q - larger, lengths, base, steps, ds, params)
         if out is not None:
             return out
     return None
 
 
+def _based(q: int, lengths: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """The shorter side and the difference (``lengths``, 2 x counts) of the chain
+    :func:`_shortened` plays first for a chain of ``q`` ranks at ``steps`` (2 x 1):
+    each as it is up to :data:`CHAIN_EDGE`, else past it by its remainder of its step;
+    the difference, where the chain is long enough, so that the chain is of one length
+    (the least past ``3 CHAIN_EDGE`` and a step of each of ``q``'s remainder of the
+    chain's period) at every count: few chains are played for many counts."""
+    folded = np.where(lengths > CHAIN_EDGE, CHAIN_EDGE + (lengths - CHAIN_EDGE) % steps,
+                      lengths)
+    period = int(steps[1, 0])
+    least = 3 * CHAIN_EDGE + period
+    far = least + (q - least) % period - 2 * folded[0]
+    apart = lengths[1]
+    return np.stack([folded[0], np.where((apart > CHAIN_EDGE) & (far <= apart), far,
+                                         folded[1])])
+
+
 def _extended_line(collective: str, algorithm: str, topology: Any,
                    terms: Sequence[tuple[Any, ...]], order: tuple[int, ...],
                    whole: np.ndarray, first_shorter: np.ndarray, lengths: np.ndarray,
-                   base: np.ndarray, step: int, ds: int,
+                   base: np.ndarray, steps: np.ndarray, ds: int,
                    params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
-    """:func:`_shortened` at a ``step``: the chain of the shorter side and the
-    difference ``base`` (2 x counts; the larger blocks' side the shorter where
-    ``first_shorter``) played, and each of ``lengths`` past its base extended along the
-    line through a chain ``step`` ranks longer in it; None where one is past the
-    budgets."""
-    def sides(shorter: np.ndarray, apart: np.ndarray) -> np.ndarray:
-        return np.where(first_shorter, [shorter, shorter + apart], [shorter + apart, shorter])
-    first = _chain_times(collective, algorithm, topology, terms, order, whole, sides(*base),
-                         ds, params)
+    """:func:`_shortened` at ``steps``: the chain of the shorter side and the difference
+    ``base`` (2 x counts; the larger blocks' side the shorter where ``first_shorter``)
+    played, and each of ``lengths`` past its base extended along the line through a
+    chain longer by its step in it; None where one is past the budgets."""
+    def played(shape: np.ndarray, at: np.ndarray) -> np.ndarray | None:
+        shorter, apart = shape
+        sides = np.where(first_shorter[at], [shorter, shorter + apart],
+                         [shorter + apart, shorter])
+        return _chain_times(collective, algorithm, topology, terms, order, whole[at], sides,
+                            ds, params)
+    first = played(base, np.ones(len(whole), dtype=bool))
     if first is None:
         return None
     out = first.copy()
-    for k, (length, start) in enumerate(zip(lengths, base)):
+    for k, (length, start, step) in enumerate(zip(lengths, base, steps[:, 0].tolist())):
         at = length > start
         if not at.any():
             continue
         longer = base[:, at].copy()
         longer[k] += step
-        times = _chain_times(collective, algorithm, topology, terms, order, whole[at],
-                             np.where(first_shorter[at], [longer[0], longer.sum(axis=0)],
-                                      [longer.sum(axis=0), longer[0]]), ds, params)
+        times = played(longer, at)
         if times is None:
             return None
         out[:, at] += (length[at] - start[at]) // step * (times - first[:, at])
