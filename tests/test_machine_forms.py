@@ -432,7 +432,7 @@ def test_chain_past_the_play_plays_short_chains_only() -> None:
                                segments=8)
         assert (np.diff(times) > 0).all()
     played = [len(held[0][0]) for held, _ in analytic.described._DESCRIBED.values()]
-    assert played and max(played) <= 3 * analytic.CHAIN_EDGE + 5 * 8
+    assert played and max(played) <= 3 * analytic.CHAIN_EDGE + 4 * 8
 
 
 #: chains on default_flat past ``UNHELD_RANKS`` (32) over several channels of one order:

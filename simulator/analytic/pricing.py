@@ -125,26 +125,30 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     at which a ReduceScatter's ways balance, lies) once each is past
     :data:`CHAIN_EDGE`: the chain's ends run ahead of the rounds, the ranks between
     settle to a pattern, and ranks more lengthen it by their rounds' worth.  Each
-    past it is taken from a chain of at least ``CHAIN_EDGE`` and of ``d`` more, the
-    line through them extended: ``d`` the segments a block is cut into (even), so
-    that a rank's two ways pair the same segments (a ReduceScatter's right-going unit
-    ``k - r`` and left-going ``k - q + 1 + r`` in round ``k``) and the parity of the
-    chain (its late middle hop) stays; 2 where such chains are past the budgets.
-    Against the DES on ``default_flat(256)`` and ``(512)`` at 2 to 16 segments and
-    counts from 7 to 1,048,576: AllGather within 1e-13 at every count (the front was
-    up to +3.7e-4), ReduceScatter within 1e-13 where every block's segments are
-    alike (the front up to +3.3e-3); where they are not, the play itself is not
-    affine in the chain's length (a rank more moves its slope by up to 5e-6: the
-    slowest path meets the larger segments as they fall), and the line is within
-    1.4e-6 (the front +7.6e-4)."""
+    past it is taken from a chain of at least ``3 CHAIN_EDGE`` ranks (:func:`_based`)
+    and one a step longer in it, the line through them extended: a step of ``d``
+    ranks, the segments a block is cut into (twice that where odd; half of it for the
+    shorter side, which grows both sides), so that a rank's two ways pair the same
+    segments (a ReduceScatter's right-going unit ``k - r`` and left-going
+    ``k - q + 1 + r`` in round ``k``) and the parity of the chain (its late middle
+    hop) stays; ``d`` = 2 where such chains are past the budgets.  Against the DES on
+    ``default_flat(256)`` at 2, 4, 8 and 16 segments, ``(512)`` at 2 to 16 and
+    ``(1024)`` at 2 and 4, counts from 7 to ``1 << 20``: AllGather within 1e-13 at
+    every count (the front was up to +3.7e-4); ReduceScatter within 1e-13 where the
+    blocks of one of its two sizes are cut into alike segments (the front up to
+    +3.3e-3); where neither is, the play itself is not affine in the chain's length
+    (a rank more moves its slope by up to 5e-6: the slowest path meets the larger
+    segments as they fall), and the line is within RS_WORST."""
     q = len(order)
     whole, larger = np.divmod(counts, q)
     lengths = np.stack([np.minimum(larger, q - larger), np.abs(q - 2 * larger)])
     cut = max(m.cut for r in _merged(collective, algorithm, q, params, (params,))
               for m in r.messages)
     for period in dict.fromkeys((cut * (1 + cut % 2), 2)):
-        # the shorter side grows both sides, the chain by twice its step
-        steps = np.array([[period // 2], [period]])
+        # the shorter side grows both sides, the chain by twice its step: half the
+        # period where that is even (an odd one, at 1 and 3 segments: off by up to 2e-5)
+        half = period // 2
+        steps = np.array([[half if half % 2 == 0 else period], [period]])
         base = _based(q, lengths, steps)
         out = _extended_line(collective, algorithm, topology, terms, order, whole,
                              larger <= q - larger, lengths, base, steps, ds, params)
@@ -158,12 +162,13 @@ def _based(q: int, lengths: np.ndarray, steps: np.ndarray) -> np.ndarray:
     :func:`_shortened` plays first for a chain of ``q`` ranks at ``steps`` (2 x 1):
     each as it is up to :data:`CHAIN_EDGE`, else past it by its remainder of its step;
     the difference, where the chain is long enough, so that the chain is of one length
-    (the least past ``3 CHAIN_EDGE`` and a step of each of ``q``'s remainder of the
-    chain's period) at every count: few chains are played for many counts."""
+    (the least past ``3 CHAIN_EDGE`` and two steps of the shorter side of ``q``'s
+    remainder of the difference's step) at every count: few chains are played for many
+    counts."""
     folded = np.where(lengths > CHAIN_EDGE, CHAIN_EDGE + (lengths - CHAIN_EDGE) % steps,
                       lengths)
-    period = int(steps[1, 0])
-    least = 3 * CHAIN_EDGE + period
+    shorter, period = steps[:, 0].tolist()
+    least = 3 * CHAIN_EDGE + 2 * shorter
     far = least + (q - least) % period - 2 * folded[0]
     apart = lengths[1]
     return np.stack([folded[0], np.where((apart > CHAIN_EDGE) & (far <= apart), far,
