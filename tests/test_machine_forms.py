@@ -404,10 +404,10 @@ def test_chain_past_the_play_is_priced_from_shorter_chains(collective: str,
 
 #: a chain's ReduceScatter past the play's budgets where its blocks' segments are
 #: uneven: the play of longer chains is not affine in their length there (the slowest
-#: path meets the larger segments as they fall), so the line is off, by up to 1.4e-6
-#: on default_flat(256) at 8 segments (131,840 elements, blocks of 515 cut 65/64:
-#: 3.2e-8; 1,000, blocks of 4 and 3 elements: 8.9e-7; the chain's front +1.3e-3 and
-#: +8.5e-5)
+#: path meets the larger segments as they fall), so the line is off, by up to 1.1e-6
+#: on default_flat(256-512) at 4-16 segments (on 256 ranks at 8 segments, 131,840
+#: elements, blocks of 515 cut 65/64: +4.4e-7; 1,000, blocks of 4 and 3 elements:
+#: +4.7e-7; the chain's front +6.5e-4 and +8.5e-5)
 UNEVEN_LONG_CHAIN = 2e-6
 
 
