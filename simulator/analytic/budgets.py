@@ -81,10 +81,11 @@ NEAR_PARTS = 1 / 8
 UNHELD_RANKS = 32
 #: on a machine of alike links, held paced rounds on one order past the play's budgets
 #: (a chain's ReduceScatter and AllGather, ``default_flat(256)`` at 8 segments) are
-#: priced from chains of fewer ranks, each played (:func:`_shortened`): of the ranks
-#: whose blocks are one element larger and of the others, those past so many are taken
-#: as a line whose slope two shorter chains give (a chain's time is affine in each once
-#: both its ends have run ahead and settled)
+#: priced from chains of fewer ranks, each played (:func:`_shortened`): the shorter
+#: side (the ranks whose blocks are one element larger, or the others) and the two
+#: sides' difference, each past so many ranks, are taken as a line whose slope two
+#: shorter chains give (the chain's time is affine in each once its ends have run
+#: ahead and its middle settled)
 CHAIN_EDGE = 12
 
 
