@@ -133,10 +133,10 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     ``k - q + 1 + r`` in round ``k``) and the parity of the chain (its late middle
     hop) stays; ``d`` = 2 where such chains are past the budgets.  Against the DES on
     ``default_flat(256)`` at 2, 4, 8 and 16 segments, ``(301)`` at 3 and 8, ``(512)``
-    at 1 to 16 and ``(1024)`` at 2 and 4, counts from 7 to ``1 << 20`` (178 cases):
-    AllGather within 1.1e-13 at every one (the front was up to +3.7e-4);
-    ReduceScatter within 1.3e-13 at 78 of 99, every count of whole units among them
-    (the front up to +3.3e-3), the others within 5.3e-5: where blocks are cut into
+    at 1 to 16 and ``(1024)`` at 2 and 4, counts from 7 to ``1 << 20`` (180 cases):
+    AllGather within 1.1e-13 at every one (the front was up to +3.8e-4);
+    ReduceScatter within 1.3e-13 at 76 of 97, every count of whole units among them
+    (the front up to +2.2e-2), the others within 5.3e-5: where blocks are cut into
     uneven segments the played time is not affine in the chain's length (a rank more
     moves its slope by up to 5e-6: the slowest path meets the larger segments as
     they fall; within 1.1e-6), and where blocks of one element are cut into 2 or 4
