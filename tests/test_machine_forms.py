@@ -391,6 +391,66 @@ def test_chain_ports_of_two_are_filled_past_32_flat_ranks(nranks: int, collectiv
             pytest.approx(simulated, rel=1e-9), count
 
 
+#: chains on default_flat(256) past the play's budgets, one channel, 8 segments:
+#: (collective, counts) where every block's segments are alike (ReduceScatter) or at
+#: every count (AllGather), each off by more than 1e-9 while held to the chain's front
+#: (ReduceScatter at 97 elements +3.3e-4, ``1 << 20`` +3.3e-3; AllGather at 7 +3.7e-4,
+#: 4,099 +3.7e-4)
+LONG_CHAINS = [("reduce_scatter", (7, 97, 2000, 65537, 1 << 20)),
+               ("allgather", (7, 97, 1000, 4099, 131840))]
+
+
+@pytest.mark.parametrize("collective, counts", LONG_CHAINS)
+def test_chain_past_the_play_is_priced_from_shorter_chains(collective: str,
+                                                           counts: tuple[int, ...]) -> None:
+    """A chain's ReduceScatter and AllGather on default_flat(256) at 8 segments, past the
+    play's budgets: priced from chains of fewer ranks, each played, the line through
+    them extended in the shorter side of its blocks' sizes and in their difference
+    (:func:`simulator.analytic.pricing._shortened`); exact where its blocks' segments are
+    alike."""
+    flat = topology.default_flat(256)
+    params = {"segments": 8}
+    rounds = tuple(describe(collective, "pipeline", 256, (("segments", 8),)))
+    assert analytic.budgets._extended(flat, (tuple(range(256)),), list(rounds))
+    for count in counts:
+        simulated = _simulated(collective, "pipeline", flat, 4 * count, params)
+        assert machine_cost(collective, "pipeline", flat, 4 * count, **params) == \
+            pytest.approx(simulated, rel=1e-9), count
+
+
+#: a chain's ReduceScatter past the play's budgets where its blocks' segments are
+#: uneven: the play of longer chains is not affine in their length there (the slowest
+#: path meets the larger segments as they fall), so the line is off, by up to 1.1e-6
+#: on default_flat(256-512) at 4-16 segments (on 256 ranks at 8 segments, 131,840
+#: elements, blocks of 515 cut 65/64: +4.4e-7; 1,000, blocks of 4 and 3 elements:
+#: +4.7e-7; the chain's front +6.5e-4 and +8.5e-5)
+UNEVEN_LONG_CHAIN = 2e-6
+
+
+def test_chain_past_the_play_at_uneven_segments() -> None:
+    """A chain's ReduceScatter on default_flat(256) at 8 segments of uneven blocks:
+    within :data:`UNEVEN_LONG_CHAIN` of the simulator."""
+    flat = topology.default_flat(256)
+    for count in (1000, 131840):
+        simulated = _simulated("reduce_scatter", "pipeline", flat, 4 * count, {"segments": 8})
+        assert machine_cost("reduce_scatter", "pipeline", flat, 4 * count, segments=8) == \
+            pytest.approx(simulated, rel=UNEVEN_LONG_CHAIN), count
+
+
+def test_chain_past_the_play_plays_short_chains_only() -> None:
+    """A chain on default_flat(4096) at 8 segments is priced from chains of at most a
+    few times :data:`simulator.analytic.CHAIN_EDGE` ranks, whatever its length: the
+    descriptions played hold no longer order."""
+    flat = topology.default_flat(4096)
+    analytic.described._DESCRIBED.clear()
+    for collective in ("reduce_scatter", "allgather"):
+        times = analytic.price(collective, "pipeline", flat, [28, 388, 4 * 4099, 1 << 30],
+                               segments=8)
+        assert (np.diff(times) > 0).all()
+    played = [len(held[0][0]) for held, _ in analytic.described._DESCRIBED.values()]
+    assert played and max(played) <= 3 * analytic.CHAIN_EDGE + 4 * 8
+
+
 #: chains on default_flat past ``UNHELD_RANKS`` (32) over several channels of one order:
 #: (ranks, channels, segments, count), each off by more than 1e-9 while each port's
 #: queue was played on its own (its ports carry 2 x channels messages, not filled):

@@ -12,7 +12,7 @@ import numpy as np
 from collectives.traffic import Round
 
 from .cache import _cached
-from .sample import Orders, SAMPLE_ALL_RANKS, _sampled
+from .sample import Orders, SAMPLE_ALL_RANKS, _link_classes, _sampled
 
 
 #: paced rounds of at most so many messages, in flight in at most so many rounds in all
@@ -79,6 +79,14 @@ NEAR_PARTS = 1 / 8
 #: CPU s (the max-min fill's events: 24.5 s a table), on ``default_flat(100)`` 0.06 ->
 #: 1.1 s
 UNHELD_RANKS = 32
+#: on a machine of alike links, held paced rounds on one order past the play's budgets
+#: (a chain's ReduceScatter and AllGather, ``default_flat(256)`` at 8 segments) are
+#: priced from chains of fewer ranks, each played (:func:`_shortened`): the shorter
+#: side (the ranks whose blocks are one element larger, or the others) and the two
+#: sides' difference, each past so many ranks, are taken as a line whose slope two
+#: shorter chains give (the chain's time is affine in each once its ends have run
+#: ahead and its middle settled)
+CHAIN_EDGE = 12
 
 
 def _is_paced(round_: Any) -> bool:
@@ -97,6 +105,14 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
         return True
     messages, hops, span = _paced_load(orders, rounds)
     return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _extended(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders`` are priced from shorter chains
+    (:func:`_shortened`): held, on one order of a machine of alike links, past the
+    play's budgets (:func:`_played`, as :func:`_unheld` plays them)."""
+    return len(orders) == 1 and _is_held(rounds) and len(_link_classes(topology)[1]) == 1 \
+        and not _played(topology, orders, list(_unheld(tuple(rounds))))
 
 
 def _queued(topology: Any, orders: Orders, rounds: list[Any]) -> bool:

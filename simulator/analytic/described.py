@@ -398,8 +398,9 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...],
     (cached); held paced rounds played (:func:`_unheld`): on a machine of alike links
     where every rank is played (:func:`_played`), filled up to :data:`UNHELD_RANKS`
     ranks, past that where each port carries at most two of a round's messages, else
-    each port's queue on its own (past the play's budgets, held to the chain's
-    front, :func:`_front`); elsewhere where every rank is sampled and messages of
+    each port's queue on its own (past the play's budgets, on one order, from
+    shorter chains, :func:`_shortened`, else held to the chain's front,
+    :func:`_front`); elsewhere where every rank is sampled and messages of
     different rounds may meet on a link (:func:`_crossed_links`), which the lock-step
     rounds do not see (a chain's AllGather on ``dgx_h100(8, nodes_per_leaf=2,
     spines=2)`` at one segment, 64 MiB, LL, was +10.3%, played exact); elsewhere the

@@ -22,7 +22,7 @@ from ..gpu import link_figures
 from .arrays import _ceil_div
 from .cache import _cached
 from .sample import Groups, Orders, _link_classes
-from .budgets import NEAR_PARTS
+from .budgets import CHAIN_EDGE, NEAR_PARTS, _extended
 from .flow import _Flow
 from .described import _described, _window_parts
 
@@ -82,6 +82,12 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         pieces = None if piece is None else \
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
         rounds = _merged(collective, algorithm, q, given, keys)
+        if piece is None and not apart and _extended(topology, orders, list(rounds)):
+            shorter = _shortened(collective, algorithm, topology, terms, orders[0],
+                                 elements[0], ds, keys[0])
+            if shorter is not None:
+                out[:, at] = shorter
+                continue
         # each message priced at its own window where they differ in more than their
         # size (a ReduceScatter's channel vector, :func:`_window_parts`)
         windows = _window_parts(rounds, q, elements, pieces // ds) \
@@ -104,6 +110,135 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     if not entry.empty_sends:  # an empty vector sends nothing
         out[:, (counts == 0).all(axis=0)] = 0.0
     return out
+
+
+def _shortened(collective: str, algorithm: str, topology: Any,
+               terms: Sequence[tuple[Any, ...]], order: tuple[int, ...], counts: np.ndarray,
+               ds: int, params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
+    """A chain's held paced rounds on ``order`` past the play's budgets
+    (:func:`_extended`) at ``counts`` elements under each of ``terms`` (protocols x
+    counts), its parameters resolved (``params``), from chains of fewer ranks of the
+    same blocks, each played as :func:`_unheld` plays it; None where they are past the
+    budgets too (the chain's front then, :func:`_front`).
+
+    A chain of ``q`` ranks holds ``e = count % q`` blocks of ``s + 1`` elements, then
+    ``f = q - e`` of ``s``.  Its time, played, is affine in the shorter side
+    ``min(e, f)`` and in the difference ``|e - f|`` (where the middle of the chain,
+    at which a ReduceScatter's ways balance, lies) once each is past
+    :data:`CHAIN_EDGE`: the chain's ends run ahead of the rounds, the ranks between
+    settle to a pattern, and ranks more lengthen it by their rounds' worth.  Each
+    past it is taken from a chain of at least ``3 CHAIN_EDGE`` ranks (:func:`_based`)
+    and one a step longer in it, the line through them extended: a step of ``d``
+    ranks, the segments a block is cut into (twice that where odd; half of it for the
+    shorter side, which grows both sides), so that a rank's two ways pair the same
+    segments (a ReduceScatter's right-going unit ``k - r`` and left-going
+    ``k - q + 1 + r`` in round ``k``) and the parity of the chain (its late middle
+    hop) stays; ``d`` = 2 where such chains are past the budgets.  Against the DES on
+    ``default_flat(256)`` at 2, 4, 8 and 16 segments, ``(301)`` at 3 and 8, ``(512)``
+    at 1 to 16 and ``(1024)`` at 2 and 4, counts from 7 to ``1 << 20`` (180 cases):
+    AllGather within 1.1e-13 at every one (the front was up to +3.8e-4);
+    ReduceScatter within 1.3e-13 at 76 of 97, every count of whole units among them
+    (the front up to +2.2e-2), the others within 5.3e-5: where blocks are cut into
+    uneven segments the played time is not affine in the chain's length (a rank more
+    moves its slope by up to 5e-6: the slowest path meets the larger segments as
+    they fall; within 1.1e-6), and where blocks of one element are cut into 2 or 4
+    on 512 and 1,024 ranks (97 and 1,000 elements) its slope settles only past about
+    100 ranks, longer than the chains played (to 5.3e-5)."""
+    q = len(order)
+    whole, larger = np.divmod(counts, q)
+    lengths = np.stack([np.minimum(larger, q - larger), np.abs(q - 2 * larger)])
+    cut = max(m.cut for r in _merged(collective, algorithm, q, params, (params,))
+              for m in r.messages)
+    for period in dict.fromkeys((cut * (1 + cut % 2), 2)):
+        # the shorter side grows both sides, the chain by twice its step: half the
+        # period where that is even (an odd one, at 1 and 3 segments: off by up to 2e-5)
+        half = period // 2
+        steps = np.array([[half if half % 2 == 0 else period], [period]])
+        base = _based(q, lengths, steps)
+        out = _extended_line(collective, algorithm, topology, terms, order, whole,
+                             larger <= q - larger, lengths, base, steps, ds, params)
+        if out is not None:
+            return out
+    return None
+
+
+def _based(q: int, lengths: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """The shorter side and the difference (``lengths``, 2 x counts) of the chain
+    :func:`_shortened` plays first for a chain of ``q`` ranks at ``steps`` (2 x 1):
+    each as it is up to :data:`CHAIN_EDGE`, else past it by its remainder of its step;
+    the difference, where the chain is long enough, so that the chain is of one length
+    (the least past ``3 CHAIN_EDGE`` and two steps of the shorter side of ``q``'s
+    remainder of the difference's step) at every count: few chains are played for many
+    counts."""
+    folded = np.where(lengths > CHAIN_EDGE, CHAIN_EDGE + (lengths - CHAIN_EDGE) % steps,
+                      lengths)
+    shorter, period = steps[:, 0].tolist()
+    least = 3 * CHAIN_EDGE + 2 * shorter
+    far = least + (q - least) % period - 2 * folded[0]
+    apart = lengths[1]
+    return np.stack([folded[0], np.where((apart > CHAIN_EDGE) & (far <= apart), far,
+                                         folded[1])])
+
+
+def _extended_line(collective: str, algorithm: str, topology: Any,
+                   terms: Sequence[tuple[Any, ...]], order: tuple[int, ...],
+                   whole: np.ndarray, first_shorter: np.ndarray, lengths: np.ndarray,
+                   base: np.ndarray, steps: np.ndarray, ds: int,
+                   params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
+    """:func:`_shortened` at ``steps``: the chain of the shorter side and the difference
+    ``base`` (2 x counts; the larger blocks' side the shorter where ``first_shorter``)
+    played, and each of ``lengths`` past its base extended along the line through a
+    chain longer by its step in it; None where one is past the budgets."""
+    def played(shape: np.ndarray, at: np.ndarray) -> np.ndarray | None:
+        shorter, apart = shape
+        sides = np.where(first_shorter[at], [shorter, shorter + apart],
+                         [shorter + apart, shorter])
+        return _chain_times(collective, algorithm, topology, terms, order, whole[at], sides,
+                            ds, params)
+    first = played(base, np.ones(len(whole), dtype=bool))
+    if first is None:
+        return None
+    out = first.copy()
+    for k, (length, start, step) in enumerate(zip(lengths, base, steps[:, 0].tolist())):
+        at = length > start
+        if not at.any():
+            continue
+        longer = base[:, at].copy()
+        longer[k] += step
+        times = played(longer, at)
+        if times is None:
+            return None
+        out[:, at] += (length[at] - start[at]) // step * (times - first[:, at])
+    return out
+
+
+def _chain_times(collective: str, algorithm: str, topology: Any,
+                 terms: Sequence[tuple[Any, ...]], order: tuple[int, ...], whole: np.ndarray,
+                 sides: np.ndarray, ds: int,
+                 params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
+    """Chains of the first ranks of ``order`` holding ``sides`` (2 x counts) blocks of
+    ``whole + 1`` and of ``whole`` elements, each played (:func:`_flat_time`), at each
+    count under each of ``terms`` (protocols x counts); None where one is past the
+    play's budgets."""
+    lengths = sides.sum(axis=0)
+    out = np.empty((len(terms), len(lengths)))
+    for length in np.unique(lengths).tolist():
+        short = _first_ranks(order, length)
+        if _extended(topology, short, list(_merged(collective, algorithm, length, params,
+                                                   (params,)))):
+            return None
+        at = lengths == length
+        out[:, at] = _flat_time(collective, algorithm, topology, terms, short,
+                                (whole[at] * length + sides[0, at])[None, :], ds,
+                                dict(params), None)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _first_ranks(order: tuple[int, ...], length: int) -> Orders:
+    """The order of the first ``length`` ranks of ``order`` (cached: a description is
+    cached by its orders)."""
+    return (order[:length],)
 
 
 @functools.lru_cache(maxsize=256)
