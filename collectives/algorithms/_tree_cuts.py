@@ -14,7 +14,9 @@ Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, ea
 those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
 the model leaves out the empty ones of a class that carries something, as the ranks'
 steps do, without a class more (a class costs the model a column of its links'
-profiles; a message that says so, a row of its own).  Up to :data:`EXACT_MESSAGES` the
+profiles; a message that says so, a row of its own); and, up to :data:`PIECE_CLASSES`
+classes, each goes as a transfer per run of the buffer it carries, as the ranks' steps
+send it.  Up to :data:`EXACT_MESSAGES` the
 spill also holds the segments further from a part's edge that rounding spills into
 where segments are a few elements (:func:`spilled_far`).
 
@@ -58,11 +60,14 @@ MASK_MESSAGES = 5 << 10
 #: the most classes :func:`most_cut` describes its messages at the parts' edges in, a
 #: class per run of the buffer each carries and per way its share of the segment is
 #: split among them (:func:`_by_piece`); past it, a class per share, each message as
-#: one transfer.  100 takes in ``default_flat(p)`` to 128 ranks at 2 to 8 segments (at
-#: 64 ranks, 4 segments, ``1 << 20`` elements: as one transfer, under by 1.1%) and
-#: leaves out trees over DGX nodes, whose chains split each share as many ways as they
-#: have ranks (``dgx_h100(128)``, 2 segments: 24 classes -> 585, and over 8 channels,
-#: LL, 64 MiB, exact -> -20.6%, the play given up past its budgets)
+#: one transfer.  The ways grow with the ranks but where they are a power of two:
+#: 100 takes in ``default_flat(p)`` at 20 to 32 ranks (but 29 at 8 segments: 105),
+#: 64 at 2 to 64 segments (99 to 3; at 4 segments, ``1 << 20`` elements, as one
+#: transfer the model was under by 1.1%), 128 from 4 and 256 from 8, and leaves out
+#: 41 to 53 ranks (107 to 168), 97 (249 to 261), 181 (439 to 469) and the trees over
+#: DGX nodes, whose chains split a share as many ways as they have ranks
+#: (``dgx_h100(128)``, 2 segments: 24 classes -> 585, and over 8 channels, LL, 64 MiB,
+#: exact -> -20.6%, the play given up past its budgets)
 PIECE_CLASSES = 100
 
 
@@ -212,7 +217,10 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     at a part's edge says whether it carries anything (:meth:`_Cuts.carried`): at 17 to
     1,025 elements most blocks hold at most one element and most of those messages
     carry nothing, left out by the ranks' steps (``dgx_h100(65)``, 4 segments, 388 B:
-    +12.2% charged as sent; ``dgx_h100(3)``, 16 segments, 4,100 B: +10.2%).
+    +12.2% charged as sent; ``dgx_h100(3)``, 16 segments, 4,100 B: +10.2%).  Up to
+    :data:`PIECE_CLASSES` classes, the single segments and the spill are instead a
+    class per run of the buffer each message carries and per way its share falls among
+    them (:func:`_by_piece`), each charged the most its messages carry of that run.
 
     Parameters
     ----------
