@@ -29,7 +29,8 @@ helper of that one algorithm, not an algorithm of its own (not in
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import itertools
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -246,30 +247,33 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     at = np.where(alone, round_, round_.min(initial=0) - 1)
     pieces = cuts.pieces_carried()
     whole = np.full(len(share), pieces.whole)
-    sent: Classes = [cls for g in empty.grouped(share) for k in [int(share[g[0]])]
-                     for cls in ([(stream[g], first[g], end[g],
-                                   empty.below(g, _share_of(segment, parts, q)), None,
-                                   (whole[g], pieces))] if k == q else
-                                 _by_piece(cuts, pieces, row[g], stream[g], first[g]))]
-    apart: Classes = [cls for g in empty.grouped(at, len(share))
-                      for cls in _by_piece(cuts, pieces, spill_row[g], spilled[g], edge[g])]
-    if len(sent) + len(apart) <= PIECE_CLASSES:
-        return [sent, apart]
-    sent = [(stream[g], first[g], end[g],
+    split = itertools.chain(
+        ((0, cls) for g in empty.grouped(share) for k in [int(share[g[0]])]
+         for cls in ([(stream[g], first[g], end[g], empty.below(g, _share_of(segment, parts, q)),
+                       None, (whole[g], pieces))] if k == q else
+                     _by_piece(cuts, pieces, row[g], stream[g], first[g]))),
+        ((1, cls) for g in empty.grouped(at, len(share))
+         for cls in _by_piece(cuts, pieces, spill_row[g], spilled[g], edge[g])))
+    # built one by one, so that past the budget no more are (trees over 1,024 DGX ranks
+    # split into 2,000 classes)
+    taken = list(itertools.islice(split, PIECE_CLASSES + 1))
+    if len(taken) <= PIECE_CLASSES:
+        return [[cls for apart, cls in taken if not apart], [cls for apart, cls in taken if apart]]
+    sent: Classes = [(stream[g], first[g], end[g],
              empty.below(g, _share_of(segment, parts, q) if k == q
                          else cuts.most(row[g], _share_of(segment, parts, k))), None,
              (row[g], carried))
             for g in empty.grouped(share) for k in [int(share[g[0]])]]
-    apart = [(spilled[g], edge[g], edge[g] + 1,
+    spilled_classes: Classes = [(spilled[g], edge[g], edge[g] + 1,
               empty.below(len(share) + g,
                           cuts.most(spill_row[g], _spill_of(segment, q, segments))),
               None, (spill_row[g], carried))
              for g in empty.grouped(at, len(share))]
-    return [sent, apart]
+    return [sent, spilled_classes]
 
 
 def _by_piece(cuts: "_Cuts", carries: "_PiecesCarried", rows: np.ndarray,
-              streams: np.ndarray, at: np.ndarray) -> Classes:
+              streams: np.ndarray, at: np.ndarray) -> Iterator[Any]:
     """Single-segment messages ``rows`` of ``cuts`` (``streams[i]``'s segment ``at[i]``)
     as a class per run of the buffer any of them may carry something of (up each of the
     subtree's runs, down the segment's run before each and after the last), each
@@ -280,9 +284,10 @@ def _by_piece(cuts: "_Cuts", carries: "_PiecesCarried", rows: np.ndarray,
     period = np.array([2 * cuts.q * cuts.segments])
     shares = cuts._kept_spans(period)[1][rows, :, 0]
     split = np.unique(shares, axis=0, return_inverse=True)[1].reshape(-1)
-    return [(streams[g], at[g], at[g] + 1, cuts.piece_most(rows[g], j), None,
-             (rows[g] * carries.width + j, carries))
-            for _, g in _grouped(split) for j in range(cuts.pieces(rows[g]))]
+    for _, g in _grouped(split):
+        for j in range(cuts.pieces(rows[g])):
+            yield (streams[g], at[g], at[g] + 1, cuts.piece_most(rows[g], j), None,
+                   (rows[g] * carries.width + j, carries))
 
 
 #: counts below which :func:`most_cut` classes its messages by the counts at which each
