@@ -683,6 +683,33 @@ def test_tree_allgather_tiny_counts_on_eight_nodes_are_exact(nbytes: int) -> Non
     assert machine_cost("allgather", "tree", machine, nbytes, protocol="LL",
                         segments=1) == pytest.approx(simulated, rel=1e-9)
 
+#: (nodes, elements, parameters, protocol): a tree AllGather over several channels at a
+#: few elements a rank, the channels' parts far apart or none
+FAR_PARTS = [(3, 15, {"channels": 2, "segments": 2}, "Simple"),
+             (3, 24, {"channels": 2, "segments": 2}, "LL"),
+             (3, 80, {"channels": 2, "segments": 2}, "LL"),
+             (3, 17, {"channels": 4, "segments": 1}, "Simple"),
+             (3, 21, {"channels": 4, "segments": 1}, "Simple"),
+             (2, 25, {"channels": 2, "segments": 8}, "Simple"),
+             (2, 25, {"channels": 2, "segments": 8}, "LL128")]
+
+
+@pytest.mark.parametrize("nodes, count, params, protocol", FAR_PARTS)
+def test_tree_allgather_channels_far_apart_are_priced_in_groups(nodes: int, count: int,
+                                                                params: dict,
+                                                                protocol: str) -> None:
+    """dgx_h100(3) and (2): at fewer elements than ranks only channel 0 carries any
+    (15, 17, 21, 24), else the channels' parts are far apart ([24, 0] ... [48, 32],
+    [16, 9] at 25).  Each part priced with every channel carrying it, the empty channels
+    were charged as sending and the channels' rounds as falling alike (+12.1%, +7.2%,
+    +5.7%, +19.2%, +3.3%, -12.2%, -7.1%); only the channels that carry something, in
+    groups of equal parts, exact."""
+    machine = topology.dgx_h100(nodes)
+    simulated = _simulated("allgather", "tree", machine, 4 * count, params, protocol)
+    assert machine_cost("allgather", "tree", machine, 4 * count, protocol=protocol,
+                        **params) == pytest.approx(simulated, rel=1e-9)
+
+
 TINY_ON_NODES = [(16, 4, {"segments": 1}), (16, 12, {"segments": 4}),
                  (16, 4, {"segments": 16, "channels": 8}), (24, 12, {"segments": 1})]
 

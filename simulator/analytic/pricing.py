@@ -193,17 +193,53 @@ def _unlike_time(collective: str, algorithm: str, topology: Any,
                  terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
                  ds: int, params: dict[str, Any], piece: np.ndarray | None) -> np.ndarray:
     """:func:`_flat_time` on a machine of unlike links, each channel at its own part
-    (``counts``, orders x sizes; its runs ``piece``, as ``counts`` or a row): where the
-    parts at a size are within :data:`NEAR_PARTS` of the largest, in groups of equal
-    parts (:func:`_channel_groups`, as on flat); elsewhere every distinct part (and
-    run) priced with every order carrying it, on the orders' one layout, and the
-    slowest taken (:func:`_slowest_part`).  The parts say which channels send nothing
-    and how each channel's blocks are cut: two DGX nodes' tree AllGather at 12, 388
-    and 4,000,012 bytes, every channel charged ``ceil(count / C)``, was -32%, +28%
-    and +5.2% against the DES.  Groups at every size (a layout for each pattern of
-    parts) cost the three tables on 16 DGX nodes 2.4 -> 4.9 CPU s and on 128 nodes
-    6.1 -> 18.4; parts far apart are few elements a block, where how channels of
-    unequal parts share links is not what the time is made of."""
+    (``counts``, orders x sizes; its runs ``piece``, as ``counts`` or a row).  Where a
+    channel of no elements sends nothing (:attr:`collectives.registry.Algorithm.empty_sends`
+    False: the tree, the chain), only the channels that carry something are priced (the
+    first ones: a channel's part never grows with its number), in groups of equal parts
+    (:func:`_channel_groups`) however far apart: at a few elements a block the channels
+    that carry something meet on their links, and how their rounds fall together is
+    what the time is made of (``dgx_h100(3)``'s tree AllGather over 2 channels at 2
+    segments, 15 to 44 elements, 15 to 24 on channel 0 alone: the parts each priced with
+    both channels carrying it were up to +12.1%; the groups exact).  Elsewhere as
+    :func:`_near_or_slowest`."""
+    if registered(algorithm).empty_sends:
+        return _near_or_slowest(collective, algorithm, topology, terms, orders, counts, ds,
+                                params, piece)
+    live = np.maximum(np.count_nonzero(counts, axis=0), 1)
+    out = np.empty((len(terms), counts.shape[1]))
+    for k in np.unique(live).tolist():
+        at = live == k
+        out[:, at] = _flat_time(collective, algorithm, topology, terms,
+                                _first_orders(orders, k), counts[:k, at], ds, params,
+                                None if piece is None else piece[:k, at])
+    return out
+
+
+_FIRST: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
+
+
+def _first_orders(orders: Orders, k: int) -> Orders:
+    """The first ``k`` of ``orders``, the same object at every call (the layouts are
+    cached by the orders' identity)."""
+    if k == len(orders):
+        return orders
+    return _cached(_FIRST, (id(orders), k), (orders,), lambda: orders[:k])
+
+
+def _near_or_slowest(collective: str, algorithm: str, topology: Any,
+                     terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
+                     ds: int, params: dict[str, Any], piece: np.ndarray | None) -> np.ndarray:
+    """:func:`_unlike_time` where a channel of no elements still sends: where the parts
+    at a size are within :data:`NEAR_PARTS` of the largest, in groups of equal parts
+    (:func:`_channel_groups`, as on flat); elsewhere every distinct part (and run)
+    priced with every order carrying it, on the orders' one layout, and the slowest
+    taken (:func:`_slowest_part`).  The parts say which channels send nothing and how
+    each channel's blocks are cut: two DGX nodes' tree AllGather at 12, 388 and
+    4,000,012 bytes, every channel charged ``ceil(count / C)``, was -32%, +28% and
+    +5.2% against the DES.  Groups at every size (a layout for each pattern of parts)
+    cost the three tables on 16 DGX nodes 2.6 -> 4.0 CPU s, mostly the pipeline's
+    (none of whose cases is measured off)."""
     low, high = counts.min(axis=0), counts.max(axis=0)
     near = (low < high) & (high - low <= NEAR_PARTS * high)
     out = np.empty((len(terms), counts.shape[1]))
