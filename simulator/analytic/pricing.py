@@ -186,7 +186,17 @@ def _placed(algorithm: str, channels: int, topology: Any,
     order = added.pop("order", None)
     added.pop("channels")
     orders = (tuple(range(nranks)),) * channels if order is None else tuple(order)
-    return orders, tuple(added.items())
+    return _interned(orders), tuple(added.items())
+
+
+_ORDERS: dict[Orders, Orders] = {}
+
+
+def _interned(orders: Orders) -> Orders:
+    """One object for equal ``orders`` (the layouts are cached by the orders'
+    identity): the first channels of a table's every channel count, where the others
+    carry nothing (:func:`_unlike_time`), share the layouts of the fewer channels'."""
+    return _ORDERS.setdefault(orders, orders)
 
 
 def _piece(parts: int, counts: np.ndarray, ds: int) -> np.ndarray:
@@ -246,11 +256,11 @@ _FIRST: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
 
 
 def _first_orders(orders: Orders, k: int) -> Orders:
-    """The first ``k`` of ``orders``, the same object at every call (the layouts are
-    cached by the orders' identity)."""
+    """The first ``k`` of ``orders``, the same object at every call and for equal
+    orders (:func:`_interned`)."""
     if k == len(orders):
         return orders
-    return _cached(_FIRST, (id(orders), k), (orders,), lambda: orders[:k])
+    return _cached(_FIRST, (id(orders), k), (orders,), lambda: _interned(orders[:k]))
 
 
 def _near_or_slowest(collective: str, algorithm: str, topology: Any,
