@@ -50,8 +50,10 @@ Besides them: ``collectives`` (those it serves: :func:`collectives.build_schedul
 analytic model and tuning files refuse the others, and tools and tests enumerate the
 pairs with ``names(collective=...)``), ``params`` (its parameters' defaults),
 ``within_blocks`` (collectives whose operations each lie in one rank's block),
-``empty_sends`` (False where an empty vector sends nothing at all) and ``channeled``
-(False where it runs on one channel over the ranks in their own order).
+``empty_sends`` (False where an empty vector sends nothing at all), ``held_by``
+(collectives whose ``traffic`` takes ``holders``, the rank whose block each position
+holds) and ``channeled`` (False where it runs on one channel over the ranks in their own
+order).
 """
 
 from __future__ import annotations
@@ -169,6 +171,10 @@ class Algorithm:
     empty_sends : bool
         Whether an empty vector still sends its (empty) messages; False where it sends
         nothing at all.
+    held_by : frozenset of str
+        Collectives whose ``traffic`` takes ``holders``: per position the rank whose block
+        it holds (a channel's order), which says where the larger of unequal blocks lie
+        (else the first positions').
     ompi : callable
         Open MPI's id and name.
     working : callable or None
@@ -195,6 +201,7 @@ class Algorithm:
     node_params: Callable[[Any], dict[str, Any]] | None = None
     pieces: Callable[[str, int, Mapping[str, Any]], int] = _blocks
     empty_sends: bool = True
+    held_by: frozenset[str] = frozenset()
     ompi: Callable[[str, Mapping[str, Any]], tuple[int, str]] = _fixed_decision
     working: Callable[..., int] | None = None
     channeled: bool = True

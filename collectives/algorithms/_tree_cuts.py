@@ -22,7 +22,9 @@ where segments are a few elements (:func:`spilled_far`).
 
 It knows the trees only through what the tree module hands it: per edge (of
 :func:`~collectives.algorithms.tree.tree_edges`, tree 0's then tree 1's) the runs of
-blocks the child's subtree holds, and streams numbered up then down per edge.  It is a
+blocks the child's subtree holds, which rank's block each position holds (a channel's
+order: where the larger of unequal blocks lie), and streams numbered up then down per
+edge.  It is a
 helper of that one algorithm, not an algorithm of its own (not in
 :data:`collectives.algorithms.MODULES`).
 """
@@ -74,8 +76,11 @@ PIECE_CLASSES = 100
 
 #: per edge (of :func:`~collectives.algorithms.tree.tree_edges`, in its order), the first
 #: and last blocks of each run of the child's subtree, padded with empty runs (last <
-#: first): two ``(edges, runs)`` arrays
-Blocks = tuple[np.ndarray, np.ndarray]
+#: first): two ``(edges, runs)`` arrays; and per position the rank whose block it holds
+#: (a channel's order, :func:`collectives.compose.channel_parts`), whose number says
+#: whether the block is one of the larger (the first ``count % q`` ranks'), or None:
+#: position ``v`` holds rank ``v``'s
+Blocks = tuple[np.ndarray, np.ndarray, np.ndarray | None]
 #: per message of a class its kind, and whether a message of each kind carries anything
 #: at each count (:attr:`collectives.traffic.Messages.kinds`, ``carries``)
 Carried = tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]
@@ -474,7 +479,7 @@ class _Cuts:
 
     def __init__(self, q: int, segments: int, blocks: Blocks, streams: np.ndarray,
                  at: np.ndarray) -> None:
-        first, last = blocks
+        first, last, self.holders = blocks
         edges = len(first)
         edge = streams % edges
         self.q, self.segments, self.at = q, segments, at[:, None]
@@ -593,11 +598,24 @@ class _Cuts:
         held_from, held_to = [], []
         for a, b in zip(self.first[rows].T, self.last[rows].T):
             padded = (b < a)[:, None]
-            held_from.append(np.where(padded, never,
-                                      _near_equal(0, count[None, :], self.q, a[:, None])[0]))
-            held_to.append(np.where(padded, never,
-                                    _near_equal(0, count[None, :], self.q, b[:, None] + 1)[0]))
+            held_from.append(np.where(padded, never, self._block_start(count, a)))
+            held_to.append(np.where(padded, never, self._block_start(count, b + 1)))
         return np.stack(held_from, axis=1), np.stack(held_to, axis=1)
+
+    def _block_start(self, count: np.ndarray, position: np.ndarray) -> np.ndarray:
+        """Where the block of each of ``position`` starts at each ``count`` (positions x
+        counts): after ``position`` blocks, and as many elements more as of those the
+        larger ones (held by the first ``count % q`` ranks): all up to that number where
+        each position holds its own rank's, else counted per distinct ``count % q`` over
+        the holders (a row of ``q`` each, not a pair of positions)."""
+        if self.holders is None:
+            return _near_equal(0, count[None, :], self.q, position[:, None])[0]
+        size, extra = np.divmod(count, self.q)
+        distinct, which = np.unique(extra, return_inverse=True)
+        larger = np.zeros((len(distinct), self.q + 1), dtype=np.int64)
+        np.cumsum(self.holders[None, :] < distinct[:, None], axis=1, out=larger[:, 1:])
+        return position[:, None] * size[None, :] + larger[which.reshape(-1)[None, :],
+                                                          position[:, None]]
 
     def _segment(self, rows: Any, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The first and end elements of the segment of the messages ``rows`` at

@@ -676,8 +676,8 @@ def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, .
             -depth[kept], inside[kept])  # gathering, every edge one round apart
 
 
-def traffic(collective: str, q: int, segments: int = 1,
-            ranks_per_node: int | None = None) -> list[Round]:
+def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | None = None,
+            holders: tuple[int, ...] | None = None) -> list[Round]:
     """The double binary tree's messages (:mod:`collectives.traffic`), round by round.
 
     Every edge carries two streams of ``segments`` consecutive rounds: up from the child
@@ -700,6 +700,10 @@ def traffic(collective: str, q: int, segments: int = 1,
         Segments per half of the vector.
     ranks_per_node : int or None, optional
         Trees over nodes of so many positions, a chain in each.
+    holders : tuple of int or None, optional
+        AllGather's: per position the rank whose block it holds, a channel's order
+        (:func:`collectives.compose.channel_parts`), where the blocks are unequal the
+        first ``count % q`` ranks' one larger; None: position ``v`` holds rank ``v``'s.
 
     Returns
     -------
@@ -709,7 +713,7 @@ def traffic(collective: str, q: int, segments: int = 1,
         return []
     segment = nested_part(2, segments)
     if collective == "allgather":
-        return _gathered(q, segment, segments, ranks_per_node)
+        return _gathered(q, segment, segments, ranks_per_node, holders)
     if ranks_per_node:  # every stream in flight in its own rounds, carrying its tree's half
         return [Round(1, tuple(
             Messages(src, dst, _segment_of(which, segments), k >= 0, skip_empty=True,
@@ -756,7 +760,7 @@ def _segment_of(which: int, segments: int) -> Callable[[np.ndarray], np.ndarray]
 
 
 def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
-              ranks_per_node: int | None) -> list[Round]:
+              ranks_per_node: int | None, holders: tuple[int, ...] | None) -> list[Round]:
     """AllGather's streams as paced rounds: segment ``k`` of a stream goes in its round
     ``k`` (:func:`_streams`), up with the part of the segment that the child's subtree
     holds, down with the rest, and nothing where that is empty (the ranks' steps skip
@@ -774,21 +778,24 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     :func:`~collectives.algorithms._tree_cuts.spilled_far`), else by
     :func:`~collectives.algorithms._tree_cuts.most_cut` up to
     :data:`~collectives.algorithms._tree_cuts.CUT_MESSAGES` at the edges, else by
-    :func:`~collectives.algorithms._tree_cuts.by_share`."""
+    :func:`~collectives.algorithms._tree_cuts.by_share`.  Where ``holders`` are given the
+    blocks' edges are those of the larger blocks at the holders' positions (a channel of
+    several over a rotated order: ``dgx_h100(2)``'s channel 1 holds ranks 0 and 1's
+    at positions 7 and 0, not 0 and 1)."""
     start, senders, receivers, _ = _streams(True, q, ranks_per_node)
     runs, spill = _gathered_runs(q, segments, ranks_per_node)
     lengths, share = runs[1] - runs[0], runs[3]
+    blocks: Blocks = (*_subtree_blocks(q, ranks_per_node),
+              None if holders is None else np.array(holders, dtype=np.int64))
     if lengths.sum() + len(spill[0]) <= EXACT_MESSAGES:
         # counted without the messages further out, as before them: the few they add
         # (19 ranks at 8 segments: 382 -> 390) move no description off this path
-        blocks = _subtree_blocks(q, ranks_per_node)
         rounds = each_message(q, segment, segments, blocks, runs,
                               spilled_far(q, segments, blocks, runs, spill))
     elif np.count_nonzero(share < q) + len(spill[0]) <= CUT_MESSAGES:
-        rounds = most_cut(q, segment, segments, _subtree_blocks(q, ranks_per_node), start, runs,
-                          spill)
+        rounds = most_cut(q, segment, segments, blocks, start, runs, spill)
     else:
-        rounds = by_share(q, segment, segments, _subtree_blocks(q, ranks_per_node)
+        rounds = by_share(q, segment, segments, blocks
                           if np.count_nonzero(share < q) + len(spill[0]) <= MASK_MESSAGES
                           else None, runs, spill)
 
@@ -809,7 +816,7 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
 
 
 @lru_cache(maxsize=64)
-def _subtree_blocks(q: int, ranks_per_node: int | None) -> Blocks:
+def _subtree_blocks(q: int, ranks_per_node: int | None) -> tuple[np.ndarray, np.ndarray]:
     """Per edge of :func:`tree_edges` (in its order), the first and last ranks of each
     run of the child's subtree (:func:`subtree_ranks`), padded with empty runs (what
     :mod:`collectives.algorithms._tree_cuts` knows of the trees)."""
@@ -984,5 +991,6 @@ ALGORITHM = register(Algorithm(
     params={"segments": None, "ranks_per_node": None}, resolve=resolve_params, traffic=traffic,
     steps=rank_steps, lanes=rank_lanes, candidates=candidates, orders=node_major,
     node_params=node_params, pieces=pieces, empty_sends=False,
+    held_by=frozenset({"allgather"}),
     # coll_tuned_allreduce_decision.c: 2 is "nonoverlapping" (a reduce, then a broadcast)
     ompi=ompi_ids({"allreduce": (2, "nonoverlapping")})))

@@ -8,9 +8,10 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   (:func:`collectives.traffic.channel_counts`) over their own order
   (:func:`simulator.channel_choice.schedule_params`, as the simulated tables run them); a
   phase runs every group of ranks ``C`` times side by side.  On a machine of unlike links
-  (DGX) parts further apart than :data:`NEAR_PARTS` are each priced with every channel
-  carrying it, the slowest taken (:func:`_unlike_time`); else
-  the channels of equal parts at a size are a group, each class of a round a class per
+  (DGX) the channels that carry nothing are left out where an empty channel sends
+  nothing (the tree, the chain), and where it sends, parts further apart than
+  :data:`NEAR_PARTS` are each priced with every channel carrying it, the slowest taken
+  (:func:`_unlike_time`); else the channels of equal parts at a size are a group, each class of a round a class per
   group priced at its group's part (:func:`_channel_groups`), the groups' rounds side by
   side where their parts resolve other parameters (:func:`_merged`).  On every machine a
   message over several runs of the buffer shares its links as a transfer per run

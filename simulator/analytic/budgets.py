@@ -52,8 +52,9 @@ WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: tables there past a second)
 STRETCH_MESSAGES = 7 << 13
 
-#: on a machine of unlike links (DGX), the channels' parts at a size at most this
-#: fraction of the largest apart are priced in groups of orders (:func:`_unlike_time`):
+#: on a machine of unlike links (DGX), where a channel of no elements still sends, the
+#: channels' parts at a size at most this fraction of the largest apart are priced in
+#: groups of orders (:func:`_unlike_time`; elsewhere in groups however far apart):
 #: two DGX nodes' tree AllGather at 4,000,012 bytes over two channels of 500,003 and
 #: 500,000 elements, each part priced with both channels carrying it, was +7.2% against
 #: the DES (the first's blocks cut unevenly in both), exact in groups; parts further

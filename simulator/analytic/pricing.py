@@ -51,7 +51,7 @@ def _channel_groups(counts: np.ndarray) -> list[tuple[Groups, np.ndarray]]:
 
 def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[Any, ...]],
                orders: Orders, counts: np.ndarray, ds: int, params: dict[str, Any],
-               piece: np.ndarray | None, apart: int = 0) -> np.ndarray:
+               piece: np.ndarray | None, apart: int = 0, held: bool = False) -> np.ndarray:
     """One flat algorithm over ``orders`` (its channels and groups), each order carrying
     ``counts`` elements (orders x sizes, or a row: every order alike), under each of
     ``terms`` (protocols x sizes), its messages in runs of ``piece`` bytes (as
@@ -61,27 +61,30 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     priced at its own (:func:`_channel_groups`); the paced rounds that a description's
     :class:`_Flow` plays (it is shared by the descriptions of the same positions, at
     every count where they resolve alike) are played once for every protocol and
-    description."""
+    description.  ``held``: ``orders`` are the channels' orders of the ranks' own
+    blocks, each position holding its rank's part (:func:`_holders`)."""
     q, sizes = len(orders[0]), counts.shape[1]
     if q < 2:
         return np.zeros((len(terms), sizes))
     entry = registered(algorithm)
     given = tuple(sorted(params.items()))
     grouped = _channel_groups(counts)
+    holders = _holders(orders, counts) if held and collective in entry.held_by \
+        else [None] * sizes
     # the parameters each group's count resolves (the largest's first)
     resolved = [(tuple(dict.fromkeys(_resolved(entry, collective, q, n, given)
-                                     for n in elements[:, 0].tolist())), groups)
-                for groups, elements in grouped]
+                                     for n in elements[:, 0].tolist())), groups, holder)
+                for (groups, elements), holder in zip(grouped, holders)]
     out = np.zeros((len(terms), sizes))
     plays: dict[int, tuple[_Flow, list[tuple[int, np.ndarray, tuple[Any, ...]]]]] = {}
-    for keys, groups in dict.fromkeys(resolved):
-        at = np.array([r == (keys, groups) for r in resolved])
+    for keys, groups, holder in dict.fromkeys(resolved):
+        at = np.array([r == (keys, groups, holder) for r in resolved])
         taken = np.flatnonzero(at)
         elements = np.hstack([grouped[j][1] for j in taken.tolist()])
         # each group's runs: those of one of its orders (alike in a group)
         pieces = None if piece is None else \
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
-        rounds = _merged(collective, algorithm, q, given, keys)
+        rounds = _merged(collective, algorithm, q, given, keys, holder)
         if piece is None and not apart and _extended(topology, orders, list(rounds)):
             shorter = _shortened(collective, algorithm, topology, terms, orders[0],
                                  elements[0], ds, keys[0])
@@ -241,15 +244,36 @@ def _first_ranks(order: tuple[int, ...], length: int) -> Orders:
     return (order[:length],)
 
 
+def _holders(orders: Orders, counts: np.ndarray) -> list[tuple[int, ...] | None]:
+    """Per size (a column of ``counts``, orders x sizes) the order of the channel whose
+    blocks are unequal, where it is not the ranks' own (else None): the one whose
+    elements are not a multiple of its ranks (:func:`collectives.traffic.channel_counts`:
+    a channel's part of the first ``count % q`` ranks' blocks is one larger than of the
+    others' on one channel only), which holds the larger at its order's positions of
+    those ranks, not at its first ones (``dgx_h100(2)``'s tree AllGather over 4
+    channels at 2 segments, 18 elements: channel 1's of ranks 0 and 1 at positions 7
+    and 0; charged at positions 0 and 1, -19.5%); the other channels' are equal."""
+    own = tuple(range(len(orders[0])))
+    if len(counts) != len(orders):  # every order alike
+        return [None] * counts.shape[1]
+    uneven = counts % len(own) != 0
+    return [orders[int(np.argmax(column))] if column.any() and
+            orders[int(np.argmax(column))] != own else None for column in uneven.T]
+
+
 @functools.lru_cache(maxsize=256)
 def _merged(collective: str, algorithm: str, q: int, given: tuple[tuple[str, Any], ...],
-            keys: tuple[tuple[tuple[str, Any], ...], ...]) -> tuple[Any, ...]:
+            keys: tuple[tuple[tuple[str, Any], ...], ...],
+            holders: tuple[int, ...] | None = None) -> tuple[Any, ...]:
     """The description of channels whose counts resolve ``algorithm``'s parameters
     (``given``) to each of ``keys`` (a tree's segments, fewer where a channel holds
     few elements), cached: their rounds side by side (:func:`_side_rounds`), each
     class carrying nothing at a count that resolves to another's (so left out: its
-    messages skip empty ones); the first's alone where they cannot be."""
-    described = [describe(collective, algorithm, q, key) for key in keys]
+    messages skip empty ones); the first's alone where they cannot be.  ``holders``:
+    the rank whose block each position holds where its blocks are unequal
+    (:func:`_holders`; None: its own)."""
+    held = () if holders is None else (("holders", holders),)
+    described = [describe(collective, algorithm, q, key + held) for key in keys]
     merged = _side_rounds(described) if len(keys) > 1 and all(
         m.skip_empty for rounds in described for r in rounds for m in r.messages) else None
     if merged is None:
@@ -299,7 +323,17 @@ def _placed(algorithm: str, channels: int, topology: Any,
     order = added.pop("order", None)
     added.pop("channels")
     orders = (tuple(range(nranks)),) * channels if order is None else tuple(order)
-    return orders, tuple(added.items())
+    return _interned(orders), tuple(added.items())
+
+
+_ORDERS: dict[Orders, Orders] = {}
+
+
+def _interned(orders: Orders) -> Orders:
+    """One object for equal ``orders`` (the layouts are cached by the orders'
+    identity): the first channels of a table's every channel count, where the others
+    carry nothing (:func:`_unlike_time`), share the layouts of the fewer channels'."""
+    return _ORDERS.setdefault(orders, orders)
 
 
 def _piece(parts: int, counts: np.ndarray, ds: int) -> np.ndarray:
@@ -321,33 +355,71 @@ def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[
         return total
     orders, added = _placed(algorithm, channels, topology, nranks)
     parts, piece = _channel_parts(collective, topology, orders, counts, ds)
-    priced = _flat_time if len(_link_classes(topology)[1]) == 1 else _unlike_time
-    return priced(collective, algorithm, topology, terms, orders, parts, ds,
-                  {**params, **dict(added)}, piece)
+    if len(_link_classes(topology)[1]) == 1:
+        return _flat_time(collective, algorithm, topology, terms, orders, parts, ds,
+                          {**params, **dict(added)}, piece, held=True)
+    return _unlike_time(collective, algorithm, topology, terms, orders, parts, ds,
+                        {**params, **dict(added)}, piece)
 
 
 def _unlike_time(collective: str, algorithm: str, topology: Any,
                  terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
                  ds: int, params: dict[str, Any], piece: np.ndarray | None) -> np.ndarray:
     """:func:`_flat_time` on a machine of unlike links, each channel at its own part
-    (``counts``, orders x sizes; its runs ``piece``, as ``counts`` or a row): where the
-    parts at a size are within :data:`NEAR_PARTS` of the largest, in groups of equal
-    parts (:func:`_channel_groups`, as on flat); elsewhere every distinct part (and
-    run) priced with every order carrying it, on the orders' one layout, and the
-    slowest taken (:func:`_slowest_part`).  The parts say which channels send nothing
-    and how each channel's blocks are cut: two DGX nodes' tree AllGather at 12, 388
-    and 4,000,012 bytes, every channel charged ``ceil(count / C)``, was -32%, +28%
-    and +5.2% against the DES.  Groups at every size (a layout for each pattern of
-    parts) cost the three tables on 16 DGX nodes 2.4 -> 4.9 CPU s and on 128 nodes
-    6.1 -> 18.4; parts far apart are few elements a block, where how channels of
-    unequal parts share links is not what the time is made of."""
+    (``counts``, orders x sizes; its runs ``piece``, as ``counts`` or a row).  Where a
+    channel of no elements sends nothing (:attr:`collectives.registry.Algorithm.empty_sends`
+    False: the tree, the chain), only the channels that carry something are priced (the
+    first ones: a channel's part never grows with its number), in groups of equal parts
+    (:func:`_channel_groups`) however far apart: at a few elements a block the channels
+    that carry something meet on their links, and how their rounds fall together is
+    what the time is made of (``dgx_h100(3)``'s tree AllGather over 2 channels at 2
+    segments, 15 to 44 elements, 15 to 24 on channel 0 alone: the parts each priced with
+    both channels carrying it were up to +12.1%; the groups exact).  Elsewhere as
+    :func:`_near_or_slowest`."""
+    if registered(algorithm).empty_sends:
+        return _near_or_slowest(collective, algorithm, topology, terms, orders, counts, ds,
+                                params, piece)
+    live = np.maximum(np.count_nonzero(counts, axis=0), 1)
+    out = np.empty((len(terms), counts.shape[1]))
+    for k in np.unique(live).tolist():
+        at = live == k
+        out[:, at] = _flat_time(collective, algorithm, topology, terms,
+                                _first_orders(orders, k), counts[:k, at], ds, params,
+                                None if piece is None else piece[:k, at], held=True)
+    return out
+
+
+_FIRST: dict[Any, tuple[tuple[Any, ...], Orders]] = {}
+
+
+def _first_orders(orders: Orders, k: int) -> Orders:
+    """The first ``k`` of ``orders``, the same object at every call and for equal
+    orders (:func:`_interned`)."""
+    if k == len(orders):
+        return orders
+    return _cached(_FIRST, (id(orders), k), (orders,), lambda: _interned(orders[:k]))
+
+
+def _near_or_slowest(collective: str, algorithm: str, topology: Any,
+                     terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
+                     ds: int, params: dict[str, Any], piece: np.ndarray | None) -> np.ndarray:
+    """:func:`_unlike_time` where a channel of no elements still sends: where the parts
+    at a size are within :data:`NEAR_PARTS` of the largest, in groups of equal parts
+    (:func:`_channel_groups`, as on flat); elsewhere every distinct part (and run)
+    priced with every order carrying it, on the orders' one layout, and the slowest
+    taken (:func:`_slowest_part`).  The parts say which channels send nothing and how
+    each channel's blocks are cut: two DGX nodes' tree AllGather at 12, 388 and
+    4,000,012 bytes, every channel charged ``ceil(count / C)``, was -32%, +28% and
+    +5.2% against the DES.  Groups at every size (a layout for each pattern of parts)
+    cost the three tables on 16 DGX nodes 2.6 -> 4.0 CPU s, mostly the pipeline's
+    (none of whose cases is measured off)."""
     low, high = counts.min(axis=0), counts.max(axis=0)
     near = (low < high) & (high - low <= NEAR_PARTS * high)
     out = np.empty((len(terms), counts.shape[1]))
     if near.any():
         out[:, near] = _flat_time(collective, algorithm, topology, terms, orders,
                                   counts[:, near], ds, params,
-                                  None if piece is None else piece[:, near])
+                                  None if piece is None else piece[:, near], held=True)
     if not near.all():
         far = ~near
         out[:, far] = _slowest_part(collective, algorithm, topology, terms, orders,
