@@ -885,60 +885,42 @@ def test_tree_allgather_tiny_counts_on_eight_nodes_are_exact(nbytes: int) -> Non
     assert machine_cost("allgather", "tree", machine, nbytes, protocol="LL",
                         segments=1) == pytest.approx(simulated, rel=1e-9)
 
-#: (nodes, elements, parameters, protocol): a tree AllGather over several channels at a
-#: few elements a rank, the channels' parts far apart or none
-FAR_PARTS = [(3, 15, {"channels": 2, "segments": 2}, "Simple"),
-             (3, 24, {"channels": 2, "segments": 2}, "LL"),
-             (3, 80, {"channels": 2, "segments": 2}, "LL"),
-             (3, 17, {"channels": 4, "segments": 1}, "Simple"),
-             (3, 21, {"channels": 4, "segments": 1}, "Simple"),
-             (2, 25, {"channels": 2, "segments": 8}, "Simple"),
-             (2, 25, {"channels": 2, "segments": 8}, "LL128")]
+
+#: (nodes, elements, channels, segments, protocol, tolerance): a tree AllGather over
+#: several channels at a few elements a rank: the channels' parts far apart or none (first
+#: seven), or the channel of unequal blocks (its part of the first ranks' one larger)
+#: over a rotated order (last seven)
+FEW_ELEMENTS = [
+    (3, 15, 2, 2, "Simple", 1e-9), (3, 24, 2, 2, "LL", 1e-9), (3, 80, 2, 2, "LL", 1e-9),
+    (3, 17, 4, 1, "Simple", 1e-9), (3, 21, 4, 1, "Simple", 1e-9),
+    (2, 25, 2, 8, "Simple", 1e-9), (2, 25, 2, 8, "LL128", 1e-9),
+    (2, 18, 4, 2, "Simple", 1e-5), (2, 35, 4, 2, "Simple", 1e-9), (2, 51, 4, 2, "LL", 1e-9),
+    (2, 18, 2, 8, "Simple", 1e-9), (2, 19, 2, 8, "LL128", 1e-9),
+    (2, 49, 2, 8, "Simple", 1e-9), (3, 26, 2, 8, "Simple", 1e-5)]
 
 
-@pytest.mark.parametrize("nodes, count, params, protocol", FAR_PARTS)
-def test_tree_allgather_channels_far_apart_are_priced_in_groups(nodes: int, count: int,
-                                                                params: dict,
-                                                                protocol: str) -> None:
+@pytest.mark.parametrize("nodes, count, channels, segments, protocol, rel", FEW_ELEMENTS)
+def test_tree_allgather_channels_at_few_elements(nodes: int, count: int, channels: int,
+                                                 segments: int, protocol: str,
+                                                 rel: float) -> None:
     """dgx_h100(3) and (2): at fewer elements than ranks only channel 0 carries any
     (15, 17, 21, 24), else the channels' parts are far apart ([24, 0] ... [48, 32],
     [16, 9] at 25).  Each part priced with every channel carrying it, the empty channels
     were charged as sending and the channels' rounds as falling alike (+12.1%, +7.2%,
     +5.7%, +19.2%, +3.3%, -12.2%, -7.1%); only the channels that carry something, in
-    groups of equal parts, exact."""
+    groups of equal parts, exact.  A channel ``c >= 1`` runs over ``(c, ..., 7, 0, ...,
+    c - 1)`` in each node, so where its blocks are unequal the larger (ranks 0 to
+    ``count % q - 1``'s) lie at positions 7, 0, ... (18 elements over 4 channels: channel
+    1's [1, 1, 0, ..., 0] of ranks 0 and 1 at positions 7 and 0).  Described at the
+    first positions, the channels' messages were as if elsewhere in the trees (-19.5%,
+    -7.8%, -4.3%, -11.7%, -5.8%, -2.3%, -6.1%); described at the order's, within 5e-6
+    (18 elements over 4 channels 1.6e-6, 26 over 2 on 3 nodes 4.9e-6; the others
+    exact)."""
     machine = topology.dgx_h100(nodes)
+    params = {"channels": channels, "segments": segments}
     simulated = _simulated("allgather", "tree", machine, 4 * count, params, protocol)
     assert machine_cost("allgather", "tree", machine, 4 * count, protocol=protocol,
-                        **params) == pytest.approx(simulated, rel=1e-9)
-
-
-#: (nodes, elements, parameters, protocol): a tree AllGather over several channels where
-#: the channel of unequal blocks (its part of the first ranks' one larger) runs over a
-#: rotated order
-ROTATED_HOLDERS = [(2, 18, {"channels": 4, "segments": 2}, "Simple"),
-                   (2, 35, {"channels": 4, "segments": 2}, "Simple"),
-                   (2, 51, {"channels": 4, "segments": 2}, "LL"),
-                   (2, 18, {"channels": 2, "segments": 8}, "Simple"),
-                   (2, 19, {"channels": 2, "segments": 8}, "LL128"),
-                   (2, 49, {"channels": 2, "segments": 8}, "Simple"),
-                   (3, 26, {"channels": 2, "segments": 8}, "Simple")]
-
-
-@pytest.mark.parametrize("nodes, count, params, protocol", ROTATED_HOLDERS)
-def test_tree_allgather_uneven_channel_holds_its_orders_blocks(nodes: int, count: int,
-                                                               params: dict,
-                                                               protocol: str) -> None:
-    """dgx_h100(2) and (3): a channel ``c >= 1`` runs over ``(c, ..., 7, 0, ..., c - 1)``
-    in each node, so where its blocks are unequal the larger (ranks 0 to ``count % q -
-    1``'s) lie at positions 7, 0, ... (18 elements over 4 channels: channel 1's [1, 1, 0,
-    ..., 0] of ranks 0 and 1 at positions 7 and 0).  Described at the first positions,
-    the channels' messages were as if elsewhere in the trees (-19.5%, -7.8%, -4.3%,
-    -11.7%, -5.8%, -2.3%, -6.1%); described at the order's, within 5e-6 (18 elements
-    over 4 channels 1.6e-6, 26 over 2 on 3 nodes 4.9e-6; the others exact)."""
-    machine = topology.dgx_h100(nodes)
-    simulated = _simulated("allgather", "tree", machine, 4 * count, params, protocol)
-    assert machine_cost("allgather", "tree", machine, 4 * count, protocol=protocol,
-                        **params) == pytest.approx(simulated, rel=1e-5)
+                        **params) == pytest.approx(simulated, rel=rel)
 
 
 TINY_ON_NODES = [(16, 4, {"segments": 1}), (16, 12, {"segments": 4}),
