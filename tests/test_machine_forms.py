@@ -278,23 +278,6 @@ def test_tree_allgather_spills_past_the_segment_beside_a_part(nranks: int, segme
         pytest.approx(simulated, rel=1e-9)
 
 
-@pytest.mark.parametrize("segments, count", [(4, 1 << 20), (2, 4096)])
-def test_tree_allgather_past_exact_messages_sends_a_transfer_per_run(segments: int,
-                                                                    count: int) -> None:
-    """Tree AllGather on default_flat(64), one channel, at counts that are multiples of
-    ``2 q S`` (past ``EXACT_MESSAGES``: 730 and 442 messages): a message at a part's edge
-    goes as a transfer per run of the buffer it carries (down, the segment's run before
-    the subtree's part and after it), which the simulator shares apart, so each run is a
-    class of its own, split by how the share falls among them
-    (:func:`~collectives.algorithms._tree_cuts.most_cut`).  As one transfer, under by
-    1.1% at 4 segments and ``1 << 20`` elements, 0.20% at 2 and 4,096; exact."""
-    flat = topology.default_flat(64)
-    params = {"segments": segments}
-    simulated = _simulated("allgather", "tree", flat, 4 * count, params)
-    assert machine_cost("allgather", "tree", flat, 4 * count, **params) == \
-        pytest.approx(simulated, rel=1e-9)
-
-
 @pytest.mark.parametrize("count", [1000, 2000])
 def test_ports_that_agree_on_a_message_still_share_at_max_min_rates(count: int) -> None:
     """Tree AllReduce on default_flat(6), 5 segments: where each port's queue on its own

@@ -14,9 +14,7 @@ Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, ea
 those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
 the model leaves out the empty ones of a class that carries something, as the ranks'
 steps do, without a class more (a class costs the model a column of its links'
-profiles; a message that says so, a row of its own); and, up to :data:`PIECE_CLASSES`
-classes, each goes as a transfer per run of the buffer it carries, as the ranks' steps
-send it.  Up to :data:`EXACT_MESSAGES` the
+profiles; a message that says so, a row of its own).  Up to :data:`EXACT_MESSAGES` the
 spill also holds the segments further from a part's edge that rounding spills into
 where segments are a few elements (:func:`spilled_far`).
 
@@ -31,13 +29,12 @@ helper of that one algorithm, not an algorithm of its own (not in
 
 from __future__ import annotations
 
-import itertools
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "MASK_MESSAGES", "PIECE_CLASSES", "CUT_CHUNK",
-           "TINY_COUNT", "Blocks", "Carried", "Classes", "each_message", "most_cut", "by_share",
+__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT",
+           "Blocks", "Carried", "Classes", "each_message", "most_cut", "by_share",
            "spilled_far"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
@@ -60,18 +57,6 @@ CUT_MESSAGES = 1 << 12
 #: leaves out hier's inner tree over 2,048 nodes' rails (6,142 at one segment: at
 #: 8,192 the three tables there took 0.85 -> 0.97 CPU s)
 MASK_MESSAGES = 5 << 10
-#: the most classes :func:`most_cut` describes its messages at the parts' edges in, a
-#: class per run of the buffer each carries and per way its share of the segment is
-#: split among them (:func:`_by_piece`); past it, a class per share, each message as
-#: one transfer.  The ways grow with the ranks but where they are a power of two:
-#: 100 takes in ``default_flat(p)`` at 20 to 32 ranks (but 29 at 8 segments: 105),
-#: 64 at 2 to 64 segments (99 to 3; at 4 segments, ``1 << 20`` elements, as one
-#: transfer the model was under by 1.1%), 128 from 4 and 256 from 8, and leaves out
-#: 41 to 53 ranks (107 to 168), 97 (249 to 261), 181 (439 to 469) and the trees over
-#: DGX nodes, whose chains split a share as many ways as they have ranks
-#: (``dgx_h100(128)``, 2 segments: 24 classes -> 585, and over 8 channels, LL, 64 MiB,
-#: exact -> -20.6%, the play given up past its budgets)
-PIECE_CLASSES = 100
 
 
 #: per edge (of :func:`~collectives.algorithms.tree.tree_edges`, in its order), the first
@@ -223,10 +208,7 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     at a part's edge says whether it carries anything (:meth:`_Cuts.carried`): at 17 to
     1,025 elements most blocks hold at most one element and most of those messages
     carry nothing, left out by the ranks' steps (``dgx_h100(65)``, 4 segments, 388 B:
-    +12.2% charged as sent; ``dgx_h100(3)``, 16 segments, 4,100 B: +10.2%).  Up to
-    :data:`PIECE_CLASSES` classes, the single segments and the spill are instead a
-    class per run of the buffer each message carries and per way its share falls among
-    them (:func:`_by_piece`), each charged the most its messages carry of that run.
+    +12.2% charged as sent; ``dgx_h100(3)``, 16 segments, 4,100 B: +10.2%).
 
     Parameters
     ----------
@@ -246,53 +228,21 @@ def most_cut(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
     edge, spilled = spill
     empty = _by_emptiness(q, segments, blocks, runs, spill)
     parts = q * segments
-    cuts, row, spill_row, carried = _at_edges(q, segments, blocks, runs, spill)
+    cuts, row, spill_row, carries = _at_edges(q, segments, blocks, runs, spill)
+    sent: Classes = [(stream[g], first[g], end[g],
+                      empty.below(g, _share_of(segment, parts, q) if k == q
+                                  else cuts.most(row[g], _share_of(segment, parts, k))), None,
+                      (row[g], carries))
+                     for g in empty.grouped(share) for k in [int(share[g[0]])]]
     round_ = start[spilled] + edge
     alone = (round_ < (start[stream] + first).min()) | (round_ >= (start[stream] + end).max())
     at = np.where(alone, round_, round_.min(initial=0) - 1)
-    pieces = cuts.pieces_carried()
-    whole = np.full(len(share), pieces.whole)
-    split = itertools.chain(
-        ((0, cls) for g in empty.grouped(share) for k in [int(share[g[0]])]
-         for cls in ([(stream[g], first[g], end[g], empty.below(g, _share_of(segment, parts, q)),
-                       None, (whole[g], pieces))] if k == q else
-                     _by_piece(cuts, pieces, row[g], stream[g], first[g]))),
-        ((1, cls) for g in empty.grouped(at, len(share))
-         for cls in _by_piece(cuts, pieces, spill_row[g], spilled[g], edge[g])))
-    # built one by one, so that past the budget no more are (trees over 1,024 DGX ranks
-    # split into 2,000 classes)
-    taken = list(itertools.islice(split, PIECE_CLASSES + 1))
-    if len(taken) <= PIECE_CLASSES:
-        return [[cls for apart, cls in taken if not apart], [cls for apart, cls in taken if apart]]
-    sent: Classes = [(stream[g], first[g], end[g],
-             empty.below(g, _share_of(segment, parts, q) if k == q
-                         else cuts.most(row[g], _share_of(segment, parts, k))), None,
-             (row[g], carried))
-            for g in empty.grouped(share) for k in [int(share[g[0]])]]
-    spilled_classes: Classes = [(spilled[g], edge[g], edge[g] + 1,
-              empty.below(len(share) + g,
-                          cuts.most(spill_row[g], _spill_of(segment, q, segments))),
-              None, (spill_row[g], carried))
-             for g in empty.grouped(at, len(share))]
-    return [sent, spilled_classes]
-
-
-def _by_piece(cuts: "_Cuts", carries: "_PiecesCarried", rows: np.ndarray,
-              streams: np.ndarray, at: np.ndarray) -> Iterator[Any]:
-    """Single-segment messages ``rows`` of ``cuts`` (``streams[i]``'s segment ``at[i]``)
-    as a class per run of the buffer any of them may carry something of (up each of the
-    subtree's runs, down the segment's run before each and after the last), each
-    charged the most its messages carry of it and each message left out where it
-    carries none of it: the ranks' steps send a transfer per run, which the simulator
-    shares apart (as :func:`_transfers`; ``default_flat(64)``, 4 segments, ``1 << 20``
-    elements: as one message, the model was under by 1.1%)."""
-    period = np.array([2 * cuts.q * cuts.segments])
-    shares = cuts._kept_spans(period)[1][rows, :, 0]
-    split = np.unique(shares, axis=0, return_inverse=True)[1].reshape(-1)
-    for _, g in _grouped(split):
-        for j in range(cuts.pieces(rows[g])):
-            yield (streams[g], at[g], at[g] + 1, cuts.piece_most(rows[g], j), None,
-                   (rows[g] * carries.width + j, carries))
+    apart: Classes = [(spilled[g], edge[g], edge[g] + 1,
+                       empty.below(len(share) + g,
+                                   cuts.most(spill_row[g], _spill_of(segment, q, segments))),
+                       None, (spill_row[g], carries))
+                      for g in empty.grouped(at, len(share))]
+    return [sent, apart]
 
 
 #: counts below which :func:`most_cut` classes its messages by the counts at which each
@@ -516,31 +466,6 @@ class _Cuts:
             return out
         return carries
 
-    def pieces(self, rows: np.ndarray) -> int:
-        """How many runs of the buffer (:meth:`_pieces`) any of the messages ``rows``
-        may carry: up the most runs of their subtrees, down one more."""
-        held = (self.last[rows] >= self.first[rows]).sum(axis=1) + self.down[rows, 0]
-        return int(held.max(initial=0))
-
-    def piece_most(self, rows: np.ndarray, piece: int) -> Callable[[np.ndarray], np.ndarray]:
-        """Elements of the largest run ``piece`` (:meth:`_pieces`) of the messages
-        ``rows``, at any count."""
-        def elements(count: np.ndarray) -> np.ndarray:
-            return np.asarray(self._kept_spans(count)[1][rows, piece].max(axis=0))
-        return elements
-
-    def pieces_carried(self) -> "_PiecesCarried":
-        """Whether each run of the buffer of each message carries anything, at any
-        count (:class:`_PiecesCarried`)."""
-        return _PiecesCarried(self)
-
-    def _kept_spans(self, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_spans` of every message at ``count``, kept for the next class's call."""
-        key = count.tobytes()
-        if key not in self.runs:
-            self.runs = _remembered(self.runs, key, self._spans(slice(None), count))
-        return self.runs[key]
-
     def settled(self) -> tuple[np.ndarray, np.ndarray]:
         """Where each run of the buffer each message carries starts and its elements
         (:meth:`_spans`) at the first ``2 S + 3 P`` counts (``P = 2 q S``).  When the
@@ -565,7 +490,10 @@ class _Cuts:
     def _spanned(self, row: int, piece: int, which: int) -> Callable[[np.ndarray], np.ndarray]:
         """Figure ``which`` of :meth:`_spans` of run ``piece`` of message ``row``."""
         def figure(count: np.ndarray) -> np.ndarray:
-            return self._kept_spans(count)[which][row, piece]
+            key = count.tobytes()
+            if key not in self.runs:  # every message's, kept for the next class's call
+                self.runs = _remembered(self.runs, key, self._spans(slice(None), count))
+            return self.runs[key][which][row, piece]
         return figure
 
     def _pieces(self, rows: Any, count: np.ndarray) -> np.ndarray:
@@ -644,22 +572,6 @@ class _Cuts:
         inside = np.maximum(0, np.minimum(stop[:, None], hi)
                             - np.maximum(start[:, None], lo)).sum(axis=1)
         return np.where(self.down[rows], stop - start - inside, inside)
-
-
-class _PiecesCarried:
-    """Whether each run of the buffer (:meth:`_Cuts._pieces`) of each message of some
-    :class:`_Cuts` carries anything at each count (:attr:`collectives.traffic.Messages.carries`):
-    kind ``row * width + piece``, and after them kind :attr:`whole`, which carries
-    something at every count."""
-
-    def __init__(self, cuts: _Cuts) -> None:
-        self.cuts, self.width = cuts, cuts.first.shape[1] + 1
-        self.whole = len(cuts.at) * self.width
-
-    def __call__(self, count: np.ndarray) -> np.ndarray:
-        pieces = self.cuts._kept_spans(count)[1]
-        return np.concatenate([pieces.reshape(-1, len(count)) > 0,
-                               np.ones((1, len(count)), dtype=bool)])
 
 
 def _remembered(table: dict[bytes, Any], key: bytes, value: Any) -> dict[bytes, Any]:
