@@ -785,17 +785,23 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     start, senders, receivers, _ = _streams(True, q, ranks_per_node)
     runs, spill = _gathered_runs(q, segments, ranks_per_node)
     lengths, share = runs[1] - runs[0], runs[3]
-    blocks: Blocks = (*_subtree_blocks(q, ranks_per_node),
-              None if holders is None else np.array(holders, dtype=np.int64))
+
+    def blocks() -> Blocks:
+        # built only where the cut reads them: past MASK_MESSAGES (16,384 DGX ranks)
+        # the subtrees' runs alone cost 0.3 CPU s
+        return (*_subtree_blocks(q, ranks_per_node),
+                None if holders is None else np.array(holders, dtype=np.int64))
+
     if lengths.sum() + len(spill[0]) <= EXACT_MESSAGES:
         # counted without the messages further out, as before them: the few they add
         # (19 ranks at 8 segments: 382 -> 390) move no description off this path
-        rounds = each_message(q, segment, segments, blocks, runs,
-                              spilled_far(q, segments, blocks, runs, spill))
+        cut = blocks()
+        rounds = each_message(q, segment, segments, cut, runs,
+                              spilled_far(q, segments, cut, runs, spill))
     elif np.count_nonzero(share < q) + len(spill[0]) <= CUT_MESSAGES:
-        rounds = most_cut(q, segment, segments, blocks, start, runs, spill)
+        rounds = most_cut(q, segment, segments, blocks(), start, runs, spill)
     else:
-        rounds = by_share(q, segment, segments, blocks
+        rounds = by_share(q, segment, segments, blocks()
                           if np.count_nonzero(share < q) + len(spill[0]) <= MASK_MESSAGES
                           else None, runs, spill)
 
