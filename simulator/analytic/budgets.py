@@ -61,6 +61,14 @@ STRETCH_MESSAGES = 7 << 13
 #: apart differ by at least this fraction of a channel's part of a block, so are at most
 #: ``1 / NEAR_PARTS`` elements a block
 NEAR_PARTS = 1 / 8
+#: on a machine of unlike links (DGX), where a channel of no elements sends nothing,
+#: the channels that carry something are priced in groups however far apart their
+#: parts (:func:`_unlike_time`) up to so many ranks (128 DGX nodes, as far as the DES
+#: measures them); past that as where it sends (parts far apart each priced with every
+#: channel carrying it): the groups take a layout for each number of channels that
+#: carry something, which took the three tables on 256 nodes from 7.3 to 10.4 CPU s
+#: and on 2,048 nodes from 0.8 to 1.2 s (past the issue's one second)
+FAR_GROUP_RANKS = 1 << 10
 
 #: on a machine of alike links (flat), held paced rounds (a chain's ReduceScatter and
 #: AllGather) are played rank by rank (:func:`_unheld`) where every rank is played

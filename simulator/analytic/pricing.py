@@ -22,7 +22,7 @@ from ..gpu import link_figures
 from .arrays import _ceil_div
 from .cache import _cached
 from .sample import Groups, Orders, _link_classes
-from .budgets import CHAIN_EDGE, NEAR_PARTS, _extended
+from .budgets import CHAIN_EDGE, FAR_GROUP_RANKS, NEAR_PARTS, _extended
 from .flow import _Flow
 from .described import _described, _window_parts
 
@@ -375,8 +375,8 @@ def _unlike_time(collective: str, algorithm: str, topology: Any,
     what the time is made of (``dgx_h100(3)``'s tree AllGather over 2 channels at 2
     segments, 15 to 44 elements, 15 to 24 on channel 0 alone: the parts each priced with
     both channels carrying it were up to +12.1%; the groups exact).  Elsewhere as
-    :func:`_near_or_slowest`."""
-    if registered(algorithm).empty_sends:
+    :func:`_near_or_slowest`, and past :data:`FAR_GROUP_RANKS` ranks."""
+    if registered(algorithm).empty_sends or topology.nranks > FAR_GROUP_RANKS:
         return _near_or_slowest(collective, algorithm, topology, terms, orders, counts, ds,
                                 params, piece)
     live = np.maximum(np.count_nonzero(counts, axis=0), 1)
