@@ -9,7 +9,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   (:func:`simulator.channel_choice.schedule_params`, as the simulated tables run them); a
   phase runs every group of ranks ``C`` times side by side.  On a machine of unlike links
   (DGX) the channels that carry nothing are left out where an empty channel sends
-  nothing (the tree, the chain), and where it sends, parts further apart than
+  nothing (the tree, the chain) up to :data:`FAR_GROUP_RANKS` ranks, and where it sends
+  (or past them), parts further apart than
   :data:`NEAR_PARTS` are each priced with every channel carrying it, the slowest taken
   (:func:`_unlike_time`); else the channels of equal parts at a size are a group, each class of a round a class per
   group priced at its group's part (:func:`_channel_groups`), the groups' rounds side by
@@ -109,10 +110,10 @@ from __future__ import annotations
 from .sample import SAMPLE_ALL_RANKS
 from .budgets import (PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS, PLAY_SIDE_BY_SIDE,
                       WHOLE_MESSAGES, WHOLE_TOTAL, STRETCH_MESSAGES, NEAR_PARTS, UNHELD_RANKS,
-                      PAIRED_PASSES, CHAIN_EDGE)
+                      PAIRED_PASSES, CHAIN_EDGE, FAR_GROUP_RANKS)
 from .pricing import price, price_one, price_protocols
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
            "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
            "STRETCH_MESSAGES", "NEAR_PARTS", "UNHELD_RANKS", "PAIRED_PASSES",
-           "CHAIN_EDGE"]
+           "CHAIN_EDGE", "FAR_GROUP_RANKS"]
