@@ -226,7 +226,7 @@ def _chain_times(collective: str, algorithm: str, topology: Any,
     lengths = sides.sum(axis=0)
     out = np.empty((len(terms), len(lengths)))
     for length in np.unique(lengths).tolist():
-        short = _first_ranks(order, length)
+        short = _interned((order[:length],))  # a description is cached by its orders
         if _extended(topology, short, list(_merged(collective, algorithm, length, params,
                                                    (params,)))):
             return None
@@ -235,13 +235,6 @@ def _chain_times(collective: str, algorithm: str, topology: Any,
                                 (whole[at] * length + sides[0, at])[None, :], ds,
                                 dict(params), None)
     return out
-
-
-@functools.lru_cache(maxsize=256)
-def _first_ranks(order: tuple[int, ...], length: int) -> Orders:
-    """The order of the first ``length`` ranks of ``order`` (cached: a description is
-    cached by its orders)."""
-    return (order[:length],)
 
 
 def _holders(orders: Orders, counts: np.ndarray) -> list[tuple[int, ...] | None]:
