@@ -505,8 +505,9 @@ def _phase_elements(phase: Phase, topology: Any, counts: np.ndarray,
     at 1), every channel at 262,144 (1 segment): ReduceScatter under Simple -6.4%,
     AllGather under LL +4.2%; over 2 channels at 40 MB (channel 1 of 624,999 elements,
     whose segment of its first half crosses a block by one element) AllGather under
-    Simple -5.4%; on ``default_flat(16)`` of 4 ranks a node over 2 channels at 23 to
-    65,537 elements up to +3.0e-4 (ring, rhd and tree); each exact at its own part."""
+    Simple -5.4%; on ``default_flat(8)`` of 2 ranks a node over 2 channels at 7
+    elements the tree's AllGather -40%, and at up to 65,537 elements on 8 to 16 ranks
+    ring, rhd and the tree up to +3.0e-4; each exact at its own part."""
     largest = _ceil_div(_ceil_div(counts, phase.fraction), channels)[None, :]
     parts = phase_counts(phase, channels, counts)
     entry = registered(phase.algorithm)
@@ -523,8 +524,8 @@ def _phase_elements(phase: Phase, topology: Any, counts: np.ndarray,
 
 
 def _resolved_apart(entry: Algorithm, collective: str, q: int, parts: np.ndarray) -> np.ndarray:
-    """Per count (a column of ``parts``: elements of each of ``q`` ranks' vectors) whether
-    they resolve ``entry``'s parameters differently."""
+    """Per count (a column of ``parts``: elements of orders' vectors on ``q`` positions)
+    whether they resolve ``entry``'s parameters for ``collective`` differently."""
     values, inverse = np.unique(parts, return_inverse=True)
     keys = [_resolved(entry, collective, q, n, ()) for n in values.tolist()]
     resolved = np.array([keys.index(key) for key in keys])[inverse].reshape(parts.shape)
