@@ -26,7 +26,7 @@ import numpy as np
 from .registry import algorithm as registered
 
 __all__ = ["Messages", "Round", "Phase", "describe", "largest_part", "last_parts",
-           "nested_part", "channel_counts", "channel_runs"]
+           "nested_part", "channel_counts", "channel_runs", "phase_counts"]
 
 #: counts (elements of the vector, one per size) -> elements of a class's largest message
 Elements = Callable[[np.ndarray], np.ndarray]
@@ -154,8 +154,10 @@ class Round:
 class Phase:
     """One phase of a composed algorithm: ``collective`` by ``algorithm`` on each of
     ``groups`` (tuples of ranks) side by side, over ``fraction`` of the vector's
-    elements (``count -> ceil(count / fraction)``), ``piece``: the number of blocks a
-    phase's vector lies in apart in the buffer (or None)."""
+    elements (``count -> ceil(count / fraction)`` the largest group's: group ``g``'s
+    is part ``g % fraction`` of the vector's ``fraction`` near-equal parts,
+    :func:`phase_counts`), ``piece``: the number of blocks a phase's vector lies in
+    apart in the buffer (or None)."""
 
     collective: str
     algorithm: str
@@ -246,3 +248,17 @@ def channel_runs(q: int, channels: int, counts: np.ndarray) -> np.ndarray:
     runs = _parts(size + (extra > 0), channels)
     runs[0] = np.where(size[0] == 0, extra[0], np.where(size[0] == 1, q - extra[0], runs[0]))
     return runs
+
+
+def phase_counts(phase: Phase, channels: int, counts: np.ndarray) -> np.ndarray:
+    """Elements of each channel's vector of a phase's groups at each of ``counts``
+    (``fraction * channels`` x counts: row ``f * channels + c`` channel ``c`` of the
+    groups ``g`` of ``g % fraction == f``), as :mod:`collectives.algorithms.hier` cuts
+    them: group ``g``'s vector is part ``g % fraction`` of the vector cut into
+    ``fraction`` near-equal parts (the first ones one larger: a rail's blocks, a local
+    rank's block; the whole vector at a fraction of 1), of blocks that are its
+    near-equal parts, each channel's vector its part of them (:func:`channel_counts`)."""
+    q, parts = len(phase.groups[0]), phase.fraction
+    vectors = _parts(np.asarray(counts)[None, :], parts)
+    cut = channel_counts(phase.collective, q, channels, vectors.ravel())
+    return cut.reshape(channels, parts, -1).transpose(1, 0, 2).reshape(parts * channels, -1)

@@ -1059,6 +1059,45 @@ def test_blocks_apart_and_small_rounds_whole_on_sixteen_nodes(collective: str, a
                         **params) == pytest.approx(simulated, rel=1e-9)
 
 
+#: hier's inner tree on three DGX nodes where its rails' channels hold unequal parts,
+#: and the tolerance (the others within 1.4e-6)
+OWN_PARTS = [("reduce_scatter", 8, 1 << 26, "Simple", 1e-5),
+             ("allgather", 8, 1 << 26, "LL", 1e-5),
+             ("allgather", 2, 40_000_000, "Simple", 1e-9)]
+
+
+@pytest.mark.parametrize("collective, channels, nbytes, protocol, within", OWN_PARTS)
+def test_hier_channels_are_priced_at_their_own_parts(collective: str, channels: int,
+                                                     nbytes: int, protocol: str,
+                                                     within: float) -> None:
+    """``dgx_h100(3)``, hier's inner tree: each rail's channel takes its part of the
+    rail's blocks, unequal where they do not divide.  At 64 MiB over 8 channels (rails
+    of 2,097,152 elements) channels 0 and 1 hold 262,146 at 2 segments, the others
+    at most 262,145 at 1; every channel priced at 262,144 (1 segment) was -6.4%
+    (ReduceScatter) and +4.2% (AllGather).  At 40 MB over 2, channel 1's 624,999 cut
+    a segment across a block by one element; priced at 625,000, -5.4%."""
+    machine = topology.dgx_h100(3)
+    params = {"ranks_per_node": 8, "inner": "tree", "channels": channels}
+    simulated = _simulated(collective, "hier", machine, nbytes, params, protocol)
+    assert machine_cost(collective, "hier", machine, nbytes, protocol=protocol,
+                        **params) == pytest.approx(simulated, rel=within)
+
+
+@pytest.mark.parametrize("collective", BLOCK_COLLECTIVES)
+def test_hier_on_flat_is_exact_at_unequal_parts(collective: str) -> None:
+    """``default_flat(8)``, nodes of 2 ranks, 2 channels, at 7 and 1,001 elements,
+    where the groups' channels hold unequal parts: exact, each priced at its own
+    (every one at the largest: ring and rhd up to +2.7e-4, the tree's AllGather at 7
+    elements -40%)."""
+    flat = topology.default_flat(8)
+    for inner in ("ring", "rhd", "tree"):
+        params = {"ranks_per_node": 2, "inner": inner, "channels": 2}
+        for count in (7, 1001):
+            assert machine_cost(collective, "hier", flat, 4 * count, **params) == \
+                pytest.approx(_simulated(collective, "hier", flat, 4 * count, params),
+                              rel=1e-9), (inner, count)
+
+
 def test_a_round_within_the_budget_is_routed_whole_however_many_rounds(monkeypatch) -> None:
     """Two 16-node leaf groups joined by 8 spines: rhd's halving round across the spines
     is slowest on the spine link the most of its messages hash to, which the sample's

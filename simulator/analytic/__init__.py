@@ -7,7 +7,11 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
 * **Orders.**  ``C`` channels each carry their own part of the vector
   (:func:`collectives.traffic.channel_counts`) over their own order
   (:func:`simulator.channel_choice.schedule_params`, as the simulated tables run them); a
-  phase runs every group of ranks ``C`` times side by side.  On a machine of unlike links
+  phase runs every group of ranks ``C`` times side by side, each group's channel at its
+  own part where they differ (:func:`_phase_elements`: on a machine of alike links, and
+  for the tree and the chain up to :data:`FAR_GROUP_RANKS` ranks, on DGX every group's
+  channels the first group's; elsewhere where they resolve other parameters), else at
+  the largest.  On a machine of unlike links
   (DGX) the channels that carry nothing are left out where an empty channel sends
   nothing (the tree, the chain) up to :data:`FAR_GROUP_RANKS` ranks, and where it sends
   (or past them), parts further apart than

@@ -63,8 +63,9 @@ STRETCH_MESSAGES = 7 << 13
 NEAR_PARTS = 1 / 8
 #: on a machine of unlike links (DGX), where a channel of no elements sends nothing,
 #: the channels that carry something are priced in groups however far apart their
-#: parts (:func:`_unlike_time`) up to so many ranks (128 DGX nodes, as far as the DES
-#: measures them); past that as where it sends (parts far apart each priced with every
+#: parts (:func:`_unlike_time`; a hier phase's channels of every group at their own
+#: parts where they differ, :func:`_phase_elements`) up to so many ranks (128 DGX
+#: nodes, as far as the DES measures them); past that as where it sends (parts far apart each priced with every
 #: channel carrying it): the groups take a layout for each number of channels that
 #: carry something, which took the three tables on 256 nodes from 7.3 to 10.4 CPU s
 #: and on 2,048 nodes from 0.8 to 1.2 s (past the issue's one second)

@@ -15,7 +15,8 @@ from topology.checks import check_int
 from collectives.layout import count_of
 from collectives.registry import Algorithm, algorithm as registered
 from collectives.schedule import BLOCK_COLLECTIVES, COLLECTIVES
-from collectives.traffic import Phase, Round, channel_counts, channel_runs, describe
+from collectives.traffic import (Phase, Round, channel_counts, channel_runs, describe,
+                                 phase_counts)
 
 from ..channel_choice import schedule_params
 from ..gpu import link_figures
@@ -473,7 +474,7 @@ def _phase_time(collective: str, phase: Phase, topology: Any, terms: Sequence[tu
     orders = _cached(_PHASE_ORDERS, (id(phase.groups), channels), (phase.groups,),
                      lambda: tuple(group for group in phase.groups for _ in range(channels)))
     cut = channels > 1 or collective in ("reduce_scatter", "allgather")
-    elements = _ceil_div(_ceil_div(counts, phase.fraction), channels)
+    elements = _phase_elements(phase, topology, counts, channels)
     # a group's vector lies in the phase's blocks apart in the buffer (so many of them),
     # and a channel takes its part of each group rank's block
     # (:func:`collectives.compose.channel_parts`): runs of a whole block of the buffer or
@@ -481,9 +482,61 @@ def _phase_time(collective: str, phase: Phase, topology: Any, terms: Sequence[tu
     # a transfer per run
     runs = phase.piece // phase.fraction if phase.piece is not None and cut else 0
     piece = np.minimum(_piece(runs * phase.fraction, counts, ds),
-                       _ceil_div(elements, len(phase.groups[0])) * ds)[None, :] if runs else None
+                       _ceil_div(elements, len(phase.groups[0])) * ds) if runs else None
     return _flat_time(phase.collective, phase.algorithm, topology, terms, orders,
-                      elements[None, :], ds, {}, piece, apart=runs)
+                      elements, ds, {}, piece, apart=runs)
+
+
+def _phase_elements(phase: Phase, topology: Any, counts: np.ndarray,
+                    channels: int) -> np.ndarray:
+    """Elements of each of a phase's orders (every group's ``channels``, group by group)
+    at every count: each order its own part (:func:`collectives.traffic.phase_counts`,
+    as the simulated schedules cut them; orders x counts, priced in groups of equal
+    parts by :func:`_flat_time`) at the counts where the parts differ, on a machine of
+    alike links and, as :func:`_unlike_time` prices a flat algorithm's channels, for
+    one whose empty channel sends nothing (the tree, the chain: where their segments
+    and blocks meet is what their messages are cut at) up to :data:`FAR_GROUP_RANKS`
+    ranks; elsewhere where the parts resolve the algorithm's parameters differently (a
+    tree's segments, from its part's half); at the other counts every order at the
+    largest channel's, ``ceil(ceil(count / fraction) / channels)`` (a row).  On a
+    machine of unlike links (DGX), whose groups (rails, nodes) share no rank and no
+    link, every group's channels are the first's (its part the largest): rails at
+    their own parts are kinds apart that :func:`_one_of_alike` plays each, which took
+    hier's inner tree's three tables on 64 nodes from 0.96 to 1.71 CPU s, with no
+    case of the grids below moved past 1e-6.
+
+    hier's inner tree on ``dgx_h100(3)`` over 8 channels at 64 MiB (rails of 2,097,152
+    elements; channels 0 and 1 of 262,146 at 2 segments, the others of at most 262,145
+    at 1), every channel at 262,144 (1 segment): ReduceScatter under Simple -6.4%,
+    AllGather under LL +4.2%; over 2 channels at 40 MB (channel 1 of 624,999 elements,
+    whose segment of its first half crosses a block by one element) AllGather under
+    Simple -5.4%; on ``default_flat(8)`` of 2 ranks a node over 2 channels at 7
+    elements the tree's AllGather -40%, and at up to 65,537 elements on 8 to 16 ranks
+    ring, rhd and the tree up to +3.0e-4; each exact at its own part."""
+    largest = _ceil_div(_ceil_div(counts, phase.fraction), channels)[None, :]
+    parts = phase_counts(phase, channels, counts)
+    entry = registered(phase.algorithm)
+    alike = len(_link_classes(topology)[1]) == 1
+    if not alike:  # groups that share no rank and no link: the first's (largest) for all
+        parts = parts[:channels]
+    if alike or (not entry.empty_sends and topology.nranks <= FAR_GROUP_RANKS):
+        apart = parts.min(axis=0) != parts.max(axis=0)
+    else:
+        apart = _resolved_apart(entry, phase.collective, len(phase.groups[0]), parts)
+    if not apart.any():
+        return largest
+    kinds = np.arange(len(phase.groups)) % (len(parts) // channels)
+    rows = kinds[:, None] * channels + np.arange(channels)
+    return np.where(apart, parts[rows.ravel()], largest)
+
+
+def _resolved_apart(entry: Algorithm, collective: str, q: int, parts: np.ndarray) -> np.ndarray:
+    """Per count (a column of ``parts``: elements of orders' vectors on ``q`` positions)
+    whether they resolve ``entry``'s parameters for ``collective`` differently."""
+    values, inverse = np.unique(parts, return_inverse=True)
+    keys = [_resolved(entry, collective, q, n, ()) for n in values.tolist()]
+    resolved = np.array([keys.index(key) for key in keys])[inverse].reshape(parts.shape)
+    return resolved.min(axis=0) != resolved.max(axis=0)
 
 
 def _check(collective: str, algorithm: str, params: dict[str, Any]) -> None:
