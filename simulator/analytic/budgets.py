@@ -96,6 +96,10 @@ UNHELD_RANKS = 32
 #: shorter chains give (the chain's time is affine in each once its ends have run
 #: ahead and its middle settled)
 CHAIN_EDGE = 12
+#: the chains a longer chain is priced from hold its two sides' difference and its
+#: shorter side in the ratio its own do, up to so many (:func:`_along_ray`): past the
+#: edges its time is affine in each only within a range of their ratio
+CHAIN_RATIO = 3
 
 
 def _is_paced(round_: Any) -> bool:
