@@ -142,17 +142,22 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     difference of about twice the shorter side, another past it), so its first chain
     holds them in the chain's ratio up to :data:`CHAIN_RATIO` (:func:`_along_ray`;
     without it where that is past the budgets).  Against the DES on
-    ``default_flat(256)`` at 1 to 16 segments and ``(512)`` at 1 to 16, counts from 7
-    to 131,840, and ``(1024)`` at 2 and 4 (124 ReduceScatter cases): within 1e-13 at
-    99 (blocks of one element at 97 to 5,000 elements on 512 and 1,024 ranks were up
-    to +5.3e-5), the others where blocks are cut into uneven segments: the played
-    time is not affine in the chain's length there (the slowest path meets the larger
-    segments as they fall: a chain 8 ranks longer moves by its slope +-5e-10, no
-    pattern to 256 ranks), within 4.3e-6; and on 512 ranks at 2 segments, 1,030
-    elements, -1.5e-5, where the DES itself moves by 1.6e-5 with the machine's
-    figures scaled (a chain past about 160 ranks doubles a difference a rank: its
-    rounding decides).  AllGather within 1.1e-13 at 180 cases (the front was up to
-    +3.8e-4)."""
+    ``default_flat(256)`` at 1 to 16 segments, ``(512)`` at 1 to 16, ``(1024)`` at 2
+    and 4 and ``(301)`` at 3 and 8, counts from 7 to 131,840 (144 ReduceScatter
+    cases): within 1e-9 at 109, 95 of them within 1e-13 (blocks of one element at 97
+    to 5,000 elements on 512 and 1,024 ranks were up to +5.3e-5); the others where
+    blocks are cut into uneven segments, the played time not affine in the chain's
+    length (the slowest path meets the larger segments as they fall: with every block
+    of 515 elements at 8 segments a chain 8 ranks longer moves by its slope +-5e-10, no
+    pattern to 256 ranks), within 4.3e-6, but for two: on 301 ranks at 3 segments,
+    131,840 elements (two blocks of 147/146/146 among 146s) -2.1e-5, where the slope in
+    the difference rises by 7.2e-9 a 12 ranks past about 200 ranks (another path
+    overtakes, which no chain within the budgets shows); and on 512 ranks at 2
+    segments, 1,030 elements, -1.5e-5, where the DES itself moves by 1.6e-5 with the
+    machine's figures scaled (past about 160 ranks its chain doubles a difference a
+    rank: its rounding decides).  Each of the deterministic ones is exact played whole
+    (budgets raised: 0.3-2.3 CPU s a price on 256-512 ranks, growing with their
+    square).  AllGather within 1.1e-13 at 180 cases (the front was up to +3.8e-4)."""
     q = len(order)
     whole, larger = np.divmod(counts, q)
     lengths = np.stack([np.minimum(larger, q - larger), np.abs(q - 2 * larger)])
