@@ -227,10 +227,7 @@ def _extended_line(collective: str, algorithm: str, topology: Any,
         return _chain_times(collective, algorithm, topology, terms, order, whole[at], sides,
                             ds, params)
     # the longest chain first: none is played where one is past the budgets
-    longest = max([int((2 * base[0] + base[1]).max())] + [
-        int((2 * base[0] + base[1])[length > start].max()) + (2 - k) * step
-        for k, (length, start, step) in enumerate(zip(lengths, base, steps[:, 0].tolist()))
-        if (length > start).any()])
+    longest = _longest_chain(lengths, base, steps)
     if _extended(topology, _interned((order[:longest],)),
                  list(_merged(collective, algorithm, longest, params, (params,)))):
         return None
@@ -249,6 +246,18 @@ def _extended_line(collective: str, algorithm: str, topology: Any,
             return None
         out[:, at] += (length[at] - start[at]) // step * (times - first[:, at])
     return out
+
+
+def _longest_chain(lengths: np.ndarray, base: np.ndarray, steps: np.ndarray) -> int:
+    """The ranks of the longest chain :func:`_extended_line` plays: the base chain
+    (``base``, 2 x counts: its shorter side, which counts twice, and the difference) or
+    one a step longer in a length of ``lengths`` past its base."""
+    ranks = 2 * base[0] + base[1]
+    longer = [int(ranks[length > start].max()) + (2 - k) * step
+              for k, (length, start, step) in enumerate(zip(lengths, base,
+                                                            steps[:, 0].tolist()))
+              if (length > start).any()]
+    return max([int(ranks.max()), *longer])
 
 
 def _chain_times(collective: str, algorithm: str, topology: Any,
