@@ -420,11 +420,12 @@ def test_chain_past_the_play_is_priced_from_shorter_chains(collective: str,
 
 #: a chain's ReduceScatter past the play's budgets where its blocks' segments are
 #: uneven: the play of longer chains is not affine in their length there (the slowest
-#: path meets the larger segments as they fall), so the line is off, by up to 1.1e-6
+#: path meets the larger segments as they fall), so the line is off, by up to 4.3e-6
 #: on default_flat(256-512) at 4-16 segments (on 256 ranks at 8 segments, 131,840
 #: elements, blocks of 515 cut 65/64: +4.4e-7; 1,000, blocks of 4 and 3 elements:
-#: +4.7e-7; the chain's front +6.5e-4 and +8.5e-5)
-UNEVEN_LONG_CHAIN = 2e-6
+#: -3.8e-8, +4.7e-7 before the chains held the chain's ratio; the chain's front
+#: +6.5e-4 and +8.5e-5)
+UNEVEN_LONG_CHAIN = 5e-7
 
 
 def test_chain_past_the_play_at_uneven_segments() -> None:
@@ -437,10 +438,32 @@ def test_chain_past_the_play_at_uneven_segments() -> None:
             pytest.approx(simulated, rel=UNEVEN_LONG_CHAIN), count
 
 
+#: chains past the play's budgets whose difference is several times their shorter side:
+#: (ranks, segments, count), each off while the first chain held them at its own ratio
+#: (a ReduceScatter's time is affine in the two only within a range of their ratio):
+#: blocks of one element, +1.7e-5 (512 ranks, 97 elements: 97 of one element) and
+#: +5.3e-5 (1,024 ranks, 1,000 elements: 24 blocks of none)
+RATIO_CHAINS = [(512, 2, 97), (1024, 4, 1000)]
+
+
+@pytest.mark.parametrize("nranks, segments, count", RATIO_CHAINS)
+def test_chain_past_the_play_at_its_ratio(nranks: int, segments: int, count: int) -> None:
+    """A chain's ReduceScatter past the play's budgets, priced from chains that hold the
+    difference of its two sides at its ratio to the shorter side
+    (:func:`simulator.analytic.pricing._along_ray`): exact."""
+    flat = topology.default_flat(nranks)
+    params = {"segments": segments}
+    simulated = _simulated("reduce_scatter", "pipeline", flat, 4 * count, params)
+    assert machine_cost("reduce_scatter", "pipeline", flat, 4 * count, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 def test_chain_past_the_play_plays_short_chains_only() -> None:
     """A chain on default_flat(4096) at 8 segments is priced from chains of at most a
-    few times :data:`simulator.analytic.CHAIN_EDGE` ranks, whatever its length: the
-    descriptions played hold no longer order."""
+    few times :data:`simulator.analytic.CHAIN_EDGE` ranks, whatever its length (the
+    difference of its two sides up to :data:`simulator.analytic.CHAIN_RATIO` times the
+    shorter side's, each with a step of 8): the descriptions played hold no longer
+    order."""
     flat = topology.default_flat(4096)
     analytic.described._DESCRIBED.clear()
     for collective in ("reduce_scatter", "allgather"):
@@ -448,7 +471,8 @@ def test_chain_past_the_play_plays_short_chains_only() -> None:
                                segments=8)
         assert (np.diff(times) > 0).all()
     played = [len(held[0][0]) for held, _ in analytic.described._DESCRIBED.values()]
-    assert played and max(played) <= 3 * analytic.CHAIN_EDGE + 4 * 8
+    edge = analytic.CHAIN_EDGE + 8
+    assert played and max(played) <= (2 + analytic.CHAIN_RATIO) * edge + 2 * 8
 
 
 #: chains on default_flat past ``UNHELD_RANKS`` (32) over several channels of one order:

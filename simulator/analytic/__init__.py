@@ -114,10 +114,10 @@ from __future__ import annotations
 from .sample import SAMPLE_ALL_RANKS
 from .budgets import (PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS, PLAY_SIDE_BY_SIDE,
                       WHOLE_MESSAGES, WHOLE_TOTAL, STRETCH_MESSAGES, NEAR_PARTS, UNHELD_RANKS,
-                      PAIRED_PASSES, CHAIN_EDGE, FAR_GROUP_RANKS)
+                      PAIRED_PASSES, CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS)
 from .pricing import price, price_one, price_protocols
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
            "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
            "STRETCH_MESSAGES", "NEAR_PARTS", "UNHELD_RANKS", "PAIRED_PASSES",
-           "CHAIN_EDGE", "FAR_GROUP_RANKS"]
+           "CHAIN_EDGE", "CHAIN_RATIO", "FAR_GROUP_RANKS"]

@@ -97,6 +97,13 @@ UNHELD_RANKS = 32
 #: shorter chains give (the chain's time is affine in each once its ends have run
 #: ahead and its middle settled)
 CHAIN_EDGE = 12
+#: the first chain a longer chain's ReduceScatter is priced from holds its two sides'
+#: difference and its shorter side in the ratio its own do, up to so many
+#: (:func:`_along_ray`): past the edges its time is affine in each only within a range
+#: of their ratio (the least of a plane per range; blocks of one element on 512 and
+#: 1,024 ranks at 2 and 4 segments take another plane past a difference of about 2 to
+#: 2.7 times the shorter side: were up to +5.3e-5, now within 1e-13)
+CHAIN_RATIO = 3
 
 
 def _is_paced(round_: Any) -> bool:

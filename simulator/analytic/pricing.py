@@ -23,7 +23,7 @@ from ..gpu import link_figures
 from .arrays import _ceil_div
 from .cache import _cached
 from .sample import Groups, Orders, _link_classes
-from .budgets import CHAIN_EDGE, FAR_GROUP_RANKS, NEAR_PARTS, _extended
+from .budgets import CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, NEAR_PARTS, _extended
 from .flow import _Flow
 from .described import _described, _window_parts
 
@@ -137,28 +137,40 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     shorter side, which grows both sides), so that a rank's two ways pair the same
     segments (a ReduceScatter's right-going unit ``k - r`` and left-going
     ``k - q + 1 + r`` in round ``k``) and the parity of the chain (its late middle
-    hop) stays; ``d`` = 2 where such chains are past the budgets.  Against the DES on
-    ``default_flat(256)`` at 2, 4, 8 and 16 segments, ``(301)`` at 3 and 8, ``(512)``
-    at 1 to 16 and ``(1024)`` at 2 and 4, counts from 7 to ``1 << 20`` (180 cases):
-    AllGather within 1.1e-13 at every one (the front was up to +3.8e-4);
-    ReduceScatter within 1.3e-13 at 76 of 97, every count of whole units among them
-    (the front up to +2.2e-2), the others within 5.3e-5: where blocks are cut into
-    uneven segments the played time is not affine in the chain's length (a rank more
-    moves its slope by up to 5e-6: the slowest path meets the larger segments as
-    they fall; within 1.1e-6), and where blocks of one element are cut into 2 or 4
-    on 512 and 1,024 ranks (97 and 1,000 elements) its slope settles only past about
-    100 ranks, longer than the chains played (to 5.3e-5)."""
+    hop) stays; ``d`` = 2 where such chains are past the budgets.  A ReduceScatter's
+    time is affine so only within a range of the two's ratio (the least of a plane
+    per range: on 512 ranks at 2 segments, blocks of one element, one plane up to a
+    difference of about twice the shorter side, another past it), so its first chain
+    holds them in the chain's ratio up to :data:`CHAIN_RATIO` (:func:`_along_ray`;
+    without it where that is past the budgets).  Against the DES on
+    ``default_flat(256)`` at 1 to 16 segments, ``(512)`` at 1 to 16, ``(1024)`` at 2
+    and 4 and ``(301)`` at 3 and 8, counts from 7 to 131,840 (144 ReduceScatter
+    cases): within 1e-9 at 109, 95 of them within 1e-13 (blocks of one element at 97
+    to 5,000 elements on 512 and 1,024 ranks were up to +5.3e-5); the others where
+    blocks are cut into uneven segments, the played time not affine in the chain's
+    length (the slowest path meets the larger segments as they fall: with every block
+    of 515 elements at 8 segments a chain 8 ranks longer moves by its slope +-5e-10, no
+    pattern to 256 ranks), within 4.3e-6, but for two: on 301 ranks at 3 segments,
+    131,840 elements (two blocks of 147/146/146 among 146s) -2.1e-5, where the slope in
+    the difference rises by 7.2e-9 a 12 ranks past about 200 ranks (another path
+    overtakes, which no chain within the budgets shows); and on 512 ranks at 2
+    segments, 1,030 elements, -1.5e-5, where the DES itself moves by 1.6e-5 with the
+    machine's figures scaled (past about 160 ranks its chain doubles a difference a
+    rank: its rounding decides).  Each of the deterministic ones is exact played whole
+    (budgets raised: 0.3-2.3 CPU s a price on 256-512 ranks, growing with their
+    square).  AllGather within 1.1e-13 at 180 cases (the front was up to +3.8e-4)."""
     q = len(order)
     whole, larger = np.divmod(counts, q)
     lengths = np.stack([np.minimum(larger, q - larger), np.abs(q - 2 * larger)])
     cut = max(m.cut for r in _merged(collective, algorithm, q, params, (params,))
               for m in r.messages)
-    for period in dict.fromkeys((cut * (1 + cut % 2), 2)):
+    rays = (True, False) if collective == "reduce_scatter" else (False,)
+    for period, ray in itertools.product(dict.fromkeys((cut * (1 + cut % 2), 2)), rays):
         # the shorter side grows both sides, the chain by twice its step: half the
         # period where that is even (an odd one, at 1 and 3 segments: off by up to 2e-5)
         half = period // 2
         steps = np.array([[half if half % 2 == 0 else period], [period]])
-        base = _based(q, lengths, steps)
+        base = _based(q, lengths, steps, ray)
         out = _extended_line(collective, algorithm, topology, terms, order, whole,
                              larger <= q - larger, lengths, base, steps, ds, params)
         if out is not None:
@@ -166,22 +178,38 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     return None
 
 
-def _based(q: int, lengths: np.ndarray, steps: np.ndarray) -> np.ndarray:
+def _based(q: int, lengths: np.ndarray, steps: np.ndarray, ray: bool) -> np.ndarray:
     """The shorter side and the difference (``lengths``, 2 x counts) of the chain
     :func:`_shortened` plays first for a chain of ``q`` ranks at ``steps`` (2 x 1):
     each as it is up to :data:`CHAIN_EDGE`, else past it by its remainder of its step;
     the difference, where the chain is long enough, so that the chain is of one length
     (the least past ``3 CHAIN_EDGE`` and two steps of the shorter side of ``q``'s
     remainder of the difference's step) at every count: few chains are played for many
-    counts."""
+    counts; where ``ray`` (a ReduceScatter, whose ways balance in the middle), at
+    least the shorter side's times the ratio of the two (at most :data:`CHAIN_RATIO`),
+    by its remainder of its step (:func:`_along_ray`)."""
     folded = np.where(lengths > CHAIN_EDGE, CHAIN_EDGE + (lengths - CHAIN_EDGE) % steps,
                       lengths)
     shorter, period = steps[:, 0].tolist()
     least = 3 * CHAIN_EDGE + 2 * shorter
     far = least + (q - least) % period - 2 * folded[0]
     apart = lengths[1]
-    return np.stack([folded[0], np.where((apart > CHAIN_EDGE) & (far <= apart), far,
-                                         folded[1])])
+    based = np.where((apart > CHAIN_EDGE) & (far <= apart), far, folded[1])
+    if ray:
+        based = np.maximum(based, _along_ray(lengths, folded[0], period))
+    return np.stack([folded[0], based])
+
+
+def _along_ray(lengths: np.ndarray, shorter: np.ndarray, period: int) -> np.ndarray:
+    """The least difference, by the difference's remainder of ``period``, of at least
+    ``shorter`` (the base's shorter side) times the ratio of the difference to the
+    shorter side of ``lengths`` (2 x counts), the ratio at most :data:`CHAIN_RATIO`:
+    the base chain's blocks in the same proportions as the chain's, where its time
+    takes the same slopes (0 where the shorter side is empty)."""
+    side, apart = lengths
+    ratio = np.minimum(apart / np.maximum(side, 1), CHAIN_RATIO)
+    wanted = np.ceil(shorter * ratio).astype(np.int64)
+    return np.where(side > 0, apart - (apart - wanted) // period * period, 0)
 
 
 def _extended_line(collective: str, algorithm: str, topology: Any,
@@ -199,6 +227,11 @@ def _extended_line(collective: str, algorithm: str, topology: Any,
                          [shorter + apart, shorter])
         return _chain_times(collective, algorithm, topology, terms, order, whole[at], sides,
                             ds, params)
+    # the longest chain first: none is played where one is past the budgets
+    longest = _longest_chain(lengths, base, steps)
+    if _extended(topology, _interned((order[:longest],)),
+                 list(_merged(collective, algorithm, longest, params, (params,)))):
+        return None
     first = played(base, np.ones(len(whole), dtype=bool))
     if first is None:
         return None
@@ -214,6 +247,18 @@ def _extended_line(collective: str, algorithm: str, topology: Any,
             return None
         out[:, at] += (length[at] - start[at]) // step * (times - first[:, at])
     return out
+
+
+def _longest_chain(lengths: np.ndarray, base: np.ndarray, steps: np.ndarray) -> int:
+    """The ranks of the longest chain :func:`_extended_line` plays: the base chain
+    (``base``, 2 x counts: its shorter side, which counts twice, and the difference) or
+    one a step longer in a length of ``lengths`` past its base."""
+    ranks = 2 * base[0] + base[1]
+    longer = [int(ranks[length > start].max()) + (2 - k) * step
+              for k, (length, start, step) in enumerate(zip(lengths, base,
+                                                            steps[:, 0].tolist()))
+              if (length > start).any()]
+    return max([int(ranks.max()), *longer])
 
 
 def _chain_times(collective: str, algorithm: str, topology: Any,
