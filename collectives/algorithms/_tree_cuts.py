@@ -54,8 +54,9 @@ EXACT_MESSAGES = 384
 #: segments of one element, whose edges rounding moves by several segments, so that the
 #: runs' whole segments are not) and most flat cases of 5 to 64 ranks past 384 messages
 #: up to +0.2% (each message's runs and where they start); exact so, a price at 12
-#: sizes of 64 ranks at 8 segments (1,258 messages, 1.5e6 cells) took 0.04 -> 0.6 CPU s,
-#: past it (64 ranks at 16 segments: 5.1e6) 0.23 -> 3.8 s
+#: sizes of 20 ranks at 16 segments (726 messages, 7.2e5 cells) takes 0.10 -> 0.27 CPU
+#: s, over 4 channels 0.66 -> 2.3 s; 64 ranks at 8 segments (1.5e6 cells, left out)
+#: took 0.04 -> 0.5 s, over 4 channels 1.1 -> 11 s
 EXACT_CELLS = 1 << 20
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
