@@ -125,9 +125,8 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
     edge, spilled = spill
     lengths = end - first
     cuts, stream, first = _segment_cuts(q, segments, blocks, runs, spill)
-    starts, pieces = cuts.settled()
-    shares, carried = np.repeat(share, lengths), np.asarray(pieces.any(axis=2))
-    alike = _alike(pieces, starts)
+    alike, carried = cuts.settled()
+    shares = np.repeat(share, lengths)
     sent = [cls for _, g in _grouped(alike[:len(stream)])
             for cls in _transfers(cuts, carried, g, stream[g], first[g],
                                   _share_of(segment, q * segments, int(shares[g[0]])))]
@@ -198,17 +197,18 @@ def _transfers(cuts: "_Cuts", carried: np.ndarray, rows: np.ndarray, streams: np
             for j in ever.tolist()]
 
 
-def _alike(pieces: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """A number per message, the same for messages that carry as much of each run of the
-    buffer from the same element at every count: at each of the counts of ``pieces``
-    and ``starts`` (:meth:`_Cuts.settled`).  Classed by what each carries rather than
-    by how its subtree's edges meet its segment, messages whose edges differ but cut
-    alike share a class (``default_flat(16)``, 8 segments: 195 classes -> 102; every
+def _alike(pieces: np.ndarray, starts: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """A number per message, the same for messages of the same number ``before`` that
+    carry as much of each run of the buffer from the same element at every count: at
+    each of the counts of ``pieces`` and ``starts`` (:meth:`_Cuts.settled`).  Classed
+    by what each carries rather than by how its subtree's edges meet its segment,
+    messages whose edges differ but cut alike share a class (``default_flat(16)``, 8 segments: 195 classes -> 102; every
     class costs the model a column of its links' profiles); by where too, since a
     channel's vector lies in runs apart in the buffer, which cut a message where it
     meets them (:attr:`collectives.traffic.Messages.cut_at`)."""
-    flat = np.ascontiguousarray(np.concatenate([pieces, np.where(pieces > 0, starts, -1)],
-                                               axis=1).reshape(len(pieces), -1))
+    flat = np.ascontiguousarray(np.concatenate(
+        [before[:, None], np.concatenate([pieces, np.where(pieces > 0, starts, -1)],
+                                         axis=1).reshape(len(pieces), -1)], axis=1))
     # each row as one opaque value: far cheaper to sort than rows compared column by
     # column (np.unique's axis=0), and the classes come the same in any order
     rows = flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).reshape(-1)
@@ -487,8 +487,10 @@ class _Cuts:
         return carries
 
     def settled(self) -> tuple[np.ndarray, np.ndarray]:
-        """Where each run of the buffer each message carries starts and its elements
-        (:meth:`_spans`) at the first ``2 S + P + 2 L`` counts (``P = 2 q S``).  When the
+        """Per message a number, the same for messages that carry as much of each run of
+        the buffer from the same element (:meth:`_spans`, :func:`_alike`) at each of the
+        first ``2 S + P + 2 L`` counts (``P = 2 q S``), and which runs each carries
+        something of at one of them (messages x runs).  When the
         count grows by ``P`` each edge of a block or segment moves by a whole number of
         elements (its share of it), so from ``2 S + P`` on each edge stays on one side
         of another and a message's runs move and grow by as much every ``L`` counts
@@ -496,8 +498,19 @@ class _Cuts:
         a segment's every ``2 S``; ``P / L = gcd(q, 2 S)`` times fewer counts than a
         period of ``P``): messages that carry as much from as far over the two periods
         of ``L`` past it do so at every count, and one that carries something of a run
-        at some count does at one of these."""
-        return self._spans(slice(None), np.arange(1, classing_counts(self.q, self.segments) + 1))
+        at some count does at one of these.  Taken :data:`CUT_CHUNK` figures at a time,
+        each chunk's classes refining the last's (the counts' figures at once took a
+        price on ``default_flat(20)`` at 16 segments from 73 to 173 MB)."""
+        counts = np.arange(1, classing_counts(self.q, self.segments) + 1)
+        runs = self.first.shape[1] + 1
+        step = max(1, CUT_CHUNK // (max(len(self.at), 1) * runs))
+        alike = np.zeros(len(self.at), dtype=np.int64)
+        carried = np.zeros((len(self.at), runs), dtype=bool)
+        for i in range(0, len(counts), step):
+            starts, pieces = self._spans(slice(None), counts[i:i + step])
+            carried |= pieces.any(axis=2)
+            alike = _alike(pieces, starts, alike)
+        return alike, carried
 
     def run(self, row: int, piece: int) -> Callable[[np.ndarray], np.ndarray]:
         """Elements of run ``piece`` of message ``row`` (:meth:`_pieces`) at any count."""
