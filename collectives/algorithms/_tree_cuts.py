@@ -36,9 +36,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT",
-           "Blocks", "Carried", "Classes", "classing_counts", "each_message", "most_cut", "by_share",
-           "spilled_far"]
+__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK",
+           "TINY_COUNT", "Blocks", "Carried", "Classes", "classing_counts", "each_message",
+           "most_cut", "by_share", "spilled_far"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
 #: ranks' steps cut of its segment (exact at any count), in a class with those that
@@ -49,15 +49,16 @@ __all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "CUT_MESSAGES", "MASK_MESSAGES", "CU
 EXACT_MESSAGES = 384
 #: on a machine of alike links (flat), where every rank's messages are played, past
 #: :data:`EXACT_MESSAGES` each message exactly all the same while its messages times the
-#: counts that class them (:func:`classing_counts`) are at most so many: charged the most
-#: of a class, ``default_flat(20)`` at 16 segments was +5.3% at 23 elements (its
-#: segments of one element, whose edges rounding moves by several segments, so that the
-#: runs' whole segments are not) and most flat cases of 5 to 64 ranks past 384 messages
-#: up to +0.2% (each message's runs and where they start); exact so, a price at 12
-#: sizes of 20 ranks at 16 segments (726 messages, 7.2e5 cells) takes 0.10 -> 0.27 CPU
-#: s, over 4 channels 0.66 -> 2.3 s; 64 ranks at 8 segments (1.5e6 cells, left out)
-#: took 0.04 -> 0.5 s, over 4 channels 1.1 -> 11 s
-EXACT_CELLS = 1 << 20
+#: counts that class them (:func:`classing_counts`) times the channels played are at most
+#: so many (the play's cost grows with the channels' messages): charged the most of a
+#: class, ``default_flat(20)`` at 16 segments was +5.3% at 23 elements (segments of one
+#: element, whose edges rounding moves by several segments, so that the runs' whole
+#: segments are not) and most flat cases of 5 to 64 ranks past 384 messages up to +0.3%
+#: (each message's runs and where they start).  A price at 12 sizes of
+#: ``default_flat(20)`` at 16 segments (726 messages, 7.2e5 cells) takes 0.10 -> 0.23
+#: CPU s, over 2 channels 0.31 -> 1.2 s; left out, over 4 channels it took 0.66 -> 2.3
+#: s, 64 ranks at 8 segments over 4 channels (5.9e6) 1.1 -> 9.5 s
+EXACT_CELLS = 1 << 21
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and

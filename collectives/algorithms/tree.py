@@ -678,7 +678,7 @@ def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, .
 
 
 def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | None = None,
-            holders: tuple[int, ...] | None = None, played: bool = False) -> list[Round]:
+            holders: tuple[int, ...] | None = None, played: int = 0) -> list[Round]:
     """The double binary tree's messages (:mod:`collectives.traffic`), round by round.
 
     Every edge carries two streams of ``segments`` consecutive rounds: up from the child
@@ -705,10 +705,10 @@ def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | No
         AllGather's: per position the rank whose block it holds, a channel's order
         (:func:`collectives.compose.channel_parts`), where the blocks are unequal the
         first ``count % q`` ranks' one larger; None: position ``v`` holds rank ``v``'s.
-    played : bool, optional
-        AllGather's: whether it is priced on a machine of alike links, where every
-        rank's messages are played (each message exactly up to
-        :data:`~collectives.algorithms._tree_cuts.EXACT_CELLS`).
+    played : int, optional
+        AllGather's: the channels where it is priced on a machine of alike links and
+        every rank's messages are played (each message exactly up to
+        :data:`~collectives.algorithms._tree_cuts.EXACT_CELLS`); 0: not played.
 
     Returns
     -------
@@ -766,7 +766,7 @@ def _segment_of(which: int, segments: int) -> Callable[[np.ndarray], np.ndarray]
 
 def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
               ranks_per_node: int | None, holders: tuple[int, ...] | None,
-              played: bool = False) -> list[Round]:
+              played: int = 0) -> list[Round]:
     """AllGather's streams as paced rounds: segment ``k`` of a stream goes in its round
     ``k`` (:func:`_streams`), up with the part of the segment that the child's subtree
     holds, down with the rest, and nothing where that is empty (the ranks' steps skip
@@ -780,8 +780,9 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     ranks' steps cut (:mod:`collectives.algorithms._tree_cuts`): by
     :func:`~collectives.algorithms._tree_cuts.each_message` up to
     :data:`~collectives.algorithms._tree_cuts.EXACT_MESSAGES` messages, or, ``played``
-    (on a machine of alike links), while the messages times the counts that class them
-    are at most :data:`~collectives.algorithms._tree_cuts.EXACT_CELLS` (and every message
+    over so many channels on a machine of alike links, while the messages times the
+    counts that class them times the channels are at most
+    :data:`~collectives.algorithms._tree_cuts.EXACT_CELLS` (and every message
     further from a part's edge that carries something,
     :func:`~collectives.algorithms._tree_cuts.spilled_far`), else by
     :func:`~collectives.algorithms._tree_cuts.most_cut` up to
@@ -801,7 +802,7 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
                 None if holders is None else np.array(holders, dtype=np.int64))
 
     many = int(lengths.sum()) + len(spill[0])
-    if many <= EXACT_MESSAGES or (played and many * classing_counts(q, segments) <= EXACT_CELLS):
+    if many <= EXACT_MESSAGES or 0 < many * classing_counts(q, segments) * played <= EXACT_CELLS:
         # counted without the messages further out, as before them: the few they add
         # (19 ranks at 8 segments: 382 -> 390) move no description off this path
         cut = blocks()
