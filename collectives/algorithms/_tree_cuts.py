@@ -9,8 +9,8 @@ steps cut of its segment: up, what of it the subtree's blocks hold, down, the re
 module turns the tree's runs into the classes the analytic model prices, as exactly as
 the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
 (:func:`each_message`; on a machine of alike links, where every rank is played, past
-them too while the messages times the counts that class them are at most
-:data:`EXACT_CELLS`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
+them too while the messages times the counts that class them times the channels'
+square are at most :data:`EXACT_CELLS`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
 most its messages cut (:func:`most_cut`), past that closed forms (:func:`by_share`).
 Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, each of
 those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
@@ -49,16 +49,19 @@ __all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "CUT_MESSAGES", "MASK_MESSAGES", "CU
 EXACT_MESSAGES = 384
 #: on a machine of alike links (flat), where every rank's messages are played, past
 #: :data:`EXACT_MESSAGES` each message exactly all the same while its messages times the
-#: counts that class them (:func:`classing_counts`) times the channels played are at most
-#: so many (the play's cost grows with the channels' messages): charged the most of a
-#: class, ``default_flat(20)`` at 16 segments was +5.3% at 23 elements (segments of one
-#: element, whose edges rounding moves by several segments, so that the runs' whole
-#: segments are not) and most flat cases of 5 to 64 ranks past 384 messages up to +0.3%
-#: (each message's runs and where they start).  A price at 12 sizes of
-#: ``default_flat(20)`` at 16 segments (726 messages, 7.2e5 cells) takes 0.10 -> 0.23
-#: CPU s, over 2 channels 0.31 -> 1.2 s; left out, over 4 channels it took 0.66 -> 2.3
-#: s, 64 ranks at 8 segments over 4 channels (5.9e6) 1.1 -> 9.5 s
-EXACT_CELLS = 1 << 21
+#: counts that class them (:func:`classing_counts`) times the square of the channels
+#: played are at most so many (a class per group of channels is a column of the links'
+#: profiles of every channel's messages): charged the most of a class,
+#: ``default_flat(20)`` at 16 segments was +5.3% at 23 elements (segments of one element,
+#: whose edges rounding moves by several segments, so that the runs' whole segments are
+#: not) and most flat cases of 5 to 64 ranks past 384 messages up to +0.3% (each
+#: message's runs and where they start).  A price at 12 sizes of ``default_flat(20)`` at
+#: 16 segments (726 messages, 7.2e5 cells) takes 0.10 -> 0.33 CPU s, at 8 over two
+#: channels 0.17 -> 0.60 s; the AllGather table on ``default_flat(64)`` 0.87 -> 1.10 s
+#: and 90 -> 128 MB (its trees at 2-4 segments exact).  Twice as many took that table to
+#: 1.79 s and 272 MB (64 ranks at 6 and 8 segments), and the channels counted once a
+#: price of 64 ranks at 4 segments over 4 channels 0.56 -> 2.7 s and 185 -> 675 MB
+EXACT_CELLS = 1 << 20
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and

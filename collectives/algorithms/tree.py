@@ -781,7 +781,7 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     :func:`~collectives.algorithms._tree_cuts.each_message` up to
     :data:`~collectives.algorithms._tree_cuts.EXACT_MESSAGES` messages, or, ``played``
     over so many channels on a machine of alike links, while the messages times the
-    counts that class them times the channels are at most
+    counts that class them times the channels' square are at most
     :data:`~collectives.algorithms._tree_cuts.EXACT_CELLS` (and every message
     further from a part's edge that carries something,
     :func:`~collectives.algorithms._tree_cuts.spilled_far`), else by
@@ -802,7 +802,8 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
                 None if holders is None else np.array(holders, dtype=np.int64))
 
     many = int(lengths.sum()) + len(spill[0])
-    if many <= EXACT_MESSAGES or 0 < many * classing_counts(q, segments) * played <= EXACT_CELLS:
+    if many <= EXACT_MESSAGES or 0 < many * classing_counts(q, segments) * played ** 2 \
+            <= EXACT_CELLS:
         # counted without the messages further out, as before them: the few they add
         # (19 ranks at 8 segments: 382 -> 390) move no description off this path
         cut = blocks()
