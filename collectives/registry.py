@@ -52,7 +52,8 @@ pairs with ``names(collective=...)``), ``params`` (its parameters' defaults),
 ``within_blocks`` (collectives whose operations each lie in one rank's block),
 ``empty_sends`` (False where an empty vector sends nothing at all), ``held_by``
 (collectives whose ``traffic`` takes ``holders``, the rank whose block each position
-holds) and ``channeled`` (False where it runs on one channel over the ranks in their own
+holds), ``played_by`` (collectives whose ``traffic`` takes ``played``: the channels
+whose every rank's messages are played on a machine of alike links) and ``channeled`` (False where it runs on one channel over the ranks in their own
 order).
 """
 
@@ -175,6 +176,11 @@ class Algorithm:
         Collectives whose ``traffic`` takes ``holders``: per position the rank whose block
         it holds (a channel's order), which says where the larger of unequal blocks lie
         (else the first positions').
+    played_by : frozenset of str
+        Collectives whose ``traffic`` takes ``played``: the channels (at least 1) where
+        the analytic model prices it on a machine of alike links (flat) and plays every
+        rank's messages, where a finer description pays (the tree's AllGather: each
+        message exactly, past the number of messages it otherwise allows).
     ompi : callable
         Open MPI's id and name.
     working : callable or None
@@ -202,6 +208,7 @@ class Algorithm:
     pieces: Callable[[str, int, Mapping[str, Any]], int] = _blocks
     empty_sends: bool = True
     held_by: frozenset[str] = frozenset()
+    played_by: frozenset[str] = frozenset()
     ompi: Callable[[str, Mapping[str, Any]], tuple[int, str]] = _fixed_decision
     working: Callable[..., int] | None = None
     channeled: bool = True

@@ -8,13 +8,15 @@ share of the vector and the spill nothing; at the others it carries what the ran
 steps cut of its segment: up, what of it the subtree's blocks hold, down, the rest.  This
 module turns the tree's runs into the classes the analytic model prices, as exactly as
 the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
-(:func:`each_message`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
+(:func:`each_message`; on a machine of alike links, where every rank is played, past
+them too while the messages times the counts that class them times the channels'
+square are at most :data:`EXACT_CELLS`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
 most its messages cut (:func:`most_cut`), past that closed forms (:func:`by_share`).
 Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, each of
 those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
 the model leaves out the empty ones of a class that carries something, as the ranks'
 steps do, without a class more (a class costs the model a column of its links'
-profiles; a message that says so, a row of its own).  Up to :data:`EXACT_MESSAGES` the
+profiles; a message that says so, a row of its own).  Where each message is exact the
 spill also holds the segments further from a part's edge that rounding spills into
 where segments are a few elements (:func:`spilled_far`).
 
@@ -29,13 +31,14 @@ helper of that one algorithm, not an algorithm of its own (not in
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT",
-           "Blocks", "Carried", "Classes", "each_message", "most_cut", "by_share",
-           "spilled_far"]
+__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK",
+           "TINY_COUNT", "Blocks", "Carried", "Classes", "classing_counts", "each_message",
+           "most_cut", "by_share", "spilled_far"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
 #: ranks' steps cut of its segment (exact at any count), in a class with those that
@@ -44,6 +47,21 @@ __all__ = ["EXACT_MESSAGES", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK", "TINY
 #: cases of 11 to 17 ranks were up to +7.7%) and leaves out ``dgx_h100(16)``'s trees
 #: over nodes at one segment (508 messages in 485 classes: the three tables +22%)
 EXACT_MESSAGES = 384
+#: on a machine of alike links (flat), where every rank's messages are played, past
+#: :data:`EXACT_MESSAGES` each message exactly all the same while its messages times the
+#: counts that class them (:func:`classing_counts`) times the square of the channels
+#: played are at most so many (a class per group of channels is a column of the links'
+#: profiles of every channel's messages): charged the most of a class,
+#: ``default_flat(20)`` at 16 segments was +5.3% at 23 elements (segments of one element,
+#: whose edges rounding moves by several segments, so that the runs' whole segments are
+#: not) and most flat cases of 5 to 64 ranks past 384 messages up to +0.3% (each
+#: message's runs and where they start).  A price at 12 sizes of ``default_flat(20)`` at
+#: 16 segments (726 messages, 7.2e5 cells) takes 0.10 -> 0.33 CPU s, at 8 over two
+#: channels 0.17 -> 0.60 s; the AllGather table on ``default_flat(64)`` 0.87 -> 1.10 s
+#: and 90 -> 128 MB (its trees at 2-4 segments exact).  Twice as many took that table to
+#: 1.79 s and 272 MB (64 ranks at 6 and 8 segments), and the channels counted once a
+#: price of 64 ranks at 4 segments over 4 channels 0.56 -> 2.7 s and 185 -> 675 MB
+EXACT_CELLS = 1 << 20
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and
@@ -111,9 +129,8 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
     edge, spilled = spill
     lengths = end - first
     cuts, stream, first = _segment_cuts(q, segments, blocks, runs, spill)
-    starts, pieces = cuts.settled()
-    shares, carried = np.repeat(share, lengths), np.asarray(pieces.any(axis=2))
-    alike = _alike(pieces, starts)
+    alike, carried = cuts.settled()
+    shares = np.repeat(share, lengths)
     sent = [cls for _, g in _grouped(alike[:len(stream)])
             for cls in _transfers(cuts, carried, g, stream[g], first[g],
                                   _share_of(segment, q * segments, int(shares[g[0]])))]
@@ -121,6 +138,12 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
              for cls in _transfers(cuts, carried, len(stream) + g, spilled[g], edge[g],
                                    _spill_of(segment, q, segments))]
     return [sent, apart]
+
+
+def classing_counts(q: int, segments: int) -> int:
+    """How many counts, from 1, :func:`each_message` classes messages at (those of
+    :meth:`_Cuts.settled`): ``2 S + P + 2 L``, ``P = 2 q S``, ``L = lcm(q, 2 S)``."""
+    return 2 * segments + 2 * q * segments + 2 * math.lcm(q, 2 * segments)
 
 
 def spilled_far(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray, ...],
@@ -178,17 +201,18 @@ def _transfers(cuts: "_Cuts", carried: np.ndarray, rows: np.ndarray, streams: np
             for j in ever.tolist()]
 
 
-def _alike(pieces: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """A number per message, the same for messages that carry as much of each run of the
-    buffer from the same element at every count: at each of the counts of ``pieces``
-    and ``starts`` (:meth:`_Cuts.settled`).  Classed by what each carries rather than
-    by how its subtree's edges meet its segment, messages whose edges differ but cut
-    alike share a class (``default_flat(16)``, 8 segments: 195 classes -> 102; every
+def _alike(pieces: np.ndarray, starts: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """A number per message, the same for messages of the same number ``before`` that
+    carry as much of each run of the buffer from the same element at every count: at
+    each of the counts of ``pieces`` and ``starts`` (:meth:`_Cuts.settled`).  Classed
+    by what each carries rather than by how its subtree's edges meet its segment,
+    messages whose edges differ but cut alike share a class (``default_flat(16)``, 8 segments: 195 classes -> 102; every
     class costs the model a column of its links' profiles); by where too, since a
     channel's vector lies in runs apart in the buffer, which cut a message where it
     meets them (:attr:`collectives.traffic.Messages.cut_at`)."""
-    flat = np.ascontiguousarray(np.concatenate([pieces, np.where(pieces > 0, starts, -1)],
-                                               axis=1).reshape(len(pieces), -1))
+    flat = np.ascontiguousarray(np.concatenate(
+        [before[:, None], np.concatenate([pieces, np.where(pieces > 0, starts, -1)],
+                                         axis=1).reshape(len(pieces), -1)], axis=1))
     # each row as one opaque value: far cheaper to sort than rows compared column by
     # column (np.unique's axis=0), and the classes come the same in any order
     rows = flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).reshape(-1)
@@ -467,16 +491,30 @@ class _Cuts:
         return carries
 
     def settled(self) -> tuple[np.ndarray, np.ndarray]:
-        """Where each run of the buffer each message carries starts and its elements
-        (:meth:`_spans`) at the first ``2 S + 3 P`` counts (``P = 2 q S``).  When the
+        """Per message a number, the same for messages that carry as much of each run of
+        the buffer from the same element (:meth:`_spans`, :func:`_alike`) at each of the
+        first ``2 S + P + 2 L`` counts (``P = 2 q S``), and which runs each carries
+        something of at one of them (messages x runs).  When the
         count grows by ``P`` each edge of a block or segment moves by a whole number of
         elements (its share of it), so from ``2 S + P`` on each edge stays on one side
-        of another and a message's runs move and grow by as much every ``P`` counts:
-        messages that carry as much from as far over the two periods past it do so at
-        every count, and one that carries something of a run at some count does at one
-        of these."""
-        period = 2 * self.q * self.segments
-        return self._spans(slice(None), np.arange(1, 2 * self.segments + 3 * period + 1))
+        of another and a message's runs move and grow by as much every ``L`` counts
+        (``L = lcm(q, 2 S)``: a block's edges move by whole elements every ``q`` counts,
+        a segment's every ``2 S``; ``P / L = gcd(q, 2 S)`` times fewer counts than a
+        period of ``P``): messages that carry as much from as far over the two periods
+        of ``L`` past it do so at every count, and one that carries something of a run
+        at some count does at one of these.  Taken :data:`CUT_CHUNK` figures at a time,
+        each chunk's classes refining the last's (the counts' figures at once took a
+        price on ``default_flat(20)`` at 16 segments from 73 to 173 MB)."""
+        counts = np.arange(1, classing_counts(self.q, self.segments) + 1)
+        runs = self.first.shape[1] + 1
+        step = max(1, CUT_CHUNK // (max(len(self.at), 1) * runs))
+        alike = np.zeros(len(self.at), dtype=np.int64)
+        carried = np.zeros((len(self.at), runs), dtype=bool)
+        for i in range(0, len(counts), step):
+            starts, pieces = self._spans(slice(None), counts[i:i + step])
+            carried |= pieces.any(axis=2)
+            alike = _alike(pieces, starts, alike)
+        return alike, carried
 
     def run(self, row: int, piece: int) -> Callable[[np.ndarray], np.ndarray]:
         """Elements of run ``piece`` of message ``row`` (:meth:`_pieces`) at any count."""

@@ -104,8 +104,9 @@ from ..registry import Algorithm, Params, ompi_ids, register, with_channels
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part, nested_part
-from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, MASK_MESSAGES, Blocks, Carried, by_share,
-                         each_message, most_cut, spilled_far)
+from ._tree_cuts import (CUT_MESSAGES, EXACT_CELLS, EXACT_MESSAGES, MASK_MESSAGES, Blocks,
+                         Carried, by_share, classing_counts, each_message, most_cut,
+                         spilled_far)
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
            "rank_lanes", "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks",
@@ -677,7 +678,7 @@ def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, .
 
 
 def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | None = None,
-            holders: tuple[int, ...] | None = None) -> list[Round]:
+            holders: tuple[int, ...] | None = None, played: int = 0) -> list[Round]:
     """The double binary tree's messages (:mod:`collectives.traffic`), round by round.
 
     Every edge carries two streams of ``segments`` consecutive rounds: up from the child
@@ -704,6 +705,10 @@ def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | No
         AllGather's: per position the rank whose block it holds, a channel's order
         (:func:`collectives.compose.channel_parts`), where the blocks are unequal the
         first ``count % q`` ranks' one larger; None: position ``v`` holds rank ``v``'s.
+    played : int, optional
+        AllGather's: the channels where it is priced on a machine of alike links and
+        every rank's messages are played (each message exactly up to
+        :data:`~collectives.algorithms._tree_cuts.EXACT_CELLS`); 0: not played.
 
     Returns
     -------
@@ -713,7 +718,7 @@ def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | No
         return []
     segment = nested_part(2, segments)
     if collective == "allgather":
-        return _gathered(q, segment, segments, ranks_per_node, holders)
+        return _gathered(q, segment, segments, ranks_per_node, holders, played)
     if ranks_per_node:  # every stream in flight in its own rounds, carrying its tree's half
         return [Round(1, tuple(
             Messages(src, dst, _segment_of(which, segments), k >= 0, skip_empty=True,
@@ -760,7 +765,8 @@ def _segment_of(which: int, segments: int) -> Callable[[np.ndarray], np.ndarray]
 
 
 def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
-              ranks_per_node: int | None, holders: tuple[int, ...] | None) -> list[Round]:
+              ranks_per_node: int | None, holders: tuple[int, ...] | None,
+              played: int = 0) -> list[Round]:
     """AllGather's streams as paced rounds: segment ``k`` of a stream goes in its round
     ``k`` (:func:`_streams`), up with the part of the segment that the child's subtree
     holds, down with the rest, and nothing where that is empty (the ranks' steps skip
@@ -773,7 +779,10 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     carries its share of the vector and the spill nothing; at the others what the
     ranks' steps cut (:mod:`collectives.algorithms._tree_cuts`): by
     :func:`~collectives.algorithms._tree_cuts.each_message` up to
-    :data:`~collectives.algorithms._tree_cuts.EXACT_MESSAGES` messages (and every message
+    :data:`~collectives.algorithms._tree_cuts.EXACT_MESSAGES` messages, or, ``played``
+    over so many channels on a machine of alike links, while the messages times the
+    counts that class them times the channels' square are at most
+    :data:`~collectives.algorithms._tree_cuts.EXACT_CELLS` (and every message
     further from a part's edge that carries something,
     :func:`~collectives.algorithms._tree_cuts.spilled_far`), else by
     :func:`~collectives.algorithms._tree_cuts.most_cut` up to
@@ -792,7 +801,9 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
         return (*_subtree_blocks(q, ranks_per_node),
                 None if holders is None else np.array(holders, dtype=np.int64))
 
-    if lengths.sum() + len(spill[0]) <= EXACT_MESSAGES:
+    many = int(lengths.sum()) + len(spill[0])
+    if many <= EXACT_MESSAGES or 0 < many * classing_counts(q, segments) * played ** 2 \
+            <= EXACT_CELLS:
         # counted without the messages further out, as before them: the few they add
         # (19 ranks at 8 segments: 382 -> 390) move no description off this path
         cut = blocks()
@@ -997,6 +1008,6 @@ ALGORITHM = register(Algorithm(
     params={"segments": None, "ranks_per_node": None}, resolve=resolve_params, traffic=traffic,
     steps=rank_steps, lanes=rank_lanes, candidates=candidates, orders=node_major,
     node_params=node_params, pieces=pieces, empty_sends=False,
-    held_by=frozenset({"allgather"}),
+    held_by=frozenset({"allgather"}), played_by=frozenset({"allgather"}),
     # coll_tuned_allreduce_decision.c: 2 is "nonoverlapping" (a reduce, then a broadcast)
     ompi=ompi_ids({"allreduce": (2, "nonoverlapping")})))

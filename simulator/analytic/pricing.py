@@ -22,7 +22,7 @@ from ..channel_choice import schedule_params
 from ..gpu import link_figures
 from .arrays import _ceil_div
 from .cache import _cached
-from .sample import Groups, Orders, _link_classes
+from .sample import SAMPLE_ALL_RANKS, Groups, Orders, _link_classes
 from .budgets import CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, NEAR_PARTS, _extended
 from .flow import _Flow
 from .described import _described, _window_parts
@@ -70,6 +70,11 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     entry = registered(algorithm)
     given = tuple(sorted(params.items()))
     grouped = _channel_groups(counts)
+    alike = len(_link_classes(topology)[1]) == 1
+    # the channels whose every rank's messages are played (:func:`_played`), where a
+    # finer description pays
+    channels_played = len(orders) if alike and topology.nranks <= SAMPLE_ALL_RANKS \
+        and collective in entry.played_by else 0
     holders = _holders(orders, counts) if held and collective in entry.held_by \
         else [None] * sizes
     # the parameters each group's count resolves (the largest's first)
@@ -85,7 +90,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         # each group's runs: those of one of its orders (alike in a group)
         pieces = None if piece is None else \
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
-        rounds = _merged(collective, algorithm, q, given, keys, holder)
+        rounds = _merged(collective, algorithm, q, given, keys, holder, channels_played)
         if piece is None and not apart and _extended(topology, orders, list(rounds)):
             shorter = _shortened(collective, algorithm, topology, terms, orders[0],
                                  elements[0], ds, keys[0])
@@ -95,7 +100,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         # each message priced at its own window where they differ in more than their
         # size (a ReduceScatter's channel vector, :func:`_window_parts`)
         windows = _window_parts(rounds, q, elements, pieces // ds) \
-            if pieces is not None and not apart and len(_link_classes(topology)[1]) == 1 \
+            if pieces is not None and not apart and alike \
             else [(rounds, np.ones(len(taken), dtype=bool))]
         for part_rounds, columns in windows:
             part = np.zeros(sizes, dtype=bool)
@@ -303,15 +308,18 @@ def _holders(orders: Orders, counts: np.ndarray) -> list[tuple[int, ...] | None]
 @functools.lru_cache(maxsize=256)
 def _merged(collective: str, algorithm: str, q: int, given: tuple[tuple[str, Any], ...],
             keys: tuple[tuple[tuple[str, Any], ...], ...],
-            holders: tuple[int, ...] | None = None) -> tuple[Any, ...]:
+            holders: tuple[int, ...] | None = None, played: int = 0) -> tuple[Any, ...]:
     """The description of channels whose counts resolve ``algorithm``'s parameters
     (``given``) to each of ``keys`` (a tree's segments, fewer where a channel holds
     few elements), cached: their rounds side by side (:func:`_side_rounds`), each
     class carrying nothing at a count that resolves to another's (so left out: its
     messages skip empty ones); the first's alone where they cannot be.  ``holders``:
     the rank whose block each position holds where its blocks are unequal
-    (:func:`_holders`; None: its own)."""
-    held = () if holders is None else (("holders", holders),)
+    (:func:`_holders`; None: its own).  ``played``: the channels, on a machine of alike
+    links, whose every rank's messages are played (:attr:`Algorithm.played_by
+    <collectives.registry.Algorithm.played_by>`; 0: not played)."""
+    held = (() if holders is None else (("holders", holders),)) \
+        + ((("played", played),) if played else ())
     described = [describe(collective, algorithm, q, key + held) for key in keys]
     merged = _side_rounds(described) if len(keys) > 1 and all(
         m.skip_empty for rounds in described for r in rounds for m in r.messages) else None
