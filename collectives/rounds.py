@@ -20,9 +20,14 @@ from functools import partial
 from itertools import islice, repeat
 from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
+import numpy as np
+
 from .schedule import Op, Step
 
-__all__ = ["Lane", "Window", "lane", "merge_lanes", "short_columns"]
+__all__ = ["GAP", "Lane", "LaneColumns", "Window", "lane", "merge_lanes", "short_columns"]
+
+#: a round without an operation, in :attr:`LaneColumns.lengths`
+GAP = int(np.iinfo(np.int64).min)
 
 
 class Window(SequenceABC):
@@ -94,6 +99,32 @@ class Lane(NamedTuple):
             return [None if a is None else make(peer, a, b, *flags)
                     for a, b in zip(self.starts, self.stops)]
         return list(map(make, repeat(peer), self.starts, self.stops, *map(repeat, flags)))
+
+
+class LaneColumns(NamedTuple):
+    """One rank's lanes as columns, one entry per lane (the lanes' builders and flags,
+    the rest as arrays), and their entries' lengths: what a consumer that reads lanes as
+    arrays (:func:`simulator.flatten.flatten`) takes of them, without a :class:`Lane`
+    per lane (a channel of ReduceScatter cuts each tree segment into a lane per block
+    it spans: millions of them).
+
+    Attributes
+    ----------
+    first_rounds, peers, entries : ndarray of int64
+        Each lane's first round, peer and entries (``min(len(starts), len(stops))``).
+    makes, flags : list
+        Each lane's ``make`` and ``flags``.
+    lengths : ndarray of int64
+        Each entry's ``stop - start``, lane by lane, :data:`GAP` where its start or stop
+        is None.
+    """
+
+    first_rounds: np.ndarray
+    makes: list[Callable[..., Op]]
+    peers: np.ndarray
+    flags: list[tuple[bool, ...]]
+    entries: np.ndarray
+    lengths: np.ndarray
 
 
 def short_columns(lanes: Sequence[Lane], most: int) -> tuple[tuple[Any, ...], list[int]] | None:

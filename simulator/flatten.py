@@ -25,7 +25,7 @@ import numpy as np
 
 from topology.model import Topology
 
-from collectives.rounds import Window, short_columns
+from collectives.rounds import GAP, LaneColumns, Window, short_columns
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
 from .gpu import route_shares
@@ -229,7 +229,7 @@ def _closed(out):
     return first, steps[:end + 1], kinds[:at[1]], lengths[:at[1]]
 
 
-_GAP = np.iinfo(np.int64).min  # a round without an operation, in a pool of lengths
+_GAP = GAP  # a round without an operation, in a pool of lengths
 
 
 def _length(start: int | None, stop: int | None) -> int:
@@ -351,15 +351,34 @@ def _short_rows(lanes: Any, pool: _Pool) -> np.ndarray | None:
     return rows
 
 
+def _column_rows(columns: LaneColumns, pool: _Pool) -> np.ndarray:
+    """One rank's rows of :func:`_lane_ends`'s table read from its lanes as columns
+    (:attr:`collectives.Schedule.lane_columns`), their lengths put in ``pool``."""
+    rows = np.empty((len(columns.entries), 5), dtype=np.int64)
+    if not len(rows):
+        return rows
+    rows[:, 0], rows[:, 2], rows[:, 4] = columns.first_rounds, columns.peers, columns.entries
+    rows[:, 1] = list(map(_known_kind, columns.makes, columns.flags))
+    rows[0, 3] = pool.put(columns.lengths)
+    np.cumsum(rows[:-1, 4], out=rows[1:, 3])
+    rows[1:, 3] += rows[0, 3]
+    return rows
+
+
 def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """What :func:`_ends` returns, read from the schedule's lanes: the operations are
     never built (:func:`collectives.rounds.merge_lanes` is replayed in :func:`_merge`)."""
-    lanes_of = schedule.lanes
+    lanes_of, columns_of = schedule.lanes, schedule.lane_columns
     assert lanes_of is not None, "only a schedule with lanes is read as lanes"
     pool = _Pool()
     lanes_per_rank = array("q")
     table = array("q")  # per lane: first round, kind, peer, lengths' offset, length
     for rank in range(schedule.nranks):
+        columns = None if columns_of is None else columns_of(rank)
+        if columns is not None:
+            lanes_per_rank.append(len(columns.entries))
+            table.frombytes(_column_rows(columns, pool).tobytes())
+            continue
         lanes = lanes_of(rank)
         lanes_per_rank.append(len(lanes))
         rows = _short_rows(lanes, pool)
