@@ -194,14 +194,13 @@ def _values(sequences: Sequence[Sequence[int | None]], counts: Sequence[int]) ->
 
 class _Entries(NamedTuple):
     """Lanes' entries as arrays, for :func:`_placed_columns`: each lane's entries, first
-    round, peer (virtual), make and flags; each entry's start and stop (0 in a gap) and
-    the entries that are not gaps."""
+    round, peer (virtual), make and flags; the starts and stops of the entries that are
+    not gaps, and which entries those are."""
 
     counts: np.ndarray
     first_rounds: np.ndarray
     peers: np.ndarray
-    makes: list[Callable[..., Op]]
-    flags: list[tuple[bool, ...]]
+    builders: list[tuple[Callable[..., Op], tuple[bool, ...]]]
     starts: np.ndarray
     stops: np.ndarray
     filled: np.ndarray
@@ -216,7 +215,7 @@ def _entries(lanes: Sequence[Lane]) -> _Entries:
     return _Entries(np.array(counts, dtype=np.int64),
                     np.array([each.first_round for each in lanes], dtype=np.int64),
                     np.array([each.peer for each in lanes], dtype=np.int64),
-                    [each.make for each in lanes], [each.flags for each in lanes],
+                    [(each.make, each.flags) for each in lanes],
                     starts[filled].astype(np.int64), stops[filled].astype(np.int64), filled)
 
 
@@ -244,12 +243,8 @@ def _placed_columns(lanes: _Entries, placement: Placement, ranks: np.ndarray) ->
     there = np.flatnonzero(j < cuts[entry])
     lengths = np.full(len(entry), GAP, dtype=np.int64)
     lengths[there] = pieces[first_piece[entry[there]] + j[there]]
-    repeats = width.tolist()
-    return LaneColumns(lanes.first_rounds[cut_of],
-                       [make for make, n in zip(lanes.makes, repeats) for _ in range(n)],
-                       ranks[lanes.peers[cut_of]],
-                       [flags for flags, n in zip(lanes.flags, repeats) for _ in range(n)],
-                       sizes, lengths)
+    return LaneColumns(lanes.first_rounds[cut_of], ranks[lanes.peers[cut_of]], sizes,
+                       lanes.builders, cut_of, lengths)
 
 
 def part_lanes(part: Part, rank: int, shifted: Callable[[Any], Any] | None = None) -> list[Lane]:
@@ -417,17 +412,15 @@ def _shape(part: Part) -> Any:
 def _joined(columns: Sequence[LaneColumns]) -> LaneColumns:
     """``columns`` one after another, lanes without entries left out."""
     if not columns:
-        return LaneColumns(np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int64), [],
-                           np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        empty = np.zeros(0, dtype=np.int64)
+        return LaneColumns(empty, empty, empty, [], empty, empty)
     firsts, peers, entries = (np.concatenate([getattr(c, name) for c in columns])
                               for name in ("first_rounds", "peers", "entries"))
+    before = np.cumsum([0] + [len(c.builders) for c in columns[:-1]])
+    builder = np.concatenate([c.builder + at for c, at in zip(columns, before.tolist())])
     kept = np.flatnonzero(entries)
-    makes = [make for c in columns for make in c.makes]
-    flags = [flag for c in columns for flag in c.flags]
-    if len(kept) < len(entries):
-        listed = kept.tolist()
-        makes, flags = [makes[i] for i in listed], [flags[i] for i in listed]
-    return LaneColumns(firsts[kept], makes, peers[kept], flags, entries[kept],
+    return LaneColumns(firsts[kept], peers[kept], entries[kept],
+                       [each for c in columns for each in c.builders], builder[kept],
                        np.concatenate([c.lengths for c in columns]))
 
 

@@ -102,28 +102,29 @@ class Lane(NamedTuple):
 
 
 class LaneColumns(NamedTuple):
-    """One rank's lanes as columns, one entry per lane (the lanes' builders and flags,
-    the rest as arrays), and their entries' lengths: what a consumer that reads lanes as
-    arrays (:func:`simulator.flatten.flatten`) takes of them, without a :class:`Lane`
-    per lane (a channel of ReduceScatter cuts each tree segment into a lane per block
-    it spans: millions of them).
+    """One rank's lanes as columns, one entry per lane, and their entries' lengths: what a
+    consumer that reads lanes as arrays (:func:`simulator.flatten.flatten`) takes of them,
+    without a :class:`Lane` per lane (a channel of ReduceScatter cuts each tree segment
+    into a lane per block it spans: millions of them).
 
     Attributes
     ----------
     first_rounds, peers, entries : ndarray of int64
         Each lane's first round, peer and entries (``min(len(starts), len(stops))``).
-    makes, flags : list
-        Each lane's ``make`` and ``flags``.
+    builders : list of (callable, tuple of bool)
+        The lanes' distinct ``(make, flags)``, or some of them more than once.
+    builder : ndarray of int64
+        Each lane's place in ``builders``.
     lengths : ndarray of int64
         Each entry's ``stop - start``, lane by lane, :data:`GAP` where its start or stop
         is None.
     """
 
     first_rounds: np.ndarray
-    makes: list[Callable[..., Op]]
     peers: np.ndarray
-    flags: list[tuple[bool, ...]]
     entries: np.ndarray
+    builders: list[tuple[Callable[..., Op], tuple[bool, ...]]]
+    builder: np.ndarray
     lengths: np.ndarray
 
 

@@ -358,11 +358,25 @@ def _column_rows(columns: LaneColumns, pool: _Pool) -> np.ndarray:
     if not len(rows):
         return rows
     rows[:, 0], rows[:, 2], rows[:, 4] = columns.first_rounds, columns.peers, columns.entries
-    rows[:, 1] = list(map(_known_kind, columns.makes, columns.flags))
+    kinds = np.array([_known_kind(make, flags) for make, flags in columns.builders],
+                     dtype=np.int64)
+    rows[:, 1] = kinds[columns.builder]
     rows[0, 3] = pool.put(columns.lengths)
     np.cumsum(rows[:-1, 4], out=rows[1:, 3])
     rows[1:, 3] += rows[0, 3]
     return rows
+
+
+def _lane_rows(lanes: Any, pool: _Pool) -> np.ndarray:
+    """One rank's rows of :func:`_lane_ends`'s table read lane by lane, their lengths put
+    in ``pool`` (:meth:`_Pool.offset`)."""
+    table = array("q")
+    for lane in lanes:
+        starts, stops = lane.starts, lane.stops
+        n = min(len(starts), len(stops))
+        table.extend((lane.first_round, _lane_kind(lane), lane.peer,
+                      pool.offset(starts, stops, n), n))
+    return np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
 
 
 def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
@@ -372,25 +386,20 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     assert lanes_of is not None, "only a schedule with lanes is read as lanes"
     pool = _Pool()
     lanes_per_rank = array("q")
-    table = array("q")  # per lane: first round, kind, peer, lengths' offset, length
+    tables = []  # per rank, per lane: first round, kind, peer, lengths' offset, length
     for rank in range(schedule.nranks):
         columns = None if columns_of is None else columns_of(rank)
         if columns is not None:
             lanes_per_rank.append(len(columns.entries))
-            table.frombytes(_column_rows(columns, pool).tobytes())
+            tables.append(_column_rows(columns, pool))
             continue
         lanes = lanes_of(rank)
         lanes_per_rank.append(len(lanes))
         rows = _short_rows(lanes, pool)
-        if rows is not None:
-            table.frombytes(rows.tobytes())
-            continue
-        for lane in lanes:
-            starts, stops = lane.starts, lane.stops
-            n = min(len(starts), len(stops))
-            table.extend((lane.first_round, _lane_kind(lane), lane.peer,
-                          pool.offset(starts, stops, n), n))
-    rows = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
+        if rows is None:
+            rows = _lane_rows(lanes, pool)
+        tables.append(rows)
+    rows = np.concatenate(tables) if tables else np.empty((0, 5), dtype=np.int64)
     p = schedule.nranks
     peers = rows[rows[:, 1] >= 0, 2]
     if len(peers) and not 0 <= peers.min() <= peers.max() < p:
