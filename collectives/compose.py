@@ -13,7 +13,12 @@ the channels' operations share steps and progress together; since the send and t
 receive of every message fall in the same round, the k-th send from ``a`` to ``b``
 still meets the k-th receive at ``b`` from ``a`` (ordered by round, then part, then the
 part's own order).  Phases follow each other per rank.  The schedule keeps its lanes,
-so the simulator reads a composed schedule as arrays as it reads a plain one.
+so the simulator reads a composed schedule as arrays as it reads a plain one; where a
+part's vector lies in several pieces of the real one (ReduceScatter's and AllGather's
+channels take a part of every block), each lane is cut into a lane per piece it spans,
+and the schedule also gives a rank's lanes as columns
+(:class:`~collectives.rounds.LaneColumns`, computed with NumPy), which the simulator
+reads instead of the millions of lanes.
 """
 
 from __future__ import annotations

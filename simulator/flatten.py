@@ -9,8 +9,10 @@ Steps and messages lie in the order the ranks read them, round by round rather t
 by rank: a round's reads then touch a few pages, not one per rank and per route.
 A schedule with lanes (:attr:`collectives.Schedule.lanes`) is read from its lanes, merged
 into steps in a compiled loop, so the millions of operation objects of a large schedule
-are never built; any other schedule is read from its steps.  Both readings give the same
-arrays.
+are never built; a rank whose lanes the schedule also gives as columns
+(:attr:`collectives.Schedule.lane_columns`: a channel cut at its blocks, millions of
+one-entry lanes) is read from those arrays, without a lane object.  Any other schedule is
+read from its steps.  Every reading gives the same arrays.
 """
 
 from __future__ import annotations

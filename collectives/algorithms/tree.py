@@ -536,10 +536,16 @@ def _edge_lanes(first_round: int, make: Callable[..., Op], peer: int,
     for j in range(int(there.sum(axis=1).max())):
         at = place == j
         has, column = at.any(axis=1), at.argmax(axis=1)
-        lanes.append(Lane(first_round, make, peer,
-                          *(tuple(np.where(has, ends[rows, column], None).tolist())
-                            for ends in (starts, stops)), flags))
+        lanes.append(Lane(first_round, make, peer, _or_none(has, starts[rows, column]),
+                          _or_none(has, stops[rows, column]), flags))
     return lanes
+
+
+def _or_none(has: np.ndarray, values: np.ndarray) -> tuple[int | None, ...]:
+    """``values`` as Python ints, None where not ``has``."""
+    held = values.astype(object)
+    held[~has] = None
+    return tuple(held.tolist())
 
 
 def _cut_segments(lo: np.ndarray, hi: np.ndarray, ranges: Sequence[Range],
