@@ -369,16 +369,14 @@ def _column_rows(columns: LaneColumns, pool: _Pool) -> np.ndarray:
     return rows
 
 
-def _lane_rows(lanes: Any, pool: _Pool) -> np.ndarray:
-    """One rank's rows of :func:`_lane_ends`'s table read lane by lane, their lengths put
-    in ``pool`` (:meth:`_Pool.offset`)."""
-    table = array("q")
+def _extend_rows(table: array, lanes: Any, pool: _Pool) -> None:
+    """Append one rank's rows of :func:`_lane_ends`'s table to ``table``, read lane by
+    lane, their lengths put in ``pool`` (:meth:`_Pool.offset`)."""
     for lane in lanes:
         starts, stops = lane.starts, lane.stops
         n = min(len(starts), len(stops))
         table.extend((lane.first_round, _lane_kind(lane), lane.peer,
                       pool.offset(starts, stops, n), n))
-    return np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
 
 
 def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
@@ -388,30 +386,34 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     assert lanes_of is not None, "only a schedule with lanes is read as lanes"
     pool = _Pool()
     lanes_per_rank = array("q")
-    tables = []  # per rank, per lane: first round, kind, peer, lengths' offset, length
+    # per lane: first round, kind, peer, lengths' offset, length (grown in place: a list of
+    # each rank's rows joined at the end held them twice)
+    table = array("q")
     for rank in range(schedule.nranks):
         columns = None if columns_of is None else columns_of(rank)
+        rows: np.ndarray | None
         if columns is not None:
             lanes_per_rank.append(len(columns.entries))
-            tables.append(_column_rows(columns, pool))
-            continue
-        lanes = lanes_of(rank)
-        lanes_per_rank.append(len(lanes))
-        rows = _short_rows(lanes, pool)
-        if rows is None:
-            rows = _lane_rows(lanes, pool)
-        tables.append(rows)
-    rows = np.concatenate(tables) if tables else np.empty((0, 5), dtype=np.int64)
+            rows = _column_rows(columns, pool)
+        else:
+            lanes = lanes_of(rank)
+            lanes_per_rank.append(len(lanes))
+            rows = _short_rows(lanes, pool)
+            if rows is None:
+                _extend_rows(table, lanes, pool)
+                continue
+        table.frombytes(rows.data.cast("B"))  # without a copy of its own
+    read = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
     p = schedule.nranks
-    peers = rows[rows[:, 1] >= 0, 2]
+    peers = read[read[:, 1] >= 0, 2]
     if len(peers) and not 0 <= peers.min() <= peers.max() < p:
         raise ValueError(f"a peer is not one of the {p} ranks")
     # the heads' distances are below the entries, two per lane entry at most
-    dtype = _steps_dtype(p) if 2 * int(rows[:, 4].sum()) < _INT32.max else np.int64
+    dtype = _steps_dtype(p) if 2 * int(read[:, 4].sum()) < _INT32.max else np.int64
     lengths = pool.array()
     real = lengths[lengths != _GAP]
     fits = not len(real) or _INT32.min <= real.min() <= real.max() <= _INT32.max
-    *columns, merged = _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), rows,
+    *columns, merged = _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), read,
                               lengths, _GAP, np.empty(0, dtype=dtype),
                               np.empty(0, dtype=np.int32 if fits else np.int64))
     return (*columns, _narrowed(merged))
