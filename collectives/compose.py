@@ -13,21 +13,28 @@ the channels' operations share steps and progress together; since the send and t
 receive of every message fall in the same round, the k-th send from ``a`` to ``b``
 still meets the k-th receive at ``b`` from ``a`` (ordered by round, then part, then the
 part's own order).  Phases follow each other per rank.  The schedule keeps its lanes,
-so the simulator reads a composed schedule as arrays as it reads a plain one.
+so the simulator reads a composed schedule as arrays as it reads a plain one; where a
+part's vector lies in several pieces of the real one (ReduceScatter's and AllGather's
+channels take a part of every block), each lane is cut into a lane per piece it spans,
+and the schedule also gives a rank's lanes as columns
+(:class:`~collectives.rounds.LaneColumns`, computed with NumPy), which the simulator
+reads instead of the millions of lanes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import accumulate
-from typing import Any, Callable, Sequence, cast
+from itertools import accumulate, chain, islice
+from typing import Any, Callable, NamedTuple, Sequence, cast
+
+import numpy as np
 
 from .gcpause import gc_paused
 from .layout import block, split
 from .placement import Placement
 from .registry import Algorithm
-from .rounds import Lane, merge_lanes
-from .schedule import Recv, Schedule, Send, new_recv, new_send
+from .rounds import GAP, Lane, LaneColumns, merge_lanes
+from .schedule import Op, Recv, Schedule, Send, new_recv, new_send
 
 __all__ = ["Part", "channel_parts", "composed", "identity_orders", "part_lanes"]
 
@@ -184,6 +191,67 @@ def _placed(lane: Lane, placement: Placement, peer: int) -> list[Lane]:
             for j in range(width)]
 
 
+def _values(sequences: Sequence[Sequence[int | None]], counts: Sequence[int]) -> np.ndarray:
+    """The first ``counts[i]`` values of each of ``sequences``, one after another, as
+    float64 (exact below 2**53), NaN for None."""
+    return np.array(list(chain.from_iterable(map(islice, sequences, counts))), dtype=np.float64)
+
+
+class _Entries(NamedTuple):
+    """Lanes' entries as arrays, for :func:`_placed_columns`: each lane's entries, first
+    round, peer (virtual), make and flags; the starts and stops of the entries that are
+    not gaps, and which entries those are."""
+
+    counts: np.ndarray
+    first_rounds: np.ndarray
+    peers: np.ndarray
+    builders: list[tuple[Callable[..., Op], tuple[bool, ...]]]
+    starts: np.ndarray
+    stops: np.ndarray
+    filled: np.ndarray
+
+
+def _entries(lanes: Sequence[Lane]) -> _Entries:
+    """``lanes`` as :class:`_Entries`."""
+    counts = [min(len(each.starts), len(each.stops)) for each in lanes]
+    starts = _values([each.starts for each in lanes], counts)
+    stops = _values([each.stops for each in lanes], counts)
+    filled = np.flatnonzero(~(np.isnan(starts) | np.isnan(stops)))
+    return _Entries(np.array(counts, dtype=np.int64),
+                    np.array([each.first_round for each in lanes], dtype=np.int64),
+                    np.array([each.peer for each in lanes], dtype=np.int64),
+                    [(each.make, each.flags) for each in lanes],
+                    starts[filled].astype(np.int64), stops[filled].astype(np.int64), filled)
+
+
+def _placed_columns(lanes: _Entries, placement: Placement, ranks: np.ndarray) -> LaneColumns:
+    """:func:`_placed` of every one of ``lanes`` (virtual peers, mapped by ``ranks``), as
+    columns: lane ``i`` cut into as many lanes as the most real ranges an entry of it
+    maps to, lane ``j`` of them holding range ``j`` of each entry (a gap where the entry
+    has fewer, or none); computed with NumPy for all lanes at once."""
+    counts = lanes.counts
+    cuts = np.zeros(int(counts.sum()), dtype=np.int64)  # real ranges per entry (0: a gap)
+    cuts[lanes.filled], pieces = placement.range_lengths(lanes.starts, lanes.stops)
+    first_piece = np.cumsum(cuts) - cuts
+    lane_start = np.cumsum(counts) - counts
+    width = np.zeros(len(counts), dtype=np.int64)  # the lanes each lane is cut into
+    held = np.flatnonzero(counts)
+    if len(held):
+        width[held] = np.maximum.reduceat(cuts, lane_start[held])
+    # the cut lanes' entries: lane i's j-th, its entries k = 0 .. counts[i] - 1
+    cut_of = np.repeat(np.arange(len(counts)), width)
+    j = np.arange(len(cut_of)) - np.repeat(np.cumsum(width) - width, width)
+    sizes = counts[cut_of]
+    entry = np.repeat(lane_start[cut_of] - (np.cumsum(sizes) - sizes), sizes) \
+        + np.arange(int(sizes.sum()))
+    j = np.repeat(j, sizes)
+    there = np.flatnonzero(j < cuts[entry])
+    lengths = np.full(len(entry), GAP, dtype=np.int64)
+    lengths[there] = pieces[first_piece[entry[there]] + j[there]]
+    return LaneColumns(lanes.first_rounds[cut_of], ranks[lanes.peers[cut_of]], sizes,
+                       lanes.builders, cut_of, lengths)
+
+
 def part_lanes(part: Part, rank: int, shifted: Callable[[Any], Any] | None = None) -> list[Lane]:
     """Return the lanes of real ``rank`` in ``part`` (none when it is not one of its ranks).
 
@@ -265,8 +333,100 @@ def composed(collective: str, algorithm: str, nranks: int, count: int,
     def generate(rank: int) -> tuple:
         return tuple(merge_lanes(lanes(rank)))
 
+    placed = any(_cut(part) for phase in phases for part in phase)
     return Schedule(collective, algorithm, nranks, count, tuple(sorted(params.items())),
-                    generate, lanes)
+                    generate, lanes, lane_columns=_Columns(phases) if placed else None)
+
+
+def _cut(part: Part) -> bool:
+    """Whether ``part``'s lanes are cut where its placement's pieces meet
+    (:func:`_placed`)."""
+    return part.real_blocks is None and part.placement.shift is None
+
+
+class _Columns:
+    """:func:`composed`'s ``lanes(rank)`` as columns where every part of ``rank`` is cut
+    (:func:`_placed_columns`), else None (read the lanes).
+
+    Parts that run one algorithm on equal virtual vectors (the channels of a schedule,
+    over different rank orders) give their rank ``v`` the same algorithm's lanes: those
+    are made once while the ranks read next may meet them again (:data:`_RECALLED`
+    of them; a channel's order puts a rank near where the others do)."""
+
+    def __init__(self, phases: Sequence[Sequence[Part]]) -> None:
+        self.phases = phases
+        shapes: dict[Any, int] = {}
+        self.shape = {id(part): shapes.setdefault(_shape(part), len(shapes))
+                      for phase in phases for part in phase}
+        self.ranks = {id(part): np.array(part.ranks, dtype=np.int64)
+                      for phase in phases for part in phase}
+        self.recalled: dict[tuple[int, int], _Entries] = {}
+
+    def entries(self, part: Part, v: int) -> _Entries:
+        """The algorithm's lanes of ``part``'s rank ``v`` as :class:`_Entries`."""
+        key = (self.shape[id(part)], v)
+        found = self.recalled.get(key)
+        if found is None:
+            if len(self.recalled) >= _RECALLED:
+                self.recalled.clear()
+            found = self.recalled[key] = _entries(_module_lanes(part, v, part.blocks))
+        return found
+
+    @gc_paused()
+    def __call__(self, rank: int) -> LaneColumns | None:
+        out: list[LaneColumns] = []
+        end = 0  # the round after the last of ``out``'s lanes
+        for phase in self.phases:
+            these = []
+            for part in phase:
+                v = part.position.get(rank)
+                if v is None:
+                    continue
+                if not _cut(part):
+                    return None
+                these.append(_placed_columns(self.entries(part, v), part.placement,
+                                             self.ranks[id(part)]))
+            joined = _joined(these)
+            if not len(joined.entries):
+                continue
+            if out:  # after the phase before
+                joined = joined._replace(first_rounds=joined.first_rounds
+                                         + (end - int(joined.first_rounds.min())))
+            top = int((joined.first_rounds + joined.entries).max())
+            end = max(end, top) if out else top
+            out.append(joined)
+        return _joined(out)
+
+
+#: the algorithm's lanes of so many (part shape, rank) pairs :class:`_Columns` keeps
+_RECALLED = 256
+
+
+def _shape(part: Part) -> Any:
+    """What ``part``'s algorithm's lanes of a rank depend on besides the rank (the part
+    itself where a parameter cannot be hashed)."""
+    key = (id(part.module), part.collective, len(part.ranks), part.placement.size,
+           part.blocks, tuple(sorted(part.params.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return id(part)
+    return key
+
+
+def _joined(columns: Sequence[LaneColumns]) -> LaneColumns:
+    """``columns`` one after another, lanes without entries left out."""
+    if not columns:
+        empty = np.zeros(0, dtype=np.int64)
+        return LaneColumns(empty, empty, empty, [], empty, empty)
+    firsts, peers, entries = (np.concatenate([getattr(c, name) for c in columns])
+                              for name in ("first_rounds", "peers", "entries"))
+    before = np.cumsum([0] + [len(c.builders) for c in columns[:-1]])
+    builder = np.concatenate([c.builder + at for c, at in zip(columns, before.tolist())])
+    kept = np.flatnonzero(entries)
+    return LaneColumns(firsts[kept], peers[kept], entries[kept],
+                       [each for c in columns for each in c.builders], builder[kept],
+                       np.concatenate([c.lengths for c in columns]))
 
 
 def identity_orders(nranks: int, channels: int) -> list[tuple[int, ...]]:

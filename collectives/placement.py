@@ -14,6 +14,8 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Sequence
 
+import numpy as np
+
 __all__ = ["Placement"]
 
 Range = tuple[int, int]
@@ -110,6 +112,44 @@ class Placement:
         if not self._merges:  # a run of this placement's pieces has nothing to merge
             return pieces
         return Placement.of(pieces).as_ranges()
+
+    def range_lengths(self, starts: np.ndarray, stops: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`ranges` of many virtual ranges at once, as counts and lengths.
+
+        Parameters
+        ----------
+        starts, stops : ndarray of int64
+            Virtual ranges, each ``0 <= start <= stop <= size`` (or ``start >= stop``:
+            one empty real range, as :meth:`ranges` gives).
+
+        Returns
+        -------
+        tuple of ndarray of int64
+            Per range, how many real ranges :meth:`ranges` returns; and their lengths,
+            range by range, in order.
+
+        Examples
+        --------
+        >>> where = Placement.of([(4, 6), (0, 2)])
+        >>> [a.tolist() for a in where.range_lengths(np.array([1, 0, 3]), np.array([3, 1, 3]))]
+        [[2, 1, 1], [1, 1, 1, 0]]
+        """
+        if self._merges or not self.lengths:  # rare: the ranges themselves
+            cut = [self.ranges(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
+            return (np.array([len(pieces) for pieces in cut], dtype=np.int64),
+                    np.array([hi - lo for pieces in cut for lo, hi in pieces], dtype=np.int64))
+        vstarts = np.array(self._vstarts, dtype=np.int64)
+        filled = starts < stops
+        first = np.searchsorted(vstarts, starts, side="right") - 1
+        last = np.searchsorted(vstarts, stops - 1, side="right") - 1
+        counts = np.where(filled, last - first + 1, 1)
+        of = np.repeat(np.arange(len(starts)), counts)  # each real range's virtual range
+        piece = first[of] + np.arange(len(of)) - np.repeat(np.cumsum(counts) - counts, counts)
+        piece = np.clip(piece, 0, len(self.lengths) - 1)  # an empty range's any piece
+        lengths = np.minimum(stops[of], vstarts[piece + 1]) - np.maximum(starts[of],
+                                                                          vstarts[piece])
+        return counts, np.where(filled[of], lengths, 0)
 
     @cached_property
     def _merges(self) -> bool:

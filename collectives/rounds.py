@@ -20,9 +20,14 @@ from functools import partial
 from itertools import islice, repeat
 from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
+import numpy as np
+
 from .schedule import Op, Step
 
-__all__ = ["Lane", "Window", "lane", "merge_lanes", "short_columns"]
+__all__ = ["GAP", "Lane", "LaneColumns", "Window", "lane", "merge_lanes", "short_columns"]
+
+#: a round without an operation, in :attr:`LaneColumns.lengths`
+GAP = int(np.iinfo(np.int64).min)
 
 
 class Window(SequenceABC):
@@ -94,6 +99,33 @@ class Lane(NamedTuple):
             return [None if a is None else make(peer, a, b, *flags)
                     for a, b in zip(self.starts, self.stops)]
         return list(map(make, repeat(peer), self.starts, self.stops, *map(repeat, flags)))
+
+
+class LaneColumns(NamedTuple):
+    """One rank's lanes as columns, one entry per lane, and their entries' lengths: what a
+    consumer that reads lanes as arrays (:func:`simulator.flatten.flatten`) takes of them,
+    without a :class:`Lane` per lane (a channel of ReduceScatter cuts each tree segment
+    into a lane per block it spans: millions of them).
+
+    Attributes
+    ----------
+    first_rounds, peers, entries : ndarray of int64
+        Each lane's first round, peer and entries (``min(len(starts), len(stops))``).
+    builders : list of (callable, tuple of bool)
+        The lanes' distinct ``(make, flags)``, or some of them more than once.
+    builder : ndarray of int64
+        Each lane's place in ``builders``.
+    lengths : ndarray of int64
+        Each entry's ``stop - start``, lane by lane, :data:`GAP` where its start or stop
+        is None.
+    """
+
+    first_rounds: np.ndarray
+    peers: np.ndarray
+    entries: np.ndarray
+    builders: list[tuple[Callable[..., Op], tuple[bool, ...]]]
+    builder: np.ndarray
+    lengths: np.ndarray
 
 
 def short_columns(lanes: Sequence[Lane], most: int) -> tuple[tuple[Any, ...], list[int]] | None:

@@ -201,6 +201,12 @@ class Schedule:
     working : int or None, optional
         Elements of every rank's working buffer when they are not ``count`` (AllToAll);
         read it as :attr:`elements`.
+    lane_columns : callable or None, optional
+        ``lane_columns(rank) -> LaneColumns or None``: ``lanes(rank)`` as
+        :class:`~collectives.rounds.LaneColumns`, for schedules whose lanes are many
+        (a composed schedule's channels cut at their blocks,
+        :func:`collectives.compose.composed`); None for a rank whose lanes are read as
+        lanes.
     """
 
     collective: str
@@ -211,6 +217,7 @@ class Schedule:
     generate: Callable[[int], RankSteps] = field(repr=False)
     lanes: Callable[[int], Sequence[Any]] | None = field(default=None, repr=False)
     working: int | None = field(default=None, repr=False)
+    lane_columns: Callable[[int], Any] | None = field(default=None, repr=False)
     _cache: dict[int, RankSteps] = field(default_factory=dict, repr=False)
 
     @classmethod

@@ -64,7 +64,7 @@ __all__ = ["run_compiled"]
 _FLOW_END, _ARRIVE, _OP_DONE, _START, _RECEIVE_DONE, _SHARE = range(6)
 # counters
 _TRANSFERS, _SHARE_PENDING, _STAMP, _DIRTY, _ARRIVED, _EVENTS, _ON_LINKS, _FREE, \
-    _HOPS_PER_SLOT, _FREE_EVENT, _FREE_INSTANT, _INSTANTS, _TABLE_SIZE, _SEEDS = range(14)
+    _HOPS_PER_SLOT, _FREE_EVENT, _FREE_INSTANT, _INSTANTS, _TABLE_SIZE, _SEEDS, _MARKS = range(15)
 # why :func:`_run` returns
 _DONE, _ROOM, _SHARE_DUE = range(3)
 # The pending events: a queue per instant (in the order they were scheduled), the instants
@@ -118,10 +118,12 @@ _LINK_FLOWS, _FLOW_LINKS = range(2)
 # RT, float64 per route: latency, bottleneck bandwidth, shares (simulator.gpu.route_shares)
 _LATENCY, _CAP, _SHARES = range(3)
 # L, a record per link (what starting and ending a flow read and write, in one row): flows
-# on it, first and last flow node, bytes, summed caps of its flows, busy since, busy time,
+# on it, first and last flow node, the sharing's round (counters[_MARKS]) in which every
+# flow on it was marked dirty (none since: an end of one of them marks nothing new; a flow
+# that joins it clears it), bytes, summed caps of its flows, busy since, busy time,
 # bandwidth
-_LINK = np.dtype([("nflows", np.int64), ("head", np.int64), ("tail", np.int64),
-                  ("bytes", np.int64), ("load", np.float64), ("since", np.float64),
+_LINK = np.dtype([("nflows", np.int64), ("head", np.int32), ("tail", np.int32),
+                  ("marked", np.int64), ("bytes", np.int64), ("load", np.float64), ("since", np.float64),
                   ("busy", np.float64), ("bandwidth", np.float64)])
 # LS, a record per link, read by the sharing only: seen (stamp), its place among the
 # binding links (-1: not binding)
@@ -398,6 +400,7 @@ def _start_transfer(t, route, now, HT, HE, counters, M, MF, F, D, free_slots, RT
             L[link].load += cap
             if L[link].load > L[link].bandwidth:
                 free = False
+        L[link].marked = 0  # the flow joins it unmarked
         node = f * counters[_HOPS_PER_SLOT] + h  # appended to the link's flows, in order
         N[node, _FLOW] = f
         N[node, _NEXT] = -1
@@ -868,10 +871,12 @@ def _flow_end(f, version, now, fifo_slot, HT, HE, counters, M, F, D, free_slots,
             L[link].load = 0.0
         else:
             if L[link].load > L[link].bandwidth:  # the flows left may speed up
-                other = L[link].head
-                while other >= 0:
-                    _mark_dirty(np.int64(N[other, _FLOW]), counters, F, D)  # one type
-                    other = N[other, _NEXT]
+                if L[link].marked != counters[_MARKS]:  # else all are marked: n ends, not n**2
+                    other = L[link].head
+                    while other >= 0:
+                        _mark_dirty(np.int64(N[other, _FLOW]), counters, F, D)  # one type
+                        other = N[other, _NEXT]
+                    L[link].marked = counters[_MARKS]
                 shared = True
             L[link].load -= cap
     if F[f].dirty_at >= 0:  # no longer a seed of the sharing
@@ -973,6 +978,7 @@ def _run(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, R, HT, HE
                     W[nseeds].stack = f
                     nseeds += 1
             counters[_DIRTY] = 0
+            counters[_MARKS] += 1  # no flow is marked now
             if nseeds:
                 counters[_SEEDS] = nseeds
                 return _SHARE_DUE, now
@@ -984,8 +990,9 @@ def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, 
               B, trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
-    counters = zeros(14, np.int64)
+    counters = zeros(15, np.int64)
     counters[_HOPS_PER_SLOT] = hops_per_slot
+    counters[_MARKS] = 1  # a link marked 0: not all its flows are marked
     most_ends = 0  # a loop: numba compiles np.diff and np.max for a second
     run = 0
     for i in range(len(S)):

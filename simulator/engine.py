@@ -595,7 +595,11 @@ def _has_operations(schedule: Schedule, least: int) -> bool:
 
 
 def _operations(schedule: Schedule, rank: int) -> int:
-    """``rank``'s operations, or its lane entries where the schedule has lanes."""
+    """``rank``'s operations, or its lane entries where the schedule has lanes (counted
+    in its lanes as columns where it gives them)."""
+    columns = None if schedule.lane_columns is None else schedule.lane_columns(rank)
+    if columns is not None:
+        return int(columns.entries.sum())
     if schedule.lanes is not None:
         return sum(min(len(lane.starts), len(lane.stops)) for lane in schedule.lanes(rank))
     return sum(len(step.ops) for step in schedule.steps(rank))

@@ -9,8 +9,10 @@ Steps and messages lie in the order the ranks read them, round by round rather t
 by rank: a round's reads then touch a few pages, not one per rank and per route.
 A schedule with lanes (:attr:`collectives.Schedule.lanes`) is read from its lanes, merged
 into steps in a compiled loop, so the millions of operation objects of a large schedule
-are never built; any other schedule is read from its steps.  Both readings give the same
-arrays.
+are never built; a rank whose lanes the schedule also gives as columns
+(:attr:`collectives.Schedule.lane_columns`: a channel cut at its blocks, millions of
+one-entry lanes) is read from those arrays, without a lane object.  Any other schedule is
+read from its steps.  Every reading gives the same arrays.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 
 from topology.model import Topology
 
-from collectives.rounds import Window, short_columns
+from collectives.rounds import GAP, LaneColumns, Window, short_columns
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
 
 from .gpu import route_shares
@@ -229,7 +231,7 @@ def _closed(out):
     return first, steps[:end + 1], kinds[:at[1]], lengths[:at[1]]
 
 
-_GAP = np.iinfo(np.int64).min  # a round without an operation, in a pool of lengths
+_GAP = GAP  # a round without an operation, in a pool of lengths
 
 
 def _length(start: int | None, stop: int | None) -> int:
@@ -351,37 +353,67 @@ def _short_rows(lanes: Any, pool: _Pool) -> np.ndarray | None:
     return rows
 
 
+def _column_rows(columns: LaneColumns, pool: _Pool) -> np.ndarray:
+    """One rank's rows of :func:`_lane_ends`'s table read from its lanes as columns
+    (:attr:`collectives.Schedule.lane_columns`), their lengths put in ``pool``."""
+    rows = np.empty((len(columns.entries), 5), dtype=np.int64)
+    if not len(rows):
+        return rows
+    rows[:, 0], rows[:, 2], rows[:, 4] = columns.first_rounds, columns.peers, columns.entries
+    kinds = np.array([_known_kind(make, flags) for make, flags in columns.builders],
+                     dtype=np.int64)
+    rows[:, 1] = kinds[columns.builder]
+    rows[0, 3] = pool.put(columns.lengths)
+    np.cumsum(rows[:-1, 4], out=rows[1:, 3])
+    rows[1:, 3] += rows[0, 3]
+    return rows
+
+
+def _extend_rows(table: array, lanes: Any, pool: _Pool) -> None:
+    """Append one rank's rows of :func:`_lane_ends`'s table to ``table``, read lane by
+    lane, their lengths put in ``pool`` (:meth:`_Pool.offset`)."""
+    for lane in lanes:
+        starts, stops = lane.starts, lane.stops
+        n = min(len(starts), len(stops))
+        table.extend((lane.first_round, _lane_kind(lane), lane.peer,
+                      pool.offset(starts, stops, n), n))
+
+
 def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """What :func:`_ends` returns, read from the schedule's lanes: the operations are
     never built (:func:`collectives.rounds.merge_lanes` is replayed in :func:`_merge`)."""
-    lanes_of = schedule.lanes
+    lanes_of, columns_of = schedule.lanes, schedule.lane_columns
     assert lanes_of is not None, "only a schedule with lanes is read as lanes"
     pool = _Pool()
     lanes_per_rank = array("q")
-    table = array("q")  # per lane: first round, kind, peer, lengths' offset, length
+    # per lane: first round, kind, peer, lengths' offset, length (grown in place: a list of
+    # each rank's rows joined at the end held them twice)
+    table = array("q")
     for rank in range(schedule.nranks):
-        lanes = lanes_of(rank)
-        lanes_per_rank.append(len(lanes))
-        rows = _short_rows(lanes, pool)
-        if rows is not None:
-            table.frombytes(rows.tobytes())
-            continue
-        for lane in lanes:
-            starts, stops = lane.starts, lane.stops
-            n = min(len(starts), len(stops))
-            table.extend((lane.first_round, _lane_kind(lane), lane.peer,
-                          pool.offset(starts, stops, n), n))
-    rows = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
+        columns = None if columns_of is None else columns_of(rank)
+        rows: np.ndarray | None
+        if columns is not None:
+            lanes_per_rank.append(len(columns.entries))
+            rows = _column_rows(columns, pool)
+        else:
+            lanes = lanes_of(rank)
+            lanes_per_rank.append(len(lanes))
+            rows = _short_rows(lanes, pool)
+            if rows is None:
+                _extend_rows(table, lanes, pool)
+                continue
+        table.frombytes(rows.data.cast("B"))  # without a copy of its own
+    read = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
     p = schedule.nranks
-    peers = rows[rows[:, 1] >= 0, 2]
+    peers = read[read[:, 1] >= 0, 2]
     if len(peers) and not 0 <= peers.min() <= peers.max() < p:
         raise ValueError(f"a peer is not one of the {p} ranks")
     # the heads' distances are below the entries, two per lane entry at most
-    dtype = _steps_dtype(p) if 2 * int(rows[:, 4].sum()) < _INT32.max else np.int64
+    dtype = _steps_dtype(p) if 2 * int(read[:, 4].sum()) < _INT32.max else np.int64
     lengths = pool.array()
     real = lengths[lengths != _GAP]
     fits = not len(real) or _INT32.min <= real.min() <= real.max() <= _INT32.max
-    *columns, merged = _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), rows,
+    *columns, merged = _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), read,
                               lengths, _GAP, np.empty(0, dtype=dtype),
                               np.empty(0, dtype=np.int32 if fits else np.int64))
     return (*columns, _narrowed(merged))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 import topology
@@ -94,6 +95,17 @@ def test_placement_built_piece_by_piece_maps_ranges_as_merged() -> None:
         for stop in range(start, built.size + 1):
             assert built.ranges(start, stop) == merged.ranges(start, stop), (start, stop)
     assert built.ranges(1, 6) == [(11, 15), (0, 1)]
+
+
+def test_placement_range_lengths_are_those_of_its_ranges() -> None:
+    for placement in (Placement.of([(10, 13), (0, 2), (13, 15)]),
+                      Placement((10, 2, 13, 0), (3, 0, 2, 2)), Placement.of([(4, 9)])):
+        pairs = [(a, b) for a in range(placement.size + 1) for b in range(a, placement.size + 1)]
+        starts, stops = (np.array(ends, dtype=np.int64) for ends in zip(*pairs))
+        counts, lengths = placement.range_lengths(starts, stops)
+        cut = [placement.ranges(a, b) for a, b in pairs]
+        assert counts.tolist() == [len(pieces) for pieces in cut]
+        assert lengths.tolist() == [hi - lo for pieces in cut for lo, hi in pieces]
 
 
 @pytest.mark.parametrize("algorithm, collective", SERVED)

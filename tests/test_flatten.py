@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -82,6 +84,21 @@ def test_channels_and_orders_read_as_the_steps(algorithm: str, collective: str) 
                                           order=orders)
                 assert schedule.lanes is not None
                 assert _same(schedule), (p, count, channels)
+
+
+@pytest.mark.parametrize("algorithm", ["tree", "rhd"])
+@pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
+def test_channels_cut_at_blocks_read_as_columns_as_their_lanes(algorithm: str,
+                                                               collective: str) -> None:
+    machine = topology.dgx_h100(2, gpu_model=None)
+    orders = topology.channels.node_major(machine, 8)
+    for count in (1001, 100003):  # blocks of uneven pieces per channel
+        schedule = build_schedule(collective, algorithm, 16, count, channels=8, order=orders)
+        assert schedule.lane_columns is not None
+        as_columns = flatten(schedule, machine, 4)
+        as_lanes = flatten(replace(schedule, lane_columns=None), machine, 4)
+        for name in ("rank_start", "steps", "message", "message_route", "route_ranks"):
+            assert np.array_equal(getattr(as_columns, name), getattr(as_lanes, name)), name
 
 
 @pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])

@@ -59,6 +59,29 @@ def test_many_segments_contending_on_two_nodes_agree() -> None:
         assert simulate(schedule, cluster, trace=False, engine="compiled") == events
 
 
+def test_many_pieces_of_a_message_ending_together_agree() -> None:
+    # 8 channels cut each rhd message at the blocks it spans: pieces on one route that
+    # end at one instant, each ending with the others still on the shared links
+    cluster = topology.dgx_h100(nodes=2)
+    orders = topology.channels.node_major(cluster, 8)
+    for collective in ("reduce_scatter", "allgather"):
+        schedule = build_schedule(collective, "rhd", 16, 1 << 16, channels=8, order=orders)
+        events = simulate(schedule, cluster, trace=True, engine="events")
+        assert simulate(schedule, cluster, trace=True, engine="compiled") == events
+
+
+def test_flows_ending_one_by_one_on_a_shared_port_speed_up_the_rest() -> None:
+    # rank 0's port carries three messages at once; each that ends leaves the port to
+    # the others, which the sharing must see again after every end
+    sends = [Send(peer, 0, 8 * peer) for peer in (1, 2, 3)]
+    schedule = _steps([sends], *[[[Recv(0, 0, 8 * peer)]] for peer in (1, 2, 3)])
+    port = topology.flat(4, ALPHA, BETA)
+    events = simulate(schedule, port, trace=True, engine="events")
+    # the last 32 bytes alone at the port's full rate
+    assert events.transfers[2].end_s - events.transfers[1].end_s == pytest.approx(32 * BETA)
+    assert simulate(schedule, port, trace=True, engine="compiled") == events
+
+
 def _steps(*ranks: list[list]) -> Schedule:
     return Schedule.from_steps("allgather", "hand", 64, [[Step(tuple(ops)) for ops in r]
                                                          for r in ranks])

@@ -527,12 +527,46 @@ def _edge_lanes(first_round: int, make: Callable[..., Op], peer: int,
     """
     if pieces is None:
         return [lane(first_round, make, peer, *segs, *flags)]
-    cut = [pieces(a, b, mine) for a, b in zip(*segs)]
+    starts, stops = _cut_segments(np.array(segs[0], dtype=np.int64),
+                                  np.array(segs[1], dtype=np.int64), mine, pieces is _outside)
+    # lane j holds the j-th piece of each segment (None where a segment has fewer)
+    there = stops > starts
+    place = np.where(there, np.cumsum(there, axis=1) - 1, -1)
+    rows = np.arange(len(place))
     lanes = []
-    for j in range(max(map(len, cut))):
-        starts, stops = zip(*[ranges[j] if j < len(ranges) else (None, None) for ranges in cut])
-        lanes.append(Lane(first_round, make, peer, starts, stops, flags))
+    for j in range(int(there.sum(axis=1).max())):
+        at = place == j
+        has, column = at.any(axis=1), at.argmax(axis=1)
+        lanes.append(Lane(first_round, make, peer, _or_none(has, starts[rows, column]),
+                          _or_none(has, stops[rows, column]), flags))
     return lanes
+
+
+def _or_none(has: np.ndarray, values: np.ndarray) -> tuple[int | None, ...]:
+    """``values`` as Python ints, None where not ``has``."""
+    held = values.astype(object)
+    held[~has] = None
+    return tuple(held.tolist())
+
+
+def _cut_segments(lo: np.ndarray, hi: np.ndarray, ranges: Sequence[Range],
+                  outside: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_inside` (or :func:`_outside`) of every segment ``[lo[k], hi[k])`` at once:
+    row ``k`` holds segment ``k``'s candidate pieces in order, those with ``stop <=
+    start`` not pieces (inside, one per range; outside, the gap before each range's
+    part and the rest after the last)."""
+    a = np.array([r[0] for r in ranges], dtype=np.int64)
+    b = np.array([r[1] for r in ranges], dtype=np.int64)
+    starts = np.maximum(lo[:, None], a[None, :])
+    stops = np.minimum(hi[:, None], b[None, :])
+    if not outside:
+        return starts, stops
+    met = stops > starts
+    # where each gap starts: the end of the part before it met, or the segment's start
+    ends = np.maximum.accumulate(np.where(met, stops, lo[:, None]), axis=1)
+    before = np.concatenate([lo[:, None], ends], axis=1)
+    after = np.concatenate([np.where(met, starts, before[:, :-1]), hi[:, None]], axis=1)
+    return before, after
 
 
 def _tree_lanes(plan: _Plan, tree: int, rank: int, nranks: int, count: int,
