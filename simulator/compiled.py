@@ -128,6 +128,11 @@ _LINK = np.dtype([("nflows", np.int64), ("head", np.int32), ("tail", np.int32),
 # LS, a record per link, read by the sharing only: seen (stamp), its place among the
 # binding links (-1: not binding)
 _LINK_SHARING = np.dtype([("seen", np.int64), ("binding", np.int64)])
+# RS, a record per route, read by the sharing only: seen (stamp), the binding links of
+# the component's first flow on it (``E[first:end, _FLOW_LINKS]``), which every later flow
+# on it shares: flows of a route are many (a message over several runs of the buffer is a
+# transfer per run, and a pipeline keeps several segments in flight on each route)
+_ROUTE_SHARING = np.dtype([("seen", np.int64), ("first", np.int64), ("end", np.int64)])
 # B, a record per binding link of the component (the sharing's scratch, by the link's
 # place): the link, its flows (``E[first:end, _LINK_FLOWS]``), those not yet fixed, the
 # capacity left, its first fair share
@@ -694,12 +699,12 @@ def _by_cap(routes, RT):
 
 
 @_njit(_nrt=False)
-def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
+def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, RS, N, B):
     """Gather the flows joined to the seeds (``W[:nseeds].stack``, flow slots) through
     binding links into ``W`` and the binding links into ``B`` (capacity, flows and first
-    fair share; their flows and each flow's binding links into ``E``), in the order of a
-    depth-first search; return the counts of flows and of binding links and the least
-    cap of a flow."""
+    fair share; their flows and each route's binding links into ``E``, which the route's
+    flows share), in the order of a depth-first search; return the counts of flows and of
+    binding links and the least cap of a flow."""
     nroutes = len(RT)
     counters[_STAMP] += 1
     stamp = counters[_STAMP]
@@ -718,6 +723,10 @@ def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
         depth -= 1
         c = W[depth].stack
         r = W[c].route
+        if RS[r].seen == stamp:  # its links are seen: its flows they join are found
+            W[c].first, W[c].end = RS[r].first, RS[r].end
+            continue
+        RS[r].seen = stamp
         least_cap = smaller(least_cap, RT[r, _CAP])
         W[c].first = nrouted
         for i in range(hops[r], hops[r + 1]):  # the route's links, asked for together
@@ -756,11 +765,12 @@ def _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS, N, B):
                 E[nrouted, _FLOW_LINKS] = LS[link].binding
                 nrouted += 1
         W[c].end = nrouted
+        RS[r].first, RS[r].end = W[c].first, nrouted
     return ncomp, nbinding, least_cap
 
 
 @_njit()
-def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK, LQ):
+def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, RS, N, B, LK, LQ):
     """Max-min fair rates of the flows joined to the seeds (``W[:nseeds].stack``)
     through binding links: progressive filling, as :meth:`simulator.engine._Engine.share`,
     with the links' fair shares in an array heap (``LK`` keys, ``LQ[:, _HEAP_LINK]``).
@@ -768,7 +778,7 @@ def _share(nseeds, now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B, LK
     The component is gathered first (:func:`_component`), so that the filling reads its
     flows and links from dense rows rather than from the slots and the links' lists."""
     ncomp, nbinding, least_cap = _component(nseeds, counters, F, FS, W, E, RT, hops, L, LS,
-                                            N, B)
+                                            RS, N, B)
     # the links in order of their first fair share (a run), and a heap of those whose
     # share changed before their turn: together, the order of one heap of every link
     run = _by_key(B, nbinding) if nbinding else empty(0, np.int64)
@@ -986,7 +996,7 @@ def _run(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, R, HT, HE
 
 
 @_njit(entry=True)
-def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, R, LK, LQ,
+def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, RS, R, LK, LQ,
               B, trace_order, hops_per_slot):
     """Run every event (:func:`_run`, which this gives room and the sharing); return the
     counters."""
@@ -1019,8 +1029,8 @@ def _simulate(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, LS, 
         if done == _DONE:
             return counters
         if done == _SHARE_DUE:
-            _share(counters[_SEEDS], now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, N, B,
-                   LK, LQ)
+            _share(counters[_SEEDS], now, HT, HE, counters, F, FS, W, E, RT, hops, L, LS, RS, N,
+                   B, LK, LQ)
             continue
         while counters[_EVENTS] + counters[_ON_LINKS] + 4 * most_ends + 16 > len(HT) >> 1:
             HT, HE = _agenda(len(HT), HT, HE, counters)
@@ -1081,6 +1091,7 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     L["bandwidth"] = flat.bandwidth
     L["head"] = L["tail"] = -1
     LS = np.zeros(len(flat.bandwidth), dtype=_LINK_SHARING)
+    RS = np.zeros(len(flat.route_cap), dtype=_ROUTE_SHARING)
     R = _aligned_zeros(len(flat.rank_start), _RANK)
     R["current"] = flat.rank_start
     order = np.empty(messages if trace else 0, dtype=np.int64)  # written before read
@@ -1089,7 +1100,7 @@ def run_compiled(flat: FlatSchedule, gamma: float, overhead: float,
     B = np.empty(len(flat.bandwidth), dtype=_BINDING)
     hops_per_slot = int(np.diff(flat.route_ptr).max(initial=0))
     counters = _simulate(float(gamma), float(overhead), float(slot), flat.steps, flat.message,
-                         flat.message_route, P, MF, PC, RT, hops, L, LS, R, LK, LQ, B, order,
+                         flat.message_route, P, MF, PC, RT, hops, L, LS, RS, R, LK, LQ, B, order,
                          hops_per_slot)
     if (R["current"] != len(flat.steps) - 1).any() or R["pending"].any():
         return None
