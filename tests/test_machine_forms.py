@@ -916,7 +916,7 @@ def test_tree_allgather_one_element_segments_on_dgx_are_exact(nodes: int, count:
     """dgx_h100(3) and (4) at 8 segments (7 at 14 elements), one channel: segments of one
     or two elements, past ``EXACT_MESSAGES`` (495 and 634 messages); each class charged
     the most its messages cut was -8.7%, +6.7% and +7.6%; every rank played, each
-    message exactly from ``UNLIKE_SEGMENTS`` segments on: exact."""
+    message exactly at ``UNLIKE_SEGMENTS`` segments: exact."""
     machine = topology.dgx_h100(nodes)
     params = {"segments": 8, "channels": 1}
     simulated = _simulated("allgather", "tree", machine, 4 * count, params, protocol)

@@ -10,8 +10,8 @@ module turns the tree's runs into the classes the analytic model prices, as exac
 the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
 (:func:`each_message`; where every rank is played, past them too while the messages
 times the counts that class them times the channels' square are at most
-:data:`EXACT_CELLS`, on a machine of unlike links from :data:`UNLIKE_SEGMENTS` segments
-on: :func:`played_exactly`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
+:data:`EXACT_CELLS`, on a machine of unlike links at :data:`UNLIKE_SEGMENTS` segments:
+:func:`played_exactly`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
 most its messages cut (:func:`most_cut`), past that closed forms (:func:`by_share`).
 Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, each of
 those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
@@ -65,15 +65,17 @@ EXACT_MESSAGES = 384
 #: price of 64 ranks at 4 segments over 4 channels 0.56 -> 2.7 s and 185 -> 675 MB
 EXACT_CELLS = 1 << 20
 #: on a machine of unlike links (DGX), where every rank's messages are played, the
-#: fewest segments a half from which each message is exact within :data:`EXACT_CELLS`
-#: too: a description of so many is used where a segment is one or two elements at
+#: segments a half at which each message is exact within :data:`EXACT_CELLS` too: a
+#: description of so many is the one used where a segment is one or two elements at
 #: counts past :data:`TINY_COUNT`'s (or near them), where the closed forms' whole
 #: segments are not whole.  ``dgx_h100(3)`` at one channel, 7 to 9 segments and 14 to
 #: 34 elements was up to -8.7% and +6.7%, ``dgx_h100(4)`` at 8 to 10 segments and 17
-#: to 20 elements up to +7.6%: now exact.  Fewer segments are left to the closed forms
-#: (at 8 nodes, 1 to 4 segments fit the cells and cost the three tables 1.9 -> 2.3
-#: CPU s; on 2 to 4 nodes the scan's trees at 1, 2 and 4 segments were within 5%)
-UNLIKE_SEGMENTS = 7
+#: to 20 elements up to +7.6%: now exact.  Each description costs the tables what it
+#: takes to build (its classes, routes and profiles), whatever the counts it prices: 1
+#: to 4 segments fit the cells on 8 nodes and took the three tables there 1.9 -> 2.3
+#: CPU s, 12 and 16 on 3 nodes 1.45 -> 1.7 s, fixing none of the scan's cases off 5%
+#: but 8 nodes' at 4 segments (+8.0%)
+UNLIKE_SEGMENTS = range(7, 11)
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and
@@ -163,8 +165,8 @@ def played_exactly(q: int, segments: int, messages: int, played: int, unlike: bo
     (:func:`each_message`) where every rank's messages are played over ``played``
     channels (0: not played): while the messages times :func:`classing_counts` times
     the channels' square are at most :data:`EXACT_CELLS`, on a machine of unlike links
-    (``unlike``) only from :data:`UNLIKE_SEGMENTS` segments on."""
-    if unlike and segments < UNLIKE_SEGMENTS:
+    (``unlike``) only at :data:`UNLIKE_SEGMENTS` segments."""
+    if unlike and segments not in UNLIKE_SEGMENTS:
         return False
     return 0 < messages * classing_counts(q, segments) * played ** 2 <= EXACT_CELLS
 
