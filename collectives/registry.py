@@ -53,7 +53,7 @@ pairs with ``names(collective=...)``), ``params`` (its parameters' defaults),
 ``empty_sends`` (False where an empty vector sends nothing at all), ``held_by``
 (collectives whose ``traffic`` takes ``holders``, the rank whose block each position
 holds), ``played_by`` (collectives whose ``traffic`` takes ``played``: the channels
-whose every rank's messages are played on a machine of alike links) and ``channeled`` (False where it runs on one channel over the ranks in their own
+whose every rank's messages are played, and ``unlike``: on a machine of unlike links) and ``channeled`` (False where it runs on one channel over the ranks in their own
 order).
 """
 
@@ -178,9 +178,10 @@ class Algorithm:
         (else the first positions').
     played_by : frozenset of str
         Collectives whose ``traffic`` takes ``played``: the channels (at least 1) where
-        the analytic model prices it on a machine of alike links (flat) and plays every
-        rank's messages, where a finer description pays (the tree's AllGather: each
-        message exactly, past the number of messages it otherwise allows).
+        the analytic model plays every rank's messages, where a finer description pays
+        (the tree's AllGather: each message exactly, past the number of messages it
+        otherwise allows), and ``unlike``: True on a machine of unlike links (DGX),
+        where it pays at fewer descriptions.
     ompi : callable
         Open MPI's id and name.
     working : callable or None

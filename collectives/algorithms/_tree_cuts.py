@@ -8,9 +8,10 @@ share of the vector and the spill nothing; at the others it carries what the ran
 steps cut of its segment: up, what of it the subtree's blocks hold, down, the rest.  This
 module turns the tree's runs into the classes the analytic model prices, as exactly as
 the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
-(:func:`each_message`; on a machine of alike links, where every rank is played, past
-them too while the messages times the counts that class them times the channels'
-square are at most :data:`EXACT_CELLS`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
+(:func:`each_message`; where every rank is played, past them too while the messages
+times the counts that class them times the channels' square are at most
+:data:`EXACT_CELLS`, on a machine of unlike links at :data:`UNLIKE_SEGMENTS` segments:
+:func:`played_exactly`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
 most its messages cut (:func:`most_cut`), past that closed forms (:func:`by_share`).
 Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, each of
 those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
@@ -36,9 +37,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "CUT_MESSAGES", "MASK_MESSAGES", "CUT_CHUNK",
-           "TINY_COUNT", "Blocks", "Carried", "Classes", "classing_counts", "each_message",
-           "most_cut", "by_share", "spilled_far"]
+__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "UNLIKE_SEGMENTS", "CUT_MESSAGES",
+           "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
+           "classing_counts", "played_exactly", "each_message", "most_cut", "by_share",
+           "spilled_far"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
 #: ranks' steps cut of its segment (exact at any count), in a class with those that
@@ -62,6 +64,18 @@ EXACT_MESSAGES = 384
 #: 1.79 s and 272 MB (64 ranks at 6 and 8 segments), and the channels counted once a
 #: price of 64 ranks at 4 segments over 4 channels 0.56 -> 2.7 s and 185 -> 675 MB
 EXACT_CELLS = 1 << 20
+#: on a machine of unlike links (DGX), where every rank's messages are played, the
+#: segments a half at which each message is exact within :data:`EXACT_CELLS` too: a
+#: description of so many is the one used where a segment is one or two elements at
+#: counts past :data:`TINY_COUNT`'s (or near them), where the closed forms' whole
+#: segments are not whole.  ``dgx_h100(3)`` at one channel, 7 to 9 segments and 14 to
+#: 34 elements was up to -8.7% and +6.7%, ``dgx_h100(4)`` at 8 to 10 segments and 17
+#: to 20 elements up to +7.6%: now exact.  Each description costs the tables what it
+#: takes to build (its classes, routes and profiles), whatever the counts it prices: 1
+#: to 4 segments fit the cells on 8 nodes and took the three tables there 1.9 -> 2.3
+#: CPU s, 12 and 16 on 3 nodes 1.45 -> 1.7 s, fixing none of the scan's cases off 5%
+#: but 8 nodes' at 4 segments (+8.0%)
+UNLIKE_SEGMENTS = range(7, 11)
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and
@@ -144,6 +158,17 @@ def classing_counts(q: int, segments: int) -> int:
     """How many counts, from 1, :func:`each_message` classes messages at (those of
     :meth:`_Cuts.settled`): ``2 S + P + 2 L``, ``P = 2 q S``, ``L = lcm(q, 2 S)``."""
     return 2 * segments + 2 * q * segments + 2 * math.lcm(q, 2 * segments)
+
+
+def played_exactly(q: int, segments: int, messages: int, played: int, unlike: bool) -> bool:
+    """Whether ``messages`` past :data:`EXACT_MESSAGES` are each described exactly
+    (:func:`each_message`) where every rank's messages are played over ``played``
+    channels (0: not played): while the messages times :func:`classing_counts` times
+    the channels' square are at most :data:`EXACT_CELLS`, on a machine of unlike links
+    (``unlike``) only at :data:`UNLIKE_SEGMENTS` segments."""
+    if unlike and segments not in UNLIKE_SEGMENTS:
+        return False
+    return 0 < messages * classing_counts(q, segments) * played ** 2 <= EXACT_CELLS
 
 
 def spilled_far(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray, ...],

@@ -104,8 +104,8 @@ from ..registry import Algorithm, Params, ompi_ids, register, with_channels
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part, nested_part
-from ._tree_cuts import (CUT_MESSAGES, EXACT_CELLS, EXACT_MESSAGES, MASK_MESSAGES, Blocks,
-                         Carried, by_share, classing_counts, each_message, most_cut,
+from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, MASK_MESSAGES, Blocks,
+                         Carried, by_share, each_message, most_cut, played_exactly,
                          spilled_far)
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
@@ -712,7 +712,8 @@ def _edges_over_nodes(which: int, nranks: int, size: int) -> tuple[np.ndarray, .
 
 
 def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | None = None,
-            holders: tuple[int, ...] | None = None, played: int = 0) -> list[Round]:
+            holders: tuple[int, ...] | None = None, played: int = 0,
+            unlike: bool = False) -> list[Round]:
     """The double binary tree's messages (:mod:`collectives.traffic`), round by round.
 
     Every edge carries two streams of ``segments`` consecutive rounds: up from the child
@@ -740,9 +741,11 @@ def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | No
         (:func:`collectives.compose.channel_parts`), where the blocks are unequal the
         first ``count % q`` ranks' one larger; None: position ``v`` holds rank ``v``'s.
     played : int, optional
-        AllGather's: the channels where it is priced on a machine of alike links and
-        every rank's messages are played (each message exactly up to
-        :data:`~collectives.algorithms._tree_cuts.EXACT_CELLS`); 0: not played.
+        AllGather's: the channels where every rank's messages are played (each message
+        exactly within :func:`~collectives.algorithms._tree_cuts.played_exactly`); 0:
+        not played.
+    unlike : bool, optional
+        AllGather's: played on a machine of unlike links (DGX).
 
     Returns
     -------
@@ -752,7 +755,7 @@ def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | No
         return []
     segment = nested_part(2, segments)
     if collective == "allgather":
-        return _gathered(q, segment, segments, ranks_per_node, holders, played)
+        return _gathered(q, segment, segments, ranks_per_node, holders, played, unlike)
     if ranks_per_node:  # every stream in flight in its own rounds, carrying its tree's half
         return [Round(1, tuple(
             Messages(src, dst, _segment_of(which, segments), k >= 0, skip_empty=True,
@@ -800,7 +803,7 @@ def _segment_of(which: int, segments: int) -> Callable[[np.ndarray], np.ndarray]
 
 def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
               ranks_per_node: int | None, holders: tuple[int, ...] | None,
-              played: int = 0) -> list[Round]:
+              played: int = 0, unlike: bool = False) -> list[Round]:
     """AllGather's streams as paced rounds: segment ``k`` of a stream goes in its round
     ``k`` (:func:`_streams`), up with the part of the segment that the child's subtree
     holds, down with the rest, and nothing where that is empty (the ranks' steps skip
@@ -814,9 +817,8 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     ranks' steps cut (:mod:`collectives.algorithms._tree_cuts`): by
     :func:`~collectives.algorithms._tree_cuts.each_message` up to
     :data:`~collectives.algorithms._tree_cuts.EXACT_MESSAGES` messages, or, ``played``
-    over so many channels on a machine of alike links, while the messages times the
-    counts that class them times the channels' square are at most
-    :data:`~collectives.algorithms._tree_cuts.EXACT_CELLS` (and every message
+    over so many channels (on a machine of ``unlike`` links or not), within
+    :func:`~collectives.algorithms._tree_cuts.played_exactly` (and every message
     further from a part's edge that carries something,
     :func:`~collectives.algorithms._tree_cuts.spilled_far`), else by
     :func:`~collectives.algorithms._tree_cuts.most_cut` up to
@@ -836,8 +838,7 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
                 None if holders is None else np.array(holders, dtype=np.int64))
 
     many = int(lengths.sum()) + len(spill[0])
-    if many <= EXACT_MESSAGES or 0 < many * classing_counts(q, segments) * played ** 2 \
-            <= EXACT_CELLS:
+    if many <= EXACT_MESSAGES or played_exactly(q, segments, many, played, unlike):
         # counted without the messages further out, as before them: the few they add
         # (19 ranks at 8 segments: 382 -> 390) move no description off this path
         cut = blocks()

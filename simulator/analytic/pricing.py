@@ -73,7 +73,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     alike = len(_link_classes(topology)[1]) == 1
     # the channels whose every rank's messages are played (:func:`_played`), where a
     # finer description pays
-    channels_played = len(orders) if alike and topology.nranks <= SAMPLE_ALL_RANKS \
+    channels_played = len(orders) if topology.nranks <= SAMPLE_ALL_RANKS \
         and collective in entry.played_by else 0
     holders = _holders(orders, counts) if held and collective in entry.held_by \
         else [None] * sizes
@@ -90,7 +90,8 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
         # each group's runs: those of one of its orders (alike in a group)
         pieces = None if piece is None else \
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
-        rounds = _merged(collective, algorithm, q, given, keys, holder, channels_played)
+        rounds = _merged(collective, algorithm, q, given, keys, holder, channels_played,
+                         not alike)
         if piece is None and not apart and _extended(topology, orders, list(rounds)):
             shorter = _shortened(collective, algorithm, topology, terms, orders[0],
                                  elements[0], ds, keys[0])
@@ -308,18 +309,21 @@ def _holders(orders: Orders, counts: np.ndarray) -> list[tuple[int, ...] | None]
 @functools.lru_cache(maxsize=256)
 def _merged(collective: str, algorithm: str, q: int, given: tuple[tuple[str, Any], ...],
             keys: tuple[tuple[tuple[str, Any], ...], ...],
-            holders: tuple[int, ...] | None = None, played: int = 0) -> tuple[Any, ...]:
+            holders: tuple[int, ...] | None = None, played: int = 0,
+            unlike: bool = False) -> tuple[Any, ...]:
     """The description of channels whose counts resolve ``algorithm``'s parameters
     (``given``) to each of ``keys`` (a tree's segments, fewer where a channel holds
     few elements), cached: their rounds side by side (:func:`_side_rounds`), each
     class carrying nothing at a count that resolves to another's (so left out: its
     messages skip empty ones); the first's alone where they cannot be.  ``holders``:
     the rank whose block each position holds where its blocks are unequal
-    (:func:`_holders`; None: its own).  ``played``: the channels, on a machine of alike
-    links, whose every rank's messages are played (:attr:`Algorithm.played_by
-    <collectives.registry.Algorithm.played_by>`; 0: not played)."""
+    (:func:`_holders`; None: its own).  ``played``: the channels whose every rank's
+    messages are played (:attr:`Algorithm.played_by
+    <collectives.registry.Algorithm.played_by>`; 0: not played), on a machine of
+    unlike links where ``unlike``."""
     held = (() if holders is None else (("holders", holders),)) \
-        + ((("played", played),) if played else ())
+        + ((("played", played),) if played else ()) \
+        + ((("unlike", True),) if played and unlike else ())
     described = [describe(collective, algorithm, q, key + held) for key in keys]
     merged = _side_rounds(described) if len(keys) > 1 and all(
         m.skip_empty for rounds in described for r in rounds for m in r.messages) else None
