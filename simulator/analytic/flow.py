@@ -47,9 +47,10 @@ class _Flow:
     link meanwhile is not seen there: the simulator's max-min sharing then gives the
     others more of this link, and the message, held on one link and then on another,
     may end later than either link alone has it (on flat, tree AllGather at 4 segments
-    on 3, 6 and 11 ranks: up to -0.99%); so on a machine whose links are all alike,
-    where a message is on several shared links, the round's messages are carried at
-    max-min rates over all its shared links together (:func:`_filled_ends`, up to
+    on 3, 6 and 11 ranks: up to -0.99%); so on a machine whose links are all alike
+    the round's messages are carried at max-min rates over all its shared links
+    together (also where each is on one, as on the per-pair mesh: :func:`_coupled`;
+    :func:`_filled_ends`, up to
     ``fill`` of them: :data:`FILL_MESSAGES`, none for a chain past
     :data:`UNHELD_RANKS` ranks; any number where each link carries at most two groups
     of messages alike in their links, a channel's or those of channels of one order:
