@@ -29,8 +29,12 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: ranks have rounds of 108 (at 32, their AllReduce was under by up to 0.42%), a
 #: chain's ReduceScatter over 3 channels on 16 ranks more (at 32, under by 4.5e-3), and
 #: 4 channels' tree AllGather on 13 ranks at 8 segments up to 364 (their channels'
-#: segments side by side, 8, 7 and 6 at 67 elements: at 256, under by 8.9e-6)
-FILL_MESSAGES = 1 << 9
+#: segments side by side, 8, 7 and 6 at 67 elements: at 256, under by 8.9e-6), and 8
+#: channels' trees at 16 segments up to 736 on 24 ranks and 1,504 on 64 (at 512,
+#: ReduceScatter on 24 ranks under by up to 1.3%, AllReduce on 31 by 3.9e-5, on 128 at 3
+#: channels +2.6e-4; the three closed-form tables on ``flat(64)``, 1.71 -> 1.79 CPU s, that
+#: ReduceScatter on ``default_flat(128)`` at 4 sizes 2.7 -> 5.0 s)
+FILL_MESSAGES = 1 << 11
 #: a played round whose shared links each carry at most two messages (a chain's, on
 #: flat) is filled by iterating its ends to their fixed point (:func:`_paired_ends`), at
 #: most so many passes (a chain on ``default_flat(64)`` takes at most 10), and by the

@@ -47,9 +47,10 @@ class _Flow:
     link meanwhile is not seen there: the simulator's max-min sharing then gives the
     others more of this link, and the message, held on one link and then on another,
     may end later than either link alone has it (on flat, tree AllGather at 4 segments
-    on 3, 6 and 11 ranks: up to -0.99%); so on a machine whose links are all alike,
-    where a message is on several shared links, the round's messages are carried at
-    max-min rates over all its shared links together (:func:`_filled_ends`, up to
+    on 3, 6 and 11 ranks: up to -0.99%); so on a machine whose links are all alike
+    the round's messages are carried at max-min rates over all its shared links
+    together (also where each is on one, as on the per-pair mesh: :func:`_coupled`;
+    :func:`_filled_ends`, up to
     ``fill`` of them: :data:`FILL_MESSAGES`, none for a chain past
     :data:`UNHELD_RANKS` ranks; any number where each link carries at most two groups
     of messages alike in their links, a channel's or those of channels of one order:
@@ -483,12 +484,15 @@ def _per_entry(values: np.ndarray, width: int) -> Callable[[np.ndarray, np.ndarr
 def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
              fill: int) -> np.ndarray | None:
     """Which of a round's shared links each of its messages with one (``crossing``) is
-    on (messages x links), where some is on several (``members``: places x links, the
-    messages numbered in the round, ``real`` where they are) and they are at most
-    ``fill``, or each link is shared by two groups (:func:`_partners`: their fill costs
-    a pass of a few numbers per group and event, whatever their number, where a group's
-    messages carry alike); else None (each
-    link's queue is played on its own, :func:`_queue_ends`)."""
+    on (messages x links; ``members``: places x links, the messages numbered in the
+    round, ``real`` where they are), where they are at most ``fill``, or each link is
+    shared by two groups (:func:`_partners`: their fill costs a pass of a few numbers per
+    group and event, whatever their number, where a group's messages carry alike); else
+    None (each link's queue is played on its own, :func:`_queue_ends`).  Filled too
+    where each message is on one shared link (the per-pair mesh, channels of one order
+    sharing a pair's link): a queue of units over runs goes as transfers of its longest
+    (tree ReduceScatter on a mesh of 5 ranks, 3 channels, 2 segments, 24 elements, was
+    over by 2.4e-4), the fill carries each unit's own (:func:`_filled_runs`)."""
     if not len(crossing):
         return None
     at = np.full(int(max(members.max(), crossing.max())) + 1, -1)
@@ -496,8 +500,6 @@ def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
     place, link = np.nonzero(real)
     on = np.zeros((len(crossing), members.shape[1]), dtype=bool)
     on[at[members[place, link]], link] = True
-    if not (on.sum(axis=1) > 1).any():
-        return None
     return on if len(crossing) <= fill or real.shape[0] <= 2 or _partners(on) is not None \
         else None
 
