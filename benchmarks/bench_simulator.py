@@ -1,7 +1,8 @@
-"""Simulator speed: AllReduce of 1 GiB on 128 DGX-H100 nodes (1024 ranks) per algorithm.
+"""Simulator speed: a collective of 1 GiB on 128 DGX-H100 nodes (1024 ranks) per algorithm.
 
 Run ``python benchmarks/bench_simulator.py [--nodes 128] [--algorithms ring tree rhd
-pipeline hier] [--channels 1 8] [--write docs/results/simulator.md]``; with channels, each
+pipeline hier] [--channels 1 8] [--collectives allreduce reduce_scatter allgather]
+[--write docs/results/simulator.md]`` (AllReduce unless told); with channels, each
 channel runs over its order from :func:`topology.channels.channel_orders` (hier:
 ``ranks_per_node`` from the machine); several counts run one after another.
 Prints, per algorithm, the seconds from a new schedule to the simulated
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 
 import topology
-from collectives import ALGORITHMS, COMPOSED, build_schedule
+from collectives import ALGORITHMS, BLOCK_COLLECTIVES, COMPOSED, build_schedule
 from collectives.registry import names
 from simulator import simulate
 from simulator.channel_choice import schedule_params
@@ -39,7 +40,7 @@ ABOUT = """Seconds from a new schedule to the simulated result (wall clock, and 
 of the process, which a loaded machine disturbs less): building the schedule, reading
 every rank's operations (steps, or lanes for ring, tree and pipeline) and simulating them
 on the compiled engine (unverified: `build_schedule` made the schedule); then the
-transfers simulated, transfers per second and the predicted time of the AllReduce.  With
+transfers simulated, transfers per second and the predicted time of the collective.  With
 channels, each runs over its order from `collectives.channel_orders`.  The first run in a
 checkout also compiles the engine's Numba code (cached on disk, some 10 s of CPU): these
 are a later run's figures."""
@@ -54,6 +55,8 @@ def main() -> None:
                         default=list(names(composed=False, collective="allreduce")),
                         choices=ALGORITHMS + COMPOSED)
     parser.add_argument("--channels", type=int, nargs="+", default=[1])
+    parser.add_argument("--collectives", nargs="+", default=["allreduce"],
+                        choices=BLOCK_COLLECTIVES)
     parser.add_argument("--write", type=Path, help="also write the output as this page")
     args = parser.parse_args()
     out = Output()
@@ -61,26 +64,28 @@ def main() -> None:
     start = time.perf_counter()
     machine = topology.dgx_h100(nodes=args.nodes)
     out(f"dgx_h100(nodes={args.nodes}): {machine.nranks} ranks, {len(machine.links)} links, "
-        f"built in {time.perf_counter() - start:.2f} s; AllReduce of {args.nbytes} B")
-    for channels in args.channels:
-        out(f"\n{channels} channel(s)")
-        out(f"{'algorithm':>10} {'total s':>8} {'cpu s':>8} {'transfers':>10} "
-            f"{'transfers/s':>12} {'predicted ms':>13} {'peak MB':>8}")
-        for algorithm in args.algorithms:
-            out(_row(algorithm, machine, channels, args.nbytes))
+        f"built in {time.perf_counter() - start:.2f} s; {args.nbytes} B a collective")
+    for collective in args.collectives:
+        for channels in args.channels:
+            out(f"\n{collective}, {channels} channel(s)")
+            out(f"{'algorithm':>10} {'total s':>8} {'cpu s':>8} {'transfers':>10} "
+                f"{'transfers/s':>12} {'predicted ms':>13} {'peak MB':>8}")
+            for algorithm in args.algorithms:
+                out(_row(collective, algorithm, machine, channels, args.nbytes))
     if args.write:
         write(args.write, "Simulator speed", out.text, ABOUT)
 
 
-def _row(algorithm: str, machine: topology.Topology, channels: int, nbytes: int) -> str:
-    """Build and simulate one AllReduce; its row: seconds, CPU seconds, transfers, time."""
+def _row(collective: str, algorithm: str, machine: topology.Topology, channels: int,
+         nbytes: int) -> str:
+    """Build and simulate one collective; its row: seconds, CPU seconds, transfers, time."""
     start, cpu = time.perf_counter(), time.process_time()
     params = {"channels": channels}
     if algorithm in COMPOSED:
         params["ranks_per_node"] = ranks_per_node(machine)
     elif channels > 1:
         params = schedule_params(algorithm, tuple(params.items()), machine)
-    schedule = build_schedule("allreduce", algorithm, machine.nranks, nbytes // 4, **params)
+    schedule = build_schedule(collective, algorithm, machine.nranks, nbytes // 4, **params)
     result = simulate(schedule, machine, trace=False, verify=False)
     total, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak_MB = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
