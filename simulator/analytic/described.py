@@ -122,7 +122,7 @@ class _Described:
         if silent:
             sent = sent & (counts[group] > 0)
         for carries, g, rows in self.carries:  # a message that carries nothing is not sent
-            sent[rows] &= carries(counts[g])[layout.row_kind[rows]] | ~skip_empty[rows]
+            sent[rows] &= carries(counts[g])[layout.row_kind[rows]]
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
         own = nbytes if runs is None else runs[1][layout.row_class]
