@@ -95,9 +95,10 @@ class Messages:
     carries : callable or None
         With ``kinds``, element counts of the vector (array) -> whether a message of
         each kind carries anything at each (kinds x counts bools): one that carries
-        nothing is left out where ``skip_empty``, though its class's largest carries
-        something (a tree AllGather's messages cut from its segments at a few
-        elements, where most blocks hold one or none).
+        nothing is left out, though its class's largest carries something (a tree
+        AllGather's messages cut from its segments at a few elements, where most
+        blocks hold one or none; a chain Broadcast's later segments, in rounds that
+        repeat so many times as a bit of their number is worth, where it is set).
     """
 
     src: np.ndarray

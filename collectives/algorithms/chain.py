@@ -16,7 +16,7 @@ least ``p - 1`` (enough to fill the chain) and at most ``count``.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -148,12 +148,20 @@ def traffic(collective: str, q: int, root: int = 0, segments: int = 1) -> list[R
     largest = largest_part(segments)
     first = Round(1, (Messages(src, dst, largest, reduce, pieced=False, skip_empty=True),),
                   chain=1)
-    later = [Round(1 << bit, (Messages(src, dst, size, reduce, pieced=False, kinds=v * 0,
-                                       carries=_has_bit(number, bit)),))
-             for size, number in ((largest, _later_largest(segments)),
-                                  (_smallest_part(segments), _later_smaller(segments)))
-             for bit in range((segments - 1).bit_length())]
-    return [first, *later]
+    return [first, *_later_rounds(src, dst, reduce, segments, largest, _later_largest),
+            *_later_rounds(src, dst, reduce, segments, _smallest_part(segments),
+                           _later_smaller)]
+
+
+def _later_rounds(src: np.ndarray, dst: np.ndarray, reduce: bool, segments: int,
+                  elements: Elements, number: Callable[[int], Elements]) -> list[Round]:
+    """Lock-step rounds of every hop (``src -> dst``) at ``elements``, so many at each
+    count as ``number(segments)`` says: a round of ``2**j`` repeats per bit ``j`` of the
+    most, carrying something where that bit is set (sent though empty)."""
+    kinds = np.zeros(len(src), dtype=np.int64)
+    return [Round(1 << bit, (Messages(src, dst, elements, reduce, pieced=False, kinds=kinds,
+                                      carries=_has_bit(number(segments), bit)),))
+            for bit in range((segments - 1).bit_length())]
 
 
 def _smallest_part(segments: int) -> Elements:
