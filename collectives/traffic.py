@@ -138,13 +138,16 @@ class Round:
     ranks' steps hold every message to its rounds closely enough that the lock-step
     stretch prices them (a chain's ReduceScatter and AllGather), save on a machine of
     alike links (flat), where they are played too, with the lock-step rounds after
-    them (a chain's ends run ahead of its inner ranks' shared ports)."""
+    them (a chain's ends run ahead of its inner ranks' shared ports).  A chain round that
+    ``waits`` only waits ``chain`` times at its slowest hop, crossing none (a chain's
+    later segments, at their own sizes, behind a first that crosses every hop)."""
 
     repeat: int
     messages: tuple[Messages, ...]
     chain: int = 0
     paced: bool = False
     held: bool = False
+    waits: bool = False
 
     def __repr__(self) -> str:
         kind = f"chain of {self.chain} segments" if self.chain else f"x{self.repeat}"

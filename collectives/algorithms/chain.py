@@ -120,9 +120,10 @@ def traffic(collective: str, q: int, root: int = 0, segments: int = 1) -> list[R
     behind, at the pace of the slowest hop, at its own size: of ``count = b S + e``
     elements (``S = segments``), the segments are ``e`` of ``b + 1`` elements then
     ``S - e`` of ``b``, each sent though empty (it costs its latency).  So the later
-    segments are ``S - 1`` rounds of every hop, so many of the largest and the rest of
-    ``b`` elements, each number told by its bits: rounds of ``2**j`` repeats that carry
-    something where bit ``j`` of it is set (:attr:`collectives.traffic.Messages.kinds`)::
+    segments are ``S - 1`` waits at the slowest hop, so many of the largest and the
+    rest of ``b`` elements, each number told by its bits: chain rounds that wait
+    ``2**j`` times (``Round.waits``) and carry something where bit ``j`` of it is set
+    (:attr:`collectives.traffic.Messages.kinds`)::
 
         T = (q - 1) t(b + [e > 0]) + sum over k = 2..S of t(size of segment k)
 
@@ -155,12 +156,14 @@ def traffic(collective: str, q: int, root: int = 0, segments: int = 1) -> list[R
 
 def _later_rounds(src: np.ndarray, dst: np.ndarray, reduce: bool, segments: int,
                   elements: Elements, number: Callable[[int], Elements]) -> list[Round]:
-    """Lock-step rounds of every hop (``src -> dst``) at ``elements``, so many at each
-    count as ``number(segments)`` says: a round of ``2**j`` repeats per bit ``j`` of the
-    most, carrying something where that bit is set (sent though empty)."""
+    """Waits at the slowest hop (``src -> dst``) of segments of ``elements``, so many at
+    each count as ``number(segments)`` says: a chain round that waits ``2**j`` times per
+    bit ``j`` of the most, carrying something where that bit is set (sent though
+    empty)."""
     kinds = np.zeros(len(src), dtype=np.int64)
-    return [Round(1 << bit, (Messages(src, dst, elements, reduce, pieced=False, kinds=kinds,
-                                      carries=_has_bit(number(segments), bit)),))
+    return [Round(1, (Messages(src, dst, elements, reduce, pieced=False, kinds=kinds,
+                               carries=_has_bit(number(segments), bit)),),
+                  chain=1 << bit, waits=True)
             for bit in range((segments - 1).bit_length())]
 
 
