@@ -95,9 +95,10 @@ class Messages:
     carries : callable or None
         With ``kinds``, element counts of the vector (array) -> whether a message of
         each kind carries anything at each (kinds x counts bools): one that carries
-        nothing is left out where ``skip_empty``, though its class's largest carries
-        something (a tree AllGather's messages cut from its segments at a few
-        elements, where most blocks hold one or none).
+        nothing is left out, though its class's largest carries something (a tree
+        AllGather's messages cut from its segments at a few elements, where most
+        blocks hold one or none; a chain Broadcast's later segments, in rounds that
+        repeat so many times as a bit of their number is worth, where it is set).
     """
 
     src: np.ndarray
@@ -137,13 +138,16 @@ class Round:
     ranks' steps hold every message to its rounds closely enough that the lock-step
     stretch prices them (a chain's ReduceScatter and AllGather), save on a machine of
     alike links (flat), where they are played too, with the lock-step rounds after
-    them (a chain's ends run ahead of its inner ranks' shared ports)."""
+    them (a chain's ends run ahead of its inner ranks' shared ports).  A chain round that
+    ``waits`` only waits ``chain`` times at its slowest hop, crossing none (a chain's
+    later segments, at their own sizes, behind a first that crosses every hop)."""
 
     repeat: int
     messages: tuple[Messages, ...]
     chain: int = 0
     paced: bool = False
     held: bool = False
+    waits: bool = False
 
     def __repr__(self) -> str:
         kind = f"chain of {self.chain} segments" if self.chain else f"x{self.repeat}"

@@ -16,7 +16,7 @@ least ``p - 1`` (enough to fill the chain) and at most ``count``.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from ..registry import Algorithm, Params, ompi_ids, register
 from ..rooted import check_root, real, virtual
 from ..rounds import lane, merge_lanes
 from ..schedule import Step, new_recv, new_send
-from ..traffic import Messages, Round, largest_part
+from ..traffic import Elements, Messages, Round, largest_part
 
 __all__ = ["ALGORITHM", "SEGMENTS_TRIED", "resolve_params", "rank_steps", "traffic",
            "candidates", "pieces"]
@@ -116,6 +116,17 @@ def traffic(collective: str, q: int, root: int = 0, segments: int = 1) -> list[R
     """The chain's messages (:mod:`collectives.traffic`): ``segments`` segments over its
     ``q - 1`` hops, one after another.
 
+    The first segment (the largest) crosses every hop; each later one follows it a hop
+    behind, at the pace of the slowest hop, at its own size: of ``count = b S + e``
+    elements (``S = segments``), the segments are ``e`` of ``b + 1`` elements then
+    ``S - e`` of ``b``, each sent though empty (it costs its latency).  So the later
+    segments are ``S - 1`` waits at the slowest hop, so many of the largest and the
+    rest of ``b`` elements, each number told by its bits: chain rounds that wait
+    ``2**j`` times (``Round.waits``) and carry something where bit ``j`` of it is set
+    (:attr:`collectives.traffic.Messages.kinds`)::
+
+        T = (q - 1) t(b + [e > 0]) + sum over k = 2..S of t(size of segment k)
+
     Parameters
     ----------
     collective : {"broadcast", "reduce"}
@@ -135,8 +146,56 @@ def traffic(collective: str, q: int, root: int = 0, segments: int = 1) -> list[R
     near, far = (v + root) % q, (v + 1 + root) % q
     reduce = collective == "reduce"
     src, dst = (far, near) if reduce else (near, far)
-    hops = Messages(src, dst, largest_part(segments), reduce, pieced=False, skip_empty=True)
-    return [Round(1, (hops,), chain=segments)]
+    largest = largest_part(segments)
+    first = Round(1, (Messages(src, dst, largest, reduce, pieced=False, skip_empty=True),),
+                  chain=1)
+    return [first, *_later_rounds(src, dst, reduce, segments, largest, _later_largest),
+            *_later_rounds(src, dst, reduce, segments, _smallest_part(segments),
+                           _later_smaller)]
+
+
+def _later_rounds(src: np.ndarray, dst: np.ndarray, reduce: bool, segments: int,
+                  elements: Elements, number: Callable[[int], Elements]) -> list[Round]:
+    """Waits at the slowest hop (``src -> dst``) of segments of ``elements``, so many at
+    each count as ``number(segments)`` says: a chain round that waits ``2**j`` times per
+    bit ``j`` of the most, carrying something where that bit is set (sent though
+    empty)."""
+    kinds = np.zeros(len(src), dtype=np.int64)
+    return [Round(1, (Messages(src, dst, elements, reduce, pieced=False, kinds=kinds,
+                               carries=_has_bit(number(segments), bit)),),
+                  chain=1 << bit, waits=True)
+            for bit in range((segments - 1).bit_length())]
+
+
+def _smallest_part(segments: int) -> Elements:
+    """Elements of the smallest of ``segments`` near-equal parts of the vector."""
+    def elements(count: np.ndarray) -> np.ndarray:
+        return count // segments
+    return elements
+
+
+def _later_largest(segments: int) -> Elements:
+    """How many of the segments after the first are of the largest part's size: all
+    where the parts are equal, else those one element larger but the first."""
+    def number(count: np.ndarray) -> np.ndarray:
+        extra = count % segments
+        return np.where(extra > 0, extra - 1, segments - 1)
+    return number
+
+
+def _later_smaller(segments: int) -> Elements:
+    """How many of the segments after the first are one element smaller than the
+    largest (:func:`_later_largest`: the others)."""
+    def number(count: np.ndarray) -> np.ndarray:
+        return segments - 1 - _later_largest(segments)(count)
+    return number
+
+
+def _has_bit(number: Elements, bit: int) -> Elements:
+    """Whether bit ``bit`` of ``number`` is set at each count (one kind x counts)."""
+    def carries(count: np.ndarray) -> np.ndarray:
+        return ((number(count) >> bit) & 1).astype(bool)[None, :]
+    return carries
 
 
 def candidates(collective: str, channels: int, ranks_per_node: int | None) -> tuple[Params, ...]:

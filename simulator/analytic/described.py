@@ -22,7 +22,8 @@ from .layout import _layout, _span
 class _Described:
     """A description on one machine's orders: its :class:`_Layout`, every class's
     messages, and per block its coefficients of the slowest message and of the chain's
-    crossing (a chain's: its hops once, its slowest ``chain - 1`` times; ``repeat``
+    crossing (a chain's: its hops once, its slowest ``chain - 1`` times, or ``chain``
+    times and no crossing where it only waits; ``repeat``
     rounds: their slowest); with ``groups`` of orders, every class's group (its
     messages are of the group's count)."""
 
@@ -39,7 +40,7 @@ class _Described:
         self.group = np.array([c % many for _, _, owners in layout.blocks for c in owners],
                               dtype=np.int64)
         coefficients = [{"repeat": (0 if r.paced else r.repeat, 0.0),
-                         "chain": (r.chain - 1, 1.0)}[role]
+                         "chain": (r.chain, 0.0) if r.waits else (r.chain - 1, 1.0)}[role]
                         for r, role in ((rounds[i], role) for i, role, _ in layout.blocks)]
         self.slow = np.array([c[0] for c in coefficients], dtype=float)
         self.span = _span(rounds)
@@ -122,7 +123,7 @@ class _Described:
         if silent:
             sent = sent & (counts[group] > 0)
         for carries, g, rows in self.carries:  # a message that carries nothing is not sent
-            sent[rows] &= carries(counts[g])[layout.row_kind[rows]] | ~skip_empty[rows]
+            sent[rows] &= carries(counts[g])[layout.row_kind[rows]]
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
         own = nbytes if runs is None else runs[1][layout.row_class]
