@@ -133,7 +133,8 @@ def _extended(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     """Whether the paced ``rounds`` on ``orders`` are priced from shorter chains
     (:func:`_shortened`): held, on channels of one order of a machine of alike links,
     past the play's budgets (:func:`_played`, as :func:`_unheld` plays them)."""
-    return len(set(orders)) == 1 and _is_held(rounds) and len(_link_classes(topology)[1]) == 1 \
+    return _is_held(rounds) and len(_link_classes(topology)[1]) == 1 \
+        and all(order == orders[0] for order in orders) \
         and not _played(topology, orders, list(_unheld(tuple(rounds))))
 
 
