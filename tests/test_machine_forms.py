@@ -504,6 +504,29 @@ def test_chain_past_the_play_plays_short_chains_only() -> None:
     assert played and max(played) <= (2 + analytic.CHAIN_RATIO) * edge + 2 * 8
 
 
+#: chains over 8 channels of one order on default_flat(200), one segment, past the
+#: play's budgets (their hops over every channel): (collective, counts), each off while
+#: held to the lock-step stretch (ReduceScatter at ``1 << 20`` +2.2e-3; AllGather at 1
+#: +1.3e-4, 4,099 +6.6e-5)
+LONG_CHANNEL_CHAINS = [("reduce_scatter", (1 << 20,)), ("allgather", (1, 4099))]
+
+
+@pytest.mark.parametrize("collective, counts", LONG_CHANNEL_CHAINS)
+def test_chain_over_channels_past_the_play_is_priced_from_shorter_chains(
+        collective: str, counts: tuple[int, ...]) -> None:
+    """A chain over 8 channels of one order past the play's budgets: priced from chains
+    of fewer ranks over the same channels, each channel holding its part of the same
+    blocks (:func:`simulator.analytic.pricing._shortened`); exact."""
+    flat = topology.default_flat(200)
+    params = {"segments": 1, "channels": 8}
+    rounds = tuple(describe(collective, "pipeline", 200, (("segments", 1),)))
+    assert analytic.budgets._extended(flat, (tuple(range(200)),) * 8, list(rounds))
+    for count in counts:
+        simulated = _simulated(collective, "pipeline", flat, 4 * count, params)
+        assert machine_cost(collective, "pipeline", flat, 4 * count, **params) == \
+            pytest.approx(simulated, rel=1e-9), count
+
+
 #: chains on default_flat past ``UNHELD_RANKS`` (32) over several channels of one order:
 #: (ranks, channels, segments, count), each off by more than 1e-9 while each port's
 #: queue was played on its own (its ports carry 2 x channels messages, not filled):

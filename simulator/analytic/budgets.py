@@ -93,8 +93,9 @@ FAR_GROUP_RANKS = 1 << 10
 #: CPU s (the max-min fill's events: 24.5 s a table), on ``default_flat(100)`` 0.06 ->
 #: 1.1 s
 UNHELD_RANKS = 32
-#: on a machine of alike links, held paced rounds on one order past the play's budgets
-#: (a chain's ReduceScatter and AllGather, ``default_flat(256)`` at 8 segments) are
+#: on a machine of alike links, held paced rounds on one order (over one channel or
+#: several) past the play's budgets (a chain's ReduceScatter and AllGather,
+#: ``default_flat(256)`` at 8 segments, ``default_flat(200)`` over 8 channels) are
 #: priced from chains of fewer ranks, each played (:func:`_shortened`): the shorter
 #: side (the ranks whose blocks are one element larger, or the others) and the two
 #: sides' difference, each past so many ranks, are taken as a line whose slope two
@@ -130,9 +131,10 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
 
 def _extended(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     """Whether the paced ``rounds`` on ``orders`` are priced from shorter chains
-    (:func:`_shortened`): held, on one order of a machine of alike links, past the
-    play's budgets (:func:`_played`, as :func:`_unheld` plays them)."""
-    return len(orders) == 1 and _is_held(rounds) and len(_link_classes(topology)[1]) == 1 \
+    (:func:`_shortened`): held, on channels of one order of a machine of alike links,
+    past the play's budgets (:func:`_played`, as :func:`_unheld` plays them)."""
+    return _is_held(rounds) and len(_link_classes(topology)[1]) == 1 \
+        and all(order == orders[0] for order in orders) \
         and not _played(topology, orders, list(_unheld(tuple(rounds))))
 
 

@@ -399,7 +399,7 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...],
     (cached); held paced rounds played (:func:`_unheld`): on a machine of alike links
     where every rank is played (:func:`_played`), filled up to :data:`UNHELD_RANKS`
     ranks, past that where each port carries at most two of a round's messages, else
-    each port's queue on its own (past the play's budgets, on one order, from
+    each port's queue on its own (past the play's budgets, on channels of one order, from
     shorter chains, :func:`_shortened`, else held to the chain's front,
     :func:`_front`); elsewhere where every rank is sampled and messages of
     different rounds may meet on a link (:func:`_crossed_links`), which the lock-step

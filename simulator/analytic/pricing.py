@@ -63,7 +63,9 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     :class:`_Flow` plays (it is shared by the descriptions of the same positions, at
     every count where they resolve alike) are played once for every protocol and
     description.  ``held``: ``orders`` are the channels' orders of the ranks' own
-    blocks, each position holding its rank's part (:func:`_holders`)."""
+    blocks, each position holding its rank's part (:func:`_holders`; a chain past the
+    play's budgets is priced from shorter ones, :func:`_shortened`, over several
+    channels where held, their vector the sum of their parts, :func:`_vectors`)."""
     q, sizes = len(orders[0]), counts.shape[1]
     if q < 2:
         return np.zeros((len(terms), sizes))
@@ -92,9 +94,10 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
         rounds = _merged(collective, algorithm, q, given, keys, holder, channels_played,
                          not alike)
-        if piece is None and not apart and _extended(topology, orders, list(rounds)):
-            shorter = _shortened(collective, algorithm, topology, terms, orders[0],
-                                 elements[0], ds, keys[0])
+        if not apart and (piece is None or held) and len(keys) == 1 \
+                and _extended(topology, orders, list(rounds)):
+            shorter = _shortened(collective, algorithm, topology, terms, orders,
+                                 _vectors(orders, counts)[at], ds, keys[0])
             if shorter is not None:
                 out[:, at] = shorter
                 continue
@@ -122,14 +125,25 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     return out
 
 
+def _vectors(orders: Orders, counts: np.ndarray) -> np.ndarray:
+    """The elements of the vector whose channels' parts (over ``orders``) are ``counts``
+    (orders x sizes, or a row: every order alike): their sum."""
+    return counts.sum(axis=0) if len(counts) == len(orders) else counts[0] * len(orders)
+
+
 def _shortened(collective: str, algorithm: str, topology: Any,
-               terms: Sequence[tuple[Any, ...]], order: tuple[int, ...], counts: np.ndarray,
+               terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
                ds: int, params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
-    """A chain's held paced rounds on ``order`` past the play's budgets
-    (:func:`_extended`) at ``counts`` elements under each of ``terms`` (protocols x
-    counts), its parameters resolved (``params``), from chains of fewer ranks of the
-    same blocks, each played as :func:`_unheld` plays it; None where they are past the
-    budgets too (the chain's front then, :func:`_front`).
+    """A chain's held paced rounds on ``orders`` (channels of one order) past the play's
+    budgets (:func:`_extended`) at ``counts`` elements of the vector under each of
+    ``terms`` (protocols x counts), its parameters resolved (``params``), from chains
+    of fewer ranks of the same blocks over as many channels, each channel its part of
+    them (:func:`_channel_parts`), each played as :func:`_unheld` plays it; None
+    where they are past the budgets too (the chain's front then, :func:`_front`).
+    Over channels a block's parts differ between its two sizes for one channel at
+    most, at the same first ranks (8 channels on ``default_flat(200)``, one segment,
+    held to the lock-step stretch: ReduceScatter at ``1 << 20`` elements +2.2e-3,
+    AllGather at 1 +1.3e-4; now within 1e-14).
 
     A chain of ``q`` ranks holds ``e = count % q`` blocks of ``s + 1`` elements, then
     ``f = q - e`` of ``s``.  Its time, played, is affine in the shorter side
@@ -165,7 +179,7 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     rank: its rounding decides).  Each of the deterministic ones is exact played whole
     (budgets raised: 0.3-2.3 CPU s a price on 256-512 ranks, growing with their
     square).  AllGather within 1.1e-13 at 180 cases (the front was up to +3.8e-4)."""
-    q = len(order)
+    q = len(orders[0])
     whole, larger = np.divmod(counts, q)
     lengths = np.stack([np.minimum(larger, q - larger), np.abs(q - 2 * larger)])
     cut = max(m.cut for r in _merged(collective, algorithm, q, params, (params,))
@@ -177,7 +191,7 @@ def _shortened(collective: str, algorithm: str, topology: Any,
         half = period // 2
         steps = np.array([[half if half % 2 == 0 else period], [period]])
         base = _based(q, lengths, steps, ray)
-        out = _extended_line(collective, algorithm, topology, terms, order, whole,
+        out = _extended_line(collective, algorithm, topology, terms, orders, whole,
                              larger <= q - larger, lengths, base, steps, ds, params)
         if out is not None:
             return out
@@ -219,7 +233,7 @@ def _along_ray(lengths: np.ndarray, shorter: np.ndarray, period: int) -> np.ndar
 
 
 def _extended_line(collective: str, algorithm: str, topology: Any,
-                   terms: Sequence[tuple[Any, ...]], order: tuple[int, ...],
+                   terms: Sequence[tuple[Any, ...]], orders: Orders,
                    whole: np.ndarray, first_shorter: np.ndarray, lengths: np.ndarray,
                    base: np.ndarray, steps: np.ndarray, ds: int,
                    params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
@@ -231,11 +245,11 @@ def _extended_line(collective: str, algorithm: str, topology: Any,
         shorter, apart = shape
         sides = np.where(first_shorter[at], [shorter, shorter + apart],
                          [shorter + apart, shorter])
-        return _chain_times(collective, algorithm, topology, terms, order, whole[at], sides,
+        return _chain_times(collective, algorithm, topology, terms, orders, whole[at], sides,
                             ds, params)
     # the longest chain first: none is played where one is past the budgets
     longest = _longest_chain(lengths, base, steps)
-    if _extended(topology, _interned((order[:longest],)),
+    if _extended(topology, _interned(tuple(order[:longest] for order in orders)),
                  list(_merged(collective, algorithm, longest, params, (params,)))):
         return None
     first = played(base, np.ones(len(whole), dtype=bool))
@@ -268,24 +282,27 @@ def _longest_chain(lengths: np.ndarray, base: np.ndarray, steps: np.ndarray) -> 
 
 
 def _chain_times(collective: str, algorithm: str, topology: Any,
-                 terms: Sequence[tuple[Any, ...]], order: tuple[int, ...], whole: np.ndarray,
+                 terms: Sequence[tuple[Any, ...]], orders: Orders, whole: np.ndarray,
                  sides: np.ndarray, ds: int,
                  params: tuple[tuple[str, Any], ...]) -> np.ndarray | None:
-    """Chains of the first ranks of ``order`` holding ``sides`` (2 x counts) blocks of
-    ``whole + 1`` and of ``whole`` elements, each played (:func:`_flat_time`), at each
+    """Chains of the first ranks of ``orders`` holding ``sides`` (2 x counts) blocks of
+    ``whole + 1`` and of ``whole`` elements, each channel its part of them
+    (:func:`_channel_parts`), each played (:func:`_flat_time`), at each
     count under each of ``terms`` (protocols x counts); None where one is past the
     play's budgets."""
     lengths = sides.sum(axis=0)
     out = np.empty((len(terms), len(lengths)))
     for length in np.unique(lengths).tolist():
-        short = _interned((order[:length],))  # a description is cached by its orders
+        # a description is cached by its orders
+        short = _interned(tuple(order[:length] for order in orders))
         if _extended(topology, short, list(_merged(collective, algorithm, length, params,
                                                    (params,)))):
             return None
         at = lengths == length
-        out[:, at] = _flat_time(collective, algorithm, topology, terms, short,
-                                (whole[at] * length + sides[0, at])[None, :], ds,
-                                dict(params), None)
+        parts, piece = _channel_parts(collective, topology, short,
+                                      whole[at] * length + sides[0, at], ds)
+        out[:, at] = _flat_time(collective, algorithm, topology, terms, short, parts, ds,
+                                dict(params), piece, held=True)
     return out
 
 
