@@ -101,9 +101,6 @@ def ring_order(topology: Topology) -> tuple[int, ...]:
     if not isinstance(topology, Topology):
         raise TypeError(f"topology={brief(topology)} is not allowed; it must be a Topology")
 
-    def cost(a: int, b: int) -> tuple[int, float]:
-        return topology.hops(a, b), topology.alpha(a, b)
-
     groups = node_groups(topology)
     start = groups[0][0]
     to_start = topology.costs(start, reverse=True)
@@ -116,25 +113,30 @@ def ring_order(topology: Topology) -> tuple[int, ...]:
             entry = start
         rest = [r for r in group if r != entry]
         if not rest or len(groups) == 1:
-            order += [entry, *_nearest_first(entry, rest, cost)]
+            order += [entry, *_nearest_first(entry, rest, topology.costs)]
             continue
         if i == len(groups) - 1:  # close the ring: leave from the rank nearest the start
             exit_rank = min(rest, key=lambda r: (to_start[r], -r))
         else:  # keep the start's neighbours free for the last node
             exit_rank = max(rest, key=lambda r: (to_start[r], r))
         middle = [r for r in rest if r != exit_rank]
-        order += [entry, *_nearest_first(entry, middle, cost), exit_rank]
+        order += [entry, *_nearest_first(entry, middle, topology.costs), exit_rank]
     return tuple(order)
 
 
 def _nearest_first(first: int, ranks: Sequence[int],
-                   cost: Callable[[int, int], tuple[int, float]]) -> list[int]:
-    """Visit ``ranks`` from ``first``, each time the nearest one not yet visited."""
+                   costs: Callable[[int], Sequence[tuple[int, float]]]) -> list[int]:
+    """Visit ``ranks`` from ``first``, each time the nearest one not yet visited.
+
+    ``costs(a)`` is ``(hops, alpha)`` from rank ``a`` to every rank
+    (:meth:`Topology.costs`): one search a step, not a route per pair, which on a flat
+    machine of thousands of ranks would route (and cache) millions of pairs."""
     left = list(ranks)
     path: list[int] = []
     current = first
     while left:
-        current = min(left, key=lambda r: (cost(current, r), r))
+        row = costs(current)
+        current = min(left, key=lambda r: (row[r], r))
         left.remove(current)
         path.append(current)
     return path
