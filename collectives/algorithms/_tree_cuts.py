@@ -12,8 +12,9 @@ the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
 times the counts that class them times the channels' square are at most
 :data:`EXACT_CELLS`, on a machine of unlike links at :data:`UNLIKE_SEGMENTS` segments:
 :func:`played_exactly`; else, played there, each message in its own round, a class per
-share: :func:`each_carrying`), up to :data:`CUT_MESSAGES` at the parts' edges each class
-the most its messages cut (:func:`most_cut`), past that closed forms (:func:`by_share`).
+share, within :data:`CARRIED_CELLS`: :func:`each_carrying`), up to :data:`CUT_MESSAGES`
+at the parts' edges each class the most its messages cut (:func:`most_cut`), past that
+closed forms (:func:`by_share`).
 Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, each of
 those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
 the model leaves out the empty ones of a class that carries something, as the ranks'
@@ -38,10 +39,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "UNLIKE_SEGMENTS", "CUT_MESSAGES",
+__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "UNLIKE_SEGMENTS", "CARRIED_CELLS", "CUT_MESSAGES",
            "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
-           "classing_counts", "played_exactly", "each_message", "each_carrying", "most_cut",
-           "by_share",
+           "classing_counts", "played_exactly", "carried_each", "each_message", "each_carrying",
+           "most_cut", "by_share",
            "spilled_far"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
@@ -78,6 +79,12 @@ EXACT_CELLS = 1 << 20
 #: CPU s, 12 and 16 on 3 nodes 1.45 -> 1.7 s, fixing none of the scan's cases off 5%
 #: but 8 nodes' at 4 segments (+8.0%)
 UNLIKE_SEGMENTS = range(7, 11)
+#: on a machine of unlike links, where every rank is played past :func:`played_exactly`,
+#: the most messages times the counts :func:`spilled_far` reads them at
+#: (``S (q + S + 8) / 2``) up to which :func:`each_carrying` describes them:
+#: ``dgx_h100(8)`` at 16 segments is 1.6e6; hier's inner tree over 4 nodes' rails at 512
+#: segments (4.1e8) took the AllGather table there 1.4 -> 25 CPU s and 6.6 GB
+CARRIED_CELLS = 1 << 21
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and
@@ -202,6 +209,13 @@ def played_exactly(q: int, segments: int, messages: int, played: int, unlike: bo
     if unlike and segments not in UNLIKE_SEGMENTS:
         return False
     return 0 < messages * classing_counts(q, segments) * played ** 2 <= EXACT_CELLS
+
+
+def carried_each(q: int, segments: int, messages: int) -> bool:
+    """Whether ``messages`` on a machine of unlike links, every rank played, are each
+    described in its own round (:func:`each_carrying`): while they times the counts
+    :func:`spilled_far` reads them at are at most :data:`CARRIED_CELLS`."""
+    return messages * (segments * (q + segments + 8) // 2) <= CARRIED_CELLS
 
 
 def spilled_far(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray, ...],

@@ -105,7 +105,7 @@ from ..rounds import Lane, lane, merge_lanes
 from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part, nested_part
 from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, MASK_MESSAGES, Blocks,
-                         Carried, by_share, each_carrying, each_message, most_cut,
+                         Carried, by_share, carried_each, each_carrying, each_message, most_cut,
                          played_exactly, spilled_far)
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
@@ -821,8 +821,8 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     :func:`~collectives.algorithms._tree_cuts.played_exactly` (and every message
     further from a part's edge that carries something,
     :func:`~collectives.algorithms._tree_cuts.spilled_far`), else, played on a machine
-    of unlike links, by :func:`~collectives.algorithms._tree_cuts.each_carrying` up to
-    :data:`~collectives.algorithms._tree_cuts.CUT_MESSAGES` messages, else by
+    of unlike links, by :func:`~collectives.algorithms._tree_cuts.each_carrying` within
+    :func:`~collectives.algorithms._tree_cuts.carried_each`, else by
     :func:`~collectives.algorithms._tree_cuts.most_cut` up to
     :data:`~collectives.algorithms._tree_cuts.CUT_MESSAGES` at the edges, else by
     :func:`~collectives.algorithms._tree_cuts.by_share`.  Where ``holders`` are given the
@@ -846,7 +846,7 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
         cut = blocks()
         rounds = each_message(q, segment, segments, cut, runs,
                               spilled_far(q, segments, cut, runs, spill))
-    elif unlike and played and many <= CUT_MESSAGES:
+    elif unlike and played and carried_each(q, segments, many):
         cut = blocks()
         rounds = each_carrying(q, segment, segments, cut, runs,
                                spilled_far(q, segments, cut, runs, spill))
