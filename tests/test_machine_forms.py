@@ -976,6 +976,27 @@ def test_tree_allgather_one_element_segments_on_dgx_are_exact(nodes: int, count:
                         **params) == pytest.approx(simulated, rel=1e-9)
 
 
+#: the messages carrying something at a count, each in its own round, are the steps';
+#: each class is charged the most of its messages (one or two elements)
+EACH_CARRYING = 1e-3
+
+
+@pytest.mark.parametrize("segments, count", [(16, 49), (4, 17)])
+def test_tree_allgather_past_the_cells_on_eight_nodes_sends_the_steps_messages(
+        segments: int, count: int) -> None:
+    """dgx_h100(8), LL, one channel, past ``EXACT_CELLS`` and ``UNLIKE_SEGMENTS``: at a
+    few elements rounding moves the subtrees' parts by several segments, so the runs'
+    messages (a class per run and share) were sent in rounds several off the steps' and
+    where the steps send nothing (+8.6%, +8.0%); each message in its own round, saying
+    when it carries anything (``each_carrying``): within ``EACH_CARRYING`` (measured
+    2.2e-4 and 1.5e-4)."""
+    machine = topology.dgx_h100(8)
+    params = {"segments": segments, "channels": 1}
+    simulated = _simulated("allgather", "tree", machine, 4 * count, params, "LL")
+    assert machine_cost("allgather", "tree", machine, 4 * count, protocol="LL",
+                        **params) == pytest.approx(simulated, rel=EACH_CARRYING)
+
+
 #: (nodes, elements, channels, segments, protocol, tolerance): a tree AllGather over
 #: several channels at a few elements a rank: the channels' parts far apart or none (first
 #: seven), or the channel of unequal blocks (its part of the first ranks' one larger)

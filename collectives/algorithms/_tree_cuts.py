@@ -11,8 +11,10 @@ the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
 (:func:`each_message`; where every rank is played, past them too while the messages
 times the counts that class them times the channels' square are at most
 :data:`EXACT_CELLS`, on a machine of unlike links at :data:`UNLIKE_SEGMENTS` segments:
-:func:`played_exactly`), up to :data:`CUT_MESSAGES` at the parts' edges each class the
-most its messages cut (:func:`most_cut`), past that closed forms (:func:`by_share`).
+:func:`played_exactly`; else, played there, each message in its own round, a class per
+share, within :data:`CARRIED_CELLS`: :func:`each_carrying`), up to :data:`CUT_MESSAGES`
+at the parts' edges each class the most its messages cut (:func:`most_cut`), past that
+closed forms (:func:`by_share`).
 Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, each of
 those also says at which counts it carries anything (:meth:`_Cuts.carried`), so that
 the model leaves out the empty ones of a class that carries something, as the ranks'
@@ -37,9 +39,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "UNLIKE_SEGMENTS", "CUT_MESSAGES",
+__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "UNLIKE_SEGMENTS", "CARRIED_CELLS", "CUT_MESSAGES",
            "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
-           "classing_counts", "played_exactly", "each_message", "most_cut", "by_share",
+           "classing_counts", "played_exactly", "carried_each", "each_message", "each_carrying",
+           "most_cut", "by_share",
            "spilled_far"]
 
 #: AllGather's messages (a stream's segment each) up to which each carries what the
@@ -76,6 +79,12 @@ EXACT_CELLS = 1 << 20
 #: CPU s, 12 and 16 on 3 nodes 1.45 -> 1.7 s, fixing none of the scan's cases off 5%
 #: but 8 nodes' at 4 segments (+8.0%)
 UNLIKE_SEGMENTS = range(7, 11)
+#: on a machine of unlike links, where every rank is played past :func:`played_exactly`,
+#: the most messages times the counts :func:`spilled_far` reads them at
+#: (``S (q + S + 8) / 2``) up to which :func:`each_carrying` describes them:
+#: ``dgx_h100(8)`` at 16 segments is 1.6e6; hier's inner tree over 4 nodes' rails at 512
+#: segments (4.1e8) took the AllGather table there 1.4 -> 25 CPU s and 6.6 GB
+CARRIED_CELLS = 1 << 21
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and
@@ -154,6 +163,37 @@ def each_message(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: 
     return [sent, apart]
 
 
+def each_carrying(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int,
+                  blocks: Blocks, runs: tuple[np.ndarray, ...],
+                  spill: tuple[np.ndarray, np.ndarray]) -> list[Classes]:
+    """Every message (a segment of a run, and each segment at an edge and further out)
+    in its own round, a class per share of a segment (the spilled messages' none)
+    charged the most the steps cut of its messages, each message a row that says at
+    which counts it carries anything (:meth:`_Cuts.carried`): where rounding moves a
+    part's edges by several segments (a segment of one or two elements), the messages
+    that carry something are not the runs' but those the ranks' steps cut, in their
+    own rounds, at far less than :func:`each_message`'s cost (a class per share, not per
+    message).  ``dgx_h100(8)`` at 16 segments: 3 classes of 2,783 messages (at 49
+    elements 1,333 carry something, half one element and half two); :func:`most_cut`
+    there was +8.6% (messages in rounds several off the steps', and subtrees' runs that
+    carry nothing), this +2.2e-4, and :func:`each_message` exact but in 1,780 classes
+    (a price 1.1 CPU s).
+
+    Its parameters and what it returns are those of :func:`each_message` (``spill``
+    with the messages further out, :func:`spilled_far`), but its one paced round.
+    """
+    first, end, _, share = runs
+    edge, spilled = spill
+    cuts, streams, at = _segment_cuts(q, segments, blocks, runs, spill)
+    shares = np.concatenate([np.repeat(share, end - first), np.zeros(len(spilled), np.int64)])
+    streams, at = np.concatenate([streams, spilled]), np.concatenate([at, edge])
+    carries = cuts.carried(shares)
+    spilled_elements = _spill_of(segment, q, segments)
+    return [[(streams[g], at[g], at[g] + 1,
+              cuts.most(g, _share_of(segment, q * segments, k) if k else spilled_elements),
+              None, (g, carries)) for k, g in _grouped(shares)]]
+
+
 def classing_counts(q: int, segments: int) -> int:
     """How many counts, from 1, :func:`each_message` classes messages at (those of
     :meth:`_Cuts.settled`): ``2 S + P + 2 L``, ``P = 2 q S``, ``L = lcm(q, 2 S)``."""
@@ -169,6 +209,13 @@ def played_exactly(q: int, segments: int, messages: int, played: int, unlike: bo
     if unlike and segments not in UNLIKE_SEGMENTS:
         return False
     return 0 < messages * classing_counts(q, segments) * played ** 2 <= EXACT_CELLS
+
+
+def carried_each(q: int, segments: int, messages: int) -> bool:
+    """Whether ``messages`` on a machine of unlike links, every rank played, are each
+    described in its own round (:func:`each_carrying`): while they times the counts
+    :func:`spilled_far` reads them at are at most :data:`CARRIED_CELLS`."""
+    return messages * (segments * (q + segments + 8) // 2) <= CARRIED_CELLS
 
 
 def spilled_far(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray, ...],
@@ -651,3 +698,4 @@ def _near_equal(start: Any, stop: Any, parts: Any, index: Any) -> tuple[Any, Any
     size, extra = np.divmod(stop - start, parts)
     lo = start + index * size + np.minimum(index, extra)
     return lo, lo + size + (index < extra)
+

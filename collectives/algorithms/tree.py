@@ -105,8 +105,8 @@ from ..rounds import Lane, lane, merge_lanes
 from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part, nested_part
 from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, MASK_MESSAGES, Blocks,
-                         Carried, by_share, each_message, most_cut, played_exactly,
-                         spilled_far)
+                         Carried, by_share, carried_each, each_carrying, each_message, most_cut,
+                         played_exactly, spilled_far)
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
            "rank_lanes", "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks",
@@ -820,7 +820,9 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     over so many channels (on a machine of ``unlike`` links or not), within
     :func:`~collectives.algorithms._tree_cuts.played_exactly` (and every message
     further from a part's edge that carries something,
-    :func:`~collectives.algorithms._tree_cuts.spilled_far`), else by
+    :func:`~collectives.algorithms._tree_cuts.spilled_far`), else, played on a machine
+    of unlike links, by :func:`~collectives.algorithms._tree_cuts.each_carrying` within
+    :func:`~collectives.algorithms._tree_cuts.carried_each`, else by
     :func:`~collectives.algorithms._tree_cuts.most_cut` up to
     :data:`~collectives.algorithms._tree_cuts.CUT_MESSAGES` at the edges, else by
     :func:`~collectives.algorithms._tree_cuts.by_share`.  Where ``holders`` are given the
@@ -844,6 +846,10 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
         cut = blocks()
         rounds = each_message(q, segment, segments, cut, runs,
                               spilled_far(q, segments, cut, runs, spill))
+    elif unlike and played and carried_each(q, segments, many):
+        cut = blocks()
+        rounds = each_carrying(q, segment, segments, cut, runs,
+                               spilled_far(q, segments, cut, runs, spill))
     elif np.count_nonzero(share < q) + len(spill[0]) <= CUT_MESSAGES:
         rounds = most_cut(q, segment, segments, blocks(), start, runs, spill)
     else:
