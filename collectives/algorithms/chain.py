@@ -27,7 +27,7 @@ from ..registry import Algorithm, Params, ompi_ids, register
 from ..rooted import check_root, real, virtual
 from ..rounds import lane, merge_lanes
 from ..schedule import Step, new_recv, new_send
-from ..traffic import Elements, Messages, Round, largest_part
+from ..traffic import Elements, Messages, Round, largest_part, last_parts
 
 __all__ = ["ALGORITHM", "SEGMENTS_TRIED", "resolve_params", "rank_steps", "traffic",
            "candidates", "pieces"]
@@ -150,7 +150,7 @@ def traffic(collective: str, q: int, root: int = 0, segments: int = 1) -> list[R
     first = Round(1, (Messages(src, dst, largest, reduce, pieced=False, skip_empty=True),),
                   chain=1)
     return [first, *_later_rounds(src, dst, reduce, segments, largest, _later_largest),
-            *_later_rounds(src, dst, reduce, segments, _smallest_part(segments),
+            *_later_rounds(src, dst, reduce, segments, last_parts(segments, 1),
                            _later_smaller)]
 
 
@@ -165,13 +165,6 @@ def _later_rounds(src: np.ndarray, dst: np.ndarray, reduce: bool, segments: int,
                                carries=_has_bit(number(segments), bit)),),
                   chain=1 << bit, waits=True)
             for bit in range((segments - 1).bit_length())]
-
-
-def _smallest_part(segments: int) -> Elements:
-    """Elements of the smallest of ``segments`` near-equal parts of the vector."""
-    def elements(count: np.ndarray) -> np.ndarray:
-        return count // segments
-    return elements
 
 
 def _later_largest(segments: int) -> Elements:
