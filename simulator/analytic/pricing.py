@@ -608,8 +608,9 @@ def _resolved_apart(entry: Algorithm, collective: str, q: int, parts: np.ndarray
     """Per count (a column of ``parts``: elements of orders' vectors on ``q`` positions)
     whether they resolve ``entry``'s parameters for ``collective`` differently."""
     values, inverse = np.unique(parts, return_inverse=True)
-    keys = [_resolved(entry, collective, q, n, ()) for n in values.tolist()]
-    resolved = np.array([keys.index(key) for key in keys])[inverse].reshape(parts.shape)
+    numbers: dict[Any, int] = {}  # each distinct resolution numbered as it first comes
+    resolved = np.array([numbers.setdefault(_resolved(entry, collective, q, n, ()), len(numbers))
+                         for n in values.tolist()])[inverse].reshape(parts.shape)
     return resolved.min(axis=0) != resolved.max(axis=0)
 
 
