@@ -419,39 +419,21 @@ def subtree_ranks(tree: int, nranks: int, rank: int,
     return [(a * size, b * size + size - 1) for a, b in _flat_subtree(tree, nranks // size, node)]
 
 
-def _inside(lo: int, hi: int, ranges: Sequence[Range]) -> list[Range]:
-    """Parts of ``[lo, hi)`` inside the sorted disjoint ``ranges``."""
-    return [(max(lo, a), min(hi, b)) for a, b in ranges if max(lo, a) < min(hi, b)]
-
-
-def _outside(lo: int, hi: int, ranges: Sequence[Range]) -> list[Range]:
-    """Parts of ``[lo, hi)`` outside the sorted disjoint ``ranges``."""
-    pieces, cursor = [], lo
-    for a, b in _inside(lo, hi, ranges):
-        if a > cursor:
-            pieces.append((cursor, a))
-        cursor = b
-    if cursor < hi:
-        pieces.append((cursor, hi))
-    return pieces
-
-
-Pieces = Callable[[int, int, Sequence[Range]], list[Range]]
-
-
 @dataclass(frozen=True)
 class _Plan:
     """How one collective uses the trees: what moves each way and whether it reduces."""
 
-    up: Pieces | None  # None: whole segments (AllReduce); else the pieces of a segment
-    down: Pieces | None
+    # None: whole segments (AllReduce); else whether a segment's pieces are its parts
+    # outside the ranges given (a rank's own blocks), or inside them (:func:`_cut_segments`)
+    up: bool | None
+    down: bool | None
     up_reduce: bool
 
 
 _PLANS: dict[str, _Plan] = {
     "allreduce": _Plan(None, None, True),
     "reduce_scatter": _Plan(None, None, True),
-    "allgather": _Plan(_inside, _outside, False),
+    "allgather": _Plan(False, True, False),
 }
 
 
@@ -516,19 +498,20 @@ def _element_ranges(runs: Sequence[Range], blocks: Sequence[Range]) -> list[Rang
 
 
 def _edge_lanes(first_round: int, make: Callable[..., Op], peer: int,
-                segs: tuple[Sequence[int], Sequence[int]], pieces: Pieces | None,
+                segs: tuple[Sequence[int], Sequence[int]], outside: bool | None,
                 mine: Sequence[Range], *flags: bool) -> list[Lane]:
     """Operations with ``peer`` over one tree edge in one direction, one round per segment.
 
     ``make(peer, start, stop, *flags)`` makes each operation: one per segment when
-    ``pieces`` is None (whole segments), else one per range of ``pieces(start, stop,
-    mine)``; piece ``j`` of every segment goes in lane ``j``, so that a round lists a
-    segment's pieces in order. ``segs`` holds the segments' starts and stops.
+    ``outside`` is None (whole segments), else one per piece of the segment outside
+    (or inside) the ranges ``mine`` (:func:`_cut_segments`); piece ``j`` of every
+    segment goes in lane ``j``, so that a round lists a segment's pieces in order.
+    ``segs`` holds the segments' starts and stops.
     """
-    if pieces is None:
+    if outside is None:
         return [lane(first_round, make, peer, *segs, *flags)]
     starts, stops = _cut_segments(np.array(segs[0], dtype=np.int64),
-                                  np.array(segs[1], dtype=np.int64), mine, pieces is _outside)
+                                  np.array(segs[1], dtype=np.int64), mine, outside)
     # lane j holds the j-th piece of each segment (None where a segment has fewer)
     there = stops > starts
     place = np.where(there, np.cumsum(there, axis=1) - 1, -1)
@@ -551,10 +534,11 @@ def _or_none(has: np.ndarray, values: np.ndarray) -> tuple[int | None, ...]:
 
 def _cut_segments(lo: np.ndarray, hi: np.ndarray, ranges: Sequence[Range],
                   outside: bool) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_inside` (or :func:`_outside`) of every segment ``[lo[k], hi[k])`` at once:
-    row ``k`` holds segment ``k``'s candidate pieces in order, those with ``stop <=
-    start`` not pieces (inside, one per range; outside, the gap before each range's
-    part and the rest after the last)."""
+    """The parts of every segment ``[lo[k], hi[k])`` inside the sorted disjoint
+    ``ranges`` (or, where ``outside``, outside them) at once: row ``k`` holds segment
+    ``k``'s candidate pieces in order, those with ``stop <= start`` not pieces (inside,
+    one per range; outside, the gap before each range's part and the rest after the
+    last)."""
     a = np.array([r[0] for r in ranges], dtype=np.int64)
     b = np.array([r[1] for r in ranges], dtype=np.int64)
     starts = np.maximum(lo[:, None], a[None, :])
