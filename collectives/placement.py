@@ -85,6 +85,12 @@ class Placement:
         placement is asked for the ranges of every operation of its ranks)."""
         return tuple(accumulate(self.lengths, initial=0))
 
+    @cached_property
+    def _vstarts_array(self) -> np.ndarray:
+        """:attr:`_vstarts` as an array (made once: :meth:`range_lengths` is asked at
+        every rank's part)."""
+        return np.array(self._vstarts, dtype=np.int64)
+
     def ranges(self, start: int, stop: int) -> list[Range]:
         """Return the real ranges of virtual ``[start, stop)``, merged where they touch.
 
@@ -139,7 +145,7 @@ class Placement:
             cut = [self.ranges(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
             return (np.array([len(pieces) for pieces in cut], dtype=np.int64),
                     np.array([hi - lo for pieces in cut for lo, hi in pieces], dtype=np.int64))
-        vstarts = np.array(self._vstarts, dtype=np.int64)
+        vstarts = self._vstarts_array
         filled = starts < stops
         first = np.searchsorted(vstarts, starts, side="right") - 1
         last = np.searchsorted(vstarts, stops - 1, side="right") - 1

@@ -53,7 +53,8 @@ pairs with ``names(collective=...)``), ``params`` (its parameters' defaults),
 ``empty_sends`` (False where an empty vector sends nothing at all), ``held_by``
 (collectives whose ``traffic`` takes ``holders``, the rank whose block each position
 holds), ``played_by`` (collectives whose ``traffic`` takes ``played``: the channels
-whose every rank's messages are played, and ``unlike``: on a machine of unlike links) and ``channeled`` (False where it runs on one channel over the ranks in their own
+whose every rank's messages are played, and ``unlike``: on a machine of unlike links)
+and ``channeled`` (False where it runs on one channel over the ranks in their own
 order).
 """
 

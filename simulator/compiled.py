@@ -123,8 +123,8 @@ _LATENCY, _CAP, _SHARES = range(3)
 # that joins it clears it), bytes, summed caps of its flows, busy since, busy time,
 # bandwidth
 _LINK = np.dtype([("nflows", np.int64), ("head", np.int32), ("tail", np.int32),
-                  ("marked", np.int64), ("bytes", np.int64), ("load", np.float64), ("since", np.float64),
-                  ("busy", np.float64), ("bandwidth", np.float64)])
+                  ("marked", np.int64), ("bytes", np.int64), ("load", np.float64),
+                  ("since", np.float64), ("busy", np.float64), ("bandwidth", np.float64)])
 # LS, a record per link, read by the sharing only: seen (stamp), its place among the
 # binding links (-1: not binding)
 _LINK_SHARING = np.dtype([("seen", np.int64), ("binding", np.int64)])

@@ -278,10 +278,10 @@ def _alike(pieces: np.ndarray, starts: np.ndarray, before: np.ndarray) -> np.nda
     carry as much of each run of the buffer from the same element at every count: at
     each of the counts of ``pieces`` and ``starts`` (:meth:`_Cuts.settled`).  Classed
     by what each carries rather than by how its subtree's edges meet its segment,
-    messages whose edges differ but cut alike share a class (``default_flat(16)``, 8 segments: 195 classes -> 102; every
-    class costs the model a column of its links' profiles); by where too, since a
-    channel's vector lies in runs apart in the buffer, which cut a message where it
-    meets them (:attr:`collectives.traffic.Messages.cut_at`)."""
+    messages whose edges differ but cut alike share a class (``default_flat(16)``, 8
+    segments: 195 classes -> 102; every class costs the model a column of its links'
+    profiles); by where too, since a channel's vector lies in runs apart in the buffer,
+    which cut a message where it meets them (:attr:`collectives.traffic.Messages.cut_at`)."""
     flat = np.ascontiguousarray(np.concatenate(
         [before[:, None], np.concatenate([pieces, np.where(pieces > 0, starts, -1)],
                                          axis=1).reshape(len(pieces), -1)], axis=1))
@@ -698,4 +698,3 @@ def _near_equal(start: Any, stop: Any, parts: Any, index: Any) -> tuple[Any, Any
     size, extra = np.divmod(stop - start, parts)
     lo = start + index * size + np.minimum(index, extra)
     return lo, lo + size + (index < extra)
-
