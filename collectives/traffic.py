@@ -26,7 +26,7 @@ import numpy as np
 from .registry import algorithm as registered
 
 __all__ = ["Messages", "Round", "Phase", "describe", "largest_part", "last_parts",
-           "nested_part", "channel_counts", "channel_runs", "phase_counts"]
+           "window_part", "nested_part", "channel_counts", "channel_runs", "phase_counts"]
 
 #: counts (elements of the vector, one per size) -> elements of a class's largest message
 Elements = Callable[[np.ndarray], np.ndarray]
@@ -210,6 +210,21 @@ def last_parts(parts: int, units: int) -> Elements:
     def elements(count: np.ndarray) -> np.ndarray:
         size, extra = np.divmod(count, parts)
         return units * size + np.maximum(0, extra - (parts - units))
+    return elements
+
+
+def window_part(parts: int, lo: int, hi: int) -> Elements:
+    """Elements of parts ``lo`` to ``hi`` (not included) of the vector cut into ``parts``
+    near-equal parts (:func:`collectives.layout.split`: the first ones one larger).
+
+    Examples
+    --------
+    >>> window_part(6, 4, 6)(np.array([20, 3]))
+    array([6, 0])
+    """
+    def elements(count: np.ndarray) -> np.ndarray:
+        size, extra = np.divmod(count, parts)
+        return (hi - lo) * size + np.clip(extra - lo, 0, hi - lo)
     return elements
 
 

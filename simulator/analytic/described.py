@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
+
+from collectives.traffic import window_part
 
 from ..gpu import hidden_latency
 from .cache import _cached
@@ -534,16 +536,7 @@ def _by_window(messages: Any, q: int, sets: tuple[np.ndarray, np.ndarray] | None
         first = windows[which[mine[0]]]
         out.append(dataclasses.replace(
             messages, src=messages.src[mine], dst=messages.dst[mine],
-            elements=_window_part(q, *first.tolist()),
+            elements=window_part(q, *first.tolist()),
             windows=np.tile(first, (len(mine), 1)),
             rounds=None if messages.rounds is None else messages.rounds[mine]))
     return tuple(out)
-
-
-def _window_part(q: int, lo: int, hi: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Elements of blocks ``lo`` to ``hi`` (not included) of the vector cut into ``q``
-    near-equal blocks (:func:`collectives.layout.split`: the first ones one larger)."""
-    def elements(count: np.ndarray) -> np.ndarray:
-        size, extra = np.divmod(count, q)
-        return (hi - lo) * size + np.clip(extra - lo, 0, hi - lo)
-    return elements
