@@ -26,6 +26,7 @@ from .sample import SAMPLE_ALL_RANKS, Groups, Orders, _link_classes
 from .budgets import CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, NEAR_PARTS, _extended
 from .flow import _Flow
 from .described import _described, _window_parts
+from .crowded import _crowded
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -85,6 +86,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
                 for (groups, elements), holder in zip(grouped, holders)]
     out = np.zeros((len(terms), sizes))
     plays: dict[int, tuple[_Flow, list[tuple[int, np.ndarray, tuple[Any, ...]]]]] = {}
+    crowded: list[tuple[np.ndarray, np.ndarray]] = []
     for keys, groups, holder in dict.fromkeys(resolved):
         at = np.array([r == (keys, groups, holder) for r in resolved])
         taken = np.flatnonzero(at)
@@ -117,9 +119,16 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
             if inputs is not None and flow is not None:
                 plays.setdefault(id(flow), (flow, []))[1].extend(
                     (k, part, play) for k, play in enumerate(inputs))
+            if not alike and len(orders) == 1:
+                paced = _crowded(topology, orders[0], part_rounds, terms,
+                                 elements[0, columns], ds)
+                if paced is not None:
+                    crowded.append((part, paced))
     for flow, parts in plays.values():
         for (k, at, _), played in zip(parts, flow.played([play for _, _, play in parts])):
             out[k, at] += played
+    for part, paced in crowded:  # a chain's hops crowding the links they share
+        out[:, part] = np.maximum(out[:, part], paced)
     if not entry.empty_sends:  # an empty vector sends nothing
         out[:, (counts == 0).all(axis=0)] = 0.0
     return out
