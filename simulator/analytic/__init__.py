@@ -37,7 +37,9 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   alike links, elsewhere as transfers of its longest run, whose latency it pays).
 * **Rounds.**  A round lasts as long as its slowest message plus the receiver's reduction
   of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of
-  ``S`` segments takes the sum over its hops plus ``S - 1`` times its slowest hop; a
+  ``S`` segments takes the sum over its hops plus ``S - 1`` times its slowest hop (on a
+  machine of unlike links, at least the pace of the links its hops crowd, every hop
+  routed: :func:`_crowded`); a
   stretch of paced rounds (a pipeline's, a tree's over nodes) the sum over its rounds of
   the slowest message then in flight (:meth:`_Described._stretched`), or, where every
   rank is sampled or the paced rounds are few enough messages to route them all
@@ -103,7 +105,8 @@ the worst error against :func:`simulator.simulate` per algorithm.
 **Modules.**  :mod:`.pricing` (the entry points: orders, channel parts, phases),
 :mod:`.described` (a description priced at every size), :mod:`.layout` (its rounds
 routed and laid out), :mod:`.routing` (a round's messages routed into rows of alike
-ones), :mod:`.flow` (paced rounds played rank by rank), :mod:`.sharing` (messages
+ones), :mod:`.flow` (paced rounds played rank by rank), :mod:`.crowded` (a chain's
+hops crowding the links they share), :mod:`.sharing` (messages
 sharing links: fills and queues), :mod:`.units` (a cut class's transfers per run),
 :mod:`.budgets` (what is played, routed whole, stretched or held), :mod:`.sample`
 (which ranks are priced), :mod:`.cache` and :mod:`.arrays` (shared helpers).
