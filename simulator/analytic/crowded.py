@@ -62,9 +62,10 @@ def _crowded(topology: Any, order: tuple[int, ...], rounds: tuple[Any, ...],
     """Seconds of a pipelined chain (``rounds``: its first segment's crossing and its
     later segments' waits, :func:`_chain_hops`) on ``order`` at ``counts`` (elements,
     a row) under each of ``terms`` (as :meth:`_Described.time` takes them), where its
-    hops crowd a link they share (:func:`_paced`); None where none does, where the
-    rounds are not such a chain, or past :data:`WHOLE_MESSAGES` hops (each hop is
-    routed)."""
+    hops crowd a link they share (:func:`_paced`), -inf at a size where no link's hops'
+    bytes take it longer than the slowest hop alone; None where no link is shared,
+    where the rounds are not such a chain, or past :data:`WHOLE_MESSAGES` hops (each
+    hop is routed)."""
     chain = _chain_hops(rounds)
     if chain is None:
         return None
@@ -77,7 +78,7 @@ def _crowded(topology: Any, order: tuple[int, ...], rounds: tuple[Any, ...],
                               + ranks[hops.dst[along]])
     hop = np.repeat(np.arange(len(along)), lengths)
     taken, users = np.unique(links, return_counts=True)
-    crowded = taken[users > 1]
+    crowded, load = taken[users > 1], users[users > 1]
     if not len(crowded):
         return None
     on = np.isin(links, crowded)
@@ -96,7 +97,12 @@ def _crowded(topology: Any, order: tuple[int, ...], rounds: tuple[Any, ...],
             carried = size / rate
             alone = hidden_latency(delay, size, rate, slot, share) + carried \
                 + (gamma * size if hops.reduce and gamma else 0.0)
-            out[k, j] = _paced(alone, sharing, size / bandwidth[crowded], count)
+            per_link = size / bandwidth[crowded]
+            # a link that carries all its hops' bytes within a hop's time alone never
+            # paces the chain: the closed form is the simulator's (it prices the later
+            # segments at their own sizes, the fluid at the largest)
+            if (load * per_link).max() > alone.max():
+                out[k, j] = _paced(alone, sharing, per_link, count)
     return out
 
 
