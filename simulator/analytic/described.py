@@ -201,14 +201,14 @@ class _Described:
         rows, mine = pieces[0], nbytes[pieces[0]]
         row_class = self.layout.row_class[rows]
         own = own.copy()
-        if runs is not None:
-            own[rows] = np.where(self.pieced[row_class][:, None],
-                                 np.minimum(mine, piece[self.group[row_class]]), mine)
+        own[rows] = mine if runs is None or piece is None else \
+            np.where(self.pieced[row_class][:, None],
+                     np.minimum(mine, piece[self.group[row_class]]), mine)
+        if transfers is not None:
+            each = np.ones_like(mine)
+            np.divide(mine, own[rows], out=each, where=own[rows] > 0)
             transfers = transfers.copy()
-            transfers[rows] = 1.0
-            np.divide(mine, own[rows], out=transfers[rows], where=own[rows] > 0)
-        else:
-            own[rows] = mine
+            transfers[rows] = each
         # the class's own load as priced for a message of its largest bytes, less one of
         # them, plus the row's own message (where its class is on the link at all)
         cls_transfers, cls_own = (np.ones_like(sized), sized) if runs is None else runs
@@ -264,14 +264,14 @@ class _Described:
                                             for k in range(1, 5))
             w, e = _unit_runs(start, length, mine, self.positions, longest)
             weights[:, rows, 0], sizes[:, rows, 0] = w, e * ds
-        row_class = self.layout.row_class
+        row_class: Any = self.layout.row_class
         flow = self.layout.flow
         if pieces is not None:  # each of those rows its own message's runs
             weights, sizes = weights[:, row_class], sizes[:, row_class]
-            rows, nbytes, start = pieces
-            g = self.group[row_class[rows]]
+            told, nbytes, start = pieces
+            g = self.group[row_class[told]]
             w, e = _unit_runs(start, nbytes // ds, counts[g], self.positions, piece[g] // ds)
-            weights[:, rows, 0], sizes[:, rows, 0] = w, e * ds
+            weights[:, told, 0], sizes[:, told, 0] = w, e * ds
             row_class = slice(None)
         largest = np.where(weights > 0, sizes, 0.0).max(axis=0)[row_class]
         several = np.asarray((weights[1:] > 0).any(axis=0))[row_class]
