@@ -12,7 +12,9 @@ the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
 times the counts that class them times the channels' square are at most
 :data:`EXACT_CELLS`, on a machine of unlike links at :data:`UNLIKE_SEGMENTS` segments:
 :func:`played_exactly`; else, played there, each message in its own round, a class per
-share, within :data:`CARRIED_CELLS`: :func:`each_carrying`), up to :data:`CUT_MESSAGES`
+share, within :data:`CARRIED_CELLS`: :func:`each_carrying`; on a machine of alike links,
+played, each piece the ranks' steps send a row of its own size and start, within
+:data:`PIECE_MESSAGES`: :func:`each_piece`), up to :data:`CUT_MESSAGES`
 at the parts' edges each class the most its messages cut (:func:`most_cut`), past that
 closed forms (:func:`by_share`).
 Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, each of

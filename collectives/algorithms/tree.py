@@ -806,7 +806,10 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     further from a part's edge that carries something,
     :func:`~collectives.algorithms._tree_cuts.spilled_far`), else, played on a machine
     of unlike links, by :func:`~collectives.algorithms._tree_cuts.each_carrying` within
-    :func:`~collectives.algorithms._tree_cuts.carried_each`, else by
+    :func:`~collectives.algorithms._tree_cuts.carried_each`, played on a machine of alike
+    links (flat), each piece a row of its own size and start within
+    :data:`~collectives.algorithms._tree_cuts.PIECE_MESSAGES` messages times channels
+    (:func:`~collectives.algorithms._tree_cuts.each_piece`, :func:`_pieces_sent`), else by
     :func:`~collectives.algorithms._tree_cuts.most_cut` up to
     :data:`~collectives.algorithms._tree_cuts.CUT_MESSAGES` at the edges, else by
     :func:`~collectives.algorithms._tree_cuts.by_share`.  Where ``holders`` are given the
