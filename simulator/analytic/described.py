@@ -142,8 +142,9 @@ class _Described:
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
         smaller = self._smaller(counts, ds, sized, piece, pieced)
-        table = self._run_table(counts, ds, piece, pieces) if piece is not None and self._unit_runs_told(
-            apart, any(slot is not None for _, _, slot, _, _ in terms)) else None
+        table = self._run_table(counts, ds, piece, pieces) \
+            if piece is not None and self._unit_runs_told(
+                apart, any(slot is not None for _, _, slot, _, _ in terms)) else None
         out = np.empty((len(terms), counts.shape[1]))
         plays: list[tuple[Any, ...]] = []
         for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
