@@ -92,7 +92,10 @@ CARRIED_CELLS = 1 << 21
 #: :func:`played_exactly`, the most messages times the channels played up to which
 #: :func:`each_piece` describes each piece of each a row of its own: the play's own
 #: budget of messages (:data:`simulator.analytic.PLAY_MESSAGES`), past which it
-#: plays none
+#: plays none.  The play's fill then carries each piece's transfers per run: a price of
+#: ``default_flat(31)`` at 16 segments over 2 channels, 14 sizes, 0.47 -> 1.6 CPU s, of
+#: 48 ranks over 8 channels 3.5 -> 22 s; the AllGather table on ``default_flat(64)``
+#: about 1.4 -> 1.7 s and 127 -> 137 MB
 PIECE_MESSAGES = 1 << 14
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
