@@ -99,6 +99,15 @@ class Messages:
         AllGather's messages cut from its segments at a few elements, where most
         blocks hold one or none; a chain Broadcast's later segments, in rounds that
         repeat so many times as a bit of their number is worth, where it is set).
+    sizes : callable or None
+        With ``kinds``, element counts of the vector (array) -> the elements of each
+        kind's message and the element it starts at in the vector (each kinds x
+        counts), where each message is a kind of its own (a tree AllGather's pieces of
+        segments, each what the ranks' steps cut: :attr:`elements` is their most): the
+        model prices each at its own size, and, for a cut class of one unit
+        (:attr:`cut`), over the runs of the buffer it meets from its own start (not
+        ``cut_at``'s); a message of no elements is not sent.  None: each carries
+        ``elements``.
     """
 
     src: np.ndarray
@@ -117,6 +126,7 @@ class Messages:
     windows: np.ndarray | None = None
     kinds: np.ndarray | None = None
     carries: Elements | None = None
+    sizes: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
 
     def __repr__(self) -> str:
         return f"Messages({len(self.src)} messages, reduce={self.reduce})"

@@ -12,7 +12,9 @@ the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
 times the counts that class them times the channels' square are at most
 :data:`EXACT_CELLS`, on a machine of unlike links at :data:`UNLIKE_SEGMENTS` segments:
 :func:`played_exactly`; else, played there, each message in its own round, a class per
-share, within :data:`CARRIED_CELLS`: :func:`each_carrying`), up to :data:`CUT_MESSAGES`
+share, within :data:`CARRIED_CELLS`: :func:`each_carrying`; on a machine of alike links,
+played, each piece the ranks' steps send a row of its own size and start, within
+:data:`PIECE_MESSAGES`: :func:`each_piece`), up to :data:`CUT_MESSAGES`
 at the parts' edges each class the most its messages cut (:func:`most_cut`), past that
 closed forms (:func:`by_share`).
 Past :data:`EXACT_MESSAGES`, up to :data:`MASK_MESSAGES` at the parts' edges, each of
@@ -41,7 +43,8 @@ import numpy as np
 
 __all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "UNLIKE_SEGMENTS", "CARRIED_CELLS", "CUT_MESSAGES",
            "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
-           "classing_counts", "played_exactly", "carried_each", "each_message", "each_carrying",
+           "Pieced", "classing_counts", "played_exactly", "carried_each", "each_message",
+           "each_carrying", "each_piece", "PIECE_MESSAGES",
            "most_cut", "by_share",
            "spilled_far"]
 
@@ -85,6 +88,15 @@ UNLIKE_SEGMENTS = range(7, 11)
 #: ``dgx_h100(8)`` at 16 segments is 1.6e6; hier's inner tree over 4 nodes' rails at 512
 #: segments (4.1e8) took the AllGather table there 1.4 -> 25 CPU s and 6.6 GB
 CARRIED_CELLS = 1 << 21
+#: on a machine of alike links (flat), where every rank's messages are played past
+#: :func:`played_exactly`, the most messages times the channels played up to which
+#: :func:`each_piece` describes each piece of each a row of its own: the play's own
+#: budget of messages (:data:`simulator.analytic.PLAY_MESSAGES`), past which it
+#: plays none.  The play's fill then carries each piece's transfers per run: a price of
+#: ``default_flat(31)`` at 16 segments over 2 channels, 14 sizes, 0.47 -> 1.6 CPU s, of
+#: 48 ranks over 8 channels 3.5 -> 22 s; the AllGather table on ``default_flat(64)``
+#: about 1.4 -> 1.7 s and 127 -> 137 MB
+PIECE_MESSAGES = 1 << 14
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and
@@ -115,6 +127,10 @@ Carried = tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]
 #: the vector, where they are one a stream in one round and all start there (else
 #: None), and which of its messages carry something at which counts (None: all that
 #: the elements say)
+#: per message of a class its row (its own kind), and element counts of the vector ->
+#: each row's elements and the element it starts at in the vector (each rows x counts;
+#: :attr:`collectives.traffic.Messages.sizes`)
+Pieced = tuple[np.ndarray, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]]
 Classes = list[tuple[np.ndarray, np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray],
                      Callable[[np.ndarray], np.ndarray] | None, Carried | None]]
 
@@ -192,6 +208,47 @@ def each_carrying(q: int, segment: Callable[[np.ndarray], np.ndarray], segments:
     return [[(streams[g], at[g], at[g] + 1,
               cuts.most(g, _share_of(segment, q * segments, k) if k else spilled_elements),
               None, (g, carries)) for k, g in _grouped(shares)]]
+
+
+def each_piece(q: int, segments: int, blocks: Blocks, runs: tuple[np.ndarray, ...],
+               spill: tuple[np.ndarray, np.ndarray]
+               ) -> tuple[np.ndarray, np.ndarray, Pieced]:
+    """Every piece the ranks' steps send of every message (a stream's segment: of the
+    runs, at the edges and further out), each a row of its own with its own elements
+    and where it starts in the vector at every count (:meth:`_Cuts.pieced`): up what of
+    the segment each of the subtree's runs holds, down the segment's run before each of
+    them and after the last, each a transfer of its own in the simulator.  Where each
+    message is charged the most of a class (:func:`most_cut`), or cut runs of the buffer
+    from its class's start, a round's ports were shared unlike the steps'
+    (``default_flat(31)``, 2 channels, 16 segments, 65,537 elements: -6.6e-3); a row
+    per piece costs the model a row and a message of the play each, not a class (a
+    column of the links' profiles each, as :func:`each_message`'s).  Leaves out the
+    pieces that carry nothing at any count: those of a padded run, and of tree 1's run
+    of position 0 alone where it wraps (its block lies before tree 1's half).
+
+    Its parameters are those of :func:`each_message` (``spill`` with the messages
+    further out, :func:`spilled_far`).
+
+    Returns
+    -------
+    tuple
+        Per piece its stream and its segment, and its :data:`Pieced`.
+    """
+    cuts, streams, at = _segment_cuts(q, segments, blocks, runs, spill)
+    streams, at = np.concatenate([streams, spill[1]]), np.concatenate([at, spill[0]])
+    first, last = blocks[0], blocks[1]
+    edges, width = first.shape
+    edge = streams % edges
+    wraps = (edge >= edges // 2)[:, None] & (first[edge] == 0) & (last[edge] == 0)
+    held = (last[edge] >= first[edge]).sum(axis=1)[:, None]  # the padded runs come last
+    column = np.arange(width + 1)[None, :]
+    # up a piece per run of the subtree; down one before each and one after the last
+    # (the gap before the first padded run)
+    kept = ((column < held) & ~np.pad(wraps, ((0, 0), (0, 1)))) \
+        | ((column == held) & (streams >= edges)[:, None])
+    message, piece = np.nonzero(kept)
+    return streams[message], at[message], (np.arange(len(message)),
+                                           cuts.pieced(message, piece))
 
 
 def classing_counts(q: int, segments: int) -> int:
@@ -587,6 +644,18 @@ class _Cuts:
             carried |= pieces.any(axis=2)
             alike = _alike(pieces, starts, alike)
         return alike, carried
+
+    def pieced(self, rows: np.ndarray, pieces: np.ndarray
+               ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """Elements of run ``pieces[i]`` of message ``rows[i]`` (:meth:`_pieces`) and
+        where each starts in the vector, at any count (each pieces x counts)."""
+        def figures(count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            key = count.tobytes()
+            if key not in self.runs:  # kept for the model's next call at the same counts
+                self.runs = _remembered(self.runs, key, self._spans(slice(None), count))
+            start, elements = self.runs[key]
+            return elements[rows, pieces], start[rows, pieces]
+        return figures
 
     def run(self, row: int, piece: int) -> Callable[[np.ndarray], np.ndarray]:
         """Elements of run ``piece`` of message ``row`` (:meth:`_pieces`) at any count."""

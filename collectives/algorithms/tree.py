@@ -104,9 +104,9 @@ from ..registry import Algorithm, Params, ompi_ids, register, with_channels
 from ..rounds import Lane, lane, merge_lanes
 from ..schedule import BLOCK_COLLECTIVES, Op, Step, new_recv, new_send
 from ..traffic import Messages, Round, largest_part, nested_part
-from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, MASK_MESSAGES, Blocks,
-                         Carried, by_share, carried_each, each_carrying, each_message, most_cut,
-                         played_exactly, spilled_far)
+from ._tree_cuts import (CUT_MESSAGES, EXACT_MESSAGES, MASK_MESSAGES, PIECE_MESSAGES, Blocks,
+                         Carried, Pieced, by_share, carried_each, each_carrying, each_message,
+                         each_piece, most_cut, played_exactly, spilled_far)
 
 __all__ = ["ALGORITHM", "SEGMENT_ELEMENTS", "SEGMENTS_TRIED", "TreeNode", "resolve_params",
            "rank_lanes", "rank_steps", "tree_node", "tree_depth", "tree_layout", "subtree_ranks",
@@ -806,7 +806,10 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     further from a part's edge that carries something,
     :func:`~collectives.algorithms._tree_cuts.spilled_far`), else, played on a machine
     of unlike links, by :func:`~collectives.algorithms._tree_cuts.each_carrying` within
-    :func:`~collectives.algorithms._tree_cuts.carried_each`, else by
+    :func:`~collectives.algorithms._tree_cuts.carried_each`, played on a machine of alike
+    links (flat), each piece a row of its own size and start within
+    :data:`~collectives.algorithms._tree_cuts.PIECE_MESSAGES` messages times channels
+    (:func:`~collectives.algorithms._tree_cuts.each_piece`, :func:`_pieces_sent`), else by
     :func:`~collectives.algorithms._tree_cuts.most_cut` up to
     :data:`~collectives.algorithms._tree_cuts.CUT_MESSAGES` at the edges, else by
     :func:`~collectives.algorithms._tree_cuts.by_share`.  Where ``holders`` are given the
@@ -834,6 +837,10 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
         cut = blocks()
         rounds = each_carrying(q, segment, segments, cut, runs,
                                spilled_far(q, segments, cut, runs, spill))
+    elif played and not unlike and many * played <= PIECE_MESSAGES:
+        cut = blocks()
+        return [Round(1, (_pieces_sent(start, senders, receivers, each_piece(
+            q, segments, cut, runs, spilled_far(q, segments, cut, runs, spill))),), paced=True)]
     elif np.count_nonzero(share < q) + len(spill[0]) <= CUT_MESSAGES:
         rounds = most_cut(q, segment, segments, blocks(), start, runs, spill)
     else:
@@ -855,6 +862,25 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
 
     merged = tuple(messages(*group) for classes in rounds for group in classes)
     return [Round(1, merged, paced=True)] if merged else []
+
+
+def _pieces_sent(start: np.ndarray, senders: np.ndarray, receivers: np.ndarray,
+                 pieces: tuple[np.ndarray, np.ndarray, Pieced]) -> Messages:
+    """The pieces of :func:`~collectives.algorithms._tree_cuts.each_piece` (their
+    streams, segments and rows) as one class, each piece in the round of its segment
+    and a kind of its own, of its own elements from its own start (a cut class of one
+    unit: over the runs of the buffer it meets), the class's the most of theirs (at
+    most a segment)."""
+    streams, at, (rows, pieced) = pieces
+
+    def elements(count: np.ndarray) -> np.ndarray:
+        sizes = pieced(count)[0]
+        return sizes.max(axis=0) if len(sizes) else np.zeros_like(count)
+    begins = start[streams] + at
+    return Messages(senders[streams], receivers[streams], elements, False, skip_empty=True,
+                    rounds=np.column_stack([begins, begins + 1]), cut=1, cut_of=elements,
+                    cut_at=lambda count: pieced(count)[1].min(axis=0, initial=0),
+                    kinds=rows, sizes=pieced)
 
 
 @lru_cache(maxsize=64)

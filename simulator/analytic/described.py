@@ -31,7 +31,7 @@ class _Described:
 
     __slots__ = ("layout", "messages", "slow", "cross", "sizes", "class_size", "flags",
                  "span", "front", "cut", "cut_of", "blocks", "group", "pieced", "cut_at",
-                 "positions", "windows", "carries")
+                 "positions", "windows", "carries", "pieces")
 
     def __init__(self, topology: Any, orders: Orders, rounds: tuple[Any, ...],
                  groups: Groups, fill: int = FILL_MESSAGES) -> None:
@@ -88,6 +88,13 @@ class _Described:
                                  if c + 1 < len(layout.class_rows) else len(layout.row_class))
                 carries.setdefault((id(m.carries), g), (m.carries, g, []))[2].append(rows)
         self.carries = [(f, g, np.concatenate(rows)) for f, g, rows in carries.values()]
+        # the rows of classes whose every message is a kind of its own size and start
+        # (:attr:`Messages.sizes <collectives.traffic.Messages.sizes>`), by class
+        self.pieces = [(m.sizes, g, np.arange(layout.class_rows[c], layout.class_rows[c + 1]
+                                              if c + 1 < len(layout.class_rows)
+                                              else len(layout.row_class)))
+                       for c, (m, g) in enumerate(zip(self.messages, self.group.tolist()))
+                       if m.sizes is not None]
 
     def time(self, topology: Any, terms: Sequence[tuple[Any, ...]], counts: np.ndarray,
              ds: int, piece: np.ndarray | None, apart: int = 0,
@@ -111,6 +118,9 @@ class _Described:
         elements = np.array([size(counts[g]) for size, g in self.sizes], dtype=float) * ds
         sized = elements[self.class_size]
         nbytes = sized[layout.row_class]
+        pieces = self._pieced(counts, ds)
+        if pieces is not None:  # each row its own message's bytes
+            nbytes[pieces[0]] = pieces[1]
         group = self.group[layout.row_class]
         reduce, pieced, skip_empty = self.flags[:, 0], self.flags[:, 1] | bool(apart), \
             self.flags[:, 2]
@@ -121,6 +131,11 @@ class _Described:
         # transfer's share, not a message's (dgx_h100(64), LL, 64 MiB: -4.2% -> -0.4%)
         runs = self._runs(sized, piece, apart, counts, ds) if piece is not None else None
         shared = self._shared(sized, runs)
+        own = nbytes if runs is None else runs[1][layout.row_class]
+        transfers = None if runs is None else runs[0][layout.row_class]
+        if pieces is not None:
+            own, transfers = self._own_shares(pieces, nbytes, own, transfers, shared, piece,
+                                              sized, runs)
         sent = ~(skip_empty & (nbytes <= 0))
         if silent:
             sent = sent & (counts[group] > 0)
@@ -128,11 +143,10 @@ class _Described:
             sent[rows] &= carries(counts[g])[layout.row_kind[rows]]
         # a message over several runs of the buffer goes as a transfer per run, side by
         # side: each hides its latency behind its own bytes and is reduced on its own
-        own = nbytes if runs is None else runs[1][layout.row_class]
-        transfers = None if runs is None else runs[0][layout.row_class]
         smaller = self._smaller(counts, ds, sized, piece, pieced)
-        table = self._run_table(counts, ds, piece) if piece is not None and self._unit_runs_told(
-            apart, any(slot is not None for _, _, slot, _, _ in terms)) else None
+        table = self._run_table(counts, ds, piece, pieces) \
+            if piece is not None and self._unit_runs_told(
+                apart, any(slot is not None for _, _, slot, _, _ in terms)) else None
         out = np.empty((len(terms), counts.shape[1]))
         plays: list[tuple[Any, ...]] = []
         for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
@@ -163,7 +177,61 @@ class _Described:
         return self.cut_at is not None and flow is not None and \
             apart in (0, self.positions) and (flow.filled or slotted)
 
-    def _run_table(self, counts: np.ndarray, ds: int, piece: np.ndarray
+    def _pieced(self, counts: np.ndarray, ds: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The rows of classes whose every message is a kind of its own
+        (:attr:`Messages.sizes <collectives.traffic.Messages.sizes>`), their bytes and
+        the element each starts at in its group's vector (each rows x counts; None
+        where no class is)."""
+        if not self.pieces:
+            return None
+        kind = self.layout.row_kind
+        told = [(rows, *sizes(counts[g])) for sizes, g, rows in self.pieces]
+        return (np.concatenate([rows for rows, _, _ in told]),
+                np.concatenate([elements[kind[rows]] for rows, elements, _ in told]) * ds,
+                np.concatenate([start[kind[rows]] for rows, _, start in told]))
+
+    def _own_shares(self, pieces: tuple[np.ndarray, np.ndarray, np.ndarray],
+                    nbytes: np.ndarray, own: np.ndarray, transfers: np.ndarray | None,
+                    shared: np.ndarray, piece: np.ndarray | None, sized: np.ndarray,
+                    runs: tuple[np.ndarray, np.ndarray] | None
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``own`` (bytes per transfer) and ``transfers`` of the rows of ``pieces``
+        (:meth:`_pieced`) from their own ``nbytes`` (:meth:`_runs`' rule: a transfer
+        per run of ``piece`` bytes), and their ``shared`` time on their links (changed
+        in place): the row's own message at its own bytes, the others sharing the link
+        at their classes' (:meth:`_shared`)."""
+        rows, mine = pieces[0], nbytes[pieces[0]]
+        row_class = self.layout.row_class[rows]
+        own = own.copy()
+        own[rows] = mine if runs is None or piece is None else \
+            np.where(self.pieced[row_class][:, None],
+                     np.minimum(mine, piece[self.group[row_class]]), mine)
+        if transfers is not None:
+            each = np.ones_like(mine)
+            np.divide(mine, own[rows], out=each, where=own[rows] > 0)
+            transfers = transfers.copy()
+            transfers[rows] = each
+        # the class's own load as priced for a message of its largest bytes, less one of
+        # them, plus the row's own message (where its class is on the link at all)
+        cls_transfers, cls_own = (np.ones_like(sized), sized) if runs is None else runs
+        at = cls_transfers[row_class][:, None, :], cls_own[row_class][:, None, :]
+        counted = self._own_count(rows)[:, :, None]  # rows x links: its class's there
+        others = np.maximum(counted - 1, 0) * at[0] * np.minimum(at[1], own[rows][:, None, :])
+        shared[rows] = np.where(counted > 0, shared[rows] - counted * at[0] * at[1] + others
+                                + mine[:, None, :], shared[rows])
+        return own, transfers
+
+    def _own_count(self, rows: np.ndarray) -> np.ndarray:
+        """How many messages of each row's own class share each link of its route with
+        it, itself counted (rows x links; :meth:`_shared`'s profiles)."""
+        layout = self.layout
+        mine, theirs, many = layout.expanded.T
+        per_pair = np.add.reduceat(np.where(theirs == mine, many, 0), layout.pair_rows)
+        return per_pair[layout.pair[rows]]
+
+    def _run_table(self, counts: np.ndarray, ds: int, piece: np.ndarray,
+                   pieces: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
                    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray]:
         """Per row, per unit its messages carry (:attr:`Messages.cut
         <collectives.traffic.Messages.cut>`) and per count, the transfers it goes as,
@@ -199,10 +267,17 @@ class _Described:
                                             for k in range(1, 5))
             w, e = _unit_runs(start, length, mine, self.positions, longest)
             weights[:, rows, 0], sizes[:, rows, 0] = w, e * ds
-        row_class = self.layout.row_class
+        row_class: Any = self.layout.row_class
+        flow = self.layout.flow
+        if pieces is not None:  # each of those rows its own message's runs
+            weights, sizes = weights[:, row_class], sizes[:, row_class]
+            told, nbytes, start = pieces
+            g = self.group[row_class[told]]
+            w, e = _unit_runs(start, nbytes // ds, counts[g], self.positions, piece[g] // ds)
+            weights[:, told, 0], sizes[:, told, 0] = w, e * ds
+            row_class = slice(None)
         largest = np.where(weights > 0, sizes, 0.0).max(axis=0)[row_class]
         several = np.asarray((weights[1:] > 0).any(axis=0))[row_class]
-        flow = self.layout.flow
         if flow is None or not flow.filled:
             return None, None, largest, several
         return weights[:, row_class], sizes[:, row_class], largest, several

@@ -357,14 +357,29 @@ def _merged(collective: str, algorithm: str, q: int, given: tuple[tuple[str, Any
         return described[0]
     entry = registered(algorithm)
 
+    def own(counts: np.ndarray, key: tuple[tuple[str, Any], ...]) -> np.ndarray:
+        return np.array([_resolved(entry, collective, q, n, given) == key
+                         for n in counts.tolist()], dtype=bool)
+
     def masked(elements: Callable[[np.ndarray], np.ndarray],
                key: tuple[tuple[str, Any], ...]) -> Callable[[np.ndarray], np.ndarray]:
         def carried(counts: np.ndarray) -> np.ndarray:
-            own = [_resolved(entry, collective, q, n, given) == key for n in counts.tolist()]
-            return np.where(own, elements(counts), 0)
+            return np.where(own(counts, key), elements(counts), 0)
+        return carried
+
+    def masked_sizes(sizes: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None,
+                     key: tuple[tuple[str, Any], ...]
+                     ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+        if sizes is None:
+            return None
+
+        def carried(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            elements, start = sizes(counts)
+            return np.where(own(counts, key), elements, 0), start
         return carried
     return tuple(dataclasses.replace(r, messages=tuple(
-        dataclasses.replace(m, elements=masked(m.elements, keys[d])) for d, m in classes))
+        dataclasses.replace(m, elements=masked(m.elements, keys[d]),
+                            sizes=masked_sizes(m.sizes, keys[d])) for d, m in classes))
         for r, classes in merged)
 
 
