@@ -1226,6 +1226,18 @@ def test_hier_on_flat_is_exact_at_unequal_parts(collective: str) -> None:
                               rel=1e-9), (inner, count)
 
 
+def test_hier_reduce_scatter_rails_are_timed_each_on_its_own() -> None:
+    """``default_flat(24)``, nodes of 2 ranks, inner pipeline: where the rail of one
+    element more has the faster chain (217 and 4,099 elements), each rail's own sum is
+    the time, exact (the sum of the phases' slowest: +3.1e-5 and +1.8e-5)."""
+    flat = topology.default_flat(24)
+    params = {"ranks_per_node": 2, "inner": "pipeline"}
+    for count in (217, 4099):
+        assert machine_cost("reduce_scatter", "hier", flat, 4 * count, **params) == \
+            pytest.approx(_simulated("reduce_scatter", "hier", flat, 4 * count, params),
+                          rel=1e-9), count
+
+
 def test_a_round_within_the_budget_is_routed_whole_however_many_rounds(monkeypatch) -> None:
     """Two 16-node leaf groups joined by 8 spines: rhd's halving round across the spines
     is slowest on the spine link the most of its messages hash to, which the sample's
