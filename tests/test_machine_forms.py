@@ -1226,13 +1226,17 @@ def test_hier_on_flat_is_exact_at_unequal_parts(collective: str) -> None:
                               rel=1e-9), (inner, count)
 
 
-def test_hier_reduce_scatter_rails_are_timed_each_on_its_own() -> None:
-    """``default_flat(24)``, nodes of 2 ranks, inner pipeline: where the rail of one
-    element more has the faster chain (217 and 4,099 elements), each rail's own sum is
-    the time, exact (the sum of the phases' slowest: +3.1e-5 and +1.8e-5)."""
+@pytest.mark.parametrize("ranks_per_node, intra, counts",
+                         [(2, "ring", (217, 4099)), (2, "rhd", (217,)), (3, "ring", (364,))])
+def test_hier_reduce_scatter_rails_are_timed_each_on_its_own(
+        ranks_per_node: int, intra: str, counts: tuple[int, ...]) -> None:
+    """``default_flat(24)``, inner pipeline: where the rails of one element more have
+    the faster chain, each rail's own sum is the time, exact (the sum of the phases'
+    slowest: 2 ranks a node +3.1e-5 at 217 elements, +1.8e-5 at 4,099; 3 ranks a node
+    +2.6e-5 at 364)."""
     flat = topology.default_flat(24)
-    params = {"ranks_per_node": 2, "inner": "pipeline"}
-    for count in (217, 4099):
+    params = {"ranks_per_node": ranks_per_node, "inner": "pipeline", "intra": intra}
+    for count in counts:
         assert machine_cost("reduce_scatter", "hier", flat, 4 * count, **params) == \
             pytest.approx(_simulated("reduce_scatter", "hier", flat, 4 * count, params),
                           rel=1e-9), count
