@@ -441,12 +441,12 @@ OWN_PART_INTRA = frozenset({"ring", "rhd", "pipeline"})
 
 def _rails_apart_exact(phases: Sequence[Phase], topology: Any) -> bool:
     """Whether :func:`_rails_apart` prices hier's ReduceScatter ``phases``: on a machine
-    of alike links, where the node's phase is a ring, or of :data:`OWN_PART_INTRA` at 2
-    ranks a node (where :func:`_smaller_positions` was measured exact)."""
-    within = phases[0]
-    return len(_link_classes(topology)[1]) == 1 and (
-        within.algorithm == "ring"
-        or len(within.groups[0]) == 2 and within.algorithm in OWN_PART_INTRA)
+    of alike links and at least 2 ranks a node, where the node's phase is a ring, or of
+    :data:`OWN_PART_INTRA` at 2 ranks a node (where :func:`_smaller_positions` was
+    measured exact)."""
+    within, size = phases[0], len(phases[0].groups[0])
+    return len(_link_classes(topology)[1]) == 1 and size >= 2 and (
+        within.algorithm == "ring" or size == 2 and within.algorithm in OWN_PART_INTRA)
 
 
 def _rails_apart(phases: Sequence[Phase], topology: Any, terms: Sequence[tuple[Any, ...]],
