@@ -1245,6 +1245,23 @@ def test_hier_on_flat_is_exact_at_unequal_parts(collective: str) -> None:
                               rel=1e-9), (inner, count)
 
 
+@pytest.mark.parametrize("ranks_per_node, intra, counts",
+                         [(2, "ring", (217, 4099)), (2, "rhd", (217,)), (3, "ring", (364,)),
+                          (1, "ring", (7,)), (24, "ring", (7,))])
+def test_hier_reduce_scatter_rails_are_timed_each_on_its_own(
+        ranks_per_node: int, intra: str, counts: tuple[int, ...]) -> None:
+    """``default_flat(24)``, inner pipeline: where the rails of one element more have
+    the faster chain, each rail's own sum is the time, exact (the sum of the phases'
+    slowest: 2 ranks a node +3.1e-5 at 217 elements, +1.8e-5 at 4,099; 3 ranks a node
+    +2.6e-5 at 364); one node and nodes of one rank as before."""
+    flat = topology.default_flat(24)
+    params = {"ranks_per_node": ranks_per_node, "inner": "pipeline", "intra": intra}
+    for count in counts:
+        assert machine_cost("reduce_scatter", "hier", flat, 4 * count, **params) == \
+            pytest.approx(_simulated("reduce_scatter", "hier", flat, 4 * count, params),
+                          rel=1e-9), count
+
+
 def test_a_round_within_the_budget_is_routed_whole_however_many_rounds(monkeypatch) -> None:
     """Two 16-node leaf groups joined by 8 spines: rhd's halving round across the spines
     is slowest on the spine link the most of its messages hash to, which the sample's

@@ -18,7 +18,9 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   :data:`NEAR_PARTS` are each priced with every channel carrying it, the slowest taken
   (:func:`_unlike_time`); else the channels of equal parts at a size are a group, each class of a round a class per
   group priced at its group's part (:func:`_channel_groups`), the groups' rounds side by
-  side where their parts resolve other parameters (:func:`_merged`).  On every machine a
+  side where their parts resolve other parameters (:func:`_merged`).  Phases follow one
+  another, but hier's ReduceScatter on a machine of alike links, with a ring in the node
+  or at 2 ranks a node, is its slowest rail's own sum (:func:`_rails_apart`).  On every machine a
   message over several runs of the buffer shares its links as a transfer per run
   (:meth:`_Described._runs`), as the simulator's flows do.
 * **Messages on links.**  A round's classes of every channel and group are in flight
