@@ -1006,7 +1006,21 @@ def _arrive(a, b, now, gamma, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F
         _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MR, P, MF, PC,
                  F, D, free_slots, RT, hops, L, N, R)
     else:
-        _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
+        _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 1)
+
+
+@_njit(_nrt=False)
+def _arrived(a, count, b, now, PC, MF, R, trace_order, counters):
+    """Messages ``a`` to ``a + count - 1`` of route ``b >> 1`` arrived, twins that are not
+    their step's last at the sender (:func:`_twin`: their last one is still to arrive):
+    each completes a send, which completes no step, as :func:`_arrive` would."""
+    for t in range(a, a + count):
+        if len(MF):
+            MF[t, _ARRIVAL] = now
+        if len(trace_order):
+            trace_order[counters[_ARRIVED]] = t
+        counters[_ARRIVED] += 1
+    R[PC[b >> 1, _SRC]].pending -= count
 
 
 @_njit(_nrt=False)
@@ -1028,20 +1042,29 @@ def _run(gamma, overhead, fifo_slot, S, M, MR, P, MF, PC, RT, hops, L, R, HT, HE
             _flow_end(a, b, now, fifo_slot, HT, HE, counters, M, F, D, free_slots, RT,
                       hops, L, N)
         elif kind == _ARRIVE:  # b // _ONE messages from a on, of route b % _ONE >> 1
-            for i in range(b // _ONE):  # as the event engine's arrivals, one after another
+            count, b = b // _ONE, b % _ONE
+            if count > 1 and not overhead and b & 1 and gamma * (M[a] >> 1):
+                # twins that reduce: each arrival but the last completes a send of the
+                # sender's step and schedules the reduction, as one event for them all
+                _arrived(a, count - 1, b, now, PC, MF, R, trace_order, counters)
+                _push(HT, HE, counters, now + gamma * (M[a] >> 1), _OP_DONE, PC[b >> 1, _DST],
+                      count - 1)
+                a, count = a + count - 1, 1
+            for i in range(count):  # as the event engine's arrivals, one after another
                 counters[_LAST_STARTED] = -1
-                _arrive(a + i, b % _ONE, now, gamma, overhead, HT, HE, counters, S, M, MR, P,
+                _arrive(a + i, b, now, gamma, overhead, HT, HE, counters, S, M, MR, P,
                         MF, PC, F, D, free_slots, RT, hops, L, N, R, trace_order)
-        elif kind == _OP_DONE:
-            _op_done(a, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D, free_slots, RT,
-                     hops, L, N, R)
+        elif kind == _OP_DONE:  # b operations of rank a
+            for _ in range(b):
+                _op_done(a, now, overhead, HT, HE, counters, S, M, MR, P, MF, PC, F, D,
+                         free_slots, RT, hops, L, N, R)
         elif kind == _START:
             _start_transfer(a, b, now, HT, HE, counters, M, MF, F, D, free_slots, RT, hops,
                             L, N)
         elif kind == _RECEIVE_DONE:
             cost = gamma * (M[a] >> 1) if b & 1 else 0.0
             if cost:
-                _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 0)
+                _push(HT, HE, counters, now + cost, _OP_DONE, PC[b >> 1, _DST], 1)
             else:
                 _op_done(PC[b >> 1, _DST], now, overhead, HT, HE, counters, S, M, MR, P, MF, PC,
                          F, D, free_slots, RT, hops, L, N, R)

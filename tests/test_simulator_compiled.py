@@ -134,7 +134,7 @@ def test_a_cold_cache_compiles_once_and_says_so(monkeypatch, tmp_path) -> None:
                          text=True, check=True, timeout=120).stdout
     assert set(out.split()) == {"simulator.compiled._simulate"} | {
         f"simulator.flatten.{name}" for name in
-        ("_merge", "_end_keys", "_write_pairs", "_pair_messages")}
+        ("_merge", "_table_checks", "_end_keys", "_write_pairs", "_pair_messages")}
 
 
 _FIRST_RUNS = """
