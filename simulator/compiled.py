@@ -11,7 +11,12 @@ transfers.
 
 Its one departure: a transfer whose route has no link and no latency (two ranks placed
 on one device) arrives through an event at the same instant rather than inside the
-call that started it; times are the same.
+call that started it; times are the same.  Its one shortcut: twins, messages started one
+after another on one route with the same bytes and reduction (a tree's or rhd's pieces of
+a segment, one per rank's block), share one flow slot, one end and one arrival event
+(:func:`_twin`), which the event engine runs as the same events one after another: the
+sharing then gathers and fixes a slot rather than each message (8-channel tree
+ReduceScatter on 1,024 ranks: 4.5 messages a slot, its engine 3 times faster).
 
 State lives in a few arrays of rows, one row per link, rank, route hop or *flow slot*:
 two-dimensional arrays (the columns are named below) or, where a row holds integers and
@@ -99,8 +104,8 @@ _READY, _BEGIN, _ARRIVAL = range(3)
 # F, a record per flow slot (what starting and ending a flow read and write, in one row):
 # message (``2 * message + reduce``: the arrival's ``b`` without a look at M), route,
 # rate version (never reset: a stale end of the slot's earlier flows never matches), place
-# in the dirty list (-1: not dirty), the message's bytes, bytes left, rate, when the rate
-# was set
+# in the dirty list (-1: not dirty), the twins it holds (messages ``message >> 1`` on,
+# :func:`_twin`), each message's bytes, bytes left, rate, when the rate was set
 _SLOT = np.dtype([("message", np.int64), ("route", np.int64), ("version", np.int64),
                   ("dirty_at", np.int32), ("count", np.int32), ("bytes", np.int64),
                   ("left", np.float64), ("rate", np.float64), ("last", np.float64)])
@@ -108,10 +113,10 @@ _SLOT = np.dtype([("message", np.int64), ("route", np.int64), ("version", np.int
 # index there
 _SLOT_SHARING = np.dtype([("in_component", np.int64), ("index", np.int64)])
 # W, a record per flow of the component (the sharing's scratch, indexed by the flow's
-# place in the component, so that the filling reads dense rows, not slots, 32 bytes): the
+# place in the component, so that the filling reads dense rows, not slots, 40 bytes): the
 # rate being computed (-1 until fixed), flow slot, route, its binding links
-# (``E[first:end, _FLOW_LINKS]``); and two lists of places in the component (the search's
-# stack, the fixing order)
+# (``E[first:end, _FLOW_LINKS]``); two lists of places in the component (the search's
+# stack, the fixing order); the slot's flows (twins) and how many of them are fixed
 _COMPONENT_FLOW = np.dtype([("new_rate", np.float64), ("slot", np.int32), ("route", np.int32),
                             ("first", np.int32), ("end", np.int32), ("stack", np.int32),
                             ("order", np.int32), ("count", np.int32), ("fixed", np.int32)])
