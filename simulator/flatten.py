@@ -90,6 +90,7 @@ class FlatSchedule:
 
 _DTYPES = {"b": np.int8, "i": np.int32, "q": np.int64}  # by array typecode
 _INT32 = np.iinfo(np.int32)
+_INT32_LOW, _INT32_HIGH = int(_INT32.min), int(_INT32.max)  # as compiled code reads them
 
 #: the rounds laid out together, rank by rank (:attr:`FlatSchedule.steps`): a rank's next
 #: few steps lie in the line it reads, ranks that drift a few rounds apart (a pipeline's)
@@ -405,18 +406,31 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
         table.frombytes(rows.data.cast("B"))  # without a copy of its own
     read = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
     p = schedule.nranks
-    peers = read[read[:, 1] >= 0, 2]
-    if len(peers) and not 0 <= peers.min() <= peers.max() < p:
+    lengths = pool.array()
+    peers_known, fits = _table_checks(read, lengths, _GAP, p)
+    if not peers_known:
         raise ValueError(f"a peer is not one of the {p} ranks")
     # the heads' distances are below the entries, two per lane entry at most
     dtype = _steps_dtype(p) if 2 * int(read[:, 4].sum()) < _INT32.max else np.int64
-    lengths = pool.array()
-    real = lengths[lengths != _GAP]
-    fits = not len(real) or _INT32.min <= real.min() <= real.max() <= _INT32.max
     *columns, merged = _merge(_offsets(np.frombuffer(lanes_per_rank, dtype=np.int64)), read,
                               lengths, _GAP, np.empty(0, dtype=dtype),
                               np.empty(0, dtype=np.int32 if fits else np.int64))
     return (*columns, _narrowed(merged))
+
+
+@njit_once(entry=True)
+def _table_checks(table, pool, gap, p):
+    """Whether every lane of ``table`` (:func:`_lane_ends`) that sends or receives names a
+    peer among the ``p`` ranks, and whether every length of ``pool`` but gaps fits int32:
+    one pass over each, where NumPy's masks took a copy of each column (16 million lanes
+    of 8-channel rhd on 1,024 ranks: 0.6 s)."""
+    for i in range(len(table)):
+        if table[i, 1] >= 0 and not 0 <= table[i, 2] < p:
+            return False, False
+    for i in range(len(pool)):
+        if pool[i] != gap and not _INT32_LOW <= pool[i] <= _INT32_HIGH:
+            return True, False
+    return True, True
 
 
 @njit_once(entry=True)

@@ -134,7 +134,7 @@ def test_a_cold_cache_compiles_once_and_says_so(monkeypatch, tmp_path) -> None:
                          text=True, check=True, timeout=120).stdout
     assert set(out.split()) == {"simulator.compiled._simulate"} | {
         f"simulator.flatten.{name}" for name in
-        ("_merge", "_end_keys", "_write_pairs", "_pair_messages")}
+        ("_merge", "_table_checks", "_end_keys", "_write_pairs", "_pair_messages")}
 
 
 _FIRST_RUNS = """
@@ -378,3 +378,22 @@ def test_a_flow_held_by_its_own_slow_link_leaves_the_shared_link_to_the_other() 
     # r1: 128 B at 1 GB/s; r0: 128 B at 3 GB/s (its link's 4 less r1's 1); two hops each
     assert by_source[1] == pytest.approx(2 * ALPHA + 128 / 1e9)
     assert by_source[0] == pytest.approx(2 * ALPHA + 128 / 3e9)
+
+
+def test_twins_in_one_slot_change_no_result() -> None:
+    from simulator.compiled import run_compiled
+    from simulator.flatten import flatten
+    from simulator.gpu import gpu_terms
+
+    cluster, _ = gpu_terms(topology.dgx_h100(nodes=2), "Simple", "tree", 2)
+    for collective in ("reduce_scatter", "allgather"):  # a piece per rank's block: twins
+        schedule = build_schedule(collective, "tree", 16, (1 << 16) + 3, channels=2)
+        flat = flatten(schedule, cluster, 4)
+        assert flat is not None
+        both = [run_compiled(flat, 1e-12, 0.0, True, float(cluster.slot_bytes), twins=twins)
+                for twins in (True, False)]
+        count, finish, link_bytes, busy, (order, start, arrival) = both[0]
+        assert count == both[1][0] and (order == both[1][4][0]).all()
+        for mine, theirs in zip((finish, link_bytes, busy, start, arrival),
+                                (*both[1][1:4], *both[1][4][1:])):
+            assert mine.tobytes() == theirs.tobytes()
