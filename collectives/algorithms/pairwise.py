@@ -123,7 +123,7 @@ def distance_buckets(q: int, listed: bool) -> tuple[np.ndarray, np.ndarray]:
     --------
     >>> firsts, widths = distance_buckets(1000, False)
     >>> len(firsts), int(widths.sum()), int(firsts[64]), int(widths[64])
-    (256, 999, 65, 7)
+    (256, 999, 65, 6)
     """
     if listed or q - 1 <= 2 * NEAR_DISTANCES + FAR_BUCKETS:
         return np.arange(1, q), np.ones(max(q - 1, 0), dtype=np.int64)
