@@ -407,3 +407,36 @@ def test_nccl_alltoall_posts_the_blocks_mpi_alltoall_takes() -> None:
     vector = ([1, 0, 2], [0, 5, 1], [2, 2, 0], [4, 0, 9], ((0, 0, 0),) * 3)
     uneven = Call("alltoallv", np, np.dtype("float32"), 2, 2, None, None, None, 0, vector)
     assert _displacements(uneven, 3) == tuple(vector[:4])
+
+
+@pytest.mark.parametrize("algorithm", ["pairwise", "linear"])
+def test_alltoall_far_distances_bucketed(algorithm: str) -> None:
+    """Past the near distances, pairwise's and linear's descriptions hold a bounded number
+    of rounds (classes) standing for every distance (2,048 DGX nodes: 16,383 distances,
+    3.5 GB to price when listed), exact on a flat machine."""
+    from collectives.algorithms import pairwise
+    from collectives.traffic import describe
+    from simulator.analytic.pricing import _merged
+    rounds = describe("alltoall", algorithm, 1 << 14)
+    classes = [m for r in rounds for m in r.messages]
+    listed = 2 * pairwise.NEAR_DISTANCES + pairwise.FAR_BUCKETS
+    assert len(classes) == listed
+    one = np.ones(1, dtype=np.int64)
+    stood_for = sum(r.repeat * int(m.elements(one)[0]) for r in rounds for m in r.messages)
+    assert stood_for == (1 << 14) - 1
+    describe.cache_clear()
+    _merged.cache_clear()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(pairwise, "NEAR_DISTANCES", 2)
+            patch.setattr(pairwise, "FAR_BUCKETS", 3)
+            flat = topology.default_flat(13)
+            assert sum(len(r.messages) for r in describe("alltoall", algorithm, 13)) == 7
+            for count in (1, 97):
+                simulated = simulate(build_schedule("alltoall", algorithm, 13, count), flat,
+                                     trace=False).time_s
+                priced = price_one("alltoall", algorithm, flat, 4 * count * 13)
+                assert priced == pytest.approx(simulated, rel=1e-12), count
+    finally:
+        describe.cache_clear()
+        _merged.cache_clear()

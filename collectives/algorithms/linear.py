@@ -17,7 +17,7 @@ from ..layout import alltoall_blocks, peer_counts
 from ..registry import Algorithm, ompi_ids, one_candidate, register
 from ..schedule import Op, Step, new_recv, new_send
 from ..traffic import Messages, Round
-from .pairwise import largest_of, own_copy, resolve_params, working
+from .pairwise import distance_buckets, largest_of, own_copy, resolve_params, working
 
 __all__ = ["ALGORITHM", "resolve_params", "working", "rank_steps",
            "traffic"]
@@ -39,7 +39,11 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
 
 def traffic(collective: str, q: int,
             counts: tuple[tuple[int, ...], ...] | None = None) -> list[Round]:
-    """One round carrying every message, a class per distance (:mod:`collectives.traffic`).
+    """One round carrying every message, a class per distance (:mod:`collectives.traffic`);
+    past the near distances without ``counts``, a class per bucket of far distances
+    (:func:`~collectives.algorithms.pairwise.distance_buckets`), each rank sending
+    ``r + s`` (the bucket's first) the blocks of the bucket's width as one message: each
+    port carries the bytes it does (on a flat machine the time is the same).
 
     Parameters
     ----------
@@ -57,9 +61,18 @@ def traffic(collective: str, q: int,
     if q < 2:
         return []
     v = np.arange(q)
-    classes = tuple(Messages(v, (v + s) % q, largest_of(counts, np.stack([v, (v + s) % q], 1)),
-                             False, pieced=False) for s in range(1, q))
+    firsts, widths = distance_buckets(q, counts is not None)
+    classes = tuple(Messages(v, (v + s) % q, _blocks(largest_of(counts, v, (v + s) % q), width),
+                             False, pieced=False)
+                    for s, width in zip(firsts.tolist(), widths.tolist()))
     return [Round(1, classes)]
+
+
+def _blocks(elements: Any, width: int) -> Any:
+    """``elements`` of ``width`` blocks (one message for a bucket of distances)."""
+    if width == 1:
+        return elements
+    return lambda count: width * np.asarray(elements(count))
 
 
 ALGORITHM = register(Algorithm(
