@@ -10,10 +10,12 @@ before the root, and their hops run that many rounds' time apart from the others
 machine of unlike links the ring's hops that cross the network share the leaf's up links
 (``dgx_h100(28)``: 28 hops over 8 spines, 8 on one link of 196 GB/s for Simple), and the
 hops of a link that started apart carry their bytes apart: only those that started
-together crowd it (there 5 of the 8: the simulator's hop is 0.7% over its time alone,
-the lock-step's 15%, +8.7% on the whole at 64 MiB; now -2.7%).  Where a link's hops'
-bytes all together outlast a hop alone, the link cannot carry them apart and they
-crowd it together (``dgx_h100(24, spines=1)``: the lock-step is the simulator's).
+together crowd it in step (there 5 of the 8 at first: the simulator's step is 0.7% over
+a hop alone, the lock-step's 15%, +8.7% on the whole at 64 MiB; now -3.3%).  The
+latencies of hops out of step hide behind the others' bytes, so a step is no shorter
+than the busiest link's bytes of every hop, however they start (LL128 there: the 8 hops'
+bytes 13.3 us against 9.5 us a hop alone; the lock-step's step, the latency added, was
++5.6% on the whole, now -1.1%).
 """
 
 from __future__ import annotations
@@ -100,9 +102,10 @@ def _staggered(topology: Any, order: tuple[int, ...], rounds: tuple[Any, ...],
     """What the ring of ``rounds`` (a tree's rounds, then a ring: :func:`_tree_then_ring`)
     on ``order`` at ``counts`` (elements, a row) saves under each of ``terms`` (as
     :meth:`_Described.time` takes them) against the lock-step rounds (seconds, at most
-    0), its hops that start apart (:func:`_starts`) not crowding a link together:
+    0), its hops that start apart (:func:`_starts`) not crowding a link in step:
     ``q - 1`` times the slowest hop with every hop of its links beside it less the
-    slowest with only those that start with it; None where the rounds are not such, no
+    slowest with only those that start with it, or the busiest link's bytes of every
+    hop where that is longer; None where the rounds are not such, no
     link is shared, or past :data:`WHOLE_MESSAGES` messages (each is routed)."""
     shape = _tree_then_ring(rounds)
     if shape is None:
@@ -122,17 +125,16 @@ def _staggered(topology: Any, order: tuple[int, ...], rounds: tuple[Any, ...],
         for j, count in enumerate(counts.tolist()):
             sizes = [_window_bytes(m, len(hops.src), count, ds) for m in classes]
             size = float(hops.elements(np.array([count]))[0]) * ds
-            alone, paid = _alone(ring, size, figures)
+            paid = _alone(ring, size, figures)[1]
             start = _starts(classes, tree, sizes, figures, hops)
             _, together, beside = np.unique(
                 np.stack([links, np.round(start / max(start.max(), 1e-300), 9)[hop]]),
                 axis=1, return_inverse=True, return_counts=True)
             per_link = size / bandwidth[links]
             crowded = np.maximum.reduceat(load[on_link] * per_link, heads)
-            # a link whose hops' bytes outlast a hop alone carries them together
-            apart = np.where(load[on_link] * per_link > alone.max(), load[on_link],
-                             beside[together.reshape(-1)]) * per_link
-            started = np.maximum.reduceat(apart, heads)
-            out[k, j] = (len(hops.src) - 1) * float((paid + started).max()
-                                                    - (paid + crowded).max())
+            started = np.maximum.reduceat(beside[together.reshape(-1)] * per_link, heads)
+            # those that start together in step, the others' bytes behind their latency:
+            # a step no shorter than the busiest link's bytes of every hop
+            paced = np.maximum(paid + started, crowded)
+            out[k, j] = (len(hops.src) - 1) * float(paced.max() - (paid + crowded).max())
     return np.minimum(out, 0.0)
