@@ -87,7 +87,7 @@ def rank_steps(collective: str, rank: int, nranks: int, count: int,
 def tree_rounds(q: int, root: int, reduce: bool) -> list[Round]:
     """The binomial scatter's rounds (or, ``reduce``, the gather's, backwards): round
     ``t`` carries ``m`` blocks from ``v`` to ``v + m`` (fewer where they pass the last),
-    each message sent though empty (it costs its latency).
+    each message sent though empty (it costs its latency), and its window of blocks.
 
     Every class is priced at the root's message, blocks ``m .. min(2m, q) - 1``: the
     largest of its round, as the vector's first blocks are the larger ones.  The root
@@ -103,9 +103,10 @@ def tree_rounds(q: int, root: int, reduce: bool) -> list[Round]:
         mask = 1 << (levels(q) - 1 - t)
         v = np.arange(0, q - mask, 2 * mask)
         near, far = (v + root) % q, (v + mask + root) % q
+        windows = np.stack([v + mask, np.minimum(v + 2 * mask, q)], axis=1)
         rounds.append(Round(1, (Messages(far if reduce else near, near if reduce else far,
                                          window_part(q, mask, min(2 * mask, q)), False,
-                                         pieced=False),)))
+                                         pieced=False, windows=windows),)))
     return rounds[::-1] if reduce else rounds
 
 

@@ -41,7 +41,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of
   ``S`` segments takes the sum over its hops plus ``S - 1`` times its slowest hop (on a
   machine of unlike links, at least the pace of the links its hops crowd, every hop
-  routed: :func:`_crowded`); a
+  routed: :func:`_crowded`; a ring after a tree's rounds steps at the pace of its hops
+  that start together: :func:`_staggered`); a
   stretch of paced rounds (a pipeline's, a tree's over nodes) the sum over its rounds of
   the slowest message then in flight (:meth:`_Described._stretched`), or, where every
   rank is sampled or the paced rounds are few enough messages to route them all

@@ -27,6 +27,7 @@ from .budgets import CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, NEAR_PARTS, _exte
 from .flow import _Flow
 from .described import _described, _window_parts
 from .crowded import _crowded
+from .staggered import _staggered
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -87,6 +88,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     out = np.zeros((len(terms), sizes))
     plays: dict[int, tuple[_Flow, list[tuple[int, np.ndarray, tuple[Any, ...]]]]] = {}
     crowded: list[tuple[np.ndarray, np.ndarray]] = []
+    staggered: list[tuple[np.ndarray, np.ndarray]] = []
     for keys, groups, holder in dict.fromkeys(resolved):
         at = np.array([r == (keys, groups, holder) for r in resolved])
         taken = np.flatnonzero(at)
@@ -124,9 +126,15 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
                                  elements[0, columns], ds)
                 if paced is not None:
                     crowded.append((part, paced))
+                saved = _staggered(topology, orders[0], part_rounds, terms,
+                                   elements[0, columns], ds)
+                if saved is not None:
+                    staggered.append((part, saved))
     for flow, parts in plays.values():
         for (k, at, _), played in zip(parts, flow.played([play for _, _, play in parts])):
             out[k, at] += played
+    for part, saved in staggered:  # a ring's hops that start apart
+        out[:, part] += saved
     for part, paced in crowded:  # a chain's hops crowding the links they share
         out[:, part] = np.maximum(out[:, part], paced)
     if not entry.empty_sends:  # an empty vector sends nothing
