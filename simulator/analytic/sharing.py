@@ -375,7 +375,9 @@ def _incidence(on: np.ndarray) -> _Incidence:
     # only the play on flat fills (and scipy.sparse takes 0.14 s to import)
     from scipy.sparse import csr_array
     empty = np.empty(0, dtype=int)
-    return _Incidence(on.shape[1], np.nonzero(on.T), np.nonzero(on),
+    by_link, on_link = np.nonzero(on.T)
+    by_message, of_message = np.nonzero(on)
+    return _Incidence(on.shape[1], (by_link, on_link), (by_message, of_message),
                       _Cells(on.shape[1], empty, empty, empty, empty,
                              (csr_array(on.T.astype(float)), csr_array(on.astype(float)))))
 
