@@ -3,7 +3,7 @@ as the simulator's flows share them."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -282,19 +282,31 @@ def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap
     a message's transfers share its links and cap, so they carry alike until the
     shortest is through, and a message is one entry of as many transfers as are not yet
     through (an entry per kind made the play of 32 flat ranks' trees several times
-    slower); it is through with its longest."""
-    end = np.full(start.shape, -np.inf)
+    slower); it is through with its longest.  The events over the messages that start
+    at some size only (a tree AllGather's pieces: on ``default_flat(31)`` over 2
+    channels at 16 segments, a third of a round's)."""
     kinds = (weights > 0).any(axis=(1, 2))  # those some message has
     weights, nbytes = weights[kinds], nbytes[kinds]
+    rows = np.flatnonzero(np.isfinite(start).any(axis=1))
+    end = np.full(start.shape, -np.inf)
+    end[rows] = _run_events(start[rows], weights[:, rows], nbytes[:, rows], cap[rows],
+                            on[rows], capacity, (RUN_KINDS + 1) * 2 * len(start))
+    return end
+
+
+def _run_events(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap: np.ndarray,
+                on: np.ndarray, capacity: np.ndarray, events: int) -> np.ndarray:
+    """:func:`_filled_runs`' events (at most so many): each message's end."""
     real = weights > 0
     longest = np.where(real, nbytes, 0.0).max(axis=0)
+    end = np.full(start.shape, -np.inf)
     carried = np.zeros(start.shape)  # by each of a message's transfers
     waiting = start.copy()
     flying = np.zeros(start.shape, dtype=bool)
-    now = start.min(axis=0)
+    now = start.min(axis=0, initial=np.inf)
     now[np.isinf(now)] = 0.0
     incidence = _incidence(on)
-    for _ in range((RUN_KINDS + 1) * 2 * len(start)):
+    for _ in range(events):
         came = waiting <= now
         flying |= came
         waiting = np.where(came, np.inf, waiting)
@@ -307,7 +319,8 @@ def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap
         with np.errstate(divide="ignore", invalid="ignore"):
             taken = np.where(flying, np.where(gap > 0, gap / np.where(flying, rate, 1.0), 0.0),
                              np.inf)
-        step = np.minimum(taken.min(axis=0), waiting.min(axis=0) - now)
+        step = np.minimum(taken.min(axis=0, initial=np.inf),
+                          waiting.min(axis=0, initial=np.inf) - now)
         if np.isinf(step).all():
             break
         step[np.isinf(step)] = 0.0
@@ -321,45 +334,127 @@ def _filled_runs(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap
     return end
 
 
-def _incidence(on: np.ndarray) -> tuple[Any, Any]:
-    """The sparse incidence of links and messages (``on``: messages x links), links x
-    messages and messages x links, for :func:`_max_min`'s sums over a link's messages:
-    messages x links x sizes taken apart cost the play of 64 flat ranks' rounds 14 times
+class _Cells(NamedTuple):
+    """:class:`_Incidence` of some messages, as flat indices of the cells of links x
+    sizes and messages x sizes (:func:`_taken`), or of all as sparse matrices."""
+
+    links: int
+    #: each (link, message) pair's message, and its link's cells, a row per pair
+    message: np.ndarray
+    link_cells: np.ndarray
+    #: each (message, link) pair's link, and its message's cells, a row per pair
+    link: np.ndarray
+    message_cells: np.ndarray
+    #: or the sparse incidence, links x messages and messages x links (all messages':
+    #: where most messages fly, the sparse products take less than the cells)
+    sparse: tuple[Any, Any] | None = None
+
+
+class _Incidence(NamedTuple):
+    """Which links each message is on (:func:`_incidence`), for :func:`_max_min`."""
+
+    links: int
+    #: each (link, message) pair's link and message, links in order, each link's
+    #: messages in order
+    by_link: tuple[np.ndarray, np.ndarray]
+    #: each (message, link) pair's message and link, messages in order
+    by_message: tuple[np.ndarray, np.ndarray]
+    #: all messages', sparse
+    cells: _Cells
+
+
+def _incidence(on: np.ndarray) -> _Incidence:
+    """The incidence of links and messages (``on``: messages x links), for
+    :func:`_max_min`'s sums over a link's messages and its any over a message's links (of
+    the messages flying, :func:`_taken`, or sparse of all): messages x links x sizes taken apart cost the play of 64 flat ranks' rounds 14 times
     more, and dense products went to BLAS, whose threads spun on them (three tables on
     ``default_flat(64)``: 23.5 CPU s and 46.5 s wall on 2 loaded cores, 3.7 and 7.4 s
-    with one BLAS thread).  Built once a fill, not once an event (a chain's ReduceScatter
-    on ``default_flat(47)`` over 3 channels at 4 segments, 4,097 elements: the fill's
-    7,415 events built it 14,830 times, 70% of its time)."""
+    with one BLAS thread).  Built once a fill, not once an event (a chain's
+    ReduceScatter on ``default_flat(47)`` over 3 channels at 4 segments, 4,097
+    elements: the fill's 7,415 events built it 14,830 times, 70% of its time)."""
     # only the play on flat fills (and scipy.sparse takes 0.14 s to import)
     from scipy.sparse import csr_array
-    return csr_array(on.T.astype(float)), csr_array(on.astype(float))
+    empty = np.empty(0, dtype=int)
+    by_link, on_link = np.nonzero(on.T)
+    by_message, of_message = np.nonzero(on)
+    return _Incidence(on.shape[1], (by_link, on_link), (by_message, of_message),
+                      _Cells(on.shape[1], empty, empty, empty, empty,
+                             (csr_array(on.T.astype(float)), csr_array(on.astype(float)))))
 
 
-def _max_min(flying: np.ndarray, cap: np.ndarray, incidence: tuple[Any, Any],
+def _taken(links: int, by_link: tuple[np.ndarray, np.ndarray],
+           by_message: tuple[np.ndarray, np.ndarray], rows: np.ndarray, count: int,
+           sizes: int) -> _Cells:
+    """The cells of ``rows`` of ``count`` messages on ``links`` links (their pairs
+    :class:`_Incidence`'s ``by_link`` and ``by_message``) at ``sizes`` sizes, those rows
+    renumbered in order."""
+    column = np.arange(sizes)
+    kept = np.full(count, -1)
+    kept[rows] = np.arange(len(rows))
+    link, message = by_link
+    pick = kept[message] >= 0
+    link, message = link[pick], kept[message[pick]]
+    of_message, on_link = by_message
+    pick = kept[of_message] >= 0
+    of_message, on_link = kept[of_message[pick]], on_link[pick]
+    return _Cells(links, message, (link[:, None] * sizes + column).ravel(),
+                  on_link, (of_message[:, None] * sizes + column).ravel())
+
+
+def _link_sums(cells: _Cells, values: np.ndarray) -> np.ndarray:
+    """Per link the sum of its messages' ``values`` (messages x sizes), links x sizes:
+    each link's messages in order, from zero, as the sparse product sums them (whose
+    dispatch took most of the fill's time where few messages fly)."""
+    if cells.sparse is not None:
+        return cells.sparse[0] @ values
+    return np.bincount(cells.link_cells, values[cells.message].ravel(),
+                       cells.links * values.shape[1]).reshape(cells.links, -1)
+
+
+def _on_any(cells: _Cells, marked: np.ndarray, messages: int) -> np.ndarray:
+    """Per message whether some link it is on is ``marked`` (links x sizes)."""
+    if cells.sparse is not None:
+        return cells.sparse[1] @ marked.astype(float) > 0
+    sizes = marked.shape[1]
+    return np.bincount(cells.message_cells, marked[cells.link].ravel(),
+                       messages * sizes).reshape(messages, sizes) > 0
+
+
+def _max_min(flying: np.ndarray, cap: np.ndarray, incidence: _Incidence,
              capacity: np.ndarray, transfers: np.ndarray | None = None) -> np.ndarray:
     """The max-min fair rates of the ``flying`` messages (messages x sizes; with
     ``transfers``, a rate of each of so many transfers side by side) over the links they
     are on (:func:`_incidence`; ``capacity``: links x sizes), each at most its ``cap``,
     by progressive filling as the simulator sets them: the smallest fair share of a link
-    (its room over its transfers not fixed) or cap fixes those messages, and so on."""
+    (its room over its transfers not fixed) or cap fixes those messages, and so on.
+    Filled over the messages flying at some size only (a message never free adds
+    nothing to a link's sums, and each pass fixes one at least; on ``default_flat(31)``,
+    tree AllGather over 2 channels at 16 segments, 30% of a round's messages are)."""
+    rows = np.flatnonzero(flying.any(axis=1))
     rate = np.zeros(flying.shape)
-    free = flying.copy()
+    if 2 * len(rows) > len(flying):  # (taking them costs more than it saves)
+        rows, cells = np.arange(len(flying)), incidence.cells
+    else:
+        cells = _taken(incidence.links, incidence.by_link, incidence.by_message, rows,
+                       len(flying), flying.shape[1])
+    free, cap = flying[rows], cap[rows]
     room = capacity.astype(float)
-    links, messages = incidence
-    each = np.ones(flying.shape) if transfers is None else transfers
-    for _ in range(len(flying)):
+    each = np.ones(free.shape) if transfers is None else transfers[rows]
+    taken = np.zeros(free.shape)
+    for _ in range(len(rows)):
         if not free.any():
             break
-        many = links @ np.where(free, each, 0.0)
+        many = _link_sums(cells, np.where(free, each, 0.0))
         share = np.where(many > 0, room / np.maximum(many, 1), np.inf)
         fair = np.minimum(share.min(axis=0), np.where(free, cap, np.inf).min(axis=0))
-        tight = messages @ (share <= fair).astype(float) > 0
+        tight = _on_any(cells, share <= fair, len(rows))
         fixed = free & ((cap <= fair) | tight)
-        rate = np.where(fixed, fair, rate)
+        taken = np.where(fixed, fair, taken)
         # (a size whose messages are all fixed has no fair share left: inf)
-        room = np.maximum(room - links @ np.where(fixed, each, 0.0)
+        room = np.maximum(room - _link_sums(cells, np.where(fixed, each, 0.0))
                           * np.where(np.isinf(fair), 0.0, fair), 0.0)
         free &= ~fixed
+    rate[rows] = taken
     return rate
 
 
