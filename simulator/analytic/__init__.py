@@ -88,9 +88,9 @@ carries nothing, or, where each is a kind of its own
 runs of the buffer from its own start); rounds of the same positions share them, however
 they were described (a tree's at every segment count), and a description's rounds not
 yet routed are routed in one pass (blocks that never share a link; the paced rounds
-apart), from each class's sampled messages only.  A description's rows are then priced at every size in one numpy
-pass, under each protocol, but for paced rounds played rank by rank: a numpy pass per
-round over the ranks then busy (within the budgets above), once for every protocol and
+apart), from each class's sampled messages only.  A description's rows are then priced
+at every size in one numpy pass, under each protocol, but for paced rounds played rank by
+rank: a numpy pass per round over the ranks then busy (within the budgets above), once for every protocol and
 description that share the play (:func:`price_protocols`, their sizes side by side),
 and of its parts that share no rank and no link, one of each kind (:func:`_one_of_alike`:
 hier's inner tree on DGX rails).

@@ -366,12 +366,13 @@ class _Incidence(NamedTuple):
 def _incidence(on: np.ndarray) -> _Incidence:
     """The incidence of links and messages (``on``: messages x links), for
     :func:`_max_min`'s sums over a link's messages and its any over a message's links (of
-    the messages flying, :func:`_taken`, or sparse of all): messages x links x sizes taken apart cost the play of 64 flat ranks' rounds 14 times
-    more, and dense products went to BLAS, whose threads spun on them (three tables on
-    ``default_flat(64)``: 23.5 CPU s and 46.5 s wall on 2 loaded cores, 3.7 and 7.4 s
-    with one BLAS thread).  Built once a fill, not once an event (a chain's
-    ReduceScatter on ``default_flat(47)`` over 3 channels at 4 segments, 4,097
-    elements: the fill's 7,415 events built it 14,830 times, 70% of its time)."""
+    the messages flying, :func:`_taken`, or sparse of all): messages x links x sizes taken
+    apart cost the play of 64 flat ranks' rounds 14 times more, and dense products went to
+    BLAS, whose threads spun on them (three tables on ``default_flat(64)``: 23.5 CPU s and
+    46.5 s wall on 2 loaded cores, 3.7 and 7.4 s with one BLAS thread).  Built once a fill,
+    not once an event (a chain's ReduceScatter on ``default_flat(47)`` over 3 channels at 4
+    segments, 4,097 elements: the fill's 7,415 events built it 14,830 times, 70% of its
+    time)."""
     # only the play on flat fills (and scipy.sparse takes 0.14 s to import)
     from scipy.sparse import csr_array
     empty = np.empty(0, dtype=int)
