@@ -78,22 +78,21 @@ lock-step stretch; past any, the lock-step stretch from the sample's.
 Another round of at most :data:`WHOLE_MESSAGES` messages is routed at every rank too,
 where its description's rounds (of distinct positions) are at most :data:`WHOLE_TOTAL`.
 
-**Cost.**  A round's sampled messages are routed once for every protocol (links alike in
-kind, latency, line rate and flow cap are alike under every protocol) and merged into
-rows of alike messages (a class, and per link of the route its class and the messages
-sharing it by class; messages of a class that say they carry something at other counts,
-:attr:`collectives.traffic.Messages.kinds`, are rows apart, each left out where it
-carries nothing, or, where each is a kind of its own
-(:attr:`~collectives.traffic.Messages.sizes`), each priced at its own bytes and over the
-runs of the buffer from its own start); rounds of the same positions share them, however
-they were described (a tree's at every segment count), and a description's rounds not
-yet routed are routed in one pass (blocks that never share a link; the paced rounds
-apart), from each class's sampled messages only.  A description's rows are then priced
-at every size in one numpy pass, under each protocol, but for paced rounds played rank by
-rank: a numpy pass per round over the ranks then busy (within the budgets above), once for every protocol and
-description that share the play (:func:`price_protocols`, their sizes side by side),
-and of its parts that share no rank and no link, one of each kind (:func:`_one_of_alike`:
-hier's inner tree on DGX rails).
+**Cost.** A round's sampled messages are routed once for every protocol (links alike in
+kind, latency, line rate and flow cap are alike under every protocol) and merged into rows
+of alike messages (a class, and per link of the route its class and the messages sharing it
+by class; messages of a class that say they carry something at other counts,
+:attr:`collectives.traffic.Messages.kinds`, are rows apart, each left out where it carries
+nothing, or, where each is a kind of its own (:attr:`~collectives.traffic.Messages.sizes`),
+each priced at its own bytes and over the runs of the buffer from its own start); rounds of
+the same positions share them, however they were described (a tree's at every segment
+count), and a description's rounds not yet routed are routed in one pass (blocks that never
+share a link; the paced rounds apart), from each class's sampled messages only. A
+description's rows are then priced at every size in one numpy pass, under each protocol, but
+for paced rounds played rank by rank: a numpy pass per round over the ranks then busy
+(within the budgets above), once for every protocol and description that share the play
+(:func:`price_protocols`, their sizes side by side), and of its parts that share no rank and
+no link, one of each kind (:func:`_one_of_alike`: hier's inner tree on DGX rails).
 ``benchmarks/bench_select.py`` measures a table.
 
 The lock-step sum is exact on a contention-free machine whenever each round's slowest
