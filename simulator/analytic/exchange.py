@@ -48,6 +48,7 @@ def _exchange_time(topology: Any, terms: Sequence[tuple[Any, ...]], order: Seque
     _, inverse, counts = np.unique(distance[message] * len(topology.links) + links,
                                    return_inverse=True, return_counts=True)
     together = counts[inverse].astype(float)
+    crossed = _crossed(links, sender[message], (sender + distance)[message] % q)
     sizes = np.asarray(nbytes, dtype=float)
     out = np.empty((len(terms), len(sizes)))
     for k, (latency, bandwidth, slot, shares, _) in enumerate(terms):
@@ -57,11 +58,23 @@ def _exchange_time(topology: Any, terms: Sequence[tuple[Any, ...]], order: Seque
                         * sizes[None, :])
         for _ in range(EXCHANGE_PASSES):
             start = _clocks(paid + carried, q)[0]
-            shared = _in_flight(message, links, start + paid, start + paid + carried)
+            shared = np.ones((len(message), len(sizes)))
+            shared[crossed] = _in_flight(message[crossed], links[crossed], start + paid,
+                                         start + paid + carried)
             carried = 0.5 * carried + 0.5 * _most(
                 message, len(sender), shared * per_byte[:, None] * sizes[None, :])
         out[k] = _clocks(paid + carried, q)[1]
     return out
+
+
+def _crossed(links: np.ndarray, sender: np.ndarray, receiver: np.ndarray) -> np.ndarray:
+    """Per route entry, whether its link carries messages of several senders and of
+    several receivers: elsewhere a message's bytes are never in flight with another's
+    (a position's messages follow one another, sent and received)."""
+    def several(ends: np.ndarray) -> np.ndarray:
+        pairs = np.unique(links * (int(ends.max()) + 1) + ends) // (int(ends.max()) + 1)
+        return np.bincount(pairs, minlength=int(links.max()) + 1) > 1
+    return (several(sender) & several(receiver))[links]
 
 
 def _paid_latency(message: np.ndarray, links: np.ndarray, figures: tuple[Any, ...],
