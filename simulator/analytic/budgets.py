@@ -52,7 +52,7 @@ WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: machine of unlike links, are played rank by rank (:mod:`.exchange`): ``dgx_h100(30)``
 #: and ``(32)`` (57,360 and 65,280 messages), whose sample's rounds see about an eighth
 #: of the spine links' load (-6.6% to -39% against the DES at 4 to 64 MiB; now within
-#: 1.3%), not 33 nodes and more (the play takes about a second at 32 nodes and grows
+#: 1.6%), not 33 nodes and more (the play takes about 0.6 CPU s at 32 nodes and grows
 #: with the square of the ranks)
 EXCHANGE_TOTAL = 1 << 16
 #: paced rounds past the play's messages but of at most so many (over every channel),
