@@ -980,21 +980,6 @@ def test_tree_allgather_tiny_counts_on_eight_nodes_are_exact(nbytes: int) -> Non
                         segments=1) == pytest.approx(simulated, rel=1e-9)
 
 
-@pytest.mark.parametrize("nodes, count, protocol", [(3, 14, "LL"), (3, 17, "Simple"),
-                                                   (4, 17, "LL")])
-def test_tree_allgather_one_element_segments_on_dgx_are_exact(nodes: int, count: int,
-                                                              protocol: str) -> None:
-    """dgx_h100(3) and (4) at 8 segments (7 at 14 elements), one channel: segments of one
-    or two elements, past ``EXACT_MESSAGES`` (495 and 634 messages); each class charged
-    the most its messages cut was -8.7%, +6.7% and +7.6%; every rank played, each
-    message exactly at ``UNLIKE_SEGMENTS`` segments: exact."""
-    machine = topology.dgx_h100(nodes)
-    params = {"segments": 8, "channels": 1}
-    simulated = _simulated("allgather", "tree", machine, 4 * count, params, protocol)
-    assert machine_cost("allgather", "tree", machine, 4 * count, protocol=protocol,
-                        **params) == pytest.approx(simulated, rel=1e-9)
-
-
 #: the messages carrying something at a count, each in its own round, are the steps';
 #: each class is charged the most of its messages (one or two elements)
 EACH_CARRYING = 1e-3
@@ -1003,7 +988,7 @@ EACH_CARRYING = 1e-3
 @pytest.mark.parametrize("segments, count", [(16, 49), (4, 17)])
 def test_tree_allgather_past_the_cells_on_eight_nodes_sends_the_steps_messages(
         segments: int, count: int) -> None:
-    """dgx_h100(8), LL, one channel, past ``EXACT_CELLS`` and ``UNLIKE_SEGMENTS``: at a
+    """dgx_h100(8), LL, one channel, past ``EXACT_MESSAGES``: at a
     few elements rounding moves the subtrees' parts by several segments, so the runs'
     messages (a class per run and share) were sent in rounds several off the steps' and
     where the steps send nothing (+8.6%, +8.0%); each message in its own round, saying
@@ -1013,6 +998,22 @@ def test_tree_allgather_past_the_cells_on_eight_nodes_sends_the_steps_messages(
     params = {"segments": segments, "channels": 1}
     simulated = _simulated("allgather", "tree", machine, 4 * count, params, "LL")
     assert machine_cost("allgather", "tree", machine, 4 * count, protocol="LL",
+                        **params) == pytest.approx(simulated, rel=EACH_CARRYING)
+
+
+@pytest.mark.parametrize("nodes, count, protocol", [(3, 14, "LL"), (3, 17, "Simple"),
+                                                   (4, 17, "LL")])
+def test_tree_allgather_one_element_segments_on_dgx_send_the_steps_messages(
+        nodes: int, count: int, protocol: str) -> None:
+    """dgx_h100(3) and (4) at 8 segments, one channel: segments of one or two elements,
+    past ``EXACT_MESSAGES`` (495 and 634 messages); each class charged the most its
+    messages cut was -8.7%, +6.7% and +7.6%; every rank played, each message in its own
+    round (``each_carrying``): within ``EACH_CARRYING`` (measured 0.0, 2.0e-6 and
+    1.8e-4)."""
+    machine = topology.dgx_h100(nodes)
+    params = {"segments": 8, "channels": 1}
+    simulated = _simulated("allgather", "tree", machine, 4 * count, params, protocol)
+    assert machine_cost("allgather", "tree", machine, 4 * count, protocol=protocol,
                         **params) == pytest.approx(simulated, rel=EACH_CARRYING)
 
 

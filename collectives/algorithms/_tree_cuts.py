@@ -10,10 +10,10 @@ module turns the tree's runs into the classes the analytic model prices, as exac
 the messages' number allows: up to :data:`EXACT_MESSAGES` each message exactly
 (:func:`each_message`; where every rank is played, past them too while the messages
 times the counts that class them times the channels' square are at most
-:data:`EXACT_CELLS`, on a machine of unlike links at :data:`UNLIKE_SEGMENTS` segments:
-:func:`played_exactly`; else, played there, each message in its own round, a class per
-share, within :data:`CARRIED_CELLS`: :func:`each_carrying`; on a machine of alike links,
-played, each piece the ranks' steps send a row of its own size and start, within
+:data:`EXACT_CELLS`, on a machine of alike links: :func:`played_exactly`; else, played on
+a machine of unlike links, each message in its own round, a class per share, within
+:data:`CARRIED_CELLS`: :func:`each_carrying`; on a machine of alike links, played, each
+piece the ranks' steps send a row of its own size and start, within
 :data:`PIECE_MESSAGES`: :func:`each_piece`), up to :data:`CUT_MESSAGES`
 at the parts' edges each class the most its messages cut (:func:`most_cut`), past that
 closed forms (:func:`by_share`).
@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "UNLIKE_SEGMENTS", "CARRIED_CELLS", "CUT_MESSAGES",
+__all__ = ["EXACT_MESSAGES", "EXACT_CELLS", "CARRIED_CELLS", "CUT_MESSAGES",
            "MASK_MESSAGES", "CUT_CHUNK", "TINY_COUNT", "Blocks", "Carried", "Classes",
            "Pieced", "classing_counts", "played_exactly", "carried_each", "each_message",
            "each_carrying", "each_piece", "PIECE_MESSAGES",
@@ -70,20 +70,8 @@ EXACT_MESSAGES = 384
 #: 1.79 s and 272 MB (64 ranks at 6 and 8 segments), and the channels counted once a
 #: price of 64 ranks at 4 segments over 4 channels 0.56 -> 2.7 s and 185 -> 675 MB
 EXACT_CELLS = 1 << 20
-#: on a machine of unlike links (DGX), where every rank's messages are played, the
-#: segments a half at which each message is exact within :data:`EXACT_CELLS` too: a
-#: description of so many is the one used where a segment is one or two elements at
-#: counts past :data:`TINY_COUNT`'s (or near them), where the closed forms' whole
-#: segments are not whole.  ``dgx_h100(3)`` at one channel, 7 to 9 segments and 14 to
-#: 34 elements was up to -8.7% and +6.7%, ``dgx_h100(4)`` at 8 to 10 segments and 17
-#: to 20 elements up to +7.6%: now exact.  Each description costs the tables what it
-#: takes to build (its classes, routes and profiles), whatever the counts it prices: 1
-#: to 4 segments fit the cells on 8 nodes and took the three tables there 1.9 -> 2.3
-#: CPU s, 12 and 16 on 3 nodes 1.45 -> 1.7 s, fixing none of the scan's cases off 5%
-#: but 8 nodes' at 4 segments (+8.0%)
-UNLIKE_SEGMENTS = range(7, 11)
-#: on a machine of unlike links, where every rank is played past :func:`played_exactly`,
-#: the most messages times the counts :func:`spilled_far` reads them at
+#: on a machine of unlike links, where every rank is played (:func:`played_exactly`
+#: is not taken there), the most messages times the counts :func:`spilled_far` reads them at
 #: (``S (q + S + 8) / 2``) up to which :func:`each_carrying` describes them:
 #: ``dgx_h100(8)`` at 16 segments is 1.6e6; hier's inner tree over 4 nodes' rails at 512
 #: segments (4.1e8) took the AllGather table there 1.4 -> 25 CPU s and 6.6 GB
@@ -261,11 +249,11 @@ def played_exactly(q: int, segments: int, messages: int, played: int, unlike: bo
     """Whether ``messages`` past :data:`EXACT_MESSAGES` are each described exactly
     (:func:`each_message`) where every rank's messages are played over ``played``
     channels (0: not played): while the messages times :func:`classing_counts` times
-    the channels' square are at most :data:`EXACT_CELLS`, on a machine of unlike links
-    (``unlike``) only at :data:`UNLIKE_SEGMENTS` segments."""
-    if unlike and segments not in UNLIKE_SEGMENTS:
-        return False
-    return 0 < messages * classing_counts(q, segments) * played ** 2 <= EXACT_CELLS
+    the channels' square are at most :data:`EXACT_CELLS`, on a machine of alike links
+    only (not ``unlike``): on one of unlike links (DGX) :func:`each_carrying` describes
+    them within 1e-3 of the simulator (it once took 7 to 10 segments there, at which
+    each message exactly was within 1e-3 of it, at a higher cost)."""
+    return not unlike and 0 < messages * classing_counts(q, segments) * played ** 2 <= EXACT_CELLS
 
 
 def carried_each(q: int, segments: int, messages: int) -> bool:

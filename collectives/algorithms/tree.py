@@ -726,8 +726,10 @@ def traffic(collective: str, q: int, segments: int = 1, ranks_per_node: int | No
         first ``count % q`` ranks' one larger; None: position ``v`` holds rank ``v``'s.
     played : int, optional
         AllGather's: the channels where every rank's messages are played (each message
-        exactly within :func:`~collectives.algorithms._tree_cuts.played_exactly`); 0:
-        not played.
+        exactly within :func:`~collectives.algorithms._tree_cuts.played_exactly` on a
+        machine of alike links, in its own round within
+        :func:`~collectives.algorithms._tree_cuts.carried_each` on one of unlike links);
+        0: not played.
     unlike : bool, optional
         AllGather's: played on a machine of unlike links (DGX).
 
@@ -801,7 +803,7 @@ def _gathered(q: int, segment: Callable[[np.ndarray], np.ndarray], segments: int
     ranks' steps cut (:mod:`collectives.algorithms._tree_cuts`): by
     :func:`~collectives.algorithms._tree_cuts.each_message` up to
     :data:`~collectives.algorithms._tree_cuts.EXACT_MESSAGES` messages, or, ``played``
-    over so many channels (on a machine of ``unlike`` links or not), within
+    over so many channels on a machine of alike links (not ``unlike``), within
     :func:`~collectives.algorithms._tree_cuts.played_exactly` (and every message
     further from a part's edge that carries something,
     :func:`~collectives.algorithms._tree_cuts.spilled_far`), else, played on a machine
