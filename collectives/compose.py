@@ -224,11 +224,11 @@ def _entries(lanes: Sequence[Lane]) -> _Entries:
                     starts[filled].astype(np.int64), stops[filled].astype(np.int64), filled)
 
 
-def _placed_columns(lanes: _Entries, placement: Placement, ranks: np.ndarray) -> LaneColumns:
-    """:func:`_placed` of every one of ``lanes`` (virtual peers, mapped by ``ranks``), as
-    columns: lane ``i`` cut into as many lanes as the most real ranges an entry of it
-    maps to, lane ``j`` of them holding range ``j`` of each entry (a gap where the entry
-    has fewer, or none); computed with NumPy for all lanes at once."""
+def _placed_columns(lanes: _Entries, placement: Placement) -> LaneColumns:
+    """:func:`_placed` of every one of ``lanes``, as columns with virtual peers: lane ``i``
+    cut into as many lanes as the most real ranges an entry of it maps to, lane ``j`` of
+    them holding range ``j`` of each entry (a gap where the entry has fewer, or none);
+    computed with NumPy for all lanes at once."""
     counts = lanes.counts
     cuts = np.zeros(int(counts.sum()), dtype=np.int64)  # real ranges per entry (0: a gap)
     cuts[lanes.filled], pieces = placement.range_lengths(lanes.starts, lanes.stops)
@@ -248,7 +248,7 @@ def _placed_columns(lanes: _Entries, placement: Placement, ranks: np.ndarray) ->
     there = np.flatnonzero(j < cuts[entry])
     lengths = np.full(len(entry), GAP, dtype=np.int64)
     lengths[there] = pieces[first_piece[entry[there]] + j[there]]
-    return LaneColumns(lanes.first_rounds[cut_of], ranks[lanes.peers[cut_of]], sizes,
+    return LaneColumns(lanes.first_rounds[cut_of], lanes.peers[cut_of], sizes,
                        lanes.builders, cut_of, lengths)
 
 
@@ -351,16 +351,35 @@ class _Columns:
     Parts that run one algorithm on equal virtual vectors (the channels of a schedule,
     over different rank orders) give their rank ``v`` the same algorithm's lanes: those
     are made once while the ranks read next may meet them again (:data:`_RECALLED`
-    of them; a channel's order puts a rank near where the others do)."""
+    of them; a channel's order puts a rank near where the others do).  Where such parts'
+    placements also cut the vector alike (pieces of equal lengths, none merging: the
+    channels of ReduceScatter), the cut lanes, with virtual peers, are the same too, and
+    are kept alike."""
 
     def __init__(self, phases: Sequence[Sequence[Part]]) -> None:
         self.phases = phases
+        parts = [part for phase in phases for part in phase]
         shapes: dict[Any, int] = {}
         self.shape = {id(part): shapes.setdefault(_shape(part), len(shapes))
-                      for phase in phases for part in phase}
-        self.ranks = {id(part): np.array(part.ranks, dtype=np.int64)
-                      for phase in phases for part in phase}
+                      for part in parts}
+        layouts: dict[Any, int] = {}
+        self.layout = {id(part): layouts.setdefault((self.shape[id(part)],
+                                                     part.placement.range_key), len(layouts))
+                       for part in parts}
+        self.ranks = {id(part): np.array(part.ranks, dtype=np.int64) for part in parts}
         self.recalled: dict[tuple[int, int], _Entries] = {}
+        self.recalled_cut: dict[tuple[int, int], LaneColumns] = {}
+
+    def cut(self, part: Part, v: int) -> LaneColumns:
+        """:func:`_placed_columns` of ``part``'s rank ``v``, with virtual peers."""
+        key = (self.layout[id(part)], v)
+        found = self.recalled_cut.get(key)
+        if found is None:
+            if len(self.recalled_cut) >= _RECALLED:
+                self.recalled_cut.clear()
+            found = self.recalled_cut[key] = _placed_columns(self.entries(part, v),
+                                                             part.placement)
+        return found
 
     def entries(self, part: Part, v: int) -> _Entries:
         """The algorithm's lanes of ``part``'s rank ``v`` as :class:`_Entries`."""
@@ -384,8 +403,8 @@ class _Columns:
                     continue
                 if not _cut(part):
                     return None
-                these.append(_placed_columns(self.entries(part, v), part.placement,
-                                             self.ranks[id(part)]))
+                cut = self.cut(part, v)
+                these.append(cut._replace(peers=self.ranks[id(part)][cut.peers]))
             joined = _joined(these)
             if not len(joined.entries):
                 continue
