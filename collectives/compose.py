@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, islice
-from typing import Any, Callable, NamedTuple, Sequence, cast
+from typing import Any, Callable, NamedTuple, Sequence, TypeVar, cast
 
 import numpy as np
 
@@ -40,6 +40,8 @@ __all__ = ["Part", "channel_parts", "composed", "identity_orders", "part_lanes"]
 
 Range = tuple[int, int]
 _new_tuple = tuple.__new__
+#: what :func:`_recall` keeps
+_Kept = TypeVar("_Kept")
 
 
 @dataclass(frozen=True, eq=False)
@@ -372,24 +374,13 @@ class _Columns:
 
     def cut(self, part: Part, v: int) -> LaneColumns:
         """:func:`_placed_columns` of ``part``'s rank ``v``, with virtual peers."""
-        key = (self.layout[id(part)], v)
-        found = self.recalled_cut.get(key)
-        if found is None:
-            if len(self.recalled_cut) >= _RECALLED:
-                self.recalled_cut.clear()
-            found = self.recalled_cut[key] = _placed_columns(self.entries(part, v),
-                                                             part.placement)
-        return found
+        return _recall(self.recalled_cut, (self.layout[id(part)], v),
+                       lambda: _placed_columns(self.entries(part, v), part.placement))
 
     def entries(self, part: Part, v: int) -> _Entries:
         """The algorithm's lanes of ``part``'s rank ``v`` as :class:`_Entries`."""
-        key = (self.shape[id(part)], v)
-        found = self.recalled.get(key)
-        if found is None:
-            if len(self.recalled) >= _RECALLED:
-                self.recalled.clear()
-            found = self.recalled[key] = _entries(_module_lanes(part, v, part.blocks))
-        return found
+        return _recall(self.recalled, (self.shape[id(part)], v),
+                       lambda: _entries(_module_lanes(part, v, part.blocks)))
 
     @gc_paused()
     def __call__(self, rank: int) -> LaneColumns | None:
@@ -417,8 +408,20 @@ class _Columns:
         return _joined(out)
 
 
-#: the algorithm's lanes of so many (part shape, rank) pairs :class:`_Columns` keeps
+#: the algorithm's lanes of so many (part shape, rank) pairs :class:`_Columns` keeps, and
+#: the cut lanes of as many (part shape and piece lengths, rank) pairs
 _RECALLED = 256
+
+
+def _recall(kept: dict[Any, _Kept], key: Any, make: Callable[[], _Kept]) -> _Kept:
+    """``kept[key]``, made by ``make`` where missing (all of ``kept`` forgotten first
+    where it holds :data:`_RECALLED` already)."""
+    found = kept.get(key)
+    if found is None:
+        if len(kept) >= _RECALLED:
+            kept.clear()
+        found = kept[key] = make()
+    return found
 
 
 def _shape(part: Part) -> Any:
