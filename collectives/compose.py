@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, islice
-from typing import Any, Callable, NamedTuple, Sequence, cast
+from typing import Any, Callable, NamedTuple, Sequence, TypeVar, cast
 
 import numpy as np
 
@@ -40,6 +40,8 @@ __all__ = ["Part", "channel_parts", "composed", "identity_orders", "part_lanes"]
 
 Range = tuple[int, int]
 _new_tuple = tuple.__new__
+#: what :func:`_recall` keeps
+_Kept = TypeVar("_Kept")
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,11 +226,11 @@ def _entries(lanes: Sequence[Lane]) -> _Entries:
                     starts[filled].astype(np.int64), stops[filled].astype(np.int64), filled)
 
 
-def _placed_columns(lanes: _Entries, placement: Placement, ranks: np.ndarray) -> LaneColumns:
-    """:func:`_placed` of every one of ``lanes`` (virtual peers, mapped by ``ranks``), as
-    columns: lane ``i`` cut into as many lanes as the most real ranges an entry of it
-    maps to, lane ``j`` of them holding range ``j`` of each entry (a gap where the entry
-    has fewer, or none); computed with NumPy for all lanes at once."""
+def _placed_columns(lanes: _Entries, placement: Placement) -> LaneColumns:
+    """:func:`_placed` of every one of ``lanes``, as columns with virtual peers: lane ``i``
+    cut into as many lanes as the most real ranges an entry of it maps to, lane ``j`` of
+    them holding range ``j`` of each entry (a gap where the entry has fewer, or none);
+    computed with NumPy for all lanes at once."""
     counts = lanes.counts
     cuts = np.zeros(int(counts.sum()), dtype=np.int64)  # real ranges per entry (0: a gap)
     cuts[lanes.filled], pieces = placement.range_lengths(lanes.starts, lanes.stops)
@@ -248,7 +250,7 @@ def _placed_columns(lanes: _Entries, placement: Placement, ranks: np.ndarray) ->
     there = np.flatnonzero(j < cuts[entry])
     lengths = np.full(len(entry), GAP, dtype=np.int64)
     lengths[there] = pieces[first_piece[entry[there]] + j[there]]
-    return LaneColumns(lanes.first_rounds[cut_of], ranks[lanes.peers[cut_of]], sizes,
+    return LaneColumns(lanes.first_rounds[cut_of], lanes.peers[cut_of], sizes,
                        lanes.builders, cut_of, lengths)
 
 
@@ -351,26 +353,34 @@ class _Columns:
     Parts that run one algorithm on equal virtual vectors (the channels of a schedule,
     over different rank orders) give their rank ``v`` the same algorithm's lanes: those
     are made once while the ranks read next may meet them again (:data:`_RECALLED`
-    of them; a channel's order puts a rank near where the others do)."""
+    of them; a channel's order puts a rank near where the others do).  Where such parts'
+    placements also cut the vector alike (pieces of equal lengths, none merging: the
+    channels of ReduceScatter), the cut lanes, with virtual peers, are the same too, and
+    are kept alike."""
 
     def __init__(self, phases: Sequence[Sequence[Part]]) -> None:
         self.phases = phases
+        parts = [part for phase in phases for part in phase]
         shapes: dict[Any, int] = {}
         self.shape = {id(part): shapes.setdefault(_shape(part), len(shapes))
-                      for phase in phases for part in phase}
-        self.ranks = {id(part): np.array(part.ranks, dtype=np.int64)
-                      for phase in phases for part in phase}
+                      for part in parts}
+        layouts: dict[Any, int] = {}
+        self.layout = {id(part): layouts.setdefault((self.shape[id(part)],
+                                                     part.placement.range_key), len(layouts))
+                       for part in parts}
+        self.ranks = {id(part): np.array(part.ranks, dtype=np.int64) for part in parts}
         self.recalled: dict[tuple[int, int], _Entries] = {}
+        self.recalled_cut: dict[tuple[int, int], LaneColumns] = {}
+
+    def cut(self, part: Part, v: int) -> LaneColumns:
+        """:func:`_placed_columns` of ``part``'s rank ``v``, with virtual peers."""
+        return _recall(self.recalled_cut, (self.layout[id(part)], v),
+                       lambda: _placed_columns(self.entries(part, v), part.placement))
 
     def entries(self, part: Part, v: int) -> _Entries:
         """The algorithm's lanes of ``part``'s rank ``v`` as :class:`_Entries`."""
-        key = (self.shape[id(part)], v)
-        found = self.recalled.get(key)
-        if found is None:
-            if len(self.recalled) >= _RECALLED:
-                self.recalled.clear()
-            found = self.recalled[key] = _entries(_module_lanes(part, v, part.blocks))
-        return found
+        return _recall(self.recalled, (self.shape[id(part)], v),
+                       lambda: _entries(_module_lanes(part, v, part.blocks)))
 
     @gc_paused()
     def __call__(self, rank: int) -> LaneColumns | None:
@@ -384,8 +394,8 @@ class _Columns:
                     continue
                 if not _cut(part):
                     return None
-                these.append(_placed_columns(self.entries(part, v), part.placement,
-                                             self.ranks[id(part)]))
+                cut = self.cut(part, v)
+                these.append(cut._replace(peers=self.ranks[id(part)][cut.peers]))
             joined = _joined(these)
             if not len(joined.entries):
                 continue
@@ -398,8 +408,20 @@ class _Columns:
         return _joined(out)
 
 
-#: the algorithm's lanes of so many (part shape, rank) pairs :class:`_Columns` keeps
+#: the algorithm's lanes of so many (part shape, rank) pairs :class:`_Columns` keeps, and
+#: the cut lanes of as many (part shape and piece lengths, rank) pairs
 _RECALLED = 256
+
+
+def _recall(kept: dict[Any, _Kept], key: Any, make: Callable[[], _Kept]) -> _Kept:
+    """``kept[key]``, made by ``make`` where missing (all of ``kept`` forgotten first
+    where it holds :data:`_RECALLED` already)."""
+    found = kept.get(key)
+    if found is None:
+        if len(kept) >= _RECALLED:
+            kept.clear()
+        found = kept[key] = make()
+    return found
 
 
 def _shape(part: Part) -> Any:

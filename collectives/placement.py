@@ -157,6 +157,15 @@ class Placement:
                                                                           vstarts[piece])
         return counts, np.where(filled[of], lengths, 0)
 
+    @property
+    def range_key(self) -> object:
+        """What :meth:`range_lengths` reads of this placement: its piece lengths where
+        no pieces merge (placements with equal lengths then give equal answers), else
+        the placement itself."""
+        if self._merges or not self.lengths:
+            return self
+        return self.lengths
+
     @cached_property
     def _merges(self) -> bool:
         """Whether a piece is empty or ends where the next one starts (not after
