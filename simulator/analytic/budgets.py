@@ -50,12 +50,11 @@ PAIRED_PASSES = 32
 WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: pairwise exchange rounds past :data:`WHOLE_TOTAL` messages but at most so many, on a
 #: machine of unlike links, are played rank by rank (:mod:`.exchange`): ``dgx_h100(30)``
-#: to ``(64)`` (57,360 to 261,632 messages), whose sample's rounds see about an eighth
-#: of the spine links' load (-6.6% to -39% against the DES at 4 to 64 MiB on 30, 32, 33
-#: and 64 nodes; now within 2.9%), not 65 nodes and more (the play takes about 0.6 CPU s
-#: at 32 nodes, 3 s at 64, about as long as the DES there, and grows with the ranks
-#: times the rounds)
-EXCHANGE_TOTAL = 1 << 18
+#: and ``(32)`` (57,360 and 65,280 messages), whose sample's rounds see about an eighth
+#: of the spine links' load (-6.6% to -39% against the DES at 4 to 64 MiB; now within
+#: 1.6%), not 33 nodes and more (the play takes about 0.6 CPU s at 32 nodes and grows
+#: with the square of the ranks)
+EXCHANGE_TOTAL = 1 << 16
 #: paced rounds past the play's messages but of at most so many (over every channel),
 #: within its other budgets, are routed at every rank, over channels played unqueued,
 #: else stretched lock-step (:func:`_stretched_whole`, :func:`_unqueued`): 65 to 128 nodes'
