@@ -19,7 +19,7 @@ import numpy as np
 
 from ..gpu import hidden_latency
 from .budgets import WHOLE_MESSAGES
-from .routing import _entries
+from .routing import _entries, _route_figures
 
 
 def _chain_hops(rounds: tuple[Any, ...]) -> tuple[Any, list[Any]] | None:
@@ -87,10 +87,8 @@ def _crowded(topology: Any, order: tuple[int, ...], rounds: tuple[Any, ...],
     segments = _segments(waits, counts)
     out = np.full((len(terms), counts.shape[-1]), -np.inf)
     for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
-        rate = np.minimum.reduceat(bandwidth[links], np.cumsum(lengths) - lengths)
-        share = 1.0 if shares is None else \
-            np.maximum.reduceat(shares[links], np.cumsum(lengths) - lengths)
-        delay = np.add.reduceat(latency[links], np.cumsum(lengths) - lengths)
+        delay, rate, share = _route_figures(links, np.cumsum(lengths) - lengths, latency,
+                                            bandwidth, shares)
         for j, (size, count) in enumerate(zip(nbytes.tolist(), segments.tolist())):
             if count < 2:
                 continue

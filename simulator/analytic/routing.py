@@ -474,3 +474,16 @@ def _entries(topology: Any, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     message = np.repeat(np.arange(len(pairs)), length)
     offset = np.arange(len(message)) - np.repeat(np.cumsum(length) - length, length)
     return length, flat[first[inverse][message] + offset]
+
+
+def _route_figures(links: np.ndarray, heads: np.ndarray, latency: np.ndarray,
+                   bandwidth: np.ndarray, shares: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray, Any]:
+    """Per route (its ``links`` one after another, each route's first at ``heads``,
+    :func:`_entries`) its latency (the links' summed), its bottleneck rate and its
+    links' most shares (1 where ``shares`` is None): what
+    :func:`simulator.gpu.hidden_latency` takes of a message alone on it."""
+    delay = np.add.reduceat(latency[links], heads)
+    rate = np.minimum.reduceat(bandwidth[links], heads)
+    share = 1.0 if shares is None else np.maximum.reduceat(shares[links], heads)
+    return delay, rate, share

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..gpu import hidden_latency
 from .budgets import WHOLE_MESSAGES
-from .routing import _entries
+from .routing import _entries, _route_figures
 
 
 def _tree_then_ring(rounds: tuple[Any, ...]) -> tuple[list[Any], Any] | None:
@@ -64,9 +64,7 @@ def _alone(route: tuple[Any, ...], size: Any, figures: tuple[Any, ...]
     them), and the part of it that is not its bytes' time at its route's rate."""
     latency, bandwidth, slot, shares, _ = figures
     links, _, heads = route
-    rate = np.minimum.reduceat(bandwidth[links], heads)
-    share = 1.0 if shares is None else np.maximum.reduceat(shares[links], heads)
-    delay = np.add.reduceat(latency[links], heads)
+    delay, rate, share = _route_figures(links, heads, latency, bandwidth, shares)
     paid = hidden_latency(delay, size, rate, slot, share)
     return paid + size / rate, paid
 
