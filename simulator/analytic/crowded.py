@@ -99,8 +99,9 @@ def _crowded(topology: Any, order: tuple[int, ...], rounds: tuple[Any, ...],
             # a link that carries all its hops' bytes within a hop's time alone never
             # paces the chain: the closed form is the simulator's (it prices the later
             # segments at their own sizes, the fluid at the largest)
-            if (load * per_link).max() > alone.max():
-                out[k, j] = _paced(alone, sharing, per_link, count)
+            if (np.bincount(sharing[1], rate[sharing[0]], len(crowded)) > bandwidth[crowded]).any():
+                from .coupled import _coupled_end
+                out[k, j] = _coupled_end(alone, rate, size, sharing, bandwidth[crowded], count)
     return out
 
 
