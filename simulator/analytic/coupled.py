@@ -26,9 +26,10 @@ import numpy as np
 #: where a chain has more segments than it takes to fill, the segments played past its
 #: fill, over which its pace is read
 PACE_WINDOW = 32
-#: members x segments played at most (else the fluid, :func:`.crowded._paced`): a play
-#: costs some 0.2 us a member's segment
-COUPLED_PLAY = 1 << 14
+#: members squared x segments played at most (else the fluid, :func:`.crowded._paced`):
+#: a play's event scans every member's, some 5 ns a member (``dgx_h100(32)``, 29
+#: members: 0.4 us a member's segment; ``(256)``, 251 members: 1.3 us)
+COUPLED_PLAY = 1 << 20
 #: a chain is played where its most crowded link's bytes of a segment take from so
 #: many to so many of its slowest hop's time alone (:func:`.crowded._crowded`)
 PLAYED_LOAD = (0.5, 1.5)
@@ -63,7 +64,7 @@ def _coupled_end(alone: np.ndarray, rate: np.ndarray, size: float,
     members, first_of = np.unique(hops[order], return_index=True)
     most = link[order][first_of]
     played = _played(alone, members, float((load * size / capacity).max()), segments)
-    if len(members) * played > COUPLED_PLAY:
+    if len(members) ** 2 * played > COUPLED_PLAY:
         return None
     from .coupled_play import _play  # Numba, imported where a chain is played only
     delay, serve = _runs(alone, members)

@@ -56,7 +56,7 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
     due = np.full(2 * m + links, np.inf)  # starts, links' first through, holds over
     due[0] = first[0]
     while True:
-        at = np.argmin(due)
+        at = int(np.argmin(due))
         now = due[at]
         if now == np.inf:
             return ends, first_done
@@ -71,7 +71,7 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
             count[g] += 1
             due[m + g] = _refill(g, carrying, count, capacity, rate, share, left, now)
         elif at < m + links:  # a link's first carriers are through
-            g = at - m
+            g = int(at) - m
             _advance(g, carrying, count, share, left, since, now)
             a = 0
             while a < count[g]:
