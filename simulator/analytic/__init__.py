@@ -41,7 +41,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   of it (``gamma`` a byte, at most ``piece`` bytes at once, run by run); a chain of
   ``S`` segments takes the sum over its hops plus ``S - 1`` times its slowest hop (on a
   machine of unlike links, at least the pace of the links its hops crowd, every hop
-  routed: :func:`_crowded`; a ring after a tree's rounds steps at the pace of its hops
+  routed: :func:`_crowded`, its crowded hops played segment by segment where their
+  bytes bunch, :mod:`.coupled`; a ring after a tree's rounds steps at the pace of its hops
   that start together: :func:`_staggered`); a
   stretch of paced rounds (a pipeline's, a tree's over nodes) the sum over its rounds of
   the slowest message then in flight (:meth:`_Described._stretched`), or, where every
@@ -110,7 +111,8 @@ the worst error against :func:`simulator.simulate` per algorithm.
 :mod:`.described` (a description priced at every size), :mod:`.layout` (its rounds
 routed and laid out), :mod:`.routing` (a round's messages routed into rows of alike
 ones), :mod:`.flow` (paced rounds played rank by rank), :mod:`.crowded` (a chain's
-hops crowding the links they share), :mod:`.sharing` (messages
+hops crowding the links they share), :mod:`.coupled` and :mod:`.coupled_play` (those
+hops played, compiled with Numba), :mod:`.sharing` (messages
 sharing links: fills and queues), :mod:`.units` (a cut class's transfers per run),
 :mod:`.budgets` (what is played, routed whole, stretched or held), :mod:`.sample`
 (which ranks are priced), :mod:`.cache` and :mod:`.arrays` (shared helpers).
