@@ -84,7 +84,7 @@ CARRIED_CELLS = 1 << 21
 #: ``default_flat(31)`` at 16 segments over 2 channels, 14 sizes, 0.47 -> 1.6 CPU s, of
 #: 48 ranks over 8 channels 3.5 -> 22 s; the AllGather table on ``default_flat(64)``
 #: about 1.4 -> 1.7 s and 127 -> 137 MB
-PIECE_MESSAGES = 1 << 14
+PIECE_MESSAGES = 1 << 15
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and
