@@ -556,7 +556,11 @@ def _live_time(collective: str, algorithm: str, topology: Any,
     """:func:`_flat_time` of only the channels that carry something at each size (the
     first ones: a channel's part never grows with its number), where a channel of no
     elements sends nothing (``counts``, orders x sizes; its runs ``piece``, as
-    ``counts`` or a row)."""
+    ``counts`` or a row): on every machine, so that the empty channels' messages,
+    left out of the play, do not take a round past its fill
+    (:data:`~simulator.analytic.budgets.FILL_MESSAGES`: ``default_flat(64)``'s tree
+    AllGather over 8 channels at 2 segments, 63 elements, all on channel 0, has a round
+    of 2,408 with the 7 others; each port's queue played on its own, under by 4.1e-5)."""
     live = np.maximum(np.count_nonzero(counts, axis=0), 1)
     out = np.empty((len(terms), counts.shape[1]))
     for k in np.unique(live).tolist():
