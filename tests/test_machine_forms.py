@@ -297,6 +297,37 @@ def test_tree_allgather_pieces_are_rows_of_their_own(nranks: int, channels: int,
         pytest.approx(simulated, rel=1e-9)
 
 
+@pytest.mark.parametrize("nranks, segments, count", [(64, 2, 63), (48, 16, 47)])
+def test_tree_allgather_prices_only_the_channels_that_carry(nranks: int, segments: int,
+                                                            count: int) -> None:
+    """Tree AllGather on default_flat over 8 channels at fewer elements than ranks:
+    every block is one element or none, all on channel 0, and the 7 channels that carry
+    nothing send nothing; priced with all 8, a round of 2,136 (48 ranks) to 2,408 (64)
+    messages with a shared port was past the fill's :data:`FILL_MESSAGES
+    <simulator.analytic.budgets.FILL_MESSAGES>` and each port's queue was played on its
+    own (under by 4.1e-5 and 4.1e-6); channel 0 alone, exact."""
+    flat = topology.default_flat(nranks)
+    params = {"segments": segments, "channels": 8}
+    simulated = _simulated("allgather", "tree", flat, 4 * count, params)
+    assert machine_cost("allgather", "tree", flat, 4 * count, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
+def test_tree_allgather_pieces_fill_rounds_of_thousands() -> None:
+    """Tree AllGather on default_flat(64) over 8 channels at 16 segments, 1,031
+    elements: 18,352 messages, within :data:`PIECE_MESSAGES
+    <collectives.algorithms._tree_cuts.PIECE_MESSAGES>` (each piece a row of its own),
+    in rounds of up to 2,416 pieces with a shared port, filled (:data:`PIECE_FILL
+    <simulator.analytic.budgets.PIECE_FILL>`).  Past the budget each class was charged
+    the most of its messages (+5.5e-4); each port's queue on its own, under by 3.5e-6;
+    exact."""
+    flat = topology.default_flat(64)
+    params = {"segments": 16, "channels": 8}
+    simulated = _simulated("allgather", "tree", flat, 4 * 1031, params)
+    assert machine_cost("allgather", "tree", flat, 4 * 1031, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 @pytest.mark.parametrize("count", [1000, 2000])
 def test_ports_that_agree_on_a_message_still_share_at_max_min_rates(count: int) -> None:
     """Tree AllReduce on default_flat(6), 5 segments: where each port's queue on its own

@@ -78,13 +78,17 @@ EXACT_CELLS = 1 << 20
 CARRIED_CELLS = 1 << 21
 #: on a machine of alike links (flat), where every rank's messages are played past
 #: :func:`played_exactly`, the most messages times the channels played up to which
-#: :func:`each_piece` describes each piece of each a row of its own: the play's own
-#: budget of messages (:data:`simulator.analytic.PLAY_MESSAGES`), past which it
-#: plays none.  The play's fill then carries each piece's transfers per run: a price of
+#: :func:`each_piece` describes each piece of each a row of its own (twice the play's
+#: budget of messages, :data:`simulator.analytic.PLAY_MESSAGES`, which every rank
+#: played on flat, up to 64 ranks, is not held to: 64 ranks over 8 channels at 16
+#: segments are 18,352, charged the most of a class past it, +5.5e-4).  The play's fill
+#: then carries each piece's transfers per run, in rounds of up to
+#: :data:`simulator.analytic.budgets.PIECE_FILL` pieces: a price of
 #: ``default_flat(31)`` at 16 segments over 2 channels, 14 sizes, 0.47 -> 1.6 CPU s, of
-#: 48 ranks over 8 channels 3.5 -> 22 s; the AllGather table on ``default_flat(64)``
-#: about 1.4 -> 1.7 s and 127 -> 137 MB
-PIECE_MESSAGES = 1 << 14
+#: 48 ranks over 8 channels 3.5 -> 22 s, of 64 ranks over 8 channels 2.7 -> 10.4 s (368
+#: -> 515 MB); the AllGather table on ``default_flat(64)`` about 1.4 -> 1.7 s and 127
+#: -> 137 MB (its one channel within the old budget)
+PIECE_MESSAGES = 1 << 15
 #: past :data:`EXACT_MESSAGES`, the most messages at the edges of subtrees' parts (a
 #: segment a part meets in part, or one that rounding may spill into) whose cuts a class
 #: of them is charged the most of; past it, a class's share of the vector rounded up and

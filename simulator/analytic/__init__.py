@@ -11,10 +11,10 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   own part where they differ (:func:`_phase_elements`: on a machine of alike links, and
   for the tree and the chain up to :data:`FAR_GROUP_RANKS` ranks, on DGX every group's
   channels the first group's; elsewhere where they resolve other parameters), else at
-  the largest.  On a machine of unlike links
-  (DGX) the channels that carry nothing are left out where an empty channel sends
-  nothing (the tree, the chain) up to :data:`FAR_GROUP_RANKS` ranks, and where it sends
-  (or past them), parts further apart than
+  the largest.  The channels that carry nothing are left out where an empty channel
+  sends nothing (the tree, the chain; :func:`_live_time`; on a machine of unlike links
+  up to :data:`FAR_GROUP_RANKS` ranks); on a machine of unlike links (DGX) where it
+  sends (or past them), parts further apart than
   :data:`NEAR_PARTS` are each priced with every channel carrying it, the slowest taken
   (:func:`_unlike_time`); else the channels of equal parts at a size are a group, each class of a round a class per
   group priced at its group's part (:func:`_channel_groups`), the groups' rounds side by

@@ -35,6 +35,13 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: channels +2.6e-4; the three closed-form tables on ``flat(64)``, 1.71 -> 1.79 CPU s, that
 #: ReduceScatter on ``default_flat(128)`` at 4 sizes 2.7 -> 5.0 s)
 FILL_MESSAGES = 1 << 11
+#: a played round of pieces each of its own size and start (a tree AllGather's on flat,
+#: :attr:`collectives.traffic.Messages.sizes`, at most
+#: :data:`collectives.algorithms._tree_cuts.PIECE_MESSAGES` over every channel) is
+#: filled up to so many messages with a shared link (:func:`_fill`): 64 ranks' 8
+#: channels at 16 segments have rounds of up to 2,416 (past :data:`FILL_MESSAGES`, each
+#: port's queue on its own, under by up to 1.8e-5 at 70,000 elements; filled, exact)
+PIECE_FILL = 1 << 15
 #: a played round whose shared links each carry at most two messages (a chain's, on
 #: flat) is filled by iterating its ends to their fixed point (:func:`_paired_ends`), at
 #: most so many passes (a chain on ``default_flat(64)`` takes at most 10), and by the
@@ -127,6 +134,14 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
         return True
     messages, hops, span = _paced_load(orders, rounds)
     return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _fill(rounds: Sequence[Any]) -> int:
+    """The most messages with a shared link a played round of ``rounds`` is filled with
+    (:func:`~simulator.analytic.flow._coupled`): :data:`PIECE_FILL` where some class is
+    pieces each of its own size and start, else :data:`FILL_MESSAGES`."""
+    pieced = any(m.sizes is not None for r in rounds for m in r.messages)
+    return PIECE_FILL if pieced else FILL_MESSAGES
 
 
 def _extended(topology: Any, orders: Orders, rounds: list[Any]) -> bool:

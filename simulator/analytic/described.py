@@ -13,8 +13,8 @@ from collectives.traffic import window_part
 from ..gpu import hidden_latency
 from .cache import _cached
 from .sample import Groups, Orders, SAMPLE_ALL_RANKS, _link_classes
-from .budgets import (FILL_MESSAGES, UNHELD_RANKS, _front, _is_held, _played, _stepped,
-                      _unheld)
+from .budgets import (FILL_MESSAGES, UNHELD_RANKS, _fill, _front, _is_held, _played,
+                      _stepped, _unheld)
 from .arrays import _ceil_div, _unique_rows
 from .units import RUN_KINDS, _unit_runs, _unit_sizes, _unit_spans
 from .flow import _crossed_links
@@ -493,7 +493,7 @@ def _described(topology: Any, orders: Orders, rounds: tuple[Any, ...],
             stepped = _stepped(rounds)
             if stepped is not None and not _played(topology, orders, list(rounds)):
                 return _Described(topology, orders, stepped, groups)
-            return _Described(topology, orders, rounds, groups)
+            return _Described(topology, orders, rounds, groups, _fill(rounds))
         hops = _layout(topology, orders, rounds, groups, FILL_MESSAGES).hops
         unheld = hops is not None and bool(_crossed_links(hops, 0).any())
         return _Described(topology, orders, _unheld(rounds) if unheld else rounds, groups)
