@@ -14,21 +14,92 @@ message's bytes are carried on each link of its route at the share of the messag
 whose bytes are in flight there with its own, on average over its own (from the
 recursion's starts); the two are iterated to their fixed point, damped
 (:data:`EXCHANGE_PASSES` passes), from the lock-step shares.
+
+The fixed point is found once, for the bytes alone (:func:`_flight_times`): where
+every message's time is its bytes over its links' shared rates, every clock scales with
+the bytes, so that the shares are the same at every size, and under every protocol
+whose links' rates are the line rates scaled alike (LL, LL128 and Simple on
+``dgx_h100``).  Each size is then played once, every message paying its latency left
+(:func:`simulator.gpu.hidden_latency`) on top of its bytes at those shares; where the
+latency is most of a message's time, its shares hardly matter.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..gpu import hidden_latency
-from .routing import _entries
+from .routing import _entries, _route_figures
 
 #: passes of the fixed point between the ranks' clocks and the links' shares
-#: (:func:`_exchange_time`): on ``dgx_h100(32)``, LL at 64 MiB, it settles within about
+#: (:func:`_flight_times`): on ``dgx_h100(32)``, LL at 64 MiB, it settles within about
 #: 1% of the DES from 12 passes
 EXCHANGE_PASSES = 16
+#: passes of the fixed point at an anchor size, from the one above (:func:`_per_byte`)
+WARM_PASSES = 3
+#: the slowest message's bytes' fractions of its time between which sizes are anchors
+#: (:func:`_anchors`): below, the bytes' shares hardly matter; above, the latency's
+MIXED = (0.05, 0.95)
+#: anchors at most so many times apart (:func:`_anchors`)
+ANCHOR_RATIO = 16
+
+
+class _Exchange:
+    """Every message of the exchange rounds over one order and the links of its route:
+    message ``(s - 1) q + v`` goes from position ``v`` to ``v + s``.
+
+    Attributes
+    ----------
+    q : int
+        The positions.
+    message, links : numpy.ndarray
+        Per route entry (a message on a link of its route, messages in order) its
+        message and link.
+    heads : numpy.ndarray
+        Every message's first entry.
+    together : numpy.ndarray
+        Per entry, the messages of its round on its link (the lock-step shares).
+    crossed : numpy.ndarray
+        Per entry, whether its link carries several senders' and several receivers'
+        messages (elsewhere a message's bytes are never in flight with another's).
+    crossing, crossed_heads : numpy.ndarray
+        The messages with a crossed entry and the first of each's crossed entries
+        (among the crossed entries).
+    by_link, link_message, link_rank : numpy.ndarray
+        The crossed entries link by link (in round order on each), their messages and
+        their links numbered from 0.
+    """
+
+    def __init__(self, topology: Any, order: tuple[int, ...]) -> None:
+        q = self.q = len(order)
+        ranks = np.asarray(order, dtype=np.int64)
+        sender = np.tile(np.arange(q), q - 1)
+        distance = np.repeat(np.arange(1, q), q)
+        receiver = (sender + distance) % q
+        lengths, self.links = _entries(topology, ranks[sender] * topology.nranks
+                                       + ranks[receiver])
+        self.message = np.repeat(np.arange(len(sender)), lengths)
+        self.heads = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        _, inverse, counts = np.unique(distance[self.message] * len(topology.links)
+                                       + self.links, return_inverse=True,
+                                       return_counts=True)
+        self.together = counts[inverse].astype(float)
+        self.crossed = _crossed(self.links, sender[self.message], receiver[self.message])
+        self.crossing, self.crossed_heads = np.unique(self.message[self.crossed],
+                                                      return_index=True)
+        self.by_link = np.argsort(self.links[self.crossed], kind="stable")
+        self.link_message = self.message[self.crossed][self.by_link]
+        self.link_rank = np.unique(self.links[self.crossed][self.by_link],
+                                   return_inverse=True)[1].astype(float)
+
+
+@functools.lru_cache(maxsize=4)
+def _exchange(topology: Any, order: tuple[int, ...]) -> _Exchange:
+    """The exchange rounds over ``order`` on ``topology`` (cached)."""
+    return _Exchange(topology, order)
 
 
 def _exchange_time(topology: Any, terms: Sequence[tuple[Any, ...]], order: Sequence[int],
@@ -37,34 +108,108 @@ def _exchange_time(topology: Any, terms: Sequence[tuple[Any, ...]], order: Seque
     message of ``nbytes`` (per size), under each of ``terms`` (a protocol's link
     latency, bandwidth, FIFO slot, shares and seconds per byte reduced, per link, as
     :func:`simulator.gpu.link_figures` gives them): protocols x sizes."""
-    q = len(order)
-    ranks = np.asarray(order, dtype=np.int64)
-    sender = np.tile(np.arange(q), q - 1)  # message (s - 1) * q + v: v -> v + s
-    distance = np.repeat(np.arange(1, q), q)
-    lengths, links = _entries(topology, ranks[sender] * topology.nranks
-                              + ranks[(sender + distance) % q])
-    message = np.repeat(np.arange(len(sender)), lengths)
-    # the messages of each message's round on each link of its route (lock-step)
-    _, inverse, counts = np.unique(distance[message] * len(topology.links) + links,
-                                   return_inverse=True, return_counts=True)
-    together = counts[inverse].astype(float)
-    crossed = _crossed(links, sender[message], (sender + distance)[message] % q)
+    rounds = _exchange(topology, tuple(order))
     sizes = np.asarray(nbytes, dtype=float)
     out = np.empty((len(terms), len(sizes)))
     for k, (latency, bandwidth, slot, shares, _) in enumerate(terms):
-        per_byte = 1.0 / np.asarray(bandwidth, dtype=float)[links]
-        paid = _paid_latency(message, links, (latency, bandwidth, slot, shares), sizes)
-        carried = _most(message, len(sender), together[:, None] * per_byte[:, None]
-                        * sizes[None, :])
-        for _ in range(EXCHANGE_PASSES):
-            start = _clocks(paid + carried, q)[0]
-            shared = np.ones((len(message), len(sizes)))
-            shared[crossed] = _in_flight(message[crossed], links[crossed], start + paid,
-                                         start + paid + carried)
-            carried = 0.5 * carried + 0.5 * _most(
-                message, len(sender), shared * per_byte[:, None] * sizes[None, :])
-        out[k] = _clocks(paid + carried, q)[1]
+        bandwidth = np.asarray(bandwidth, dtype=float)
+        delay, rate, most = _route_figures(rounds.links, rounds.heads, np.asarray(latency),
+                                           bandwidth, shares)
+
+        def paid(block: Any, at: np.ndarray) -> np.ndarray:
+            return hidden_latency(delay[block, None], at, rate[block, None], slot,
+                                  most if np.isscalar(most) else most[block, None])
+        per_byte = _per_byte(topology, tuple(order), bandwidth, paid, sizes)
+        out[k] = _played(rounds.q, lambda block: paid(block, sizes) + per_byte(block) * sizes)
     return out
+
+
+def _per_byte(topology: Any, order: tuple[int, ...], bandwidth: np.ndarray, paid: Any,
+              sizes: np.ndarray) -> Any:
+    """Per message and size, the seconds a byte of it takes, as a function of the
+    messages ``block`` (messages x sizes): at the fixed point of the bytes alone
+    (:func:`_flight_times`) where the latency left (``paid(block, sizes)``) is at most
+    :data:`MIXED` [0] of the slowest message's time, else interpolated (in the log of
+    the size) between anchors (:func:`_anchors`), whose fixed point with the latency is
+    found warm, from the one above, in :data:`WARM_PASSES` passes."""
+    rounds = _exchange(topology, order)
+    alone = _flight_times(topology, order, _relative(bandwidth)) / bandwidth.max()
+    slowest = slice(int(np.argmax(alone)), int(np.argmax(alone)) + 1)
+    anchors = _anchors(sizes, paid(slowest, sizes)[0], alone[slowest] * sizes)
+    if not len(anchors):
+        return lambda block: alone[block, None]
+    per_entry = 1.0 / bandwidth[rounds.links]
+    rows = [alone]
+    for n in anchors[::-1]:
+        carried = _fixed_point(rounds, per_entry * n, paid(slice(None), np.array([n]))[:, 0],
+                               rows[-1] * n, WARM_PASSES)
+        rows.append(carried / n)
+    table = np.array(rows[:0:-1])  # anchors (ascending) x messages
+    at = np.interp(np.log(np.maximum(sizes, anchors[0])), np.log(anchors), np.arange(len(anchors)))
+    low = np.floor(at).astype(np.int64)
+    high = np.minimum(low + 1, len(anchors) - 1)
+    weight = at - low
+    above = sizes > anchors[-1]
+
+    def per_byte(block: Any) -> np.ndarray:
+        out = table[low, block].T * (1 - weight) + table[high, block].T * weight
+        out[:, above] = alone[block, None]
+        return out
+    return per_byte
+
+
+def _anchors(sizes: np.ndarray, latency: np.ndarray, carried: np.ndarray) -> np.ndarray:
+    """The sizes (ascending) whose fixed point is found with the latency
+    (:func:`_per_byte`): of those where the slowest message's bytes (``carried``) are
+    between the fractions :data:`MIXED` of its time (with its ``latency`` left), the
+    largest and each at least :data:`ANCHOR_RATIO` times smaller than the one before,
+    and the smallest."""
+    part = carried / (carried + latency)
+    mixed = np.unique(sizes[(part > MIXED[0]) & (part < MIXED[1])])[::-1]
+    kept: list[float] = []
+    for n in mixed.tolist():
+        if not kept or n * ANCHOR_RATIO <= kept[-1] or n == mixed[-1]:
+            kept.append(n)
+    return np.array(kept[::-1])
+
+
+def _relative(bandwidth: np.ndarray) -> bytes:
+    """The links' rates relative to the fastest (a key: the shares of rates scaled alike
+    are alike)."""
+    return np.round(bandwidth / bandwidth.max(), 12).tobytes()
+
+
+@functools.lru_cache(maxsize=8)
+def _flight_times(topology: Any, order: tuple[int, ...], relative: bytes) -> np.ndarray:
+    """Per message, the seconds a byte of it takes at the fixed point of the ranks'
+    clocks and the shares of the messages in flight together on its links, every message
+    as long as its bytes at those shares, the links' rates ``relative`` (:func:`_relative`,
+    the fastest 1 B/s): from the lock-step shares, :data:`EXCHANGE_PASSES` damped
+    passes."""
+    rounds = _exchange(topology, order)
+    per_entry = 1.0 / np.frombuffer(relative)[rounds.links]
+    return _fixed_point(rounds, per_entry, np.zeros(len(rounds.heads)),
+                        np.maximum.reduceat(rounds.together * per_entry, rounds.heads),
+                        EXCHANGE_PASSES)
+
+
+def _fixed_point(rounds: _Exchange, per_entry: np.ndarray, paid: np.ndarray,
+                 carried: np.ndarray, passes: int) -> np.ndarray:
+    """Every message's time on its links (its bytes over each link's rate,
+    ``per_entry``, at the share of the messages in flight there with it, the most over
+    its route) at the fixed point with the ranks' clocks, every message paying ``paid``
+    first: ``passes`` damped passes from ``carried``."""
+    crossed, crossing = rounds.crossed, rounds.crossing
+    alone = np.maximum.reduceat(per_entry, rounds.heads)
+    per_crossed = per_entry[crossed]
+    for _ in range(passes):
+        start = _starts(paid + carried, rounds.q) + paid
+        shared = _in_flight(rounds, start, start + carried)
+        slowest = alone.copy()
+        slowest[crossing] = np.maximum(alone[crossing], np.maximum.reduceat(
+            shared * per_crossed, rounds.crossed_heads))
+        carried = 0.5 * (carried + slowest)
+    return carried
 
 
 def _crossed(links: np.ndarray, sender: np.ndarray, receiver: np.ndarray) -> np.ndarray:
@@ -77,65 +222,52 @@ def _crossed(links: np.ndarray, sender: np.ndarray, receiver: np.ndarray) -> np.
     return (several(sender) & several(receiver))[links]
 
 
-def _paid_latency(message: np.ndarray, links: np.ndarray, figures: tuple[Any, ...],
-                  sizes: np.ndarray) -> np.ndarray:
-    """Every message's latency left once its FIFO slots hide the rest
-    (:func:`simulator.gpu.hidden_latency`, at its route's nominal bottleneck rate and
-    its links' most shares): messages x sizes."""
-    latency, bandwidth, slot, shares = figures
-    messages = int(message.max()) + 1
-    route_latency = np.bincount(message, weights=np.asarray(latency)[links],
-                                minlength=messages)
-    rate = np.full(messages, np.inf)
-    np.minimum.at(rate, message, np.asarray(bandwidth, dtype=float)[links])
-    most = np.ones(messages)
-    if shares is not None:
-        np.maximum.at(most, message, np.asarray(shares, dtype=float)[links])
-    return hidden_latency(route_latency[:, None], sizes[None, :], rate[:, None], slot,
-                          most[:, None])
-
-
-def _most(message: np.ndarray, messages: int, per_entry: np.ndarray) -> np.ndarray:
-    """Per message the most of its route's entries' ``per_entry`` (entries x sizes)."""
-    out = np.zeros((messages, per_entry.shape[1]))
-    np.maximum.at(out, message, per_entry)
-    return out
-
-
-def _clocks(duration: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every message's start and the last rank's end, position ``v`` starting round
-    ``s`` once it and ``v + s`` are done with round ``s - 1`` (sent theirs and received
-    theirs), each message taking its ``duration`` (messages x sizes, message
-    ``(s - 1) q + v``)."""
-    v = np.arange(q)
-    ready = np.zeros((q, duration.shape[1]))
+def _starts(duration: np.ndarray, q: int) -> np.ndarray:
+    """Every message's start, position ``v`` starting round ``s`` once it and ``v + s``
+    are done with round ``s - 1`` (sent theirs and received theirs), each message taking
+    its ``duration`` (message ``(s - 1) q + v``)."""
     start = np.empty_like(duration)
+    _played(q, lambda block: duration[block], start)
+    return start
+
+
+def _played(q: int, duration: Any, start: np.ndarray | None = None) -> np.ndarray:
+    """The last position's end of the exchange rounds, position ``v`` starting round
+    ``s`` once it and ``v + s`` are done with round ``s - 1``, each message taking
+    ``duration(block)`` (of round ``s``'s messages ``block``, per size or not); the
+    messages' starts written to ``start`` where given."""
+    v = np.arange(q)
+    ready: Any = 0.0
     for s in range(1, q):
-        began = np.maximum(ready, ready[(v + s) % q])
-        start[(s - 1) * q:s * q] = began
-        sent = began + duration[(s - 1) * q:s * q]
+        block = slice((s - 1) * q, s * q)
+        took = duration(block)
+        began = np.maximum(ready, ready[(v + s) % q]) if s > 1 else np.zeros_like(took)
+        if start is not None:
+            start[block] = began
+        sent = began + took
         ready = np.maximum(sent, sent[(v - s) % q])
-    return start, ready.max(axis=0)
+    return ready.max(axis=0)
 
 
-def _in_flight(message: np.ndarray, links: np.ndarray, first: np.ndarray,
-               last: np.ndarray) -> np.ndarray:
-    """Per route entry (a message on a link) and size, the messages whose bytes are in
-    flight on the link with the message's own (``first`` to ``last``, messages x
-    sizes), on average over its own (itself included; 1 where it carries nothing)."""
-    out = np.ones((len(message), first.shape[1]))
-    entries = len(message)
-    for j in range(first.shape[1]):
-        times = np.concatenate([first[message, j], last[message, j]])
-        link = np.concatenate([links, links])
-        events = np.lexsort((times, link))
-        step = np.where(events < entries, 1.0, -1.0)
-        flying = np.cumsum(step)  # each link's events balance: none across links
-        ordered = times[events]
-        integral = np.concatenate([[0.0], np.cumsum(flying[:-1] * np.diff(ordered))])
-        at = np.empty(2 * entries, dtype=np.int64)
-        at[events] = np.arange(2 * entries)
-        own = last[message, j] - first[message, j]
-        overlap = integral[at[entries:]] - integral[at[:entries]]
-        out[:, j] = np.where(own > 0, overlap / np.where(own > 0, own, 1.0), 1.0)
+def _in_flight(rounds: _Exchange, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Per crossed route entry (a message on a link), the messages whose bytes are in
+    flight on the link with the message's own (``first`` to ``last``, per message), on
+    average over its own (itself included; 1 where it carries nothing): each link's
+    starts and ends sorted (nearly sorted already, link by link in round order, out of
+    order by the ranks' drift) and the messages in flight integrated over time."""
+    entries = len(rounds.by_link)
+    begins, ends = first[rounds.link_message], last[rounds.link_message]
+    apart = rounds.link_rank * (2.0 * float(ends.max()) + 1.0)  # no link's events cross
+    times = np.concatenate([begins, ends])
+    events = np.argsort(np.concatenate([apart + begins, apart + ends]), kind="stable")
+    flying = np.cumsum(np.where(events < entries, 1.0, -1.0))  # each link's balance
+    integral = np.empty(2 * entries)
+    integral[0] = 0.0
+    np.cumsum(flying[:-1] * np.diff(times[events]), out=integral[1:])
+    at = np.empty(2 * entries)
+    at[events] = integral
+    own = ends - begins
+    out = np.empty(entries)
+    out[rounds.by_link] = np.where(own > 0, (at[entries:] - at[:entries])
+                                   / np.where(own > 0, own, 1.0), 1.0)
     return out
