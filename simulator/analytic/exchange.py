@@ -32,7 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..gpu import hidden_latency
-from .routing import _entries, _route_figures
+from .routing import _route_figures
 
 #: passes of the fixed point between the ranks' clocks and the links' shares
 #: (:func:`_flight_times`): on ``dgx_h100(32)``, LL at 64 MiB, it settles within about
@@ -79,21 +79,19 @@ class _Exchange:
         sender = np.tile(np.arange(q), q - 1)
         distance = np.repeat(np.arange(1, q), q)
         receiver = (sender + distance) % q
-        lengths, self.links = _entries(topology, ranks[sender] * topology.nranks
-                                       + ranks[receiver])
+        lengths, self.links = topology.routes(ranks[sender], ranks[receiver])
         self.message = np.repeat(np.arange(len(sender)), lengths)
         self.heads = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        _, inverse, counts = np.unique(distance[self.message] * len(topology.links)
-                                       + self.links, return_inverse=True,
-                                       return_counts=True)
-        self.together = counts[inverse].astype(float)
+        rounds = distance[self.message] * len(topology.links) + self.links
+        self.together = np.bincount(rounds)[rounds].astype(float)
         self.crossed = _crossed(self.links, sender[self.message], receiver[self.message])
-        self.crossing, self.crossed_heads = np.unique(self.message[self.crossed],
-                                                      return_index=True)
+        crossing = self.message[self.crossed]  # in order
+        self.crossed_heads = np.flatnonzero(np.r_[True, crossing[1:] != crossing[:-1]])
+        self.crossing = crossing[self.crossed_heads]
         self.by_link = np.argsort(self.links[self.crossed], kind="stable")
-        self.link_message = self.message[self.crossed][self.by_link]
-        self.link_rank = np.unique(self.links[self.crossed][self.by_link],
-                                   return_inverse=True)[1].astype(float)
+        self.link_message = crossing[self.by_link]
+        link = self.links[self.crossed][self.by_link]
+        self.link_rank = np.cumsum(np.r_[0, link[1:] != link[:-1]]).astype(float)
 
 
 @functools.lru_cache(maxsize=4)
@@ -217,8 +215,9 @@ def _crossed(links: np.ndarray, sender: np.ndarray, receiver: np.ndarray) -> np.
     several receivers: elsewhere a message's bytes are never in flight with another's
     (a position's messages follow one another, sent and received)."""
     def several(ends: np.ndarray) -> np.ndarray:
-        pairs = np.unique(links * (int(ends.max()) + 1) + ends) // (int(ends.max()) + 1)
-        return np.bincount(pairs, minlength=int(links.max()) + 1) > 1
+        one = np.zeros(int(links.max()) + 1, dtype=ends.dtype)
+        one[links] = ends  # one of each link's
+        return np.bincount(links, weights=ends != one[links], minlength=len(one)) > 0
     return (several(sender) & several(receiver))[links]
 
 
