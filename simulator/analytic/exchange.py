@@ -39,7 +39,7 @@ from .routing import _route_figures
 #: 1% of the DES from 12 passes
 EXCHANGE_PASSES = 16
 #: passes of the fixed point at an anchor size, from the one above (:func:`_per_byte`)
-WARM_PASSES = 3
+WARM_PASSES = 2
 #: the slowest message's bytes' fractions of its time between which sizes are anchors
 #: (:func:`_anchors`): below, the bytes' shares hardly matter; above, the latency's
 MIXED = (0.05, 0.95)
