@@ -37,7 +37,7 @@ from .routing import _route_figures
 #: passes of the fixed point between the ranks' clocks and the links' shares
 #: (:func:`_flight_times`): on ``dgx_h100(32)``, LL at 64 MiB, it settles within about
 #: 1% of the DES from 12 passes
-EXCHANGE_PASSES = 16
+EXCHANGE_PASSES = 12
 #: passes of the fixed point at an anchor size, from the one above (:func:`_per_byte`)
 WARM_PASSES = 2
 #: the slowest message's bytes' fractions of its time between which sizes are anchors
@@ -117,43 +117,44 @@ def _exchange_time(topology: Any, terms: Sequence[tuple[Any, ...]], order: Seque
         def paid(block: Any, at: np.ndarray) -> np.ndarray:
             return hidden_latency(delay[block, None], at, rate[block, None], slot,
                                   most if np.isscalar(most) else most[block, None])
-        per_byte = _per_byte(topology, tuple(order), bandwidth, paid, sizes)
-        out[k] = _played(rounds.q, lambda block: paid(block, sizes) + per_byte(block) * sizes)
+        rows, weights = _per_byte(topology, tuple(order), bandwidth, paid, sizes)
+        out[k] = _played(rounds.q, lambda block: paid(block, sizes)
+                         + rows[:, block].T @ weights)
     return out
 
 
 def _per_byte(topology: Any, order: tuple[int, ...], bandwidth: np.ndarray, paid: Any,
-              sizes: np.ndarray) -> Any:
-    """Per message and size, the seconds a byte of it takes, as a function of the
-    messages ``block`` (messages x sizes): at the fixed point of the bytes alone
-    (:func:`_flight_times`) where the latency left (``paid(block, sizes)``) is at most
-    :data:`MIXED` [0] of the slowest message's time, else interpolated (in the log of
-    the size) between anchors (:func:`_anchors`), whose fixed point with the latency is
-    found warm, from the one above, in :data:`WARM_PASSES` passes."""
+              sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every message's seconds a byte at a few sizes (rows x messages) and the weights
+    of those rows at every size (rows x sizes, the bytes included), so that their
+    product is every message's bytes' time at every size: at the fixed point of the
+    bytes alone (:func:`_flight_times`) where the latency left (``paid(block, sizes)``)
+    is at most :data:`MIXED` [0] of the slowest message's time, else interpolated (in
+    the log of the size) between anchors (:func:`_anchors`), whose fixed point with the
+    latency is found warm, from the one above, in :data:`WARM_PASSES` passes."""
     rounds = _exchange(topology, order)
     alone = _flight_times(topology, order, _relative(bandwidth)) / bandwidth.max()
     slowest = slice(int(np.argmax(alone)), int(np.argmax(alone)) + 1)
     anchors = _anchors(sizes, paid(slowest, sizes)[0], alone[slowest] * sizes)
-    if not len(anchors):
-        return lambda block: alone[block, None]
     per_entry = 1.0 / bandwidth[rounds.links]
     rows = [alone]
     for n in anchors[::-1]:
         carried = _fixed_point(rounds, per_entry * n, paid(slice(None), np.array([n]))[:, 0],
                                rows[-1] * n, WARM_PASSES)
         rows.append(carried / n)
-    table = np.array(rows[:0:-1])  # anchors (ascending) x messages
-    at = np.interp(np.log(np.maximum(sizes, anchors[0])), np.log(anchors), np.arange(len(anchors)))
-    low = np.floor(at).astype(np.int64)
-    high = np.minimum(low + 1, len(anchors) - 1)
-    weight = at - low
-    above = sizes > anchors[-1]
-
-    def per_byte(block: Any) -> np.ndarray:
-        out = table[low, block].T * (1 - weight) + table[high, block].T * weight
-        out[:, above] = alone[block, None]
-        return out
-    return per_byte
+    weights = np.zeros((len(rows), len(sizes)))
+    above = sizes > (anchors[-1] if len(anchors) else 0.0)
+    weights[0, above] = sizes[above]
+    if len(anchors):
+        at = np.interp(np.log(np.maximum(sizes, anchors[0])), np.log(anchors),
+                       np.arange(len(anchors)))[~above]
+        low = np.floor(at).astype(np.int64)
+        high = np.minimum(low + 1, len(anchors) - 1)
+        within = np.flatnonzero(~above)
+        # anchor i (ascending) is row len(anchors) - i
+        np.add.at(weights, (len(anchors) - low, within), (1 + low - at) * sizes[within])
+        np.add.at(weights, (len(anchors) - high, within), (at - low) * sizes[within])
+    return np.array(rows), weights
 
 
 def _anchors(sizes: np.ndarray, latency: np.ndarray, carried: np.ndarray) -> np.ndarray:
@@ -252,14 +253,14 @@ def _in_flight(rounds: _Exchange, first: np.ndarray, last: np.ndarray) -> np.nda
     """Per crossed route entry (a message on a link), the messages whose bytes are in
     flight on the link with the message's own (``first`` to ``last``, per message), on
     average over its own (itself included; 1 where it carries nothing): each link's
-    starts and ends sorted (nearly sorted already, link by link in round order, out of
-    order by the ranks' drift) and the messages in flight integrated over time."""
+    starts and ends sorted and the messages in flight integrated over time."""
     entries = len(rounds.by_link)
     begins, ends = first[rounds.link_message], last[rounds.link_message]
     apart = rounds.link_rank * (2.0 * float(ends.max()) + 1.0)  # no link's events cross
     times = np.concatenate([begins, ends])
-    events = np.argsort(np.concatenate([apart + begins, apart + ends]), kind="stable")
-    flying = np.cumsum(np.where(events < entries, 1.0, -1.0))  # each link's balance
+    events = np.argsort(np.concatenate([apart + begins, apart + ends]))
+    # begun less ended so far (each link's balance: none across links)
+    flying = 2 * np.cumsum(events < entries) - np.arange(1, 2 * entries + 1)
     integral = np.empty(2 * entries)
     integral[0] = 0.0
     np.cumsum(flying[:-1] * np.diff(times[events]), out=integral[1:])
