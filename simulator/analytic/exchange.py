@@ -31,6 +31,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from collectives.traffic import Round
+
 from ..gpu import hidden_latency
 from .routing import _route_figures
 
@@ -98,6 +100,25 @@ class _Exchange:
 def _exchange(topology: Any, order: tuple[int, ...]) -> _Exchange:
     """The exchange rounds over ``order`` on ``topology`` (cached)."""
     return _Exchange(topology, order)
+
+
+def _exchange_rounds(rounds: Sequence[Any], q: int, counts: np.ndarray) -> bool:
+    """Whether ``rounds`` (a description, :func:`collectives.traffic.describe`) are
+    exchange rounds by distance over ``q`` positions: lock-step rounds of one class
+    each, every position ``v`` sending ``v + s`` a message of the count (at every one of
+    ``counts``), unreduced, for ``s`` from 1 to ``q - 1`` in order (a round repeated
+    stands for as many distances on from its own)."""
+    v, distance = np.arange(q), 1
+    for r in rounds:
+        if not isinstance(r, Round) or r.paced or r.chain or len(r.messages) != 1:
+            return False
+        m = r.messages[0]
+        if m.reduce or not np.array_equal(m.src, v) \
+                or not np.array_equal(m.dst, (v + distance) % q) \
+                or not np.array_equal(m.elements(counts), counts):
+            return False
+        distance += r.repeat
+    return distance == q
 
 
 def _exchange_time(topology: Any, terms: Sequence[tuple[Any, ...]], order: Sequence[int],
