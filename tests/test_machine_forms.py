@@ -1531,17 +1531,24 @@ def test_alike_rails_are_played_once(nodes: int, kept: float, monkeypatch) -> No
 
 
 def test_pairwise_exchange_rounds_are_played_rank_by_rank_on_dgx(monkeypatch) -> None:
-    """Pairwise AllToAll past :data:`WHOLE_TOTAL` messages (30 and 32 DGX nodes) is played
+    """Pairwise AllToAll past :data:`WHOLE_TOTAL` messages (30 to 64 DGX nodes) is played
     rank by rank (:mod:`simulator.analytic.exchange`); here on ``dgx_h100(16)`` with the
-    budget lowered so that it is too.  The clocks with the lock-step shares were -4.1%
-    against the DES under LL (16 MiB, a rank's send total); with the shares of the
-    messages in flight together +2.0%."""
-    from simulator.analytic import pricing
+    budget lowered so that it is too, at a size whose latency is much of a message's
+    time (4 MiB, a rank's send total: an anchor's fixed point) and one where it is not
+    (256 MiB: the bytes alone's), priced together as the tables price them.  The
+    clocks with the lock-step shares were -4.1% against the DES under LL (16 MiB); with
+    the shares of the messages in flight together +0.3% and +1.4%."""
+    from simulator.analytic import exchange, pricing, price_protocols
     monkeypatch.setattr(pricing, "WHOLE_TOTAL", 0)
+    played = []
+    monkeypatch.setattr(pricing, "_exchange_time",
+                        lambda *args: played.append(args) or exchange._exchange_time(*args))
     machine = topology.dgx_h100(16)
-    nbytes = 16 << 20
-    schedule = build_schedule("alltoall", "pairwise", machine.nranks,
-                              nbytes // (4 * machine.nranks))
-    simulated = simulate(schedule, machine, protocol="LL", trace=False).time_s
-    assert machine_cost("alltoall", "pairwise", machine, nbytes, protocol="LL") \
-        == pytest.approx(simulated, rel=0.03)
+    sizes = [4 << 20, 256 << 20]
+    priced = price_protocols("alltoall", "pairwise", machine, sizes, ["LL"])[0]
+    assert len(played) == 1
+    for nbytes, analytic in zip(sizes, priced):
+        schedule = build_schedule("alltoall", "pairwise", machine.nranks,
+                                  nbytes // (4 * machine.nranks))
+        simulated = simulate(schedule, machine, protocol="LL", trace=False).time_s
+        assert analytic == pytest.approx(simulated, rel=0.03)
