@@ -516,19 +516,19 @@ class Topology:
         ValueError
             If a rank is not an int in ``[0, nranks)``.
         """
-        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        src, dst = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
         many = getattr(self.fabric, "routes", None)
-        if many is None or not len(a):
-            found = [self.route(x, y) for x, y in zip(a.tolist(), b.tolist())]
+        if many is None or not len(src):
+            found = [self.route(x, y) for x, y in zip(src.tolist(), dst.tolist())]
             return (np.fromiter(map(len, found), dtype=np.int64, count=len(found)),
                     np.fromiter(itertools.chain.from_iterable(found), dtype=np.int64))
-        for name, ranks in (("a", a), ("b", b)):
+        for name, ranks in (("a", src), ("b", dst)):
             if ranks.min() < 0 or ranks.max() >= len(self.placement):
                 raise ValueError(f"{name} is not allowed; its ranks must be in "
                                  f"[0, {len(self.placement)})")
         devices = np.fromiter((self._index[d] for d in self.placement), dtype=np.int64,
                               count=len(self.placement))
-        return many(devices[a], devices[b])
+        return many(devices[src], devices[dst])
 
     def alpha(self, a: int, b: int) -> float:
         """Latency from rank ``a`` to rank ``b``: the sum of the route's link latencies, s.

@@ -77,10 +77,12 @@ share of every link, :func:`_unqueued`), else (held, one order, groups apart) th
 lock-step stretch; past any, the lock-step stretch from the sample's.
 Another round of at most :data:`WHOLE_MESSAGES` messages is routed at every rank too,
 where its description's rounds (of distinct positions) are at most :data:`WHOLE_TOTAL`.
-Pairwise AllToAll past that but within :data:`EXCHANGE_TOTAL` messages on a machine of
-unlike links is played rank by rank (:mod:`.exchange`: the ranks' clocks, a rank
-starting a round once it and its partner are done with the one before, and each
-message at the share of the messages in flight on its links with it, iterated).
+Exchange rounds by distance (pairwise AllToAll) past that but within
+:data:`EXCHANGE_TOTAL` messages on a machine of unlike links are played rank by rank
+(:mod:`.exchange`: the ranks' clocks, a rank starting a round once it and its partner
+are done with the one before, and each message at the share of the messages in flight
+on its links with it, iterated; for the bytes alone once, with the latency at a few
+anchor sizes, interpolated between).
 
 **Cost.** A round's sampled messages are routed once for every protocol (links alike in
 kind, latency, line rate and flow cap are alike under every protocol) and merged into rows

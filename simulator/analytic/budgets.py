@@ -48,12 +48,13 @@ PAIRED_PASSES = 32
 #: within: routing those takes the three closed-form tables there from 0.74 to 1.35
 #: CPU s)
 WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
-#: pairwise exchange rounds past :data:`WHOLE_TOTAL` messages but at most so many, on a
-#: machine of unlike links, are played rank by rank (:mod:`.exchange`): ``dgx_h100(30)``
-#: and ``(32)`` (57,360 and 65,280 messages), whose sample's rounds see about an eighth
-#: of the spine links' load (-6.6% to -39% against the DES at 4 to 64 MiB; now within
-#: 1.6%), not 33 nodes and more (the play takes about 0.6 CPU s at 32 nodes and grows
-#: with the square of the ranks)
+#: exchange rounds by distance (pairwise AllToAll) past :data:`WHOLE_TOTAL` messages but
+#: at most so many, on a machine of unlike links, are played rank by rank
+#: (:mod:`.exchange`): ``dgx_h100(30)`` to ``(64)`` (57,360 to 261,632 messages), whose
+#: sample's rounds see about an eighth of the spine links' load (to -39% against the
+#: DES; now within 3.1% at 4 KiB to 256 MiB under every protocol), not 65 nodes and more
+#: (a table's 66 sizes under three protocols take about 0.4 CPU s at 32 nodes, 1.7 s at
+#: 64, growing with the ranks times the rounds)
 EXCHANGE_TOTAL = 1 << 18
 #: paced rounds past the play's messages but of at most so many (over every channel),
 #: within its other budgets, are routed at every rank, over channels played unqueued,
