@@ -168,23 +168,10 @@ class RailFatTree:
                 up + 2 * self.spines * (jb * G + gb) + 1, b + 5, b + 3)
 
     def routes(self, s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The routes of many pairs of GPUs at once, as :meth:`route` gives each.
-
-        Parameters
-        ----------
-        s, d : numpy.ndarray
-            Device indices of GPUs, pair by pair.
-
-        Returns
-        -------
-        tuple of numpy.ndarray
-            Every pair's number of links, and their links one pair after another.
-
-        Raises
-        ------
-        ValueError
-            If a device is not a GPU.
-        """
+        """The routes of many pairs of GPUs (device indices, ``s[i]`` to ``d[i]``) at once,
+        as :meth:`route` gives each, in the form :meth:`topology.Topology.routes` returns
+        (every pair's number of links, and their links one pair after another); a
+        ValueError if a device is not a GPU."""
         G = self.gpus_per_node
         (na, ga), (nb, gb) = self._gpus(np.asarray(s)), self._gpus(np.asarray(d))
         a, b = _GPU_LINKS * (na * G + ga), _GPU_LINKS * (nb * G + gb)
