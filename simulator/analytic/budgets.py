@@ -52,8 +52,8 @@ WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: at most so many, on a machine of unlike links, are played rank by rank
 #: (:mod:`.exchange`): ``dgx_h100(30)`` to ``(64)`` (57,360 to 261,632 messages), whose
 #: sample's rounds see about an eighth of the spine links' load (to -39% against the
-#: DES; now within 3.1% at 4 KiB to 256 MiB under every protocol), not 65 nodes and more
-#: (a table's 66 sizes under three protocols take about 0.4 CPU s at 32 nodes, 1.7 s at
+#: DES; now within 3.2% at 4 KiB to 1 GiB under every protocol), not 65 nodes and more
+#: (a table's 66 sizes under three protocols take about 0.4 CPU s at 32 nodes, 1.5 s at
 #: 64, growing with the ranks times the rounds)
 EXCHANGE_TOTAL = 1 << 18
 #: paced rounds past the play's messages but of at most so many (over every channel),

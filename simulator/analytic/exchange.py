@@ -22,14 +22,14 @@ scales with the bytes: the shares are the same at every size, and under every pr
 whose links' rates are the line rates scaled alike (LL, LL128 and Simple on
 ``dgx_h100``), so the bytes alone's fixed point is found once (:func:`_flight_times`,
 :data:`EXCHANGE_PASSES` passes).  Where the latency and the bytes are both much of it,
-the fixed point with the latency is found at anchors (:func:`_anchors`, about 3 a
+the fixed point with the latency is found at anchors (:func:`_anchors`, 2 or 3 a
 protocol), each from the one above in :data:`WARM_PASSES` passes, and every size's
 seconds a byte interpolated between them; where the latency is most of it, the
 shares hardly matter (the lowest anchor's).  Every size is then played once, the
 protocols' sizes side by side.  On ``dgx_h100(30..64)``, every protocol at 4 KiB to
-256 MiB, it is within 3.1% of the DES (the sample's rounds see about an eighth of the
-spine links' load: -39% under LL at 64 MiB); the whole of 66 sizes under the three
-protocols takes about 0.4 CPU s at 32 nodes, 1.7 s at 64.
+1 GiB, it is within 3.2% of the DES (the sample's rounds see about an eighth of the
+spine links' load: -39% under LL at 64 MiB); the 66 sizes of a table under the three
+protocols take about 0.4 CPU s at 32 nodes, 1.5 s at 64.
 """
 
 from __future__ import annotations
@@ -45,13 +45,13 @@ from ..gpu import hidden_latency
 from .routing import _route_figures
 
 #: passes of the bytes alone's fixed point between the ranks' clocks and the links'
-#: shares (:func:`_flight_times`): on ``dgx_h100(32)``, LL at 256 MiB, 1.5% under the DES
-#: at 12 passes, 0.4% over at 16 and 1.7% over at 48 (it settles within about 2%); at 8,
-#: 2.4% over (every protocol on 30 to 64 nodes within 3.7%, 2.9% at 12)
-EXCHANGE_PASSES = 12
+#: shares (:func:`_flight_times`): it settles within about 2%, so that ``dgx_h100(32)``
+#: under LL at 256 MiB is 1.5% under the DES at 12 passes, 0.4% over at 16 and 1.7% over
+#: at 48; every protocol on 30 to 64 nodes at 4 KiB to 1 GiB is within 3.2% at 16 passes,
+#: 4.3% at 12 (32 nodes, LL at 24 MiB)
+EXCHANGE_PASSES = 16
 #: passes of the fixed point at an anchor size, from the one above (:func:`_per_byte`):
-#: 2, 3, 4 and 6 give 30 nodes, LL at 16 MiB, -3.1%, -4.2%, -3.9% and -3.3% (with 16
-#: passes of the bytes alone; 16 passes
+#: 2, 3, 4 and 6 give 30 nodes, LL at 16 MiB, -3.1%, -4.2%, -3.9% and -3.3% (16 passes
 #: from the lock-step shares -1.3%)
 WARM_PASSES = 2
 #: the slowest message's bytes' fractions of its time between which sizes are anchors
@@ -162,10 +162,11 @@ def _per_byte(topology: Any, order: tuple[int, ...], bandwidth: np.ndarray, paid
     """Every message's seconds a byte at a few sizes (rows x messages) and the weights
     of those rows at every size (rows x sizes, the bytes included), so that their
     product is every message's bytes' time at every size: at the fixed point of the
-    bytes alone (:func:`_flight_times`) where the latency left (``paid(block, sizes)``)
-    is at most :data:`MIXED` [0] of the slowest message's time, else interpolated (in
-    the log of the size) between anchors (:func:`_anchors`), whose fixed point with the
-    latency is found warm, from the one above, in :data:`WARM_PASSES` passes."""
+    bytes alone (:func:`_flight_times`) above the largest anchor (:func:`_anchors`: the
+    latency left, ``paid(block, sizes)``, little of the slowest message's time), else
+    interpolated (in the log of the size) between the anchors, whose fixed point with
+    the latency is found warm, from the one above, in :data:`WARM_PASSES` passes (below
+    the smallest, its)."""
     rounds = _exchange(topology, order)
     alone = _flight_times(topology, order, _relative(bandwidth)) / bandwidth.max()
     slowest = slice(int(np.argmax(alone)), int(np.argmax(alone)) + 1)
@@ -195,13 +196,12 @@ def _anchors(sizes: np.ndarray, latency: np.ndarray, carried: np.ndarray) -> np.
     """The sizes (ascending) whose fixed point is found with the latency
     (:func:`_per_byte`): of those where the slowest message's bytes (``carried``) are
     between the fractions :data:`MIXED` of its time (with its ``latency`` left), the
-    largest and each at least :data:`ANCHOR_RATIO` times smaller than the one before,
-    and the smallest."""
+    largest and each at least :data:`ANCHOR_RATIO` times smaller than the one before."""
     part = carried / (carried + latency)
     mixed = np.unique(sizes[(part > MIXED[0]) & (part < MIXED[1])])[::-1]
     kept: list[float] = []
     for n in mixed.tolist():
-        if not kept or n * ANCHOR_RATIO <= kept[-1] or n == mixed[-1]:
+        if not kept or n * ANCHOR_RATIO <= kept[-1]:
             kept.append(n)
     return np.array(kept[::-1])
 
