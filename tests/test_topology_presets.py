@@ -153,6 +153,14 @@ def test_fat_tree_routes_in_closed_form_are_the_searched_routes(shape):
     pairs = [(a, b) for a in range(t.nranks) for b in range(t.nranks)]
     assert [t.route(a, b) for a, b in pairs] == [searched.route(a, b) for a, b in pairs]
     assert t.costs(1) == searched.costs(1)
+    # many pairs at once: in closed form, and pair by pair where the search routes
+    flat = [link for a, b in pairs for link in t.route(a, b)]
+    for machine in (t, searched):
+        lengths, links = machine.routes(*zip(*pairs))
+        assert lengths.tolist() == [len(t.route(a, b)) for a, b in pairs]
+        assert links.tolist() == flat
+    with pytest.raises(ValueError, match="ranks must be in"):
+        t.routes([0], [t.nranks])
 
 
 def test_a_fabric_is_refused_where_the_links_are_not_its_layout():

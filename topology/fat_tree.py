@@ -20,6 +20,8 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import TopologyError
 from .model import Device, Link
 
@@ -164,3 +166,43 @@ class RailFatTree:
         up = _GPU_LINKS * self.nodes * G + 2 * k
         return (a + 2, a + 4, up + 2 * self.spines * (ja * G + ga),
                 up + 2 * self.spines * (jb * G + gb) + 1, b + 5, b + 3)
+
+    def routes(self, s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The routes of many pairs of GPUs (device indices, ``s[i]`` to ``d[i]``) at once,
+        as :meth:`route` gives each, in the form :meth:`topology.Topology.routes` returns
+        (every pair's number of links, and their links one pair after another); a
+        ValueError if a device is not a GPU."""
+        G = self.gpus_per_node
+        (na, ga), (nb, gb) = self._gpus(np.asarray(s)), self._gpus(np.asarray(d))
+        a, b = _GPU_LINKS * (na * G + ga), _GPU_LINKS * (nb * G + gb)
+        ja, jb = na // self.nodes_per_leaf, nb // self.nodes_per_leaf
+        length = np.select([a == b, na == nb, (ja == jb) & (ga == gb)], [0, 2, 4], 6)
+        far = np.flatnonzero(length == 6)
+        up = _GPU_LINKS * self.nodes * G + 2 * self._spines(na[far], ga[far], nb[far], gb[far])
+        routes = np.full((len(length), 6), -1, dtype=np.int64)
+        routes[length == 2, :2] = np.stack([a, b + 1], axis=1)[length == 2]
+        routes[length == 4, :4] = np.stack([a + 2, a + 4, b + 5, b + 3], axis=1)[length == 4]
+        routes[far] = np.stack([a[far] + 2, a[far] + 4,
+                                up + 2 * self.spines * (ja[far] * G + ga[far]),
+                                up + 2 * self.spines * (jb[far] * G + gb[far]) + 1,
+                                b[far] + 5, b[far] + 3], axis=1)
+        return length, routes[routes >= 0]
+
+    def _gpus(self, devices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Nodes and local indices of the GPUs at ``devices`` (as :meth:`_gpu`)."""
+        node, at = np.divmod(devices, 1 + 2 * self.gpus_per_node)
+        if ((at % 2 == 0) | (node >= self.nodes)).any():
+            raise ValueError("devices are not all GPUs of this fat-tree")
+        return node, (at - 1) // 2
+
+    def _spines(self, na: np.ndarray, ga: np.ndarray, nb: np.ndarray,
+                gb: np.ndarray) -> np.ndarray:
+        """The spines :meth:`route` picks between GPUs ``(na, ga)`` and ``(nb, gb)``: the
+        CRC of ``"<src id>><dst id>"``, the source's part computed once per GPU."""
+        G = self.gpus_per_node
+        heads = [zlib.crc32(f"n{n}.gpu{g}>".encode()) for n in range(self.nodes)
+                 for g in range(G)]
+        tails = [f"n{n}.gpu{g}".encode() for n in range(self.nodes) for g in range(G)]
+        return np.fromiter(map(zlib.crc32, map(tails.__getitem__, (nb * G + gb).tolist()),
+                               map(heads.__getitem__, (na * G + ga).tolist())),
+                           dtype=np.int64, count=len(na)) % self.spines

@@ -17,6 +17,7 @@ Routing rules
 
 from __future__ import annotations
 
+import itertools
 import math
 import zlib
 from collections import Counter
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from reprlib import repr as brief
 from typing import TYPE_CHECKING, Any, Protocol, overload
+
+import numpy as np
 
 from .checks import is_int, is_number
 from .errors import TopologyError
@@ -492,6 +495,40 @@ class Topology:
         src = self.placement[self._rank(a, "a")]
         dst = self.placement[self._rank(b, "b")]
         return self._router.route(self._index[src], self._index[dst])
+
+    def routes(self, a: Sequence[int], b: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The routes of many pairs of ranks, ``a[i]`` to ``b[i]``, as :meth:`route` gives
+        each: at once where the fabric has them in closed form (its ``routes``, as
+        :meth:`topology.fat_tree.RailFatTree.routes`), else pair by pair.
+
+        Parameters
+        ----------
+        a, b : sequence of int
+            Source and destination ranks, pair by pair.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            Every pair's number of links, and their links one pair after another.
+
+        Raises
+        ------
+        ValueError
+            If a rank is not an int in ``[0, nranks)``.
+        """
+        src, dst = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        many = getattr(self.fabric, "routes", None)
+        if many is None or not len(src):
+            found = [self.route(x, y) for x, y in zip(src.tolist(), dst.tolist())]
+            return (np.fromiter(map(len, found), dtype=np.int64, count=len(found)),
+                    np.fromiter(itertools.chain.from_iterable(found), dtype=np.int64))
+        for name, ranks in (("a", src), ("b", dst)):
+            if ranks.min() < 0 or ranks.max() >= len(self.placement):
+                raise ValueError(f"{name} is not allowed; its ranks must be in "
+                                 f"[0, {len(self.placement)})")
+        devices = np.fromiter((self._index[d] for d in self.placement), dtype=np.int64,
+                              count=len(self.placement))
+        return many(devices[src], devices[dst])
 
     def alpha(self, a: int, b: int) -> float:
         """Latency from rank ``a`` to rank ``b``: the sum of the route's link latencies, s.

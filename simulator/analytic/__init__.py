@@ -78,6 +78,12 @@ share of every link, :func:`_unqueued`), else (held, one order, groups apart) th
 lock-step stretch; past any, the lock-step stretch from the sample's.
 Another round of at most :data:`WHOLE_MESSAGES` messages is routed at every rank too,
 where its description's rounds (of distinct positions) are at most :data:`WHOLE_TOTAL`.
+Exchange rounds by distance (pairwise AllToAll) past that but within
+:data:`EXCHANGE_TOTAL` messages on a machine of unlike links are played rank by rank
+(:mod:`.exchange`: the ranks' clocks, a rank starting a round once it and its partner
+are done with the one before, and each message at the share of the messages in flight
+on its links with it, iterated; for the bytes alone once, with the latency at a few
+anchor sizes, interpolated between).
 
 **Cost.** A round's sampled messages are routed once for every protocol (links alike in
 kind, latency, line rate and flow cap are alike under every protocol) and merged into rows
@@ -110,9 +116,10 @@ the worst error against :func:`simulator.simulate` per algorithm.
 **Modules.**  :mod:`.pricing` (the entry points: orders, channel parts, phases),
 :mod:`.described` (a description priced at every size), :mod:`.layout` (its rounds
 routed and laid out), :mod:`.routing` (a round's messages routed into rows of alike
-ones), :mod:`.flow` (paced rounds played rank by rank), :mod:`.crowded` (a chain's
-hops crowding the links they share), :mod:`.coupled` and :mod:`.coupled_play` (those
-hops played, compiled with Numba), :mod:`.sharing` (messages
+ones), :mod:`.flow` (paced rounds played rank by rank), :mod:`.exchange` (pairwise exchange
+rounds played rank by rank), :mod:`.crowded` (a chain's hops crowding the links they
+share), :mod:`.coupled` and :mod:`.coupled_play` (those hops played, compiled with
+Numba), :mod:`.sharing` (messages
 sharing links: fills and queues), :mod:`.units` (a cut class's transfers per run),
 :mod:`.budgets` (what is played, routed whole, stretched or held), :mod:`.sample`
 (which ranks are priced), :mod:`.cache` and :mod:`.arrays` (shared helpers).
@@ -123,10 +130,10 @@ from __future__ import annotations
 from .sample import SAMPLE_ALL_RANKS
 from .budgets import (PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS, PLAY_SIDE_BY_SIDE,
                       WHOLE_MESSAGES, WHOLE_TOTAL, STRETCH_MESSAGES, NEAR_PARTS, UNHELD_RANKS,
-                      PAIRED_PASSES, CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS)
+                      PAIRED_PASSES, CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, EXCHANGE_TOTAL)
 from .pricing import price, price_one, price_protocols
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
            "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
            "STRETCH_MESSAGES", "NEAR_PARTS", "UNHELD_RANKS", "PAIRED_PASSES",
-           "CHAIN_EDGE", "CHAIN_RATIO", "FAR_GROUP_RANKS"]
+           "CHAIN_EDGE", "CHAIN_RATIO", "FAR_GROUP_RANKS", "EXCHANGE_TOTAL"]

@@ -55,6 +55,14 @@ PAIRED_PASSES = 32
 #: within: routing those takes the three closed-form tables there from 0.74 to 1.35
 #: CPU s)
 WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
+#: exchange rounds by distance (pairwise AllToAll) past :data:`WHOLE_TOTAL` messages but
+#: at most so many, on a machine of unlike links, are played rank by rank
+#: (:mod:`.exchange`): ``dgx_h100(30)`` to ``(64)`` (57,360 to 261,632 messages), whose
+#: sample's rounds see about an eighth of the spine links' load (to -39% against the
+#: DES; now within 3.2% at 4 KiB to 1 GiB under every protocol), not 65 nodes and more
+#: (a table's 66 sizes under three protocols take about 0.4 CPU s at 32 nodes, 1.5 s at
+#: 64, growing with the ranks times the rounds)
+EXCHANGE_TOTAL = 1 << 18
 #: paced rounds past the play's messages but of at most so many (over every channel),
 #: within its other budgets, are routed at every rank, over channels played unqueued,
 #: else stretched lock-step (:func:`_stretched_whole`, :func:`_unqueued`): 65 to 128 nodes'

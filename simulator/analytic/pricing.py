@@ -23,7 +23,9 @@ from ..gpu import link_figures
 from .arrays import _ceil_div
 from .cache import _cached
 from .sample import SAMPLE_ALL_RANKS, Groups, Orders, _link_classes
-from .budgets import CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, NEAR_PARTS, _extended
+from .budgets import (CHAIN_EDGE, CHAIN_RATIO, EXCHANGE_TOTAL, FAR_GROUP_RANKS, NEAR_PARTS,
+                      WHOLE_TOTAL, _extended)
+from .exchange import _exchange_rounds, _exchange_time
 from .flow import _Flow
 from .described import _described, _window_parts
 from .crowded import _crowded
@@ -456,6 +458,8 @@ def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[
             total += _phase_time(collective, phase, topology, terms, counts, ds, channels)
         return total
     orders, added = _placed(algorithm, channels, topology, nranks)
+    if _exchanged(collective, algorithm, params, topology, orders, counts):
+        return _exchange_time(topology, terms, orders[0], counts * ds)
     parts, piece = _channel_parts(collective, topology, orders, counts, ds)
     if len(_link_classes(topology)[1]) == 1:
         if registered(algorithm).empty_sends or len(parts) != len(orders):
@@ -465,6 +469,20 @@ def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[
                           {**params, **dict(added)}, piece)
     return _unlike_time(collective, algorithm, topology, terms, orders, parts, ds,
                         {**params, **dict(added)}, piece)
+
+
+def _exchanged(collective: str, algorithm: str, params: dict[str, Any], topology: Any,
+               orders: Orders, counts: np.ndarray) -> bool:
+    """Whether ``algorithm`` is priced as exchange rounds played rank by rank
+    (:func:`_exchange_time`): described as exchange rounds by distance, every message of
+    the count (:func:`_exchange_rounds`: pairwise AllToAll without per-peer counts), on
+    one order of a machine of unlike links, its messages past :data:`WHOLE_TOTAL`
+    (below, every rank's are routed as lock-step rounds) but within
+    :data:`EXCHANGE_TOTAL`."""
+    q = len(orders[0])
+    return len(orders) == 1 and len(_link_classes(topology)[1]) > 1 \
+        and WHOLE_TOTAL < q * (q - 1) <= EXCHANGE_TOTAL and _exchange_rounds(
+            describe(collective, algorithm, q, tuple(sorted(params.items()))), q, counts)
 
 
 #: node phases (hier's ``intra``) of 2 ranks in which a position is done once its own
