@@ -41,6 +41,17 @@ def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return ranked[new], inverse, np.diff(np.append(np.flatnonzero(new), len(matrix)))
 
 
+def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a matrix (of floats, say; sorted) and each row's among them."""
+    order = np.lexsort(matrix.T[::-1])
+    ranked = matrix[order]
+    new = np.ones(len(matrix), dtype=bool)
+    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    inverse = np.empty(len(matrix), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return ranked[new], inverse
+
+
 def _dense_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)`` of integers >= 0, by a table of them
     where they are few enough to (no sort: a round's kinds are rows by shared links,

@@ -15,7 +15,7 @@ from .cache import _cached
 from .sample import Groups, Orders, SAMPLE_ALL_RANKS, _link_classes
 from .budgets import (FILL_MESSAGES, UNHELD_RANKS, _front, _is_held, _played, _stepped,
                       _unheld)
-from .arrays import _ceil_div, _unique_rows
+from .arrays import _ceil_div, _distinct_rows, _unique_rows
 from .units import RUN_KINDS, _unit_runs, _unit_sizes, _unit_spans
 from .flow import _crossed_links
 from .layout import _layout, _span
@@ -216,19 +216,12 @@ class _Described:
         # them, plus the row's own message (where its class is on the link at all)
         cls_transfers, cls_own = (np.ones_like(sized), sized) if runs is None else runs
         at = cls_transfers[row_class][:, None, :], cls_own[row_class][:, None, :]
-        counted = self._own_count(rows)[:, :, None]  # rows x links: its class's there
+        # rows x links: how many messages of its class share the link, itself counted
+        counted = self.layout.pair_own[self.layout.pair[rows]][:, :, None]
         others = np.maximum(counted - 1, 0) * at[0] * np.minimum(at[1], own[rows][:, None, :])
         shared[rows] = np.where(counted > 0, shared[rows] - counted * at[0] * at[1] + others
                                 + mine[:, None, :], shared[rows])
         return own, transfers
-
-    def _own_count(self, rows: np.ndarray) -> np.ndarray:
-        """How many messages of each row's own class share each link of its route with
-        it, itself counted (rows x links; :meth:`_shared`'s profiles)."""
-        layout = self.layout
-        mine, theirs, many = layout.expanded.T
-        per_pair = np.add.reduceat(np.where(theirs == mine, many, 0), layout.pair_rows)
-        return per_pair[layout.pair[rows]]
 
     def _run_table(self, counts: np.ndarray, ds: int, piece: np.ndarray,
                    pieces: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -350,15 +343,17 @@ class _Described:
         link shared by transfers of ``f_i`` bytes (max-min, as the simulator shares it)
         carries one of ``f`` bytes in ``sum_i min(f_i, f) / bandwidth``; a message is a
         transfer, or, with ``runs`` (:meth:`_runs`), a transfer per run, through with
-        its longest."""
+        its longest.  Classes alike there (the same bytes, transfers) are summed first,
+        a link's load by each distinct class (:meth:`_Layout.loads`)."""
         layout = self.layout
-        mine, theirs, many = layout.expanded.T
+        alike, labels = _distinct_rows(sized if runs is None else np.hstack(runs))
+        mine, theirs, many, first = layout.loads(labels)
         if runs is None:
-            load = many[:, None] * np.minimum(sized[theirs], sized[mine])
+            load = many[:, None] * np.minimum(alike[theirs], sized[mine])
         else:
-            transfers, own = runs
-            load = many[:, None] * transfers[theirs] * np.minimum(own[theirs], own[mine])
-        return np.add.reduceat(load, layout.pair_rows, axis=0)[layout.pair]
+            transfers, own = np.hsplit(alike, 2)
+            load = many[:, None] * transfers[theirs] * np.minimum(own[theirs], runs[1][mine])
+        return np.add.reduceat(load, first, axis=0)[layout.pair]
 
     def _smaller(self, counts: np.ndarray, ds: int, sized: np.ndarray,
                  piece: np.ndarray | None, pieced: np.ndarray) -> tuple[np.ndarray, ...] | None:
