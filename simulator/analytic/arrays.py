@@ -52,6 +52,29 @@ def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ranked[new], inverse
 
 
+def _list_labels(head: np.ndarray, owner: np.ndarray, item: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Equal lists found: list ``i`` is ``head[i]`` then the ``item`` whose ``owner``
+    is ``i``, in order (``owner`` sorted; all integers >= 0).  Each list's label
+    (numbered from 0) and each label's first list.  A pass per place in the lists, each
+    over the lists that long: at each, a list's label so far and its item there are
+    labelled anew, past every label so far (a shorter list's stays)."""
+    label = np.unique(head, return_inverse=True)[1].reshape(-1)
+    fresh = int(label.max(initial=-1)) + 1
+    tokens = int(item.max(initial=-1)) + 1
+    place = _within(np.bincount(owner, minlength=len(head)))
+    order = np.argsort(place, kind="stable")
+    bounds = np.searchsorted(place[order], np.arange(int(place.max(initial=-1)) + 2))
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        at = order[lo:hi]
+        lists = owner[at]
+        labelled, inverse = np.unique(label[lists] * tokens + item[at], return_inverse=True)
+        label[lists] = fresh + inverse.reshape(-1)
+        fresh += len(labelled)
+    _, first, label = np.unique(label, return_index=True, return_inverse=True)
+    return label.reshape(-1), first
+
+
 def _dense_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)`` of integers >= 0, by a table of them
     where they are few enough to (no sort: a round's kinds are rows by shared links,

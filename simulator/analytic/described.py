@@ -161,9 +161,10 @@ class _Described:
                 units, shared_s, nbytes_s, own_s = smaller
                 small = self._priced(routes, shared_s, nbytes_s, own_s, sent,
                                      (reduce, gamma, slot), transfers)[1]
-            plays.append((*play, None if smaller is None else (units, small),
-                          None if table is None else
-                          self._run_play(table, reduce, gamma, routes, slot, own)))
+            if play is not None:
+                plays.append((*play, None if smaller is None else (units, small),
+                              None if table is None else
+                              self._run_play(table, reduce, gamma, routes, slot, own)))
         return out, (plays if layout.flow is not None else None)
 
     def _unit_runs_told(self, apart: int, slotted: bool) -> bool:
@@ -388,20 +389,21 @@ class _Described:
     def _priced(self, routes: tuple[np.ndarray, np.ndarray, Any], shared: np.ndarray,
                 nbytes: np.ndarray, own: np.ndarray, sent: np.ndarray,
                 reduced: tuple[np.ndarray, float, float | None],
-                transfers: np.ndarray | None) -> tuple[np.ndarray, tuple[Any, ...]]:
+                transfers: np.ndarray | None) -> tuple[np.ndarray, tuple[Any, ...] | None]:
         """Seconds at every count under one protocol, from every row's route's
         ``routes`` (latency, its links' bandwidth, shares), its bytes' ``shared`` time
         on each link at full rate, its ``nbytes``, its ``own`` bytes per transfer,
         whether it is ``sent`` and ``reduced`` (whether it is, seconds per byte, the FIFO
-        slot); and what :meth:`_Flow.time` plays the paced rounds from (they are left
-        out of the seconds where :attr:`_Layout.flow` plays them), a message as
-        ``transfers`` of its ``own`` bytes where they are given (:meth:`_runs`)."""
+        slot); and what :meth:`_Flow.time` plays the paced rounds from where
+        :attr:`_Layout.flow` plays them (they are left out of the seconds; else None), a
+        message as ``transfers`` of its ``own`` bytes where they are given
+        (:meth:`_runs`)."""
         layout = self.layout
         latency, bandwidth, shares = routes
         reduce, gamma, slot = reduced
         rate = bandwidth.min(axis=1)[:, None]
-        spread = shared / bandwidth[:, :, None]  # on each link of the route
-        carried = spread.max(axis=1)
+        spread = shared / bandwidth[:, :, None] if layout.flow is not None else None
+        carried = spread.max(axis=1) if spread is not None else _slowest_link(shared, bandwidth)
         paid = hidden_latency(latency, own, rate, slot, shares)
         transfer = np.where(sent, paid + carried, 0.0)
         reduction = np.where(reduce & sent, gamma * own, 0.0) if gamma and reduce.any() \
@@ -412,10 +414,11 @@ class _Described:
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
         lock_step = self.slow @ blocks + self.cross @ crossed
-        play = (paid, spread, bandwidth, (nbytes if transfers is None else own) / rate,
-                reduction, sent, transfers)
-        return (lock_step if layout.flow is not None else lock_step + self._stretched(time),
-                play)
+        if layout.flow is None:
+            return lock_step + self._stretched(time), None
+        return lock_step, (paid, spread, bandwidth,
+                           (nbytes if transfers is None else own) / rate, reduction, sent,
+                           transfers)
 
     def _stretched(self, time: np.ndarray) -> np.ndarray:
         """The paced rounds (:class:`collectives.traffic.Round`) where not every rank is
@@ -460,6 +463,17 @@ class _Described:
             path += np.minimum(speed * count[:, None] * moving + (1.0 - speed) * sitting,
                                sitting)
         return path[seen].max(axis=0)
+
+
+def _slowest_link(shared: np.ndarray, bandwidth: np.ndarray) -> np.ndarray:
+    """Each row's most seconds on a link of its route (rows x counts) from its ``shared``
+    time there at full rate (rows x links x counts) and the links' ``bandwidth`` (rows x
+    links), link by link: no rows x links x counts of them at once (a pairwise AllToAll's
+    15,000 rows on ``dgx_h100(2048)`` at 66 sizes: 49 MB each)."""
+    slowest = shared[:, 0] / bandwidth[:, :1]
+    for link in range(1, shared.shape[1]):
+        np.maximum(slowest, shared[:, link] / bandwidth[:, link:link + 1], out=slowest)
+    return slowest
 
 
 _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
