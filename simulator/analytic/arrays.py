@@ -25,31 +25,27 @@ def _within(lengths: np.ndarray) -> np.ndarray:
 
 def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct rows of a matrix of integers >= 0 (sorted), each row's among them and
-    their counts: one number per row where they fit in 63 bits, else row by row."""
+    their counts: one number per row where they fit in 63 bits, else
+    :func:`_distinct_rows`."""
     bases = matrix.max(axis=0, initial=0) + 1
     if np.sum(np.log2(bases.astype(float))) < 62:
         weights = np.concatenate([np.cumprod(bases[::-1])[::-1][1:], [1]])
         _, first, inverse, counts = np.unique(matrix @ weights, return_index=True,
                                               return_inverse=True, return_counts=True)
         return matrix[first], inverse.reshape(-1), counts
-    order = np.lexsort(matrix.T[::-1])  # np.unique(axis=0)'s order, without its slow sort
-    ranked = matrix[order]
-    new = np.ones(len(matrix), dtype=bool)
-    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
-    inverse = np.empty(len(matrix), dtype=np.int64)
-    inverse[order] = np.cumsum(new) - 1
-    return ranked[new], inverse, np.diff(np.append(np.flatnonzero(new), len(matrix)))
+    return _distinct_rows(matrix)
 
 
-def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of a matrix (of floats, say; sorted) and each row's among them."""
+def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of any matrix (floats too; sorted), each row's among them and
+    their counts, by ``lexsort`` (``np.unique(axis=0)``'s order, without its slow sort)."""
     order = np.lexsort(matrix.T[::-1])
     ranked = matrix[order]
     new = np.ones(len(matrix), dtype=bool)
     new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
     inverse = np.empty(len(matrix), dtype=np.int64)
     inverse[order] = np.cumsum(new) - 1
-    return ranked[new], inverse
+    return ranked[new], inverse, np.diff(np.append(np.flatnonzero(new), len(matrix)))
 
 
 def _list_labels(head: np.ndarray, owner: np.ndarray, item: np.ndarray

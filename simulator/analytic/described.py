@@ -359,7 +359,7 @@ class _Described:
         distinct class (:meth:`_Layout.loads`); the products in place (each entries x
         counts: 31 MB on ``dgx_h100(2048)``)."""
         layout = self.layout
-        alike, labels = _distinct_rows(sized if runs is None else np.hstack(runs))
+        alike, labels, _ = _distinct_rows(sized if runs is None else np.hstack(runs))
         mine, theirs, many, first = layout.loads(labels)
         if runs is None:
             load = alike[theirs]
