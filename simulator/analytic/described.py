@@ -140,8 +140,7 @@ class _Described:
         transfers = None if runs is None else runs[0][layout.row_class]
         if pieces is not None:
             own, transfers, shared = self._own_shares(pieces, nbytes, own, transfers, shared,
-                                                      piece,
-                                              sized, runs)
+                                                      piece, sized, runs)
         sent = ~(skip_empty & (nbytes <= 0))
         if silent:
             sent = sent & (counts[group] > 0)
@@ -411,9 +410,9 @@ class _Described:
                 transfers: np.ndarray | None) -> tuple[np.ndarray, tuple[Any, ...] | None]:
         """Seconds at every count under one protocol, from every row's route's
         ``routes`` (latency, its links' bandwidth, shares), its bytes' ``shared`` time
-        on each link at full rate (:data:`Shared`), its ``nbytes``, its ``own`` bytes per transfer,
-        whether it is ``sent`` and ``reduced`` (whether it is, seconds per byte, the FIFO
-        slot); and what :meth:`_Flow.time` plays the paced rounds from where
+        on each link at full rate (:data:`Shared`), its ``nbytes``, its ``own`` bytes per
+        transfer, whether it is ``sent`` and ``reduced`` (whether it is, seconds per byte,
+        the FIFO slot); and what :meth:`_Flow.time` plays the paced rounds from where
         :attr:`_Layout.flow` plays them (they are left out of the seconds; else None), a
         message as ``transfers`` of its ``own`` bytes where they are given
         (:meth:`_runs`)."""
@@ -421,9 +420,11 @@ class _Described:
         latency, bandwidth, shares = routes
         reduce, gamma, slot = reduced
         rate = bandwidth.min(axis=1)[:, None]
-        spread = shared[0][shared[1]] / bandwidth[:, :, None] if layout.flow is not None \
-            else None
-        carried = spread.max(axis=1) if spread is not None else _slowest_link(shared, bandwidth)
+        if layout.flow is None:
+            spread, carried = None, _slowest_link(shared, bandwidth)
+        else:
+            spread = shared[0][shared[1]] / bandwidth[:, :, None]  # on each link of the route
+            carried = spread.max(axis=1)
         paid = hidden_latency(latency, own, rate, slot, shares)
         transfer = np.where(sent, paid + carried, 0.0)
         reduction = np.where(reduce & sent, gamma * own, 0.0) if gamma and reduce.any() \
