@@ -149,6 +149,25 @@ def test_alltoall_layout_sends_then_receives() -> None:
     assert Schedule.from_json(schedule.to_json()).elements == 29
 
 
+def test_links_of_equal_profiles_are_found_from_their_lists() -> None:
+    """A link's profile (its block, then its classes and counts) found from its list
+    (``simulator.analytic.arrays._list_labels``): equal labels where, and only where,
+    the lists are equal, whatever their lengths."""
+    from simulator.analytic.arrays import _list_labels
+    rng = np.random.default_rng(23)
+    for _ in range(50):
+        lists = int(rng.integers(1, 40))
+        head = rng.integers(0, 3, lists)
+        owner = np.repeat(np.arange(lists), rng.integers(0, 4, lists))
+        item = rng.integers(0, 3, len(owner))
+        label, first = _list_labels(head, owner, item)
+        told = [(int(head[i]), *item[owner == i].tolist()) for i in range(lists)]
+        assert sorted(set(label.tolist())) == list(range(len(set(told))))
+        assert all((label[i] == label[j]) == (told[i] == told[j])
+                   for i in range(lists) for j in range(lists))
+        assert [int(first[k]) for k in label] == [told.index(one) for one in told]
+
+
 def _direct(plan, call, send, recv, work):
     """:func:`collectives.calls.direct` with the binding a bound call decides once."""
     return direct(plan, call, send, recv, work, binding_of(plan, call))

@@ -25,20 +25,50 @@ def _within(lengths: np.ndarray) -> np.ndarray:
 
 def _unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct rows of a matrix of integers >= 0 (sorted), each row's among them and
-    their counts: one number per row where they fit in 63 bits, else row by row."""
+    their counts: one number per row where they fit in 63 bits, else
+    :func:`_distinct_rows`."""
     bases = matrix.max(axis=0, initial=0) + 1
     if np.sum(np.log2(bases.astype(float))) < 62:
         weights = np.concatenate([np.cumprod(bases[::-1])[::-1][1:], [1]])
         _, first, inverse, counts = np.unique(matrix @ weights, return_index=True,
                                               return_inverse=True, return_counts=True)
         return matrix[first], inverse.reshape(-1), counts
-    order = np.lexsort(matrix.T[::-1])  # np.unique(axis=0)'s order, without its slow sort
+    return _distinct_rows(matrix)
+
+
+def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of any matrix (floats too; sorted), each row's among them and
+    their counts, by ``lexsort`` (``np.unique(axis=0)``'s order, without its slow sort)."""
+    order = np.lexsort(matrix.T[::-1])
     ranked = matrix[order]
     new = np.ones(len(matrix), dtype=bool)
     new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
     inverse = np.empty(len(matrix), dtype=np.int64)
     inverse[order] = np.cumsum(new) - 1
     return ranked[new], inverse, np.diff(np.append(np.flatnonzero(new), len(matrix)))
+
+
+def _list_labels(head: np.ndarray, owner: np.ndarray, item: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Equal lists found: list ``i`` is ``head[i]`` then the ``item`` whose ``owner``
+    is ``i``, in order (``owner`` sorted; all integers >= 0).  Each list's label
+    (numbered from 0) and each label's first list.  A pass per place in the lists, each
+    over the lists that long: at each, a list's label so far and its item there are
+    labelled anew, past every label so far (a shorter list's stays)."""
+    label = np.unique(head, return_inverse=True)[1].reshape(-1)
+    fresh = int(label.max(initial=-1)) + 1
+    tokens = int(item.max(initial=-1)) + 1
+    place = _within(np.bincount(owner, minlength=len(head)))
+    order = np.argsort(place, kind="stable")
+    bounds = np.searchsorted(place[order], np.arange(int(place.max(initial=-1)) + 2))
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        at = order[lo:hi]
+        lists = owner[at]
+        labelled, inverse = np.unique(label[lists] * tokens + item[at], return_inverse=True)
+        label[lists] = fresh + inverse.reshape(-1)
+        fresh += len(labelled)
+    _, first, label = np.unique(label, return_index=True, return_inverse=True)
+    return label.reshape(-1), first
 
 
 def _dense_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,10 +15,15 @@ from .cache import _cached
 from .sample import Groups, Orders, SAMPLE_ALL_RANKS, _link_classes
 from .budgets import (FILL_MESSAGES, UNHELD_RANKS, _fill, _front, _is_held, _played,
                       _stepped, _unheld)
-from .arrays import _ceil_div, _unique_rows
+from .arrays import _ceil_div, _distinct_rows, _unique_rows
 from .units import RUN_KINDS, _unit_runs, _unit_sizes, _unit_spans
 from .flow import _crossed_links
 from .layout import _layout, _span
+
+
+#: a time per row and link of its route (rows x links x counts) as ``(times, at)``:
+#: ``times[at]``, the rows that share their links alike one row of ``times``
+Shared = tuple[np.ndarray, np.ndarray]
 
 
 class _Described:
@@ -134,8 +139,8 @@ class _Described:
         own = nbytes if runs is None else runs[1][layout.row_class]
         transfers = None if runs is None else runs[0][layout.row_class]
         if pieces is not None:
-            own, transfers = self._own_shares(pieces, nbytes, own, transfers, shared, piece,
-                                              sized, runs)
+            own, transfers, shared = self._own_shares(pieces, nbytes, own, transfers, shared,
+                                                      piece, sized, runs)
         sent = ~(skip_empty & (nbytes <= 0))
         if silent:
             sent = sent & (counts[group] > 0)
@@ -161,9 +166,10 @@ class _Described:
                 units, shared_s, nbytes_s, own_s = smaller
                 small = self._priced(routes, shared_s, nbytes_s, own_s, sent,
                                      (reduce, gamma, slot), transfers)[1]
-            plays.append((*play, None if smaller is None else (units, small),
-                          None if table is None else
-                          self._run_play(table, reduce, gamma, routes, slot, own)))
+            if play is not None:
+                plays.append((*play, None if smaller is None else (units, small),
+                              None if table is None else
+                              self._run_play(table, reduce, gamma, routes, slot, own)))
         return out, (plays if layout.flow is not None else None)
 
     def _unit_runs_told(self, apart: int, slotted: bool) -> bool:
@@ -193,14 +199,14 @@ class _Described:
 
     def _own_shares(self, pieces: tuple[np.ndarray, np.ndarray, np.ndarray],
                     nbytes: np.ndarray, own: np.ndarray, transfers: np.ndarray | None,
-                    shared: np.ndarray, piece: np.ndarray | None, sized: np.ndarray,
+                    shared: Shared, piece: np.ndarray | None, sized: np.ndarray,
                     runs: tuple[np.ndarray, np.ndarray] | None
-                    ) -> tuple[np.ndarray, np.ndarray | None]:
+                    ) -> tuple[np.ndarray, np.ndarray | None, Shared]:
         """``own`` (bytes per transfer) and ``transfers`` of the rows of ``pieces``
         (:meth:`_pieced`) from their own ``nbytes`` (:meth:`_runs`' rule: a transfer
-        per run of ``piece`` bytes), and their ``shared`` time on their links (changed
-        in place): the row's own message at its own bytes, the others sharing the link
-        at their classes' (:meth:`_shared`)."""
+        per run of ``piece`` bytes), and their ``shared`` time on their links (those
+        rows' own, after the others): the row's own message at its own bytes, the others
+        sharing the link at their classes' (:meth:`_shared`)."""
         rows, mine = pieces[0], nbytes[pieces[0]]
         row_class = self.layout.row_class[rows]
         own = own.copy()
@@ -216,19 +222,16 @@ class _Described:
         # them, plus the row's own message (where its class is on the link at all)
         cls_transfers, cls_own = (np.ones_like(sized), sized) if runs is None else runs
         at = cls_transfers[row_class][:, None, :], cls_own[row_class][:, None, :]
-        counted = self._own_count(rows)[:, :, None]  # rows x links: its class's there
+        # rows x links: how many messages of its class share the link, itself counted
+        counted = self.layout.pair_own[self.layout.pair[rows]][:, :, None]
         others = np.maximum(counted - 1, 0) * at[0] * np.minimum(at[1], own[rows][:, None, :])
-        shared[rows] = np.where(counted > 0, shared[rows] - counted * at[0] * at[1] + others
-                                + mine[:, None, :], shared[rows])
-        return own, transfers
-
-    def _own_count(self, rows: np.ndarray) -> np.ndarray:
-        """How many messages of each row's own class share each link of its route with
-        it, itself counted (rows x links; :meth:`_shared`'s profiles)."""
-        layout = self.layout
-        mine, theirs, many = layout.expanded.T
-        per_pair = np.add.reduceat(np.where(theirs == mine, many, 0), layout.pair_rows)
-        return per_pair[layout.pair[rows]]
+        times, of = shared
+        before = times[of[rows]]
+        after = np.where(counted > 0, before - counted * at[0] * at[1] + others
+                         + mine[:, None, :], before)
+        of = of.copy()
+        of[rows] = len(times) + np.arange(of[rows].size).reshape(len(rows), -1)
+        return own, transfers, (np.concatenate([times, after.reshape(-1, times.shape[1])]), of)
 
     def _run_table(self, counts: np.ndarray, ds: int, piece: np.ndarray,
                    pieces: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -344,30 +347,41 @@ class _Described:
         return np.where(weights > 0, elements, 0).max(axis=0)
 
     def _shared(self, sized: np.ndarray,
-                runs: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+                runs: tuple[np.ndarray, np.ndarray] | None) -> Shared:
         """Every row's bytes' time on each link of its route at the link's full rate
-        (rows x links x counts) from its class's bytes (``sized``, classes x counts): a
-        link shared by transfers of ``f_i`` bytes (max-min, as the simulator shares it)
-        carries one of ``f`` bytes in ``sum_i min(f_i, f) / bandwidth``; a message is a
-        transfer, or, with ``runs`` (:meth:`_runs`), a transfer per run, through with
-        its longest."""
+        (:data:`Shared`, a row of times per pair of :attr:`_Layout.pair`) from its
+        class's bytes (``sized``, classes x counts): a link shared by transfers of
+        ``f_i`` bytes (max-min, as the simulator shares it) carries one of ``f`` bytes
+        in ``sum_i min(f_i, f) / bandwidth``; a message is a transfer, or, with ``runs``
+        (:meth:`_runs`), a transfer per run, through with its longest.  Classes alike
+        there (the same bytes, transfers) are summed first, a link's load by each
+        distinct class (:meth:`_Layout.loads`); the products in place (each entries x
+        counts: 31 MB on ``dgx_h100(2048)``)."""
         layout = self.layout
-        mine, theirs, many = layout.expanded.T
+        alike, labels, _ = _distinct_rows(sized if runs is None else np.hstack(runs))
+        mine, theirs, many, first = layout.loads(labels)
         if runs is None:
-            load = many[:, None] * np.minimum(sized[theirs], sized[mine])
+            load = alike[theirs]
+            np.minimum(load, sized[mine], out=load)
+            load *= many[:, None]
         else:
-            transfers, own = runs
-            load = many[:, None] * transfers[theirs] * np.minimum(own[theirs], own[mine])
-        return np.add.reduceat(load, layout.pair_rows, axis=0)[layout.pair]
+            transfers, own = np.hsplit(alike, 2)
+            load = transfers[theirs]
+            load *= many[:, None]
+            least = own[theirs]
+            np.minimum(least, runs[1][mine], out=least)
+            load *= least
+        return np.add.reduceat(load, first, axis=0), layout.pair
 
     def _smaller(self, counts: np.ndarray, ds: int, sized: np.ndarray,
-                 piece: np.ndarray | None, pieced: np.ndarray) -> tuple[np.ndarray, ...] | None:
+                 piece: np.ndarray | None, pieced: np.ndarray
+                 ) -> tuple[np.ndarray, Shared, np.ndarray, np.ndarray] | None:
         """Where a played class carries units one a round (:attr:`Messages.cut
         <collectives.traffic.Messages.cut>`) and some are one element smaller than its
         ``sized`` bytes, at some of ``counts``: which units (:func:`_unit_sizes`, per
-        row, 5 x rows x counts), and the rows' shared time on each link, bytes and
-        bytes per transfer at the smaller unit; else None (the play charges every unit
-        as the class's ``sized`` bytes)."""
+        row, 5 x rows x counts), and the rows' shared time on each link
+        (:data:`Shared`), bytes and bytes per transfer at the smaller unit; else None
+        (the play charges every unit as the class's ``sized`` bytes)."""
         cut = self.cut[:, None]
         if not (cut > 0).any():
             return None
@@ -390,23 +404,27 @@ class _Described:
             np.where(pieced, np.minimum(nbytes, piece[self.group[layout.row_class]]), nbytes)
         return units[:, layout.row_class], shared, nbytes, own
 
-    def _priced(self, routes: tuple[np.ndarray, np.ndarray, Any], shared: np.ndarray,
+    def _priced(self, routes: tuple[np.ndarray, np.ndarray, Any], shared: Shared,
                 nbytes: np.ndarray, own: np.ndarray, sent: np.ndarray,
                 reduced: tuple[np.ndarray, float, float | None],
-                transfers: np.ndarray | None) -> tuple[np.ndarray, tuple[Any, ...]]:
+                transfers: np.ndarray | None) -> tuple[np.ndarray, tuple[Any, ...] | None]:
         """Seconds at every count under one protocol, from every row's route's
         ``routes`` (latency, its links' bandwidth, shares), its bytes' ``shared`` time
-        on each link at full rate, its ``nbytes``, its ``own`` bytes per transfer,
-        whether it is ``sent`` and ``reduced`` (whether it is, seconds per byte, the FIFO
-        slot); and what :meth:`_Flow.time` plays the paced rounds from (they are left
-        out of the seconds where :attr:`_Layout.flow` plays them), a message as
-        ``transfers`` of its ``own`` bytes where they are given (:meth:`_runs`)."""
+        on each link at full rate (:data:`Shared`), its ``nbytes``, its ``own`` bytes per
+        transfer, whether it is ``sent`` and ``reduced`` (whether it is, seconds per byte,
+        the FIFO slot); and what :meth:`_Flow.time` plays the paced rounds from where
+        :attr:`_Layout.flow` plays them (they are left out of the seconds; else None), a
+        message as ``transfers`` of its ``own`` bytes where they are given
+        (:meth:`_runs`)."""
         layout = self.layout
         latency, bandwidth, shares = routes
         reduce, gamma, slot = reduced
         rate = bandwidth.min(axis=1)[:, None]
-        spread = shared / bandwidth[:, :, None]  # on each link of the route
-        carried = spread.max(axis=1)
+        if layout.flow is None:
+            spread, carried = None, _slowest_link(shared, bandwidth)
+        else:
+            spread = shared[0][shared[1]] / bandwidth[:, :, None]  # on each link of the route
+            carried = spread.max(axis=1)
         paid = hidden_latency(latency, own, rate, slot, shares)
         transfer = np.where(sent, paid + carried, 0.0)
         reduction = np.where(reduce & sent, gamma * own, 0.0) if gamma and reduce.any() \
@@ -417,10 +435,11 @@ class _Described:
         blocks = np.maximum(0.0, np.maximum.reduceat(slowest, layout.block_classes, axis=0))
         crossed = np.add.reduceat(summed, layout.block_classes, axis=0)
         lock_step = self.slow @ blocks + self.cross @ crossed
-        play = (paid, spread, bandwidth, (nbytes if transfers is None else own) / rate,
-                reduction, sent, transfers)
-        return (lock_step if layout.flow is not None else lock_step + self._stretched(time),
-                play)
+        if layout.flow is None:
+            return lock_step + self._stretched(time), None
+        return lock_step, (paid, spread, bandwidth,
+                           (nbytes if transfers is None else own) / rate, reduction, sent,
+                           transfers)
 
     def _stretched(self, time: np.ndarray) -> np.ndarray:
         """The paced rounds (:class:`collectives.traffic.Round`) where not every rank is
@@ -465,6 +484,18 @@ class _Described:
             path += np.minimum(speed * count[:, None] * moving + (1.0 - speed) * sitting,
                                sitting)
         return path[seen].max(axis=0)
+
+
+def _slowest_link(shared: Shared, bandwidth: np.ndarray) -> np.ndarray:
+    """Each row's most seconds on a link of its route (rows x counts) from its ``shared``
+    time there at full rate and the links' ``bandwidth`` (rows x links), link by link:
+    no rows x links x counts of them at once (a pairwise AllToAll's 15,000 rows on
+    ``dgx_h100(2048)`` at 66 sizes: 49 MB each)."""
+    times, of = shared
+    slowest = times[of[:, 0]] / bandwidth[:, :1]
+    for link in range(1, of.shape[1]):
+        np.maximum(slowest, times[of[:, link]] / bandwidth[:, link:link + 1], out=slowest)
+    return slowest
 
 
 _DESCRIBED: dict[Any, tuple[tuple[Any, ...], _Described]] = {}
