@@ -159,7 +159,7 @@ def test_fat_tree_routes_in_closed_form_are_the_searched_routes(shape):
         lengths, links = machine.routes(*zip(*pairs))
         assert lengths.tolist() == [len(t.route(a, b)) for a, b in pairs]
         assert links.tolist() == flat
-    with pytest.raises(ValueError, match="ranks must be in"):
+    with pytest.raises(ValueError, match=rf"b holds rank {t.nranks}; ranks must be in"):
         t.routes([0], [t.nranks])
 
 

@@ -523,8 +523,9 @@ class Topology:
             return (np.fromiter(map(len, found), dtype=np.int64, count=len(found)),
                     np.fromiter(itertools.chain.from_iterable(found), dtype=np.int64))
         for name, ranks in (("a", src), ("b", dst)):
-            if ranks.min() < 0 or ranks.max() >= len(self.placement):
-                raise ValueError(f"{name} is not allowed; its ranks must be in "
+            bad = ranks[(ranks < 0) | (ranks >= len(self.placement))]
+            if len(bad):
+                raise ValueError(f"{name} holds rank {int(bad[0])}; ranks must be in "
                                  f"[0, {len(self.placement)})")
         devices = np.fromiter((self._index[d] for d in self.placement), dtype=np.int64,
                               count=len(self.placement))
