@@ -12,18 +12,18 @@ from numba import njit
 def _fill(members: np.ndarray, capacity: float, rate: np.ndarray, out: np.ndarray,
           count: int) -> None:
     """Max-min rates of the ``count`` carrying ``members`` of one link of ``capacity``,
-    each at most its own ``rate``, into ``out`` (by member)."""
-    order = members[:count].copy()
-    for a in range(1, count):  # an insertion sort by rate: a link has a few members
-        b, key = a, order[a]
-        while b > 0 and rate[order[b - 1]] > rate[key]:
-            order[b] = order[b - 1]
+    each at most its own ``rate``, into ``out`` (by member); ``members`` left sorted
+    by rate."""
+    for a in range(1, count):  # an insertion sort: a few members, most still in order
+        b, key = a, members[a]
+        while b > 0 and rate[members[b - 1]] > rate[key]:
+            members[b] = members[b - 1]
             b -= 1
-        order[b] = key
+        members[b] = key
     left = capacity
     for a in range(count):
-        share = min(rate[order[a]], left / (count - a))
-        out[order[a]] = share
+        share = min(rate[members[a]], left / (count - a))
+        out[members[a]] = share
         left -= share
 
 
@@ -32,14 +32,15 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
           rate: np.ndarray, link: np.ndarray, capacity: np.ndarray,
           size: float) -> tuple[np.ndarray, float]:
     """When the last member (in chain order) has carried and held each of the
-    ``len(first)`` segments of ``size`` bytes, and when the first member has: member ``i`` takes segment ``j`` from the run before it
-    (``delay`` and ``serve``: its sum less its slowest, its slowest; the first member's
-    from ``first``, the run's times for every segment), carries its bytes at its max-min
-    share (at most ``rate``) of ``link``'s ``capacity``, then holds it ``hold``.
+    ``len(first)`` segments of ``size`` bytes, and when the first member has: member
+    ``i`` takes segment ``j`` from the run before it (``delay`` and ``serve``: its sum
+    less its slowest, its slowest; the first member's from ``first``, the run's times
+    for every segment), carries its bytes at its max-min share (at most ``rate``) of
+    ``link``'s ``capacity``, then holds it ``hold``.
 
-    Each member and link has at most one event due (a member's start, a link's first
-    carrier through, a member's hold over), kept in one row of times: the soonest is
-    found by a scan (a few dozen members), an instant's in that order."""
+    Each member and link has at most one event due (a member's start or its hold over,
+    a link's first carriers through), kept in a binary heap (:func:`_due`): the soonest
+    first, an instant's members before its links, each by number."""
     m, links, segments = len(rate), len(capacity), len(first)
     ends = np.empty(segments)
     first_done = np.inf
@@ -53,15 +54,30 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
     carrying = np.zeros((links, m), dtype=np.int64)
     count = np.zeros(links, dtype=np.int64)
     since = np.zeros(links)  # when each link's rates were last set
-    due = np.full(2 * m + links, np.inf)  # starts, links' first through, holds over
-    due[0] = first[0]
+    due = np.full(m + links, np.inf)  # members' starts or holds over, links' through
+    heap, where = _heap(m + links)
+    _due(due, heap, where, 0, first[0])
     while True:
-        at = int(np.argmin(due))
+        at = heap[0]
         now = due[at]
         if now == np.inf:
             return ends, first_done
-        due[at] = np.inf
-        if at < m:  # a member starts its next segment
+        if at >= m:  # a link's first carriers are through: they hold their segments
+            g = at - m
+            _advance(g, carrying, count, share, left, since, now)
+            a = 0
+            while a < count[g]:
+                i = carrying[g, a]
+                if left[i] <= 1e-9 * size:
+                    _due(due, heap, where, i, now + hold[i])
+                    count[g] -= 1
+                    carrying[g, a] = carrying[g, count[g]]
+                else:
+                    a += 1
+            _due(due, heap, where, at,
+                 _refill(g, carrying, count, capacity, rate, share, left, now))
+        elif not busy[at]:  # a member starts its next segment
+            _due(due, heap, where, at, np.inf)
             taken[at] += 1
             busy[at] = True
             left[at] = size
@@ -69,36 +85,66 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
             _advance(g, carrying, count, share, left, since, now)
             carrying[g, count[g]] = at
             count[g] += 1
-            due[m + g] = _refill(g, carrying, count, capacity, rate, share, left, now)
-        elif at < m + links:  # a link's first carriers are through
-            g = int(at) - m
-            _advance(g, carrying, count, share, left, since, now)
-            a = 0
-            while a < count[g]:
-                i = carrying[g, a]
-                if left[i] <= 1e-9 * size:
-                    due[m + links + i] = now + hold[i]
-                    count[g] -= 1
-                    carrying[g, a] = carrying[g, count[g]]
-                else:
-                    a += 1
-            due[at] = _refill(g, carrying, count, capacity, rate, share, left, now)
+            _due(due, heap, where, m + g,
+                 _refill(g, carrying, count, capacity, rate, share, left, now))
         else:  # a member's hold is over: its segment goes on through the next run
-            i = at - m - links
-            j = taken[i] - 1
-            if i + 1 < m:
-                out = max(passed[i + 1], now + delay[i + 1]) + serve[i + 1]
-                passed[i + 1] = out
-                arrive[i + 1, j] = out
-                if taken[i + 1] == j and not busy[i + 1]:
-                    due[i + 1] = out
+            j = taken[at] - 1
+            if at + 1 < m:
+                out = max(passed[at + 1], now + delay[at + 1]) + serve[at + 1]
+                passed[at + 1] = out
+                arrive[at + 1, j] = out
+                if taken[at + 1] == j and not busy[at + 1]:
+                    _due(due, heap, where, at + 1, out)
             else:
                 ends[j] = now
-            if i == 0 and j + 1 == segments:
+            if at == 0 and j + 1 == segments:
                 first_done = now
-            busy[i] = False
-            if taken[i] < segments:
-                due[i] = max(now, arrive[i, taken[i]])
+            busy[at] = False
+            _due(due, heap, where, at,
+                 max(now, arrive[at, taken[at]]) if taken[at] < segments else np.inf)
+
+
+@njit(cache=True)
+def _heap(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """A binary heap of ``size`` events (all due never): the events in heap order, and
+    each event's place in it."""
+    order = np.arange(size)
+    return order, order.copy()
+
+
+@njit(cache=True)
+def _due(due: np.ndarray, heap: np.ndarray, where: np.ndarray, event: int,
+         time: float) -> None:
+    """Set ``event`` due at ``time`` and move it to its place in ``heap`` (``where``:
+    each event's place), soonest first, an instant's events by number."""
+    due[event] = time
+    k = where[event]
+    while k > 0:  # up, while sooner than its parent
+        up = (k - 1) // 2
+        other = heap[up]
+        if _sooner(due, other, event):
+            break
+        heap[k], where[other] = other, k
+        k = up
+    n = len(heap)
+    while True:  # down, while a child is sooner
+        child = 2 * k + 1
+        if child >= n:
+            break
+        if child + 1 < n and _sooner(due, heap[child + 1], heap[child]):
+            child += 1
+        other = heap[child]
+        if not _sooner(due, other, event):
+            break
+        heap[k], where[other] = other, k
+        k = child
+    heap[k], where[event] = event, k
+
+
+@njit(cache=True)
+def _sooner(due: np.ndarray, a: int, b: int) -> bool:
+    """Whether event ``a`` is due before ``b`` (at one instant, the lower number)."""
+    return due[a] < due[b] or (due[a] == due[b] and a < b)
 
 
 @njit(cache=True)
