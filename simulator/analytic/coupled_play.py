@@ -8,26 +8,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
-def _fill(members: np.ndarray, capacity: float, rate: np.ndarray, out: np.ndarray,
-          count: int) -> None:
-    """Max-min rates of the ``count`` carrying ``members`` of one link of ``capacity``,
-    each at most its own ``rate``, into ``out`` (by member); ``members`` left sorted
-    by rate."""
-    for a in range(1, count):  # an insertion sort: a few members, most still in order
-        b, key = a, members[a]
-        while b > 0 and rate[members[b - 1]] > rate[key]:
-            members[b] = members[b - 1]
-            b -= 1
-        members[b] = key
-    left = capacity
-    for a in range(count):
-        share = min(rate[members[a]], left / (count - a))
-        out[members[a]] = share
-        left -= share
-
-
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndarray,
           rate: np.ndarray, link: np.ndarray, capacity: np.ndarray,
           size: float) -> tuple[np.ndarray, float]:
@@ -104,7 +85,7 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
                  max(now, arrive[at, taken[at]]) if taken[at] < segments else np.inf)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _heap(size: int) -> tuple[np.ndarray, np.ndarray]:
     """A binary heap of ``size`` events (all due never): the events in heap order, and
     each event's place in it."""
@@ -112,7 +93,7 @@ def _heap(size: int) -> tuple[np.ndarray, np.ndarray]:
     return order, order.copy()
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _due(due: np.ndarray, heap: np.ndarray, where: np.ndarray, event: int,
          time: float) -> None:
     """Set ``event`` due at ``time`` and move it to its place in ``heap`` (``where``:
@@ -141,13 +122,13 @@ def _due(due: np.ndarray, heap: np.ndarray, where: np.ndarray, event: int,
     heap[k], where[event] = event, k
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sooner(due: np.ndarray, a: int, b: int) -> bool:
     """Whether event ``a`` is due before ``b`` (at one instant, the lower number)."""
     return due[a] < due[b] or (due[a] == due[b] and a < b)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _advance(g: int, carrying: np.ndarray, count: np.ndarray, share: np.ndarray,
              left: np.ndarray, since: np.ndarray, now: float) -> None:
     """Take from link ``g``'s carriers' bytes left what they carried since its rates
@@ -157,15 +138,23 @@ def _advance(g: int, carrying: np.ndarray, count: np.ndarray, share: np.ndarray,
     since[g] = now
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _refill(g: int, carrying: np.ndarray, count: np.ndarray, capacity: np.ndarray,
             rate: np.ndarray, share: np.ndarray, left: np.ndarray, now: float) -> float:
-    """Set link ``g``'s carriers' shares; when the first of them is through."""
-    soonest = np.inf
-    if count[g] == 0:
-        return soonest
-    _fill(carrying[g], capacity[g], rate, share, count[g])
-    for a in range(count[g]):
+    """Set link ``g``'s carriers' max-min shares of its ``capacity``, each at most its
+    own ``rate`` (its carriers left sorted by rate); when the first of them is through.
+    One function, calling none: Numba counts its arrays' references around a call."""
+    n = count[g]
+    for a in range(1, n):  # an insertion sort: a few members, most still in order
+        b, key = a, carrying[g, a]
+        while b > 0 and rate[carrying[g, b - 1]] > rate[key]:
+            carrying[g, b] = carrying[g, b - 1]
+            b -= 1
+        carrying[g, b] = key
+    spare, soonest = capacity[g], np.inf
+    for a in range(n):
         i = carrying[g, a]
+        share[i] = min(rate[i], spare / (n - a))
+        spare -= share[i]
         soonest = min(soonest, now + left[i] / share[i])
     return soonest
