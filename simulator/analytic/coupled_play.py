@@ -19,9 +19,10 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
     for every segment), carries its bytes at its max-min share (at most ``rate``) of
     ``link``'s ``capacity``, then holds it ``hold``.
 
-    Each member and link has at most one event due (a member's start or its hold over,
-    a link's first carriers through), kept in a binary heap (:func:`_due`): the soonest
-    first, an instant's members before its links, each by number."""
+    Each member and link has at most one event due (a member's start, a link's first
+    carriers through: each then holds its segment, known to end, so passes it on at
+    once), kept in a binary heap (:func:`_due`): the soonest first, an instant's members
+    before its links, each by number."""
     m, links, segments = len(rate), len(capacity), len(first)
     ends = np.empty(segments)
     first_done = np.inf
@@ -29,13 +30,14 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
     arrive[0] = first
     passed = np.zeros(m)  # each run's last segment out (its server's)
     taken = np.zeros(m, dtype=np.int64)  # segments each member has begun
-    busy = np.zeros(m, dtype=np.bool_)  # carrying or holding one
+    carries = np.zeros(m, dtype=np.bool_)  # carrying one
+    free = np.zeros(m)  # when each member's last segment is held
     left = np.zeros(m)
     share = np.zeros(m)
     carrying = np.zeros((links, m), dtype=np.int64)
     count = np.zeros(links, dtype=np.int64)
     since = np.zeros(links)  # when each link's rates were last set
-    due = np.full(m + links, np.inf)  # members' starts or holds over, links' through
+    due = np.full(m + links, np.inf)  # members' starts, links' first through
     heap, where = _heap(m + links)
     _due(due, heap, where, 0, first[0])
     while True:
@@ -43,24 +45,10 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
         now = due[at]
         if now == np.inf:
             return ends, first_done
-        if at >= m:  # a link's first carriers are through: they hold their segments
-            g = at - m
-            _advance(g, carrying, count, share, left, since, now)
-            a = 0
-            while a < count[g]:
-                i = carrying[g, a]
-                if left[i] <= 1e-9 * size:
-                    _due(due, heap, where, i, now + hold[i])
-                    count[g] -= 1
-                    carrying[g, a] = carrying[g, count[g]]
-                else:
-                    a += 1
-            _due(due, heap, where, at,
-                 _refill(g, carrying, count, capacity, rate, share, left, now))
-        elif not busy[at]:  # a member starts its next segment
+        if at < m:  # a member starts its next segment
             _due(due, heap, where, at, np.inf)
             taken[at] += 1
-            busy[at] = True
+            carries[at] = True
             left[at] = size
             g = link[at]
             _advance(g, carrying, count, share, left, since, now)
@@ -68,21 +56,34 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
             count[g] += 1
             _due(due, heap, where, m + g,
                  _refill(g, carrying, count, capacity, rate, share, left, now))
-        else:  # a member's hold is over: its segment goes on through the next run
-            j = taken[at] - 1
-            if at + 1 < m:
-                out = max(passed[at + 1], now + delay[at + 1]) + serve[at + 1]
-                passed[at + 1] = out
-                arrive[at + 1, j] = out
-                if taken[at + 1] == j and not busy[at + 1]:
-                    _due(due, heap, where, at + 1, out)
+            continue
+        g = at - m  # a link's first carriers are through: each holds its segment, then
+        _advance(g, carrying, count, share, left, since, now)  # passes it on
+        a = 0
+        while a < count[g]:
+            i = carrying[g, a]
+            if left[i] > 1e-9 * size:
+                a += 1
+                continue
+            count[g] -= 1
+            carrying[g, a] = carrying[g, count[g]]
+            carries[i] = False
+            free[i] = now + hold[i]
+            j = taken[i] - 1
+            if i + 1 < m:  # through the next run to the next member, due where waiting
+                out = max(passed[i + 1], free[i] + delay[i + 1]) + serve[i + 1]
+                passed[i + 1] = out
+                arrive[i + 1, j] = out
+                if taken[i + 1] == j and not carries[i + 1]:
+                    _due(due, heap, where, i + 1, max(free[i + 1], out))
             else:
-                ends[j] = now
-            if at == 0 and j + 1 == segments:
-                first_done = now
-            busy[at] = False
-            _due(due, heap, where, at,
-                 max(now, arrive[at, taken[at]]) if taken[at] < segments else np.inf)
+                ends[j] = free[i]
+            if i == 0 and j + 1 == segments:
+                first_done = free[i]
+            if taken[i] < segments:  # its next, where come
+                _due(due, heap, where, i, max(free[i], arrive[i, taken[i]]))
+        _due(due, heap, where, at,
+             _refill(g, carrying, count, capacity, rate, share, left, now))
 
 
 @njit(cache=True, error_model="numpy")
