@@ -38,6 +38,11 @@ COUPLED_PLAY = 1 << 20
 #: (``(8, 2, 2)`` Simple 16 MiB at 64 segments, 0.34: -8.5% -> -3.0% played); above,
 #: the link carries its hops' bytes back to back and the fluid was within 2%
 PLAYED_LOAD = (0.3, 1.5)
+#: plays kept, by their inputs (:func:`_played_end`): the sizes of a table whose
+#: segments are as large and more than the play's reach play alike (``dgx_h100(64)``,
+#: 11 of a Broadcast table's 64 plays, a third of its members' segments)
+_KEPT_PLAYS = 256
+_PLAYS: dict[bytes, tuple[float, float]] = {}
 
 
 def _runs(alone: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +90,19 @@ def _played_end(chain: tuple[Any, ...], size: float, segments: int) -> tuple[flo
     """When the last of ``segments`` segments of ``size`` bytes is through ``chain``
     (its runs, :func:`_runs`, and its members' holds, rates, links and the links'
     capacities, as :func:`.coupled_play._play` takes them), and the pace it keeps while
-    every member carries."""
+    every member carries; kept (:data:`_KEPT_PLAYS`)."""
+    (delay, serve), hold, rate, link, capacity = chain
+    key = b"".join(a.tobytes() for a in (delay, serve, hold, rate, link, capacity,
+                                         np.array([size, segments])))
+    if key not in _PLAYS:
+        if len(_PLAYS) >= _KEPT_PLAYS:
+            _PLAYS.clear()
+        _PLAYS[key] = _play_end(chain, size, segments)
+    return _PLAYS[key]
+
+
+def _play_end(chain: tuple[Any, ...], size: float, segments: int) -> tuple[float, float]:
+    """:func:`_played_end`, played."""
     from .coupled_play import _play  # Numba, imported where a chain is played only
     (delay, serve), hold, rate, link, capacity = chain
     first = delay[0] + serve[0] * np.arange(1, segments + 1)
