@@ -45,23 +45,20 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
         now = due[at]
         if now == np.inf:
             return ends, first_done
+        g = link[at] if at < m else at - m
+        for a in range(count[g]):  # what the link's carriers carried since its last
+            left[carrying[g, a]] -= share[carrying[g, a]] * (now - since[g])
+        since[g] = now
         if at < m:  # a member starts its next segment
             _due(due, heap, where, at, np.inf)
             taken[at] += 1
             carries[at] = True
             left[at] = size
-            g = link[at]
-            _advance(g, carrying, count, share, left, since, now)
             carrying[g, count[g]] = at
             count[g] += 1
-            _due(due, heap, where, m + g,
-                 _refill(g, carrying, count, capacity, rate, share, left, now))
-            continue
-        g = at - m  # a link's first carriers are through: each holds its segment, then
-        _advance(g, carrying, count, share, left, since, now)  # passes it on
         a = 0
-        while a < count[g]:
-            i = carrying[g, a]
+        while a < count[g]:  # the link's carriers through hold their segments, then
+            i = carrying[g, a]  # pass them on
             if left[i] > 1e-9 * size:
                 a += 1
                 continue
@@ -82,7 +79,7 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
                 first_done = free[i]
             if taken[i] < segments:  # its next, where come
                 _due(due, heap, where, i, max(free[i], arrive[i, taken[i]]))
-        _due(due, heap, where, at,
+        _due(due, heap, where, m + g,
              _refill(g, carrying, count, capacity, rate, share, left, now))
 
 
@@ -127,16 +124,6 @@ def _due(due: np.ndarray, heap: np.ndarray, where: np.ndarray, event: int,
 def _sooner(due: np.ndarray, a: int, b: int) -> bool:
     """Whether event ``a`` is due before ``b`` (at one instant, the lower number)."""
     return due[a] < due[b] or (due[a] == due[b] and a < b)
-
-
-@njit(cache=True, error_model="numpy")
-def _advance(g: int, carrying: np.ndarray, count: np.ndarray, share: np.ndarray,
-             left: np.ndarray, since: np.ndarray, now: float) -> None:
-    """Take from link ``g``'s carriers' bytes left what they carried since its rates
-    were set."""
-    for a in range(count[g]):
-        left[carrying[g, a]] -= share[carrying[g, a]] * (now - since[g])
-    since[g] = now
 
 
 @njit(cache=True, error_model="numpy")
