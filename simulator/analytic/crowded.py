@@ -147,27 +147,33 @@ def _paced(alone: np.ndarray, sharing: tuple[np.ndarray, np.ndarray], per_link: 
     hops, link = sharing
     member = np.unique(hops)
     slowest = float(alone[member].max())
-    links_of = {int(h): link[hops == h] for h in member.tolist()}
-    flight = np.zeros(len(per_link))
+    # Python's numbers: a few dozen links, a step at a time, numpy's calls cost more
+    per = per_link.tolist()
+    links_of = [list(dict.fromkeys(link[hops == h].tolist())) for h in member.tolist()]
+    starts = front[member].tolist()
+    flight, load = [0] * len(per), [0.0] * len(per)  # in flight, times their bytes' time
     last = np.full(len(per_link), -1)
     np.maximum.at(last, link, hops)
     ends = np.zeros(len(alone))
     now = paced = 0.0
-    begun = np.zeros(len(member))
+    pace = slowest
+    begun = [0.0] * len(member)
     nxt = done = 0
     while done < len(member):
-        busy = flight > 0
-        pace = max(slowest, float((flight * per_link)[busy].max(initial=0.0)))
-        arrive = front[member[nxt]] if nxt < len(member) else np.inf
+        arrive = starts[nxt] if nxt < len(member) else np.inf
         finish = now + (begun[done] + segments - paced) * pace if done < nxt else np.inf
         if arrive <= finish:
             paced += (arrive - now) / pace if done < nxt else 0.0
             now, begun[nxt] = arrive, paced
-            flight[links_of[int(member[nxt])]] += 1
+            moved, step = nxt, 1
             nxt += 1
         else:
             now, paced = finish, begun[done] + segments
             ends[member[done]] = now
-            flight[links_of[int(member[done])]] -= 1
+            moved, step = done, -1
             done += 1
+        for g in links_of[moved]:
+            flight[g] += step
+            load[g] = flight[g] * per[g]
+        pace = max(slowest, max(load))
     return float((ends[last] + front[-1] - front[last + 1]).max())
