@@ -28,9 +28,12 @@ import numpy as np
 #: where a chain has more segments than it takes to fill, the segments played past its
 #: fill, over which its pace is read
 PACE_WINDOW = 32
-#: members squared x segments played at most (else the fluid, :func:`.crowded._paced`):
-#: a play's event scans every member's, some 5 ns a member (``dgx_h100(32)``, 29
-#: members: 0.4 us a member's segment; ``(256)``, 251 members: 1.3 us)
+#: members squared x segments played at most (else the fluid, :func:`.crowded._paced`),
+#: set where each event scanned every member's next time; with them in a heap a
+#: member's segment takes some 0.16 us (``dgx_h100(64)``, 61 members), so the square
+#: now only keeps long plays off the largest chains (``(256)``: 16 segments; a budget
+#: of members x segments played 64 there, 0.38 -> 0.45 CPU s a Reduce table, no price
+#: of the grid moved)
 COUPLED_PLAY = 1 << 20
 #: a chain is played where its most crowded link's bytes of a segment take from so
 #: many to so many of its slowest hop's time alone (:func:`.crowded._chain_ends`): below,
