@@ -95,8 +95,8 @@ def _played_end(chain: tuple[Any, ...], size: float, segments: int) -> tuple[flo
     capacities, as :func:`.coupled_play._play` takes them), and the pace it keeps while
     every member carries; kept (:data:`_KEPT_PLAYS`)."""
     (delay, serve), hold, rate, link, capacity = chain
-    key = b"".join(a.tobytes() for a in (delay, serve, hold, rate, link, capacity,
-                                         np.array([size, segments])))
+    key = b"".join(a.tobytes() for a in (np.array([size, segments, len(hold)]), delay,
+                                         serve, hold, rate, link, capacity))
     if key not in _PLAYS:
         if len(_PLAYS) >= _KEPT_PLAYS:
             _PLAYS.clear()
