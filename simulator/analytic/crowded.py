@@ -19,7 +19,7 @@ import numpy as np
 
 from ..gpu import hidden_latency
 from .budgets import WHOLE_MESSAGES
-from .coupled import PLAYED_LOAD, _coupled_end
+from .coupled import PLAYED_LOAD, _coupled_ends
 from .routing import _entries, _route_figures
 
 
@@ -63,7 +63,7 @@ def _crowded(topology: Any, order: tuple[int, ...], rounds: tuple[Any, ...],
     """Seconds of a pipelined chain (``rounds``: its first segment's crossing and its
     later segments' waits, :func:`_chain_hops`) on ``order`` at ``counts`` (elements,
     a row) under each of ``terms`` (as :meth:`_Described.time` takes them), where its
-    hops crowd a link they share (:func:`_chain_end`), -inf at a size where none paces
+    hops crowd a link they share (:func:`_chain_ends`), -inf at a size where none paces
     the chain; None where no link is shared,
     where the rounds are not such a chain, or past :data:`WHOLE_MESSAGES` hops (each
     hop is routed)."""
@@ -90,40 +90,40 @@ def _crowded(topology: Any, order: tuple[int, ...], rounds: tuple[Any, ...],
     for k, (latency, bandwidth, slot, shares, gamma) in enumerate(terms):
         delay, rate, share = _route_figures(links, np.cumsum(lengths) - lengths, latency,
                                             bandwidth, shares)
-        for j, (size, count) in enumerate(zip(nbytes.tolist(), segments.tolist())):
-            if count < 2:
-                continue
+        for size in np.unique(nbytes[segments > 1]).tolist():
+            at = (nbytes == size) & (segments > 1)
             carried = size / rate
             alone = hidden_latency(delay, size, rate, slot, share) + carried \
                 + (gamma * size if hops.reduce and gamma else 0.0)
-            out[k, j] = _chain_end(alone, rate, size, sharing, bandwidth[crowded], count)
+            out[k, at] = _chain_ends(alone, rate, size, sharing, bandwidth[crowded],
+                                     segments[at])
     return out
 
 
-def _chain_end(alone: np.ndarray, rate: np.ndarray, size: float,
-               sharing: tuple[np.ndarray, np.ndarray], capacity: np.ndarray,
-               segments: int) -> float:
-    """When the last of ``segments`` segments (``size`` bytes) is through a chain whose
-    hops take ``alone`` seconds a segment alone, carrying at ``rate``, ``sharing``: the
-    hops on each crowded link and the link, each of ``capacity``; -inf where no link
-    carries fewer hops' bytes at once than its hops carry at their rates (none paces
-    the chain: the closed form is the simulator's, it prices the later segments at
-    their own sizes).  Where the most crowded link's bytes of a segment are near a hop's
-    time alone (:data:`.coupled.PLAYED_LOAD`), the hops' bytes bunch: played
-    (:func:`.coupled._coupled_end`); past it the link carries its hops' bytes back to
-    back: the fluid (:func:`_paced`), as where the play is past its budget."""
+def _chain_ends(alone: np.ndarray, rate: np.ndarray, size: float,
+                sharing: tuple[np.ndarray, np.ndarray], capacity: np.ndarray,
+                segments: np.ndarray) -> np.ndarray:
+    """When the last of each of ``segments`` segments (``size`` bytes) is through a
+    chain whose hops take ``alone`` seconds a segment alone, carrying at ``rate``,
+    ``sharing``: the hops on each crowded link and the link, each of ``capacity``; -inf
+    where no link carries fewer hops' bytes at once than its hops carry at their rates
+    (none paces the chain: the closed form is the simulator's, it prices the later
+    segments at their own sizes).  Where the most crowded link's bytes of a segment are
+    near a hop's time alone (:data:`.coupled.PLAYED_LOAD`), the hops' bytes bunch:
+    played (:func:`.coupled._coupled_ends`); past it the link carries its hops' bytes
+    back to back: the fluid (:func:`_paced`), as where the play is past its budget."""
     hops, link = sharing
     if not (np.bincount(link, rate[hops], len(capacity)) > capacity).any():
-        return -np.inf
+        return np.full(len(segments), -np.inf)
     per_link = size / capacity
     load = float((np.bincount(link, minlength=len(capacity)) * per_link).max()
                  / alone.max())
     low, high = PLAYED_LOAD
-    played = _coupled_end(alone, rate, size, sharing, capacity, segments) \
-        if low <= load < high else None
-    if played is not None:
-        return played
-    return _paced(alone, sharing, per_link, segments) if load > 1 else -np.inf
+    out = _coupled_ends(alone, rate, size, sharing, capacity, segments) \
+        if low <= load < high else np.full(len(segments), np.nan)
+    for j in np.flatnonzero(np.isnan(out)).tolist():
+        out[j] = _paced(alone, sharing, per_link, int(segments[j])) if load > 1 else -np.inf
+    return out
 
 
 def _paced(alone: np.ndarray, sharing: tuple[np.ndarray, np.ndarray], per_link: np.ndarray,
@@ -147,27 +147,33 @@ def _paced(alone: np.ndarray, sharing: tuple[np.ndarray, np.ndarray], per_link: 
     hops, link = sharing
     member = np.unique(hops)
     slowest = float(alone[member].max())
-    links_of = {int(h): link[hops == h] for h in member.tolist()}
-    flight = np.zeros(len(per_link))
+    # Python's numbers: a few dozen links, a step at a time, numpy's calls cost more
+    per = per_link.tolist()
+    links_of = [list(dict.fromkeys(link[hops == h].tolist())) for h in member.tolist()]
+    starts = front[member].tolist()
+    flight, load = [0] * len(per), [0.0] * len(per)  # in flight, times their bytes' time
     last = np.full(len(per_link), -1)
     np.maximum.at(last, link, hops)
     ends = np.zeros(len(alone))
     now = paced = 0.0
-    begun = np.zeros(len(member))
+    pace = slowest
+    begun = [0.0] * len(member)
     nxt = done = 0
     while done < len(member):
-        busy = flight > 0
-        pace = max(slowest, float((flight * per_link)[busy].max(initial=0.0)))
-        arrive = front[member[nxt]] if nxt < len(member) else np.inf
+        arrive = starts[nxt] if nxt < len(member) else np.inf
         finish = now + (begun[done] + segments - paced) * pace if done < nxt else np.inf
         if arrive <= finish:
             paced += (arrive - now) / pace if done < nxt else 0.0
             now, begun[nxt] = arrive, paced
-            flight[links_of[int(member[nxt])]] += 1
+            moved, step = nxt, 1
             nxt += 1
         else:
             now, paced = finish, begun[done] + segments
             ends[member[done]] = now
-            flight[links_of[int(member[done])]] -= 1
+            moved, step = done, -1
             done += 1
+        for g in links_of[moved]:
+            flight[g] += step
+            load[g] = flight[g] * per[g]
+        pace = max(slowest, max(load))
     return float((ends[last] + front[-1] - front[last + 1]).max())
