@@ -23,7 +23,7 @@ from ..gpu import link_figures
 from .arrays import _ceil_div
 from .cache import _cached
 from .sample import SAMPLE_ALL_RANKS, Groups, Orders, _link_classes
-from .budgets import CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, NEAR_PARTS, _extended
+from .budgets import CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, NEAR_PARTS, _extended, _fine
 from .flow import _Flow
 from .described import _described, _window_parts
 from .crowded import _crowded
@@ -98,6 +98,12 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
         rounds = _merged(collective, algorithm, q, given, keys, holder, channels_played,
                          not alike)
+        if not channels_played and alike and collective in entry.played_by \
+                and _fine(topology, orders, list(rounds)):
+            # past the sample, played as finely where that stays cheap (:func:`_fine`)
+            finer = _merged(collective, algorithm, q, given, keys, holder, len(orders), False)
+            if _fine(topology, orders, list(finer)):
+                rounds = finer
         if not apart and (piece is None or held) and len(keys) == 1 \
                 and _extended(topology, orders, list(rounds)):
             shorter = _shortened(collective, algorithm, topology, terms, orders,
