@@ -66,12 +66,15 @@ STRETCH_MESSAGES = 7 << 13
 #: on a machine of alike links (flat) past :data:`SAMPLE_ALL_RANKS` ranks, a description
 #: that takes the channels whose every rank's messages are played
 #: (:attr:`collectives.registry.Algorithm.played_by`: a tree AllGather's pieces, each
-#: its own row) is priced so where its paced messages over every channel are at most
-#: so many, within the play's budgets (:func:`_fine`): ``default_flat(128)`` at one
-#: segment (685 messages) and 256 at one (1,387) are exact so, were +9.5e-4; past it,
-#: the play's fill of the pieces costs more than the tables bear (the three
-#: closed-form tables on ``default_flat(128)`` 4.6 -> 6.6 CPU s with 4 and 16
-#: segments too, on 512 ranks 9.0 -> 18.3 s; within it 4.6 -> 4.8 and 7.3 -> 7.9)
+#: its own row) is priced so where its paced messages are in flight in at most so many
+#: rounds in all over every channel, within the play's budgets (:func:`_fine`):
+#: ``default_flat(128)`` at one and two segments (685 and 1,235 pieces) and 256 at one
+#: (1,387) are exact so, were up to +9.5e-4, -8.4e-3 and +2.7e-4.  Past it the play's
+#: fill of the pieces costs more than the tables bear: with every table candidate (4
+#: and 16 segments too, up to 9,939 pieces on 128 ranks) the AllGather table on
+#: ``default_flat(128)`` took 2.0 -> 3.9 CPU s, its prices at 512 ranks 3.0 -> 12.3 s;
+#: within it the three closed-form tables on ``default_flat(128)`` 4.45 -> 5.11 CPU s,
+#: on 256 7.52 -> 8.14, on 512 unchanged
 FINE_MESSAGES = 1 << 11
 
 #: on a machine of unlike links (DGX), where a channel of no elements still sends, the

@@ -76,7 +76,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     grouped = _channel_groups(counts)
     alike = len(_link_classes(topology)[1]) == 1
     # the channels whose every rank's messages are played (:func:`_played`), where a
-    # finer description pays
+    # finer description pays (past the sample on alike links: below, :func:`_fine`)
     channels_played = len(orders) if topology.nranks <= SAMPLE_ALL_RANKS \
         and collective in entry.played_by else 0
     holders = _holders(orders, counts) if held and collective in entry.held_by \
