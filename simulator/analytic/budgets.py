@@ -71,6 +71,20 @@ EXCHANGE_TOTAL = 1 << 18
 #: tables there past a second)
 STRETCH_MESSAGES = 7 << 13
 
+#: on a machine of alike links (flat) past :data:`SAMPLE_ALL_RANKS` ranks, a description
+#: that takes the channels whose every rank's messages are played
+#: (:attr:`collectives.registry.Algorithm.played_by`: a tree AllGather's pieces, each
+#: its own row) is priced so where its paced messages are in flight in at most so many
+#: rounds in all over every channel, within the play's budgets (:func:`_fine`):
+#: ``default_flat(128)`` at one and two segments (685 and 1,235 pieces) and 256 at one
+#: (1,387) are exact so, were up to +9.5e-4, -8.4e-3 and +2.7e-4.  Past it the play's
+#: fill of the pieces costs more than the tables bear: with every table candidate (4
+#: and 16 segments too, up to 9,939 pieces on 128 ranks) the AllGather table on
+#: ``default_flat(128)`` took 2.0 -> 3.9 CPU s, its prices at 512 ranks 3.0 -> 12.3 s;
+#: within it the three closed-form tables on ``default_flat(128)`` 4.45 -> 5.11 CPU s,
+#: on 256 7.52 -> 8.14, on 512 unchanged
+FINE_MESSAGES = 1 << 11
+
 #: on a machine of unlike links (DGX), where a channel of no elements still sends, the
 #: channels' parts at a size at most this fraction of the largest apart are priced in
 #: groups of orders (:func:`_unlike_time`; elsewhere in groups however far apart):
@@ -142,6 +156,16 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
         return True
     messages, hops, span = _paced_load(orders, rounds)
     return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+
+
+def _fine(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
+    """Whether the paced ``rounds`` on ``orders`` of a description that takes the
+    channels played (or, a bound, of the one that does not) are priced so past
+    :data:`SAMPLE_ALL_RANKS` ranks: played (:func:`_played`) and in flight in at most
+    :data:`FINE_MESSAGES` rounds in all over the orders (a piece is in flight in the
+    one round of its segment, so its description's messages; the other's messages in
+    flight over several rounds are a piece a round at least)."""
+    return _played(topology, orders, rounds) and _paced_load(orders, rounds)[1] <= FINE_MESSAGES
 
 
 def _fill(rounds: Sequence[Any]) -> int:

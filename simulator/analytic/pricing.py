@@ -24,7 +24,7 @@ from .arrays import _ceil_div
 from .cache import _cached
 from .sample import SAMPLE_ALL_RANKS, Groups, Orders, _link_classes
 from .budgets import (CHAIN_EDGE, CHAIN_RATIO, EXCHANGE_TOTAL, FAR_GROUP_RANKS, NEAR_PARTS,
-                      WHOLE_TOTAL, _extended)
+                      WHOLE_TOTAL, _extended, _fine)
 from .exchange import _exchange_rounds, _exchange_time
 from .flow import _Flow
 from .described import _described, _window_parts
@@ -78,7 +78,7 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
     grouped = _channel_groups(counts)
     alike = len(_link_classes(topology)[1]) == 1
     # the channels whose every rank's messages are played (:func:`_played`), where a
-    # finer description pays
+    # finer description pays (past the sample on alike links: below, :func:`_fine`)
     channels_played = len(orders) if topology.nranks <= SAMPLE_ALL_RANKS \
         and collective in entry.played_by else 0
     holders = _holders(orders, counts) if held and collective in entry.held_by \
@@ -100,6 +100,12 @@ def _flat_time(collective: str, algorithm: str, topology: Any, terms: Sequence[t
             piece[np.unique(groups, return_index=True)[1] if groups else [0]][:, at]
         rounds = _merged(collective, algorithm, q, given, keys, holder, channels_played,
                          not alike)
+        if not channels_played and alike and collective in entry.played_by \
+                and _fine(topology, orders, list(rounds)):
+            # past the sample, played as finely where that stays cheap (:func:`_fine`)
+            finer = _merged(collective, algorithm, q, given, keys, holder, len(orders), False)
+            if _fine(topology, orders, list(finer)):
+                rounds = finer
         if not apart and (piece is None or held) and len(keys) == 1 \
                 and _extended(topology, orders, list(rounds)):
             shorter = _shortened(collective, algorithm, topology, terms, orders,
