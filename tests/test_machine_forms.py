@@ -677,7 +677,7 @@ def test_grouped_ends_of_groups_alike_in_their_unlike_messages_take_no_fill(
     start[-2:] = np.inf  # not sent
     nbytes = np.tile([[10.0], [10.0], [11.0]], (groups, 1))
     cap, capacity = np.ones(start.shape), np.ones((groups + 1, 1))
-    partners = analytic.flow._partners(on)
+    partners = analytic.flow._partners(*np.nonzero(on), on.shape)
     filled = analytic.sharing._filled_ends(start, nbytes, cap, on, capacity)
 
     def refused(*args: Any) -> np.ndarray:
@@ -705,7 +705,7 @@ def test_grouped_ends_of_unlike_groups_are_the_fill(seed: int) -> None:
     start[rng.random(start.shape) < 0.15] = np.inf  # not sent
     cap = np.ones(start.shape)
     capacity = np.ones((groups + 1, sizes))
-    partners = analytic.flow._partners(on)
+    partners = analytic.flow._partners(*np.nonzero(on), on.shape)
     assert partners is not None
     grouped = analytic.sharing._grouped_ends(start, nbytes, cap, on, capacity, partners)
     filled = analytic.sharing._filled_ends(start, nbytes, cap, on, capacity)
