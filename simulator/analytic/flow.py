@@ -484,7 +484,8 @@ def _per_entry(values: np.ndarray, width: int) -> Callable[[np.ndarray, np.ndarr
 
 
 def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
-             fill: int) -> tuple[np.ndarray | None, tuple[np.ndarray, ...] | None]:
+             fill: int) -> tuple[np.ndarray | None,
+                                 tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
     """Which of a round's shared links each of its messages with one (``crossing``) is
     on (messages x links; ``members``: places x links, the messages numbered in the
     round, ``real`` where they are), where they are at most ``fill``, or each link is
