@@ -69,21 +69,32 @@ def _round(q: int, k: int, m: int, units: np.ndarray, late: np.ndarray, sender: 
 
 
 @njit(cache=True)
+def _partners(i: int, q: int, sender: np.ndarray, receiver: np.ndarray, right: np.ndarray,
+              left: np.ndarray) -> tuple[int, int]:
+    """Message ``i``'s partners: its sender's other send and its receiver's other
+    receive (-1: none)."""
+    s, d = sender[i], receiver[i]
+    if d == s + 1:
+        return left[s], left[d + 1] if d + 1 < q else -1
+    return right[s], right[d - 1] if d >= 1 else -1
+
+
+@njit(cache=True)
 def _settled(count: int, q: int, sender: np.ndarray, receiver: np.ndarray,
              right: np.ndarray, left: np.ndarray, start: np.ndarray, work: np.ndarray,
-             end: np.ndarray) -> None:
+             end: np.ndarray, due: np.ndarray) -> None:
     """The ends (``end``, from an upper bound) of a round's ``count`` messages at the
-    fixed point of :func:`_paired_end`: a message's partners are its sender's other send
-    and its receiver's other receive."""
-    moved = True
-    while moved:
-        moved = False
+    fixed point of :func:`_paired_end` (:func:`_partners`), each message taken again
+    while a partner's end moved (``due``)."""
+    due[:count] = True
+    pending = count
+    while pending:
+        pending = 0
         for i in range(count):
-            s, d = sender[i], receiver[i]
-            if d == s + 1:
-                p1, p2 = left[s], left[d + 1] if d + 1 < q else -1
-            else:
-                p1, p2 = right[s], right[d - 1] if d >= 1 else -1
+            if not due[i]:
+                continue
+            due[i] = False
+            p1, p2 = _partners(i, q, sender, receiver, right, left)
             a1, b1, a2, b2 = np.inf, -np.inf, np.inf, -np.inf
             if p1 >= 0:
                 a1, b1 = max(start[p1], start[i]), end[p1]
@@ -91,7 +102,10 @@ def _settled(count: int, q: int, sender: np.ndarray, receiver: np.ndarray,
                 a2, b2 = max(start[p2], start[i]), end[p2]
             again = _paired_end(start[i], start[i] + work[i], a1, b1, a2, b2)
             if again != end[i] and abs(again - end[i]) > 4e-16 * abs(again):
-                moved = True
+                for partner in (p1, p2):
+                    if partner >= 0 and not due[partner]:
+                        due[partner] = True
+                        pending += 1
             end[i] = again
 
 
@@ -111,13 +125,14 @@ def _chain_time(q: int, m: int, units: np.ndarray, late: np.ndarray, latency: fl
     elements = np.empty(2 * q, np.int64)
     right, left = np.empty(q, np.int64), np.empty(q, np.int64)
     start, work, end = np.empty(2 * q), np.empty(2 * q), np.empty(2 * q)
+    due = np.zeros(2 * q, np.bool_)
     for k in range((q - 1) * m + 1):
         count = _round(q, k, m, units, late, sender, receiver, elements, right, left)
         for i in range(count):
             start[i] = max(clock[sender[i]], clock[receiver[i]])
             work[i] = elements[i] * seconds_per_element
             end[i] = start[i] + 2.0 * work[i]
-        _settled(count, q, sender, receiver, right, left, start, work, end)
+        _settled(count, q, sender, receiver, right, left, start, work, end, due)
         latest[:] = -np.inf
         for i in range(count):
             sent = start[i] + max(work[i], end[i] - start[i]) + latency

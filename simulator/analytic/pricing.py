@@ -199,7 +199,7 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     (budgets raised: 0.3-2.3 CPU s a price on 256-512 ranks, growing with their
     square), so one channel's chain on ports of at most
     :data:`~.budgets.WHOLE_CHAIN_RANKS` ranks is played whole at the counts whose
-    blocks are cut into uneven segments (:func:`_played_whole`, compiled: 18 ms a count
+    blocks are cut into uneven segments (:func:`_played_whole`, compiled: 16 ms a count
     at 256 ranks and 8 segments).  AllGather within 1.1e-13 at 180 cases (the front was
     up to +3.8e-4)."""
     q = len(orders[0])
