@@ -204,7 +204,8 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     up to +3.8e-4)."""
     q = len(orders[0])
     whole, larger = np.divmod(counts, q)
-    played = _played_whole(collective, algorithm, topology, terms, orders, counts, ds, params)
+    played = _played_whole(collective, algorithm, topology, terms, orders, counts, ds,
+                           params)
     if played is not None and played[1].all():
         return played[0]
     lengths = np.stack([np.minimum(larger, q - larger), np.abs(q - 2 * larger)])
