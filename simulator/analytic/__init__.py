@@ -119,7 +119,8 @@ routed and laid out), :mod:`.routing` (a round's messages routed into rows of al
 ones), :mod:`.flow` (paced rounds played rank by rank), :mod:`.exchange` (pairwise exchange
 rounds played rank by rank), :mod:`.crowded` (a chain's hops crowding the links they
 share), :mod:`.coupled` and :mod:`.coupled_play` (those hops played, compiled with
-Numba), :mod:`.sharing` (messages
+Numba), :mod:`.chain_play` (a chain's ReduceScatter on flat ports played whole,
+compiled), :mod:`.sharing` (messages
 sharing links: fills and queues), :mod:`.units` (a cut class's transfers per run),
 :mod:`.budgets` (what is played, routed whole, stretched or held), :mod:`.sample`
 (which ranks are priced), :mod:`.cache` and :mod:`.arrays` (shared helpers).

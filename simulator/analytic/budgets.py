@@ -131,6 +131,19 @@ UNHELD_RANKS = 32
 #: shorter chains give (the chain's time is affine in each once its ends have run
 #: ahead and its middle settled)
 CHAIN_EDGE = 12
+#: a chain's ReduceScatter past the play's budgets, on one channel over ports (flat:
+#: a rank's sends share one, its receives another), is played whole, compiled
+#: (:func:`~simulator.analytic.chain_play._chain_time`), up to so many ranks at the
+#: counts whose blocks are cut into uneven segments: there its time is not affine in
+#: the chain's length (with every block of 515 elements at 8 segments its slope over
+#: 8 ranks more moves by -1.3e-9 to +1.6e-9 s between 64 and 256 ranks), so no
+#: extension from shorter chains is exact (:func:`~.pricing._shortened`: up to
+#: -4.3e-6); played whole, 16 ms a count at 256 ranks and 8 segments, 70 ms at 512 (the
+#: general play's 0.7 and 2.1 CPU s).  Not past 256 ranks: the ReduceScatter tables of
+#: ``default_flat(512)`` and ``(1024)`` hold some 25 such counts a segment count (played
+#: whole, 3.6 -> 5.4 and 5.5 -> 13.3 CPU s; ``(256)`` 3.5 -> 4.2, Numba's import and
+#: cached code some 0.4 of it)
+WHOLE_CHAIN_RANKS = 1 << 8
 #: the first chain a longer chain's ReduceScatter is priced from holds its two sides'
 #: difference and its shorter side in the ratio its own do, up to so many
 #: (:func:`_along_ray`): past the edges its time is affine in each only within a range

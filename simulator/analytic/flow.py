@@ -120,9 +120,11 @@ class _Flow:
                                                    crossing, ends, ranks)]
         self.queues = [(spots, real, _across(c)) for (spots, real), c in zip(queues, cells)]
         self.filled = filled
-        self.coupled = [_coupled(r[2], q[1][:, :, 0], r[4], fill) if filled else None
-                        for r, q in zip(self.rounds, self.queues)]
-        self.partners = [_partners(c) for c in self.coupled]
+        coupled = [_coupled(r[2], q[1][:, :, 0], r[4], fill) if filled else (None, None)
+                   for r, q in zip(self.rounds, self.queues)]
+        self.coupled = [on for on, _ in coupled]
+        # a round not coupled has no groups
+        self.partners = [groups if on is not None else None for on, groups in coupled]
         self.links, self.crossed = self._crossed(hops, hops[hop, 6:], at, lo)
 
     @staticmethod
@@ -482,7 +484,8 @@ def _per_entry(values: np.ndarray, width: int) -> Callable[[np.ndarray, np.ndarr
 
 
 def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
-             fill: int) -> np.ndarray | None:
+             fill: int) -> tuple[np.ndarray | None,
+                                 tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
     """Which of a round's shared links each of its messages with one (``crossing``) is
     on (messages x links; ``members``: places x links, the messages numbered in the
     round, ``real`` where they are), where they are at most ``fill``, or each link is
@@ -492,43 +495,61 @@ def _coupled(members: np.ndarray, real: np.ndarray, crossing: np.ndarray,
     where each message is on one shared link (the per-pair mesh, channels of one order
     sharing a pair's link): a queue of units over runs goes as transfers of its longest
     (tree ReduceScatter on a mesh of 5 ranks, 3 channels, 2 segments, 24 elements, was
-    over by 2.4e-4), the fill carries each unit's own (:func:`_filled_runs`)."""
+    over by 2.4e-4), the fill carries each unit's own (:func:`_filled_runs`).  With it
+    the messages' groups (:func:`_partners`; None where they are not so grouped)."""
     if not len(crossing):
-        return None
+        return None, None
     at = np.full(int(max(members.max(), crossing.max())) + 1, -1)
     at[crossing] = np.arange(len(crossing))
     place, link = np.nonzero(real)
+    message = at[members[place, link]]
     on = np.zeros((len(crossing), members.shape[1]), dtype=bool)
-    on[at[members[place, link]], link] = True
-    return on if len(crossing) <= fill or real.shape[0] <= 2 or _partners(on) is not None \
-        else None
+    on[message, link] = True
+    groups = _partners(message, link, on.shape)
+    return (on if len(crossing) <= fill or real.shape[0] <= 2 or groups is not None
+            else None), groups
 
 
-def _partners(on: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The messages of a coupled round (``on``: messages x links, :func:`_coupled`) in
-    groups of messages on the same links, where the groups are all of one size, every
-    link is shared by at most two groups and every group is on at most two links (a
-    chain's on flat over channels of one order: a rank's two sends over every channel
-    share its port, and so do its two receives); else None.  Each message's group, the
-    first message of each group, and per group the other group on each of its shared
-    links (groups x 2; the pad, and a link it is alone on: the number of groups)."""
-    if on is None or (on.sum(axis=1) > 2).any():
+def _partners(message: np.ndarray, link: np.ndarray, shape: tuple[int, int]
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The messages of a coupled round (each ``message`` on its ``link``: the
+    messages x links of ``shape`` that are set, :func:`_coupled`) in groups of messages
+    on the same links, where the groups are all of one size, every link is shared by at
+    most two groups and every group is on at most two links (a chain's on flat over
+    channels of one order: a rank's two sends over every channel share its port, and so
+    do its two receives); else None.  Each message's group, the first message of each
+    group, and per group the other group on each of its shared links (groups x 2; the
+    pad, and a link it is alone on: the number of groups).  Taken from the set entries
+    alone: a round's messages and links are thousands each on hundreds of ranks."""
+    messages, width = shape
+    entries = np.unique(message.astype(np.int64) * width + link)
+    message, link = np.divmod(entries, width)
+    many_links = np.bincount(message, minlength=messages)
+    if (many_links > 2).any():
         return None
-    # a message's links, at most two: its first and its last name its group
-    width = on.shape[1]
-    lowest, highest = on.argmax(axis=1), width - 1 - on[:, ::-1].argmax(axis=1)
+    # a message's links, at most two: its first and its last name its group (none: the
+    # first and the last of all)
+    begin, some = np.cumsum(many_links) - many_links, many_links > 0
+    lowest, highest = np.zeros(messages, dtype=np.int64), np.full(messages, width - 1)
+    lowest[some] = link[begin[some]]
+    highest[some] = link[begin[some] + many_links[some] - 1]
     _, group = _dense_unique(lowest * width + highest)
     count = int(group.max()) + 1
     many = np.bincount(group, minlength=count)
     # (a fancy assignment's order over repeated places is not promised)
     first = np.argsort(group, kind="stable")[np.cumsum(many) - many]
-    links = on[first]
-    if (many != many[0]).any() or (links.sum(axis=0) > 2).any():
+    leads = np.zeros(messages, dtype=bool)
+    leads[first] = True
+    taken = leads[message]
+    place, link = group[message[taken]], link[taken]
+    order = np.lexsort((link, place))
+    place, link = place[order], link[order]
+    sharing = np.bincount(link, minlength=width)
+    if (many != many[0]).any() or (sharing > 2).any():
         return None
-    place, link = np.nonzero(links)
     # the other of a link's two groups: their numbers' sum less its own
-    total = np.bincount(link, weights=place, minlength=links.shape[1]).astype(np.int64)
-    other = np.where(links.sum(axis=0)[link] == 2, total[link] - place, count)
+    total = np.bincount(link, weights=place, minlength=width).astype(np.int64)
+    other = np.where(sharing[link] == 2, total[link] - place, count)
     table = np.full((count, 2), count, dtype=np.int64)
     table[place, _within(np.bincount(place, minlength=count))] = other
     return group, first, table

@@ -24,7 +24,7 @@ from .arrays import _ceil_div
 from .cache import _cached
 from .sample import SAMPLE_ALL_RANKS, Groups, Orders, _link_classes
 from .budgets import (CHAIN_EDGE, CHAIN_RATIO, EXCHANGE_TOTAL, FAR_GROUP_RANKS, NEAR_PARTS,
-                      WHOLE_TOTAL, _extended, _fine)
+                      WHOLE_CHAIN_RANKS, WHOLE_TOTAL, _extended, _fine)
 from .exchange import _exchange_rounds, _exchange_time
 from .flow import _Flow
 from .described import _described, _window_parts
@@ -203,9 +203,17 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     machine's figures scaled (past about 160 ranks its chain doubles a difference a
     rank: its rounding decides).  Each of the deterministic ones is exact played whole
     (budgets raised: 0.3-2.3 CPU s a price on 256-512 ranks, growing with their
-    square).  AllGather within 1.1e-13 at 180 cases (the front was up to +3.8e-4)."""
+    square), so one channel's chain on ports of at most
+    :data:`~.budgets.WHOLE_CHAIN_RANKS` ranks is played whole at the counts whose
+    blocks are cut into uneven segments (:func:`_played_whole`, compiled: 16 ms a count
+    at 256 ranks and 8 segments).  AllGather within 1.1e-13 at 180 cases (the front was
+    up to +3.8e-4)."""
     q = len(orders[0])
     whole, larger = np.divmod(counts, q)
+    played = _played_whole(collective, algorithm, topology, terms, orders, counts, ds,
+                           params)
+    if played is not None and played[1].all():
+        return played[0]
     lengths = np.stack([np.minimum(larger, q - larger), np.abs(q - 2 * larger)])
     cut = max(m.cut for r in _merged(collective, algorithm, q, params, (params,))
               for m in r.messages)
@@ -219,8 +227,96 @@ def _shortened(collective: str, algorithm: str, topology: Any,
         out = _extended_line(collective, algorithm, topology, terms, orders, whole,
                              larger <= q - larger, lengths, base, steps, ds, params)
         if out is not None:
+            if played is not None:
+                out[:, played[1]] = played[0][:, played[1]]
             return out
     return None
+
+
+def _played_whole(collective: str, algorithm: str, topology: Any,
+                  terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
+                  ds: int, params: tuple[tuple[str, Any], ...]
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """A chain's ReduceScatter on one channel over ports (:func:`_ports`) of at most
+    :data:`WHOLE_CHAIN_RANKS` ranks played whole (:func:`.chain_play._chain_time`) at
+    the ``counts`` (elements of the vector) whose blocks are cut into uneven segments
+    (:func:`_cut_unevenly`), under each of ``terms``: the times (terms x counts, NaN at
+    the others) and where they are; None where it is not such a chain."""
+    q = len(orders[0])
+    if collective != "reduce_scatter" or algorithm != "pipeline" or len(orders) != 1 \
+            or q > WHOLE_CHAIN_RANKS:
+        return None
+    ports = _ports(topology, tuple(orders[0]))
+    figures = None if ports is None else _port_figures(terms, ports)
+    if figures is None:
+        return None
+    segments = int(dict(params)["segments"])
+    uneven = _cut_unevenly(q, counts, segments)
+    if not uneven.any():
+        return None
+    from .chain_play import _chain_time  # Numba, imported where such a chain is played
+    late = np.array([int(0 < r < q - 1 and (q - 1 - 2 * r) * (segments - 1) == 0)
+                     for r in range(q)], dtype=np.int64)
+    out = np.full((len(terms), len(counts)), np.nan)
+    for k in np.flatnonzero(uneven).tolist():
+        units = _block_units(q, int(counts[k]), segments)
+        for t, (latency, bandwidth, reduce) in enumerate(figures):
+            out[t, k] = _chain_time(q, segments, units, late, latency, ds / bandwidth,
+                                    ds * reduce)
+    return out, uneven
+
+
+def _cut_unevenly(q: int, counts: np.ndarray, segments: int) -> np.ndarray:
+    """Per count (elements of the vector) whether a chain of ``q`` ranks cuts some
+    block (``count // q`` elements, the first ``count % q`` one more) into unequal
+    ``segments``."""
+    whole, larger = np.divmod(counts, q)
+    return (whole % segments != 0) | ((larger > 0) & ((whole + 1) % segments != 0))
+
+
+def _block_units(q: int, count: int, segments: int) -> np.ndarray:
+    """The elements of every block's segments, blocks ``0 .. q-1`` in order (the first
+    ``count % q`` blocks one element larger), each cut as
+    :func:`collectives.layout.splits` cuts it (the larger segments first)."""
+    sizes = count // q + (np.arange(q) < count % q)
+    whole, larger = np.divmod(sizes, segments)
+    return (whole[:, None] + (np.arange(segments)[None, :] < larger[:, None])).reshape(-1) \
+        .astype(np.int64)
+
+
+@functools.lru_cache(maxsize=64)
+def _ports(topology: Any, order: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The links of a chain over ``order`` of ``topology`` where each rank's messages to
+    its neighbours take two links, its sends one of its own first (its port) and its
+    receives another last: those links; else None (:func:`_played_whole`)."""
+    pairs = [(order[r], order[r + d]) for r in range(len(order)) for d in (-1, 1)
+             if 0 <= r + d < len(order)]
+    routes = [topology.route(*pair) for pair in pairs]
+    if any(len(route) != 2 for route in routes):
+        return None
+    ports: dict[tuple[int, int], set[int]] = {}  # (rank, 0: sends, 1: receives)
+    for (sender, receiver), route in zip(pairs, routes):
+        ports.setdefault((sender, 0), set()).add(route[0])
+        ports.setdefault((receiver, 1), set()).add(route[1])
+    links = [link for own in ports.values() for link in own]
+    if any(len(own) != 1 for own in ports.values()) or len(set(links)) != len(links):
+        return None
+    return tuple(sorted(links))
+
+
+def _port_figures(terms: Sequence[tuple[Any, ...]], ports: tuple[int, ...]
+                  ) -> list[tuple[float, float, float]] | None:
+    """Per term a message's latency (its two ports'), bandwidth and seconds per byte
+    reduced over ``ports`` (:func:`_ports`), where they are all of one latency and
+    bandwidth and no term has a slot or shares; else None."""
+    used = np.array(ports)
+    out = []
+    for latency, bandwidth, slot, shares, reduce in terms:
+        if slot is not None or shares is not None or np.ptp(latency[used]) \
+                or np.ptp(bandwidth[used]):
+            return None
+        out.append((2.0 * float(latency[used[0]]), float(bandwidth[used[0]]), float(reduce)))
+    return out
 
 
 def _based(q: int, lengths: np.ndarray, steps: np.ndarray, ray: bool) -> np.ndarray:
