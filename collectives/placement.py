@@ -142,9 +142,51 @@ class Placement:
         [[2, 1, 1], [1, 1, 1, 0]]
         """
         if self._merges or not self.lengths:  # rare: the ranges themselves
-            cut = [self.ranges(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
+            cut = self._cut(starts, stops)
             return (np.array([len(pieces) for pieces in cut], dtype=np.int64),
                     np.array([hi - lo for pieces in cut for lo, hi in pieces], dtype=np.int64))
+        counts, of, piece, filled = self._pieces_of(starts, stops)
+        vstarts = self._vstarts_array
+        lengths = np.minimum(stops[of], vstarts[piece + 1]) - np.maximum(starts[of],
+                                                                          vstarts[piece])
+        return counts, np.where(filled[of], lengths, 0)
+
+    def range_starts(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """The real starts of :meth:`ranges` of many virtual ranges at once, range by
+        range, in the order of :meth:`range_lengths`' lengths.
+
+        Parameters
+        ----------
+        starts, stops : ndarray of int64
+            Virtual ranges, as for :meth:`range_lengths`.
+
+        Returns
+        -------
+        ndarray of int64
+            The start of each real range.
+
+        Examples
+        --------
+        >>> where = Placement.of([(4, 6), (0, 2)])
+        >>> where.range_starts(np.array([1, 0, 3]), np.array([3, 1, 3])).tolist()
+        [5, 0, 4, 1]
+        """
+        if self._merges or not self.lengths:
+            cut = self._cut(starts, stops)
+            return np.array([lo for pieces in cut for lo, _ in pieces], dtype=np.int64)
+        _, of, piece, _ = self._pieces_of(starts, stops)
+        vstarts = self._vstarts_array
+        return (np.array(self.rstarts, dtype=np.int64)[piece]
+                + np.maximum(starts[of], vstarts[piece]) - vstarts[piece])
+
+    def _cut(self, starts: np.ndarray, stops: np.ndarray) -> list[list[Range]]:
+        """:meth:`ranges` of each virtual range, one at a time."""
+        return [self.ranges(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
+
+    def _pieces_of(self, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per virtual range, how many pieces it spans (1 for an empty one); per real
+        range, its virtual range and its piece; per virtual range, whether it is not
+        empty (a placement of pieces that do not merge)."""
         vstarts = self._vstarts_array
         filled = starts < stops
         first = np.searchsorted(vstarts, starts, side="right") - 1
@@ -153,9 +195,7 @@ class Placement:
         of = np.repeat(np.arange(len(starts)), counts)  # each real range's virtual range
         piece = first[of] + np.arange(len(of)) - np.repeat(np.cumsum(counts) - counts, counts)
         piece = np.clip(piece, 0, len(self.lengths) - 1)  # an empty range's any piece
-        lengths = np.minimum(stops[of], vstarts[piece + 1]) - np.maximum(starts[of],
-                                                                          vstarts[piece])
-        return counts, np.where(filled[of], lengths, 0)
+        return counts, of, piece, filled
 
     @property
     def range_key(self) -> object:

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from .rounds import Window, short_columns
+from .rounds import GAP, LaneColumns, Window, short_columns
 from .schedule import Recv, Schedule, Send, new_recv, new_send
 
 __all__ = ["RankOps", "Values", "Matched", "rank_ops", "first_faulty_step", "ends_of",
@@ -30,7 +30,7 @@ __all__ = ["RankOps", "Values", "Matched", "rank_ops", "first_faulty_step", "end
 
 SEND, RECV, COPY = 0, 1, 2  # kinds
 REDUCE, SWAP = 1, 2  # flag bits of a receive
-_GAP = np.iinfo(np.int64).min  # a round without an operation, in a lane's starts
+_GAP = GAP  # a round without an operation, in a lane's starts (as in lane columns)
 #: sequences converted to arrays that are recalled by identity (ranks share cached ones)
 _RECALLED = 256
 #: sequences of at most this many entries are converted again rather than recalled (a
@@ -113,9 +113,30 @@ def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
     """A rank's columns from its lanes, merged round by round in lane order; None if a
     lane makes something other than sends and receives."""
     columns = _short_columns(lanes) or _lane_columns(lanes, values)
-    if columns is None:
+    return None if columns is None else _merged(*columns)
+
+
+def _from_columns(columns: LaneColumns, starts: np.ndarray) -> RankOps | None:
+    """A rank's columns from its lanes as columns (:attr:`collectives.Schedule.lane_columns`)
+    and their entries' starts (:attr:`collectives.Schedule.lane_starts`), merged as
+    :func:`_from_lanes` merges lanes; None if a lane makes something other than sends
+    and receives."""
+    kinds = [_lane_kind(make) for make, _ in columns.builders]
+    if None in kinds:
         return None
-    rows, start, stop = columns
+    rows = np.empty((len(columns.entries), 5), dtype=np.int64)
+    rows[:, 0], rows[:, 3], rows[:, 4] = columns.first_rounds, columns.peers, columns.entries
+    rows[:, 1] = np.array(kinds, dtype=np.int64)[columns.builder]
+    rows[:, 2] = np.array([_flag_bits(flags) for _, flags in columns.builders],
+                          dtype=np.int64)[columns.builder]
+    stops = starts + columns.lengths
+    stops[starts == _GAP] = _GAP
+    return _merged(rows, starts, stops)
+
+
+def _merged(rows: np.ndarray, start: np.ndarray, stop: np.ndarray) -> RankOps:
+    """A rank's columns from its lanes' rows (first round, kind, flags, peer, entries)
+    and their entries' starts and stops, lane by lane (:func:`_merge`)."""
     first = np.zeros(len(rows) + 1, dtype=np.int64)  # each lane's first entry
     np.cumsum(rows[:, 4], out=first[1:])
     held = rows[rows[:, 4] > 0]
@@ -244,6 +265,11 @@ def rank_ops(schedule: Schedule, rank: int, values: Values) -> RankOps:
         Read from the rank's lanes when the schedule has lanes of sends and receives,
         otherwise from its steps.
     """
+    if schedule.lane_columns is not None and schedule.lane_starts is not None:
+        columns, starts = schedule.lane_columns(rank), schedule.lane_starts(rank)
+        read = None if columns is None or starts is None else _from_columns(columns, starts)
+        if read is not None:
+            return read
     if schedule.lanes is not None:
         read = _from_lanes(schedule.lanes(rank), values)
         if read is not None:
