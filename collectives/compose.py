@@ -244,10 +244,10 @@ def _placed_starts(lanes: _Entries, placement: Placement) -> np.ndarray:
     """The real starts of :func:`_placed_columns`' entries, in the order of its lengths
     (:data:`~collectives.rounds.GAP` for a gap)."""
     cuts = np.zeros(int(lanes.counts.sum()), dtype=np.int64)
-    cuts[lanes.filled] = placement.range_lengths(lanes.starts, lanes.stops)[0]
+    cuts[lanes.filled], real = placement.range_starts(lanes.starts, lanes.stops)
     _, _, there, piece = _cut_entries(lanes.counts, cuts)
     starts = np.full(len(there), GAP, dtype=np.int64)
-    starts[there] = placement.range_starts(lanes.starts, lanes.stops)[piece]
+    starts[there] = real[piece]
     return starts
 
 

@@ -91,6 +91,12 @@ class Placement:
         every rank's part)."""
         return np.array(self._vstarts, dtype=np.int64)
 
+    @cached_property
+    def _rstarts_array(self) -> np.ndarray:
+        """:attr:`rstarts` as an array (made once: :meth:`range_starts` is asked at every
+        rank's part)."""
+        return np.array(self.rstarts, dtype=np.int64)
+
     def ranges(self, start: int, stop: int) -> list[Range]:
         """Return the real ranges of virtual ``[start, stop)``, merged where they touch.
 
@@ -151,9 +157,10 @@ class Placement:
                                                                           vstarts[piece])
         return counts, np.where(filled[of], lengths, 0)
 
-    def range_starts(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-        """The real starts of :meth:`ranges` of many virtual ranges at once, range by
-        range, in the order of :meth:`range_lengths`' lengths.
+    def range_starts(self, starts: np.ndarray, stops: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`ranges` of many virtual ranges at once, as counts and starts: what
+        :meth:`range_lengths` gives, with the real ranges' starts for their lengths.
 
         Parameters
         ----------
@@ -162,22 +169,24 @@ class Placement:
 
         Returns
         -------
-        ndarray of int64
-            The start of each real range.
+        tuple of ndarray of int64
+            Per range, how many real ranges :meth:`ranges` returns; and their starts,
+            range by range, in order.
 
         Examples
         --------
         >>> where = Placement.of([(4, 6), (0, 2)])
-        >>> where.range_starts(np.array([1, 0, 3]), np.array([3, 1, 3])).tolist()
-        [5, 0, 4, 1]
+        >>> [a.tolist() for a in where.range_starts(np.array([1, 0, 3]), np.array([3, 1, 3]))]
+        [[2, 1, 1], [5, 0, 4, 1]]
         """
         if self._merges or not self.lengths:
             cut = self._cut(starts, stops)
-            return np.array([lo for pieces in cut for lo, _ in pieces], dtype=np.int64)
-        _, of, piece, _ = self._pieces_of(starts, stops)
+            return (np.array([len(pieces) for pieces in cut], dtype=np.int64),
+                    np.array([lo for pieces in cut for lo, _ in pieces], dtype=np.int64))
+        counts, of, piece, _ = self._pieces_of(starts, stops)
         vstarts = self._vstarts_array
-        return (np.array(self.rstarts, dtype=np.int64)[piece]
-                + np.maximum(starts[of], vstarts[piece]) - vstarts[piece])
+        return counts, (self._rstarts_array[piece]
+                        + np.maximum(starts[of], vstarts[piece]) - vstarts[piece])
 
     def _cut(self, starts: np.ndarray, stops: np.ndarray) -> list[list[Range]]:
         """:meth:`ranges` of each virtual range, one at a time."""

@@ -39,6 +39,9 @@ _SHORT = 8
 #: up to this many ordered pairs of ranks, pairs are numbered through an array indexed by
 #: pair (as :mod:`simulator.flatten`); beyond, by sorting
 _DENSE_PAIRS = 1 << 25
+#: a step's writes up to this many are sorted by insertion (a step of a ring or a tree
+#: holds one or two), more by a mergesort
+_INSERTED = 16
 
 
 class RankOps(NamedTuple):
@@ -307,10 +310,14 @@ def first_faulty_step(step_ptr, kind, flags, peer, start, stop, count):
             if a < b:
                 wlo[nw], whi[nw], wop[nw] = a, b, i
                 nw += 1
-        order = np.argsort(wlo[:nw], kind="mergesort")
-        for j in range(nw):
-            slo[j], shi[j], sop[j] = wlo[order[j]], whi[order[j]], wop[order[j]]
-            if j and slo[j] < shi[j - 1]:
+        if nw <= _INSERTED:
+            _insert_sorted(wlo, whi, wop, nw, slo, shi, sop)
+        else:
+            order = np.argsort(wlo[:nw], kind="mergesort")
+            for j in range(nw):
+                slo[j], shi[j], sop[j] = wlo[order[j]], whi[order[j]], wop[order[j]]
+        for j in range(1, nw):
+            if slo[j] < shi[j - 1]:
                 return s
         for i in range(lo, hi):
             if kind[i] == 1:
@@ -324,34 +331,53 @@ def first_faulty_step(step_ptr, kind, flags, peer, start, stop, count):
     return -1
 
 
-def ends_of(ops: RankOps, nranks: int) -> tuple[np.ndarray, ...]:
+@njit(cache=True)
+def _insert_sorted(lo, hi, op, n, slo, shi, sop):
+    """The first ``n`` of ``lo``, ``hi`` and ``op`` into ``slo``, ``shi`` and ``sop``,
+    sorted by ``lo``, ties in their order (a stable sort: what a mergesort gives, without
+    its allocation, for the step's few writes)."""
+    for i in range(n):
+        j = i
+        while j and slo[j - 1] > lo[i]:
+            slo[j], shi[j], sop[j] = slo[j - 1], shi[j - 1], sop[j - 1]
+            j -= 1
+        slo[j], shi[j], sop[j] = lo[i], hi[i], op[i]
+
+
+def ends_of(ops: RankOps, nranks: int, elements: int) -> tuple[np.ndarray, ...]:
     """Return one rank's ends per step, and its ends' sides, peers and lengths.
 
     Parameters
     ----------
     ops : RankOps
-        The rank's columns.
+        The rank's columns, within bounds (:func:`first_faulty_step` finds no fault).
     nranks : int
         The ranks of the schedule.
+    elements : int
+        The working buffer's elements (no length exceeds them).
 
     Returns
     -------
     tuple of ndarray
-        Ends per step (int64), whether each is a send (bool), peers (int32, -1 for one
-        outside ``0..nranks-1``) and lengths (int64).
+        Ends per step (int32), whether each is a send (bool), peers (int32, -1 for one
+        outside ``0..nranks-1``) and lengths (int32 where ``elements`` fit, else int64).
     """
-    return _ends(ops.step_ptr, ops.kind, ops.peer, ops.start, ops.stop, nranks)
+    n = int(np.count_nonzero(ops.kind != COPY))
+    ends = (np.zeros(len(ops.step_ptr) - 1, dtype=np.int32), np.empty(n, dtype=np.bool_),
+            np.empty(n, dtype=np.int32), np.empty(n, dtype=_index_dtype(elements)))
+    _ends(ops.step_ptr, ops.kind, ops.peer, ops.start, ops.stop, nranks, *ends)
+    return ends
+
+
+def _index_dtype(most: int) -> type:
+    """int32 for values up to ``most`` where it fits, else int64 (half the memory for the
+    tens of millions of message ends of 4,096 ranks)."""
+    return np.int32 if most <= np.iinfo(np.int32).max else np.int64
 
 
 @njit(cache=True)
-def _ends(step_ptr, kind, peer, start, stop, nranks):
-    n = 0
-    for i in range(len(kind)):
-        n += kind[i] != 2
-    per_step = np.zeros(len(step_ptr) - 1, dtype=np.int64)
-    is_send = np.empty(n, dtype=np.bool_)
-    peers = np.empty(n, dtype=np.int32)
-    length = np.empty(n, dtype=np.int64)
+def _ends(step_ptr, kind, peer, start, stop, nranks, per_step, is_send, peers, length):
+    """Fill ``per_step``, ``is_send``, ``peers`` and ``length`` (:func:`ends_of`)."""
     e = 0
     for s in range(len(step_ptr) - 1):
         for i in range(step_ptr[s], step_ptr[s + 1]):
@@ -361,7 +387,6 @@ def _ends(step_ptr, kind, peer, start, stop, nranks):
                 peers[e] = peer[i] if 0 <= peer[i] < nranks else -1
                 length[e] = stop[i] - start[i]
                 e += 1
-    return per_step, is_send, peers, length
 
 
 class Matched(NamedTuple):
@@ -369,7 +394,7 @@ class Matched(NamedTuple):
 
     Attributes
     ----------
-    partner : ndarray of int64
+    partner : ndarray of int32 (int64 from 2**31 ends)
         Each end's partner end, -1 for none.
     partner_step : ndarray of int32
         The step of each end's partner at the partner's rank (-1 for none).
@@ -417,7 +442,7 @@ def match(step_ptr: np.ndarray, end_ptr: np.ndarray, is_send: np.ndarray, peer: 
         Whether each end sends (else it receives).
     peer : ndarray of int32
         Each end's peer, another rank (:func:`bad_peer` finds none).
-    length : ndarray of int64
+    length : ndarray of int32 or int64
         Each end's elements.
 
     Returns
@@ -432,7 +457,10 @@ def match(step_ptr: np.ndarray, end_ptr: np.ndarray, is_send: np.ndarray, peer: 
         found, inverse = np.unique(_pair_keys(step_ptr, end_ptr, is_send, peer),
                                    return_inverse=True)
         pair, npairs = inverse.ravel().astype(np.int32), len(found)
-    partner, faults = _match(is_send, length, pair, npairs)
+    dtype = _index_dtype(len(pair))
+    partner, faults = _match(is_send, length, pair, npairs,
+                             np.full(len(pair), -1, dtype=dtype),
+                             np.empty(int(np.count_nonzero(is_send)), dtype=dtype))
     del pair
     return Matched(partner, _partner_steps(step_ptr, end_ptr, partner), *faults.tolist())
 
@@ -478,9 +506,10 @@ def _dense_ids(step_ptr, end_ptr, is_send, peer, dense):
 
 
 @njit(cache=True)
-def _match(is_send, length, pair, npairs):
-    """Each end's partner (-1 for none), and the first bad send and receive and their k
-    (:class:`Matched`)."""
+def _match(is_send, length, pair, npairs, partner, send_at):
+    """Each end's partner (into ``partner``, all -1 on entry: -1 for none), and the first
+    bad send and receive and their k (:class:`Matched`); ``send_at`` holds a place per
+    send."""
     sends = np.zeros(npairs + 1, dtype=np.int64)
     k = np.empty(len(pair), dtype=np.int32)
     for e in range(len(pair)):
@@ -494,11 +523,9 @@ def _match(is_send, length, pair, npairs):
             recvs[pair[e]] += 1
     for i in range(npairs):  # where each pair's sends start among all sends
         sends[i + 1] += sends[i]
-    send_at = np.empty(sends[npairs], dtype=np.int64)
     for e in range(len(pair)):
         if is_send[e]:
             send_at[sends[pair[e]] + k[e]] = e
-    partner = np.full(len(pair), -1, dtype=np.int64)
     for e in range(len(pair)):
         if not is_send[e] and sends[pair[e]] + k[e] < sends[pair[e] + 1]:
             s = send_at[sends[pair[e]] + k[e]]
