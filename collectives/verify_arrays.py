@@ -394,21 +394,21 @@ class Matched(NamedTuple):
 
     Attributes
     ----------
-    partner : ndarray of int32 (int64 from 2**31 ends)
-        Each end's partner end, -1 for none.
     partner_step : ndarray of int32
         The step of each end's partner at the partner's rank (-1 for none).
-    bad_send, bad_recv : int
-        The first send without a receive of its length, and the first receive without a
-        send, in program order (rank by rank, step by step); -1 for none.
-    bad_send_k, bad_recv_k : int
-        Their places among their pair's sends or receives.
+    bad_send, bad_send_k, bad_send_partner : int
+        The first send without a receive of its length, in program order (rank by rank,
+        step by step), its place among its pair's sends, and the receive it is paired
+        with (-1 for none); -1 for no such send.
+    bad_recv, bad_recv_k : int
+        The first receive without a send, and its place among its pair's receives; -1
+        for none.
     """
 
-    partner: np.ndarray
     partner_step: np.ndarray
     bad_send: int
     bad_send_k: int
+    bad_send_partner: int
     bad_recv: int
     bad_recv_k: int
 
@@ -450,19 +450,19 @@ def match(step_ptr: np.ndarray, end_ptr: np.ndarray, is_send: np.ndarray, peer: 
     Matched
     """
     p = len(step_ptr) - 1
-    if p * p <= _DENSE_PAIRS:
-        pair, npairs = _dense_ids(step_ptr, end_ptr, is_send, peer,
-                                  np.full(p * p, -1, dtype=np.int32))
+    none = np.empty(0, dtype=np.int32)
+    if p * p <= _DENSE_PAIRS:  # each end's pair looked up by its ranks as it is met
+        dense = np.full(p * p, -1, dtype=np.int32)
+        pair, npairs = none, _number_pairs(step_ptr, end_ptr, is_send, peer, dense)
     else:
         found, inverse = np.unique(_pair_keys(step_ptr, end_ptr, is_send, peer),
                                    return_inverse=True)
-        pair, npairs = inverse.ravel().astype(np.int32), len(found)
-    dtype = _index_dtype(len(pair))
-    partner, faults = _match(is_send, length, pair, npairs,
-                             np.full(len(pair), -1, dtype=dtype),
-                             np.empty(int(np.count_nonzero(is_send)), dtype=dtype))
-    del pair
-    return Matched(partner, _partner_steps(step_ptr, end_ptr, partner), *faults.tolist())
+        dense, pair, npairs = none, inverse.ravel().astype(np.int32), len(found)
+    partner_step = np.empty(len(peer), dtype=np.int32)
+    faults = _match(step_ptr, end_ptr, is_send, peer, length, pair, dense, npairs,
+                    partner_step,
+                    np.empty(int(np.count_nonzero(is_send)), dtype=_index_dtype(len(peer))))
+    return Matched(partner_step, *faults.tolist())
 
 
 @njit(cache=True)
@@ -487,68 +487,77 @@ def _pair_keys(step_ptr, end_ptr, is_send, peer):
 
 
 @njit(cache=True)
-def _dense_ids(step_ptr, end_ptr, is_send, peer, dense):
-    """Number each end's ordered pair of ranks in the order first met, through ``dense``
-    (-1 per ordered pair)."""
+def _number_pairs(step_ptr, end_ptr, is_send, peer, dense):
+    """Number the ends' ordered pairs of ranks in the order first met, in ``dense`` (-1
+    per ordered pair on entry); return how many there are."""
     p = len(step_ptr) - 1
-    ids = np.empty(len(peer), dtype=np.int32)
     n = 0
     for r in range(p):
         for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
             key = r * p + peer[e] if is_send[e] else peer[e] * p + r
-            i = dense[key]
-            if i < 0:
-                i = n
+            if dense[key] < 0:
                 dense[key] = n
                 n += 1
-            ids[e] = i
-    return ids, n
+    return n
 
 
 @njit(cache=True)
-def _match(is_send, length, pair, npairs, partner, send_at):
-    """Each end's partner (into ``partner``, all -1 on entry: -1 for none), and the first
-    bad send and receive and their k (:class:`Matched`); ``send_at`` holds a place per
-    send."""
-    sends = np.zeros(npairs + 1, dtype=np.int64)
-    k = np.empty(len(pair), dtype=np.int32)
-    for e in range(len(pair)):
-        if is_send[e]:
-            k[e] = sends[pair[e] + 1]
-            sends[pair[e] + 1] += 1
-    recvs = np.zeros(npairs, dtype=np.int64)
-    for e in range(len(pair)):
-        if not is_send[e]:
-            k[e] = recvs[pair[e]]
-            recvs[pair[e]] += 1
-    for i in range(npairs):  # where each pair's sends start among all sends
+def _pair_of(r, e, is_send, peer, p, pair, dense):
+    """The number of the ordered pair of end ``e`` of rank ``r`` of ``p``: ``pair[e]``, or
+    where ``pair`` is empty, looked up in ``dense`` (:func:`_number_pairs`)."""
+    if len(pair):
+        return pair[e]
+    return dense[r * p + peer[e] if is_send[e] else peer[e] * p + r]
+
+
+@njit(cache=True)
+def _match(step_ptr, end_ptr, is_send, peer, length, pair, dense, npairs, partner_step,
+           send_at):
+    """Pair the ``k``-th send of each ordered pair of ranks with its ``k``-th receive, in
+    program order: fill ``partner_step`` (:class:`Matched`; ``send_at`` holds the sends,
+    pair by pair) and return the first bad send, its ``k`` and partner, and the first
+    bad receive and its ``k`` (-1 for none); pairs numbered as :func:`_pair_of` finds."""
+    p = len(step_ptr) - 1
+    sends = np.zeros(npairs + 1, dtype=np.int64)  # where each pair's sends start in send_at
+    for r in range(p):
+        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
+            if is_send[e]:
+                sends[_pair_of(r, e, is_send, peer, p, pair, dense) + 1] += 1
+    for i in range(npairs):
         sends[i + 1] += sends[i]
-    for e in range(len(pair)):
-        if is_send[e]:
-            send_at[sends[pair[e]] + k[e]] = e
-    for e in range(len(pair)):
-        if not is_send[e] and sends[pair[e]] + k[e] < sends[pair[e] + 1]:
-            s = send_at[sends[pair[e]] + k[e]]
-            partner[s], partner[e] = e, s
-    faults = np.full(4, -1, dtype=np.int64)
-    for e in range(len(pair)):
-        side = 0 if is_send[e] else 2
-        if faults[side] < 0 and (partner[e] < 0 or (
-                side == 0 and length[e] != length[partner[e]])):
-            faults[side], faults[side + 1] = e, k[e]
-    return partner, faults
-
-
-@njit(cache=True)
-def _partner_steps(step_ptr, end_ptr, partner):
-    """Each end's partner's step at the partner's rank (-1 for none)."""
-    steps = np.full(len(partner), -1, dtype=np.int32)
+    taken = np.zeros(npairs, dtype=np.int64)  # per pair, the sends placed, then matched
     for r in range(len(step_ptr) - 1):
         for g in range(step_ptr[r], step_ptr[r + 1]):
             for e in range(end_ptr[g], end_ptr[g + 1]):
-                if partner[e] >= 0:
-                    steps[partner[e]] = g - step_ptr[r]
-    return steps
+                if is_send[e]:
+                    q = _pair_of(r, e, is_send, peer, p, pair, dense)
+                    send_at[sends[q] + taken[q]] = e
+                    taken[q] += 1
+                    partner_step[e] = g - step_ptr[r]  # its own step until it is matched
+    taken[:] = 0
+    faults = np.full(5, -1, dtype=np.int64)
+    for r in range(len(step_ptr) - 1):
+        for g in range(step_ptr[r], step_ptr[r + 1]):
+            for e in range(end_ptr[g], end_ptr[g + 1]):
+                if is_send[e]:
+                    continue
+                q = _pair_of(r, e, is_send, peer, p, pair, dense)
+                if sends[q] + taken[q] == sends[q + 1]:  # no send left for it
+                    partner_step[e] = -1
+                    if faults[3] < 0:
+                        faults[3], faults[4] = e, taken[q]
+                    continue
+                s = send_at[sends[q] + taken[q]]
+                if length[s] != length[e] and (faults[0] < 0 or s < faults[0]):
+                    faults[0], faults[1], faults[2] = s, taken[q], e
+                partner_step[e], partner_step[s] = partner_step[s], g - step_ptr[r]
+                taken[q] += 1
+    for q in range(npairs):  # the sends left without a receive
+        for i in range(sends[q] + taken[q], sends[q + 1]):
+            partner_step[send_at[i]] = -1
+            if faults[0] < 0 or send_at[i] < faults[0]:
+                faults[0], faults[1], faults[2] = send_at[i], i - sends[q], -1
+    return faults
 
 
 @njit(cache=True)
