@@ -501,7 +501,7 @@ def _number_pairs(step_ptr, end_ptr, is_send, peer, dense):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pair_of(r, e, is_send, peer, p, pair, dense):
     """The number of the ordered pair of end ``e`` of rank ``r`` of ``p``: ``pair[e]``, or
     where ``pair`` is empty, looked up in ``dense`` (:func:`_number_pairs`)."""
