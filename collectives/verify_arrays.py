@@ -2,11 +2,16 @@
 then every message end, in compiled loops.
 
 A rank's operations are read into columns (kind, flags, peer or copy destination, start,
-stop), from its lanes when the schedule has them (:attr:`collectives.Schedule.lanes`,
-merged into steps as :func:`collectives.rounds.merge_lanes` merges them, without building
-an operation), otherwise from its steps.  The step checks run on each rank's columns as
-they are read; what matching and the progress check need (each send's and receive's
-peer and length, 13 bytes per message end) is kept, and matching adds about 20 more.
+stop), from its lanes as columns when the schedule has them
+(:attr:`collectives.Schedule.lane_columns` and :attr:`~collectives.Schedule.lane_starts`:
+a composed schedule's channels cut at their blocks, millions of lanes), else from its
+lanes when it has them (:attr:`collectives.Schedule.lanes`), merged into steps as
+:func:`collectives.rounds.merge_lanes` merges them, without building an operation;
+otherwise from its steps.  The step checks run on each rank's columns as they are
+read; what matching and the progress check need (each send's and receive's side, peer
+and length, 9 bytes per message end where the buffer's elements fit in int32, and each
+step's end offset) is kept, and matching adds about 10 more (each end's partner's step
+and a place per send).
 These functions only find *whether* and *where* a check fails:
 :func:`collectives.verify` words the error from the operations at fault.  Importing this module imports Numba; the kernels compile
 once and are cached on disk.
