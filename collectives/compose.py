@@ -403,21 +403,28 @@ class _Columns:
         return _recall(self.recalled, (self.shape[id(part)], v),
                        lambda: _entries(_module_lanes(part, v, part.blocks)))
 
+    def placed(self, rank: int) -> list[list[tuple[Part, int]]] | None:
+        """Per phase, the parts of ``rank`` and its rank in each; None where one of them
+        is not cut (:func:`_cut`: its lanes are read as lanes)."""
+        phases = []
+        for phase in self.phases:
+            these = [(part, part.position[rank]) for part in phase if rank in part.position]
+            if not all(_cut(part) for part, _ in these):
+                return None
+            phases.append(these)
+        return phases
+
     @gc_paused()
     def __call__(self, rank: int) -> LaneColumns | None:
+        phases = self.placed(rank)
+        if phases is None:
+            return None
         out: list[LaneColumns] = []
         end = 0  # the round after the last of ``out``'s lanes
-        for phase in self.phases:
-            these = []
-            for part in phase:
-                v = part.position.get(rank)
-                if v is None:
-                    continue
-                if not _cut(part):
-                    return None
-                cut = self.cut(part, v)
-                these.append(cut._replace(peers=self.ranks[id(part)][cut.peers]))
-            joined = _joined(these)
+        for phase in phases:
+            cuts = [self.cut(part, v) for part, v in phase]
+            joined = _joined([cut._replace(peers=self.ranks[id(part)][cut.peers])
+                              for (part, _), cut in zip(phase, cuts)])
             if not len(joined.entries):
                 continue
             if out:  # after the phase before
@@ -433,16 +440,12 @@ class _Columns:
         """The real starts of the entries of ``self(rank)``, in the order of its lengths
         (:data:`~collectives.rounds.GAP` for a gap), or None where that is None: made
         anew, not kept (they differ from channel to channel where the lengths do not)."""
-        out: list[np.ndarray] = []
-        for phase in self.phases:
-            for part in phase:
-                v = part.position.get(rank)
-                if v is None:
-                    continue
-                if not _cut(part):
-                    return None
-                out.append(_placed_starts(self.entries(part, v), part.placement))
-        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+        phases = self.placed(rank)
+        if phases is None:
+            return None
+        return np.concatenate([np.zeros(0, dtype=np.int64)]
+                              + [_placed_starts(self.entries(part, v), part.placement)
+                                 for phase in phases for part, v in phase])
 
 
 #: the algorithm's lanes of so many (part shape, rank) pairs :class:`_Columns` keeps, and

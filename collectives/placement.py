@@ -12,7 +12,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -148,9 +148,7 @@ class Placement:
         [[2, 1, 1], [1, 1, 1, 0]]
         """
         if self._merges or not self.lengths:  # rare: the ranges themselves
-            cut = self._cut(starts, stops)
-            return (np.array([len(pieces) for pieces in cut], dtype=np.int64),
-                    np.array([hi - lo for pieces in cut for lo, hi in pieces], dtype=np.int64))
+            return self._cut(starts, stops, lambda lo, hi: hi - lo)
         counts, of, piece, filled = self._pieces_of(starts, stops)
         vstarts = self._vstarts_array
         lengths = np.minimum(stops[of], vstarts[piece + 1]) - np.maximum(starts[of],
@@ -159,19 +157,8 @@ class Placement:
 
     def range_starts(self, starts: np.ndarray, stops: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`ranges` of many virtual ranges at once, as counts and starts: what
-        :meth:`range_lengths` gives, with the real ranges' starts for their lengths.
-
-        Parameters
-        ----------
-        starts, stops : ndarray of int64
-            Virtual ranges, as for :meth:`range_lengths`.
-
-        Returns
-        -------
-        tuple of ndarray of int64
-            Per range, how many real ranges :meth:`ranges` returns; and their starts,
-            range by range, in order.
+        """:meth:`range_lengths` with the real ranges' starts in place of their lengths
+        (same ``starts`` and ``stops``; counts, then starts range by range).
 
         Examples
         --------
@@ -180,17 +167,20 @@ class Placement:
         [[2, 1, 1], [5, 0, 4, 1]]
         """
         if self._merges or not self.lengths:
-            cut = self._cut(starts, stops)
-            return (np.array([len(pieces) for pieces in cut], dtype=np.int64),
-                    np.array([lo for pieces in cut for lo, _ in pieces], dtype=np.int64))
+            return self._cut(starts, stops, lambda lo, hi: lo)
         counts, of, piece, _ = self._pieces_of(starts, stops)
         vstarts = self._vstarts_array
         return counts, (self._rstarts_array[piece]
                         + np.maximum(starts[of], vstarts[piece]) - vstarts[piece])
 
-    def _cut(self, starts: np.ndarray, stops: np.ndarray) -> list[list[Range]]:
-        """:meth:`ranges` of each virtual range, one at a time."""
-        return [self.ranges(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
+    def _cut(self, starts: np.ndarray, stops: np.ndarray,
+             value: Callable[[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`ranges` of each virtual range, one at a time, as counts and ``value(lo,
+        hi)`` of each real range."""
+        cut = [self.ranges(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
+        return (np.array([len(pieces) for pieces in cut], dtype=np.int64),
+                np.array([value(lo, hi) for pieces in cut for lo, hi in pieces],
+                         dtype=np.int64))
 
     def _pieces_of(self, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per virtual range, how many pieces it spans (1 for an empty one); per real

@@ -368,8 +368,9 @@ def ends_of(ops: RankOps, nranks: int, elements: int) -> tuple[np.ndarray, ...]:
         outside ``0..nranks-1``) and lengths (int32 where ``elements`` fit, else int64).
     """
     n = int(np.count_nonzero(ops.kind != COPY))
-    ends = (np.zeros(len(ops.step_ptr) - 1, dtype=np.int32), np.empty(n, dtype=np.bool_),
-            np.empty(n, dtype=np.int32), np.empty(n, dtype=_index_dtype(elements)))
+    ends: tuple[np.ndarray, ...] = (
+        np.zeros(len(ops.step_ptr) - 1, dtype=np.int32), np.empty(n, dtype=np.bool_),
+        np.empty(n, dtype=np.int32), np.empty(n, dtype=_index_dtype(elements)))
     _ends(ops.step_ptr, ops.kind, ops.peer, ops.start, ops.stop, nranks, *ends)
     return ends
 
