@@ -231,9 +231,31 @@ def _placed_columns(lanes: _Entries, placement: Placement) -> LaneColumns:
     cut into as many lanes as the most real ranges an entry of it maps to, lane ``j`` of
     them holding range ``j`` of each entry (a gap where the entry has fewer, or none);
     computed with NumPy for all lanes at once."""
-    counts = lanes.counts
-    cuts = np.zeros(int(counts.sum()), dtype=np.int64)  # real ranges per entry (0: a gap)
+    cuts = np.zeros(int(lanes.counts.sum()), dtype=np.int64)  # real ranges per entry (0: a gap)
     cuts[lanes.filled], pieces = placement.range_lengths(lanes.starts, lanes.stops)
+    cut_of, sizes, there, piece = _cut_entries(lanes.counts, cuts)
+    lengths = np.full(len(there), GAP, dtype=np.int64)
+    lengths[there] = pieces[piece]
+    return LaneColumns(lanes.first_rounds[cut_of], lanes.peers[cut_of], sizes,
+                       lanes.builders, cut_of, lengths)
+
+
+def _placed_starts(lanes: _Entries, placement: Placement) -> np.ndarray:
+    """The real starts of :func:`_placed_columns`' entries, in the order of its lengths
+    (:data:`~collectives.rounds.GAP` for a gap)."""
+    cuts = np.zeros(int(lanes.counts.sum()), dtype=np.int64)
+    cuts[lanes.filled], real = placement.range_starts(lanes.starts, lanes.stops)
+    _, _, there, piece = _cut_entries(lanes.counts, cuts)
+    starts = np.full(len(there), GAP, dtype=np.int64)
+    starts[there] = real[piece]
+    return starts
+
+
+def _cut_entries(counts: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Lanes of ``counts`` entries whose entries map to ``cuts`` real ranges each (0: a
+    gap), cut as :func:`_placed_columns` cuts them: per cut lane, the lane it is cut from
+    and its entries; per entry of the cut lanes, whether it holds a range, and for those
+    that do, which of the real ranges (numbered entry by entry) it is."""
     first_piece = np.cumsum(cuts) - cuts
     lane_start = np.cumsum(counts) - counts
     width = np.zeros(len(counts), dtype=np.int64)  # the lanes each lane is cut into
@@ -247,11 +269,8 @@ def _placed_columns(lanes: _Entries, placement: Placement) -> LaneColumns:
     entry = np.repeat(lane_start[cut_of] - (np.cumsum(sizes) - sizes), sizes) \
         + np.arange(int(sizes.sum()))
     j = np.repeat(j, sizes)
-    there = np.flatnonzero(j < cuts[entry])
-    lengths = np.full(len(entry), GAP, dtype=np.int64)
-    lengths[there] = pieces[first_piece[entry[there]] + j[there]]
-    return LaneColumns(lanes.first_rounds[cut_of], lanes.peers[cut_of], sizes,
-                       lanes.builders, cut_of, lengths)
+    there = j < cuts[entry]
+    return cut_of, sizes, there, first_piece[entry[there]] + j[there]
 
 
 def part_lanes(part: Part, rank: int, shifted: Callable[[Any], Any] | None = None) -> list[Lane]:
@@ -335,9 +354,11 @@ def composed(collective: str, algorithm: str, nranks: int, count: int,
     def generate(rank: int) -> tuple:
         return tuple(merge_lanes(lanes(rank)))
 
-    placed = any(_cut(part) for phase in phases for part in phase)
+    columns = _Columns(phases) if any(_cut(part) for phase in phases for part in phase) \
+        else None
     return Schedule(collective, algorithm, nranks, count, tuple(sorted(params.items())),
-                    generate, lanes, lane_columns=_Columns(phases) if placed else None)
+                    generate, lanes, lane_columns=columns,
+                    lane_starts=None if columns is None else columns.starts)
 
 
 def _cut(part: Part) -> bool:
@@ -382,21 +403,28 @@ class _Columns:
         return _recall(self.recalled, (self.shape[id(part)], v),
                        lambda: _entries(_module_lanes(part, v, part.blocks)))
 
+    def placed(self, rank: int) -> list[list[tuple[Part, int]]] | None:
+        """Per phase, the parts of ``rank`` and its rank in each; None where one of them
+        is not cut (:func:`_cut`: its lanes are read as lanes)."""
+        phases = []
+        for phase in self.phases:
+            these = [(part, part.position[rank]) for part in phase if rank in part.position]
+            if not all(_cut(part) for part, _ in these):
+                return None
+            phases.append(these)
+        return phases
+
     @gc_paused()
     def __call__(self, rank: int) -> LaneColumns | None:
+        phases = self.placed(rank)
+        if phases is None:
+            return None
         out: list[LaneColumns] = []
         end = 0  # the round after the last of ``out``'s lanes
-        for phase in self.phases:
-            these = []
-            for part in phase:
-                v = part.position.get(rank)
-                if v is None:
-                    continue
-                if not _cut(part):
-                    return None
-                cut = self.cut(part, v)
-                these.append(cut._replace(peers=self.ranks[id(part)][cut.peers]))
-            joined = _joined(these)
+        for phase in phases:
+            cuts = [self.cut(part, v) for part, v in phase]
+            joined = _joined([cut._replace(peers=self.ranks[id(part)][cut.peers])
+                              for (part, _), cut in zip(phase, cuts)])
             if not len(joined.entries):
                 continue
             if out:  # after the phase before
@@ -406,6 +434,18 @@ class _Columns:
             end = max(end, top) if out else top
             out.append(joined)
         return _joined(out)
+
+    @gc_paused()
+    def starts(self, rank: int) -> np.ndarray | None:
+        """The real starts of the entries of ``self(rank)``, in the order of its lengths
+        (:data:`~collectives.rounds.GAP` for a gap), or None where that is None: made
+        anew, not kept (they differ from channel to channel where the lengths do not)."""
+        phases = self.placed(rank)
+        if phases is None:
+            return None
+        return np.concatenate([np.zeros(0, dtype=np.int64)]
+                              + [_placed_starts(self.entries(part, v), part.placement)
+                                 for phase in phases for part, v in phase])
 
 
 #: the algorithm's lanes of so many (part shape, rank) pairs :class:`_Columns` keeps, and

@@ -12,7 +12,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -91,6 +91,12 @@ class Placement:
         every rank's part)."""
         return np.array(self._vstarts, dtype=np.int64)
 
+    @cached_property
+    def _rstarts_array(self) -> np.ndarray:
+        """:attr:`rstarts` as an array (made once: :meth:`range_starts` is asked at every
+        rank's part)."""
+        return np.array(self.rstarts, dtype=np.int64)
+
     def ranges(self, start: int, stop: int) -> list[Range]:
         """Return the real ranges of virtual ``[start, stop)``, merged where they touch.
 
@@ -142,9 +148,44 @@ class Placement:
         [[2, 1, 1], [1, 1, 1, 0]]
         """
         if self._merges or not self.lengths:  # rare: the ranges themselves
-            cut = [self.ranges(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
-            return (np.array([len(pieces) for pieces in cut], dtype=np.int64),
-                    np.array([hi - lo for pieces in cut for lo, hi in pieces], dtype=np.int64))
+            return self._cut(starts, stops, lambda lo, hi: hi - lo)
+        counts, of, piece, filled = self._pieces_of(starts, stops)
+        vstarts = self._vstarts_array
+        lengths = np.minimum(stops[of], vstarts[piece + 1]) - np.maximum(starts[of],
+                                                                          vstarts[piece])
+        return counts, np.where(filled[of], lengths, 0)
+
+    def range_starts(self, starts: np.ndarray, stops: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`range_lengths` with the real ranges' starts in place of their lengths
+        (same ``starts`` and ``stops``; counts, then starts range by range).
+
+        Examples
+        --------
+        >>> where = Placement.of([(4, 6), (0, 2)])
+        >>> [a.tolist() for a in where.range_starts(np.array([1, 0, 3]), np.array([3, 1, 3]))]
+        [[2, 1, 1], [5, 0, 4, 1]]
+        """
+        if self._merges or not self.lengths:
+            return self._cut(starts, stops, lambda lo, hi: lo)
+        counts, of, piece, _ = self._pieces_of(starts, stops)
+        vstarts = self._vstarts_array
+        return counts, (self._rstarts_array[piece]
+                        + np.maximum(starts[of], vstarts[piece]) - vstarts[piece])
+
+    def _cut(self, starts: np.ndarray, stops: np.ndarray,
+             value: Callable[[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`ranges` of each virtual range, one at a time, as counts and ``value(lo,
+        hi)`` of each real range."""
+        cut = [self.ranges(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
+        return (np.array([len(pieces) for pieces in cut], dtype=np.int64),
+                np.array([value(lo, hi) for pieces in cut for lo, hi in pieces],
+                         dtype=np.int64))
+
+    def _pieces_of(self, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per virtual range, how many pieces it spans (1 for an empty one); per real
+        range, its virtual range and its piece; per virtual range, whether it is not
+        empty (a placement of pieces that do not merge)."""
         vstarts = self._vstarts_array
         filled = starts < stops
         first = np.searchsorted(vstarts, starts, side="right") - 1
@@ -153,9 +194,7 @@ class Placement:
         of = np.repeat(np.arange(len(starts)), counts)  # each real range's virtual range
         piece = first[of] + np.arange(len(of)) - np.repeat(np.cumsum(counts) - counts, counts)
         piece = np.clip(piece, 0, len(self.lengths) - 1)  # an empty range's any piece
-        lengths = np.minimum(stops[of], vstarts[piece + 1]) - np.maximum(starts[of],
-                                                                          vstarts[piece])
-        return counts, np.where(filled[of], lengths, 0)
+        return counts, of, piece, filled
 
     @property
     def range_key(self) -> object:

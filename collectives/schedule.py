@@ -207,6 +207,12 @@ class Schedule:
         (a composed schedule's channels cut at their blocks,
         :func:`collectives.compose.composed`); None for a rank whose lanes are read as
         lanes.
+    lane_starts : callable or None, optional
+        ``lane_starts(rank) -> ndarray or None``: the real start of each entry of
+        ``lane_columns(rank)``, in the order of its ``lengths``
+        (:data:`~collectives.rounds.GAP` for a gap), for a consumer that needs the
+        ranges, not only their lengths (:func:`collectives.verify`); None where
+        ``lane_columns(rank)`` is.
     """
 
     collective: str
@@ -218,6 +224,7 @@ class Schedule:
     lanes: Callable[[int], Sequence[Any]] | None = field(default=None, repr=False)
     working: int | None = field(default=None, repr=False)
     lane_columns: Callable[[int], Any] | None = field(default=None, repr=False)
+    lane_starts: Callable[[int], Any] | None = field(default=None, repr=False)
     _cache: dict[int, RankSteps] = field(default_factory=dict, repr=False)
 
     @classmethod

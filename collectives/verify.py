@@ -12,6 +12,7 @@ install (seconds) is paid only where it saves far more.
 
 from __future__ import annotations
 
+from array import array
 from reprlib import repr as brief
 from types import ModuleType
 from typing import NamedTuple
@@ -24,6 +25,9 @@ from .progress import describe as _describe
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
 
 __all__ = ["verify", "OBJECTS_UP_TO_RANKS"]
+
+#: the typecodes of :mod:`array` of integers of 1, 4 and 8 bytes
+_TYPECODES = {1: "b", 4: "i", 8: "q"}
 
 #: schedules of at most so many ranks are checked on their operations (no compiled loops)
 OBJECTS_UP_TO_RANKS = 32
@@ -149,20 +153,27 @@ def _read_ends(schedule: Schedule, arrays: ModuleType) -> _Ends:
     and receive; raise the first step check's error, rank by rank, step by step."""
     values = arrays.Values()
     steps_per_rank = np.zeros(schedule.nranks, dtype=np.int64)
-    per_step: list[np.ndarray] = []
-    is_send: list[np.ndarray] = []
-    peer: list[np.ndarray] = []
-    length: list[np.ndarray] = []
+    # grown in place (a list of each rank's arrays joined at the end held tens of
+    # millions of message ends twice): each step's end offset, and is_send, peer, length
+    end_ptr = array("q", [0])
+    read: list[tuple[array, np.dtype]] = []
     for rank in range(schedule.nranks):
         ops = arrays.rank_ops(schedule, rank, values)
         if arrays.first_faulty_step(*ops, schedule.elements) >= 0:
             for index, step in enumerate(schedule.steps(rank)):
                 _check_step(rank, index, step, schedule.elements)
         steps_per_rank[rank] = len(ops.step_ptr) - 1
-        for column, read in zip((per_step, is_send, peer, length), arrays.ends_of(ops, schedule.nranks)):
-            column.append(read)
-    return _Ends(_offsets(steps_per_rank), _offsets(np.concatenate(per_step)),
-                 np.concatenate(is_send), np.concatenate(peer), np.concatenate(length))
+        per_step, *ends = arrays.ends_of(ops, schedule.nranks, schedule.elements)
+        offsets = np.cumsum(per_step, dtype=np.int64)
+        offsets += end_ptr[-1]
+        end_ptr.frombytes(offsets.data.cast("B"))
+        if not read:
+            read = [(array(_TYPECODES[column.dtype.itemsize]), column.dtype) for column in ends]
+        for (grown, _), column in zip(read, ends):
+            grown.frombytes(column.data.cast("B"))
+    is_send, peer, length = (np.frombuffer(grown, dtype=dtype) for grown, dtype in read)
+    return _Ends(_offsets(steps_per_rank), np.frombuffer(end_ptr, dtype=np.int64), is_send,
+                 peer, length)
 
 
 def _op(schedule: Schedule, ends: _Ends, end: int) -> tuple[int, int, Send | Recv]:
@@ -185,7 +196,7 @@ def _match(schedule: Schedule, ends: _Ends, arrays: ModuleType) -> np.ndarray:
     matched = arrays.match(*ends)
     if matched.bad_send >= 0:  # a send's error first, as match raises them
         raise _matching_error(schedule, ends, matched.bad_send,
-                              int(matched.partner[matched.bad_send]), matched.bad_send_k)
+                              matched.bad_send_partner, matched.bad_send_k)
     if matched.bad_recv >= 0:
         raise _matching_error(schedule, ends, matched.bad_recv, -1, matched.bad_recv_k)
     return matched.partner_step

@@ -2,11 +2,16 @@
 then every message end, in compiled loops.
 
 A rank's operations are read into columns (kind, flags, peer or copy destination, start,
-stop), from its lanes when the schedule has them (:attr:`collectives.Schedule.lanes`,
-merged into steps as :func:`collectives.rounds.merge_lanes` merges them, without building
-an operation), otherwise from its steps.  The step checks run on each rank's columns as
-they are read; what matching and the progress check need (each send's and receive's
-peer and length, 13 bytes per message end) is kept, and matching adds about 20 more.
+stop), from its lanes as columns when the schedule has them
+(:attr:`collectives.Schedule.lane_columns` and :attr:`~collectives.Schedule.lane_starts`:
+a composed schedule's channels cut at their blocks, millions of lanes), else from its
+lanes when it has them (:attr:`collectives.Schedule.lanes`), merged into steps as
+:func:`collectives.rounds.merge_lanes` merges them, without building an operation;
+otherwise from its steps.  The step checks run on each rank's columns as they are
+read; what matching and the progress check need (each send's and receive's side, peer
+and length, 9 bytes per message end where the buffer's elements fit in int32, and each
+step's end offset) is kept, and matching adds about 10 more (each end's partner's step
+and a place per send).
 These functions only find *whether* and *where* a check fails:
 :func:`collectives.verify` words the error from the operations at fault.  Importing this module imports Numba; the kernels compile
 once and are cached on disk.
@@ -22,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from .rounds import Window, short_columns
+from .rounds import GAP, LaneColumns, Window, short_columns
 from .schedule import Recv, Schedule, Send, new_recv, new_send
 
 __all__ = ["RankOps", "Values", "Matched", "rank_ops", "first_faulty_step", "ends_of",
@@ -30,7 +35,7 @@ __all__ = ["RankOps", "Values", "Matched", "rank_ops", "first_faulty_step", "end
 
 SEND, RECV, COPY = 0, 1, 2  # kinds
 REDUCE, SWAP = 1, 2  # flag bits of a receive
-_GAP = np.iinfo(np.int64).min  # a round without an operation, in a lane's starts
+_GAP = GAP  # a round without an operation, in a lane's starts (as in lane columns)
 #: sequences converted to arrays that are recalled by identity (ranks share cached ones)
 _RECALLED = 256
 #: sequences of at most this many entries are converted again rather than recalled (a
@@ -39,6 +44,9 @@ _SHORT = 8
 #: up to this many ordered pairs of ranks, pairs are numbered through an array indexed by
 #: pair (as :mod:`simulator.flatten`); beyond, by sorting
 _DENSE_PAIRS = 1 << 25
+#: a step's writes up to this many are sorted by insertion (a step of a ring or a tree
+#: holds one or two), more by a mergesort
+_INSERTED = 16
 
 
 class RankOps(NamedTuple):
@@ -113,9 +121,30 @@ def _from_lanes(lanes: Any, values: Values) -> RankOps | None:
     """A rank's columns from its lanes, merged round by round in lane order; None if a
     lane makes something other than sends and receives."""
     columns = _short_columns(lanes) or _lane_columns(lanes, values)
-    if columns is None:
+    return None if columns is None else _merged(*columns)
+
+
+def _from_columns(columns: LaneColumns, starts: np.ndarray) -> RankOps | None:
+    """A rank's columns from its lanes as columns (:attr:`collectives.Schedule.lane_columns`)
+    and their entries' starts (:attr:`collectives.Schedule.lane_starts`), merged as
+    :func:`_from_lanes` merges lanes; None if a lane makes something other than sends
+    and receives."""
+    kinds = [_lane_kind(make) for make, _ in columns.builders]
+    if None in kinds:
         return None
-    rows, start, stop = columns
+    rows = np.empty((len(columns.entries), 5), dtype=np.int64)
+    rows[:, 0], rows[:, 3], rows[:, 4] = columns.first_rounds, columns.peers, columns.entries
+    rows[:, 1] = np.array(kinds, dtype=np.int64)[columns.builder]
+    rows[:, 2] = np.array([_flag_bits(flags) for _, flags in columns.builders],
+                          dtype=np.int64)[columns.builder]
+    stops = starts + columns.lengths
+    stops[starts == _GAP] = _GAP
+    return _merged(rows, starts, stops)
+
+
+def _merged(rows: np.ndarray, start: np.ndarray, stop: np.ndarray) -> RankOps:
+    """A rank's columns from its lanes' rows (first round, kind, flags, peer, entries)
+    and their entries' starts and stops, lane by lane (:func:`_merge`)."""
     first = np.zeros(len(rows) + 1, dtype=np.int64)  # each lane's first entry
     np.cumsum(rows[:, 4], out=first[1:])
     held = rows[rows[:, 4] > 0]
@@ -244,6 +273,11 @@ def rank_ops(schedule: Schedule, rank: int, values: Values) -> RankOps:
         Read from the rank's lanes when the schedule has lanes of sends and receives,
         otherwise from its steps.
     """
+    if schedule.lane_columns is not None and schedule.lane_starts is not None:
+        columns, starts = schedule.lane_columns(rank), schedule.lane_starts(rank)
+        read = None if columns is None or starts is None else _from_columns(columns, starts)
+        if read is not None:
+            return read
     if schedule.lanes is not None:
         read = _from_lanes(schedule.lanes(rank), values)
         if read is not None:
@@ -281,10 +315,14 @@ def first_faulty_step(step_ptr, kind, flags, peer, start, stop, count):
             if a < b:
                 wlo[nw], whi[nw], wop[nw] = a, b, i
                 nw += 1
-        order = np.argsort(wlo[:nw], kind="mergesort")
-        for j in range(nw):
-            slo[j], shi[j], sop[j] = wlo[order[j]], whi[order[j]], wop[order[j]]
-            if j and slo[j] < shi[j - 1]:
+        if nw <= _INSERTED:
+            _insert_sorted(wlo, whi, wop, nw, slo, shi, sop)
+        else:
+            order = np.argsort(wlo[:nw], kind="mergesort")
+            for j in range(nw):
+                slo[j], shi[j], sop[j] = wlo[order[j]], whi[order[j]], wop[order[j]]
+        for j in range(1, nw):
+            if slo[j] < shi[j - 1]:
                 return s
         for i in range(lo, hi):
             if kind[i] == 1:
@@ -298,34 +336,54 @@ def first_faulty_step(step_ptr, kind, flags, peer, start, stop, count):
     return -1
 
 
-def ends_of(ops: RankOps, nranks: int) -> tuple[np.ndarray, ...]:
+@njit(cache=True)
+def _insert_sorted(lo, hi, op, n, slo, shi, sop):
+    """The first ``n`` of ``lo``, ``hi`` and ``op`` into ``slo``, ``shi`` and ``sop``,
+    sorted by ``lo``, ties in their order (a stable sort: what a mergesort gives, without
+    its allocation, for the step's few writes)."""
+    for i in range(n):
+        j = i
+        while j and slo[j - 1] > lo[i]:
+            slo[j], shi[j], sop[j] = slo[j - 1], shi[j - 1], sop[j - 1]
+            j -= 1
+        slo[j], shi[j], sop[j] = lo[i], hi[i], op[i]
+
+
+def ends_of(ops: RankOps, nranks: int, elements: int) -> tuple[np.ndarray, ...]:
     """Return one rank's ends per step, and its ends' sides, peers and lengths.
 
     Parameters
     ----------
     ops : RankOps
-        The rank's columns.
+        The rank's columns, within bounds (:func:`first_faulty_step` finds no fault).
     nranks : int
         The ranks of the schedule.
+    elements : int
+        The working buffer's elements (no length exceeds them).
 
     Returns
     -------
     tuple of ndarray
-        Ends per step (int64), whether each is a send (bool), peers (int32, -1 for one
-        outside ``0..nranks-1``) and lengths (int64).
+        Ends per step (int32), whether each is a send (bool), peers (int32, -1 for one
+        outside ``0..nranks-1``) and lengths (int32 where ``elements`` fit, else int64).
     """
-    return _ends(ops.step_ptr, ops.kind, ops.peer, ops.start, ops.stop, nranks)
+    n = int(np.count_nonzero(ops.kind != COPY))
+    ends: tuple[np.ndarray, ...] = (
+        np.zeros(len(ops.step_ptr) - 1, dtype=np.int32), np.empty(n, dtype=np.bool_),
+        np.empty(n, dtype=np.int32), np.empty(n, dtype=_index_dtype(elements)))
+    _ends(ops.step_ptr, ops.kind, ops.peer, ops.start, ops.stop, nranks, *ends)
+    return ends
+
+
+def _index_dtype(most: int) -> type:
+    """int32 for values up to ``most`` where it fits, else int64 (half the memory for the
+    tens of millions of message ends of 4,096 ranks)."""
+    return np.int32 if most <= np.iinfo(np.int32).max else np.int64
 
 
 @njit(cache=True)
-def _ends(step_ptr, kind, peer, start, stop, nranks):
-    n = 0
-    for i in range(len(kind)):
-        n += kind[i] != 2
-    per_step = np.zeros(len(step_ptr) - 1, dtype=np.int64)
-    is_send = np.empty(n, dtype=np.bool_)
-    peers = np.empty(n, dtype=np.int32)
-    length = np.empty(n, dtype=np.int64)
+def _ends(step_ptr, kind, peer, start, stop, nranks, per_step, is_send, peers, length):
+    """Fill ``per_step``, ``is_send``, ``peers`` and ``length`` (:func:`ends_of`)."""
     e = 0
     for s in range(len(step_ptr) - 1):
         for i in range(step_ptr[s], step_ptr[s + 1]):
@@ -335,7 +393,6 @@ def _ends(step_ptr, kind, peer, start, stop, nranks):
                 peers[e] = peer[i] if 0 <= peer[i] < nranks else -1
                 length[e] = stop[i] - start[i]
                 e += 1
-    return per_step, is_send, peers, length
 
 
 class Matched(NamedTuple):
@@ -343,21 +400,21 @@ class Matched(NamedTuple):
 
     Attributes
     ----------
-    partner : ndarray of int64
-        Each end's partner end, -1 for none.
     partner_step : ndarray of int32
         The step of each end's partner at the partner's rank (-1 for none).
-    bad_send, bad_recv : int
-        The first send without a receive of its length, and the first receive without a
-        send, in program order (rank by rank, step by step); -1 for none.
-    bad_send_k, bad_recv_k : int
-        Their places among their pair's sends or receives.
+    bad_send, bad_send_k, bad_send_partner : int
+        The first send without a receive of its length, in program order (rank by rank,
+        step by step), its place among its pair's sends, and the receive it is paired
+        with (-1 for none); -1 for no such send.
+    bad_recv, bad_recv_k : int
+        The first receive without a send, and its place among its pair's receives; -1
+        for none.
     """
 
-    partner: np.ndarray
     partner_step: np.ndarray
     bad_send: int
     bad_send_k: int
+    bad_send_partner: int
     bad_recv: int
     bad_recv_k: int
 
@@ -391,7 +448,7 @@ def match(step_ptr: np.ndarray, end_ptr: np.ndarray, is_send: np.ndarray, peer: 
         Whether each end sends (else it receives).
     peer : ndarray of int32
         Each end's peer, another rank (:func:`bad_peer` finds none).
-    length : ndarray of int64
+    length : ndarray of int32 or int64
         Each end's elements.
 
     Returns
@@ -399,16 +456,19 @@ def match(step_ptr: np.ndarray, end_ptr: np.ndarray, is_send: np.ndarray, peer: 
     Matched
     """
     p = len(step_ptr) - 1
-    if p * p <= _DENSE_PAIRS:
-        pair, npairs = _dense_ids(step_ptr, end_ptr, is_send, peer,
-                                  np.full(p * p, -1, dtype=np.int32))
+    none = np.empty(0, dtype=np.int32)
+    if p * p <= _DENSE_PAIRS:  # each end's pair looked up by its ranks as it is met
+        dense = np.full(p * p, -1, dtype=np.int32)
+        pair, npairs = none, _number_pairs(step_ptr, end_ptr, is_send, peer, dense)
     else:
         found, inverse = np.unique(_pair_keys(step_ptr, end_ptr, is_send, peer),
                                    return_inverse=True)
-        pair, npairs = inverse.ravel().astype(np.int32), len(found)
-    partner, faults = _match(is_send, length, pair, npairs)
-    del pair
-    return Matched(partner, _partner_steps(step_ptr, end_ptr, partner), *faults.tolist())
+        dense, pair, npairs = none, inverse.ravel().astype(np.int32), len(found)
+    partner_step = np.empty(len(peer), dtype=np.int32)
+    faults = _match(step_ptr, end_ptr, is_send, peer, length, pair, dense, npairs,
+                    partner_step,
+                    np.empty(int(np.count_nonzero(is_send)), dtype=_index_dtype(len(peer))))
+    return Matched(partner_step, *faults.tolist())
 
 
 @njit(cache=True)
@@ -433,69 +493,77 @@ def _pair_keys(step_ptr, end_ptr, is_send, peer):
 
 
 @njit(cache=True)
-def _dense_ids(step_ptr, end_ptr, is_send, peer, dense):
-    """Number each end's ordered pair of ranks in the order first met, through ``dense``
-    (-1 per ordered pair)."""
+def _number_pairs(step_ptr, end_ptr, is_send, peer, dense):
+    """Number the ends' ordered pairs of ranks in the order first met, in ``dense`` (-1
+    per ordered pair on entry); return how many there are."""
     p = len(step_ptr) - 1
-    ids = np.empty(len(peer), dtype=np.int32)
     n = 0
     for r in range(p):
         for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
             key = r * p + peer[e] if is_send[e] else peer[e] * p + r
-            i = dense[key]
-            if i < 0:
-                i = n
+            if dense[key] < 0:
                 dense[key] = n
                 n += 1
-            ids[e] = i
-    return ids, n
+    return n
+
+
+@njit(cache=True, inline="always")
+def _pair_of(r, e, is_send, peer, p, pair, dense):
+    """The number of the ordered pair of end ``e`` of rank ``r`` of ``p``: ``pair[e]``, or
+    where ``pair`` is empty, looked up in ``dense`` (:func:`_number_pairs`)."""
+    if len(pair):
+        return pair[e]
+    return dense[r * p + peer[e] if is_send[e] else peer[e] * p + r]
 
 
 @njit(cache=True)
-def _match(is_send, length, pair, npairs):
-    """Each end's partner (-1 for none), and the first bad send and receive and their k
-    (:class:`Matched`)."""
-    sends = np.zeros(npairs + 1, dtype=np.int64)
-    k = np.empty(len(pair), dtype=np.int32)
-    for e in range(len(pair)):
-        if is_send[e]:
-            k[e] = sends[pair[e] + 1]
-            sends[pair[e] + 1] += 1
-    recvs = np.zeros(npairs, dtype=np.int64)
-    for e in range(len(pair)):
-        if not is_send[e]:
-            k[e] = recvs[pair[e]]
-            recvs[pair[e]] += 1
-    for i in range(npairs):  # where each pair's sends start among all sends
+def _match(step_ptr, end_ptr, is_send, peer, length, pair, dense, npairs, partner_step,
+           send_at):
+    """Pair the ``k``-th send of each ordered pair of ranks with its ``k``-th receive, in
+    program order: fill ``partner_step`` (:class:`Matched`; ``send_at`` holds the sends,
+    pair by pair) and return the first bad send, its ``k`` and partner, and the first
+    bad receive and its ``k`` (-1 for none); pairs numbered as :func:`_pair_of` finds."""
+    p = len(step_ptr) - 1
+    sends = np.zeros(npairs + 1, dtype=np.int64)  # where each pair's sends start in send_at
+    for r in range(p):
+        for e in range(end_ptr[step_ptr[r]], end_ptr[step_ptr[r + 1]]):
+            if is_send[e]:
+                sends[_pair_of(r, e, is_send, peer, p, pair, dense) + 1] += 1
+    for i in range(npairs):
         sends[i + 1] += sends[i]
-    send_at = np.empty(sends[npairs], dtype=np.int64)
-    for e in range(len(pair)):
-        if is_send[e]:
-            send_at[sends[pair[e]] + k[e]] = e
-    partner = np.full(len(pair), -1, dtype=np.int64)
-    for e in range(len(pair)):
-        if not is_send[e] and sends[pair[e]] + k[e] < sends[pair[e] + 1]:
-            s = send_at[sends[pair[e]] + k[e]]
-            partner[s], partner[e] = e, s
-    faults = np.full(4, -1, dtype=np.int64)
-    for e in range(len(pair)):
-        side = 0 if is_send[e] else 2
-        if faults[side] < 0 and (partner[e] < 0 or (
-                side == 0 and length[e] != length[partner[e]])):
-            faults[side], faults[side + 1] = e, k[e]
-    return partner, faults
-
-
-@njit(cache=True)
-def _partner_steps(step_ptr, end_ptr, partner):
-    """Each end's partner's step at the partner's rank (-1 for none)."""
-    steps = np.full(len(partner), -1, dtype=np.int32)
+    taken = np.zeros(npairs, dtype=np.int64)  # per pair, the sends placed, then matched
     for r in range(len(step_ptr) - 1):
         for g in range(step_ptr[r], step_ptr[r + 1]):
             for e in range(end_ptr[g], end_ptr[g + 1]):
-                if partner[e] >= 0:
-                    steps[partner[e]] = g - step_ptr[r]
-    return steps
+                if is_send[e]:
+                    q = _pair_of(r, e, is_send, peer, p, pair, dense)
+                    send_at[sends[q] + taken[q]] = e
+                    taken[q] += 1
+                    partner_step[e] = g - step_ptr[r]  # its own step until it is matched
+    taken[:] = 0
+    faults = np.full(5, -1, dtype=np.int64)
+    for r in range(len(step_ptr) - 1):
+        for g in range(step_ptr[r], step_ptr[r + 1]):
+            for e in range(end_ptr[g], end_ptr[g + 1]):
+                if is_send[e]:
+                    continue
+                q = _pair_of(r, e, is_send, peer, p, pair, dense)
+                if sends[q] + taken[q] == sends[q + 1]:  # no send left for it
+                    partner_step[e] = -1
+                    if faults[3] < 0:
+                        faults[3], faults[4] = e, taken[q]
+                    continue
+                s = send_at[sends[q] + taken[q]]
+                if length[s] != length[e] and (faults[0] < 0 or s < faults[0]):
+                    faults[0], faults[1], faults[2] = s, taken[q], e
+                partner_step[e], partner_step[s] = partner_step[s], g - step_ptr[r]
+                taken[q] += 1
+    for q in range(npairs):  # the sends left without a receive
+        for i in range(sends[q] + taken[q], sends[q + 1]):
+            partner_step[send_at[i]] = -1
+            if faults[0] < 0 or send_at[i] < faults[0]:
+                faults[0], faults[1], faults[2] = send_at[i], i - sends[q], -1
+    return faults
 
 
 @njit(cache=True)

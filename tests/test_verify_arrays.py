@@ -121,6 +121,16 @@ def test_deadlocks_are_reported_as_before() -> None:
     assert expected[0] == "DeadlockError" and outcome(on_arrays, broken) == expected
 
 
+def assert_read_as_steps(built: Schedule) -> None:
+    """Assert that every rank of ``built`` reads as the same columns as its steps do."""
+    steps = Schedule.from_steps(built.collective, built.algorithm, built.count, built.ranks,
+                                working=built.working)
+    values = Values()
+    for rank in range(built.nranks):
+        read, from_steps = rank_ops(built, rank, values), rank_ops(steps, rank, values)
+        assert all(np.array_equal(a, b) for a, b in zip(read, from_steps)), rank
+
+
 @pytest.mark.parametrize("algorithm, collective, params", [
     *[entry for entry in BUILT if entry[0] in ("ring", "tree", "pipeline")],
     ("rhd", "allreduce", {"channels": 2})])
@@ -129,12 +139,21 @@ def test_lanes_read_as_their_steps(algorithm: str, collective: str, params: dict
                                    nranks: int, count: int) -> None:
     built = build_schedule(collective, algorithm, nranks, count, **params)
     assert built.lanes is not None
-    steps = Schedule.from_steps(built.collective, algorithm, built.count, built.ranks,
-                                working=built.working)
-    values = Values()
-    for rank in range(nranks):
-        from_lanes, from_steps = rank_ops(built, rank, values), rank_ops(steps, rank, values)
-        assert all(np.array_equal(a, b) for a, b in zip(from_lanes, from_steps)), rank
+    assert_read_as_steps(built)
+
+
+@pytest.mark.parametrize("algorithm", ["tree", "rhd"])
+@pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
+@pytest.mark.parametrize("nranks, count, params", [
+    (6, 61, {"channels": 2}), (7, 30, {"channels": 3}),
+    (8, 97, {"channels": 2, "order": ((0, 1, 2, 3, 4, 5, 6, 7), (1, 2, 3, 0, 5, 6, 7, 4))})])
+def test_lane_columns_read_as_their_steps(algorithm: str, collective: str, nranks: int,
+                                          count: int, params: dict) -> None:
+    # channels cut at their blocks: read from lane_columns and lane_starts, not lanes
+    built = build_schedule(collective, algorithm, nranks, count, **params)
+    assert built.lane_starts is not None and all(
+        built.lane_starts(rank) is not None for rank in range(nranks))
+    assert_read_as_steps(built)
 
 
 def test_verify_checks_small_schedules_on_operations_and_large_ones_on_arrays(
