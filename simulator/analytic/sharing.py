@@ -369,9 +369,9 @@ def _max_min(flying: np.ndarray, cap: np.ndarray, incidence: _Incidence,
     each = np.ones(shape) if transfers is None else transfers
 
     def dense(values: np.ndarray, rows: int) -> np.ndarray:
-        return np.ascontiguousarray(np.broadcast_to(values, (rows, shape[1])), dtype=float)
+        return np.require(np.broadcast_to(values, (rows, shape[1])), float, ["C", "W"])
 
-    return _fill(np.ascontiguousarray(flying), dense(cap, shape[0]), incidence.starts,
+    return _fill(np.require(flying, bool, ["C", "W"]), dense(cap, shape[0]), incidence.starts,
                  incidence.links, dense(capacity, len(capacity)), dense(each, shape[0]))
 
 
