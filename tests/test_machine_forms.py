@@ -313,13 +313,14 @@ def test_tree_allgather_prices_only_the_channels_that_carry(nranks: int, segment
         pytest.approx(simulated, rel=1e-9)
 
 
-@pytest.mark.parametrize("segments, count", [(2, 70000), (1, 97)])
+@pytest.mark.parametrize("segments, count", [(2, 70000), (1, 97), (4, 65537), (16, 1031)])
 def test_tree_allgather_past_the_sample_plays_its_pieces(segments: int, count: int) -> None:
     """Tree AllGather on default_flat(128), one channel: past the sample the ranks'
     pieces are each a row of their own where their rounds are within
-    :data:`FINE_MESSAGES <simulator.analytic.budgets.FINE_MESSAGES>` (1,235 and 685
-    pieces); charged the most of a class, over by 2.8e-4 at one segment, 97 elements,
-    under by 8.4e-3 at two, 70,000 elements; exact."""
+    :data:`FINE_MESSAGES <simulator.analytic.budgets.FINE_MESSAGES>` (1,235, 685 and at
+    4 and 16 segments up to 9,939 pieces); charged the most of a class, over by 2.8e-4
+    at one segment, 97 elements, under by 8.4e-3 at two, 70,000 elements, by 3.8e-3 at
+    four, 65,537, over by 7.5e-4 at 16, 1,031; exact."""
     flat = topology.default_flat(128)
     params = {"segments": segments}
     simulated = _simulated("allgather", "tree", flat, 4 * count, params)
