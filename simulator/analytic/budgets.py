@@ -79,9 +79,11 @@ STRETCH_MESSAGES = 7 << 13
 #: ``default_flat(128)`` at one and two segments (685 and 1,235 pieces) and 256 at one
 #: (1,387) are exact so, were up to +9.5e-4, -8.4e-3 and +2.7e-4, and 96 to 128 at 4
 #: and 16 segments (up to 9,939 pieces on 128 ranks; at 96, 4 segments, 2^20 elements,
-#: -6.65e-3).  With the fill compiled (:mod:`.filling`) the AllGather table on
-#: ``default_flat(128)`` takes 2.1 -> 2.6-2.9 CPU s so, on 512 4.0 -> 3.2 s (before it,
-#: with every table candidate 4 and 16 segments too, 2.0 -> 3.9 and 3.0 -> 12.3 s)
+#: -6.65e-3; 256 at 4, 512 at 2: -3.5e-3, -8.7e-3).  With the fill compiled
+#: (:mod:`.filling`) the AllGather table alone on ``default_flat(128)`` takes 2.1 ->
+#: 2.6-2.9 CPU s so, on 512 4.0 -> 3.2 s (before it, 2.0 -> 3.9 and 3.0 -> 12.3 s); the
+#: three closed-form tables' peak on 128, 256, 512: 212, 291, 314 -> 359, 601, 577 MB
+#: (Numba about 100 MB of it)
 FINE_MESSAGES = 5 << 11
 
 #: on a machine of unlike links (DGX), where a channel of no elements still sends, the
