@@ -77,13 +77,14 @@ STRETCH_MESSAGES = 7 << 13
 #: its own row) is priced so where its paced messages are in flight in at most so many
 #: rounds in all over every channel, within the play's budgets (:func:`_fine`):
 #: ``default_flat(128)`` at one and two segments (685 and 1,235 pieces) and 256 at one
-#: (1,387) are exact so, were up to +9.5e-4, -8.4e-3 and +2.7e-4.  Past it the play's
-#: fill of the pieces costs more than the tables bear: with every table candidate (4
-#: and 16 segments too, up to 9,939 pieces on 128 ranks) the AllGather table on
-#: ``default_flat(128)`` took 2.0 -> 3.9 CPU s, its prices at 512 ranks 3.0 -> 12.3 s;
-#: within it the three closed-form tables on ``default_flat(128)`` 4.45 -> 5.11 CPU s,
-#: on 256 7.52 -> 8.14, on 512 unchanged
-FINE_MESSAGES = 1 << 11
+#: (1,387) are exact so, were up to +9.5e-4, -8.4e-3 and +2.7e-4, and 96 to 128 at 4
+#: and 16 segments (up to 9,939 pieces on 128 ranks; at 96, 4 segments, 2^20 elements,
+#: -6.65e-3; 256 at 4, 512 at 2: -3.5e-3, -8.7e-3).  With the fill compiled
+#: (:mod:`.filling`) the AllGather table alone on ``default_flat(128)`` takes 2.1 ->
+#: 2.6-2.9 CPU s so, on 512 4.0 -> 3.2 s (before it, 2.0 -> 3.9 and 3.0 -> 12.3 s); the
+#: three closed-form tables' peak on 128, 256, 512: 212, 291, 314 -> 359, 601, 577 MB
+#: (Numba about 100 MB of it)
+FINE_MESSAGES = 5 << 11
 
 #: on a machine of unlike links (DGX), where a channel of no elements still sends, the
 #: channels' parts at a size at most this fraction of the largest apart are priced in

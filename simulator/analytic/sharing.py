@@ -19,33 +19,19 @@ def _filled_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.
     transfers of ``nbytes`` each, side by side), at max-min fair rates over the links
     it is ``on`` (messages x links; ``capacity``: links x sizes) and its own ``cap``
     (its route's bottleneck), set again whenever one starts or ends.  A pass per start
-    and end; each a progressive filling (:func:`_max_min`)."""
-    count = len(start)
-    end = np.full(start.shape, -np.inf)
-    left = nbytes.astype(float)
-    waiting = start.copy()
-    flying = np.zeros(start.shape, dtype=bool)
-    now = start.min(axis=0)
-    now[np.isinf(now)] = 0.0
+    and end; each a progressive filling (:func:`_max_min`).  Compiled
+    (:func:`.filling._ends`), a size at a time: NumPy's passes over all sizes at once
+    took 1.3 of the 3.4 CPU s of the AllGather table on ``default_flat(128)`` with its
+    4- and 16-segment trees played finely (:data:`.budgets.FINE_MESSAGES`)."""
+    from .filling import _ends  # Numba, imported where messages share links only
+    if not len(start):
+        return np.full(start.shape, -np.inf)
     incidence = _incidence(on)
-    for _ in range(2 * count):
-        came = waiting <= now
-        flying |= came
-        waiting = np.where(came, np.inf, waiting)
-        rate = _max_min(flying, cap, incidence, capacity, transfers)
-        # (a message fixed at no rate, on a link of no room left, waits: inf)
-        with np.errstate(divide="ignore"):
-            taken = np.where(flying, left / np.where(flying, rate, 1.0), np.inf)
-        step = np.minimum(taken.min(axis=0), waiting.min(axis=0) - now)
-        if np.isinf(step).all():
-            break
-        step[np.isinf(step)] = 0.0
-        ended = flying & (taken <= step)
-        end = np.where(ended, now + taken, end)
-        left = np.where(flying, left - rate * step, left)
-        flying &= ~ended
-        now = now + step
-    return end
+    return _ends(_dense(start, len(start), start.shape[1]),
+                 _dense(nbytes, len(start), start.shape[1]),
+                 _dense(cap, len(start), start.shape[1]), incidence.starts, incidence.links,
+                 _dense(capacity, len(capacity), start.shape[1]),
+                 _dense(1.0 if transfers is None else transfers, len(start), start.shape[1]))
 
 
 def _grouped_ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, on: np.ndarray,
@@ -334,91 +320,23 @@ def _run_events(start: np.ndarray, weights: np.ndarray, nbytes: np.ndarray, cap:
     return end
 
 
-class _Cells(NamedTuple):
-    """:class:`_Incidence` of some messages, as flat indices of the cells of links x
-    sizes and messages x sizes (:func:`_taken`), or of all as sparse matrices."""
-
-    links: int
-    #: each (link, message) pair's message, and its link's cells, a row per pair
-    message: np.ndarray
-    link_cells: np.ndarray
-    #: each (message, link) pair's link, and its message's cells, a row per pair
-    link: np.ndarray
-    message_cells: np.ndarray
-    #: or the sparse incidence, links x messages and messages x links (all messages':
-    #: where most messages fly, the sparse products take less than the cells)
-    sparse: tuple[Any, Any] | None = None
-
-
 class _Incidence(NamedTuple):
-    """Which links each message is on (:func:`_incidence`), for :func:`_max_min`."""
+    """Which links each message is on (:func:`_incidence`), for :func:`_max_min`:
+    message ``m`` on ``links[starts[m]:starts[m + 1]]``, in order."""
 
-    links: int
-    #: each (link, message) pair's link and message, links in order, each link's
-    #: messages in order
-    by_link: tuple[np.ndarray, np.ndarray]
-    #: each (message, link) pair's message and link, messages in order
-    by_message: tuple[np.ndarray, np.ndarray]
-    #: all messages', sparse
-    cells: _Cells
+    starts: np.ndarray
+    links: np.ndarray
 
 
 def _incidence(on: np.ndarray) -> _Incidence:
     """The incidence of links and messages (``on``: messages x links), for
-    :func:`_max_min`'s sums over a link's messages and its any over a message's links (of
-    the messages flying, :func:`_taken`, or sparse of all): messages x links x sizes taken
-    apart cost the play of 64 flat ranks' rounds 14 times more, and dense products went to
-    BLAS, whose threads spun on them (three tables on ``default_flat(64)``: 23.5 CPU s and
-    46.5 s wall on 2 loaded cores, 3.7 and 7.4 s with one BLAS thread).  Built once a fill,
-    not once an event (a chain's ReduceScatter on ``default_flat(47)`` over 3 channels at 4
-    segments, 4,097 elements: the fill's 7,415 events built it 14,830 times, 70% of its
-    time)."""
-    # only the play on flat fills (and scipy.sparse takes 0.14 s to import)
-    from scipy.sparse import csr_array
-    empty = np.empty(0, dtype=int)
-    by_link, on_link = np.nonzero(on.T)
-    by_message, of_message = np.nonzero(on)
-    return _Incidence(on.shape[1], (by_link, on_link), (by_message, of_message),
-                      _Cells(on.shape[1], empty, empty, empty, empty,
-                             (csr_array(on.T.astype(float)), csr_array(on.astype(float)))))
-
-
-def _taken(links: int, by_link: tuple[np.ndarray, np.ndarray],
-           by_message: tuple[np.ndarray, np.ndarray], rows: np.ndarray, count: int,
-           sizes: int) -> _Cells:
-    """The cells of ``rows`` of ``count`` messages on ``links`` links (their pairs
-    :class:`_Incidence`'s ``by_link`` and ``by_message``) at ``sizes`` sizes, those rows
-    renumbered in order."""
-    column = np.arange(sizes)
-    kept = np.full(count, -1)
-    kept[rows] = np.arange(len(rows))
-    link, message = by_link
-    pick = kept[message] >= 0
-    link, message = link[pick], kept[message[pick]]
-    of_message, on_link = by_message
-    pick = kept[of_message] >= 0
-    of_message, on_link = kept[of_message[pick]], on_link[pick]
-    return _Cells(links, message, (link[:, None] * sizes + column).ravel(),
-                  on_link, (of_message[:, None] * sizes + column).ravel())
-
-
-def _link_sums(cells: _Cells, values: np.ndarray) -> np.ndarray:
-    """Per link the sum of its messages' ``values`` (messages x sizes), links x sizes:
-    each link's messages in order, from zero, as the sparse product sums them (whose
-    dispatch took most of the fill's time where few messages fly)."""
-    if cells.sparse is not None:
-        return cells.sparse[0] @ values
-    return np.bincount(cells.link_cells, values[cells.message].ravel(),
-                       cells.links * values.shape[1]).reshape(cells.links, -1)
-
-
-def _on_any(cells: _Cells, marked: np.ndarray, messages: int) -> np.ndarray:
-    """Per message whether some link it is on is ``marked`` (links x sizes)."""
-    if cells.sparse is not None:
-        return cells.sparse[1] @ marked.astype(float) > 0
-    sizes = marked.shape[1]
-    return np.bincount(cells.message_cells, marked[cells.link].ravel(),
-                       messages * sizes).reshape(messages, sizes) > 0
+    :func:`_max_min`.  Built once a fill, not once an event (a chain's ReduceScatter on
+    ``default_flat(47)`` over 3 channels at 4 segments, 4,097 elements: the fill's 7,415
+    events built it 14,830 times, 70% of its time)."""
+    message, link = np.nonzero(on)
+    starts = np.zeros(len(on) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(message, minlength=len(on)), out=starts[1:])
+    return _Incidence(starts, link.astype(np.int64))
 
 
 def _max_min(flying: np.ndarray, cap: np.ndarray, incidence: _Incidence,
@@ -428,35 +346,21 @@ def _max_min(flying: np.ndarray, cap: np.ndarray, incidence: _Incidence,
     are on (:func:`_incidence`; ``capacity``: links x sizes), each at most its ``cap``,
     by progressive filling as the simulator sets them: the smallest fair share of a link
     (its room over its transfers not fixed) or cap fixes those messages, and so on.
-    Filled over the messages flying at some size only (a message never free adds
-    nothing to a link's sums, and each pass fixes one at least; on ``default_flat(31)``,
-    tree AllGather over 2 channels at 16 segments, 30% of a round's messages are)."""
-    rows = np.flatnonzero(flying.any(axis=1))
-    rate = np.zeros(flying.shape)
-    if 2 * len(rows) > len(flying):  # (taking them costs more than it saves)
-        rows, cells = np.arange(len(flying)), incidence.cells
-    else:
-        cells = _taken(incidence.links, incidence.by_link, incidence.by_message, rows,
-                       len(flying), flying.shape[1])
-    free, cap = flying[rows], cap[rows]
-    room = capacity.astype(float)
-    each = np.ones(free.shape) if transfers is None else transfers[rows]
-    taken = np.zeros(free.shape)
-    for _ in range(len(rows)):
-        if not free.any():
-            break
-        many = _link_sums(cells, np.where(free, each, 0.0))
-        share = np.where(many > 0, room / np.maximum(many, 1), np.inf)
-        fair = np.minimum(share.min(axis=0), np.where(free, cap, np.inf).min(axis=0))
-        tight = _on_any(cells, share <= fair, len(rows))
-        fixed = free & ((cap <= fair) | tight)
-        taken = np.where(fixed, fair, taken)
-        # (a size whose messages are all fixed has no fair share left: inf)
-        room = np.maximum(room - _link_sums(cells, np.where(fixed, each, 0.0))
-                          * np.where(np.isinf(fair), 0.0, fair), 0.0)
-        free &= ~fixed
-    rate[rows] = taken
-    return rate
+    Compiled (:func:`.filling._fill`), a size at a time over its free messages only:
+    passes of NumPy over all sizes at once, a sparse product per link sum, took 10 of
+    the 14 CPU s of a price of tree AllGather on ``default_flat(64)`` over 8 channels at
+    16 segments (14 sizes; rounds of about 1,000 messages on 2 links each)."""
+    from .filling import _fill  # Numba, imported where messages share links only
+    rows, sizes = flying.shape
+    return _fill(np.require(flying, bool, ["C", "W"]), _dense(cap, rows, sizes),
+                 incidence.starts, incidence.links, _dense(capacity, len(capacity), sizes),
+                 _dense(1.0 if transfers is None else transfers, rows, sizes))
+
+
+def _dense(values: Any, rows: int, sizes: int) -> np.ndarray:
+    """``values`` as rows x sizes of floats, contiguous and writeable (as the compiled
+    fills take them: one signature each)."""
+    return np.require(np.broadcast_to(values, (rows, sizes)), float, ["C", "W"])
 
 
 def _queue_ends(start: np.ndarray, real: np.ndarray, spots: np.ndarray,

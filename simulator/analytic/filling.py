@@ -1,0 +1,124 @@
+"""The compiled max-min fills of :mod:`.sharing` (:func:`_fill`, :func:`_ends`).
+Imported where messages share links only: Numba's import and its cached code's load
+take some 0.4 CPU s a process."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, error_model="numpy")
+def _fill(flying: np.ndarray, cap: np.ndarray, starts: np.ndarray, links: np.ndarray,
+          capacity: np.ndarray, each: np.ndarray) -> np.ndarray:
+    """The max-min fair rates of the ``flying`` messages (messages x sizes), a size at
+    a time (:func:`_fill_size`): message ``m`` is on ``links[starts[m]:starts[m + 1]]``
+    (rows of ``capacity``, links x sizes), carries ``each`` transfers side by side
+    (messages x sizes) and goes at most at its ``cap``."""
+    rate = np.zeros(flying.shape)
+    for size in range(flying.shape[1]):
+        _fill_size(flying[:, size], cap[:, size], starts, links, capacity[:, size],
+                   each[:, size], rate[:, size])
+    return rate
+
+
+@njit(cache=True, error_model="numpy")
+def _ends(start: np.ndarray, nbytes: np.ndarray, cap: np.ndarray, starts: np.ndarray,
+          links: np.ndarray, capacity: np.ndarray, each: np.ndarray) -> np.ndarray:
+    """:func:`.sharing._filled_ends`, a size at a time: when each message is through
+    (-inf: never started), from its ``start`` with ``nbytes`` to carry (messages x
+    sizes) at the max-min fair rates of :func:`_fill`, set again whenever one starts or
+    ends, with the same operations in the same order, so the same ends."""
+    count, sizes = start.shape
+    end = np.full(start.shape, -np.inf)
+    rate = np.zeros(count)
+    for size in range(sizes):
+        left = nbytes[:, size].astype(np.float64)
+        waiting = start[:, size].copy()
+        flying = np.zeros(count, dtype=np.bool_)
+        now = waiting.min()
+        if np.isinf(now):
+            now = 0.0
+        for _ in range(2 * count):
+            for message in range(count):
+                if waiting[message] <= now:
+                    flying[message] = True
+                    waiting[message] = np.inf
+            rate[:] = 0.0
+            _fill_size(flying, cap[:, size], starts, links, capacity[:, size],
+                       each[:, size], rate)
+            step = waiting.min() - now
+            for message in range(count):
+                if flying[message]:
+                    step = min(step, left[message] / rate[message])
+            if np.isinf(step):
+                break
+            for message in range(count):
+                if flying[message]:
+                    taken = left[message] / rate[message]
+                    if taken <= step:
+                        end[message, size] = now + taken
+                        flying[message] = False
+                    left[message] = left[message] - rate[message] * step
+            now = now + step
+    return end
+
+
+@njit(cache=True, error_model="numpy")
+def _fill_size(flying: np.ndarray, cap: np.ndarray, starts: np.ndarray, links: np.ndarray,
+               capacity: np.ndarray, each: np.ndarray, rate: np.ndarray) -> None:
+    """Into ``rate``, :func:`_fill` at one size (each argument that size's column).  A
+    pass fixes the free messages at the smallest fair share of a link (its room over
+    its free transfers) or cap, as :func:`.sharing`'s passes over all sizes at once
+    did, with the same operations in the same order (a link's sums over its messages
+    in their order), so the rates are the same; a pass reads the free messages only."""
+    count = len(flying)
+    sums = np.zeros(len(capacity))
+    share = np.empty(len(capacity))
+    free = np.empty(count, dtype=np.int64)  # the free messages, in order
+    fixed = np.empty(count, dtype=np.int64)  # those a pass fixes, in order
+    room = capacity.astype(np.float64)
+    left = 0
+    for message in range(count):
+        if flying[message]:
+            free[left] = message
+            left += 1
+    while left > 0:
+        _link_sums(free, left, starts, links, each, sums)
+        fair = np.inf
+        for link in range(len(room)):
+            share[link] = room[link] / max(sums[link], 1.0) if sums[link] > 0 else np.inf
+            fair = min(fair, share[link])
+        for k in range(left):
+            fair = min(fair, cap[free[k]])
+        kept, ended = 0, 0
+        for k in range(left):
+            message = free[k]
+            tight = cap[message] <= fair
+            for at in range(starts[message], starts[message + 1]):
+                tight |= share[links[at]] <= fair
+            if tight:
+                rate[message] = fair
+                fixed[ended] = message
+                ended += 1
+            else:
+                free[kept] = message
+                kept += 1
+        _link_sums(fixed, ended, starts, links, each, sums)
+        # (a size whose messages are all fixed has no fair share left: inf)
+        level = 0.0 if np.isinf(fair) else fair
+        for link in range(len(room)):
+            room[link] = max(room[link] - sums[link] * level, 0.0)
+        left = kept
+
+
+@njit(cache=True, error_model="numpy")
+def _link_sums(messages: np.ndarray, count: int, starts: np.ndarray, links: np.ndarray,
+               each: np.ndarray, sums: np.ndarray) -> None:
+    """Into ``sums``, per link the sum of ``each`` of the first ``count`` of
+    ``messages`` (in order) on it, from zero."""
+    sums[:] = 0.0
+    for k in range(count):
+        message = messages[k]
+        for at in range(starts[message], starts[message + 1]):
+            sums[links[at]] += each[message]
