@@ -51,8 +51,7 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   has a clock; a message of a round starts once both its ends are done with the round
   before, its bytes are through once each link of its route has carried its share, a
   link the round's messages share carrying them from their own starts, equally among
-  those in flight (on DGX, rhd's steps, each message at its lock-step share:
-  :func:`_queues_played`), and the sender is done after its transfer, the receiver
+  those in flight), and the sender is done after its transfer, the receiver
   after its reduction too), unless the description holds its paced rounds to the lock-step sum
   (:attr:`collectives.traffic.Round.held`; on one order past the play's budget, the
   path that follows the chain's front, :meth:`_Described._followed`; on a machine of

@@ -165,11 +165,19 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     all the orders, they hold at most :data:`PLAY_MESSAGES` messages (each routed) in
     flight in at most :data:`PLAY_HOPS` rounds in all (each a hop of the play) over a
     stretch of at most :data:`PLAY_ROUNDS` rounds (a numpy pass each); past any, the
-    lock-step stretch (:func:`_stretched_whole`)."""
+    lock-step stretch (:func:`_stretched_whole`).  rhd's steps (:func:`_stepped`, each
+    message in flight in one round) are played up to :data:`STRETCH_MESSAGES` messages:
+    hier's inner rhd over 8 channels on ``dgx_h100(72)`` to ``(120)`` (up to 27k
+    messages) was up to +11.8% (ReduceScatter, 64 MiB, LL) as their lock-step rounds,
+    which charge a fold's partners each round's slowest message (two flows hashed to
+    one spine link) while the DES runs them after the others, alone; played, within
+    0.3%.  It doubles the three closed-form tables' CPU time on ``dgx_h100(96)`` (7.2 ->
+    14.3 s); powers of two (no fold) are lock-step rounds, not paced."""
     if topology.nranks <= SAMPLE_ALL_RANKS:
         return True
     messages, hops, span = _paced_load(orders, rounds)
-    return messages <= PLAY_MESSAGES and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+    budget = STRETCH_MESSAGES if _stepped(tuple(rounds)) is not None else PLAY_MESSAGES
+    return messages <= budget and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
 
 
 def _fine(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
@@ -325,20 +333,6 @@ def _stepped(rounds: tuple[Any, ...]) -> tuple[Any, ...] | None:
     if sorted(steps) != list(range(len(steps))):
         return None
     return tuple(Round(1, tuple(steps[k])) for k in range(len(steps)))
-
-
-def _queues_played(alike: bool, rounds: tuple[Any, ...]) -> bool:
-    """Whether the play of paced ``rounds`` (:class:`_Flow`) carries each shared link's
-    queue from its messages' own starts, else each message at its lock-step share of
-    every link (its row's, as if the messages sharing it started together): queued but
-    on a machine of unlike links (``alike``: False) where every message is in flight in
-    one round (rhd's steps, :func:`_stepped`).  There a queue's late messages, held back
-    on another link, are not seen: rhd on ``dgx_h100(128)`` at 64 MiB, LL, queued was
-    -6.8% (AllGather; ReduceScatter -5.7%, recursive doubling -5.1%) against the DES,
-    unqueued -2.1%, as the lock-step rounds; on 33, 65 and 100 nodes (the fold's extra
-    ranks ahead of the rounds) unqueued is within 0.4% of the DES at 4 B to 4 KiB (65
-    nodes queued: exact)."""
-    return alike or _stepped(rounds) is None
 
 
 _UNHELD: dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}

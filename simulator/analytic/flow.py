@@ -55,7 +55,7 @@ class _Flow:
     :data:`UNHELD_RANKS` ranks; any number where each link carries at most two groups
     of messages alike in their links, a channel's or those of channels of one order:
     :func:`_grouped_ends`).  Not ``queued``, no link is shared: a message takes
-    its row's lock-step share of each (:func:`_unqueued`, :func:`_queues_played`).  A
+    its row's lock-step share of each (:func:`_unqueued`).  A
     message of a cut
     class (:attr:`collectives.traffic.Messages.cut`) carries its own part in each round
     there (elsewhere its largest).  On a link that messages of several senders and

@@ -9,7 +9,7 @@ import numpy as np
 
 from .cache import _cached, _digest
 from .sample import Groups, Orders, _link_classes
-from .budgets import _is_held, _queued, _queues_played
+from .budgets import _is_held, _queued
 from .routing import _Rows, _covered, _routed, _stretch
 from .flow import _Flow
 
@@ -76,8 +76,7 @@ class _Layout:
             alike = len(_link_classes(topology)[1]) == 1
             self.flow = _Flow(played, self.class_block[self.row_class[played[:, 0]]],
                               alike, fill,
-                              _queued(topology, orders, list(rounds))
-                              and _queues_played(alike, rounds))
+                              _queued(topology, orders, list(rounds)))
         self.links, profile = self._padded(topology, blocks, starts, int(nrows.sum()))
         nprofiles = np.array([len(rows.profiles) for rows in blocks], dtype=np.int64)
         first_profile = np.cumsum(nprofiles) - nprofiles
