@@ -426,33 +426,14 @@ def _shared_ends(start: np.ndarray, work: np.ndarray,
     one with ``left_i`` to carry is through ``sum_j w_j min(left_j, left_i)`` later, if
     that is before the next start; the others each carry the same share of what is
     left of the time until then.  A pass per distinct start (one where all start
-    together, as on most links)."""
-    end = np.full(start.shape, -np.inf)
-    now = start.min(axis=0)
-    now[np.isinf(now)] = 0.0  # a queue of messages left out: none ever comes
-    waiting = start  # each message's start until it comes, then infinity
-    flying = np.zeros(start.shape, dtype=bool)
-    left = work
-    for _ in range(len(start)):
-        came = waiting == now
-        flying |= came
-        waiting = np.where(came, np.inf, waiting)
-        coming = waiting.min(axis=0)
-        upto = coming - now
-        share = np.where(flying, left, 0.0)
-        spans = np.minimum(share[:, None], share[None, :])
-        through = (spans if weight is None else spans * weight[None, :]).sum(axis=1)
-        ended = flying & (through <= upto)
-        end = np.where(ended, now + through, end)
-        if np.isinf(coming).all():
-            break
-        flying &= ~ended
-        # the others' level: the time left once the ended are through, shared equally
-        many = flying if weight is None else np.where(flying, weight, 0.0)
-        done = share if weight is None else share * weight
-        # (a transfer each at least: a weight is at least 1)
-        level = (upto - np.where(ended, done, 0.0).sum(axis=0)) \
-            / np.maximum(many.sum(axis=0), 1)
-        left = np.where(flying, share - level, left)
-        now = np.where(np.isinf(coming), now, coming)  # a queue all come stays put
-    return end
+    together, as on most links).
+
+    Compiled (:func:`.filling._queue_play`), a queue at a time: NumPy passes over all
+    the queues took 4.2 of the 15 CPU s of the three closed-form tables on
+    ``dgx_h100(96)`` (hier's inner rhd, played queued)."""
+    from .filling import _queue_play  # Numba, imported where messages share links only
+    places, queues = len(start), start[0].size
+    return _queue_play(*(_dense(np.broadcast_to(values, start.shape).reshape(places, -1),
+                                places, queues)
+                         for values in (start, work, 1.0 if weight is None else weight))
+                       ).reshape(start.shape)
