@@ -138,7 +138,6 @@ def _queue_play(start: np.ndarray, work: np.ndarray, weight: np.ndarray) -> np.n
     waiting, left, each = np.empty(places), np.empty(places), np.empty(places)
     share, through = np.empty(places), np.empty(places)
     flying = np.zeros(places, dtype=np.bool_)
-    seen = np.empty(places, dtype=np.int64)
     for queue in range(queues):
         count = 0
         for place in range(places):
@@ -163,17 +162,15 @@ def _queue_play(start: np.ndarray, work: np.ndarray, weight: np.ndarray) -> np.n
             upto = coming - now
             for message in range(count):
                 share[message] = left[message] if flying[message] else 0.0
-            known = 0  # messages of distinct shares so far, ``seen[:known]``: the sum
-            for message in range(count):  # depends on the message by its share only
+            last = -1  # the last message in flight: the sum depends on a message
+            for message in range(count):  # by its share only (runs of them alike)
                 if flying[message]:
-                    index = _found(share, seen, known, share[message])
-                    if index < 0:
+                    if last >= 0 and share[last] == share[message]:
+                        through[message] = through[last]
+                    else:
                         through[message] = _through(share[message], count, share, each,
                                                     spot, weight, queue)
-                        seen[known] = message
-                        known += 1
-                    else:
-                        through[message] = through[index]
+                    last = message
             many = 0.0
             done = 0.0
             for message in range(count):
@@ -191,15 +188,6 @@ def _queue_play(start: np.ndarray, work: np.ndarray, weight: np.ndarray) -> np.n
                     left[message] = share[message] - level
             now = coming
     return end
-
-
-@njit(cache=True, error_model="numpy")
-def _found(share: np.ndarray, seen: np.ndarray, known: int, own: float) -> int:
-    """The first of messages ``seen[:known]`` whose ``share`` is ``own``, else -1."""
-    for index in range(known):
-        if share[seen[index]] == own:
-            return seen[index]
-    return -1
 
 
 @njit(cache=True, error_model="numpy")

@@ -339,6 +339,11 @@ def _incidence(on: np.ndarray) -> _Incidence:
     return _Incidence(starts, link.astype(np.int64))
 
 
+COMPILED_PLACES = 8
+"""The fewest places of a shared link's queues whose play is compiled
+(:func:`_shared_ends`)."""
+
+
 def _max_min(flying: np.ndarray, cap: np.ndarray, incidence: _Incidence,
              capacity: np.ndarray, transfers: np.ndarray | None = None) -> np.ndarray:
     """The max-min fair rates of the ``flying`` messages (messages x sizes; with
@@ -428,12 +433,52 @@ def _shared_ends(start: np.ndarray, work: np.ndarray,
     left of the time until then.  A pass per distinct start (one where all start
     together, as on most links).
 
-    Compiled (:func:`.filling._queue_play`), a queue at a time: NumPy passes over all
-    the queues took 4.2 of the 15 CPU s of the three closed-form tables on
-    ``dgx_h100(96)`` (hier's inner rhd, played queued)."""
-    from .filling import _queue_play  # Numba, imported where messages share links only
+    Compiled (:func:`.filling._queue_play`), a queue at a time, where the queues have
+    at least :data:`COMPILED_PLACES` places: NumPy passes over all the queues
+    (:func:`_vector_ends`, a product of places x places a pass) took 4.2 of the 15 CPU s
+    of the three closed-form tables on ``dgx_h100(96)`` (hier's inner rhd, played
+    queued: queues of 24 to 64 places, most holding 2 messages); on fewer places they
+    are as fast, without Numba's import (``dgx_h100(256)``: 4 places)."""
     places, queues = len(start), start[0].size
+    if places < COMPILED_PLACES:
+        return _vector_ends(start, work, weight)
+    from .filling import _queue_play  # Numba, imported where messages share links only
     return _queue_play(*(_dense(np.broadcast_to(values, start.shape).reshape(places, -1),
                                 places, queues)
                          for values in (start, work, 1.0 if weight is None else weight))
                        ).reshape(start.shape)
+
+
+def _vector_ends(start: np.ndarray, work: np.ndarray,
+                 weight: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_shared_ends` by NumPy passes over all the queues at once (a pass per
+    distinct start, each over places x places x queues)."""
+    end = np.full(start.shape, -np.inf)
+    now = start.min(axis=0)
+    now[np.isinf(now)] = 0.0  # a queue of messages left out: none ever comes
+    waiting = start  # each message's start until it comes, then infinity
+    flying = np.zeros(start.shape, dtype=bool)
+    left = work
+    for _ in range(len(start)):
+        came = waiting == now
+        flying |= came
+        waiting = np.where(came, np.inf, waiting)
+        coming = waiting.min(axis=0)
+        upto = coming - now
+        share = np.where(flying, left, 0.0)
+        spans = np.minimum(share[:, None], share[None, :])
+        through = (spans if weight is None else spans * weight[None, :]).sum(axis=1)
+        ended = flying & (through <= upto)
+        end = np.where(ended, now + through, end)
+        if np.isinf(coming).all():
+            break
+        flying &= ~ended
+        # the others' level: the time left once the ended are through, shared equally
+        many = flying if weight is None else np.where(flying, weight, 0.0)
+        done = share if weight is None else share * weight
+        # (a transfer each at least: a weight is at least 1)
+        level = (upto - np.where(ended, done, 0.0).sum(axis=0)) \
+            / np.maximum(many.sum(axis=0), 1)
+        left = np.where(flying, share - level, left)
+        now = np.where(np.isinf(coming), now, coming)  # a queue all come stays put
+    return end
