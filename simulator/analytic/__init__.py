@@ -119,8 +119,8 @@ ones), :mod:`.flow` (paced rounds played rank by rank), :mod:`.exchange` (pairwi
 rounds played rank by rank), :mod:`.crowded` (a chain's hops crowding the links they
 share), :mod:`.coupled` and :mod:`.coupled_play` (those hops played, compiled with
 Numba), :mod:`.chain_play` (a chain's ReduceScatter on flat ports played whole,
-compiled), :mod:`.sharing` (messages
-sharing links: fills and queues), :mod:`.units` (a cut class's transfers per run),
+compiled), :mod:`.compiling` (their first compile after an install said on stderr),
+:mod:`.sharing` (messages sharing links: fills and queues), :mod:`.units` (a cut class's transfers per run),
 :mod:`.budgets` (what is played, routed whole, stretched or held), :mod:`.sample`
 (which ranks are priced), :mod:`.cache` and :mod:`.arrays` (shared helpers).
 """

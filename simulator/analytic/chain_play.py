@@ -8,6 +8,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .compiling import announce_compiles
+
+announce_compiles()  # a compile after an install is said on stderr
+
 
 @njit(cache=True)
 def _busy(t: float, a1: float, b1: float, a2: float, b2: float) -> float:

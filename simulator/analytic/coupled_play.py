@@ -7,6 +7,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .compiling import announce_compiles
+
+announce_compiles()  # a compile after an install is said on stderr
+
 
 @njit(cache=True, error_model="numpy")
 def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndarray,

@@ -8,6 +8,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .compiling import announce_compiles
+
+announce_compiles()  # a compile after an install is said on stderr
+
 
 @njit(cache=True, error_model="numpy")
 def _fill(flying: np.ndarray, cap: np.ndarray, starts: np.ndarray, links: np.ndarray,
