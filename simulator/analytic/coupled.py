@@ -84,22 +84,37 @@ def _coupled_ends(alone: np.ndarray, rate: np.ndarray, size: float,
     elsewhere (the fluid's)."""
     hops, link = sharing
     on_link = np.bincount(link, minlength=len(capacity))
-    order = np.lexsort((-on_link[link], hops))
-    members, first_of = np.unique(hops[order], return_index=True)
-    most = link[order][first_of]
-    reach = _reach(alone, members, float((on_link * size / capacity).max()))
+    members = len(np.unique(hops))
+    reach = _reach(alone, int(hops.max()), float((on_link * size / capacity).max()))
     short, long = (reach + window for window in PACE_WINDOWS)
-    chain = (_runs(alone, members), alone[members] - size / rate[members],
-             rate[members].astype(float), most.astype(np.int64), capacity.astype(float))
+    whole = np.unique(segments[_whole(segments, load, reach, long)])
+    whole = whole[members ** 2 * whole <= COUPLED_PLAY].tolist()
+    lined = (segments > long) & (load < PLAYED_LOAD[1]) \
+        & (members * (short + long) <= LINED_PLAY)
     out = np.full(len(segments), np.nan)
-    for count in np.unique(segments[_whole(segments, load, reach, long)]).tolist():
-        if len(members) ** 2 * count <= COUPLED_PLAY:
-            out[segments == count] = _played_end(chain, float(size), count)
-    lined = (segments > long) & (load < PLAYED_LOAD[1])
-    if lined.any() and len(members) * (short + long) <= LINED_PLAY:
+    if not whole and not lined.any():
+        return out
+    chain = _chain(alone, rate, size, sharing, capacity)
+    for count in whole:
+        out[segments == count] = _played_end(chain, float(size), count)
+    if lined.any():
         ends = (_played_end(chain, float(size), short), _played_end(chain, float(size), long))
         out[lined] = _line(ends, (short, long), segments[lined])
     return out
+
+
+def _chain(alone: np.ndarray, rate: np.ndarray, size: float,
+           sharing: tuple[np.ndarray, np.ndarray], capacity: np.ndarray) -> tuple[Any, ...]:
+    """The chain as :func:`_played_end` takes it (:func:`_coupled_ends`' arguments): its
+    runs (:func:`_runs`), its members' holds, rates and the link each shares (its own
+    that the most hops take), and the links' capacities."""
+    hops, link = sharing
+    on_link = np.bincount(link, minlength=len(capacity))
+    order = np.lexsort((-on_link[link], hops))
+    members, first_of = np.unique(hops[order], return_index=True)
+    most = link[order][first_of]
+    return (_runs(alone, members), alone[members] - size / rate[members],
+            rate[members].astype(float), most.astype(np.int64), capacity.astype(float))
 
 
 def _whole(segments: np.ndarray, load: float, reach: int, long: int) -> np.ndarray:
@@ -154,10 +169,10 @@ def _play_end(chain: tuple[Any, ...], size: float, segments: int) -> float:
     return passed
 
 
-def _reach(alone: np.ndarray, members: np.ndarray, link_bytes: float) -> int:
-    """The segments the first one takes to reach the last member (``alone``: the hops'
-    times alone) at the pace of the slowest hop alone or the most crowded link's bytes
-    (``link_bytes``)."""
+def _reach(alone: np.ndarray, last: int, link_bytes: float) -> int:
+    """The segments the first one takes to reach the ``last`` member (``alone``: the
+    hops' times alone) at the pace of the slowest hop alone or the most crowded link's
+    bytes (``link_bytes``)."""
     pace = max(float(alone.max()), link_bytes)
-    front = float(alone[:members[-1] + 1].sum())
+    front = float(alone[:last + 1].sum())
     return int(np.ceil(front / pace))
