@@ -26,18 +26,22 @@ from typing import Any
 import numpy as np
 
 #: where a chain has more segments than the first one's reach (:func:`_reach`) and the
-#: longer window, the segments of its two plays past the reach: its end lies on the line
-#: through theirs (:func:`_line`); over the 381 crowded chains of ``dgx_h100(2..128)``
-#: at 0.3-2.05 loads (chaingrid and the DGX audit) within 0.7% of the whole play
-#: above a load of 1, -2.6% below (the one play's pace: -2.4% there, -88% above)
+#: longer of :data:`PACE_WINDOWS`, the segments of its one play past the reach: the
+#: later segments are added at its last member's pace while every member still carries,
+#: where that lasts so many segments (:func:`_play_end`)
+PACE_WINDOW = 32
+#: else the segments of its two plays past the reach: its end lies on the line through
+#: theirs (:func:`_line`); over the 381 crowded chains of ``dgx_h100(2..128)`` at
+#: 0.3-2.05 loads (chaingrid and the DGX audit), the one play or the line within 0.7%
+#: of the whole play above a load of 1 (the one play alone: -88%), -2.4% below
 PACE_WINDOWS = (16, 64)
 #: members squared x segments of a whole play at most (else the fluid,
 #: :func:`.crowded._paced`): a member's segment takes some 0.2 us, the square keeps
 #: long plays off the largest chains (``dgx_h100(256)``: 16 segments, ``(128)``: 64)
 COUPLED_PLAY = 1 << 20
-#: members x segments of a line's two plays at most (:func:`_line`): every count of
-#: ``dgx_h100(128)``'s chains (125 members, reaches up to 315: some 18 ms), none of
-#: ``(256)``'s (reaches of 450 and more)
+#: members x segments of a line's two plays at most (:func:`_line`), and of the one
+#: play before it: every count of ``dgx_h100(128)``'s chains (125 members, reaches up
+#: to 315: some 18 ms), none of ``(256)``'s (reaches of 450 and more)
 LINED_PLAY = 1 << 17
 #: a chain is played where its most crowded link's bytes of a segment take from so
 #: many to so many of its slowest hop's time alone (:func:`.crowded._chain_ends`): below,
@@ -53,7 +57,7 @@ PLAYED_LOAD = (0.3, 1.5)
 #: play's (1e-5), and at 64 segments near the reach (``(64)``: 56 to 66) within 1.9%
 UNFILLED = (32, 16)
 _KEPT_PLAYS = 256
-_PLAYS: dict[bytes, float] = {}
+_PLAYS: dict[bytes, tuple[float, float]] = {}
 
 
 def _runs(alone: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -96,11 +100,24 @@ def _coupled_ends(alone: np.ndarray, rate: np.ndarray, size: float,
         return out
     chain = _chain(alone, rate, size, sharing, capacity)
     for count in whole:
-        out[segments == count] = _played_end(chain, float(size), count)
+        out[segments == count] = _played_end(chain, float(size), count)[0]
     if lined.any():
-        ends = (_played_end(chain, float(size), short), _played_end(chain, float(size), long))
-        out[lined] = _line(ends, (short, long), segments[lined])
+        out[lined] = _later(chain, float(size), reach, segments[lined])
     return out
+
+
+def _later(chain: tuple[Any, ...], size: float, reach: int,
+           segments: np.ndarray) -> np.ndarray:
+    """The ends of ``chain``'s counts of ``segments`` (past the ``reach`` and the longer
+    of :data:`PACE_WINDOWS`): one play's and its pace (:data:`PACE_WINDOW`), or where the
+    play has no such pace, the line through two plays' ends (:func:`_line`)."""
+    played = reach + PACE_WINDOW
+    end, pace = _played_end(chain, size, played)
+    if not np.isnan(pace):
+        return end + (segments - played) * pace
+    counts = (reach + PACE_WINDOWS[0], reach + PACE_WINDOWS[1])
+    return _line((_played_end(chain, size, counts[0])[0],
+                  _played_end(chain, size, counts[1])[0]), counts, segments)
 
 
 def _chain(alone: np.ndarray, rate: np.ndarray, size: float,
@@ -133,20 +150,21 @@ def _line(ends: tuple[float, float], counts: tuple[int, int],
     ``ends``, of ``counts`` segments (both past the first segment's reach).
 
     Once a chain is filled its end grows by a pace a segment, its drain after the first
-    member's last segment alike at every count; the pace read from two plays' ends, not
-    from one play's last member: at high loads the members before the most crowded link
-    run ahead of it (a fast first member is through its last segment before the first
-    reaches the last member: ``dgx_h100(64)`` Reduce LL 1 GiB, 2,048 segments, -88%
-    read so, against the whole play), and the first member's done gives its links to
-    the others at a time that grows with the count, which the line's slope takes in."""
+    member's last segment alike at every count.  One play's last member gives no pace
+    where the members before the most crowded link run ahead of it: the first member is
+    through its last segment before the first reaches the last member (``dgx_h100(64)``
+    Reduce LL 1 GiB, 2,048 segments, at a load of 2.05: the pace of the last run alone,
+    -88% against the whole play), and its done gives its links to the others at a time
+    that grows with the count, which the line's slope takes in."""
     pace = (ends[1] - ends[0]) / (counts[1] - counts[0])
     return ends[1] + (segments - counts[1]) * pace
 
 
-def _played_end(chain: tuple[Any, ...], size: float, segments: int) -> float:
+def _played_end(chain: tuple[Any, ...], size: float, segments: int) -> tuple[float, float]:
     """When the last of ``segments`` segments of ``size`` bytes is through ``chain``
     (its runs, :func:`_runs`, and its members' holds, rates, links and the links'
-    capacities, as :func:`.coupled_play._play` takes them); kept (:data:`_KEPT_PLAYS`)."""
+    capacities, as :func:`.coupled_play._play` takes them), and the pace it keeps while
+    every member carries (:func:`_play_end`); kept (:data:`_KEPT_PLAYS`)."""
     (delay, serve), hold, rate, link, capacity = chain
     key = b"".join(a.tobytes() for a in (np.array([size, segments, len(hold)]), delay,
                                          serve, hold, rate, link, capacity))
@@ -157,16 +175,22 @@ def _played_end(chain: tuple[Any, ...], size: float, segments: int) -> float:
     return _PLAYS[key]
 
 
-def _play_end(chain: tuple[Any, ...], size: float, segments: int) -> float:
-    """:func:`_played_end`, played."""
+def _play_end(chain: tuple[Any, ...], size: float, segments: int) -> tuple[float, float]:
+    """:func:`_played_end`, played: the pace the last member keeps from the first
+    segment's reaching it to the first member's last (a longer chain's is the same, its
+    drain after the first member's last segment too), NaN where that is fewer than
+    :data:`PACE_WINDOW` segments."""
     from .coupled_play import _play  # Numba, imported where a chain is played only
     (delay, serve), hold, rate, link, capacity = chain
     first = delay[0] + serve[0] * np.arange(1, segments + 1)
-    ends = _play(first, delay[:-1], serve[:-1], hold, rate, link, capacity, size)
+    ends, first_done = _play(first, delay[:-1], serve[:-1], hold, rate, link, capacity, size)
     passed = 0.0
     for last in ends.tolist():  # the run after the last member
         passed = max(passed, last + delay[-1]) + serve[-1]
-    return passed
+    steady = ends[ends <= first_done]
+    if len(steady) < PACE_WINDOW:
+        return passed, np.nan
+    return passed, max((steady[-1] - steady[0]) / (len(steady) - 1), serve[-1])
 
 
 def _reach(alone: np.ndarray, last: int, link_bytes: float) -> int:

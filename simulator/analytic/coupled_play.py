@@ -11,9 +11,9 @@ from numba import njit
 @njit(cache=True, error_model="numpy")
 def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndarray,
           rate: np.ndarray, link: np.ndarray, capacity: np.ndarray,
-          size: float) -> np.ndarray:
+          size: float) -> tuple[np.ndarray, float]:
     """When the last member (in chain order) has carried and held each of the
-    ``len(first)`` segments of ``size`` bytes: member
+    ``len(first)`` segments of ``size`` bytes, and when the first member has: member
     ``i`` takes segment ``j`` from the run before it (``delay`` and ``serve``: its sum
     less its slowest, its slowest; the first member's from ``first``, the run's times
     for every segment), carries its bytes at its max-min share (at most ``rate``) of
@@ -25,6 +25,7 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
     before its links, each by number."""
     m, links, segments = len(rate), len(capacity), len(first)
     ends = np.empty(segments)
+    first_done = np.inf
     arrive = np.full((m, segments), np.inf)
     arrive[0] = first
     passed = np.zeros(m)  # each run's last segment out (its server's)
@@ -43,7 +44,7 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
         at = heap[0]
         now = due[at]
         if now == np.inf:
-            return ends
+            return ends, first_done
         g = link[at] if at < m else at - m
         for a in range(count[g]):  # what the link's carriers carried since its last
             left[carrying[g, a]] -= share[carrying[g, a]] * (now - since[g])
@@ -74,6 +75,8 @@ def _play(first: np.ndarray, delay: np.ndarray, serve: np.ndarray, hold: np.ndar
                     _due(due, heap, where, i + 1, max(free[i + 1], out))
             else:
                 ends[j] = free[i]
+            if i == 0 and j + 1 == segments:
+                first_done = free[i]
             if taken[i] < segments:  # its next, where come
                 _due(due, heap, where, i, max(free[i], arrive[i, taken[i]]))
         _due(due, heap, where, m + g,
