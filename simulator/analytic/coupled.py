@@ -56,6 +56,9 @@ PLAYED_LOAD = (0.3, 1.5)
 #: LL -5.0%, LL128 -6.0%; ``(96)`` LL -4.8%); at 4 and 16 segments the fluid was the
 #: play's (1e-5), and at 64 segments near the reach (``(64)``: 56 to 66) within 1.9%
 UNFILLED = (32, 16)
+#: plays kept, by their inputs (:func:`_played_end`): the sizes of a table whose
+#: segments are as large and more than the play's reach play alike (``dgx_h100(64)``,
+#: 11 of a Broadcast table's 64 plays, a third of its members' segments)
 _KEPT_PLAYS = 256
 _PLAYS: dict[bytes, tuple[float, float]] = {}
 
@@ -82,10 +85,9 @@ def _coupled_ends(alone: np.ndarray, rate: np.ndarray, size: float,
     ``load``: the most crowded link's bytes of a segment over the slowest hop's time
     alone.  Each member shares the link of its own that the most hops take
     (:func:`.coupled_play._play`).  Counts played whole (:func:`_whole`, within
-    :data:`COUPLED_PLAY`) are; below :data:`PLAYED_LOAD`'s top, larger ones share two
-    plays, of the first segment's reach and each of :data:`PACE_WINDOWS` more, and lie
-    on the line through their ends (:func:`_line`, within :data:`LINED_PLAY`); NaN
-    elsewhere (the fluid's)."""
+    :data:`COUPLED_PLAY`) are; below :data:`PLAYED_LOAD`'s top, larger ones share one
+    play past the first segment's reach, or two and the line through their ends
+    (:func:`_later`, within :data:`LINED_PLAY`); NaN elsewhere (the fluid's)."""
     hops, link = sharing
     on_link = np.bincount(link, minlength=len(capacity))
     members = len(np.unique(hops))
