@@ -357,6 +357,33 @@ def test_chain_hops_whose_bytes_bunch_are_played() -> None:
     assert priced == pytest.approx(simulated, rel=1e-3)
 
 
+def test_chain_that_never_fills_is_played_past_the_played_load() -> None:
+    """``dgx_h100(64)``, 32 segments of 512 KiB: the crowded link's bytes of a segment
+    take 1.65 of a hop's time alone, above :data:`simulator.analytic.coupled.PLAYED_LOAD`,
+    but the chain ends before its first segment's reach (71 segments) would fill it,
+    where the fluid's one pace was -1.2%: played (``UNFILLED``), exact."""
+    machine = topology.dgx_h100(64)
+    schedule = build_schedule("broadcast", "chain", 512, 1 << 22, segments=32)
+    simulated = simulate(schedule, machine, protocol="LL", trace=False).time_s
+    priced = price_one("broadcast", "chain", machine, 1 << 24, protocol="LL", segments=32)
+    assert priced == pytest.approx(simulated, rel=1e-6)
+
+
+def test_chain_segments_past_the_play_lie_on_the_line_of_two_plays(monkeypatch) -> None:
+    """``dgx_h100(128)`` Broadcast LL 64 MiB, 1,023 segments, 125 members: priced on the
+    line through two plays past the first segment's reach (``PACE_WINDOWS``), within
+    0.5% of the play of every segment (+0.2% over the simulator); the fluid it had
+    before was -7.6%."""
+    from simulator.analytic import coupled
+
+    machine = topology.dgx_h100(128)
+    lined = price_one("broadcast", "chain", machine, 1 << 26, protocol="LL")
+    monkeypatch.setattr(coupled, "PACE_WINDOWS", (16, 1 << 20))
+    monkeypatch.setattr(coupled, "COUPLED_PLAY", 1 << 30)
+    whole = price_one("broadcast", "chain", machine, 1 << 26, protocol="LL")
+    assert lined == pytest.approx(whole, rel=5e-3)
+
+
 @pytest.mark.parametrize("collective", ["broadcast", "reduce"])
 def test_chain_prices_each_segment_at_its_size(collective: str) -> None:
     """Segments of unequal sizes, empty ones (sent: they cost their latency) and more

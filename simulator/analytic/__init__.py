@@ -42,7 +42,8 @@ flat algorithms on groups of ranks.  :func:`price` turns that into time on a mac
   ``S`` segments takes the sum over its hops plus ``S - 1`` times its slowest hop (on a
   machine of unlike links, at least the pace of the links its hops crowd, every hop
   routed: :func:`_crowded`, its crowded hops played segment by segment where their
-  bytes bunch, :mod:`.coupled`; a ring after a tree's rounds steps at the pace of its hops
+  bytes bunch or the chain never fills, counts past the play's reach on the line of two
+  plays, :mod:`.coupled`; a ring after a tree's rounds steps at the pace of its hops
   that start together: :func:`_staggered`); a
   stretch of paced rounds (a pipeline's, a tree's over nodes) the sum over its rounds of
   the slowest message then in flight (:meth:`_Described._stretched`), or, where every

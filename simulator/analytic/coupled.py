@@ -25,22 +25,37 @@ from typing import Any
 
 import numpy as np
 
-#: where a chain has more segments than it takes to fill, the segments played past its
-#: fill, over which its pace is read
+#: where a chain has more segments than the first one's reach (:func:`_reach`) and the
+#: longer of :data:`PACE_WINDOWS`, the segments of its one play past the reach: the
+#: later segments are added at its last member's pace while every member still carries,
+#: where that lasts so many segments (:func:`_play_end`)
 PACE_WINDOW = 32
-#: members squared x segments played at most (else the fluid, :func:`.crowded._paced`),
-#: set where each event scanned every member's next time; with them in a heap a
-#: member's segment takes some 0.16 us (``dgx_h100(64)``, 61 members), so the square
-#: now only keeps long plays off the largest chains (``(256)``: 16 segments; a budget
-#: of members x segments played 64 there, 0.38 -> 0.45 CPU s a Reduce table, no price
-#: of the grid moved)
+#: else the segments of its two plays past the reach: its end lies on the line through
+#: theirs (:func:`_line`); over the 381 crowded chains of ``dgx_h100(2..128)`` at
+#: 0.3-2.05 loads (chaingrid and the DGX audit), the one play or the line within 0.7%
+#: of the whole play above a load of 1 (the one play alone: -88%), -2.4% below
+PACE_WINDOWS = (16, 64)
+#: members squared x segments of a whole play at most (else the fluid,
+#: :func:`.crowded._paced`): a member's segment takes some 0.2 us, the square keeps
+#: long plays off the largest chains (``dgx_h100(256)``: 16 segments, ``(128)``: 64)
 COUPLED_PLAY = 1 << 20
+#: members x segments of a line's two plays at most (:func:`_line`), and of the one
+#: play before it: every count of ``dgx_h100(128)``'s chains (125 members, reaches up
+#: to 315: some 18 ms), none of ``(256)``'s (reaches of 450 and more)
+LINED_PLAY = 1 << 17
 #: a chain is played where its most crowded link's bytes of a segment take from so
 #: many to so many of its slowest hop's time alone (:func:`.crowded._chain_ends`): below,
 #: the play was within 2e-4 of the closed form in the tables of ``dgx_h100(32)``
 #: (``(8, 2, 2)`` Simple 16 MiB at 64 segments, 0.34: -8.5% -> -3.0% played); above,
-#: the link carries its hops' bytes back to back and the fluid was within 2%
+#: the link carries its hops' bytes back to back once the chain is filled, and the
+#: fluid was within 2% (:data:`UNFILLED`)
 PLAYED_LOAD = (0.3, 1.5)
+#: past :data:`PLAYED_LOAD` a chain is played whole where its segments are so many or
+#: more and short of its reach by so many: it never fills and the fluid's one pace
+#: missed (``dgx_h100(128)``, Reduce chain(segments=64) 64 MiB, reach 109 and 141:
+#: LL -5.0%, LL128 -6.0%; ``(96)`` LL -4.8%); at 4 and 16 segments the fluid was the
+#: play's (1e-5), and at 64 segments near the reach (``(64)``: 56 to 66) within 1.9%
+UNFILLED = (32, 16)
 #: plays kept, by their inputs (:func:`_played_end`): the sizes of a table whose
 #: segments are as large and more than the play's reach play alike (``dgx_h100(64)``,
 #: 11 of a Broadcast table's 64 plays, a third of its members' segments)
@@ -62,38 +77,96 @@ def _runs(alone: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def _coupled_ends(alone: np.ndarray, rate: np.ndarray, size: float,
                   sharing: tuple[np.ndarray, np.ndarray], capacity: np.ndarray,
-                  segments: np.ndarray) -> np.ndarray:
+                  segments: np.ndarray, load: float) -> np.ndarray:
     """When the last of each of ``segments`` segments of ``size`` bytes is through a
     chain whose hops (in the order a segment crosses them) take ``alone`` seconds a
     segment alone, carrying its bytes at ``rate``; ``sharing``: the hops on each crowded
-    link and the link (pairs of numbers), each link of ``capacity`` bytes a second.
-    Each member shares the link of its own that the most hops take
-    (:func:`.coupled_play._play`).  Played up to :func:`_played` segments, the later
-    ones added at the pace the chain keeps while every member carries, one play for
-    every count of as many or more; NaN past :data:`COUPLED_PLAY`."""
+    link and the link (pairs of numbers), each link of ``capacity`` bytes a second;
+    ``load``: the most crowded link's bytes of a segment over the slowest hop's time
+    alone.  Each member shares the link of its own that the most hops take
+    (:func:`.coupled_play._play`).  Counts played whole (:func:`_whole`, within
+    :data:`COUPLED_PLAY`) are; below :data:`PLAYED_LOAD`'s top, larger ones share one
+    play past the first segment's reach, or two and the line through their ends
+    (:func:`_later`, within :data:`LINED_PLAY`); NaN elsewhere (the fluid's)."""
     hops, link = sharing
-    load = np.bincount(link, minlength=len(capacity))
-    order = np.lexsort((-load[link], hops))
+    on_link = np.bincount(link, minlength=len(capacity))
+    members = len(np.unique(hops))
+    reach = _reach(alone, int(hops.max()), float((on_link * size / capacity).max()))
+    short, long = (reach + window for window in PACE_WINDOWS)
+    whole = np.unique(segments[_whole(segments, load, reach, long)])
+    whole = whole[members ** 2 * whole <= COUPLED_PLAY].tolist()
+    lined = (segments > long) & (load < PLAYED_LOAD[1]) \
+        & (members * (short + long) <= LINED_PLAY)
+    out = np.full(len(segments), np.nan)
+    if not whole and not lined.any():
+        return out
+    chain = _chain(alone, rate, size, sharing, capacity)
+    for count in whole:
+        out[segments == count] = _played_end(chain, float(size), count)[0]
+    if lined.any():
+        out[lined] = _later(chain, float(size), reach, segments[lined])
+    return out
+
+
+def _later(chain: tuple[Any, ...], size: float, reach: int,
+           segments: np.ndarray) -> np.ndarray:
+    """The ends of ``chain``'s counts of ``segments`` (past the ``reach`` and the longer
+    of :data:`PACE_WINDOWS`): one play's and its pace (:data:`PACE_WINDOW`), or where the
+    play has no such pace, the line through two plays' ends (:func:`_line`)."""
+    played = reach + PACE_WINDOW
+    end, pace = _played_end(chain, size, played)
+    if not np.isnan(pace):
+        return end + (segments - played) * pace
+    counts = (reach + PACE_WINDOWS[0], reach + PACE_WINDOWS[1])
+    return _line((_played_end(chain, size, counts[0])[0],
+                  _played_end(chain, size, counts[1])[0]), counts, segments)
+
+
+def _chain(alone: np.ndarray, rate: np.ndarray, size: float,
+           sharing: tuple[np.ndarray, np.ndarray], capacity: np.ndarray) -> tuple[Any, ...]:
+    """The chain as :func:`_played_end` takes it (:func:`_coupled_ends`' arguments): its
+    runs (:func:`_runs`), its members' holds, rates and the link each shares (its own
+    that the most hops take), and the links' capacities."""
+    hops, link = sharing
+    on_link = np.bincount(link, minlength=len(capacity))
+    order = np.lexsort((-on_link[link], hops))
     members, first_of = np.unique(hops[order], return_index=True)
     most = link[order][first_of]
-    played = np.minimum(segments, _played(alone, members,
-                                          float((load * size / capacity).max())))
-    out = np.full(len(segments), np.nan)
-    chain = (_runs(alone, members), alone[members] - size / rate[members],
-             rate[members].astype(float), most.astype(np.int64), capacity.astype(float))
-    for count in np.unique(played).tolist():
-        if len(members) ** 2 * count <= COUPLED_PLAY:
-            at = played == count
-            passed, pace = _played_end(chain, float(size), count)
-            out[at] = passed + (segments[at] - count) * pace
-    return out
+    return (_runs(alone, members), alone[members] - size / rate[members],
+            rate[members].astype(float), most.astype(np.int64), capacity.astype(float))
+
+
+def _whole(segments: np.ndarray, load: float, reach: int, long: int) -> np.ndarray:
+    """Which of ``segments`` are played whole: below :data:`PLAYED_LOAD`'s top up to
+    ``long`` (the reach and the longer of :data:`PACE_WINDOWS`), above it those that
+    never fill (:data:`UNFILLED`, short of the ``reach``)."""
+    if load < PLAYED_LOAD[1]:
+        return segments <= long
+    fewest, short_of = UNFILLED
+    return (segments >= fewest) & (segments <= reach - short_of)
+
+
+def _line(ends: tuple[float, float], counts: tuple[int, int],
+          segments: np.ndarray) -> np.ndarray:
+    """The ends of chains of ``segments`` segments on the line through two plays'
+    ``ends``, of ``counts`` segments (both past the first segment's reach).
+
+    Once a chain is filled its end grows by a pace a segment, its drain after the first
+    member's last segment alike at every count.  One play's last member gives no pace
+    where the members before the most crowded link run ahead of it: the first member is
+    through its last segment before the first reaches the last member (``dgx_h100(64)``
+    Reduce LL 1 GiB, 2,048 segments, at a load of 2.05: the pace of the last run alone,
+    -88% against the whole play), and its done gives its links to the others at a time
+    that grows with the count, which the line's slope takes in."""
+    pace = (ends[1] - ends[0]) / (counts[1] - counts[0])
+    return ends[1] + (segments - counts[1]) * pace
 
 
 def _played_end(chain: tuple[Any, ...], size: float, segments: int) -> tuple[float, float]:
     """When the last of ``segments`` segments of ``size`` bytes is through ``chain``
     (its runs, :func:`_runs`, and its members' holds, rates, links and the links'
     capacities, as :func:`.coupled_play._play` takes them), and the pace it keeps while
-    every member carries; kept (:data:`_KEPT_PLAYS`)."""
+    every member carries (:func:`_play_end`); kept (:data:`_KEPT_PLAYS`)."""
     (delay, serve), hold, rate, link, capacity = chain
     key = b"".join(a.tobytes() for a in (np.array([size, segments, len(hold)]), delay,
                                          serve, hold, rate, link, capacity))
@@ -105,7 +178,10 @@ def _played_end(chain: tuple[Any, ...], size: float, segments: int) -> tuple[flo
 
 
 def _play_end(chain: tuple[Any, ...], size: float, segments: int) -> tuple[float, float]:
-    """:func:`_played_end`, played."""
+    """:func:`_played_end`, played: the pace the last member keeps from the first
+    segment's reaching it to the first member's last (a longer chain's is the same, its
+    drain after the first member's last segment too), NaN where that is fewer than
+    :data:`PACE_WINDOW` segments."""
     from .coupled_play import _play  # Numba, imported where a chain is played only
     (delay, serve), hold, rate, link, capacity = chain
     first = delay[0] + serve[0] * np.arange(1, segments + 1)
@@ -113,19 +189,16 @@ def _play_end(chain: tuple[Any, ...], size: float, segments: int) -> tuple[float
     passed = 0.0
     for last in ends.tolist():  # the run after the last member
         passed = max(passed, last + delay[-1]) + serve[-1]
-    # while every member carries segments (from the first's reaching the last member to
-    # the first member's last), the chain moves at the pace it keeps (a longer chain's
-    # is the same, its drain after the first member's last segment too)
     steady = ends[ends <= first_done]
-    pace = (steady[-1] - steady[0]) / (len(steady) - 1) if len(steady) > 1 else 0.0
-    return passed, max(pace, serve[-1])
+    if len(steady) < PACE_WINDOW:
+        return passed, np.nan
+    return passed, max((steady[-1] - steady[0]) / (len(steady) - 1), serve[-1])
 
 
-def _played(alone: np.ndarray, members: np.ndarray, link_bytes: float) -> int:
-    """The segments to play at most: as many as the first segment takes to reach the
-    last member (``alone``: the hops' times alone) at the pace of the slowest hop alone
-    or the most crowded link's bytes (``link_bytes``), and :data:`PACE_WINDOW` more, for
-    the pace it keeps once filled."""
+def _reach(alone: np.ndarray, last: int, link_bytes: float) -> int:
+    """The segments the first one takes to reach the ``last`` member (``alone``: the
+    hops' times alone) at the pace of the slowest hop alone or the most crowded link's
+    bytes (``link_bytes``)."""
     pace = max(float(alone.max()), link_bytes)
-    front = float(alone[:members[-1] + 1].sum())
-    return int(np.ceil(front / pace)) + PACE_WINDOW
+    front = float(alone[:last + 1].sum())
+    return int(np.ceil(front / pace))

@@ -111,16 +111,17 @@ def _chain_ends(alone: np.ndarray, rate: np.ndarray, size: float,
     segments at their own sizes).  Where the most crowded link's bytes of a segment are
     near a hop's time alone (:data:`.coupled.PLAYED_LOAD`), the hops' bytes bunch:
     played (:func:`.coupled._coupled_ends`); past it the link carries its hops' bytes
-    back to back: the fluid (:func:`_paced`), as where the play is past its budget."""
+    back to back once the chain is filled: the fluid (:func:`_paced`), but for chains
+    that never fill (:data:`.coupled.UNFILLED`: played), and where the play is past
+    its budgets."""
     hops, link = sharing
     if not (np.bincount(link, rate[hops], len(capacity)) > capacity).any():
         return np.full(len(segments), -np.inf)
     per_link = size / capacity
     load = float((np.bincount(link, minlength=len(capacity)) * per_link).max()
                  / alone.max())
-    low, high = PLAYED_LOAD
-    out = _coupled_ends(alone, rate, size, sharing, capacity, segments) \
-        if low <= load < high else np.full(len(segments), np.nan)
+    out = _coupled_ends(alone, rate, size, sharing, capacity, segments, load) \
+        if load >= PLAYED_LOAD[0] else np.full(len(segments), np.nan)
     for j in np.flatnonzero(np.isnan(out)).tolist():
         out[j] = _paced(alone, sharing, per_link, int(segments[j])) if load > 1 else -np.inf
     return out
