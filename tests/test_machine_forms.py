@@ -383,6 +383,19 @@ def test_eight_channels_of_trees_fill_rounds_of_hundreds(segments: int, count: i
         pytest.approx(simulated, rel=1e-9)
 
 
+def test_eight_channels_of_trees_fill_rounds_of_thousands() -> None:
+    """Tree ReduceScatter on default_flat(128), 8 channels at 16 segments, 4,099
+    elements: rounds of up to 2,400 messages with a shared port (4,320 on 256 ranks,
+    8,352 on 512), carried at max-min rates over all of them together within
+    :data:`FILL_MESSAGES <simulator.analytic.budgets.FILL_MESSAGES>` (each port's queue
+    played on its own past 2,048 of them: over by 1.9e-4); exact."""
+    flat = topology.default_flat(128)
+    params = {"segments": 16, "channels": 8}
+    simulated = _simulated("reduce_scatter", "tree", flat, 4 * 4099, params)
+    assert machine_cost("reduce_scatter", "tree", flat, 4 * 4099, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 def test_channels_of_trees_share_a_mesh_pairs_link_at_max_min_rates() -> None:
     """Tree ReduceScatter on the per-pair mesh, 3 channels of one order: each message is
     on one shared link (its pair's), carried with the others there at max-min rates, each

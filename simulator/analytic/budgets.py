@@ -33,8 +33,13 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: channels' trees at 16 segments up to 736 on 24 ranks and 1,504 on 64 (at 512,
 #: ReduceScatter on 24 ranks under by up to 1.3%, AllReduce on 31 by 3.9e-5, on 128 at 3
 #: channels +2.6e-4; the three closed-form tables on ``flat(64)``, 1.71 -> 1.79 CPU s, that
-#: ReduceScatter on ``default_flat(128)`` at 4 sizes 2.7 -> 5.0 s)
-FILL_MESSAGES = 1 << 11
+#: ReduceScatter on ``default_flat(128)`` at 4 sizes 2.7 -> 5.0 s), 2,400 on 128, 4,320 on
+#: 256 and 8,352 on 512 (past 2,048 then: their ReduceScatter over by 1.9e-4 on 128 to 512
+#: ranks at 4,099 elements, AllReduce on 256 under by 2.1e-7 at 257).  The fill compiled
+#: (:mod:`.filling`), those prices over 8 channels take 0.35 -> 0.63 CPU s a size on 256
+#: ranks, 1.0 -> 1.7 s on 512 (peak +35 and +115 MB); the flat tables (one channel) are
+#: the same bit for bit
+FILL_MESSAGES = 1 << 14
 #: a played round of pieces each of its own size and start (a tree AllGather's on flat,
 #: :attr:`collectives.traffic.Messages.sizes`, at most
 #: :data:`collectives.algorithms._tree_cuts.PIECE_MESSAGES` over every channel) is
