@@ -546,6 +546,26 @@ def test_chain_past_the_play_at_uneven_segments() -> None:
             pytest.approx(simulated, rel=within), count
 
 
+#: chains past ``WHOLE_CHAIN_RANKS`` (256) whose every segment holds an element, cut
+#: unevenly: (ranks, segments, count), each off while priced from shorter chains
+#: (512 ranks -1.1e-6; 301 ranks, two blocks of 147/146/146 among 146s, -2.1e-5)
+FULL_LONG_CHAINS = [(512, 4, 5000), (301, 3, 131840)]
+
+
+@pytest.mark.parametrize("nranks, segments, count", FULL_LONG_CHAINS)
+def test_chain_past_256_ranks_at_full_uneven_segments_is_played_whole(
+        nranks: int, segments: int, count: int) -> None:
+    """A chain's ReduceScatter on default_flat past 256 ranks at uneven segments that
+    each hold an element: played whole
+    (:data:`simulator.analytic.budgets.FULL_CHAIN_RANKS`); exact."""
+    flat = topology.default_flat(nranks)
+    assert nranks > analytic.budgets.WHOLE_CHAIN_RANKS
+    params = {"segments": segments}
+    simulated = _simulated("reduce_scatter", "pipeline", flat, 4 * count, params)
+    assert machine_cost("reduce_scatter", "pipeline", flat, 4 * count, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 def test_whole_chain_play_is_the_general_play() -> None:
     """The compiled whole play of a chain's ReduceScatter
     (:func:`simulator.analytic.pricing._played_whole`) on default_flat(48), whose chain

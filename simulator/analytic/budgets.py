@@ -144,12 +144,22 @@ CHAIN_EDGE = 12
 #: the chain's length (with every block of 515 elements at 8 segments its slope over
 #: 8 ranks more moves by -1.3e-9 to +1.6e-9 s between 64 and 256 ranks), so no
 #: extension from shorter chains is exact (:func:`~.pricing._shortened`: up to
-#: -4.3e-6); played whole, 16 ms a count at 256 ranks and 8 segments, 70 ms at 512 (the
-#: general play's 0.7 and 2.1 CPU s).  Not past 256 ranks: the ReduceScatter tables of
-#: ``default_flat(512)`` and ``(1024)`` hold some 25 such counts a segment count (played
-#: whole, 3.6 -> 5.4 and 5.5 -> 13.3 CPU s; ``(256)`` 3.5 -> 4.2, Numba's import and
-#: cached code some 0.4 of it)
+#: -4.3e-6; blocks of one element on 256 ranks at 4 segments, 97 and 192 elements,
+#: +3.9e-7 and -6.8e-6); played whole, 20 ms a count at 256 ranks and 8 segments
+#: where every segment holds an element, 3 ms where most are empty (blocks of one
+#: element: an empty message is not settled)
 WHOLE_CHAIN_RANKS = 1 << 8
+#: past :data:`WHOLE_CHAIN_RANKS`, up to so many ranks, such a chain is played whole
+#: only at the counts whose every segment holds an element (a block at least one
+#: element a segment): ``default_flat(512)`` at 4 segments, 5,000 and 131,840 elements
+#: (-1.1e-6, -4.3e-6) and ``(301)`` at 3, 131,840 (-2.1e-5) are exact so, and a table
+#: holds one such count a segment count (35, 70 ms a count at 512 ranks and 4, 8
+#: segments; 150, 575 ms at 1,024), where it holds some 25 of blocks of a few elements
+#: or none (every uneven count played whole: the ReduceScatter table on
+#: ``default_flat(512)`` 3.0 -> 3.8 CPU s, on ``(1024)`` 4.7 -> 8.0 s); those keep
+#: the extension (512 ranks at 4 segments, 384 elements, blocks of one element on
+#: three quarters of the ranks: -7.6e-6)
+FULL_CHAIN_RANKS = 1 << 10
 #: the first chain a longer chain's ReduceScatter is priced from holds its two sides'
 #: difference and its shorter side in the ratio its own do, up to so many
 #: (:func:`_along_ray`): past the edges its time is affine in each only within a range
