@@ -383,6 +383,19 @@ def test_eight_channels_of_trees_fill_rounds_of_hundreds(segments: int, count: i
         pytest.approx(simulated, rel=1e-9)
 
 
+def test_eight_channels_of_trees_fill_rounds_of_thousands() -> None:
+    """Tree ReduceScatter on default_flat(128), 8 channels at 16 segments, 4,099
+    elements: rounds of up to 2,400 messages with a shared port (4,320 on 256 ranks,
+    8,352 on 512), carried at max-min rates over all of them together within
+    :data:`FILL_MESSAGES <simulator.analytic.budgets.FILL_MESSAGES>` (each port's queue
+    played on its own past 2,048 of them: over by 1.9e-4); exact."""
+    flat = topology.default_flat(128)
+    params = {"segments": 16, "channels": 8}
+    simulated = _simulated("reduce_scatter", "tree", flat, 4 * 4099, params)
+    assert machine_cost("reduce_scatter", "tree", flat, 4 * 4099, **params) == \
+        pytest.approx(simulated, rel=1e-9)
+
+
 def test_channels_of_trees_share_a_mesh_pairs_link_at_max_min_rates() -> None:
     """Tree ReduceScatter on the per-pair mesh, 3 channels of one order: each message is
     on one shared link (its pair's), carried with the others there at max-min rates, each
@@ -531,6 +544,26 @@ def test_chain_past_the_play_at_uneven_segments() -> None:
         simulated = _simulated("reduce_scatter", "pipeline", flat, 4 * count, {"segments": 8})
         assert machine_cost("reduce_scatter", "pipeline", flat, 4 * count, segments=8) == \
             pytest.approx(simulated, rel=within), count
+
+
+#: chains past ``WHOLE_CHAIN_RANKS`` (256) whose every segment holds an element, cut
+#: unevenly: (ranks, segments, count), each off while priced from shorter chains
+#: (512 ranks -1.1e-6; 301 ranks, two blocks of 147/146/146 among 146s, -2.1e-5)
+FULL_LONG_CHAINS = [(512, 4, 5000), (301, 3, 131840)]
+
+
+@pytest.mark.parametrize("nranks, segments, count", FULL_LONG_CHAINS)
+def test_chain_past_256_ranks_at_full_uneven_segments_is_played_whole(
+        nranks: int, segments: int, count: int) -> None:
+    """A chain's ReduceScatter on default_flat past 256 ranks at uneven segments that
+    each hold an element: played whole
+    (:data:`simulator.analytic.budgets.FULL_CHAIN_RANKS`); exact."""
+    flat = topology.default_flat(nranks)
+    assert nranks > analytic.budgets.WHOLE_CHAIN_RANKS
+    params = {"segments": segments}
+    simulated = _simulated("reduce_scatter", "pipeline", flat, 4 * count, params)
+    assert machine_cost("reduce_scatter", "pipeline", flat, 4 * count, **params) == \
+        pytest.approx(simulated, rel=1e-9)
 
 
 def test_whole_chain_play_is_the_general_play() -> None:

@@ -33,8 +33,15 @@ PLAY_SIDE_BY_SIDE = 1 << 14
 #: channels' trees at 16 segments up to 736 on 24 ranks and 1,504 on 64 (at 512,
 #: ReduceScatter on 24 ranks under by up to 1.3%, AllReduce on 31 by 3.9e-5, on 128 at 3
 #: channels +2.6e-4; the three closed-form tables on ``flat(64)``, 1.71 -> 1.79 CPU s, that
-#: ReduceScatter on ``default_flat(128)`` at 4 sizes 2.7 -> 5.0 s)
-FILL_MESSAGES = 1 << 11
+#: ReduceScatter on ``default_flat(128)`` at 4 sizes 2.7 -> 5.0 s), 2,400 on 128, 4,320 on
+#: 256 and 8,352 on 512 (past 2,048 then: their ReduceScatter over by 1.9e-4 on 128 to 512
+#: ranks at 4,099 elements, AllReduce on 256 under by 2.1e-7 at 257).  The fill compiled
+#: (:mod:`.filling`), those prices over 8 channels take 0.35 -> 0.63 CPU s a size on 256
+#: ranks, 1.0 -> 1.7 s on 512 (peak +35 and +115 MB); the flat tables (one channel) are
+#: the same bit for bit up to 512 ranks; on 1,024 one channel's trees at 16 segments
+#: have rounds of up to 2,060 (AllReduce and ReduceScatter at 48 elements were under by
+#: 3e-6: the three tables 8.9 -> 10.0 CPU s, 822 -> 847 MB)
+FILL_MESSAGES = 1 << 14
 #: a played round of pieces each of its own size and start (a tree AllGather's on flat,
 #: :attr:`collectives.traffic.Messages.sizes`, at most
 #: :data:`collectives.algorithms._tree_cuts.PIECE_MESSAGES` over every channel) is
@@ -139,12 +146,22 @@ CHAIN_EDGE = 12
 #: the chain's length (with every block of 515 elements at 8 segments its slope over
 #: 8 ranks more moves by -1.3e-9 to +1.6e-9 s between 64 and 256 ranks), so no
 #: extension from shorter chains is exact (:func:`~.pricing._shortened`: up to
-#: -4.3e-6); played whole, 16 ms a count at 256 ranks and 8 segments, 70 ms at 512 (the
-#: general play's 0.7 and 2.1 CPU s).  Not past 256 ranks: the ReduceScatter tables of
-#: ``default_flat(512)`` and ``(1024)`` hold some 25 such counts a segment count (played
-#: whole, 3.6 -> 5.4 and 5.5 -> 13.3 CPU s; ``(256)`` 3.5 -> 4.2, Numba's import and
-#: cached code some 0.4 of it)
+#: -4.3e-6; blocks of one element on 256 ranks at 4 segments, 97 and 192 elements,
+#: +3.9e-7 and -6.8e-6); played whole, 20 ms a count at 256 ranks and 8 segments
+#: where every segment holds an element, 3 ms where most are empty (blocks of one
+#: element: an empty message is not settled)
 WHOLE_CHAIN_RANKS = 1 << 8
+#: past :data:`WHOLE_CHAIN_RANKS`, up to so many ranks, such a chain is played whole
+#: only at the counts whose every segment holds an element (a block at least one
+#: element a segment): ``default_flat(512)`` at 4 segments, 5,000 and 131,840 elements
+#: (-1.1e-6, -4.3e-6) and ``(301)`` at 3, 131,840 (-2.1e-5) are exact so, and a table
+#: holds one such count a segment count (35, 70 ms a count at 512 ranks and 4, 8
+#: segments; 150, 575 ms at 1,024), where it holds some 25 of blocks of a few elements
+#: or none (every uneven count played whole: the ReduceScatter table on
+#: ``default_flat(512)`` 3.0 -> 3.8 CPU s, on ``(1024)`` 4.7 -> 8.0 s); those keep
+#: the extension (512 ranks at 4 segments, 384 elements, blocks of one element on
+#: three quarters of the ranks: -7.6e-6)
+FULL_CHAIN_RANKS = 1 << 10
 #: the first chain a longer chain's ReduceScatter is priced from holds its two sides'
 #: difference and its shorter side in the ratio its own do, up to so many
 #: (:func:`_along_ray`): past the edges its time is affine in each only within a range

@@ -32,7 +32,7 @@ def _paired_end(start: float, target: float, a1: float, b1: float, a2: float,
     at = start
     for brk in (a1, b1, a2, b2):
         b = max(brk, start) if np.isfinite(brk) else start
-        if b - _busy(b, a1, b1, a2, b2) / 2.0 <= target and b > at:
+        if b > at and b - _busy(b, a1, b1, a2, b2) / 2.0 <= target:
             at = b
     inside = (a1 <= at < b1) or (a2 <= at < b2)
     return at + (target - at + _busy(at, a1, b1, a2, b2) / 2.0) * (2.0 if inside else 1.0)
@@ -49,17 +49,23 @@ def _round(q: int, k: int, m: int, units: np.ndarray, late: np.ndarray, sender: 
     and left unit ``k - (q-1-r)`` of blocks ``0 .. r-1``, its neighbour's own a round
     later where ``late`` (:func:`collectives.algorithms.pipeline._late`)."""
     count = 0
-    for r in range(q):
-        right[r] = -1
-        left[r] = -1
-    for r in range(q - 1):
-        j = k - r
-        if 0 <= j < (q - 1 - r) * m:
-            sender[count], receiver[count] = r, r + 1
-            elements[count] = units[(q - 1 - j // m) * m + j % m]
-            right[r] = count
-            count += 1
-    for r in range(1, q):
+    right[:] = -1
+    left[:] = -1
+    # a rank's right unit ``k - r`` is within its blocks' up to the first rank past them:
+    # block ``(k - r) // m``, segment ``(k - r) % m`` counted down from rank 0's
+    block, segment = divmod(k, m)
+    for r in range(min(k + 1, q - 1)):
+        if k - r >= (q - 1 - r) * m:
+            break
+        sender[count], receiver[count] = r, r + 1
+        elements[count] = units[(q - 1 - block) * m + segment]
+        right[r] = count
+        count += 1
+        segment -= 1
+        if segment < 0:
+            block, segment = block - 1, m - 1
+    # and its left unit ``k - (q-1-r)`` (less a round where late) is one from rank q-1-k
+    for r in range(max(1, q - 1 - k), q):
         j = k - (q - 1 - r)
         if not 0 <= j < (r - 1) * m:
             j -= late[r - 1]
@@ -84,17 +90,21 @@ def _partners(i: int, q: int, sender: np.ndarray, receiver: np.ndarray, right: n
 
 
 @njit(cache=True)
-def _settled(count: int, q: int, sender: np.ndarray, receiver: np.ndarray,
+def _settled(carried: np.ndarray, n: int, q: int, sender: np.ndarray, receiver: np.ndarray,
              right: np.ndarray, left: np.ndarray, start: np.ndarray, work: np.ndarray,
              end: np.ndarray, due: np.ndarray) -> None:
-    """The ends (``end``, from an upper bound) of a round's ``count`` messages at the
-    fixed point of :func:`_paired_end` (:func:`_partners`), each message taken again
-    while a partner's end moved (``due``)."""
-    due[:count] = True
-    pending = count
+    """The ends (``end``, from an upper bound) of a round's first ``n`` messages of
+    ``carried`` (those that carry something, in order) at the fixed point of
+    :func:`_paired_end` (:func:`_partners`), each taken again while a partner's end
+    moved (``due``).  An empty message ends at its start, its upper bound, whatever
+    its partners: it is never taken."""
+    for h in range(n):
+        due[carried[h]] = True
+    pending = n
     while pending:
         pending = 0
-        for i in range(count):
+        for h in range(n):
+            i = carried[h]
             if not due[i]:
                 continue
             due[i] = False
@@ -107,7 +117,7 @@ def _settled(count: int, q: int, sender: np.ndarray, receiver: np.ndarray,
             again = _paired_end(start[i], start[i] + work[i], a1, b1, a2, b2)
             if again != end[i] and abs(again - end[i]) > 4e-16 * abs(again):
                 for partner in (p1, p2):
-                    if partner >= 0 and not due[partner]:
+                    if partner >= 0 and not due[partner] and work[partner] > 0.0:
                         due[partner] = True
                         pending += 1
             end[i] = again
@@ -121,29 +131,39 @@ def _chain_time(q: int, m: int, units: np.ndarray, late: np.ndarray, latency: fl
     ``units`` elements (blocks ``0 .. q-1``'s, in order), ``late`` as :func:`_round`:
     each message starts once both its ranks are through the round before, carries its
     elements at ``seconds_per_element`` alone and half that rate while a partner is in
-    flight (:func:`_settled`), its sender is through ``latency`` after it, its receiver
-    ``reduce_per_element`` a element after that (an empty segment: a message of none)."""
+    flight (:func:`_settled`: only those that carry something, most of a chain's
+    messages empty where its blocks are of a few elements), its sender is through
+    ``latency`` after it, its receiver ``reduce_per_element`` a element after that (an
+    empty segment: a message of none)."""
     clock = np.zeros(q)
-    latest = np.empty(q)
     sender, receiver = np.empty(2 * q, np.int64), np.empty(2 * q, np.int64)
-    elements = np.empty(2 * q, np.int64)
+    elements, carried = np.empty(2 * q, np.int64), np.empty(2 * q, np.int64)
     right, left = np.empty(q, np.int64), np.empty(q, np.int64)
     start, work, end = np.empty(2 * q), np.empty(2 * q), np.empty(2 * q)
     due = np.zeros(2 * q, np.bool_)
     for k in range((q - 1) * m + 1):
         count = _round(q, k, m, units, late, sender, receiver, elements, right, left)
+        n = 0
         for i in range(count):
             start[i] = max(clock[sender[i]], clock[receiver[i]])
             work[i] = elements[i] * seconds_per_element
             end[i] = start[i] + 2.0 * work[i]
-        _settled(count, q, sender, receiver, right, left, start, work, end, due)
-        latest[:] = -np.inf
+            if work[i] > 0.0:
+                carried[n] = i
+                n += 1
+        _settled(carried, n, q, sender, receiver, right, left, start, work, end, due)
+        # a rank's messages start at its clock at the least: the last one's end is its
+        # clock's, a rank without any keeps its own
         for i in range(count):
             sent = start[i] + max(work[i], end[i] - start[i]) + latency
-            latest[sender[i]] = max(latest[sender[i]], sent)
-            latest[receiver[i]] = max(latest[receiver[i]],
-                                      sent + reduce_per_element * elements[i])
-        for r in range(q):
-            if latest[r] > -np.inf:
-                clock[r] = latest[r]
+            _through(clock, sender[i], receiver[i], sent, reduce_per_element * elements[i])
     return clock.max()
+
+
+@njit(cache=True)
+def _through(clock: np.ndarray, sender: int, receiver: int, sent: float,
+             reduced: float) -> None:
+    """A message's ranks' ``clock`` moved to its sender's end ``sent`` and its
+    receiver's, ``reduced`` after that (each the later of its own and that)."""
+    clock[sender] = max(clock[sender], sent)
+    clock[receiver] = max(clock[receiver], sent + reduced)

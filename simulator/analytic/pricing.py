@@ -23,8 +23,9 @@ from ..gpu import link_figures
 from .arrays import _ceil_div
 from .cache import _cached
 from .sample import SAMPLE_ALL_RANKS, Groups, Orders, _link_classes
-from .budgets import (CHAIN_EDGE, CHAIN_RATIO, EXCHANGE_TOTAL, FAR_GROUP_RANKS, NEAR_PARTS,
-                      WHOLE_CHAIN_RANKS, WHOLE_TOTAL, _extended, _fine)
+from .budgets import (CHAIN_EDGE, CHAIN_RATIO, EXCHANGE_TOTAL, FAR_GROUP_RANKS,
+                      FULL_CHAIN_RANKS, NEAR_PARTS, WHOLE_CHAIN_RANKS, WHOLE_TOTAL, _extended,
+                      _fine)
 from .exchange import _exchange_rounds, _exchange_time
 from .flow import _Flow
 from .described import _described, _window_parts
@@ -205,9 +206,10 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     (budgets raised: 0.3-2.3 CPU s a price on 256-512 ranks, growing with their
     square), so one channel's chain on ports of at most
     :data:`~.budgets.WHOLE_CHAIN_RANKS` ranks is played whole at the counts whose
-    blocks are cut into uneven segments (:func:`_played_whole`, compiled: 16 ms a count
-    at 256 ranks and 8 segments).  AllGather within 1.1e-13 at 180 cases (the front was
-    up to +3.8e-4)."""
+    blocks are cut into uneven segments (:func:`_played_whole`, compiled: 20 ms a count
+    at 256 ranks and 8 segments), up to :data:`~.budgets.FULL_CHAIN_RANKS` at those
+    whose every segment holds an element (the 301 ranks' now exact; the 512 ranks'
+    +1.5e-5).  AllGather within 1.1e-13 at 180 cases (the front was up to +3.8e-4)."""
     q = len(orders[0])
     whole, larger = np.divmod(counts, q)
     played = _played_whole(collective, algorithm, topology, terms, orders, counts, ds,
@@ -240,11 +242,12 @@ def _played_whole(collective: str, algorithm: str, topology: Any,
     """A chain's ReduceScatter on one channel over ports (:func:`_ports`) of at most
     :data:`WHOLE_CHAIN_RANKS` ranks played whole (:func:`.chain_play._chain_time`) at
     the ``counts`` (elements of the vector) whose blocks are cut into uneven segments
-    (:func:`_cut_unevenly`), under each of ``terms``: the times (terms x counts, NaN at
-    the others) and where they are; None where it is not such a chain."""
+    (:func:`_cut_unevenly`), of at most :data:`FULL_CHAIN_RANKS` at those whose every
+    segment holds an element too, under each of ``terms``: the times (terms x counts,
+    NaN at the others) and where they are; None where it is not such a chain."""
     q = len(orders[0])
     if collective != "reduce_scatter" or algorithm != "pipeline" or len(orders) != 1 \
-            or q > WHOLE_CHAIN_RANKS:
+            or q > FULL_CHAIN_RANKS:
         return None
     ports = _ports(topology, tuple(orders[0]))
     figures = None if ports is None else _port_figures(terms, ports)
@@ -252,6 +255,8 @@ def _played_whole(collective: str, algorithm: str, topology: Any,
         return None
     segments = int(dict(params)["segments"])
     uneven = _cut_unevenly(q, counts, segments)
+    if q > WHOLE_CHAIN_RANKS:  # few such counts a table: blocks of an element a segment
+        uneven &= counts // q >= segments
     if not uneven.any():
         return None
     from .chain_play import _chain_time  # Numba, imported where such a chain is played
