@@ -262,8 +262,9 @@ class _Pool:
     pairs met (pairs new for every rank, kept, would hold hundreds of MB)."""
 
     def __init__(self) -> None:
-        self.buffer = np.empty(1 << 16, dtype=np.int64)
-        self.size = 0
+        # grown in place (realloc: a large one moves its pages, not its bytes; a NumPy
+        # array doubled and copied took 0.2-0.8 s of 16 million lengths)
+        self.buffer = array("q")
         self.seen: dict[tuple[int, int], tuple[Any, Any, int]] = {}  # ids -> (kept alive, offset)
 
     def offset(self, starts: Any, stops: Any, n: int) -> int:
@@ -273,22 +274,19 @@ class _Pool:
         if starts.__class__ is Window is stops.__class__ and starts.start == stops.start:
             return self.offset(starts.base, stops.base,
                                min(len(starts.base), len(stops.base))) + starts.start
+        offset = len(self.buffer)
         if n == 1:  # one entry (a placement cuts lanes into a million such): no NumPy call
-            a, b = starts[0], stops[0]
-            offset = self._grow(1)
-            self.buffer[offset] = _length(a, b)
+            self.buffer.append(_length(starts[0], stops[0]))
             return offset
         key = (id(starts), id(stops))
         known = self.seen.get(key)
         if known is not None:
             return known[2]
-        offset = self._grow(n)
-        out = self.buffer[offset:self.size]
         try:
-            np.subtract(np.fromiter(stops, dtype=np.int64, count=n),
-                        np.fromiter(starts, dtype=np.int64, count=n), out=out)
+            self.put(np.fromiter(stops, dtype=np.int64, count=n)
+                     - np.fromiter(starts, dtype=np.int64, count=n))
         except TypeError:  # a None
-            out[:] = list(map(_length, starts, stops))
+            self.buffer.extend(map(_length, starts, stops))
         if len(self.seen) >= _RECALLED:
             self.seen.clear()
         self.seen[key] = (starts, stops, offset)
@@ -296,21 +294,12 @@ class _Pool:
 
     def put(self, lengths: np.ndarray) -> int:
         """Store ``lengths`` at the pool's end; return where they start."""
-        offset = self._grow(len(lengths))
-        self.buffer[offset:self.size] = lengths
-        return offset
-
-    def _grow(self, n: int) -> int:
-        """Take ``n`` more places at the pool's end; return where they start."""
-        offset, self.size = self.size, self.size + n
-        if self.size > len(self.buffer):
-            grown = np.empty(max(2 * len(self.buffer), self.size), dtype=np.int64)
-            grown[:offset] = self.buffer[:offset]
-            self.buffer = grown
+        offset = len(self.buffer)
+        self.buffer.frombytes(np.ascontiguousarray(lengths, dtype=np.int64).data.cast("B"))
         return offset
 
     def array(self) -> np.ndarray:
-        return self.buffer[:self.size]
+        return np.frombuffer(self.buffer, dtype=np.int64)
 
 
 def _lane_kind(lane: Any) -> int:
