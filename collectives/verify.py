@@ -173,11 +173,12 @@ class StepCheck:
         self.peers_known = True
 
     def read(self, rank: int, columns: LaneColumns | None = None,
-             steps: Sequence[Step] | None = None) -> None:
-        """Check ``rank``'s steps, read from ``columns`` or ``steps`` where the reader read
-        them (``schedule.lane_columns(rank)``, ``schedule.steps(rank)``), else from the
+             lanes: Sequence[Any] | None = None, steps: Sequence[Step] | None = None) -> None:
+        """Check ``rank``'s steps, read from ``columns``, ``lanes`` or ``steps`` where the
+        reader read them (:func:`collectives.verify_arrays.rank_ops`), else from the
         schedule; note whether each of its sends and receives names another rank."""
-        ops = _checked_rank(self.schedule, rank, self.arrays, self.values, columns, steps)
+        ops = _checked_rank(self.schedule, rank, self.arrays, self.values, columns, lanes,
+                            steps)
         if self.peers_known:
             self.peers_known = self.arrays.peers_known(ops, rank, self.schedule.nranks)
 
@@ -254,12 +255,12 @@ def _read_ends(schedule: Schedule, arrays: ModuleType) -> _Ends:
 
 
 def _checked_rank(schedule: Schedule, rank: int, arrays: ModuleType, values: Any,
-                  columns: LaneColumns | None = None,
+                  columns: LaneColumns | None = None, lanes: Sequence[Any] | None = None,
                   steps: Sequence[Step] | None = None) -> Any:
     """Read ``rank``'s operations (:func:`collectives.verify_arrays.rank_ops`, from
-    ``columns`` or ``steps`` where given) and run the step checks on them; raise the
-    first one's error, step by step."""
-    ops = arrays.rank_ops(schedule, rank, values, columns, steps)
+    ``columns``, ``lanes`` or ``steps`` where given) and run the step checks on them;
+    raise the first one's error, step by step."""
+    ops = arrays.rank_ops(schedule, rank, values, columns, lanes, steps)
     if arrays.first_faulty_step(*ops, schedule.elements) >= 0:
         for index, step in enumerate(schedule.steps(rank) if steps is None else steps):
             _check_step(rank, index, step, schedule.elements)

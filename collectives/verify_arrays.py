@@ -256,7 +256,7 @@ def _from_steps(steps: Sequence[Step]) -> RankOps:
 
 
 def rank_ops(schedule: Schedule, rank: int, values: Values,
-             columns: LaneColumns | None = None,
+             columns: LaneColumns | None = None, lanes: Sequence[Any] | None = None,
              steps: Sequence[Step] | None = None) -> RankOps:
     """Return the operations of ``rank`` as columns.
 
@@ -268,10 +268,10 @@ def rank_ops(schedule: Schedule, rank: int, values: Values,
         A rank in ``0..nranks-1``.
     values : Values
         The converter of lanes' starts and stops, shared by every rank of the schedule.
-    columns : LaneColumns, optional
-        ``schedule.lane_columns(rank)`` where the caller read it already (not read again).
-    steps : sequence of Step, optional
-        ``schedule.steps(rank)`` where the caller read them already.
+    columns, lanes, steps : optional
+        What the caller read of the rank already, not read again:
+        ``schedule.lane_columns(rank)``; or, where that is None, ``schedule.lanes(rank)``
+        or ``schedule.steps(rank)``.
 
     Returns
     -------
@@ -279,7 +279,8 @@ def rank_ops(schedule: Schedule, rank: int, values: Values,
         Read from the rank's lanes when the schedule has lanes of sends and receives,
         otherwise from its steps.
     """
-    if schedule.lane_columns is not None and schedule.lane_starts is not None:
+    if schedule.lane_columns is not None and schedule.lane_starts is not None \
+            and lanes is None and steps is None:
         if columns is None:
             columns = schedule.lane_columns(rank)
         starts = None if columns is None else schedule.lane_starts(rank)
@@ -287,7 +288,7 @@ def rank_ops(schedule: Schedule, rank: int, values: Values,
         if read is not None:
             return read
     if schedule.lanes is not None and steps is None:
-        read = _from_lanes(schedule.lanes(rank), values)
+        read = _from_lanes(schedule.lanes(rank) if lanes is None else lanes, values)
         if read is not None:
             return read
     return _from_steps(schedule.steps(rank) if steps is None else steps)

@@ -381,8 +381,8 @@ def _extend_rows(table: array, lanes: Any, pool: _Pool) -> None:
 def _lane_ends(schedule: Schedule, check: StepCheck | None = None) -> tuple[np.ndarray, ...]:
     """What :func:`_ends` returns, read from the schedule's lanes: the operations are
     never built (:func:`collectives.rounds.merge_lanes` is replayed in :func:`_merge`).
-    ``check``, as :func:`_ends`'s, reads a rank's lanes as columns where they are read
-    here, and finishes before the lanes are merged."""
+    ``check``, as :func:`_ends`'s, reads a rank's lanes (as columns where they are read
+    so here) as they are read here, and finishes before the lanes are merged."""
     lanes_of, columns_of = schedule.lanes, schedule.lane_columns
     assert lanes_of is not None, "only a schedule with lanes is read as lanes"
     pool = _Pool()
@@ -393,13 +393,15 @@ def _lane_ends(schedule: Schedule, check: StepCheck | None = None) -> tuple[np.n
     for rank in range(schedule.nranks):
         columns = None if columns_of is None else columns_of(rank)
         rows: np.ndarray | None
-        if check is not None:
-            check.read(rank, columns)
         if columns is not None:
+            if check is not None:
+                check.read(rank, columns)
             lanes_per_rank.append(len(columns.entries))
             rows = _column_rows(columns, pool)
         else:
             lanes = lanes_of(rank)
+            if check is not None:
+                check.read(rank, lanes=lanes)
             lanes_per_rank.append(len(lanes))
             rows = _short_rows(lanes, pool)
             if rows is None:
