@@ -8,6 +8,10 @@ an error is worded from the operations at fault, as the checks on operation obje
 :data:`OBJECTS_UP_TO_RANKS` ranks are checked on their operation objects instead: at that
 size they take well under a second, and the compiled loops' first compile on a fresh
 install (seconds) is paid only where it saves far more.
+A reader that reads every rank anyway, matches the messages and plays the steps (the
+simulator's compiled engine) shares the work (:func:`verify_while_read`): the steps are
+checked on its reading, and its matching and play stand for the checks of matching and
+progress.
 """
 
 from __future__ import annotations

@@ -640,9 +640,12 @@ def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,
         and channels, and every time is delayed by the call's fixed cost.  Must be None
         on a topology without a GPU model.
     verify : bool, optional
-        Check the schedule first (:func:`collectives.verify`), as every executor's
-        schedule is; default True.  False plays it as it is (what a schedule that
-        :func:`collectives.build_schedule` made, and the tests verify, can skip).
+        Check the schedule (:func:`collectives.verify`: the same verdict and error), as
+        every executor's schedule is; default True.  On the compiled engine the check
+        shares the engine's reading of every rank and its matching
+        (:func:`collectives.verify.verify_while_read`).  False plays the schedule as it
+        is (what a schedule that :func:`collectives.build_schedule` made, and the tests
+        verify, can skip).
 
     Returns
     -------
