@@ -251,6 +251,28 @@ def _placed_starts(lanes: _Entries, placement: Placement) -> np.ndarray:
     return starts
 
 
+def _placed_pieces(lanes: _Entries, placement: Placement) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_placed_starts` as the placement's pieces (-1 for a gap) and offsets in
+    them (:meth:`Placement.range_pieces`, for a placement that gives its ranges so): what
+    every placement of the same piece lengths shares."""
+    cuts = np.zeros(int(lanes.counts.sum()), dtype=np.int64)
+    cuts[lanes.filled], pieces, offsets = placement.range_pieces(lanes.starts, lanes.stops)
+    _, _, there, at = _cut_entries(lanes.counts, cuts)
+    piece = np.full(len(there), -1, dtype=np.int64)
+    offset = np.zeros(len(there), dtype=np.int64)
+    piece[there], offset[there] = pieces[at], offsets[at]
+    return piece, offset
+
+
+def _starts_of_pieces(pieces: tuple[np.ndarray, np.ndarray], placement: Placement
+                      ) -> np.ndarray:
+    """The real starts of :func:`_placed_pieces`' ``pieces`` on ``placement``."""
+    piece, offset = pieces
+    starts = placement.piece_starts(piece) + offset
+    starts[piece < 0] = GAP
+    return starts
+
+
 def _cut_entries(counts: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, ...]:
     """Lanes of ``counts`` entries whose entries map to ``cuts`` real ranges each (0: a
     gap), cut as :func:`_placed_columns` cuts them: per cut lane, the lane it is cut from
@@ -392,6 +414,7 @@ class _Columns:
         self.ranks = {id(part): np.array(part.ranks, dtype=np.int64) for part in parts}
         self.recalled: dict[tuple[int, int], _Entries] = {}
         self.recalled_cut: dict[tuple[int, int], LaneColumns] = {}
+        self.recalled_pieces: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     def cut(self, part: Part, v: int) -> LaneColumns:
         """:func:`_placed_columns` of ``part``'s rank ``v``, with virtual peers."""
@@ -439,13 +462,25 @@ class _Columns:
     def starts(self, rank: int) -> np.ndarray | None:
         """The real starts of the entries of ``self(rank)``, in the order of its lengths
         (:data:`~collectives.rounds.GAP` for a gap), or None where that is None: made
-        anew, not kept (they differ from channel to channel where the lengths do not)."""
+        anew, not kept (they differ from channel to channel where the lengths do not),
+        from what is kept of each part's rank (:meth:`placed_starts`)."""
         phases = self.placed(rank)
         if phases is None:
             return None
         return np.concatenate([np.zeros(0, dtype=np.int64)]
-                              + [_placed_starts(self.entries(part, v), part.placement)
+                              + [self.placed_starts(part, v)
                                  for phase in phases for part, v in phase])
+
+    def placed_starts(self, part: Part, v: int) -> np.ndarray:
+        """:func:`_placed_starts` of ``part``'s rank ``v``, from the pieces that every
+        placement of its layout shares (recalled as :meth:`cut` is) where the placement
+        gives its ranges by pieces."""
+        placement = part.placement
+        if not placement.by_pieces:
+            return _placed_starts(self.entries(part, v), placement)
+        pieces = _recall(self.recalled_pieces, (self.layout[id(part)], v),
+                         lambda: _placed_pieces(self.entries(part, v), placement))
+        return _starts_of_pieces(pieces, placement)
 
 
 #: the algorithm's lanes of so many (part shape, rank) pairs :class:`_Columns` keeps, and

@@ -168,10 +168,41 @@ class Placement:
         """
         if self._merges or not self.lengths:
             return self._cut(starts, stops, lambda lo, hi: lo)
+        counts, piece, offset = self.range_pieces(starts, stops)
+        return counts, self.piece_starts(piece) + offset
+
+    def range_pieces(self, starts: np.ndarray, stops: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`range_starts` as pieces: the real ranges' starts are
+        ``piece_starts(piece) + offset``; what the placement's piece lengths alone fix
+        (:attr:`range_key`), for a placement whose ranges it gives
+        (:attr:`by_pieces`).
+
+        Returns
+        -------
+        tuple of ndarray of int64
+            Per virtual range, how many real ranges; per real range, range by range, its
+            piece and its offset in the piece.
+
+        Examples
+        --------
+        >>> where = Placement.of([(4, 6), (0, 2)])
+        >>> [a.tolist() for a in where.range_pieces(np.array([1, 0, 3]), np.array([3, 1, 3]))]
+        [[2, 1, 1], [0, 1, 0, 1], [1, 0, 0, 1]]
+        """
         counts, of, piece, _ = self._pieces_of(starts, stops)
         vstarts = self._vstarts_array
-        return counts, (self._rstarts_array[piece]
-                        + np.maximum(starts[of], vstarts[piece]) - vstarts[piece])
+        return counts, piece, np.maximum(starts[of], vstarts[piece]) - vstarts[piece]
+
+    def piece_starts(self, piece: np.ndarray) -> np.ndarray:
+        """The real start of each of ``piece`` (pieces of :meth:`range_pieces`)."""
+        return self._rstarts_array[piece]
+
+    @property
+    def by_pieces(self) -> bool:
+        """Whether :meth:`range_pieces` gives this placement's ranges (its pieces do not
+        merge, and it has some)."""
+        return bool(self.lengths) and not self._merges
 
     def _cut(self, starts: np.ndarray, stops: np.ndarray,
              value: Callable[[int, int], int]) -> tuple[np.ndarray, np.ndarray]:

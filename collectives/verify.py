@@ -8,6 +8,10 @@ an error is worded from the operations at fault, as the checks on operation obje
 :data:`OBJECTS_UP_TO_RANKS` ranks are checked on their operation objects instead: at that
 size they take well under a second, and the compiled loops' first compile on a fresh
 install (seconds) is paid only where it saves far more.
+A reader that reads every rank anyway, matches the messages and plays the steps (the
+simulator's compiled engine) shares the work (:func:`verify_while_read`): the steps are
+checked on its reading, and its matching and play stand for the checks of matching and
+progress.
 """
 
 from __future__ import annotations
@@ -15,16 +19,17 @@ from __future__ import annotations
 from array import array
 from reprlib import repr as brief
 from types import ModuleType
-from typing import NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from .errors import DeadlockError, ScheduleError
 from .progress import completion_order, match
 from .progress import describe as _describe
+from .rounds import LaneColumns
 from .schedule import COLLECTIVES, Copy, Recv, Schedule, Send, Step
 
-__all__ = ["verify", "OBJECTS_UP_TO_RANKS"]
+__all__ = ["verify", "verify_while_read", "StepCheck", "OBJECTS_UP_TO_RANKS"]
 
 #: the typecodes of :mod:`array` of integers of 1, 4 and 8 bytes
 _TYPECODES = {1: "b", 4: "i", 8: "q"}
@@ -106,15 +111,95 @@ def verify(schedule: Schedule) -> None:
     >>> from collectives import build_schedule, verify
     >>> verify(build_schedule("allreduce", "ring", 4, 10))
     """
+    _check_header(schedule)
+    if schedule.nranks <= OBJECTS_UP_TO_RANKS:
+        check_operations(schedule)
+    else:
+        check_arrays(schedule)
+
+
+def verify_while_read(schedule: Schedule) -> StepCheck | None:
+    """:func:`verify` shared with a reader that reads every rank of ``schedule`` anyway,
+    matches its messages and plays its steps (:func:`simulator.flatten.flatten` and the
+    compiled engine).
+
+    Runs :func:`verify`'s first checks; for a schedule that :func:`verify` checks on
+    arrays, returns the :class:`StepCheck` that the reader drives, rank by rank; for a
+    smaller one, runs :func:`verify`'s checks on operations and returns None.  The reader
+    takes on the rest: it must match as :func:`collectives.progress.match` does (the
+    k-th send from ``a`` to ``b`` with the k-th receive at ``b`` from ``a``, of the same
+    length) and play steps as :func:`collectives.progress.completion_order` does (a
+    step completes once each peer has reached its partner's step: a rendezvous); where
+    either fails, it calls :func:`verify`, which raises the error.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule to check.
+
+    Returns
+    -------
+    StepCheck or None
+
+    Raises
+    ------
+    ScheduleError, DeadlockError
+        As :func:`verify` (its first checks, or its checks on operations).
+    """
+    _check_header(schedule)
+    if schedule.nranks <= OBJECTS_UP_TO_RANKS:
+        check_operations(schedule)
+        return None
+    return StepCheck(schedule)
+
+
+class StepCheck:
+    """:func:`verify`'s checks of each rank's steps, a rank at a time, on the operations a
+    reader read already (:func:`verify_while_read`): a rank's lanes as columns, or its
+    steps, read once serve both.
+
+    Call :meth:`read` for every rank in order (it raises the first step check's error,
+    rank by rank, step by step, as :func:`verify` does), then :meth:`finish`.  Nothing
+    is kept per message end: matching and progress are the reader's.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule to check.
+    """
+
+    def __init__(self, schedule: Schedule) -> None:
+        from . import verify_arrays  # imports Numba: only once a schedule is checked
+
+        self.schedule = schedule
+        self.arrays = verify_arrays
+        self.values = verify_arrays.Values()
+        self.peers_known = True
+
+    def read(self, rank: int, columns: LaneColumns | None = None,
+             lanes: Sequence[Any] | None = None, steps: Sequence[Step] | None = None) -> None:
+        """Check ``rank``'s steps, read from ``columns``, ``lanes`` or ``steps`` where the
+        reader read them (:func:`collectives.verify_arrays.rank_ops`), else from the
+        schedule; note whether each of its sends and receives names another rank."""
+        ops = _checked_rank(self.schedule, rank, self.arrays, self.values, columns, lanes,
+                            steps)
+        if self.peers_known:
+            self.peers_known = self.arrays.peers_known(ops, rank, self.schedule.nranks)
+
+    def finish(self) -> None:
+        """Every rank read: raise :func:`verify`'s error for a peer that is not another
+        rank (the first in program order)."""
+        if not self.peers_known:
+            check_arrays(self.schedule)
+
+
+def _check_header(schedule: Schedule) -> None:
+    """:func:`verify`'s first checks: the collective, ranks, count and elements."""
     if schedule.collective not in COLLECTIVES:
         raise ScheduleError(f"collective {brief(schedule.collective)} is not one of {COLLECTIVES}")
     if schedule.nranks < 1 or schedule.count < 0 or schedule.elements < 0:
         raise ScheduleError(f"nranks={schedule.nranks} must be >= 1 and count={schedule.count} "
                             f"and elements={schedule.elements} >= 0")
-    if schedule.nranks <= OBJECTS_UP_TO_RANKS:
-        check_operations(schedule)
-    else:
-        check_arrays(schedule)
 
 
 def check_operations(schedule: Schedule) -> None:
@@ -158,10 +243,7 @@ def _read_ends(schedule: Schedule, arrays: ModuleType) -> _Ends:
     end_ptr = array("q", [0])
     read: list[tuple[array, np.dtype]] = []
     for rank in range(schedule.nranks):
-        ops = arrays.rank_ops(schedule, rank, values)
-        if arrays.first_faulty_step(*ops, schedule.elements) >= 0:
-            for index, step in enumerate(schedule.steps(rank)):
-                _check_step(rank, index, step, schedule.elements)
+        ops = _checked_rank(schedule, rank, arrays, values)
         steps_per_rank[rank] = len(ops.step_ptr) - 1
         per_step, *ends = arrays.ends_of(ops, schedule.nranks, schedule.elements)
         offsets = np.cumsum(per_step, dtype=np.int64)
@@ -174,6 +256,19 @@ def _read_ends(schedule: Schedule, arrays: ModuleType) -> _Ends:
     is_send, peer, length = (np.frombuffer(grown, dtype=dtype) for grown, dtype in read)
     return _Ends(_offsets(steps_per_rank), np.frombuffer(end_ptr, dtype=np.int64), is_send,
                  peer, length)
+
+
+def _checked_rank(schedule: Schedule, rank: int, arrays: ModuleType, values: Any,
+                  columns: LaneColumns | None = None, lanes: Sequence[Any] | None = None,
+                  steps: Sequence[Step] | None = None) -> Any:
+    """Read ``rank``'s operations (:func:`collectives.verify_arrays.rank_ops`, from
+    ``columns``, ``lanes`` or ``steps`` where given) and run the step checks on them;
+    raise the first one's error, step by step."""
+    ops = arrays.rank_ops(schedule, rank, values, columns, lanes, steps)
+    if arrays.first_faulty_step(*ops, schedule.elements) >= 0:
+        for index, step in enumerate(schedule.steps(rank) if steps is None else steps):
+            _check_step(rank, index, step, schedule.elements)
+    return ops
 
 
 def _op(schedule: Schedule, ends: _Ends, end: int) -> tuple[int, int, Send | Recv]:

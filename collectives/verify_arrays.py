@@ -22,16 +22,16 @@ from __future__ import annotations
 from array import array
 from functools import lru_cache
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 from numba import njit
 
 from .rounds import GAP, LaneColumns, Window, short_columns
-from .schedule import Recv, Schedule, Send, new_recv, new_send
+from .schedule import Recv, Schedule, Send, Step, new_recv, new_send
 
 __all__ = ["RankOps", "Values", "Matched", "rank_ops", "first_faulty_step", "ends_of",
-           "bad_peer", "match", "progress"]
+           "peers_known", "bad_peer", "match", "progress"]
 
 SEND, RECV, COPY = 0, 1, 2  # kinds
 REDUCE, SWAP = 1, 2  # flag bits of a receive
@@ -228,12 +228,12 @@ def _merge(table, first, start, stop, base, top, gap):
             stops[:nops])
 
 
-def _from_steps(schedule: Schedule, rank: int) -> RankOps:
+def _from_steps(steps: Sequence[Step]) -> RankOps:
     """A rank's columns from its steps."""
     ops_per_step = array("q", [0])
     kinds, flags = array("b"), array("b")
     peers, starts, stops = array("q"), array("q"), array("q")
-    for step in schedule.steps(rank):
+    for step in steps:
         for op in step.ops:
             if isinstance(op, Recv):
                 kinds.append(RECV)
@@ -255,7 +255,9 @@ def _from_steps(schedule: Schedule, rank: int) -> RankOps:
         (starts, np.int64), (stops, np.int64))))
 
 
-def rank_ops(schedule: Schedule, rank: int, values: Values) -> RankOps:
+def rank_ops(schedule: Schedule, rank: int, values: Values,
+             columns: LaneColumns | None = None, lanes: Sequence[Any] | None = None,
+             steps: Sequence[Step] | None = None) -> RankOps:
     """Return the operations of ``rank`` as columns.
 
     Parameters
@@ -266,6 +268,10 @@ def rank_ops(schedule: Schedule, rank: int, values: Values) -> RankOps:
         A rank in ``0..nranks-1``.
     values : Values
         The converter of lanes' starts and stops, shared by every rank of the schedule.
+    columns, lanes, steps : optional
+        What the caller read of the rank already, not read again:
+        ``schedule.lane_columns(rank)``; or, where that is None, ``schedule.lanes(rank)``
+        or ``schedule.steps(rank)``.
 
     Returns
     -------
@@ -273,16 +279,19 @@ def rank_ops(schedule: Schedule, rank: int, values: Values) -> RankOps:
         Read from the rank's lanes when the schedule has lanes of sends and receives,
         otherwise from its steps.
     """
-    if schedule.lane_columns is not None and schedule.lane_starts is not None:
-        columns, starts = schedule.lane_columns(rank), schedule.lane_starts(rank)
-        read = None if columns is None or starts is None else _from_columns(columns, starts)
+    if schedule.lane_columns is not None and schedule.lane_starts is not None \
+            and lanes is None and steps is None:
+        if columns is None:
+            columns = schedule.lane_columns(rank)
+        starts = None if columns is None else schedule.lane_starts(rank)
+        read = None if starts is None else _from_columns(columns, starts)
         if read is not None:
             return read
-    if schedule.lanes is not None:
-        read = _from_lanes(schedule.lanes(rank), values)
+    if schedule.lanes is not None and steps is None:
+        read = _from_lanes(schedule.lanes(rank) if lanes is None else lanes, values)
         if read is not None:
             return read
-    return _from_steps(schedule, rank)
+    return _from_steps(schedule.steps(rank) if steps is None else steps)
 
 
 @njit(cache=True)
@@ -373,6 +382,27 @@ def ends_of(ops: RankOps, nranks: int, elements: int) -> tuple[np.ndarray, ...]:
         np.empty(n, dtype=np.int32), np.empty(n, dtype=_index_dtype(elements)))
     _ends(ops.step_ptr, ops.kind, ops.peer, ops.start, ops.stop, nranks, *ends)
     return ends
+
+
+def peers_known(ops: RankOps, rank: int, nranks: int) -> bool:
+    """Return whether every send and receive of ``rank``'s columns names another rank of
+    the ``nranks`` (what :func:`bad_peer` finds over every rank's ends).
+
+    Parameters
+    ----------
+    ops : RankOps
+        The rank's columns.
+    rank : int
+        The rank.
+    nranks : int
+        The ranks of the schedule.
+
+    Returns
+    -------
+    bool
+    """
+    peers = ops.peer[ops.kind != COPY]
+    return not np.any((peers < 0) | (peers >= nranks) | (peers == rank))
 
 
 def _index_dtype(most: int) -> type:

@@ -67,6 +67,7 @@ from collectives.errors import DeadlockError, ScheduleError
 from collectives.gcpause import gc_paused
 from collectives.progress import completion_order, match
 from collectives.schedule import Recv, Schedule, Send
+from collectives.verify import StepCheck, verify_while_read
 from collectives.verify import verify as check_schedule
 
 from .gpu import gpu_terms, hidden_latency, route_shares
@@ -539,15 +540,16 @@ def _check(schedule: Schedule, topology: Any, dtype_size: Any, gamma: Any, engin
 
 
 def _compiled(schedule: Schedule, topology: Any, dtype_size: int, gamma: float,
-              trace: bool) -> SimulationResult | None:
-    """Run :mod:`simulator.compiled`; None when the schedule cannot complete (the event
+              trace: bool, check: StepCheck | None = None) -> SimulationResult | None:
+    """Run :mod:`simulator.compiled`, the schedule checked by ``check`` as it is read
+    (:func:`simulator.flatten.flatten`); None when the schedule cannot complete (the event
     engine then raises the precise error)."""
     from .compiled import run_compiled
     from .flatten import flatten
     from .jit import prepare
 
     prepare()  # the first time after an install: compiles, and says so on stderr
-    flat = flatten(schedule, topology, dtype_size)
+    flat = flatten(schedule, topology, dtype_size, check=check)
     if flat is None:
         return None
     overhead = float(getattr(topology, "overhead_s_per_message", 0.0))
@@ -638,9 +640,12 @@ def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,
         and channels, and every time is delayed by the call's fixed cost.  Must be None
         on a topology without a GPU model.
     verify : bool, optional
-        Check the schedule first (:func:`collectives.verify`), as every executor's
-        schedule is; default True.  False plays it as it is (what a schedule that
-        :func:`collectives.build_schedule` made, and the tests verify, can skip).
+        Check the schedule (:func:`collectives.verify`: the same verdict and error), as
+        every executor's schedule is; default True.  On the compiled engine the check
+        shares the engine's reading of every rank and its matching
+        (:func:`collectives.verify.verify_while_read`).  False plays the schedule as it
+        is (what a schedule that :func:`collectives.build_schedule` made, and the tests
+        verify, can skip).
 
     Returns
     -------
@@ -677,26 +682,37 @@ def simulate(schedule: Schedule, topology: Topology, dtype_size: int = 4,
     if not hasattr(topology, "placement") or not hasattr(topology, "gamma_s_per_byte"):
         raise TypeError(f"topology={brief(topology)} is not allowed; pass a topology.Topology "
                         f"(e.g. topology.flat(4), topology.dgx_h100())")
-    if verify:
-        check_schedule(schedule)
-    topology, call_s = gpu_terms(topology, protocol, schedule.algorithm,
-                                 dict(schedule.params).get("channels", 1))
-    gamma = _check(schedule, topology, dtype_size, gamma, engine)
-    result = _play(schedule, topology, dtype_size, gamma, trace, engine)
+    try:
+        topology, call_s = gpu_terms(topology, protocol, schedule.algorithm,
+                                     dict(schedule.params).get("channels", 1))
+        gamma = _check(schedule, topology, dtype_size, gamma, engine)
+    except ValueError:
+        if verify:  # the schedule's error first
+            check_schedule(schedule)
+        raise
+    result = _play(schedule, topology, dtype_size, gamma, trace, engine, verify)
     return _delayed(result, call_s) if call_s else result
 
 
 def _play(schedule: Schedule, topology: Any, dtype_size: int, gamma: float, trace: bool,
-          engine: str) -> SimulationResult:
-    """Run the chosen engine (see :func:`simulate`)."""
+          engine: str, verify: bool) -> SimulationResult:
+    """Check the schedule if ``verify`` and run the chosen engine (see :func:`simulate`).
+    For the compiled engine the check shares its work
+    (:func:`collectives.verify.verify_while_read`): each rank's steps are checked on the
+    engine's reading of them, and its matching and its play (a rendezvous per message)
+    stand for the check's; where the engine gives up (unmatched messages, a deadlock),
+    :func:`collectives.verify` runs on its own and raises the error."""
     with gc_paused():  # millions of short-lived flows and events: no cycles, nothing to collect
         if engine == "auto":
             engine = "compiled" if _has_operations(schedule, COMPILED_FROM_OPERATIONS) \
                 else "events"
         if engine == "compiled":
-            result = _compiled(schedule, topology, dtype_size, gamma, trace)
+            check = verify_while_read(schedule) if verify else None
+            result = _compiled(schedule, topology, dtype_size, gamma, trace, check)
             if result is not None:
                 return result
+        if verify:
+            check_schedule(schedule)
         return _Engine(schedule, topology, dtype_size, gamma, trace).run()
 
 

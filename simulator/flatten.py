@@ -29,6 +29,8 @@ from topology.model import Topology
 
 from collectives.rounds import GAP, LaneColumns, Window, short_columns
 from collectives.schedule import Recv, Schedule, Send, new_recv, new_send
+from collectives.errors import ScheduleError
+from collectives.verify import StepCheck
 
 from .gpu import route_shares
 from .jit import empty, larger, njit_once, smaller, zeros
@@ -105,7 +107,7 @@ def _steps_dtype(p: int) -> type:
     return np.int32 if 2 * p * p <= _INT32.max else np.int64
 
 
-def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
+def _ends(schedule: Schedule, check: StepCheck | None = None) -> tuple[np.ndarray, ...]:
     """Each rank's first step, the schedule's steps laid out for the engine
     (:attr:`FlatSchedule.steps`, each end's code ``2 * key + side`` naming its ordered
     pair, ``key = src * p + dst``; a rank's k-th step in round k, :func:`_interleave`),
@@ -114,6 +116,8 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     Kinds: 0 send, 1 receive, 2 receive that reduces, as int8; lengths as int32 where
     they fit (:func:`_narrowed`; less memory to hold and touch).  Read rank by rank into
     :mod:`array` buffers; raises ValueError for a peer that is not one of the ranks.
+    ``check``, if given, reads each rank's steps as they are read here, and finishes
+    once every rank is read (:class:`collectives.verify.StepCheck`).
     """
     p = schedule.nranks
     steps_per_rank, heads = array("q"), array("q")
@@ -122,7 +126,10 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
     entry, kind, length = steps.append, kinds.append, lengths.append
     for rank in range(p):
         first = len(heads)
-        for step in schedule.steps(rank):
+        rank_steps = schedule.steps(rank)
+        if check is not None:
+            check.read(rank, steps=rank_steps)
+        for step in rank_steps:
             head = len(steps)
             entry(0)
             for op in step.ops:
@@ -142,6 +149,8 @@ def _ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
             else:  # no message end: nothing to wait for
                 steps.pop()
         steps_per_rank.append(len(heads) - first)
+    if check is not None:
+        check.finish()
     counts, by_rank, kinds_read, lengths_read, at = (
         np.frombuffer(buffer, dtype=_DTYPES[buffer.typecode])
         for buffer in (steps_per_rank, steps, kinds, lengths, heads))
@@ -253,8 +262,9 @@ class _Pool:
     pairs met (pairs new for every rank, kept, would hold hundreds of MB)."""
 
     def __init__(self) -> None:
-        self.buffer = np.empty(1 << 16, dtype=np.int64)
-        self.size = 0
+        # grown in place (realloc: a large one moves its pages, not its bytes; a NumPy
+        # array doubled and copied took 0.2-0.8 s of 16 million lengths)
+        self.buffer = array("q")
         self.seen: dict[tuple[int, int], tuple[Any, Any, int]] = {}  # ids -> (kept alive, offset)
 
     def offset(self, starts: Any, stops: Any, n: int) -> int:
@@ -264,22 +274,19 @@ class _Pool:
         if starts.__class__ is Window is stops.__class__ and starts.start == stops.start:
             return self.offset(starts.base, stops.base,
                                min(len(starts.base), len(stops.base))) + starts.start
+        offset = len(self.buffer)
         if n == 1:  # one entry (a placement cuts lanes into a million such): no NumPy call
-            a, b = starts[0], stops[0]
-            offset = self._grow(1)
-            self.buffer[offset] = _length(a, b)
+            self.buffer.append(_length(starts[0], stops[0]))
             return offset
         key = (id(starts), id(stops))
         known = self.seen.get(key)
         if known is not None:
             return known[2]
-        offset = self._grow(n)
-        out = self.buffer[offset:self.size]
         try:
-            np.subtract(np.fromiter(stops, dtype=np.int64, count=n),
-                        np.fromiter(starts, dtype=np.int64, count=n), out=out)
+            self.put(np.fromiter(stops, dtype=np.int64, count=n)
+                     - np.fromiter(starts, dtype=np.int64, count=n))
         except TypeError:  # a None
-            out[:] = list(map(_length, starts, stops))
+            self.buffer.extend(map(_length, starts, stops))
         if len(self.seen) >= _RECALLED:
             self.seen.clear()
         self.seen[key] = (starts, stops, offset)
@@ -287,21 +294,12 @@ class _Pool:
 
     def put(self, lengths: np.ndarray) -> int:
         """Store ``lengths`` at the pool's end; return where they start."""
-        offset = self._grow(len(lengths))
-        self.buffer[offset:self.size] = lengths
-        return offset
-
-    def _grow(self, n: int) -> int:
-        """Take ``n`` more places at the pool's end; return where they start."""
-        offset, self.size = self.size, self.size + n
-        if self.size > len(self.buffer):
-            grown = np.empty(max(2 * len(self.buffer), self.size), dtype=np.int64)
-            grown[:offset] = self.buffer[:offset]
-            self.buffer = grown
+        offset = len(self.buffer)
+        self.buffer.frombytes(np.ascontiguousarray(lengths, dtype=np.int64).data.cast("B"))
         return offset
 
     def array(self) -> np.ndarray:
-        return self.buffer[:self.size]
+        return np.frombuffer(self.buffer, dtype=np.int64)
 
 
 def _lane_kind(lane: Any) -> int:
@@ -380,9 +378,11 @@ def _extend_rows(table: array, lanes: Any, pool: _Pool) -> None:
                       pool.offset(starts, stops, n), n))
 
 
-def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
+def _lane_ends(schedule: Schedule, check: StepCheck | None = None) -> tuple[np.ndarray, ...]:
     """What :func:`_ends` returns, read from the schedule's lanes: the operations are
-    never built (:func:`collectives.rounds.merge_lanes` is replayed in :func:`_merge`)."""
+    never built (:func:`collectives.rounds.merge_lanes` is replayed in :func:`_merge`).
+    ``check``, as :func:`_ends`'s, reads a rank's lanes (as columns where they are read
+    so here) as they are read here, and finishes before the lanes are merged."""
     lanes_of, columns_of = schedule.lanes, schedule.lane_columns
     assert lanes_of is not None, "only a schedule with lanes is read as lanes"
     pool = _Pool()
@@ -394,16 +394,22 @@ def _lane_ends(schedule: Schedule) -> tuple[np.ndarray, ...]:
         columns = None if columns_of is None else columns_of(rank)
         rows: np.ndarray | None
         if columns is not None:
+            if check is not None:
+                check.read(rank, columns)
             lanes_per_rank.append(len(columns.entries))
             rows = _column_rows(columns, pool)
         else:
             lanes = lanes_of(rank)
+            if check is not None:
+                check.read(rank, lanes=lanes)
             lanes_per_rank.append(len(lanes))
             rows = _short_rows(lanes, pool)
             if rows is None:
                 _extend_rows(table, lanes, pool)
                 continue
         table.frombytes(rows.data.cast("B"))  # without a copy of its own
+    if check is not None:
+        check.finish()
     read = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
     p = schedule.nranks
     lengths = pool.array()
@@ -653,7 +659,8 @@ def _pair_messages(steps, kind, length, dense, npairs, dtype_size, message, rout
 
 
 def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
-            dense_pairs: int = _DENSE_PAIRS) -> FlatSchedule | None:
+            dense_pairs: int = _DENSE_PAIRS,
+            check: StepCheck | None = None) -> FlatSchedule | None:
     """Return ``schedule`` on ``topology`` as arrays, or None when its messages do not
     match (a send without its receive, two ends of different lengths, a peer that is not
     one of its ranks): the event engine then diagnoses it.
@@ -670,6 +677,10 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
         The most ordered pairs (``p * p``) numbered through an array of one int32 each;
         beyond, the ends' pairs are sorted (default :data:`_DENSE_PAIRS`;
         :func:`simulator.jit.prepare` passes 0 so that both ways are compiled).
+    check : collectives.verify.StepCheck, optional
+        Checks each rank's steps on the same reading (a rank's lanes as columns, or its
+        steps, read once for both) and raises what it finds; the matching here is then
+        :func:`collectives.verify`'s (:func:`collectives.verify.verify_while_read`).
 
     Returns
     -------
@@ -678,7 +689,9 @@ def flatten(schedule: Schedule, topology: Topology, dtype_size: int, *,
     p = schedule.nranks
     read = _ends if schedule.lanes is None else _lane_ends
     try:
-        rank_start, steps, kind, length = read(schedule)
+        rank_start, steps, kind, length = read(schedule, check)
+    except ScheduleError:  # ``check``'s
+        raise
     except ValueError:  # a peer that is not one of its ranks
         return None
     # pairs numbered while matching through an array per ordered pair, else beforehand

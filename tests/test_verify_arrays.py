@@ -3,6 +3,7 @@ randomly broken schedules, and lanes read as their steps."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import random
 
@@ -15,6 +16,8 @@ from collectives.verify import OBJECTS_UP_TO_RANKS, check_arrays as on_arrays
 from collectives.verify import check_operations as reference
 from collectives import verify_arrays
 from collectives.verify_arrays import Values, rank_ops
+from simulator import simulate
+import topology
 
 #: (algorithm, collective, parameters) of the schedules broken below, lanes or steps
 BUILT = [("ring", "allreduce", {}), ("ring", "allgather", {"channels": 2}),
@@ -78,13 +81,15 @@ def mutate(ranks: list[list[list]], count: int, rng: random.Random) -> None:
         rng.choice(steps).append(op)
 
 
-def compare_on_broken(algorithm: str, collective: str, params: dict, trials: int) -> set[str]:
-    """Break ``trials`` random schedules of the algorithm; assert that verify fails on each
-    as the reference does; return the kinds of error met ("" for none)."""
+def compare_on_broken(algorithm: str, collective: str, params: dict, trials: int,
+                      sizes: tuple[int, int] = (2, 7), check: object = on_arrays) -> set[str]:
+    """Break ``trials`` random schedules of the algorithm on ``sizes`` ranks (a range);
+    assert that ``check`` fails on each as the reference does; return the kinds of error
+    met ("" for none)."""
     rng = random.Random(f"{algorithm}{collective}{params}")
     failures = set()
     for trial in range(trials):
-        nranks, count = rng.randrange(2, 7), rng.randrange(0, 20)
+        nranks, count = rng.randrange(*sizes), rng.randrange(0, 20)
         built = build_schedule(collective, algorithm, nranks, count, **params)
         ranks = [[list(step.ops) for step in built.steps(r)] for r in range(nranks)]
         for _ in range(rng.randrange(1, 3)):
@@ -93,7 +98,7 @@ def compare_on_broken(algorithm: str, collective: str, params: dict, trials: int
                                      [[Step(tuple(ops)) for ops in steps] for steps in ranks],
                                      working=built.working)
         expected = outcome(reference, broken)
-        assert outcome(on_arrays, broken) == expected, broken.to_text()
+        assert outcome(check, broken) == expected, broken.to_text()
         failures.add(expected[0])
     return failures
 
@@ -119,6 +124,42 @@ def test_deadlocks_are_reported_as_before() -> None:
     broken = Schedule.from_steps("allreduce", "hand", 2, ranks)
     expected = outcome(reference, broken)
     assert expected[0] == "DeadlockError" and outcome(on_arrays, broken) == expected
+
+
+def simulated(schedule: Schedule) -> None:
+    """Simulate ``schedule`` on the compiled engine, verified (the default)."""
+    simulate(schedule, topology.flat(schedule.nranks, 1e-6, 1e-9), engine="compiled")
+
+
+@pytest.mark.parametrize("algorithm, collective, params", [
+    ("ring", "allreduce", {"channels": 2}), ("rhd", "allreduce", {})])
+def test_simulate_rejects_large_broken_schedules_as_verify(algorithm: str, collective: str,
+                                                           params: dict) -> None:
+    # past OBJECTS_UP_TO_RANKS the engine's reading checks the steps, its matching and
+    # play stand for verify's, and verify words the error
+    assert compare_on_broken(algorithm, collective, params, 12,
+                             (OBJECTS_UP_TO_RANKS + 1, OBJECTS_UP_TO_RANKS + 9),
+                             simulated) >= {"", "ScheduleError"}
+
+
+def test_simulate_reports_a_large_deadlock_as_verify() -> None:
+    # the deadlock of test_deadlocks_are_reported_as_before among idle ranks
+    ranks = [[Step((Recv((r - 1) % 3, 0, 1),)), Step((Send((r + 1) % 3, 1, 2),))]
+             for r in range(3)]
+    ranks += [[] for _ in range(OBJECTS_UP_TO_RANKS)]
+    broken = Schedule.from_steps("allreduce", "hand", 2, ranks)
+    expected = outcome(reference, broken)
+    assert expected[0] == "DeadlockError" and outcome(simulated, broken) == expected
+
+
+def test_simulate_reads_large_lane_columns_once_and_verifies() -> None:
+    built = build_schedule("reduce_scatter", "tree", OBJECTS_UP_TO_RANKS + 8, 400, channels=2)
+    assert built.lane_columns is not None
+    read = []
+    columns = built.lane_columns
+    broken = dataclasses.replace(built, lane_columns=lambda rank: read.append(rank) or columns(rank))
+    simulated(broken)
+    assert sorted(read) == list(range(built.nranks))
 
 
 def assert_read_as_steps(built: Schedule) -> None:
