@@ -1644,6 +1644,19 @@ def test_alike_rails_are_played_once(nodes: int, kept: float, monkeypatch) -> No
         assert np.array_equal(a, b)
 
 
+def _played_once(monkeypatch, player: str, collective: str, algorithm: str, machine,
+                 sizes: list[int]) -> np.ndarray:
+    """``algorithm``'s prices under LL at ``sizes`` together, asserting that the pricing
+    function ``player`` of :mod:`simulator.analytic.pricing` priced them, once."""
+    from simulator.analytic import price_protocols, pricing
+    played = []
+    plays = getattr(pricing, player)
+    monkeypatch.setattr(pricing, player, lambda *args: played.append(args) or plays(*args))
+    priced = price_protocols(collective, algorithm, machine, sizes, ["LL"])[0]
+    assert len(played) == 1
+    return priced
+
+
 def test_pairwise_exchange_rounds_are_played_rank_by_rank_on_dgx(monkeypatch) -> None:
     """Pairwise AllToAll past :data:`WHOLE_TOTAL` messages (30 to 64 DGX nodes) is played
     rank by rank (:mod:`simulator.analytic.exchange`); here on ``dgx_h100(16)`` with the
@@ -1652,17 +1665,28 @@ def test_pairwise_exchange_rounds_are_played_rank_by_rank_on_dgx(monkeypatch) ->
     (256 MiB: the bytes alone's), priced together as the tables price them.  The
     clocks with the lock-step shares were -4.1% against the DES under LL (16 MiB); with
     the shares of the messages in flight together +0.4% and +2.0%."""
-    from simulator.analytic import exchange, pricing, price_protocols
+    from simulator.analytic import pricing
     monkeypatch.setattr(pricing, "WHOLE_TOTAL", 0)
-    played = []
-    monkeypatch.setattr(pricing, "_exchange_time",
-                        lambda *args: played.append(args) or exchange._exchange_time(*args))
     machine = topology.dgx_h100(16)
     sizes = [4 << 20, 256 << 20]
-    priced = price_protocols("alltoall", "pairwise", machine, sizes, ["LL"])[0]
-    assert len(played) == 1
+    priced = _played_once(monkeypatch, "_exchange_time", "alltoall", "pairwise", machine, sizes)
     for nbytes, analytic in zip(sizes, priced):
         schedule = build_schedule("alltoall", "pairwise", machine.nranks,
                                   nbytes // (4 * machine.nranks))
         simulated = simulate(schedule, machine, protocol="LL", trace=False).time_s
         assert analytic == pytest.approx(simulated, rel=0.03)
+
+
+def test_bruck_allgather_shift_rounds_are_played_as_fluid_events_on_dgx(monkeypatch) -> None:
+    """Bruck's AllGather on a DGX whose links several senders and receivers cross is
+    played as fluid events (:mod:`simulator.analytic.shifts`), here ``dgx_h100(21)``
+    under LL at a size whose latency counts (1 MiB: an anchor's play) and one where it
+    hardly does (64 MiB: the bytes alone's), priced together as the tables price them.
+    As lock-step rounds 64 MiB was +5.1% against the DES (``dgx_h100(56..128)``: -7.7%
+    to +8.7%), 1 MiB +3.6%; played, +0.02% at both (within 2.7% on 49 to 128 nodes)."""
+    machine = topology.dgx_h100(21)
+    sizes = [1 << 20, 64 << 20]
+    priced = _played_once(monkeypatch, "_shift_time", "allgather", "bruck", machine, sizes)
+    for nbytes, analytic in zip(sizes, priced):
+        simulated = _simulated("allgather", "bruck", machine, nbytes, {}, "LL")
+        assert analytic == pytest.approx(simulated, rel=0.02)

@@ -83,7 +83,14 @@ Exchange rounds by distance (pairwise AllToAll) past that but within
 (:mod:`.exchange`: the ranks' clocks, a rank starting a round once it and its partner
 are done with the one before, and each message at the share of the messages in flight
 on its links with it, iterated; for the bytes alone once, with the latency at a few
-anchor sizes, interpolated between).
+anchor sizes, interpolated between).  Shift rounds (Bruck's AllGather: every position
+sending ``s`` positions on in a round) within :data:`SHIFT_MESSAGES` messages, on one
+order of a machine of unlike links some of whose links several senders and receivers
+cross (a DGX's spines), are played as fluid events (:mod:`.shifts`, compiled: each
+message's bytes start its latency left after both its ends are done with the round
+before, a transfer per run of the buffer, each of a link's transfers an equal share
+of it, a transfer the least over its route; for the bytes alone once, at anchor sizes
+with the latency, interpolated between, every size then by the ranks' clocks).
 
 **Cost.** A round's sampled messages are routed once for every protocol (links alike in
 kind, latency, line rate and flow cap are alike under every protocol) and merged into rows
@@ -117,7 +124,8 @@ the worst error against :func:`simulator.simulate` per algorithm.
 :mod:`.described` (a description priced at every size), :mod:`.layout` (its rounds
 routed and laid out), :mod:`.routing` (a round's messages routed into rows of alike
 ones), :mod:`.flow` (paced rounds played rank by rank), :mod:`.exchange` (pairwise exchange
-rounds played rank by rank), :mod:`.crowded` (a chain's hops crowding the links they
+rounds played rank by rank), :mod:`.shifts` and :mod:`.shift_play` (shift rounds played
+as fluid events, compiled), :mod:`.crowded` (a chain's hops crowding the links they
 share), :mod:`.coupled` and :mod:`.coupled_play` (those hops played, compiled with
 Numba), :mod:`.chain_play` (a chain's ReduceScatter on flat ports played whole,
 compiled), :mod:`.compiling` (their first compile after an install said on stderr),
@@ -131,10 +139,12 @@ from __future__ import annotations
 from .sample import SAMPLE_ALL_RANKS
 from .budgets import (PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS, PLAY_SIDE_BY_SIDE,
                       WHOLE_MESSAGES, WHOLE_TOTAL, STRETCH_MESSAGES, NEAR_PARTS, UNHELD_RANKS,
-                      PAIRED_PASSES, CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, EXCHANGE_TOTAL)
+                      PAIRED_PASSES, CHAIN_EDGE, CHAIN_RATIO, FAR_GROUP_RANKS, EXCHANGE_TOTAL,
+                      SHIFT_MESSAGES)
 from .pricing import price, price_one, price_protocols
 
 __all__ = ["price", "price_one", "price_protocols", "SAMPLE_ALL_RANKS", "PLAY_MESSAGES",
            "PLAY_HOPS", "PLAY_ROUNDS", "PLAY_SIDE_BY_SIDE", "WHOLE_MESSAGES", "WHOLE_TOTAL",
            "STRETCH_MESSAGES", "NEAR_PARTS", "UNHELD_RANKS", "PAIRED_PASSES",
-           "CHAIN_EDGE", "CHAIN_RATIO", "FAR_GROUP_RANKS", "EXCHANGE_TOTAL"]
+           "CHAIN_EDGE", "CHAIN_RATIO", "FAR_GROUP_RANKS", "EXCHANGE_TOTAL",
+           "SHIFT_MESSAGES"]

@@ -70,6 +70,12 @@ WHOLE_MESSAGES, WHOLE_TOTAL = 1 << 13, 7 << 13
 #: (a table's 66 sizes under three protocols take about 0.4 CPU s at 32 nodes, 1.5 s at
 #: 64, growing with the ranks times the rounds)
 EXCHANGE_TOTAL = 1 << 18
+#: shift rounds (Bruck's AllGather) of at most so many messages, some of whose links
+#: several senders and receivers cross (a DGX's spines), on one order of a machine of
+#: unlike links, are played as fluid events (:mod:`.shifts`): ``dgx_h100(33)`` to
+#: ``(128)`` (2,904 to 10,240 messages), not 2,048 nodes (229,376), whose rounds stay
+#: lock-step
+SHIFT_MESSAGES = 1 << 14
 #: paced rounds past the play's messages but of at most so many (over every channel),
 #: within its other budgets, are routed at every rank, over channels played unqueued,
 #: else stretched lock-step (:func:`_stretched_whole`, :func:`_unqueued`): 65 to 128 nodes'

@@ -152,7 +152,7 @@ def _exchange_time(topology: Any, terms: Sequence[tuple[Any, ...]], order: Seque
             return hidden_latency(delay[block, None], at, rate[block, None], slot,
                                   most if np.isscalar(most) else most[block, None])
         rows, weights = _per_byte(topology, tuple(order), bandwidth, paid, sizes)
-        out[k] = _played(rounds.q, lambda block: paid(block, sizes)
+        out[k] = _played(range(1, rounds.q), rounds.q, lambda block: paid(block, sizes)
                          + rows[:, block].T @ weights)
     return out
 
@@ -177,9 +177,18 @@ def _per_byte(topology: Any, order: tuple[int, ...], bandwidth: np.ndarray, paid
         carried = _fixed_point(rounds, per_entry * n, paid(slice(None), np.array([n]))[:, 0],
                                rows[-1] * n, WARM_PASSES)
         rows.append(carried / n)
-    weights = np.zeros((len(rows), len(sizes)))
+    return np.array(rows), _anchor_fractions(sizes, anchors) * sizes
+
+
+def _anchor_fractions(sizes: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+    """The weights of a message's seconds a byte found at the bytes alone and at each of
+    ``anchors`` (ascending; rows: the bytes alone's, then the anchors' from the largest
+    down) at every one of ``sizes`` (rows x sizes, each column summing to 1): the bytes
+    alone's above the largest anchor, else interpolated in the log of the size between
+    the anchors (below the smallest, its)."""
+    fractions = np.zeros((len(anchors) + 1, len(sizes)))
     above = sizes > (anchors[-1] if len(anchors) else 0.0)
-    weights[0, above] = sizes[above]
+    fractions[0, above] = 1.0
     if len(anchors):
         at = np.interp(np.log(np.maximum(sizes, anchors[0])), np.log(anchors),
                        np.arange(len(anchors)))[~above]
@@ -187,21 +196,22 @@ def _per_byte(topology: Any, order: tuple[int, ...], bandwidth: np.ndarray, paid
         high = np.minimum(low + 1, len(anchors) - 1)
         within = np.flatnonzero(~above)
         # anchor i (ascending) is row len(anchors) - i
-        np.add.at(weights, (len(anchors) - low, within), (1 + low - at) * sizes[within])
-        np.add.at(weights, (len(anchors) - high, within), (at - low) * sizes[within])
-    return np.array(rows), weights
+        np.add.at(fractions, (len(anchors) - low, within), 1 + low - at)
+        np.add.at(fractions, (len(anchors) - high, within), at - low)
+    return fractions
 
 
-def _anchors(sizes: np.ndarray, latency: np.ndarray, carried: np.ndarray) -> np.ndarray:
+def _anchors(sizes: np.ndarray, latency: np.ndarray, carried: np.ndarray,
+             within: tuple[float, float] = MIXED, ratio: float = ANCHOR_RATIO) -> np.ndarray:
     """The sizes (ascending) whose fixed point is found with the latency
     (:func:`_per_byte`): of those where the slowest message's bytes (``carried``) are
-    between the fractions :data:`MIXED` of its time (with its ``latency`` left), the
-    largest and each at least :data:`ANCHOR_RATIO` times smaller than the one before."""
+    between the fractions ``within`` of its time (with its ``latency`` left), the
+    largest and each at least ``ratio`` times smaller than the one before."""
     part = carried / (carried + latency)
-    mixed = np.unique(sizes[(part > MIXED[0]) & (part < MIXED[1])])[::-1]
+    mixed = np.unique(sizes[(part > within[0]) & (part < within[1])])[::-1]
     kept: list[float] = []
     for n in mixed.tolist():
-        if not kept or n * ANCHOR_RATIO <= kept[-1]:
+        if not kept or n * ratio <= kept[-1]:
             kept.append(n)
     return np.array(kept[::-1])
 
@@ -261,21 +271,24 @@ def _starts(duration: np.ndarray, q: int) -> np.ndarray:
     are done with round ``s - 1`` (sent theirs and received theirs), each message taking
     its ``duration`` (message ``(s - 1) q + v``)."""
     start = np.empty_like(duration)
-    _played(q, lambda block: duration[block], start)
+    _played(range(1, q), q, lambda block: duration[block], start)
     return start
 
 
-def _played(q: int, duration: Any, start: np.ndarray | None = None) -> np.ndarray:
-    """The last position's end of the exchange rounds, position ``v`` starting round
-    ``s`` once it and ``v + s`` are done with round ``s - 1``, each message taking
-    ``duration(block)`` (of round ``s``'s messages ``block``, per size or not); the
-    messages' starts written to ``start`` where given."""
+def _played(shifts: Sequence[int], q: int, duration: Any,
+            start: np.ndarray | None = None) -> np.ndarray:
+    """The last position's end of rounds by shift over ``q`` positions, position ``v``
+    sending ``v + s`` in the round of shift ``s`` (of ``shifts``, in order) once it and
+    ``v + s`` are done with the round before (sent theirs and received theirs), each
+    position's messages of round ``k`` taking ``duration(block)`` (``block`` their
+    numbers, ``k q`` to ``(k + 1) q``; per size or not); the messages' starts written
+    to ``start`` where given."""
     v = np.arange(q)
     ready: Any = 0.0
-    for s in range(1, q):
-        block = slice((s - 1) * q, s * q)
+    for k, s in enumerate(shifts):
+        block = slice(k * q, (k + 1) * q)
         took = duration(block)
-        began = np.maximum(ready, ready[(v + s) % q]) if s > 1 else np.zeros_like(took)
+        began = np.maximum(ready, ready[(v + s) % q]) if k else np.zeros_like(took)
         if start is not None:
             start[block] = began
         sent = began + took

@@ -27,6 +27,7 @@ from .budgets import (CHAIN_EDGE, CHAIN_RATIO, EXCHANGE_TOTAL, FAR_GROUP_RANKS,
                       FULL_CHAIN_RANKS, NEAR_PARTS, WHOLE_CHAIN_RANKS, WHOLE_TOTAL, _extended,
                       _fine)
 from .exchange import _exchange_rounds, _exchange_time
+from .shifts import _shift_time, _shifts
 from .flow import _Flow
 from .described import _described, _window_parts
 from .crowded import _crowded
@@ -568,6 +569,9 @@ def _time(collective: str, algorithm: str, topology: Any, terms: Sequence[tuple[
     if _exchanged(collective, algorithm, params, topology, orders, counts):
         return _exchange_time(topology, terms, orders[0], counts * ds)
     parts, piece = _channel_parts(collective, topology, orders, counts, ds)
+    shifted = _shifted(collective, algorithm, params, topology, orders, counts)
+    if shifted is not None:
+        return _shift_time(shifted, terms, parts[0], ds, None if piece is None else piece[0])
     if len(_link_classes(topology)[1]) == 1:
         if registered(algorithm).empty_sends or len(parts) != len(orders):
             return _flat_time(collective, algorithm, topology, terms, orders, parts, ds,
@@ -590,6 +594,23 @@ def _exchanged(collective: str, algorithm: str, params: dict[str, Any], topology
     return len(orders) == 1 and len(_link_classes(topology)[1]) > 1 \
         and WHOLE_TOTAL < q * (q - 1) <= EXCHANGE_TOTAL and _exchange_rounds(
             describe(collective, algorithm, q, tuple(sorted(params.items()))), q, counts)
+
+
+def _shifted(collective: str, algorithm: str, params: dict[str, Any], topology: Any,
+             orders: Orders, counts: np.ndarray) -> Any:
+    """The shift rounds that price ``algorithm`` as fluid events (:func:`_shift_time`)
+    where it is so priced, else None: on one order of a machine of unlike links, its
+    parameters resolved alike at every count, described as shift rounds that
+    :func:`.shifts._shifts` plays (Bruck's AllGather on a DGX's spines, within
+    :data:`~.budgets.SHIFT_MESSAGES`)."""
+    if len(orders) != 1 or len(_link_classes(topology)[1]) == 1:
+        return None
+    q, given = len(orders[0]), tuple(sorted(params.items()))
+    entry = registered(algorithm)
+    resolved = {_resolved(entry, collective, q, n, given) for n in np.unique(counts).tolist()}
+    if len(resolved) != 1:
+        return None
+    return _shifts(topology, orders[0], describe(collective, algorithm, q, resolved.pop()))
 
 
 #: node phases (hier's ``intra``) of 2 ranks in which a position is done once its own
