@@ -1,8 +1,8 @@
 """The analytic model's compiled plays compile visibly: a line on stderr before, one after.
 
-:mod:`.filling`, :mod:`.chain_play` and :mod:`.coupled_play` are compiled by Numba on
-their first call and kept in its cache (``cache=True``), so later processes load them in
-a fraction of a second.  The first call after an install, or after their sources change,
+:mod:`.filling`, :mod:`.chain_play`, :mod:`.coupled_play` and :mod:`.shift_play` are
+compiled by Numba on their first call and kept in its cache (``cache=True``), so later
+processes load them in a fraction of a second.  The first call after an install, or after their sources change,
 compiles them instead: some 1-4 s each, inside whichever call first plays them.
 :func:`announce_compiles` makes that pause visible, as :func:`simulator.jit.prepare`
 does for the DES's engine: Numba reports a compile only on a cache miss (its

@@ -7,7 +7,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .compiling import announce_compiles
 from .coupled_play import _due, _heap
+
+announce_compiles()  # a compile after an install is said on stderr
 
 
 @njit(cache=True, error_model="numpy")
