@@ -1,7 +1,9 @@
 """The compiled whole play of a chain's ReduceScatter on ports (:func:`_chain_time`):
 every rank's messages, round by round, as :class:`~.flow._Flow` plays them where a port
-carries at most two (:func:`~.sharing._paired_ends`).  Imported where such a chain is
-priced only: Numba's import and its cached code's load take some 0.4 CPU s a process."""
+carries at most two (:func:`~.sharing._paired_ends`); and of one over several channels
+of one order (:func:`_channels_time`), its alike channels' messages a group, the ports
+filled max-min event by event.  Imported where such a chain is priced only: Numba's
+import and its cached code's load take some 0.4 CPU s a process."""
 
 from __future__ import annotations
 
@@ -310,7 +312,7 @@ def _channels_time(q: int, m: int, units: np.ndarray, weights: np.ndarray,
         first_end = np.inf
         for g, s, way in np.ndindex(active.shape):
             if active[g, s, way]:
-                first_end = min(first_end, now + left[g, s, way] / rate[g, s, way])
+                first_end = min(first_end, now + float(left[g, s, way] / rate[g, s, way]))
         if starts and starts[0][0] <= first_end:
             then = starts[0][0]
             for g, s, way in np.ndindex(active.shape):
@@ -336,8 +338,8 @@ def _channels_time(q: int, m: int, units: np.ndarray, weights: np.ndarray,
                 left[g, s, way] -= rate[g, s, way] * span
                 continue
             active[g, s, way], flying = False, flying - 1
-            elements = _elements(g, round_of[g, s, way], s, way, rightward, leftward)
-            _ended(s, way, begun[g, s, way], now, elements * seconds_per_element, elements,
+            elements = _elements(g, int(round_of[g, s, way]), s, way, rightward, leftward)
+            _ended(s, way, float(begun[g, s, way]), now, elements * seconds_per_element, elements,
                    rightward, leftward, step, ready, clock, pending, starts, latency,
                    reduce_per_element)
     return clock.max()
