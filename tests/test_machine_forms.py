@@ -645,6 +645,25 @@ def test_chain_over_channels_past_the_play_is_priced_from_shorter_chains(
             pytest.approx(simulated, rel=1e-9), count
 
 
+#: chains over 8 channels of one order on default_flat(96) at 8 segments, past the
+#: play's budgets, cut unevenly (each rank's block's parts in two or three groups of
+#: channels one element apart): counts, each off while priced from shorter chains
+#: (97: +9.8e-6; 65,537: +1.8e-6)
+UNEVEN_CHANNEL_CHAINS = (97, 65537)
+
+
+def test_chain_over_channels_past_the_play_is_played_whole() -> None:
+    """A chain's ReduceScatter over 8 channels of one order past the play's budgets,
+    its channels' parts one element apart: played whole
+    (:func:`simulator.analytic.chain_play._channels_time`); exact."""
+    flat = topology.default_flat(96)
+    params = {"segments": 8, "channels": 8}
+    for count in UNEVEN_CHANNEL_CHAINS:
+        simulated = _simulated("reduce_scatter", "pipeline", flat, 4 * count, params)
+        assert machine_cost("reduce_scatter", "pipeline", flat, 4 * count, **params) == \
+            pytest.approx(simulated, rel=1e-9), count
+
+
 #: chains on default_flat past ``UNHELD_RANKS`` (32) over several channels of one order:
 #: (ranks, channels, segments, count), each off by more than 1e-9 while each port's
 #: queue was played on its own (its ports carry 2 x channels messages, not filled):

@@ -155,7 +155,10 @@ CHAIN_EDGE = 12
 #: -4.3e-6; blocks of one element on 256 ranks at 4 segments, 97 and 192 elements,
 #: +3.9e-7 and -6.8e-6); played whole, 20 ms a count at 256 ranks and 8 segments
 #: where every segment holds an element, 3 ms where most are empty (blocks of one
-#: element: an empty message is not settled)
+#: element: an empty message is not settled); over several channels of one order, up to
+#: so many ranks at every count (:func:`~simulator.analytic.chain_play._channels_time`:
+#: 96 ranks at 8 channels and 8 segments, 97 elements, was +9.8e-6; 256 at 4 segments,
+#: 65,537, -3.27e-4; 0.2-0.3 CPU s a count at 96 ranks, 1.8-3.5 s at 256 and 8 segments)
 WHOLE_CHAIN_RANKS = 1 << 8
 #: past :data:`WHOLE_CHAIN_RANKS`, up to so many ranks, such a chain is played whole
 #: only at the counts whose every segment holds an element (a block at least one

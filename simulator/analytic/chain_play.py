@@ -1,9 +1,13 @@
 """The compiled whole play of a chain's ReduceScatter on ports (:func:`_chain_time`):
 every rank's messages, round by round, as :class:`~.flow._Flow` plays them where a port
-carries at most two (:func:`~.sharing._paired_ends`).  Imported where such a chain is
-priced only: Numba's import and its cached code's load take some 0.4 CPU s a process."""
+carries at most two (:func:`~.sharing._paired_ends`); and of one over several channels
+of one order (:func:`_channels_time`), its alike channels' messages a group, the ports
+filled max-min event by event.  Imported where such a chain is priced only: Numba's
+import and its cached code's load take some 0.4 CPU s a process."""
 
 from __future__ import annotations
+
+import heapq
 
 import numpy as np
 from numba import njit
@@ -167,3 +171,193 @@ def _through(clock: np.ndarray, sender: int, receiver: int, sent: float,
     receiver's, ``reduced`` after that (each the later of its own and that)."""
     clock[sender] = max(clock[sender], sent)
     clock[receiver] = max(clock[receiver], sent + reduced)
+
+
+@njit(cache=True)
+def _round_messages(q: int, m: int, units: np.ndarray, late: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Every round's messages (:func:`_round`) of each group of channels (``units``:
+    a row a group, as :func:`_chain_time`'s): the elements rank ``r`` sends right and
+    left in round ``k`` of group ``g`` (groups x rounds x ranks each, -1: none)."""
+    groups, rounds = units.shape[0], (q - 1) * m + 1
+    rightward = np.full((groups, rounds, q), -1, np.int64)
+    leftward = np.full((groups, rounds, q), -1, np.int64)
+    sender, receiver = np.empty(2 * q, np.int64), np.empty(2 * q, np.int64)
+    elements = np.empty(2 * q, np.int64)
+    right, left = np.empty(q, np.int64), np.empty(q, np.int64)
+    for g in range(groups):
+        for k in range(rounds):
+            _round(q, k, m, units[g], late, sender, receiver, elements, right, left)
+            for r in range(q):
+                if right[r] >= 0:
+                    rightward[g, k, r] = elements[right[r]]
+                if left[r] >= 0:
+                    leftward[g, k, r] = elements[left[r]]
+    return rightward, leftward
+
+
+@njit(cache=True)
+def _elements(g: int, k: int, s: int, way: int, rightward: np.ndarray,
+              leftward: np.ndarray) -> int:
+    """Elements rank ``s`` sends in round ``k`` of group ``g``, right (``way`` 0) or
+    left (1); -1: no such message."""
+    if not 0 <= s < rightward.shape[2]:
+        return -1
+    return rightward[g, k, s] if way == 0 else leftward[g, k, s]
+
+
+@njit(cache=True)
+def _own(k: int, r: int, rightward: np.ndarray, leftward: np.ndarray) -> int:
+    """Rank ``r``'s messages in round ``k``, sent and received, of every group."""
+    n = 0
+    for g in range(rightward.shape[0]):
+        for s, way in ((r, 0), (r, 1), (r - 1, 0), (r + 1, 1)):
+            n += _elements(g, k, s, way, rightward, leftward) >= 0
+    return n
+
+
+@njit(cache=True)
+def _arrive(r: int, rightward: np.ndarray, leftward: np.ndarray, step: np.ndarray,
+            ready: np.ndarray, clock: np.ndarray, pending: np.ndarray,
+            starts: list[tuple[float, int, int, int, int]]) -> None:
+    """Rank ``r`` through its round ``step[r]``: on to its next round with messages
+    (``pending`` of them), ``ready`` at its ``clock``; each of them whose other rank is
+    there too starts (``starts``: when, its group, sender, way and round) when both
+    are ready."""
+    rounds = rightward.shape[1]
+    ready[r] = clock[r]
+    k = step[r] + 1
+    while k < rounds and _own(k, r, rightward, leftward) == 0:
+        k += 1
+    step[r] = k
+    if k == rounds:
+        return
+    pending[r] = _own(k, r, rightward, leftward)
+    for s, way, other in ((r, 0, r + 1), (r, 1, r - 1), (r - 1, 0, r - 1), (r + 1, 1, r + 1)):
+        if not 0 <= other < len(step) or step[other] != k:
+            continue
+        for g in range(rightward.shape[0]):
+            if _elements(g, k, s, way, rightward, leftward) >= 0:
+                heapq.heappush(starts, (max(ready[r], ready[other]), g, s, way, k))
+
+
+@njit(cache=True)
+def _fill(weights: np.ndarray, active: np.ndarray, rate: np.ndarray) -> None:
+    """Every ``active`` message's ``rate`` (of its ports' speed) at the ports' max-min
+    fill: a message of group ``g`` stands for ``weights[g]`` alike, each taking an
+    equal share of its sender's port (``s``) and its receiver's (``q + d``) until one
+    of them is full."""
+    groups, q = active.shape[0], active.shape[1]
+    room, shares = np.ones(2 * q), np.zeros(2 * q)
+    unset = 0
+    for g in range(groups):
+        for s in range(q):
+            for way in range(2):
+                if active[g, s, way]:
+                    d = s + 1 - 2 * way
+                    shares[s] += weights[g]
+                    shares[q + d] += weights[g]
+                    rate[g, s, way] = -1.0
+                    unset += 1
+    while unset:
+        level = np.inf
+        for p in range(2 * q):
+            if shares[p] > 0.0:
+                level = min(level, room[p] / shares[p])
+        full = np.zeros(2 * q, np.bool_)
+        for p in range(2 * q):
+            full[p] = shares[p] > 0.0 and room[p] / shares[p] == level
+        for g in range(groups):
+            for s in range(q):
+                for way in range(2):
+                    d = q + s + 1 - 2 * way
+                    if active[g, s, way] and rate[g, s, way] < 0.0 and (full[s] or full[d]):
+                        rate[g, s, way] = level
+                        unset -= 1
+                        for p in (s, d):
+                            room[p] -= weights[g] * level
+                            shares[p] -= weights[g]
+        for p in range(2 * q):
+            if full[p]:
+                shares[p] = 0.0
+
+
+@njit(cache=True)
+def _channels_time(q: int, m: int, units: np.ndarray, weights: np.ndarray,
+                   late: np.ndarray, latency: float, seconds_per_element: float,
+                   reduce_per_element: float) -> float:
+    """Seconds of a chain's ReduceScatter over ``q`` ranks on ports (as
+    :func:`_chain_time`) cut into channels of one order whose operations share steps:
+    ``units`` a row per group of alike channels (their blocks' segments' elements),
+    ``weights`` the channels of each.  A rank's step of a round starts once it is
+    through its last (every message of every channel ended: its sender ``latency``
+    after, its receiver ``reduce_per_element`` a element after that); a message once
+    both its ranks' are; messages in flight carry their elements at their ports'
+    max-min fill (:func:`_fill`), played event by event (a start or an end), so that a
+    group's share changes as another's smaller messages end."""
+    rightward, leftward = _round_messages(q, m, units, late)
+    groups = units.shape[0]
+    step, pending = np.full(q, -1, np.int64), np.zeros(q, np.int64)
+    ready, clock = np.zeros(q), np.zeros(q)
+    starts = [(0.0, 0, 0, 0, 0)]
+    starts.pop()
+    for r in range(q):
+        _arrive(r, rightward, leftward, step, ready, clock, pending, starts)
+    active = np.zeros((groups, q, 2), np.bool_)
+    left, rate = np.zeros((groups, q, 2)), np.zeros((groups, q, 2))
+    begun, round_of = np.zeros((groups, q, 2)), np.zeros((groups, q, 2), np.int64)
+    now, flying = 0.0, 0
+    while starts or flying:
+        _fill(weights, active, rate)
+        first_end = np.inf
+        for g, s, way in np.ndindex(active.shape):
+            if active[g, s, way]:
+                first_end = min(first_end, now + float(left[g, s, way] / rate[g, s, way]))
+        if starts and starts[0][0] <= first_end:
+            then = starts[0][0]
+            for g, s, way in np.ndindex(active.shape):
+                if active[g, s, way]:
+                    left[g, s, way] -= rate[g, s, way] * (then - now)
+            now = then
+            while starts and starts[0][0] <= now:
+                at, g, s, way, k = heapq.heappop(starts)
+                elements = _elements(g, k, s, way, rightward, leftward)
+                if elements == 0:
+                    _ended(s, way, at, at, 0.0, 0, rightward, leftward, step, ready, clock,
+                           pending, starts, latency, reduce_per_element)
+                    continue
+                active[g, s, way], flying = True, flying + 1
+                left[g, s, way] = elements * seconds_per_element
+                begun[g, s, way], round_of[g, s, way] = at, k
+            continue
+        span, now = first_end - now, first_end
+        for g, s, way in np.ndindex(active.shape):
+            if not active[g, s, way]:
+                continue
+            if left[g, s, way] / rate[g, s, way] - span > 1e-13 * now:
+                left[g, s, way] -= rate[g, s, way] * span
+                continue
+            active[g, s, way], flying = False, flying - 1
+            elements = _elements(g, int(round_of[g, s, way]), s, way, rightward, leftward)
+            _ended(s, way, float(begun[g, s, way]), now, elements * seconds_per_element, elements,
+                   rightward, leftward, step, ready, clock, pending, starts, latency,
+                   reduce_per_element)
+    return clock.max()
+
+
+@njit(cache=True)
+def _ended(s: int, way: int, start: float, end: float, work: float, elements: int,
+           rightward: np.ndarray, leftward: np.ndarray, step: np.ndarray,
+           ready: np.ndarray, clock: np.ndarray, pending: np.ndarray,
+           starts: list[tuple[float, int, int, int, int]], latency: float,
+           reduce_per_element: float) -> None:
+    """A message from rank ``s`` (right: ``way`` 0) ended: its ranks' ``clock`` moved
+    (:func:`_through`), each through its round when it was the last of its
+    ``pending`` (:func:`_arrive`)."""
+    d = s + 1 - 2 * way
+    _through(clock, s, d, start + max(work, end - start) + latency,
+             reduce_per_element * elements)
+    for r in (s, d):
+        pending[r] -= 1
+        if pending[r] == 0:
+            _arrive(r, rightward, leftward, step, ready, clock, pending, starts)

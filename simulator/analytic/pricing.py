@@ -210,7 +210,9 @@ def _shortened(collective: str, algorithm: str, topology: Any,
     blocks are cut into uneven segments (:func:`_played_whole`, compiled: 20 ms a count
     at 256 ranks and 8 segments), up to :data:`~.budgets.FULL_CHAIN_RANKS` at those
     whose every segment holds an element (the 301 ranks' now exact; the 512 ranks'
-    +1.5e-5).  AllGather within 1.1e-13 at 180 cases (the front was up to +3.8e-4)."""
+    +1.5e-5); over several channels of one order up to ``WHOLE_CHAIN_RANKS`` at every
+    count (:func:`.chain_play._channels_time`: 8 channels on 96 ranks at 8 segments,
+    97 elements, were +9.8e-6; on 256 at 4, 65,537 elements, -3.27e-4; now exact).  AllGather within 1.1e-13 at 180 cases (the front was up to +3.8e-4)."""
     q = len(orders[0])
     whole, larger = np.divmod(counts, q)
     played = _played_whole(collective, algorithm, topology, terms, orders, counts, ds,
@@ -240,36 +242,44 @@ def _played_whole(collective: str, algorithm: str, topology: Any,
                   terms: Sequence[tuple[Any, ...]], orders: Orders, counts: np.ndarray,
                   ds: int, params: tuple[tuple[str, Any], ...]
                   ) -> tuple[np.ndarray, np.ndarray] | None:
-    """A chain's ReduceScatter on one channel over ports (:func:`_ports`) of at most
-    :data:`WHOLE_CHAIN_RANKS` ranks played whole (:func:`.chain_play._chain_time`) at
-    the ``counts`` (elements of the vector) whose blocks are cut into uneven segments
-    (:func:`_cut_unevenly`), of at most :data:`FULL_CHAIN_RANKS` at those whose every
-    segment holds an element too, under each of ``terms``: the times (terms x counts,
-    NaN at the others) and where they are; None where it is not such a chain."""
-    q = len(orders[0])
-    if collective != "reduce_scatter" or algorithm != "pipeline" or len(orders) != 1 \
-            or q > FULL_CHAIN_RANKS:
+    """A chain's ReduceScatter over ports (:func:`_ports`) played whole under each of
+    ``terms``: on one channel (:func:`.chain_play._chain_time`) of at most
+    :data:`WHOLE_CHAIN_RANKS` ranks at the ``counts`` (elements of the vector) whose
+    blocks are cut into uneven segments (:func:`_cut_unevenly`), of at most
+    :data:`FULL_CHAIN_RANKS` at those whose every segment holds an element too; on
+    several channels of one order (:func:`.chain_play._channels_time`) of at most
+    :data:`WHOLE_CHAIN_RANKS` at every count.  The times (terms x counts, NaN at the
+    others) and where they are; None where it is not such a chain."""
+    q, channels = len(orders[0]), len(orders)
+    if collective != "reduce_scatter" or algorithm != "pipeline" or q > FULL_CHAIN_RANKS \
+            or channels > 1 and (q > WHOLE_CHAIN_RANKS
+                                 or any(tuple(o) != tuple(orders[0]) for o in orders)):
         return None
     ports = _ports(topology, tuple(orders[0]))
     figures = None if ports is None else _port_figures(terms, ports)
     if figures is None:
         return None
     segments = int(dict(params)["segments"])
-    uneven = _cut_unevenly(q, counts, segments)
-    if q > WHOLE_CHAIN_RANKS:  # few such counts a table: blocks of an element a segment
-        uneven &= counts // q >= segments
-    if not uneven.any():
+    if channels > 1:  # the extension from shorter chains is off at most counts
+        played = np.ones(len(counts), dtype=bool)
+    else:
+        played = _cut_unevenly(q, counts, segments)
+        if q > WHOLE_CHAIN_RANKS:  # few such counts a table: blocks of an element a segment
+            played &= counts // q >= segments
+    if not played.any():
         return None
-    from .chain_play import _chain_time  # Numba, imported where such a chain is played
+    from .chain_play import _chain_time, _channels_time  # Numba, imported where played
     late = np.array([int(0 < r < q - 1 and (q - 1 - 2 * r) * (segments - 1) == 0)
                      for r in range(q)], dtype=np.int64)
     out = np.full((len(terms), len(counts)), np.nan)
-    for k in np.flatnonzero(uneven).tolist():
-        units = _block_units(q, int(counts[k]), segments)
+    for k in np.flatnonzero(played).tolist():
+        units, weights = _channel_units(q, int(counts[k]), segments, channels)
         for t, (latency, bandwidth, reduce) in enumerate(figures):
-            out[t, k] = _chain_time(q, segments, units, late, latency, ds / bandwidth,
-                                    ds * reduce)
-    return out, uneven
+            out[t, k] = _chain_time(q, segments, units[0], late, latency, ds / bandwidth,
+                                    ds * reduce) if channels == 1 else \
+                _channels_time(q, segments, units, weights, late, latency, ds / bandwidth,
+                               ds * reduce)
+    return out, played
 
 
 def _cut_unevenly(q: int, counts: np.ndarray, segments: int) -> np.ndarray:
@@ -280,14 +290,19 @@ def _cut_unevenly(q: int, counts: np.ndarray, segments: int) -> np.ndarray:
     return (whole % segments != 0) | ((larger > 0) & ((whole + 1) % segments != 0))
 
 
-def _block_units(q: int, count: int, segments: int) -> np.ndarray:
-    """The elements of every block's segments, blocks ``0 .. q-1`` in order (the first
-    ``count % q`` blocks one element larger), each cut as
-    :func:`collectives.layout.splits` cuts it (the larger segments first)."""
+def _channel_units(q: int, count: int, segments: int, channels: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The elements of every block's segments (blocks ``0 .. q-1`` in order, the first
+    ``count % q`` one element larger) in each group of alike channels (a row a group):
+    channel ``c`` takes part ``c`` of every block, each cut as
+    :func:`collectives.layout.splits` cuts it (the larger parts and segments first);
+    and the channels of each group."""
     sizes = count // q + (np.arange(q) < count % q)
-    whole, larger = np.divmod(sizes, segments)
-    return (whole[:, None] + (np.arange(segments)[None, :] < larger[:, None])).reshape(-1) \
-        .astype(np.int64)
+    parts = sizes[None, :] // channels + (np.arange(channels)[:, None] < sizes % channels)
+    groups, weights = np.unique(parts, axis=0, return_counts=True)
+    whole, larger = np.divmod(groups, segments)
+    units = whole[:, :, None] + (np.arange(segments) < larger[:, :, None])
+    return units.reshape(len(groups), -1).astype(np.int64), weights.astype(float)
 
 
 @functools.lru_cache(maxsize=64)
