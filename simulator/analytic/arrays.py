@@ -52,9 +52,14 @@ def _hashed_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     _, first, inverse = np.unique(matrix @ _HASH_WEIGHTS[:matrix.shape[1]],
                                   return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
-    if not (matrix == matrix[first[inverse]]).all():
+    kept = matrix[first]
+    # checked a few thousand numbers at a time (a copy of the whole, each row's kept
+    # row, is fresh memory as large as the matrix: several times slower)
+    step = max(1, 2**16 // matrix.shape[1])
+    if not all(np.array_equal(matrix[lo:lo + step], kept[inverse[lo:lo + step]])
+               for lo in range(0, len(matrix), step)):
         return None
-    distinct, rank, counts = _distinct_rows(matrix[first])
+    distinct, rank, _ = _distinct_rows(kept)
     return distinct, rank[inverse], np.bincount(inverse, minlength=len(first))[
         np.argsort(rank)]
 

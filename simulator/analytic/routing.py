@@ -403,18 +403,22 @@ def _pieces(keys: np.ndarray, message: np.ndarray, column: np.ndarray, block: np
     lengths = np.bincount(message, minlength=count)
     entries = lengths[piece]
     entry = np.repeat((np.cumsum(lengths) - lengths)[piece], entries) + _within(entries)
-    profiles = _covering(mine, message[theirs], message, column, (piece, first), rounds,
-                         entry, width)
-    profiles, profile, _ = _unique_rows(np.column_stack([block[message[entry]], profiles]))
+    profiles = np.empty((len(entry), 1 + width), dtype=np.int64)  # its block, then counts
+    profiles[:, 0] = block[message[entry]]
+    _covering(mine, message[theirs], message, column, (piece, first), rounds, entry,
+              profiles[:, 1:])
+    profiles, profile, _ = _unique_rows(profiles)
     return piece, np.column_stack([first, end]) + low, entry, profiles, profile
 
 
 def _covering(mine: np.ndarray, j: np.ndarray, message: np.ndarray, column: np.ndarray,
               pieces: tuple[np.ndarray, np.ndarray], rounds: np.ndarray, entry: np.ndarray,
-              width: int) -> np.ndarray:
+              profiles: np.ndarray) -> None:
     """Per piece's link (its entry of ``entry``; ``pieces``: each one's message and first
     round, by message and first round) the messages by class (``column``) that
-    cover the piece on that link: of the pairs ``(mine, j)`` (an entry and the message
+    cover the piece on that link, written to its row of ``profiles`` (entries x
+    classes; not a new matrix: a copy of it, the block put first, was fresh memory as
+    large as it): of the pairs ``(mine, j)`` (an entry and the message
     of one in flight with it on its link), each covers a run of its entry's pieces (they
     are cut at its first round and end), counted where it starts and ends and summed
     over the entry's pieces in order (not per pair and piece: 128 nodes' 8-channel chain
@@ -428,7 +432,7 @@ def _covering(mine: np.ndarray, j: np.ndarray, message: np.ndarray, column: np.n
     # first round to the one at its end
     runs = _pieces_before(piece * span + first, cut, span)(message[mine], rounds[j])
     live = runs[:, 1] > runs[:, 0]
-    size = len(entry) + 1
+    size, width = len(entry) + 1, profiles.shape[1]
     spots = (at[mine] * width + column[j])[live]  # by piece, then class
     runs = runs[live] * width
     # (in place, a row a piece: 55,000 pieces by 192 classes on dgx_h100(96) are 85 MB
@@ -436,9 +440,7 @@ def _covering(mine: np.ndarray, j: np.ndarray, message: np.ndarray, column: np.n
     delta = np.bincount(spots + runs[:, 0], minlength=size * width)
     delta -= np.bincount(spots + runs[:, 1], minlength=size * width)
     covered = np.cumsum(delta.reshape(size, width), axis=0, out=delta.reshape(size, width))
-    profiles = np.empty((len(entry), width), dtype=np.int64)
     profiles[np.argsort(entry, kind="stable")] = covered[:-1]
-    return profiles
 
 
 def _pieces_before(starts: np.ndarray, cut: np.ndarray,
