@@ -430,7 +430,8 @@ def _covering(mine: np.ndarray, j: np.ndarray, message: np.ndarray, column: np.n
     at = np.cumsum(many) - many  # each entry's first piece, entries one after another
     # the run of its entry's pieces each pair covers: from the piece that starts at j's
     # first round to the one at its end
-    runs = _pieces_before(piece * span + first, cut, span)(message[mine], rounds[j])
+    runs = _pieces_before(piece * span + first, cut, span, len(mine))(message[mine],
+                                                                    rounds[j])
     live = runs[:, 1] > runs[:, 0]
     size, width = len(entry) + 1, profiles.shape[1]
     spots = (at[mine] * width + column[j])[live]  # by piece, then class
@@ -443,17 +444,17 @@ def _covering(mine: np.ndarray, j: np.ndarray, message: np.ndarray, column: np.n
     profiles[np.argsort(entry, kind="stable")] = covered[:-1]
 
 
-def _pieces_before(starts: np.ndarray, cut: np.ndarray,
-                   span: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+def _pieces_before(starts: np.ndarray, cut: np.ndarray, span: int,
+                   lookups: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """How many of a message's pieces start before a round: from every piece's
     ``starts`` (its message times ``span``, plus its first round; sorted) and each
     message's pieces (``cut``), a function of messages and rounds (messages x k) to
-    those counts.  Looked up in a table of every message and round where that is not
-    much more than the pieces (2.6 million pairs on ``dgx_h100(96)``: a search each took
-    most of :func:`_covering`'s time), else searched."""
+    those counts.  Looked up in a table of every message and round where that is no
+    larger than the ``lookups`` to come (2.6 million pairs on ``dgx_h100(96)``: a search
+    each took most of :func:`_covering`'s time), else searched."""
     count = len(cut)
     first = np.cumsum(cut) - cut  # each message's first piece
-    if count * span <= 4 * len(starts) + 1_000_000:
+    if count * span <= lookups:
         table = np.searchsorted(starts, np.arange(count * span)) - np.repeat(first, span)
         return lambda own, at: table[(own * span)[:, None] + at]
     return lambda own, at: np.searchsorted(starts, (own * span)[:, None] + at) \
