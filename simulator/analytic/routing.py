@@ -403,46 +403,70 @@ def _pieces(keys: np.ndarray, message: np.ndarray, column: np.ndarray, block: np
     lengths = np.bincount(message, minlength=count)
     entries = lengths[piece]
     entry = np.repeat((np.cumsum(lengths) - lengths)[piece], entries) + _within(entries)
-    profiles = _covering(mine, message[theirs], message, column, (piece, first), rounds,
-                         entry, width)
-    profiles, profile, _ = _unique_rows(np.column_stack([block[message[entry]], profiles]))
+    profiles = np.empty((len(entry), 1 + width), dtype=np.int64)  # its block, then counts
+    profiles[:, 0] = block[message[entry]]
+    _covering(mine, message[theirs], message, column, (piece, first), rounds, entry,
+              profiles[:, 1:])
+    profiles, profile, _ = _unique_rows(profiles)
     return piece, np.column_stack([first, end]) + low, entry, profiles, profile
 
 
 def _covering(mine: np.ndarray, j: np.ndarray, message: np.ndarray, column: np.ndarray,
               pieces: tuple[np.ndarray, np.ndarray], rounds: np.ndarray, entry: np.ndarray,
-              width: int) -> np.ndarray:
+              profiles: np.ndarray) -> None:
     """Per piece's link (its entry of ``entry``; ``pieces``: each one's message and first
     round, by message and first round) the messages by class (``column``) that
-    cover the piece on that link: of the pairs ``(mine, j)`` (an entry and the message
+    cover the piece on that link, written to its row of ``profiles`` (entries x
+    classes; not a new matrix: a copy of it, the block put first, was fresh memory as
+    large as it): of the pairs ``(mine, j)`` (an entry and the message
     of one in flight with it on its link), each covers a run of its entry's pieces (they
     are cut at its first round and end), counted where it starts and ends and summed
     over the entry's pieces in order (not per pair and piece: 128 nodes' 8-channel chain
     has 3.3 million of those)."""
     piece, first = pieces
-    span = int(rounds.max()) + 1
-    starts = piece * span + first
-    own = message[mine]
-    low = np.searchsorted(starts, own * span)  # each entry's message's first piece
-    runs = np.searchsorted(starts, np.stack([own * span + rounds[j, 0],
-                                             own * span + rounds[j, 1]])) - low
-    many = np.bincount(piece, minlength=len(rounds))[message]  # each entry's pieces
+    count, span = len(rounds), int(rounds.max()) + 1
+    cut = np.bincount(piece, minlength=count)  # each message's pieces
+    many = cut[message]  # each entry's pieces
     at = np.cumsum(many) - many  # each entry's first piece, entries one after another
-    live = runs[1] > runs[0]
-    size = len(entry) + 1
-    spots = column[j[live]] * size + at[mine][live] + runs[:, live]  # by class, then piece
-    delta = np.bincount(spots[0], minlength=size * width) \
-        - np.bincount(spots[1], minlength=size * width)
-    by_entry = np.argsort(entry, kind="stable")
-    profiles = np.empty((len(entry), width), dtype=np.int64)
-    profiles[by_entry] = np.cumsum(delta.reshape(width, size), axis=1)[:, :-1].T
-    return profiles
+    # the run of its entry's pieces each pair covers: from the piece that starts at j's
+    # first round to the one at its end
+    runs = _pieces_before(piece * span + first, cut, span, len(mine))(message[mine],
+                                                                    rounds[j])
+    live = runs[:, 1] > runs[:, 0]
+    size, width = len(entry) + 1, profiles.shape[1]
+    spots = (at[mine] * width + column[j])[live]  # by piece, then class
+    runs = runs[live] * width
+    # (in place, a row a piece: 55,000 pieces by 192 classes on dgx_h100(96) are 85 MB
+    # an array)
+    delta = np.bincount(spots + runs[:, 0], minlength=size * width)
+    delta -= np.bincount(spots + runs[:, 1], minlength=size * width)
+    covered = np.cumsum(delta.reshape(size, width), axis=0, out=delta.reshape(size, width))
+    profiles[np.argsort(entry, kind="stable")] = covered[:-1]
+
+
+def _pieces_before(starts: np.ndarray, cut: np.ndarray, span: int,
+                   lookups: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """How many of a message's pieces start before a round: from every piece's
+    ``starts`` (its message times ``span``, plus its first round; sorted) and each
+    message's pieces (``cut``), a function of messages and rounds (messages x k) to
+    those counts.  Looked up in a table of every message and round where that is no
+    larger than the ``lookups`` to come (2.6 million pairs on ``dgx_h100(96)``: a search
+    each took most of :func:`_covering`'s time), else searched."""
+    count = len(cut)
+    first = np.cumsum(cut) - cut  # each message's first piece
+    if count * span <= lookups:
+        table = np.searchsorted(starts, np.arange(count * span)) - np.repeat(first, span)
+        return lambda own, at: table[(own * span)[:, None] + at]
+    return lambda own, at: np.searchsorted(starts, (own * span)[:, None] + at) \
+        - first[own][:, None]
 
 
 def _overlapping(keys: np.ndarray, rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of entries on the same link (``keys``: the link and what it is shared
     in) in flight together (``rounds``: each entry's ``[first, end)``, from 0), each
-    entry with itself included, as ``(mine, theirs)`` by ``mine``.  Entries on a link in
+    entry with itself included, as ``(mine, theirs)`` (in no order: what they give is
+    summed or sorted; a sort of them by ``mine`` was a tenth of :func:`_pieces`' time
+    on ``dgx_h100(96)``).  Entries on a link in
     rounds apart are left out: their rounds cut none of the other's inside, and neither
     covers a piece of the other; a stretch of many rounds (a pipeline's) has many
     messages on a link, few at once."""
@@ -455,10 +479,8 @@ def _overlapping(keys: np.ndarray, rounds: np.ndarray) -> tuple[np.ndarray, np.n
     ahead = np.maximum(stop - np.arange(1, len(order) + 1), 0)
     at = np.repeat(np.arange(len(order)), ahead)
     later = at + 1 + _within(ahead)
-    mine = np.concatenate([order, order[at], order[later]])
-    theirs = np.concatenate([order, order[later], order[at]])
-    by_mine = np.argsort(mine, kind="stable")
-    return mine[by_mine], theirs[by_mine]
+    return np.concatenate([order, order[at], order[later]]), \
+        np.concatenate([order, order[later], order[at]])
 
 
 _ROUTES: dict[Any, dict[int, tuple[int, ...]]] = {}
