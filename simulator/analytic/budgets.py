@@ -19,6 +19,16 @@ from .sample import Orders, SAMPLE_ALL_RANKS, _link_classes, _sampled
 #: (over every channel), over a stretch of at most so many rounds, are played rank by
 #: rank (:func:`_played`)
 PLAY_MESSAGES, PLAY_HOPS, PLAY_ROUNDS = 1 << 14, 1 << 17, 1 << 12
+#: paced rounds none of which is held (a tree's) of at most so many messages are played
+#: within so many rounds in flight in all in place of :data:`PLAY_HOPS`: hier's
+#: one-channel inner tree at 1 GiB on ``dgx_h100(48)`` and ``(64)`` (its 8 rails' 1,504
+#: to 5,904 messages in flight in 131,472 to 258,048 rounds) was up to -17% as the
+#: sample's lock-step stretch, which misses the tree's edges that cross a spine
+#: (ReduceScatter under Simple at 48 nodes, AllGather under LL at 64); played, within
+#: 3%.  Not 256 nodes' (8,160 messages: the three tables there 4.7 -> 5.1 CPU s, 398
+#: -> 498 MB), nor held rounds (the pipeline's chain on 48 and 64 DGX nodes, up to +36%
+#: against the DES played so)
+UNHELD_PLAY_MESSAGES, UNHELD_PLAY_HOPS = 3 << 11, 1 << 18
 #: a play of paced rounds takes several protocols' and descriptions' sizes side by side
 #: while a round's messages times their sizes stay at most so many (:meth:`_Flow.played`)
 PLAY_SIDE_BY_SIDE = 1 << 14
@@ -190,7 +200,9 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
     every rank's paced messages routed): where every rank is sampled, or where, over
     all the orders, they hold at most :data:`PLAY_MESSAGES` messages (each routed) in
     flight in at most :data:`PLAY_HOPS` rounds in all (each a hop of the play) over a
-    stretch of at most :data:`PLAY_ROUNDS` rounds (a numpy pass each); past any, the
+    stretch of at most :data:`PLAY_ROUNDS` rounds (a numpy pass each; rounds none of
+    which is held, of at most :data:`UNHELD_PLAY_MESSAGES` messages, within
+    :data:`UNHELD_PLAY_HOPS` in place of the second); past any, the
     lock-step stretch (:func:`_stretched_whole`).  rhd's steps (:func:`_stepped`, each
     message in flight in one round) are played up to :data:`STRETCH_MESSAGES` messages:
     hier's inner rhd over 8 channels on ``dgx_h100(72)`` to ``(120)`` (up to 27k
@@ -203,7 +215,9 @@ def _played(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
         return True
     messages, hops, span = _paced_load(orders, rounds)
     budget = STRETCH_MESSAGES if _stepped(tuple(rounds)) is not None else PLAY_MESSAGES
-    return messages <= budget and hops <= PLAY_HOPS and span <= PLAY_ROUNDS
+    unheld = messages <= UNHELD_PLAY_MESSAGES and not _is_held(rounds)
+    hop_budget = UNHELD_PLAY_HOPS if unheld else PLAY_HOPS
+    return messages <= budget and hops <= hop_budget and span <= PLAY_ROUNDS
 
 
 def _fine(topology: Any, orders: Orders, rounds: list[Any]) -> bool:
