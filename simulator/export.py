@@ -130,6 +130,11 @@ NCCL_LINE_MAX = 255
 #: and the sizes past its 8 GiB up to which it does
 _STEPS_BETWEEN = 8
 _BEYOND = tuple(1 << k for k in range(34, 41))
+#: evenly spaced sizes inside each line of ours at which it is checked again against
+#: NCCL's own choice: a curve may bump between the grid's sizes (a chain's segments
+#: change with the size: `dgx-a100` at 128 nodes, Broadcast, ring LL 4% slower than
+#: LL128 at 41.2 MB, though faster at the grid's 39.8 and 41.9 MB, as the DES has it)
+_CHECKS_INSIDE = 3
 
 #: our collective -> Open MPI COLLTYPE id (coll_base_functions.h)
 OMPI_COLL_ID: dict[str, int] = {"allgather": 0, "allreduce": 2, "alltoall": 3, "broadcast": 7,
@@ -325,13 +330,17 @@ def nccl_ranges(collective: str, topology: Any, dtype_size: int = 4,
     def nccl(n: int) -> tuple[str, str]:
         return nccl_choice(kind, n, ranks, nodes, collective=collective)
 
-    lines: list[NcclRange] = []
+    chosen = []
     for i, (low, nxt) in enumerate(zip(grid, grid[1:] + [MAX_BYTES])):
         high = nxt - 1 if i + 1 < len(grid) else MAX_BYTES
         for first, last, theirs in _pieces(nccl, low, high):
             pair, ours = _chosen(times, theirs, at[low], min(i + 1, len(grid) - 1))
-            if ours or keep_nccl:
-                lines += _with_channels(collective, kind, pair, ours, first, last, ranks, nodes)
+            chosen.append((first, last, pair, ours, theirs))
+    lines: list[NcclRange] = []
+    for first, last, pair, ours, theirs in _checked_inside(collective, topology, chosen,
+                                                           dtype_size):
+        if ours or keep_nccl:
+            lines += _with_channels(collective, kind, pair, ours, first, last, ranks, nodes)
     if lines and lines[0].min_bytes == grid[0]:  # sizes below one element go with it
         lines[0] = dataclasses.replace(lines[0], min_bytes=0)
     return tuple(_merged(lines))
@@ -347,6 +356,34 @@ def _chosen(times: dict[tuple[str, str], np.ndarray], theirs: tuple[str, str], i
     fine = [pair for pair, t in times.items() if t[i] <= bound[i] and t[j] <= bound[j]]
     best = min(fine, key=lambda pair: (times[pair][i], pair != theirs))
     return (best, True) if best != theirs else (theirs, False)
+
+
+def _inside(first: int, last: int) -> list[int]:
+    """:data:`_CHECKS_INSIDE` sizes evenly spaced strictly inside ``[first, last]``
+    (fewer where it holds fewer), at most :data:`_BEYOND`'s last."""
+    last = min(last, _BEYOND[-1])
+    return sorted({int(n) for n in np.linspace(first, last, _CHECKS_INSIDE + 2)[1:-1]}
+                  - {first, last})
+
+
+def _checked_inside(collective: str, topology: Any, chosen: list[Any], dtype_size: int
+                    ) -> list[Any]:
+    """``chosen`` (per line: its first and last size, the pair, whether it is ours, and
+    NCCL's own), each of ours that is slower than NCCL's own at one of its sizes
+    :func:`_inside` given back to NCCL's own."""
+    checks = {n for first, last, _, ours, _ in chosen if ours for n in _inside(first, last)}
+    if not checks:
+        return chosen
+    sizes = sorted(checks)
+    times = nccl_pair_times(collective, topology, sizes, dtype_size)
+    at = {n: i for i, n in enumerate(sizes)}
+    out = []
+    for first, last, pair, ours, theirs in chosen:
+        inside = [at[n] for n in _inside(first, last)] if ours else []
+        if inside and np.any(times[pair][inside] > times[theirs][inside]):
+            pair, ours = theirs, False
+        out.append((first, last, pair, ours, theirs))
+    return out
 
 
 def _with_channels(collective: str, kind: str, pair: tuple[str, str], ours: bool,
