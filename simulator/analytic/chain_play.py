@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from .compiling import announce_compiles
+from .filling import _fill_size
 
 announce_compiles()  # a compile after an install is said on stderr
 
@@ -242,44 +243,22 @@ def _arrive(r: int, rightward: np.ndarray, leftward: np.ndarray, step: np.ndarra
 
 
 @njit(cache=True)
-def _fill(weights: np.ndarray, active: np.ndarray, rate: np.ndarray) -> None:
-    """Every ``active`` message's ``rate`` (of its ports' speed) at the ports' max-min
-    fill: a message of group ``g`` stands for ``weights[g]`` alike, each taking an
-    equal share of its sender's port (``s``) and its receiver's (``q + d``) until one
-    of them is full."""
-    groups, q = active.shape[0], active.shape[1]
-    room, shares = np.ones(2 * q), np.zeros(2 * q)
-    unset = 0
+def _port_links(groups: int, q: int, weights: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ports of every message place ``(g, s, way)`` (in C order) as
+    :func:`.filling._fill_size` reads links: its sender's port ``s`` and its receiver's
+    ``q + d`` (``d = s + 1`` rightward, ``s - 1`` leftward; a place without a message
+    gets a port too, never filled), and each place's ``weights[g]`` alike channels."""
+    places = groups * q * 2
+    starts = np.arange(0, 2 * places + 1, 2)
+    links, each = np.empty(2 * places, np.int64), np.empty(places)
     for g in range(groups):
         for s in range(q):
             for way in range(2):
-                if active[g, s, way]:
-                    d = s + 1 - 2 * way
-                    shares[s] += weights[g]
-                    shares[q + d] += weights[g]
-                    rate[g, s, way] = -1.0
-                    unset += 1
-    while unset:
-        level = np.inf
-        for p in range(2 * q):
-            if shares[p] > 0.0:
-                level = min(level, room[p] / shares[p])
-        full = np.zeros(2 * q, np.bool_)
-        for p in range(2 * q):
-            full[p] = shares[p] > 0.0 and room[p] / shares[p] == level
-        for g in range(groups):
-            for s in range(q):
-                for way in range(2):
-                    d = q + s + 1 - 2 * way
-                    if active[g, s, way] and rate[g, s, way] < 0.0 and (full[s] or full[d]):
-                        rate[g, s, way] = level
-                        unset -= 1
-                        for p in (s, d):
-                            room[p] -= weights[g] * level
-                            shares[p] -= weights[g]
-        for p in range(2 * q):
-            if full[p]:
-                shares[p] = 0.0
+                i = (g * q + s) * 2 + way
+                links[2 * i], links[2 * i + 1] = s, q + (s + 1 - 2 * way) % q
+                each[i] = weights[g]
+    return starts, links, each
 
 
 @njit(cache=True)
@@ -293,7 +272,8 @@ def _channels_time(q: int, m: int, units: np.ndarray, weights: np.ndarray,
     through its last (every message of every channel ended: its sender ``latency``
     after, its receiver ``reduce_per_element`` a element after that); a message once
     both its ranks' are; messages in flight carry their elements at their ports'
-    max-min fill (:func:`_fill`), played event by event (a start or an end), so that a
+    max-min fill (:func:`.filling._fill_size`, each port of one unit of speed), played
+    event by event (a start or an end), so that a
     group's share changes as another's smaller messages end."""
     rightward, leftward = _round_messages(q, m, units, late)
     groups = units.shape[0]
@@ -307,8 +287,10 @@ def _channels_time(q: int, m: int, units: np.ndarray, weights: np.ndarray,
     left, rate = np.zeros((groups, q, 2)), np.zeros((groups, q, 2))
     begun, round_of = np.zeros((groups, q, 2)), np.zeros((groups, q, 2), np.int64)
     now, flying = 0.0, 0
+    ports, links, each = _port_links(groups, q, weights)
+    capacity, cap = np.ones(2 * q), np.full(active.size, np.inf)
     while starts or flying:
-        _fill(weights, active, rate)
+        _fill_size(active.reshape(-1), cap, ports, links, capacity, each, rate.reshape(-1))
         first_end = np.inf
         for g, s, way in np.ndindex(active.shape):
             if active[g, s, way]:
